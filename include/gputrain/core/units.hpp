@@ -1,0 +1,19 @@
+#pragma once
+// Formatting of sizes and figures for reports.
+
+#include <cstdint>
+#include <string>
+
+namespace gputrain::core {
+
+/// Binary size with one or two decimals: 1536 -> "1.50 KiB", 8 GiB -> "8.00 GiB".
+std::string format_bytes(std::uint64_t bytes);
+
+/// A number with a fixed count of decimals: format_fixed(3.14159, 2) -> "3.14".
+std::string format_fixed(double value, int decimals);
+
+constexpr std::uint64_t kKiB = 1024ULL;
+constexpr std::uint64_t kMiB = 1024ULL * kKiB;
+constexpr std::uint64_t kGiB = 1024ULL * kMiB;
+
+}  // namespace gputrain::core

@@ -1,0 +1,25 @@
+#pragma once
+// Turning a user's device choice ("auto", "cpu", "cuda", "cuda:N") into a concrete device.
+
+#include <string>
+#include <string_view>
+
+#include "gputrain/device/gpu_info.hpp"
+
+namespace gputrain::device {
+
+/// A concrete device: the CPU or one CUDA ordinal.
+struct DeviceChoice {
+  enum class Kind { cpu, cuda } kind = Kind::cpu;
+  int index = -1;  ///< CUDA ordinal for Kind::cuda
+
+  /// "cpu" or "cuda:N" (the form LibTorch's Device accepts).
+  std::string str() const;
+};
+
+/// auto: the first GPU, or the CPU when none is visible; cpu; cuda: GPU 0; cuda:N: GPU N.
+/// Throws UsageError for malformed text or a GPU that does not exist (naming those that do), and
+/// EnvironmentError (exit 3) when a GPU is asked for on a machine that has none (with the reason).
+DeviceChoice select_device(std::string_view spec, const GpuInventory& inventory);
+
+}  // namespace gputrain::device

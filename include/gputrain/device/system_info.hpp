@@ -1,0 +1,47 @@
+#pragma once
+// Facts about the host that decide how fast and how safely training can run on it.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "gputrain/device/cgroup.hpp"
+#include "gputrain/device/container.hpp"
+#include "gputrain/device/os_release.hpp"
+
+namespace gputrain::device {
+
+/// Space on one filesystem.
+struct DiskSpace {
+  std::uint64_t total = 0;
+  std::uint64_t available = 0;  ///< what an unprivileged process can still write
+};
+
+/// OS, CPU, memory, shared memory and container facts of this machine.
+struct SystemInfo {
+  OsRelease os;
+  std::string kernel;              ///< uname -r
+  std::string architecture;        ///< uname -m
+  std::string cpu_model;           ///< /proc/cpuinfo "model name"
+  int logical_cores = 0;           ///< online CPUs of the host
+  int affinity_cores = 0;          ///< CPUs in this process's affinity mask (taskset, cpusets)
+  CgroupLimits cgroup;
+  double usable_cores = 0;         ///< min(affinity, cgroup quota): what workers can really use
+  std::uint64_t ram_total = 0;     ///< MemTotal
+  std::uint64_t ram_available = 0; ///< MemAvailable
+  std::optional<std::uint64_t> memory_limit;  ///< the cgroup limit when tighter than RAM
+  std::optional<DiskSpace> shm;    ///< /dev/shm, where data-loader workers share tensors
+  ContainerInfo container;
+};
+
+/// Gathers SystemInfo; never throws (a fact it cannot read stays empty/zero).
+SystemInfo collect_system_info();
+
+/// The cores a job can use: the affinity count, capped by the cgroup quota (never below 1).
+double usable_cores(int affinity_cores, const std::optional<double>& cgroup_quota_cores);
+
+/// Free and total space of the filesystem holding `path`, or nullopt if it cannot be read.
+std::optional<DiskSpace> disk_space(const std::filesystem::path& path);
+
+}  // namespace gputrain::device

@@ -1,0 +1,21 @@
+#pragma once
+// The verify checks by area (one file each); verify.cpp assembles them in report order.
+
+#include <vector>
+
+#include "gputrain/checks/check.hpp"
+
+namespace gputrain::checks {
+
+std::vector<Check> system_checks();
+std::vector<Check> driver_checks();
+std::vector<Check> container_checks();
+std::vector<Check> gpu_checks(const Context& context);
+std::vector<Check> library_checks();
+std::vector<Check> functional_checks(const Context& context);   // LibTorch
+std::vector<Check> performance_checks(const Context& context);  // LibTorch
+
+/// The remedy for "there is no usable GPU", tailored to host or container.
+std::string no_gpu_remedy(const Context& context);
+
+}  // namespace gputrain::checks

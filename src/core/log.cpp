@@ -1,0 +1,65 @@
+// The only file that includes spdlog. It is compiled without LibTorch's include folder (see
+// src/CMakeLists.txt), so <fmt/...> resolves to the fmt that Debian's spdlog was built with.
+#include "gputrain/core/log.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <cstdlib>
+#include <memory>
+
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::core {
+namespace {
+
+constexpr std::array<std::string_view, 6> kLevelNames = {"trace", "debug", "info", "warn", "error", "off"};
+
+spdlog::level::level_enum to_spdlog(LogLevel level) {
+  switch (level) {
+    case LogLevel::trace: return spdlog::level::trace;
+    case LogLevel::debug: return spdlog::level::debug;
+    case LogLevel::info: return spdlog::level::info;
+    case LogLevel::warn: return spdlog::level::warn;
+    case LogLevel::error: return spdlog::level::err;
+    case LogLevel::off: return spdlog::level::off;
+  }
+  return spdlog::level::info;
+}
+
+spdlog::logger& logger() {
+  static const std::shared_ptr<spdlog::logger> instance = [] {
+    auto made = spdlog::stderr_color_mt("gputrain");
+    made->set_pattern("%^%l%$: %v");
+    LogLevel level = LogLevel::info;
+    if (const char* env = std::getenv("GPUTRAIN_LOG_LEVEL")) {
+      try {
+        level = parse_log_level(env);
+      } catch (const Error&) {
+        // A bad level in the environment must not stop a command: keep the default.
+      }
+    }
+    made->set_level(to_spdlog(level));
+    return made;
+  }();
+  return *instance;
+}
+
+}  // namespace
+
+LogLevel parse_log_level(std::string_view text) {
+  for (std::size_t i = 0; i < kLevelNames.size(); ++i) {
+    if (text == kLevelNames[i]) return static_cast<LogLevel>(i);
+  }
+  throw UsageError("unknown log level '" + std::string(text) + "'",
+                   "use one of: trace, debug, info, warn, error, off");
+}
+
+void set_log_level(LogLevel level) { logger().set_level(to_spdlog(level)); }
+
+void log(LogLevel level, std::string_view message) {
+  logger().log(to_spdlog(level), "{}", message);
+}
+
+}  // namespace gputrain::core

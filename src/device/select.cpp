@@ -1,0 +1,59 @@
+#include "gputrain/device/select.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::device {
+namespace {
+
+std::string available_devices(const GpuInventory& inventory) {
+  std::string list = "cpu";
+  for (const auto& gpu : inventory.gpus) list += ", cuda:" + std::to_string(gpu.index) + " (" + gpu.name + ")";
+  return list;
+}
+
+std::string why_no_gpu(const GpuInventory& inventory) {
+  if (!inventory.driver.cuda_loaded) return inventory.driver.cuda_error;
+  for (const auto& note : inventory.notes) {
+    if (note.find("CUDA_VISIBLE_DEVICES") != std::string::npos) return note;
+  }
+  return "the driver reports no CUDA device";
+}
+
+}  // namespace
+
+std::string DeviceChoice::str() const { return kind == Kind::cpu ? "cpu" : "cuda:" + std::to_string(index); }
+
+DeviceChoice select_device(std::string_view spec, const GpuInventory& inventory) {
+  const bool have_gpu = !inventory.gpus.empty();
+  if (spec == "auto") return have_gpu ? DeviceChoice{DeviceChoice::Kind::cuda, 0} : DeviceChoice{};
+  if (spec == "cpu") return DeviceChoice{};
+
+  int index = 0;
+  if (spec.substr(0, 5) == "cuda:") {
+    const std::string_view digits = spec.substr(5);
+    const bool numeric = !digits.empty() && digits.size() < 6 &&
+                         std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); });
+    if (!numeric) {
+      throw UsageError("invalid device '" + std::string(spec) + "'", "write cuda:N with N a GPU number, e.g. cuda:0");
+    }
+    index = std::stoi(std::string(digits));
+  } else if (spec != "cuda") {
+    throw UsageError("unknown device '" + std::string(spec) + "'",
+                     "use one of: auto, cpu, cuda, cuda:N (available here: " + available_devices(inventory) + ")");
+  }
+  if (!have_gpu) {
+    throw EnvironmentError("device '" + std::string(spec) + "' asked for, but no CUDA GPU is usable here: " +
+                               why_no_gpu(inventory),
+                           "run `gputrain verify` to see what is missing, or use --device cpu");
+  }
+  if (index >= int(inventory.gpus.size())) {
+    throw UsageError("device 'cuda:" + std::to_string(index) + "' does not exist",
+                     "available here: " + available_devices(inventory));
+  }
+  return DeviceChoice{DeviceChoice::Kind::cuda, index};
+}
+
+}  // namespace gputrain::device

@@ -1,0 +1,85 @@
+#include "gputrain/device/system_info.hpp"
+
+#include <sched.h>
+#include <sys/statvfs.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+namespace gputrain::device {
+namespace {
+
+std::string cpu_model_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "";
+}
+
+// /proc/meminfo lines look like "MemTotal:       24563316 kB".
+std::uint64_t meminfo_bytes(const std::string& key) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    if (line.rfind(key + ":", 0) == 0) {
+      std::istringstream fields(line.substr(key.size() + 1));
+      std::uint64_t kib = 0;
+      fields >> kib;
+      return kib * 1024;
+    }
+  }
+  return 0;
+}
+
+int affinity_core_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+}  // namespace
+
+double usable_cores(int affinity_cores, const std::optional<double>& cgroup_quota_cores) {
+  double cores = affinity_cores;
+  if (cgroup_quota_cores) cores = std::min(cores, *cgroup_quota_cores);
+  return std::max(cores, 1.0);
+}
+
+std::optional<DiskSpace> disk_space(const std::filesystem::path& path) {
+  struct statvfs stats {};
+  if (statvfs(path.c_str(), &stats) != 0) return std::nullopt;
+  return DiskSpace{std::uint64_t(stats.f_blocks) * stats.f_frsize, std::uint64_t(stats.f_bavail) * stats.f_frsize};
+}
+
+SystemInfo collect_system_info() {
+  SystemInfo info;
+  info.os = read_os_release();
+  struct utsname names {};
+  if (uname(&names) == 0) {
+    info.kernel = names.release;
+    info.architecture = names.machine;
+  }
+  info.cpu_model = cpu_model_name();
+  info.logical_cores = int(sysconf(_SC_NPROCESSORS_ONLN));
+  info.affinity_cores = affinity_core_count();
+  if (info.affinity_cores == 0) info.affinity_cores = info.logical_cores;
+  info.cgroup = read_cgroup_limits();
+  info.usable_cores = usable_cores(info.affinity_cores, info.cgroup.cpu_quota_cores);
+  info.ram_total = meminfo_bytes("MemTotal");
+  info.ram_available = meminfo_bytes("MemAvailable");
+  if (info.cgroup.memory_limit && *info.cgroup.memory_limit < info.ram_total) info.memory_limit = info.cgroup.memory_limit;
+  info.shm = disk_space("/dev/shm");
+  info.container = detect_container();
+  return info;
+}
+
+}  // namespace gputrain::device

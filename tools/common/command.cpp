@@ -1,0 +1,40 @@
+#include "command.hpp"
+
+#include <iostream>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/log.hpp"
+
+namespace gputrain::tools {
+
+void add_logging_options(CLI::App& app) {
+  app.add_option_function<std::string>(
+         "--log-level", [](const std::string& level) { core::set_log_level(core::parse_log_level(level)); },
+         "trace, debug, info, warn, error or off")
+      ->envname("GPUTRAIN_LOG_LEVEL");
+}
+
+int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+  try {
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      app.exit(e);
+      return static_cast<int>(ExitCode::usage);
+    }
+    return body();
+  } catch (const Error& error) {
+    std::cerr << "error: " << error.what() << "\n";
+    if (!error.remedy().empty()) std::cerr << "  fix: " << error.remedy() << "\n";
+    return static_cast<int>(error.exit_code());
+  } catch (const std::exception& error) {
+    std::cerr << "error: " << error.what() << "\n";
+    return static_cast<int>(ExitCode::failure);
+  }
+}
+
+}  // namespace gputrain::tools

@@ -1,0 +1,20 @@
+#pragma once
+// What every command shares: CLI11 parse errors become exit 2, a gputrain::Error is printed once
+// as "error: ... / fix: ..." with its exit code, and common flags (--log-level) are declared once.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace gputrain::tools {
+
+/// Adds --log-level (twin: GPUTRAIN_LOG_LEVEL) to a command.
+void add_logging_options(CLI::App& app);
+
+/// Parses argv into `app`, then runs `body`; returns the process exit code. --help prints and
+/// returns 0; a parse error prints CLI11's message and returns 2; a gputrain::Error prints its
+/// message and fix and returns its code; any other exception returns 1.
+int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
+
+}  // namespace gputrain::tools

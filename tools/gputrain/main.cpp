@@ -1,0 +1,115 @@
+// gputrain: the front. `gputrain <command> ...` runs `gputrain-<command>` found beside this binary
+// (git-style), so each command stays a small program of its own. Deliberately does not link
+// LibTorch: `gputrain --version` must answer in well under half a second.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gputrain/core/build_info.hpp"
+#include "gputrain/device/gpu_info.hpp"
+#include "gputrain/device/runtime_libraries.hpp"
+
+namespace fs = std::filesystem;
+using namespace gputrain;
+
+namespace {
+
+// One line per command for `gputrain --help`; commands not built yet are simply not listed.
+const std::map<std::string, std::string> kDescriptions = {
+    {"verify", "is this box ready to train, and what exactly to fix"},
+    {"profile", "best data-loader workers, pinning, prefetch and cache for this box and data"},
+    {"quick-train", "end-to-end GPU training smoke test with CI exit codes"},
+    {"train", "train from a YAML config"},
+};
+
+fs::path own_directory() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : self.parent_path();
+}
+
+std::vector<std::string> installed_commands(const fs::path& dir) {
+  std::vector<std::string> commands;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("gputrain-", 0) == 0 && access(entry.path().c_str(), X_OK) == 0) commands.push_back(name.substr(9));
+  }
+  std::sort(commands.begin(), commands.end());
+  return commands;
+}
+
+void print_help(const fs::path& dir) {
+  std::cout << "gputrain: set up, check and train on NVIDIA GPUs with LibTorch.\n\n"
+               "usage: gputrain <command> [options]      (gputrain <command> --help for its options)\n"
+               "       gputrain --version                versions of gputrain, LibTorch, CUDA, driver, cuDNN, NCCL\n\n"
+               "commands:\n";
+  for (const auto& command : installed_commands(dir)) {
+    const auto known = kDescriptions.find(command);
+    std::printf("  %-13s %s\n", command.c_str(), known != kDescriptions.end() ? known->second.c_str() : "");
+  }
+  std::cout << "\nexit codes: 0 success, 1 a check or run failed, 2 bad usage, 3 environment unusable (no GPU),\n"
+               "            130 interrupted after a clean checkpoint\n";
+}
+
+void print_versions() {
+  const auto& build = core::build_info();
+  std::cout << "gputrain       " << build.gputrain_version << " (" << build.build_type << ", " << build.compiler << ")\n";
+  std::cout << "LibTorch       " << build.torch_version << " (built for CUDA " << build.torch_cuda_version << ")\n";
+  const auto driver = device::probe_driver();
+  const auto libraries = device::probe_runtime_libraries();
+  for (const auto& library : libraries) {
+    std::string label = library.name == "cudart" ? "CUDA runtime" : library.name;
+    label.resize(14, ' ');
+    std::cout << label << " ";
+    if (!library.available) {
+      std::cout << "not loadable (" << library.error << ")\n";
+      continue;
+    }
+    std::cout << (library.version.empty() ? "?" : library.version) << "  " << library.path;
+    if (library.name == "cudart") std::cout << "  (gputrain compiled with toolkit " << build.cuda_toolkit_version << ")";
+    std::cout << "\n";
+  }
+  std::cout << "NVIDIA driver  ";
+  if (!driver.cuda_loaded) {
+    std::cout << "not installed (" << driver.cuda_error << ")\n";
+  } else {
+    std::cout << (driver.driver_version.empty() ? "version unknown" : driver.driver_version)
+              << ", supports CUDA up to " << device::format_cuda_version(driver.cuda_driver_api_version)
+              << " (nvidia-smi's \"CUDA Version\")\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const fs::path dir = own_directory();
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    print_help(dir);
+    return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V")) {
+    print_versions();
+    return 0;
+  }
+  const std::string command = argv[1];
+  const fs::path program = dir / ("gputrain-" + command);
+  if (command.empty() || command[0] == '-' || access(program.c_str(), X_OK) != 0) {
+    std::cerr << "error: unknown command '" << command << "'\n  fix: use one of:";
+    for (const auto& known : installed_commands(dir)) std::cerr << " " << known;
+    std::cerr << " (gputrain --help)\n";
+    return 2;
+  }
+  std::vector<char*> args{const_cast<char*>(program.c_str())};
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(program.c_str(), args.data());
+  std::cerr << "error: cannot run " << program << ": " << std::strerror(errno) << "\n";
+  return 1;
+}

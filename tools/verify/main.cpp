@@ -1,0 +1,79 @@
+// gputrain verify: is this box ready to train, and if not, what exactly to fix.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "command.hpp"
+#include "gputrain/checks/report.hpp"
+#include "gputrain/checks/runner.hpp"
+#include "gputrain/checks/verify.hpp"
+#include "gputrain/core/build_info.hpp"
+#include "gputrain/core/error.hpp"
+
+using namespace gputrain;
+
+namespace {
+
+// 0: all pass (warnings allowed); 3: no usable GPU (unless --allow-cpu); 1: a check failed or
+// timed out. "No GPU" outranks the failures it causes.
+int exit_code_for(const checks::Context& context, const std::vector<checks::Outcome>& outcomes) {
+  if (context.inventory.gpus.empty() && !context.allow_cpu) return int(ExitCode::environment);
+  const auto t = checks::tally(outcomes);
+  return t.fail + t.timeout > 0 ? int(ExitCode::failure) : int(ExitCode::ok);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gputrain verify: check that this machine is ready to train on its GPUs, and say what to fix.\n\n"
+               "Exit codes: 0 all checks pass (warnings allowed), 1 a check failed or timed out,\n"
+               "2 bad usage, 3 no usable GPU (see --allow-cpu). The JSON schema is in docs/verify.md.",
+               "gputrain verify"};
+  std::string level = "quick";
+  bool json = false, allow_cpu = false, no_color = false;
+  std::string junit;
+  app.add_option("--level", level, "quick (default, about 10 s) or full (adds a 40 s burn and larger transfers)")
+      ->check(CLI::IsMember({"quick", "full"}))
+      ->envname("GPUTRAIN_VERIFY_LEVEL");
+  app.add_flag("--json", json, "write the results as JSON to stdout (the report goes to stderr)");
+  app.add_option("--junit", junit, "also write JUnit XML to this file, for CI systems");
+  app.add_flag("--allow-cpu", allow_cpu, "treat \"no GPU\" as a warning, so CPU-only CI can pass")->envname("GPUTRAIN_ALLOW_CPU");
+  app.add_flag("--no-color", no_color, "plain text even on a terminal")->envname("NO_COLOR");
+  tools::add_logging_options(app);
+
+  const int code = tools::run_command(app, argc, argv, [&] {
+    const auto started = std::chrono::steady_clock::now();
+    const auto lvl = level == "full" ? checks::Level::full : checks::Level::quick;
+    auto context = checks::gather_context(lvl, allow_cpu);
+    std::ostream& report = json ? std::cerr : std::cout;
+    const bool color = !no_color && isatty(json ? STDERR_FILENO : STDOUT_FILENO);
+    report << "gputrain " << core::build_info().gputrain_version << " verify (level " << level << ")\n";
+
+    std::string area;
+    const auto outcomes = checks::run_checks(checks::verify_checks(*context), context, [&](const checks::Outcome& o) {
+      if (o.area != area) checks::write_area_heading(report, area = o.area, color);
+      checks::write_outcome(report, o, color);
+      report.flush();
+    });
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const int exit_code = exit_code_for(*context, outcomes);
+    report << checks::summary_line(outcomes, seconds, exit_code) << "\n";
+    if (json) std::cout << checks::to_json(*context, outcomes, seconds, exit_code) << "\n";
+    if (!junit.empty()) {
+      std::ofstream file(junit);
+      file << checks::to_junit(outcomes, seconds);
+      if (!file) throw UsageError("cannot write JUnit XML to '" + junit + "'", "pass a writable path to --junit");
+    }
+    return exit_code;
+  });
+  if (checks::work_was_abandoned()) {
+    // A check is stuck in the driver: leave without running destructors it might race with.
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(code);
+  }
+  return code;
+}
