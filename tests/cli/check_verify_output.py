@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Runs a gputrain command and checks one property of what it did (used by tests/cli).
+
+  exit-code N -- CMD...       CMD exits with N
+  json -- CMD...              CMD's stdout is verify JSON that follows docs/verify.md's schema
+  junit FILE -- CMD...        CMD writes JUnit XML to FILE with one testcase per check
+  within SECONDS -- CMD...    CMD (median of 3 runs) finishes within SECONDS
+"""
+import json
+import statistics
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+STATUSES = {"pass", "warn", "fail", "skip", "timeout"}
+
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
+
+
+def check_schema(doc):
+    expect = {"schema_version": int, "tool": str, "gputrain_version": str, "level": str, "allow_cpu": bool,
+              "duration_s": (int, float), "exit_code": int, "summary": dict, "system": dict, "driver": dict,
+              "gpus": list, "gpu_notes": list, "libraries": list, "libtorch": dict, "checks": list}
+    for key, kind in expect.items():
+        if not isinstance(doc.get(key), kind):
+            fail(f"top-level key {key!r} missing or not {kind}")
+    if doc["schema_version"] != 1:
+        fail("schema_version is not 1")
+    for key in ("status", "pass", "warn", "fail", "skip", "timeout"):
+        if key not in doc["summary"]:
+            fail(f"summary.{key} missing")
+    ids = set()
+    for check in doc["checks"]:
+        for key in ("id", "area", "title", "status", "detail", "remedy", "duration_s", "figures"):
+            if key not in check:
+                fail(f"check lacks {key}: {check}")
+        if check["status"] not in STATUSES:
+            fail(f"unknown status {check['status']}")
+        if check["status"] in ("warn", "fail", "timeout") and not check["remedy"]:
+            fail(f"{check['id']} is {check['status']} without a remedy")
+        if check["id"] in ids:
+            fail(f"duplicate id {check['id']}")
+        ids.add(check["id"])
+        for figure in check["figures"]:
+            if set(figure) != {"name", "value", "unit", "expected"}:
+                fail(f"figure keys {sorted(figure)} in {check['id']}")
+    for required in ("system.cores", "driver.present", "gpu.count", "libraries.single_copy"):
+        if required not in ids:
+            fail(f"check {required} missing")
+    for library in doc["libraries"]:
+        for key in ("name", "soname", "available", "version", "path", "error"):
+            if key not in library:
+                fail(f"library lacks {key}")
+
+
+def main():
+    args = sys.argv[1:]
+    split = args.index("--")
+    mode, params, command = args[0], args[1:split], args[split + 1:]
+    if mode == "within":
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            times.append(time.perf_counter() - start)
+        median = statistics.median(times)
+        print(f"median {median:.3f} s of {[round(t, 3) for t in times]}")
+        sys.exit(0 if median <= float(params[0]) else 1)
+    run = subprocess.run(command, capture_output=True, text=True)
+    sys.stderr.write(run.stderr)
+    if mode == "exit-code":
+        if run.returncode != int(params[0]):
+            fail(f"exit code {run.returncode}, expected {params[0]}\n{run.stdout}")
+    elif mode == "json":
+        doc = json.loads(run.stdout)
+        check_schema(doc)
+        if doc["exit_code"] != run.returncode:
+            fail(f"JSON says exit {doc['exit_code']}, process exited {run.returncode}")
+    elif mode == "junit":
+        root = ET.parse(params[0]).getroot()
+        cases = root.findall("./testsuite/testcase")
+        if root.tag != "testsuites" or not cases:
+            fail("no testcases")
+        if int(root.get("tests")) != len(cases):
+            fail("tests attribute does not match the testcases")
+        failures = sum(1 for case in cases if case.find("failure") is not None)
+        if int(root.get("failures")) != failures:
+            fail("failures attribute does not match")
+    else:
+        fail(f"unknown mode {mode}")
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

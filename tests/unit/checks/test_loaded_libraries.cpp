@@ -1,0 +1,32 @@
+// In a process linked with LibTorch (as every gputrain command that trains is), exactly one copy
+// of each CUDA library is mapped, and it is the copy the version probe reports.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "gputrain/device/runtime_libraries.hpp"
+
+using namespace gputrain::device;
+
+TEST(LoadedLibraries, ExactlyOneCopyOfEachCudaLibraryWithLibTorchLoaded) {
+  const auto probed = probe_runtime_libraries();
+  for (const auto& copies : loaded_cuda_library_copies()) {
+    EXPECT_EQ(copies.paths.size(), 1u) << copies.library << " is mapped " << copies.paths.size() << " times";
+  }
+  for (const auto& library : probed) {
+    ASSERT_TRUE(library.available) << library.soname << ": " << library.error;
+    EXPECT_FALSE(library.version.empty()) << library.name;
+  }
+}
+
+TEST(LoadedLibraries, TheProbeReportsTheMappedFile) {
+  const auto probed = probe_runtime_libraries();
+  const auto copies = loaded_cuda_library_copies();
+  for (const auto& library : probed) {
+    if (library.name != "cudnn") continue;
+    const auto mapped = std::find_if(copies.begin(), copies.end(), [](const LoadedCopies& c) { return c.library == "libcudnn.so"; });
+    ASSERT_NE(mapped, copies.end());
+    ASSERT_EQ(mapped->paths.size(), 1u);
+    EXPECT_EQ(std::filesystem::canonical(library.path).string(), mapped->paths.front());
+  }
+}

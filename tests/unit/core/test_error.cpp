@@ -1,0 +1,32 @@
+#include <gtest/gtest.h>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/log.hpp"
+
+using namespace gputrain;
+
+TEST(Error, CarriesMessageRemedyAndExitCode) {
+  const Error error("disk full", "free space", ExitCode::failure);
+  EXPECT_STREQ(error.what(), "disk full");
+  EXPECT_EQ(error.remedy(), "free space");
+  EXPECT_EQ(error.exit_code(), ExitCode::failure);
+}
+
+TEST(Error, SubclassesMapToTheirExitCodes) {
+  EXPECT_EQ(UsageError("x", "y").exit_code(), ExitCode::usage);
+  EXPECT_EQ(EnvironmentError("x", "y").exit_code(), ExitCode::environment);
+  EXPECT_EQ(static_cast<int>(ExitCode::usage), 2);
+  EXPECT_EQ(static_cast<int>(ExitCode::environment), 3);
+  EXPECT_EQ(static_cast<int>(ExitCode::interrupted), 130);
+}
+
+TEST(LogLevel, ParsesKnownNamesAndRejectsOthersWithTheAllowedList) {
+  EXPECT_EQ(core::parse_log_level("debug"), core::LogLevel::debug);
+  EXPECT_EQ(core::parse_log_level("off"), core::LogLevel::off);
+  try {
+    core::parse_log_level("verbose");
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& error) {
+    EXPECT_NE(error.remedy().find("trace, debug, info, warn, error, off"), std::string::npos);
+  }
+}

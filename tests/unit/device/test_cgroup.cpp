@@ -1,0 +1,69 @@
+#include <gtest/gtest.h>
+
+#include "gputrain/device/cgroup.hpp"
+#include "gputrain/device/system_info.hpp"
+
+using namespace gputrain::device;
+
+namespace {
+CgroupLimits fixture(const std::string& name) { return read_cgroup_limits(std::string(GPUTRAIN_TEST_DATA) + "/cgroup/" + name); }
+}  // namespace
+
+TEST(CgroupV2, TightestLimitAlongThePathWins) {
+  const auto limits = fixture("v2_limited");
+  EXPECT_EQ(limits.version, 2);
+  EXPECT_EQ(limits.path, "/job.slice/train.scope");
+  ASSERT_TRUE(limits.cpu_quota_cores.has_value());
+  EXPECT_DOUBLE_EQ(*limits.cpu_quota_cores, 2.5);
+  ASSERT_TRUE(limits.memory_limit.has_value());
+  EXPECT_EQ(*limits.memory_limit, 8589934592ULL);  // the parent's limit, the leaf says max
+}
+
+TEST(CgroupV2, MaxMeansUnlimited) {
+  const auto limits = fixture("v2_unlimited");
+  EXPECT_EQ(limits.version, 2);
+  EXPECT_FALSE(limits.cpu_quota_cores.has_value());
+  EXPECT_FALSE(limits.memory_limit.has_value());
+}
+
+TEST(CgroupV2, NamespacedContainerReadsTheMountRoot) {
+  const auto limits = fixture("v2_namespaced");
+  EXPECT_DOUBLE_EQ(limits.cpu_quota_cores.value_or(0), 1.5);
+  EXPECT_EQ(limits.memory_limit.value_or(0), 2147483648ULL);
+}
+
+TEST(CgroupV1, DockerPathMissingUnderTheMountFallsBackToItsRoot) {
+  const auto limits = fixture("v1_docker");
+  EXPECT_EQ(limits.version, 1);
+  EXPECT_DOUBLE_EQ(limits.cpu_quota_cores.value_or(0), 1.5);
+  EXPECT_EQ(limits.memory_limit.value_or(0), 2147483648ULL);
+}
+
+TEST(CgroupV1, MinusOneQuotaAndHugeMemoryLimitMeanUnlimited) {
+  const auto limits = fixture("v1_unlimited");
+  EXPECT_EQ(limits.version, 1);
+  EXPECT_FALSE(limits.cpu_quota_cores.has_value());
+  EXPECT_FALSE(limits.memory_limit.has_value());
+}
+
+TEST(Cgroup, NoProcFileMeansNoCgroup) {
+  const auto limits = read_cgroup_limits("/nonexistent-root");
+  EXPECT_EQ(limits.version, 0);
+  EXPECT_FALSE(limits.cpu_quota_cores.has_value());
+}
+
+TEST(UsableCores, AffinityCappedByQuotaNeverBelowOne) {
+  EXPECT_DOUBLE_EQ(usable_cores(16, std::nullopt), 16);
+  EXPECT_DOUBLE_EQ(usable_cores(16, 2.5), 2.5);
+  EXPECT_DOUBLE_EQ(usable_cores(2, 8.0), 2);
+  EXPECT_DOUBLE_EQ(usable_cores(4, 0.2), 1);
+}
+
+TEST(SystemInfo, CollectsFactsOfThisMachine) {
+  const auto info = collect_system_info();
+  EXPECT_GT(info.logical_cores, 0);
+  EXPECT_GT(info.affinity_cores, 0);
+  EXPECT_GE(info.usable_cores, 1.0);
+  EXPECT_GT(info.ram_total, 0u);
+  EXPECT_FALSE(info.kernel.empty());
+}
