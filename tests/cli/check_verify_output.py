@@ -4,13 +4,10 @@
   exit-code N -- CMD...       CMD exits with N
   json -- CMD...              CMD's stdout is verify JSON that follows docs/verify.md's schema
   junit FILE -- CMD...        CMD writes JUnit XML to FILE with one testcase per check
-  within SECONDS -- CMD...    CMD (median of 3 runs) finishes within SECONDS
 """
 import json
-import statistics
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 
 STATUSES = {"pass", "warn", "fail", "skip", "timeout"}
@@ -61,15 +58,6 @@ def main():
     args = sys.argv[1:]
     split = args.index("--")
     mode, params, command = args[0], args[1:split], args[split + 1:]
-    if mode == "within":
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            times.append(time.perf_counter() - start)
-        median = statistics.median(times)
-        print(f"median {median:.3f} s of {[round(t, 3) for t in times]}")
-        sys.exit(0 if median <= float(params[0]) else 1)
     run = subprocess.run(command, capture_output=True, text=True)
     sys.stderr.write(run.stderr)
     if mode == "exit-code":

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Packs the Debian -dev packages the build needs (headers, CMake configs, libraries) into
+# .device-deps/, for the GPU machine, which has CUDA, CMake, ninja and torch but no network and
+# none of these packages. Carry it with the device tool: carry: [".device-deps"].
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dest=$root/.device-deps
+packages=(libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 nlohmann-json3-dev libgtest-dev libgmock-dev googletest)
+rm -rf "$dest"; mkdir -p "$dest"
+for p in "${packages[@]}"; do
+  dpkg-query -L "$p" | while read -r f; do
+    [ -f "$f" ] || continue
+    case "$f" in /usr/share/doc/*|/usr/src/*|/usr/share/lintian/*) continue ;; esac
+    mkdir -p "$dest$(dirname "$f")"; cp -a "$f" "$dest$f"
+  done
+done
+# Keep the library symlinks (libfmt.so -> libfmt.so.9 ...) that dpkg lists as links.
+for p in "${packages[@]}"; do
+  dpkg-query -L "$p" | while read -r f; do
+    if [ -L "$f" ]; then mkdir -p "$dest$(dirname "$f")"; cp -a "$f" "$dest$f"; fi
+  done
+done
+du -sh "$dest"
