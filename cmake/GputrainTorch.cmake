@@ -62,6 +62,10 @@ if(GPUTRAIN_PYTHON)
 endif()
 
 # Wheel folders first; CMake appends the link folders of what we link after these.
+# DT_RPATH, not DT_RUNPATH: the loader searches RPATH before LD_LIBRARY_PATH, and an executable's
+# RPATH also covers libraries loaded later on its behalf (cuDNN dlopens libcudnn_graph & co.), so a
+# user's LD_LIBRARY_PATH=/usr/local/cuda/lib64 cannot slip the toolkit's copies in.
+add_link_options(LINKER:--disable-new-dtags)
 set(CMAKE_BUILD_RPATH "${GPUTRAIN_CUDA_RUNTIME_DIRS}")
 set(CMAKE_INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR};${GPUTRAIN_CUDA_RUNTIME_DIRS}")
 set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)

@@ -21,18 +21,24 @@ Result check_library(const Context& c, const std::string& name) {
 }
 
 Result check_single_copy(const Context&) {
-  std::string detail, conflicts;
-  for (const auto& copies : device::loaded_cuda_library_copies()) {
-    if (copies.paths.size() > 1) {
-      conflicts += (conflicts.empty() ? "" : "; ") + copies.library + " loaded from ";
-      for (std::size_t i = 0; i < copies.paths.size(); ++i) conflicts += (i ? " and " : "") + copies.paths[i];
+  const auto copies = device::loaded_cuda_library_copies();
+  std::string loaded, conflicts;
+  for (const auto& family : copies) {
+    if (family.paths.empty()) continue;
+    loaded += (loaded.empty() ? "" : ", ") + family.library;
+    if (family.folders.size() > 1) {
+      conflicts += (conflicts.empty() ? "" : "; ") + family.library + " from ";
+      for (std::size_t i = 0; i < family.folders.size(); ++i) conflicts += (i ? " and " : "") + family.folders[i];
     }
-    detail += (detail.empty() ? "" : ", ") + copies.library + " x" + std::to_string(copies.paths.size());
+  }
+  for (const auto& file : device::foreign_cuda_files(copies)) {
+    conflicts += (conflicts.empty() ? "" : "; ") + file + " is not from the CUDA build LibTorch uses";
   }
   if (!conflicts.empty()) {
-    return fail(conflicts, "remove the system CUDA folders from LD_LIBRARY_PATH/LD_PRELOAD so only the torch wheel's copies load");
+    return fail("two CUDA builds are mixed in this process: " + conflicts,
+                "remove the other CUDA folders from LD_LIBRARY_PATH/LD_PRELOAD so only the torch wheel's copies load");
   }
-  return pass("one copy each: " + detail);
+  return pass("each CUDA library loaded once, all from LibTorch's CUDA build (" + loaded + ")");
 }
 
 Result check_libtorch(const Context&) {
@@ -56,7 +62,7 @@ std::vector<Check> library_checks() {
       {"libraries.cublas", "libraries", "cuBLAS", std::chrono::seconds(2), library("cublas")},
       {"libraries.cudnn", "libraries", "cuDNN", std::chrono::seconds(2), library("cudnn")},
       {"libraries.nccl", "libraries", "NCCL", std::chrono::seconds(2), library("nccl")},
-      {"libraries.single_copy", "libraries", "one copy of each CUDA library", std::chrono::seconds(2), check_single_copy},
+      {"libraries.single_copy", "libraries", "one copy of each CUDA library, one CUDA build", std::chrono::seconds(2), check_single_copy},
   };
 }
 

@@ -1,10 +1,15 @@
 #include "gputrain/device/runtime_libraries.hpp"
 
+#include <dlfcn.h>
 #include <link.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <sstream>
 #include <map>
 
 #include "shared_library.hpp"
@@ -95,30 +100,121 @@ std::vector<RuntimeLibrary> probe_runtime_libraries() {
   return found;
 }
 
+const std::vector<std::string>& cuda_library_families() {
+  static const std::vector<std::string> kFamilies = {"libcudart", "libcublas", "libcublasLt", "libcudnn",
+                                                     "libnccl", "libnvrtc", "libcusparse", "libcufft",
+                                                     "libcurand", "libcusolver", "libnvJitLink"};
+  return kFamilies;
+}
+
 std::vector<LoadedCopies> group_library_copies(const std::vector<std::string>& mapped_paths,
-                                               const std::vector<std::string>& libraries) {
-  std::map<std::string, std::vector<std::string>> by_library;
+                                               const std::vector<std::string>& families) {
+  std::map<std::string, LoadedCopies> by_family;
   for (const auto& path : mapped_paths) {
     const std::string file = std::filesystem::path(path).filename().string();
     const auto so = file.find(".so");
     if (so == std::string::npos) continue;
-    const std::string library = file.substr(0, so + 3);
-    if (std::find(libraries.begin(), libraries.end(), library) == libraries.end()) continue;
+    std::string family = file.substr(0, so);
+    if (std::find(families.begin(), families.end(), family) == families.end()) {
+      const auto underscore = family.find('_');  // libcudnn_graph -> libcudnn
+      if (underscore == std::string::npos) continue;
+      family = family.substr(0, underscore);
+      if (std::find(families.begin(), families.end(), family) == families.end()) continue;
+    }
     std::error_code ec;
-    auto canonical = std::filesystem::canonical(path, ec);
+    const auto canonical = std::filesystem::canonical(path, ec);
     const std::string key = ec ? path : canonical.string();
-    auto& paths = by_library[library];
-    if (std::find(paths.begin(), paths.end(), key) == paths.end()) paths.push_back(key);
+    const std::string folder = std::filesystem::path(key).parent_path().string();
+    auto& copies = by_family[family];
+    if (std::find(copies.paths.begin(), copies.paths.end(), key) == copies.paths.end()) copies.paths.push_back(key);
+    if (std::find(copies.folders.begin(), copies.folders.end(), folder) == copies.folders.end()) {
+      copies.folders.push_back(folder);
+    }
   }
   std::vector<LoadedCopies> result;
-  for (const auto& library : libraries) result.push_back({library, by_library[library]});
+  for (const auto& family : families) {
+    LoadedCopies copies = by_family[family];
+    copies.library = family;
+    result.push_back(std::move(copies));
+  }
   return result;
 }
 
 std::vector<LoadedCopies> loaded_cuda_library_copies() {
   std::vector<std::string> mapped;
   dl_iterate_phdr(collect_path, &mapped);
-  return group_library_copies(mapped, {"libcudart.so", "libcublas.so", "libcublasLt.so", "libcudnn.so", "libnccl.so"});
+  return group_library_copies(mapped, cuda_library_families());
+}
+
+std::vector<std::string> anchor_cuda_folders(const std::vector<LoadedCopies>& copies) {
+  static const std::vector<std::string> kAnchors = {"libcudart", "libcublas", "libcublasLt", "libcudnn", "libnccl"};
+  std::vector<std::string> folders;
+  for (const auto& family : copies) {
+    for (const auto& path : family.paths) {
+      const std::string file = std::filesystem::path(path).filename().string();
+      const std::string stem = file.substr(0, file.find(".so"));
+      if (std::find(kAnchors.begin(), kAnchors.end(), stem) == kAnchors.end()) continue;
+      const std::string folder = std::filesystem::path(path).parent_path().string();
+      if (std::find(folders.begin(), folders.end(), folder) == folders.end()) folders.push_back(folder);
+    }
+  }
+  return folders;
+}
+
+std::vector<std::string> foreign_cuda_files(const std::vector<LoadedCopies>& copies) {
+  const auto anchors = anchor_cuda_folders(copies);
+  std::vector<std::string> foreign;
+  if (anchors.empty()) return foreign;
+  for (const auto& family : copies) {
+    for (const auto& path : family.paths) {
+      const std::string folder = std::filesystem::path(path).parent_path().string();
+      if (std::find(anchors.begin(), anchors.end(), folder) == anchors.end()) foreign.push_back(path);
+    }
+  }
+  return foreign;
+}
+
+std::vector<std::string> rival_cuda_library_folders(const std::string& ld_library_path,
+                                                    const std::vector<std::string>& our_folders) {
+  namespace fs = std::filesystem;
+  static const std::vector<std::string> kSonames = {"libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13",
+                                                    "libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_ops.so.9",
+                                                    "libnccl.so.2", "libnvrtc.so.13"};
+  std::vector<std::string> rivals;
+  std::size_t start = 0;
+  while (start <= ld_library_path.size()) {
+    const auto end = ld_library_path.find(':', start);
+    const std::string entry = ld_library_path.substr(start, end - start);
+    std::error_code ec;
+    const fs::path dir = entry.empty() ? fs::path() : fs::canonical(entry, ec);
+    if (!entry.empty() && !ec) {
+      const bool ours = std::find(our_folders.begin(), our_folders.end(), dir.string()) != our_folders.end();
+      const bool holds = std::any_of(kSonames.begin(), kSonames.end(), [&](const std::string& so) { return fs::exists(dir / so, ec); });
+      if (!ours && holds) rivals.push_back(entry);
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return rivals;
+}
+
+void reexec_without_rival_cuda_folders(char** argv) {
+  const char* search = std::getenv("LD_LIBRARY_PATH");
+  if (search == nullptr || *search == '\0' || std::getenv("GPUTRAIN_KEEP_LD_LIBRARY_PATH") != nullptr) return;
+  if (std::getenv("GPUTRAIN_REEXECUTED") != nullptr) return;  // once is enough
+  const std::vector<std::string> ours = anchor_cuda_folders(loaded_cuda_library_copies());
+  if (ours.empty()) return;  // no CUDA library loaded: nothing can clash
+  const auto rivals = rival_cuda_library_folders(search, ours);
+  if (rivals.empty()) return;
+  std::string kept, entry;
+  std::istringstream entries(search);
+  while (std::getline(entries, entry, ':')) {
+    if (std::find(rivals.begin(), rivals.end(), entry) == rivals.end()) kept += (kept.empty() ? "" : ":") + entry;
+  }
+  setenv("LD_LIBRARY_PATH", kept.c_str(), 1);
+  setenv("GPUTRAIN_REEXECUTED", "1", 1);
+  execv("/proc/self/exe", argv);
+  // exec failed: carry on; libraries.single_copy will report the clash.
 }
 
 }  // namespace gputrain::device

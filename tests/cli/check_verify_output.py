@@ -4,6 +4,7 @@
   exit-code N -- CMD...       CMD exits with N
   json -- CMD...              CMD's stdout is verify JSON that follows docs/verify.md's schema
   junit FILE -- CMD...        CMD writes JUnit XML to FILE with one testcase per check
+  single-copy -- CMD...       CMD's verify JSON reports libraries.single_copy as pass
 """
 import json
 import subprocess
@@ -68,6 +69,10 @@ def main():
         check_schema(doc)
         if doc["exit_code"] != run.returncode:
             fail(f"JSON says exit {doc['exit_code']}, process exited {run.returncode}")
+    elif mode == "single-copy":
+        checks = {c["id"]: c for c in json.loads(run.stdout)["checks"]}
+        if checks["libraries.single_copy"]["status"] != "pass":
+            fail(checks["libraries.single_copy"]["detail"])
     elif mode == "junit":
         root = ET.parse(params[0]).getroot()
         cases = root.findall("./testsuite/testcase")

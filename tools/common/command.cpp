@@ -4,6 +4,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/log.hpp"
+#include "gputrain/device/runtime_libraries.hpp"
 
 namespace gputrain::tools {
 
@@ -15,6 +16,7 @@ void add_logging_options(CLI::App& app) {
 }
 
 int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+  device::reexec_without_rival_cuda_folders(argv);
   try {
     try {
       app.parse(argc, argv);

@@ -22,19 +22,47 @@ struct RuntimeLibrary {
 /// else loads it the way LibTorch would (through our RUNPATH, wheel folders first).
 std::vector<RuntimeLibrary> probe_runtime_libraries();
 
-/// The distinct files mapped in this process for one library name (e.g. "libcudart.so").
+/// The files mapped in this process for one library family ("libcudnn" covers libcudnn.so.9 and
+/// the libcudnn_graph/ops/cnn/... it loads): all must come from one folder, one file per soname.
 struct LoadedCopies {
-  std::string library;
-  std::vector<std::string> paths;  ///< canonical paths; more than one is a conflict
+  std::string library;               ///< family, e.g. "libcudnn"
+  std::vector<std::string> paths;    ///< canonical files mapped
+  std::vector<std::string> folders;  ///< distinct folders of those files; more than one is a conflict
 };
 
-/// For each CUDA library above, the files currently mapped into this process.
+/// The CUDA library families we guard: libcudart, libcublas, libcublasLt, libcudnn, libnccl,
+/// libnvrtc, libcusparse, libcufft, libcurand, libcusolver, libnvJitLink.
+const std::vector<std::string>& cuda_library_families();
+
+/// For each family, the files currently mapped into this process.
 std::vector<LoadedCopies> loaded_cuda_library_copies();
 
-/// Groups mapped object paths by library (prefix before ".so"), keeping only `libraries`; exposed
-/// for tests. Paths are made canonical so a symlinked path does not count as a second copy.
+/// Groups mapped object paths by family (the file name up to ".so", with a "_suffix" folded into
+/// its family: libcudnn_graph -> libcudnn); exposed for tests. Paths are made canonical so a
+/// symlinked path is not a second copy.
 std::vector<LoadedCopies> group_library_copies(const std::vector<std::string>& mapped_paths,
-                                               const std::vector<std::string>& libraries);
+                                               const std::vector<std::string>& families);
+
+/// The folders of the libraries LibTorch links directly (libcudart, libcublas, libcublasLt,
+/// libcudnn, libnccl; not their sub-libraries): found through RPATHs that outrank LD_LIBRARY_PATH,
+/// they say which CUDA build this process uses. Every other CUDA library should come from them.
+std::vector<std::string> anchor_cuda_folders(const std::vector<LoadedCopies>& copies);
+
+/// Mapped CUDA-family files outside the anchor folders (a second build mixed in), e.g. a toolkit's
+/// libnvJitLink or libcudnn_graph picked up through LD_LIBRARY_PATH.
+std::vector<std::string> foreign_cuda_files(const std::vector<LoadedCopies>& copies);
+
+/// Folders on `ld_library_path` that hold another build of a CUDA library we load (e.g. a toolkit's
+/// /usr/local/cuda/lib64), i.e. that contain one of our sonames and are not among `our_folders`.
+std::vector<std::string> rival_cuda_library_folders(const std::string& ld_library_path,
+                                                    const std::vector<std::string>& our_folders);
+
+/// cuDNN dlopens its sub-libraries (libcudnn_graph.so.9, ...) by soname, already while LibTorch
+/// loads, and its RUNPATH ranks below LD_LIBRARY_PATH: a toolkit folder there mixes two cuDNN
+/// builds in one process. If LD_LIBRARY_PATH holds such rival folders, this re-executes the program
+/// once without them (GPUTRAIN_KEEP_LD_LIBRARY_PATH=1 opts out). Returns when there is nothing to
+/// do; on success it does not return.
+void reexec_without_rival_cuda_folders(char** argv);
 
 /// CUDA-style integer versions to text: 13000 -> "13.0" (runtime/driver API).
 std::string format_cuda_version(int version);
