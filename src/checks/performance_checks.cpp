@@ -112,12 +112,11 @@ Result check_device_copy(const device::GpuInfo& gpu, Level level) {
 
 Result check_host_copy(const device::GpuInfo& gpu, bool to_device, bool pinned, Level level) {
   const std::int64_t bytes = (level == Level::full ? 1024LL : 256LL) << 20;
-  const at::Tensor host = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(pinned)).fill_(3);
-  const at::Tensor device_buffer = at::empty({bytes}, on_gpu(gpu.index, at::kByte));
-  const double ms = median_ms(gpu.index, 5, [&] {
-    if (to_device) const_cast<at::Tensor&>(device_buffer).copy_(host, pinned);
-    else const_cast<at::Tensor&>(host).copy_(device_buffer, pinned);
-  });
+  at::Tensor host = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(pinned)).fill_(3);
+  at::Tensor device_buffer = at::empty({bytes}, on_gpu(gpu.index, at::kByte));
+  at::Tensor& destination = to_device ? device_buffer : host;
+  const at::Tensor& source = to_device ? host : device_buffer;
+  const double ms = median_ms(gpu.index, 5, [&] { destination.copy_(source, pinned); });
   const double gbps = double(bytes) / (ms * 1e-3) / 1e9;
   const std::string what = std::string(to_device ? "host-to-device" : "device-to-host") + (pinned ? " (pinned)" : " (pageable)");
   std::optional<double> expected;
