@@ -26,8 +26,19 @@ if(NOT Torch_DIR)
   endif()
 endif()
 
+# The CUDA toolkit: CUDAToolkit_ROOT, else /usr/local/cuda. scripts/bootstrap.sh assembles one from
+# NVIDIA's PyPI wheels in .venv when a machine has none. LibTorch's config also runs the legacy
+# FindCUDA and enables the CUDA language, so all three settings point at the same toolkit.
 if(NOT CUDAToolkit_ROOT AND EXISTS /usr/local/cuda/bin/nvcc)
   set(CUDAToolkit_ROOT /usr/local/cuda)
+endif()
+if(CUDAToolkit_ROOT)
+  if(NOT CUDA_TOOLKIT_ROOT_DIR)
+    set(CUDA_TOOLKIT_ROOT_DIR "${CUDAToolkit_ROOT}" CACHE PATH "CUDA toolkit for LibTorch's FindCUDA")
+  endif()
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS "${CUDAToolkit_ROOT}/bin/nvcc")
+    set(CMAKE_CUDA_COMPILER "${CUDAToolkit_ROOT}/bin/nvcc" CACHE FILEPATH "nvcc")
+  endif()
 endif()
 find_package(CUDAToolkit 13 REQUIRED)
 # Torch's config warns about CMAKE_CUDA_ARCHITECTURES; we compile no CUDA through it.

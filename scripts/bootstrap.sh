@@ -34,15 +34,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# 2. CUDA toolkit 13 (headers and nvcc). Debian's archive has no CUDA 13, so it cannot be installed here.
-if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ] && [ -z "${CUDAToolkit_ROOT:-}" ]; then
-  echo "error: CUDA toolkit 13 not found (no nvcc on PATH, no /usr/local/cuda)." >&2
-  echo "  fix: install CUDA toolkit 13.0 from NVIDIA's repository, or set CUDAToolkit_ROOT=/path/to/cuda-13.0" >&2
-  exit 3
-fi
-export PATH=$PATH:/usr/local/cuda/bin
-
-# 3. LibTorch from the torch wheel, in a venv outside the clone (keyed by the requirements),
+# 2. LibTorch from the torch wheel, in a venv outside the clone (keyed by the requirements),
 #    linked as ./.venv so every clone on this machine shares one 4.7 GB install.
 req_hash=$(sha256sum "$root/scripts/requirements.txt" | cut -c1-12)
 venv=$cache/venv-$req_hash
@@ -58,11 +50,28 @@ if [ "$(readlink "$root/.venv" 2>/dev/null)" != "$venv" ]; then
   rm -rf "$root/.venv"; ln -s "$venv" "$root/.venv"
 fi
 
+# 3. CUDA toolkit 13 (headers and nvcc): the system's (/usr/local/cuda, nvcc on PATH or
+#    CUDAToolkit_ROOT) when there is one; else NVIDIA's toolkit wheels from PyPI into the same venv,
+#    beside the CUDA libraries the torch wheel already put there (Debian has no CUDA 13).
+toolkit_args=()
+if [ -z "${CUDAToolkit_ROOT:-}" ] && ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  tk=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/nvidia/cu13
+  if [ ! -f "$venv/.toolkit-complete" ]; then
+    say "no CUDA toolkit on this machine: installing CUDA 13.0 toolkit wheels into $venv"
+    "$venv/bin/pip" install --quiet --progress-bar off -r "$root/scripts/requirements-toolkit.txt"
+    # The layout nvcc and CMake expect of a toolkit: lib64 and unversioned library names.
+    ln -sfn lib "$tk/lib64"
+    for so in libcudart.so.13 libnvrtc.so.13; do ln -sf "$so" "$tk/lib/${so%.13}"; done
+    touch "$venv/.toolkit-complete"
+  fi
+  toolkit_args=(-DCUDAToolkit_ROOT="$tk")
+fi
+
 # 4. Configure and build (ccache keeps rebuilds of fresh clones short).
 if [ ! -f "$build/CMakeCache.txt" ]; then
   say "configuring $build"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-        -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGPUTRAIN_PYTHON="$root/.venv/bin/python"
+        -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGPUTRAIN_PYTHON="$root/.venv/bin/python" "${toolkit_args[@]}"
 fi
 say "building"
 cmake --build "$build" -j "$jobs"
