@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::checks {
 namespace {
@@ -37,7 +38,7 @@ std::vector<Outcome> run_checks(const std::vector<Check>& checks, std::shared_pt
       outcome.result = std::move(*bounded);
     } else {
       outcome.result = {Status::timeout,
-                        "no answer within " + std::to_string(check.time_limit.count() / 1000.0).substr(0, 4) + " s",
+                        "no answer within " + core::format_fixed(check.time_limit.count() / 1000.0, 1) + " s",
                         "the driver or device may be hung: check `dmesg | grep -i -E 'nvrm|xid'`, then reset the GPU "
                         "(`nvidia-smi -r -i <index>`) or reboot",
                         {}};
