@@ -78,7 +78,7 @@ std::string no_gpu_remedy(const Context& c) {
   } else {
     remedy = "install the NVIDIA driver 580 or newer (`sudo apt install nvidia-driver-580`) and reboot";
   }
-  return remedy + "; or pass --allow-cpu to accept a CPU-only machine (CI)";
+  return c.allow_cpu ? remedy : remedy + "; or pass --allow-cpu to accept a CPU-only machine (CI)";
 }
 
 }  // namespace gputrain::checks
