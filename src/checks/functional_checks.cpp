@@ -8,16 +8,13 @@
 #include <dlfcn.h>
 
 #include "check_sets.hpp"
+#include "tensor_options.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::checks {
 namespace {
 
 using core::format_fixed;
-
-at::TensorOptions on_gpu(int index, at::ScalarType dtype = at::kFloat) {
-  return at::TensorOptions().dtype(dtype).device(at::kCUDA, static_cast<c10::DeviceIndex>(index));
-}
 
 std::int64_t allocated_bytes(int index) {
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "check_sets.hpp"
+#include "tensor_options.hpp"
 #include "gputrain/checks/gpu_specs.hpp"
 #include "gputrain/core/units.hpp"
 
@@ -18,10 +19,6 @@ namespace {
 
 using core::format_fixed;
 constexpr double kWarnFraction = 0.70;  // below 70 % of the expected figure is worth a look
-
-at::TensorOptions on_gpu(int index, at::ScalarType dtype) {
-  return at::TensorOptions().dtype(dtype).device(at::kCUDA, static_cast<c10::DeviceIndex>(index));
-}
 
 /// Median milliseconds of `body` over `repeats` timed runs (after one warm-up), CUDA events on
 /// the current stream. The median resists one-off hiccups the way the benchmarks' medians do.

@@ -154,6 +154,19 @@ GpuInfo describe_cuda_device(const cuda_driver::Library& lib, int ordinal, CUdev
   return gpu;
 }
 
+// NVML's driver version, else the kernel module's (/proc), else "".
+std::string driver_version(const nvml::Library& nvml) {
+  std::array<char, 96> version{};
+  if (nvml.ready() && nvml.api().system_driver_version != nullptr &&
+      nvml.api().system_driver_version(version.data(), unsigned(version.size())) == nvml::kSuccess) {
+    return version.data();
+  }
+  std::ifstream proc("/proc/driver/nvidia/version");
+  std::stringstream text;
+  text << proc.rdbuf();
+  return parse_proc_driver_version(text.str());
+}
+
 void explain_visibility(GpuInventory& inventory, const std::vector<PhysicalGpu>& physical) {
   const auto visible = parse_cuda_visible_devices(core::env("CUDA_VISIBLE_DEVICES"), physical);
   for (const auto& problem : visible.problems) inventory.notes.push_back(problem);
@@ -186,21 +199,11 @@ DriverInfo probe_driver() {
   nvml::Library nvml;
   driver.nvml_loaded = nvml.ready();
   driver.nvml_error = nvml.error();
-  std::array<char, 96> version{};
-  if (nvml.ready() && nvml.api().system_driver_version != nullptr &&
-      nvml.api().system_driver_version(version.data(), unsigned(version.size())) == nvml::kSuccess) {
-    driver.driver_version = version.data();
-  }
+  driver.driver_version = driver_version(nvml);
   SharedLibrary cuda("libcuda.so.1", SharedLibrary::Mode::load);
   driver.cuda_loaded = cuda.is_open();
   driver.cuda_error = cuda.is_open() ? "" : "the NVIDIA driver is not installed or not visible here (" + cuda.error() + ")";
   if (auto get_version = cuda.symbol<CUresult (*)(int*)>("cuDriverGetVersion")) get_version(&driver.cuda_driver_api_version);
-  if (driver.driver_version.empty()) {
-    std::ifstream proc("/proc/driver/nvidia/version");
-    std::stringstream text;
-    text << proc.rdbuf();
-    driver.driver_version = parse_proc_driver_version(text.str());
-  }
   return driver;
 }
 
@@ -210,20 +213,11 @@ GpuInventory discover_gpus() {
   inventory.driver.nvml_loaded = nvml.ready();
   inventory.driver.nvml_error = nvml.error();
   std::vector<PhysicalGpu> physical;
+  inventory.driver.driver_version = driver_version(nvml);
   if (nvml.ready()) {
-    std::array<char, 96> version{};
-    if (nvml.api().system_driver_version != nullptr &&
-        nvml.api().system_driver_version(version.data(), unsigned(version.size())) == nvml::kSuccess) {
-      inventory.driver.driver_version = version.data();
-    }
     unsigned count = 0;
     if (nvml.api().device_count(&count) == nvml::kSuccess) inventory.nvml_device_count = int(count);
     physical = nvml_physical_gpus(nvml, count);
-  } else {
-    std::ifstream proc("/proc/driver/nvidia/version");
-    std::stringstream text;
-    text << proc.rdbuf();
-    inventory.driver.driver_version = parse_proc_driver_version(text.str());
   }
 
   cuda_driver::Library cuda;

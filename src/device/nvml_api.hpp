@@ -13,7 +13,6 @@ namespace gputrain::device::nvml {
 using Return = int;  // nvmlReturn_t; 0 is NVML_SUCCESS
 using Device = struct nvmlDevice_st*;
 constexpr Return kSuccess = 0;
-constexpr Return kNotSupported = 3;
 
 struct Memory {  // nvmlMemory_t
   unsigned long long total, free, used;
