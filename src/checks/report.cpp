@@ -126,10 +126,10 @@ void write_outcome(std::ostream& out, const Outcome& o, bool color) {
   }
 }
 
-std::string summary_line(const std::vector<Outcome>& outcomes, double seconds, int exit_code) {
+std::string summary_line(const std::vector<Outcome>& outcomes, double seconds, int exit_code, const std::string& command) {
   const Tally t = tally(outcomes);
   std::ostringstream line;
-  line << "verify: " << t.pass << " pass, " << t.warn << " warn, " << t.fail << " fail, " << t.skip << " skip, "
+  line << command << ": " << t.pass << " pass, " << t.warn << " warn, " << t.fail << " fail, " << t.skip << " skip, "
        << t.timeout << " timeout in " << core::format_fixed(seconds, 2) << " s -> exit " << exit_code;
   return line.str();
 }
@@ -178,7 +178,7 @@ std::string to_json(const Context& context, const std::vector<Outcome>& outcomes
   return doc.dump(2);
 }
 
-std::string to_junit(const std::vector<Outcome>& outcomes, double seconds) {
+std::string to_junit(const std::vector<Outcome>& outcomes, double seconds, const std::string& command) {
   std::map<std::string, std::vector<const Outcome*>> by_area;
   std::vector<std::string> order;
   for (const auto& o : outcomes) {
@@ -188,7 +188,7 @@ std::string to_junit(const std::vector<Outcome>& outcomes, double seconds) {
   const Tally all = tally(outcomes);
   std::ostringstream xml;
   xml << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  xml << "<testsuites name=\"gputrain verify\" tests=\"" << outcomes.size() << "\" failures=\"" << all.fail + all.timeout
+  xml << "<testsuites name=\"gputrain " << xml_escape(command) << "\" tests=\"" << outcomes.size() << "\" failures=\"" << all.fail + all.timeout
       << "\" skipped=\"" << all.skip << "\" time=\"" << core::format_fixed(seconds, 3) << "\">\n";
   for (const auto& area : order) {
     const auto& members = by_area[area];
@@ -202,7 +202,7 @@ std::string to_junit(const std::vector<Outcome>& outcomes, double seconds) {
     xml << "  <testsuite name=\"" << xml_escape(area) << "\" tests=\"" << members.size() << "\" failures=\"" << failures
         << "\" skipped=\"" << skipped << "\" time=\"" << core::format_fixed(time, 3) << "\">\n";
     for (const auto* o : members) {
-      xml << "    <testcase classname=\"verify." << xml_escape(area) << "\" name=\"" << xml_escape(o->id) << "\" time=\""
+      xml << "    <testcase classname=\"" << xml_escape(command) << "." << xml_escape(area) << "\" name=\"" << xml_escape(o->id) << "\" time=\""
           << core::format_fixed(o->seconds, 3) << "\">\n";
       const std::string message = xml_escape(o->result.detail);
       switch (o->result.status) {

@@ -25,14 +25,16 @@ void write_outcome(std::ostream& out, const Outcome& outcome, bool color);
 /// The area heading printed before the first check of an area.
 void write_area_heading(std::ostream& out, const std::string& area, bool color);
 
-/// The one-line summary: "verify: 21 pass, 2 warn, 0 fail, 5 skip, 0 timeout in 0.41 s -> exit 0".
-std::string summary_line(const std::vector<Outcome>& outcomes, double seconds, int exit_code);
+/// The one-line summary: "verify: 21 pass, 2 warn, 0 fail, 5 skip, 0 timeout in 0.41 s -> exit 0"
+/// (`command` names the command that ran the checks).
+std::string summary_line(const std::vector<Outcome>& outcomes, double seconds, int exit_code,
+                         const std::string& command = "verify");
 
 /// The whole run as JSON (schema kVerifySchemaVersion; see docs/verify.md).
 std::string to_json(const Context& context, const std::vector<Outcome>& outcomes, double seconds, int exit_code);
 
 /// JUnit XML: one <testsuite> per area, one <testcase> per check; fail and timeout are
 /// <failure>, skip is <skipped>, warn passes with its detail in <system-out>.
-std::string to_junit(const std::vector<Outcome>& outcomes, double seconds);
+std::string to_junit(const std::vector<Outcome>& outcomes, double seconds, const std::string& command = "verify");
 
 }  // namespace gputrain::checks

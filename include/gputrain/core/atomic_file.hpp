@@ -1,0 +1,20 @@
+#pragma once
+// Files that are either the old version or the new one, never half-written: write a temporary
+// file beside the target, fsync it, rename it over the target, fsync the folder.
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace gputrain::core {
+
+/// Writes `bytes` to `path` atomically; creates missing parent folders. Throws Error (naming the
+/// path and the system's reason) on failure, leaving any previous file at `path` untouched.
+void write_file_atomically(const std::string& path, std::string_view bytes);
+
+/// As above, but `write` produces the content through `append` (which may be called many times).
+/// If `write` throws, the partial temporary file is removed and the exception propagates.
+void write_file_atomically(const std::string& path,
+                           const std::function<void(const std::function<void(std::string_view)>& append)>& write);
+
+}  // namespace gputrain::core

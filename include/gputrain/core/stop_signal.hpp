@@ -1,0 +1,19 @@
+#pragma once
+// SIGINT/SIGTERM handling for long runs: the first signal only sets a flag that the training
+// loop reads at a step boundary (so it can checkpoint and exit 130); a second one exits at once.
+
+namespace gputrain::core {
+
+/// Installs the handlers for SIGINT and SIGTERM (idempotent).
+void install_stop_handlers();
+
+/// True once a stop was requested by a signal or request_stop().
+bool stop_requested() noexcept;
+
+/// Asks the running loop to stop at its next step boundary, as the first signal does.
+void request_stop() noexcept;
+
+/// Forgets a request (for a process that trains several times, e.g. tests).
+void clear_stop_request() noexcept;
+
+}  // namespace gputrain::core

@@ -1,0 +1,18 @@
+#pragma once
+// "did you mean ...": the closest known word to a mistyped one.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gputrain::core {
+
+/// Levenshtein distance (insertions, deletions, substitutions all cost 1).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// The candidate closest to `word`, if it is close enough to be a plausible typo (at most a third
+/// of the word's letters differ, and never more than 3).
+std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace gputrain::core

@@ -1,0 +1,23 @@
+#pragma once
+// The safetensors format (a JSON header of names, dtypes, shapes and offsets, then raw
+// little-endian data): what Python's `safetensors` package reads and writes.
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gputrain::data {
+
+/// Writes `tensors` (any device; copied to CPU, made contiguous) to `path` atomically.
+/// Supported dtypes: F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL.
+void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+/// Reads every tensor of a safetensors file onto the CPU. Throws UsageError for a missing or
+/// malformed file, naming what is wrong.
+std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::string& path);
+
+}  // namespace gputrain::data

@@ -1,0 +1,32 @@
+#pragma once
+// A dataset held as two tensors: inputs [N, ...] and targets [N] (class ids) or [N, outputs].
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gputrain::data {
+
+struct TensorDataset {
+  at::Tensor inputs;
+  at::Tensor targets;
+  std::int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
+};
+
+/// A learnable synthetic task: standard-normal inputs labelled by a fixed random linear "teacher"
+/// (argmax for classification, the projection itself for regression). The teacher depends only
+/// on `seed`, so a training and a validation set made with different `split` share the task.
+struct SyntheticSpec {
+  std::string task = "classification";   ///< classification or regression
+  std::vector<std::int64_t> shape;        ///< one sample
+  std::int64_t outputs = 10;              ///< classes, or regression targets
+  std::uint64_t seed = 42;
+};
+
+/// `samples` samples of split `split` (0 train, 1 validation), reproducible from the seed: the same
+/// values as Python's torch.randn(..., generator=torch.Generator().manual_seed(...)) would give.
+TensorDataset make_synthetic(const SyntheticSpec& spec, std::int64_t samples, int split);
+
+}  // namespace gputrain::data

@@ -1,0 +1,68 @@
+#pragma once
+// Checkpoints: everything a run needs to continue exactly where it stopped (model, optimizer,
+// loss scaler, RNG states, data position, step, epoch, best metric, resolved config), written
+// atomically so a crash mid-write leaves the previous checkpoint intact.
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace gputrain::train {
+
+class Model;
+class GradScaler;
+
+/// Where a run is: optimizer steps done, the epoch, samples of that epoch already consumed.
+struct TrainingProgress {
+  std::int64_t step = 0;
+  std::int64_t epoch = 0;
+  std::int64_t position = 0;
+  std::optional<double> best_metric;  ///< best value of checkpoint.best_metric so far
+};
+
+/// The live objects a checkpoint is taken from and restored into.
+struct CheckpointParts {
+  Model& model;
+  torch::optim::Optimizer& optimizer;
+  GradScaler& scaler;
+  c10::Device device;  ///< whose RNG state is saved besides the CPU's
+};
+
+/// Writes one checkpoint file atomically (temporary file, fsync, rename).
+void save_checkpoint(const std::string& path, const CheckpointParts& parts, const TrainingProgress& progress,
+                     const std::string& config_yaml);
+
+/// Restores model, optimizer, scaler and RNG states from `path`; returns the saved progress.
+/// Throws Error when the file is unreadable or belongs to a different model.
+TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts);
+
+/// The resolved config (YAML) stored in a checkpoint.
+std::string checkpoint_config(const std::string& path);
+
+/// A checkpoint folder: step-NNNNNNNN.pt files (the newest keep_last kept) and best.pt.
+class CheckpointStore {
+ public:
+  CheckpointStore(std::string dir, std::int64_t keep_last);
+  /// Saves step-<step>.pt and deletes periodic ones beyond keep_last; returns its path.
+  std::string save(const CheckpointParts& parts, const TrainingProgress& progress, const std::string& config_yaml);
+  /// Saves best.pt; returns its path.
+  std::string save_best(const CheckpointParts& parts, const TrainingProgress& progress, const std::string& config_yaml);
+  /// The periodic checkpoint with the highest step, if any.
+  std::optional<std::string> latest() const;
+  /// Periodic checkpoints, oldest first.
+  std::vector<std::string> periodic() const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  std::int64_t keep_last_;
+};
+
+}  // namespace gputrain::train

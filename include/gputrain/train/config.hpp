@@ -1,0 +1,129 @@
+#pragma once
+// train::Config: the resolved training configuration. Defaults < config files (later wins) <
+// `--set a.b=c` overrides; every key is documented in docs/configuration.md.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gputrain::train {
+
+/// fp32, or autocast to fp16 (with a GradScaler) or bf16 (no scaler needed).
+enum class Precision { fp32, fp16_mixed, bf16_mixed };
+
+/// "fp32", "fp16-mixed", "bf16-mixed".
+std::string to_string(Precision precision);
+
+struct ModelConfig {
+  std::string name = "small_cnn";     ///< a registered model (see model_registry.hpp)
+  std::string torchscript;            ///< a scripted module file; replaces `name` when set
+  std::string init_weights;           ///< a .safetensors file to start from instead of random init
+  std::vector<std::int64_t> hidden = {256, 256};  ///< MLP hidden layer widths
+  std::string activation = "relu";    ///< relu, gelu, silu, tanh
+  double dropout = 0.0;               ///< MLP, CNN and transformer dropout probability
+  std::string norm = "none";          ///< MLP normalisation: none, batch, layer
+  std::int64_t width = 32;            ///< small_cnn: channels of the first conv block
+  std::string stem = "cifar";         ///< ResNets: cifar (3x3, no pool) or imagenet (7x7 + pool)
+  std::int64_t layers = 2;            ///< transformer encoder layers
+  std::int64_t d_model = 128;         ///< transformer width
+  std::int64_t heads = 4;             ///< transformer attention heads
+  std::int64_t ff_dim = 256;          ///< transformer feed-forward width
+};
+
+struct DataConfig {
+  std::string source = "synthetic";   ///< where samples come from
+  std::string task = "classification";  ///< classification or regression
+  std::vector<std::int64_t> shape = {3, 32, 32};  ///< shape of one sample
+  std::int64_t classes = 10;          ///< classification: number of classes
+  std::int64_t outputs = 1;           ///< regression: number of targets
+  std::int64_t samples = 4096;        ///< synthetic: training samples
+  std::int64_t val_samples = 1024;    ///< synthetic: validation samples (0: no validation)
+  bool shuffle = true;                ///< reshuffle every epoch (seeded, resumable)
+};
+
+struct TrainConfig {
+  std::int64_t epochs = 1;
+  std::int64_t max_steps = 0;          ///< optimizer steps; 0: no limit beyond `epochs`
+  std::optional<std::int64_t> batch_size = 64;  ///< micro-batch; nullopt means `auto`
+  std::int64_t grad_accum = 1;         ///< micro-batches per optimizer step
+  Precision precision = Precision::fp32;
+  bool tf32 = true;                    ///< TF32 matmul/conv on Ampere or newer
+  bool channels_last = false;          ///< NHWC memory format for 4-d inputs
+  bool cudnn_benchmark = true;         ///< let cuDNN pick the fastest algorithms
+  double clip_grad_norm = 0.0;         ///< 0: off
+  std::int64_t seed = 42;
+  bool deterministic = false;          ///< deterministic algorithms only (bit-exact resume on CPU)
+};
+
+struct OptimizerConfig {
+  std::string name = "adamw";          ///< sgd, adam, adamw
+  double lr = 1e-3;
+  double momentum = 0.9;               ///< sgd
+  bool nesterov = false;               ///< sgd
+  double weight_decay = 0.0;
+  std::vector<double> betas = {0.9, 0.999};  ///< adam, adamw
+  double eps = 1e-8;                   ///< adam, adamw
+};
+
+struct SchedulerConfig {
+  std::string name = "none";           ///< none, step, cosine, onecycle
+  std::int64_t warmup_steps = 0;       ///< linear warm-up from 0 before the schedule
+  std::int64_t step_size = 1000;       ///< step: steps between decays
+  double gamma = 0.1;                  ///< step: decay factor
+  double min_lr = 0.0;                 ///< cosine: floor
+  double pct_start = 0.3;              ///< onecycle: fraction of steps spent rising
+};
+
+struct CheckpointConfig {
+  std::string dir;                     ///< empty: <logging.dir>/checkpoints
+  std::int64_t every_steps = 0;        ///< 0: off
+  std::int64_t every_epochs = 1;       ///< 0: off
+  std::int64_t keep_last = 3;          ///< older periodic checkpoints are deleted
+  std::string best_metric = "val_loss";  ///< val_loss, val_accuracy, val_mse, val_mae, none
+  std::string best_mode = "auto";      ///< min, max, auto (max for accuracy, min otherwise)
+  std::string resume = "auto";         ///< auto, never, or a checkpoint file
+};
+
+struct LoggingConfig {
+  std::string dir = "runs/default";    ///< the run directory
+  std::int64_t every_steps = 10;
+  bool jsonl = true;                   ///< metrics.jsonl in the run directory
+  bool tensorboard = true;             ///< TensorBoard event file in the run directory
+  std::string progress = "auto";       ///< auto (bar on a terminal), bar, lines, off
+};
+
+/// The whole resolved configuration.
+struct Config {
+  ModelConfig model;
+  DataConfig data;
+  TrainConfig train;
+  OptimizerConfig optimizer;
+  SchedulerConfig scheduler;
+  CheckpointConfig checkpoint;
+  LoggingConfig logging;
+  std::string device = "auto";         ///< auto, cpu, cuda, cuda:N
+
+  /// The checkpoint directory after defaults are applied.
+  std::string checkpoint_dir() const;
+};
+
+/// Where the pieces of a configuration come from, lowest priority first.
+struct ConfigSources {
+  std::vector<std::string> files;      ///< YAML files, later ones override earlier ones
+  std::vector<std::string> overrides;  ///< "a.b=c" (c is parsed as YAML: 3, 1e-3, [1,2], fp16-mixed)
+  std::string embedded_yaml;           ///< a built-in config applied before the files (may be empty)
+};
+
+/// Resolves and validates a configuration. Every mistake throws UsageError (exit 2) naming the
+/// file:line:column, the key, the value found and the values allowed (or `did you mean`).
+Config load_config(const ConfigSources& sources);
+
+/// The resolved configuration as YAML, every key in schema order (what --print-config shows and
+/// what every checkpoint stores).
+std::string to_yaml(const Config& config);
+
+/// Every documented key ("train.batch_size"), in schema order.
+std::vector<std::string> config_keys();
+
+}  // namespace gputrain::train

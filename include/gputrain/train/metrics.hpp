@@ -1,0 +1,73 @@
+#pragma once
+// What the trainer reports, and the sinks it reports to (console, metrics.jsonl, training.log,
+// TensorBoard). Sinks only format and write; they never change the run.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace gputrain::train {
+
+/// Fixed facts about a run, given to every sink before the first step.
+struct RunInfo {
+  std::string run_dir, model, device, precision;
+  std::int64_t parameters = 0;
+  std::int64_t total_steps = 0, steps_per_epoch = 0, epochs = 0;
+  std::int64_t batch_size = 0, grad_accum = 1;
+  std::int64_t start_step = 0;  ///< above 0 when resumed
+};
+
+/// Averages over the steps since the previous report.
+struct StepMetrics {
+  std::int64_t step = 0;        ///< optimizer steps done (1-based after the first step)
+  std::int64_t epoch = 0;       ///< 0-based
+  double loss = 0;
+  double samples_per_second = 0;
+  double data_seconds = 0;      ///< per step: waiting for the batch
+  double compute_seconds = 0;   ///< per step: forward, backward, optimizer
+  double lr = 0;
+  double loss_scale = 1;
+  std::int64_t skipped_steps = 0;  ///< total so far (inf/nan gradients)
+  std::uint64_t memory_allocated = 0, memory_reserved = 0, memory_peak = 0;  ///< bytes; 0 on CPU
+  double eta_seconds = 0;
+  /// Share of step time spent waiting for data, in percent: a GPU starved by its input shows here.
+  double data_stall_percent() const {
+    const double total = data_seconds + compute_seconds;
+    return total > 0 ? 100.0 * data_seconds / total : 0.0;
+  }
+};
+
+/// End-of-epoch figures; the validation ones are absent without validation data.
+struct EpochMetrics {
+  std::int64_t epoch = 0, step = 0;
+  double train_loss = 0;
+  std::optional<double> val_loss, val_accuracy, val_mse, val_mae;
+  double seconds = 0;
+};
+
+class MetricSink {
+ public:
+  virtual ~MetricSink() = default;
+  virtual void on_start(const RunInfo&) {}
+  virtual void on_step(const StepMetrics&) {}
+  virtual void on_epoch(const EpochMetrics&) {}
+  /// A free-form line worth keeping (checkpoint written, resumed, interrupted).
+  virtual void on_note(const std::string&) {}
+  virtual void on_end() {}
+};
+
+/// One JSON object per line: {"kind":"step",...} or {"kind":"epoch",...}.
+std::unique_ptr<MetricSink> make_jsonl_sink(const std::string& path);
+/// Scalars (train/loss, train/lr, val/loss, ...) in a TensorBoard event file under `dir`.
+std::unique_ptr<MetricSink> make_tensorboard_sink(const std::string& dir);
+/// Human lines (header, steps, epochs, notes) appended to a file: training.log.
+std::unique_ptr<MetricSink> make_log_file_sink(const std::string& path);
+/// A redrawn progress bar (bar) or one line per report (lines) on `out`.
+std::unique_ptr<MetricSink> make_console_sink(const std::string& mode, std::ostream& out);
+
+/// "12.3 MiB"-style memory, "1:02:03"-style durations: shared by the human sinks.
+std::string format_duration(double seconds);
+
+}  // namespace gputrain::train

@@ -1,0 +1,41 @@
+#pragma once
+// The model registry: built-in models (mlp, small_cnn, resnet18/34/50, transformer) and the ones a
+// C++ user adds with register_model() before loading a config.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gputrain/train/config.hpp"
+
+namespace torch::nn {
+class AnyModule;
+}
+
+namespace gputrain::train {
+
+class Model;
+
+/// What a model factory is told: its YAML section and the data it will see.
+struct ModelSpec {
+  ModelConfig config;
+  std::vector<std::int64_t> input_shape;  ///< one sample, e.g. {3, 32, 32}
+  std::int64_t outputs = 10;              ///< classes, or regression targets
+};
+
+/// Builds a module whose forward takes a batch [N, input_shape...] and returns [N, outputs].
+using ModelFactory = std::function<torch::nn::AnyModule(const ModelSpec&)>;
+
+/// Adds (or replaces) a model under `name`; `model.name: <name>` in YAML then selects it.
+void register_model(const std::string& name, ModelFactory factory);
+
+/// Every registered name, sorted.
+std::vector<std::string> registered_models();
+
+/// Builds the model `spec.config` asks for: a registered one, or the TorchScript file in
+/// `model.torchscript`. Throws UsageError for an unknown name or unreadable file.
+std::unique_ptr<Model> build_model(const ModelSpec& spec);
+
+}  // namespace gputrain::train

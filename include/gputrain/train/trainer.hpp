@@ -1,0 +1,64 @@
+#pragma once
+// train::Trainer: the training loop of `gputrain train`: mixed precision, gradient accumulation
+// and clipping, validation, metrics, atomic checkpoints, exact resume, a clean stop on SIGTERM.
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gputrain/train/config.hpp"
+#include "gputrain/train/metrics.hpp"
+
+namespace gputrain::train {
+
+class Model;
+
+/// What a finished (or stopped) run did.
+struct FitResult {
+  std::int64_t start_step = 0;            ///< 0, or the step a resumed run began at
+  std::int64_t steps = 0;                 ///< optimizer steps done, in total
+  std::int64_t total_steps = 0;           ///< what the run was asked for
+  bool interrupted = false;               ///< stopped by a signal; a checkpoint was written
+  std::optional<double> first_loss;       ///< training loss of the first step this process ran
+  std::optional<double> last_loss;        ///< training loss of the last step this process ran
+  std::optional<EpochMetrics> last_epoch;
+  std::int64_t skipped_steps = 0;         ///< inf/nan gradient steps (fp16)
+  double samples_per_second = 0;          ///< over the steps this process ran
+  double data_stall_percent = 0;
+  std::string run_dir;
+  std::string last_checkpoint;            ///< empty when none was written
+  std::string weights_path;               ///< model.safetensors (after a complete run)
+};
+
+/// How the trainer talks to its surroundings; the defaults suit a command-line run.
+struct TrainerOptions {
+  std::ostream* console = nullptr;              ///< progress and notes; nullptr: std::cerr
+  bool console_is_terminal = false;             ///< progress `auto` draws a bar only on a terminal
+  std::function<void(std::int64_t step)> after_step;  ///< called after every optimizer step (tests)
+};
+
+class Trainer {
+ public:
+  /// Selects the device, builds data, model, optimizer and scaler, and resumes when the config
+  /// says so. Throws UsageError/EnvironmentError for a config this machine cannot run.
+  explicit Trainer(Config config, TrainerOptions options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  /// Trains until `train.epochs`/`train.max_steps` or a stop request (SIGINT/SIGTERM or
+  /// core::request_stop()), which finishes the current step and writes a checkpoint first.
+  FitResult fit();
+
+  Model& model();
+  /// The device chosen ("cpu", "cuda:0").
+  std::string device() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace gputrain::train

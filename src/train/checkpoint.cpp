@@ -1,0 +1,171 @@
+#include "gputrain/train/checkpoint.hpp"
+
+#include <ATen/Context.h>
+#include <torch/optim/optimizer.h>
+#include <torch/serialize/archive.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+#include <sstream>
+
+#include "gputrain/core/atomic_file.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/amp.hpp"
+#include "gputrain/train/model.hpp"
+
+namespace gputrain::train {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr std::int64_t kFormatVersion = 1;
+
+at::Generator default_generator(c10::Device device) {
+  return device.is_cuda() ? at::globalContext().defaultGenerator(device) : at::globalContext().defaultGenerator(at::kCPU);
+}
+
+at::Tensor rng_state(c10::Device device) {
+  auto gen = default_generator(device);
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void set_rng_state(c10::Device device, const at::Tensor& state) {
+  auto gen = default_generator(device);
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+void write_named(torch::serialize::OutputArchive& archive, const std::string& prefix, const NamedTensors& tensors) {
+  torch::serialize::OutputArchive sub;
+  for (const auto& [name, t] : tensors) sub.write(name, t.detach(), /*is_buffer=*/true);
+  archive.write(prefix, sub);
+}
+
+NamedTensors read_named(torch::serialize::InputArchive& archive, const std::string& prefix) {
+  torch::serialize::InputArchive sub;
+  archive.read(prefix, sub);
+  NamedTensors tensors;
+  for (const auto& name : sub.keys()) {
+    at::Tensor t;
+    sub.read(name, t, /*is_buffer=*/true);
+    tensors.emplace_back(name, t);
+  }
+  return tensors;
+}
+
+std::int64_t read_int(torch::serialize::InputArchive& archive, const std::string& key) {
+  c10::IValue value;
+  archive.read(key, value);
+  return value.toInt();
+}
+
+torch::serialize::InputArchive open(const std::string& path, c10::Device device) {
+  if (!fs::exists(path))
+    throw UsageError("checkpoint '" + path + "' does not exist", "set checkpoint.resume to auto, never, or an existing file");
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(path, device);
+  } catch (const c10::Error& e) {
+    throw Error("checkpoint '" + path + "' cannot be read: " + e.what_without_backtrace(),
+                "it may be truncated or from another program; delete it or set checkpoint.resume: never");
+  }
+  return archive;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const CheckpointParts& parts, const TrainingProgress& progress,
+                     const std::string& config_yaml) {
+  torch::serialize::OutputArchive archive;
+  archive.write("format_version", c10::IValue(kFormatVersion));
+  write_named(archive, "model", parts.model.named_state());
+  torch::serialize::OutputArchive optimizer;
+  parts.optimizer.save(optimizer);
+  archive.write("optimizer", optimizer);
+  write_named(archive, "scaler", parts.scaler.state());
+  NamedTensors rng{{"cpu", rng_state(c10::Device(at::kCPU))}};
+  if (parts.device.is_cuda()) rng.emplace_back("cuda", rng_state(parts.device));
+  write_named(archive, "rng", rng);
+  archive.write("progress.step", c10::IValue(progress.step));
+  archive.write("progress.epoch", c10::IValue(progress.epoch));
+  archive.write("progress.position", c10::IValue(progress.position));
+  archive.write("progress.has_best", c10::IValue(static_cast<std::int64_t>(progress.best_metric.has_value())));
+  archive.write("progress.best", c10::IValue(progress.best_metric.value_or(0.0)));
+  archive.write("config", c10::IValue(config_yaml));
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  core::write_file_atomically(path, bytes.str());
+}
+
+TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts) {
+  auto archive = open(path, parts.device);
+  load_named_state(parts.model, read_named(archive, "model"));
+  torch::serialize::InputArchive optimizer;
+  archive.read("optimizer", optimizer);
+  parts.optimizer.load(optimizer);
+  parts.scaler.load_state(read_named(archive, "scaler"));
+  for (const auto& [name, state] : read_named(archive, "rng")) {
+    // RNG states are CPU byte tensors whatever device they describe.
+    if (name == "cpu") set_rng_state(c10::Device(at::kCPU), state.to(at::kCPU));
+    if (name == "cuda" && parts.device.is_cuda()) set_rng_state(parts.device, state.to(at::kCPU));
+  }
+  TrainingProgress progress;
+  progress.step = read_int(archive, "progress.step");
+  progress.epoch = read_int(archive, "progress.epoch");
+  progress.position = read_int(archive, "progress.position");
+  if (read_int(archive, "progress.has_best") != 0) {
+    c10::IValue best;
+    archive.read("progress.best", best);
+    progress.best_metric = best.toDouble();
+  }
+  return progress;
+}
+
+std::string checkpoint_config(const std::string& path) {
+  auto archive = open(path, c10::Device(at::kCPU));
+  c10::IValue config;
+  archive.read("config", config);
+  return config.toStringRef();
+}
+
+CheckpointStore::CheckpointStore(std::string dir, std::int64_t keep_last) : dir_(std::move(dir)), keep_last_(keep_last) {}
+
+std::vector<std::string> CheckpointStore::periodic() const {
+  static const std::regex pattern("step-([0-9]+)\\.pt");
+  std::vector<std::pair<long long, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (std::regex_match(name, match, pattern)) found.emplace_back(std::stoll(match[1]), entry.path().string());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> paths;
+  for (auto& f : found) paths.push_back(std::move(f.second));
+  return paths;
+}
+
+std::optional<std::string> CheckpointStore::latest() const {
+  auto all = periodic();
+  if (all.empty()) return std::nullopt;
+  return all.back();
+}
+
+std::string CheckpointStore::save(const CheckpointParts& parts, const TrainingProgress& progress, const std::string& config_yaml) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08lld.pt", static_cast<long long>(progress.step));
+  const std::string path = (fs::path(dir_) / name).string();
+  save_checkpoint(path, parts, progress, config_yaml);
+  auto all = periodic();
+  for (std::size_t i = 0; i + static_cast<std::size_t>(keep_last_) < all.size(); ++i) fs::remove(all[i]);
+  return path;
+}
+
+std::string CheckpointStore::save_best(const CheckpointParts& parts, const TrainingProgress& progress, const std::string& config_yaml) {
+  const std::string path = (fs::path(dir_) / "best.pt").string();
+  save_checkpoint(path, parts, progress, config_yaml);
+  return path;
+}
+
+}  // namespace gputrain::train

@@ -1,0 +1,168 @@
+// Loading, merging and validating train::Config. The schema (config_schema.cpp) is the one list
+// of keys; this file walks YAML documents against it and reports mistakes where they are.
+#include "gputrain/train/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "config_schema.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/suggest.hpp"
+
+namespace gputrain::train {
+
+std::string to_string(Precision precision) {
+  switch (precision) {
+    case Precision::fp16_mixed: return "fp16-mixed";
+    case Precision::bf16_mixed: return "bf16-mixed";
+    case Precision::fp32: break;
+  }
+  return "fp32";
+}
+
+std::string Config::checkpoint_dir() const {
+  return checkpoint.dir.empty() ? (std::filesystem::path(logging.dir) / "checkpoints").string() : checkpoint.dir;
+}
+
+namespace {
+
+std::string where(const std::string& origin, const YAML::Mark& mark) {
+  if (mark.line < 0) return origin;
+  return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
+}
+
+// The best guess for a key nobody declared: the same leaf in another section ("train.lr" ->
+// "optimizer.lr"), else the closest spelling among all keys.
+std::string did_you_mean(const std::string& key) {
+  const auto keys = config_keys();
+  const auto dot = key.rfind('.');
+  const std::string leaf = dot == std::string::npos ? key : key.substr(dot + 1);
+  for (const auto& known : keys) {
+    const auto kdot = known.rfind('.');
+    if (kdot != std::string::npos && known.substr(kdot + 1) == leaf) return "; did you mean '" + known + "'?";
+  }
+  if (auto best = core::closest_match(key, keys)) return "; did you mean '" + *best + "'?";
+  return "";
+}
+
+std::string section_keys(const std::string& section) {
+  std::string list;
+  for (const auto& key : config_keys()) {
+    if (key.rfind(section + ".", 0) != 0) continue;
+    list += (list.empty() ? "" : ", ") + key.substr(section.size() + 1);
+  }
+  return list;
+}
+
+bool is_section(const std::string& prefix) {
+  for (const auto& key : config_keys())
+    if (key.rfind(prefix + ".", 0) == 0) return true;
+  return false;
+}
+
+void apply_node(Config& config, const std::string& prefix, const YAML::Node& node, const std::string& origin) {
+  std::set<std::string> seen;
+  for (const auto& entry : node) {
+    const std::string name = entry.first.Scalar();
+    const std::string key = prefix.empty() ? name : prefix + "." + name;
+    const std::string at = where(origin, entry.first.Mark());
+    if (!seen.insert(name).second)
+      throw UsageError(at + ": '" + key + "' is set twice in the same mapping", "keep one of the two lines");
+    if (const Field* field = find_field(key)) {
+      field->assign(config, FieldValue{entry.second, where(origin, entry.second.Mark()), key});
+    } else if (is_section(key)) {
+      if (entry.second.IsNull()) continue;  // "logging:" with nothing under it
+      if (!entry.second.IsMap())
+        throw UsageError(at + ": '" + key + "' is a section, not a value",
+                         "write its keys under it, indented: " + section_keys(key));
+      apply_node(config, key, entry.second, origin);
+    } else {
+      throw UsageError(at + ": unknown key '" + key + "'" + did_you_mean(key),
+                       "see docs/configuration.md for every key, or run with --print-config");
+    }
+  }
+}
+
+void apply_document(Config& config, const std::string& text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw UsageError(where(origin, e.mark) + ": not valid YAML: " + e.msg, "fix the YAML syntax at that line");
+  }
+  if (root.IsNull()) return;
+  if (!root.IsMap())
+    throw UsageError(where(origin, root.Mark()) + ": a config file must be a mapping of sections (model:, train:, ...)",
+                     "start the file with a section such as 'train:'");
+  apply_node(config, "", root, origin);
+}
+
+std::string read_config_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw UsageError("config file '" + path + "' does not exist", "check the path (configs/ holds ready configs)");
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read config file '" + path + "'", "check its permissions");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void apply_override(Config& config, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  const std::string origin = "--set " + assignment;
+  if (eq == std::string::npos || eq == 0)
+    throw UsageError(origin + ": expected KEY=VALUE, e.g. --set train.max_steps=100", "write the key, '=', then the value");
+  const std::string key = assignment.substr(0, eq);
+  const Field* field = find_field(key);
+  if (!field) {
+    if (is_section(key))
+      throw UsageError(origin + ": '" + key + "' is a section; set one of its keys", "its keys: " + section_keys(key));
+    throw UsageError(origin + ": unknown key '" + key + "'" + did_you_mean(key), "see docs/configuration.md for every key");
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::ParserException& e) {
+    throw UsageError(origin + ": the value is not valid YAML: " + e.msg, "quote it, or write lists as [1, 2]");
+  }
+  field->assign(config, FieldValue{value, origin, key});
+}
+
+}  // namespace
+
+Config load_config(const ConfigSources& sources) {
+  Config config;
+  if (!sources.embedded_yaml.empty()) apply_document(config, sources.embedded_yaml, "built-in config");
+  for (const auto& file : sources.files) apply_document(config, read_config_file(file), file);
+  for (const auto& assignment : sources.overrides) apply_override(config, assignment);
+  check_consistency(config);
+  return config;
+}
+
+std::string to_yaml(const Config& config) {
+  YAML::Node root;
+  for (const auto& field : schema()) {
+    const auto dot = field.key.find('.');
+    if (dot == std::string::npos) {
+      root[field.key] = field.show(config);
+    } else {
+      root[field.key.substr(0, dot)][field.key.substr(dot + 1)] = field.show(config);
+    }
+  }
+  YAML::Emitter out;
+  out << root;
+  return std::string(out.c_str()) + "\n";
+}
+
+std::vector<std::string> config_keys() {
+  std::vector<std::string> keys;
+  for (const auto& field : schema()) keys.push_back(field.key);
+  return keys;
+}
+
+}  // namespace gputrain::train

@@ -1,0 +1,322 @@
+// The schema: every key, its type, its allowed values. Defaults live in config.hpp's structs.
+#include "config_schema.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <regex>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/model_registry.hpp"
+
+namespace gputrain::train {
+namespace {
+
+using Int = std::int64_t;
+constexpr Int kNoMax = std::numeric_limits<Int>::max();
+
+std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+
+[[noreturn]] void reject(const FieldValue& v, const std::string& found, const std::string& allowed) {
+  throw UsageError(v.where + ": " + v.key + ": found " + found + "; allowed: " + allowed,
+                   "set " + v.key + " to " + allowed + " (docs/configuration.md)");
+}
+
+std::string found_text(const YAML::Node& node) {
+  if (node.IsNull()) return "no value";
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  return node.IsSequence() ? "a list" : "a mapping";
+}
+
+std::string scalar(const FieldValue& v, const std::string& allowed) {
+  if (!v.node.IsScalar()) reject(v, found_text(v.node), allowed);
+  return v.node.Scalar();
+}
+
+// The shortest text that reads back as exactly `value` (0.001, not 0.0010000000000000000208).
+std::string shortest(double value) {
+  for (int digits = 1; digits <= 17; ++digits) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.*g", digits, value);
+    if (std::strtod(buf, nullptr) == value) return buf;
+  }
+  return std::to_string(value);
+}
+
+Int parse_int(const FieldValue& v, Int min, Int max = kNoMax) {
+  const std::string allowed = "an integer >= " + std::to_string(min) + (max == kNoMax ? "" : " and <= " + std::to_string(max));
+  const std::string text = scalar(v, allowed);
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) reject(v, found_text(v.node), allowed);
+  return value;
+}
+
+double parse_double(const FieldValue& v, double min, double max = std::numeric_limits<double>::infinity()) {
+  const std::string allowed = "a number >= " + shortest(min) + (std::isinf(max) ? "" : " and <= " + shortest(max));
+  const std::string text = scalar(v, allowed);
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value) || value < min || value > max) reject(v, found_text(v.node), allowed);
+  return value;
+}
+
+bool parse_bool(const FieldValue& v) {
+  const std::string text = scalar(v, "true or false");
+  if (text == "true" || text == "yes" || text == "on") return true;
+  if (text == "false" || text == "no" || text == "off") return false;
+  reject(v, found_text(v.node), "true or false");
+}
+
+std::string parse_choice(const FieldValue& v, const std::vector<std::string>& allowed) {
+  const std::string text = scalar(v, "one of " + join(allowed));
+  for (const auto& a : allowed)
+    if (text == a) return text;
+  reject(v, found_text(v.node), "one of " + join(allowed));
+}
+
+std::string parse_string(const FieldValue& v, const std::string& what) {
+  if (!v.node.IsScalar()) reject(v, found_text(v.node), what);
+  return v.node.Scalar();
+}
+
+std::vector<Int> parse_int_list(const FieldValue& v, Int min, bool allow_empty) {
+  const std::string allowed = std::string(allow_empty ? "a list" : "a non-empty list") + " of integers >= " + std::to_string(min) + ", e.g. [256, 128]";
+  if (!v.node.IsSequence() || (!allow_empty && v.node.size() == 0)) reject(v, found_text(v.node), allowed);
+  std::vector<Int> out;
+  for (const auto& item : v.node) out.push_back(parse_int(FieldValue{item, v.where, v.key}, min));
+  return out;
+}
+
+// ---- field builders: `get` is a generic lambda returning a reference into a Config ----
+
+template <typename Get>
+Field int_field(std::string key, Get get, Int min, Int max = kNoMax) {
+  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_int(v, min, max); },
+          [=](const Config& c) { return YAML::Node(get(c)); }};
+}
+
+template <typename Get>
+Field double_field(std::string key, Get get, double min, double max = std::numeric_limits<double>::infinity()) {
+  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_double(v, min, max); },
+          [=](const Config& c) { return YAML::Node(shortest(get(c))); }};
+}
+
+template <typename Get>
+Field bool_field(std::string key, Get get) {
+  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_bool(v); },
+          [=](const Config& c) { return YAML::Node(get(c)); }};
+}
+
+template <typename Get>
+Field choice_field(std::string key, Get get, std::vector<std::string> allowed) {
+  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_choice(v, allowed); },
+          [=](const Config& c) { return YAML::Node(get(c)); }};
+}
+
+template <typename Get>
+Field string_field(std::string key, Get get, std::string what) {
+  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_string(v, what); },
+          [=](const Config& c) { return YAML::Node(get(c)); }};
+}
+
+template <typename Get>
+Field int_list_field(std::string key, Get get, Int min, bool allow_empty) {
+  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_int_list(v, min, allow_empty); },
+          [=](const Config& c) {
+            YAML::Node list(YAML::NodeType::Sequence);
+            for (Int x : get(c)) list.push_back(x);
+            list.SetStyle(YAML::EmitterStyle::Flow);
+            return list;
+          }};
+}
+
+Field precision_field() {
+  return {"train.precision",
+          [](Config& c, const FieldValue& v) {
+            const auto text = parse_choice(v, {"fp32", "fp16-mixed", "bf16-mixed"});
+            c.train.precision = text == "fp16-mixed" ? Precision::fp16_mixed
+                                : text == "bf16-mixed" ? Precision::bf16_mixed : Precision::fp32;
+          },
+          [](const Config& c) { return YAML::Node(to_string(c.train.precision)); }};
+}
+
+Field batch_size_field() {
+  return {"train.batch_size",
+          [](Config& c, const FieldValue& v) {
+            if (v.node.IsScalar() && v.node.Scalar() == "auto") {
+              c.train.batch_size.reset();
+              return;
+            }
+            if (!v.node.IsScalar()) reject(v, found_text(v.node), "an integer >= 1 or auto");
+            char* end = nullptr;
+            const long long value = std::strtoll(v.node.Scalar().c_str(), &end, 10);
+            if (v.node.Scalar().empty() || *end != '\0' || value < 1) reject(v, found_text(v.node), "an integer >= 1 or auto");
+            c.train.batch_size = value;
+          },
+          [](const Config& c) { return c.train.batch_size ? YAML::Node(*c.train.batch_size) : YAML::Node("auto"); }};
+}
+
+Field betas_field() {
+  return {"optimizer.betas",
+          [](Config& c, const FieldValue& v) {
+            const std::string allowed = "two numbers in [0, 1), e.g. [0.9, 0.999]";
+            if (!v.node.IsSequence() || v.node.size() != 2) reject(v, found_text(v.node), allowed);
+            std::vector<double> betas;
+            for (const auto& item : v.node) {
+              const double b = parse_double(FieldValue{item, v.where, v.key}, 0.0, 1.0);
+              if (b >= 1.0) reject(v, "'" + item.Scalar() + "'", allowed);
+              betas.push_back(b);
+            }
+            c.optimizer.betas = betas;
+          },
+          [](const Config& c) {
+            YAML::Node list(YAML::NodeType::Sequence);
+            for (double b : c.optimizer.betas) list.push_back(shortest(b));
+            list.SetStyle(YAML::EmitterStyle::Flow);
+            return list;
+          }};
+}
+
+Field model_name_field() {
+  return {"model.name",
+          [](Config& c, const FieldValue& v) {
+            auto names = registered_models();
+            c.model.name = parse_choice(v, names);
+          },
+          [](const Config& c) { return YAML::Node(c.model.name); }};
+}
+
+Field device_field() {
+  return {"device",
+          [](Config& c, const FieldValue& v) {
+            const std::string allowed = "auto, cpu, cuda or cuda:N";
+            const std::string text = scalar(v, allowed);
+            static const std::regex pattern("auto|cpu|cuda|cuda:[0-9]+");
+            if (!std::regex_match(text, pattern)) reject(v, found_text(v.node), allowed);
+            c.device = text;
+          },
+          [](const Config& c) { return YAML::Node(c.device); }};
+}
+
+std::vector<Field> make_schema() {
+  // clang-format off
+  return {
+    model_name_field(),
+    string_field("model.torchscript", [](auto& c) -> auto& { return c.model.torchscript; }, "a path to a TorchScript .pt file"),
+    string_field("model.init_weights", [](auto& c) -> auto& { return c.model.init_weights; }, "a path to a .safetensors file"),
+    int_list_field("model.hidden", [](auto& c) -> auto& { return c.model.hidden; }, 1, true),
+    choice_field("model.activation", [](auto& c) -> auto& { return c.model.activation; }, {"relu", "gelu", "silu", "tanh"}),
+    double_field("model.dropout", [](auto& c) -> auto& { return c.model.dropout; }, 0.0, 0.99),
+    choice_field("model.norm", [](auto& c) -> auto& { return c.model.norm; }, {"none", "batch", "layer"}),
+    int_field("model.width", [](auto& c) -> auto& { return c.model.width; }, 1),
+    choice_field("model.stem", [](auto& c) -> auto& { return c.model.stem; }, {"cifar", "imagenet"}),
+    int_field("model.layers", [](auto& c) -> auto& { return c.model.layers; }, 1),
+    int_field("model.d_model", [](auto& c) -> auto& { return c.model.d_model; }, 1),
+    int_field("model.heads", [](auto& c) -> auto& { return c.model.heads; }, 1),
+    int_field("model.ff_dim", [](auto& c) -> auto& { return c.model.ff_dim; }, 1),
+
+    choice_field("data.source", [](auto& c) -> auto& { return c.data.source; }, {"synthetic"}),
+    choice_field("data.task", [](auto& c) -> auto& { return c.data.task; }, {"classification", "regression"}),
+    int_list_field("data.shape", [](auto& c) -> auto& { return c.data.shape; }, 1, false),
+    int_field("data.classes", [](auto& c) -> auto& { return c.data.classes; }, 2),
+    int_field("data.outputs", [](auto& c) -> auto& { return c.data.outputs; }, 1),
+    int_field("data.samples", [](auto& c) -> auto& { return c.data.samples; }, 1),
+    int_field("data.val_samples", [](auto& c) -> auto& { return c.data.val_samples; }, 0),
+    bool_field("data.shuffle", [](auto& c) -> auto& { return c.data.shuffle; }),
+
+    int_field("train.epochs", [](auto& c) -> auto& { return c.train.epochs; }, 1),
+    int_field("train.max_steps", [](auto& c) -> auto& { return c.train.max_steps; }, 0),
+    batch_size_field(),
+    int_field("train.grad_accum", [](auto& c) -> auto& { return c.train.grad_accum; }, 1),
+    precision_field(),
+    bool_field("train.tf32", [](auto& c) -> auto& { return c.train.tf32; }),
+    bool_field("train.channels_last", [](auto& c) -> auto& { return c.train.channels_last; }),
+    bool_field("train.cudnn_benchmark", [](auto& c) -> auto& { return c.train.cudnn_benchmark; }),
+    double_field("train.clip_grad_norm", [](auto& c) -> auto& { return c.train.clip_grad_norm; }, 0.0),
+    int_field("train.seed", [](auto& c) -> auto& { return c.train.seed; }, 0),
+    bool_field("train.deterministic", [](auto& c) -> auto& { return c.train.deterministic; }),
+
+    choice_field("optimizer.name", [](auto& c) -> auto& { return c.optimizer.name; }, {"sgd", "adam", "adamw"}),
+    double_field("optimizer.lr", [](auto& c) -> auto& { return c.optimizer.lr; }, 0.0),
+    double_field("optimizer.momentum", [](auto& c) -> auto& { return c.optimizer.momentum; }, 0.0, 1.0),
+    bool_field("optimizer.nesterov", [](auto& c) -> auto& { return c.optimizer.nesterov; }),
+    double_field("optimizer.weight_decay", [](auto& c) -> auto& { return c.optimizer.weight_decay; }, 0.0),
+    betas_field(),
+    double_field("optimizer.eps", [](auto& c) -> auto& { return c.optimizer.eps; }, 0.0),
+
+    choice_field("scheduler.name", [](auto& c) -> auto& { return c.scheduler.name; }, {"none", "step", "cosine", "onecycle"}),
+    int_field("scheduler.warmup_steps", [](auto& c) -> auto& { return c.scheduler.warmup_steps; }, 0),
+    int_field("scheduler.step_size", [](auto& c) -> auto& { return c.scheduler.step_size; }, 1),
+    double_field("scheduler.gamma", [](auto& c) -> auto& { return c.scheduler.gamma; }, 0.0, 1.0),
+    double_field("scheduler.min_lr", [](auto& c) -> auto& { return c.scheduler.min_lr; }, 0.0),
+    double_field("scheduler.pct_start", [](auto& c) -> auto& { return c.scheduler.pct_start; }, 0.0, 1.0),
+
+    string_field("checkpoint.dir", [](auto& c) -> auto& { return c.checkpoint.dir; }, "a directory path"),
+    int_field("checkpoint.every_steps", [](auto& c) -> auto& { return c.checkpoint.every_steps; }, 0),
+    int_field("checkpoint.every_epochs", [](auto& c) -> auto& { return c.checkpoint.every_epochs; }, 0),
+    int_field("checkpoint.keep_last", [](auto& c) -> auto& { return c.checkpoint.keep_last; }, 1),
+    choice_field("checkpoint.best_metric", [](auto& c) -> auto& { return c.checkpoint.best_metric; }, {"val_loss", "val_accuracy", "val_mse", "val_mae", "none"}),
+    choice_field("checkpoint.best_mode", [](auto& c) -> auto& { return c.checkpoint.best_mode; }, {"auto", "min", "max"}),
+    string_field("checkpoint.resume", [](auto& c) -> auto& { return c.checkpoint.resume; }, "auto, never, or a checkpoint file"),
+
+    string_field("logging.dir", [](auto& c) -> auto& { return c.logging.dir; }, "a directory path"),
+    int_field("logging.every_steps", [](auto& c) -> auto& { return c.logging.every_steps; }, 1),
+    bool_field("logging.jsonl", [](auto& c) -> auto& { return c.logging.jsonl; }),
+    bool_field("logging.tensorboard", [](auto& c) -> auto& { return c.logging.tensorboard; }),
+    choice_field("logging.progress", [](auto& c) -> auto& { return c.logging.progress; }, {"auto", "bar", "lines", "off"}),
+
+    device_field(),
+  };
+  // clang-format on
+}
+
+[[noreturn]] void inconsistent(const std::string& message, const std::string& remedy) {
+  throw UsageError("config: " + message, remedy);
+}
+
+}  // namespace
+
+const std::vector<Field>& schema() {
+  static const std::vector<Field> fields = make_schema();
+  return fields;
+}
+
+const Field* find_field(const std::string& key) {
+  for (const auto& field : schema())
+    if (field.key == key) return &field;
+  return nullptr;
+}
+
+void check_consistency(const Config& c) {
+  const bool classification = c.data.task == "classification";
+  const auto& metric = c.checkpoint.best_metric;
+  if (metric == "val_accuracy" && !classification)
+    inconsistent("checkpoint.best_metric val_accuracy needs data.task classification (it is regression)",
+                 "use val_loss, val_mse or val_mae for regression");
+  if ((metric == "val_mse" || metric == "val_mae") && classification)
+    inconsistent("checkpoint.best_metric " + metric + " needs data.task regression (it is classification)",
+                 "use val_loss or val_accuracy for classification");
+  if (metric != "none" && metric != "val_loss" && c.data.val_samples == 0)
+    inconsistent("checkpoint.best_metric " + metric + " needs validation data (data.val_samples is 0)",
+                 "set data.val_samples above 0, or checkpoint.best_metric to none");
+  if (c.model.name == "transformer" && c.model.torchscript.empty() && c.model.d_model % c.model.heads != 0)
+    inconsistent("model.d_model (" + std::to_string(c.model.d_model) + ") must be a multiple of model.heads (" +
+                     std::to_string(c.model.heads) + ")",
+                 "pick heads that divide d_model, e.g. d_model 128 with heads 4");
+  if (c.model.name == "transformer" && c.model.torchscript.empty() && c.data.shape.size() != 2)
+    inconsistent("the transformer reads samples shaped [sequence, features]; data.shape has " +
+                     std::to_string(c.data.shape.size()) + " dimensions",
+                 "set data.shape to [sequence_length, features], e.g. [32, 16]");
+  if (c.scheduler.name == "onecycle" && c.scheduler.warmup_steps > 0)
+    inconsistent("scheduler.onecycle has its own warm-up (pct_start); scheduler.warmup_steps must be 0",
+                 "remove scheduler.warmup_steps or pick the cosine schedule");
+}
+
+}  // namespace gputrain::train

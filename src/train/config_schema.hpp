@@ -1,0 +1,37 @@
+#pragma once
+// The configuration schema: one Field per YAML key, with how to read, check and show it.
+// Private to the train area; docs/configuration.md documents the same keys (a test compares).
+
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gputrain/train/config.hpp"
+
+namespace gputrain::train {
+
+/// A value found in a document, with where it was found ("file:line:col" or "--set k=v").
+struct FieldValue {
+  YAML::Node node;
+  std::string where;
+  std::string key;
+};
+
+struct Field {
+  std::string key;                                              ///< "train.batch_size"
+  std::function<void(Config&, const FieldValue&)> assign;       ///< parses, checks, stores; throws UsageError
+  std::function<YAML::Node(const Config&)> show;                ///< the resolved value, for --print-config
+};
+
+/// Every key, in the order --print-config shows them.
+const std::vector<Field>& schema();
+
+/// The field for `key`, or nullptr.
+const Field* find_field(const std::string& key);
+
+/// Checks that need several keys at once (e.g. best_metric vs data.task); throws UsageError.
+void check_consistency(const Config& config);
+
+}  // namespace gputrain::train

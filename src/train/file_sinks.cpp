@@ -1,0 +1,106 @@
+// Sinks that write files in the run directory: metrics.jsonl, training.log, TensorBoard events.
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/metrics.hpp"
+#include "gputrain/train/tensorboard_writer.hpp"
+#include "human_lines.hpp"
+
+namespace gputrain::train {
+namespace {
+
+std::ofstream open_append(const std::string& path, const std::string& key) {
+  std::ofstream file(path, std::ios::app);
+  if (!file) throw Error("cannot write '" + path + "'", "make the run directory writable, or turn off " + key);
+  return file;
+}
+
+class JsonlSink final : public MetricSink {
+ public:
+  explicit JsonlSink(const std::string& path) : file_(open_append(path, "logging.jsonl")) {}
+  void on_step(const StepMetrics& m) override {
+    write({{"kind", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"loss", m.loss},
+           {"samples_per_second", m.samples_per_second}, {"data_seconds", m.data_seconds},
+           {"compute_seconds", m.compute_seconds}, {"data_stall_percent", m.data_stall_percent()}, {"lr", m.lr},
+           {"loss_scale", m.loss_scale}, {"skipped_steps", m.skipped_steps},
+           {"memory_allocated", m.memory_allocated}, {"memory_reserved", m.memory_reserved},
+           {"memory_peak", m.memory_peak}});
+  }
+  void on_epoch(const EpochMetrics& m) override {
+    nlohmann::json line = {{"kind", "epoch"}, {"epoch", m.epoch}, {"step", m.step}, {"train_loss", m.train_loss}, {"seconds", m.seconds}};
+    if (m.val_loss) line["val_loss"] = *m.val_loss;
+    if (m.val_accuracy) line["val_accuracy"] = *m.val_accuracy;
+    if (m.val_mse) line["val_mse"] = *m.val_mse;
+    if (m.val_mae) line["val_mae"] = *m.val_mae;
+    write(line);
+  }
+
+ private:
+  void write(nlohmann::json line) {
+    line["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    file_ << line.dump() << "\n";
+    file_.flush();  // a crash loses at most the line being written
+  }
+  std::ofstream file_;
+};
+
+class TensorBoardSink final : public MetricSink {
+ public:
+  explicit TensorBoardSink(const std::string& dir) : writer_(dir) {}
+  void on_step(const StepMetrics& m) override {
+    writer_.add_scalar("train/loss", m.loss, m.step);
+    writer_.add_scalar("train/lr", m.lr, m.step);
+    writer_.add_scalar("train/samples_per_second", m.samples_per_second, m.step);
+    writer_.add_scalar("train/data_stall_percent", m.data_stall_percent(), m.step);
+    if (m.loss_scale != 1.0) writer_.add_scalar("train/loss_scale", m.loss_scale, m.step);
+    if (m.memory_reserved > 0) writer_.add_scalar("gpu/memory_allocated_gib", double(m.memory_allocated) / (1 << 30), m.step);
+    writer_.flush();
+  }
+  void on_epoch(const EpochMetrics& m) override {
+    writer_.add_scalar("epoch/train_loss", m.train_loss, m.step);
+    if (m.val_loss) writer_.add_scalar("val/loss", *m.val_loss, m.step);
+    if (m.val_accuracy) writer_.add_scalar("val/accuracy", *m.val_accuracy, m.step);
+    if (m.val_mse) writer_.add_scalar("val/mse", *m.val_mse, m.step);
+    if (m.val_mae) writer_.add_scalar("val/mae", *m.val_mae, m.step);
+    writer_.flush();
+  }
+
+ private:
+  TensorBoardWriter writer_;
+};
+
+class LogFileSink final : public MetricSink {
+ public:
+  explicit LogFileSink(const std::string& path) : file_(open_append(path, "the run directory")) {}
+  void on_start(const RunInfo& info) override {
+    total_steps_ = info.total_steps;
+    epochs_ = info.epochs;
+    write(header_line(info));
+  }
+  void on_step(const StepMetrics& m) override { write(step_line(m, total_steps_)); }
+  void on_epoch(const EpochMetrics& m) override { write(epoch_line(m, epochs_)); }
+  void on_note(const std::string& note) override { write(note); }
+
+ private:
+  void write(const std::string& line) {
+    const std::time_t now = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
+    file_ << stamp << " " << line << "\n";
+    file_.flush();
+  }
+  std::ofstream file_;
+  std::int64_t total_steps_ = 0, epochs_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<MetricSink> make_jsonl_sink(const std::string& path) { return std::make_unique<JsonlSink>(path); }
+std::unique_ptr<MetricSink> make_tensorboard_sink(const std::string& dir) { return std::make_unique<TensorBoardSink>(dir); }
+std::unique_ptr<MetricSink> make_log_file_sink(const std::string& path) { return std::make_unique<LogFileSink>(path); }
+
+}  // namespace gputrain::train

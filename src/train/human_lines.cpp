@@ -1,0 +1,52 @@
+#include "human_lines.hpp"
+
+#include <cstdio>
+
+#include "gputrain/core/units.hpp"
+
+namespace gputrain::train {
+
+std::string format_duration(double seconds) {
+  const long total = seconds < 0 ? 0 : static_cast<long>(seconds + 0.5);
+  char buf[32];
+  if (total >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", total / 3600, total / 60 % 60, total % 60);
+  else std::snprintf(buf, sizeof buf, "%ld:%02ld", total / 60, total % 60);
+  return buf;
+}
+
+std::string header_line(const RunInfo& i) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "training %s (%.2f M parameters) on %s, %s, batch %lld x %lld accumulation, %lld steps (%lld per epoch)%s; run dir %s",
+                i.model.c_str(), static_cast<double>(i.parameters) / 1e6, i.device.c_str(), i.precision.c_str(),
+                static_cast<long long>(i.batch_size), static_cast<long long>(i.grad_accum),
+                static_cast<long long>(i.total_steps), static_cast<long long>(i.steps_per_epoch),
+                i.start_step > 0 ? (", resuming at step " + std::to_string(i.start_step)).c_str() : "", i.run_dir.c_str());
+  return buf;
+}
+
+std::string step_line(const StepMetrics& m, std::int64_t total_steps) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "step %lld/%lld epoch %lld loss %.4f lr %.3g %.0f samples/s data stall %.1f%% ETA %s",
+                static_cast<long long>(m.step), static_cast<long long>(total_steps), static_cast<long long>(m.epoch + 1),
+                m.loss, m.lr, m.samples_per_second, m.data_stall_percent(), format_duration(m.eta_seconds).c_str());
+  std::string line = buf;
+  if (m.loss_scale != 1.0) line += " scale " + core::format_fixed(m.loss_scale, 0);
+  if (m.skipped_steps > 0) line += " skipped " + std::to_string(m.skipped_steps);
+  if (m.memory_reserved > 0)
+    line += " mem " + core::format_bytes(m.memory_allocated) + " / " + core::format_bytes(m.memory_reserved) +
+            " (peak " + core::format_bytes(m.memory_peak) + ")";
+  return line;
+}
+
+std::string epoch_line(const EpochMetrics& m, std::int64_t epochs) {
+  std::string line = "epoch " + std::to_string(m.epoch + 1) + "/" + std::to_string(epochs) + " done in " +
+                     format_duration(m.seconds) + ": train loss " + core::format_fixed(m.train_loss, 4);
+  if (m.val_loss) line += ", val loss " + core::format_fixed(*m.val_loss, 4);
+  if (m.val_accuracy) line += ", val accuracy " + core::format_fixed(100.0 * *m.val_accuracy, 2) + "%";
+  if (m.val_mse) line += ", val mse " + core::format_fixed(*m.val_mse, 4);
+  if (m.val_mae) line += ", val mae " + core::format_fixed(*m.val_mae, 4);
+  return line;
+}
+
+}  // namespace gputrain::train

@@ -1,0 +1,29 @@
+#pragma once
+// Factories of the built-in models (registered under these names by model_registry.cpp).
+
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/pimpl.h>
+
+#include "gputrain/train/model_registry.hpp"
+
+namespace gputrain::train::models {
+
+/// nn::Sequential with a plain Tensor -> Tensor forward, which AnyModule can hold. Its children
+/// keep Sequential's names ("0.weight", "1.weight", ...), as Python's nn.Sequential names them.
+struct PlainSequentialImpl : torch::nn::SequentialImpl {
+  using SequentialImpl::SequentialImpl;
+  at::Tensor forward(at::Tensor input) { return SequentialImpl::forward(std::move(input)); }
+};
+TORCH_MODULE(PlainSequential);
+
+/// mlp: flatten, then [Linear, norm, activation, dropout] per model.hidden width, then Linear.
+torch::nn::AnyModule make_mlp(const ModelSpec& spec);
+/// small_cnn: three conv-BN-ReLU blocks (width, 2x, 4x channels), global pool, Linear.
+torch::nn::AnyModule make_small_cnn(const ModelSpec& spec);
+/// resnet18/34/50 as torchvision builds them, with a CIFAR (3x3) or ImageNet (7x7 + pool) stem.
+torch::nn::AnyModule make_resnet(const ModelSpec& spec, int depth);
+/// transformer: linear embedding of [sequence, features], learned positions, encoder, mean pool.
+torch::nn::AnyModule make_transformer(const ModelSpec& spec);
+
+}  // namespace gputrain::train::models

@@ -1,0 +1,41 @@
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/normalization.h>
+
+#include "builtin_models.hpp"
+
+namespace gputrain::train::models {
+namespace {
+
+void add_activation(PlainSequential& net, const std::string& name) {
+  if (name == "gelu") net->push_back(torch::nn::GELU());
+  else if (name == "silu") net->push_back(torch::nn::SiLU());
+  else if (name == "tanh") net->push_back(torch::nn::Tanh());
+  else net->push_back(torch::nn::ReLU());
+}
+
+}  // namespace
+
+// Layer order and names match a Python nn.Sequential built the same way, so state_dict keys
+// ("1.weight", ...) are the same on both sides (the benchmarks rely on it).
+torch::nn::AnyModule make_mlp(const ModelSpec& spec) {
+  std::int64_t width = 1;
+  for (auto d : spec.input_shape) width *= d;
+  PlainSequential net;
+  net->push_back(torch::nn::Flatten());
+  for (auto hidden : spec.config.hidden) {
+    net->push_back(torch::nn::Linear(width, hidden));
+    if (spec.config.norm == "batch") net->push_back(torch::nn::BatchNorm1d(hidden));
+    if (spec.config.norm == "layer") net->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
+    add_activation(net, spec.config.activation);
+    if (spec.config.dropout > 0) net->push_back(torch::nn::Dropout(spec.config.dropout));
+    width = hidden;
+  }
+  net->push_back(torch::nn::Linear(width, spec.outputs));
+  return torch::nn::AnyModule(net);
+}
+
+}  // namespace gputrain::train::models

@@ -1,0 +1,126 @@
+// ResNet-18/34/50 laid out as torchvision does (same module names, so state_dict keys match).
+#include <torch/nn/module.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/pooling.h>
+#include <torch/nn/pimpl.h>
+
+#include "builtin_models.hpp"
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::train::models {
+namespace {
+
+namespace nn = torch::nn;
+
+nn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t kernel, std::int64_t stride) {
+  return nn::Conv2d(nn::Conv2dOptions(in, out, kernel).stride(stride).padding(kernel / 2).bias(false));
+}
+
+nn::Sequential downsample(std::int64_t in, std::int64_t out, std::int64_t stride) {
+  return nn::Sequential(conv(in, out, 1, stride), nn::BatchNorm2d(out));
+}
+
+struct BasicBlockImpl : nn::Module {
+  static constexpr std::int64_t kExpansion = 1;
+  BasicBlockImpl(std::int64_t in, std::int64_t planes, std::int64_t stride)
+      : conv1(register_module("conv1", conv(in, planes, 3, stride))),
+        bn1(register_module("bn1", nn::BatchNorm2d(planes))),
+        conv2(register_module("conv2", conv(planes, planes, 3, 1))),
+        bn2(register_module("bn2", nn::BatchNorm2d(planes))) {
+    if (stride != 1 || in != planes) shortcut = register_module("downsample", downsample(in, planes, stride));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    auto y = torch::relu(bn1(conv1(x)));
+    y = bn2(conv2(y));
+    return torch::relu(y + (shortcut ? shortcut->forward(x) : x));
+  }
+  nn::Conv2d conv1;
+  nn::BatchNorm2d bn1;
+  nn::Conv2d conv2;
+  nn::BatchNorm2d bn2;
+  nn::Sequential shortcut{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+struct BottleneckImpl : nn::Module {
+  static constexpr std::int64_t kExpansion = 4;
+  BottleneckImpl(std::int64_t in, std::int64_t planes, std::int64_t stride)
+      : conv1(register_module("conv1", conv(in, planes, 1, 1))),
+        bn1(register_module("bn1", nn::BatchNorm2d(planes))),
+        conv2(register_module("conv2", conv(planes, planes, 3, stride))),
+        bn2(register_module("bn2", nn::BatchNorm2d(planes))),
+        conv3(register_module("conv3", conv(planes, planes * kExpansion, 1, 1))),
+        bn3(register_module("bn3", nn::BatchNorm2d(planes * kExpansion))) {
+    if (stride != 1 || in != planes * kExpansion)
+      shortcut = register_module("downsample", downsample(in, planes * kExpansion, stride));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    auto y = torch::relu(bn1(conv1(x)));
+    y = torch::relu(bn2(conv2(y)));
+    y = bn3(conv3(y));
+    return torch::relu(y + (shortcut ? shortcut->forward(x) : x));
+  }
+  nn::Conv2d conv1;
+  nn::BatchNorm2d bn1;
+  nn::Conv2d conv2;
+  nn::BatchNorm2d bn2;
+  nn::Conv2d conv3;
+  nn::BatchNorm2d bn3;
+  nn::Sequential shortcut{nullptr};
+};
+TORCH_MODULE(Bottleneck);
+
+struct ResNetImpl : nn::Module {
+  ResNetImpl(const ModelSpec& spec, const std::vector<std::int64_t>& blocks, bool bottleneck) {
+    const bool imagenet = spec.config.stem == "imagenet";
+    conv1 = register_module("conv1", imagenet ? conv(spec.input_shape[0], 64, 7, 2) : conv(spec.input_shape[0], 64, 3, 1));
+    bn1 = register_module("bn1", nn::BatchNorm2d(64));
+    if (imagenet) pool = register_module("maxpool", nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
+    std::int64_t in = 64;
+    const std::int64_t expansion = bottleneck ? BottleneckImpl::kExpansion : BasicBlockImpl::kExpansion;
+    for (std::size_t stage = 0; stage < blocks.size(); ++stage) {
+      const std::int64_t planes = 64 << stage;
+      nn::Sequential layer;
+      for (std::int64_t b = 0; b < blocks[stage]; ++b) {
+        const std::int64_t stride = (stage > 0 && b == 0) ? 2 : 1;
+        if (bottleneck) layer->push_back(Bottleneck(in, planes, stride));
+        else layer->push_back(BasicBlock(in, planes, stride));
+        in = planes * expansion;
+      }
+      layers.push_back(register_module("layer" + std::to_string(stage + 1), layer));
+    }
+    fc = register_module("fc", nn::Linear(in, spec.outputs));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    auto y = torch::relu(bn1(conv1(x)));
+    if (pool) y = pool(y);
+    for (auto& layer : layers) y = layer->forward(y);
+    return fc(torch::flatten(torch::adaptive_avg_pool2d(y, 1), 1));
+  }
+  nn::Conv2d conv1{nullptr};
+  nn::BatchNorm2d bn1{nullptr};
+  nn::MaxPool2d pool{nullptr};
+  std::vector<nn::Sequential> layers;
+  nn::Linear fc{nullptr};
+};
+TORCH_MODULE(ResNet);
+
+}  // namespace
+
+torch::nn::AnyModule make_resnet(const ModelSpec& spec, int depth) {
+  if (spec.input_shape.size() != 3)
+    throw UsageError("resnet" + std::to_string(depth) + " reads images shaped [channels, height, width]; data.shape has " +
+                         std::to_string(spec.input_shape.size()) + " dimensions",
+                     "set data.shape to e.g. [3, 32, 32]");
+  switch (depth) {
+    case 18: return torch::nn::AnyModule(ResNet(spec, std::vector<std::int64_t>{2, 2, 2, 2}, false));
+    case 34: return torch::nn::AnyModule(ResNet(spec, std::vector<std::int64_t>{3, 4, 6, 3}, false));
+    default: return torch::nn::AnyModule(ResNet(spec, std::vector<std::int64_t>{3, 4, 6, 3}, true));
+  }
+}
+
+}  // namespace gputrain::train::models

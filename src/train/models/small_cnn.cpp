@@ -1,0 +1,36 @@
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/pooling.h>
+
+#include "builtin_models.hpp"
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::train::models {
+
+torch::nn::AnyModule make_small_cnn(const ModelSpec& spec) {
+  if (spec.input_shape.size() != 3)
+    throw UsageError("small_cnn reads images shaped [channels, height, width]; data.shape has " +
+                         std::to_string(spec.input_shape.size()) + " dimensions",
+                     "set data.shape to e.g. [3, 32, 32], or use model.name: mlp");
+  const std::int64_t w = spec.config.width;
+  PlainSequential net;
+  std::int64_t in = spec.input_shape[0];
+  for (std::int64_t out : {w, 2 * w, 4 * w}) {
+    net->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 3).padding(1).bias(false)));
+    net->push_back(torch::nn::BatchNorm2d(out));
+    net->push_back(torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)));
+    if (out != 4 * w) net->push_back(torch::nn::MaxPool2d(2));
+    in = out;
+  }
+  net->push_back(torch::nn::AdaptiveAvgPool2d(1));
+  net->push_back(torch::nn::Flatten());
+  if (spec.config.dropout > 0) net->push_back(torch::nn::Dropout(spec.config.dropout));
+  net->push_back(torch::nn::Linear(4 * w, spec.outputs));
+  return torch::nn::AnyModule(net);
+}
+
+}  // namespace gputrain::train::models

@@ -1,0 +1,108 @@
+#include "module_model.hpp"
+
+#include <torch/nn/module.h>
+#include <torch/script.h>
+
+#include <filesystem>
+
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::train {
+namespace {
+
+class ModuleModel final : public Model {
+ public:
+  ModuleModel(torch::nn::AnyModule module, std::string name) : module_(std::move(module)), name_(std::move(name)) {}
+  at::Tensor forward(const at::Tensor& input) override { return module_.forward<at::Tensor>(input); }
+  std::vector<at::Tensor> parameters() override { return module_.ptr()->parameters(); }
+  NamedTensors named_state() override {
+    NamedTensors state;
+    for (const auto& p : module_.ptr()->named_parameters()) state.emplace_back(p.key(), p.value());
+    for (const auto& b : module_.ptr()->named_buffers()) state.emplace_back(b.key(), b.value());
+    return state;
+  }
+  void to(c10::Device device) override { module_.ptr()->to(device); }
+  void set_training(bool on) override { module_.ptr()->train(on); }
+  std::string name() const override { return name_; }
+
+ private:
+  torch::nn::AnyModule module_;
+  std::string name_;
+};
+
+class ScriptModel final : public Model {
+ public:
+  ScriptModel(torch::jit::Module module, std::string name) : module_(std::move(module)), name_(std::move(name)) {}
+  at::Tensor forward(const at::Tensor& input) override { return module_.forward({input}).toTensor(); }
+  std::vector<at::Tensor> parameters() override {
+    std::vector<at::Tensor> params;
+    for (const auto& p : module_.parameters()) params.push_back(p);
+    return params;
+  }
+  NamedTensors named_state() override {
+    NamedTensors state;
+    for (const auto& p : module_.named_parameters()) state.emplace_back(p.name, p.value);
+    for (const auto& b : module_.named_buffers()) state.emplace_back(b.name, b.value);
+    return state;
+  }
+  void to(c10::Device device) override { module_.to(device); }
+  void set_training(bool on) override { module_.train(on); }
+  std::string name() const override { return name_; }
+
+ private:
+  torch::jit::Module module_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::int64_t parameter_count(Model& model) {
+  std::int64_t count = 0;
+  for (const auto& p : model.parameters()) count += p.numel();
+  return count;
+}
+
+void use_channels_last(Model& model) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.parameters())
+    if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+}
+
+void load_named_state(Model& model, const NamedTensors& state) {
+  auto own = model.named_state();
+  std::map<std::string, at::Tensor> given(state.begin(), state.end());
+  torch::NoGradGuard no_grad;
+  for (auto& [name, tensor] : own) {
+    auto it = given.find(name);
+    if (it == given.end())
+      throw Error("the checkpoint has no tensor '" + name + "' for model " + model.name(),
+                  "resume with the config the checkpoint was written with (it is stored in the checkpoint), or set checkpoint.resume: never");
+    if (it->second.sizes() != tensor.sizes())
+      throw Error("tensor '" + name + "' has shape " + c10::str(it->second.sizes()) + " in the checkpoint but " +
+                      c10::str(tensor.sizes()) + " in model " + model.name(),
+                  "resume with the config the checkpoint was written with, or set checkpoint.resume: never");
+    tensor.copy_(it->second);
+    given.erase(it);
+  }
+  if (!given.empty())
+    throw Error("the checkpoint has tensor '" + given.begin()->first + "' that model " + model.name() + " does not",
+                "resume with the config the checkpoint was written with, or set checkpoint.resume: never");
+}
+
+std::unique_ptr<Model> wrap_module(torch::nn::AnyModule module, std::string name) {
+  return std::make_unique<ModuleModel>(std::move(module), std::move(name));
+}
+
+std::unique_ptr<Model> load_torchscript(const std::string& path) {
+  if (!std::filesystem::exists(path))
+    throw UsageError("model.torchscript: file '" + path + "' does not exist",
+                     "save one from Python with torch.jit.script(model).save('" + path + "')");
+  try {
+    return std::make_unique<ScriptModel>(torch::jit::load(path), std::filesystem::path(path).filename().string());
+  } catch (const c10::Error& e) {
+    throw UsageError("model.torchscript: '" + path + "' is not a TorchScript module: " + e.what_without_backtrace(),
+                     "save it with torch.jit.script(model).save(path) (a state_dict from torch.save is not enough)");
+  }
+}
+
+}  // namespace gputrain::train

@@ -1,0 +1,187 @@
+#include "gputrain/train/quick_train.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/cuda.h>
+#include <torch/optim/adamw.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <memory>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/data/tensor_dataset.hpp"
+#include "gputrain/device/select.hpp"
+#include "gputrain/train/amp.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/model_registry.hpp"
+
+namespace gputrain::train {
+namespace {
+
+using checks::Check;
+using checks::Context;
+using checks::Figure;
+using checks::Result;
+
+// What the steps hand each other.
+struct Run {
+  QuickTrainOptions options;
+  c10::Device device{at::kCPU};
+  bool ready = false;  // the previous step succeeded
+  std::unique_ptr<Model> model;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<GradScaler> scaler;
+  data::TensorDataset batch;
+  at::Tensor output;
+};
+
+std::uint64_t allocated(const Run& run) {
+  if (!run.device.is_cuda()) return 0;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(run.device.index());
+  return static_cast<std::uint64_t>(stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current);
+}
+
+// Every step reports the GPU memory allocated after it, in its detail and as a figure.
+Result with_memory(Result result, const Run& run) {
+  if (run.device.is_cuda()) {
+    const auto bytes = allocated(run);
+    result.detail += "; GPU memory " + core::format_bytes(bytes);
+    result.figures.push_back(Figure{"gpu_memory_allocated", static_cast<double>(bytes) / double(core::kMiB), "MiB", std::nullopt});
+  }
+  return result;
+}
+
+Result needs_previous() { return checks::skip("skipped: an earlier step failed"); }
+
+Check step(std::string id, std::string title, std::shared_ptr<Run> run, std::function<Result(Run&, const Context&)> body,
+           std::chrono::seconds limit = std::chrono::seconds(60)) {
+  return Check{"quick_train." + id, "quick-train", std::move(title), limit, [run, body](const Context& context) {
+                 if (!run->ready) return needs_previous();
+                 run->ready = false;
+                 Result result = body(*run, context);
+                 run->ready = result.status == checks::Status::pass || result.status == checks::Status::warn;
+                 return with_memory(std::move(result), *run);
+               }};
+}
+
+Result detect_device(Run& run, const Context& context) {
+  const auto choice = device::select_device(run.options.device, context.inventory);
+  if (choice.kind == device::DeviceChoice::Kind::cpu) {
+    run.device = c10::Device(at::kCPU);
+    if (run.options.device == "cpu") return checks::pass("cpu (asked for with --device cpu)");
+    const std::string why = "no GPU: running on the CPU";
+    if (context.allow_cpu) return checks::warn(why, "run `gputrain verify` to see why no GPU is usable");
+    return checks::fail(why, "run `gputrain verify` to see why no GPU is usable, or pass --allow-cpu");
+  }
+  if (!torch::cuda::is_available())
+    return checks::fail("the driver lists a GPU but LibTorch cannot use CUDA", "run `gputrain verify` for the cause");
+  run.device = c10::Device(at::kCUDA, static_cast<c10::DeviceIndex>(choice.index));
+  const auto& gpu = context.inventory.gpus.at(static_cast<std::size_t>(choice.index));
+  return checks::pass(run.device.str() + " " + gpu.name + " (" + core::format_bytes(gpu.memory_total) + ")");
+}
+
+Result cuda_settings(Run& run, const Context&) {
+  auto& ctx = at::globalContext();
+  ctx.setFloat32MatmulPrecision("high");
+  ctx.setAllowTF32CuDNN(true);
+  ctx.setBenchmarkCuDNN(true);
+  if (!run.device.is_cuda())
+    return checks::pass("CPU run: autocast " + to_string(run.options.precision) + ", " +
+                        std::to_string(at::get_num_threads()) + " intra-op threads");
+  return checks::pass("TF32 on, cuDNN benchmark on, cuDNN " + std::to_string(ctx.versionCuDNN()) + ", autocast " +
+                      to_string(run.options.precision));
+}
+
+Result create_model(Run& run, const Context&) {
+  ModelSpec spec;
+  spec.config.name = "small_cnn";
+  spec.config.width = 16;
+  spec.input_shape = {3, 32, 32};
+  spec.outputs = 10;
+  run.model = build_model(spec);
+  run.model->to(run.device);
+  run.model->set_training(true);
+  run.optimizer = std::make_unique<torch::optim::AdamW>(run.model->parameters(), torch::optim::AdamWOptions(3e-3));
+  run.scaler = std::make_unique<GradScaler>(run.options.precision == Precision::fp16_mixed, run.device);
+  data::SyntheticSpec data{"classification", {3, 32, 32}, 10, 7};
+  const auto set = data::make_synthetic(data, run.options.batch_size, 0);
+  run.batch = {set.inputs.to(run.device), set.targets.to(run.device)};
+  return checks::pass("small_cnn, " + std::to_string(parameter_count(*run.model)) + " parameters on " + run.device.str());
+}
+
+Result forward(Run& run, const Context&) {
+  {
+    AutocastScope autocast(run.device.type(), run.options.precision);
+    run.output = run.model->forward(run.batch.inputs);
+  }
+  if (!at::isfinite(run.output).all().item<bool>()) return checks::fail("the output holds inf or NaN", "run `gputrain verify`");
+  return checks::pass("output " + c10::str(run.output.sizes()) + " in " + std::string(c10::toString(run.output.scalar_type())));
+}
+
+Result backward(Run& run, const Context&) {
+  const auto params = run.model->parameters();
+  const auto loss = at::cross_entropy_loss(run.output.to(at::kFloat), run.batch.targets);
+  run.scaler->scale(loss).backward();
+  run.scaler->unscale(params);
+  for (const auto& p : params)
+    if (p.grad().defined() && !at::isfinite(p.grad()).all().item<bool>())
+      return checks::fail("a gradient holds inf or NaN after unscaling", "run `gputrain verify`");
+  const bool stepped = run.scaler->step(params, [&] { run.optimizer->step(); });
+  run.scaler->update();
+  run.optimizer->zero_grad(true);
+  std::string detail = "loss " + core::format_fixed(loss.item<double>(), 4);
+  detail += run.scaler->enabled() ? ", GradScaler scale " + core::format_fixed(run.scaler->scale_value(), 0) +
+                                        (stepped ? ", step taken" : ", step skipped (inf/NaN)")
+                                  : ", no loss scaling needed for " + to_string(run.options.precision);
+  return checks::pass(detail);
+}
+
+Result short_loop(Run& run, const Context&) {
+  const auto params = run.model->parameters();
+  double first = 0, last = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::int64_t i = 0; i < run.options.iterations; ++i) {
+    at::Tensor loss;
+    {
+      AutocastScope autocast(run.device.type(), run.options.precision);
+      loss = at::cross_entropy_loss(run.model->forward(run.batch.inputs).to(at::kFloat), run.batch.targets);
+    }
+    run.scaler->scale(loss).backward();
+    run.scaler->step(params, [&] { run.optimizer->step(); });
+    run.scaler->update();
+    run.optimizer->zero_grad(true);
+    const double value = loss.item<double>();
+    if (i == 0) first = value;
+    last = value;
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double rate = static_cast<double>(run.options.iterations * run.options.batch_size) / seconds;
+  std::vector<Figure> figures{{"first_loss", first, "", std::nullopt}, {"last_loss", last, "", std::nullopt},
+                              {"samples_per_second", rate, "samples/s", std::nullopt}};
+  const std::string detail = std::to_string(run.options.iterations) + " iterations, loss " + core::format_fixed(first, 4) +
+                             " -> " + core::format_fixed(last, 4) + ", " + core::format_fixed(rate, 0) + " samples/s";
+  if (!(last < first))
+    return checks::fail(detail + ": the loss did not fall", "run `gputrain verify`; a numerics problem (driver, cuDNN) is likely", figures);
+  return checks::pass(detail, figures);
+}
+
+}  // namespace
+
+std::vector<checks::Check> quick_train_steps(const QuickTrainOptions& options) {
+  auto run = std::make_shared<Run>();
+  run->options = options;
+  run->ready = true;
+  return {step("device", "device detection", run, detect_device, std::chrono::seconds(30)),
+          step("cuda_settings", "CUDA settings", run, cuda_settings),
+          step("model", "model creation and transfer", run, create_model),
+          step("forward", "forward pass with autocast", run, forward),
+          step("backward", "backward pass with the GradScaler", run, backward),
+          step("loop", std::to_string(options.iterations) + "-iteration training loop (loss must fall)", run, short_loop,
+               std::chrono::seconds(120))};
+}
+
+}  // namespace gputrain::train

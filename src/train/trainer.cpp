@@ -1,0 +1,404 @@
+#include "gputrain/train/trainer.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/cuda.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/optimizer.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "gputrain/core/atomic_file.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/stop_signal.hpp"
+#include "gputrain/data/epoch_sampler.hpp"
+#include "gputrain/data/safetensors.hpp"
+#include "gputrain/data/tensor_dataset.hpp"
+#include "gputrain/device/gpu_info.hpp"
+#include "gputrain/device/select.hpp"
+#include "gputrain/train/amp.hpp"
+#include "gputrain/train/checkpoint.hpp"
+#include "gputrain/train/lr_schedule.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/model_registry.hpp"
+#include "gputrain/train/optimizer.hpp"
+
+namespace gputrain::train {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+c10::Device choose_device(const std::string& spec) {
+  if (spec == "cpu") return c10::Device(at::kCPU);
+  const auto choice = device::select_device(spec, device::discover_gpus());
+  if (choice.kind == device::DeviceChoice::Kind::cpu) return c10::Device(at::kCPU);
+  if (!torch::cuda::is_available())
+    throw EnvironmentError("the driver reports a GPU but LibTorch cannot use CUDA",
+                           "run `gputrain verify` to see which CUDA library or driver is at fault");
+  return c10::Device(at::kCUDA, static_cast<c10::DeviceIndex>(choice.index));
+}
+
+void seed_everything(std::uint64_t seed, c10::Device device) {
+  auto cpu = at::globalContext().defaultGenerator(at::kCPU);
+  {
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    cpu.set_current_seed(seed);
+  }
+  if (device.is_cuda()) {
+    auto gpu = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(gpu.mutex());
+    gpu.set_current_seed(seed);
+  }
+}
+
+void apply_backend_settings(const TrainConfig& t) {
+  auto& ctx = at::globalContext();
+  ctx.setFloat32MatmulPrecision(t.tf32 ? "high" : "highest");
+  ctx.setAllowTF32CuDNN(t.tf32);
+  ctx.setBenchmarkCuDNN(t.cudnn_benchmark && !t.deterministic);
+  ctx.setDeterministicCuDNN(t.deterministic);
+  if (t.deterministic) {
+    // cuBLAS is deterministic only with a fixed workspace, chosen before its first use.
+    ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  }
+  ctx.setDeterministicAlgorithms(t.deterministic, /*warn_only=*/false);
+}
+
+// The best-checkpoint metric and whether larger is better.
+std::optional<double> metric_value(const EpochMetrics& m, const std::string& name) {
+  if (name == "val_loss") return m.val_loss;
+  if (name == "val_accuracy") return m.val_accuracy;
+  if (name == "val_mse") return m.val_mse;
+  if (name == "val_mae") return m.val_mae;
+  return std::nullopt;
+}
+
+}  // namespace
+
+struct Trainer::State {
+  Config config;
+  TrainerOptions options;
+  std::string config_yaml;
+  c10::Device device{at::kCPU};
+  data::TensorDataset train_set, val_set;
+  std::unique_ptr<Model> model;
+  std::vector<at::Tensor> params;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<GradScaler> scaler;
+  std::unique_ptr<CheckpointStore> store;
+  std::vector<std::unique_ptr<MetricSink>> sinks;
+  TrainingProgress progress;
+  std::int64_t micro_batch = 0, effective_batch = 0, steps_per_epoch = 0, total_steps = 0;
+  std::int64_t last_saved_step = -1;
+  std::string last_checkpoint;
+  bool classification = true;
+
+  CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
+  void note(const std::string& line) {
+    for (auto& s : sinks) s->on_note(line);
+  }
+  at::Tensor loss_of(const at::Tensor& output, const at::Tensor& target) const {
+    return classification ? at::cross_entropy_loss(output, target) : at::mse_loss(output, target);
+  }
+  void setup();
+  void make_sinks(std::int64_t start_step);
+  void resume();
+  at::Tensor train_step(const at::Tensor& indices);
+  EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);
+  void checkpoint();
+  void fill_memory(StepMetrics& m) const;
+};
+
+void Trainer::State::setup() {
+  if (!config.train.batch_size)
+    throw UsageError("train.batch_size: auto is not available yet (automatic batch sizing is tracked in its own issue)",
+                     "set train.batch_size to an integer, e.g. --set train.batch_size=64");
+  device = choose_device(config.device);
+  apply_backend_settings(config.train);
+  seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
+  classification = config.data.task == "classification";
+  const std::int64_t outputs = classification ? config.data.classes : config.data.outputs;
+
+  data::SyntheticSpec spec{config.data.task, config.data.shape, outputs, static_cast<std::uint64_t>(config.train.seed)};
+  train_set = data::make_synthetic(spec, config.data.samples, 0);
+  if (config.data.val_samples > 0) val_set = data::make_synthetic(spec, config.data.val_samples, 1);
+  // The synthetic set is small enough to live on the device; batches are gathered there.
+  train_set = {train_set.inputs.to(device), train_set.targets.to(device)};
+  if (val_set.size() > 0) val_set = {val_set.inputs.to(device), val_set.targets.to(device)};
+
+  model = build_model(ModelSpec{config.model, config.data.shape, outputs});
+  if (!config.model.init_weights.empty()) load_named_state(*model, data::read_safetensors(config.model.init_weights));
+  model->to(device);
+  if (config.train.channels_last) use_channels_last(*model);
+  params = model->parameters();
+  optimizer = make_optimizer(config.optimizer, params);
+  scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
+
+  micro_batch = *config.train.batch_size;
+  effective_batch = micro_batch * config.train.grad_accum;
+  steps_per_epoch = (train_set.size() + effective_batch - 1) / effective_batch;
+  total_steps = steps_per_epoch * config.train.epochs;
+  if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
+
+  store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
+  fs::create_directories(config.logging.dir);
+  core::write_file_atomically((fs::path(config.logging.dir) / "config.yaml").string(), config_yaml);
+}
+
+void Trainer::State::make_sinks(std::int64_t start_step) {
+  const fs::path dir(config.logging.dir);
+  std::ostream& console = options.console ? *options.console : std::cerr;
+  std::string mode = config.logging.progress;
+  if (mode == "auto") mode = options.console_is_terminal ? "bar" : "lines";
+  sinks.push_back(make_console_sink(mode, console));
+  sinks.push_back(make_log_file_sink((dir / "training.log").string()));
+  if (config.logging.jsonl) sinks.push_back(make_jsonl_sink((dir / "metrics.jsonl").string()));
+  if (config.logging.tensorboard) sinks.push_back(make_tensorboard_sink(dir.string()));
+  RunInfo info{config.logging.dir, model->name(), device.str(), to_string(config.train.precision), parameter_count(*model),
+               total_steps, steps_per_epoch, config.train.epochs, micro_batch, config.train.grad_accum, start_step};
+  for (auto& s : sinks) s->on_start(info);
+}
+
+void Trainer::State::resume() {
+  std::string path;
+  if (config.checkpoint.resume == "auto") {
+    if (auto latest = store->latest()) path = *latest;
+  } else if (config.checkpoint.resume != "never") {
+    path = config.checkpoint.resume;
+  }
+  if (path.empty()) return;
+  progress = load_checkpoint(path, parts());
+  last_saved_step = progress.step;
+  last_checkpoint = path;
+  if (checkpoint_config(path) != config_yaml)
+    note("note: the config differs from the one " + path + " was written with (both are kept: config.yaml and the checkpoint)");
+}
+
+// One optimizer step over `indices`, split into micro-batches. Each micro-batch's mean loss is
+// weighted by its share of the step, so the gradient equals that of one big batch whatever the
+// split (the OOM handler relies on this when it halves the micro-batch).
+at::Tensor Trainer::State::train_step(const at::Tensor& indices) {
+  const std::int64_t n = indices.size(0);
+  at::Tensor step_loss = at::zeros({}, at::TensorOptions().device(device));
+  for (std::int64_t start = 0; start < n; start += micro_batch) {
+    const auto idx = indices.slice(0, start, std::min(n, start + micro_batch));
+    auto inputs = train_set.inputs.index_select(0, idx);
+    const auto targets = train_set.targets.index_select(0, idx);
+    if (config.train.channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
+    at::Tensor loss;
+    {
+      AutocastScope autocast(device.type(), config.train.precision);
+      loss = loss_of(model->forward(inputs), targets) * (static_cast<double>(idx.size(0)) / static_cast<double>(n));
+    }
+    scaler->scale(loss).backward();
+    step_loss += loss.detach().to(at::kFloat);
+  }
+  if (config.train.clip_grad_norm > 0) {
+    scaler->unscale(params);
+    torch::nn::utils::clip_grad_norm_(params, config.train.clip_grad_norm);
+  }
+  scaler->step(params, [&] { optimizer->step(); });
+  scaler->update();
+  optimizer->zero_grad(/*set_to_none=*/true);
+  return step_loss;
+}
+
+EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, double seconds) {
+  EpochMetrics m;
+  m.epoch = epoch;
+  m.step = progress.step;
+  m.train_loss = train_loss;
+  m.seconds = seconds;
+  if (val_set.size() == 0) return m;
+  model->set_training(false);
+  at::NoGradGuard no_grad;
+  const auto f32 = at::TensorOptions().device(device).dtype(at::kDouble);
+  at::Tensor loss_sum = at::zeros({}, f32), correct = at::zeros({}, f32), se = at::zeros({}, f32), ae = at::zeros({}, f32);
+  const std::int64_t n = val_set.size();
+  for (std::int64_t start = 0; start < n; start += micro_batch) {
+    auto inputs = val_set.inputs.slice(0, start, std::min(n, start + micro_batch));
+    const auto targets = val_set.targets.slice(0, start, std::min(n, start + micro_batch));
+    if (config.train.channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
+    at::Tensor output;
+    {
+      AutocastScope autocast(device.type(), config.train.precision);
+      output = model->forward(inputs);
+    }
+    output = output.to(at::kFloat);
+    loss_sum += loss_of(output, targets).to(at::kDouble) * static_cast<double>(inputs.size(0));
+    if (classification) {
+      correct += output.argmax(1).eq(targets).sum().to(at::kDouble);
+    } else {
+      const auto diff = (output - targets).to(at::kDouble);
+      se += diff.pow(2).sum();
+      ae += diff.abs().sum();
+    }
+  }
+  model->set_training(true);
+  const double count = static_cast<double>(n);
+  m.val_loss = loss_sum.item<double>() / count;
+  if (classification) {
+    m.val_accuracy = correct.item<double>() / count;
+  } else {
+    const double values = count * static_cast<double>(config.data.outputs);
+    m.val_mse = se.item<double>() / values;
+    m.val_mae = ae.item<double>() / values;
+  }
+  return m;
+}
+
+void Trainer::State::checkpoint() {
+  if (progress.step == last_saved_step) return;
+  last_checkpoint = store->save(parts(), progress, config_yaml);
+  last_saved_step = progress.step;
+  note("checkpoint written: " + last_checkpoint);
+}
+
+void Trainer::State::fill_memory(StepMetrics& m) const {
+  if (!device.is_cuda()) return;
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  const auto all = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  m.memory_allocated = static_cast<std::uint64_t>(stats.allocated_bytes[all].current);
+  m.memory_reserved = static_cast<std::uint64_t>(stats.reserved_bytes[all].current);
+  m.memory_peak = static_cast<std::uint64_t>(stats.allocated_bytes[all].peak);
+}
+
+Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_unique<State>()) {
+  state_->config = std::move(config);
+  state_->options = std::move(options);
+  state_->config_yaml = to_yaml(state_->config);
+  state_->setup();
+  state_->resume();
+}
+
+Trainer::~Trainer() = default;
+
+Model& Trainer::model() { return *state_->model; }
+
+std::string Trainer::device() const { return state_->device.str(); }
+
+FitResult Trainer::fit() {
+  auto& s = *state_;
+  auto& progress = s.progress;
+  FitResult result;
+  result.run_dir = s.config.logging.dir;
+  result.total_steps = s.total_steps;
+  result.start_step = progress.step;
+  s.make_sinks(progress.step);
+  if (progress.step > 0) s.note("resumed from " + s.last_checkpoint + " at step " + std::to_string(progress.step));
+
+  const data::EpochSampler sampler(s.train_set.size(), s.config.data.shuffle, static_cast<std::uint64_t>(s.config.train.seed));
+  const std::int64_t log_every = s.config.logging.every_steps;
+  s.model->set_training(true);
+  set_learning_rate(*s.optimizer, learning_rate_at(s.config.scheduler, s.config.optimizer.lr, progress.step, s.total_steps));
+
+  const auto run_start = Clock::now();
+  double run_data_seconds = 0;
+  std::int64_t run_samples = 0, run_steps = 0;
+  auto window_start = Clock::now();
+  double window_data = 0;
+  std::int64_t window_steps = 0, window_samples = 0;
+  at::Tensor window_loss = at::zeros({}, at::TensorOptions().device(s.device));
+
+  while (progress.step < s.total_steps && !result.interrupted) {
+    const auto epoch_start = Clock::now();
+    const auto order = sampler.order(progress.epoch).to(s.device);
+    at::Tensor epoch_loss = at::zeros({}, at::TensorOptions().device(s.device));
+    std::int64_t epoch_steps = 0;
+    const std::int64_t n = s.train_set.size();
+    while (progress.position < n && progress.step < s.total_steps) {
+      const auto data_start = Clock::now();
+      const auto indices = order.slice(0, progress.position, std::min(n, progress.position + s.effective_batch));
+      const double data_seconds = seconds_since(data_start);
+      const auto loss = s.train_step(indices);
+      progress.position += indices.size(0);
+      ++progress.step;
+      ++epoch_steps;
+      ++window_steps;
+      ++run_steps;
+      window_samples += indices.size(0);
+      run_samples += indices.size(0);
+      window_data += data_seconds;
+      run_data_seconds += data_seconds;
+      window_loss += loss;
+      epoch_loss += loss;
+      if (!result.first_loss) result.first_loss = loss.item<double>();
+
+      if (progress.step % log_every == 0 || progress.step == s.total_steps) {
+        StepMetrics m;
+        m.step = progress.step;
+        m.epoch = progress.epoch;
+        m.loss = window_loss.item<double>() / static_cast<double>(window_steps);  // syncs the device
+        const double window_seconds = seconds_since(window_start);
+        m.samples_per_second = static_cast<double>(window_samples) / window_seconds;
+        m.data_seconds = window_data / static_cast<double>(window_steps);
+        m.compute_seconds = (window_seconds - window_data) / static_cast<double>(window_steps);
+        m.lr = learning_rate_at(s.config.scheduler, s.config.optimizer.lr, progress.step - 1, s.total_steps);
+        m.loss_scale = s.scaler->scale_value();
+        m.skipped_steps = s.scaler->skipped_steps();
+        m.eta_seconds = static_cast<double>(s.total_steps - progress.step) * window_seconds / static_cast<double>(window_steps);
+        s.fill_memory(m);
+        for (auto& sink : s.sinks) sink->on_step(m);
+        result.last_loss = m.loss;
+        window_loss.zero_();
+        window_steps = window_samples = 0;
+        window_data = 0;
+        window_start = Clock::now();
+      }
+      if (s.config.checkpoint.every_steps > 0 && progress.step % s.config.checkpoint.every_steps == 0) s.checkpoint();
+      if (s.options.after_step) s.options.after_step(progress.step);
+      if (core::stop_requested()) {
+        result.interrupted = true;
+        break;
+      }
+      // The next step's learning rate, set before its optimizer step.
+      set_learning_rate(*s.optimizer, learning_rate_at(s.config.scheduler, s.config.optimizer.lr, progress.step, s.total_steps));
+    }
+    if (progress.position >= n) {
+      const double train_loss = epoch_steps > 0 ? epoch_loss.item<double>() / static_cast<double>(epoch_steps) : 0.0;
+      const auto metrics = s.validate(progress.epoch, train_loss, seconds_since(epoch_start));
+      for (auto& sink : s.sinks) sink->on_epoch(metrics);
+      result.last_epoch = metrics;
+      ++progress.epoch;
+      progress.position = 0;
+      const auto value = metric_value(metrics, s.config.checkpoint.best_metric);
+      const bool maximize = s.config.checkpoint.best_mode == "max" ||
+                            (s.config.checkpoint.best_mode == "auto" && s.config.checkpoint.best_metric == "val_accuracy");
+      if (value && (!progress.best_metric || (maximize ? *value > *progress.best_metric : *value < *progress.best_metric))) {
+        progress.best_metric = *value;
+        s.note("best " + s.config.checkpoint.best_metric + " so far: " + std::to_string(*value) + " -> " +
+               s.store->save_best(s.parts(), progress, s.config_yaml));
+      }
+      if (s.config.checkpoint.every_epochs > 0 && progress.epoch % s.config.checkpoint.every_epochs == 0) s.checkpoint();
+    }
+  }
+  if (progress.step == 0 && s.total_steps == 0) s.note("nothing to train: total steps is 0");
+  s.checkpoint();  // the state the run ends in, whether finished or stopped
+  result.last_checkpoint = s.last_checkpoint;
+  result.steps = progress.step;
+  result.skipped_steps = s.scaler->skipped_steps();
+  const double run_seconds = seconds_since(run_start);
+  if (run_steps > 0) {
+    result.samples_per_second = static_cast<double>(run_samples) / run_seconds;
+    result.data_stall_percent = 100.0 * run_data_seconds / run_seconds;
+  }
+  if (result.interrupted) {
+    s.note("interrupted at step " + std::to_string(progress.step) + "; resume with the same command (checkpoint.resume: auto)");
+  } else {
+    result.weights_path = (fs::path(s.config.logging.dir) / "model.safetensors").string();
+    data::write_safetensors(result.weights_path, s.model->named_state(), {{"format", "pt"}, {"model", s.model->name()}});
+    s.note("final weights: " + result.weights_path);
+  }
+  for (auto& sink : s.sinks) sink->on_end();
+  return result;
+}
+
+}  // namespace gputrain::train
