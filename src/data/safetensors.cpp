@@ -66,9 +66,9 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
   std::uint64_t length = 0;
   for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
   if (length > bytes.size() - 8) throw malformed("header length past the end of the file");
-  nlohmann::json header;
+  nlohmann::ordered_json header;  // keeps the file's order
   try {
-    header = nlohmann::json::parse(bytes.substr(8, length));
+    header = nlohmann::ordered_json::parse(bytes.substr(8, length));
   } catch (const nlohmann::json::exception& e) {
     throw malformed(std::string("header is not JSON: ") + e.what());
   }

@@ -99,7 +99,7 @@ struct ResNetImpl : nn::Module {
     auto y = torch::relu(bn1(conv1(x)));
     if (pool) y = pool(y);
     for (auto& layer : layers) y = layer->forward(y);
-    return fc(torch::flatten(torch::adaptive_avg_pool2d(y, 1), 1));
+    return fc(torch::flatten(torch::adaptive_avg_pool2d(y, {1, 1}), 1));
   }
   nn::Conv2d conv1{nullptr};
   nn::BatchNorm2d bn1{nullptr};

@@ -1,0 +1,60 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gputrain/core/atomic_file.hpp"
+#include "gputrain/core/error.hpp"
+
+namespace fs = std::filesystem;
+using gputrain::core::write_file_atomically;
+
+namespace {
+
+std::string read(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / name;
+  fs::remove_all(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST(AtomicFile, WritesAndReplacesCreatingFolders) {
+  const auto path = fresh_dir("gputrain-atomic-a") / "sub" / "file.bin";
+  write_file_atomically(path.string(), "first");
+  EXPECT_EQ(read(path), "first");
+  write_file_atomically(path.string(), "second");
+  EXPECT_EQ(read(path), "second");
+  EXPECT_FALSE(fs::exists(path.string() + ".partial"));
+}
+
+// A writer that dies half-way (as a crash would) leaves the previous file whole.
+TEST(AtomicFile, CrashMidWriteLeavesThePreviousFileIntact) {
+  const auto path = fresh_dir("gputrain-atomic-b") / "checkpoint.pt";
+  write_file_atomically(path.string(), std::string(1 << 20, 'a'));
+  EXPECT_THROW(write_file_atomically(path.string(),
+                                     [](const std::function<void(std::string_view)>& append) {
+                                       append(std::string(1 << 19, 'b'));
+                                       throw std::runtime_error("simulated crash");
+                                     }),
+               std::runtime_error);
+  EXPECT_EQ(read(path), std::string(1 << 20, 'a'));
+  EXPECT_FALSE(fs::exists(path.string() + ".partial"));
+}
+
+TEST(AtomicFile, UnwritableFolderIsAnErrorNamingThePath) {
+  try {
+    write_file_atomically("/proc/gputrain-cannot-write-here/x", "data");
+    FAIL() << "expected an error";
+  } catch (const gputrain::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/proc/gputrain-cannot-write-here/x"), std::string::npos) << e.what();
+  }
+}

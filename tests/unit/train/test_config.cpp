@@ -1,0 +1,168 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/config.hpp"
+
+using namespace gputrain;
+using train::ConfigSources;
+using train::load_config;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(GPUTRAIN_TEST_DATA) + "/configs/" + name; }
+
+// The UsageError message of loading `sources` (fails the test if it loads).
+std::string error_of(const ConfigSources& sources) {
+  try {
+    load_config(sources);
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.exit_code(), ExitCode::usage);
+    EXPECT_FALSE(e.remedy().empty());
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a UsageError";
+  return "";
+}
+
+}  // namespace
+
+TEST(Config, DefaultsAreValid) {
+  const auto c = load_config({});
+  EXPECT_EQ(c.model.name, "small_cnn");
+  EXPECT_EQ(c.train.batch_size, 64);
+  EXPECT_EQ(c.train.precision, train::Precision::fp32);
+  EXPECT_EQ(c.device, "auto");
+  EXPECT_EQ(c.checkpoint_dir(), "runs/default/checkpoints");
+}
+
+TEST(Config, LaterFilesOverrideEarlierOnesAndSetOverridesFiles) {
+  const auto one = load_config({{fixture("base.yaml")}, {}, ""});
+  EXPECT_EQ(one.model.name, "mlp");
+  EXPECT_EQ(one.model.hidden, std::vector<std::int64_t>{32});
+  EXPECT_EQ(one.train.batch_size, 16);
+  EXPECT_EQ(one.optimizer.name, "adamw");
+  const auto two = load_config({{fixture("base.yaml"), fixture("override.yaml")}, {}, ""});
+  EXPECT_EQ(two.train.batch_size, 8);
+  EXPECT_EQ(two.optimizer.name, "sgd");
+  EXPECT_DOUBLE_EQ(two.optimizer.lr, 0.01);  // kept from base.yaml
+  const auto three = load_config({{fixture("base.yaml"), fixture("override.yaml")},
+                                  {"train.batch_size=4", "optimizer.betas=[0.8, 0.95]", "train.precision=bf16-mixed", "device=cuda:1"},
+                                  ""});
+  EXPECT_EQ(three.train.batch_size, 4);
+  EXPECT_EQ(three.optimizer.betas, (std::vector<double>{0.8, 0.95}));
+  EXPECT_EQ(three.train.precision, train::Precision::bf16_mixed);
+  EXPECT_EQ(three.device, "cuda:1");
+}
+
+TEST(Config, EmbeddedConfigIsOverriddenByFiles) {
+  const auto c = load_config({{fixture("override.yaml")}, {}, "train:\n  batch_size: 99\n  epochs: 7\n"});
+  EXPECT_EQ(c.train.batch_size, 8);
+  EXPECT_EQ(c.train.epochs, 7);
+}
+
+TEST(Config, BatchSizeAcceptsAuto) {
+  EXPECT_FALSE(load_config({{}, {"train.batch_size=auto"}, ""}).train.batch_size.has_value());
+}
+
+TEST(Config, BadValueNamesFileLineColumnFoundAndAllowed) {
+  const auto message = error_of({{fixture("bad_precision.yaml")}, {}, ""});
+  EXPECT_NE(message.find("bad_precision.yaml:5:14"), std::string::npos) << message;
+  EXPECT_NE(message.find("train.precision"), std::string::npos) << message;
+  EXPECT_NE(message.find("'fp61'"), std::string::npos) << message;
+  EXPECT_NE(message.find("fp32, fp16-mixed, bf16-mixed"), std::string::npos) << message;
+}
+
+TEST(Config, UnknownKeyInWrongSectionSuggestsTheRightOne) {
+  const auto message = error_of({{fixture("unknown_key.yaml")}, {}, ""});
+  EXPECT_NE(message.find("unknown_key.yaml:3:3"), std::string::npos) << message;
+  EXPECT_NE(message.find("did you mean 'optimizer.lr'"), std::string::npos) << message;
+}
+
+TEST(Config, MisspelledKeySuggestsTheClosest) {
+  const auto message = error_of({{fixture("typo_key.yaml")}, {}, ""});
+  EXPECT_NE(message.find("did you mean 'train.epochs'"), std::string::npos) << message;
+}
+
+TEST(Config, WrongTypeSaysWhatIsAllowed) {
+  const auto message = error_of({{fixture("wrong_type.yaml")}, {}, ""});
+  EXPECT_NE(message.find("wrong_type.yaml:3:15"), std::string::npos) << message;
+  EXPECT_NE(message.find("'sixty-four'"), std::string::npos) << message;
+  EXPECT_NE(message.find("an integer >= 1 or auto"), std::string::npos) << message;
+}
+
+TEST(Config, OutOfRangeNumberIsRejected) {
+  EXPECT_NE(error_of({{}, {"model.dropout=1.5"}, ""}).find("<= 0.99"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.epochs=0"}, ""}).find("an integer >= 1"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"optimizer.lr=fast"}, ""}).find("a number >= 0"), std::string::npos);
+}
+
+TEST(Config, DuplicateKeyIsRejected) {
+  const auto message = error_of({{fixture("duplicate_key.yaml")}, {}, ""});
+  EXPECT_NE(message.find("duplicate_key.yaml:3:3"), std::string::npos) << message;
+  EXPECT_NE(message.find("set twice"), std::string::npos) << message;
+}
+
+TEST(Config, SectionGivenAValueIsRejected) {
+  const auto message = error_of({{fixture("section_as_value.yaml")}, {}, ""});
+  EXPECT_NE(message.find("'optimizer' is a section"), std::string::npos) << message;
+}
+
+TEST(Config, InvalidYamlNamesTheLine) {
+  const auto message = error_of({{fixture("bad_yaml.yaml")}, {}, ""});
+  EXPECT_NE(message.find("bad_yaml.yaml:"), std::string::npos) << message;
+  EXPECT_NE(message.find("not valid YAML"), std::string::npos) << message;
+}
+
+TEST(Config, MissingFileNamesThePath) {
+  const auto message = error_of({{"/no/such/config.yaml"}, {}, ""});
+  EXPECT_NE(message.find("'/no/such/config.yaml' does not exist"), std::string::npos) << message;
+}
+
+TEST(Config, BadOverrides) {
+  EXPECT_NE(error_of({{}, {"train.max_steps"}, ""}).find("expected KEY=VALUE"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.maxsteps=3"}, ""}).find("did you mean 'train.max_steps'"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"train=3"}, ""}).find("is a section"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"device=gpu"}, ""}).find("auto, cpu, cuda or cuda:N"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"model.name=resnet19"}, ""}).find("resnet18"), std::string::npos);
+}
+
+TEST(Config, InconsistentKeysAreRejected) {
+  EXPECT_NE(error_of({{}, {"data.task=regression", "checkpoint.best_metric=val_accuracy"}, ""}).find("needs data.task classification"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"model.name=transformer", "data.shape=[8, 4]", "model.heads=3"}, ""}).find("multiple of model.heads"),
+            std::string::npos);
+}
+
+TEST(Config, PrintedConfigLoadsBackToTheSameConfig) {
+  const auto original = load_config({{fixture("base.yaml")}, {"optimizer.lr=0.001", "train.batch_size=auto", "scheduler.gamma=0.3"}, ""});
+  const auto text = train::to_yaml(original);
+  const auto path = (std::filesystem::temp_directory_path() / "gputrain-printed-config.yaml").string();
+  std::ofstream(path) << text;
+  const auto reloaded = load_config({{path}, {}, ""});
+  EXPECT_EQ(train::to_yaml(reloaded), text);
+  EXPECT_NE(text.find("lr: 0.001\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("batch_size: auto\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("hidden: [32]\n"), std::string::npos) << text;
+}
+
+// docs/configuration.md documents exactly the keys the schema has: a row "| `key` | ..." each.
+TEST(Config, EveryKeyIsDocumentedAndEveryDocumentedKeyExists) {
+  std::ifstream doc(std::string(GPUTRAIN_SOURCE_DIR) + "/docs/configuration.md");
+  ASSERT_TRUE(doc) << "docs/configuration.md is missing";
+  std::set<std::string> documented;
+  const std::regex row("^\\| `([a-z_.]+)` \\|");
+  for (std::string line; std::getline(doc, line);) {
+    std::smatch match;
+    if (std::regex_search(line, match, row)) documented.insert(match[1]);
+  }
+  const auto keys = train::config_keys();
+  const std::set<std::string> in_code(keys.begin(), keys.end());
+  for (const auto& key : in_code) EXPECT_TRUE(documented.count(key)) << key << " is in the schema but not in docs/configuration.md";
+  for (const auto& key : documented) EXPECT_TRUE(in_code.count(key)) << key << " is in docs/configuration.md but not in the schema";
+}

@@ -1,0 +1,43 @@
+#include <gtest/gtest.h>
+
+#include "gputrain/train/lr_schedule.hpp"
+
+using namespace gputrain::train;
+
+TEST(LrSchedule, NoneIsConstantAfterLinearWarmup) {
+  SchedulerConfig c;
+  c.warmup_steps = 4;
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 0, 100), 0.25);
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 3, 100), 1.0);
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 50, 100), 1.0);
+}
+
+TEST(LrSchedule, StepDecaysByGammaEveryStepSize) {
+  SchedulerConfig c;
+  c.name = "step";
+  c.step_size = 10;
+  c.gamma = 0.5;
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 9, 100), 1.0);
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 10, 100), 0.5);
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 25, 100), 0.25);
+}
+
+TEST(LrSchedule, CosineRunsFromBaseToMinAtTheLastStep) {
+  SchedulerConfig c;
+  c.name = "cosine";
+  c.min_lr = 0.1;
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 0, 11), 1.0);
+  EXPECT_NEAR(learning_rate_at(c, 1.0, 5, 11), 0.55, 1e-12);
+  EXPECT_NEAR(learning_rate_at(c, 1.0, 10, 11), 0.1, 1e-12);
+}
+
+// Values from torch.optim.lr_scheduler.OneCycleLR(max_lr=1.0, total_steps=100) (pct_start 0.3).
+TEST(LrSchedule, OneCycleMatchesPyTorch) {
+  SchedulerConfig c;
+  c.name = "onecycle";
+  EXPECT_NEAR(learning_rate_at(c, 1.0, 0, 100), 0.04, 1e-12);
+  EXPECT_NEAR(learning_rate_at(c, 1.0, 29, 100), 1.0, 1e-12);
+  EXPECT_NEAR(learning_rate_at(c, 1.0, 99, 100), 4e-6, 1e-12);
+  EXPECT_NEAR(learning_rate_at(c, 1.0, 10, 100), 0.29516394846410077, 1e-12);
+  EXPECT_NEAR(learning_rate_at(c, 1.0, 50, 100), 0.793893450575732, 1e-12);
+}

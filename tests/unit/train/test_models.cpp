@@ -1,0 +1,113 @@
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/linear.h>
+
+#include <set>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/model_registry.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+
+namespace {
+
+ModelSpec spec(const std::string& name, std::vector<std::int64_t> shape, std::int64_t outputs = 10) {
+  ModelSpec s;
+  s.config.name = name;
+  s.input_shape = std::move(shape);
+  s.outputs = outputs;
+  return s;
+}
+
+std::set<std::string> names(Model& model) {
+  std::set<std::string> out;
+  for (const auto& [name, tensor] : model.named_state()) out.insert(name);
+  return out;
+}
+
+}  // namespace
+
+TEST(Models, BuiltInsAreRegistered) {
+  const auto all = registered_models();
+  for (const char* name : {"mlp", "small_cnn", "resnet18", "resnet34", "resnet50", "transformer"})
+    EXPECT_NE(std::find(all.begin(), all.end(), name), all.end()) << name;
+}
+
+TEST(Models, EachBuiltInMapsABatchToOutputs) {
+  struct Case {
+    std::string name;
+    std::vector<std::int64_t> shape;
+  };
+  for (const auto& c : std::vector<Case>{{"mlp", {12}}, {"small_cnn", {3, 16, 16}}, {"resnet18", {3, 16, 16}},
+                                         {"resnet34", {1, 16, 16}}, {"resnet50", {3, 32, 32}}, {"transformer", {6, 5}}}) {
+    auto model = build_model(spec(c.name, c.shape, 7));
+    std::vector<std::int64_t> batch{3};
+    batch.insert(batch.end(), c.shape.begin(), c.shape.end());
+    model->set_training(false);
+    const auto out = model->forward(at::randn(batch));
+    EXPECT_EQ(out.sizes(), (std::vector<std::int64_t>{3, 7})) << c.name;
+    EXPECT_EQ(model->name(), c.name);
+  }
+}
+
+// The same parameter counts and state_dict names as torchvision's models.
+TEST(Models, ResNetsMatchTorchvision) {
+  auto s = spec("resnet18", {3, 224, 224}, 1000);
+  s.config.stem = "imagenet";
+  auto r18 = build_model(s);
+  EXPECT_EQ(parameter_count(*r18), 11689512);
+  const auto keys = names(*r18);
+  for (const char* key : {"conv1.weight", "bn1.running_mean", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight",
+                          "layer2.0.downsample.1.running_var", "layer4.1.bn2.bias", "fc.weight", "fc.bias"})
+    EXPECT_TRUE(keys.count(key)) << key;
+  s.config.name = "resnet50";
+  EXPECT_EQ(parameter_count(*build_model(s)), 25557032);
+  s.config.name = "resnet34";
+  EXPECT_EQ(parameter_count(*build_model(s)), 21797672);
+}
+
+TEST(Models, MlpFollowsTheConfig) {
+  auto s = spec("mlp", {2, 4});
+  s.config.hidden = {16, 8};
+  s.config.norm = "layer";
+  s.config.dropout = 0.5;
+  auto model = build_model(s);
+  // Flatten(0), Linear(1), LayerNorm(2), ReLU(3), Dropout(4), Linear(5), ...
+  EXPECT_EQ(names(*model), (std::set<std::string>{"1.weight", "1.bias", "2.weight", "2.bias", "5.weight", "5.bias",
+                                                  "6.weight", "6.bias", "9.weight", "9.bias"}));
+  EXPECT_EQ(parameter_count(*model), (8 * 16 + 16) + 32 + (16 * 8 + 8) + 16 + (8 * 10 + 10));
+}
+
+TEST(Models, ConvModelsRejectFlatSamples) {
+  EXPECT_THROW(build_model(spec("small_cnn", {12})), UsageError);
+  EXPECT_THROW(build_model(spec("resnet18", {12})), UsageError);
+}
+
+TEST(Models, UnknownNameAndMissingTorchScriptAreUsageErrors) {
+  EXPECT_THROW(build_model(spec("nope", {4})), UsageError);
+  auto s = spec("mlp", {4});
+  s.config.torchscript = "/no/such/model.pt";
+  EXPECT_THROW(build_model(s), UsageError);
+}
+
+TEST(Models, RegisteredModelIsBuiltByName) {
+  register_model("tiny_linear", [](const ModelSpec& s) {
+    return torch::nn::AnyModule(torch::nn::Linear(s.input_shape.at(0), s.outputs));
+  });
+  auto model = build_model(spec("tiny_linear", {5}, 2));
+  EXPECT_EQ(parameter_count(*model), 12);
+  EXPECT_EQ(model->forward(at::randn({4, 5})).sizes(), (std::vector<std::int64_t>{4, 2}));
+}
+
+TEST(Models, LoadNamedStateRefusesAnotherModelsTensors) {
+  auto a = build_model(spec("mlp", {4}));
+  auto b = build_model(spec("mlp", {6}));
+  EXPECT_THROW(load_named_state(*a, b->named_state()), Error);
+  auto c = build_model(spec("mlp", {4}));
+  load_named_state(*c, a->named_state());
+  const auto x = at::randn({2, 4});
+  EXPECT_TRUE(at::equal(a->forward(x), c->forward(x)));
+}

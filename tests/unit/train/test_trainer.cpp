@@ -1,0 +1,170 @@
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/stop_signal.hpp"
+#include "gputrain/train/checkpoint.hpp"
+#include "gputrain/train/config.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/trainer.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A small deterministic CPU run: 96 samples, batch 16 -> 6 steps per epoch, 2 epochs; dropout
+// on, so the RNG state matters for an exact resume.
+Config small_run(const std::string& name, std::vector<std::string> overrides = {}) {
+  const auto dir = fs::temp_directory_path() / ("gputrain-trainer-" + name);
+  fs::remove_all(dir);
+  std::vector<std::string> all{"model.name=mlp", "model.hidden=[32, 16]", "model.dropout=0.2", "data.shape=[10]",
+                               "data.classes=3", "data.samples=96", "data.val_samples=32", "train.epochs=2",
+                               "train.batch_size=16", "train.deterministic=true", "device=cpu",
+                               "logging.progress=off", "logging.every_steps=2", "logging.dir=" + dir.string()};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return load_config({{}, all, ""});
+}
+
+std::ostringstream g_console;
+
+TrainerOptions quiet() {
+  TrainerOptions options;
+  options.console = &g_console;
+  return options;
+}
+
+NamedTensors final_state(Trainer& trainer) {
+  NamedTensors copy;
+  for (const auto& [name, t] : trainer.model().named_state()) copy.emplace_back(name, t.clone());
+  return copy;
+}
+
+void expect_bit_identical(const NamedTensors& a, const NamedTensors& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_TRUE(at::equal(a[i].second, b[i].second)) << a[i].first << " differs";
+  }
+}
+
+int count_lines(const fs::path& path, const std::string& needle) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
+  return n;
+}
+
+}  // namespace
+
+TEST(Trainer, TrainsAndWritesEverythingToTheRunDirectory) {
+  const auto config = small_run("complete");
+  Trainer trainer(config, quiet());
+  const auto result = trainer.fit();
+  EXPECT_FALSE(result.interrupted);
+  EXPECT_EQ(result.steps, 12);
+  EXPECT_EQ(result.total_steps, 12);
+  ASSERT_TRUE(result.last_epoch && result.last_epoch->val_loss && result.last_epoch->val_accuracy);
+  ASSERT_TRUE(result.first_loss && result.last_loss);
+  const fs::path dir = config.logging.dir;
+  for (const char* file : {"config.yaml", "training.log", "metrics.jsonl", "model.safetensors", "checkpoints/best.pt"})
+    EXPECT_TRUE(fs::exists(dir / file)) << file;
+  EXPECT_EQ(count_lines(dir / "metrics.jsonl", "\"kind\":\"step\""), 6);
+  EXPECT_EQ(count_lines(dir / "metrics.jsonl", "\"kind\":\"epoch\""), 2);
+  bool has_events = false;
+  for (const auto& entry : fs::directory_iterator(dir)) has_events |= entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  EXPECT_TRUE(has_events);
+  EXPECT_EQ(checkpoint_config(result.last_checkpoint), to_yaml(config));
+}
+
+TEST(Trainer, MaxStepsStopsEarly) {
+  Trainer trainer(small_run("max-steps", {"train.max_steps=5"}), quiet());
+  EXPECT_EQ(trainer.fit().steps, 5);
+}
+
+TEST(Trainer, LossFallsOnALearnableTask) {
+  Trainer trainer(small_run("learns", {"train.epochs=8", "model.dropout=0", "optimizer.lr=0.01"}), quiet());
+  const auto result = trainer.fit();
+  EXPECT_LT(*result.last_loss, 0.7 * *result.first_loss);
+}
+
+// A run stopped mid-epoch and resumed ends with bit-identical parameters (CPU, deterministic).
+TEST(Trainer, StoppedAndResumedRunMatchesAnUninterruptedOneExactly) {
+  Trainer straight(small_run("straight"), quiet());
+  straight.fit();
+  const auto expected = final_state(straight);
+
+  const auto config = small_run("resumed");
+  {
+    core::clear_stop_request();
+    auto options = quiet();
+    options.after_step = [](std::int64_t step) {
+      if (step == 4) core::request_stop();
+    };
+    Trainer first(config, options);
+    const auto stopped = first.fit();
+    core::clear_stop_request();
+    EXPECT_TRUE(stopped.interrupted);
+    EXPECT_EQ(stopped.steps, 4);
+    EXPECT_TRUE(fs::exists(stopped.last_checkpoint));
+    EXPECT_TRUE(stopped.weights_path.empty());
+  }
+  Trainer second(config, quiet());
+  const auto resumed = second.fit();
+  EXPECT_EQ(resumed.start_step, 4);
+  EXPECT_EQ(resumed.steps, 12);
+  expect_bit_identical(final_state(second), expected);
+}
+
+// Accumulating two micro-batches of 8 is one step on the batch of 16 they make.
+TEST(Trainer, GradientAccumulationMatchesTheLargerBatch) {
+  Trainer big(small_run("accum-big", {"model.dropout=0", "train.max_steps=3"}), quiet());
+  big.fit();
+  Trainer accumulated(small_run("accum-small", {"model.dropout=0", "train.max_steps=3", "train.batch_size=8", "train.grad_accum=2"}), quiet());
+  accumulated.fit();
+  const auto a = final_state(big), b = final_state(accumulated);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::allclose(a[i].second, b[i].second, 1e-5, 1e-6)) << a[i].first;
+}
+
+TEST(Trainer, KeepsOnlyTheLastCheckpoints) {
+  const auto config = small_run("keep-last", {"checkpoint.every_steps=1", "checkpoint.keep_last=2"});
+  Trainer trainer(config, quiet());
+  trainer.fit();
+  const CheckpointStore store(config.checkpoint_dir(), 2);
+  const auto kept = store.periodic();
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_NE(kept[0].find("step-00000011.pt"), std::string::npos);
+  EXPECT_NE(kept[1].find("step-00000012.pt"), std::string::npos);
+}
+
+TEST(Trainer, ResumeNeverStartsOver) {
+  const auto config = small_run("resume-never", {"train.max_steps=3"});
+  Trainer(config, quiet()).fit();
+  auto again = load_config({{}, {"model.name=mlp", "model.hidden=[32, 16]", "model.dropout=0.2", "data.shape=[10]", "data.classes=3",
+                                 "data.samples=96", "data.val_samples=32", "train.batch_size=16", "device=cpu",
+                                 "logging.progress=off", "checkpoint.resume=never", "train.max_steps=3",
+                                 "logging.dir=" + config.logging.dir},
+                            ""});
+  Trainer trainer(again, quiet());
+  EXPECT_EQ(trainer.fit().start_step, 0);
+}
+
+TEST(Trainer, Fp16AndBf16MixedPrecisionTrainOnCpu) {
+  for (const char* precision : {"fp16-mixed", "bf16-mixed"}) {
+    Trainer trainer(small_run(std::string("amp-") + precision, {std::string("train.precision=") + precision, "train.max_steps=4",
+                                                                 "train.deterministic=false"}),
+                    quiet());
+    const auto result = trainer.fit();
+    EXPECT_EQ(result.steps, 4) << precision;
+    EXPECT_TRUE(std::isfinite(*result.last_loss)) << precision;
+  }
+}
+
+TEST(Trainer, BatchSizeAutoIsRefusedUntilSizingExists) {
+  EXPECT_THROW(Trainer(small_run("auto-batch", {"train.batch_size=auto"}), quiet()), UsageError);
+}
