@@ -156,7 +156,7 @@ TEST(Config, EveryKeyIsDocumentedAndEveryDocumentedKeyExists) {
   std::ifstream doc(std::string(GPUTRAIN_SOURCE_DIR) + "/docs/configuration.md");
   ASSERT_TRUE(doc) << "docs/configuration.md is missing";
   std::set<std::string> documented;
-  const std::regex row("^\\| `([a-z_.]+)` \\|");
+  const std::regex row("^\\| `([a-z0-9_.]+)` \\|");
   for (std::string line; std::getline(doc, line);) {
     std::smatch match;
     if (std::regex_search(line, match, row)) documented.insert(match[1]);
