@@ -134,7 +134,8 @@ std::string summary_line(const std::vector<Outcome>& outcomes, double seconds, i
   return line.str();
 }
 
-std::string to_json(const Context& context, const std::vector<Outcome>& outcomes, double seconds, int exit_code) {
+std::string to_json(const Context& context, const std::vector<Outcome>& outcomes, double seconds, int exit_code,
+                    const std::string& command) {
   const Tally t = tally(outcomes);
   const auto& build = core::build_info();
   json checks = json::array();
@@ -158,7 +159,7 @@ std::string to_json(const Context& context, const std::vector<Outcome>& outcomes
   const std::string status = t.fail + t.timeout > 0 ? "fail" : (t.warn > 0 ? "warn" : "pass");
   json doc = {
       {"schema_version", kVerifySchemaVersion},
-      {"tool", "gputrain verify"},
+      {"tool", "gputrain " + command},
       {"gputrain_version", std::string(build.gputrain_version)},
       {"level", context.level == Level::full ? "full" : "quick"},
       {"allow_cpu", context.allow_cpu},

@@ -2,7 +2,8 @@
 """Runs a gputrain command and checks one property of what it did (used by tests/cli).
 
   exit-code N -- CMD...       CMD exits with N
-  json -- CMD...              CMD's stdout is verify JSON that follows docs/verify.md's schema
+  json [ID...] -- CMD...      CMD's stdout is JSON that follows docs/verify.md's schema and has the
+                              checks ID... (default: verify's system.cores, driver.present, ...)
   junit FILE -- CMD...        CMD writes JUnit XML to FILE with one testcase per check
   single-copy -- CMD...       CMD's verify JSON reports libraries.single_copy as pass
 """
@@ -19,7 +20,10 @@ def fail(message):
     sys.exit(1)
 
 
-def check_schema(doc):
+VERIFY_IDS = ("system.cores", "driver.present", "gpu.count", "libraries.single_copy")
+
+
+def check_schema(doc, required_ids):
     expect = {"schema_version": int, "tool": str, "gputrain_version": str, "level": str, "allow_cpu": bool,
               "duration_s": (int, float), "exit_code": int, "summary": dict, "system": dict, "driver": dict,
               "gpus": list, "gpu_notes": list, "libraries": list, "libtorch": dict, "checks": list}
@@ -46,7 +50,7 @@ def check_schema(doc):
         for figure in check["figures"]:
             if set(figure) != {"name", "value", "unit", "expected"}:
                 fail(f"figure keys {sorted(figure)} in {check['id']}")
-    for required in ("system.cores", "driver.present", "gpu.count", "libraries.single_copy"):
+    for required in required_ids:
         if required not in ids:
             fail(f"check {required} missing")
     for library in doc["libraries"]:
@@ -66,7 +70,7 @@ def main():
             fail(f"exit code {run.returncode}, expected {params[0]}\n{run.stdout}")
     elif mode == "json":
         doc = json.loads(run.stdout)
-        check_schema(doc)
+        check_schema(doc, params or VERIFY_IDS)
         if doc["exit_code"] != run.returncode:
             fail(f"JSON says exit {doc['exit_code']}, process exited {run.returncode}")
     elif mode == "single-copy":

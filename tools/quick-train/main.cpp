@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     int exit_code = t.fail + t.timeout > 0 ? int(ExitCode::failure) : int(ExitCode::ok);
     if (context->inventory.gpus.empty() && !allow_cpu && options.device != "cpu") exit_code = int(ExitCode::environment);
     report << checks::summary_line(outcomes, seconds, exit_code, "quick-train") << "\n";
-    if (json) std::cout << checks::to_json(*context, outcomes, seconds, exit_code) << "\n";
+    if (json) std::cout << checks::to_json(*context, outcomes, seconds, exit_code, "quick-train") << "\n";
     if (!junit.empty()) {
       std::ofstream file(junit);
       file << checks::to_junit(outcomes, seconds, "quick-train");

@@ -30,8 +30,10 @@ void write_area_heading(std::ostream& out, const std::string& area, bool color);
 std::string summary_line(const std::vector<Outcome>& outcomes, double seconds, int exit_code,
                          const std::string& command = "verify");
 
-/// The whole run as JSON (schema kVerifySchemaVersion; see docs/verify.md).
-std::string to_json(const Context& context, const std::vector<Outcome>& outcomes, double seconds, int exit_code);
+/// The whole run as JSON (schema kVerifySchemaVersion; see docs/verify.md); `tool` is
+/// "gputrain <command>".
+std::string to_json(const Context& context, const std::vector<Outcome>& outcomes, double seconds, int exit_code,
+                    const std::string& command = "verify");
 
 /// JUnit XML: one <testsuite> per area, one <testcase> per check; fail and timeout are
 /// <failure>, skip is <skipped>, warn passes with its detail in <system-out>.

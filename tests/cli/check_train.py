@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""End-to-end checks of `gputrain train` that need Python's reference readers or signals.
+
+Usage: check_train.py MODE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
+Modes:
+  sigterm      SIGTERM mid-run -> exit 130 and a checkpoint; the same command resumes and finishes.
+  readback     model.safetensors read by `safetensors`, events read by TensorBoard's own reader,
+               and init weights written by Python are what C++ starts from.
+  torchscript  a module scripted in Python trains, and its weights keep PyTorch's names.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import torch
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def run(command, **kwargs):
+    print("+ " + " ".join(command), flush=True)
+    return subprocess.run(command, capture_output=True, text=True, **kwargs)
+
+
+def step_lines(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if '"kind": "step"' in line or '"kind":"step"' in line]
+
+
+def check_sigterm(workdir, command):
+    run_dir = os.path.join(workdir, "run")
+    args = command + ["--set", "logging.dir=" + run_dir, "--set", "logging.every_steps=1",
+                      "--set", "train.epochs=50", "--set", "data.samples=4096"]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while len(step_lines(os.path.join(run_dir, "metrics.jsonl"))) < 3:
+        if process.poll() is not None or time.time() > deadline:
+            fail("the run ended or stalled before 3 steps: " + process.communicate()[1][-2000:])
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    print(err[-1500:])
+    if process.returncode != 130:
+        fail("expected exit 130 after SIGTERM, got %d" % process.returncode)
+    checkpoints = [f for f in os.listdir(os.path.join(run_dir, "checkpoints")) if f.startswith("step-")]
+    if not checkpoints:
+        fail("no checkpoint after SIGTERM")
+    stopped_at = int(sorted(checkpoints)[-1][5:13])
+    if "interrupted" not in err:
+        fail("stderr does not say the run was interrupted")
+    # Resume, shortened so the test stays quick: same run dir, fewer epochs.
+    resumed = run(args + ["--set", "train.max_steps=%d" % (stopped_at + 3)])
+    print(resumed.stderr[-1500:])
+    if resumed.returncode != 0:
+        fail("resume exited %d" % resumed.returncode)
+    if "resuming at step %d" % stopped_at not in resumed.stderr:
+        fail("the second run did not resume at step %d" % stopped_at)
+    print("ok: SIGTERM at step %d -> exit 130, checkpoint, resumed and finished" % stopped_at)
+
+
+def mlp_like_gputrain(features, hidden, outputs):
+    # The same layer order as gputrain's mlp (Flatten, Linear, ReLU, ..., Linear): same names.
+    layers = [torch.nn.Flatten()]
+    width = features
+    for h in hidden:
+        layers += [torch.nn.Linear(width, h), torch.nn.ReLU()]
+        width = h
+    layers.append(torch.nn.Linear(width, outputs))
+    return torch.nn.Sequential(*layers)
+
+
+def check_readback(workdir, command):
+    from safetensors.torch import load_file, save_file
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    torch.manual_seed(0)
+    init = {k: v.contiguous() for k, v in mlp_like_gputrain(12, [16], 3).state_dict().items()}
+    init_path = os.path.join(workdir, "init.safetensors")
+    save_file(init, init_path)
+    run_dir = os.path.join(workdir, "run")
+    # lr 0: the weights must come back exactly as Python wrote them.
+    result = run(command + ["--set", "model.name=mlp", "--set", "model.hidden=[16]", "--set", "data.shape=[12]",
+                            "--set", "data.classes=3", "--set", "data.samples=64", "--set", "data.val_samples=16",
+                            "--set", "train.batch_size=8", "--set", "train.epochs=2", "--set", "optimizer.lr=0",
+                            "--set", "model.init_weights=" + init_path, "--set", "logging.every_steps=2",
+                            "--set", "logging.dir=" + run_dir, "--set", "device=cpu"])
+    print(result.stderr[-1500:])
+    if result.returncode != 0:
+        fail("train exited %d" % result.returncode)
+    weights = load_file(os.path.join(run_dir, "model.safetensors"))
+    if sorted(weights) != sorted(init):
+        fail("names differ: %s vs %s" % (sorted(weights), sorted(init)))
+    for name, tensor in init.items():
+        if not torch.equal(weights[name], tensor):
+            fail("tensor %s differs from the Python-written initial weights" % name)
+    events = EventAccumulator(run_dir)
+    events.Reload()
+    scalars = events.Tags()["scalars"]
+    for tag in ("train/loss", "train/lr", "val/loss", "val/accuracy"):
+        if tag not in scalars:
+            fail("TensorBoard sees no %s (it sees %s)" % (tag, scalars))
+    losses = [(e.step, e.value) for e in events.Scalars("train/loss")]
+    expected = [(line["step"], line["loss"]) for line in step_lines(os.path.join(run_dir, "metrics.jsonl"))]
+    if [s for s, _ in losses] != [s for s, _ in expected]:
+        fail("TensorBoard steps %s differ from metrics.jsonl steps %s" % (losses, expected))
+    for (_, a), (_, b) in zip(losses, expected):
+        if abs(a - b) > 1e-6 * max(1.0, abs(b)):
+            fail("TensorBoard loss %r differs from metrics.jsonl %r" % (a, b))
+    print("ok: %d tensors read back by safetensors, %d loss points read by TensorBoard" % (len(weights), len(losses)))
+
+
+class ScriptedNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Linear(12, 32)
+        self.norm = torch.nn.BatchNorm1d(32)
+        self.head = torch.nn.Linear(32, 3)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.norm(self.body(x.flatten(1)))))
+
+
+def check_torchscript(workdir, command):
+    from safetensors.torch import load_file
+
+    path = os.path.join(workdir, "scripted.pt")
+    module = torch.jit.script(ScriptedNet())
+    module.save(path)
+    run_dir = os.path.join(workdir, "run")
+    result = run(command + ["--set", "model.torchscript=" + path, "--set", "data.shape=[12]", "--set", "data.classes=3",
+                            "--set", "data.samples=256", "--set", "data.val_samples=64", "--set", "train.epochs=3",
+                            "--set", "train.batch_size=32", "--set", "optimizer.lr=0.01",
+                            "--set", "logging.dir=" + run_dir, "--set", "device=cpu"])
+    print(result.stderr[-1500:])
+    if result.returncode != 0:
+        fail("train exited %d" % result.returncode)
+    weights = load_file(os.path.join(run_dir, "model.safetensors"))
+    expected = set(ScriptedNet().state_dict().keys())
+    if set(weights) != expected:
+        fail("names differ: %s vs %s" % (sorted(weights), sorted(expected)))
+    epochs = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl")) if '"kind":"epoch"' in l]
+    if not epochs[-1]["train_loss"] < epochs[0]["train_loss"]:
+        fail("the scripted model did not learn: %s" % epochs)
+    print("ok: TorchScript module trained, loss %.4f -> %.4f" % (epochs[0]["train_loss"], epochs[-1]["train_loss"]))
+
+
+def main():
+    if len(sys.argv) < 5 or sys.argv[3] != "--":
+        fail(__doc__)
+    mode, workdir, command = sys.argv[1], sys.argv[2], sys.argv[4:]
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    {"sigterm": check_sigterm, "readback": check_readback, "torchscript": check_torchscript}[mode](workdir, command)
+
+
+if __name__ == "__main__":
+    main()
