@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""gputrain train vs the same training loop in PyTorch eager Python, side by side in one run.
+
+Both sides train the same model (same initial weights: Python writes them, gputrain loads them
+with model.init_weights), on the same synthetic data (rebuilt here exactly as gputrain makes it),
+in the same shuffled order, with the same batch and optimizer, data already in memory. Throughput
+is samples/s over timed windows of steps after a warm-up window; each side runs --runs times,
+alternating, and the figure is the ratio of the medians. The loss check trains both in fp32 and
+compares the training loss after each of N steps (goal: within 1e-4).
+
+Usage: bench/train_vs_pytorch.py [--device cpu|cuda] [--runs 5] [--cases mlp,cnn]
+Cases: mlp (batch 256), cnn (small CNN, batch 128), resnet18 (bf16-mixed, batch 256; GPU).
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GPUTRAIN = os.path.join(ROOT, "build", "bin", "gputrain")
+SEED = 42
+
+CASES = {
+    # name: model settings, sample shape, classes, batch, precision, steps per window
+    "mlp": dict(model=["model.name=mlp", "model.hidden=[512, 256]"], shape=[256], classes=10, batch=256,
+                precision="fp32", window=20),
+    "cnn": dict(model=["model.name=small_cnn", "model.width=32"], shape=[3, 32, 32], classes=10, batch=128,
+                precision="fp32", window=5),
+    "resnet18": dict(model=["model.name=resnet18", "model.stem=cifar"], shape=[3, 32, 32], classes=10, batch=256,
+                     precision="bf16-mixed", window=20),
+}
+
+
+# ---- the same data and models as gputrain (src/data/synthetic.cpp, src/train/models/) ----
+
+def teacher_view(x):
+    if x.dim() != 4:
+        return x.reshape(x.shape[0], -1)
+    h, w = min(x.shape[2], 4), min(x.shape[3], 4)
+    cell = x.shape[2] * x.shape[3] / (h * w)
+    return F.adaptive_avg_pool2d(x, (h, w)).reshape(x.shape[0], -1) * math.sqrt(cell)
+
+
+def synthetic(shape, classes, samples, split, seed=SEED):
+    features = teacher_view(torch.zeros(1, *shape)).shape[1]
+    teacher = torch.randn(features, classes, generator=torch.Generator().manual_seed(seed)) / math.sqrt(features)
+    x = torch.randn(samples, *shape, generator=torch.Generator().manual_seed(seed + 1 + split))
+    return x, (teacher_view(x) @ teacher).argmax(1)
+
+
+def epoch_order(samples, epoch, seed=SEED):
+    return torch.randperm(samples, generator=torch.Generator().manual_seed(seed * 1000003 + epoch))
+
+
+def mlp(features, hidden, classes):
+    layers, width = [torch.nn.Flatten()], features
+    for h in hidden:
+        layers += [torch.nn.Linear(width, h), torch.nn.ReLU()]
+        width = h
+    return torch.nn.Sequential(*layers, torch.nn.Linear(width, classes))
+
+
+def small_cnn(channels, width, classes):
+    layers, c = [], channels
+    for out in (width, 2 * width, 4 * width):
+        layers += [torch.nn.Conv2d(c, out, 3, padding=1, bias=False), torch.nn.BatchNorm2d(out), torch.nn.ReLU(inplace=True)]
+        if out != 4 * width:
+            layers.append(torch.nn.MaxPool2d(2))
+        c = out
+    return torch.nn.Sequential(*layers, torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4 * width, classes))
+
+
+def resnet18(classes):
+    import importlib.util
+    if importlib.util.find_spec("torchvision") is None:
+        return None
+    import torchvision
+    net = torchvision.models.resnet18(num_classes=classes)
+    net.conv1 = torch.nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+    net.maxpool = torch.nn.Identity()
+    return net
+
+
+def build(case):
+    c = CASES[case]
+    if case == "mlp":
+        return mlp(c["shape"][0], [512, 256], c["classes"])
+    if case == "cnn":
+        return small_cnn(c["shape"][0], 32, c["classes"])
+    return resnet18(c["classes"])
+
+
+# ---- the two sides ----
+
+def pytorch_run(case, device, steps, init, lr, data):
+    c = CASES[case]
+    torch.manual_seed(SEED)
+    model = build(case)
+    model.load_state_dict(init)
+    model.to(device)
+    channels_last = case == "resnet18"
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    x_all, y_all = data[0].to(device), data[1].to(device)
+    n, batch = x_all.shape[0], c["batch"]
+    amp = c["precision"] == "bf16-mixed"
+    losses, windows = [], []
+    step, epoch, window_start, window_loss = 0, 0, time.perf_counter(), torch.zeros((), device=device)
+    while step < steps:
+        order = epoch_order(n, epoch).to(device)
+        for pos in range(0, n, batch):
+            idx = order[pos:pos + batch]
+            x, y = x_all.index_select(0, idx), y_all.index_select(0, idx)
+            if channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
+                loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            window_loss += loss.detach().float()
+            step += 1
+            if step % c["window"] == 0:
+                losses.append(window_loss.item() / c["window"])  # syncs, as gputrain's report does
+                window_loss.zero_()
+                now = time.perf_counter()
+                windows.append(c["window"] * batch / (now - window_start))
+                window_start = now
+            if step == steps:
+                break
+        epoch += 1
+    return windows, losses
+
+
+def gputrain_run(case, device, steps, init_path, lr, workdir, every=None):
+    c = CASES[case]
+    run_dir = os.path.join(workdir, "gputrain-" + case)
+    shutil.rmtree(run_dir, ignore_errors=True)  # metrics.jsonl appends across runs
+    samples = c["batch"] * steps
+    args = [GPUTRAIN, "train", "--set", "logging.dir=" + run_dir, "--set", "checkpoint.resume=never",
+            "--set", "checkpoint.every_epochs=0", "--set", "checkpoint.best_metric=none", "--set", "logging.progress=off",
+            "--set", "logging.tensorboard=false", "--set", "data.val_samples=0", "--set", "data.samples=%d" % samples,
+            "--set", "data.shape=%s" % json.dumps(c["shape"]), "--set", "data.classes=%d" % c["classes"],
+            "--set", "train.batch_size=%d" % c["batch"], "--set", "train.max_steps=%d" % steps, "--set", "train.epochs=1",
+            "--set", "train.precision=" + c["precision"], "--set", "train.seed=%d" % SEED,
+            "--set", "train.channels_last=%s" % ("true" if case == "resnet18" else "false"),
+            "--set", "optimizer.name=sgd", "--set", "optimizer.lr=%r" % lr, "--set", "optimizer.momentum=0.9",
+            "--set", "model.init_weights=" + init_path, "--set", "device=" + str(device),
+            "--set", "logging.every_steps=%d" % (every or c["window"])] + sum((["--set", m] for m in c["model"]), [])
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit("gputrain failed:\n" + result.stderr)
+    lines = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl")) if '"kind":"step"' in l]
+    return [l["samples_per_second"] for l in lines], [l["loss"] for l in lines]
+
+
+def throughput(case, device, runs, workdir):
+    c = CASES[case]
+    windows = 6
+    steps = c["window"] * windows
+    data = synthetic(c["shape"], c["classes"], c["batch"] * steps, 0)
+    model = build(case)
+    if model is None:
+        return None
+    init = {k: v.contiguous() for k, v in model.state_dict().items()}
+    init_path = os.path.join(workdir, case + "-init.safetensors")
+    save_file(init, init_path)
+    ours, theirs = [], []
+    for _ in range(runs):  # alternate, so drift in machine state hits both sides alike
+        rates, _ = gputrain_run(case, device, steps, init_path, 0.01, workdir)
+        ours.append(statistics.median(rates[1:]))  # the first window holds the warm-up
+        rates, _ = pytorch_run(case, device, steps, init, 0.01, data)
+        theirs.append(statistics.median(rates[1:]))
+    return statistics.median(ours), statistics.median(theirs), ours, theirs
+
+
+def loss_parity(workdir, steps=20):
+    c = CASES["mlp"]
+    model = build("mlp")
+    init = {k: v.contiguous() for k, v in model.state_dict().items()}
+    init_path = os.path.join(workdir, "parity-init.safetensors")
+    save_file(init, init_path)
+    data = synthetic(c["shape"], c["classes"], c["batch"] * steps, 0)
+    saved = c["window"]
+    c["window"] = 1  # one loss per step on both sides
+    try:
+        _, ours = gputrain_run("mlp", torch.device("cpu"), steps, init_path, 0.05, workdir, every=1)
+        _, theirs = pytorch_run("mlp", torch.device("cpu"), steps, init, 0.05, data)
+    finally:
+        c["window"] = saved
+    return max(abs(a - b) for a, b in zip(ours, theirs)), ours[-1], theirs[-1]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--cases", default=None, help="comma-separated; default: mlp,cnn on CPU, mlp,resnet18 on GPU")
+    args = parser.parse_args()
+    device = torch.device(args.device)
+    cases = (args.cases or ("mlp,resnet18" if device.type == "cuda" else "mlp,cnn")).split(",")
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
+    print("# gputrain train vs PyTorch %s eager, %s (%s), %d threads, %s, medians of %d runs"
+          % (torch.__version__, device, name, torch.get_num_threads(), time.strftime("%Y-%m-%d"), args.runs))
+    print("| case | gputrain samples/s | PyTorch samples/s | ratio |")
+    print("| --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory() as workdir:
+        for case in cases:
+            measured = throughput(case, device, args.runs, workdir)
+            if measured is None:
+                print("| %s | - | - | skipped: torchvision is not installed |" % case)
+                continue
+            ours, theirs, all_ours, all_theirs = measured
+            print("| %s (batch %d, %s) | %.0f | %.0f | %.2fx |" % (case, CASES[case]["batch"], CASES[case]["precision"],
+                                                                ours, theirs, ours / theirs), flush=True)
+            print("<!-- %s runs: gputrain %s, pytorch %s -->" % (case, [round(x) for x in all_ours], [round(x) for x in all_theirs]))
+        worst, ours, theirs = loss_parity(workdir)
+        print("\nfp32 loss parity, MLP, 20 SGD steps on CPU: largest per-step difference %.2e "
+              "(final loss %.6f vs %.6f); goal <= 1e-4: %s" % (worst, ours, theirs, "met" if worst <= 1e-4 else "NOT met"))
+
+
+if __name__ == "__main__":
+    main()
