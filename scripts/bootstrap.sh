@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds gputrain, then runs one job:
-#   scripts/bootstrap.sh demo    build, then `gputrain verify --allow-cpu` (no files or GPU needed)
+#   scripts/bootstrap.sh demo    build, then `gputrain verify --allow-cpu` and
+#                                `gputrain quick-train --allow-cpu` (no files or GPU needed)
 #   scripts/bootstrap.sh test    build, then the whole test suite (ctest)
 #   scripts/bootstrap.sh build   build only
 # Idempotent: a second run downloads nothing and takes seconds.
@@ -79,7 +80,9 @@ cmake --build "$build" -j "$jobs"
 case "$job" in
   demo)
     say "gputrain verify --allow-cpu"
-    "$build/bin/gputrain" verify --allow-cpu ;;
+    "$build/bin/gputrain" verify --allow-cpu || exit $?
+    say "gputrain quick-train --allow-cpu"
+    "$build/bin/gputrain" quick-train --allow-cpu ;;
   test)
     say "running the test suite"
     cd "$build" && ctest --output-on-failure -j "$jobs" ;;

@@ -27,6 +27,9 @@ $build/bin/gputrain --version | tee "$out/version.txt"
   > "$out/verify-quick.json" 2> "$out/verify-quick.txt"; echo "== verify quick rc=$?"; cat "$out/verify-quick.txt"
 "$python" bench/startup.py --build $build | tee "$out/bench-startup.md"
 "$python" bench/verify_vs_pytorch.py --build $build --runs 3 | tee "$out/bench-verify.md"
+/usr/bin/time -f "quick-train wall %e s" $build/bin/gputrain quick-train --json --junit "$out/quick-train-junit.xml" \
+  > "$out/quick-train.json" 2> "$out/quick-train.txt"; echo "== quick-train rc=$?"; cat "$out/quick-train.txt"
+GPUTRAIN_BUILD=$build "$python" bench/train_vs_pytorch.py --runs 5 | tee "$out/bench-train.md"
 if [ "$level" = full ]; then
   $build/bin/gputrain verify --level full > "$out/verify-full.txt" 2>&1; echo "== verify full rc=$?"; tail -30 "$out/verify-full.txt"
 fi

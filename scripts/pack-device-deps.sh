@@ -5,7 +5,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dest=$root/.device-deps
-packages=(libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 nlohmann-json3-dev libgtest-dev libgmock-dev googletest)
+packages=(libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 nlohmann-json3-dev libgtest-dev libgmock-dev googletest
+          libyaml-cpp-dev libyaml-cpp0.7)
 rm -rf "$dest"; mkdir -p "$dest"
 for p in "${packages[@]}"; do
   dpkg-query -L "$p" | while read -r f; do

@@ -78,7 +78,17 @@ def mlp_like_gputrain(features, hidden, outputs):
     return torch.nn.Sequential(*layers)
 
 
+def require(*modules):
+    """Exits 77 (ctest: skipped) when a reader is missing, e.g. on the offline GPU machine."""
+    import importlib.util
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        print("SKIP: Python packages missing: %s (scripts/requirements.txt installs them)" % ", ".join(missing))
+        sys.exit(77)
+
+
 def check_readback(workdir, command):
+    require("safetensors", "tensorboard")
     from safetensors.torch import load_file, save_file
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -130,6 +140,7 @@ class ScriptedNet(torch.nn.Module):
 
 
 def check_torchscript(workdir, command):
+    require("safetensors")
     from safetensors.torch import load_file
 
     path = os.path.join(workdir, "scripted.pt")
