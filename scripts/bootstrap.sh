@@ -68,7 +68,9 @@ if [ -z "${CUDAToolkit_ROOT:-}" ] && ! command -v nvcc >/dev/null && [ ! -x /usr
   toolkit_args=(-DCUDAToolkit_ROOT="$tk")
 fi
 
-# 4. Configure and build (ccache keeps rebuilds of fresh clones short).
+# 4. Configure and build (ccache keeps rebuilds of fresh clones short: paths under the clone are
+#    hashed relative to it, so a clone in another folder hits the same cache entries).
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
 if [ ! -f "$build/CMakeCache.txt" ]; then
   say "configuring $build"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -66,6 +66,24 @@ def check_sigterm(workdir, command):
         fail("the second run did not resume at step %d" % stopped_at)
     print("ok: SIGTERM at step %d -> exit 130, checkpoint, resumed and finished" % stopped_at)
 
+    # Two signals in a row: the second one exits at once (still 130), without waiting for the step.
+    # Large steps (~1 s) leave time to send the second signal while the first step still runs
+    # (two signals sent at once would merge into one pending signal).
+    process = subprocess.Popen(args + ["--set", "logging.dir=" + run_dir + "-twice", "--set", "train.batch_size=1024",
+                                       "--set", "model.width=64"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while len(step_lines(os.path.join(run_dir + "-twice", "metrics.jsonl"))) < 2:
+        if process.poll() is not None or time.time() > deadline + 120:
+            fail("the second run ended or stalled before 2 steps")
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    if process.returncode != 130 or "second signal" not in err:
+        fail("two signals: expected exit 130 and 'second signal', got %d: %s" % (process.returncode, err[-800:]))
+    print("ok: a second signal exits at once with 130")
+
 
 def mlp_like_gputrain(features, hidden, outputs):
     # The same layer order as gputrain's mlp (Flatten, Linear, ReLU, ..., Linear): same names.

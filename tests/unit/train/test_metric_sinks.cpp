@@ -1,0 +1,80 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "gputrain/train/metrics.hpp"
+
+using namespace gputrain::train;
+
+namespace {
+
+RunInfo info() {
+  RunInfo i;
+  i.run_dir = "runs/x";
+  i.model = "mlp";
+  i.device = "cpu";
+  i.precision = "fp32";
+  i.total_steps = 100;
+  i.steps_per_epoch = 50;
+  i.epochs = 2;
+  i.batch_size = 32;
+  return i;
+}
+
+StepMetrics step(std::int64_t n) {
+  StepMetrics m;
+  m.step = n;
+  m.loss = 0.5;
+  m.samples_per_second = 1000;
+  m.data_seconds = 0.01;
+  m.compute_seconds = 0.09;
+  m.eta_seconds = 62;
+  return m;
+}
+
+}  // namespace
+
+TEST(ConsoleSink, BarRedrawsOneLineInPlace) {
+  std::ostringstream out;
+  auto sink = make_console_sink("bar", out);
+  sink->on_start(info());
+  sink->on_step(step(50));
+  sink->on_step(step(100));
+  sink->on_end();
+  const auto text = out.str();
+  EXPECT_NE(text.find("\repoch 1/2 [############------------] 50/100 loss 0.5000"), std::string::npos) << text;
+  EXPECT_NE(text.find("[########################] 100/100"), std::string::npos) << text;
+  EXPECT_NE(text.find("data 10% ETA 1:02"), std::string::npos) << text;
+}
+
+TEST(ConsoleSink, LinesModePrintsOneLinePerReport) {
+  std::ostringstream out;
+  auto sink = make_console_sink("lines", out);
+  sink->on_start(info());
+  sink->on_step(step(10));
+  EpochMetrics e;
+  e.train_loss = 0.4;
+  e.val_loss = 0.3;
+  e.val_accuracy = 0.875;
+  sink->on_epoch(e);
+  const auto text = out.str();
+  EXPECT_EQ(text.find('\r'), std::string::npos);
+  EXPECT_NE(text.find("training mlp (0.00 M parameters) on cpu, fp32, batch 32 x 1 accumulation, 100 steps (50 per epoch)"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("step 10/100 epoch 1 loss 0.5000 lr 0 1000 samples/s data stall 10.0% ETA 1:02\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("epoch 1/2 done in 0:00: train loss 0.4000, val loss 0.3000, val accuracy 87.50%"), std::string::npos) << text;
+}
+
+TEST(ConsoleSink, OffPrintsNothing) {
+  std::ostringstream out;
+  auto sink = make_console_sink("off", out);
+  sink->on_start(info());
+  sink->on_step(step(1));
+  EXPECT_TRUE(out.str().empty());
+}
+
+TEST(FormatDuration, MinutesAndHours) {
+  EXPECT_EQ(format_duration(5), "0:05");
+  EXPECT_EQ(format_duration(62), "1:02");
+  EXPECT_EQ(format_duration(3725), "1:02:05");
+}
