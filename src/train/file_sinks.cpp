@@ -22,6 +22,12 @@ std::ofstream open_append(const std::string& path, const std::string& key) {
 class JsonlSink final : public MetricSink {
  public:
   explicit JsonlSink(const std::string& path) : file_(open_append(path, "logging.jsonl")) {}
+  // Marks where each run (or resumed part of one) begins: the file is appended to, never rewritten.
+  void on_start(const RunInfo& i) override {
+    write({{"kind", "start"}, {"model", i.model}, {"parameters", i.parameters}, {"device", i.device},
+           {"precision", i.precision}, {"batch_size", i.batch_size}, {"grad_accum", i.grad_accum},
+           {"total_steps", i.total_steps}, {"steps_per_epoch", i.steps_per_epoch}, {"start_step", i.start_step}});
+  }
   void on_step(const StepMetrics& m) override {
     write({{"kind", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"loss", m.loss},
            {"samples_per_second", m.samples_per_second}, {"data_seconds", m.data_seconds},

@@ -99,6 +99,7 @@ struct Trainer::State {
   std::int64_t micro_batch = 0, effective_batch = 0, steps_per_epoch = 0, total_steps = 0;
   std::int64_t last_saved_step = -1;
   std::string last_checkpoint;
+  std::vector<std::string> pending_notes;  // said before the sinks exist, shown once they do
   bool classification = true;
 
   CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
@@ -122,6 +123,8 @@ void Trainer::State::setup() {
     throw UsageError("train.batch_size: auto is not available yet (automatic batch sizing is tracked in its own issue)",
                      "set train.batch_size to an integer, e.g. --set train.batch_size=64");
   device = choose_device(config.device);
+  if (config.device == "auto" && !device.is_cuda())
+    pending_notes.push_back("no GPU is visible: training on the CPU (run `gputrain verify` to see why)");
   apply_backend_settings(config.train);
   seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
   classification = config.data.task == "classification";
@@ -165,6 +168,8 @@ void Trainer::State::make_sinks(std::int64_t start_step) {
   RunInfo info{config.logging.dir, model->name(), device.str(), to_string(config.train.precision), parameter_count(*model),
                total_steps, steps_per_epoch, config.train.epochs, micro_batch, config.train.grad_accum, start_step};
   for (auto& s : sinks) s->on_start(info);
+  for (const auto& line : pending_notes) note(line);
+  pending_notes.clear();
 }
 
 void Trainer::State::resume() {
