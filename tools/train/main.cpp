@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   train::ConfigSources sources;
   bool print_config = false;
   app.add_option("config", sources.files, "YAML config files; later files override earlier ones")->check(CLI::ExistingFile);
-  app.add_option("--set", sources.overrides, "override one key, e.g. --set train.lr=3e-4 (repeatable)")->type_name("KEY=VALUE");
+  app.add_option("--set", sources.overrides, "override one key, e.g. --set optimizer.lr=3e-4 (repeatable; the value is YAML)")->type_name("KEY=VALUE");
   app.add_flag("--print-config", print_config, "print the resolved config as YAML and exit");
   tools::add_logging_options(app);
 
