@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
-#include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/cuda.h>
 #include <torch/optim/adamw.h>
 #include <torch/version.h>
@@ -18,6 +17,7 @@
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
+#include "device_settings.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -39,16 +39,10 @@ struct Run {
   at::Tensor output;
 };
 
-std::uint64_t allocated(const Run& run) {
-  if (!run.device.is_cuda()) return 0;
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(run.device.index());
-  return static_cast<std::uint64_t>(stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current);
-}
-
 // Every step reports the GPU memory allocated after it, in its detail and as a figure.
 Result with_memory(Result result, const Run& run) {
   if (run.device.is_cuda()) {
-    const auto bytes = allocated(run);
+    const auto bytes = gpu_memory(run.device).allocated;
     result.detail += "; GPU memory " + core::format_bytes(bytes);
     result.figures.push_back(Figure{"gpu_memory_allocated", static_cast<double>(bytes) / double(core::kMiB), "MiB", std::nullopt});
   }
@@ -85,10 +79,8 @@ Result detect_device(Run& run, const Context& context) {
 }
 
 Result cuda_settings(Run& run, const Context&) {
+  apply_backend_settings(TrainConfig{});  // the defaults: TF32 and cuDNN benchmark on
   auto& ctx = at::globalContext();
-  ctx.setFloat32MatmulPrecision("high");
-  ctx.setAllowTF32CuDNN(true);
-  ctx.setBenchmarkCuDNN(true);
   if (!run.device.is_cuda())
     return checks::pass("CPU run: autocast " + to_string(run.options.precision) + ", " +
                         std::to_string(at::get_num_threads()) + " intra-op threads");

@@ -2,13 +2,11 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
-#include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/cuda.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/optimizer.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -27,6 +25,7 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/optimizer.hpp"
+#include "device_settings.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -57,19 +56,6 @@ void seed_everything(std::uint64_t seed, c10::Device device) {
     std::lock_guard<std::mutex> lock(gpu.mutex());
     gpu.set_current_seed(seed);
   }
-}
-
-void apply_backend_settings(const TrainConfig& t) {
-  auto& ctx = at::globalContext();
-  ctx.setFloat32MatmulPrecision(t.tf32 ? "high" : "highest");
-  ctx.setAllowTF32CuDNN(t.tf32);
-  ctx.setBenchmarkCuDNN(t.cudnn_benchmark && !t.deterministic);
-  ctx.setDeterministicCuDNN(t.deterministic);
-  if (t.deterministic) {
-    // cuBLAS is deterministic only with a fixed workspace, chosen before its first use.
-    ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
-  }
-  ctx.setDeterministicAlgorithms(t.deterministic, /*warn_only=*/false);
 }
 
 // The best-checkpoint metric and whether larger is better.
@@ -115,7 +101,6 @@ struct Trainer::State {
   at::Tensor train_step(const at::Tensor& indices);
   EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);
   void checkpoint();
-  void fill_memory(StepMetrics& m) const;
 };
 
 void Trainer::State::setup() {
@@ -267,15 +252,6 @@ void Trainer::State::checkpoint() {
   note("checkpoint written: " + last_checkpoint);
 }
 
-void Trainer::State::fill_memory(StepMetrics& m) const {
-  if (!device.is_cuda()) return;
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-  const auto all = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
-  m.memory_allocated = static_cast<std::uint64_t>(stats.allocated_bytes[all].current);
-  m.memory_reserved = static_cast<std::uint64_t>(stats.reserved_bytes[all].current);
-  m.memory_peak = static_cast<std::uint64_t>(stats.allocated_bytes[all].peak);
-}
-
 Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_unique<State>()) {
   state_->config = std::move(config);
   state_->options = std::move(options);
@@ -303,7 +279,6 @@ FitResult Trainer::fit() {
   const data::EpochSampler sampler(s.train_set.size(), s.config.data.shuffle, static_cast<std::uint64_t>(s.config.train.seed));
   const std::int64_t log_every = s.config.logging.every_steps;
   s.model->set_training(true);
-  set_learning_rate(*s.optimizer, learning_rate_at(s.config.scheduler, s.config.optimizer.lr, progress.step, s.total_steps));
 
   const auto run_start = Clock::now();
   double run_data_seconds = 0;
@@ -323,6 +298,9 @@ FitResult Trainer::fit() {
       const auto data_start = Clock::now();
       const auto indices = order.slice(0, progress.position, std::min(n, progress.position + s.effective_batch));
       const double data_seconds = seconds_since(data_start);
+      // The schedule is a function of the step alone, so a resumed run picks it up exactly.
+      const double lr = learning_rate_at(s.config.scheduler, s.config.optimizer.lr, progress.step, s.total_steps);
+      set_learning_rate(*s.optimizer, lr);
       const auto loss = s.train_step(indices);
       progress.position += indices.size(0);
       ++progress.step;
@@ -346,11 +324,14 @@ FitResult Trainer::fit() {
         m.samples_per_second = static_cast<double>(window_samples) / window_seconds;
         m.data_seconds = window_data / static_cast<double>(window_steps);
         m.compute_seconds = (window_seconds - window_data) / static_cast<double>(window_steps);
-        m.lr = learning_rate_at(s.config.scheduler, s.config.optimizer.lr, progress.step - 1, s.total_steps);
+        m.lr = lr;
         m.loss_scale = s.scaler->scale_value();
         m.skipped_steps = s.scaler->skipped_steps();
         m.eta_seconds = static_cast<double>(s.total_steps - progress.step) * window_seconds / static_cast<double>(window_steps);
-        s.fill_memory(m);
+        const auto memory = gpu_memory(s.device);
+        m.memory_allocated = memory.allocated;
+        m.memory_reserved = memory.reserved;
+        m.memory_peak = memory.peak;
         for (auto& sink : s.sinks) sink->on_step(m);
         result.last_loss = m.loss;
         window_loss.zero_();
@@ -364,8 +345,6 @@ FitResult Trainer::fit() {
         result.interrupted = true;
         break;
       }
-      // The next step's learning rate, set before its optimizer step.
-      set_learning_rate(*s.optimizer, learning_rate_at(s.config.scheduler, s.config.optimizer.lr, progress.step, s.total_steps));
     }
     if (progress.position >= n) {
       const double train_loss = epoch_steps > 0 ? epoch_loss.item<double>() / static_cast<double>(epoch_steps) : 0.0;
@@ -385,7 +364,6 @@ FitResult Trainer::fit() {
       if (s.config.checkpoint.every_epochs > 0 && progress.epoch % s.config.checkpoint.every_epochs == 0) s.checkpoint();
     }
   }
-  if (progress.step == 0 && s.total_steps == 0) s.note("nothing to train: total steps is 0");
   s.checkpoint();  // the state the run ends in, whether finished or stopped
   result.last_checkpoint = s.last_checkpoint;
   result.steps = progress.step;

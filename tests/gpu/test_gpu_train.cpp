@@ -4,12 +4,12 @@
 #include <torch/cuda.h>
 
 #include <filesystem>
-#include <sstream>
 
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/quiet_trainer.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -27,14 +27,6 @@ Config gpu_run(const std::string& name, std::vector<std::string> overrides) {
   return load_config({{}, all, ""});
 }
 
-std::ostringstream g_console;
-
-TrainerOptions quiet() {
-  TrainerOptions options;
-  options.console = &g_console;
-  return options;
-}
-
 }  // namespace
 
 class GpuTrainer : public ::testing::Test {
@@ -46,7 +38,7 @@ class GpuTrainer : public ::testing::Test {
 
 TEST_F(GpuTrainer, MixedPrecisionTrainsAndReportsMemory) {
   for (const char* precision : {"bf16-mixed", "fp16-mixed", "fp32"}) {
-    Trainer trainer(gpu_run(std::string("amp-") + precision, {std::string("train.precision=") + precision}), quiet());
+    Trainer trainer(gpu_run(std::string("amp-") + precision, {std::string("train.precision=") + precision}), test_support::quiet_trainer());
     EXPECT_EQ(trainer.device(), "cuda:0");
     const auto result = trainer.fit();
     EXPECT_EQ(result.steps, 16) << precision;
@@ -56,12 +48,12 @@ TEST_F(GpuTrainer, MixedPrecisionTrainsAndReportsMemory) {
 }
 
 TEST_F(GpuTrainer, ResumedRunEndsCloseToAnUninterruptedOne) {
-  Trainer straight(gpu_run("straight", {"train.cudnn_benchmark=false", "train.precision=fp32", "train.tf32=false"}), quiet());
+  Trainer straight(gpu_run("straight", {"train.cudnn_benchmark=false", "train.precision=fp32", "train.tf32=false"}), test_support::quiet_trainer());
   straight.fit();
   const auto config = gpu_run("resumed", {"train.cudnn_benchmark=false", "train.precision=fp32", "train.tf32=false"});
   {
     core::clear_stop_request();
-    auto options = quiet();
+    auto options = test_support::quiet_trainer();
     options.after_step = [](std::int64_t step) {
       if (step == 6) core::request_stop();
     };
@@ -69,7 +61,7 @@ TEST_F(GpuTrainer, ResumedRunEndsCloseToAnUninterruptedOne) {
     EXPECT_TRUE(first.fit().interrupted);
     core::clear_stop_request();
   }
-  Trainer second(config, quiet());
+  Trainer second(config, test_support::quiet_trainer());
   EXPECT_EQ(second.fit().start_step, 6);
   const auto a = straight.model().named_state(), b = second.model().named_state();
   ASSERT_EQ(a.size(), b.size());

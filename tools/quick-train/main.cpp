@@ -1,17 +1,13 @@
 // gputrain quick-train: the end-to-end smoke test CI runs to prove a GPU training step works here.
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <iostream>
 
+#include "check_report.hpp"
 #include "command.hpp"
 #include "gputrain/checks/report.hpp"
 #include "gputrain/checks/runner.hpp"
 #include "gputrain/checks/verify.hpp"
 #include "gputrain/core/build_info.hpp"
-#include "gputrain/core/error.hpp"
 #include "gputrain/train/quick_train.hpp"
 
 using namespace gputrain;
@@ -43,30 +39,19 @@ int main(int argc, char** argv) {
                         : precision == "bf16-mixed" ? train::Precision::bf16_mixed
                                                     : train::Precision::fp16_mixed;
     auto context = checks::gather_context(checks::Level::quick, allow_cpu);
-    std::ostream& report = json ? std::cerr : std::cout;
-    const bool color = !no_color && isatty(json ? STDERR_FILENO : STDOUT_FILENO);
+    const auto [report, color] = tools::report_stream(json, no_color);
     report << "gputrain " << core::build_info().gputrain_version << " quick-train\n";
     const auto outcomes = checks::run_checks(train::quick_train_steps(options), context, [&](const checks::Outcome& o) {
       checks::write_outcome(report, o, color);
       report.flush();
     });
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const auto t = checks::tally(outcomes);
-    int exit_code = t.fail + t.timeout > 0 ? int(ExitCode::failure) : int(ExitCode::ok);
-    if (context->inventory.gpus.empty() && !allow_cpu && options.device != "cpu") exit_code = int(ExitCode::environment);
+    const bool gpu_missing = context->inventory.gpus.empty() && !allow_cpu && options.device != "cpu";
+    const int exit_code = tools::checks_exit_code(outcomes, gpu_missing);
     report << checks::summary_line(outcomes, seconds, exit_code, "quick-train") << "\n";
     if (json) std::cout << checks::to_json(*context, outcomes, seconds, exit_code, "quick-train") << "\n";
-    if (!junit.empty()) {
-      std::ofstream file(junit);
-      file << checks::to_junit(outcomes, seconds, "quick-train");
-      if (!file) throw UsageError("cannot write JUnit XML to '" + junit + "'", "pass a writable path to --junit");
-    }
+    if (!junit.empty()) tools::write_junit_file(junit, checks::to_junit(outcomes, seconds, "quick-train"));
     return exit_code;
   });
-  if (checks::work_was_abandoned()) {
-    std::cout.flush();
-    std::cerr.flush();
-    std::_Exit(code);
-  }
-  return code;
+  return tools::exit_after_checks(code);
 }

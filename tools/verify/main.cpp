@@ -1,31 +1,15 @@
 // gputrain verify: is this box ready to train, and if not, what exactly to fix.
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <iostream>
 
+#include "check_report.hpp"
 #include "command.hpp"
 #include "gputrain/checks/report.hpp"
 #include "gputrain/checks/runner.hpp"
 #include "gputrain/checks/verify.hpp"
 #include "gputrain/core/build_info.hpp"
-#include "gputrain/core/error.hpp"
 
 using namespace gputrain;
-
-namespace {
-
-// 0: all pass (warnings allowed); 3: no usable GPU (unless --allow-cpu); 1: a check failed or
-// timed out. "No GPU" outranks the failures it causes.
-int exit_code_for(const checks::Context& context, const std::vector<checks::Outcome>& outcomes) {
-  if (context.inventory.gpus.empty() && !context.allow_cpu) return int(ExitCode::environment);
-  const auto t = checks::tally(outcomes);
-  return t.fail + t.timeout > 0 ? int(ExitCode::failure) : int(ExitCode::ok);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"gputrain verify: check that this machine is ready to train on its GPUs, and say what to fix.\n\n"
@@ -48,8 +32,7 @@ int main(int argc, char** argv) {
     const auto started = std::chrono::steady_clock::now();
     const auto lvl = level == "full" ? checks::Level::full : checks::Level::quick;
     auto context = checks::gather_context(lvl, allow_cpu);
-    std::ostream& report = json ? std::cerr : std::cout;
-    const bool color = !no_color && isatty(json ? STDERR_FILENO : STDOUT_FILENO);
+    const auto [report, color] = tools::report_stream(json, no_color);
     report << "gputrain " << core::build_info().gputrain_version << " verify (level " << level << ")\n";
 
     std::string area;
@@ -59,21 +42,11 @@ int main(int argc, char** argv) {
       report.flush();
     });
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const int exit_code = exit_code_for(*context, outcomes);
+    const int exit_code = tools::checks_exit_code(outcomes, context->inventory.gpus.empty() && !allow_cpu);
     report << checks::summary_line(outcomes, seconds, exit_code) << "\n";
     if (json) std::cout << checks::to_json(*context, outcomes, seconds, exit_code) << "\n";
-    if (!junit.empty()) {
-      std::ofstream file(junit);
-      file << checks::to_junit(outcomes, seconds);
-      if (!file) throw UsageError("cannot write JUnit XML to '" + junit + "'", "pass a writable path to --junit");
-    }
+    if (!junit.empty()) tools::write_junit_file(junit, checks::to_junit(outcomes, seconds));
     return exit_code;
   });
-  if (checks::work_was_abandoned()) {
-    // A check is stuck in the driver: leave without running destructors it might race with.
-    std::cout.flush();
-    std::cerr.flush();
-    std::_Exit(code);
-  }
-  return code;
+  return tools::exit_after_checks(code);
 }

@@ -3,7 +3,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
@@ -11,6 +10,7 @@
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/quiet_trainer.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -20,23 +20,16 @@ namespace {
 
 // A small deterministic CPU run: 96 samples, batch 16 -> 6 steps per epoch, 2 epochs; dropout
 // on, so the RNG state matters for an exact resume.
-Config small_run(const std::string& name, std::vector<std::string> overrides = {}) {
+// `fresh`: start from an empty run directory (false: keep what an earlier run left there).
+Config small_run(const std::string& name, std::vector<std::string> overrides = {}, bool fresh = true) {
   const auto dir = fs::temp_directory_path() / ("gputrain-trainer-" + name);
-  fs::remove_all(dir);
+  if (fresh) fs::remove_all(dir);
   std::vector<std::string> all{"model.name=mlp", "model.hidden=[32, 16]", "model.dropout=0.2", "data.shape=[10]",
                                "data.classes=3", "data.samples=96", "data.val_samples=32", "train.epochs=2",
                                "train.batch_size=16", "train.deterministic=true", "device=cpu",
                                "logging.progress=off", "logging.every_steps=2", "logging.dir=" + dir.string()};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return load_config({{}, all, ""});
-}
-
-std::ostringstream g_console;
-
-TrainerOptions quiet() {
-  TrainerOptions options;
-  options.console = &g_console;
-  return options;
 }
 
 NamedTensors final_state(Trainer& trainer) {
@@ -64,7 +57,7 @@ int count_lines(const fs::path& path, const std::string& needle) {
 
 TEST(Trainer, TrainsAndWritesEverythingToTheRunDirectory) {
   const auto config = small_run("complete");
-  Trainer trainer(config, quiet());
+  Trainer trainer(config, test_support::quiet_trainer());
   const auto result = trainer.fit();
   EXPECT_FALSE(result.interrupted);
   EXPECT_EQ(result.steps, 12);
@@ -83,26 +76,26 @@ TEST(Trainer, TrainsAndWritesEverythingToTheRunDirectory) {
 }
 
 TEST(Trainer, MaxStepsStopsEarly) {
-  Trainer trainer(small_run("max-steps", {"train.max_steps=5"}), quiet());
+  Trainer trainer(small_run("max-steps", {"train.max_steps=5"}), test_support::quiet_trainer());
   EXPECT_EQ(trainer.fit().steps, 5);
 }
 
 TEST(Trainer, LossFallsOnALearnableTask) {
-  Trainer trainer(small_run("learns", {"train.epochs=8", "model.dropout=0", "optimizer.lr=0.01"}), quiet());
+  Trainer trainer(small_run("learns", {"train.epochs=8", "model.dropout=0", "optimizer.lr=0.01"}), test_support::quiet_trainer());
   const auto result = trainer.fit();
   EXPECT_LT(*result.last_loss, 0.7 * *result.first_loss);
 }
 
 // A run stopped mid-epoch and resumed ends with bit-identical parameters (CPU, deterministic).
 TEST(Trainer, StoppedAndResumedRunMatchesAnUninterruptedOneExactly) {
-  Trainer straight(small_run("straight"), quiet());
+  Trainer straight(small_run("straight"), test_support::quiet_trainer());
   straight.fit();
   const auto expected = final_state(straight);
 
   const auto config = small_run("resumed");
   {
     core::clear_stop_request();
-    auto options = quiet();
+    auto options = test_support::quiet_trainer();
     options.after_step = [](std::int64_t step) {
       if (step == 4) core::request_stop();
     };
@@ -114,7 +107,7 @@ TEST(Trainer, StoppedAndResumedRunMatchesAnUninterruptedOneExactly) {
     EXPECT_TRUE(fs::exists(stopped.last_checkpoint));
     EXPECT_TRUE(stopped.weights_path.empty());
   }
-  Trainer second(config, quiet());
+  Trainer second(config, test_support::quiet_trainer());
   const auto resumed = second.fit();
   EXPECT_EQ(resumed.start_step, 4);
   EXPECT_EQ(resumed.steps, 12);
@@ -123,9 +116,9 @@ TEST(Trainer, StoppedAndResumedRunMatchesAnUninterruptedOneExactly) {
 
 // Accumulating two micro-batches of 8 is one step on the batch of 16 they make.
 TEST(Trainer, GradientAccumulationMatchesTheLargerBatch) {
-  Trainer big(small_run("accum-big", {"model.dropout=0", "train.max_steps=3"}), quiet());
+  Trainer big(small_run("accum-big", {"model.dropout=0", "train.max_steps=3"}), test_support::quiet_trainer());
   big.fit();
-  Trainer accumulated(small_run("accum-small", {"model.dropout=0", "train.max_steps=3", "train.batch_size=8", "train.grad_accum=2"}), quiet());
+  Trainer accumulated(small_run("accum-small", {"model.dropout=0", "train.max_steps=3", "train.batch_size=8", "train.grad_accum=2"}), test_support::quiet_trainer());
   accumulated.fit();
   const auto a = final_state(big), b = final_state(accumulated);
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::allclose(a[i].second, b[i].second, 1e-5, 1e-6)) << a[i].first;
@@ -133,7 +126,7 @@ TEST(Trainer, GradientAccumulationMatchesTheLargerBatch) {
 
 TEST(Trainer, KeepsOnlyTheLastCheckpoints) {
   const auto config = small_run("keep-last", {"checkpoint.every_steps=1", "checkpoint.keep_last=2"});
-  Trainer trainer(config, quiet());
+  Trainer trainer(config, test_support::quiet_trainer());
   trainer.fit();
   const CheckpointStore store(config.checkpoint_dir(), 2);
   const auto kept = store.periodic();
@@ -143,14 +136,8 @@ TEST(Trainer, KeepsOnlyTheLastCheckpoints) {
 }
 
 TEST(Trainer, ResumeNeverStartsOver) {
-  const auto config = small_run("resume-never", {"train.max_steps=3"});
-  Trainer(config, quiet()).fit();
-  auto again = load_config({{}, {"model.name=mlp", "model.hidden=[32, 16]", "model.dropout=0.2", "data.shape=[10]", "data.classes=3",
-                                 "data.samples=96", "data.val_samples=32", "train.batch_size=16", "device=cpu",
-                                 "logging.progress=off", "checkpoint.resume=never", "train.max_steps=3",
-                                 "logging.dir=" + config.logging.dir},
-                            ""});
-  Trainer trainer(again, quiet());
+  Trainer(small_run("resume-never", {"train.max_steps=3"}), test_support::quiet_trainer()).fit();
+  Trainer trainer(small_run("resume-never", {"train.max_steps=3", "checkpoint.resume=never"}, /*fresh=*/false), test_support::quiet_trainer());
   EXPECT_EQ(trainer.fit().start_step, 0);
 }
 
@@ -158,7 +145,7 @@ TEST(Trainer, Fp16AndBf16MixedPrecisionTrainOnCpu) {
   for (const char* precision : {"fp16-mixed", "bf16-mixed"}) {
     Trainer trainer(small_run(std::string("amp-") + precision, {std::string("train.precision=") + precision, "train.max_steps=4",
                                                                  "train.deterministic=false"}),
-                    quiet());
+                    test_support::quiet_trainer());
     const auto result = trainer.fit();
     EXPECT_EQ(result.steps, 4) << precision;
     EXPECT_TRUE(std::isfinite(*result.last_loss)) << precision;
@@ -166,5 +153,5 @@ TEST(Trainer, Fp16AndBf16MixedPrecisionTrainOnCpu) {
 }
 
 TEST(Trainer, BatchSizeAutoIsRefusedUntilSizingExists) {
-  EXPECT_THROW(Trainer(small_run("auto-batch", {"train.batch_size=auto"}), quiet()), UsageError);
+  EXPECT_THROW(Trainer(small_run("auto-batch", {"train.batch_size=auto"}), test_support::quiet_trainer()), UsageError);
 }

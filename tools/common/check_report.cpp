@@ -1,0 +1,37 @@
+#include "check_report.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "gputrain/checks/report.hpp"
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::tools {
+
+int checks_exit_code(const std::vector<checks::Outcome>& outcomes, bool gpu_required_but_missing) {
+  if (gpu_required_but_missing) return int(ExitCode::environment);
+  const auto t = checks::tally(outcomes);
+  return t.fail + t.timeout > 0 ? int(ExitCode::failure) : int(ExitCode::ok);
+}
+
+ReportStream report_stream(bool json, bool no_color) {
+  return ReportStream{json ? std::cerr : std::cout, !no_color && isatty(json ? STDERR_FILENO : STDOUT_FILENO)};
+}
+
+void write_junit_file(const std::string& path, const std::string& xml) {
+  std::ofstream file(path);
+  file << xml;
+  if (!file) throw UsageError("cannot write JUnit XML to '" + path + "'", "pass a writable path to --junit");
+}
+
+int exit_after_checks(int code) {
+  if (!checks::work_was_abandoned()) return code;
+  std::cout.flush();
+  std::cerr.flush();
+  std::_Exit(code);
+}
+
+}  // namespace gputrain::tools
