@@ -73,6 +73,12 @@ torch::serialize::InputArchive open(const std::string& path, c10::Device device)
   return archive;
 }
 
+std::string read_config(torch::serialize::InputArchive& archive) {
+  c10::IValue config;
+  archive.read("config", config);
+  return config.toStringRef();
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const CheckpointParts& parts, const TrainingProgress& progress,
@@ -98,7 +104,7 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
   core::write_file_atomically(path, bytes.str());
 }
 
-TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts) {
+TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, std::string* config_yaml) {
   auto archive = open(path, parts.device);
   load_named_state(parts.model, read_named(archive, "model"));
   torch::serialize::InputArchive optimizer;
@@ -119,14 +125,13 @@ TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts&
     archive.read("progress.best", best);
     progress.best_metric = best.toDouble();
   }
+  if (config_yaml) *config_yaml = read_config(archive);
   return progress;
 }
 
 std::string checkpoint_config(const std::string& path) {
   auto archive = open(path, c10::Device(at::kCPU));
-  c10::IValue config;
-  archive.read("config", config);
-  return config.toStringRef();
+  return read_config(archive);
 }
 
 CheckpointStore::CheckpointStore(std::string dir, std::int64_t keep_last) : dir_(std::move(dir)), keep_last_(keep_last) {}

@@ -165,10 +165,11 @@ void Trainer::State::resume() {
     path = config.checkpoint.resume;
   }
   if (path.empty()) return;
-  progress = load_checkpoint(path, parts());
+  std::string saved_config;
+  progress = load_checkpoint(path, parts(), &saved_config);
   last_saved_step = progress.step;
   last_checkpoint = path;
-  if (checkpoint_config(path) != config_yaml)
+  if (saved_config != config_yaml)
     note("note: the config differs from the one " + path + " was written with (both are kept: config.yaml and the checkpoint)");
 }
 
@@ -210,8 +211,8 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
   if (val_set.size() == 0) return m;
   model->set_training(false);
   at::NoGradGuard no_grad;
-  const auto f32 = at::TensorOptions().device(device).dtype(at::kDouble);
-  at::Tensor loss_sum = at::zeros({}, f32), correct = at::zeros({}, f32), se = at::zeros({}, f32), ae = at::zeros({}, f32);
+  const auto f64 = at::TensorOptions().device(device).dtype(at::kDouble);
+  at::Tensor loss_sum = at::zeros({}, f64), correct = at::zeros({}, f64), se = at::zeros({}, f64), ae = at::zeros({}, f64);
   const std::int64_t n = val_set.size();
   for (std::int64_t start = 0; start < n; start += micro_batch) {
     auto inputs = val_set.inputs.slice(0, start, std::min(n, start + micro_batch));

@@ -39,9 +39,10 @@ struct CheckpointParts {
 void save_checkpoint(const std::string& path, const CheckpointParts& parts, const TrainingProgress& progress,
                      const std::string& config_yaml);
 
-/// Restores model, optimizer, scaler and RNG states from `path`; returns the saved progress.
+/// Restores model, optimizer, scaler and RNG states from `path`; returns the saved progress and,
+/// when `config_yaml` is given, stores the config the checkpoint was written with there.
 /// Throws Error when the file is unreadable or belongs to a different model.
-TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts);
+TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, std::string* config_yaml = nullptr);
 
 /// The resolved config (YAML) stored in a checkpoint.
 std::string checkpoint_config(const std::string& path);
