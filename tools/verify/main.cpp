@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   std::string level = "quick";
   bool json = false, allow_cpu = false, no_color = false;
   std::string junit;
-  app.add_option("--level", level, "quick (default, about 10 s) or full (adds a 40 s burn and larger transfers)")
+  app.add_option("--level", level, "quick (default, short measurements) or full (adds a 40 s burn and larger transfers)")
       ->check(CLI::IsMember({"quick", "full"}))
       ->envname("GPUTRAIN_VERIFY_LEVEL");
   app.add_flag("--json", json, "write the results as JSON to stdout (the report goes to stderr)");
