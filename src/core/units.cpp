@@ -1,7 +1,10 @@
 #include "gputrain/core/units.hpp"
 
 #include <array>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace gputrain::core {
 
@@ -21,6 +24,34 @@ std::string format_fixed(double value, int decimals) {
   std::array<char, 64> buffer{};
   std::snprintf(buffer.data(), buffer.size(), "%.*f", decimals, value);
   return buffer.data();
+}
+
+std::optional<std::uint64_t> parse_bytes(const std::string& text) {
+  struct Unit {
+    const char* name;
+    double bytes;
+  };
+  // Single letters and "iB" suffixes are binary (as nvidia-smi and Kubernetes' Gi mean); "KB",
+  // "MB", "GB", "TB" are decimal.
+  static constexpr std::array<Unit, 17> kUnits = {{{"", 1.0}, {"B", 1.0},
+      {"K", 0x1p10}, {"KiB", 0x1p10}, {"Ki", 0x1p10}, {"KB", 1e3},
+      {"M", 0x1p20}, {"MiB", 0x1p20}, {"Mi", 0x1p20}, {"MB", 1e6},
+      {"G", 0x1p30}, {"GiB", 0x1p30}, {"Gi", 0x1p30}, {"GB", 1e9},
+      {"T", 0x1p40}, {"TiB", 0x1p40}, {"TB", 1e12}}};
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  const double value = std::strtod(begin, &end);
+  if (end == begin || !std::isfinite(value) || value < 0 || *begin == '-' || *begin == '+') return std::nullopt;
+  std::string suffix(end);
+  while (!suffix.empty() && std::isspace(static_cast<unsigned char>(suffix.front()))) suffix.erase(0, 1);
+  for (const auto& unit : kUnits) {
+    if (suffix != unit.name) continue;
+    const double bytes = value * unit.bytes;
+    if (bytes >= 0x1p63) return std::nullopt;
+    if (unit.bytes == 1.0 && value != std::floor(value)) return std::nullopt;  // "1.5" bytes
+    return static_cast<std::uint64_t>(bytes);
+  }
+  return std::nullopt;
 }
 
 }  // namespace gputrain::core

@@ -64,6 +64,9 @@ bool is_section(const std::string& prefix) {
   return false;
 }
 
+// A section with a `name` key takes a plain value as that name: "device: cuda", "optimizer: sgd".
+const Field* shorthand_field(const std::string& section) { return find_field(section + ".name"); }
+
 void apply_node(Config& config, const std::string& prefix, const YAML::Node& node, const std::string& origin) {
   std::set<std::string> seen;
   for (const auto& entry : node) {
@@ -76,6 +79,10 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
       field->assign(config, FieldValue{entry.second, where(origin, entry.second.Mark()), key});
     } else if (is_section(key)) {
       if (entry.second.IsNull()) continue;  // "logging:" with nothing under it
+      if (const Field* name_field = shorthand_field(key); name_field && entry.second.IsScalar()) {  // "device: cuda"
+        name_field->assign(config, FieldValue{entry.second, where(origin, entry.second.Mark()), key + ".name"});
+        continue;
+      }
       if (!entry.second.IsMap())
         throw UsageError(at + ": '" + key + "' is a section, not a value",
                          "write its keys under it, indented: " + section_keys(key));
@@ -119,6 +126,7 @@ void apply_override(Config& config, const std::string& assignment) {
     throw UsageError(origin + ": expected KEY=VALUE, e.g. --set train.max_steps=100", "write the key, '=', then the value");
   const std::string key = assignment.substr(0, eq);
   const Field* field = find_field(key);
+  if (!field) field = shorthand_field(key);
   if (!field) {
     if (is_section(key))
       throw UsageError(origin + ": '" + key + "' is a section; set one of its keys", "its keys: " + section_keys(key));

@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <limits>
 #include <regex>
+#include <utility>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/train/model_registry.hpp"
 
 namespace gputrain::train {
@@ -147,22 +149,6 @@ Field precision_field() {
           [](const Config& c) { return YAML::Node(to_string(c.train.precision)); }};
 }
 
-Field batch_size_field() {
-  return {"train.batch_size",
-          [](Config& c, const FieldValue& v) {
-            if (v.node.IsScalar() && v.node.Scalar() == "auto") {
-              c.train.batch_size.reset();
-              return;
-            }
-            if (!v.node.IsScalar()) reject(v, found_text(v.node), "an integer >= 1 or auto");
-            char* end = nullptr;
-            const long long value = std::strtoll(v.node.Scalar().c_str(), &end, 10);
-            if (v.node.Scalar().empty() || *end != '\0' || value < 1) reject(v, found_text(v.node), "an integer >= 1 or auto");
-            c.train.batch_size = value;
-          },
-          [](const Config& c) { return c.train.batch_size ? YAML::Node(*c.train.batch_size) : YAML::Node("auto"); }};
-}
-
 Field betas_field() {
   return {"optimizer.betas",
           [](Config& c, const FieldValue& v) {
@@ -193,16 +179,60 @@ Field model_name_field() {
           [](const Config& c) { return YAML::Node(c.model.name); }};
 }
 
-Field device_field() {
-  return {"device",
+Field device_name_field() {
+  return {"device.name",
           [](Config& c, const FieldValue& v) {
             const std::string allowed = "auto, cpu, cuda or cuda:N";
             const std::string text = scalar(v, allowed);
             static const std::regex pattern("auto|cpu|cuda|cuda:[0-9]+");
             if (!std::regex_match(text, pattern)) reject(v, found_text(v.node), allowed);
-            c.device = text;
+            c.device.name = text;
           },
-          [](const Config& c) { return YAML::Node(c.device); }};
+          [](const Config& c) { return YAML::Node(c.device.name); }};
+}
+
+// A size in the largest unit that writes it exactly: 8GiB, 1536MiB, 1000 (bytes).
+std::string size_text(std::uint64_t bytes) {
+  if (bytes == 0) return "none";
+  for (const auto& [unit, name] : {std::pair{core::kGiB, "GiB"}, std::pair{core::kMiB, "MiB"}, std::pair{core::kKiB, "KiB"}})
+    if (bytes % unit == 0) return std::to_string(bytes / unit) + name;
+  return std::to_string(bytes);
+}
+
+Field max_memory_field() {
+  return {"device.max_memory",
+          [](Config& c, const FieldValue& v) {
+            const std::string allowed = "a size such as 8GiB, 512MiB or 8GB, or none";
+            const std::string text = scalar(v, allowed);
+            if (text == "none" || text == "0") {
+              c.device.max_memory = 0;
+              return;
+            }
+            const auto bytes = core::parse_bytes(text);
+            if (!bytes || *bytes < core::kMiB) reject(v, found_text(v.node), allowed + " (at least 1MiB)");
+            c.device.max_memory = *bytes;
+          },
+          [](const Config& c) { return YAML::Node(size_text(c.device.max_memory)); }};
+}
+
+// An integer, or `auto` (stored as nullopt).
+template <typename Get>
+Field int_or_auto_field(std::string key, Get get, Int min) {
+  return {std::move(key),
+          [=](Config& c, const FieldValue& v) {
+            if (v.node.IsScalar() && v.node.Scalar() == "auto") {
+              get(c).reset();
+              return;
+            }
+            const std::string allowed = "an integer >= " + std::to_string(min) + " or auto";
+            const std::string text = scalar(v, allowed);
+            char* end = nullptr;
+            errno = 0;
+            const long long value = std::strtoll(text.c_str(), &end, 10);
+            if (text.empty() || *end != '\0' || errno == ERANGE || value < min) reject(v, found_text(v.node), allowed);
+            get(c) = value;
+          },
+          [=](const Config& c) { return get(c) ? YAML::Node(*get(c)) : YAML::Node("auto"); }};
 }
 
 std::vector<Field> make_schema() {
@@ -230,10 +260,12 @@ std::vector<Field> make_schema() {
     int_field("data.samples", [](auto& c) -> auto& { return c.data.samples; }, 1),
     int_field("data.val_samples", [](auto& c) -> auto& { return c.data.val_samples; }, 0),
     bool_field("data.shuffle", [](auto& c) -> auto& { return c.data.shuffle; }),
+    int_or_auto_field("data.num_workers", [](auto& c) -> auto& { return c.data.num_workers; }, 0),
 
     int_field("train.epochs", [](auto& c) -> auto& { return c.train.epochs; }, 1),
     int_field("train.max_steps", [](auto& c) -> auto& { return c.train.max_steps; }, 0),
-    batch_size_field(),
+    int_or_auto_field("train.batch_size", [](auto& c) -> auto& { return c.train.batch_size; }, 1),
+    int_field("train.max_batch_size", [](auto& c) -> auto& { return c.train.max_batch_size; }, 0),
     int_field("train.grad_accum", [](auto& c) -> auto& { return c.train.grad_accum; }, 1),
     precision_field(),
     bool_field("train.tf32", [](auto& c) -> auto& { return c.train.tf32; }),
@@ -272,7 +304,15 @@ std::vector<Field> make_schema() {
     bool_field("logging.tensorboard", [](auto& c) -> auto& { return c.logging.tensorboard; }),
     choice_field("logging.progress", [](auto& c) -> auto& { return c.logging.progress; }, {"auto", "bar", "lines", "off"}),
 
-    device_field(),
+    double_field("sizing.target_fraction", [](auto& c) -> auto& { return c.sizing.target_fraction; }, 0.05, 1.0),
+    choice_field("sizing.objective", [](auto& c) -> auto& { return c.sizing.objective; }, {"memory", "throughput"}),
+
+    int_field("oom.max_halvings", [](auto& c) -> auto& { return c.oom.max_halvings; }, 0, 20),
+    int_field("oom.min_micro_batch", [](auto& c) -> auto& { return c.oom.min_micro_batch; }, 1),
+    int_field("oom.regrow_after", [](auto& c) -> auto& { return c.oom.regrow_after; }, 0),
+
+    device_name_field(),
+    max_memory_field(),
   };
   // clang-format on
 }

@@ -1,7 +1,6 @@
 #include "device_settings.hpp"
 
 #include <ATen/Context.h>
-#include <c10/cuda/CUDACachingAllocator.h>
 
 #include <cstdlib>
 
@@ -18,15 +17,6 @@ void apply_backend_settings(const TrainConfig& t) {
     ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
   }
   ctx.setDeterministicAlgorithms(t.deterministic, /*warn_only=*/false);
-}
-
-GpuMemory gpu_memory(c10::Device device) {
-  if (!device.is_cuda()) return {};
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-  const auto all = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
-  return GpuMemory{static_cast<std::uint64_t>(stats.allocated_bytes[all].current),
-                   static_cast<std::uint64_t>(stats.reserved_bytes[all].current),
-                   static_cast<std::uint64_t>(stats.allocated_bytes[all].peak)};
 }
 
 }  // namespace gputrain::train

@@ -25,7 +25,8 @@ class JsonlSink final : public MetricSink {
   // Marks where each run (or resumed part of one) begins: the file is appended to, never rewritten.
   void on_start(const RunInfo& i) override {
     write({{"kind", "start"}, {"model", i.model}, {"parameters", i.parameters}, {"device", i.device},
-           {"precision", i.precision}, {"batch_size", i.batch_size}, {"grad_accum", i.grad_accum},
+           {"precision", i.precision}, {"batch_size", i.batch_size}, {"batch_size_auto", i.batch_size_auto},
+           {"grad_accum", i.grad_accum}, {"num_workers", i.num_workers},
            {"total_steps", i.total_steps}, {"steps_per_epoch", i.steps_per_epoch}, {"start_step", i.start_step}});
   }
   void on_step(const StepMetrics& m) override {
@@ -34,7 +35,14 @@ class JsonlSink final : public MetricSink {
            {"compute_seconds", m.compute_seconds}, {"data_stall_percent", m.data_stall_percent()}, {"lr", m.lr},
            {"loss_scale", m.loss_scale}, {"skipped_steps", m.skipped_steps},
            {"memory_allocated", m.memory_allocated}, {"memory_reserved", m.memory_reserved},
-           {"memory_peak", m.memory_peak}});
+           {"memory_peak", m.memory_peak}, {"micro_batch", m.micro_batch}, {"oom_events", m.oom_events}});
+  }
+  void on_oom(const memory::OomEvent& e) override {
+    write({{"kind", "oom"}, {"step", e.step}, {"phase", e.phase}, {"old_micro_batch", e.old_micro_batch},
+           {"new_micro_batch", e.new_micro_batch}, {"regrow", e.regrow}, {"recovered", e.new_micro_batch > 0},
+           {"memory_allocated", e.memory.allocated}, {"memory_reserved", e.memory.reserved},
+           {"memory_peak", e.memory.peak}, {"memory_limit", e.memory.limit}, {"limit_source", e.memory.limit_source},
+           {"message", e.message}});
   }
   void on_epoch(const EpochMetrics& m) override {
     nlohmann::json line = {{"kind", "epoch"}, {"epoch", m.epoch}, {"step", m.step}, {"train_loss", m.train_loss}, {"seconds", m.seconds}};
@@ -63,7 +71,8 @@ class TensorBoardSink final : public MetricSink {
     writer_.add_scalar("train/samples_per_second", m.samples_per_second, m.step);
     writer_.add_scalar("train/data_stall_percent", m.data_stall_percent(), m.step);
     if (m.loss_scale != 1.0) writer_.add_scalar("train/loss_scale", m.loss_scale, m.step);
-    if (m.memory_reserved > 0) writer_.add_scalar("gpu/memory_allocated_gib", double(m.memory_allocated) / (1 << 30), m.step);
+    if (m.memory_reserved > 0) writer_.add_scalar("memory/allocated_gib", double(m.memory_allocated) / (1 << 30), m.step);
+    if (m.oom_events > 0) writer_.add_scalar("memory/oom_events", double(m.oom_events), m.step);
     writer_.flush();
   }
   void on_epoch(const EpochMetrics& m) override {
@@ -89,6 +98,7 @@ class LogFileSink final : public MetricSink {
   }
   void on_step(const StepMetrics& m) override { write(step_line(m, total_steps_)); }
   void on_epoch(const EpochMetrics& m) override { write(epoch_line(m, epochs_)); }
+  void on_oom(const memory::OomEvent& e) override { write(oom_line(e)); }
   void on_note(const std::string& note) override { write(note); }
 
  private:

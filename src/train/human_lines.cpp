@@ -17,9 +17,9 @@ std::string format_duration(double seconds) {
 std::string header_line(const RunInfo& i) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "training %s (%.2f M parameters) on %s, %s, batch %lld x %lld accumulation, %lld steps (%lld per epoch)%s; run dir %s",
+                "training %s (%.2f M parameters) on %s, %s, batch %lld%s x %lld accumulation, %lld steps (%lld per epoch)%s; run dir %s",
                 i.model.c_str(), static_cast<double>(i.parameters) / 1e6, i.device.c_str(), i.precision.c_str(),
-                static_cast<long long>(i.batch_size), static_cast<long long>(i.grad_accum),
+                static_cast<long long>(i.batch_size), i.batch_size_auto ? " (auto)" : "", static_cast<long long>(i.grad_accum),
                 static_cast<long long>(i.total_steps), static_cast<long long>(i.steps_per_epoch),
                 i.start_step > 0 ? (", resuming at step " + std::to_string(i.start_step)).c_str() : "", i.run_dir.c_str());
   return buf;
@@ -33,6 +33,7 @@ std::string step_line(const StepMetrics& m, std::int64_t total_steps) {
   std::string line = buf;
   if (m.loss_scale != 1.0) line += " scale " + core::format_fixed(m.loss_scale, 0);
   if (m.skipped_steps > 0) line += " skipped " + std::to_string(m.skipped_steps);
+  if (m.oom_events > 0) line += " oom " + std::to_string(m.oom_events) + " (micro-batch " + std::to_string(m.micro_batch) + ")";
   if (m.memory_reserved > 0)
     line += " mem " + core::format_bytes(m.memory_allocated) + " / " + core::format_bytes(m.memory_reserved) +
             " (peak " + core::format_bytes(m.memory_peak) + ")";
@@ -47,6 +48,19 @@ std::string epoch_line(const EpochMetrics& m, std::int64_t epochs) {
   if (m.val_mse) line += ", val mse " + core::format_fixed(*m.val_mse, 4);
   if (m.val_mae) line += ", val mae " + core::format_fixed(*m.val_mae, 4);
   return line;
+}
+
+std::string oom_line(const memory::OomEvent& e) {
+  std::string line = "out of memory in " + e.phase + " step " + std::to_string(e.step + 1) + " at micro-batch " +
+                     std::to_string(e.old_micro_batch);
+  if (e.new_micro_batch == 0) {
+    line += ": no smaller micro-batch allowed";
+  } else if (e.regrow) {
+    line += " (trying the larger size again): back to " + std::to_string(e.new_micro_batch);
+  } else {
+    line += ": split into micro-batches of " + std::to_string(e.new_micro_batch) + " (same samples, same step)";
+  }
+  return line + "; " + memory::describe(e.memory);
 }
 
 }  // namespace gputrain::train

@@ -10,5 +10,6 @@ namespace gputrain::train {
 std::string header_line(const RunInfo& info);
 std::string step_line(const StepMetrics& m, std::int64_t total_steps);
 std::string epoch_line(const EpochMetrics& m, std::int64_t epochs);
+std::string oom_line(const memory::OomEvent& e);
 
 }  // namespace gputrain::train

@@ -14,6 +14,7 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
 #include "gputrain/device/select.hpp"
+#include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
@@ -42,7 +43,7 @@ struct Run {
 // Every step reports the GPU memory allocated after it, in its detail and as a figure.
 Result with_memory(Result result, const Run& run) {
   if (run.device.is_cuda()) {
-    const auto bytes = gpu_memory(run.device).allocated;
+    const auto bytes = memory::memory_figures(run.device).allocated;
     result.detail += "; GPU memory " + core::format_bytes(bytes);
     result.figures.push_back(Figure{"gpu_memory_allocated", static_cast<double>(bytes) / double(core::kMiB), "MiB", std::nullopt});
   }

@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <torch/cuda.h>
-#include <torch/nn/utils/clip_grad.h>
+#include <torch/csrc/autograd/grad_mode.h>
 #include <torch/optim/optimizer.h>
 
 #include <chrono>
@@ -14,18 +14,24 @@
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/data/epoch_sampler.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
-#include "gputrain/device/gpu_info.hpp"
-#include "gputrain/device/select.hpp"
+#include "gputrain/device/system_info.hpp"
+#include "gputrain/memory/device_memory.hpp"
+#include "gputrain/memory/oom_guard.hpp"
+#include "gputrain/sizing/auto_workers.hpp"
 #include "gputrain/train/amp.hpp"
+#include "gputrain/train/batch_size.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/lr_schedule.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/optimizer.hpp"
+#include "gputrain/train/run_setup.hpp"
 #include "device_settings.hpp"
+#include "training_step.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -34,16 +40,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-c10::Device choose_device(const std::string& spec) {
-  if (spec == "cpu") return c10::Device(at::kCPU);
-  const auto choice = device::select_device(spec, device::discover_gpus());
-  if (choice.kind == device::DeviceChoice::Kind::cpu) return c10::Device(at::kCPU);
-  if (!torch::cuda::is_available())
-    throw EnvironmentError("the driver reports a GPU but LibTorch cannot use CUDA",
-                           "run `gputrain verify` to see which CUDA library or driver is at fault");
-  return c10::Device(at::kCUDA, static_cast<c10::DeviceIndex>(choice.index));
-}
 
 void seed_everything(std::uint64_t seed, c10::Device device) {
   auto cpu = at::globalContext().defaultGenerator(at::kCPU);
@@ -67,6 +63,15 @@ std::optional<double> metric_value(const EpochMetrics& m, const std::string& nam
   return std::nullopt;
 }
 
+// Training processes on this node: LOCAL_WORLD_SIZE when a launcher set it, else this one.
+int ranks_on_this_node() {
+  const char* value = std::getenv("LOCAL_WORLD_SIZE");
+  const int ranks = value ? std::atoi(value) : 0;
+  return ranks > 0 ? ranks : 1;
+}
+
+memory::OomPolicy oom_policy(const OomConfig& c) { return {c.max_halvings, c.min_micro_batch, c.regrow_after}; }
+
 }  // namespace
 
 struct Trainer::State {
@@ -80,22 +85,30 @@ struct Trainer::State {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<GradScaler> scaler;
   std::unique_ptr<CheckpointStore> store;
+  std::unique_ptr<memory::OomGuard> train_guard, val_guard;
   std::vector<std::unique_ptr<MetricSink>> sinks;
   TrainingProgress progress;
-  std::int64_t micro_batch = 0, effective_batch = 0, steps_per_epoch = 0, total_steps = 0;
+  std::int64_t micro_batch = 0, effective_batch = 0, steps_per_epoch = 0, total_steps = 0, num_workers = 0;
   std::int64_t last_saved_step = -1;
   std::string last_checkpoint;
   std::vector<std::string> pending_notes;  // said before the sinks exist, shown once they do
   bool classification = true;
 
   CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
+  StepParts step_parts() {
+    return StepParts{*model, *optimizer, *scaler, params, train_set, config.train, classification, device};
+  }
   void note(const std::string& line) {
     for (auto& s : sinks) s->on_note(line);
   }
-  at::Tensor loss_of(const at::Tensor& output, const at::Tensor& target) const {
-    return classification ? at::cross_entropy_loss(output, target) : at::mse_loss(output, target);
+  void report_oom_events(memory::OomGuard& guard) {
+    for (const auto& event : guard.take_events())
+      for (auto& s : sinks) s->on_oom(event);
   }
+  std::int64_t oom_events() const { return train_guard->oom_count() + val_guard->oom_count(); }
   void setup();
+  void choose_batch_size();
+  void resolve_workers();
   void make_sinks(std::int64_t start_step);
   void resume();
   at::Tensor train_step(const at::Tensor& indices);
@@ -104,41 +117,62 @@ struct Trainer::State {
 };
 
 void Trainer::State::setup() {
-  if (!config.train.batch_size)
-    throw UsageError("train.batch_size: auto is not available yet (automatic batch sizing is tracked in its own issue)",
-                     "set train.batch_size to an integer, e.g. --set train.batch_size=64");
-  device = choose_device(config.device);
-  if (config.device == "auto" && !device.is_cuda())
-    pending_notes.push_back("no GPU is visible: training on the CPU (run `gputrain verify` to see why)");
+  auto run_device = prepare_device(config);
+  device = run_device.device;
+  pending_notes = run_device.notes;
   apply_backend_settings(config.train);
-  seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
   classification = config.data.task == "classification";
-  const std::int64_t outputs = classification ? config.data.classes : config.data.outputs;
-
-  data::SyntheticSpec spec{config.data.task, config.data.shape, outputs, static_cast<std::uint64_t>(config.train.seed)};
-  train_set = data::make_synthetic(spec, config.data.samples, 0);
-  if (config.data.val_samples > 0) val_set = data::make_synthetic(spec, config.data.val_samples, 1);
-  // The synthetic set is small enough to live on the device; batches are gathered there.
-  train_set = {train_set.inputs.to(device), train_set.targets.to(device)};
-  if (val_set.size() > 0) val_set = {val_set.inputs.to(device), val_set.targets.to(device)};
-
-  model = build_model(ModelSpec{config.model, config.data.shape, outputs});
+  auto data = load_data(config, device);
+  train_set = std::move(data.train);
+  val_set = std::move(data.val);
+  fs::create_directories(config.logging.dir);
+  if (config.train.batch_size) {
+    micro_batch = *config.train.batch_size;
+  } else {
+    seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
+    const auto choice = find_batch_size(config, device, run_device.name, train_set,
+                                        (fs::path(config.logging.dir) / "auto_batch.json").string());
+    micro_batch = choice.batch;
+    pending_notes.push_back(
+        choice.remembered
+            ? "batch_size auto: " + std::to_string(micro_batch) + ", remembered in " + choice.cache_path + " (" + choice.search.reason + ")"
+            : "batch_size auto: " + std::to_string(micro_batch) + " after " + std::to_string(choice.search.probes.size()) +
+                  " probe steps in " + core::format_fixed(choice.seconds, 1) + " s: " + choice.search.reason);
+  }
+  resolve_workers();
+  // Seeded right before the model is built, so a run with `batch_size: auto` starts from the same
+  // weights as one with the found size written in the config.
+  seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
+  model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
   if (!config.model.init_weights.empty()) load_named_state(*model, data::read_safetensors(config.model.init_weights));
   model->to(device);
   if (config.train.channels_last) use_channels_last(*model);
   params = model->parameters();
   optimizer = make_optimizer(config.optimizer, params);
   scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
+  train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
+  val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");
 
-  micro_batch = *config.train.batch_size;
   effective_batch = micro_batch * config.train.grad_accum;
   steps_per_epoch = (train_set.size() + effective_batch - 1) / effective_batch;
   total_steps = steps_per_epoch * config.train.epochs;
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
 
   store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
-  fs::create_directories(config.logging.dir);
   core::write_file_atomically((fs::path(config.logging.dir) / "config.yaml").string(), config_yaml);
+}
+
+void Trainer::State::resolve_workers() {
+  if (config.data.num_workers) {
+    num_workers = *config.data.num_workers;
+    return;
+  }
+  const auto system = device::collect_system_info();
+  const int gpus = device.is_cuda() ? static_cast<int>(torch::cuda::device_count()) : 0;
+  const auto plan = sizing::auto_num_workers(system.usable_cores, gpus, ranks_on_this_node());
+  num_workers = plan.workers;
+  pending_notes.push_back("data.num_workers auto: " + std::to_string(plan.workers) + " (" + plan.reason +
+                          "); the synthetic source is generated in device memory, so no worker thread runs for it");
 }
 
 void Trainer::State::make_sinks(std::int64_t start_step) {
@@ -150,8 +184,20 @@ void Trainer::State::make_sinks(std::int64_t start_step) {
   sinks.push_back(make_log_file_sink((dir / "training.log").string()));
   if (config.logging.jsonl) sinks.push_back(make_jsonl_sink((dir / "metrics.jsonl").string()));
   if (config.logging.tensorboard) sinks.push_back(make_tensorboard_sink(dir.string()));
-  RunInfo info{config.logging.dir, model->name(), device.str(), to_string(config.train.precision), parameter_count(*model),
-               total_steps, steps_per_epoch, config.train.epochs, micro_batch, config.train.grad_accum, start_step};
+  RunInfo info;
+  info.run_dir = config.logging.dir;
+  info.model = model->name();
+  info.device = device.str();
+  info.precision = to_string(config.train.precision);
+  info.parameters = parameter_count(*model);
+  info.total_steps = total_steps;
+  info.steps_per_epoch = steps_per_epoch;
+  info.epochs = config.train.epochs;
+  info.batch_size = micro_batch;
+  info.grad_accum = config.train.grad_accum;
+  info.batch_size_auto = !config.train.batch_size.has_value();
+  info.num_workers = num_workers;
+  info.start_step = start_step;
   for (auto& s : sinks) s->on_start(info);
   for (const auto& line : pending_notes) note(line);
   pending_notes.clear();
@@ -173,32 +219,26 @@ void Trainer::State::resume() {
     note("note: the config differs from the one " + path + " was written with (both are kept: config.yaml and the checkpoint)");
 }
 
-// One optimizer step over `indices`, split into micro-batches. Each micro-batch's mean loss is
-// weighted by its share of the step, so the gradient equals that of one big batch whatever the
-// split (the OOM handler relies on this when it halves the micro-batch).
+// One optimizer step over `indices`. The OOM guard may split it into smaller micro-batches; the
+// loss weighting in accumulate_gradients keeps the gradient that of the whole batch.
 at::Tensor Trainer::State::train_step(const at::Tensor& indices) {
-  const std::int64_t n = indices.size(0);
-  at::Tensor step_loss = at::zeros({}, at::TensorOptions().device(device));
-  for (std::int64_t start = 0; start < n; start += micro_batch) {
-    const auto idx = indices.slice(0, start, std::min(n, start + micro_batch));
-    auto inputs = train_set.inputs.index_select(0, idx);
-    const auto targets = train_set.targets.index_select(0, idx);
-    if (config.train.channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
-    at::Tensor loss;
-    {
-      AutocastScope autocast(device.type(), config.train.precision);
-      loss = loss_of(model->forward(inputs), targets) * (static_cast<double>(idx.size(0)) / static_cast<double>(n));
-    }
-    scaler->scale(loss).backward();
-    step_loss += loss.detach().to(at::kFloat);
+  const auto p = step_parts();
+  at::Tensor step_loss;
+  train_guard->run(
+      progress.step, indices.size(0), [&](std::int64_t micro) { step_loss = accumulate_gradients(p, indices, micro); },
+      [&] { optimizer->zero_grad(/*set_to_none=*/true); });
+  report_oom_events(*train_guard);
+  try {
+    apply_gradients(p);
+  } catch (const c10::OutOfMemoryError& e) {
+    // Past the micro-batches nothing scales with the batch: parameters, gradients and optimizer
+    // state alone do not fit, and the parameters may be half-updated, so no checkpoint is written.
+    throw Error("out of memory in the optimizer step (step " + std::to_string(progress.step + 1) +
+                    "): the parameters, gradients and optimizer state alone do not fit; " +
+                    memory::describe(memory::memory_figures(device)) + ". The allocator said: " + e.what_without_backtrace(),
+                "use optimizer.name: sgd (less state than adam/adamw), a smaller model, or allow more memory (device.max_memory); "
+                "the last periodic checkpoint is intact");
   }
-  if (config.train.clip_grad_norm > 0) {
-    scaler->unscale(params);
-    torch::nn::utils::clip_grad_norm_(params, config.train.clip_grad_norm);
-  }
-  scaler->step(params, [&] { optimizer->step(); });
-  scaler->update();
-  optimizer->zero_grad(/*set_to_none=*/true);
   return step_loss;
 }
 
@@ -214,24 +254,43 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
   const auto f64 = at::TensorOptions().device(device).dtype(at::kDouble);
   at::Tensor loss_sum = at::zeros({}, f64), correct = at::zeros({}, f64), se = at::zeros({}, f64), ae = at::zeros({}, f64);
   const std::int64_t n = val_set.size();
-  for (std::int64_t start = 0; start < n; start += micro_batch) {
-    auto inputs = val_set.inputs.slice(0, start, std::min(n, start + micro_batch));
-    const auto targets = val_set.targets.slice(0, start, std::min(n, start + micro_batch));
-    if (config.train.channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
-    at::Tensor output;
-    {
-      AutocastScope autocast(device.type(), config.train.precision);
-      output = model->forward(inputs);
-    }
-    output = output.to(at::kFloat);
-    loss_sum += loss_of(output, targets).to(at::kDouble) * static_cast<double>(inputs.size(0));
-    if (classification) {
-      correct += output.argmax(1).eq(targets).sum().to(at::kDouble);
-    } else {
-      const auto diff = (output - targets).to(at::kDouble);
-      se += diff.pow(2).sum();
-      ae += diff.abs().sum();
-    }
+  const std::int64_t chunk = val_guard->preferred_micro_batch();
+  for (std::int64_t first = 0; first < n; first += chunk) {
+    const std::int64_t rows = std::min(chunk, n - first);
+    at::Tensor chunk_loss, chunk_correct, chunk_se, chunk_ae;
+    // An OOM here shrinks the validation batch only; the chunk is summed again from scratch.
+    val_guard->run(
+        progress.step, rows,
+        [&](std::int64_t micro) {
+          chunk_loss = at::zeros({}, f64), chunk_correct = at::zeros({}, f64), chunk_se = at::zeros({}, f64),
+          chunk_ae = at::zeros({}, f64);
+          for (std::int64_t start = first; start < first + rows; start += micro) {
+            const std::int64_t end = std::min(first + rows, start + micro);
+            auto inputs = val_set.inputs.slice(0, start, end);
+            const auto targets = val_set.targets.slice(0, start, end);
+            if (config.train.channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
+            at::Tensor output;
+            {
+              AutocastScope autocast(device.type(), config.train.precision);
+              output = model->forward(inputs);
+            }
+            output = output.to(at::kFloat);
+            chunk_loss += loss_of(classification, output, targets).to(at::kDouble) * static_cast<double>(end - start);
+            if (classification) {
+              chunk_correct += output.argmax(1).eq(targets).sum().to(at::kDouble);
+            } else {
+              const auto diff = (output - targets).to(at::kDouble);
+              chunk_se += diff.pow(2).sum();
+              chunk_ae += diff.abs().sum();
+            }
+          }
+        },
+        [] {});
+    report_oom_events(*val_guard);
+    loss_sum += chunk_loss;
+    correct += chunk_correct;
+    se += chunk_se;
+    ae += chunk_ae;
   }
   model->set_training(true);
   const double count = static_cast<double>(n);
@@ -289,6 +348,7 @@ FitResult Trainer::fit() {
   std::int64_t window_steps = 0, window_samples = 0;
   at::Tensor window_loss = at::zeros({}, at::TensorOptions().device(s.device));
 
+  try {
   while (progress.step < s.total_steps && !result.interrupted) {
     const auto epoch_start = Clock::now();
     const auto order = sampler.order(progress.epoch).to(s.device);
@@ -329,10 +389,12 @@ FitResult Trainer::fit() {
         m.loss_scale = s.scaler->scale_value();
         m.skipped_steps = s.scaler->skipped_steps();
         m.eta_seconds = static_cast<double>(s.total_steps - progress.step) * window_seconds / static_cast<double>(window_steps);
-        const auto memory = gpu_memory(s.device);
+        const auto memory = memory::memory_figures(s.device);
         m.memory_allocated = memory.allocated;
         m.memory_reserved = memory.reserved;
         m.memory_peak = memory.peak;
+        m.micro_batch = s.train_guard->micro_batch();
+        m.oom_events = s.oom_events();
         for (auto& sink : s.sinks) sink->on_step(m);
         result.last_loss = m.loss;
         window_loss.zero_();
@@ -365,10 +427,29 @@ FitResult Trainer::fit() {
       if (s.config.checkpoint.every_epochs > 0 && progress.epoch % s.config.checkpoint.every_epochs == 0) s.checkpoint();
     }
   }
+  } catch (const memory::OomExhaustedError&) {
+    // The failed step changed nothing (its partial gradients were dropped): save where the run
+    // stands, so it resumes here once the memory settings are changed.
+    s.report_oom_events(*s.train_guard);
+    s.report_oom_events(*s.val_guard);
+    s.checkpoint();
+    s.note("stopped: out of memory with no smaller micro-batch allowed; resume from " + s.last_checkpoint +
+           " after changing the memory settings");
+    for (auto& sink : s.sinks) sink->on_end();
+    throw;
+  } catch (...) {
+    for (auto& sink : s.sinks) sink->on_end();
+    throw;
+  }
   s.checkpoint();  // the state the run ends in, whether finished or stopped
   result.last_checkpoint = s.last_checkpoint;
   result.steps = progress.step;
   result.skipped_steps = s.scaler->skipped_steps();
+  result.samples = run_samples;
+  result.oom_events = s.oom_events();
+  result.batch_size = s.micro_batch;
+  result.micro_batch = s.train_guard->micro_batch();
+  result.num_workers = s.num_workers;
   const double run_seconds = seconds_since(run_start);
   if (run_steps > 0) {
     result.samples_per_second = static_cast<double>(run_samples) / run_seconds;

@@ -18,22 +18,29 @@ int main(int argc, char** argv) {
                "Every key is in docs/configuration.md; configs/ holds ready configs.\n"
                "A run writes config.yaml, training.log, metrics.jsonl, TensorBoard events, checkpoints and\n"
                "model.safetensors to logging.dir. SIGINT/SIGTERM finish the current step, save a checkpoint\n"
-               "and exit 130; run the same command again to resume (checkpoint.resume: auto).\n\n"
+               "and exit 130; run the same command again to resume (checkpoint.resume: auto).\n"
+               "Out of memory mid-run, a step is split into smaller micro-batches (same samples, same step);\n"
+               "when no smaller one is allowed (oom.*), the run saves a checkpoint and exits 1.\n\n"
                "Exit codes: 0 done, 1 the run failed, 2 invalid config or usage, 3 no usable device,\n"
                "130 interrupted after a checkpoint.\n\n"
                "Examples:\n"
                "  gputrain train configs/quickstart.yaml\n"
                "  gputrain train configs/resnet18-cifar.yaml --set train.precision=bf16-mixed --set train.max_steps=500\n"
+               "  gputrain train configs/mlp.yaml --set train.batch_size=auto --max-memory 2GiB\n"
                "  gputrain train configs/mlp.yaml --print-config",
                "gputrain train"};
   train::ConfigSources sources;
   bool print_config = false;
   app.add_option("config", sources.files, "YAML config files; later files override earlier ones")->check(CLI::ExistingFile);
   app.add_option("--set", sources.overrides, "override one key, e.g. --set optimizer.lr=3e-4 (repeatable; the value is YAML)")->type_name("KEY=VALUE");
+  std::string max_memory;
+  app.add_option("--max-memory", max_memory, "cap device memory as a smaller GPU would, e.g. 8GiB (= --set device.max_memory=...)")
+      ->type_name("SIZE")->envname("GPUTRAIN_MAX_MEMORY");
   app.add_flag("--print-config", print_config, "print the resolved config as YAML and exit");
   tools::add_logging_options(app);
 
   return tools::run_command(app, argc, argv, [&] {
+    if (!max_memory.empty()) sources.overrides.push_back("device.max_memory=" + max_memory);
     const auto config = train::load_config(sources);
     if (print_config) {
       std::cout << train::to_yaml(config);
@@ -56,6 +63,9 @@ int main(int argc, char** argv) {
     if (result.samples_per_second > 0)
       std::cerr << ", " << core::format_fixed(result.samples_per_second, 0) << " samples/s, data stall "
                 << core::format_fixed(result.data_stall_percent, 1) << "%";
+    if (result.oom_events > 0)
+      std::cerr << ", " << result.oom_events << " out-of-memory events survived (micro-batch " << result.batch_size << " -> "
+                << result.micro_batch << ")";
     std::cerr << "\n  weights: " << result.weights_path << "\n  run dir: " << result.run_dir << "\n";
     return int(ExitCode::ok);
   });

@@ -2,6 +2,7 @@
 // Formatting of sizes and figures for reports.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace gputrain::core {
@@ -11,6 +12,10 @@ std::string format_bytes(std::uint64_t bytes);
 
 /// A number with a fixed count of decimals: format_fixed(3.14159, 2) -> "3.14".
 std::string format_fixed(double value, int decimals);
+
+/// A size as users write it: "8GiB", "8 GiB", "512MiB", "1.5G" (binary, like nvidia-smi),
+/// "8GB" (decimal), "4096" (bytes). nullopt for anything else.
+std::optional<std::uint64_t> parse_bytes(const std::string& text);
 
 constexpr std::uint64_t kKiB = 1024ULL;
 constexpr std::uint64_t kMiB = 1024ULL * kKiB;

@@ -40,12 +40,14 @@ struct DataConfig {
   std::int64_t samples = 4096;        ///< synthetic: training samples
   std::int64_t val_samples = 1024;    ///< synthetic: validation samples (0: no validation)
   bool shuffle = true;                ///< reshuffle every epoch (seeded, resumable)
+  std::optional<std::int64_t> num_workers;  ///< loader threads per rank; nullopt means `auto`
 };
 
 struct TrainConfig {
   std::int64_t epochs = 1;
   std::int64_t max_steps = 0;          ///< optimizer steps; 0: no limit beyond `epochs`
   std::optional<std::int64_t> batch_size = 64;  ///< micro-batch; nullopt means `auto`
+  std::int64_t max_batch_size = 0;     ///< upper bound for `batch_size: auto`; 0: none
   std::int64_t grad_accum = 1;         ///< micro-batches per optimizer step
   Precision precision = Precision::fp32;
   bool tf32 = true;                    ///< TF32 matmul/conv on Ampere or newer
@@ -93,6 +95,22 @@ struct LoggingConfig {
   std::string progress = "auto";       ///< auto (bar on a terminal), bar, lines, off
 };
 
+struct SizingConfig {
+  double target_fraction = 0.90;       ///< `batch_size: auto` fills this share of the memory left after the fixed part
+  std::string objective = "memory";    ///< memory (largest batch that fits) or throughput (fastest of those)
+};
+
+struct OomConfig {
+  std::int64_t max_halvings = 3;       ///< micro-batch halvings in effect at once; 0: an OOM ends the run
+  std::int64_t min_micro_batch = 1;    ///< never split below this
+  std::int64_t regrow_after = 0;       ///< clean steps before trying the larger micro-batch again; 0: never
+};
+
+struct DeviceConfig {
+  std::string name = "auto";           ///< auto, cpu, cuda, cuda:N
+  std::uint64_t max_memory = 0;        ///< bytes this process may use on the device; 0: no cap
+};
+
 /// The whole resolved configuration.
 struct Config {
   ModelConfig model;
@@ -102,7 +120,9 @@ struct Config {
   SchedulerConfig scheduler;
   CheckpointConfig checkpoint;
   LoggingConfig logging;
-  std::string device = "auto";         ///< auto, cpu, cuda, cuda:N
+  SizingConfig sizing;
+  OomConfig oom;
+  DeviceConfig device;
 
   /// The checkpoint directory after defaults are applied.
   std::string checkpoint_dir() const;

@@ -8,6 +8,8 @@
 #include <ostream>
 #include <string>
 
+#include "gputrain/memory/oom_guard.hpp"
+
 namespace gputrain::train {
 
 /// Fixed facts about a run, given to every sink before the first step.
@@ -15,7 +17,9 @@ struct RunInfo {
   std::string run_dir, model, device, precision;
   std::int64_t parameters = 0;
   std::int64_t total_steps = 0, steps_per_epoch = 0, epochs = 0;
-  std::int64_t batch_size = 0, grad_accum = 1;
+  std::int64_t batch_size = 0, grad_accum = 1;  ///< the micro-batch the run starts with
+  bool batch_size_auto = false;  ///< found by `batch_size: auto`
+  std::int64_t num_workers = 0;  ///< data.num_workers after `auto` is resolved
   std::int64_t start_step = 0;  ///< above 0 when resumed
 };
 
@@ -30,7 +34,9 @@ struct StepMetrics {
   double lr = 0;
   double loss_scale = 1;
   std::int64_t skipped_steps = 0;  ///< total so far (inf/nan gradients)
-  std::uint64_t memory_allocated = 0, memory_reserved = 0, memory_peak = 0;  ///< bytes; 0 on CPU
+  std::uint64_t memory_allocated = 0, memory_reserved = 0, memory_peak = 0;  ///< bytes; on the CPU, counted tensors
+  std::int64_t micro_batch = 0;    ///< in effect now (smaller than the run's after an OOM)
+  std::int64_t oom_events = 0;     ///< total so far
   double eta_seconds = 0;
   /// Share of step time spent waiting for data, in percent: a GPU starved by its input shows here.
   double data_stall_percent() const {
@@ -53,12 +59,14 @@ class MetricSink {
   virtual void on_start(const RunInfo&) {}
   virtual void on_step(const StepMetrics&) {}
   virtual void on_epoch(const EpochMetrics&) {}
+  /// An out-of-memory event (recovered by halving the micro-batch, or not).
+  virtual void on_oom(const memory::OomEvent&) {}
   /// A free-form line worth keeping (checkpoint written, resumed, interrupted).
   virtual void on_note(const std::string&) {}
   virtual void on_end() {}
 };
 
-/// One JSON object per line: {"kind":"step",...} or {"kind":"epoch",...}.
+/// One JSON object per line: {"kind":"start"|"step"|"epoch"|"oom",...}.
 std::unique_ptr<MetricSink> make_jsonl_sink(const std::string& path);
 /// Scalars (train/loss, train/lr, val/loss, ...) in a TensorBoard event file under `dir`.
 std::unique_ptr<MetricSink> make_tensorboard_sink(const std::string& dir);

@@ -25,6 +25,11 @@ struct FitResult {
   std::optional<double> last_loss;        ///< training loss of the last step this process ran
   std::optional<EpochMetrics> last_epoch;
   std::int64_t skipped_steps = 0;         ///< inf/nan gradient steps (fp16)
+  std::int64_t samples = 0;               ///< training samples this process ran through
+  std::int64_t batch_size = 0;            ///< the micro-batch the run started with (found, when auto)
+  std::int64_t micro_batch = 0;           ///< the micro-batch in effect at the end (smaller after OOMs)
+  std::int64_t oom_events = 0;            ///< out-of-memory events survived (or the one that ended it)
+  std::int64_t num_workers = 0;           ///< data.num_workers after `auto` is resolved
   double samples_per_second = 0;          ///< over the steps this process ran
   double data_stall_percent = 0;
   std::string run_dir;
@@ -49,7 +54,9 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   /// Trains until `train.epochs`/`train.max_steps` or a stop request (SIGINT/SIGTERM or
-  /// core::request_stop()), which finishes the current step and writes a checkpoint first.
+  /// core::request_stop()), which finishes the current step and writes a checkpoint first. Every
+  /// step runs inside a memory::OomGuard; when it gives up, fit() writes a checkpoint and throws
+  /// memory::OomExhaustedError (exit 1).
   FitResult fit();
 
   Model& model();

@@ -16,3 +16,20 @@ TEST(FormatFixed, RoundsToTheGivenDecimals) {
   EXPECT_EQ(format_fixed(2.5, 0), "2");  // round-half-even as printf does
   EXPECT_EQ(format_fixed(-1.005, 1), "-1.0");
 }
+
+TEST(ParseBytes, ReadsBinaryAndDecimalUnits) {
+  EXPECT_EQ(parse_bytes("8GiB"), 8 * kGiB);
+  EXPECT_EQ(parse_bytes("8 GiB"), 8 * kGiB);
+  EXPECT_EQ(parse_bytes("8G"), 8 * kGiB);
+  EXPECT_EQ(parse_bytes("8Gi"), 8 * kGiB);
+  EXPECT_EQ(parse_bytes("8GB"), 8000000000ULL);
+  EXPECT_EQ(parse_bytes("512MiB"), 512 * kMiB);
+  EXPECT_EQ(parse_bytes("1.5G"), 3 * kGiB / 2);
+  EXPECT_EQ(parse_bytes("4096"), 4096U);
+  EXPECT_EQ(parse_bytes("0"), 0U);
+}
+
+TEST(ParseBytes, RejectsWhatIsNotASize) {
+  for (const char* bad : {"", "GiB", "8 gigabytes", "-1G", "+1G", "1.5", "8GiBx", "1e30T", "nan"})
+    EXPECT_FALSE(parse_bytes(bad).has_value()) << bad;
+}

@@ -152,6 +152,3 @@ TEST(Trainer, Fp16AndBf16MixedPrecisionTrainOnCpu) {
   }
 }
 
-TEST(Trainer, BatchSizeAutoIsRefusedUntilSizingExists) {
-  EXPECT_THROW(Trainer(small_run("auto-batch", {"train.batch_size=auto"}), test_support::quiet_trainer()), UsageError);
-}

@@ -1,0 +1,61 @@
+#pragma once
+// `train.batch_size: auto`, `gputrain profile --batch` and `--memory`: real training steps of a
+// config's model on its data, measured by the allocator, fed to sizing's memory model and search.
+// The probes use a model and optimizer of their own that are thrown away afterwards, so training
+// starts exactly as it would with the found batch size written in the config.
+
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gputrain/data/tensor_dataset.hpp"
+#include "gputrain/sizing/batch_search.hpp"
+#include "gputrain/train/config.hpp"
+
+namespace gputrain::train {
+
+/// The memory model of one config on one device (`gputrain profile --memory`).
+struct MemoryEstimate {
+  sizing::MemoryModel model;                 ///< fitted when two probes of different size fitted
+  bool fitted = false;
+  std::vector<sizing::ProbePoint> probes;
+  std::uint64_t data_bytes = 0;              ///< training and validation samples held on the device
+  std::int64_t parameter_count = 0;
+};
+
+/// Probes two batch sizes (16 and 64, or fewer when the dataset is smaller; halved on OOM) and
+/// fits the memory model.
+MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const data::TensorDataset& train_set);
+
+/// What `batch_size: auto` settled on.
+struct BatchSizeChoice {
+  std::int64_t batch = 0;
+  sizing::BatchSearchResult search;          ///< empty probes when remembered
+  sizing::MemoryBudget budget;
+  double seconds = 0;                        ///< wall time of the search
+  bool remembered = false;                   ///< read back from `cache_path` instead of searched
+  std::string cache_path;                    ///< <logging.dir>/auto_batch.json ("" to skip)
+};
+
+/// Searches the micro-batch for `config` on `device` (sizing::search_batch_size over real
+/// steps). With a `cache_path`, a result stored there under the same key (GPU model, model and
+/// memory-relevant config hash, LibTorch version) is reused, and a new one is stored.
+BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const std::string& device_name,
+                                const data::TensorDataset& train_set, const std::string& cache_path);
+
+/// The true largest batch that fits, by bisection with real steps between `fits` (known to fit)
+/// and `upper` (the search's bound): what `gputrain profile --batch --exhaustive` checks the
+/// search against. Several more steps than the search; for benchmarks and doubts.
+struct ExhaustiveResult {
+  std::int64_t largest = 0;
+  int steps = 0;
+};
+ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const data::TensorDataset& train_set,
+                                            std::int64_t fits, std::int64_t upper);
+
+/// The search options a config asks for (target fraction, objective, upper bounds).
+sizing::BatchSearchOptions batch_search_options(const Config& config, std::int64_t dataset_size);
+
+}  // namespace gputrain::train

@@ -1,0 +1,24 @@
+#include "gputrain/sizing/auto_workers.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "gputrain/core/units.hpp"
+
+namespace gputrain::sizing {
+
+WorkerPlan auto_num_workers(double usable_cores, int gpus_per_node, int ranks_per_node) {
+  const int ranks = ranks_per_node > 0 ? ranks_per_node : std::max(1, gpus_per_node);
+  const int cores = std::max(1, static_cast<int>(std::floor(usable_cores + 1e-9)));
+  const int per_rank = std::max(1, cores / ranks);
+  WorkerPlan plan;
+  plan.workers = std::min(kMaxWorkersPerRank, per_rank - 1);
+  plan.reason = core::format_fixed(usable_cores, usable_cores == std::floor(usable_cores) ? 0 : 1) + " usable cores, " +
+                std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + " on this node" +
+                (ranks_per_node > 0 || gpus_per_node <= 1 ? "" : " (one per GPU)") + ": " + std::to_string(per_rank) +
+                (per_rank == 1 ? " core" : " cores") + " per rank, one of them for the training thread" +
+                (per_rank - 1 > kMaxWorkersPerRank ? ", at most " + std::to_string(kMaxWorkersPerRank) + " workers" : "");
+  return plan;
+}
+
+}  // namespace gputrain::sizing

@@ -1,0 +1,139 @@
+#include "gputrain/sizing/batch_search.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+
+namespace gputrain::sizing {
+namespace {
+
+constexpr double kFasterBy = 1.03;  // a larger micro-batch must beat a smaller one by this to win
+
+std::string figures(const MemoryBudget& budget) {
+  return "limit " + core::format_bytes(budget.limit) + " (" + budget.limit_source + "), parameters " +
+         core::format_bytes(budget.known.parameters) + ", gradients " + core::format_bytes(budget.known.gradients) +
+         ", optimizer state " + core::format_bytes(budget.known.optimizer_state) + ", already allocated " +
+         core::format_bytes(budget.resident);
+}
+
+}  // namespace
+
+std::int64_t round_batch(std::int64_t batch, std::int64_t multiple) {
+  if (multiple > 1 && batch >= multiple) return batch / multiple * multiple;
+  return std::max<std::int64_t>(1, batch);
+}
+
+BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)>& probe, const MemoryBudget& budget,
+                                    const BatchSearchOptions& options) {
+  BatchSearchResult result;
+  const std::int64_t max_batch = std::max<std::int64_t>(1, options.max_batch);
+  const double known_fixed =
+      static_cast<double>(budget.resident + budget.known.gradients + budget.known.optimizer_state);
+  std::vector<ProbePoint> fitted;  // probes that fitted, any order
+  std::int64_t best = 0;           // largest batch that fitted within the target
+  std::int64_t lowest_failure = max_batch + 1;
+  auto run = [&](std::int64_t batch) {
+    const auto point = probe(batch);
+    result.probes.push_back(point);
+    return point;
+  };
+  // The peak a batch may reach: the fixed part plus the target fraction of what is left.
+  auto within_target = [&](const ProbePoint& p) {
+    const double fixed = result.model ? result.model->fixed : known_fixed;
+    return static_cast<double>(p.peak) <= fixed + options.target_fraction * (static_cast<double>(budget.limit) - fixed);
+  };
+
+  std::int64_t candidate = std::min(max_batch, options.first_batch);
+  while (static_cast<int>(result.probes.size()) < options.max_probes) {
+    const auto point = run(candidate);
+    if (!point.fits) {
+      lowest_failure = std::min(lowest_failure, candidate);
+    } else {
+      fitted.push_back(point);
+      std::sort(fitted.begin(), fitted.end(), [](const auto& a, const auto& b) { return a.batch < b.batch; });
+      if (fitted.size() >= 2) {
+        const auto& top = fitted.back();
+        const auto& next = fitted[fitted.size() - 2];
+        result.model = fit_memory_model(budget.known, budget.resident, next, top, budget.limit, budget.limit_source);
+      }
+      if (within_target(point)) best = std::max(best, candidate);
+    }
+    // The next batch worth a step.
+    std::int64_t next = 0;
+    if (fitted.empty()) {
+      if (candidate == 1)
+        throw Error("the model does not fit in memory even with a batch of 1: " + figures(budget),
+                    "use train.precision: bf16-mixed, a smaller model, or allow more memory (device.max_memory)");
+      next = candidate / 2;
+    } else if (result.model) {
+      next = round_batch(std::min(result.model->largest_batch(options.target_fraction), max_batch), options.multiple);
+    } else {
+      // One point, usually too small for its peak to show the slope: a batch of 16 peaks where
+      // gradients or temporaries outweigh its activations. What the forward pass kept for
+      // backward, doubled for the activations' gradients, is a rough but safe bytes-per-sample;
+      // the second probe goes halfway to the maximum it predicts, where activations dominate.
+      const auto& only = fitted.back();
+      const double batch = static_cast<double>(only.batch);
+      const double per_sample = std::max((static_cast<double>(only.peak) - known_fixed) / batch,
+                                         2.0 * static_cast<double>(only.activations) / batch);
+      const double free_after = static_cast<double>(budget.limit) - known_fixed;
+      const double rough_max = per_sample > 0 ? options.target_fraction * free_after / per_sample : 1e18;
+      next = std::max(2 * candidate, static_cast<std::int64_t>(std::min(rough_max / 2, 1e18)));
+      next = std::min(next, max_batch);
+    }
+    if (next >= lowest_failure) {  // back off: 90 % of what failed, or halfway to what fitted
+      const auto backoff = static_cast<std::int64_t>(0.9 * static_cast<double>(lowest_failure));
+      next = round_batch(std::max((best + lowest_failure) / 2, backoff), options.multiple);
+      if (next >= lowest_failure) next = round_batch(lowest_failure - 1, options.multiple);
+    }
+    if (next <= best) break;  // confirmed: nothing larger is worth a step
+    if (std::any_of(result.probes.begin(), result.probes.end(), [&](const auto& p) { return p.batch == next; })) break;
+    candidate = next;
+  }
+  if (best == 0) {  // every fitting probe exceeded the target: take the smallest that fitted
+    if (fitted.empty())
+      throw Error("no probe batch fitted in memory: " + figures(budget),
+                  "use train.precision: bf16-mixed, a smaller model, or allow more memory (device.max_memory)");
+    best = fitted.front().batch;
+  }
+  result.memory_probes = static_cast<int>(result.probes.size());
+  result.memory_batch = best;
+  result.batch = best;
+  if (best == max_batch && !options.max_batch_reason.empty()) {
+    result.reason = "capped by " + options.max_batch_reason;
+  } else if (result.model) {
+    result.reason = core::format_fixed(options.target_fraction * 100, 0) + "% of the " +
+                    core::format_bytes(static_cast<std::uint64_t>(std::max(0.0, static_cast<double>(budget.limit) - result.model->fixed))) +
+                    " left after " + core::format_bytes(static_cast<std::uint64_t>(result.model->fixed)) + " fixed, at " +
+                    core::format_bytes(static_cast<std::uint64_t>(result.model->per_sample)) + " per sample";
+  } else {
+    result.reason = "the largest probe that fitted";
+  }
+
+  if (options.throughput && best >= 2) {
+    // Time best, best/2, best/4: each shape once to warm up (cuDNN autotuning, allocator), once timed.
+    std::vector<std::pair<std::int64_t, double>> speed;  // batch, samples/s
+    for (std::int64_t b : {round_batch(best / 4, options.multiple), round_batch(best / 2, options.multiple), best}) {
+      if (!speed.empty() && speed.back().first >= b) continue;
+      run(b);
+      const auto timed = run(b);
+      if (timed.fits && timed.seconds > 0) speed.emplace_back(b, static_cast<double>(b) / timed.seconds);
+    }
+    if (!speed.empty()) {
+      auto chosen = speed.front();
+      for (const auto& s : speed)
+        if (s.second > chosen.second * kFasterBy) chosen = s;
+      if (chosen.first != best) {
+        result.batch = chosen.first;
+        result.reason = "throughput: " + std::to_string(chosen.first) + " samples/step ran " +
+                        core::format_fixed(chosen.second, 0) + " samples/s; larger ones were not >3% faster (memory allows " +
+                        std::to_string(best) + ")";
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace gputrain::sizing

@@ -1,0 +1,245 @@
+#include "gputrain/train/batch_size.hpp"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <torch/optim/optimizer.h>
+#include <torch/version.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "gputrain/core/atomic_file.hpp"
+#include "gputrain/memory/device_memory.hpp"
+#include "gputrain/train/amp.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/model_registry.hpp"
+#include "gputrain/train/optimizer.hpp"
+#include "gputrain/train/run_setup.hpp"
+#include "training_step.hpp"
+
+namespace gputrain::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t tensor_bytes(const at::Tensor& t) { return static_cast<std::uint64_t>(t.numel()) * t.element_size(); }
+
+// A model, optimizer and scaler of their own that run real training steps on the first `batch`
+// samples, measured by the allocator. Thrown away afterwards.
+class ProbeRig {
+ public:
+  ProbeRig(const Config& config, c10::Device device, const data::TensorDataset& train_set)
+      : config_(config), device_(device), data_(train_set) {
+    memory::release_cached_memory(device);
+    model_ = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
+    model_->to(device);
+    if (config.train.channels_last) use_channels_last(*model_);
+    model_->set_training(true);
+    params_ = model_->parameters();
+    budget_.resident = memory::memory_figures(device).allocated;  // the data and the parameters
+    for (const auto& p : model_->named_state()) budget_.known.parameters += tensor_bytes(p.second);
+    for (const auto& p : params_)
+      if (p.requires_grad()) budget_.known.gradients += tensor_bytes(p);
+    budget_.known.optimizer_state =
+        sizing::optimizer_state_bytes(config.optimizer.name, config.optimizer.momentum, budget_.known.gradients);
+    const auto figures = memory::memory_figures(device);
+    budget_.limit = figures.limit;
+    budget_.limit_source = figures.limit_source;
+    optimizer_ = make_optimizer(config.optimizer, params_);
+    scaler_ = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
+    create_optimizer_state(parts());
+  }
+
+  sizing::ProbePoint operator()(std::int64_t batch) {
+    sizing::ProbePoint point;
+    point.batch = batch;
+    const auto indices = at::arange(batch, at::TensorOptions().dtype(at::kLong).device(device_));
+    memory::release_cached_memory(device_);
+    memory::reset_peak_memory(device_);
+    const auto start = Clock::now();
+    try {
+      const auto before = memory::memory_figures(device_, /*with_limit=*/false).allocated;
+      const auto loss = accumulate_gradients(parts(), indices, batch, [&] {
+        point.activations = memory::memory_figures(device_, /*with_limit=*/false).allocated - before;
+      });
+      point.peak = memory::memory_figures(device_, /*with_limit=*/false).peak;
+      memory::reset_peak_memory(device_);
+      apply_gradients(parts());
+      (void)loss.item<float>();  // waits for the device, so the time is the step's
+      point.optimizer_peak = memory::memory_figures(device_, /*with_limit=*/false).peak;
+    } catch (const c10::OutOfMemoryError&) {
+      optimizer_->zero_grad(/*set_to_none=*/true);
+      memory::release_cached_memory(device_);
+      return sizing::ProbePoint{batch, false, 0, 0, 0, 0};
+    }
+    point.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    point.fits = true;
+    return point;
+  }
+
+  const sizing::MemoryBudget& budget() const { return budget_; }
+  std::int64_t parameter_count() { return train::parameter_count(*model_); }
+
+ private:
+  StepParts parts() {
+    return StepParts{*model_, *optimizer_, *scaler_, params_, data_, config_.train,
+                     config_.data.task == "classification", device_};
+  }
+
+  const Config& config_;
+  c10::Device device_;
+  const data::TensorDataset& data_;
+  std::unique_ptr<Model> model_;
+  std::vector<at::Tensor> params_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<GradScaler> scaler_;
+  sizing::MemoryBudget budget_;
+};
+
+// The config with everything that does not change a step's memory set to defaults, as YAML.
+std::string memory_relevant_yaml(const Config& config) {
+  Config c = config;
+  c.logging = {};
+  c.checkpoint = {};
+  c.scheduler = {};
+  c.oom = {};
+  c.train.epochs = 1;
+  c.train.max_steps = 0;
+  c.train.seed = 0;
+  c.data.shuffle = true;
+  c.data.num_workers.reset();
+  c.optimizer.lr = 0;
+  return to_yaml(c);
+}
+
+std::string fnv1a_hex(const std::string& text) {
+  std::uint64_t hash = 1469598103934665603ULL;
+  for (unsigned char ch : text) hash = (hash ^ ch) * 1099511628211ULL;
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
+  return out;
+}
+
+nlohmann::json cache_key(const Config& config, const std::string& device_name) {
+  return {{"device", device_name}, {"model", config.model.torchscript.empty() ? config.model.name : config.model.torchscript},
+          {"config_hash", fnv1a_hex(memory_relevant_yaml(config))}, {"libtorch", TORCH_VERSION}};
+}
+
+nlohmann::json to_json(const sizing::ProbePoint& p) {
+  return {{"batch", p.batch}, {"fits", p.fits}, {"peak_bytes", p.peak}, {"seconds", p.seconds}};
+}
+
+}  // namespace
+
+sizing::BatchSearchOptions batch_search_options(const Config& config, std::int64_t dataset_size) {
+  sizing::BatchSearchOptions options;
+  options.target_fraction = config.sizing.target_fraction;
+  options.throughput = config.sizing.objective == "throughput";
+  options.max_batch = dataset_size;
+  options.max_batch_reason = "the dataset size (" + std::to_string(dataset_size) + ")";
+  if (config.train.max_batch_size > 0 && config.train.max_batch_size < dataset_size) {
+    options.max_batch = config.train.max_batch_size;
+    options.max_batch_reason = "train.max_batch_size (" + std::to_string(config.train.max_batch_size) + ")";
+  }
+  return options;
+}
+
+MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const data::TensorDataset& train_set) {
+  MemoryEstimate out;
+  ProbeRig rig(config, device, train_set);
+  out.parameter_count = rig.parameter_count();
+  const std::int64_t n = train_set.size();
+  std::vector<sizing::ProbePoint> fitted;
+  for (std::int64_t batch : {std::min<std::int64_t>(16, n), std::min<std::int64_t>(64, n)}) {
+    if (!fitted.empty() && batch <= fitted.back().batch) break;
+    auto point = rig(batch);
+    out.probes.push_back(point);
+    while (!point.fits && batch > 1 && (fitted.empty() || batch / 2 > fitted.back().batch)) {  // halve on OOM
+      batch /= 2;
+      point = rig(batch);
+      out.probes.push_back(point);
+    }
+    if (!point.fits) break;
+    fitted.push_back(point);
+  }
+  const auto& budget = rig.budget();
+  out.model.known = budget.known;
+  out.model.resident = budget.resident;
+  out.model.limit = budget.limit;
+  out.model.limit_source = budget.limit_source;
+  if (fitted.size() == 2) {
+    out.model = sizing::fit_memory_model(budget.known, budget.resident, fitted[0], fitted[1], budget.limit, budget.limit_source);
+    out.fitted = true;
+  }
+  return out;
+}
+
+BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const std::string& device_name,
+                                const data::TensorDataset& train_set, const std::string& cache_path) {
+  BatchSizeChoice choice;
+  choice.cache_path = cache_path;
+  const auto key = cache_key(config, device_name);
+  if (!cache_path.empty()) {
+    std::ifstream in(cache_path);
+    if (in) {
+      const auto stored = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (stored.is_object() && stored.value("key", nlohmann::json()) == key && stored.contains("batch") &&
+          stored["batch"].is_number_integer() && stored["batch"].get<std::int64_t>() >= 1) {
+        choice.batch = stored["batch"].get<std::int64_t>();
+        choice.search.batch = choice.batch;
+        choice.search.memory_batch = stored.value("memory_batch", choice.batch);
+        choice.search.reason = stored.value("reason", std::string("remembered"));
+        choice.remembered = true;
+        return choice;
+      }
+    }
+  }
+  const auto start = Clock::now();
+  {
+    ProbeRig rig(config, device, train_set);
+    choice.budget = rig.budget();
+    choice.search = sizing::search_batch_size([&rig](std::int64_t batch) { return rig(batch); }, choice.budget, batch_search_options(config, train_set.size()));
+  }
+  memory::release_cached_memory(device);
+  choice.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  choice.batch = choice.search.batch;
+  if (!cache_path.empty()) {
+    nlohmann::json probes = nlohmann::json::array();
+    for (const auto& p : choice.search.probes) probes.push_back(to_json(p));
+    const nlohmann::json record = {{"key", key},
+                                   {"batch", choice.batch},
+                                   {"memory_batch", choice.search.memory_batch},
+                                   {"reason", choice.search.reason},
+                                   {"probes", probes},
+                                   {"limit_bytes", choice.budget.limit},
+                                   {"limit_source", choice.budget.limit_source},
+                                   {"seconds", choice.seconds}};
+    core::write_file_atomically(cache_path, record.dump(2) + "\n");
+  }
+  return choice;
+}
+
+ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const data::TensorDataset& train_set,
+                                            std::int64_t fits, std::int64_t upper) {
+  ExhaustiveResult out;
+  ProbeRig rig(config, device, train_set);
+  std::int64_t lo = std::max<std::int64_t>(1, fits), hi = upper + 1;  // lo fits, hi does not (or is past the bound)
+  if (rig(upper).fits) {
+    out.steps = 1;
+    out.largest = upper;
+    return out;
+  }
+  out.steps = 1;
+  hi = upper;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    ++out.steps;
+    (rig(mid).fits ? lo : hi) = mid;
+  }
+  out.largest = lo;
+  memory::release_cached_memory(device);
+  return out;
+}
+
+}  // namespace gputrain::train

@@ -1,0 +1,57 @@
+#include "training_step.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/optimizer.h>
+
+#include "gputrain/train/amp.hpp"
+#include "gputrain/train/model.hpp"
+
+namespace gputrain::train {
+
+at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target) {
+  return classification ? at::cross_entropy_loss(output, target) : at::mse_loss(output, target);
+}
+
+at::Tensor accumulate_gradients(const StepParts& p, const at::Tensor& indices, std::int64_t micro_batch,
+                                const std::function<void()>& after_forward) {
+  const std::int64_t n = indices.size(0);
+  at::Tensor step_loss = at::zeros({}, at::TensorOptions().device(p.device));
+  for (std::int64_t start = 0; start < n; start += micro_batch) {
+    const auto idx = indices.slice(0, start, std::min(n, start + micro_batch));
+    auto inputs = p.data.inputs.index_select(0, idx);
+    const auto targets = p.data.targets.index_select(0, idx);
+    if (p.train.channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
+    at::Tensor loss;
+    {
+      AutocastScope autocast(p.device.type(), p.train.precision);
+      loss = loss_of(p.classification, p.model.forward(inputs), targets) *
+             (static_cast<double>(idx.size(0)) / static_cast<double>(n));
+    }
+    if (after_forward) after_forward();
+    p.scaler.scale(loss).backward();
+    step_loss += loss.detach().to(at::kFloat);
+  }
+  return step_loss;
+}
+
+void apply_gradients(const StepParts& p) {
+  if (p.train.clip_grad_norm > 0) {
+    p.scaler.unscale(p.params);
+    torch::nn::utils::clip_grad_norm_(p.params, p.train.clip_grad_norm);
+  }
+  p.scaler.step(p.params, [&] { p.optimizer.step(); });
+  p.scaler.update();
+  p.optimizer.zero_grad(/*set_to_none=*/true);
+}
+
+void create_optimizer_state(const StepParts& p) {
+  {
+    at::NoGradGuard no_grad;
+    for (const auto& param : p.params) param.mutable_grad() = at::zeros_like(param);
+  }
+  p.optimizer.step();
+  p.optimizer.zero_grad(/*set_to_none=*/true);
+}
+
+}  // namespace gputrain::train

@@ -1,0 +1,55 @@
+#pragma once
+// One optimizer step, shared by the Trainer and the batch-size probes, so the probes measure
+// exactly what training will run: forward and backward in micro-batches (autocast, channels_last,
+// each micro-batch's loss weighted by its share of the step), then unscale, clip, step, update.
+
+#include <ATen/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "gputrain/data/tensor_dataset.hpp"
+#include "gputrain/train/config.hpp"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace gputrain::train {
+
+class Model;
+class GradScaler;
+
+/// What a step works on; references only, owned by the caller.
+struct StepParts {
+  Model& model;
+  torch::optim::Optimizer& optimizer;
+  GradScaler& scaler;
+  const std::vector<at::Tensor>& params;
+  const data::TensorDataset& data;
+  const TrainConfig& train;
+  bool classification;
+  c10::Device device;
+};
+
+/// Cross-entropy for classification, MSE for regression.
+at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target);
+
+/// Forward and backward over the samples `indices`, `micro_batch` at a time, each micro-batch's
+/// mean loss weighted by its share, so the gradient equals one big batch's whatever the split.
+/// Returns the step's mean loss (a device scalar, not synced). `after_forward`, when set, runs
+/// after each micro-batch's forward and before its backward (the probes measure activations there).
+at::Tensor accumulate_gradients(const StepParts& parts, const at::Tensor& indices, std::int64_t micro_batch,
+                                const std::function<void()>& after_forward = {});
+
+/// Unscale (fp16), clip, optimizer step (skipped on inf/nan), scaler update, gradients to none.
+void apply_gradients(const StepParts& parts);
+
+/// Creates the optimizer's state (momentum buffers, Adam's moments) without a forward pass, by
+/// stepping once on zero gradients: the batch-size probes then measure it as the run will hold it.
+/// It changes the parameters (weight decay), so use it only on a model that is thrown away.
+void create_optimizer_state(const StepParts& parts);
+
+}  // namespace gputrain::train

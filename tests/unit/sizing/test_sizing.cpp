@@ -1,0 +1,179 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/sizing/auto_workers.hpp"
+#include "gputrain/sizing/batch_search.hpp"
+#include "gputrain/sizing/memory_model.hpp"
+
+using namespace gputrain;
+using namespace gputrain::sizing;
+using core::kMiB;
+
+namespace {
+
+// A step whose memory follows the shape real ones have: forward/backward peak = fixed +
+// per_sample * batch, but never below a constant floor (gradients and temporaries outweigh
+// a small batch's activations), and a separate constant optimizer-step peak.
+struct FakeStep {
+  double fixed = 100.0 * kMiB, per_sample = 1.0 * kMiB, floor = 130.0 * kMiB, optimizer = 120.0 * kMiB;
+  std::uint64_t limit = 1024 * kMiB;
+  int calls = 0;
+
+  double forward_backward(std::int64_t b) const { return std::max(floor, fixed + per_sample * double(b)); }
+  ProbePoint operator()(std::int64_t b) {
+    ++calls;
+    ProbePoint p;
+    p.batch = b;
+    p.fits = forward_backward(b) <= double(limit) && optimizer <= double(limit);
+    if (!p.fits) return p;
+    p.peak = static_cast<std::uint64_t>(forward_backward(b));
+    p.optimizer_peak = static_cast<std::uint64_t>(optimizer);
+    p.activations = static_cast<std::uint64_t>(per_sample * double(b) * 0.6);  // forward keeps most of it
+    p.seconds = 0.01 + 0.001 * double(b);
+    return p;
+  }
+  std::int64_t truth() const { return static_cast<std::int64_t>(std::floor((double(limit) - fixed) / per_sample)); }
+  MemoryBudget budget() const {
+    MemoryBudget b;
+    b.known = {10 * kMiB, 10 * kMiB, 20 * kMiB};
+    b.resident = 60 * kMiB;
+    b.limit = limit;
+    b.limit_source = "test";
+    return b;
+  }
+};
+
+BatchSearchOptions options(std::int64_t max_batch) {
+  BatchSearchOptions o;
+  o.max_batch = max_batch;
+  o.max_batch_reason = "the dataset size";
+  return o;
+}
+
+}  // namespace
+
+TEST(MemoryModel, FitsALineThroughTwoProbes) {
+  const ProbePoint a{100, true, 300 * kMiB, 50 * kMiB, 0, 0};
+  const ProbePoint b{300, true, 700 * kMiB, 60 * kMiB, 0, 0};
+  const auto m = fit_memory_model({10 * kMiB, 10 * kMiB, 20 * kMiB}, 50 * kMiB, b, a, 2048 * kMiB, "test");
+  EXPECT_DOUBLE_EQ(m.per_sample, 2.0 * kMiB);
+  EXPECT_DOUBLE_EQ(m.fixed, 100.0 * kMiB);
+  EXPECT_EQ(m.optimizer_peak, 60 * kMiB);
+  EXPECT_EQ(m.workspace(), 20 * kMiB);  // 100 fixed - (50 resident + 10 gradients + 20 state)
+  EXPECT_DOUBLE_EQ(m.predicted_peak(10), 120.0 * kMiB);
+  EXPECT_DOUBLE_EQ(m.predicted_peak(0), 100.0 * kMiB);
+  EXPECT_EQ(m.largest_batch(1.0), 974);   // (2048 - 100) / 2
+  EXPECT_EQ(m.largest_batch(0.5), 487);
+}
+
+TEST(MemoryModel, NothingFitsWhenTheFixedPartExceedsTheLimit) {
+  const ProbePoint a{1, true, 900 * kMiB, 0, 0, 0}, b{2, true, 901 * kMiB, 0, 0, 0};
+  EXPECT_EQ(fit_memory_model({}, 0, a, b, 800 * kMiB, "test").largest_batch(0.9), 0);
+}
+
+TEST(MemoryModel, OptimizerStateByOptimizer) {
+  EXPECT_EQ(optimizer_state_bytes("adamw", 0.9, 100), 200U);
+  EXPECT_EQ(optimizer_state_bytes("adam", 0.9, 100), 200U);
+  EXPECT_EQ(optimizer_state_bytes("sgd", 0.9, 100), 100U);
+  EXPECT_EQ(optimizer_state_bytes("sgd", 0.0, 100), 0U);
+}
+
+TEST(BatchSearch, FindsNinetyPercentOfTheTrueMaximumInFourProbes) {
+  FakeStep step;
+  const auto result = search_batch_size(std::ref(step), step.budget(), options(100000));
+  const auto truth = step.truth();  // 924
+  EXPECT_LE(result.probes.size(), 4U);
+  EXPECT_EQ(result.batch % 8, 0);
+  EXPECT_LE(result.batch, truth);
+  // The target leaves 10 % of the free memory as headroom and the batch is rounded down to 8.
+  EXPECT_GE(result.batch, static_cast<std::int64_t>(0.9 * double(truth)) - 8);
+  ASSERT_TRUE(result.model.has_value());
+  EXPECT_NEAR(result.model->per_sample, step.per_sample, 1.0);
+  for (const auto& p : result.probes) EXPECT_TRUE(p.fits) << "probe " << p.batch << " ran out of memory";
+}
+
+TEST(BatchSearch, NeverExceedsTheDatasetOrTheConfiguredMaximum) {
+  FakeStep step;
+  auto o = options(200);
+  const auto result = search_batch_size(std::ref(step), step.budget(), o);
+  EXPECT_EQ(result.batch, 200);
+  EXPECT_NE(result.reason.find("the dataset size"), std::string::npos) << result.reason;
+  FakeStep tiny;
+  const auto small = search_batch_size(std::ref(tiny), tiny.budget(), options(10));
+  EXPECT_EQ(small.batch, 10);
+  EXPECT_EQ(small.probes.size(), 1U);
+}
+
+TEST(BatchSearch, BacksOffWhenThePredictionDoesNotFit) {
+  // Activations grow faster than linearly at large batches: the fitted line over-predicts.
+  struct Convex : FakeStep {
+    ProbePoint operator()(std::int64_t b) {
+      ProbePoint p = FakeStep::operator()(b);
+      const double extra = b > 500 ? 0.5 * kMiB * double(b - 500) : 0.0;
+      if (p.fits && double(p.peak) + extra > double(limit)) return ProbePoint{b, false, 0, 0, 0, 0};
+      if (p.fits) p.peak += static_cast<std::uint64_t>(extra);
+      return p;
+    }
+  } step;
+  const auto result = search_batch_size(std::ref(step), step.budget(), options(100000));
+  // Truth: 100 + b + 0.5 (b - 500) <= 1024  ->  b <= 782.
+  EXPECT_LE(result.batch, 782);
+  EXPECT_GE(result.batch, 600);
+  EXPECT_LE(result.probes.size(), 8U);
+}
+
+TEST(BatchSearch, HalvesTheFirstProbeUntilItFitsAndFailsClearlyAtOne) {
+  FakeStep step;
+  step.limit = 105 * kMiB;
+  step.floor = 0;
+  step.optimizer = 0;
+  const auto result = search_batch_size(std::ref(step), step.budget(), options(100000));
+  EXPECT_GE(result.batch, 1);
+  EXPECT_LE(result.batch, 5);
+  FakeStep none;
+  none.limit = 50 * kMiB;
+  try {
+    search_batch_size(std::ref(none), none.budget(), options(100000));
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("even with a batch of 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BatchSearch, ThroughputObjectivePrefersASmallerBatchThatIsAsFast) {
+  struct Saturating : FakeStep {
+    ProbePoint operator()(std::int64_t b) {
+      ProbePoint p = FakeStep::operator()(b);
+      p.seconds = 0.001 * double(b);  // the same samples/s at every size: larger buys nothing
+      return p;
+    }
+  } step;
+  auto o = options(100000);
+  o.throughput = true;
+  const auto result = search_batch_size(std::ref(step), step.budget(), o);
+  EXPECT_LT(result.batch, result.memory_batch);
+  EXPECT_EQ(result.batch, round_batch(result.memory_batch / 4, 8));
+  EXPECT_NE(result.reason.find("throughput"), std::string::npos);
+  EXPECT_GT(result.probes.size(), static_cast<std::size_t>(result.memory_probes));
+}
+
+TEST(BatchSearch, RoundsDownToMultiplesOfEight) {
+  EXPECT_EQ(round_batch(1000, 8), 1000);
+  EXPECT_EQ(round_batch(1007, 8), 1000);
+  EXPECT_EQ(round_batch(7, 8), 7);
+  EXPECT_EQ(round_batch(0, 8), 1);
+}
+
+TEST(AutoWorkers, SharesUsableCoresAmongRanks) {
+  EXPECT_EQ(auto_num_workers(2, 0, 1).workers, 1);
+  EXPECT_EQ(auto_num_workers(1, 0, 1).workers, 0);
+  EXPECT_EQ(auto_num_workers(16, 8, 8).workers, 1);
+  EXPECT_EQ(auto_num_workers(64, 8, 8).workers, 7);
+  EXPECT_EQ(auto_num_workers(64, 1, 1).workers, kMaxWorkersPerRank);
+  EXPECT_EQ(auto_num_workers(32, 4, 0).workers, 7);  // unknown ranks: one per GPU
+  EXPECT_EQ(auto_num_workers(2.5, 0, 1).workers, 1);  // a fractional cgroup quota rounds down
+  EXPECT_NE(auto_num_workers(32, 4, 0).reason.find("one per GPU"), std::string::npos);
+}

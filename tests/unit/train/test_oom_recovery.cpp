@@ -1,0 +1,242 @@
+// The OOM handler and auto batch size inside real training runs on the CPU, under the CPU
+// memory cap (device.max_memory), which raises the same typed error a GPU does.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gputrain/core/units.hpp"
+#include "gputrain/memory/cpu_allocator.hpp"
+#include "gputrain/memory/oom_guard.hpp"
+#include "gputrain/train/batch_size.hpp"
+#include "gputrain/train/config.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/model_registry.hpp"
+#include "gputrain/train/run_setup.hpp"
+#include "gputrain/train/trainer.hpp"
+#include "support/quiet_trainer.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CapReset {
+  ~CapReset() { memory::set_cpu_memory_cap(0); }
+};
+
+// No dropout: a step split into micro-batches then computes the same gradient up to rounding.
+Config oom_run(const std::string& name, std::vector<std::string> overrides = {}) {
+  const auto dir = fs::temp_directory_path() / ("gputrain-oom-" + name);
+  fs::remove_all(dir);
+  std::vector<std::string> all{"model.name=mlp", "model.hidden=[256, 256]", "data.shape=[64]", "data.classes=4",
+                               "data.samples=1024", "data.val_samples=0", "checkpoint.best_metric=none",
+                               "train.epochs=2", "train.batch_size=128", "train.deterministic=true", "optimizer.name=sgd",
+                               "optimizer.lr=0.05", "device=cpu", "logging.progress=off", "logging.every_steps=1",
+                               "logging.tensorboard=false", "logging.dir=" + dir.string()};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return load_config({{}, all, ""});
+}
+
+NamedTensors state_of(Trainer& trainer) {
+  NamedTensors copy;
+  for (const auto& [name, t] : trainer.model().named_state()) copy.emplace_back(name, t.clone());
+  return copy;
+}
+
+// Peak CPU bytes of a one-step run at `batch` (the counting allocator is exact and the run
+// deterministic, so this is what the same step needs inside a longer run).
+std::uint64_t one_step_peak(std::int64_t batch) {
+  Trainer trainer(oom_run("peak-" + std::to_string(batch), {"train.max_steps=1", "train.batch_size=" + std::to_string(batch)}),
+                  test_support::quiet_trainer());
+  memory::reset_cpu_peak();
+  trainer.fit();
+  return memory::cpu_memory_stats().peak;
+}
+
+std::vector<nlohmann::json> records(const fs::path& jsonl, const std::string& kind) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(jsonl);
+  for (std::string line; std::getline(in, line);) {
+    auto record = nlohmann::json::parse(line);
+    if (record["kind"] == kind) out.push_back(record);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(OomRecovery, AnOomMidEpochIsSurvivedWithTheSameSamplesStepsAndWeights) {
+  CapReset reset;
+  const auto full = one_step_peak(128), half = one_step_peak(64);
+  ASSERT_GT(full, half);
+
+  Trainer reference(oom_run("reference"), test_support::quiet_trainer());
+  const auto expected = reference.fit();
+  const auto expected_state = state_of(reference);
+
+  auto options = test_support::quiet_trainer();
+  options.after_step = [&](std::int64_t step) {
+    if (step == 3) memory::set_cpu_memory_cap((full + half) / 2);  // from step 4 on, 128 samples no longer fit
+  };
+  const auto config = oom_run("capped");
+  Trainer capped(config, options);
+  const auto result = capped.fit();
+  memory::set_cpu_memory_cap(0);
+
+  EXPECT_EQ(result.steps, expected.steps);
+  EXPECT_EQ(result.samples, expected.samples);
+  EXPECT_EQ(result.oom_events, 1);
+  EXPECT_EQ(result.batch_size, 128);
+  EXPECT_EQ(result.micro_batch, 64);
+  const auto state = state_of(capped);
+  ASSERT_EQ(state.size(), expected_state.size());
+  for (std::size_t i = 0; i < state.size(); ++i)
+    EXPECT_TRUE(at::allclose(state[i].second, expected_state[i].second, 1e-4, 1e-6)) << state[i].first;
+
+  const auto events = records(fs::path(config.logging.dir) / "metrics.jsonl", "oom");
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0]["step"], 3);
+  EXPECT_EQ(events[0]["old_micro_batch"], 128);
+  EXPECT_EQ(events[0]["new_micro_batch"], 64);
+  EXPECT_EQ(events[0]["phase"], "train");
+  EXPECT_EQ(events[0]["recovered"], true);
+  EXPECT_EQ(events[0]["limit_source"], "device.max_memory");
+  EXPECT_GT(events[0]["memory_limit"].get<std::uint64_t>(), 0U);
+  const auto steps = records(fs::path(config.logging.dir) / "metrics.jsonl", "step");
+  EXPECT_EQ(steps.back()["micro_batch"], 64);
+  EXPECT_EQ(steps.back()["oom_events"], 1);
+}
+
+TEST(OomRecovery, ExhaustedHalvingsStopWithACheckpointAndTheFigures) {
+  CapReset reset;
+  auto options = test_support::quiet_trainer();
+  options.after_step = [](std::int64_t step) {
+    // Nothing more fits at all: every split fails too.
+    if (step == 2) memory::set_cpu_memory_cap(memory::cpu_memory_stats().allocated + 1024);
+  };
+  const auto config = oom_run("exhausted", {"oom.max_halvings=2", "checkpoint.every_epochs=0"});
+  Trainer trainer(config, options);
+  try {
+    trainer.fit();
+    FAIL() << "expected OomExhaustedError";
+  } catch (const memory::OomExhaustedError& e) {
+    memory::set_cpu_memory_cap(0);
+    const std::string message = e.what();
+    EXPECT_EQ(e.exit_code(), ExitCode::failure);
+    EXPECT_NE(message.find("step 3"), std::string::npos) << message;
+    EXPECT_NE(message.find("micro-batch of 32"), std::string::npos) << message;  // 128 -> 64 -> 32, then no more
+    EXPECT_NE(message.find("limit"), std::string::npos) << message;
+  }
+  // The step that failed changed nothing: the checkpoint holds the state after step 2.
+  EXPECT_TRUE(fs::exists(fs::path(config.checkpoint_dir()) / "step-00000002.pt"));
+  const auto events = records(fs::path(config.logging.dir) / "metrics.jsonl", "oom");
+  ASSERT_EQ(events.size(), 3U);
+  EXPECT_EQ(events.back()["recovered"], false);
+}
+
+// An MLP whose evaluation forward holds a large temporary: validation needs far more memory than
+// training, so a cap can make validation alone run out.
+struct EvalHungryImpl : torch::nn::Module {
+  EvalHungryImpl(std::int64_t features, std::int64_t outputs)
+      : linear(register_module("linear", torch::nn::Linear(features, outputs))) {}
+  at::Tensor forward(const at::Tensor& x) {
+    if (!is_training()) {
+      const auto wide = x.flatten(1).repeat({1, 1024});  // 256 KiB per sample at 64 features
+      return linear(wide.narrow(1, 0, x.flatten(1).size(1)) + wide.narrow(1, 0, x.flatten(1).size(1)) * 0);
+    }
+    return linear(x.flatten(1));
+  }
+  torch::nn::Linear linear;
+};
+TORCH_MODULE(EvalHungry);
+
+TEST(OomRecovery, AnOomInValidationShrinksTheValidationBatchOnly) {
+  CapReset reset;
+  register_model("eval_hungry", [](const ModelSpec& spec) {
+    return torch::nn::AnyModule(EvalHungry(spec.input_shape[0], spec.outputs));
+  });
+  const std::vector<std::string> common{"model.name=eval_hungry", "data.val_samples=256", "train.epochs=1", "train.batch_size=64"};
+  Trainer reference(oom_run("val-reference", common), test_support::quiet_trainer());
+  const auto expected = reference.fit();
+
+  auto overrides = common;
+  const auto config = oom_run("val-capped", overrides);
+  Trainer trainer(config, test_support::quiet_trainer());
+  // Training needs well under 4 MiB more; validation at 64 samples needs 16 MiB, at 32 8 MiB.
+  memory::set_cpu_memory_cap(memory::cpu_memory_stats().allocated + 12 * core::kMiB);
+  const auto result = trainer.fit();
+  memory::set_cpu_memory_cap(0);
+
+  EXPECT_EQ(result.oom_events, 1);
+  EXPECT_EQ(result.micro_batch, 64);  // training kept its micro-batch
+  ASSERT_TRUE(result.last_epoch && expected.last_epoch);
+  EXPECT_NEAR(*result.last_epoch->val_loss, *expected.last_epoch->val_loss, 1e-6);
+  EXPECT_DOUBLE_EQ(*result.last_epoch->val_accuracy, *expected.last_epoch->val_accuracy);
+  const auto events = records(fs::path(config.logging.dir) / "metrics.jsonl", "oom");
+  ASSERT_EQ(events.size(), 1U);
+  EXPECT_EQ(events[0]["phase"], "validation");
+  EXPECT_EQ(events[0]["new_micro_batch"], 32);
+}
+
+TEST(AutoBatch, UnderACapFindsNearlyTheLargestBatchAndTheRunDoesNotOom) {
+  CapReset reset;
+  const auto config = oom_run("auto", {"train.batch_size=auto", "data.samples=8192", "data.val_samples=512",
+                                       "device.max_memory=48MiB", "train.epochs=1", "checkpoint.every_epochs=1"});
+  std::ostringstream console;
+  auto options = test_support::quiet_trainer();
+  options.console = &console;
+  options.console_is_terminal = false;
+  Trainer trainer(config, options);
+  const auto result = trainer.fit();
+  EXPECT_EQ(result.oom_events, 0);
+  EXPECT_EQ(result.batch_size % 8, 0);
+
+  std::ifstream in(fs::path(config.logging.dir) / "auto_batch.json");
+  const auto stored = nlohmann::json::parse(in);
+  EXPECT_EQ(stored["batch"], result.batch_size);
+  EXPECT_LE(stored["probes"].size(), 4U);
+  EXPECT_EQ(stored["limit_source"], "device.max_memory");
+
+  // The truth, by bisection with real steps under the same cap.
+  const auto run = prepare_device(config);
+  const auto data = load_data(config, run.device);
+  const auto truth = find_largest_fitting_batch(config, run.device, data.train, result.batch_size, data.train.size());
+  EXPECT_LE(result.batch_size, truth.largest);
+  EXPECT_GE(result.batch_size, static_cast<std::int64_t>(0.9 * double(truth.largest)) - 8)
+      << "found " << result.batch_size << ", the largest that fits is " << truth.largest;
+}
+
+TEST(AutoBatch, ARunInTheSameDirectoryReusesTheResult) {
+  CapReset reset;
+  auto config = oom_run("auto-remembered", {"train.batch_size=auto", "device.max_memory=48MiB", "train.max_steps=2"});
+  std::int64_t first = 0;
+  {
+    Trainer trainer(config, test_support::quiet_trainer());
+    first = trainer.fit().batch_size;
+  }
+  std::ostringstream console;
+  auto options = test_support::quiet_trainer();
+  options.console = &console;
+  config.train.max_steps = 4;  // not memory-relevant: same key
+  Trainer again(config, options);
+  const auto result = again.fit();
+  EXPECT_EQ(result.batch_size, first);
+  EXPECT_NE(console.str().find("remembered in"), std::string::npos) << console.str();
+  EXPECT_EQ(result.start_step, 2);  // resumed: the same effective batch, so the same step count
+
+  // A memory-relevant change searches again.
+  config.device.max_memory = 40 * core::kMiB;
+  std::ostringstream console2;
+  options.console = &console2;
+  Trainer changed(config, options);
+  EXPECT_EQ(console2.str().find("remembered in"), std::string::npos);
+}
