@@ -53,12 +53,14 @@ void OomGuard::run(std::int64_t step, std::int64_t rows, const std::function<voi
     fallback = micro_batch_;
     micro_batch_ = std::min(preferred_, micro_batch_ * 2);
   }
+  bool had_oom = false;  // a step that ran out of memory is not a clean one, even once it recovered
   while (true) {
     try {
       attempt(micro_batch_);
       break;
     } catch (const c10::OutOfMemoryError& e) {
       const std::string what = first_line(e.what_without_backtrace());
+      had_oom = true;
       discard();
       const std::int64_t used = std::min(micro_batch_, rows);
       if (fallback > 0) {  // the larger size still does not fit: back to what did, try later
@@ -97,7 +99,7 @@ void OomGuard::run(std::int64_t step, std::int64_t rows, const std::function<voi
     clean_steps_ = 0;
     halvings_ = std::max<std::int64_t>(0, halvings_ - 1);
     regrow_interval_ = policy_.regrow_after;
-  } else {
+  } else if (!had_oom) {
     ++clean_steps_;
   }
 }

@@ -1,4 +1,5 @@
 #include <ATen/ATen.h>
+#include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
