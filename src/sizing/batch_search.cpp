@@ -29,11 +29,12 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
                                     const BatchSearchOptions& options) {
   BatchSearchResult result;
   const std::int64_t max_batch = std::max<std::int64_t>(1, options.max_batch);
-  const double known_fixed =
-      static_cast<double>(budget.resident + budget.known.gradients + budget.known.optimizer_state);
   std::vector<ProbePoint> fitted;  // probes that fitted, any order
   std::int64_t best = 0;           // largest batch that fitted within the target
   std::int64_t lowest_failure = max_batch + 1;
+  // At the end of the forward pass, where large batches peak, gradients do not exist yet (they
+  // are set to none after every step): what is fixed there is resident memory and optimizer state.
+  const double anchor = static_cast<double>(budget.resident + budget.known.optimizer_state);
   auto run = [&](std::int64_t batch) {
     const auto point = probe(batch);
     result.probes.push_back(point);
@@ -41,8 +42,23 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
   };
   // The peak a batch may reach: the fixed part plus the target fraction of what is left.
   auto within_target = [&](const ProbePoint& p) {
-    const double fixed = result.model ? result.model->fixed : known_fixed;
+    const double fixed = result.model ? result.model->fixed : anchor;
     return static_cast<double>(p.peak) <= fixed + options.target_fraction * (static_cast<double>(budget.limit) - fixed);
+  };
+
+  // The memory model from the probes so far. The first, small probe only sizes the second: its
+  // peak is set by gradients and temporaries rather than activations, and a line through it
+  // understates the bytes per sample. With one larger probe, the line from the anchor to it
+  // (conservative: constants above the anchor count per sample); with more, the line through the
+  // two largest.
+  auto model_from = [&](const std::vector<ProbePoint>& points) -> std::optional<MemoryModel> {
+    if (points.size() >= 3)
+      return fit_memory_model(budget.known, budget.resident, points[points.size() - 2], points.back(), budget.limit, budget.limit_source);
+    if (points.size() < 2) return std::nullopt;
+    ProbePoint origin = points.back();
+    origin.batch = 0;
+    origin.peak = static_cast<std::uint64_t>(anchor);
+    return fit_memory_model(budget.known, budget.resident, origin, points.back(), budget.limit, budget.limit_source);
   };
 
   std::int64_t candidate = std::min(max_batch, options.first_batch);
@@ -52,12 +68,8 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
       lowest_failure = std::min(lowest_failure, candidate);
     } else {
       fitted.push_back(point);
-      std::sort(fitted.begin(), fitted.end(), [](const auto& a, const auto& b) { return a.batch < b.batch; });
-      if (fitted.size() >= 2) {
-        const auto& top = fitted.back();
-        const auto& next = fitted[fitted.size() - 2];
-        result.model = fit_memory_model(budget.known, budget.resident, next, top, budget.limit, budget.limit_source);
-      }
+      std::sort(fitted.begin(), fitted.end(), [](const auto& x, const auto& y) { return x.batch < y.batch; });
+      result.model = model_from(fitted);
       if (within_target(point)) best = std::max(best, candidate);
     }
     // The next batch worth a step.
@@ -70,16 +82,13 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
     } else if (result.model) {
       next = round_batch(std::min(result.model->largest_batch(options.target_fraction), max_batch), options.multiple);
     } else {
-      // One point, usually too small for its peak to show the slope: a batch of 16 peaks where
-      // gradients or temporaries outweigh its activations. What the forward pass kept for
-      // backward, doubled for the activations' gradients, is a rough but safe bytes-per-sample;
-      // the second probe goes halfway to the maximum it predicts, where activations dominate.
-      const auto& only = fitted.back();
-      const double batch = static_cast<double>(only.batch);
-      const double per_sample = std::max((static_cast<double>(only.peak) - known_fixed) / batch,
-                                         2.0 * static_cast<double>(only.activations) / batch);
-      const double free_after = static_cast<double>(budget.limit) - known_fixed;
-      const double rough_max = per_sample > 0 ? options.target_fraction * free_after / per_sample : 1e18;
+      // One small probe, whose peak shows gradients and temporaries rather than activations.
+      // What its forward pass kept for backward, doubled for backward's own buffers, gives a
+      // rough bytes-per-sample; the next probe goes halfway to the maximum it predicts, where
+      // activations set the peak.
+      const auto& top = fitted.back();
+      const double per_sample = 2.0 * static_cast<double>(top.activations) / static_cast<double>(top.batch);
+      const double rough_max = per_sample > 0 ? options.target_fraction * (static_cast<double>(budget.limit) - anchor) / per_sample : 1e18;
       next = std::max(2 * candidate, static_cast<std::int64_t>(std::min(rough_max / 2, 1e18)));
       next = std::min(next, max_batch);
     }

@@ -316,8 +316,15 @@ Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_uniqu
   state_->config = std::move(config);
   state_->options = std::move(options);
   state_->config_yaml = to_yaml(state_->config);
-  state_->setup();
-  state_->resume();
+  try {
+    state_->setup();
+    state_->resume();
+  } catch (const c10::OutOfMemoryError& e) {
+    throw Error("out of memory before the first step, while placing the data, the model and its optimizer on " +
+                    state_->device.str() + ": " + memory::describe(memory::memory_figures(state_->device)) +
+                    ". The allocator said: " + e.what_without_backtrace(),
+                "allow more memory (device.max_memory), use fewer samples (data.samples) or a smaller model");
+  }
 }
 
 Trainer::~Trainer() = default;
