@@ -1,4 +1,5 @@
-// The trainer on a GPU: mixed precision, memory figures, resume. Skipped without a GPU.
+// The trainer on a GPU: mixed precision, memory figures, resume, auto batch, OOM recovery.
+// Skipped without a GPU.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -6,6 +7,9 @@
 #include <filesystem>
 
 #include "gputrain/core/stop_signal.hpp"
+#include "gputrain/memory/device_memory.hpp"
+#include "gputrain/train/batch_size.hpp"
+#include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/trainer.hpp"
@@ -67,4 +71,48 @@ TEST_F(GpuTrainer, ResumedRunEndsCloseToAnUninterruptedOne) {
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i)
     EXPECT_TRUE(at::allclose(a[i].second.to(at::kDouble), b[i].second.to(at::kDouble), 1e-4, 1e-5)) << a[i].first;
+}
+
+// Auto batch under a memory fraction: the batch found fits, is within the 90 % goal (less the
+// rounding to 8) of the true largest, and the run after it has no OOM. ResNet-18 and the MLP.
+TEST_F(GpuTrainer, AutoBatchUnderAMemoryCapIsNearTheLargestAndDoesNotOom) {
+  for (const std::vector<std::string>& model :
+       {std::vector<std::string>{"model.name=resnet18", "data.samples=8192", "train.precision=bf16-mixed"},
+        std::vector<std::string>{"model.name=mlp", "data.shape=[1024]", "model.hidden=[4096, 4096]", "data.samples=65536"}}) {
+    auto overrides = model;
+    for (const char* o : {"train.batch_size=auto", "device.max_memory=4GiB", "train.max_steps=20", "train.epochs=1"})
+      overrides.emplace_back(o);
+    const auto config = gpu_run("auto-" + model[0].substr(11), overrides);
+    Trainer trainer(config, test_support::quiet_trainer());
+    const auto result = trainer.fit();
+    EXPECT_EQ(result.oom_events, 0) << model[0];
+    const auto run = prepare_device(config);
+    const auto data = load_data(config, run.device);
+    const auto truth = find_largest_fitting_batch(config, run.device, data.train, result.batch_size, data.train.size());
+    EXPECT_LE(result.batch_size, truth.largest) << model[0];
+    EXPECT_GE(result.batch_size, static_cast<std::int64_t>(0.9 * double(truth.largest)) - 8) << model[0];
+    std::cerr << model[0] << ": found " << result.batch_size << ", largest " << truth.largest << "\n";
+  }
+}
+
+// A real CUDA OOM mid-run (the memory fraction lowered after step 3) is survived: same steps and
+// samples as the run without it.
+TEST_F(GpuTrainer, ARealCudaOomMidRunIsSurvived) {
+  const std::vector<std::string> common{"model.name=mlp", "data.shape=[1024]", "model.hidden=[4096, 4096]",
+                                        "data.samples=16384", "data.val_samples=0", "checkpoint.best_metric=none",
+                                        "train.batch_size=4096", "train.epochs=1", "train.tf32=false"};
+  Trainer reference(gpu_run("oom-reference", common), test_support::quiet_trainer());
+  const auto expected = reference.fit();
+  const auto peak = memory::memory_figures(c10::Device(c10::kCUDA, 0)).peak;
+  auto options = test_support::quiet_trainer();
+  options.after_step = [&](std::int64_t step) {
+    if (step == 1) memory::cap_memory(c10::Device(c10::kCUDA, 0), peak * 3 / 4);
+  };
+  Trainer capped(gpu_run("oom-capped", common), options);
+  const auto result = capped.fit();
+  memory::cap_memory(c10::Device(c10::kCUDA, 0), 0);
+  EXPECT_EQ(result.steps, expected.steps);
+  EXPECT_EQ(result.samples, expected.samples);
+  EXPECT_GE(result.oom_events, 1);
+  EXPECT_LT(result.micro_batch, 4096);
 }
