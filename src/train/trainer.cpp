@@ -396,7 +396,7 @@ FitResult Trainer::fit() {
         m.loss_scale = s.scaler->scale_value();
         m.skipped_steps = s.scaler->skipped_steps();
         m.eta_seconds = static_cast<double>(s.total_steps - progress.step) * window_seconds / static_cast<double>(window_steps);
-        const auto memory = memory::memory_figures(s.device);
+        const auto memory = memory::memory_figures(s.device, /*with_limit=*/false);  // no /proc or driver call per report
         m.memory_allocated = memory.allocated;
         m.memory_reserved = memory.reserved;
         m.memory_peak = memory.peak;
@@ -456,7 +456,6 @@ FitResult Trainer::fit() {
   result.oom_events = s.oom_events();
   result.batch_size = s.micro_batch;
   result.micro_batch = s.train_guard->micro_batch();
-  result.num_workers = s.num_workers;
   const double run_seconds = seconds_since(run_start);
   if (run_steps > 0) {
     result.samples_per_second = static_cast<double>(run_samples) / run_seconds;

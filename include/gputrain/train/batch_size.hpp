@@ -21,7 +21,6 @@ struct MemoryEstimate {
   sizing::MemoryModel model;                 ///< fitted when two probes of different size fitted
   bool fitted = false;
   std::vector<sizing::ProbePoint> probes;
-  std::uint64_t data_bytes = 0;              ///< training and validation samples held on the device
   std::int64_t parameter_count = 0;
 };
 

@@ -29,7 +29,6 @@ struct FitResult {
   std::int64_t batch_size = 0;            ///< the micro-batch the run started with (found, when auto)
   std::int64_t micro_batch = 0;           ///< the micro-batch in effect at the end (smaller after OOMs)
   std::int64_t oom_events = 0;            ///< out-of-memory events survived (or the one that ended it)
-  std::int64_t num_workers = 0;           ///< data.num_workers after `auto` is resolved
   double samples_per_second = 0;          ///< over the steps this process ran
   double data_stall_percent = 0;
   std::string run_dir;
