@@ -146,31 +146,25 @@ sizing::BatchSearchOptions batch_search_options(const Config& config, std::int64
 }
 
 MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const data::TensorDataset& train_set) {
+  // The model the batch-size search fits: its first, small probe only sizes a large one, since a
+  // small batch's peak is set by gradients and temporaries and a line through it would understate
+  // the bytes per sample (see sizing::search_batch_size).
   MemoryEstimate out;
   ProbeRig rig(config, device, train_set);
   out.parameter_count = rig.parameter_count();
-  const std::int64_t n = train_set.size();
-  std::vector<sizing::ProbePoint> fitted;
-  for (std::int64_t batch : {std::min<std::int64_t>(16, n), std::min<std::int64_t>(64, n)}) {
-    if (!fitted.empty() && batch <= fitted.back().batch) break;
-    auto point = rig(batch);
-    out.probes.push_back(point);
-    while (!point.fits && batch > 1 && (fitted.empty() || batch / 2 > fitted.back().batch)) {  // halve on OOM
-      batch /= 2;
-      point = rig(batch);
-      out.probes.push_back(point);
-    }
-    if (!point.fits) break;
-    fitted.push_back(point);
-  }
+  auto options = batch_search_options(config, train_set.size());
+  options.throughput = false;
+  const auto search = sizing::search_batch_size([&rig](std::int64_t batch) { return rig(batch); }, rig.budget(), options);
+  out.probes = search.probes;
   const auto& budget = rig.budget();
-  out.model.known = budget.known;
-  out.model.resident = budget.resident;
-  out.model.limit = budget.limit;
-  out.model.limit_source = budget.limit_source;
-  if (fitted.size() == 2) {
-    out.model = sizing::fit_memory_model(budget.known, budget.resident, fitted[0], fitted[1], budget.limit, budget.limit_source);
-    out.fitted = true;
+  out.fitted = search.model.has_value();
+  if (out.fitted) {
+    out.model = *search.model;
+  } else {
+    out.model.known = budget.known;
+    out.model.resident = budget.resident;
+    out.model.limit = budget.limit;
+    out.model.limit_source = budget.limit_source;
   }
   return out;
 }

@@ -68,7 +68,7 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
                                            : config.optimizer.name + ": two moments");
   print_row("data on the device", core::format_bytes(data_bytes), "training and validation samples");
   if (!estimate.fitted) {
-    std::printf("  no fit: fewer than two probe sizes ran (%s)\n", probe_list(estimate.probes).c_str());
+    std::printf("  no fit: the whole dataset fitted in one step (%s)\n", probe_list(estimate.probes).c_str());
     return int(ExitCode::ok);
   }
   print_row("workspace", core::format_bytes(m.workspace()), "allocator and library workspaces, temporaries");
@@ -123,8 +123,8 @@ int profile_batch(const train::Config& config, const train::RunDevice& run, cons
 int main(int argc, char** argv) {
   CLI::App app{"gputrain profile: what a config needs from this box, measured with real training steps.\n\n"
                "  --memory   the memory model of one training step: parameters, gradients, optimizer state,\n"
-               "             data on the device, workspace, and the bytes each sample adds (fitted from two\n"
-               "             probe steps as peak = fixed + per_sample x batch)\n"
+               "             data on the device, workspace, and the bytes each sample adds (peak = fixed +\n"
+               "             per_sample x batch, fitted through the large probe steps of the --batch search)\n"
                "  --batch    the micro-batch `train.batch_size: auto` picks (a few probe steps, no training);\n"
                "             --exhaustive also finds the true largest batch by bisection, to check the search\n\n"
                "--max-memory 8GiB caps memory as a smaller GPU (or machine) would, so you can plan for one.\n"

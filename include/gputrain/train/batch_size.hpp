@@ -18,14 +18,15 @@ namespace gputrain::train {
 
 /// The memory model of one config on one device (`gputrain profile --memory`).
 struct MemoryEstimate {
-  sizing::MemoryModel model;                 ///< fitted when two probes of different size fitted
+  sizing::MemoryModel model;                 ///< fitted when the search fitted one
   bool fitted = false;
   std::vector<sizing::ProbePoint> probes;
   std::int64_t parameter_count = 0;
 };
 
-/// Probes two batch sizes (16 and 64, or fewer when the dataset is smaller; halved on OOM) and
-/// fits the memory model.
+/// Fits the memory model with the probe steps of the batch-size search (3-4 in the usual case:
+/// a small one that sizes a large one, then near the largest that fits). No fit when the whole
+/// dataset fits in the first probe.
 MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const data::TensorDataset& train_set);
 
 /// What `batch_size: auto` settled on.
