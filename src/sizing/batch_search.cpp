@@ -29,7 +29,7 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
                                     const BatchSearchOptions& options) {
   BatchSearchResult result;
   const std::int64_t max_batch = std::max<std::int64_t>(1, options.max_batch);
-  std::vector<ProbePoint> fitted;  // probes that fitted, any order
+  std::vector<ProbePoint> fitted;  // probes that fitted, by batch
   std::int64_t best = 0;           // largest batch that fitted within the target
   std::int64_t lowest_failure = max_batch + 1;
   // At the end of the forward pass, where large batches peak, gradients do not exist yet (they

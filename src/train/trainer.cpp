@@ -74,6 +74,13 @@ memory::OomPolicy oom_policy(const OomConfig& c) { return {c.max_halvings, c.min
 
 }  // namespace
 
+// What fit() reports about the steps this process ran.
+struct RunTotals {
+  Clock::time_point start = Clock::now();
+  double data_seconds = 0;
+  std::int64_t samples = 0, steps = 0;
+};
+
 struct Trainer::State {
   Config config;
   TrainerOptions options;
@@ -113,6 +120,7 @@ struct Trainer::State {
   void resume();
   at::Tensor train_step(const at::Tensor& indices);
   EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);
+  void run_epochs(FitResult& result, RunTotals& totals);
   void checkpoint();
 };
 
@@ -333,6 +341,97 @@ Model& Trainer::model() { return *state_->model; }
 
 std::string Trainer::device() const { return state_->device.str(); }
 
+// The epochs and steps of a run, until the step budget or a stop request; fit() handles the end.
+void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
+  const data::EpochSampler sampler(train_set.size(), config.data.shuffle, static_cast<std::uint64_t>(config.train.seed));
+  const std::int64_t log_every = config.logging.every_steps;
+  model->set_training(true);
+
+  auto window_start = Clock::now();
+  double window_data = 0;
+  std::int64_t window_steps = 0, window_samples = 0;
+  at::Tensor window_loss = at::zeros({}, at::TensorOptions().device(device));
+
+  while (progress.step < total_steps && !result.interrupted) {
+    const auto epoch_start = Clock::now();
+    const auto order = sampler.order(progress.epoch).to(device);
+    at::Tensor epoch_loss = at::zeros({}, at::TensorOptions().device(device));
+    std::int64_t epoch_steps = 0;
+    const std::int64_t n = train_set.size();
+    while (progress.position < n && progress.step < total_steps) {
+      const auto data_start = Clock::now();
+      const auto indices = order.slice(0, progress.position, std::min(n, progress.position + effective_batch));
+      const double data_seconds = seconds_since(data_start);
+      // The schedule is a function of the step alone, so a resumed run picks it up exactly.
+      const double lr = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps);
+      set_learning_rate(*optimizer, lr);
+      const auto loss = train_step(indices);
+      progress.position += indices.size(0);
+      ++progress.step;
+      ++epoch_steps;
+      ++window_steps;
+      ++totals.steps;
+      window_samples += indices.size(0);
+      totals.samples += indices.size(0);
+      window_data += data_seconds;
+      totals.data_seconds += data_seconds;
+      window_loss += loss;
+      epoch_loss += loss;
+      if (!result.first_loss) result.first_loss = loss.item<double>();
+
+      if (progress.step % log_every == 0 || progress.step == total_steps) {
+        StepMetrics m;
+        m.step = progress.step;
+        m.epoch = progress.epoch;
+        m.loss = window_loss.item<double>() / static_cast<double>(window_steps);  // syncs the device
+        const double window_seconds = seconds_since(window_start);
+        m.samples_per_second = static_cast<double>(window_samples) / window_seconds;
+        m.data_seconds = window_data / static_cast<double>(window_steps);
+        m.compute_seconds = (window_seconds - window_data) / static_cast<double>(window_steps);
+        m.lr = lr;
+        m.loss_scale = scaler->scale_value();
+        m.skipped_steps = scaler->skipped_steps();
+        m.eta_seconds = static_cast<double>(total_steps - progress.step) * window_seconds / static_cast<double>(window_steps);
+        const auto memory = memory::memory_figures(device, /*with_limit=*/false);  // no /proc or driver call per report
+        m.memory_allocated = memory.allocated;
+        m.memory_reserved = memory.reserved;
+        m.memory_peak = memory.peak;
+        m.micro_batch = train_guard->micro_batch();
+        m.oom_events = oom_events();
+        for (auto& sink : sinks) sink->on_step(m);
+        result.last_loss = m.loss;
+        window_loss.zero_();
+        window_steps = window_samples = 0;
+        window_data = 0;
+        window_start = Clock::now();
+      }
+      if (config.checkpoint.every_steps > 0 && progress.step % config.checkpoint.every_steps == 0) checkpoint();
+      if (options.after_step) options.after_step(progress.step);
+      if (core::stop_requested()) {
+        result.interrupted = true;
+        break;
+      }
+    }
+    if (progress.position >= n) {
+      const double train_loss = epoch_steps > 0 ? epoch_loss.item<double>() / static_cast<double>(epoch_steps) : 0.0;
+      const auto metrics = validate(progress.epoch, train_loss, seconds_since(epoch_start));
+      for (auto& sink : sinks) sink->on_epoch(metrics);
+      result.last_epoch = metrics;
+      ++progress.epoch;
+      progress.position = 0;
+      const auto value = metric_value(metrics, config.checkpoint.best_metric);
+      const bool maximize = config.checkpoint.best_mode == "max" ||
+                            (config.checkpoint.best_mode == "auto" && config.checkpoint.best_metric == "val_accuracy");
+      if (value && (!progress.best_metric || (maximize ? *value > *progress.best_metric : *value < *progress.best_metric))) {
+        progress.best_metric = *value;
+        note("best " + config.checkpoint.best_metric + " so far: " + std::to_string(*value) + " -> " +
+               store->save_best(parts(), progress, config_yaml));
+      }
+      if (config.checkpoint.every_epochs > 0 && progress.epoch % config.checkpoint.every_epochs == 0) checkpoint();
+    }
+  }
+}
+
 FitResult Trainer::fit() {
   auto& s = *state_;
   auto& progress = s.progress;
@@ -343,97 +442,9 @@ FitResult Trainer::fit() {
   s.make_sinks(progress.step);
   if (progress.step > 0) s.note("resumed from " + s.last_checkpoint + " at step " + std::to_string(progress.step));
 
-  const data::EpochSampler sampler(s.train_set.size(), s.config.data.shuffle, static_cast<std::uint64_t>(s.config.train.seed));
-  const std::int64_t log_every = s.config.logging.every_steps;
-  s.model->set_training(true);
-
-  const auto run_start = Clock::now();
-  double run_data_seconds = 0;
-  std::int64_t run_samples = 0, run_steps = 0;
-  auto window_start = Clock::now();
-  double window_data = 0;
-  std::int64_t window_steps = 0, window_samples = 0;
-  at::Tensor window_loss = at::zeros({}, at::TensorOptions().device(s.device));
-
+  RunTotals totals;
   try {
-  while (progress.step < s.total_steps && !result.interrupted) {
-    const auto epoch_start = Clock::now();
-    const auto order = sampler.order(progress.epoch).to(s.device);
-    at::Tensor epoch_loss = at::zeros({}, at::TensorOptions().device(s.device));
-    std::int64_t epoch_steps = 0;
-    const std::int64_t n = s.train_set.size();
-    while (progress.position < n && progress.step < s.total_steps) {
-      const auto data_start = Clock::now();
-      const auto indices = order.slice(0, progress.position, std::min(n, progress.position + s.effective_batch));
-      const double data_seconds = seconds_since(data_start);
-      // The schedule is a function of the step alone, so a resumed run picks it up exactly.
-      const double lr = learning_rate_at(s.config.scheduler, s.config.optimizer.lr, progress.step, s.total_steps);
-      set_learning_rate(*s.optimizer, lr);
-      const auto loss = s.train_step(indices);
-      progress.position += indices.size(0);
-      ++progress.step;
-      ++epoch_steps;
-      ++window_steps;
-      ++run_steps;
-      window_samples += indices.size(0);
-      run_samples += indices.size(0);
-      window_data += data_seconds;
-      run_data_seconds += data_seconds;
-      window_loss += loss;
-      epoch_loss += loss;
-      if (!result.first_loss) result.first_loss = loss.item<double>();
-
-      if (progress.step % log_every == 0 || progress.step == s.total_steps) {
-        StepMetrics m;
-        m.step = progress.step;
-        m.epoch = progress.epoch;
-        m.loss = window_loss.item<double>() / static_cast<double>(window_steps);  // syncs the device
-        const double window_seconds = seconds_since(window_start);
-        m.samples_per_second = static_cast<double>(window_samples) / window_seconds;
-        m.data_seconds = window_data / static_cast<double>(window_steps);
-        m.compute_seconds = (window_seconds - window_data) / static_cast<double>(window_steps);
-        m.lr = lr;
-        m.loss_scale = s.scaler->scale_value();
-        m.skipped_steps = s.scaler->skipped_steps();
-        m.eta_seconds = static_cast<double>(s.total_steps - progress.step) * window_seconds / static_cast<double>(window_steps);
-        const auto memory = memory::memory_figures(s.device, /*with_limit=*/false);  // no /proc or driver call per report
-        m.memory_allocated = memory.allocated;
-        m.memory_reserved = memory.reserved;
-        m.memory_peak = memory.peak;
-        m.micro_batch = s.train_guard->micro_batch();
-        m.oom_events = s.oom_events();
-        for (auto& sink : s.sinks) sink->on_step(m);
-        result.last_loss = m.loss;
-        window_loss.zero_();
-        window_steps = window_samples = 0;
-        window_data = 0;
-        window_start = Clock::now();
-      }
-      if (s.config.checkpoint.every_steps > 0 && progress.step % s.config.checkpoint.every_steps == 0) s.checkpoint();
-      if (s.options.after_step) s.options.after_step(progress.step);
-      if (core::stop_requested()) {
-        result.interrupted = true;
-        break;
-      }
-    }
-    if (progress.position >= n) {
-      const double train_loss = epoch_steps > 0 ? epoch_loss.item<double>() / static_cast<double>(epoch_steps) : 0.0;
-      const auto metrics = s.validate(progress.epoch, train_loss, seconds_since(epoch_start));
-      for (auto& sink : s.sinks) sink->on_epoch(metrics);
-      result.last_epoch = metrics;
-      ++progress.epoch;
-      progress.position = 0;
-      const auto value = metric_value(metrics, s.config.checkpoint.best_metric);
-      const bool maximize = s.config.checkpoint.best_mode == "max" ||
-                            (s.config.checkpoint.best_mode == "auto" && s.config.checkpoint.best_metric == "val_accuracy");
-      if (value && (!progress.best_metric || (maximize ? *value > *progress.best_metric : *value < *progress.best_metric))) {
-        progress.best_metric = *value;
-        s.note("best " + s.config.checkpoint.best_metric + " so far: " + std::to_string(*value) + " -> " +
-               s.store->save_best(s.parts(), progress, s.config_yaml));
-      }
-      if (s.config.checkpoint.every_epochs > 0 && progress.epoch % s.config.checkpoint.every_epochs == 0) s.checkpoint();
-    }
-  }
+    s.run_epochs(result, totals);
   } catch (const memory::OomExhaustedError&) {
     // The failed step changed nothing (its partial gradients were dropped): save where the run
     // stands, so it resumes here once the memory settings are changed.
@@ -452,14 +463,14 @@ FitResult Trainer::fit() {
   result.last_checkpoint = s.last_checkpoint;
   result.steps = progress.step;
   result.skipped_steps = s.scaler->skipped_steps();
-  result.samples = run_samples;
+  result.samples = totals.samples;
   result.oom_events = s.oom_events();
   result.batch_size = s.micro_batch;
   result.micro_batch = s.train_guard->micro_batch();
-  const double run_seconds = seconds_since(run_start);
-  if (run_steps > 0) {
-    result.samples_per_second = static_cast<double>(run_samples) / run_seconds;
-    result.data_stall_percent = 100.0 * run_data_seconds / run_seconds;
+  const double run_seconds = seconds_since(totals.start);
+  if (totals.steps > 0) {
+    result.samples_per_second = static_cast<double>(totals.samples) / run_seconds;
+    result.data_stall_percent = 100.0 * totals.data_seconds / run_seconds;
   }
   if (result.interrupted) {
     s.note("interrupted at step " + std::to_string(progress.step) + "; resume with the same command (checkpoint.resume: auto)");
