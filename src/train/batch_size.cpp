@@ -218,14 +218,12 @@ ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device de
                                             std::int64_t fits, std::int64_t upper) {
   ExhaustiveResult out;
   ProbeRig rig(config, device, train_set);
-  std::int64_t lo = std::max<std::int64_t>(1, fits), hi = upper + 1;  // lo fits, hi does not (or is past the bound)
+  out.steps = 1;
   if (rig(upper).fits) {
-    out.steps = 1;
     out.largest = upper;
     return out;
   }
-  out.steps = 1;
-  hi = upper;
+  std::int64_t lo = std::max<std::int64_t>(1, fits), hi = upper;  // lo fits, hi does not
   while (hi - lo > 1) {
     const std::int64_t mid = lo + (hi - lo) / 2;
     ++out.steps;
