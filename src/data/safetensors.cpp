@@ -4,11 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
+#include "mapped_file.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -54,40 +53,59 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
 }
 
 std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("cannot open safetensors file '" + path + "'", "check the path");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string bytes = buffer.str();
+  const auto file = MappedFile::open(path);
+  const auto* bytes = file->data();
+  const std::size_t size = file->size();
   const auto malformed = [&](const std::string& why) {
     return UsageError("'" + path + "' is not a valid safetensors file: " + why, "write it with safetensors.torch.save_file");
   };
-  if (bytes.size() < 8) throw malformed("shorter than its 8-byte header length");
+  if (size < 8) throw malformed("shorter than its 8-byte header length");
   std::uint64_t length = 0;
-  for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
-  if (length > bytes.size() - 8) throw malformed("header length past the end of the file");
+  for (int i = 7; i >= 0; --i) length = (length << 8) | bytes[i];
+  if (length > size - 8) throw malformed("header length " + std::to_string(length) + " runs past the end of the file");
   nlohmann::ordered_json header;  // keeps the file's order
   try {
-    header = nlohmann::ordered_json::parse(bytes.substr(8, length));
+    header = nlohmann::ordered_json::parse(bytes + 8, bytes + 8 + length);
   } catch (const nlohmann::json::exception& e) {
     throw malformed(std::string("header is not JSON: ") + e.what());
   }
+  if (!header.is_object()) throw malformed("header is not a JSON object");
   const std::size_t data_start = 8 + length;
   std::vector<std::pair<std::string, at::Tensor>> tensors;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
+    std::string dtype;
+    std::vector<std::int64_t> shape;
+    std::vector<std::size_t> offsets;
+    try {
+      dtype = entry.at("dtype").get<std::string>();
+      shape = entry.at("shape").get<std::vector<std::int64_t>>();
+      offsets = entry.at("data_offsets").get<std::vector<std::size_t>>();
+    } catch (const nlohmann::json::exception&) {
+      throw malformed("tensor '" + name + "' lacks a string dtype, an integer shape or two data_offsets");
+    }
     at::ScalarType type = at::kFloat;
     bool known = false;
     for (const auto& [dname, t] : dtype_names())
-      if (entry.at("dtype").get<std::string>() == dname) type = t, known = true;
-    if (!known) throw malformed("tensor '" + name + "' has unsupported dtype " + entry.at("dtype").dump());
-    const auto shape = entry.at("shape").get<std::vector<std::int64_t>>();
-    const auto offsets = entry.at("data_offsets").get<std::vector<std::size_t>>();
-    auto t = at::empty(shape, at::TensorOptions().dtype(type));
-    const std::size_t size = t.numel() * t.element_size();
-    if (offsets.size() != 2 || offsets[1] - offsets[0] != size || data_start + offsets[1] > bytes.size())
-      throw malformed("tensor '" + name + "' has data offsets that do not match its shape");
-    std::memcpy(t.data_ptr(), bytes.data() + data_start + offsets[0], size);
+      if (dtype == dname) type = t, known = true;
+    if (!known) throw malformed("tensor '" + name + "' has unsupported dtype " + dtype);
+    std::size_t count = 1;
+    for (const auto d : shape) {
+      if (d < 0) throw malformed("tensor '" + name + "' has a negative dimension");
+      count *= static_cast<std::size_t>(d);
+    }
+    const std::size_t item = c10::elementSize(type);
+    if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] - offsets[0] != count * item || data_start + offsets[1] > size)
+      throw malformed("tensor '" + name + "' has data offsets that do not match its shape" +
+                      (offsets.size() == 2 && data_start + offsets[1] > size ? " (the file is truncated)" : ""));
+    const auto* data = bytes + data_start + offsets[0];
+    at::Tensor t;
+    if (reinterpret_cast<std::uintptr_t>(data) % item == 0) {  // a view of the mapping: read lazily by the OS
+      t = at::from_blob(const_cast<unsigned char*>(data), shape, [file](void*) {}, at::TensorOptions().dtype(type));
+    } else {
+      t = at::empty(shape, at::TensorOptions().dtype(type));
+      std::memcpy(t.data_ptr(), data, count * item);
+    }
     tensors.emplace_back(name, std::move(t));
   }
   return tensors;

@@ -25,19 +25,22 @@ using Clock = std::chrono::steady_clock;
 
 std::uint64_t tensor_bytes(const at::Tensor& t) { return static_cast<std::uint64_t>(t.numel()) * t.element_size(); }
 
-// A model, optimizer and scaler of their own that run real training steps on the first `batch`
-// samples, measured by the allocator. Thrown away afterwards.
+// A model, optimizer and scaler of their own that run real training steps on `batch` samples of
+// the probe pool (repeated when the batch is larger than the pool), measured by the allocator.
+// Thrown away afterwards.
 class ProbeRig {
  public:
-  ProbeRig(const Config& config, c10::Device device, const data::TensorDataset& train_set)
-      : config_(config), device_(device), data_(train_set) {
+  ProbeRig(const Config& config, c10::Device device, const data::TensorDataset& pool, const data::BatchTransform& transform,
+           std::uint64_t reserve_bytes = 0)
+      : config_(config), device_(device), data_(pool), transform_(transform) {
     memory::release_cached_memory(device);
     model_ = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
     model_->to(device);
     if (config.train.channels_last) use_channels_last(*model_);
     model_->set_training(true);
     params_ = model_->parameters();
-    budget_.resident = memory::memory_figures(device).allocated;  // the data and the parameters
+    // The probe samples and the parameters, plus what the data cache will take before training.
+    budget_.resident = memory::memory_figures(device).allocated + reserve_bytes;
     for (const auto& p : model_->named_state()) budget_.known.parameters += tensor_bytes(p.second);
     for (const auto& p : params_)
       if (p.requires_grad()) budget_.known.gradients += tensor_bytes(p);
@@ -54,13 +57,14 @@ class ProbeRig {
   sizing::ProbePoint operator()(std::int64_t batch) {
     sizing::ProbePoint point;
     point.batch = batch;
-    const auto indices = at::arange(batch, at::TensorOptions().dtype(at::kLong).device(device_));
+    const auto indices = at::arange(batch, at::TensorOptions().dtype(at::kLong).device(device_)).remainder(data_.size());
     memory::release_cached_memory(device_);
     memory::reset_peak_memory(device_);
     const auto start = Clock::now();
     try {
       const auto before = memory::memory_figures(device_, /*with_limit=*/false).allocated;
-      const auto loss = accumulate_gradients(parts(), indices, batch, [&] {
+      const data::Batch samples{data_.inputs.index_select(0, indices), data_.targets.index_select(0, indices)};
+      const auto loss = accumulate_gradients(parts(), samples, batch, [&] {
         point.activations = memory::memory_figures(device_, /*with_limit=*/false).allocated - before;
       });
       point.peak = memory::memory_figures(device_, /*with_limit=*/false).peak;
@@ -83,13 +87,14 @@ class ProbeRig {
 
  private:
   StepParts parts() {
-    return StepParts{*model_, *optimizer_, *scaler_, params_, data_, config_.train,
+    return StepParts{*model_, *optimizer_, *scaler_, params_, transform_, config_.train,
                      config_.data.task == "classification", device_};
   }
 
   const Config& config_;
   c10::Device device_;
   const data::TensorDataset& data_;
+  const data::BatchTransform& transform_;
   std::unique_ptr<Model> model_;
   std::vector<at::Tensor> params_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
@@ -145,14 +150,14 @@ sizing::BatchSearchOptions batch_search_options(const Config& config, std::int64
   return options;
 }
 
-MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const data::TensorDataset& train_set) {
+MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const ProbeData& data) {
   // The model the batch-size search fits: its first, small probe only sizes a large one, since a
   // small batch's peak is set by gradients and temporaries and a line through it would understate
   // the bytes per sample (see sizing::search_batch_size).
   MemoryEstimate out;
-  ProbeRig rig(config, device, train_set);
+  ProbeRig rig(config, device, data.samples, data.transform, data.reserve_bytes);
   out.parameter_count = rig.parameter_count();
-  auto options = batch_search_options(config, train_set.size());
+  auto options = batch_search_options(config, data.dataset_size);
   options.throughput = false;
   const auto search = sizing::search_batch_size([&rig](std::int64_t batch) { return rig(batch); }, rig.budget(), options);
   out.probes = search.probes;
@@ -170,7 +175,7 @@ MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, c
 }
 
 BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const std::string& device_name,
-                                const data::TensorDataset& train_set, const std::string& cache_path) {
+                                const ProbeData& data, const std::string& cache_path) {
   BatchSizeChoice choice;
   choice.cache_path = cache_path;
   const auto key = cache_key(config, device_name);
@@ -191,9 +196,10 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
   }
   const auto start = Clock::now();
   {
-    ProbeRig rig(config, device, train_set);
+    ProbeRig rig(config, device, data.samples, data.transform, data.reserve_bytes);
     choice.budget = rig.budget();
-    choice.search = sizing::search_batch_size([&rig](std::int64_t batch) { return rig(batch); }, choice.budget, batch_search_options(config, train_set.size()));
+    choice.search = sizing::search_batch_size([&rig](std::int64_t batch) { return rig(batch); }, choice.budget,
+                                              batch_search_options(config, data.dataset_size));
   }
   memory::release_cached_memory(device);
   choice.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -214,10 +220,23 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
   return choice;
 }
 
-ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const data::TensorDataset& train_set,
+std::uint64_t measure_step_memory(const Config& config, c10::Device device, const ProbeData& data, std::int64_t batch) {
+  memory::release_cached_memory(device);
+  const auto before = memory::memory_figures(device, /*with_limit=*/false).allocated;
+  std::uint64_t peak = 0;
+  {
+    ProbeRig rig(config, device, data.samples, data.transform);
+    const auto point = rig(std::min(batch, data.dataset_size));
+    peak = point.fits ? std::max(point.peak, point.optimizer_peak) : 0;
+  }
+  memory::release_cached_memory(device);
+  return peak > before ? peak - before : 0;
+}
+
+ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const ProbeData& data,
                                             std::int64_t fits, std::int64_t upper) {
   ExhaustiveResult out;
-  ProbeRig rig(config, device, train_set);
+  ProbeRig rig(config, device, data.samples, data.transform, data.reserve_bytes);
   out.steps = 1;
   if (rig(upper).fits) {
     out.largest = upper;

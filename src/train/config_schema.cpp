@@ -10,6 +10,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/data/sources.hpp"
 #include "gputrain/train/model_registry.hpp"
 
 namespace gputrain::train {
@@ -88,6 +89,25 @@ std::string parse_string(const FieldValue& v, const std::string& what) {
   return v.node.Scalar();
 }
 
+std::vector<std::string> parse_string_list(const FieldValue& v) {
+  const std::string allowed = "a list of names, e.g. [x1, x2]";
+  if (v.node.IsScalar() && !v.node.Scalar().empty()) return {v.node.Scalar()};  // one name
+  if (!v.node.IsSequence()) reject(v, found_text(v.node), allowed);
+  std::vector<std::string> out;
+  for (const auto& item : v.node) {
+    if (!item.IsScalar()) reject(v, found_text(item), allowed);
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
+std::vector<double> parse_double_list(const FieldValue& v, double min) {
+  if (!v.node.IsSequence()) reject(v, found_text(v.node), "a list of numbers, e.g. [0.485, 0.456, 0.406]");
+  std::vector<double> out;
+  for (const auto& item : v.node) out.push_back(parse_double(FieldValue{item, v.where, v.key}, min));
+  return out;
+}
+
 std::vector<Int> parse_int_list(const FieldValue& v, Int min, bool allow_empty) {
   const std::string allowed = std::string(allow_empty ? "a list" : "a non-empty list") + " of integers >= " + std::to_string(min) + ", e.g. [256, 128]";
   if (!v.node.IsSequence() || (!allow_empty && v.node.size() == 0)) reject(v, found_text(v.node), allowed);
@@ -134,6 +154,28 @@ Field int_list_field(std::string key, Get get, Int min, bool allow_empty) {
           [=](const Config& c) {
             YAML::Node list(YAML::NodeType::Sequence);
             for (Int x : get(c)) list.push_back(x);
+            list.SetStyle(YAML::EmitterStyle::Flow);
+            return list;
+          }};
+}
+
+template <typename Get>
+Field string_list_field(std::string key, Get get) {
+  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_string_list(v); },
+          [=](const Config& c) {
+            YAML::Node list(YAML::NodeType::Sequence);
+            for (const auto& x : get(c)) list.push_back(x);
+            list.SetStyle(YAML::EmitterStyle::Flow);
+            return list;
+          }};
+}
+
+template <typename Get>
+Field double_list_field(std::string key, Get get, double min) {
+  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_double_list(v, min); },
+          [=](const Config& c) {
+            YAML::Node list(YAML::NodeType::Sequence);
+            for (double x : get(c)) list.push_back(shortest(x));
             list.SetStyle(YAML::EmitterStyle::Flow);
             return list;
           }};
@@ -252,15 +294,30 @@ std::vector<Field> make_schema() {
     int_field("model.heads", [](auto& c) -> auto& { return c.model.heads; }, 1),
     int_field("model.ff_dim", [](auto& c) -> auto& { return c.model.ff_dim; }, 1),
 
-    choice_field("data.source", [](auto& c) -> auto& { return c.data.source; }, {"synthetic"}),
+    choice_field("data.source", [](auto& c) -> auto& { return c.data.source; }, data::source_names()),
     choice_field("data.task", [](auto& c) -> auto& { return c.data.task; }, {"classification", "regression"}),
+    string_field("data.path", [](auto& c) -> auto& { return c.data.path; }, "a path to the data's file or folder"),
+    string_field("data.labels", [](auto& c) -> auto& { return c.data.labels; }, "a file (npy), key (npz, safetensors) or column (csv)"),
+    string_list_field("data.features", [](auto& c) -> auto& { return c.data.features; }),
+    string_field("data.val_path", [](auto& c) -> auto& { return c.data.val_path; }, "a path to the validation data"),
+    string_field("data.val_labels", [](auto& c) -> auto& { return c.data.val_labels; }, "a path to the validation labels' .npy file"),
+    int_list_field("data.image_size", [](auto& c) -> auto& { return c.data.image_size; }, 1, false),
     int_list_field("data.shape", [](auto& c) -> auto& { return c.data.shape; }, 1, false),
-    int_field("data.classes", [](auto& c) -> auto& { return c.data.classes; }, 2),
+    int_or_auto_field("data.classes", [](auto& c) -> auto& { return c.data.classes; }, 2),
     int_field("data.outputs", [](auto& c) -> auto& { return c.data.outputs; }, 1),
     int_field("data.samples", [](auto& c) -> auto& { return c.data.samples; }, 1),
     int_field("data.val_samples", [](auto& c) -> auto& { return c.data.val_samples; }, 0),
     bool_field("data.shuffle", [](auto& c) -> auto& { return c.data.shuffle; }),
+    bool_field("data.drop_last", [](auto& c) -> auto& { return c.data.drop_last; }),
+    choice_field("data.cache", [](auto& c) -> auto& { return c.data.cache; }, {"auto", "vram", "ram", "none"}),
     int_or_auto_field("data.num_workers", [](auto& c) -> auto& { return c.data.num_workers; }, 0),
+    int_field("data.prefetch", [](auto& c) -> auto& { return c.data.prefetch; }, 1, 64),
+    bool_field("data.pin_memory", [](auto& c) -> auto& { return c.data.pin_memory; }),
+    double_field("data.timeout", [](auto& c) -> auto& { return c.data.timeout; }, 1.0),
+    double_list_field("data.mean", [](auto& c) -> auto& { return c.data.mean; }, -1e9),
+    double_list_field("data.std", [](auto& c) -> auto& { return c.data.std; }, 1e-12),
+    int_field("data.crop_padding", [](auto& c) -> auto& { return c.data.crop_padding; }, 0),
+    bool_field("data.hflip", [](auto& c) -> auto& { return c.data.hflip; }),
 
     int_field("train.epochs", [](auto& c) -> auto& { return c.train.epochs; }, 1),
     int_field("train.max_steps", [](auto& c) -> auto& { return c.train.max_steps; }, 0),
@@ -343,17 +400,25 @@ void check_consistency(const Config& c) {
   if ((metric == "val_mse" || metric == "val_mae") && classification)
     inconsistent("checkpoint.best_metric " + metric + " needs data.task regression (it is classification)",
                  "use val_loss or val_accuracy for classification");
-  if (metric != "none" && metric != "val_loss" && c.data.val_samples == 0)
+  if (metric != "none" && metric != "val_loss" && c.data.source == "synthetic" && c.data.val_samples == 0)
     inconsistent("checkpoint.best_metric " + metric + " needs validation data (data.val_samples is 0)",
                  "set data.val_samples above 0, or checkpoint.best_metric to none");
   if (c.model.name == "transformer" && c.model.torchscript.empty() && c.model.d_model % c.model.heads != 0)
     inconsistent("model.d_model (" + std::to_string(c.model.d_model) + ") must be a multiple of model.heads (" +
                      std::to_string(c.model.heads) + ")",
                  "pick heads that divide d_model, e.g. d_model 128 with heads 4");
-  if (c.model.name == "transformer" && c.model.torchscript.empty() && c.data.shape.size() != 2)
+  if (c.model.name == "transformer" && c.model.torchscript.empty() && c.data.source == "synthetic" && c.data.shape.size() != 2)
     inconsistent("the transformer reads samples shaped [sequence, features]; data.shape has " +
                      std::to_string(c.data.shape.size()) + " dimensions",
                  "set data.shape to [sequence_length, features], e.g. [32, 16]");
+  if (c.data.source != "synthetic" && c.data.path.empty())
+    inconsistent("data.source " + c.data.source + " reads files, but data.path is not set",
+                 "set data.path to the training data's file or folder (docs/data.md)");
+  if (c.data.mean.size() != c.data.std.size())
+    inconsistent("data.mean has " + std::to_string(c.data.mean.size()) + " values but data.std has " + std::to_string(c.data.std.size()),
+                 "give one mean and one std per channel, e.g. mean: [0.49, 0.48, 0.45] and std: [0.25, 0.24, 0.26]");
+  if (c.data.image_size.size() != 2)
+    inconsistent("data.image_size has " + std::to_string(c.data.image_size.size()) + " values", "give [height, width], e.g. [224, 224]");
   if (c.scheduler.name == "onecycle" && c.scheduler.warmup_steps > 0)
     inconsistent("scheduler.onecycle has its own warm-up (pct_start); scheduler.warmup_steps must be 0",
                  "remove scheduler.warmup_steps or pick the cosine schedule");

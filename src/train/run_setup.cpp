@@ -1,8 +1,13 @@
 #include "gputrain/train/run_setup.hpp"
 
+#include <ATen/ATen.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
+
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/data/loader.hpp"
 #include "gputrain/device/gpu_info.hpp"
 #include "gputrain/device/select.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
@@ -37,19 +42,124 @@ RunDevice prepare_device(const Config& config) {
 }
 
 std::int64_t model_outputs(const Config& config) {
-  return config.data.task == "classification" ? config.data.classes : config.data.outputs;
+  return config.data.task == "classification" ? config.data.classes.value_or(10) : config.data.outputs;
 }
 
-RunData load_data(const Config& config, c10::Device device) {
-  const data::SyntheticSpec spec{config.data.task, config.data.shape, model_outputs(config),
-                                 static_cast<std::uint64_t>(config.train.seed)};
+RunData open_data(Config& config) {
+  const auto& d = config.data;
+  data::SourceSpec spec;
+  spec.source = d.source;
+  spec.task = d.task;
+  spec.path = d.path;
+  spec.labels = d.labels;
+  spec.features = d.features;
+  spec.val_path = d.val_path;
+  spec.val_labels = d.val_labels;
+  spec.image_size = d.image_size;
+  spec.samples = d.samples;
+  spec.val_samples = d.val_samples;
+  spec.synthetic = {d.task, d.shape, model_outputs(config), static_cast<std::uint64_t>(config.train.seed)};
   RunData out;
-  // The synthetic set is small enough to live on the device; batches are gathered there.
-  const auto train = data::make_synthetic(spec, config.data.samples, 0);
-  out.train = {train.inputs.to(device), train.targets.to(device)};
-  if (config.data.val_samples > 0) {
-    const auto val = data::make_synthetic(spec, config.data.val_samples, 1);
-    out.val = {val.inputs.to(device), val.targets.to(device)};
+  out.sources = data::open_sources(spec);
+  const auto& layout = out.sources.train->layout();
+  if (out.sources.val && out.sources.val->layout().input_shape != layout.input_shape)
+    throw UsageError("validation samples are shaped " + c10::str(out.sources.val->layout().input_shape) + ", training samples " +
+                         c10::str(layout.input_shape),
+                     "validation and training data must have the same sample shape");
+  config.data.shape = layout.input_shape;
+  if (d.task == "classification") {
+    const auto found = out.sources.classes;
+    if (d.classes && *d.classes < found)
+      throw UsageError("data.classes is " + std::to_string(*d.classes) + " but the labels go up to class id " + std::to_string(found - 1),
+                       "set data.classes: auto (or at least " + std::to_string(found) + ")");
+    if (!d.classes) config.data.classes = std::max<std::int64_t>(2, found);
+  } else if (d.source != "synthetic") {
+    config.data.outputs = layout.target_shape.empty() ? 1 : layout.target_shape[0];
+  }
+  if (!d.mean.empty() && (layout.input_shape.empty() || layout.input_shape[0] != static_cast<std::int64_t>(d.mean.size())))
+    throw UsageError("data.mean has " + std::to_string(d.mean.size()) + " values but samples have " +
+                         std::to_string(layout.input_shape.empty() ? 0 : layout.input_shape[0]) + " channels (shape " + c10::str(layout.input_shape) + ")",
+                     "give one mean and one std per channel");
+  out.transform.mean = d.mean;
+  out.transform.std = d.std;
+  out.transform.crop_padding = d.crop_padding;
+  out.transform.hflip = d.hflip;
+  return out;
+}
+
+data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::int64_t count) {
+  const auto& train = *data.sources.train;
+  if (auto whole = train.tensors()) {
+    const auto n = std::min(count, whole->size());
+    return {whole->inputs.slice(0, 0, n).to(device), whole->targets.slice(0, 0, n).to(device)};
+  }
+  // Read in order through a loader-free pass: only the first samples are decoded.
+  data::Loader loader(data.sources.train, std::min(count, train.size()), data::LoaderOptions{0, 1, false, 600, c10::kCPU});
+  loader.start(at::arange(std::min(count, train.size()), at::kLong), std::min(count, train.size()));
+  const auto fed = loader.next();
+  if (!fed) throw UsageError(train.description() + ": none of the first samples can be read", "check the files");
+  return {fed->batch.inputs.to(device), fed->batch.targets.to(device)};
+}
+
+std::uint64_t dataset_bytes(const RunData& data) {
+  std::uint64_t total = 0;
+  for (const auto& set : {data.sources.train, data.sources.val})
+    if (set) total += static_cast<std::uint64_t>(set->size() * (set->layout().input_bytes() + set->layout().target_bytes()));
+  return total;
+}
+
+data::CachePlan plan_data_cache(const Config& config, const RunData& data, c10::Device device, std::uint64_t step_bytes,
+                                data::CacheFigures* figures_out) {
+  data::CacheFigures f;
+  f.dataset_bytes = dataset_bytes(data);
+  f.step_bytes = step_bytes;
+  f.gpu = device.is_cuda();
+  f.in_memory = data.sources.train->tensors().has_value();
+  const auto free_of = [](const memory::MemoryFigures& m) { return m.limit > m.allocated ? m.limit - m.allocated : 0; };
+  const auto host = memory::memory_figures(c10::Device(c10::kCPU));
+  f.host_free_bytes = free_of(host);
+  f.device_free_bytes = f.gpu ? free_of(memory::memory_figures(device)) : f.host_free_bytes;
+  if (figures_out) *figures_out = f;
+  return data::plan_cache(config.data.cache, f);
+}
+
+DataPlacement place_data(const Config& config, const RunData& data, c10::Device device, const data::CachePlan& plan,
+                         std::int64_t train_batch, std::int64_t val_batch, int workers) {
+  DataPlacement out;
+  out.plan = plan;
+  const auto& src = data.sources;
+  std::int64_t samples = src.train->size() + (src.val ? src.val->size() : 0);
+  if (plan.mode != data::CacheMode::none) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto load = [&](const data::Dataset& set) {
+      auto m = data::materialize(set, std::max(1, workers));
+      out.skipped.insert(out.skipped.end(), m.skipped.begin(), m.skipped.end());
+      return std::make_unique<data::DeviceCache>(std::move(m.set), plan.mode, device);
+    };
+    out.train_cache = load(*src.train);
+    if (src.val) out.val_cache = load(*src.val);
+    out.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    out.train_feed = out.train_cache->feed();
+    if (out.val_cache) out.val_feed = out.val_cache->feed();
+    const std::uint64_t bytes = out.train_cache->bytes() + (out.val_cache ? out.val_cache->bytes() : 0);
+    const auto left = memory::memory_figures(device);
+    const std::string where = out.train_cache->mode() == data::CacheMode::vram ? (device.is_cuda() ? "GPU memory" : "RAM (CPU training)") : "pinned RAM";
+    out.summary = std::to_string(samples - static_cast<std::int64_t>(out.skipped.size())) + " samples, " + core::format_bytes(bytes) + " in " + where +
+                  " (loaded in " + core::format_fixed(out.load_seconds, 2) + " s), " +
+                  core::format_bytes(left.limit > left.allocated ? left.limit - left.allocated : 0) + " left for training";
+  } else {
+    const data::LoaderOptions options{workers, static_cast<int>(config.data.prefetch), config.data.pin_memory, config.data.timeout, device};
+    auto train_loader = std::make_unique<data::Loader>(src.train, train_batch, options);
+    std::uint64_t staging = train_loader->staging_bytes();
+    out.train_feed = std::move(train_loader);
+    if (src.val) {
+      auto val_loader = std::make_unique<data::Loader>(src.val, val_batch, options);
+      staging += val_loader->staging_bytes();
+      out.val_feed = std::move(val_loader);
+    }
+    out.summary = std::to_string(samples) + " samples streamed by " + std::to_string(workers) + " loader thread" + (workers == 1 ? "" : "s") +
+                  " (prefetch " + std::to_string(config.data.prefetch) + ", " +
+                  (device.is_cuda() && config.data.pin_memory ? "pinned " : "") + core::format_bytes(staging) + " of staging buffers)";
   }
   return out;
 }

@@ -86,7 +86,10 @@ struct Trainer::State {
   TrainerOptions options;
   std::string config_yaml;
   c10::Device device{at::kCPU};
-  data::TensorDataset train_set, val_set;
+  RunData data;
+  DataPlacement placement;
+  std::int64_t train_size = 0, val_size = 0;
+  std::size_t skipped_reported = 0;
   std::unique_ptr<Model> model;
   std::vector<at::Tensor> params;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
@@ -103,7 +106,7 @@ struct Trainer::State {
 
   CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
   StepParts step_parts() {
-    return StepParts{*model, *optimizer, *scaler, params, train_set, config.train, classification, device};
+    return StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, classification, device};
   }
   void note(const std::string& line) {
     for (auto& s : sinks) s->on_note(line);
@@ -114,11 +117,12 @@ struct Trainer::State {
   }
   std::int64_t oom_events() const { return train_guard->oom_count() + val_guard->oom_count(); }
   void setup();
-  void choose_batch_size();
+  void place_the_data(const std::string& device_name);
+  void report_skipped();
   void resolve_workers();
   void make_sinks(std::int64_t start_step);
   void resume();
-  at::Tensor train_step(const at::Tensor& indices);
+  at::Tensor train_step(const data::Batch& batch);
   EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);
   void run_epochs(FitResult& result, RunTotals& totals);
   void checkpoint();
@@ -130,24 +134,12 @@ void Trainer::State::setup() {
   pending_notes = run_device.notes;
   apply_backend_settings(config.train);
   classification = config.data.task == "classification";
-  auto data = load_data(config, device);
-  train_set = std::move(data.train);
-  val_set = std::move(data.val);
+  data = open_data(config);
+  train_size = data.sources.train->size();
+  val_size = data.sources.val ? data.sources.val->size() : 0;
   fs::create_directories(config.logging.dir);
-  if (config.train.batch_size) {
-    micro_batch = *config.train.batch_size;
-  } else {
-    seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
-    const auto choice = find_batch_size(config, device, run_device.name, train_set,
-                                        (fs::path(config.logging.dir) / "auto_batch.json").string());
-    micro_batch = choice.batch;
-    pending_notes.push_back(
-        choice.remembered
-            ? "batch_size auto: " + std::to_string(micro_batch) + ", remembered in " + choice.cache_path + " (" + choice.search.reason + ")"
-            : "batch_size auto: " + std::to_string(micro_batch) + " after " + std::to_string(choice.search.probes.size()) +
-                  " probe steps in " + core::format_fixed(choice.seconds, 1) + " s: " + choice.search.reason);
-  }
   resolve_workers();
+  place_the_data(run_device.name);
   // Seeded right before the model is built, so a run with `batch_size: auto` starts from the same
   // weights as one with the found size written in the config.
   seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
@@ -161,13 +153,68 @@ void Trainer::State::setup() {
   train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
   val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");
 
-  effective_batch = micro_batch * config.train.grad_accum;
-  steps_per_epoch = (train_set.size() + effective_batch - 1) / effective_batch;
+  const std::int64_t per_epoch = data::EpochSampler(train_size, config.data.shuffle, 0, 0, 1, false).size();
+  steps_per_epoch = config.data.drop_last ? per_epoch / effective_batch : (per_epoch + effective_batch - 1) / effective_batch;
+  if (steps_per_epoch == 0)
+    throw UsageError("data.drop_last with " + std::to_string(train_size) + " training samples and an effective batch of " +
+                         std::to_string(effective_batch) + " leaves no step",
+                     "lower train.batch_size or train.grad_accum, or set data.drop_last: false");
   total_steps = steps_per_epoch * config.train.epochs;
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
 
   store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
   core::write_file_atomically((fs::path(config.logging.dir) / "config.yaml").string(), config_yaml);
+}
+
+// The micro-batch (found by probes when `auto`) and where the data lives. They depend on each
+// other: a dataset held in GPU memory leaves less for the batch, and whether it fits depends on
+// a step's memory. The cache is decided with the step at the configured batch (or a small one
+// for `auto`), then the search sizes the batch in what the cache leaves.
+void Trainer::State::place_the_data(const std::string& device_name) {
+  data::CachePlan plan;
+  {
+    const auto samples = probe_samples(data, device);
+    const bool auto_batch = !config.train.batch_size;
+    std::uint64_t step_bytes = 0;
+    ProbeData probe{samples, data.transform, train_size};
+    // On the CPU, array data already is in memory and the plan needs no step figure.
+    const bool step_matters = config.data.cache != "none" && (device.is_cuda() || !data.sources.train->tensors());
+    if (step_matters) {
+      seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
+      step_bytes = measure_step_memory(config, device, probe, config.train.batch_size.value_or(std::min<std::int64_t>(16, train_size)));
+    }
+    plan = plan_data_cache(config, data, device, step_bytes);
+    if (!auto_batch) {
+      micro_batch = *config.train.batch_size;
+    } else {
+      if (plan.mode == data::CacheMode::vram && device.is_cuda()) probe.reserve_bytes = dataset_bytes(data);
+      seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
+      const auto choice = find_batch_size(config, device, device_name, probe, (fs::path(config.logging.dir) / "auto_batch.json").string());
+      micro_batch = choice.batch;
+      pending_notes.push_back(
+          choice.remembered
+              ? "batch_size auto: " + std::to_string(micro_batch) + ", remembered in " + choice.cache_path + " (" + choice.search.reason + ")"
+              : "batch_size auto: " + std::to_string(micro_batch) + " after " + std::to_string(choice.search.probes.size()) +
+                    " probe steps in " + core::format_fixed(choice.seconds, 1) + " s: " + choice.search.reason);
+    }
+  }
+  memory::release_cached_memory(device);
+  effective_batch = micro_batch * config.train.grad_accum;
+  placement = place_data(config, data, device, plan, effective_batch, micro_batch, static_cast<int>(num_workers));
+  pending_notes.push_back("data: " + data.sources.train->description() + (data.sources.val ? "; validation: " + data.sources.val->description() : ""));
+  pending_notes.push_back("data.cache " + config.data.cache + " -> " + data::to_string(placement.plan.mode) + ": " + placement.summary +
+                          " (" + placement.plan.reason + ")");
+}
+
+void Trainer::State::report_skipped() {
+  auto skipped = placement.skipped;
+  for (auto* feed : {placement.train_feed.get(), placement.val_feed.get()})
+    if (feed)
+      for (auto& line : feed->skipped()) skipped.push_back(line);
+  if (skipped.size() <= skipped_reported) return;
+  note(std::to_string(skipped.size() - skipped_reported) + " unreadable sample" + (skipped.size() - skipped_reported == 1 ? "" : "s") +
+       " skipped, e.g. " + skipped[skipped_reported] + " (" + std::to_string(skipped.size()) + " in all)");
+  skipped_reported = skipped.size();
 }
 
 void Trainer::State::resolve_workers() {
@@ -179,8 +226,7 @@ void Trainer::State::resolve_workers() {
   const int gpus = device.is_cuda() ? static_cast<int>(torch::cuda::device_count()) : 0;
   const auto plan = sizing::auto_num_workers(system.usable_cores, gpus, ranks_on_this_node());
   num_workers = plan.workers;
-  pending_notes.push_back("data.num_workers auto: " + std::to_string(plan.workers) + " (" + plan.reason +
-                          "); the synthetic source is generated in device memory, so no worker thread runs for it");
+  pending_notes.push_back("data.num_workers auto: " + std::to_string(plan.workers) + " (" + plan.reason + ")");
 }
 
 void Trainer::State::make_sinks(std::int64_t start_step) {
@@ -227,13 +273,13 @@ void Trainer::State::resume() {
     note("note: the config differs from the one " + path + " was written with (both are kept: config.yaml and the checkpoint)");
 }
 
-// One optimizer step over `indices`. The OOM guard may split it into smaller micro-batches; the
+// One optimizer step over `batch`. The OOM guard may split it into smaller micro-batches; the
 // loss weighting in accumulate_gradients keeps the gradient that of the whole batch.
-at::Tensor Trainer::State::train_step(const at::Tensor& indices) {
+at::Tensor Trainer::State::train_step(const data::Batch& batch) {
   const auto p = step_parts();
   at::Tensor step_loss;
   train_guard->run(
-      progress.step, indices.size(0), [&](std::int64_t micro) { step_loss = accumulate_gradients(p, indices, micro); },
+      progress.step, batch.size(), [&](std::int64_t micro) { step_loss = accumulate_gradients(p, batch, micro); },
       [&] { optimizer->zero_grad(/*set_to_none=*/true); });
   report_oom_events(*train_guard);
   try {
@@ -256,15 +302,17 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
   m.step = progress.step;
   m.train_loss = train_loss;
   m.seconds = seconds;
-  if (val_set.size() == 0) return m;
+  if (!placement.val_feed) return m;
   model->set_training(false);
   at::NoGradGuard no_grad;
   const auto f64 = at::TensorOptions().device(device).dtype(at::kDouble);
   at::Tensor loss_sum = at::zeros({}, f64), correct = at::zeros({}, f64), se = at::zeros({}, f64), ae = at::zeros({}, f64);
-  const std::int64_t n = val_set.size();
-  const std::int64_t chunk = val_guard->preferred_micro_batch();
-  for (std::int64_t first = 0; first < n; first += chunk) {
-    const std::int64_t rows = std::min(chunk, n - first);
+  std::int64_t n = 0;
+  placement.val_feed->start(at::arange(val_size, at::kLong), val_guard->preferred_micro_batch());
+  while (auto fed = placement.val_feed->next()) {
+    const data::Batch& chunk = fed->batch;
+    const std::int64_t rows = chunk.size();
+    n += rows;
     at::Tensor chunk_loss, chunk_correct, chunk_se, chunk_ae;
     // An OOM here shrinks the validation batch only; the chunk is summed again from scratch.
     val_guard->run(
@@ -272,10 +320,10 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
         [&](std::int64_t micro) {
           chunk_loss = at::zeros({}, f64), chunk_correct = at::zeros({}, f64), chunk_se = at::zeros({}, f64),
           chunk_ae = at::zeros({}, f64);
-          for (std::int64_t start = first; start < first + rows; start += micro) {
-            const std::int64_t end = std::min(first + rows, start + micro);
-            auto inputs = val_set.inputs.slice(0, start, end);
-            const auto targets = val_set.targets.slice(0, start, end);
+          for (std::int64_t start = 0; start < rows; start += micro) {
+            const std::int64_t end = std::min(rows, start + micro);
+            auto inputs = data.transform.apply(chunk.inputs.slice(0, start, end), /*training=*/false);
+            const auto targets = chunk.targets.slice(0, start, end);
             if (config.train.channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
             at::Tensor output;
             {
@@ -301,12 +349,13 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
     ae += chunk_ae;
   }
   model->set_training(true);
+  if (n == 0) return m;
   const double count = static_cast<double>(n);
   m.val_loss = loss_sum.item<double>() / count;
   if (classification) {
     m.val_accuracy = correct.item<double>() / count;
   } else {
-    const double values = count * static_cast<double>(config.data.outputs);
+    const double values = count * static_cast<double>(model_outputs(config));
     m.val_mse = se.item<double>() / values;
     m.val_mae = ae.item<double>() / values;
   }
@@ -343,7 +392,8 @@ std::string Trainer::device() const { return state_->device.str(); }
 
 // The epochs and steps of a run, until the step budget or a stop request; fit() handles the end.
 void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
-  const data::EpochSampler sampler(train_set.size(), config.data.shuffle, static_cast<std::uint64_t>(config.train.seed));
+  const data::EpochSampler sampler(train_size, config.data.shuffle, static_cast<std::uint64_t>(config.train.seed), 0, 1,
+                                   config.data.drop_last);
   const std::int64_t log_every = config.logging.every_steps;
   model->set_training(true);
 
@@ -354,25 +404,32 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
 
   while (progress.step < total_steps && !result.interrupted) {
     const auto epoch_start = Clock::now();
-    const auto order = sampler.order(progress.epoch).to(device);
+    auto order = sampler.order(progress.epoch);
+    if (config.data.drop_last) order = order.slice(0, 0, order.size(0) / effective_batch * effective_batch);
     at::Tensor epoch_loss = at::zeros({}, at::TensorOptions().device(device));
     std::int64_t epoch_steps = 0;
-    const std::int64_t n = train_set.size();
+    const std::int64_t n = order.size(0);
+    // A resumed epoch starts at the saved position, so it sees exactly the samples it had left.
+    placement.train_feed->start(order.slice(0, std::min(progress.position, n)), effective_batch);
     while (progress.position < n && progress.step < total_steps) {
       const auto data_start = Clock::now();
-      const auto indices = order.slice(0, progress.position, std::min(n, progress.position + effective_batch));
+      auto fed = placement.train_feed->next();
       const double data_seconds = seconds_since(data_start);
+      if (!fed) {  // only unreadable samples were left
+        progress.position = n;
+        break;
+      }
       // The schedule is a function of the step alone, so a resumed run picks it up exactly.
       const double lr = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps);
       set_learning_rate(*optimizer, lr);
-      const auto loss = train_step(indices);
-      progress.position += indices.size(0);
+      const auto loss = train_step(fed->batch);
+      progress.position += fed->covered;
       ++progress.step;
       ++epoch_steps;
       ++window_steps;
       ++totals.steps;
-      window_samples += indices.size(0);
-      totals.samples += indices.size(0);
+      window_samples += fed->batch.size();
+      totals.samples += fed->batch.size();
       window_data += data_seconds;
       totals.data_seconds += data_seconds;
       window_loss += loss;
@@ -412,6 +469,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
         break;
       }
     }
+    report_skipped();
     if (progress.position >= n) {
       const double train_loss = epoch_steps > 0 ? epoch_loss.item<double>() / static_cast<double>(epoch_steps) : 0.0;
       const auto metrics = validate(progress.epoch, train_loss, seconds_since(epoch_start));
@@ -459,6 +517,7 @@ FitResult Trainer::fit() {
     for (auto& sink : s.sinks) sink->on_end();
     throw;
   }
+  s.report_skipped();
   s.checkpoint();  // the state the run ends in, whether finished or stopped
   result.last_checkpoint = s.last_checkpoint;
   result.steps = progress.step;
@@ -467,6 +526,9 @@ FitResult Trainer::fit() {
   result.oom_events = s.oom_events();
   result.batch_size = s.micro_batch;
   result.micro_batch = s.train_guard->micro_batch();
+  result.data_cache = data::to_string(s.placement.plan.mode);
+  result.data_load_seconds = s.placement.load_seconds;
+  result.skipped_samples = static_cast<std::int64_t>(s.skipped_reported);
   const double run_seconds = seconds_since(totals.start);
   if (totals.steps > 0) {
     result.samples_per_second = static_cast<double>(totals.samples) / run_seconds;

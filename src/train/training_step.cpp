@@ -13,20 +13,20 @@ at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tens
   return classification ? at::cross_entropy_loss(output, target) : at::mse_loss(output, target);
 }
 
-at::Tensor accumulate_gradients(const StepParts& p, const at::Tensor& indices, std::int64_t micro_batch,
+at::Tensor accumulate_gradients(const StepParts& p, const data::Batch& batch, std::int64_t micro_batch,
                                 const std::function<void()>& after_forward) {
-  const std::int64_t n = indices.size(0);
+  const std::int64_t n = batch.size();
   at::Tensor step_loss = at::zeros({}, at::TensorOptions().device(p.device));
   for (std::int64_t start = 0; start < n; start += micro_batch) {
-    const auto idx = indices.slice(0, start, std::min(n, start + micro_batch));
-    auto inputs = p.data.inputs.index_select(0, idx);
-    const auto targets = p.data.targets.index_select(0, idx);
+    const std::int64_t end = std::min(n, start + micro_batch);
+    auto inputs = p.transform.apply(batch.inputs.slice(0, start, end), /*training=*/true);
+    const auto targets = batch.targets.slice(0, start, end);
     if (p.train.channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
     at::Tensor loss;
     {
       AutocastScope autocast(p.device.type(), p.train.precision);
       loss = loss_of(p.classification, p.model.forward(inputs), targets) *
-             (static_cast<double>(idx.size(0)) / static_cast<double>(n));
+             (static_cast<double>(end - start) / static_cast<double>(n));
     }
     if (after_forward) after_forward();
     p.scaler.scale(loss).backward();

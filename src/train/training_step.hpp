@@ -10,7 +10,7 @@
 #include <functional>
 #include <vector>
 
-#include "gputrain/data/tensor_dataset.hpp"
+#include "gputrain/data/batch.hpp"
 #include "gputrain/train/config.hpp"
 
 namespace torch::optim {
@@ -28,7 +28,7 @@ struct StepParts {
   torch::optim::Optimizer& optimizer;
   GradScaler& scaler;
   const std::vector<at::Tensor>& params;
-  const data::TensorDataset& data;
+  const data::BatchTransform& transform;
   const TrainConfig& train;
   bool classification;
   c10::Device device;
@@ -37,11 +37,12 @@ struct StepParts {
 /// Cross-entropy for classification, MSE for regression.
 at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target);
 
-/// Forward and backward over the samples `indices`, `micro_batch` at a time, each micro-batch's
-/// mean loss weighted by its share, so the gradient equals one big batch's whatever the split.
+/// Forward and backward over `batch`, `micro_batch` samples at a time (each prepared by the
+/// transform: float conversion, normalisation, augmentation), each micro-batch's mean loss
+/// weighted by its share, so the gradient equals one big batch's whatever the split.
 /// Returns the step's mean loss (a device scalar, not synced). `after_forward`, when set, runs
 /// after each micro-batch's forward and before its backward (the probes measure activations there).
-at::Tensor accumulate_gradients(const StepParts& parts, const at::Tensor& indices, std::int64_t micro_batch,
+at::Tensor accumulate_gradients(const StepParts& parts, const data::Batch& batch, std::int64_t micro_batch,
                                 const std::function<void()>& after_forward = {});
 
 /// Unscale (fp16), clip, optimizer step (skipped on inf/nan), scaler update, gradients to none.

@@ -87,8 +87,12 @@ TEST_F(GpuTrainer, AutoBatchUnderAMemoryCapIsNearTheLargestAndDoesNotOom) {
     const auto result = trainer.fit();
     EXPECT_EQ(result.oom_events, 0) << model[0];
     const auto run = prepare_device(config);
-    const auto data = load_data(config, run.device);
-    const auto truth = find_largest_fitting_batch(config, run.device, data.train, result.batch_size, data.train.size());
+    auto resolved = config;
+    const auto data = open_data(resolved);
+    const auto samples = probe_samples(data, run.device);
+    // The trainer held the dataset in GPU memory (data.cache auto) while it searched: so does this.
+    const ProbeData probe{samples, data.transform, data.sources.train->size(), dataset_bytes(data)};
+    const auto truth = find_largest_fitting_batch(resolved, run.device, probe, result.batch_size, probe.dataset_size);
     EXPECT_LE(result.batch_size, truth.largest) << model[0];
     EXPECT_GE(result.batch_size, static_cast<std::int64_t>(0.9 * double(truth.largest)) - 8) << model[0];
     std::cerr << model[0] << ": found " << result.batch_size << ", largest " << truth.largest << "\n";

@@ -36,11 +36,10 @@ void print_row(const std::string& name, const std::string& value, const std::str
   std::printf("  %-22s %12s%s%s\n", name.c_str(), value.c_str(), note.empty() ? "" : "   ", note.c_str());
 }
 
-int profile_memory(const train::Config& config, const train::RunDevice& run, const train::RunData& data, bool json) {
-  const auto estimate = train::estimate_model_memory(config, run.device, data.train);
+int profile_memory(const train::Config& config, const train::RunDevice& run, const train::ProbeData& probe, std::uint64_t data_bytes,
+                   bool json) {
+  const auto estimate = train::estimate_model_memory(config, run.device, probe);
   const auto& m = estimate.model;
-  const std::uint64_t data_bytes = data.train.inputs.nbytes() + data.train.targets.nbytes() +
-                                   (data.val.size() > 0 ? data.val.inputs.nbytes() + data.val.targets.nbytes() : 0);
   const std::int64_t predicted = estimate.fitted ? m.largest_batch(config.sizing.target_fraction) : 0;
   if (json) {
     nlohmann::json out = {{"device", run.device.str()}, {"device_name", run.name}, {"model", config.model.name},
@@ -66,7 +65,7 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
   print_row("optimizer state", core::format_bytes(m.known.optimizer_state),
             config.optimizer.name == "sgd" ? (config.optimizer.momentum > 0 ? "sgd: one momentum buffer" : "plain sgd: none")
                                            : config.optimizer.name + ": two moments");
-  print_row("data on the device", core::format_bytes(data_bytes), "training and validation samples");
+  print_row("dataset", core::format_bytes(data_bytes), "training and validation samples (on the device with data.cache vram)");
   if (!estimate.fitted) {
     std::printf("  no fit: the whole dataset fitted in one step (%s)\n", probe_list(estimate.probes).c_str());
     return int(ExitCode::ok);
@@ -83,12 +82,11 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
   return int(ExitCode::ok);
 }
 
-int profile_batch(const train::Config& config, const train::RunDevice& run, const train::RunData& data, bool exhaustive,
-                  bool json) {
-  const auto choice = train::find_batch_size(config, run.device, run.name, data.train, "");
-  const auto options = train::batch_search_options(config, data.train.size());
+int profile_batch(const train::Config& config, const train::RunDevice& run, const train::ProbeData& probe, bool exhaustive, bool json) {
+  const auto choice = train::find_batch_size(config, run.device, run.name, probe, "");
+  const auto options = train::batch_search_options(config, probe.dataset_size);
   train::ExhaustiveResult truth;
-  if (exhaustive) truth = train::find_largest_fitting_batch(config, run.device, data.train, choice.search.memory_batch, options.max_batch);
+  if (exhaustive) truth = train::find_largest_fitting_batch(config, run.device, probe, choice.search.memory_batch, options.max_batch);
   if (json) {
     nlohmann::json out = {{"device", run.device.str()}, {"device_name", run.name}, {"model", config.model.name},
                           {"batch", choice.batch}, {"memory_batch", choice.search.memory_batch},
@@ -154,10 +152,16 @@ int main(int argc, char** argv) {
       throw UsageError("choose what to profile: --memory or --batch", "e.g. gputrain profile --batch CONFIG.yaml");
     if (exhaustive && !batch_mode) throw UsageError("--exhaustive goes with --batch", "gputrain profile --batch --exhaustive CONFIG.yaml");
     if (!max_memory.empty()) sources.overrides.push_back("device.max_memory=" + max_memory);
-    const auto config = train::load_config(sources);
+    auto config = train::load_config(sources);
     const auto run = train::prepare_device(config);
     for (const auto& note : run.notes) std::cerr << "note: " << note << "\n";
-    const auto data = train::load_data(config, run.device);
-    return memory_mode ? profile_memory(config, run, data, json) : profile_batch(config, run, data, exhaustive, json);
+    const auto data = train::open_data(config);
+    const auto samples = train::probe_samples(data, run.device);
+    const std::uint64_t data_bytes = train::dataset_bytes(data);
+    // What training will do: with the data cached in GPU memory, the batch gets what is left.
+    const auto plan = train::plan_data_cache(config, data, run.device, 0);
+    const train::ProbeData probe{samples, data.transform, data.sources.train->size(),
+                                 plan.mode == data::CacheMode::vram && run.device.is_cuda() ? data_bytes : 0};
+    return memory_mode ? profile_memory(config, run, probe, data_bytes, json) : profile_batch(config, run, probe, exhaustive, json);
   });
 }

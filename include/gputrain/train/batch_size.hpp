@@ -10,11 +10,21 @@
 #include <string>
 #include <vector>
 
+#include "gputrain/data/batch.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
 #include "gputrain/sizing/batch_search.hpp"
 #include "gputrain/train/config.hpp"
 
 namespace gputrain::train {
+
+/// What the probe steps train on: real samples of the dataset (train::probe_samples), repeated to
+/// make larger batches, prepared as training prepares them.
+struct ProbeData {
+  const data::TensorDataset& samples;        ///< on the device
+  const data::BatchTransform& transform;
+  std::int64_t dataset_size = 0;             ///< the batch never exceeds it
+  std::uint64_t reserve_bytes = 0;           ///< memory the data cache will take before training
+};
 
 /// The memory model of one config on one device (`gputrain profile --memory`).
 struct MemoryEstimate {
@@ -27,7 +37,12 @@ struct MemoryEstimate {
 /// Fits the memory model with the probe steps of the batch-size search (3-4 in the usual case:
 /// a small one that sizes a large one, then near the largest that fits). No fit when the whole
 /// dataset fits in the first probe.
-MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const data::TensorDataset& train_set);
+MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const ProbeData& data);
+
+/// Peak memory one training step at `batch` adds to what was allocated before it (model,
+/// gradients, optimizer state, activations, workspace), from one real step on a throwaway
+/// model: what data.cache's plan must leave free. 0 when even that step runs out of memory.
+std::uint64_t measure_step_memory(const Config& config, c10::Device device, const ProbeData& data, std::int64_t batch);
 
 /// What `batch_size: auto` settled on.
 struct BatchSizeChoice {
@@ -43,7 +58,7 @@ struct BatchSizeChoice {
 /// steps). With a `cache_path`, a result stored there under the same key (GPU model, model and
 /// memory-relevant config hash, LibTorch version) is reused, and a new one is stored.
 BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const std::string& device_name,
-                                const data::TensorDataset& train_set, const std::string& cache_path);
+                                const ProbeData& data, const std::string& cache_path);
 
 /// The true largest batch that fits, by bisection with real steps between `fits` (known to fit)
 /// and `upper` (the search's bound): what `gputrain profile --batch --exhaustive` checks the
@@ -52,7 +67,7 @@ struct ExhaustiveResult {
   std::int64_t largest = 0;
   int steps = 0;
 };
-ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const data::TensorDataset& train_set,
+ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const ProbeData& data,
                                             std::int64_t fits, std::int64_t upper);
 
 /// The search options a config asks for (target fraction, objective, upper bounds).

@@ -32,15 +32,28 @@ struct ModelConfig {
 };
 
 struct DataConfig {
-  std::string source = "synthetic";   ///< where samples come from
+  std::string source = "synthetic";   ///< synthetic, npy, npz, safetensors, csv, mnist, cifar10, image_folder
   std::string task = "classification";  ///< classification or regression
-  std::vector<std::int64_t> shape = {3, 32, 32};  ///< shape of one sample
-  std::int64_t classes = 10;          ///< classification: number of classes
-  std::int64_t outputs = 1;           ///< regression: number of targets
+  std::string path;                   ///< the training data's file or folder (every source but synthetic)
+  std::string labels;                 ///< npy: the labels' .npy file; npz/safetensors: key; csv: column
+  std::vector<std::string> features;  ///< npz/safetensors: the features' key; csv: columns (empty: all but the label)
+  std::string val_path, val_labels;   ///< validation data in the same format (mnist/cifar10: found beside)
+  std::vector<std::int64_t> image_size = {224, 224};  ///< image_folder: height, width after resize and centre crop
+  std::vector<std::int64_t> shape = {3, 32, 32};  ///< synthetic: shape of one sample (files: read from the data)
+  std::optional<std::int64_t> classes;  ///< classification: number of classes; nullopt means `auto`
+  std::int64_t outputs = 1;           ///< regression: number of targets (synthetic)
   std::int64_t samples = 4096;        ///< synthetic: training samples
   std::int64_t val_samples = 1024;    ///< synthetic: validation samples (0: no validation)
   bool shuffle = true;                ///< reshuffle every epoch (seeded, resumable)
+  bool drop_last = false;             ///< skip each epoch's last, smaller batch
+  std::string cache = "auto";         ///< auto, vram, ram or none
   std::optional<std::int64_t> num_workers;  ///< loader threads per rank; nullopt means `auto`
+  std::int64_t prefetch = 2;          ///< batches in flight per loader thread
+  bool pin_memory = true;             ///< page-locked staging buffers for GPU copies
+  double timeout = 120;               ///< seconds a batch may take before the loader gives up
+  std::vector<double> mean, std;      ///< per-channel normalisation after uint8 -> [0, 1]; empty: none
+  std::int64_t crop_padding = 0;      ///< random crop with this zero padding (images, training only)
+  bool hflip = false;                 ///< random horizontal flip (images, training only)
 };
 
 struct TrainConfig {

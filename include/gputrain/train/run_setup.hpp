@@ -1,13 +1,19 @@
 #pragma once
 // What `gputrain train` and `gputrain profile` both do before the first step: pick the device
-// (with its memory cap and CPU memory counting in place) and build the data on it.
+// (with its memory cap and CPU memory counting in place), open the data, decide where it lives
+// (GPU memory, pinned RAM, or streamed by the threaded loader) and build the feeds.
 
 #include <c10/core/Device.h>
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "gputrain/data/tensor_dataset.hpp"
+#include "gputrain/data/batch.hpp"
+#include "gputrain/data/device_cache.hpp"
+#include "gputrain/data/feed.hpp"
+#include "gputrain/data/sources.hpp"
 #include "gputrain/train/config.hpp"
 
 namespace gputrain::train {
@@ -23,11 +29,42 @@ struct RunDevice {
 /// Throws UsageError/EnvironmentError (exit 2/3) for a device this machine does not have.
 RunDevice prepare_device(const Config& config);
 
-/// Training and validation samples of `config.data`, resident on `device`.
+/// A config's data, opened: array files memory-mapped or parsed, image folders listed.
 struct RunData {
-  data::TensorDataset train, val;
+  data::Sources sources;
+  data::BatchTransform transform;   ///< uint8 -> float, normalisation, augmentation
 };
-RunData load_data(const Config& config, c10::Device device);
+
+/// Opens `config.data` and fills in what the files decide: data.shape (one sample's shape),
+/// data.classes when `auto` (checked against the labels when set) and data.outputs (regression).
+/// Throws UsageError naming the file and what is wrong.
+RunData open_data(Config& config);
+
+/// Up to `count` training samples on `device`, read in order: what the batch-size probes and
+/// the step-memory measurement step on (the dataset's real sample shape and dtype).
+data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::int64_t count = 1024);
+
+/// Bytes of the training and validation samples once decoded, in their stored dtypes.
+std::uint64_t dataset_bytes(const RunData& data);
+
+/// Where the data should live, from `data.cache`, the dataset's size, the step's peak memory
+/// (`step_bytes`, measured) and what the device and host have free.
+data::CachePlan plan_data_cache(const Config& config, const RunData& data, c10::Device device, std::uint64_t step_bytes,
+                                data::CacheFigures* figures = nullptr);
+
+/// The feeds the training and validation loops read, and what it took to set them up.
+struct DataPlacement {
+  data::CachePlan plan;
+  std::unique_ptr<data::DeviceCache> train_cache, val_cache;
+  std::unique_ptr<data::Feed> train_feed, val_feed;   ///< val_feed is null without validation data
+  double load_seconds = 0;                             ///< one-time load into the cache
+  std::vector<std::string> skipped;                    ///< unreadable samples left out while loading
+  std::string summary;  ///< "12000 samples, 351.6 MiB in GPU memory (load 0.42 s), 9.1 GiB left for training"
+};
+
+/// Loads the caches (`plan.mode` vram or ram) or starts the loaders (none, `workers` threads each).
+DataPlacement place_data(const Config& config, const RunData& data, c10::Device device, const data::CachePlan& plan,
+                         std::int64_t train_batch, std::int64_t val_batch, int workers);
 
 /// Outputs of the model's last layer: classes or regression targets.
 std::int64_t model_outputs(const Config& config);

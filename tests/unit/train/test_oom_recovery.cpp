@@ -221,8 +221,11 @@ TEST(AutoBatch, UnderACapFindsNearlyTheLargestBatchAndTheRunDoesNotOom) {
 
   // The truth, by bisection with real steps under the same cap.
   const auto run = prepare_device(config);
-  const auto data = load_data(config, run.device);
-  const auto truth = find_largest_fitting_batch(config, run.device, data.train, result.batch_size, data.train.size());
+  auto resolved = config;
+  const auto data = open_data(resolved);
+  const auto samples = probe_samples(data, run.device);
+  const ProbeData probe{samples, data.transform, data.sources.train->size()};
+  const auto truth = find_largest_fitting_batch(resolved, run.device, probe, result.batch_size, probe.dataset_size);
   EXPECT_LE(result.batch_size, truth.largest);
   EXPECT_GE(result.batch_size, static_cast<std::int64_t>(0.9 * double(truth.largest)) - 8)
       << "found " << result.batch_size << ", the largest that fits is " << truth.largest;

@@ -1,0 +1,31 @@
+#pragma once
+// A batch as the training step receives it, and what turns its stored form into model input.
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace gputrain::data {
+
+/// Inputs in their stored dtype (uint8 images stay uint8 until BatchTransform) and targets.
+struct Batch {
+  at::Tensor inputs, targets;
+  std::int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
+};
+
+/// Per-batch preparation on the batch's device: to float32 (uint8 scaled to [0, 1]), then
+/// (x - mean) / std per channel, then, for training batches of images [N, C, H, W], random crop
+/// with zero padding and random horizontal flip. Nothing is copied when nothing applies.
+struct BatchTransform {
+  std::vector<double> mean, std;   ///< per channel (dimension 1); empty: none
+  std::int64_t crop_padding = 0;   ///< random crop of the original size from the padded image
+  bool hflip = false;              ///< flip each image left-right with probability 1/2
+  at::Tensor apply(const at::Tensor& inputs, bool training) const;
+  bool augments() const { return crop_padding > 0 || hflip; }
+
+ private:
+  mutable at::Tensor mean_, std_;  // on the device of the last batch, so a step copies nothing
+};
+
+}  // namespace gputrain::data

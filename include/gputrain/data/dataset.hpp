@@ -1,0 +1,61 @@
+#pragma once
+// A dataset as the loader sees it: N samples of one fixed layout, each readable on its own from
+// any thread. Array formats (npy, npz, safetensors, CSV, MNIST, CIFAR-10) hold the whole set as
+// two tensors; the image folder decodes one file per sample.
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gputrain/data/tensor_dataset.hpp"
+
+namespace gputrain::data {
+
+/// Shape and dtype of one sample's input and target.
+struct SampleLayout {
+  std::vector<std::int64_t> input_shape, target_shape;  ///< target_shape is {} for a class id
+  at::ScalarType input_dtype = at::kFloat, target_dtype = at::kLong;
+  std::int64_t input_bytes() const;
+  std::int64_t target_bytes() const;
+};
+
+/// A sample that cannot be read while the others can (a corrupt image): the loader skips it and
+/// counts it instead of stopping the run.
+class SkippedSample : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual std::int64_t size() const = 0;
+  virtual const SampleLayout& layout() const = 0;
+  /// Writes sample `index` into `input` and `target` (contiguous, layout()'s dtypes and shapes).
+  /// Safe to call from several threads at once. Throws SkippedSample for an unreadable sample.
+  virtual void read(std::int64_t index, void* input, void* target) const = 0;
+  /// Where sample `index` comes from, for error messages ("train/cat/017.jpg", "x.npy row 12").
+  virtual std::string origin(std::int64_t index) const = 0;
+  /// The whole set as CPU tensors when it already is in memory (array formats); nullopt otherwise.
+  virtual std::optional<TensorDataset> tensors() const { return std::nullopt; }
+  /// What the set is, for logs: "mnist train-images-idx3-ubyte (60,000 samples)".
+  virtual std::string description() const = 0;
+};
+
+/// A dataset held as two CPU tensors (inputs [N, ...] and targets [N] or [N, k]).
+std::shared_ptr<Dataset> make_array_dataset(TensorDataset set, std::string description, std::string origin_name);
+
+/// Every sample read into two CPU tensors, in order, with `threads` threads; unreadable samples
+/// (SkippedSample) are left out and returned in `skipped` as "origin: why".
+struct Materialized {
+  TensorDataset set;
+  std::vector<std::string> skipped;
+};
+Materialized materialize(const Dataset& dataset, int threads);
+
+}  // namespace gputrain::data

@@ -1,0 +1,39 @@
+#pragma once
+// `data.source` and its keys, turned into the training and validation datasets.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gputrain/data/dataset.hpp"
+#include "gputrain/data/tensor_dataset.hpp"
+
+namespace gputrain::data {
+
+/// The sources gputrain reads, as spelled in YAML.
+const std::vector<std::string>& source_names();
+
+/// What the data section of a config says (train::Config::data, without depending on train).
+struct SourceSpec {
+  std::string source = "synthetic";
+  std::string task = "classification";     ///< classification or regression
+  std::string path, labels;                ///< meaning per source: docs/data.md
+  std::string val_path, val_labels;
+  std::vector<std::string> features;
+  std::vector<std::int64_t> image_size{224, 224};  ///< image_folder: height, width
+  SyntheticSpec synthetic;                 ///< synthetic only
+  std::int64_t samples = 0, val_samples = 0;
+};
+
+struct Sources {
+  std::shared_ptr<const Dataset> train, val;  ///< val is null when there is no validation data
+  std::int64_t classes = 0;                   ///< classification: from the labels (max id + 1) or the folders
+  std::vector<std::string> class_names;       ///< image folders and CSV label names
+};
+
+/// Opens (memory-maps, parses or scans) the source; throws UsageError naming the file and what is
+/// wrong. Image folders are only listed here; their files are decoded as samples are read.
+Sources open_sources(const SourceSpec& spec);
+
+}  // namespace gputrain::data

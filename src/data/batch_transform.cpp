@@ -1,0 +1,50 @@
+#include <ATen/ATen.h>
+
+#include "gputrain/data/batch.hpp"
+
+namespace gputrain::data {
+namespace {
+
+// One random crop per image, gathered in one indexing op: rows[b] = dy[b] + 0..H-1 and
+// cols[b] = dx[b] + 0..W-1 pick each image's window out of the padded batch.
+at::Tensor random_crop(const at::Tensor& x, std::int64_t pad) {
+  const auto n = x.size(0), h = x.size(2), w = x.size(3);
+  const auto padded = at::constant_pad_nd(x, {pad, pad, pad, pad}, 0);
+  const auto opts = at::TensorOptions().dtype(at::kLong).device(x.device());
+  const auto dy = at::randint(0, 2 * pad + 1, {n, 1}, opts), dx = at::randint(0, 2 * pad + 1, {n, 1}, opts);
+  const auto rows = (dy + at::arange(h, opts)).view({n, 1, h, 1}).expand({n, x.size(1), h, w + 2 * pad});
+  const auto picked_rows = padded.gather(2, rows);                       // [n, c, h, w + 2p]
+  const auto cols = (dx + at::arange(w, opts)).view({n, 1, 1, w}).expand({n, x.size(1), h, w});
+  return picked_rows.gather(3, cols);
+}
+
+}  // namespace
+
+at::Tensor BatchTransform::apply(const at::Tensor& inputs, bool training) const {
+  at::Tensor x = inputs;
+  if (x.scalar_type() == at::kByte) {
+    x = x.to(at::kFloat).mul_(1.0 / 255.0);
+  } else if (x.scalar_type() != at::kFloat) {
+    x = x.to(at::kFloat);
+  }
+  if (!mean.empty()) {
+    std::vector<std::int64_t> shape(static_cast<std::size_t>(x.dim()), 1);
+    shape[1] = static_cast<std::int64_t>(mean.size());
+    if (!mean_.defined() || mean_.device() != x.device() || mean_.dim() != x.dim()) {
+      const auto opts = at::TensorOptions().dtype(at::kDouble);
+      mean_ = at::tensor(mean, opts).to(x.device(), at::kFloat).view(shape);
+      std_ = at::tensor(std, opts).to(x.device(), at::kFloat).view(shape);
+    }
+    x = (x - mean_) / std_;
+  }
+  if (training && x.dim() == 4) {
+    if (crop_padding > 0) x = random_crop(x, crop_padding);
+    if (hflip) {
+      const auto flip = at::rand({x.size(0), 1, 1, 1}, x.options()).lt(0.5);
+      x = at::where(flip, x.flip({3}), x);
+    }
+  }
+  return x;
+}
+
+}  // namespace gputrain::data

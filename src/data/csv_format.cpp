@@ -1,0 +1,159 @@
+#include "gputrain/data/csv_format.hpp"
+
+#include <ATen/ATen.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <string_view>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/suggest.hpp"
+#include "mapped_file.hpp"
+
+namespace gputrain::data {
+namespace {
+
+// Splits one line into cells; a cell in double quotes may hold the delimiter ("" is a quote).
+std::vector<std::string> split(std::string_view line, char delimiter) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cells.back() += '"', ++i;
+      else if (c == '"') quoted = false;
+      else cells.back() += c;
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == delimiter) {
+      cells.emplace_back();
+    } else if (c != '\r') {
+      cells.back() += c;
+    }
+  }
+  for (auto& cell : cells) {  // surrounding blanks are not part of a number
+    const auto first = cell.find_first_not_of(" \t"), last = cell.find_last_not_of(" \t");
+    cell = first == std::string::npos ? "" : cell.substr(first, last - first + 1);
+  }
+  return cells;
+}
+
+bool parse_number(const std::string& text, double& value) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  value = std::strtod(text.c_str(), &end);
+  return *end == '\0' && errno != ERANGE;
+}
+
+}  // namespace
+
+TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names) {
+  const auto file = MappedFile::open(path);
+  std::string_view text(reinterpret_cast<const char*>(file->data()), file->size());
+  std::size_t pos = 0;
+  std::int64_t line_number = 0;
+  const auto next_line = [&](std::string_view& line) {
+    while (pos < text.size()) {
+      const auto end = std::min(text.find('\n', pos), text.size());
+      line = text.substr(pos, end - pos);
+      pos = end + 1;
+      ++line_number;
+      if (line.find_first_not_of(" \t\r") != std::string_view::npos) return true;  // blank lines are skipped
+    }
+    return false;
+  };
+  std::string_view line;
+  if (!next_line(line)) throw UsageError("'" + path + "' is empty", "write a header row, then one row per sample");
+  const auto header = split(line, spec.delimiter);
+  const auto column_of = [&](const std::string& name, const std::string& key) {
+    for (std::size_t i = 0; i < header.size(); ++i)
+      if (header[i] == name) return i;
+    throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")" + [&]() -> std::string {
+                       const auto close = core::closest_match(name, header);
+                       return close ? "; did you mean '" + *close + "'?" : "";
+                     }(),
+                     "the header row names: " + [&] {
+                       std::string s;
+                       for (const auto& h : header) s += (s.empty() ? "" : ", ") + h;
+                       return s;
+                     }());
+  };
+  if (spec.label.empty()) throw UsageError("data.labels is not set for the CSV source", "set data.labels to the label column's name");
+  const std::size_t label_column = column_of(spec.label, "data.labels");
+  std::vector<std::size_t> feature_columns;
+  if (spec.features.empty()) {
+    for (std::size_t i = 0; i < header.size(); ++i)
+      if (i != label_column) feature_columns.push_back(i);
+  } else {
+    for (const auto& name : spec.features) feature_columns.push_back(column_of(name, "data.features"));
+  }
+  if (feature_columns.empty()) throw UsageError("'" + path + "' has no feature columns besides the label", "add feature columns");
+
+  std::vector<float> features;
+  std::vector<double> labels;
+  std::vector<std::string> label_names;  // when the labels are names, not numbers
+  std::vector<std::int64_t> label_lines;
+  while (next_line(line)) {
+    const auto cells = split(line, spec.delimiter);
+    if (cells.size() != header.size())
+      throw UsageError(path + ":" + std::to_string(line_number) + ": " + std::to_string(cells.size()) + " cells, but the header has " +
+                           std::to_string(header.size()) + " columns",
+                       "give every row one cell per header column");
+    for (const auto c : feature_columns) {
+      double value = 0;
+      if (!parse_number(cells[c], value))
+        throw UsageError(path + ":" + std::to_string(line_number) + ": column '" + header[c] + "' (" + std::to_string(c + 1) +
+                             "): '" + cells[c] + "' is not a number",
+                         "fix or remove that row; feature cells must be numbers");
+      features.push_back(static_cast<float>(value));
+    }
+    double value = 0;
+    if (parse_number(cells[label_column], value) && label_names.empty()) {
+      if (spec.classification && (value < 0 || value != std::floor(value)))
+        throw UsageError(path + ":" + std::to_string(line_number) + ": label '" + cells[label_column] + "' is not a class id",
+                         "class ids are integers >= 0; or set data.task: regression");
+      labels.push_back(value);
+    } else if (spec.classification && labels.empty()) {
+      label_names.push_back(cells[label_column]);
+    } else {
+      throw UsageError(path + ":" + std::to_string(line_number) + ": column '" + header[label_column] + "': '" + cells[label_column] +
+                           "' is not a number",
+                       spec.classification ? "use either class ids or class names in the whole label column" : "regression labels must be numbers");
+    }
+  }
+  const auto rows = static_cast<std::int64_t>(std::max(labels.size(), label_names.size()));
+  if (rows == 0) throw UsageError("'" + path + "' has a header but no rows", "add one row per sample");
+  TensorDataset set;
+  set.inputs = at::from_blob(features.data(), {rows, static_cast<std::int64_t>(feature_columns.size())}, at::kFloat).clone();
+  if (!label_names.empty()) {
+    std::map<std::string, std::int64_t> ids;
+    if (class_names && !class_names->empty()) {
+      for (std::size_t i = 0; i < class_names->size(); ++i) ids.emplace((*class_names)[i], static_cast<std::int64_t>(i));
+    } else {
+      for (const auto& n : label_names) ids.emplace(n, 0);
+      std::int64_t next = 0;
+      for (auto& [name, id] : ids) {
+        id = next++;
+        if (class_names) class_names->push_back(name);
+      }
+    }
+    set.targets = at::empty({rows}, at::kLong);
+    auto* t = set.targets.data_ptr<std::int64_t>();
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const auto found = ids.find(label_names[static_cast<std::size_t>(i)]);
+      if (found == ids.end())
+        throw UsageError("'" + path + "': label '" + label_names[static_cast<std::size_t>(i)] + "' is not a class of the training file",
+                         "use the training file's class names in the validation file");
+      t[i] = found->second;
+    }
+  } else {
+    const auto values = at::from_blob(labels.data(), {rows}, at::kDouble);
+    set.targets = spec.classification ? values.to(at::kLong) : values.to(at::kFloat).unsqueeze(1);
+  }
+  return set;
+}
+
+}  // namespace gputrain::data

@@ -1,0 +1,116 @@
+#include "gputrain/data/device_cache.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+
+namespace gputrain::data {
+namespace {
+
+std::string gib(std::uint64_t bytes) { return core::format_bytes(bytes); }
+
+class CacheFeed final : public Feed {
+ public:
+  explicit CacheFeed(const DeviceCache& cache) : cache_(cache) {}
+  void start(const at::Tensor& order, std::int64_t batch_size) override {
+    // vram: the order lives on the GPU too, so a step's gather needs no copy from the host.
+    order_ = cache_.mode() == CacheMode::vram ? order.to(cache_.data().inputs.device()) : order;
+    batch_ = batch_size;
+    position_ = 0;
+  }
+  std::optional<FedBatch> next() override {
+    const std::int64_t n = order_.defined() ? order_.size(0) : 0;
+    if (position_ >= n) return std::nullopt;
+    const auto indices = order_.slice(0, position_, std::min(n, position_ + batch_));
+    position_ += indices.size(0);
+    return FedBatch{cache_.gather(indices), indices.size(0)};
+  }
+
+ private:
+  const DeviceCache& cache_;
+  at::Tensor order_;
+  std::int64_t batch_ = 1, position_ = 0;
+};
+
+}  // namespace
+
+std::string to_string(CacheMode mode) {
+  switch (mode) {
+    case CacheMode::vram: return "vram";
+    case CacheMode::ram: return "ram";
+    case CacheMode::none: return "none";
+  }
+  return "none";
+}
+
+std::uint64_t cache_headroom(std::uint64_t free_bytes) { return std::max<std::uint64_t>(256 * core::kMiB, free_bytes / 20); }
+
+CachePlan plan_cache(const std::string& requested, const CacheFigures& f) {
+  const std::string where = f.gpu ? "GPU memory" : "RAM (training on the CPU, so vram means RAM)";
+  const std::uint64_t headroom = cache_headroom(f.device_free_bytes);
+  const std::uint64_t device_need = f.dataset_bytes + f.step_bytes + headroom;
+  const bool fits_device = device_need <= f.device_free_bytes;
+  const std::string device_sum = gib(f.dataset_bytes) + " of data + " + gib(f.step_bytes) + " for the training step + " +
+                                 gib(headroom) + " headroom " + (fits_device ? "<= " : "> ") + gib(f.device_free_bytes) +
+                                 " free " + where;
+  const std::uint64_t host_headroom = cache_headroom(f.host_free_bytes);
+  const bool fits_host = f.dataset_bytes + host_headroom <= f.host_free_bytes;
+  const std::string host_sum = gib(f.dataset_bytes) + " of data + " + gib(host_headroom) + " headroom " + (fits_host ? "<= " : "> ") +
+                               gib(f.host_free_bytes) + " free RAM";
+  if (requested == "none") return {CacheMode::none, "data.cache: none (streaming from the files)"};
+  if (!f.gpu && f.in_memory && requested != "none")
+    return {CacheMode::vram, "training on the CPU and the arrays already are in memory: batches are gathered from them directly"};
+  if (requested == "vram") {
+    if (!fits_device)
+      throw UsageError("data.cache: vram, but the dataset does not fit: " + device_sum,
+                       "set data.cache: auto (it falls back to pinned RAM or streaming), a smaller train.batch_size, or fewer samples");
+    return {CacheMode::vram, device_sum};
+  }
+  if (requested == "ram") {
+    if (!fits_host) throw UsageError("data.cache: ram, but the dataset does not fit: " + host_sum, "set data.cache: none (stream from the files) or auto");
+    return {f.gpu ? CacheMode::ram : CacheMode::vram, f.gpu ? host_sum : host_sum + " (on the CPU, ram is the in-memory cache)"};
+  }
+  if (fits_device) return {CacheMode::vram, device_sum};
+  if (f.gpu && fits_host) return {CacheMode::ram, "not in GPU memory (" + device_sum + "); pinned RAM: " + host_sum};
+  return {CacheMode::none, "too large to cache (" + (f.gpu ? device_sum + "; " : std::string()) + host_sum + "): streaming from the files"};
+}
+
+DeviceCache::DeviceCache(TensorDataset cpu_set, CacheMode mode, c10::Device device) : mode_(mode), device_(device) {
+  const auto start = std::chrono::steady_clock::now();
+  if (mode == CacheMode::vram || !device.is_cuda()) {
+    set_ = {cpu_set.inputs.to(device), cpu_set.targets.to(device)};
+    mode_ = CacheMode::vram;  // on the CPU, the in-memory cache is the device cache
+  } else {
+    set_ = {cpu_set.inputs.pin_memory(), cpu_set.targets.pin_memory()};
+  }
+  if (device.is_cuda()) (void)set_.targets.sum().item<double>();  // waits for the copy, so the time is the load's
+  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::uint64_t DeviceCache::bytes() const { return set_.inputs.nbytes() + set_.targets.nbytes(); }
+
+Batch DeviceCache::gather(const at::Tensor& indices) const {
+  if (mode_ == CacheMode::vram) {
+    const auto idx = indices.device() == set_.inputs.device() ? indices : indices.to(set_.inputs.device());
+    return {set_.inputs.index_select(0, idx), set_.targets.index_select(0, idx)};
+  }
+  // ram on a GPU: gather into pinned memory (the caching host allocator reuses it once the copy
+  // that read it has finished), then one asynchronous copy each.
+  const auto idx = indices.to(at::kCPU);
+  const auto pinned = at::TensorOptions().pinned_memory(true);
+  std::vector<std::int64_t> shape = set_.inputs.sizes().vec(), tshape = set_.targets.sizes().vec();
+  shape[0] = tshape[0] = idx.size(0);
+  auto inputs = at::empty(shape, pinned.dtype(set_.inputs.scalar_type()));
+  auto targets = at::empty(tshape, pinned.dtype(set_.targets.scalar_type()));
+  at::index_select_out(inputs, set_.inputs, 0, idx);
+  at::index_select_out(targets, set_.targets, 0, idx);
+  return {inputs.to(device_, /*non_blocking=*/true), targets.to(device_, /*non_blocking=*/true)};
+}
+
+std::unique_ptr<Feed> DeviceCache::feed() const { return std::make_unique<CacheFeed>(*this); }
+
+}  // namespace gputrain::data

@@ -1,0 +1,183 @@
+#include "gputrain/data/numpy_format.hpp"
+
+#include <ATen/ATen.h>
+#include <zip.h>
+
+#include <algorithm>
+#include <cstring>
+#include <regex>
+
+#include "gputrain/core/error.hpp"
+#include "mapped_file.hpp"
+
+namespace gputrain::data {
+namespace {
+
+struct NpyHeader {
+  at::ScalarType dtype = at::kFloat;
+  bool big_endian = false, fortran_order = false, widen_unsigned = false;
+  std::string numpy_dtype;  // as found, for messages
+  std::vector<std::int64_t> shape;
+  std::size_t data_offset = 0;
+};
+
+UsageError malformed(const std::string& name, const std::string& why) {
+  return UsageError("'" + name + "' is not a valid .npy array: " + why, "write it with numpy.save (or numpy.savez for .npz)");
+}
+
+// descr is '<f4', '>i8', '|u1', '<c16', ...: byte order, kind, item size.
+void parse_descr(const std::string& descr, const std::string& name, NpyHeader& h) {
+  h.numpy_dtype = descr;
+  if (descr.size() < 3) throw malformed(name, "dtype '" + descr + "' is not a plain numeric dtype");
+  const char order = descr[0], kind = descr[1];
+  const std::string size_text = descr.substr(2);
+  if (!std::all_of(size_text.begin(), size_text.end(), ::isdigit) || (order != '<' && order != '>' && order != '|' && order != '='))
+    throw UsageError("'" + name + "' holds dtype '" + descr + "', which gputrain cannot read",
+                     "save a numeric array (bool, int, uint, float or complex): structured, string and object arrays are not supported");
+  const int size = std::stoi(size_text);
+  h.big_endian = order == '>' && size > 1;
+  struct Kind { char kind; int size; at::ScalarType type; bool widen; };
+  static const Kind kinds[] = {{'b', 1, at::kBool, false},  {'i', 1, at::kChar, false},   {'i', 2, at::kShort, false},
+                               {'i', 4, at::kInt, false},   {'i', 8, at::kLong, false},   {'u', 1, at::kByte, false},
+                               {'u', 2, at::kUInt16, true}, {'u', 4, at::kUInt32, true},  {'u', 8, at::kUInt64, true},
+                               {'f', 2, at::kHalf, false},  {'f', 4, at::kFloat, false},  {'f', 8, at::kDouble, false},
+                               {'c', 8, at::kComplexFloat, false}, {'c', 16, at::kComplexDouble, false}};
+  for (const auto& k : kinds)
+    if (k.kind == kind && k.size == size) {
+      h.dtype = k.type;
+      h.widen_unsigned = k.widen;
+      return;
+    }
+  throw UsageError("'" + name + "' holds dtype '" + descr + "', which gputrain cannot read",
+                   "convert it with array.astype(numpy.float32) (or an integer type for labels) before saving");
+}
+
+NpyHeader parse_header(const unsigned char* bytes, std::size_t size, const std::string& name) {
+  static const unsigned char magic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+  if (size < 10 || std::memcmp(bytes, magic, 6) != 0) throw malformed(name, "it does not start with the .npy magic bytes");
+  const int major = bytes[6];
+  std::size_t length = 0, prefix = 0;
+  if (major == 1) {
+    length = bytes[8] | (bytes[9] << 8);
+    prefix = 10;
+  } else if (major == 2 || major == 3) {
+    if (size < 12) throw malformed(name, "the file ends inside its header");
+    length = static_cast<std::size_t>(bytes[8]) | (static_cast<std::size_t>(bytes[9]) << 8) |
+             (static_cast<std::size_t>(bytes[10]) << 16) | (static_cast<std::size_t>(bytes[11]) << 24);
+    prefix = 12;
+  } else {
+    throw malformed(name, "format version " + std::to_string(major) + "." + std::to_string(bytes[7]) + " is unknown (1, 2 and 3 are)");
+  }
+  if (prefix + length > size) throw malformed(name, "the file ends inside its header");
+  const std::string header(reinterpret_cast<const char*>(bytes + prefix), length);
+  NpyHeader h;
+  h.data_offset = prefix + length;
+  std::smatch m;
+  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')")))
+    throw malformed(name, "its header has no plain 'descr' (structured dtypes are not supported)");
+  parse_descr(m[1], name, h);
+  if (!std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*(True|False))")))
+    throw malformed(name, "its header has no 'fortran_order'");
+  h.fortran_order = m[1] == "True";
+  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) throw malformed(name, "its header has no 'shape'");
+  const std::string dims = m[1];
+  static const std::regex number(R"(\d+)");
+  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it)
+    h.shape.push_back(std::stoll(it->str()));
+  return h;
+}
+
+void swap_bytes(at::Tensor& t, std::size_t item) {
+  const std::size_t lane = t.is_complex() ? item / 2 : item;  // complex: each half on its own
+  auto* p = static_cast<unsigned char*>(t.data_ptr());
+  const std::size_t total = static_cast<std::size_t>(t.numel()) * item;
+  for (std::size_t i = 0; i < total; i += lane) std::reverse(p + i, p + i + lane);
+}
+
+// The array after the header: a view of `bytes` kept alive by `owner` when it can be, else a copy.
+at::Tensor array_of(const unsigned char* bytes, std::size_t size, const std::string& name, std::shared_ptr<const void> owner) {
+  const auto h = parse_header(bytes, size, name);
+  std::size_t item = c10::elementSize(h.dtype);
+  std::int64_t count = 1;
+  for (const auto d : h.shape) count *= d;
+  const std::size_t need = static_cast<std::size_t>(count) * item;
+  if (size - h.data_offset < need)
+    throw malformed(name, "it is truncated: shape (" + [&] {
+      std::string s;
+      for (const auto d : h.shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
+      return s;
+    }() + ") of " + h.numpy_dtype + " needs " + std::to_string(need) + " bytes of data, the file has " + std::to_string(size - h.data_offset));
+  // Fortran order stores the transpose in C order: read it reversed, then permute back.
+  std::vector<std::int64_t> stored = h.shape;
+  if (h.fortran_order) std::reverse(stored.begin(), stored.end());
+  const auto* data = bytes + h.data_offset;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(data) % item == 0;
+  at::Tensor t;
+  if (owner && aligned && !h.big_endian && !h.fortran_order && !h.widen_unsigned) {
+    return at::from_blob(const_cast<unsigned char*>(data), stored, [owner](void*) {}, at::TensorOptions().dtype(h.dtype));
+  }
+  t = at::empty(stored, at::TensorOptions().dtype(h.dtype));
+  std::memcpy(t.data_ptr(), data, need);
+  if (h.big_endian) swap_bytes(t, item);
+  if (h.fortran_order) {
+    std::vector<std::int64_t> back(stored.size());
+    for (std::size_t i = 0; i < back.size(); ++i) back[i] = static_cast<std::int64_t>(back.size() - 1 - i);
+    t = t.permute(back).contiguous();
+  }
+  if (h.widen_unsigned) {
+    if (h.dtype == at::kUInt16) return t.to(at::kInt);
+    if (h.dtype == at::kUInt32) return t.to(at::kLong);
+    const auto* v = t.const_data_ptr<std::uint64_t>();
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      if (v[i] > static_cast<std::uint64_t>(INT64_MAX))
+        throw UsageError("'" + name + "' holds uint64 values above 2^63-1 (e.g. " + std::to_string(v[i]) + ")",
+                         "save it as float64 or int64");
+    return t.view(at::kLong);
+  }
+  return t;
+}
+
+}  // namespace
+
+at::Tensor read_npy(const std::string& path) {
+  const auto file = MappedFile::open(path);
+  return array_of(file->data(), file->size(), path, file);
+}
+
+std::vector<std::pair<std::string, at::Tensor>> read_npz(const std::string& path) {
+  int error = 0;
+  zip_t* archive = zip_open(path.c_str(), ZIP_RDONLY, &error);
+  if (!archive) {
+    zip_error_t z;
+    zip_error_init_with_code(&z, error);
+    const std::string why = zip_error_strerror(&z);
+    zip_error_fini(&z);
+    if (error == ZIP_ER_NOENT || error == ZIP_ER_OPEN)
+      throw UsageError("cannot open '" + path + "': " + why, "check data.path and the file's permissions");
+    throw UsageError("'" + path + "' is not a valid .npz archive: " + why, "write it with numpy.savez or numpy.savez_compressed");
+  }
+  std::unique_ptr<zip_t, int (*)(zip_t*)> closer(archive, zip_close);
+  std::vector<std::pair<std::string, at::Tensor>> arrays;
+  const zip_int64_t entries = zip_get_num_entries(archive, 0);
+  for (zip_int64_t i = 0; i < entries; ++i) {
+    zip_stat_t stat;
+    if (zip_stat_index(archive, static_cast<zip_uint64_t>(i), 0, &stat) != 0) continue;
+    std::string key = stat.name;
+    const std::string member = path + ":" + key;
+    if (key.size() > 4 && key.compare(key.size() - 4, 4, ".npy") == 0) key.resize(key.size() - 4);
+    zip_file_t* entry = zip_fopen_index(archive, static_cast<zip_uint64_t>(i), 0);
+    if (!entry) throw UsageError("'" + member + "' cannot be read: " + zip_strerror(archive), "write the file again with numpy.savez");
+    std::vector<unsigned char> bytes(stat.size);
+    const zip_int64_t got = zip_fread(entry, bytes.data(), stat.size);
+    std::string why = got < 0 ? zip_file_strerror(entry) : "";
+    const int closed = zip_fclose(entry);  // checks the CRC of a fully read entry
+    if (closed != 0 && why.empty()) why = "checksum mismatch";
+    if (got < 0 || static_cast<zip_uint64_t>(got) != stat.size || closed != 0)
+      throw UsageError("'" + member + "' is truncated or corrupt" + (why.empty() ? "" : ": " + why),
+                       "write the file again with numpy.savez");
+    arrays.emplace_back(key, array_of(bytes.data(), bytes.size(), member, nullptr));
+  }
+  return arrays;
+}
+
+}  // namespace gputrain::data

@@ -1,0 +1,196 @@
+#include "gputrain/data/sources.hpp"
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/data/csv_format.hpp"
+#include "gputrain/data/idx_format.hpp"
+#include "gputrain/data/numpy_format.hpp"
+#include "gputrain/data/safetensors.hpp"
+#include "image_folder.hpp"
+
+namespace gputrain::data {
+namespace fs = std::filesystem;
+namespace {
+
+using Arrays = std::vector<std::pair<std::string, at::Tensor>>;
+
+std::string keys_of(const Arrays& arrays) {
+  std::string out;
+  for (const auto& [k, v] : arrays) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+// The array named `wanted`, or when it is empty the first of `usual` that exists.
+at::Tensor pick(const Arrays& arrays, const std::string& wanted, const std::vector<std::string>& usual, const std::string& path,
+                const std::string& key) {
+  for (const auto& [name, t] : arrays)
+    if (!wanted.empty() && name == wanted) return t;
+  if (!wanted.empty())
+    throw UsageError("'" + path + "' has no array '" + wanted + "' (" + key + ")", "it has: " + keys_of(arrays));
+  for (const auto& u : usual)
+    for (const auto& [name, t] : arrays)
+      if (name == u) return t;
+  std::string tried;
+  for (const auto& u : usual) tried += (tried.empty() ? "" : ", ") + u;
+  throw UsageError("'" + path + "': which array holds the " + (key == "data.features" ? "features" : "labels") + "? none is named " + tried,
+                   "set " + key + " to one of: " + keys_of(arrays));
+}
+
+// Targets as the loss wants them and inputs in a compact dtype the model can take.
+TensorDataset normalise(TensorDataset set, bool classification, const std::string& what) {
+  if (set.inputs.dim() == 1) set.inputs = set.inputs.unsqueeze(1);
+  if (set.inputs.scalar_type() == at::kDouble) set.inputs = set.inputs.to(at::kFloat);
+  if (set.inputs.is_complex() || set.inputs.scalar_type() == at::kBool)
+    throw UsageError(what + ": features of dtype " + std::string(c10::toString(set.inputs.scalar_type())) + " cannot feed a model",
+                     "convert the features to float32 (or uint8 for images)");
+  auto& t = set.targets;
+  if (classification) {
+    if (t.dim() == 2 && t.size(1) == 1) t = t.squeeze(1);
+    if (t.dim() != 1)
+      throw UsageError(what + ": classification labels must be one class id per sample; they have shape " + c10::str(t.sizes()),
+                       "save the labels as a 1-D integer array, or set data.task: regression");
+    if (at::isFloatingType(t.scalar_type())) {
+      if (!at::equal(t, t.floor())) throw UsageError(what + ": classification labels are not whole numbers", "save class ids (0, 1, 2, ...), or set data.task: regression");
+    } else if (t.is_complex() || t.scalar_type() == at::kBool) {
+      throw UsageError(what + ": labels of dtype " + std::string(c10::toString(t.scalar_type())) + " are not class ids", "save the labels as integers");
+    }
+    t = t.to(at::kLong);
+    if (t.numel() > 0 && t.min().item<std::int64_t>() < 0) throw UsageError(what + ": a class id is negative", "class ids are 0, 1, 2, ...");
+  } else {
+    if (t.dim() == 1) t = t.unsqueeze(1);
+    t = t.to(at::kFloat);
+  }
+  if (set.inputs.size(0) != t.size(0))
+    throw UsageError(what + ": " + std::to_string(set.inputs.size(0)) + " samples of features but " + std::to_string(t.size(0)) + " labels",
+                     "the first dimension of features and labels must match");
+  return set;
+}
+
+TensorDataset from_arrays(const Arrays& arrays, const SourceSpec& spec, const std::string& path, bool classification) {
+  const auto inputs = pick(arrays, spec.features.empty() ? "" : spec.features.front(), {"x", "features", "inputs", "data", "images"}, path, "data.features");
+  const auto targets = pick(arrays, spec.labels, {"y", "labels", "label", "targets", "target"}, path, "data.labels");
+  return normalise({inputs, targets}, classification, "'" + path + "'");
+}
+
+std::string base(const std::string& path) { return fs::path(path).filename().string(); }
+
+struct Pair {
+  TensorDataset train, val;
+  bool has_val = false;
+  std::string train_name, val_name;
+};
+
+Pair read_arrays(const SourceSpec& spec, bool classification) {
+  Pair p;
+  const auto need_path = [&] {
+    if (spec.path.empty()) throw UsageError("data.source " + spec.source + " needs data.path", "set data.path to the dataset's file or folder");
+  };
+  need_path();
+  if (spec.source == "npy") {
+    if (spec.labels.empty()) throw UsageError("data.source npy needs data.labels: the .npy file of the labels", "set data.labels: path/to/labels.npy");
+    p.train = normalise({read_npy(spec.path), read_npy(spec.labels)}, classification, "'" + spec.path + "' with '" + spec.labels + "'");
+    p.train_name = base(spec.path);
+    if (!spec.val_path.empty()) {
+      if (spec.val_labels.empty()) throw UsageError("data.val_path is set but data.val_labels is not", "set data.val_labels to the validation labels' .npy file");
+      p.val = normalise({read_npy(spec.val_path), read_npy(spec.val_labels)}, classification, "'" + spec.val_path + "' with '" + spec.val_labels + "'");
+      p.has_val = true;
+      p.val_name = base(spec.val_path);
+    }
+  } else if (spec.source == "npz" || spec.source == "safetensors") {
+    const auto read = [&](const std::string& path) { return spec.source == "npz" ? read_npz(path) : read_safetensors(path); };
+    p.train = from_arrays(read(spec.path), spec, spec.path, classification);
+    p.train_name = base(spec.path);
+    if (!spec.val_path.empty()) {
+      p.val = from_arrays(read(spec.val_path), spec, spec.val_path, classification);
+      p.has_val = true;
+      p.val_name = base(spec.val_path);
+    }
+  } else if (spec.source == "mnist") {
+    p.train = normalise(read_mnist(spec.path, "train"), classification, "MNIST in '" + spec.path + "'");
+    p.train_name = "MNIST train";
+    const std::string val_folder = spec.val_path.empty() ? spec.path : spec.val_path;
+    const bool has_test = fs::exists(fs::path(val_folder) / "t10k-images-idx3-ubyte") || fs::exists(fs::path(val_folder) / "t10k-images-idx3-ubyte.gz") ||
+                          fs::exists(fs::path(val_folder) / "t10k-images.idx3-ubyte");
+    if (has_test || !spec.val_path.empty()) {
+      p.val = normalise(read_mnist(val_folder, "t10k"), classification, "MNIST in '" + val_folder + "'");
+      p.has_val = true;
+      p.val_name = "MNIST t10k";
+    }
+  } else if (spec.source == "cifar10") {
+    p.train = normalise(read_cifar10(cifar10_files(spec.path, true)), classification, "CIFAR-10 in '" + spec.path + "'");
+    p.train_name = "CIFAR-10 training batches";
+    const std::string val_folder = spec.val_path.empty() ? spec.path : spec.val_path;
+    if (fs::exists(fs::path(val_folder) / "test_batch.bin") || !spec.val_path.empty()) {
+      p.val = normalise(read_cifar10(cifar10_files(val_folder, false)), classification, "CIFAR-10 in '" + val_folder + "'");
+      p.has_val = true;
+      p.val_name = "CIFAR-10 test batch";
+    }
+  }
+  return p;
+}
+
+std::string samples_text(std::int64_t n) { return std::to_string(n) + " samples"; }
+
+std::int64_t classes_of(const TensorDataset& set) { return set.size() > 0 ? set.targets.max().item<std::int64_t>() + 1 : 0; }
+
+}  // namespace
+
+const std::vector<std::string>& source_names() {
+  static const std::vector<std::string> names{"synthetic", "npy", "npz", "safetensors", "csv", "mnist", "cifar10", "image_folder"};
+  return names;
+}
+
+Sources open_sources(const SourceSpec& spec) {
+  const bool classification = spec.task == "classification";
+  Sources out;
+  if (spec.source == "synthetic") {
+    const auto train = make_synthetic(spec.synthetic, spec.samples, 0);
+    out.train = make_array_dataset(train, "synthetic " + spec.task + " (" + samples_text(spec.samples) + ")", "synthetic");
+    if (spec.val_samples > 0)
+      out.val = make_array_dataset(make_synthetic(spec.synthetic, spec.val_samples, 1), "synthetic validation (" + samples_text(spec.val_samples) + ")",
+                                   "synthetic validation");
+    out.classes = classification ? spec.synthetic.outputs : 0;
+    return out;
+  }
+  if (spec.source == "image_folder") {
+    if (!classification) throw UsageError("data.source image_folder is for classification (one sub-folder per class)", "set data.task: classification");
+    if (spec.path.empty()) throw UsageError("data.source image_folder needs data.path", "set data.path to the folder of class sub-folders");
+    if (spec.image_size.size() != 2) throw UsageError("data.image_size must be [height, width]", "e.g. data.image_size: [224, 224]");
+    out.train = open_image_folder(spec.path, spec.image_size[0], spec.image_size[1]);
+    out.class_names = image_folder_classes(*out.train);
+    if (!spec.val_path.empty()) out.val = open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names);
+    out.classes = static_cast<std::int64_t>(out.class_names.size());
+    return out;
+  }
+  if (spec.source == "csv") {
+    if (spec.path.empty()) throw UsageError("data.source csv needs data.path", "set data.path to the CSV file");
+    const CsvSpec csv{spec.features, spec.labels, classification};
+    const auto train = read_csv(spec.path, csv, &out.class_names);
+    out.train = make_array_dataset(train, "CSV " + spec.path + " (" + samples_text(train.size()) + ")", base(spec.path));
+    std::int64_t classes = classification ? classes_of(train) : 0;
+    if (!spec.val_path.empty()) {
+      const auto val = read_csv(spec.val_path, csv, &out.class_names);
+      classes = classification ? std::max(classes, classes_of(val)) : 0;
+      out.val = make_array_dataset(val, "CSV " + spec.val_path + " (" + samples_text(val.size()) + ")", base(spec.val_path));
+    }
+    out.classes = out.class_names.empty() ? classes : static_cast<std::int64_t>(out.class_names.size());
+    return out;
+  }
+  bool known = false;
+  for (const auto& name : source_names()) known = known || name == spec.source;
+  if (!known) throw UsageError("unknown data.source '" + spec.source + "'", "use one of the sources in docs/data.md");
+  const auto p = read_arrays(spec, classification);
+  if (p.has_val && p.val.inputs.sizes().slice(1) != p.train.inputs.sizes().slice(1))
+    throw UsageError("validation samples are shaped " + c10::str(p.val.inputs.sizes().slice(1)) + " but training samples " +
+                         c10::str(p.train.inputs.sizes().slice(1)),
+                     "validation and training data must have the same sample shape");
+  out.train = make_array_dataset(p.train, spec.source + " " + p.train_name + " (" + samples_text(p.train.size()) + ")", p.train_name);
+  if (p.has_val) out.val = make_array_dataset(p.val, spec.source + " " + p.val_name + " (" + samples_text(p.val.size()) + ")", p.val_name);
+  if (classification) out.classes = std::max(classes_of(p.train), p.has_val ? classes_of(p.val) : 0);
+  return out;
+}
+
+}  // namespace gputrain::data

@@ -1,0 +1,147 @@
+"""Writes the dataset files test_formats reads, with the reference implementations themselves
+(numpy, safetensors, Pillow, Python's gzip/csv), so gputrain's readers are checked against what
+users' tools really write, not against gputrain's own writer. Usage: make_fixtures.py OUT_DIR
+
+Every array holds np.arange(60).reshape(3, 4, 5) in its dtype (bool: odd values), so the C++
+test knows the expected values without reading anything else.
+"""
+import csv
+import gzip
+import os
+import struct
+import sys
+
+import numpy as np
+from PIL import Image
+from safetensors.numpy import save_file
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+
+
+def path(*parts):
+    p = os.path.join(out, *parts)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    return p
+
+
+def reference(dtype):
+    values = np.arange(60).reshape(3, 4, 5)
+    return (values % 2).astype(dtype) if dtype == np.bool_ else values.astype(dtype)
+
+
+# --- .npy: every numeric dtype, both byte orders, C and Fortran order, format versions 1-3 ---
+DTYPES = ["b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16"]
+for code in DTYPES:
+    for order in "<>":
+        dt = np.dtype(code).newbyteorder(order) if np.dtype(code).itemsize > 1 else np.dtype(code)
+        a = reference(np.dtype(code)).astype(dt)
+        tag = "be" if order == ">" else "le"
+        np.save(path("npy", f"{code}_{tag}_c.npy"), np.ascontiguousarray(a))
+        np.save(path("npy", f"{code}_{tag}_f.npy"), np.asfortranarray(a))
+for version in [(1, 0), (2, 0), (3, 0)]:
+    with open(path("npy", f"version{version[0]}.npy"), "wb") as f:
+        np.lib.format.write_array(f, reference(np.float32), version=version)
+np.save(path("npy", "scalar_per_sample.npy"), np.arange(7, dtype=np.int64))
+
+# Broken .npy files.
+good = open(path("npy", "f4_le_c.npy"), "rb").read()
+open(path("bad", "truncated.npy"), "wb").write(good[:-17])
+open(path("bad", "not_npy.npy"), "wb").write(b"PK\x03\x04 definitely not numpy")
+open(path("bad", "header_cut.npy"), "wb").write(good[:20])
+np.save(path("bad", "object.npy"), np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+np.save(path("bad", "structured.npy"), np.zeros(3, dtype=[("x", "f4"), ("y", "i4")]))
+
+# --- .npz, stored and deflated; features and labels under several keys ---
+x = np.random.default_rng(0).standard_normal((50, 6)).astype(np.float32)
+y = (np.arange(50) % 3).astype(np.int64)
+np.savez(path("npz", "stored.npz"), x=x, y=y)
+np.savez_compressed(path("npz", "deflated.npz"), features=x, labels=y)
+np.savez(path("npz", "custom_keys.npz"), pixels=x, classes=y)
+np.save(path("npz", "x.npy"), x)
+np.save(path("npz", "y.npy"), y)
+deflated = bytearray(open(path("npz", "deflated.npz"), "rb").read())
+open(path("bad", "truncated.npz"), "wb").write(bytes(deflated[: len(deflated) // 2]))
+flipped = bytearray(deflated)
+flipped[200] ^= 0xFF  # inside the first member's compressed data
+open(path("bad", "corrupt.npz"), "wb").write(bytes(flipped))
+
+# --- safetensors ---
+save_file({"x": x, "y": y}, path("safetensors", "train.safetensors"))
+st = open(path("safetensors", "train.safetensors"), "rb").read()
+open(path("bad", "truncated.safetensors"), "wb").write(st[:-40])
+open(path("bad", "huge_header.safetensors"), "wb").write(struct.pack("<Q", 1 << 40) + st[8:])
+open(path("bad", "not_json.safetensors"), "wb").write(struct.pack("<Q", 8) + b"{nope!!}" + b"\0" * 16)
+
+# --- CSV ---
+with open(path("csv", "iris.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["sepal_length", "sepal_width", "note", "species"])
+    rows = [(5.1, 3.5, "a, b", "setosa"), (7.0, 3.2, "x", "versicolor"), (6.3, 3.3, "", "virginica"), (4.9, 3.0, "y", "setosa")]
+    for r in rows:
+        w.writerow(r)
+with open(path("csv", "numeric.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["a", "b", "label"])
+    for i in range(10):
+        w.writerow([i, i * 0.5, i % 2])
+with open(path("bad", "bad_cell.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["a", "b", "label"])
+    w.writerow([1, 2, 0])
+    w.writerow([3, "oops", 1])
+
+# --- MNIST IDX (big-endian header, as the MNIST site ships them; plain and gzip) ---
+images = (np.arange(5 * 28 * 28) % 251).astype(np.uint8).reshape(5, 28, 28)
+labels = np.array([3, 1, 4, 1, 5], dtype=np.uint8)
+def idx(array, type_code):
+    header = struct.pack(">BBBB", 0, 0, type_code, array.ndim) + b"".join(struct.pack(">I", d) for d in array.shape)
+    return header + array.astype(array.dtype.newbyteorder(">")).tobytes()
+open(path("mnist", "train-images-idx3-ubyte"), "wb").write(idx(images, 0x08))
+open(path("mnist", "train-labels-idx1-ubyte"), "wb").write(idx(labels, 0x08))
+with gzip.open(path("mnist", "t10k-images-idx3-ubyte.gz"), "wb") as f:
+    f.write(idx(images[:2], 0x08))
+with gzip.open(path("mnist", "t10k-labels-idx1-ubyte.gz"), "wb") as f:
+    f.write(idx(labels[:2], 0x08))
+open(path("idx", "floats.idx"), "wb").write(idx(np.arange(6, dtype=np.float32).reshape(2, 3), 0x0D))
+open(path("idx", "shorts.idx"), "wb").write(idx(np.array([-2, 300, 7], dtype=np.int16), 0x0B))
+open(path("bad", "truncated-images-idx3-ubyte"), "wb").write(idx(images, 0x08)[:-100])
+
+# --- CIFAR-10 binary batches: label byte + 3072 pixel bytes per record ---
+rng = np.random.default_rng(1)
+for name, n in [("data_batch_1.bin", 4), ("data_batch_2.bin", 3), ("test_batch.bin", 2)]:
+    px = rng.integers(0, 256, (n, 3072), dtype=np.uint8)
+    lab = rng.integers(0, 10, (n, 1), dtype=np.uint8)
+    np.hstack([lab, px]).tofile(path("cifar", name))
+    np.save(path("cifar", name + ".pixels.npy"), px.reshape(n, 3, 32, 32))
+    np.save(path("cifar", name + ".labels.npy"), lab.reshape(n).astype(np.int64))
+open(path("bad", "cifar", "data_batch_1.bin"), "wb").write(b"\0" * 3000)
+
+# --- Images, written by Pillow ---
+gradient = np.zeros((16, 24, 3), dtype=np.uint8)
+gradient[..., 0] = np.arange(24)[None, :] * 10
+gradient[..., 1] = np.arange(16)[:, None] * 15
+gradient[..., 2] = 128
+Image.fromarray(gradient).save(path("images", "exact", "rgb.png"))
+Image.fromarray(gradient[..., 1]).save(path("images", "exact", "grey.png"))
+rgba = np.dstack([gradient, np.full((16, 24), 255, np.uint8)])
+Image.fromarray(rgba, "RGBA").save(path("images", "exact", "rgba.png"))
+Image.fromarray(gradient).convert("P", palette=Image.Palette.ADAPTIVE, colors=64).save(path("images", "exact", "palette.png"))
+Image.fromarray(gradient).save(path("images", "exact", "rgb.jpg"), quality=95)
+Image.fromarray(gradient[..., 1]).save(path("images", "exact", "grey.jpg"), quality=95)
+# What Pillow decodes, CHW: the test compares ours to it (exactly for PNG, closely for JPEG).
+for name in ["rgb.png", "grey.png", "rgba.png", "palette.png", "rgb.jpg", "grey.jpg"]:
+    decoded = np.asarray(Image.open(path("images", "exact", name)).convert("RGB"))
+    np.save(path("images", "exact", name + ".npy"), np.ascontiguousarray(decoded.transpose(2, 0, 1)))
+
+# A class-per-folder tree with one corrupt file and one non-image.
+for c, colour in [("cat", (200, 30, 30)), ("dog", (30, 30, 200))]:
+    for i in range(3):
+        img = np.full((40 + 8 * i, 30 + 4 * i, 3), colour, dtype=np.uint8)
+        fmt = "png" if i == 1 else "jpg"
+        Image.fromarray(img).save(path("folder", "train", c, f"{i}.{fmt}"))
+    Image.fromarray(np.full((20, 20, 3), colour, dtype=np.uint8)).save(path("folder", "val", c, "0.jpg"))
+jpeg = open(path("folder", "train", "cat", "0.jpg"), "rb").read()
+open(path("folder", "train", "cat", "broken.jpg"), "wb").write(jpeg[:60])
+open(path("folder", "train", "dog", "README.txt"), "w").write("not an image\n")
+print("fixtures written to", out)

@@ -1,0 +1,262 @@
+// Every format read back from files that the reference implementations wrote (numpy, safetensors,
+// Pillow, Python's gzip and csv: tests/data/formats/make_fixtures.py), and every malformed file
+// turned into a UsageError that names the file and what is wrong.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/data/csv_format.hpp"
+#include "gputrain/data/dataset.hpp"
+#include "gputrain/data/idx_format.hpp"
+#include "gputrain/data/numpy_format.hpp"
+#include "gputrain/data/safetensors.hpp"
+#include "gputrain/data/sources.hpp"
+
+using namespace gputrain;
+using namespace gputrain::data;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(GPUTRAIN_FORMAT_FIXTURES) + "/" + name; }
+
+// The UsageError `call` throws, as text; fails the test when it throws nothing or something else.
+template <typename F>
+std::string usage_error(F&& call) {
+  try {
+    call();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a UsageError";
+  return "";
+}
+
+at::Tensor reference() { return at::arange(60, at::kDouble).reshape({3, 4, 5}); }
+
+}  // namespace
+
+TEST(Npy, ReadsEveryNumericDtypeInBothByteOrdersAndBothLayouts) {
+  for (const std::string code : {"b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16"})
+    for (const std::string order : {"le", "be"})
+      for (const std::string layout : {"c", "f"}) {
+        const auto name = "npy/" + code + "_" + order + "_" + layout + ".npy";
+        const auto t = read_npy(fixture(name));
+        ASSERT_EQ(t.sizes(), (std::vector<std::int64_t>{3, 4, 5})) << name;
+        ASSERT_TRUE(t.is_contiguous()) << name;
+        const auto expected = code == "b1" ? reference().remainder(2) : reference();
+        const auto values = t.is_complex() ? at::real(t).to(at::kDouble) : t.to(at::kDouble);
+        EXPECT_TRUE(at::equal(values, expected)) << name;
+      }
+}
+
+TEST(Npy, MapsDtypesToCompactTorchTypes) {
+  EXPECT_EQ(read_npy(fixture("npy/u1_le_c.npy")).scalar_type(), at::kByte);
+  EXPECT_EQ(read_npy(fixture("npy/f2_le_c.npy")).scalar_type(), at::kHalf);
+  EXPECT_EQ(read_npy(fixture("npy/u2_le_c.npy")).scalar_type(), at::kInt);   // widened: lossless
+  EXPECT_EQ(read_npy(fixture("npy/u4_be_c.npy")).scalar_type(), at::kLong);
+  EXPECT_EQ(read_npy(fixture("npy/c16_be_f.npy")).scalar_type(), at::kComplexDouble);
+  EXPECT_EQ(read_npy(fixture("npy/b1_le_c.npy")).scalar_type(), at::kBool);
+}
+
+TEST(Npy, ReadsFormatVersionsOneTwoAndThree) {
+  for (const std::string v : {"1", "2", "3"}) {
+    const auto t = read_npy(fixture("npy/version" + v + ".npy"));
+    EXPECT_TRUE(at::equal(t.to(at::kDouble), reference())) << "version " << v;
+  }
+}
+
+TEST(Npy, MalformedFilesAreClearErrors) {
+  EXPECT_NE(usage_error([] { read_npy(fixture("bad/truncated.npy")); }).find("truncated"), std::string::npos);
+  EXPECT_NE(usage_error([] { read_npy(fixture("bad/not_npy.npy")); }).find("magic"), std::string::npos);
+  EXPECT_NE(usage_error([] { read_npy(fixture("bad/header_cut.npy")); }).find("header"), std::string::npos);
+  const auto object = usage_error([] { read_npy(fixture("bad/object.npy")); });
+  EXPECT_NE(object.find("bad/object.npy"), std::string::npos) << object;
+  EXPECT_NE(object.find("'|O'"), std::string::npos) << object;
+  EXPECT_NE(usage_error([] { read_npy(fixture("bad/structured.npy")); }).find("structured"), std::string::npos);
+  EXPECT_NE(usage_error([] { read_npy(fixture("no/such.npy")); }).find("cannot open"), std::string::npos);
+}
+
+TEST(Npz, ReadsStoredAndDeflatedArchives) {
+  const auto x = read_npy(fixture("npz/x.npy")), y = read_npy(fixture("npz/y.npy"));
+  const auto stored = read_npz(fixture("npz/stored.npz"));
+  ASSERT_EQ(stored.size(), 2U);
+  EXPECT_EQ(stored[0].first, "x");
+  EXPECT_TRUE(at::equal(stored[0].second, x));
+  EXPECT_TRUE(at::equal(stored[1].second, y));
+  const auto deflated = read_npz(fixture("npz/deflated.npz"));
+  ASSERT_EQ(deflated.size(), 2U);
+  EXPECT_EQ(deflated[0].first, "features");
+  EXPECT_TRUE(at::equal(deflated[0].second, x));
+  EXPECT_TRUE(at::equal(deflated[1].second, y));
+}
+
+TEST(Npz, MalformedArchivesAreClearErrors) {
+  const auto truncated = usage_error([] { read_npz(fixture("bad/truncated.npz")); });
+  EXPECT_NE(truncated.find("truncated.npz"), std::string::npos) << truncated;
+  const auto corrupt = usage_error([] { read_npz(fixture("bad/corrupt.npz")); });
+  EXPECT_NE(corrupt.find("corrupt.npz:features.npy"), std::string::npos) << corrupt;
+}
+
+TEST(Safetensors, ReadsWhatThePythonPackageWrote) {
+  const auto tensors = read_safetensors(fixture("safetensors/train.safetensors"));
+  ASSERT_EQ(tensors.size(), 2U);
+  for (const auto& [name, tensor] : tensors)  // the package sorts names in the header
+    EXPECT_TRUE(at::equal(tensor, read_npy(fixture("npz/" + name + ".npy")))) << name;
+}
+
+TEST(Safetensors, MalformedFilesAreClearErrors) {
+  EXPECT_NE(usage_error([] { read_safetensors(fixture("bad/truncated.safetensors")); }).find("truncated"), std::string::npos);
+  EXPECT_NE(usage_error([] { read_safetensors(fixture("bad/huge_header.safetensors")); }).find("header length"), std::string::npos);
+  EXPECT_NE(usage_error([] { read_safetensors(fixture("bad/not_json.safetensors")); }).find("not JSON"), std::string::npos);
+}
+
+TEST(Csv, SelectsColumnsAndMapsClassNames) {
+  std::vector<std::string> names;
+  const auto set = read_csv(fixture("csv/iris.csv"), CsvSpec{{"sepal_length", "sepal_width"}, "species", true}, &names);
+  EXPECT_EQ(names, (std::vector<std::string>{"setosa", "versicolor", "virginica"}));
+  EXPECT_TRUE(at::equal(set.targets, at::tensor({0, 1, 2, 0}, at::kLong)));
+  EXPECT_TRUE(at::allclose(set.inputs, at::tensor({5.1f, 3.5f, 7.0f, 3.2f, 6.3f, 3.3f, 4.9f, 3.0f}).view({4, 2})));
+}
+
+TEST(Csv, BadCellsNameTheLineAndColumn) {
+  const auto bad = usage_error([] { read_csv(fixture("bad/bad_cell.csv"), CsvSpec{{}, "label", true}); });
+  EXPECT_NE(bad.find("bad_cell.csv:3: column 'b' (2): 'oops' is not a number"), std::string::npos) << bad;
+  const auto text = usage_error([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{}, "species", true}); });
+  EXPECT_NE(text.find("column 'note'"), std::string::npos) << text;  // all-but-label includes the text column
+  const auto missing = usage_error([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{}, "specie", true}); });
+  EXPECT_NE(missing.find("did you mean 'species'"), std::string::npos) << missing;
+}
+
+TEST(Csv, RegressionTargetsAreOneColumn) {
+  const auto set = read_csv(fixture("csv/numeric.csv"), CsvSpec{{"a"}, "b", false});
+  EXPECT_EQ(set.targets.sizes(), (std::vector<std::int64_t>{10, 1}));
+  EXPECT_FLOAT_EQ(set.targets[9][0].item<float>(), 4.5f);
+}
+
+TEST(Idx, ReadsMnistPlainAndGzipped) {
+  const auto train = read_mnist(fixture("mnist"), "train");
+  EXPECT_EQ(train.inputs.sizes(), (std::vector<std::int64_t>{5, 1, 28, 28}));
+  EXPECT_EQ(train.inputs.scalar_type(), at::kByte);
+  EXPECT_EQ(train.inputs.flatten()[300].item<int>(), 300 % 251);
+  EXPECT_TRUE(at::equal(train.targets, at::tensor({3, 1, 4, 1, 5}, at::kLong)));
+  const auto test = read_mnist(fixture("mnist"), "t10k");
+  EXPECT_EQ(test.size(), 2);
+  EXPECT_TRUE(at::equal(test.inputs, train.inputs.slice(0, 0, 2)));
+}
+
+TEST(Idx, ReadsBigEndianWiderTypes) {
+  EXPECT_TRUE(at::equal(read_idx(fixture("idx/floats.idx")), at::arange(6, at::kFloat).view({2, 3})));
+  EXPECT_TRUE(at::equal(read_idx(fixture("idx/shorts.idx")), at::tensor({-2, 300, 7}, at::kShort)));
+  EXPECT_NE(usage_error([] { read_idx(fixture("bad/truncated-images-idx3-ubyte")); }).find("truncated"), std::string::npos);
+  EXPECT_NE(usage_error([] { read_idx(fixture("npy/f4_le_c.npy")); }).find("magic"), std::string::npos);
+}
+
+TEST(Cifar10, ReadsRecordsAcrossBatches) {
+  const auto set = read_cifar10(cifar10_files(fixture("cifar"), true));
+  ASSERT_EQ(set.size(), 7);
+  const auto p1 = read_npy(fixture("cifar/data_batch_1.bin.pixels.npy")), p2 = read_npy(fixture("cifar/data_batch_2.bin.pixels.npy"));
+  EXPECT_TRUE(at::equal(set.inputs, at::cat({p1, p2})));
+  EXPECT_TRUE(at::equal(set.targets, at::cat({read_npy(fixture("cifar/data_batch_1.bin.labels.npy")),
+                                              read_npy(fixture("cifar/data_batch_2.bin.labels.npy"))})));
+  const auto bad = usage_error([] { read_cifar10(cifar10_files(fixture("bad/cifar"), true)); });
+  EXPECT_NE(bad.find("3073-byte records"), std::string::npos) << bad;
+}
+
+TEST(Images, DecodeLikePillow) {
+  for (const std::string name : {"rgb.png", "grey.png", "rgba.png", "palette.png", "rgb.jpg", "grey.jpg"}) {
+    const auto expected = read_npy(fixture("images/exact/" + name + ".npy"));
+    // A one-file folder per image: the source under test is the image folder itself.
+    const auto root = std::filesystem::temp_directory_path() / ("gputrain-decode-" + name);
+    std::filesystem::remove_all(root);
+    std::filesystem::create_directories(root / "only");
+    std::filesystem::copy_file(fixture("images/exact/" + name), root / "only" / name);
+    SourceSpec spec;
+    spec.source = "image_folder";
+    spec.path = root.string();
+    spec.image_size = {16, 24};  // the images' own size: no resampling
+    const auto sources = open_sources(spec);
+    const auto got = materialize(*sources.train, 1).set.inputs[0];
+    const auto diff = (got.to(at::kInt) - expected.to(at::kInt)).abs().max().item<int>();
+    // PNG is lossless; for JPEG both sides use libjpeg-turbo, so at most rounding differs.
+    EXPECT_LE(diff, name.find(".png") != std::string::npos ? 0 : 2) << name;
+  }
+}
+
+TEST(ImageFolder, ListsClassesSkipsCorruptFilesAndResizes) {
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = fixture("folder/train");
+  spec.val_path = fixture("folder/val");
+  spec.image_size = {12, 10};
+  const auto sources = open_sources(spec);
+  EXPECT_EQ(sources.class_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(sources.classes, 2);
+  EXPECT_EQ(sources.train->size(), 7);  // 3 + 3 images and the broken JPEG; README.txt is not an image
+  EXPECT_EQ(sources.val->size(), 2);
+  const auto loaded = materialize(*sources.train, 2);
+  ASSERT_EQ(loaded.skipped.size(), 1U);
+  EXPECT_NE(loaded.skipped[0].find("broken.jpg: corrupt JPEG"), std::string::npos) << loaded.skipped[0];
+  ASSERT_EQ(loaded.set.size(), 6);
+  EXPECT_EQ(loaded.set.inputs.sizes(), (std::vector<std::int64_t>{6, 3, 12, 10}));
+  EXPECT_TRUE(at::equal(loaded.set.targets, at::tensor({0, 0, 0, 1, 1, 1}, at::kLong)));
+  // Solid colours survive resizing and cropping (JPEG within a few levels).
+  const auto cat_red = loaded.set.inputs.select(0, 0).select(0, 0).to(at::kFloat).mean().item<float>();
+  const auto dog_blue = loaded.set.inputs.select(0, 5).select(0, 2).to(at::kFloat).mean().item<float>();
+  EXPECT_NEAR(cat_red, 200, 4);
+  EXPECT_NEAR(dog_blue, 200, 4);
+}
+
+TEST(Sources, ArraysByKeyAndDefaults) {
+  SourceSpec spec;
+  spec.source = "npz";
+  spec.path = fixture("npz/deflated.npz");  // features/labels: found among the usual names
+  auto sources = open_sources(spec);
+  EXPECT_EQ(sources.train->size(), 50);
+  EXPECT_EQ(sources.classes, 3);
+  EXPECT_EQ(sources.train->layout().input_shape, (std::vector<std::int64_t>{6}));
+
+  spec.path = fixture("npz/custom_keys.npz");
+  const auto which = usage_error([&] { open_sources(spec); });
+  EXPECT_NE(which.find("which array holds the features? none is named x, features"), std::string::npos) << which;
+  spec.features = {"pixels"};
+  spec.labels = "classes";
+  EXPECT_EQ(open_sources(spec).train->size(), 50);
+
+  SourceSpec npy;
+  npy.source = "npy";
+  npy.path = fixture("npz/x.npy");
+  npy.labels = fixture("npz/y.npy");
+  npy.val_path = fixture("npz/x.npy");
+  npy.val_labels = fixture("npy/scalar_per_sample.npy");  // 7 labels for 50 samples
+  const auto mismatch = usage_error([&] { open_sources(npy); });
+  EXPECT_NE(mismatch.find("50 samples of features but 7 labels"), std::string::npos) << mismatch;
+
+  SourceSpec st;
+  st.source = "safetensors";
+  st.path = fixture("safetensors/train.safetensors");
+  st.task = "regression";
+  const auto reg = open_sources(st);
+  float target[1];
+  float input[6];
+  reg.train->read(4, input, target);
+  EXPECT_FLOAT_EQ(target[0], 4 % 3);
+}
+
+TEST(Sources, MnistAndCifarFindTheirValidationFiles) {
+  SourceSpec spec;
+  spec.source = "mnist";
+  spec.path = fixture("mnist");
+  auto mnist = open_sources(spec);
+  ASSERT_TRUE(mnist.val);
+  EXPECT_EQ(mnist.val->size(), 2);
+  EXPECT_EQ(mnist.classes, 6);  // labels go up to 5
+  spec.source = "cifar10";
+  spec.path = fixture("cifar");
+  const auto cifar = open_sources(spec);
+  EXPECT_EQ(cifar.train->size(), 7);
+  EXPECT_EQ(cifar.val->size(), 2);
+  EXPECT_EQ(cifar.train->layout().input_dtype, at::kByte);  // uint8 until the GPU converts it
+}

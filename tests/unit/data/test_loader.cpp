@@ -1,0 +1,266 @@
+// The sampler, the threaded loader, the cache plan and the in-memory cache, on the CPU (the GPU
+// path of the same code runs in tests/gpu).
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/data/batch.hpp"
+#include "gputrain/data/dataset.hpp"
+#include "gputrain/data/device_cache.hpp"
+#include "gputrain/data/epoch_sampler.hpp"
+#include "gputrain/data/loader.hpp"
+#include "gputrain/memory/cpu_allocator.hpp"
+
+using namespace gputrain;
+using namespace gputrain::data;
+
+namespace {
+
+// Sample i is the vector [i, i, i] with label i % 5; some indices misbehave on purpose.
+class Probe final : public Dataset {
+ public:
+  explicit Probe(std::int64_t n) : n_(n) {
+    layout_.input_shape = {3};
+    layout_.input_dtype = at::kFloat;
+  }
+  std::int64_t size() const override { return n_; }
+  const SampleLayout& layout() const override { return layout_; }
+  void read(std::int64_t i, void* input, void* target) const override {
+    reads++;
+    threads_mutex.lock();
+    threads.insert(std::this_thread::get_id());
+    threads_mutex.unlock();
+    if (i == corrupt) throw SkippedSample("corrupt on purpose");
+    if (i == failing) throw std::runtime_error("disk on fire");
+    if (i == stalling) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    auto* x = static_cast<float*>(input);
+    x[0] = x[1] = x[2] = static_cast<float>(i);
+    *static_cast<std::int64_t*>(target) = i % 5;
+  }
+  std::string origin(std::int64_t i) const override { return "probe/file" + std::to_string(i) + ".bin"; }
+  std::string description() const override { return "probe"; }
+
+  std::int64_t corrupt = -1, failing = -1, stalling = -1;
+  mutable std::atomic<int> reads{0};
+  mutable std::mutex threads_mutex;
+  mutable std::set<std::thread::id> threads;
+
+ private:
+  std::int64_t n_;
+  SampleLayout layout_;
+};
+
+std::vector<std::int64_t> to_vector(const at::Tensor& t) {
+  const auto c = t.to(at::kLong).contiguous();
+  return {c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel()};
+}
+
+// Every sample index the loader delivers for `order`, in delivery order (inputs carry the index).
+std::vector<std::int64_t> drain(Feed& feed, const at::Tensor& order, std::int64_t batch, std::int64_t* batches = nullptr) {
+  feed.start(order, batch);
+  std::vector<std::int64_t> seen;
+  std::int64_t count = 0;
+  while (auto fed = feed.next()) {
+    ++count;
+    for (auto v : to_vector(fed->batch.inputs.select(1, 0))) seen.push_back(v);
+    EXPECT_TRUE(at::equal(fed->batch.targets, fed->batch.inputs.select(1, 0).to(at::kLong).remainder(5)));
+  }
+  if (batches) *batches = count;
+  return seen;
+}
+
+}  // namespace
+
+TEST(EpochSampler, ShardsCoverEverySampleExactlyOnce) {
+  for (const std::int64_t world : {1, 2, 3, 4, 7}) {
+    std::vector<int> hits(103, 0);
+    std::int64_t smallest = 1 << 30, largest = 0;
+    for (std::int64_t rank = 0; rank < world; ++rank) {
+      const EpochSampler sampler(103, true, 9, rank, world);
+      const auto order = sampler.order(4);
+      EXPECT_EQ(order.size(0), sampler.size());
+      smallest = std::min(smallest, sampler.size());
+      largest = std::max(largest, sampler.size());
+      for (auto i : to_vector(order)) hits[static_cast<std::size_t>(i)]++;
+    }
+    for (int h : hits) EXPECT_EQ(h, 1) << "world " << world;
+    EXPECT_LE(largest - smallest, 1);
+  }
+  // drop_last evens the shards out by leaving the remainder out.
+  EXPECT_EQ(EpochSampler(103, true, 9, 0, 4, true).size(), 25);
+  EXPECT_EQ(EpochSampler(103, true, 9, 3, 4, true).order(0).size(0), 25);
+  EXPECT_THROW(EpochSampler(10, true, 1, 2, 2), Error);
+}
+
+TEST(EpochSampler, OrderIsAPureFunctionOfSeedEpochAndRank) {
+  const EpochSampler a(50, true, 3, 1, 2), b(50, true, 3, 1, 2);
+  EXPECT_TRUE(at::equal(a.order(7), b.order(7)));
+  EXPECT_FALSE(at::equal(a.order(7), a.order(8)));
+  EXPECT_FALSE(at::equal(a.order(7), EpochSampler(50, true, 4, 1, 2).order(7)));
+}
+
+TEST(Loader, DeliversTheOrderInBatchesWithAnyWorkerCount) {
+  auto data = std::make_shared<Probe>(100);
+  const auto order = EpochSampler(100, true, 5).order(0);
+  for (const int workers : {0, 1, 3, 8}) {
+    Loader loader(data, 16, LoaderOptions{workers, 2, true, 30, c10::kCPU});
+    std::int64_t batches = 0;
+    EXPECT_EQ(drain(loader, order, 16, &batches), to_vector(order)) << workers << " workers";
+    EXPECT_EQ(batches, 7);  // 6 x 16 + 4
+  }
+}
+
+TEST(Loader, WorkersPersistAcrossEpochsAndMemoryStaysFlat) {
+  memory::install_counting_cpu_allocator();
+  auto data = std::make_shared<Probe>(256);
+  Loader loader(data, 32, LoaderOptions{2, 2, false, 30, c10::kCPU});
+  const auto staging = loader.staging_bytes();
+  std::uint64_t after_first = 0;
+  for (std::int64_t epoch = 0; epoch < 5; ++epoch) {
+    const auto order = EpochSampler(256, true, 1).order(epoch);
+    EXPECT_EQ(drain(loader, order, 32), to_vector(order));
+    if (epoch == 0) after_first = memory::cpu_memory_stats().allocated;
+    EXPECT_EQ(memory::cpu_memory_stats().allocated, after_first) << "epoch " << epoch;
+  }
+  EXPECT_EQ(loader.staging_bytes(), staging);
+  EXPECT_EQ(data->threads.size(), 2U);  // the same two threads read all five epochs
+}
+
+TEST(Loader, ARestartedPassResumesMidEpoch) {
+  auto data = std::make_shared<Probe>(40);
+  Loader loader(data, 8, LoaderOptions{2, 2, false, 30, c10::kCPU});
+  const auto order = EpochSampler(40, true, 2).order(3);
+  loader.start(order, 8);
+  (void)loader.next();  // a run stops after two batches...
+  (void)loader.next();
+  // ...and its successor starts from the saved position: exactly the rest, in order.
+  EXPECT_EQ(drain(loader, order.slice(0, 16), 8), to_vector(order.slice(0, 16)));
+}
+
+TEST(Loader, SkipsUnreadableSamplesAndCountsThem) {
+  auto data = std::make_shared<Probe>(20);
+  data->corrupt = 6;
+  Loader loader(data, 5, LoaderOptions{2, 1, false, 30, c10::kCPU});
+  loader.start(at::arange(20, at::kLong), 5);
+  std::int64_t rows = 0, covered = 0;
+  while (auto fed = loader.next()) rows += fed->batch.size(), covered += fed->covered;
+  EXPECT_EQ(rows, 19);
+  EXPECT_EQ(covered, 20);
+  ASSERT_EQ(loader.skipped().size(), 1U);
+  EXPECT_EQ(loader.skipped()[0], "probe/file6.bin: corrupt on purpose");
+}
+
+TEST(Loader, AWorkersErrorNamesTheSampleAndFile) {
+  auto data = std::make_shared<Probe>(30);
+  data->failing = 17;
+  for (const int workers : {0, 2}) {
+    Loader loader(data, 10, LoaderOptions{workers, 2, false, 30, c10::kCPU});
+    loader.start(at::arange(30, at::kLong), 10);
+    ASSERT_TRUE(loader.next());
+    try {
+      while (loader.next()) {
+      }
+      ADD_FAILURE() << "no error reached the consumer";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("sample 17 (probe/file17.bin): disk on fire"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Loader, AStalledWorkerHitsTheTimeout) {
+  auto data = std::make_shared<Probe>(10);
+  data->stalling = 0;
+  Loader loader(data, 5, LoaderOptions{1, 1, false, 0.3, c10::kCPU});
+  loader.start(at::arange(10, at::kLong), 5);
+  try {
+    loader.next();
+    ADD_FAILURE() << "no timeout";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("batch 1 of 2 not ready after 0 s (its first sample: probe/file0.bin)"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("data.timeout"), std::string::npos);
+  }
+}
+
+TEST(CachePlan, ChoosesVramThenRamThenStreaming) {
+  CacheFigures f;
+  f.gpu = true;
+  f.dataset_bytes = 1 * core::kGiB;
+  f.step_bytes = 2 * core::kGiB;
+  f.device_free_bytes = 10 * core::kGiB;
+  f.host_free_bytes = 20 * core::kGiB;
+  auto plan = plan_cache("auto", f);
+  EXPECT_EQ(plan.mode, CacheMode::vram);
+  EXPECT_NE(plan.reason.find("1.00 GiB of data + 2.00 GiB for the training step + 512.00 MiB headroom <= 10.00 GiB free GPU memory"),
+            std::string::npos) << plan.reason;
+  f.step_bytes = 9 * core::kGiB;  // the step leaves no room: pinned RAM
+  EXPECT_EQ(plan_cache("auto", f).mode, CacheMode::ram);
+  f.dataset_bytes = 30 * core::kGiB;  // larger than RAM too: stream
+  EXPECT_EQ(plan_cache("auto", f).mode, CacheMode::none);
+  EXPECT_THROW(plan_cache("vram", f), UsageError);
+  EXPECT_THROW(plan_cache("ram", f), UsageError);
+  EXPECT_EQ(plan_cache("none", f).mode, CacheMode::none);
+}
+
+TEST(CachePlan, OnTheCpuArraysInMemoryAreTheCache) {
+  CacheFigures f;
+  f.dataset_bytes = 100 * core::kMiB;
+  f.device_free_bytes = f.host_free_bytes = 1 * core::kGiB;
+  EXPECT_EQ(plan_cache("auto", f).mode, CacheMode::vram);  // decoded images that fit RAM
+  f.dataset_bytes = 2 * core::kGiB;
+  EXPECT_EQ(plan_cache("auto", f).mode, CacheMode::none);
+  f.in_memory = true;  // arrays already resident cost nothing more
+  EXPECT_EQ(plan_cache("auto", f).mode, CacheMode::vram);
+  EXPECT_EQ(plan_cache("none", f).mode, CacheMode::none);
+}
+
+TEST(DeviceCache, GathersBatchesInTheFeedOrder) {
+  const TensorDataset set{at::arange(30, at::kFloat).view({10, 3}), at::arange(10, at::kLong)};
+  const DeviceCache cache(set, CacheMode::vram, c10::kCPU);
+  EXPECT_EQ(cache.bytes(), 30 * 4 + 10 * 8);
+  auto feed = cache.feed();
+  const auto order = at::tensor({3, 1, 4, 1, 5}, at::kLong);
+  feed->start(order, 2);
+  std::vector<std::int64_t> labels;
+  std::int64_t covered = 0;
+  while (auto fed = feed->next()) {
+    covered += fed->covered;
+    for (auto v : to_vector(fed->batch.targets)) labels.push_back(v);
+    EXPECT_TRUE(at::equal(fed->batch.inputs.select(1, 0), fed->batch.targets.to(at::kFloat) * 3));
+  }
+  EXPECT_EQ(labels, (std::vector<std::int64_t>{3, 1, 4, 1, 5}));
+  EXPECT_EQ(covered, 5);
+}
+
+TEST(BatchTransform, ScalesNormalisesAndAugments) {
+  BatchTransform plain;
+  const auto floats = at::rand({2, 3});
+  EXPECT_TRUE(plain.apply(floats, true).is_same(floats));  // nothing to do: no copy
+  const auto bytes = at::full({4, 3, 8, 8}, 255, at::kByte);
+  EXPECT_TRUE(at::allclose(plain.apply(bytes, true), at::ones({4, 3, 8, 8})));
+
+  BatchTransform norm;
+  norm.mean = {0.5, 0.0, 1.0};
+  norm.std = {0.5, 1.0, 2.0};
+  const auto y = norm.apply(bytes, false);
+  EXPECT_FLOAT_EQ(y[0][0][0][0].item<float>(), 1.0f);
+  EXPECT_FLOAT_EQ(y[0][2][0][0].item<float>(), 0.0f);
+
+  BatchTransform aug;
+  aug.crop_padding = 2;
+  aug.hflip = true;
+  const auto image = at::arange(64, at::kFloat).view({1, 1, 8, 8}).repeat({64, 1, 1, 1});
+  const auto out = aug.apply(image, true);
+  EXPECT_EQ(out.sizes(), image.sizes());
+  // Each output is a shifted (zero-filled) and maybe mirrored window of its input: every non-zero
+  // value comes from the input, and the crops differ between images.
+  const auto nonzero = out.masked_select(out.ne(0));
+  EXPECT_TRUE(at::isin(nonzero, image[0].flatten()).all().item<bool>());
+  EXPECT_FALSE(at::equal(out[0], out[1]) && at::equal(out[1], out[2]) && at::equal(out[2], out[3]));
+  EXPECT_TRUE(at::equal(aug.apply(image, false), image));  // validation batches are not augmented
+}
