@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <unordered_set>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -44,7 +45,8 @@ struct Loader::Impl {
   std::uint64_t generation = 0;        // bumped by start(): older fills are discarded
   at::Tensor order;
   std::int64_t batch_size = 1, batches = 0, claimed = 0, consumed = 0;
-  std::vector<std::string> skipped_all;
+  std::vector<std::string> skipped_all;  // each unreadable sample once, however many epochs met it
+  std::unordered_set<std::string> skipped_seen;
   std::optional<c10::cuda::CUDAStream> side_stream;
 
   Slot& slot_of(std::int64_t batch) { return slots[static_cast<std::size_t>(batch) % slots.size()]; }
@@ -201,7 +203,8 @@ std::optional<FedBatch> Loader::next() {
       }
     }
     ++m.consumed;
-    m.skipped_all.insert(m.skipped_all.end(), slot.skipped.begin(), slot.skipped.end());
+    for (auto& line : slot.skipped)
+      if (m.skipped_seen.insert(line).second) m.skipped_all.push_back(line);
     if (slot.error) {
       slot.state = SlotState::free;
       m.work_ready.notify_all();

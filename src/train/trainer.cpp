@@ -173,12 +173,12 @@ void Trainer::State::setup() {
 void Trainer::State::place_the_data(const std::string& device_name) {
   data::CachePlan plan;
   {
-    const auto samples = probe_samples(data, device);
     const bool auto_batch = !config.train.batch_size;
-    std::uint64_t step_bytes = 0;
-    ProbeData probe{samples, data.transform, train_size};
     // On the CPU, array data already is in memory and the plan needs no step figure.
     const bool step_matters = config.data.cache != "none" && (device.is_cuda() || !data.sources.train->tensors());
+    const auto samples = auto_batch || step_matters ? probe_samples(data, device) : data::TensorDataset{};
+    std::uint64_t step_bytes = 0;
+    ProbeData probe{samples, data.transform, train_size};
     if (step_matters) {
       seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
       step_bytes = measure_step_memory(config, device, probe, config.train.batch_size.value_or(std::min<std::int64_t>(16, train_size)));
@@ -201,6 +201,9 @@ void Trainer::State::place_the_data(const std::string& device_name) {
   memory::release_cached_memory(device);
   effective_batch = micro_batch * config.train.grad_accum;
   placement = place_data(config, data, device, plan, effective_batch, micro_batch, static_cast<int>(num_workers));
+  // A cache leaves unreadable samples out, so its size is what the sampler draws from.
+  if (placement.train_cache) train_size = placement.train_cache->data().size();
+  if (placement.val_cache) val_size = placement.val_cache->data().size();
   pending_notes.push_back("data: " + data.sources.train->description() + (data.sources.val ? "; validation: " + data.sources.val->description() : ""));
   pending_notes.push_back("data.cache " + config.data.cache + " -> " + data::to_string(placement.plan.mode) + ": " + placement.summary +
                           " (" + placement.plan.reason + ")");

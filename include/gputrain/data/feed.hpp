@@ -28,7 +28,7 @@ class Feed {
   virtual void start(const at::Tensor& order, std::int64_t batch_size) = 0;
   /// The next batch on the training device, or nullopt when the pass is done.
   virtual std::optional<FedBatch> next() = 0;
-  /// Samples skipped so far because they could not be read, as "origin: why".
+  /// Samples skipped so far because they could not be read, as "origin: why", each listed once.
   virtual std::vector<std::string> skipped() const { return {}; }
 };
 

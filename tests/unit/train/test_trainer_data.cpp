@@ -1,0 +1,135 @@
+// The trainer over each way data reaches it: streamed by the threaded loader, cached in memory,
+// read from files (arrays and an image folder with a corrupt image).
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/stop_signal.hpp"
+#include "gputrain/train/config.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/trainer.hpp"
+#include "support/quiet_trainer.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(GPUTRAIN_FORMAT_FIXTURES) + "/" + name; }
+
+// 96 synthetic samples, batch 16: 6 steps per epoch, 2 epochs, dropout on (the RNG matters).
+Config data_run(const std::string& name, std::vector<std::string> overrides) {
+  const auto dir = fs::temp_directory_path() / ("gputrain-data-run-" + name);
+  fs::remove_all(dir);
+  std::vector<std::string> all{"model.name=mlp", "model.hidden=[32, 16]", "model.dropout=0.2", "data.shape=[10]",
+                               "data.classes=3", "data.samples=96", "data.val_samples=32", "train.epochs=2",
+                               "train.batch_size=16", "train.deterministic=true", "device=cpu",
+                               "logging.progress=off", "logging.every_steps=2", "logging.dir=" + dir.string()};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return load_config({{}, all, ""});
+}
+
+std::vector<at::Tensor> weights(Trainer& trainer) {
+  std::vector<at::Tensor> out;
+  for (const auto& [name, t] : trainer.model().named_state()) out.push_back(t.clone());
+  return out;
+}
+
+void expect_identical(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::equal(a[i], b[i])) << "tensor " << i;
+}
+
+}  // namespace
+
+// The loader hands over exactly the batches the cache gathers: the same run, bit for bit.
+TEST(TrainerData, StreamedAndCachedRunsAreIdentical) {
+  Trainer cached(data_run("cached", {"data.cache=vram"}), test_support::quiet_trainer());
+  const auto a = cached.fit();
+  EXPECT_EQ(a.data_cache, "vram");
+  for (const std::string workers : {"0", "3"}) {
+    Trainer streamed(data_run("streamed" + workers, {"data.cache=none", "data.num_workers=" + workers}), test_support::quiet_trainer());
+    const auto b = streamed.fit();
+    EXPECT_EQ(b.data_cache, "none");
+    EXPECT_EQ(b.samples, a.samples);
+    expect_identical(weights(streamed), weights(cached));
+  }
+}
+
+TEST(TrainerData, AStreamedRunStoppedMidEpochResumesExactly) {
+  Trainer straight(data_run("stream-straight", {"data.cache=none", "data.num_workers=2"}), test_support::quiet_trainer());
+  straight.fit();
+  const auto config = data_run("stream-resumed", {"data.cache=none", "data.num_workers=2"});
+  {
+    core::clear_stop_request();
+    auto options = test_support::quiet_trainer();
+    options.after_step = [](std::int64_t step) {
+      if (step == 4) core::request_stop();  // 4 of the epoch's 6 steps
+    };
+    Trainer first(config, options);
+    EXPECT_TRUE(first.fit().interrupted);
+    core::clear_stop_request();
+  }
+  Trainer second(config, test_support::quiet_trainer());
+  const auto resumed = second.fit();
+  EXPECT_EQ(resumed.start_step, 4);
+  EXPECT_EQ(resumed.steps, 12);
+  expect_identical(weights(second), weights(straight));
+}
+
+TEST(TrainerData, DropLastSkipsTheShortBatch) {
+  Trainer trainer(data_run("drop-last", {"data.samples=100", "data.drop_last=true"}), test_support::quiet_trainer());
+  const auto result = trainer.fit();
+  EXPECT_EQ(result.total_steps, 12);  // 6 full batches of 16 per epoch; 4 samples left out each
+  EXPECT_EQ(result.samples, 192);
+}
+
+TEST(TrainerData, TrainsOnNpyFilesWithShapeAndClassesFromTheData) {
+  auto config = data_run("npy", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
+                                 "data.val_path=" + fixture("npz/x.npy"), "data.val_labels=" + fixture("npz/y.npy"),
+                                 "data.classes=auto", "data.shape=[99]", "train.batch_size=10"});
+  std::ostringstream console;
+  auto options = test_support::quiet_trainer();
+  options.console = &console;
+  config.logging.progress = "lines";
+  Trainer trainer(config, options);
+  const auto result = trainer.fit();
+  EXPECT_EQ(result.steps, 10);  // 50 samples, batch 10, 2 epochs
+  ASSERT_TRUE(result.last_epoch);
+  EXPECT_GT(result.last_epoch->val_accuracy, 0.0);
+  EXPECT_NE(console.str().find("data: npy x.npy (50 samples)"), std::string::npos) << console.str();
+  EXPECT_NE(console.str().find("data.cache auto -> vram"), std::string::npos) << console.str();
+}
+
+TEST(TrainerData, TooFewClassesForTheLabelsIsAUsageError) {
+  const auto config = data_run("classes", {"data.source=npz", "data.path=" + fixture("npz/stored.npz"), "data.classes=2"});
+  try {
+    Trainer trainer(config, test_support::quiet_trainer());
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("data.classes is 2 but the labels go up to class id 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TrainerData, ImageFolderRunSkipsTheCorruptImageAndSaysSo) {
+  for (const std::string cache : {"vram", "none"}) {
+    auto config = data_run("images-" + cache, {"data.source=image_folder", "data.path=" + fixture("folder/train"),
+                                               "data.val_path=" + fixture("folder/val"), "data.image_size=[16, 16]",
+                                               "data.classes=auto", "model.name=small_cnn", "train.batch_size=4",
+                                               "data.cache=" + cache, "data.num_workers=2", "data.mean=[0.5, 0.5, 0.5]",
+                                               "data.std=[0.25, 0.25, 0.25]", "data.hflip=true", "data.crop_padding=2"});
+    config.logging.progress = "lines";
+    std::ostringstream console;
+    auto options = test_support::quiet_trainer();
+    options.console = &console;
+    Trainer trainer(config, options);
+    const auto result = trainer.fit();
+    EXPECT_EQ(result.skipped_samples, 1) << cache;
+    EXPECT_EQ(result.samples, 12) << cache;  // 6 readable images, 2 epochs
+    EXPECT_NE(console.str().find("broken.jpg: corrupt JPEG"), std::string::npos) << console.str();
+  }
+}
