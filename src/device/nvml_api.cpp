@@ -34,6 +34,7 @@ Library::Library() : library_(std::make_unique<SharedLibrary>("libnvidia-ml.so.1
   bind(api_.persistence_mode, "nvmlDeviceGetPersistenceMode");
   bind(api_.temperature, "nvmlDeviceGetTemperature");
   bind(api_.power_usage, "nvmlDeviceGetPowerUsage");
+  bind(api_.utilization, "nvmlDeviceGetUtilizationRates");
   bind(api_.power_limit, "nvmlDeviceGetEnforcedPowerLimit");
   // Renamed "clocks event reasons" in newer drivers; the old name stays exported.
   bind(api_.throttle_reasons, "nvmlDeviceGetCurrentClocksEventReasons");

@@ -14,6 +14,10 @@ using Return = int;  // nvmlReturn_t; 0 is NVML_SUCCESS
 using Device = struct nvmlDevice_st*;
 constexpr Return kSuccess = 0;
 
+struct Utilization {  // nvmlUtilization_t: percent of the last sample period
+  unsigned gpu, memory;
+};
+
 struct Memory {  // nvmlMemory_t
   unsigned long long total, free, used;
 };
@@ -52,6 +56,7 @@ struct Api {
   Return (*power_usage)(Device, unsigned*) = nullptr;
   Return (*power_limit)(Device, unsigned*) = nullptr;
   Return (*throttle_reasons)(Device, unsigned long long*) = nullptr;
+  Return (*utilization)(Device, Utilization*) = nullptr;
 };
 
 /// libnvidia-ml.so.1 loaded and initialised; shut down when destroyed.

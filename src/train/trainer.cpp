@@ -536,6 +536,8 @@ FitResult Trainer::fit() {
   if (totals.steps > 0) {
     result.samples_per_second = static_cast<double>(totals.samples) / run_seconds;
     result.data_stall_percent = 100.0 * totals.data_seconds / run_seconds;
+    result.step_seconds = run_seconds;
+    result.data_seconds = totals.data_seconds;
   }
   if (result.interrupted) {
     s.note("interrupted at step " + std::to_string(progress.step) + "; resume with the same command (checkpoint.resume: auto)");

@@ -1,0 +1,134 @@
+#include "gputrain/profile/loader_sweep.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/cuda.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "gputrain/data/epoch_sampler.hpp"
+#include "gputrain/data/loader.hpp"
+
+namespace gputrain::profile {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+void wait_for_device(c10::Device device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+// Batches per second of `feed` over one repeat: warm-up first, then up to `batches` batches or
+// `max_seconds`, restarting the pass (a new epoch order) when the data runs out.
+double time_feed(data::Feed& feed, c10::Device device, std::int64_t size, const SweepOptions& o, std::int64_t& epoch) {
+  const auto restart = [&] { feed.start(data::EpochSampler(size, true, o.seed).order(epoch++), o.batch_size); };
+  restart();
+  const auto next = [&] {
+    auto fed = feed.next();
+    if (!fed) {
+      restart();
+      fed = feed.next();
+    }
+    return fed;
+  };
+  for (int i = 0; i < o.warmup_batches; ++i) (void)next();
+  wait_for_device(device);
+  const auto start = Clock::now();
+  int done = 0;
+  while (done < o.batches) {
+    (void)next();
+    ++done;
+    if (std::chrono::duration<double>(Clock::now() - start).count() > o.max_seconds) break;
+  }
+  wait_for_device(device);
+  return done / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+std::vector<int> worker_counts(int usable_cores) {
+  std::vector<int> out{0};
+  for (int w = 1; w < usable_cores; w *= 2) out.push_back(w);
+  if (usable_cores > 0) out.push_back(usable_cores);
+  return out;
+}
+
+double measure_pinned_copy_gbps(c10::Device device) {
+  if (!device.is_cuda()) return 0;
+  const std::int64_t bytes = 256LL << 20;
+  const auto host = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+  auto target = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+  target.copy_(host, true);  // warm-up
+  std::vector<double> rates;
+  for (int i = 0; i < 5; ++i) {
+    wait_for_device(device);
+    const auto start = Clock::now();
+    target.copy_(host, true);
+    wait_for_device(device);
+    rates.push_back(static_cast<double>(bytes) / 1e9 / std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return median(rates);
+}
+
+LoaderSweep sweep_loader(std::shared_ptr<const data::Dataset> dataset, c10::Device device, const SweepOptions& o,
+                         const std::function<void(const SweepResult&, std::size_t, std::size_t)>& on_result) {
+  LoaderSweep sweep;
+  sweep.device = device.str();
+  sweep.batch_size = o.batch_size;
+  sweep.samples = dataset->size();
+  sweep.sample_bytes = dataset->layout().input_bytes() + dataset->layout().target_bytes();
+  sweep.dataset = dataset->description();
+  sweep.pinned_copy_gbps = measure_pinned_copy_gbps(device);
+
+  std::vector<SweepSetting> settings;
+  for (const int workers : o.workers)
+    for (const bool pin : device.is_cuda() ? std::vector<bool>{false, true} : std::vector<bool>{false})
+      for (const int prefetch : workers == 0 ? std::vector<int>{1} : o.prefetch)
+        settings.push_back({workers, pin, prefetch, data::CacheMode::none});
+  for (const auto cache : o.caches) settings.push_back({0, cache == data::CacheMode::ram, 1, cache});
+
+  std::unique_ptr<data::DeviceCache> vram, ram;
+  std::int64_t cached_size = dataset->size();
+  for (const auto& setting : settings) {
+    SweepResult result;
+    result.setting = setting;
+    std::unique_ptr<data::Feed> feed;
+    std::int64_t size = dataset->size();
+    if (setting.cache == data::CacheMode::none) {
+      feed = std::make_unique<data::Loader>(dataset, o.batch_size,
+                                            data::LoaderOptions{setting.workers, setting.prefetch, setting.pin_memory, 120, device});
+    } else {
+      auto& cache = setting.cache == data::CacheMode::vram ? vram : ram;
+      if (!cache) {
+        auto loaded = data::materialize(*dataset, std::max(1, o.workers.empty() ? 1 : o.workers.back()));
+        cached_size = loaded.set.size();
+        cache = std::make_unique<data::DeviceCache>(std::move(loaded.set), setting.cache, device);
+      }
+      size = cached_size;
+      feed = cache->feed();
+    }
+    std::int64_t epoch = 0;
+    for (int r = 0; r < o.repeats; ++r) result.batches_per_second.push_back(time_feed(*feed, device, size, o, epoch));
+    result.median_batches_per_second = median(result.batches_per_second);
+    result.samples_per_second = result.median_batches_per_second * static_cast<double>(std::min(o.batch_size, size));
+    result.megabytes_per_second = result.samples_per_second * static_cast<double>(sweep.sample_bytes) / 1e6;
+    sweep.results.push_back(result);
+    if (on_result) on_result(sweep.results.back(), sweep.results.size(), settings.size());
+  }
+  const double baseline = sweep.results.front().samples_per_second;
+  for (std::size_t i = 0; i < sweep.results.size(); ++i) {
+    auto& r = sweep.results[i];
+    r.speedup = baseline > 0 ? r.samples_per_second / baseline : 0;
+    if (r.samples_per_second > sweep.results[sweep.best].samples_per_second) sweep.best = i;
+  }
+  return sweep;
+}
+
+}  // namespace gputrain::profile

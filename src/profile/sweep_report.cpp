@@ -1,0 +1,160 @@
+// How a loader sweep is shown: a table for people, JSON and CSV for machines, an SVG chart.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "gputrain/core/units.hpp"
+#include "gputrain/profile/loader_sweep.hpp"
+
+namespace gputrain::profile {
+namespace {
+
+std::string fixed(double value, int digits) { return core::format_fixed(value, digits); }
+
+std::string cache_name(const SweepSetting& s) { return data::to_string(s.cache); }
+
+}  // namespace
+
+std::string best_yaml(const LoaderSweep& sweep) {
+  const auto& s = sweep.results[sweep.best].setting;
+  std::string out = "data:\n  cache: " + cache_name(s) + "\n";
+  if (s.cache == data::CacheMode::none) {
+    out += "  num_workers: " + std::to_string(s.workers) + "\n";
+    out += "  prefetch: " + std::to_string(s.prefetch) + "\n";
+    if (sweep.device != "cpu") out += std::string("  pin_memory: ") + (s.pin_memory ? "true" : "false") + "\n";
+  }
+  return out;
+}
+
+std::string sweep_table(const LoaderSweep& sweep) {
+  std::ostringstream out;
+  out << "loader sweep on " << sweep.device << ": " << sweep.dataset << ", batch " << sweep.batch_size << ", "
+      << core::format_bytes(static_cast<std::uint64_t>(sweep.sample_bytes)) << " per sample\n";
+  const bool gpu = sweep.device != "cpu";
+  char line[200];
+  std::snprintf(line, sizeof line, "  %-2s %7s %5s %8s %6s %10s %11s %10s %8s\n", "", "workers", "pin", "prefetch", "cache",
+                "batches/s", "samples/s", gpu ? "H2D MB/s" : "MB/s", "speed-up");
+  out << line;
+  for (std::size_t i = 0; i < sweep.results.size(); ++i) {
+    const auto& r = sweep.results[i];
+    const auto& s = r.setting;
+    std::snprintf(line, sizeof line, "  %-2s %7s %5s %8s %6s %10s %11s %10s %7sx\n", i == sweep.best ? "*" : "",
+                  s.cache == data::CacheMode::none ? std::to_string(s.workers).c_str() : "-", s.pin_memory ? "on" : "off",
+                  s.cache == data::CacheMode::none ? std::to_string(s.prefetch).c_str() : "-", cache_name(s).c_str(),
+                  fixed(r.median_batches_per_second, 1).c_str(), fixed(r.samples_per_second, 0).c_str(),
+                  fixed(r.megabytes_per_second, 1).c_str(), fixed(r.speedup, 2).c_str());
+    out << line;
+  }
+  if (gpu)
+    out << "  host-to-device ceiling (pinned copies, measured): " << fixed(sweep.pinned_copy_gbps * 1000, 0) << " MB/s; the best setting uses "
+        << fixed(100 * sweep.results[sweep.best].megabytes_per_second / (sweep.pinned_copy_gbps * 1000), 1) << " % of it\n";
+  out << "  medians of the repeats; * marks the fastest. Paste into the config:\n\n" << best_yaml(sweep);
+  return out.str();
+}
+
+std::string sweep_json(const LoaderSweep& sweep) {
+  nlohmann::json results = nlohmann::json::array();
+  for (std::size_t i = 0; i < sweep.results.size(); ++i) {
+    const auto& r = sweep.results[i];
+    results.push_back({{"workers", r.setting.workers},
+                       {"pin_memory", r.setting.pin_memory},
+                       {"prefetch", r.setting.prefetch},
+                       {"cache", cache_name(r.setting)},
+                       {"batches_per_second", r.median_batches_per_second},
+                       {"batches_per_second_runs", r.batches_per_second},
+                       {"samples_per_second", r.samples_per_second},
+                       {"megabytes_per_second", r.megabytes_per_second},
+                       {"speedup", r.speedup},
+                       {"best", i == sweep.best}});
+  }
+  const nlohmann::json out = {{"schema", "gputrain.profile.loader/1"},
+                              {"device", sweep.device},
+                              {"dataset", sweep.dataset},
+                              {"samples", sweep.samples},
+                              {"sample_bytes", sweep.sample_bytes},
+                              {"batch_size", sweep.batch_size},
+                              {"pinned_copy_gbps", sweep.pinned_copy_gbps},
+                              {"results", results},
+                              {"best", results[sweep.best]},
+                              {"yaml", best_yaml(sweep)}};
+  return out.dump(2) + "\n";
+}
+
+std::string sweep_csv(const LoaderSweep& sweep) {
+  std::string out = "workers,pin_memory,prefetch,cache,batches_per_second,samples_per_second,megabytes_per_second,speedup,best\n";
+  for (std::size_t i = 0; i < sweep.results.size(); ++i) {
+    const auto& r = sweep.results[i];
+    out += std::to_string(r.setting.workers) + "," + (r.setting.pin_memory ? "true" : "false") + "," + std::to_string(r.setting.prefetch) + "," +
+           cache_name(r.setting) + "," + fixed(r.median_batches_per_second, 3) + "," + fixed(r.samples_per_second, 1) + "," +
+           fixed(r.megabytes_per_second, 3) + "," + fixed(r.speedup, 3) + "," + (i == sweep.best ? "true" : "false") + "\n";
+  }
+  return out;
+}
+
+std::string sweep_svg(const LoaderSweep& sweep) {
+  // One line per (pinning, prefetch) over the streamed settings; caches as dashed levels.
+  std::map<std::string, std::vector<std::pair<int, double>>> lines;
+  std::vector<std::pair<std::string, double>> levels;
+  int max_workers = 1;
+  double max_rate = 1;
+  for (const auto& r : sweep.results) {
+    max_rate = std::max(max_rate, r.samples_per_second);
+    if (r.setting.cache != data::CacheMode::none) {
+      levels.emplace_back("cache " + cache_name(r.setting), r.samples_per_second);
+      continue;
+    }
+    max_workers = std::max(max_workers, r.setting.workers);
+    const std::string name = std::string("pin ") + (r.setting.pin_memory ? "on" : "off") + ", prefetch " + std::to_string(r.setting.prefetch);
+    lines[name].emplace_back(r.setting.workers, r.samples_per_second);
+  }
+  // Workers 0 has one setting (prefetch 1): it starts every line.
+  for (auto& [name, points] : lines) {
+    for (const auto& r : sweep.results)
+      if (r.setting.cache == data::CacheMode::none && r.setting.workers == 0 && (points.empty() || points.front().first != 0))
+        points.insert(points.begin(), {0, r.samples_per_second});
+    std::sort(points.begin(), points.end());
+  }
+  const double w = 640, h = 400, left = 70, right = 200, top = 40, bottom = 50;
+  const double pw = w - left - right, ph = h - top - bottom;
+  const auto x_of = [&](double workers) { return left + pw * workers / max_workers; };
+  const auto y_of = [&](double rate) { return top + ph * (1 - rate / (max_rate * 1.1)); };
+  static const char* colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  svg << "<text x=\"" << left << "\" y=\"22\" font-size=\"14\">samples/s by loader threads (" << sweep.device << ", batch " << sweep.batch_size << ")</text>\n";
+  svg << "<line x1=\"" << left << "\" y1=\"" << top + ph << "\" x2=\"" << left + pw << "\" y2=\"" << top + ph << "\" stroke=\"black\"/>\n";
+  svg << "<line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\"" << top + ph << "\" stroke=\"black\"/>\n";
+  for (const int workers : worker_counts(max_workers))
+    svg << "<text x=\"" << x_of(workers) << "\" y=\"" << top + ph + 18 << "\" text-anchor=\"middle\">" << workers << "</text>\n";
+  svg << "<text x=\"" << left + pw / 2 << "\" y=\"" << h - 10 << "\" text-anchor=\"middle\">data.num_workers</text>\n";
+  for (int i = 0; i <= 4; ++i) {
+    const double rate = max_rate * 1.1 * i / 4;
+    svg << "<text x=\"" << left - 6 << "\" y=\"" << y_of(rate) + 4 << "\" text-anchor=\"end\">" << fixed(rate, 0) << "</text>\n";
+  }
+  int index = 0;
+  for (const auto& [name, points] : lines) {
+    const char* colour = colours[index % 8];
+    svg << "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" << colour << "\" points=\"";
+    for (const auto& [workers, rate] : points) svg << x_of(workers) << "," << y_of(rate) << " ";
+    svg << "\"/>\n";
+    for (const auto& [workers, rate] : points) svg << "<circle r=\"3\" fill=\"" << colour << "\" cx=\"" << x_of(workers) << "\" cy=\"" << y_of(rate) << "\"/>\n";
+    svg << "<text x=\"" << left + pw + 12 << "\" y=\"" << top + 16 * index + 4 << "\" fill=\"" << colour << "\">" << name << "</text>\n";
+    ++index;
+  }
+  for (const auto& [name, rate] : levels) {
+    const char* colour = colours[index % 8];
+    svg << "<line stroke-dasharray=\"6 4\" stroke=\"" << colour << "\" x1=\"" << left << "\" x2=\"" << left + pw << "\" y1=\"" << y_of(rate)
+        << "\" y2=\"" << y_of(rate) << "\"/>\n";
+    svg << "<text x=\"" << left + pw + 12 << "\" y=\"" << top + 16 * index + 4 << "\" fill=\"" << colour << "\">" << name << " (dashed)</text>\n";
+    ++index;
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+}  // namespace gputrain::profile

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Checks what `gputrain profile` prints for machines: the loader sweep's JSON and CSV and its SVG
+chart, and --step's JSON (schemas in docs/profiling.md).
+
+Usage: check_profile.py MODE [FILE] -- GPUTRAIN_PROFILE_COMMAND...
+Modes:
+  sweep-json        the sweep's JSON: every setting, medians, one best that is the fastest, speed-ups
+  sweep-csv SVG     --csv output with one row per setting, and the --plot SVG parses with a line
+  step-json         --step's JSON: the step split into data wait and compute, the stall in percent
+"""
+import csv
+import io
+import json
+import subprocess
+import sys
+import xml.dom.minidom
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def run(command):
+    print("+ " + " ".join(command), flush=True)
+    result = subprocess.run(command, capture_output=True, text=True)
+    sys.stderr.write(result.stderr)
+    if result.returncode != 0:
+        fail(f"exit code {result.returncode}:\n{result.stdout}")
+    return result.stdout
+
+
+def check_sweep(doc):
+    if doc.get("schema") != "gputrain.profile.loader/1":
+        fail("schema: " + str(doc.get("schema")))
+    for key in ["device", "dataset", "samples", "sample_bytes", "batch_size", "pinned_copy_gbps", "results", "best", "yaml"]:
+        if key not in doc:
+            fail("missing key " + key)
+    results = doc["results"]
+    if len(results) < 2:
+        fail("fewer than two settings were tried")
+    keys = {"workers", "pin_memory", "prefetch", "cache", "batches_per_second", "batches_per_second_runs",
+            "samples_per_second", "megabytes_per_second", "speedup", "best"}
+    for r in results:
+        if set(r) != keys:
+            fail("result keys: " + str(sorted(r)))
+        runs = sorted(r["batches_per_second_runs"])
+        median = runs[len(runs) // 2] if len(runs) % 2 else (runs[len(runs) // 2 - 1] + runs[len(runs) // 2]) / 2
+        if abs(median - r["batches_per_second"]) > 1e-6 * max(1, median):
+            fail("batches_per_second is not the median of its runs")
+        if r["samples_per_second"] <= 0:
+            fail("a setting delivered nothing")
+    if results[0]["workers"] != 0 or results[0]["cache"] != "none" or abs(results[0]["speedup"] - 1) > 1e-9:
+        fail("the first setting is not the baseline (0 threads, no cache, speed-up 1)")
+    best = [r for r in results if r["best"]]
+    if len(best) != 1:
+        fail(f"{len(best)} settings marked best")
+    if best[0]["samples_per_second"] != max(r["samples_per_second"] for r in results):
+        fail("the best setting is not the fastest")
+    if best[0] != doc["best"]:
+        fail("'best' differs from the result marked best")
+    if not doc["yaml"].startswith("data:\n  cache: " + best[0]["cache"]):
+        fail("yaml: " + doc["yaml"])
+    print(f"ok: {len(results)} settings, best {best[0]['cache']} with {best[0]['workers']} threads, "
+          f"{best[0]['speedup']:.2f}x the baseline")
+
+
+def main():
+    mode = sys.argv[1]
+    command = sys.argv[sys.argv.index("--") + 1:]
+    if mode == "sweep-json":
+        check_sweep(json.loads(run(command)))
+    elif mode == "sweep-csv":
+        svg = sys.argv[2]
+        rows = list(csv.DictReader(io.StringIO(run(command + ["--plot", svg]))))
+        if len(rows) < 2 or sum(r["best"] == "true" for r in rows) != 1:
+            fail("CSV rows: " + str(rows))
+        doc = xml.dom.minidom.parse(svg)
+        if not doc.getElementsByTagName("polyline"):
+            fail("the chart has no line")
+        print(f"ok: {len(rows)} CSV rows, chart with {len(doc.getElementsByTagName('polyline'))} lines")
+    elif mode == "step-json":
+        doc = json.loads(run(command))
+        if doc.get("schema") != "gputrain.profile.step/1":
+            fail("schema")
+        if doc["steps"] < 2 or doc["samples_per_second"] <= 0:
+            fail("no steps ran")
+        if abs(doc["data_wait_seconds"] + doc["compute_seconds"] - doc["step_seconds"]) > 1e-9:
+            fail("data wait + compute != step")
+        if not 0 <= doc["data_stall_percent"] <= 100:
+            fail("stall percent")
+        print(f"ok: {doc['steps']} steps, {doc['data_stall_percent']:.1f} % data stall")
+    else:
+        fail("unknown mode " + mode)
+
+
+if __name__ == "__main__":
+    main()
