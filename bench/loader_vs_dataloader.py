@@ -29,7 +29,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GPUTRAIN = os.path.join(ROOT, "build", "bin", "gputrain")
+GPUTRAIN = os.path.join(ROOT, os.environ.get("GPUTRAIN_BUILD", "build"), "bin", "gputrain")
 
 
 class NpyRows(Dataset):

@@ -11,6 +11,8 @@ python=$(command -v python3)
 deps=$PWD/.device-deps/usr
 [ -d "$deps" ] || { echo "error: .device-deps missing; run scripts/pack-device-deps.sh here and carry it" >&2; exit 2; }
 export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
+# libzip is found with pkg-config, whose .pc files name /usr: read them inside the carried tree.
+export PKG_CONFIG_PATH=$deps/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=$PWD/.device-deps
 
 { nvidia-smi; uname -a; cat /etc/os-release; } > "$out/machine.txt" 2>&1
 cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUTRAIN_PYTHON="$python" \
@@ -30,6 +32,7 @@ $build/bin/gputrain --version | tee "$out/version.txt"
 /usr/bin/time -f "quick-train wall %e s" $build/bin/gputrain quick-train --json --junit "$out/quick-train-junit.xml" \
   > "$out/quick-train.json" 2> "$out/quick-train.txt"; echo "== quick-train rc=$?"; cat "$out/quick-train.txt"
 GPUTRAIN_BUILD=$build "$python" bench/train_vs_pytorch.py --runs 5 | tee "$out/bench-train.md"
+GPUTRAIN_BUILD=$build "$python" bench/cache_vs_loader.py --runs 3 | tee "$out/bench-cache.md"
 if [ "$level" = full ]; then
   $build/bin/gputrain verify --level full > "$out/verify-full.txt" 2>&1; echo "== verify full rc=$?"; tail -30 "$out/verify-full.txt"
 fi

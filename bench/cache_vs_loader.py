@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""The VRAM cache vs the best streaming loader setting, on the GPU machine, in one run.
+
+Cases (files written here, as a user would have them):
+  tabular   the seeds' case: 200,000 x 256 float32 features (.npy), MLP [512, 512], batch 1024
+  cifar     CIFAR-10-sized: 50,000 x 3x32x32 uint8 images (.npy), ResNet-18, bf16, channels_last,
+            batch 256, random crop (padding 4) and flip on the GPU
+For each: `gputrain profile` sweeps the loader (data.cache none) to find its best thread count,
+then `gputrain profile --step --json` trains --steps steps with data.cache vram and with that best
+loader setting, --runs times each, alternating. Reported: epoch time (samples / median samples/s)
+and the data stall. Then the gather bandwidth: the sweep's vram setting at a large batch (bytes of
+gathered samples per second) against the device-to-device copy bandwidth torch measures here.
+Goals (issue 5): data stall < 2 % with the cache; gathering >= 50 % of device-to-device bandwidth.
+
+Usage: bench/cache_vs_loader.py [--runs 3] [--steps 100] [--cases tabular,cifar]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GPUTRAIN = os.path.join(ROOT, os.environ.get("GPUTRAIN_BUILD", "build"), "bin", "gputrain")
+
+
+def gputrain(args):
+    result = subprocess.run([GPUTRAIN, "profile", *args], capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit("gputrain profile failed:\n" + result.stderr)
+    return json.loads(result.stdout)
+
+
+def d2d_gbps():
+    x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    y.copy_(x)
+    rates = []
+    for _ in range(5):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        y.copy_(x)
+        torch.cuda.synchronize()
+        rates.append(x.numel() / 1e9 / (time.perf_counter() - start))
+    return statistics.median(rates)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--cases", default="tabular,cifar")
+    args = parser.parse_args()
+    print(f"# {torch.cuda.get_device_name(0)}, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}")
+    copy = d2d_gbps()
+    print(f"device-to-device copy: {copy:.0f} GB/s (torch, 1 GiB, median of 5)")
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in args.cases.split(","):
+            x, y = os.path.join(tmp, case + "_x.npy"), os.path.join(tmp, case + "_y.npy")
+            rng = np.random.default_rng(0)
+            if case == "tabular":
+                n = 200_000
+                np.save(x, rng.standard_normal((n, 256), dtype=np.float32))
+                sets = ["model.name=mlp", "model.hidden=[512, 512]", "train.batch_size=1024"]
+            else:
+                n = 50_000
+                np.save(x, rng.integers(0, 256, (n, 3, 32, 32), dtype=np.uint8))
+                sets = ["model.name=resnet18", "train.batch_size=256", "train.precision=bf16-mixed", "train.channels_last=true",
+                        "data.crop_padding=4", "data.hflip=true", "data.mean=[0.49, 0.48, 0.45]", "data.std=[0.25, 0.24, 0.26]"]
+            np.save(y, (np.arange(n) % 10).astype(np.int64))
+            data = ["--source", "npy", "--path", x, "--labels", y, "--set", "device=cuda",
+                    *[a for s in sets for a in ("--set", s)]]
+            sweep = gputrain(["--json", "--set", "data.cache=none", *data])
+            loader = max((r for r in sweep["results"] if r["cache"] == "none"), key=lambda r: r["samples_per_second"])
+            loader_sets = ["--set", "data.cache=none", "--set", f"data.num_workers={loader['workers']}", "--set",
+                           f"data.prefetch={loader['prefetch']}", "--set", f"data.pin_memory={str(loader['pin_memory']).lower()}"]
+            figures = {"vram": [], "loader": []}
+            for _ in range(args.runs):
+                figures["vram"].append(gputrain(["--step", "--json", "--steps", str(args.steps), "--set", "data.cache=vram", *data]))
+                figures["loader"].append(gputrain(["--step", "--json", "--steps", str(args.steps), *loader_sets, *data]))
+            print(f"\n## {case}: {n} samples; best loader: {loader['workers']} threads, prefetch {loader['prefetch']}, "
+                  f"pin {loader['pin_memory']}")
+            print("| feed | epoch s | samples/s | data stall % |")
+            print("| --- | --- | --- | --- |")
+            rate = {}
+            for name, runs in figures.items():
+                rate[name] = statistics.median(r["samples_per_second"] for r in runs)
+                stall = statistics.median(r["data_stall_percent"] for r in runs)
+                print(f"| {name} | {n / rate[name]:.2f} | {rate[name]:,.0f} | {stall:.2f} |")
+            print(f"| cache / loader | **{rate['vram'] / rate['loader']:.2f}x** | | |")
+            big = gputrain(["--json", "--workers", "0", "--set", "train.batch_size=16384", *data])
+            gather = [r for r in big["results"] if r["cache"] == "vram"]
+            if gather:
+                print(f"gather on the GPU (batch 16384): {gather[0]['megabytes_per_second'] / 1000:.0f} GB/s = "
+                      f"{100 * gather[0]['megabytes_per_second'] / 1000 / copy:.0f} % of device-to-device copy")
+
+
+if __name__ == "__main__":
+    main()
