@@ -59,7 +59,7 @@ std::shared_ptr<Dataset> make_array_dataset(TensorDataset set, std::string descr
   return std::make_shared<ArrayDataset>(std::move(set), std::move(description), std::move(origin_name));
 }
 
-Materialized materialize(const Dataset& dataset, int threads) {
+Materialized materialize(const Dataset& dataset, int threads, const std::function<void(std::int64_t, std::int64_t)>& progress) {
   if (auto whole = dataset.tensors()) return {*whole, {}};
   const auto& layout = dataset.layout();
   const std::int64_t n = dataset.size();
@@ -76,9 +76,12 @@ Materialized materialize(const Dataset& dataset, int threads) {
   auto* in_base = static_cast<char*>(inputs.data_ptr());
   auto* tgt_base = static_cast<char*>(targets.data_ptr());
   std::exception_ptr failure;
-  const auto work = [&] {
+  const std::int64_t report_every = std::max<std::int64_t>(1, n / 100);
+  std::int64_t reported = 0;  // touched by the reporting thread only
+  const auto work = [&](bool reports) {
     try {
       for (std::int64_t i = next++; i < n; i = next++) {
+        if (reports && progress && i - reported >= report_every) progress(reported = i, n);
         try {
           dataset.read(i, in_base + i * in_bytes, tgt_base + i * tgt_bytes);
         } catch (const SkippedSample& e) {
@@ -94,10 +97,11 @@ Materialized materialize(const Dataset& dataset, int threads) {
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(work);
-  work();
+  for (int t = 1; t < std::max(1, threads); ++t) pool.emplace_back(work, false);
+  work(true);
   for (auto& t : pool) t.join();
   if (failure) std::rethrow_exception(failure);
+  if (progress) progress(n, n);
   if (!skipped.empty()) {
     std::sort(skipped.begin(), skipped.end());
     const auto keep = at::from_blob(ok.data(), {n}, at::kChar).to(at::kBool);

@@ -4,6 +4,8 @@
 #include <torch/cuda.h>
 
 #include <algorithm>
+#include <chrono>
+#include <iostream>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -132,7 +134,15 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
   if (plan.mode != data::CacheMode::none) {
     const auto start = std::chrono::steady_clock::now();
     const auto load = [&](const data::Dataset& set) {
-      auto m = data::materialize(set, std::max(1, workers));
+      // Decoding a large image folder takes a while: say how far it is, every 5 s.
+      auto last = std::chrono::steady_clock::now();
+      const auto progress = [&](std::int64_t done, std::int64_t total) {
+        if (std::chrono::steady_clock::now() - last < std::chrono::seconds(5)) return;
+        last = std::chrono::steady_clock::now();
+        std::cerr << "loading " << set.description() << " into the cache: " << 100 * done / total << " % (" << done << " of " << total
+                  << ")\n";
+      };
+      auto m = data::materialize(set, std::max(1, workers), progress);
       out.skipped.insert(out.skipped.end(), m.skipped.begin(), m.skipped.end());
       return std::make_unique<data::DeviceCache>(std::move(m.set), plan.mode, device);
     };

@@ -195,7 +195,8 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
   train::Trainer trainer(config, options);
   if (run.device.is_cuda()) sampler = std::make_unique<device::UtilizationSampler>(static_cast<unsigned>(run.device.index()));
   const auto result = trainer.fit();
-  const auto utilisation = sampler ? sampler->stop() : std::nullopt;
+  double utilisation = -1;  // percent; negative: no sample (no GPU or no NVML)
+  if (sampler) utilisation = sampler->stop().value_or(-1.0);
   std::filesystem::remove_all(config.logging.dir);
   const double per_step = result.step_seconds / std::max<std::int64_t>(1, result.steps - result.start_step);
   const double wait = result.data_seconds / std::max<std::int64_t>(1, result.steps - result.start_step);
@@ -217,7 +218,7 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
                           {"data_wait_seconds", wait}, {"compute_seconds", compute}, {"h2d_copy_seconds_estimate", copy},
                           {"data_stall_percent", result.data_stall_percent}, {"samples_per_second", result.samples_per_second},
                           {"pinned_copy_gbps", ceiling}};
-    out["gpu_utilization_percent"] = utilisation ? nlohmann::json(*utilisation) : nlohmann::json(nullptr);
+    out["gpu_utilization_percent"] = utilisation >= 0 ? nlohmann::json(utilisation) : nlohmann::json(nullptr);
     std::cout << out.dump(2) << "\n";
     return int(ExitCode::ok);
   }
@@ -230,11 +231,11 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
     std::printf("  host-to-device copy %9.2f ms  (estimated: %s per step at the measured %s GB/s pinned ceiling; overlaps compute)\n",
                 copy * 1e3, core::format_bytes(batch_bytes).c_str(), core::format_fixed(ceiling, 1).c_str());
   std::printf("  throughput          %9s samples/s\n", core::format_fixed(result.samples_per_second, 0).c_str());
-  if (utilisation)
-    std::printf("  GPU utilisation     %9s %%  (NVML, sampled every 100 ms)\n", core::format_fixed(utilisation.value_or(0), 0).c_str());
+  if (utilisation >= 0)
+    std::printf("  GPU utilisation     %9s %%  (NVML, sampled every 100 ms)\n", core::format_fixed(utilisation, 0).c_str());
   else if (sampler)
     std::printf("  GPU utilisation         n/a  (%s)\n", sampler->unavailable().c_str());
-  const bool starving = result.data_stall_percent > 10 || (utilisation && utilisation.value_or(100) < 70);
+  const bool starving = result.data_stall_percent > 10 || (utilisation >= 0 && utilisation < 70);
   std::printf("  verdict: %s\n", starving ? "the GPU is starving for data: run `gputrain profile CONFIG.yaml` for a faster loader setting, "
                                            "or data.cache: vram if the dataset fits"
                                          : "the data keeps up; the step is compute-bound");

@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -56,6 +57,9 @@ struct Materialized {
   TensorDataset set;
   std::vector<std::string> skipped;
 };
-Materialized materialize(const Dataset& dataset, int threads);
+/// `progress`, when set, is called from one of the threads with (samples done, total) about every
+/// 1 % of the way.
+Materialized materialize(const Dataset& dataset, int threads,
+                         const std::function<void(std::int64_t done, std::int64_t total)>& progress = {});
 
 }  // namespace gputrain::data

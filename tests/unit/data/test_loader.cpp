@@ -264,3 +264,21 @@ TEST(BatchTransform, ScalesNormalisesAndAugments) {
   EXPECT_FALSE(at::equal(out[0], out[1]) && at::equal(out[1], out[2]) && at::equal(out[2], out[3]));
   EXPECT_TRUE(at::equal(aug.apply(image, false), image));  // validation batches are not augmented
 }
+
+TEST(Materialize, ReadsEverySampleInOrderLeavesOutUnreadableOnesAndReportsProgress) {
+  Probe data(300);
+  data.corrupt = 7;
+  std::int64_t calls = 0, last_total = 0;
+  const auto loaded = materialize(data, 3, [&](std::int64_t, std::int64_t total) {
+    ++calls;
+    last_total = total;
+  });
+  EXPECT_EQ(loaded.set.size(), 299);
+  ASSERT_EQ(loaded.skipped.size(), 1U);
+  EXPECT_EQ(loaded.skipped[0], "probe/file7.bin: corrupt on purpose");
+  EXPECT_EQ(loaded.set.inputs[7][0].item<float>(), 8.0f);  // sample 8 moved up into 7's place
+  EXPECT_GT(calls, 0);
+  EXPECT_EQ(last_total, 300);
+  data.failing = 250;  // an error that is not a skip stops the whole load
+  EXPECT_THROW(materialize(data, 2), std::runtime_error);
+}
