@@ -113,7 +113,10 @@ std::string memory_relevant_yaml(const Config& config) {
   c.train.max_steps = 0;
   c.train.seed = 0;
   c.data.shuffle = true;
-  c.data.num_workers.reset();
+  c.data.num_workers.reset();  // the loader's settings do not change a step's memory
+  c.data.prefetch = 2;
+  c.data.pin_memory = true;
+  c.data.timeout = 120;
   c.optimizer.lr = 0;
   return to_yaml(c);
 }

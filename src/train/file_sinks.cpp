@@ -26,7 +26,8 @@ class JsonlSink final : public MetricSink {
   void on_start(const RunInfo& i) override {
     write({{"kind", "start"}, {"model", i.model}, {"parameters", i.parameters}, {"device", i.device},
            {"precision", i.precision}, {"batch_size", i.batch_size}, {"batch_size_auto", i.batch_size_auto},
-           {"grad_accum", i.grad_accum}, {"num_workers", i.num_workers},
+           {"grad_accum", i.grad_accum}, {"num_workers", i.num_workers}, {"data_cache", i.data_cache},
+           {"train_samples", i.train_samples}, {"val_samples", i.val_samples}, {"data_load_seconds", i.data_load_seconds},
            {"total_steps", i.total_steps}, {"steps_per_epoch", i.steps_per_epoch}, {"start_step", i.start_step}});
   }
   void on_step(const StepMetrics& m) override {

@@ -254,6 +254,10 @@ void Trainer::State::make_sinks(std::int64_t start_step) {
   info.grad_accum = config.train.grad_accum;
   info.batch_size_auto = !config.train.batch_size.has_value();
   info.num_workers = num_workers;
+  info.data_cache = data::to_string(placement.plan.mode);
+  info.train_samples = train_size;
+  info.val_samples = val_size;
+  info.data_load_seconds = placement.load_seconds;
   info.start_step = start_step;
   for (auto& s : sinks) s->on_start(info);
   for (const auto& line : pending_notes) note(line);

@@ -20,6 +20,9 @@ struct RunInfo {
   std::int64_t batch_size = 0, grad_accum = 1;  ///< the micro-batch the run starts with
   bool batch_size_auto = false;  ///< found by `batch_size: auto`
   std::int64_t num_workers = 0;  ///< data.num_workers after `auto` is resolved
+  std::string data_cache = "none";  ///< where the data lives: vram, ram or none (streamed)
+  std::int64_t train_samples = 0, val_samples = 0;
+  double data_load_seconds = 0;  ///< the one-time load into the cache, apart from any epoch
   std::int64_t start_step = 0;  ///< above 0 when resumed
 };
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "gputrain/core/error.hpp"
@@ -48,9 +49,16 @@ void expect_identical(const std::vector<at::Tensor>& a, const std::vector<at::Te
 
 // The loader hands over exactly the batches the cache gathers: the same run, bit for bit.
 TEST(TrainerData, StreamedAndCachedRunsAreIdentical) {
-  Trainer cached(data_run("cached", {"data.cache=vram"}), test_support::quiet_trainer());
+  const auto config = data_run("cached", {"data.cache=vram"});
+  Trainer cached(config, test_support::quiet_trainer());
   const auto a = cached.fit();
   EXPECT_EQ(a.data_cache, "vram");
+  std::ifstream jsonl(fs::path(config.logging.dir) / "metrics.jsonl");
+  std::string start;
+  std::getline(jsonl, start);
+  EXPECT_NE(start.find("\"data_cache\":\"vram\""), std::string::npos) << start;
+  EXPECT_NE(start.find("\"train_samples\":96"), std::string::npos) << start;
+  EXPECT_NE(start.find("\"data_load_seconds\":"), std::string::npos) << start;
   for (const std::string workers : {"0", "3"}) {
     Trainer streamed(data_run("streamed" + workers, {"data.cache=none", "data.num_workers=" + workers}), test_support::quiet_trainer());
     const auto b = streamed.fit();
