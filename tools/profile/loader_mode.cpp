@@ -1,0 +1,59 @@
+// `gputrain profile` (default mode): the loader sweep.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/device/system_info.hpp"
+#include "gputrain/profile/loader_sweep.hpp"
+#include "modes.hpp"
+
+namespace gputrain::tools::profile {
+namespace {
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw UsageError("cannot write '" + path + "'", "check that its folder exists and is writable");
+}
+
+}  // namespace
+
+int profile_loader(const train::Config& config, const train::RunDevice& run, const train::RunData& data, const SweepFlags& flags) {
+  const auto system = device::collect_system_info();
+  gputrain::profile::SweepOptions options;
+  options.workers = flags.workers.empty() ? gputrain::profile::worker_counts(system.usable_cores) : flags.workers;
+  options.batch_size = config.train.batch_size.value_or(64);
+  options.repeats = flags.repeats;
+  options.batches = flags.batches;
+  options.seed = static_cast<std::uint64_t>(config.train.seed);
+  // The caches are tried when they fit (the step's own memory is not counted here: --step and
+  // training decide with it).
+  data::CacheFigures figures;
+  (void)train::plan_data_cache(config, data, run.device, 0, &figures);
+  figures.in_memory = false;  // measure the in-memory cache as a setting of its own
+  if (data::plan_cache("auto", figures).mode == data::CacheMode::vram) options.caches.push_back(data::CacheMode::vram);
+  if (run.device.is_cuda() && figures.dataset_bytes + data::cache_headroom(figures.host_free_bytes) <= figures.host_free_bytes)
+    options.caches.push_back(data::CacheMode::ram);
+  const bool quiet = flags.json || flags.csv;
+  if (!quiet)
+    std::cerr << "sweeping the loader over " << data.sources.train->description() << " on " << run.device.str() << " ("
+              << options.workers.size() << " thread counts, " << options.repeats << " repeats each)\n";
+  const auto sweep = gputrain::profile::sweep_loader(data.sources.train, run.device, options, [&](const gputrain::profile::SweepResult& r, std::size_t done, std::size_t total) {
+    if (!quiet)
+      std::cerr << "  [" << done << "/" << total << "] workers " << r.setting.workers << ", pin " << (r.setting.pin_memory ? "on" : "off")
+                << ", prefetch " << r.setting.prefetch << ", cache " << data::to_string(r.setting.cache) << ": "
+                << core::format_fixed(r.samples_per_second, 0) << " samples/s\n";
+  });
+  if (!flags.plot.empty()) {
+    const auto ext = std::filesystem::path(flags.plot).extension().string();
+    if (ext != ".svg") throw UsageError("--plot writes SVG; '" + flags.plot + "' is not a .svg file", "e.g. --plot loader.svg (convert it with any SVG tool)");
+    write_file(flags.plot, gputrain::profile::sweep_svg(sweep));
+    if (!quiet) std::cerr << "chart written to " << flags.plot << "\n";
+  }
+  std::cout << (flags.json ? gputrain::profile::sweep_json(sweep) : flags.csv ? gputrain::profile::sweep_csv(sweep) : gputrain::profile::sweep_table(sweep));
+  return int(ExitCode::ok);
+}
+
+}  // namespace gputrain::tools::profile
