@@ -134,6 +134,10 @@ for name in ["rgb.png", "grey.png", "rgba.png", "palette.png", "rgb.jpg", "grey.
     decoded = np.asarray(Image.open(path("images", "exact", name)).convert("RGB"))
     np.save(path("images", "exact", name + ".npy"), np.ascontiguousarray(decoded.transpose(2, 0, 1)))
 
+# A 1-pixel checkerboard, for downscaling: its average is mid-grey.
+checker = ((np.indices((256, 256)).sum(axis=0) % 2) * 255).astype(np.uint8)
+Image.fromarray(np.dstack([checker] * 3)).save(path("images", "checker.png"))
+
 # A class-per-folder tree with one corrupt file and one non-image.
 for c, colour in [("cat", (200, 30, 30)), ("dog", (30, 30, 200))]:
     for i in range(3):

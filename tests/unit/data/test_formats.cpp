@@ -260,3 +260,19 @@ TEST(Sources, MnistAndCifarFindTheirValidationFiles) {
   EXPECT_EQ(cifar.val->size(), 2);
   EXPECT_EQ(cifar.train->layout().input_dtype, at::kByte);  // uint8 until the GPU converts it
 }
+
+// A large downscale averages instead of skipping pixels: a fine checkerboard becomes flat grey,
+// where point sampling would keep whole black or white rows.
+TEST(Images, LargeDownscalesAverage) {
+  const auto root = std::filesystem::temp_directory_path() / "gputrain-downscale";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "only");
+  std::filesystem::copy_file(fixture("images/checker.png"), root / "only" / "checker.png");
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = root.string();
+  spec.image_size = {10, 10};  // from 256 x 256: bilinear alone would weigh neighbours 0.7/0.3
+  const auto pixels = materialize(*open_sources(spec).train, 1).set.inputs.to(at::kFloat);
+  EXPECT_NEAR(pixels.mean().item<float>(), 127.5f, 2.0f);
+  EXPECT_LT((pixels - 127.5).abs().max().item<float>(), 20.0f);
+}
