@@ -66,6 +66,12 @@ int main(int argc, char** argv) {
     if (result.oom_events > 0)
       std::cerr << ", " << result.oom_events << " out-of-memory events survived (micro-batch " << result.batch_size << " -> "
                 << result.micro_batch << ")";
+    if (result.skipped_samples > 0)
+      std::cerr << ", " << result.skipped_samples << " unreadable sample" << (result.skipped_samples == 1 ? "" : "s")
+                << " skipped (named in training.log)";
+    if (result.data_cache != "none")
+      std::cerr << "\n  data: data.cache " << result.data_cache << ", loaded once in " << core::format_fixed(result.data_load_seconds, 2)
+                << " s before the first epoch";
     std::cerr << "\n  weights: " << result.weights_path << "\n  run dir: " << result.run_dir << "\n";
     return int(ExitCode::ok);
   });
