@@ -23,7 +23,8 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 # 1. Debian packages: install only the missing ones (apt-get update only when needed).
 packages=(build-essential cmake ninja-build ccache python3 python3-venv pkg-config
           libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
-          libgtest-dev libgmock-dev libzip-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev)
+          libgtest-dev libgmock-dev libzip-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
+          librsvg2-2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -17,6 +17,13 @@ std::string fixed(double value, int digits) { return core::format_fixed(value, d
 
 std::string cache_name(const SweepSetting& s) { return data::to_string(s.cache); }
 
+// 6186727 -> "6.2M", 13329 -> "13.3k": axis labels that fit the margin.
+std::string compact(double value) {
+  if (value >= 1e6) return fixed(value / 1e6, 1) + "M";
+  if (value >= 1e3) return fixed(value / 1e3, 1) + "k";
+  return fixed(value, 0);
+}
+
 }  // namespace
 
 std::string best_yaml(const LoaderSweep& sweep) {
@@ -132,9 +139,11 @@ std::string sweep_svg(const LoaderSweep& sweep) {
   for (const int workers : worker_counts(max_workers))
     svg << "<text x=\"" << x_of(workers) << "\" y=\"" << top + ph + 18 << "\" text-anchor=\"middle\">" << workers << "</text>\n";
   svg << "<text x=\"" << left + pw / 2 << "\" y=\"" << h - 10 << "\" text-anchor=\"middle\">data.num_workers</text>\n";
+  svg << "<text x=\"16\" y=\"" << top + ph / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 16 " << top + ph / 2
+      << ")\">samples/s</text>\n";
   for (int i = 0; i <= 4; ++i) {
     const double rate = max_rate * 1.1 * i / 4;
-    svg << "<text x=\"" << left - 6 << "\" y=\"" << y_of(rate) + 4 << "\" text-anchor=\"end\">" << fixed(rate, 0) << "</text>\n";
+    svg << "<text x=\"" << left - 6 << "\" y=\"" << y_of(rate) + 4 << "\" text-anchor=\"end\">" << compact(rate) << "</text>\n";
   }
   int index = 0;
   for (const auto& [name, points] : lines) {

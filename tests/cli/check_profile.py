@@ -7,10 +7,12 @@ Modes:
   sweep-json        the sweep's JSON: every setting, medians, one best that is the fastest, speed-ups
   sweep-csv SVG     --csv output with one row per setting, and the --plot SVG parses with a line
   step-json         --step's JSON: the step split into data wait and compute, the stall in percent
+  plot-png PNG      --plot PNG writes a PNG (rendered by librsvg) of twice the SVG's size
 """
 import csv
 import io
 import json
+import struct
 import subprocess
 import sys
 import xml.dom.minidom
@@ -79,6 +81,16 @@ def main():
         if not doc.getElementsByTagName("polyline"):
             fail("the chart has no line")
         print(f"ok: {len(rows)} CSV rows, chart with {len(doc.getElementsByTagName('polyline'))} lines")
+    elif mode == "plot-png":
+        png = sys.argv[2]
+        run(command + ["--plot", png])
+        data = open(png, "rb").read()
+        if data[:8] != b"\x89PNG\r\n\x1a\n":
+            fail("not a PNG")
+        width, height = struct.unpack(">II", data[16:24])
+        if (width, height) != (1280, 800):
+            fail(f"PNG of {width}x{height}, expected 1280x800")
+        print(f"ok: PNG {width}x{height}, {len(data)} bytes")
     elif mode == "step-json":
         doc = json.loads(run(command))
         if doc.get("schema") != "gputrain.profile.step/1":

@@ -7,6 +7,7 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/device/system_info.hpp"
 #include "gputrain/profile/loader_sweep.hpp"
+#include "gputrain/profile/svg_to_png.hpp"
 #include "modes.hpp"
 
 namespace gputrain::tools::profile {
@@ -21,6 +22,13 @@ void write_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 int profile_loader(const train::Config& config, const train::RunDevice& run, const train::RunData& data, const SweepFlags& flags) {
+  if (!flags.plot.empty()) {  // refused before a long sweep, not after it
+    const auto ext = std::filesystem::path(flags.plot).extension().string();
+    if (ext != ".svg" && ext != ".png") throw UsageError("--plot writes .svg or .png; '" + flags.plot + "' is neither", "e.g. --plot loader.svg");
+    if (ext == ".png" && !gputrain::profile::can_write_png())
+      throw EnvironmentError("--plot " + flags.plot + " needs librsvg (librsvg-2.so.2) to render the chart as PNG",
+                             "apt-get install librsvg2-2, or use --plot with a .svg name");
+  }
   const auto system = device::collect_system_info();
   gputrain::profile::SweepOptions options;
   options.workers = flags.workers.empty() ? gputrain::profile::worker_counts(system.usable_cores) : flags.workers;
@@ -48,8 +56,11 @@ int profile_loader(const train::Config& config, const train::RunDevice& run, con
   });
   if (!flags.plot.empty()) {
     const auto ext = std::filesystem::path(flags.plot).extension().string();
-    if (ext != ".svg") throw UsageError("--plot writes SVG; '" + flags.plot + "' is not a .svg file", "e.g. --plot loader.svg (convert it with any SVG tool)");
-    write_file(flags.plot, gputrain::profile::sweep_svg(sweep));
+    if (ext == ".svg") {
+      write_file(flags.plot, gputrain::profile::sweep_svg(sweep));
+    } else if (ext == ".png") {
+      gputrain::profile::write_svg_as_png(gputrain::profile::sweep_svg(sweep), flags.plot);
+    }
     if (!quiet) std::cerr << "chart written to " << flags.plot << "\n";
   }
   std::cout << (flags.json ? gputrain::profile::sweep_json(sweep) : flags.csv ? gputrain::profile::sweep_csv(sweep) : gputrain::profile::sweep_table(sweep));
