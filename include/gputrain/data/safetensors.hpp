@@ -16,8 +16,9 @@ namespace gputrain::data {
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
-/// Reads every tensor of a safetensors file onto the CPU. Throws UsageError for a missing or
-/// malformed file, naming what is wrong.
+/// Every tensor of a safetensors file, as CPU tensors that view a read-only memory map of it (copied
+/// only when a tensor's data is misaligned): pages are read as they are touched. Throws UsageError
+/// for a missing, truncated or malformed file, naming what is wrong.
 std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::string& path);
 
 }  // namespace gputrain::data
