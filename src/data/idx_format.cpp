@@ -64,10 +64,18 @@ at::Tensor idx_from_bytes(const unsigned char* bytes, std::size_t size, const st
   return t;
 }
 
-std::string find_file(const std::string& folder, const std::vector<std::string>& names) {
+std::vector<std::string> image_names(const std::string& split) { return {split + "-images-idx3-ubyte", split + "-images.idx3-ubyte"}; }
+
+// The first of `names` (plain or .gz) in `folder`, or "" when none is there.
+std::string existing_file(const std::string& folder, const std::vector<std::string>& names) {
   for (const auto& name : names)
     for (const char* suffix : {"", ".gz"})
       if (fs::exists(fs::path(folder) / (name + suffix))) return (fs::path(folder) / (name + suffix)).string();
+  return "";
+}
+
+std::string find_file(const std::string& folder, const std::vector<std::string>& names) {
+  if (auto path = existing_file(folder, names); !path.empty()) return path;
   throw UsageError("no " + names.front() + "[.gz] in '" + folder + "'",
                    "point data.path at the folder holding MNIST's IDX files (train-images-idx3-ubyte, ...)");
 }
@@ -85,7 +93,7 @@ at::Tensor read_idx(const std::string& path) {
 
 TensorDataset read_mnist(const std::string& folder, const std::string& split) {
   if (!fs::is_directory(folder)) throw UsageError("'" + folder + "' is not a folder", "point data.path at the folder holding MNIST's IDX files");
-  const auto images_path = find_file(folder, {split + "-images-idx3-ubyte", split + "-images.idx3-ubyte"});
+  const auto images_path = find_file(folder, image_names(split));
   const auto labels_path = find_file(folder, {split + "-labels-idx1-ubyte", split + "-labels.idx1-ubyte"});
   auto images = read_idx(images_path);
   auto labels = read_idx(labels_path);
@@ -97,6 +105,8 @@ TensorDataset read_mnist(const std::string& folder, const std::string& split) {
                      "use the images and labels of the same split");
   return {images.unsqueeze(1), labels.to(at::kLong)};
 }
+
+bool mnist_has_split(const std::string& folder, const std::string& split) { return !existing_file(folder, image_names(split)).empty(); }
 
 std::vector<std::string> cifar10_files(const std::string& folder, bool train) {
   if (!fs::is_directory(folder))

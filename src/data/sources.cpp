@@ -85,10 +85,7 @@ struct Pair {
 
 Pair read_arrays(const SourceSpec& spec, bool classification) {
   Pair p;
-  const auto need_path = [&] {
-    if (spec.path.empty()) throw UsageError("data.source " + spec.source + " needs data.path", "set data.path to the dataset's file or folder");
-  };
-  need_path();
+  if (spec.path.empty()) throw UsageError("data.source " + spec.source + " needs data.path", "set data.path to the dataset's file or folder");
   if (spec.source == "npy") {
     if (spec.labels.empty()) throw UsageError("data.source npy needs data.labels: the .npy file of the labels", "set data.labels: path/to/labels.npy");
     p.train = normalise({read_npy(spec.path), read_npy(spec.labels)}, classification, "'" + spec.path + "' with '" + spec.labels + "'");
@@ -112,9 +109,7 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
     p.train = normalise(read_mnist(spec.path, "train"), classification, "MNIST in '" + spec.path + "'");
     p.train_name = "MNIST train";
     const std::string val_folder = spec.val_path.empty() ? spec.path : spec.val_path;
-    const bool has_test = fs::exists(fs::path(val_folder) / "t10k-images-idx3-ubyte") || fs::exists(fs::path(val_folder) / "t10k-images-idx3-ubyte.gz") ||
-                          fs::exists(fs::path(val_folder) / "t10k-images.idx3-ubyte");
-    if (has_test || !spec.val_path.empty()) {
+    if (mnist_has_split(val_folder, "t10k") || !spec.val_path.empty()) {
       p.val = normalise(read_mnist(val_folder, "t10k"), classification, "MNIST in '" + val_folder + "'");
       p.has_val = true;
       p.val_name = "MNIST t10k";
@@ -143,7 +138,9 @@ const std::vector<std::string>& source_names() {
   return names;
 }
 
-Sources open_sources(const SourceSpec& spec) {
+namespace {
+
+Sources open_unchecked(const SourceSpec& spec) {
   const bool classification = spec.task == "classification";
   Sources out;
   if (spec.source == "synthetic") {
@@ -183,13 +180,20 @@ Sources open_sources(const SourceSpec& spec) {
   for (const auto& name : source_names()) known = known || name == spec.source;
   if (!known) throw UsageError("unknown data.source '" + spec.source + "'", "use one of the sources in docs/data.md");
   const auto p = read_arrays(spec, classification);
-  if (p.has_val && p.val.inputs.sizes().slice(1) != p.train.inputs.sizes().slice(1))
-    throw UsageError("validation samples are shaped " + c10::str(p.val.inputs.sizes().slice(1)) + " but training samples " +
-                         c10::str(p.train.inputs.sizes().slice(1)),
-                     "validation and training data must have the same sample shape");
   out.train = make_array_dataset(p.train, spec.source + " " + p.train_name + " (" + samples_text(p.train.size()) + ")", p.train_name);
   if (p.has_val) out.val = make_array_dataset(p.val, spec.source + " " + p.val_name + " (" + samples_text(p.val.size()) + ")", p.val_name);
   if (classification) out.classes = std::max(classes_of(p.train), p.has_val ? classes_of(p.val) : 0);
+  return out;
+}
+
+}  // namespace
+
+Sources open_sources(const SourceSpec& spec) {
+  auto out = open_unchecked(spec);
+  if (out.val && out.val->layout().input_shape != out.train->layout().input_shape)
+    throw UsageError("validation samples are shaped " + c10::str(out.val->layout().input_shape) + " but training samples " +
+                         c10::str(out.train->layout().input_shape),
+                     "validation and training data must have the same sample shape");
   return out;
 }
 

@@ -64,10 +64,6 @@ RunData open_data(Config& config) {
   RunData out;
   out.sources = data::open_sources(spec);
   const auto& layout = out.sources.train->layout();
-  if (out.sources.val && out.sources.val->layout().input_shape != layout.input_shape)
-    throw UsageError("validation samples are shaped " + c10::str(out.sources.val->layout().input_shape) + ", training samples " +
-                         c10::str(layout.input_shape),
-                     "validation and training data must have the same sample shape");
   config.data.shape = layout.input_shape;
   if (d.task == "classification") {
     const auto found = out.sources.classes;

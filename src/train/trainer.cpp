@@ -153,8 +153,7 @@ void Trainer::State::setup() {
   train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
   val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");
 
-  const std::int64_t per_epoch = data::EpochSampler(train_size, config.data.shuffle, 0, 0, 1, false).size();
-  steps_per_epoch = config.data.drop_last ? per_epoch / effective_batch : (per_epoch + effective_batch - 1) / effective_batch;
+  steps_per_epoch = config.data.drop_last ? train_size / effective_batch : (train_size + effective_batch - 1) / effective_batch;
   if (steps_per_epoch == 0)
     throw UsageError("data.drop_last with " + std::to_string(train_size) + " training samples and an effective batch of " +
                          std::to_string(effective_batch) + " leaves no step",
@@ -329,9 +328,8 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
           chunk_ae = at::zeros({}, f64);
           for (std::int64_t start = 0; start < rows; start += micro) {
             const std::int64_t end = std::min(rows, start + micro);
-            auto inputs = data.transform.apply(chunk.inputs.slice(0, start, end), /*training=*/false);
+            const auto inputs = model_input(data.transform, config.train, chunk.inputs.slice(0, start, end), /*training=*/false);
             const auto targets = chunk.targets.slice(0, start, end);
-            if (config.train.channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
             at::Tensor output;
             {
               AutocastScope autocast(device.type(), config.train.precision);
@@ -535,6 +533,8 @@ FitResult Trainer::fit() {
   result.micro_batch = s.train_guard->micro_batch();
   result.data_cache = data::to_string(s.placement.plan.mode);
   result.data_load_seconds = s.placement.load_seconds;
+  const auto& layout = s.data.sources.train->layout();
+  result.sample_bytes = layout.input_bytes() + layout.target_bytes();
   result.skipped_samples = static_cast<std::int64_t>(s.skipped_reported);
   const double run_seconds = seconds_since(totals.start);
   if (totals.steps > 0) {

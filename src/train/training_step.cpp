@@ -13,15 +13,20 @@ at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tens
   return classification ? at::cross_entropy_loss(output, target) : at::mse_loss(output, target);
 }
 
+at::Tensor model_input(const data::BatchTransform& transform, const TrainConfig& train, const at::Tensor& stored, bool training) {
+  auto inputs = transform.apply(stored, training);
+  if (train.channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
+  return inputs;
+}
+
 at::Tensor accumulate_gradients(const StepParts& p, const data::Batch& batch, std::int64_t micro_batch,
                                 const std::function<void()>& after_forward) {
   const std::int64_t n = batch.size();
   at::Tensor step_loss = at::zeros({}, at::TensorOptions().device(p.device));
   for (std::int64_t start = 0; start < n; start += micro_batch) {
     const std::int64_t end = std::min(n, start + micro_batch);
-    auto inputs = p.transform.apply(batch.inputs.slice(0, start, end), /*training=*/true);
+    const auto inputs = model_input(p.transform, p.train, batch.inputs.slice(0, start, end), /*training=*/true);
     const auto targets = batch.targets.slice(0, start, end);
-    if (p.train.channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
     at::Tensor loss;
     {
       AutocastScope autocast(p.device.type(), p.train.precision);

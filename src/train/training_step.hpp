@@ -37,6 +37,10 @@ struct StepParts {
 /// Cross-entropy for classification, MSE for regression.
 at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target);
 
+/// A micro-batch's stored inputs as the model takes them: through the transform (float,
+/// normalisation, augmentation when `training`), then channels_last when the config asks.
+at::Tensor model_input(const data::BatchTransform& transform, const TrainConfig& train, const at::Tensor& stored, bool training);
+
 /// Forward and backward over `batch`, `micro_batch` samples at a time (each prepared by the
 /// transform: float conversion, normalisation, augmentation), each micro-batch's mean loss
 /// weighted by its share, so the gradient equals one big batch's whatever the split.

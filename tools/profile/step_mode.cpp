@@ -41,13 +41,7 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
   // The copy to the GPU overlaps compute on a side stream; its share is estimated from the bytes
   // of a batch and the pinned-copy ceiling measured here.
   const double ceiling = gputrain::profile::measure_pinned_copy_gbps(run.device);
-  std::uint64_t batch_bytes = 0;
-  {
-    auto resolved = config;
-    const auto data = train::open_data(resolved);
-    const auto& layout = data.sources.train->layout();
-    batch_bytes = static_cast<std::uint64_t>((layout.input_bytes() + layout.target_bytes()) * result.batch_size * config.train.grad_accum);
-  }
+  const auto batch_bytes = static_cast<std::uint64_t>(result.sample_bytes * result.batch_size * config.train.grad_accum);
   const double copy = run.device.is_cuda() && result.data_cache != "vram" && ceiling > 0 ? static_cast<double>(batch_bytes) / (ceiling * 1e9) : 0;
   if (json) {
     nlohmann::json out = {{"schema", "gputrain.profile.step/1"}, {"device", run.device.str()}, {"steps", result.steps},

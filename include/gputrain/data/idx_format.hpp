@@ -21,6 +21,9 @@ at::Tensor read_idx(const std::string& path);
 /// (and the "<split>-images.idx3-ubyte" spelling some mirrors use).
 TensorDataset read_mnist(const std::string& folder, const std::string& split);
 
+/// Whether `folder` holds MNIST's images file of `split`, in any of the spellings read_mnist reads.
+bool mnist_has_split(const std::string& folder, const std::string& split);
+
 /// CIFAR-10 binary batches: records of one label byte and 3x32x32 uint8 pixels. Inputs uint8
 /// [N, 3, 32, 32], labels int64 [N]. Each file must be a whole number of 3073-byte records.
 TensorDataset read_cifar10(const std::vector<std::string>& files);

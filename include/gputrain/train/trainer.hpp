@@ -35,6 +35,7 @@ struct FitResult {
   double data_seconds = 0;                ///< of which waiting for batches
   std::string data_cache;                 ///< where the data lived: vram, ram or none (streamed)
   double data_load_seconds = 0;           ///< the one-time load into the cache (not in any epoch)
+  std::int64_t sample_bytes = 0;          ///< one stored sample, input and target
   std::int64_t skipped_samples = 0;       ///< unreadable samples left out (corrupt images)
   std::string run_dir;
   std::string last_checkpoint;            ///< empty when none was written

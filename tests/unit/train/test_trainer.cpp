@@ -11,6 +11,7 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/quiet_trainer.hpp"
+#include "support/small_run.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -18,19 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A small deterministic CPU run: 96 samples, batch 16 -> 6 steps per epoch, 2 epochs; dropout
-// on, so the RNG state matters for an exact resume.
-// `fresh`: start from an empty run directory (false: keep what an earlier run left there).
-Config small_run(const std::string& name, std::vector<std::string> overrides = {}, bool fresh = true) {
-  const auto dir = fs::temp_directory_path() / ("gputrain-trainer-" + name);
-  if (fresh) fs::remove_all(dir);
-  std::vector<std::string> all{"model.name=mlp", "model.hidden=[32, 16]", "model.dropout=0.2", "data.shape=[10]",
-                               "data.classes=3", "data.samples=96", "data.val_samples=32", "train.epochs=2",
-                               "train.batch_size=16", "train.deterministic=true", "device=cpu",
-                               "logging.progress=off", "logging.every_steps=2", "logging.dir=" + dir.string()};
-  all.insert(all.end(), overrides.begin(), overrides.end());
-  return load_config({{}, all, ""});
-}
+using test_support::small_run;
 
 NamedTensors final_state(Trainer& trainer) {
   NamedTensors copy;

@@ -13,6 +13,7 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/quiet_trainer.hpp"
+#include "support/small_run.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -22,16 +23,9 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(GPUTRAIN_FORMAT_FIXTURES) + "/" + name; }
 
-// 96 synthetic samples, batch 16: 6 steps per epoch, 2 epochs, dropout on (the RNG matters).
+// The trainer tests' small run, in run directories of its own ("data-...").
 Config data_run(const std::string& name, std::vector<std::string> overrides) {
-  const auto dir = fs::temp_directory_path() / ("gputrain-data-run-" + name);
-  fs::remove_all(dir);
-  std::vector<std::string> all{"model.name=mlp", "model.hidden=[32, 16]", "model.dropout=0.2", "data.shape=[10]",
-                               "data.classes=3", "data.samples=96", "data.val_samples=32", "train.epochs=2",
-                               "train.batch_size=16", "train.deterministic=true", "device=cpu",
-                               "logging.progress=off", "logging.every_steps=2", "logging.dir=" + dir.string()};
-  all.insert(all.end(), overrides.begin(), overrides.end());
-  return load_config({{}, all, ""});
+  return test_support::small_run("data-" + name, std::move(overrides));
 }
 
 std::vector<at::Tensor> weights(Trainer& trainer) {
