@@ -23,7 +23,7 @@ namespace {
 // One line per command for `gputrain --help`; commands not built yet are simply not listed.
 const std::map<std::string, std::string> kDescriptions = {
     {"verify", "is this box ready to train, and what exactly to fix"},
-    {"profile", "memory a config needs and the batch size that fits this box (--memory, --batch)"},
+    {"profile", "fastest loader/cache setting for your data, step timing, memory and batch size (--step, --memory, --batch)"},
     {"quick-train", "end-to-end GPU training smoke test with CI exit codes"},
     {"train", "train from a YAML config"},
 };
