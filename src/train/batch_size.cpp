@@ -88,7 +88,7 @@ class ProbeRig {
  private:
   StepParts parts() {
     return StepParts{*model_, *optimizer_, *scaler_, params_, transform_, config_.train,
-                     config_.data.task == "classification", device_};
+                     config_.data.task == "classification", device_, 0, nullptr};
   }
 
   const Config& config_;

@@ -370,6 +370,14 @@ std::vector<Field> make_schema() {
 
     device_name_field(),
     max_memory_field(),
+
+    choice_field("distributed.backend", [](auto& c) -> auto& { return c.distributed.backend; }, {"auto", "nccl", "mpi"}),
+    int_field("distributed.nproc_per_node", [](auto& c) -> auto& { return c.distributed.nproc_per_node; }, 0, 1024),
+    int_field("distributed.master_port", [](auto& c) -> auto& { return c.distributed.master_port; }, 0, 65535),
+    double_field("distributed.timeout", [](auto& c) -> auto& { return c.distributed.timeout; }, 1.0),
+    double_field("distributed.bucket_mb", [](auto& c) -> auto& { return c.distributed.bucket_mb; }, 0.001),
+    double_field("distributed.first_bucket_mb", [](auto& c) -> auto& { return c.distributed.first_bucket_mb; }, 0.001),
+    choice_field("distributed.grad_dtype", [](auto& c) -> auto& { return c.distributed.grad_dtype; }, {"none", "bf16", "fp16"}),
   };
   // clang-format on
 }

@@ -28,7 +28,8 @@ class JsonlSink final : public MetricSink {
            {"precision", i.precision}, {"batch_size", i.batch_size}, {"batch_size_auto", i.batch_size_auto},
            {"grad_accum", i.grad_accum}, {"num_workers", i.num_workers}, {"data_cache", i.data_cache},
            {"train_samples", i.train_samples}, {"val_samples", i.val_samples}, {"data_load_seconds", i.data_load_seconds},
-           {"total_steps", i.total_steps}, {"steps_per_epoch", i.steps_per_epoch}, {"start_step", i.start_step}});
+           {"total_steps", i.total_steps}, {"steps_per_epoch", i.steps_per_epoch}, {"start_step", i.start_step},
+           {"world_size", i.world_size}});
   }
   void on_step(const StepMetrics& m) override {
     write({{"kind", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"loss", m.loss},

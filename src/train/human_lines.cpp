@@ -22,6 +22,7 @@ std::string header_line(const RunInfo& i) {
                 static_cast<long long>(i.batch_size), i.batch_size_auto ? " (auto)" : "", static_cast<long long>(i.grad_accum),
                 static_cast<long long>(i.total_steps), static_cast<long long>(i.steps_per_epoch),
                 i.start_step > 0 ? (", resuming at step " + std::to_string(i.start_step)).c_str() : "", i.run_dir.c_str());
+  if (!i.distributed.empty()) return std::string(buf) + "; " + i.distributed + " (batch per rank)";
   return buf;
 }
 

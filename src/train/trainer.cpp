@@ -19,6 +19,7 @@
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
 #include "gputrain/device/system_info.hpp"
+#include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/memory/oom_guard.hpp"
 #include "gputrain/sizing/auto_workers.hpp"
@@ -31,6 +32,7 @@
 #include "gputrain/train/optimizer.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "device_settings.hpp"
+#include "rank_group.hpp"
 #include "training_step.hpp"
 
 namespace gputrain::train {
@@ -63,14 +65,16 @@ std::optional<double> metric_value(const EpochMetrics& m, const std::string& nam
   return std::nullopt;
 }
 
-// Training processes on this node: LOCAL_WORLD_SIZE when a launcher set it, else this one.
-int ranks_on_this_node() {
-  const char* value = std::getenv("LOCAL_WORLD_SIZE");
-  const int ranks = value ? std::atoi(value) : 0;
-  return ranks > 0 ? ranks : 1;
-}
-
 memory::OomPolicy oom_policy(const OomConfig& c) { return {c.max_halvings, c.min_micro_batch, c.regrow_after}; }
+
+dist::GradientSyncOptions sync_options(const DistributedConfig& c) {
+  dist::GradientSyncOptions o;
+  o.bucket_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(c.bucket_mb * 1024 * 1024));
+  o.first_bucket_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(c.first_bucket_mb * 1024 * 1024));
+  if (c.grad_dtype == "bf16") o.wire_dtype = at::kBFloat16;
+  if (c.grad_dtype == "fp16") o.wire_dtype = at::kHalf;
+  return o;
+}
 
 }  // namespace
 
@@ -84,6 +88,9 @@ struct RunTotals {
 struct Trainer::State {
   Config config;
   TrainerOptions options;
+  RankGroup ranks;                        // world size 1 and no communicator in a plain run
+  std::unique_ptr<dist::GradientSync> sync;
+  std::int64_t agreed_micro_batch = 0;    // what the last step agreement settled on
   std::string config_yaml;
   c10::Device device{at::kCPU};
   RunData data;
@@ -106,7 +113,7 @@ struct Trainer::State {
 
   CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
   StepParts step_parts() {
-    return StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, classification, device};
+    return StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, classification, device, 0, sync.get()};
   }
   void note(const std::string& line) {
     for (auto& s : sinks) s->on_note(line);
@@ -122,22 +129,25 @@ struct Trainer::State {
   void resolve_workers();
   void make_sinks(std::int64_t start_step);
   void resume();
-  at::Tensor train_step(const data::Batch& batch);
+  at::Tensor train_step(const data::Batch* batch, std::int64_t global_rows);
   EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);
   void run_epochs(FitResult& result, RunTotals& totals);
   void checkpoint();
 };
 
 void Trainer::State::setup() {
-  auto run_device = prepare_device(config);
+  Config rank_config = config;  // the device is this rank's; config itself stays what every rank saves
+  rank_config.device.name = ranks.device_name(config.device.name);
+  auto run_device = prepare_device(rank_config);
   device = run_device.device;
   pending_notes = run_device.notes;
+  ranks.connect(config.distributed, device);
   apply_backend_settings(config.train);
   classification = config.data.task == "classification";
   data = open_data(config);
   train_size = data.sources.train->size();
   val_size = data.sources.val ? data.sources.val->size() : 0;
-  fs::create_directories(config.logging.dir);
+  if (ranks.writer()) fs::create_directories(config.logging.dir);
   resolve_workers();
   place_the_data(run_device.name);
   // Seeded right before the model is built, so a run with `batch_size: auto` starts from the same
@@ -148,12 +158,27 @@ void Trainer::State::setup() {
   model->to(device);
   if (config.train.channels_last) use_channels_last(*model);
   params = model->parameters();
+  if (auto* comm = ranks.communicator()) {
+    std::vector<at::Tensor> state;
+    for (auto& [name, tensor] : model->named_state()) state.push_back(tensor);
+    dist::broadcast_from_rank0(*comm, state, {});
+    sync = std::make_unique<dist::GradientSync>(params, *comm, sync_options(config.distributed));
+    pending_notes.push_back("distributed: " + ranks.summary() + ", gradients in " + std::to_string(sync->figures().buckets) +
+                            " bucket(s) of up to " + core::format_fixed(config.distributed.bucket_mb, 0) + " MiB" +
+                            (config.distributed.grad_dtype == "none" ? "" : ", sent as " + config.distributed.grad_dtype));
+  }
   optimizer = make_optimizer(config.optimizer, params);
   scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
   train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
   val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");
+  // Every rank issues the same collectives only if every rank splits its step alike.
+  if (ranks.distributed()) train_guard->set_agreement([this](std::int64_t) { return agreed_micro_batch; });
 
-  steps_per_epoch = config.data.drop_last ? train_size / effective_batch : (train_size + effective_batch - 1) / effective_batch;
+  // Each rank takes every world-th sample; the largest shard sets the steps (a rank whose shard
+  // is through joins the last step with no samples, so every rank steps alike).
+  const std::int64_t world = ranks.world_size();
+  const std::int64_t shard = config.data.drop_last ? train_size / world : (train_size + world - 1) / world;
+  steps_per_epoch = config.data.drop_last ? shard / effective_batch : (shard + effective_batch - 1) / effective_batch;
   if (steps_per_epoch == 0)
     throw UsageError("data.drop_last with " + std::to_string(train_size) + " training samples and an effective batch of " +
                          std::to_string(effective_batch) + " leaves no step",
@@ -162,7 +187,7 @@ void Trainer::State::setup() {
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
 
   store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
-  core::write_file_atomically((fs::path(config.logging.dir) / "config.yaml").string(), config_yaml);
+  if (ranks.writer()) core::write_file_atomically((fs::path(config.logging.dir) / "config.yaml").string(), config_yaml);
 }
 
 // The micro-batch (found by probes when `auto`) and where the data lives. They depend on each
@@ -188,8 +213,10 @@ void Trainer::State::place_the_data(const std::string& device_name) {
     } else {
       if (plan.mode == data::CacheMode::vram && device.is_cuda()) probe.reserve_bytes = dataset_bytes(data);
       seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
-      const auto choice = find_batch_size(config, device, device_name, probe, (fs::path(config.logging.dir) / "auto_batch.json").string());
-      micro_batch = choice.batch;
+      const auto cache = ranks.writer() ? (fs::path(config.logging.dir) / "auto_batch.json").string() : std::string();
+      const auto choice = find_batch_size(config, device, device_name, probe, cache);
+      // Each rank measured its own GPU; all take the smallest, so every rank's steps fit.
+      micro_batch = ranks.min(choice.batch, "the agreement on batch_size: auto");
       pending_notes.push_back(
           choice.remembered
               ? "batch_size auto: " + std::to_string(micro_batch) + ", remembered in " + choice.cache_path + " (" + choice.search.reason + ")"
@@ -226,12 +253,16 @@ void Trainer::State::resolve_workers() {
   }
   const auto system = device::collect_system_info();
   const int gpus = device.is_cuda() ? static_cast<int>(torch::cuda::device_count()) : 0;
-  const auto plan = sizing::auto_num_workers(system.usable_cores, gpus, ranks_on_this_node());
+  const auto plan = sizing::auto_num_workers(system.usable_cores, gpus, ranks.local_world_size());
   num_workers = plan.workers;
   pending_notes.push_back("data.num_workers auto: " + std::to_string(plan.workers) + " (" + plan.reason + ")");
 }
 
 void Trainer::State::make_sinks(std::int64_t start_step) {
+  if (!ranks.writer()) {  // rank 0 speaks for the run
+    pending_notes.clear();
+    return;
+  }
   const fs::path dir(config.logging.dir);
   std::ostream& console = options.console ? *options.console : std::cerr;
   std::string mode = config.logging.progress;
@@ -258,6 +289,8 @@ void Trainer::State::make_sinks(std::int64_t start_step) {
   info.val_samples = val_size;
   info.data_load_seconds = placement.load_seconds;
   info.start_step = start_step;
+  info.world_size = ranks.world_size();
+  info.distributed = ranks.summary();
   for (auto& s : sinks) s->on_start(info);
   for (const auto& line : pending_notes) note(line);
   pending_notes.clear();
@@ -279,15 +312,23 @@ void Trainer::State::resume() {
     note("note: the config differs from the one " + path + " was written with (both are kept: config.yaml and the checkpoint)");
 }
 
-// One optimizer step over `batch`. The OOM guard may split it into smaller micro-batches; the
-// loss weighting in accumulate_gradients keeps the gradient that of the whole batch.
-at::Tensor Trainer::State::train_step(const data::Batch& batch) {
-  const auto p = step_parts();
-  at::Tensor step_loss;
-  train_guard->run(
-      progress.step, batch.size(), [&](std::int64_t micro) { step_loss = accumulate_gradients(p, batch, micro); },
-      [&] { optimizer->zero_grad(/*set_to_none=*/true); });
+// One optimizer step over `batch` (this rank's share of `global_rows` samples; nullptr when the
+// rank has none left this epoch). The OOM guard may split it into smaller micro-batches; the loss
+// weighting in accumulate_gradients keeps the gradient that of the whole (global) batch.
+at::Tensor Trainer::State::train_step(const data::Batch* batch, std::int64_t global_rows) {
+  auto p = step_parts();
+  p.global_rows = global_rows;
+  at::Tensor step_loss = at::zeros({}, at::TensorOptions().device(device));
+  if (sync) sync->begin_step(progress.step);
+  if (batch)
+    train_guard->run(
+        progress.step, batch->size(), [&](std::int64_t micro) { step_loss = accumulate_gradients(p, *batch, micro); },
+        [&] {
+          optimizer->zero_grad(/*set_to_none=*/true);
+          if (sync) sync->discard();
+        });
   report_oom_events(*train_guard);
+  if (sync) sync->finish();
   try {
     apply_gradients(p);
   } catch (const c10::OutOfMemoryError& e) {
@@ -314,7 +355,8 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
   const auto f64 = at::TensorOptions().device(device).dtype(at::kDouble);
   at::Tensor loss_sum = at::zeros({}, f64), correct = at::zeros({}, f64), se = at::zeros({}, f64), ae = at::zeros({}, f64);
   std::int64_t n = 0;
-  placement.val_feed->start(at::arange(val_size, at::kLong), val_guard->preferred_micro_batch());
+  // Each rank validates every world-th sample; the sums are added up over ranks below.
+  placement.val_feed->start(at::arange(ranks.rank(), val_size, ranks.world_size(), at::kLong), val_guard->preferred_micro_batch());
   while (auto fed = placement.val_feed->next()) {
     const data::Batch& chunk = fed->batch;
     const std::int64_t rows = chunk.size();
@@ -354,21 +396,27 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
     ae += chunk_ae;
   }
   model->set_training(true);
-  if (n == 0) return m;
-  const double count = static_cast<double>(n);
-  m.val_loss = loss_sum.item<double>() / count;
+  const auto sums = ranks.sum({loss_sum.item<double>(), correct.item<double>(), se.item<double>(), ae.item<double>(), static_cast<double>(n)},
+                              "the sum of the validation figures after epoch " + std::to_string(epoch + 1));
+  const double count = sums[4];
+  if (count == 0) return m;
+  m.val_loss = sums[0] / count;
   if (classification) {
-    m.val_accuracy = correct.item<double>() / count;
+    m.val_accuracy = sums[1] / count;
   } else {
     const double values = count * static_cast<double>(model_outputs(config));
-    m.val_mse = se.item<double>() / values;
-    m.val_mae = ae.item<double>() / values;
+    m.val_mse = sums[2] / values;
+    m.val_mae = sums[3] / values;
   }
   return m;
 }
 
 void Trainer::State::checkpoint() {
   if (progress.step == last_saved_step) return;
+  if (!ranks.writer()) {  // every rank holds the same state; rank 0's file serves all on resume
+    last_saved_step = progress.step;
+    return;
+  }
   last_checkpoint = store->save(parts(), progress, config_yaml);
   last_saved_step = progress.step;
   note("checkpoint written: " + last_checkpoint);
@@ -397,8 +445,9 @@ std::string Trainer::device() const { return state_->device.str(); }
 
 // The epochs and steps of a run, until the step budget or a stop request; fit() handles the end.
 void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
-  const data::EpochSampler sampler(train_size, config.data.shuffle, static_cast<std::uint64_t>(config.train.seed), 0, 1,
-                                   config.data.drop_last);
+  const data::EpochSampler sampler(train_size, config.data.shuffle, static_cast<std::uint64_t>(config.train.seed), ranks.rank(),
+                                   ranks.world_size(), config.data.drop_last);
+  const bool distributed = ranks.distributed();
   const std::int64_t log_every = config.logging.every_steps;
   model->set_training(true);
 
@@ -416,38 +465,53 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
     const std::int64_t n = order.size(0);
     // A resumed epoch starts at the saved position, so it sees exactly the samples it had left.
     placement.train_feed->start(order.slice(0, std::min(progress.position, n)), effective_batch);
-    while (progress.position < n && progress.step < total_steps) {
+    // A rank whose shard is through keeps joining the steps (with no samples) until all are.
+    while ((progress.position < n || distributed) && progress.step < total_steps) {
       const auto data_start = Clock::now();
-      auto fed = placement.train_feed->next();
+      auto fed = progress.position < n ? placement.train_feed->next() : std::nullopt;
       const double data_seconds = seconds_since(data_start);
-      if (!fed) {  // only unreadable samples were left
-        progress.position = n;
+      if (!fed) progress.position = n;  // through, or only unreadable samples were left
+      const std::int64_t rows = fed ? fed->batch.size() : 0;
+      std::int64_t global_rows = rows;
+      if (distributed) {
+        const auto agreed = ranks.agree(train_guard->micro_batch(), core::stop_requested(), rows, progress.step);
+        if (agreed.stop) {
+          result.interrupted = true;
+          break;
+        }
+        if (agreed.rows == 0) break;  // the epoch is over on every rank
+        agreed_micro_batch = agreed.micro_batch;
+        global_rows = agreed.rows;
+      } else if (!fed) {
         break;
       }
       // The schedule is a function of the step alone, so a resumed run picks it up exactly.
       const double lr = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps);
       set_learning_rate(*optimizer, lr);
-      const auto loss = train_step(fed->batch);
-      progress.position += fed->covered;
+      const auto loss = train_step(fed ? &fed->batch : nullptr, global_rows);
+      if (fed) progress.position += fed->covered;
       ++progress.step;
       ++epoch_steps;
       ++window_steps;
       ++totals.steps;
-      window_samples += fed->batch.size();
-      totals.samples += fed->batch.size();
+      window_samples += rows;
+      totals.samples += rows;
       window_data += data_seconds;
       totals.data_seconds += data_seconds;
       window_loss += loss;
       epoch_loss += loss;
-      if (!result.first_loss) result.first_loss = loss.item<double>();
+      // With several ranks, each loss is this rank's share of the global batch's mean: summed over ranks.
+      if (!result.first_loss) result.first_loss = ranks.sum({loss.item<double>()}, "the sum of the first step's loss")[0];
 
       if (progress.step % log_every == 0 || progress.step == total_steps) {
         StepMetrics m;
         m.step = progress.step;
         m.epoch = progress.epoch;
-        m.loss = window_loss.item<double>() / static_cast<double>(window_steps);  // syncs the device
+        const auto window = ranks.sum({window_loss.item<double>(), static_cast<double>(window_samples)},  // syncs the device
+                                      "the sum of the logged loss at step " + std::to_string(progress.step));
+        m.loss = window[0] / static_cast<double>(window_steps);
         const double window_seconds = seconds_since(window_start);
-        m.samples_per_second = static_cast<double>(window_samples) / window_seconds;
+        m.samples_per_second = window[1] / window_seconds;
         m.data_seconds = window_data / static_cast<double>(window_steps);
         m.compute_seconds = (window_seconds - window_data) / static_cast<double>(window_steps);
         m.lr = lr;
@@ -469,14 +533,15 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
       }
       if (config.checkpoint.every_steps > 0 && progress.step % config.checkpoint.every_steps == 0) checkpoint();
       if (options.after_step) options.after_step(progress.step);
-      if (core::stop_requested()) {
+      if (!distributed && core::stop_requested()) {  // ranks stop together, at the next agreement
         result.interrupted = true;
         break;
       }
     }
     report_skipped();
     if (progress.position >= n) {
-      const double train_loss = epoch_steps > 0 ? epoch_loss.item<double>() / static_cast<double>(epoch_steps) : 0.0;
+      const double epoch_loss_sum = ranks.sum({epoch_loss.item<double>()}, "the sum of epoch " + std::to_string(progress.epoch + 1) + "'s loss")[0];
+      const double train_loss = epoch_steps > 0 ? epoch_loss_sum / static_cast<double>(epoch_steps) : 0.0;
       const auto metrics = validate(progress.epoch, train_loss, seconds_since(epoch_start));
       for (auto& sink : sinks) sink->on_epoch(metrics);
       result.last_epoch = metrics;
@@ -487,7 +552,8 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
                             (config.checkpoint.best_mode == "auto" && config.checkpoint.best_metric == "val_accuracy");
       if (value && (!progress.best_metric || (maximize ? *value > *progress.best_metric : *value < *progress.best_metric))) {
         progress.best_metric = *value;
-        note("best " + config.checkpoint.best_metric + " so far: " + std::to_string(*value) + " -> " +
+        if (ranks.writer())
+          note("best " + config.checkpoint.best_metric + " so far: " + std::to_string(*value) + " -> " +
                store->save_best(parts(), progress, config_yaml));
       }
       if (config.checkpoint.every_epochs > 0 && progress.epoch % config.checkpoint.every_epochs == 0) checkpoint();
@@ -537,15 +603,25 @@ FitResult Trainer::fit() {
   result.sample_bytes = layout.input_bytes() + layout.target_bytes();
   result.skipped_samples = static_cast<std::int64_t>(s.skipped_reported);
   const double run_seconds = seconds_since(totals.start);
+  result.world_size = s.ranks.world_size();
+  result.rank = s.ranks.rank();
+  if (s.sync) {
+    const auto figures = s.sync->figures();
+    result.gradient_buckets = figures.buckets;
+    result.buckets_sent_in_backward = figures.launched_in_backward;
+    result.gradient_wait_seconds = figures.wait_seconds;
+    result.communication_seconds = s.ranks.communicator()->busy_seconds();
+  }
+  const double all_samples = s.ranks.sum({static_cast<double>(totals.samples)}, "the sum of the samples trained on")[0];
   if (totals.steps > 0) {
-    result.samples_per_second = static_cast<double>(totals.samples) / run_seconds;
+    result.samples_per_second = all_samples / run_seconds;
     result.data_stall_percent = 100.0 * totals.data_seconds / run_seconds;
     result.step_seconds = run_seconds;
     result.data_seconds = totals.data_seconds;
   }
   if (result.interrupted) {
     s.note("interrupted at step " + std::to_string(progress.step) + "; resume with the same command (checkpoint.resume: auto)");
-  } else {
+  } else if (s.ranks.writer()) {
     result.weights_path = (fs::path(s.config.logging.dir) / "model.safetensors").string();
     data::write_safetensors(result.weights_path, s.model->named_state(), {{"format", "pt"}, {"model", s.model->name()}});
     s.note("final weights: " + result.weights_path);

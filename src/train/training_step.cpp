@@ -4,6 +4,7 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/optimizer.h>
 
+#include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/model.hpp"
 
@@ -22,6 +23,7 @@ at::Tensor model_input(const data::BatchTransform& transform, const TrainConfig&
 at::Tensor accumulate_gradients(const StepParts& p, const data::Batch& batch, std::int64_t micro_batch,
                                 const std::function<void()>& after_forward) {
   const std::int64_t n = batch.size();
+  const double share_of = static_cast<double>(p.global_rows > 0 ? p.global_rows : n);
   at::Tensor step_loss = at::zeros({}, at::TensorOptions().device(p.device));
   for (std::int64_t start = 0; start < n; start += micro_batch) {
     const std::int64_t end = std::min(n, start + micro_batch);
@@ -31,9 +33,11 @@ at::Tensor accumulate_gradients(const StepParts& p, const data::Batch& batch, st
     {
       AutocastScope autocast(p.device.type(), p.train.precision);
       loss = loss_of(p.classification, p.model.forward(inputs), targets) *
-             (static_cast<double>(end - start) / static_cast<double>(n));
+             (static_cast<double>(end - start) / share_of);
     }
     if (after_forward) after_forward();
+    // Only the last backward's gradients are final: its hooks send them while it runs.
+    if (p.sync && end == n) p.sync->arm();
     p.scaler.scale(loss).backward();
     step_loss += loss.detach().to(at::kFloat);
   }

@@ -17,6 +17,10 @@ namespace torch::optim {
 class Optimizer;
 }
 
+namespace gputrain::dist {
+class GradientSync;
+}
+
 namespace gputrain::train {
 
 class Model;
@@ -32,6 +36,8 @@ struct StepParts {
   const TrainConfig& train;
   bool classification;
   c10::Device device;
+  std::int64_t global_rows = 0;        ///< samples in the step over all ranks; 0: this batch's own
+  dist::GradientSync* sync = nullptr;  ///< armed before the last micro-batch's backward (distributed runs)
 };
 
 /// Cross-entropy for classification, MSE for regression.
@@ -43,7 +49,8 @@ at::Tensor model_input(const data::BatchTransform& transform, const TrainConfig&
 
 /// Forward and backward over `batch`, `micro_batch` samples at a time (each prepared by the
 /// transform: float conversion, normalisation, augmentation), each micro-batch's mean loss
-/// weighted by its share, so the gradient equals one big batch's whatever the split.
+/// weighted by its share (of `global_rows` when set: the step's samples over all ranks), so the
+/// gradient equals one big batch's whatever the split; summed over ranks, the global batch's.
 /// Returns the step's mean loss (a device scalar, not synced). `after_forward`, when set, runs
 /// after each micro-batch's forward and before its backward (the probes measure activations there).
 at::Tensor accumulate_gradients(const StepParts& parts, const data::Batch& batch, std::int64_t micro_batch,

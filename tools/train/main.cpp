@@ -1,16 +1,41 @@
 // gputrain train CONFIG.yaml: train a model from YAML configs, as fast as the box allows.
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "command.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/device/gpu_info.hpp"
+#include "gputrain/dist/communicator.hpp"
+#include "gputrain/dist/launcher.hpp"
+#include "gputrain/dist/rank_environment.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/trainer.hpp"
 
 using namespace gputrain;
+
+namespace {
+
+// `--nproc-per-node N` outside any launcher: start N ranks of this very command and watch them.
+// GPU ranks meet over NCCL (one GPU each); CPU ranks run under mpirun.
+int launch_ranks(const train::Config& config, int argc, char** argv) {
+  dist::LaunchSpec spec;
+  spec.ranks = static_cast<int>(config.distributed.nproc_per_node);
+  const auto& backend = config.distributed.backend;
+  const bool gpus = config.device.name != "cpu" && !device::discover_gpus().gpus.empty();
+  spec.through_mpirun = backend == "mpi" || (backend == "auto" && !gpus);
+  spec.master_port = static_cast<int>(config.distributed.master_port);
+  spec.command.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
+  for (int i = 1; i < argc; ++i) spec.command.push_back(argv[i]);
+  std::cerr << "launching " << spec.ranks << (spec.ranks == 1 ? " rank" : " ranks")
+            << (spec.through_mpirun ? " on the CPU under mpirun (MPI)" : " on this node's GPUs (NCCL)") << "\n";
+  return dist::launch_local(spec, std::cerr);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"gputrain train: train a model from YAML config files.\n\n"
@@ -27,7 +52,12 @@ int main(int argc, char** argv) {
                "  gputrain train configs/quickstart.yaml\n"
                "  gputrain train configs/resnet18-cifar.yaml --set train.precision=bf16-mixed --set train.max_steps=500\n"
                "  gputrain train configs/mlp.yaml --set train.batch_size=auto --max-memory 2GiB\n"
-               "  gputrain train configs/mlp.yaml --print-config",
+               "  gputrain train configs/mlp.yaml --print-config\n"
+               "  gputrain train configs/resnet18-cifar.yaml --nproc-per-node 8      (one rank per GPU, NCCL)\n"
+               "  gputrain train configs/mlp.yaml --set device=cpu --nproc-per-node 2 (CPU ranks, MPI)\n\n"
+               "Distributed: run under torchrun (--no-python), srun or mpirun, or let --nproc-per-node start\n"
+               "the ranks of this node; batch_size is per rank; rank 0 writes the run directory.\n"
+               "See docs/distributed.md.",
                "gputrain train"};
   train::ConfigSources sources;
   bool print_config = false;
@@ -37,20 +67,27 @@ int main(int argc, char** argv) {
   app.add_option("--max-memory", max_memory, "cap device memory as a smaller GPU would, e.g. 8GiB (= --set device.max_memory=...)")
       ->type_name("SIZE")->envname("GPUTRAIN_MAX_MEMORY");
   app.add_flag("--print-config", print_config, "print the resolved config as YAML and exit");
+  int nproc_per_node = 0;
+  app.add_option("--nproc-per-node", nproc_per_node,
+                 "start N ranks on this node and watch them (= --set distributed.nproc_per_node=N)")
+      ->type_name("N")->check(CLI::Range(1, 1024));
   tools::add_logging_options(app);
 
-  return tools::run_command(app, argc, argv, [&] {
+  const int code = tools::run_command(app, argc, argv, [&] {
     if (!max_memory.empty()) sources.overrides.push_back("device.max_memory=" + max_memory);
+    if (nproc_per_node > 0) sources.overrides.push_back("distributed.nproc_per_node=" + std::to_string(nproc_per_node));
     const auto config = train::load_config(sources);
     if (print_config) {
       std::cout << train::to_yaml(config);
       return int(ExitCode::ok);
     }
+    if (config.distributed.nproc_per_node > 0 && !dist::read_rank_environment()) return launch_ranks(config, argc, argv);
     core::install_stop_handlers();
     train::TrainerOptions options;
     options.console_is_terminal = isatty(STDERR_FILENO) != 0;
     train::Trainer trainer(config, options);
     const auto result = trainer.fit();
+    if (result.rank != 0) return int(result.interrupted ? ExitCode::interrupted : ExitCode::ok);  // rank 0 reports
     if (result.interrupted) {
       std::cerr << "interrupted after step " << result.steps << "; checkpoint " << result.last_checkpoint
                 << "\n  resume: run the same command again\n";
@@ -75,4 +112,8 @@ int main(int argc, char** argv) {
     std::cerr << "\n  weights: " << result.weights_path << "\n  run dir: " << result.run_dir << "\n";
     return int(ExitCode::ok);
   });
+  // A failed MPI rank takes the whole job down at once (mpirun names it), instead of leaving the
+  // others to wait out their timeout in a collective this rank will never join.
+  if (code != int(ExitCode::ok) && code != int(ExitCode::interrupted)) dist::end_failed_run(code);
+  return code;
 }

@@ -124,6 +124,16 @@ struct DeviceConfig {
   std::uint64_t max_memory = 0;        ///< bytes this process may use on the device; 0: no cap
 };
 
+struct DistributedConfig {
+  std::string backend = "auto";        ///< auto (nccl on GPUs, mpi on CPUs), nccl, mpi
+  std::int64_t nproc_per_node = 0;     ///< `gputrain train` starts this many local ranks itself; 0: run in this process
+  std::int64_t master_port = 0;        ///< the launcher's rendezvous port; 0: a free one
+  double timeout = 300;                ///< seconds a collective may take before the run fails
+  double bucket_mb = 25;               ///< gradient all-reduce bucket size, MiB
+  double first_bucket_mb = 1;          ///< the first (last layers') bucket, MiB: starts communication early
+  std::string grad_dtype = "none";     ///< none (the gradients' own), bf16 or fp16: compress the all-reduce
+};
+
 /// The whole resolved configuration.
 struct Config {
   ModelConfig model;
@@ -136,6 +146,7 @@ struct Config {
   SizingConfig sizing;
   OomConfig oom;
   DeviceConfig device;
+  DistributedConfig distributed;
 
   /// The checkpoint directory after defaults are applied.
   std::string checkpoint_dir() const;

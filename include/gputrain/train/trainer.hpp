@@ -29,7 +29,7 @@ struct FitResult {
   std::int64_t batch_size = 0;            ///< the micro-batch the run started with (found, when auto)
   std::int64_t micro_batch = 0;           ///< the micro-batch in effect at the end (smaller after OOMs)
   std::int64_t oom_events = 0;            ///< out-of-memory events survived (or the one that ended it)
-  double samples_per_second = 0;          ///< over the steps this process ran
+  double samples_per_second = 0;          ///< over the steps this process ran, every rank's samples
   double data_stall_percent = 0;
   double step_seconds = 0;                ///< wall time of this process's steps (validation included)
   double data_seconds = 0;                ///< of which waiting for batches
@@ -37,6 +37,12 @@ struct FitResult {
   double data_load_seconds = 0;           ///< the one-time load into the cache (not in any epoch)
   std::int64_t sample_bytes = 0;          ///< one stored sample, input and target
   std::int64_t skipped_samples = 0;       ///< unreadable samples left out (corrupt images)
+  int world_size = 1;                     ///< ranks in the run (1: a plain run)
+  int rank = 0;
+  std::int64_t gradient_buckets = 0;      ///< all-reduce buckets per step (distributed runs)
+  std::int64_t buckets_sent_in_backward = 0;  ///< of all steps' buckets, those started while backward ran
+  double gradient_wait_seconds = 0;       ///< time steps waited for their all-reduces after backward
+  std::optional<double> communication_seconds;  ///< time the engine spent in collectives (MPI can tell)
   std::string run_dir;
   std::string last_checkpoint;            ///< empty when none was written
   std::string weights_path;               ///< model.safetensors (after a complete run)

@@ -1,0 +1,52 @@
+# The two engines of dist::Communicator.
+#
+# MPI (CPU ranks): Open MPI from Debian's packages (libopenmpi-dev). Optional: without it the build
+# still works and `distributed.backend: mpi` says how to get it. GPUTRAIN_HAVE_MPI records which.
+#
+# NCCL (GPU ranks): c10d's ProcessGroupNCCL headers need nccl.h, and it must be the header of the
+# very NCCL library LibTorch loads: ProcessGroupNCCL::Options embeds ncclConfig_t, whose layout
+# changes between NCCL versions, so another version's header corrupts memory without a word. The
+# torch wheel loads the nvidia-nccl wheel's library (its RPATH points there), so that package's
+# include folder is the one to use. tests/unit/dist/test_nccl_header.cpp compares the header's
+# NCCL_VERSION_CODE with ncclGetVersion() of the library the process loaded.
+
+# The C API through the CXX component (the project enables no C language); no C++ bindings.
+set(MPI_CXX_SKIP_MPICXX ON)
+find_package(MPI COMPONENTS CXX QUIET)
+set(GPUTRAIN_HAVE_MPI OFF)
+if(MPI_CXX_FOUND)
+  set(GPUTRAIN_HAVE_MPI ON)
+  message(STATUS "gputrain: MPI ${MPI_CXX_VERSION} for CPU ranks (${MPI_CXX_LIBRARIES})")
+else()
+  message(STATUS "gputrain: no MPI found (apt-get install libopenmpi-dev): CPU ranks unavailable")
+endif()
+
+set(GPUTRAIN_NCCL_INCLUDE_DIR "" CACHE PATH "Include folder of the NCCL that LibTorch loads (default: the torch wheel's nvidia-nccl)")
+if(NOT GPUTRAIN_NCCL_INCLUDE_DIR AND EXISTS "${GPUTRAIN_TORCH_LIBRARY_DIR}/../../nvidia/nccl/include/nccl.h")
+  get_filename_component(_nccl_include "${GPUTRAIN_TORCH_LIBRARY_DIR}/../../nvidia/nccl/include" REALPATH)
+  set(GPUTRAIN_NCCL_INCLUDE_DIR "${_nccl_include}" CACHE PATH "" FORCE)
+endif()
+set(GPUTRAIN_HAVE_NCCL OFF)
+if(GPUTRAIN_NCCL_INCLUDE_DIR AND EXISTS "${GPUTRAIN_NCCL_INCLUDE_DIR}/nccl.h")
+  set(GPUTRAIN_HAVE_NCCL ON)
+  file(GLOB GPUTRAIN_NCCL_LIBRARY "${GPUTRAIN_NCCL_INCLUDE_DIR}/../lib/libnccl.so*")
+  message(STATUS "gputrain: NCCL header ${GPUTRAIN_NCCL_INCLUDE_DIR}/nccl.h (the wheel's, which LibTorch loads)")
+else()
+  message(STATUS "gputrain: no nccl.h beside LibTorch: GPU ranks unavailable (set GPUTRAIN_NCCL_INCLUDE_DIR)")
+endif()
+
+# Adds the engines to gputrain_core.
+function(gputrain_add_dist_engines target)
+  target_sources(${target} PRIVATE dist/rank_environment.cpp dist/communicator.cpp dist/gradient_sync.cpp dist/launcher.cpp)
+  if(GPUTRAIN_HAVE_MPI)
+    target_sources(${target} PRIVATE dist/mpi_communicator.cpp)
+    target_compile_definitions(${target} PRIVATE GPUTRAIN_HAVE_MPI=1)
+    target_link_libraries(${target} PRIVATE MPI::MPI_CXX)
+  endif()
+  if(GPUTRAIN_HAVE_NCCL)
+    target_sources(${target} PRIVATE dist/nccl_communicator.cpp)
+    target_compile_definitions(${target} PRIVATE GPUTRAIN_HAVE_NCCL=1)
+    set_source_files_properties(dist/nccl_communicator.cpp PROPERTIES
+      COMPILE_DEFINITIONS USE_C10D_NCCL INCLUDE_DIRECTORIES "${GPUTRAIN_NCCL_INCLUDE_DIR};${CUDAToolkit_INCLUDE_DIRS}")
+  endif()
+endfunction()

@@ -1,0 +1,89 @@
+#pragma once
+// dist::Communicator: the few collectives data-parallel training needs, behind one interface with
+// two engines: NCCL through LibTorch's c10d (TCPStore rendezvous + ProcessGroupNCCL) for GPU ranks,
+// and MPI (Open MPI) for CPU ranks, since LibTorch's wheel ships no Gloo headers. No transport of
+// our own: these two move every byte.
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/dist/rank_environment.hpp"
+
+namespace gputrain::dist {
+
+enum class Backend { nccl, mpi };
+
+/// "nccl" or "mpi".
+std::string to_string(Backend backend);
+
+/// `distributed.backend`: "auto" is NCCL on a GPU and MPI on the CPU; "nccl" on the CPU or "mpi"
+/// on a GPU is a UsageError, as is a backend this build lacks (see backend_available).
+Backend choose_backend(const std::string& setting, c10::Device device);
+
+/// Whether this build has the backend: MPI needs Open MPI at build time (libopenmpi-dev), NCCL
+/// needs the nccl.h of the NCCL that LibTorch loads.
+bool backend_available(Backend backend);
+
+/// A collective failed, or did not finish within the timeout: a peer rank died or hangs.
+class CommunicationError : public Error {
+ public:
+  CommunicationError(const std::string& message, std::string remedy);
+};
+
+/// A collective in flight.
+class Work {
+ public:
+  virtual ~Work() = default;
+  /// Returns once the result may be used: on the CPU when it is there; on a GPU once the current
+  /// stream is ordered after it. Throws CommunicationError when it failed or timed out.
+  virtual void wait() = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual Backend backend() const = 0;
+  /// Sums `tensor` (contiguous, on this communicator's device) across ranks in place, in the
+  /// background. `what` names the operation in errors ("gradient bucket 2 of step 17"). Every
+  /// rank must issue the same collectives in the same order.
+  virtual std::shared_ptr<Work> all_reduce_sum(at::Tensor tensor, const std::string& what) = 0;
+  /// Overwrites every rank's tensors with rank `root`'s (same shapes and dtypes everywhere).
+  virtual void broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what) = 0;
+  /// Every rank's `values` (the same count on every rank), concatenated in rank order.
+  virtual std::vector<std::int64_t> all_gather(const std::vector<std::int64_t>& values, const std::string& what) = 0;
+  /// Seconds the engine spent running collectives so far, when it can tell (MPI: yes; NCCL runs
+  /// them on GPU streams: no). With the time a step waited for them, this gives the share hidden.
+  virtual std::optional<double> busy_seconds() const = 0;
+};
+
+/// How to connect.
+struct CommunicatorOptions {
+  Backend backend = Backend::mpi;
+  c10::Device device{c10::kCPU};           ///< cuda:LOCAL_RANK for NCCL
+  std::chrono::seconds timeout{300};       ///< a collective (or the rendezvous) that takes longer is an error
+};
+
+/// Joins the run described by `env`. NCCL: rank 0 hosts a TCPStore at MASTER_ADDR:MASTER_PORT and
+/// every rank creates its ProcessGroupNCCL on `options.device`. MPI: MPI_Init_thread (once per
+/// process); the world must be the one mpirun started, and its size must match `env`.
+std::unique_ptr<Communicator> connect(const RankEnvironment& env, const CommunicatorOptions& options);
+
+/// Ends this rank's part in a run that failed. With MPI this is MPI_Abort, which stops every rank
+/// of the job (mpirun then names this one) and does not return; otherwise it returns at once (NCCL
+/// peers notice the missing rank within their timeout, and our launcher stops them sooner).
+void end_failed_run(int exit_code);
+
+/// Whether MPI was started in this process (abort_run then aborts the MPI job).
+bool mpi_started();
+
+}  // namespace gputrain::dist

@@ -1,0 +1,18 @@
+#pragma once
+// The two engines behind dist::connect(); each file is compiled only when the build has its
+// library (GPUTRAIN_HAVE_MPI, GPUTRAIN_HAVE_NCCL).
+
+#include <memory>
+
+#include "gputrain/dist/communicator.hpp"
+
+namespace gputrain::dist {
+
+std::unique_ptr<Communicator> connect_mpi(const RankEnvironment& env, const CommunicatorOptions& options);
+std::unique_ptr<Communicator> connect_nccl(const RankEnvironment& env, const CommunicatorOptions& options);
+
+/// MPI_Abort when MPI is running (does not return); nothing otherwise.
+void abort_mpi(int exit_code);
+bool mpi_running();
+
+}  // namespace gputrain::dist

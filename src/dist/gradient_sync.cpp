@@ -1,0 +1,229 @@
+#include "gputrain/dist/gradient_sync.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/grad_mode.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <chrono>
+#include <mutex>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/dist/communicator.hpp"
+
+namespace gputrain::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs `ready` after the parameter's AccumulateGrad node wrote its .grad().
+class GradientReadyHook final : public torch::autograd::FunctionPostHook {
+ public:
+  explicit GradientReadyHook(std::function<void()> ready) : ready_(std::move(ready)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    ready_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> ready_;
+};
+
+}  // namespace
+
+struct GradientSync::Impl {
+  struct Bucket {
+    std::vector<std::size_t> members;  // indices into params
+    at::Tensor flat;                   // the wire buffer
+    std::size_t pending = 0;           // members whose gradient is not in `flat` yet
+    bool launched = false;
+    std::shared_ptr<Work> work;
+  };
+
+  Communicator& comm;
+  GradientSyncOptions options;
+  std::vector<at::Tensor> params;               // the ones with requires_grad, registration order
+  std::vector<std::size_t> bucket_of;           // per param
+  std::vector<std::int64_t> offset_of;          // per param, elements into its bucket's flat buffer
+  std::vector<Bucket> buckets;
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
+  std::vector<std::uintptr_t> hook_keys;
+
+  std::mutex mutex;
+  bool armed = false;
+  std::size_t next_launch = 0;
+  std::vector<char> ready;                      // per param, this step
+  std::int64_t step = 0;
+  SyncFigures figures;
+
+  Impl(Communicator& c, GradientSyncOptions o) : comm(c), options(o) {}
+
+  at::Tensor slot(std::size_t param) {
+    const auto& p = params[param];
+    return buckets[bucket_of[param]].flat.narrow(0, offset_of[param], p.numel());
+  }
+
+  // Copies the parameter's gradient (zeros when it has none) into its bucket.
+  void stage(std::size_t param) {
+    const auto& grad = params[param].grad();
+    auto target = slot(param);
+    if (grad.defined()) {
+      target.copy_(grad.reshape(-1));
+    } else {
+      target.zero_();
+    }
+    ready[param] = 1;
+    --buckets[bucket_of[param]].pending;
+  }
+
+  // Starts every full bucket whose predecessors have started: the same order on every rank.
+  void launch_in_order(bool in_backward) {
+    while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
+      auto& b = buckets[next_launch];
+      b.work = comm.all_reduce_sum(b.flat, "the all-reduce of gradient bucket " + std::to_string(next_launch + 1) + " of " +
+                                               std::to_string(buckets.size()) + " in step " + std::to_string(step + 1));
+      b.launched = true;
+      if (in_backward) ++figures.launched_in_backward;
+      ++next_launch;
+    }
+  }
+
+  void on_gradient_ready(std::size_t param) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!armed || ready[param]) return;
+    stage(param);
+    launch_in_order(/*in_backward=*/true);
+  }
+
+  void reset() {
+    armed = false;
+    next_launch = 0;
+    std::fill(ready.begin(), ready.end(), 0);
+    for (auto& b : buckets) {
+      b.pending = b.members.size();
+      b.launched = false;
+      b.work.reset();
+    }
+  }
+};
+
+GradientSync::GradientSync(const std::vector<at::Tensor>& parameters, Communicator& communicator, GradientSyncOptions options)
+    : impl_(std::make_unique<Impl>(communicator, options)) {
+  auto& m = *impl_;
+  for (const auto& p : parameters)
+    if (p.requires_grad()) m.params.push_back(p);
+  m.bucket_of.resize(m.params.size());
+  m.offset_of.resize(m.params.size());
+  m.ready.assign(m.params.size(), 0);
+  // Reverse registration order, a bucket closing once it reaches its cap (or the dtype or device
+  // changes), as PyTorch DDP's compute_bucket_assignment_by_size does.
+  std::int64_t filled = 0;
+  std::vector<std::int64_t> elements;  // per bucket
+  for (std::size_t k = m.params.size(); k-- > 0;) {
+    const auto& p = m.params[k];
+    const auto wire = options.wire_dtype.value_or(p.scalar_type());
+    const std::int64_t cap = m.buckets.size() <= 1 ? options.first_bucket_bytes : options.bucket_bytes;
+    const auto& last = m.params[m.buckets.empty() ? k : m.buckets.back().members.front()];
+    const bool fits = !m.buckets.empty() && filled < cap && options.wire_dtype.value_or(last.scalar_type()) == wire &&
+                      last.device() == p.device();
+    if (!fits) {
+      m.buckets.emplace_back();
+      elements.push_back(0);
+      filled = 0;
+    }
+    m.bucket_of[k] = m.buckets.size() - 1;
+    m.offset_of[k] = elements.back();
+    m.buckets.back().members.push_back(k);
+    elements.back() += p.numel();
+    filled += p.numel() * static_cast<std::int64_t>(c10::elementSize(wire));
+  }
+  for (std::size_t b = 0; b < m.buckets.size(); ++b) {
+    const auto& first = m.params[m.buckets[b].members.front()];
+    m.buckets[b].flat = at::zeros({elements[b]}, first.options().dtype(options.wire_dtype.value_or(first.scalar_type())));
+    m.figures.bytes_per_step += m.buckets[b].flat.numel() * static_cast<std::int64_t>(m.buckets[b].flat.element_size());
+  }
+  m.figures.buckets = static_cast<std::int64_t>(m.buckets.size());
+  m.reset();
+  for (std::size_t k = 0; k < m.params.size(); ++k) {
+    auto accumulator = torch::autograd::impl::grad_accumulator(m.params[k]);
+    TORCH_CHECK(accumulator, "GradientSync: parameter ", k, " is not a leaf that requires grad");
+    Impl* impl = impl_.get();
+    m.hook_keys.push_back(accumulator->add_post_hook(std::make_unique<GradientReadyHook>([impl, k] { impl->on_gradient_ready(k); })));
+    m.accumulators.push_back(std::move(accumulator));
+  }
+}
+
+GradientSync::~GradientSync() {
+  for (std::size_t k = 0; k < impl_->accumulators.size(); ++k) impl_->accumulators[k]->del_post_hook(impl_->hook_keys[k]);
+}
+
+void GradientSync::begin_step(std::int64_t step) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->reset();
+  impl_->step = step;
+}
+
+void GradientSync::arm() {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->armed = true;
+}
+
+void GradientSync::finish() {
+  auto& m = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    m.armed = false;
+    for (std::size_t k = 0; k < m.params.size(); ++k)
+      if (!m.ready[k]) m.stage(k);
+    m.launch_in_order(/*in_backward=*/false);
+  }
+  const auto start = Clock::now();
+  for (auto& b : m.buckets) b.work->wait();
+  m.figures.wait_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  at::NoGradGuard no_grad;
+  for (std::size_t k = 0; k < m.params.size(); ++k) {
+    auto& p = m.params[k];
+    const auto sum = m.slot(k).view(p.sizes());
+    if (p.grad().defined()) {
+      p.mutable_grad().copy_(sum);
+    } else {
+      p.mutable_grad() = sum.to(p.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
+    }
+  }
+  ++m.figures.steps;
+  m.reset();
+}
+
+void GradientSync::discard() {
+  auto& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  if (m.next_launch > 0)
+    throw Error("out of memory in the backward of step " + std::to_string(m.step + 1) + " after " + std::to_string(m.next_launch) +
+                    " gradient bucket(s) had been sent to the other ranks: the step cannot run again without pairing them wrongly",
+                "lower train.batch_size on every rank (raise train.grad_accum to keep the effective batch); then resume from the "
+                "last checkpoint");
+  m.reset();
+}
+
+std::vector<std::int64_t> GradientSync::bucket_parameter_counts() const {
+  std::vector<std::int64_t> counts;
+  for (const auto& b : impl_->buckets) counts.push_back(static_cast<std::int64_t>(b.members.size()));
+  return counts;
+}
+
+SyncFigures GradientSync::figures() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->figures;
+}
+
+void broadcast_from_rank0(Communicator& communicator, const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& buffers) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> all;
+  for (const auto& t : parameters) all.push_back(t.detach());
+  for (const auto& t : buffers) all.push_back(t.detach());
+  communicator.broadcast(all, 0, "the broadcast of rank 0's parameters and buffers");
+}
+
+}  // namespace gputrain::dist

@@ -1,0 +1,251 @@
+// The CPU engine: Open MPI. One background thread makes every MPI call of the process, in the
+// order the collectives were issued (the order every rank issues them in), so an all-reduce runs
+// while backward goes on computing the next bucket, and MPI needs only MPI_THREAD_SERIALIZED.
+
+#include <mpi.h>
+
+#include <ATen/ATen.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "engines.hpp"
+
+namespace gputrain::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+void check(int code, const std::string& what) {
+  if (code != MPI_SUCCESS) throw CommunicationError("MPI failed in " + what + ": " + mpi_error_text(code), "see the other ranks' logs");
+}
+
+// MPI has no 16-bit float types: they travel as 16-bit words and are summed by these.
+template <typename Half>
+void sum_halves(void* in, void* inout, int* count, MPI_Datatype*) {
+  const auto* a = static_cast<const Half*>(in);
+  auto* b = static_cast<Half*>(inout);
+  for (int i = 0; i < *count; ++i) b[i] = static_cast<Half>(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+}
+
+// MPI_Init_thread once per process, MPI_Finalize at exit after the last communicator is gone.
+class MpiRuntime {
+ public:
+  static MpiRuntime& get() {
+    static MpiRuntime runtime;
+    return runtime;
+  }
+  void start() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (started_) return;
+    int provided = 0;
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+    if (provided < MPI_THREAD_SERIALIZED)
+      throw CommunicationError("this MPI library offers no MPI_THREAD_SERIALIZED support", "use Open MPI from Debian's packages");
+    MPI_Op_create(&sum_halves<c10::BFloat16>, /*commute=*/1, &bf16_sum_);
+    MPI_Op_create(&sum_halves<c10::Half>, /*commute=*/1, &fp16_sum_);
+    started_ = true;
+  }
+  bool started() const { return started_ && !finalized_; }
+  MPI_Op sum_for(at::ScalarType type) const {
+    if (type == at::kBFloat16) return bf16_sum_;
+    if (type == at::kHalf) return fp16_sum_;
+    return MPI_SUM;
+  }
+  ~MpiRuntime() {
+    if (started_ && !finalized_) {
+      finalized_ = true;
+      MPI_Op_free(&bf16_sum_);
+      MPI_Op_free(&fp16_sum_);
+      MPI_Finalize();
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  bool started_ = false, finalized_ = false;
+  MPI_Op bf16_sum_ = MPI_OP_NULL, fp16_sum_ = MPI_OP_NULL;
+};
+
+MPI_Datatype mpi_type(at::ScalarType type, const std::string& what) {
+  switch (type) {
+    case at::kFloat: return MPI_FLOAT;
+    case at::kDouble: return MPI_DOUBLE;
+    case at::kLong: return MPI_INT64_T;
+    case at::kInt: return MPI_INT32_T;
+    case at::kByte: return MPI_UINT8_T;
+    case at::kBool: return MPI_C_BOOL;
+    case at::kBFloat16:
+    case at::kHalf: return MPI_UINT16_T;
+    default: throw CommunicationError(what + ": MPI cannot reduce " + std::string(c10::toString(type)) + " tensors", "");
+  }
+}
+
+// MPI counts are ints: larger tensors go in pieces.
+template <typename Call>
+void in_pieces(const at::Tensor& t, Call call) {
+  const std::int64_t n = t.numel(), piece = INT_MAX / 2;
+  auto* base = static_cast<char*>(t.data_ptr());
+  for (std::int64_t start = 0; start < n; start += piece)
+    call(base + start * static_cast<std::int64_t>(t.element_size()), static_cast<int>(std::min(piece, n - start)));
+}
+
+class MpiWork final : public Work {
+ public:
+  MpiWork(std::shared_future<void> done, std::string what, int rank, std::chrono::seconds timeout)
+      : done_(std::move(done)), what_(std::move(what)), rank_(rank), timeout_(timeout) {}
+  void wait() override {
+    if (done_.wait_for(timeout_) != std::future_status::ready)
+      throw CommunicationError("rank " + std::to_string(rank_) + ": " + what_ + " did not finish within " +
+                                   std::to_string(timeout_.count()) + " s: another rank stopped or hangs",
+                               "see the other ranks' output for the first error; raise distributed.timeout if a rank is only slow "
+                               "(e.g. a long validation or checkpoint on rank 0)");
+    done_.get();  // rethrows what the MPI call threw
+  }
+
+ private:
+  std::shared_future<void> done_;
+  std::string what_;
+  int rank_;
+  std::chrono::seconds timeout_;
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(const RankEnvironment& env, const CommunicatorOptions& options) : timeout_(options.timeout) {
+    MpiRuntime::get().start();
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    if (rank_ != env.rank || size_ != env.world_size)
+      throw UsageError("MPI says this is rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ", the environment says " +
+                           describe(env),
+                       "start CPU ranks with mpirun (or gputrain train --nproc-per-node N, which uses it), and do not set RANK "
+                       "or WORLD_SIZE by hand");
+    // Errors come back as codes (and become exceptions) instead of aborting the job silently.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~MpiCommunicator() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_all();
+    thread_.join();
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Backend backend() const override { return Backend::mpi; }
+  std::optional<double> busy_seconds() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return busy_seconds_;
+  }
+
+  std::shared_ptr<Work> all_reduce_sum(at::Tensor tensor, const std::string& what) override {
+    TORCH_CHECK(tensor.is_cpu() && tensor.is_contiguous(), what, ": MPI reduces contiguous CPU tensors");
+    const auto type = mpi_type(tensor.scalar_type(), what);
+    const MPI_Op op = MpiRuntime::get().sum_for(tensor.scalar_type());
+    return submit(what, [tensor, type, op, what] {
+      in_pieces(tensor, [&](void* data, int count) { check(MPI_Allreduce(MPI_IN_PLACE, data, count, type, op, MPI_COMM_WORLD), what); });
+    });
+  }
+
+  void broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what) override {
+    submit(what, [tensors, root, what] {
+      for (const auto& t : tensors) {
+        const auto staged = t.contiguous();
+        const auto type = mpi_type(staged.scalar_type(), what);
+        in_pieces(staged, [&](void* data, int count) { check(MPI_Bcast(data, count, type, root, MPI_COMM_WORLD), what); });
+        if (!staged.is_same(t)) t.copy_(staged);
+      }
+    })->wait();
+  }
+
+  std::vector<std::int64_t> all_gather(const std::vector<std::int64_t>& values, const std::string& what) override {
+    std::vector<std::int64_t> all(values.size() * static_cast<std::size_t>(size_));
+    submit(what, [&] {
+      check(MPI_Allgather(values.data(), static_cast<int>(values.size()), MPI_INT64_T, all.data(), static_cast<int>(values.size()),
+                          MPI_INT64_T, MPI_COMM_WORLD),
+            what);
+    })->wait();
+    return all;
+  }
+
+ private:
+  struct Task {
+    std::function<void()> run;
+    std::promise<void> done;
+  };
+
+  std::shared_ptr<Work> submit(const std::string& what, std::function<void()> run) {
+    Task task{std::move(run), {}};
+    std::shared_future<void> done = task.done.get_future().share();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(task));
+    }
+    ready_.notify_one();
+    return std::make_shared<MpiWork>(std::move(done), what, rank_, timeout_);
+  }
+
+  void serve() {
+    while (true) {
+      Task task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      const auto start = Clock::now();
+      try {
+        task.run();
+        task.done.set_value();
+      } catch (...) {
+        task.done.set_exception(std::current_exception());
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    }
+  }
+
+  int rank_ = 0, size_ = 1;
+  std::chrono::seconds timeout_;
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Task> queue_;
+  bool stopping_ = false;
+  double busy_seconds_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> connect_mpi(const RankEnvironment& env, const CommunicatorOptions& options) {
+  return std::make_unique<MpiCommunicator>(env, options);
+}
+
+void abort_mpi(int exit_code) {
+  if (MpiRuntime::get().started()) MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
+bool mpi_running() { return MpiRuntime::get().started(); }
+
+}  // namespace gputrain::dist

@@ -1,0 +1,141 @@
+// The GPU engine: NCCL through LibTorch's c10d. Rank 0 hosts the TCPStore the ranks meet at;
+// ProcessGroupNCCL runs the collectives on its own CUDA streams, ordered after the compute stream.
+//
+// Compiled with USE_C10D_NCCL against the nccl.h of the NCCL package LibTorch loads (the wheel's
+// nvidia-nccl): ProcessGroupNCCL::Options embeds ncclConfig_t, so another header's layout would
+// corrupt memory silently. cmake/GputrainDist.cmake finds that header; test_nccl_header checks
+// the header's version against the library loaded.
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <thread>
+
+#include "engines.hpp"
+
+namespace gputrain::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const char* const kPeerRemedy =
+    "see the other ranks' output for the first error; raise distributed.timeout if a rank is only slow (a long validation or "
+    "checkpoint on rank 0); NCCL_DEBUG=INFO shows what NCCL saw";
+
+// Waits for `work` on the host, polling so that a dead or hung peer becomes our error, naming the
+// operation and the rank, before c10d's watchdog (set a little later) would end the process.
+void wait_on_host(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what, int rank, std::chrono::seconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (!work->isCompleted()) {
+    if (Clock::now() > deadline)
+      throw CommunicationError("rank " + std::to_string(rank) + ": " + what + " did not finish within " + std::to_string(timeout.count()) +
+                                   " s: another rank stopped or hangs (any collective issued before it may be the one stuck)",
+                               kPeerRemedy);
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  try {
+    work->wait();
+  } catch (const std::exception& e) {
+    throw CommunicationError("rank " + std::to_string(rank) + ": " + what + " failed: " + e.what(), kPeerRemedy);
+  }
+}
+
+class NcclWork final : public Work {
+ public:
+  NcclWork(c10::intrusive_ptr<c10d::Work> work, std::string what, int rank)
+      : work_(std::move(work)), what_(std::move(what)), rank_(rank) {}
+  // Orders the current stream after the collective; the host goes on (a hang surfaces at the
+  // next host-side wait, the step agreement, or through the watchdog).
+  void wait() override {
+    try {
+      work_->wait();
+    } catch (const std::exception& e) {
+      throw CommunicationError("rank " + std::to_string(rank_) + ": " + what_ + " failed: " + e.what(), kPeerRemedy);
+    }
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> work_;
+  std::string what_;
+  int rank_;
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(const RankEnvironment& env, const CommunicatorOptions& options)
+      : rank_(env.rank), size_(env.world_size), device_(options.device), timeout_(options.timeout) {
+    if (env.world_size > 1 && env.master_addr.empty())
+      throw UsageError("MASTER_ADDR is not set: NCCL ranks meet at rank 0's address",
+                       "launch with torchrun, gputrain train --nproc-per-node, or srun (which gives the first node); "
+                       "or export MASTER_ADDR and MASTER_PORT");
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<std::uint16_t>(env.master_port > 0 ? env.master_port : c10d::TCPStoreOptions::kDefaultPort);
+    store_options.isServer = env.rank == 0;
+    store_options.numWorkers = static_cast<std::size_t>(env.world_size);
+    store_options.waitWorkers = true;
+    store_options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_);
+    const std::string host = env.master_addr.empty() ? "127.0.0.1" : env.master_addr;
+    try {
+      store_ = c10::make_intrusive<c10d::TCPStore>(host, store_options);
+    } catch (const std::exception& e) {
+      throw CommunicationError("rank " + std::to_string(rank_) + ": rendezvous at " + host + ":" + std::to_string(store_options.port) +
+                                   " failed: " + e.what(),
+                               env.rank == 0 ? "is the port free? pick another MASTER_PORT"
+                                             : "is rank 0 running, and is " + host + ":" + std::to_string(store_options.port) +
+                                                   " reachable from this node (firewall)?");
+    }
+    auto pg_options = c10d::ProcessGroupNCCL::Options::create();
+    // The watchdog's limit sits past ours, so our message (operation, step, rank) comes first.
+    pg_options->timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ + std::chrono::seconds(30));
+    group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store_, rank_, size_, pg_options);
+    group_->setBoundDeviceId(device_);  // one communicator per rank, created eagerly on this GPU
+    group_->eagerConnectSingleDevice(device_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Backend backend() const override { return Backend::nccl; }
+  std::optional<double> busy_seconds() const override { return std::nullopt; }
+
+  std::shared_ptr<Work> all_reduce_sum(at::Tensor tensor, const std::string& what) override {
+    std::vector<at::Tensor> tensors{std::move(tensor)};
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = c10d::ReduceOp::SUM;
+    return std::make_shared<NcclWork>(group_->allreduce(tensors, opts), what, rank_);
+  }
+
+  void broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what) override {
+    for (const auto& t : tensors) {
+      std::vector<at::Tensor> one{t.is_contiguous() ? t : t.contiguous()};
+      c10d::BroadcastOptions opts;
+      opts.rootRank = root;
+      wait_on_host(group_->broadcast(one, opts), what, rank_, timeout_);
+      if (!one[0].is_same(t)) t.copy_(one[0]);
+    }
+  }
+
+  std::vector<std::int64_t> all_gather(const std::vector<std::int64_t>& values, const std::string& what) override {
+    const auto options = at::TensorOptions().dtype(at::kLong);
+    auto input = at::tensor(values, options).to(device_);
+    auto output = at::empty({static_cast<std::int64_t>(values.size()) * size_}, options.device(device_));
+    wait_on_host(group_->_allgather_base(output, input), what, rank_, timeout_);
+    const auto host = output.cpu();
+    return std::vector<std::int64_t>(host.data_ptr<std::int64_t>(), host.data_ptr<std::int64_t>() + host.numel());
+  }
+
+ private:
+  int rank_, size_;
+  c10::Device device_;
+  std::chrono::seconds timeout_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> group_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> connect_nccl(const RankEnvironment& env, const CommunicatorOptions& options) {
+  return std::make_unique<NcclCommunicator>(env, options);
+}
+
+}  // namespace gputrain::dist
