@@ -488,6 +488,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
       // The schedule is a function of the step alone, so a resumed run picks it up exactly.
       const double lr = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps);
       set_learning_rate(*optimizer, lr);
+      if (fed && options.on_batch) options.on_batch(fed->batch);
       const auto loss = train_step(fed ? &fed->batch : nullptr, global_rows);
       if (fed) progress.position += fed->covered;
       ++progress.step;

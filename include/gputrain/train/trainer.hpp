@@ -11,6 +11,10 @@
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/metrics.hpp"
 
+namespace gputrain::data {
+struct Batch;
+}
+
 namespace gputrain::train {
 
 class Model;
@@ -53,6 +57,7 @@ struct TrainerOptions {
   std::ostream* console = nullptr;              ///< progress and notes; nullptr: std::cerr
   bool console_is_terminal = false;             ///< progress `auto` draws a bar only on a terminal
   std::function<void(std::int64_t step)> after_step;  ///< called after every optimizer step (tests)
+  std::function<void(const data::Batch& batch)> on_batch;  ///< called with each training batch before its step (tests)
 };
 
 class Trainer {

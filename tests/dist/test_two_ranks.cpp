@@ -1,0 +1,249 @@
+// Data-parallel training with two real ranks: this binary runs under `mpirun -np 2` (ctest does
+// it), every rank runs every test, and the ranks compare notes over their own MPI communicator
+// between runs. CPU ranks and MPI here; the GPU path (NCCL) shares everything but the engine.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "gputrain/core/stop_signal.hpp"
+#include "gputrain/data/batch.hpp"
+#include "gputrain/dist/communicator.hpp"
+#include "gputrain/dist/rank_environment.hpp"
+#include "gputrain/memory/cpu_allocator.hpp"
+#include "gputrain/train/config.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/trainer.hpp"
+#include "support/quiet_trainer.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The test's own line to the other rank (between trainer runs only).
+dist::Communicator& peers() {
+  static std::unique_ptr<dist::Communicator> comm = [] {
+    const auto env = dist::read_rank_environment();
+    if (!env || env->world_size != 2) {
+      std::cerr << "run this test under `mpirun -np 2`\n";
+      std::exit(2);
+    }
+    return dist::connect(*env, dist::CommunicatorOptions{dist::Backend::mpi, c10::Device(c10::kCPU), std::chrono::seconds(120)});
+  }();
+  return *comm;
+}
+
+int my_rank() { return peers().rank(); }
+void barrier() { peers().all_gather({0}, "the test's barrier"); }
+
+// A run directory shared by both ranks; `fresh`: emptied by rank 0 before either starts (a
+// collective: both ranks must ask for it together).
+Config run(const std::string& name, std::vector<std::string> overrides, bool fresh = true) {
+  const auto dir = fs::temp_directory_path() / ("gputrain-two-ranks-" + name);
+  if (fresh) {
+    if (my_rank() == 0) fs::remove_all(dir);
+    barrier();
+  }
+  std::vector<std::string> all{"model.name=mlp", "model.hidden=[32, 16]", "model.dropout=0", "data.shape=[10]",
+                               "data.classes=3", "data.samples=96", "data.val_samples=32", "train.epochs=2",
+                               "train.batch_size=8", "train.deterministic=true", "device=cpu", "optimizer.name=sgd",
+                               "optimizer.lr=0.1", "logging.progress=off", "logging.every_steps=1", "distributed.timeout=60",
+                               "logging.dir=" + dir.string()};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return load_config({{}, all, ""});
+}
+
+at::Tensor flat_parameters(Trainer& trainer) {
+  std::vector<at::Tensor> flat;
+  for (auto& p : trainer.model().parameters()) flat.push_back(p.detach().reshape(-1));
+  return at::cat(flat);
+}
+
+// Rank 0's tensor, on both ranks.
+at::Tensor from_rank0(const at::Tensor& local) {
+  auto copy = local.clone();
+  peers().broadcast({copy}, 0, "the test's broadcast");
+  return copy;
+}
+
+// Runs `body` with the launcher variables hidden, as a plain single-process run sees them.
+template <typename Body>
+void as_plain_process(Body body) {
+  const char* names[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (const char* n : names)
+    if (const char* v = std::getenv(n)) saved.emplace_back(n, v), unsetenv(n);
+  body();
+  for (const auto& [n, v] : saved) setenv(n.c_str(), v.c_str(), 1);
+}
+
+std::vector<nlohmann::json> records(const fs::path& jsonl, const std::string& kind) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(jsonl);
+  for (std::string line; std::getline(in, line);) {
+    auto record = nlohmann::json::parse(line);
+    if (record["kind"] == kind) out.push_back(record);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(TwoRanks, StayIdenticalAndMatchOneProcessWithTheGlobalBatch) {
+  const auto config = run("match", {});
+  Trainer trainer(config, test_support::quiet_trainer());
+  const auto result = trainer.fit();
+  EXPECT_EQ(result.world_size, 2);
+  EXPECT_EQ(result.steps, 2 * 6);  // 96 samples / (2 ranks x 8) per epoch
+  EXPECT_EQ(result.samples, 96);   // this rank's half of 2 epochs
+  EXPECT_GT(result.buckets_sent_in_backward, 0);
+  const auto mine = flat_parameters(trainer);
+  EXPECT_TRUE(at::equal(mine, from_rank0(mine))) << "the ranks' parameters drifted apart";
+
+  if (my_rank() == 0) {
+    as_plain_process([&] {
+      fs::remove_all(fs::temp_directory_path() / "gputrain-two-ranks-match-single");
+      Trainer single(run("match-single", {"train.batch_size=16"}, /*fresh=*/false), test_support::quiet_trainer());
+      const auto single_result = single.fit();
+      EXPECT_EQ(single_result.world_size, 1);
+      EXPECT_EQ(single_result.steps, result.steps);
+      EXPECT_TRUE(at::allclose(mine, flat_parameters(single), 1e-5, 1e-6))
+          << "max difference " << (mine - flat_parameters(single)).abs().max().item<float>();
+      ASSERT_TRUE(result.last_epoch && single_result.last_epoch);
+      EXPECT_NEAR(*result.last_epoch->val_loss, *single_result.last_epoch->val_loss, 1e-5);
+    });
+  }
+  barrier();
+}
+
+TEST(TwoRanks, OnlyRankZeroWritesTheRunDirectory) {
+  const auto config = run("writer", {"checkpoint.every_steps=4", "checkpoint.every_epochs=0"});
+  Trainer trainer(config, test_support::quiet_trainer());
+  const auto result = trainer.fit();
+  barrier();
+  const fs::path dir(config.logging.dir);
+  EXPECT_EQ(result.weights_path.empty(), my_rank() != 0);
+  // Written once, by rank 0: a second writer would double every record.
+  EXPECT_EQ(records(dir / "metrics.jsonl", "start").size(), 1U);
+  EXPECT_EQ(records(dir / "metrics.jsonl", "step").size(), 12U);
+  EXPECT_EQ(records(dir / "metrics.jsonl", "start").front()["world_size"], 2);
+  std::vector<std::string> checkpoints;
+  for (const auto& e : fs::directory_iterator(dir / "checkpoints")) checkpoints.push_back(e.path().filename().string());
+  std::sort(checkpoints.begin(), checkpoints.end());
+  EXPECT_EQ(checkpoints, (std::vector<std::string>{"best.pt", "step-00000004.pt", "step-00000008.pt", "step-00000012.pt"}));
+  barrier();
+}
+
+TEST(TwoRanks, EverySampleIsSeenExactlyOncePerEpochEvenWithUnevenShards) {
+  // 91 samples: rank 0 holds 46, rank 1 45; batches of 9 make rank 0 take a sixth step that
+  // rank 1 joins with no samples. Feature 0 of each CSV row is its index.
+  const auto dir = fs::temp_directory_path() / "gputrain-two-ranks-csv";
+  if (my_rank() == 0) {
+    fs::create_directories(dir);
+    std::ofstream csv(dir / "rows.csv");
+    csv << "index,x,label\n";
+    for (int i = 0; i < 91; ++i) csv << i << "," << (i % 7) * 0.1 << "," << i % 3 << "\n";
+  }
+  barrier();
+  auto config = run("coverage", {"data.source=csv", "data.path=" + (dir / "rows.csv").string(), "data.labels=label",
+                                 "train.batch_size=9", "train.epochs=2", "data.val_samples=0",
+                                 "checkpoint.best_metric=none"});
+  auto seen = at::zeros({2, 91}, at::kFloat);  // per epoch
+  const std::int64_t steps_per_epoch = 6;
+  std::int64_t epoch = 0;
+  auto options = test_support::quiet_trainer();
+  options.on_batch = [&](const data::Batch& batch) {
+    const auto index = batch.inputs.select(1, 0).to(at::kLong);
+    seen[epoch].index_add_(0, index, at::ones({index.size(0)}));
+  };
+  options.after_step = [&](std::int64_t step) {
+    if (step % steps_per_epoch == 0) ++epoch;
+  };
+  Trainer trainer(config, options);
+  const auto result = trainer.fit();
+  EXPECT_EQ(result.steps, 12);
+  EXPECT_EQ(result.samples, my_rank() == 0 ? 92 : 90);
+  peers().all_reduce_sum(seen, "the test's coverage sum")->wait();
+  EXPECT_TRUE(at::equal(seen, at::ones_like(seen))) << seen;
+  barrier();
+}
+
+TEST(TwoRanks, AStopOnOneRankStopsBothAndTheResumeContinuesExactly) {
+  Trainer reference(run("reference", {}), test_support::quiet_trainer());
+  reference.fit();
+  const auto expected = flat_parameters(reference);
+
+  const auto config = run("stopped", {});
+  auto options = test_support::quiet_trainer();
+  options.after_step = [&](std::int64_t step) {
+    if (step == 3 && my_rank() == 1) core::request_stop();  // as a SIGTERM to rank 1 alone
+  };
+  {
+    Trainer first(config, options);
+    const auto stopped = first.fit();
+    core::clear_stop_request();
+    EXPECT_TRUE(stopped.interrupted);
+    EXPECT_EQ(stopped.steps, 3);  // both stopped before step 4
+  }
+  barrier();
+  Trainer resumed(run("stopped", {}, /*fresh=*/false), test_support::quiet_trainer());
+  const auto result = resumed.fit();
+  EXPECT_EQ(result.start_step, 3);
+  EXPECT_EQ(result.steps, 12);
+  EXPECT_TRUE(at::equal(flat_parameters(resumed), expected)) << "the resumed run left the uninterrupted one's path";
+  barrier();
+}
+
+TEST(TwoRanks, AnOomOnOneRankHalvesTheMicroBatchOnBothWithoutDeadlock) {
+  memory::set_cpu_memory_cap(0);
+  // As in tests/unit/train/test_oom_recovery.cpp: activations outweigh the parameters.
+  const std::vector<std::string> big{"model.hidden=[128, 128]", "data.shape=[64]", "data.classes=4", "data.samples=2048",
+                                     "data.val_samples=0", "checkpoint.best_metric=none", "train.epochs=2", "train.batch_size=256",
+                                     "optimizer.lr=0.05", "logging.tensorboard=false"};
+  // The step's peak above its boundary at 256 and at 128 per rank, measured on this rank.
+  auto peak_of = [&](std::int64_t batch) {
+    std::uint64_t boundary = 0, peak = 0;
+    auto options = test_support::quiet_trainer();
+    options.after_step = [&](std::int64_t step) {
+      if (step == 1) boundary = memory::cpu_memory_stats().allocated, memory::reset_cpu_peak();
+      if (step == 2) peak = memory::cpu_memory_stats().peak;
+    };
+    auto overrides = big;
+    overrides.push_back("train.max_steps=3");
+    overrides.push_back("train.batch_size=" + std::to_string(batch));
+    Trainer probe(run("oom-peak", overrides), options);
+    probe.fit();
+    return peak - boundary;
+  };
+  const auto full = peak_of(256), half = peak_of(128);
+  ASSERT_GT(full, half);
+
+  Trainer reference(run("oom-reference", big), test_support::quiet_trainer());
+  reference.fit();
+  const auto expected = flat_parameters(reference);
+
+  auto options = test_support::quiet_trainer();
+  options.after_step = [&](std::int64_t step) {
+    if (step == 3 && my_rank() == 1) memory::set_cpu_memory_cap(memory::cpu_memory_stats().allocated + (full + half) / 2);
+  };
+  Trainer capped(run("oom-capped", big), options);
+  const auto result = capped.fit();
+  memory::set_cpu_memory_cap(0);
+  EXPECT_EQ(result.steps, 8);
+  EXPECT_EQ(result.oom_events, my_rank() == 1 ? 1 : 0);
+  EXPECT_EQ(result.micro_batch, 128) << "rank " << my_rank() << " did not follow the halving";
+  EXPECT_TRUE(at::allclose(flat_parameters(capped), expected, 1e-4, 1e-6));
+  barrier();
+}
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  peers();  // MPI up before the first test
+  return RUN_ALL_TESTS();
+}

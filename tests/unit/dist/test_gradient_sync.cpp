@@ -1,0 +1,181 @@
+// GradientSync against an in-process communicator that stands in for identical peer ranks: the
+// buckets (order, sizes, first bucket), when they are sent (during backward, only on the last
+// micro-batch), what comes back, and the OOM rule.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/activation.h>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/dist/communicator.hpp"
+#include "gputrain/dist/gradient_sync.hpp"
+
+using namespace gputrain;
+using namespace gputrain::dist;
+
+namespace {
+
+// `peers` ranks holding the same tensor: a sum is a multiplication. Records each all-reduce.
+class MirrorCommunicator final : public Communicator {
+ public:
+  explicit MirrorCommunicator(int peers) : peers_(peers) {}
+  int rank() const override { return 0; }
+  int size() const override { return peers_; }
+  Backend backend() const override { return Backend::mpi; }
+  std::optional<double> busy_seconds() const override { return 0.0; }
+  std::shared_ptr<Work> all_reduce_sum(at::Tensor tensor, const std::string& what) override {
+    sent.push_back({tensor.numel(), tensor.scalar_type(), what, in_backward});
+    tensor.mul_(peers_);
+    return std::make_shared<Done>();
+  }
+  void broadcast(const std::vector<at::Tensor>&, int, const std::string&) override {}
+  std::vector<std::int64_t> all_gather(const std::vector<std::int64_t>& values, const std::string&) override { return values; }
+
+  struct Sent {
+    std::int64_t numel;
+    at::ScalarType dtype;
+    std::string what;
+    bool during_backward;
+  };
+  std::vector<Sent> sent;
+  bool in_backward = false;
+
+ private:
+  struct Done final : Work {
+    void wait() override {}
+  };
+  int peers_;
+};
+
+torch::nn::Sequential three_layers() {
+  torch::manual_seed(0);
+  // Registration order: 0.weight [64x32], 0.bias, 2.weight [16x64], 2.bias, 4.weight [4x16], 4.bias.
+  return torch::nn::Sequential(torch::nn::Linear(32, 64), torch::nn::ReLU(), torch::nn::Linear(64, 16), torch::nn::ReLU(),
+                               torch::nn::Linear(16, 4));
+}
+
+at::Tensor loss_of(torch::nn::Sequential& net, std::int64_t seed) {
+  torch::manual_seed(seed);
+  return net->forward(torch::randn({8, 32})).pow(2).mean();
+}
+
+}  // namespace
+
+TEST(GradientSync, BucketsFollowReverseRegistrationOrderWithASmallFirstBucket) {
+  auto net = three_layers();
+  MirrorCommunicator comm(2);
+  GradientSyncOptions options;
+  options.first_bucket_bytes = 4 * (16 * 4 + 4);   // exactly the last layer's weight and bias
+  options.bucket_bytes = 4 * (64 * 16);             // the middle weight fills one bucket
+  GradientSync sync(net->parameters(), comm, options);
+  // Bucket 1: last layer (bias, weight); then 2.bias + 2.weight; then 0.bias + 0.weight.
+  EXPECT_EQ(sync.bucket_parameter_counts(), (std::vector<std::int64_t>{2, 2, 2}));
+  EXPECT_EQ(sync.figures().bytes_per_step, 4 * (32 * 64 + 64 + 64 * 16 + 16 + 16 * 4 + 4));
+}
+
+TEST(GradientSync, SendsDuringBackwardAndReturnsTheSum) {
+  auto net = three_layers();
+  MirrorCommunicator comm(2);
+  GradientSyncOptions options;
+  options.first_bucket_bytes = 64;
+  options.bucket_bytes = 4096;
+  GradientSync sync(net->parameters(), comm, options);
+
+  loss_of(net, 1).backward();  // the reference gradient, without the sync armed
+  std::vector<at::Tensor> expected;
+  for (auto& p : net->parameters()) {
+    expected.push_back(p.grad().clone() * 2);
+    p.mutable_grad() = at::Tensor();
+  }
+
+  sync.begin_step(0);
+  sync.arm();
+  comm.in_backward = true;
+  loss_of(net, 1).backward();
+  comm.in_backward = false;
+  const auto sent_in_backward = comm.sent.size();
+  sync.finish();
+  EXPECT_GT(sent_in_backward, 0U) << "no bucket left before backward ended: nothing overlapped";
+  EXPECT_EQ(comm.sent.size(), sync.bucket_parameter_counts().size());
+  EXPECT_EQ(sync.figures().launched_in_backward, static_cast<std::int64_t>(sent_in_backward));
+  EXPECT_NE(comm.sent.front().what.find("gradient bucket 1 of"), std::string::npos);
+  EXPECT_NE(comm.sent.front().what.find("step 1"), std::string::npos);
+  const auto params = net->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(at::allclose(params[i].grad(), expected[i])) << i;
+}
+
+TEST(GradientSync, EarlierMicroBatchesSendNothing) {
+  auto net = three_layers();
+  MirrorCommunicator comm(2);
+  GradientSync sync(net->parameters(), comm);
+  sync.begin_step(0);
+  loss_of(net, 1).backward();  // micro-batch 1 of 2: accumulate only
+  EXPECT_TRUE(comm.sent.empty());
+  sync.arm();
+  loss_of(net, 2).backward();  // the last one
+  sync.finish();
+  EXPECT_EQ(comm.sent.size(), 1U);  // everything fits the default buckets... after the small first one
+}
+
+TEST(GradientSync, ARankWithoutSamplesSendsZerosForEveryBucket) {
+  auto net = three_layers();
+  MirrorCommunicator comm(3);
+  GradientSyncOptions options;
+  options.first_bucket_bytes = 64;
+  options.bucket_bytes = 4096;
+  GradientSync sync(net->parameters(), comm, options);
+  sync.begin_step(5);
+  sync.finish();  // no backward ran on this rank
+  EXPECT_EQ(comm.sent.size(), sync.bucket_parameter_counts().size());
+  for (const auto& s : comm.sent) EXPECT_FALSE(s.during_backward);
+  for (auto& p : net->parameters()) {
+    ASSERT_TRUE(p.grad().defined());
+    EXPECT_EQ(p.grad().abs().sum().item<float>(), 0.0f);
+  }
+}
+
+TEST(GradientSync, CompressesOnTheWireAndRestoresTheGradientsDtype) {
+  auto net = three_layers();
+  MirrorCommunicator comm(2);
+  GradientSyncOptions options;
+  options.wire_dtype = at::kBFloat16;
+  GradientSync sync(net->parameters(), comm, options);
+  sync.begin_step(0);
+  sync.arm();
+  loss_of(net, 1).backward();
+  std::vector<at::Tensor> local;
+  for (auto& p : net->parameters()) local.push_back(p.grad().clone());
+  sync.finish();
+  for (const auto& s : comm.sent) EXPECT_EQ(s.dtype, at::kBFloat16);
+  const auto params = net->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(params[i].grad().scalar_type(), at::kFloat);
+    EXPECT_TRUE(at::allclose(params[i].grad(), local[i] * 2, 1e-2, 1e-3)) << i;  // bf16 keeps ~3 digits
+  }
+}
+
+TEST(GradientSync, DiscardBeforeAnyBucketLeftAllowsARetryButNotAfter) {
+  auto net = three_layers();
+  MirrorCommunicator comm(2);
+  GradientSyncOptions options;
+  options.first_bucket_bytes = 64;
+  options.bucket_bytes = 4096;
+  GradientSync sync(net->parameters(), comm, options);
+  sync.begin_step(3);
+  sync.arm();
+  sync.discard();  // OOM in the forward: nothing was sent
+  EXPECT_TRUE(comm.sent.empty());
+  loss_of(net, 1).backward();  // the retry's backward: disarmed by discard, so nothing is sent
+  EXPECT_TRUE(comm.sent.empty());
+  sync.arm();
+  loss_of(net, 1).backward();
+  ASSERT_FALSE(comm.sent.empty());
+  try {
+    sync.discard();
+    FAIL() << "discard after a bucket was sent must refuse";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("step 4"), std::string::npos) << e.what();
+  }
+}

@@ -1,0 +1,88 @@
+// The local launcher with plain shell commands as ranks (the training ranks are tested under
+// tests/dist), and reading Open MPI's own account of a failed job.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "gputrain/dist/launcher.hpp"
+
+using namespace gputrain::dist;
+
+namespace {
+
+LaunchSpec shell_ranks(int ranks, const std::string& script) {
+  LaunchSpec spec;
+  spec.ranks = ranks;
+  spec.command = {"/bin/sh", "-c", script};
+  spec.grace_seconds = 5;
+  return spec;
+}
+
+}  // namespace
+
+TEST(Launcher, RanksGetTorchrunVariablesAndAllSucceeding) {
+  std::ostringstream report;
+  // Each rank checks its own variables; a wrong one fails the launch.
+  const int code = launch_local(shell_ranks(3, R"(test "$WORLD_SIZE" = 3 && test "$LOCAL_WORLD_SIZE" = 3 &&
+      test "$RANK" = "$LOCAL_RANK" && test "$MASTER_ADDR" = 127.0.0.1 && test "$MASTER_PORT" -gt 0)"),
+                                report);
+  EXPECT_EQ(code, 0) << report.str();
+  EXPECT_TRUE(report.str().empty());
+}
+
+TEST(Launcher, AFailedRankStopsTheOthersAndIsNamedWithItsLastLines) {
+  std::ostringstream report;
+  const auto start = std::chrono::steady_clock::now();
+  const int code = launch_local(shell_ranks(3, R"(if [ "$RANK" = 1 ]; then echo "loading data"; echo "boom: disk full"; exit 3; fi; exec sleep 60)"),
+                                report);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(code, 3);
+  EXPECT_LT(seconds, 5.0) << "the sleeping ranks were not stopped at once";
+  EXPECT_NE(report.str().find("rank 1 of 3 failed (exit code 3)"), std::string::npos) << report.str();
+  EXPECT_NE(report.str().find("| boom: disk full"), std::string::npos) << report.str();
+}
+
+TEST(Launcher, ARankIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  std::ostringstream report;
+  auto spec = shell_ranks(2, R"(if [ "$RANK" = 0 ]; then exit 1; fi; trap '' TERM; sleep 60 & wait; sleep 60)");
+  spec.grace_seconds = 0.5;
+  const auto start = std::chrono::steady_clock::now();
+  const int code = launch_local(spec, report);
+  EXPECT_EQ(code, 1);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  EXPECT_NE(report.str().find("rank 0 of 2 failed (exit code 1)"), std::string::npos) << report.str();
+}
+
+TEST(Launcher, ARankKilledBySignalIsNamed) {
+  std::ostringstream report;
+  const int code = launch_local(shell_ranks(2, R"(if [ "$RANK" = 1 ]; then kill -9 $$; fi; exec sleep 60)"), report);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(report.str().find("rank 1 of 2 failed (killed by signal 9"), std::string::npos) << report.str();
+}
+
+TEST(Launcher, StoppedRanksExit130AndSoDoesTheLaunch) {
+  std::ostringstream report;
+  EXPECT_EQ(launch_local(shell_ranks(2, "exit 130"), report), 130);
+}
+
+TEST(Launcher, ReadsOpenMpisAccountOfAFailedJob) {
+  int rank = -1;
+  std::string how;
+  ASSERT_TRUE(parse_mpirun_failure("MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD\nwith errorcode 3.\n", rank, how));
+  EXPECT_EQ(rank, 1);
+  EXPECT_EQ(how, "exit code 3");
+  ASSERT_TRUE(parse_mpirun_failure("mpirun noticed that process rank 0 with PID 0 on node vm exited on signal 9 (Killed).", rank, how));
+  EXPECT_EQ(rank, 0);
+  EXPECT_NE(how.find("killed by signal 9"), std::string::npos);
+  ASSERT_TRUE(parse_mpirun_failure("The first process to do so was:\n\n  Process name: [[18766,1],1]\n  Exit code:    2\n", rank, how));
+  EXPECT_EQ(rank, 1);
+  EXPECT_EQ(how, "exit code 2");
+  EXPECT_FALSE(parse_mpirun_failure("all good", rank, how));
+}
+
+TEST(Launcher, FreePortIsAUsablePortNumber) {
+  const int port = free_local_port();
+  EXPECT_GT(port, 0);
+  EXPECT_LT(port, 65536);
+}

@@ -1,0 +1,116 @@
+// Rank environments as torchrun, srun, mpirun and a Kubeflow PyTorchJob set them, and the
+// mistakes a hand-written job script makes.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/dist/rank_environment.hpp"
+
+using namespace gputrain;
+using namespace gputrain::dist;
+
+namespace {
+
+EnvLookup vars(std::map<std::string, std::string> values) {
+  return [values](const std::string& name) -> std::optional<std::string> {
+    const auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string error_of(const std::map<std::string, std::string>& values) {
+  try {
+    read_rank_environment(vars(values));
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(RankEnvironment, NoLauncherVariablesMeansAPlainRun) { EXPECT_FALSE(read_rank_environment(vars({{"PATH", "/bin"}}))); }
+
+TEST(RankEnvironment, ReadsTorchrun) {
+  const auto env = read_rank_environment(vars({{"RANK", "5"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "4"},
+                                               {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29501"}}));
+  ASSERT_TRUE(env);
+  EXPECT_EQ(env->launcher, "torchrun");
+  EXPECT_EQ(env->rank, 5);
+  EXPECT_EQ(env->local_rank, 1);
+  EXPECT_EQ(env->world_size, 8);
+  EXPECT_EQ(env->local_world_size, 4);
+  EXPECT_EQ(env->master_addr, "node0");
+  EXPECT_EQ(env->master_port, 29501);
+  EXPECT_EQ(describe(*env), "rank 5 of 8 (local 1 of 4, from torchrun)");
+}
+
+TEST(RankEnvironment, AKubeflowPodWithoutLocalRankIsOneProcessPerPod) {
+  const auto env = read_rank_environment(vars({{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "job-master-0"}, {"MASTER_PORT", "23456"}}));
+  ASSERT_TRUE(env);
+  EXPECT_EQ(env->local_rank, 0);
+  EXPECT_EQ(env->local_world_size, 1);
+}
+
+TEST(RankEnvironment, ReadsSlurmAndTakesTheFirstNodeAsMaster) {
+  const auto env = read_rank_environment(vars({{"SLURM_PROCID", "3"}, {"SLURM_LOCALID", "1"}, {"SLURM_NTASKS", "4"},
+                                               {"SLURM_TASKS_PER_NODE", "2(x2)"}, {"SLURM_JOB_NODELIST", "gpu[07-08]"}}));
+  ASSERT_TRUE(env);
+  EXPECT_EQ(env->launcher, "slurm");
+  EXPECT_EQ(env->rank, 3);
+  EXPECT_EQ(env->local_rank, 1);
+  EXPECT_EQ(env->world_size, 4);
+  EXPECT_EQ(env->local_world_size, 2);
+  EXPECT_EQ(env->master_addr, "gpu07");
+  EXPECT_EQ(env->master_port, 0);
+}
+
+TEST(RankEnvironment, SlurmKeepsAnExplicitMasterAddress) {
+  const auto env = read_rank_environment(vars({{"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"}, {"SLURM_NTASKS", "2"},
+                                               {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_NODELIST", "a1,b2"},
+                                               {"MASTER_ADDR", "10.0.0.5"}, {"MASTER_PORT", "4000"}}));
+  ASSERT_TRUE(env);
+  EXPECT_EQ(env->master_addr, "10.0.0.5");
+  EXPECT_EQ(env->master_port, 4000);
+}
+
+TEST(RankEnvironment, FirstSlurmHostHandlesRangesListsAndSuffixes) {
+  EXPECT_EQ(first_slurm_host("node1"), "node1");
+  EXPECT_EQ(first_slurm_host("node1,node2"), "node1");
+  EXPECT_EQ(first_slurm_host("gpu[03-05,07],cpu1"), "gpu03");
+  EXPECT_EQ(first_slurm_host("gpu[12,14]"), "gpu12");
+  EXPECT_EQ(first_slurm_host("rack[1-2]-n"), "rack1-n");
+}
+
+TEST(RankEnvironment, ReadsOpenMpi) {
+  const auto env = read_rank_environment(vars({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                               {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}));
+  ASSERT_TRUE(env);
+  EXPECT_EQ(env->launcher, "mpirun");
+  EXPECT_EQ(env->rank, 1);
+  EXPECT_EQ(env->world_size, 2);
+  EXPECT_EQ(env->local_world_size, 2);
+  EXPECT_TRUE(env->master_addr.empty());
+}
+
+TEST(RankEnvironment, TorchrunVariablesWinOverMpiOnes) {
+  const auto env = read_rank_environment(vars({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}}));
+  ASSERT_TRUE(env);
+  EXPECT_EQ(env->launcher, "torchrun");
+  EXPECT_EQ(env->world_size, 1);
+}
+
+TEST(RankEnvironment, PartialOrInconsistentVariablesAreClearErrors) {
+  EXPECT_NE(error_of({{"RANK", "0"}}).find("RANK is set but WORLD_SIZE is not"), std::string::npos);
+  EXPECT_NE(error_of({{"WORLD_SIZE", "2"}}).find("WORLD_SIZE is set but RANK is not"), std::string::npos);
+  EXPECT_NE(error_of({{"SLURM_PROCID", "0"}}).find("SLURM_NTASKS"), std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "2"}, {"WORLD_SIZE", "2"}}).find("RANK=2 is not below WORLD_SIZE=2"), std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "x"}, {"WORLD_SIZE", "2"}}).find("RANK='x' is not a rank"), std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "0"}}).find("WORLD_SIZE='0' is not a size"), std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}}).find("LOCAL_RANK=2 is not below"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "4"}}).find("larger than the world size"), std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}).find("MASTER_PORT"), std::string::npos);
+}
