@@ -334,6 +334,10 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
   sigaction(SIGTERM, &old_term, nullptr);
 
   auto show_tail = [&](int rank) {
+    if (watch.tail(rank).empty()) {
+      report << "rank " << rank << " wrote nothing before it ended (ranks other than 0 speak only on errors)\n";
+      return;
+    }
     report << "last lines of rank " << rank << ":\n";
     for (const auto& l : watch.tail(rank)) report << "  | " << l << "\n";
   };

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""`gputrain train --nproc-per-node 2` on the CPU (MPI ranks under mpirun), end to end.
+
+Usage: check_launcher.py MODE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
+Modes:
+  ok         two ranks train; rank 0 alone reports; exit 0.
+  kill-rank  rank 1 is SIGKILLed mid-run: the launcher exits non-zero at once and names rank 1.
+  sigterm    SIGTERM to the launcher: both ranks checkpoint and exit 130; the same command resumes.
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+
+def fail(message, output=""):
+    print(output)
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def descendants(pid):
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+        except OSError:
+            continue
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def rank_process(launcher_pid, rank):
+    for pid in descendants(launcher_pid):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
+            return pid
+    return None
+
+
+def start(command):
+    print("+ " + " ".join(command), flush=True)
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for_line(process, text, seconds):
+    lines, deadline = [], time.time() + seconds
+    while time.time() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if text in line:
+            return lines
+    fail(f"no line with {text!r} within {seconds} s", "".join(lines))
+
+
+def main():
+    mode, workdir = sys.argv[1], sys.argv[2]
+    base = sys.argv[sys.argv.index("--") + 1:]
+    shutil.rmtree(workdir, ignore_errors=True)
+    common = ["--set", "device=cpu", "--set", "logging.progress=lines", "--set", f"logging.dir={workdir}",
+              "--set", "data.samples=2048", "--set", "data.val_samples=256", "--nproc-per-node", "2"]
+
+    if mode == "ok":
+        done = subprocess.run(base + common + ["--set", "train.epochs=1"], capture_output=True, text=True, timeout=300)
+        out = done.stdout + done.stderr
+        if done.returncode != 0:
+            fail(f"exit {done.returncode}", out)
+        for text in ("launching 2 ranks on the CPU under mpirun", "distributed: 2 ranks over mpi", "2 ranks over mpi (batch per rank)"):
+            if text not in out:
+                fail(f"missing {text!r}", out)
+        if out.count("done: ") != 1:
+            fail("rank 0 alone should report the end", out)
+        print(out)
+        return
+
+    long_run = common + ["--set", "train.epochs=1000", "--set", "logging.every_steps=1", "--set", "checkpoint.every_epochs=0"]
+    if mode == "kill-rank":
+        launcher = start(base + long_run)
+        lines = wait_for_line(launcher, "step ", 120)
+        victim = rank_process(launcher.pid, 1)
+        if victim is None:
+            fail("rank 1's process not found among the launcher's descendants")
+        killed_at = time.time()
+        os.kill(victim, signal.SIGKILL)
+        try:
+            rest, _ = launcher.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            launcher.kill()
+            fail("the launcher did not end within 60 s of a rank's death")
+        seconds = time.time() - killed_at
+        out = "".join(lines) + rest
+        if launcher.returncode == 0:
+            fail("exit 0 after a rank was killed", out)
+        if "rank 1 of 2 failed (killed by signal 9" not in out:
+            fail("the failed rank is not named", out)
+        print(out[-3000:])
+        print(f"launcher ended {seconds:.1f} s after rank 1 was killed, exit {launcher.returncode}")
+        return
+
+    if mode == "sigterm":
+        launcher = start(base + long_run + ["--set", "train.max_steps=400"])
+        lines = wait_for_line(launcher, "step 3/", 120)
+        launcher.send_signal(signal.SIGTERM)
+        rest, _ = launcher.communicate(timeout=120)
+        out = "".join(lines) + rest
+        if launcher.returncode != 130:
+            fail(f"exit {launcher.returncode} after SIGTERM, expected 130", out)
+        if "interrupted after step" not in out:
+            fail("no interruption report", out)
+        again = subprocess.run(base + long_run + ["--set", "train.max_steps=400"], capture_output=True, text=True, timeout=300)
+        out2 = again.stdout + again.stderr
+        if again.returncode != 0 or "resuming at step" not in out2:
+            fail(f"the resume failed (exit {again.returncode})", out2)
+        print(out[-1500:])
+        print(out2[-1500:])
+        return
+    fail("unknown mode " + mode)
+
+
+if __name__ == "__main__":
+    main()
