@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/grad_mode.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 
@@ -182,6 +183,10 @@ void GradientSync::finish() {
   const auto start = Clock::now();
   for (auto& b : m.buckets) b.work->wait();
   m.figures.wait_seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  for (auto& b : m.buckets) {
+    const auto seconds = b.work->seconds();
+    m.figures.communication_seconds = seconds ? std::optional<double>(m.figures.communication_seconds.value_or(0) + *seconds) : std::nullopt;
+  }
   at::NoGradGuard no_grad;
   for (std::size_t k = 0; k < m.params.size(); ++k) {
     auto& p = m.params[k];
@@ -216,6 +221,11 @@ std::vector<std::int64_t> GradientSync::bucket_parameter_counts() const {
 SyncFigures GradientSync::figures() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->figures;
+}
+
+std::optional<double> SyncFigures::hidden_share() const {
+  if (!communication_seconds || *communication_seconds <= 0) return std::nullopt;
+  return std::clamp(1.0 - wait_seconds / *communication_seconds, 0.0, 1.0);
 }
 
 void broadcast_from_rank0(Communicator& communicator, const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& buffers) {

@@ -107,8 +107,9 @@ void in_pieces(const at::Tensor& t, Call call) {
 
 class MpiWork final : public Work {
  public:
-  MpiWork(std::shared_future<void> done, std::string what, int rank, std::chrono::seconds timeout)
-      : done_(std::move(done)), what_(std::move(what)), rank_(rank), timeout_(timeout) {}
+  MpiWork(std::shared_future<void> done, std::shared_ptr<double> seconds, std::string what, int rank, std::chrono::seconds timeout)
+      : done_(std::move(done)), seconds_(std::move(seconds)), what_(std::move(what)), rank_(rank), timeout_(timeout) {}
+  std::optional<double> seconds() const override { return *seconds_; }  // written before done_ was set
   void wait() override {
     if (done_.wait_for(timeout_) != std::future_status::ready)
       throw CommunicationError("rank " + std::to_string(rank_) + ": " + what_ + " did not finish within " +
@@ -120,6 +121,7 @@ class MpiWork final : public Work {
 
  private:
   std::shared_future<void> done_;
+  std::shared_ptr<double> seconds_;
   std::string what_;
   int rank_;
   std::chrono::seconds timeout_;
@@ -152,10 +154,6 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Backend backend() const override { return Backend::mpi; }
-  std::optional<double> busy_seconds() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return busy_seconds_;
-  }
 
   std::shared_ptr<Work> all_reduce_sum(at::Tensor tensor, const std::string& what) override {
     TORCH_CHECK(tensor.is_cpu() && tensor.is_contiguous(), what, ": MPI reduces contiguous CPU tensors");
@@ -191,17 +189,19 @@ class MpiCommunicator final : public Communicator {
   struct Task {
     std::function<void()> run;
     std::promise<void> done;
+    std::shared_ptr<double> seconds;
   };
 
   std::shared_ptr<Work> submit(const std::string& what, std::function<void()> run) {
-    Task task{std::move(run), {}};
+    Task task{std::move(run), {}, std::make_shared<double>(0.0)};
     std::shared_future<void> done = task.done.get_future().share();
+    auto seconds = task.seconds;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       queue_.push_back(std::move(task));
     }
     ready_.notify_one();
-    return std::make_shared<MpiWork>(std::move(done), what, rank_, timeout_);
+    return std::make_shared<MpiWork>(std::move(done), std::move(seconds), what, rank_, timeout_);
   }
 
   void serve() {
@@ -217,12 +217,11 @@ class MpiCommunicator final : public Communicator {
       const auto start = Clock::now();
       try {
         task.run();
+        *task.seconds = std::chrono::duration<double>(Clock::now() - start).count();
         task.done.set_value();
       } catch (...) {
         task.done.set_exception(std::current_exception());
       }
-      std::lock_guard<std::mutex> lock(mutex_);
-      busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     }
   }
 
@@ -232,7 +231,6 @@ class MpiCommunicator final : public Communicator {
   std::condition_variable ready_;
   std::deque<Task> queue_;
   bool stopping_ = false;
-  double busy_seconds_ = 0;
   std::thread thread_;
 };
 

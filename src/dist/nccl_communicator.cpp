@@ -56,6 +56,9 @@ class NcclWork final : public Work {
   }
 
  private:
+  std::optional<double> seconds() const override { return std::nullopt; }
+
+ private:
   c10::intrusive_ptr<c10d::Work> work_;
   std::string what_;
   int rank_;
@@ -96,7 +99,6 @@ class NcclCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Backend backend() const override { return Backend::nccl; }
-  std::optional<double> busy_seconds() const override { return std::nullopt; }
 
   std::shared_ptr<Work> all_reduce_sum(at::Tensor tensor, const std::string& what) override {
     std::vector<at::Tensor> tensors{std::move(tensor)};

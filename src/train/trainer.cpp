@@ -611,7 +611,7 @@ FitResult Trainer::fit() {
     result.gradient_buckets = figures.buckets;
     result.buckets_sent_in_backward = figures.launched_in_backward;
     result.gradient_wait_seconds = figures.wait_seconds;
-    result.communication_seconds = s.ranks.communicator()->busy_seconds();
+    result.communication_seconds = figures.communication_seconds;
   }
   const double all_samples = s.ranks.sum({static_cast<double>(totals.samples)}, "the sum of the samples trained on")[0];
   if (totals.steps > 0) {

@@ -1,6 +1,7 @@
 // gputrain train CONFIG.yaml: train a model from YAML configs, as fast as the box allows.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -109,6 +110,16 @@ int main(int argc, char** argv) {
     if (result.data_cache != "none")
       std::cerr << "\n  data: data.cache " << result.data_cache << ", loaded once in " << core::format_fixed(result.data_load_seconds, 2)
                 << " s before the first epoch";
+    if (result.gradient_buckets > 0) {
+      const auto sent = result.gradient_buckets * (result.steps - result.start_step);
+      std::cerr << "\n  distributed: " << result.world_size << (result.world_size == 1 ? " rank" : " ranks") << ", "
+                << result.gradient_buckets << " gradient bucket(s) per step, " << result.buckets_sent_in_backward << " of " << sent
+                << " sent while backward ran; steps waited " << core::format_fixed(result.gradient_wait_seconds, 3) << " s for them";
+      if (result.communication_seconds && *result.communication_seconds > 0)
+        std::cerr << ", which took " << core::format_fixed(*result.communication_seconds, 3) << " s: "
+                  << core::format_fixed(100 * std::clamp(1 - result.gradient_wait_seconds / *result.communication_seconds, 0.0, 1.0), 0)
+                  << "% hidden behind backward";
+    }
     std::cerr << "\n  weights: " << result.weights_path << "\n  run dir: " << result.run_dir << "\n";
     return int(ExitCode::ok);
   });

@@ -45,6 +45,9 @@ class Work {
   /// Returns once the result may be used: on the CPU when it is there; on a GPU once the current
   /// stream is ordered after it. Throws CommunicationError when it failed or timed out.
   virtual void wait() = 0;
+  /// After wait(): how long the engine spent on it, when it can tell (MPI: yes; NCCL runs it on a
+  /// GPU stream: no). Against the time a step waited for it, this gives the share hidden.
+  virtual std::optional<double> seconds() const = 0;
 };
 
 class Communicator {
@@ -61,9 +64,6 @@ class Communicator {
   virtual void broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what) = 0;
   /// Every rank's `values` (the same count on every rank), concatenated in rank order.
   virtual std::vector<std::int64_t> all_gather(const std::vector<std::int64_t>& values, const std::string& what) = 0;
-  /// Seconds the engine spent running collectives so far, when it can tell (MPI: yes; NCCL runs
-  /// them on GPU streams: no). With the time a step waited for them, this gives the share hidden.
-  virtual std::optional<double> busy_seconds() const = 0;
 };
 
 /// How to connect.

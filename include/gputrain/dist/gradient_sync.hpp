@@ -35,6 +35,9 @@ struct SyncFigures {
   std::int64_t bytes_per_step = 0;         ///< sent by the all-reduces, on the wire
   std::int64_t launched_in_backward = 0;   ///< buckets started while backward ran (overlapped), all steps
   double wait_seconds = 0;                 ///< time finish() waited for the all-reduces (exposed communication)
+  std::optional<double> communication_seconds;  ///< the all-reduces' own time, when the engine can tell (MPI)
+  /// The share of the all-reduces' time hidden behind backward, when known.
+  std::optional<double> hidden_share() const;
 };
 
 class GradientSync {

@@ -24,7 +24,6 @@ class MirrorCommunicator final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return peers_; }
   Backend backend() const override { return Backend::mpi; }
-  std::optional<double> busy_seconds() const override { return 0.0; }
   std::shared_ptr<Work> all_reduce_sum(at::Tensor tensor, const std::string& what) override {
     sent.push_back({tensor.numel(), tensor.scalar_type(), what, in_backward});
     tensor.mul_(peers_);
@@ -45,6 +44,7 @@ class MirrorCommunicator final : public Communicator {
  private:
   struct Done final : Work {
     void wait() override {}
+    std::optional<double> seconds() const override { return 0.001; }
   };
   int peers_;
 };

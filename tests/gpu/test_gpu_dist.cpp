@@ -1,0 +1,93 @@
+// NCCL through c10d on the one GPU a machine may have: a world of size 1 runs the whole
+// distributed path (TCPStore rendezvous, ProcessGroupNCCL, bucketed all-reduce from gradient
+// hooks, step agreements) and must train exactly as a plain run does. Skipped without a GPU.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "gputrain/dist/communicator.hpp"
+#include "gputrain/dist/launcher.hpp"
+#include "gputrain/train/config.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/trainer.hpp"
+#include "support/quiet_trainer.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+Config nccl_run(const std::string& name, std::vector<std::string> overrides = {}) {
+  const auto dir = fs::temp_directory_path() / ("gputrain-gpu-dist-" + name);
+  fs::remove_all(dir);
+  std::vector<std::string> all{"model.name=mlp", "model.hidden=[256, 256]", "model.dropout=0", "data.shape=[64]",
+                               "data.classes=4", "data.samples=2048", "data.val_samples=256", "train.epochs=2",
+                               "train.batch_size=128", "train.deterministic=true", "optimizer.name=sgd", "device=cuda",
+                               "logging.progress=off", "logging.dir=" + dir.string()};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  return load_config({{}, all, ""});
+}
+
+at::Tensor flat_parameters(Trainer& trainer) {
+  std::vector<at::Tensor> flat;
+  for (auto& p : trainer.model().parameters()) flat.push_back(p.detach().reshape(-1).cpu());
+  return at::cat(flat);
+}
+
+// torchrun's variables for a world of one, removed again at the end of the scope.
+struct WorldOfOne {
+  WorldOfOne() {
+    setenv("RANK", "0", 1);
+    setenv("LOCAL_RANK", "0", 1);
+    setenv("WORLD_SIZE", "1", 1);
+    setenv("LOCAL_WORLD_SIZE", "1", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", std::to_string(dist::free_local_port()).c_str(), 1);
+  }
+  ~WorldOfOne() {
+    for (const char* n : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) unsetenv(n);
+  }
+};
+
+}  // namespace
+
+class GpuDist : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU visible";
+  }
+};
+
+TEST_F(GpuDist, NcclWorldOfOneTrainsAsAPlainRunDoes) {
+  Trainer plain(nccl_run("plain"), test_support::quiet_trainer());
+  const auto expected = plain.fit();
+  at::Tensor distributed_params;
+  {
+    WorldOfOne world;
+    Trainer nccl(nccl_run("nccl", {"distributed.bucket_mb=0.1", "distributed.first_bucket_mb=0.05"}), test_support::quiet_trainer());
+    const auto result = nccl.fit();
+    EXPECT_EQ(result.world_size, 1);
+    EXPECT_GT(result.gradient_buckets, 1);
+    EXPECT_GT(result.buckets_sent_in_backward, 0);
+    EXPECT_EQ(result.steps, expected.steps);
+    distributed_params = flat_parameters(nccl);
+  }
+  EXPECT_TRUE(at::allclose(distributed_params, flat_parameters(plain), 1e-5, 1e-6))
+      << "max difference " << (distributed_params - flat_parameters(plain)).abs().max().item<float>();
+}
+
+TEST_F(GpuDist, NcclAllReduceSumsBf16Buckets) {
+  WorldOfOne world;
+  dist::RankEnvironment env{0, 0, 1, 1, "127.0.0.1", std::atoi(std::getenv("MASTER_PORT")), "torchrun"};
+  auto comm = dist::connect(env, {dist::Backend::nccl, c10::Device(c10::kCUDA, 0), std::chrono::seconds(60)});
+  auto t = at::arange(1000, at::TensorOptions().device(at::kCUDA).dtype(at::kBFloat16));
+  const auto before = t.clone();
+  comm->all_reduce_sum(t, "a test all-reduce")->wait();
+  EXPECT_TRUE(at::equal(t, before));  // a world of one sums to itself
+  const auto gathered = comm->all_gather({7, 9}, "a test all-gather");
+  EXPECT_EQ(gathered, (std::vector<std::int64_t>{7, 9}));
+}
