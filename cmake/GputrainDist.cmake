@@ -37,7 +37,7 @@ endif()
 
 # Adds the engines to gputrain_core.
 function(gputrain_add_dist_engines target)
-  target_sources(${target} PRIVATE dist/rank_environment.cpp dist/communicator.cpp dist/gradient_sync.cpp dist/launcher.cpp)
+  target_sources(${target} PRIVATE dist/rank_environment.cpp dist/communicator.cpp dist/gradient_sync.cpp dist/launcher.cpp dist/bus_bandwidth.cpp)
   if(GPUTRAIN_HAVE_MPI)
     target_sources(${target} PRIVATE dist/mpi_communicator.cpp)
     target_compile_definitions(${target} PRIVATE GPUTRAIN_HAVE_MPI=1)
@@ -46,7 +46,7 @@ function(gputrain_add_dist_engines target)
   if(GPUTRAIN_HAVE_NCCL)
     target_sources(${target} PRIVATE dist/nccl_communicator.cpp)
     target_compile_definitions(${target} PRIVATE GPUTRAIN_HAVE_NCCL=1)
-    set_source_files_properties(dist/nccl_communicator.cpp PROPERTIES
+    set_source_files_properties(dist/nccl_communicator.cpp dist/bus_bandwidth.cpp PROPERTIES
       COMPILE_DEFINITIONS USE_C10D_NCCL INCLUDE_DIRECTORIES "${GPUTRAIN_NCCL_INCLUDE_DIR};${CUDAToolkit_INCLUDE_DIRS}")
   endif()
 endfunction()

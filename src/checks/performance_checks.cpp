@@ -13,6 +13,7 @@
 #include "tensor_options.hpp"
 #include "gputrain/checks/gpu_specs.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/dist/bus_bandwidth.hpp"
 
 namespace gputrain::checks {
 namespace {
@@ -180,6 +181,18 @@ Result check_sustained(const device::GpuInfo& gpu) {
 
 }  // namespace
 
+// As nccl-tests' all_reduce_perf reports it: busbw = algbw x 2(n-1)/n, comparable with the links.
+static Result check_nccl_all_reduce(const Context& context, Level level) {
+  const int gpus = static_cast<int>(context.inventory.gpus.size());
+  if (gpus < 2) return skip("one GPU: there is no all-reduce between GPUs to measure");
+  const std::int64_t bytes = level == Level::full ? (1ll << 30) : (256ll << 20);
+  const auto f = dist::measure_nccl_all_reduce(gpus, bytes, level == Level::full ? 20 : 10);
+  char detail[256];
+  std::snprintf(detail, sizeof detail, "%d GPUs, %s per all-reduce: busbw %.1f GB/s (algbw %.1f GB/s, %.2f ms each)", gpus,
+                core::format_bytes(static_cast<std::uint64_t>(f.bytes)).c_str(), f.busbw_gbps, f.algbw_gbps, f.seconds * 1e3);
+  return pass(detail, {{"busbw", f.busbw_gbps, "GB/s", std::nullopt}, {"algbw", f.algbw_gbps, "GB/s", std::nullopt}});
+}
+
 std::vector<Check> performance_checks(const Context& context) {
   std::vector<Check> checks;
   const Level level = context.level;
@@ -201,6 +214,9 @@ std::vector<Check> performance_checks(const Context& context) {
     add("d2h_pageable", "device-to-host bandwidth, pageable", [gpu, level] { return check_host_copy(gpu, false, false, level); }, 30);
     if (level == Level::full) add("sustained", "sustained load: clocks, heat, ECC", [gpu] { return check_sustained(gpu); }, 90);
   }
+  if (!context.inventory.gpus.empty())
+    checks.push_back({"performance.nccl_allreduce", "performance", "NCCL all-reduce bus bandwidth between the GPUs",
+                      std::chrono::seconds(60), [level](const Context& c) { return check_nccl_all_reduce(c, level); }});
   return checks;
 }
 

@@ -86,3 +86,11 @@ TEST(Launcher, FreePortIsAUsablePortNumber) {
   EXPECT_GT(port, 0);
   EXPECT_LT(port, 65536);
 }
+
+#include "gputrain/dist/bus_bandwidth.hpp"
+
+TEST(BusBandwidth, IsAlgorithmBandwidthTimesTwoNMinusOneOverN) {
+  EXPECT_DOUBLE_EQ(all_reduce_bus_bandwidth(100.0, 2), 100.0);
+  EXPECT_DOUBLE_EQ(all_reduce_bus_bandwidth(100.0, 8), 175.0);
+  EXPECT_DOUBLE_EQ(all_reduce_bus_bandwidth(100.0, 1), 0.0);
+}
