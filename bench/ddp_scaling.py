@@ -9,7 +9,12 @@ over the steady-state steps; each configuration runs --runs times and the figure
 Scaling efficiency = samples/s(2 ranks) / (2 x samples/s(1 rank)); the issue's goal is >= 0.85.
 gputrain also reports which share of its all-reduce time was hidden behind backward.
 
-Usage: bench/ddp_scaling.py [--runs 3] [--steps 300]
+With --gpu (the GPU machine): the overhead of the DDP path at world size 1 against a plain run,
+same config (ResNet-18, CIFAR shapes, bf16-mixed, batch 256): `gputrain train` once plain and
+once with torchrun's variables for a world of one (NCCL, buckets, hooks, step agreements); goal
+< 3 % slower.
+
+Usage: bench/ddp_scaling.py [--runs 3] [--steps 300] [--gpu]
 """
 import argparse
 import json
@@ -97,11 +102,46 @@ def torch_run(ranks, steps):
     return queue.get()
 
 
+def gpu_overhead(runs, steps):
+    import socket
+    plain, ddp = [], []
+    with tempfile.TemporaryDirectory() as workdir:
+        for i in range(runs):
+            for world, rates in ((False, plain), (True, ddp)):
+                run_dir = os.path.join(workdir, f"{'ddp' if world else 'plain'}-{i}")
+                env = dict(os.environ)
+                if world:
+                    with socket.socket() as s:
+                        s.bind(("127.0.0.1", 0))
+                        port = s.getsockname()[1]
+                    env.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1",
+                               MASTER_PORT=str(port))
+                command = [GPUTRAIN, "train", os.path.join(ROOT, "configs", "resnet18-cifar.yaml"), "--set", "device=cuda",
+                           "--set", "train.precision=bf16-mixed", "--set", "train.channels_last=true", "--set", "train.batch_size=256",
+                           "--set", f"train.max_steps={steps}", "--set", "train.epochs=1000", "--set", "data.source=synthetic",
+                           "--set", "data.samples=25600", "--set", "data.val_samples=0", "--set", "checkpoint.best_metric=none",
+                           "--set", "checkpoint.every_epochs=0", "--set", "logging.every_steps=20", "--set", "logging.progress=off",
+                           "--set", "logging.tensorboard=false", "--set", f"logging.dir={run_dir}"]
+                done = subprocess.run(command, capture_output=True, text=True, env=env)
+                if done.returncode != 0:
+                    sys.exit(f"gputrain failed:\n{done.stderr[-3000:]}")
+                with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+                    window = [json.loads(l)["samples_per_second"] for l in f if '"kind":"step"' in l.replace(" ", "")]
+                rates.append(statistics.median(window[1:]))
+    p, d = statistics.median(plain), statistics.median(ddp)
+    print(f"GPU: {torch.cuda.get_device_name(0)}; ResNet-18 bf16-mixed batch 256, {steps} steps, median of {runs} runs")
+    print(f"plain {p:.0f} samples/s, DDP path at world size 1 (NCCL) {d:.0f} samples/s: overhead {100 * (1 - d / p):.2f} % (goal < 3 %)")
+    print(json.dumps({"plain": plain, "ddp_world1": ddp, "overhead_percent": 100 * (1 - d / p)}))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--gpu", action="store_true", help="the DDP path's overhead at world size 1 on a GPU instead")
     args = parser.parse_args()
+    if args.gpu:
+        return gpu_overhead(args.runs, args.steps)
     results = {}
     with tempfile.TemporaryDirectory() as workdir:
         for ranks in (1, 2):

@@ -33,6 +33,7 @@ $build/bin/gputrain --version | tee "$out/version.txt"
   > "$out/quick-train.json" 2> "$out/quick-train.txt"; echo "== quick-train rc=$?"; cat "$out/quick-train.txt"
 GPUTRAIN_BUILD=$build "$python" bench/train_vs_pytorch.py --runs 5 | tee "$out/bench-train.md"
 GPUTRAIN_BUILD=$build "$python" bench/cache_vs_loader.py --runs 3 | tee "$out/bench-cache.md"
+GPUTRAIN_BUILD=$build "$python" bench/ddp_scaling.py --gpu --runs 3 --steps 200 | tee "$out/bench-ddp-overhead.md"
 if [ "$level" = full ]; then
   $build/bin/gputrain verify --level full > "$out/verify-full.txt" 2>&1; echo "== verify full rc=$?"; tail -30 "$out/verify-full.txt"
 fi
