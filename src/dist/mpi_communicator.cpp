@@ -176,13 +176,14 @@ class MpiCommunicator final : public Communicator {
   }
 
   std::vector<std::int64_t> all_gather(const std::vector<std::int64_t>& values, const std::string& what) override {
-    std::vector<std::int64_t> all(values.size() * static_cast<std::size_t>(size_));
-    submit(what, [&] {
-      check(MPI_Allgather(values.data(), static_cast<int>(values.size()), MPI_INT64_T, all.data(), static_cast<int>(values.size()),
-                          MPI_INT64_T, MPI_COMM_WORLD),
-            what);
+    // Owned by the task: after a timeout the call may still complete later, into these buffers.
+    auto mine = std::make_shared<std::vector<std::int64_t>>(values);
+    auto all = std::make_shared<std::vector<std::int64_t>>(values.size() * static_cast<std::size_t>(size_));
+    submit(what, [mine, all, what] {
+      const int count = static_cast<int>(mine->size());
+      check(MPI_Allgather(mine->data(), count, MPI_INT64_T, all->data(), count, MPI_INT64_T, MPI_COMM_WORLD), what);
     })->wait();
-    return all;
+    return *all;
   }
 
  private:

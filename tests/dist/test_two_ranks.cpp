@@ -6,7 +6,9 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 
@@ -240,6 +242,29 @@ TEST(TwoRanks, AnOomOnOneRankHalvesTheMicroBatchOnBothWithoutDeadlock) {
   EXPECT_EQ(result.micro_batch, 128) << "rank " << my_rank() << " did not follow the halving";
   EXPECT_TRUE(at::allclose(flat_parameters(capped), expected, 1e-4, 1e-6));
   barrier();
+}
+
+// Last: it leaves rank 0's collective to be completed late by rank 1.
+TEST(TwoRanks, ACollectiveAPeerNeverJoinsFailsWithinTheTimeoutNamingRankAndOperation) {
+  const auto env = dist::read_rank_environment();
+  auto quick = dist::connect(*env, dist::CommunicatorOptions{dist::Backend::mpi, c10::Device(c10::kCPU), std::chrono::seconds(2)});
+  if (my_rank() == 0) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      quick->all_gather({1}, "the agreement before step 18");
+      FAIL() << "a collective rank 1 never joined returned";
+    } catch (const dist::CommunicationError& e) {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      EXPECT_GE(seconds, 2.0);
+      EXPECT_LT(seconds, 5.0);
+      EXPECT_NE(std::string(e.what()).find("rank 0: the agreement before step 18 did not finish within 2 s"), std::string::npos)
+          << e.what();
+    }
+  } else {
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // "hangs", then joins, so both processes can end
+  }
+  if (my_rank() == 1) quick->all_gather({1}, "the late join");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
 }
 
 int main(int argc, char** argv) {

@@ -94,3 +94,20 @@ TEST(BusBandwidth, IsAlgorithmBandwidthTimesTwoNMinusOneOverN) {
   EXPECT_DOUBLE_EQ(all_reduce_bus_bandwidth(100.0, 8), 175.0);
   EXPECT_DOUBLE_EQ(all_reduce_bus_bandwidth(100.0, 1), 0.0);
 }
+
+#include <signal.h>
+
+#include <thread>
+
+TEST(Launcher, SigtermToTheLauncherIsForwardedToEveryRank) {
+  std::ostringstream report;
+  // Each rank exits 130 on SIGTERM, as a training rank does after its checkpoint.
+  auto spec = shell_ranks(2, R"(trap 'exit 130' TERM; echo ready; while true; do sleep 0.05; done)");
+  std::thread signaller([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    kill(getpid(), SIGTERM);  // the launcher's handler counts it; the process lives on
+  });
+  const int code = launch_local(spec, report);
+  signaller.join();
+  EXPECT_EQ(code, 130) << report.str();
+}
