@@ -37,15 +37,20 @@ GPUTRAIN = os.path.join(ROOT, os.environ.get("GPUTRAIN_BUILD", "build"), "bin", 
 BATCH = 256
 
 
-def gputrain_run(ranks, steps, workdir):
-    run_dir = os.path.join(workdir, f"gputrain-{ranks}")
+def gputrain_run(ranks, steps, workdir, world_of_one=False):
+    """ranks 0: one process pinned to one core, plain or (world_of_one) through the DDP path with
+    torchrun's variables for a world of one (MPI singleton), to measure the path's own cost."""
+    run_dir = os.path.join(workdir, f"gputrain-{ranks}-{world_of_one}")
     command = [GPUTRAIN, "train", os.path.join(ROOT, "configs", "mlp.yaml"), "--set", "device=cpu",
                "--set", f"logging.dir={run_dir}", "--set", "checkpoint.resume=never", "--set", "logging.progress=off",
                "--set", "logging.every_steps=20", "--set", "logging.tensorboard=false", "--set", "checkpoint.every_epochs=0",
                "--set", "checkpoint.best_metric=none", "--set", "data.val_samples=0", "--set", "train.epochs=100",
-               "--set", f"train.max_steps={steps}", "--set", f"train.batch_size={BATCH}", "--set", f"data.samples={BATCH * ranks * 32}",
-               "--nproc-per-node", str(ranks)]
+               "--set", f"train.max_steps={steps}", "--set", f"train.batch_size={BATCH}",
+               "--set", f"data.samples={BATCH * max(ranks, 1) * 32}"]
+    command = ["taskset", "-c", "0"] + command if ranks == 0 else command + ["--nproc-per-node", str(ranks)]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", CUDA_VISIBLE_DEVICES="")
+    if world_of_one:
+        env.update(RANK="0", WORLD_SIZE="1")
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
         sys.exit(f"gputrain failed:\n{done.stderr[-3000:]}")
@@ -144,6 +149,11 @@ def main():
         return gpu_overhead(args.runs, args.steps)
     results = {}
     with tempfile.TemporaryDirectory() as workdir:
+        plain, single = [], []
+        for _ in range(args.runs):
+            plain.append(gputrain_run(0, args.steps, workdir)[0])
+            single.append(gputrain_run(0, args.steps, workdir, world_of_one=True)[0])
+        plain, single = statistics.median(plain), statistics.median(single)
         for ranks in (1, 2):
             g, hidden, t = [], [], []
             for _ in range(args.runs):
@@ -162,7 +172,11 @@ def main():
         print(f"{ranks:>5} {r['gputrain']:>26.0f} {r['pytorch']:>30.0f} {r['gputrain'] / r['pytorch']:>6.2f}")
     print(f"scaling efficiency 1 -> 2 ranks: gputrain {eff_g:.3f}, PyTorch DDP {eff_t:.3f} (goal >= 0.85)")
     print(f"gputrain all-reduce time hidden behind backward (2 ranks, per run): {results[2]['hidden_percent']} %")
-    print(json.dumps({"results": results, "efficiency": {"gputrain": eff_g, "pytorch": eff_t}}))
+    overhead = 100 * (1 - single / plain)
+    print(f"gputrain DDP path at world size 1 (MPI) {single:.0f} vs plain {plain:.0f} samples/s, one core each: "
+          f"{overhead:.1f} % overhead")
+    print(json.dumps({"results": results, "plain_one_core": plain, "ddp_world1_one_core": single, "ddp_world1_overhead_percent": overhead,
+                      "efficiency": {"gputrain": eff_g, "pytorch": eff_t}}))
 
 
 if __name__ == "__main__":
