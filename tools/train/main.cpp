@@ -27,7 +27,9 @@ int launch_ranks(const train::Config& config, int argc, char** argv) {
   spec.ranks = static_cast<int>(config.distributed.nproc_per_node);
   const auto& backend = config.distributed.backend;
   const bool gpus = config.device.name != "cpu" && !device::discover_gpus().gpus.empty();
-  spec.through_mpirun = backend == "mpi" || (backend == "auto" && !gpus);
+  // A backend that cannot run here is refused once, before any rank starts.
+  const auto chosen = dist::choose_backend(backend, gpus ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU));
+  spec.through_mpirun = chosen == dist::Backend::mpi;
   spec.master_port = static_cast<int>(config.distributed.master_port);
   spec.command.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
   for (int i = 1; i < argc; ++i) spec.command.push_back(argv[i]);
