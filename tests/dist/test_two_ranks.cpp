@@ -244,6 +244,23 @@ TEST(TwoRanks, AnOomOnOneRankHalvesTheMicroBatchOnBothWithoutDeadlock) {
   barrier();
 }
 
+TEST(TwoRanks, Bf16AndFp16GradientsOnTheWireStayCloseAndIdenticalAcrossRanks) {
+  Trainer full(run("wire-fp32", {}), test_support::quiet_trainer());
+  full.fit();
+  const auto expected = flat_parameters(full);
+  for (const char* dtype : {"bf16", "fp16"}) {
+    SCOPED_TRACE(dtype);
+    Trainer compressed(run(std::string("wire-") + dtype, {std::string("distributed.grad_dtype=") + dtype}), test_support::quiet_trainer());
+    compressed.fit();
+    const auto mine = flat_parameters(compressed);
+    EXPECT_TRUE(at::equal(mine, from_rank0(mine))) << "the ranks' parameters drifted apart";
+    // 12 SGD steps on gradients rounded to 8 (bf16) or 11 (fp16) bits: close, not equal.
+    EXPECT_TRUE(at::allclose(mine, expected, 2e-2, 2e-3)) << "max difference " << (mine - expected).abs().max().item<float>();
+    EXPECT_FALSE(at::equal(mine, expected)) << "the gradients were not compressed";
+  }
+  barrier();
+}
+
 // Last: it leaves rank 0's collective to be completed late by rank 1.
 TEST(TwoRanks, ACollectiveAPeerNeverJoinsFailsWithinTheTimeoutNamingRankAndOperation) {
   const auto env = dist::read_rank_environment();
