@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <exception>
 #include <thread>
 
 #include "engines.hpp"
@@ -94,6 +95,19 @@ class NcclCommunicator final : public Communicator {
     group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store_, rank_, size_, pg_options);
     group_->setBoundDeviceId(device_);  // one communicator per rank, created eagerly on this GPU
     group_->eagerConnectSingleDevice(device_);
+  }
+
+  // A clean end finalizes the communicators (left to the process exit, c10d warns). While an error
+  // unwinds, a peer may be gone with collectives pending, and a graceful finalize would wait for
+  // them forever: abort instead.
+  ~NcclCommunicator() override {
+    try {
+      if (std::uncaught_exceptions() > 0)
+        group_->abort();
+      else
+        group_->shutdown();
+    } catch (const std::exception&) {
+    }
   }
 
   int rank() const override { return rank_; }
