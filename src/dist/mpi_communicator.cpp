@@ -242,7 +242,10 @@ std::unique_ptr<Communicator> connect_mpi(const RankEnvironment& env, const Comm
 }
 
 void abort_mpi(int exit_code) {
-  if (MpiRuntime::get().started()) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  if (!MpiRuntime::get().started()) return;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);  // alone, there is nobody to stop
 }
 
 bool mpi_running() { return MpiRuntime::get().started(); }
