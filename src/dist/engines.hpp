@@ -11,8 +11,7 @@ namespace gputrain::dist {
 std::unique_ptr<Communicator> connect_mpi(const RankEnvironment& env, const CommunicatorOptions& options);
 std::unique_ptr<Communicator> connect_nccl(const RankEnvironment& env, const CommunicatorOptions& options);
 
-/// MPI_Abort when MPI is running (does not return); nothing otherwise.
+/// MPI_Abort when MPI runs with other ranks (does not return); nothing otherwise.
 void abort_mpi(int exit_code);
-bool mpi_running();
 
 }  // namespace gputrain::dist

@@ -248,6 +248,4 @@ void abort_mpi(int exit_code) {
   if (size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);  // alone, there is nobody to stop
 }
 
-bool mpi_running() { return MpiRuntime::get().started(); }
-
 }  // namespace gputrain::dist

@@ -20,6 +20,7 @@
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
 
 using namespace gputrain;
@@ -85,16 +86,6 @@ void as_plain_process(Body body) {
   for (const auto& [n, v] : saved) setenv(n.c_str(), v.c_str(), 1);
 }
 
-std::vector<nlohmann::json> records(const fs::path& jsonl, const std::string& kind) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(jsonl);
-  for (std::string line; std::getline(in, line);) {
-    auto record = nlohmann::json::parse(line);
-    if (record["kind"] == kind) out.push_back(record);
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST(TwoRanks, StayIdenticalAndMatchOneProcessWithTheGlobalBatch) {
@@ -132,9 +123,9 @@ TEST(TwoRanks, OnlyRankZeroWritesTheRunDirectory) {
   const fs::path dir(config.logging.dir);
   EXPECT_EQ(result.weights_path.empty(), my_rank() != 0);
   // Written once, by rank 0: a second writer would double every record.
-  EXPECT_EQ(records(dir / "metrics.jsonl", "start").size(), 1U);
-  EXPECT_EQ(records(dir / "metrics.jsonl", "step").size(), 12U);
-  EXPECT_EQ(records(dir / "metrics.jsonl", "start").front()["world_size"], 2);
+  EXPECT_EQ(test_support::jsonl_records(dir / "metrics.jsonl", "start").size(), 1U);
+  EXPECT_EQ(test_support::jsonl_records(dir / "metrics.jsonl", "step").size(), 12U);
+  EXPECT_EQ(test_support::jsonl_records(dir / "metrics.jsonl", "start").front()["world_size"], 2);
   std::vector<std::string> checkpoints;
   for (const auto& e : fs::directory_iterator(dir / "checkpoints")) checkpoints.push_back(e.path().filename().string());
   std::sort(checkpoints.begin(), checkpoints.end());

@@ -78,12 +78,9 @@ struct CommunicatorOptions {
 /// process); the world must be the one mpirun started, and its size must match `env`.
 std::unique_ptr<Communicator> connect(const RankEnvironment& env, const CommunicatorOptions& options);
 
-/// Ends this rank's part in a run that failed. With MPI this is MPI_Abort, which stops every rank
+/// Ends this rank's part in a run that failed. With MPI and other ranks this is MPI_Abort, which stops every rank
 /// of the job (mpirun then names this one) and does not return; otherwise it returns at once (NCCL
 /// peers notice the missing rank within their timeout, and our launcher stops them sooner).
 void end_failed_run(int exit_code);
-
-/// Whether MPI was started in this process (abort_run then aborts the MPI job).
-bool mpi_started();
 
 }  // namespace gputrain::dist

@@ -56,6 +56,14 @@ torch::nn::Sequential three_layers() {
                                torch::nn::Linear(16, 4));
 }
 
+// Small caps, so three_layers() spreads over several buckets.
+GradientSyncOptions several_buckets() {
+  GradientSyncOptions options;
+  options.first_bucket_bytes = 64;
+  options.bucket_bytes = 4096;
+  return options;
+}
+
 at::Tensor loss_of(torch::nn::Sequential& net, std::int64_t seed) {
   torch::manual_seed(seed);
   return net->forward(torch::randn({8, 32})).pow(2).mean();
@@ -78,10 +86,7 @@ TEST(GradientSync, BucketsFollowReverseRegistrationOrderWithASmallFirstBucket) {
 TEST(GradientSync, SendsDuringBackwardAndReturnsTheSum) {
   auto net = three_layers();
   MirrorCommunicator comm(2);
-  GradientSyncOptions options;
-  options.first_bucket_bytes = 64;
-  options.bucket_bytes = 4096;
-  GradientSync sync(net->parameters(), comm, options);
+  GradientSync sync(net->parameters(), comm, several_buckets());
 
   loss_of(net, 1).backward();  // the reference gradient, without the sync armed
   std::vector<at::Tensor> expected;
@@ -116,16 +121,13 @@ TEST(GradientSync, EarlierMicroBatchesSendNothing) {
   sync.arm();
   loss_of(net, 2).backward();  // the last one
   sync.finish();
-  EXPECT_EQ(comm.sent.size(), 1U);  // everything fits the default buckets... after the small first one
+  EXPECT_EQ(comm.sent.size(), 1U);  // the whole net (13 KB) fits the default 1 MiB first bucket
 }
 
 TEST(GradientSync, ARankWithoutSamplesSendsZerosForEveryBucket) {
   auto net = three_layers();
   MirrorCommunicator comm(3);
-  GradientSyncOptions options;
-  options.first_bucket_bytes = 64;
-  options.bucket_bytes = 4096;
-  GradientSync sync(net->parameters(), comm, options);
+  GradientSync sync(net->parameters(), comm, several_buckets());
   sync.begin_step(5);
   sync.finish();  // no backward ran on this rank
   EXPECT_EQ(comm.sent.size(), sync.bucket_parameter_counts().size());
@@ -159,10 +161,7 @@ TEST(GradientSync, CompressesOnTheWireAndRestoresTheGradientsDtype) {
 TEST(GradientSync, DiscardBeforeAnyBucketLeftAllowsARetryButNotAfter) {
   auto net = three_layers();
   MirrorCommunicator comm(2);
-  GradientSyncOptions options;
-  options.first_bucket_bytes = 64;
-  options.bucket_bytes = 4096;
-  GradientSync sync(net->parameters(), comm, options);
+  GradientSync sync(net->parameters(), comm, several_buckets());
   sync.begin_step(3);
   sync.arm();
   sync.discard();  // OOM in the forward: nothing was sent

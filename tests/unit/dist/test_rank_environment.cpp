@@ -29,6 +29,18 @@ std::string error_of(const std::map<std::string, std::string>& values) {
   return "";
 }
 
+// Every field, each reported on its own when it differs.
+void expect_environment(const std::optional<RankEnvironment>& got, const RankEnvironment& want) {
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->launcher, want.launcher);
+  EXPECT_EQ(got->rank, want.rank);
+  EXPECT_EQ(got->local_rank, want.local_rank);
+  EXPECT_EQ(got->world_size, want.world_size);
+  EXPECT_EQ(got->local_world_size, want.local_world_size);
+  EXPECT_EQ(got->master_addr, want.master_addr);
+  EXPECT_EQ(got->master_port, want.master_port);
+}
+
 }  // namespace
 
 TEST(RankEnvironment, NoLauncherVariablesMeansAPlainRun) { EXPECT_FALSE(read_rank_environment(vars({{"PATH", "/bin"}}))); }
@@ -36,14 +48,7 @@ TEST(RankEnvironment, NoLauncherVariablesMeansAPlainRun) { EXPECT_FALSE(read_ran
 TEST(RankEnvironment, ReadsTorchrun) {
   const auto env = read_rank_environment(vars({{"RANK", "5"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "4"},
                                                {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29501"}}));
-  ASSERT_TRUE(env);
-  EXPECT_EQ(env->launcher, "torchrun");
-  EXPECT_EQ(env->rank, 5);
-  EXPECT_EQ(env->local_rank, 1);
-  EXPECT_EQ(env->world_size, 8);
-  EXPECT_EQ(env->local_world_size, 4);
-  EXPECT_EQ(env->master_addr, "node0");
-  EXPECT_EQ(env->master_port, 29501);
+  expect_environment(env, {5, 1, 8, 4, "node0", 29501, "torchrun"});
   EXPECT_EQ(describe(*env), "rank 5 of 8 (local 1 of 4, from torchrun)");
 }
 
@@ -57,14 +62,7 @@ TEST(RankEnvironment, AKubeflowPodWithoutLocalRankIsOneProcessPerPod) {
 TEST(RankEnvironment, ReadsSlurmAndTakesTheFirstNodeAsMaster) {
   const auto env = read_rank_environment(vars({{"SLURM_PROCID", "3"}, {"SLURM_LOCALID", "1"}, {"SLURM_NTASKS", "4"},
                                                {"SLURM_TASKS_PER_NODE", "2(x2)"}, {"SLURM_JOB_NODELIST", "gpu[07-08]"}}));
-  ASSERT_TRUE(env);
-  EXPECT_EQ(env->launcher, "slurm");
-  EXPECT_EQ(env->rank, 3);
-  EXPECT_EQ(env->local_rank, 1);
-  EXPECT_EQ(env->world_size, 4);
-  EXPECT_EQ(env->local_world_size, 2);
-  EXPECT_EQ(env->master_addr, "gpu07");
-  EXPECT_EQ(env->master_port, 0);
+  expect_environment(env, {3, 1, 4, 2, "gpu07", 0, "slurm"});
 }
 
 TEST(RankEnvironment, SlurmKeepsAnExplicitMasterAddress) {
@@ -87,12 +85,7 @@ TEST(RankEnvironment, FirstSlurmHostHandlesRangesListsAndSuffixes) {
 TEST(RankEnvironment, ReadsOpenMpi) {
   const auto env = read_rank_environment(vars({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
                                                {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}));
-  ASSERT_TRUE(env);
-  EXPECT_EQ(env->launcher, "mpirun");
-  EXPECT_EQ(env->rank, 1);
-  EXPECT_EQ(env->world_size, 2);
-  EXPECT_EQ(env->local_world_size, 2);
-  EXPECT_TRUE(env->master_addr.empty());
+  expect_environment(env, {1, 1, 2, 2, "", 0, "mpirun"});  // MPI needs no master address
 }
 
 TEST(RankEnvironment, TorchrunVariablesWinOverMpiOnes) {

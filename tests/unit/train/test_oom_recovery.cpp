@@ -21,6 +21,7 @@
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
 
 using namespace gputrain;
@@ -74,15 +75,6 @@ std::uint64_t step_peak(std::int64_t batch) {
   return peak - boundary;
 }
 
-std::vector<nlohmann::json> records(const fs::path& jsonl, const std::string& kind) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(jsonl);
-  for (std::string line; std::getline(in, line);) {
-    auto record = nlohmann::json::parse(line);
-    if (record["kind"] == kind) out.push_back(record);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -116,7 +108,7 @@ TEST(OomRecovery, AnOomMidEpochIsSurvivedWithTheSameSamplesStepsAndWeights) {
   for (std::size_t i = 0; i < state.size(); ++i)
     EXPECT_TRUE(at::allclose(state[i].second, expected_state[i].second, 1e-4, 1e-6)) << state[i].first;
 
-  const auto events = records(fs::path(config.logging.dir) / "metrics.jsonl", "oom");
+  const auto events = test_support::jsonl_records(fs::path(config.logging.dir) / "metrics.jsonl", "oom");
   ASSERT_EQ(events.size(), 1U);
   EXPECT_EQ(events[0]["step"], 3);
   EXPECT_EQ(events[0]["old_micro_batch"], 256);
@@ -125,7 +117,7 @@ TEST(OomRecovery, AnOomMidEpochIsSurvivedWithTheSameSamplesStepsAndWeights) {
   EXPECT_EQ(events[0]["recovered"], true);
   EXPECT_EQ(events[0]["limit_source"], "device.max_memory");
   EXPECT_GT(events[0]["memory_limit"].get<std::uint64_t>(), 0U);
-  const auto steps = records(fs::path(config.logging.dir) / "metrics.jsonl", "step");
+  const auto steps = test_support::jsonl_records(fs::path(config.logging.dir) / "metrics.jsonl", "step");
   EXPECT_EQ(steps.back()["micro_batch"], 128);
   EXPECT_EQ(steps.back()["oom_events"], 1);
 }
@@ -152,7 +144,7 @@ TEST(OomRecovery, ExhaustedHalvingsStopWithACheckpointAndTheFigures) {
   }
   // The step that failed changed nothing: the checkpoint holds the state after step 2.
   EXPECT_TRUE(fs::exists(fs::path(config.checkpoint_dir()) / "step-00000002.pt"));
-  const auto events = records(fs::path(config.logging.dir) / "metrics.jsonl", "oom");
+  const auto events = test_support::jsonl_records(fs::path(config.logging.dir) / "metrics.jsonl", "oom");
   ASSERT_EQ(events.size(), 3U);
   EXPECT_EQ(events.back()["recovered"], false);
 }
@@ -194,7 +186,7 @@ TEST(OomRecovery, AnOomInValidationShrinksTheValidationBatchOnly) {
   ASSERT_TRUE(result.last_epoch && expected.last_epoch);
   EXPECT_NEAR(*result.last_epoch->val_loss, *expected.last_epoch->val_loss, 1e-6);
   EXPECT_DOUBLE_EQ(*result.last_epoch->val_accuracy, *expected.last_epoch->val_accuracy);
-  const auto events = records(fs::path(config.logging.dir) / "metrics.jsonl", "oom");
+  const auto events = test_support::jsonl_records(fs::path(config.logging.dir) / "metrics.jsonl", "oom");
   ASSERT_EQ(events.size(), 1U);
   EXPECT_EQ(events[0]["phase"], "validation");
   EXPECT_EQ(events[0]["new_micro_batch"], 32);
