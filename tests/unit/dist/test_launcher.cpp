@@ -45,12 +45,15 @@ TEST(Launcher, AFailedRankStopsTheOthersAndIsNamedWithItsLastLines) {
 
 TEST(Launcher, ARankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   std::ostringstream report;
-  auto spec = shell_ranks(2, R"(if [ "$RANK" = 0 ]; then exit 1; fi; trap '' TERM; sleep 60 & wait; sleep 60)");
+  // Rank 0 fails once rank 1 has had time to ignore SIGTERM, so only the SIGKILL can end rank 1.
+  auto spec = shell_ranks(2, R"(if [ "$RANK" = 0 ]; then sleep 0.3; exit 1; fi; trap '' TERM; sleep 60 & wait; sleep 60)");
   spec.grace_seconds = 0.5;
   const auto start = std::chrono::steady_clock::now();
   const int code = launch_local(spec, report);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(code, 1);
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
+  EXPECT_GE(seconds, 0.3 + 0.5) << "rank 1 ended before the grace period: it was not the SIGKILL";
+  EXPECT_LT(seconds, 10.0);
   EXPECT_NE(report.str().find("rank 0 of 2 failed (exit code 1)"), std::string::npos) << report.str();
 }
 
