@@ -3,46 +3,97 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
+#include "block_cache.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::memory {
 namespace {
 
-std::atomic<std::uint64_t> g_allocated{0}, g_peak{0}, g_cap{0}, g_refused{0};
+// glibc's first mmap threshold: smaller blocks come from its heap, which reuses them without
+// faulting pages in, so caching them would only hold memory back.
+constexpr std::uint64_t kSmallestCachedBlock = 128 * core::kKiB;
+
+std::atomic<std::uint64_t> g_allocated{0}, g_peak{0}, g_cap{0}, g_refused{0}, g_cached{0};
+// The most ever held live (never reset): the cache's size limit. A loop that frees a step's
+// activations and asks for them again needs no more than that back.
+std::atomic<std::uint64_t> g_high_water{0};
+std::atomic<bool> g_cache_enabled{true};
 
 // Each live allocation, keyed by its context: the size to give back and the wrapped allocator's
 // deleter. A side table rather than a wrapping context keeps "simple" data pointers (data ==
 // context) simple, so raw_allocate() callers inside LibTorch keep working.
 struct Allocation {
   std::uint64_t bytes;
+  void* data;
   c10::DeleterFnPtr inner_deleter;
 };
-std::mutex g_table_mutex;
+
+// Guards the table and the cache. Both outlive static destructors: tensors may be freed that late.
+std::mutex g_mutex;
 std::unordered_map<void*, Allocation>& table() {
-  static auto* live = new std::unordered_map<void*, Allocation>();  // outlives static destructors
+  static auto* live = new std::unordered_map<void*, Allocation>();
   return *live;
+}
+BlockCache& cache() {
+  static auto* blocks = new BlockCache();
+  return *blocks;
+}
+
+void free_blocks(const std::vector<BlockCache::Block>& blocks) {
+  for (const auto& block : blocks) block.deleter(block.context);
+}
+
+bool cacheable(std::uint64_t bytes, c10::DeleterFnPtr deleter) {
+  // No deleter: the memory belongs to someone else, never ours to hand out again.
+  return bytes >= kSmallestCachedBlock && deleter != nullptr && g_cache_enabled.load(std::memory_order_relaxed);
+}
+
+// How much the cache may hold with `live` bytes in tensors: the high-water mark, and within the cap.
+std::uint64_t cache_limit(std::uint64_t live) {
+  std::uint64_t limit = g_high_water.load(std::memory_order_relaxed);
+  if (const std::uint64_t cap = g_cap.load(std::memory_order_relaxed); cap != 0) limit = std::min(limit, cap > live ? cap - live : 0);
+  return limit;
+}
+
+// Under g_mutex: trims the cache to `limit` and publishes its size.
+std::vector<BlockCache::Block> shrink_cache_locked(std::uint64_t limit) {
+  auto out = cache().shrink_to(limit);
+  g_cached.store(cache().bytes(), std::memory_order_relaxed);
+  return out;
 }
 
 void delete_counted(void* context) {
   Allocation allocation{};
+  std::vector<BlockCache::Block> pushed_out;
+  bool kept = false;
   {
-    std::lock_guard<std::mutex> lock(g_table_mutex);
+    std::lock_guard<std::mutex> lock(g_mutex);
     const auto it = table().find(context);
     if (it == table().end()) return;  // cannot happen: every context we hand out is in the table
     allocation = it->second;
     table().erase(it);
+    const std::uint64_t live = g_allocated.fetch_sub(allocation.bytes, std::memory_order_relaxed) - allocation.bytes;
+    if (cacheable(allocation.bytes, allocation.inner_deleter)) {
+      pushed_out = cache().keep({allocation.data, context, allocation.inner_deleter, allocation.bytes}, cache_limit(live));
+      g_cached.store(cache().bytes(), std::memory_order_relaxed);
+      kept = true;
+    }
   }
-  g_allocated.fetch_sub(allocation.bytes, std::memory_order_relaxed);
-  if (allocation.inner_deleter) allocation.inner_deleter(context);
+  if (!kept && allocation.inner_deleter) allocation.inner_deleter(context);
+  free_blocks(pushed_out);
 }
 
-void raise_peak(std::uint64_t now) {
-  std::uint64_t peak = g_peak.load(std::memory_order_relaxed);
-  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+void raise_to(std::atomic<std::uint64_t>& mark, std::uint64_t now) {
+  std::uint64_t seen = mark.load(std::memory_order_relaxed);
+  while (now > seen && !mark.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
   }
 }
 
@@ -61,10 +112,25 @@ class CountingCpuAllocator final : public c10::Allocator {
                        "; ", core::format_bytes(now - bytes), " already allocated under a cap of ",
                        core::format_bytes(cap), " (device.max_memory)");
     }
-    raise_peak(now);
+    raise_to(g_peak, now);
+    raise_to(g_high_water, now);
+    if (bytes >= kSmallestCachedBlock && g_cache_enabled.load(std::memory_order_relaxed)) {
+      std::vector<BlockCache::Block> pushed_out;
+      {
+        std::lock_guard<std::mutex> lock(g_mutex);
+        if (const auto block = cache().take(bytes)) {
+          g_cached.store(cache().bytes(), std::memory_order_relaxed);
+          table()[block->context] = Allocation{bytes, block->data, block->deleter};
+          return {block->data, block->context, &delete_counted, c10::Device(c10::kCPU)};
+        }
+        // A new block: live tensors and cache together stay under the cap, as reserved GPU memory does.
+        if (cap != 0) pushed_out = shrink_cache_locked(cap - now);
+      }
+      free_blocks(pushed_out);
+    }
     c10::DataPtr inner;
     try {
-      inner = inner_->allocate(n);
+      inner = allocate_inner(n);
     } catch (...) {
       g_allocated.fetch_sub(bytes, std::memory_order_relaxed);
       throw;
@@ -78,8 +144,8 @@ class CountingCpuAllocator final : public c10::Allocator {
     const c10::DeleterFnPtr inner_deleter = inner.get_deleter();
     void* context = inner.release_context();
     {
-      std::lock_guard<std::mutex> lock(g_table_mutex);
-      table()[context] = Allocation{bytes, inner_deleter};
+      std::lock_guard<std::mutex> lock(g_mutex);
+      table()[context] = Allocation{bytes, data, inner_deleter};
     }
     return {data, context, &delete_counted, device};
   }
@@ -89,6 +155,16 @@ class CountingCpuAllocator final : public c10::Allocator {
   void copy_data(void* dest, const void* src, std::size_t count) const override { inner_->copy_data(dest, src, count); }
 
  private:
+  // The wrapped allocator; when the system itself is out of memory, once more after emptying the cache.
+  c10::DataPtr allocate_inner(size_t n) {
+    try {
+      return inner_->allocate(n);
+    } catch (const c10::Error&) {
+      if (release_cpu_cache() == 0) throw;
+    }
+    return inner_->allocate(n);
+  }
+
   c10::Allocator* inner_;
 };
 
@@ -98,6 +174,8 @@ std::once_flag g_install_once;
 
 void install_counting_cpu_allocator() {
   std::call_once(g_install_once, [] {
+    const char* cache_setting = std::getenv("GPUTRAIN_CPU_CACHE");
+    if (cache_setting != nullptr && std::strcmp(cache_setting, "0") == 0) g_cache_enabled.store(false);
     // Never freed: tensors allocated through it may outlive any owner we could give it.
     static CountingCpuAllocator* allocator = new CountingCpuAllocator(c10::GetCPUAllocator());
     // Priority above LibTorch's own registration (0), so a later default cannot displace it.
@@ -108,11 +186,36 @@ void install_counting_cpu_allocator() {
 void set_cpu_memory_cap(std::uint64_t bytes) {
   install_counting_cpu_allocator();
   g_cap.store(bytes, std::memory_order_relaxed);
+  if (bytes == 0) return;
+  std::vector<BlockCache::Block> pushed_out;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    pushed_out = shrink_cache_locked(cache_limit(g_allocated.load(std::memory_order_relaxed)));
+  }
+  free_blocks(pushed_out);
+}
+
+void enable_cpu_block_cache(bool enabled) {
+  g_cache_enabled.store(enabled, std::memory_order_relaxed);
+  if (!enabled) release_cpu_cache();
+}
+
+std::uint64_t release_cpu_cache() {
+  std::vector<BlockCache::Block> released;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    released = shrink_cache_locked(0);
+  }
+  free_blocks(released);
+  std::uint64_t bytes = 0;
+  for (const auto& block : released) bytes += block.bytes;
+  return bytes;
 }
 
 CpuMemoryStats cpu_memory_stats() {
   return {g_allocated.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed),
-          g_cap.load(std::memory_order_relaxed), g_refused.load(std::memory_order_relaxed)};
+          g_cached.load(std::memory_order_relaxed), g_cap.load(std::memory_order_relaxed),
+          g_refused.load(std::memory_order_relaxed)};
 }
 
 void reset_cpu_peak() { g_peak.store(g_allocated.load(std::memory_order_relaxed), std::memory_order_relaxed); }

@@ -61,7 +61,8 @@ MemoryFigures memory_figures(c10::Device device, bool with_limit) {
     return f;
   }
   const auto cpu = cpu_memory_stats();
-  f.allocated = f.reserved = cpu.allocated;
+  f.allocated = cpu.allocated;
+  f.reserved = cpu.allocated + cpu.cached;
   f.peak = cpu.peak;
   if (!with_limit) return f;
   if (cpu.cap != 0) {
@@ -70,7 +71,7 @@ MemoryFigures memory_figures(c10::Device device, bool with_limit) {
     return f;
   }
   const auto system = device::collect_system_info();
-  f.limit = system.ram_available + cpu.allocated;
+  f.limit = system.ram_available + f.reserved;  // what we hold is ours to reuse
   f.limit_source = "available RAM";
   if (system.memory_limit && *system.memory_limit < f.limit) {
     f.limit = *system.memory_limit;
@@ -88,7 +89,11 @@ void reset_peak_memory(c10::Device device) {
 }
 
 void release_cached_memory(c10::Device device) {
-  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+  if (device.is_cuda()) {
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  } else {
+    release_cpu_cache();
+  }
 }
 
 void cap_memory(c10::Device device, std::uint64_t bytes) {

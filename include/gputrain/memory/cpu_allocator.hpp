@@ -1,8 +1,10 @@
 #pragma once
-// A counting wrapper around LibTorch's CPU allocator. It gives the CPU what the CUDA caching
-// allocator already has: allocated and peak figures for the memory model, and an optional cap
-// beyond which allocation raises the same typed c10::OutOfMemoryError a GPU raises. The cap lets
-// a user plan for a smaller machine, and makes the OOM path testable on a CI box without a GPU.
+// A counting, caching wrapper around LibTorch's CPU allocator. It gives the CPU what the CUDA
+// caching allocator already has: allocated and peak figures for the memory model; an optional cap
+// beyond which allocation raises the same typed c10::OutOfMemoryError a GPU raises (to plan for a
+// smaller machine, and to test the OOM path on a CI box without a GPU); and a cache of freed
+// blocks, so a training step reuses last step's memory instead of faulting fresh pages in
+// (docs/memory.md, "The CPU block cache").
 
 #include <cstdint>
 
@@ -12,16 +14,26 @@ namespace gputrain::memory {
 struct CpuMemoryStats {
   std::uint64_t allocated = 0;
   std::uint64_t peak = 0;      ///< highest `allocated` since install or reset_cpu_peak()
+  std::uint64_t cached = 0;    ///< freed blocks kept for reuse (not in `allocated`)
   std::uint64_t cap = 0;       ///< 0: no cap
   std::uint64_t refused = 0;   ///< allocations refused by the cap
 };
 
 /// Makes the counting allocator LibTorch's CPU allocator (idempotent, thread-safe). Tensors
-/// allocated before stay uncounted; call it before building data and model.
+/// allocated before stay uncounted; call it before building data and model. The block cache is
+/// on unless the environment has GPUTRAIN_CPU_CACHE=0.
 void install_counting_cpu_allocator();
 
 /// Caps what CPU tensors may hold in total; 0 removes the cap. Installs the allocator if needed.
+/// Cached blocks are given back before live tensors plus cache would pass the cap.
 void set_cpu_memory_cap(std::uint64_t bytes);
+
+/// Turns the block cache on or off (off also empties it). For memory debuggers, which cannot see
+/// a use after free into a block the cache handed out again.
+void enable_cpu_block_cache(bool enabled);
+
+/// Frees every cached block; returns the bytes given back.
+std::uint64_t release_cpu_cache();
 
 /// The current figures (all zero before install).
 CpuMemoryStats cpu_memory_stats();

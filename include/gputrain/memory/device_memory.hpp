@@ -12,7 +12,7 @@ namespace gputrain::memory {
 /// Bytes of one device's memory, for this process.
 struct MemoryFigures {
   std::uint64_t allocated = 0;  ///< held by live tensors
-  std::uint64_t reserved = 0;   ///< held by the CUDA caching allocator (on the CPU: = allocated)
+  std::uint64_t reserved = 0;   ///< allocated + the allocator's cache of freed blocks
   std::uint64_t peak = 0;       ///< highest `allocated` since the last reset_peak_memory()
   std::uint64_t limit = 0;      ///< what this process may hold in all (see limit_source)
   std::string limit_source;     ///< device.max_memory, free GPU memory, cgroup limit, available RAM
@@ -25,7 +25,7 @@ MemoryFigures memory_figures(c10::Device device, bool with_limit = true);
 /// Starts a new peak from what is allocated now.
 void reset_peak_memory(c10::Device device);
 
-/// Hands the caching allocator's unused blocks back to the driver (CUDA; nothing on the CPU).
+/// Hands the caching allocator's unused blocks back (to the driver on CUDA, to the C library on the CPU).
 void release_cached_memory(c10::Device device);
 
 /// Caps this process's memory on `device` (`device.max_memory`): on CUDA the caching allocator's

@@ -69,6 +69,80 @@ TEST(CpuAllocator, ZeroByteTensorsAndRawAllocationsWork) {
   EXPECT_EQ(cpu_memory_stats().allocated, before);
 }
 
+TEST(CpuBlockCache, AFreedBlockIsHandedToTheNextTensorOfItsSize) {
+  install_counting_cpu_allocator();
+  enable_cpu_block_cache(true);
+  release_cpu_cache();
+  const auto before = cpu_memory_stats();
+  void* first = nullptr;
+  {
+    auto t = at::empty({1024, 256}, at::kFloat);  // 1 MiB
+    first = t.data_ptr();
+  }
+  EXPECT_EQ(cpu_memory_stats().allocated, before.allocated);  // freed as far as the counts go
+  EXPECT_EQ(cpu_memory_stats().cached, core::kMiB);
+  auto again = at::empty({256, 1024}, at::kFloat);  // same bytes, other shape
+  EXPECT_EQ(again.data_ptr(), first);
+  EXPECT_EQ(cpu_memory_stats().cached, 0U);
+  EXPECT_EQ(cpu_memory_stats().allocated, before.allocated + core::kMiB);
+  auto other_size = at::empty({2 * 1024, 256}, at::kFloat);
+  EXPECT_NE(other_size.data_ptr(), first);
+}
+
+TEST(CpuBlockCache, SmallBlocksAreLeftToTheCLibrary) {
+  install_counting_cpu_allocator();
+  enable_cpu_block_cache(true);
+  release_cpu_cache();
+  { auto small = at::empty({1024}, at::kFloat); }  // 4 KiB
+  EXPECT_EQ(cpu_memory_stats().cached, 0U);
+}
+
+TEST(CpuBlockCache, ReleaseAndDisableEmptyIt) {
+  install_counting_cpu_allocator();
+  enable_cpu_block_cache(true);
+  release_cpu_cache();
+  { auto t = at::empty({1024, 256}, at::kFloat); }
+  EXPECT_EQ(release_cpu_cache(), core::kMiB);
+  EXPECT_EQ(cpu_memory_stats().cached, 0U);
+  { auto t = at::empty({1024, 256}, at::kFloat); }
+  EXPECT_EQ(cpu_memory_stats().cached, core::kMiB);
+  enable_cpu_block_cache(false);
+  EXPECT_EQ(cpu_memory_stats().cached, 0U);
+  { auto t = at::empty({1024, 256}, at::kFloat); }
+  EXPECT_EQ(cpu_memory_stats().cached, 0U);
+  enable_cpu_block_cache(true);
+}
+
+TEST(CpuBlockCache, CachedBlocksGiveWayBeforeTheCapRefusesATensor) {
+  CapReset reset;
+  install_counting_cpu_allocator();
+  enable_cpu_block_cache(true);
+  release_cpu_cache();
+  {
+    auto a = at::empty({2 * 1024, 256}, at::kFloat);  // 2 MiB each, then both cached
+    auto b = at::empty({2 * 1024, 256}, at::kFloat);
+  }
+  EXPECT_EQ(cpu_memory_stats().cached, 4 * core::kMiB);
+  // Live + cache + a new 3 MiB would pass the cap; live + 3 MiB alone does not.
+  set_cpu_memory_cap(cpu_memory_stats().allocated + 5 * core::kMiB);
+  EXPECT_LE(cpu_memory_stats().allocated + cpu_memory_stats().cached, cpu_memory_stats().cap);
+  auto fits = at::empty({3 * 1024, 256}, at::kFloat);
+  EXPECT_LE(cpu_memory_stats().allocated + cpu_memory_stats().cached, cpu_memory_stats().cap);
+  EXPECT_LE(cpu_memory_stats().cached, 2 * core::kMiB);
+}
+
+TEST(DeviceMemory, CpuReservedCountsTheCache) {
+  install_counting_cpu_allocator();
+  enable_cpu_block_cache(true);
+  release_cpu_cache();
+  { auto t = at::empty({1024, 256}, at::kFloat); }
+  auto figures = memory_figures(kCpu, /*with_limit=*/false);
+  EXPECT_EQ(figures.reserved, figures.allocated + core::kMiB);
+  release_cached_memory(kCpu);
+  figures = memory_figures(kCpu, false);
+  EXPECT_EQ(figures.reserved, figures.allocated);
+}
+
 TEST(DeviceMemory, CpuFiguresNameTheirLimit) {
   CapReset reset;
   install_counting_cpu_allocator();
