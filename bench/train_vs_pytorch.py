@@ -5,8 +5,11 @@ Both sides train the same model (same initial weights: Python writes them, gputr
 with model.init_weights), on the same synthetic data (rebuilt here exactly as gputrain makes it),
 in the same shuffled order, with the same batch and optimizer, data already in memory. Throughput
 is samples/s over timed windows of steps after a warm-up window; each side runs --runs times,
-alternating, and the figure is the ratio of the medians. The loss check trains both in fp32 and
-compares the training loss after each of N steps (goal: within 1e-4).
+alternating, and the figure is the ratio of the medians. gputrain runs with its defaults
+(`train.channels_last: auto`: NHWC for convolutional models); convolutional models are compared
+with the PyTorch loop as usually written (NCHW) and with the same loop given channels_last by hand.
+The loss check trains both in fp32 and compares the training loss after each of N steps (goal:
+within 1e-4).
 
 Usage: bench/train_vs_pytorch.py [--device cpu|cuda] [--runs 5] [--cases mlp,cnn]
 Cases: mlp (batch 256), cnn (small CNN, batch 128), resnet18 (bf16-mixed, batch 256; GPU).
@@ -117,13 +120,12 @@ def build(case):
 
 # ---- the two sides ----
 
-def pytorch_run(case, device, steps, init, lr, data):
+def pytorch_run(case, device, steps, init, lr, data, channels_last=False):
     c = CASES[case]
     torch.manual_seed(SEED)
     model = build(case)
     model.load_state_dict(init)
     model.to(device)
-    channels_last = case == "resnet18"
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
@@ -169,7 +171,6 @@ def gputrain_run(case, device, steps, init_path, lr, workdir, every=None):
             "--set", "data.shape=%s" % json.dumps(c["shape"]), "--set", "data.classes=%d" % c["classes"],
             "--set", "train.batch_size=%d" % c["batch"], "--set", "train.max_steps=%d" % steps, "--set", "train.epochs=1",
             "--set", "train.precision=" + c["precision"], "--set", "train.seed=%d" % SEED,
-            "--set", "train.channels_last=%s" % ("true" if case == "resnet18" else "false"),
             "--set", "optimizer.name=sgd", "--set", "optimizer.lr=%r" % lr, "--set", "optimizer.momentum=0.9",
             "--set", "model.init_weights=" + init_path, "--set", "device=" + str(device),
             "--set", "logging.every_steps=%d" % (every or c["window"])] + sum((["--set", m] for m in c["model"]), [])
@@ -191,13 +192,17 @@ def throughput(case, device, runs, workdir):
     init = {k: v.contiguous() for k, v in model.state_dict().items()}
     init_path = os.path.join(workdir, case + "-init.safetensors")
     save_file(init, init_path)
-    ours, theirs = [], []
-    for _ in range(runs):  # alternate, so drift in machine state hits both sides alike
+    # The peer as the model is usually written (NCHW); for convolutional models also the peer
+    # given channels_last by hand, which gputrain's `train.channels_last: auto` picks for them.
+    peers = [False, True] if len(c["shape"]) == 3 else [False]
+    ours, theirs = [], {p: [] for p in peers}
+    for _ in range(runs):  # alternate, so drift in machine state hits every side alike
         rates, _ = gputrain_run(case, device, steps, init_path, 0.01, workdir)
         ours.append(statistics.median(rates[1:]))  # the first window holds the warm-up
-        rates, _ = pytorch_run(case, device, steps, init, 0.01, data)
-        theirs.append(statistics.median(rates[1:]))
-    return statistics.median(ours), statistics.median(theirs), ours, theirs
+        for channels_last in peers:
+            rates, _ = pytorch_run(case, device, steps, init, 0.01, data, channels_last)
+            theirs[channels_last].append(statistics.median(rates[1:]))
+    return ours, theirs
 
 
 def loss_parity(workdir, steps=20):
@@ -231,18 +236,27 @@ def main():
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     print("# gputrain train vs PyTorch %s eager, %s (%s), %d threads, %s, medians of %d runs"
           % (torch.__version__, device, name, torch.get_num_threads(), time.strftime("%Y-%m-%d"), args.runs))
-    print("| case | gputrain samples/s | PyTorch samples/s | ratio |")
-    print("| --- | --- | --- | --- |")
+    print("| case | gputrain samples/s | PyTorch samples/s | ratio | PyTorch channels_last samples/s | ratio |")
+    print("| --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as workdir:
         for case in cases:
             measured = throughput(case, device, args.runs, workdir)
             if measured is None:
                 print("| %s | - | - | skipped: torchvision is not installed |" % case)
                 continue
-            ours, theirs, all_ours, all_theirs = measured
-            print("| %s (batch %d, %s) | %.0f | %.0f | %.2fx |" % (case, CASES[case]["batch"], CASES[case]["precision"],
-                                                                ours, theirs, ours / theirs), flush=True)
-            print("<!-- %s runs: gputrain %s, pytorch %s -->" % (case, [round(x) for x in all_ours], [round(x) for x in all_theirs]))
+            ours, theirs = measured
+            ours_median = statistics.median(ours)
+            cells = []
+            for channels_last in (False, True):
+                if channels_last in theirs:
+                    peer = statistics.median(theirs[channels_last])
+                    cells += ["%.0f" % peer, "%.2fx" % (ours_median / peer)]
+                else:
+                    cells += ["-", "-"]
+            print("| %s (batch %d, %s) | %.0f | %s |" % (case, CASES[case]["batch"], CASES[case]["precision"],
+                                                       ours_median, " | ".join(cells)), flush=True)
+            print("<!-- %s runs: gputrain %s, %s -->" % (case, [round(x) for x in ours], ", ".join(
+                "pytorch%s %s" % (" channels_last" if k else "", [round(x) for x in v]) for k, v in theirs.items())))
         worst, ours, theirs = loss_parity(workdir)
         print("\nfp32 loss parity, MLP, 20 SGD steps on CPU: largest per-step difference %.2e "
               "(final loss %.6f vs %.6f); goal <= 1e-4: %s" % (worst, ours, theirs, "met" if worst <= 1e-4 else "NOT met"))

@@ -36,7 +36,7 @@ class ProbeRig {
     memory::release_cached_memory(device);
     model_ = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
     model_->to(device);
-    if (config.train.channels_last) use_channels_last(*model_);
+    if (config.uses_channels_last()) use_channels_last(*model_);
     model_->set_training(true);
     params_ = model_->parameters();
     // The probe samples and the parameters, plus what the data cache will take before training.
@@ -87,7 +87,7 @@ class ProbeRig {
 
  private:
   StepParts parts() {
-    return StepParts{*model_, *optimizer_, *scaler_, params_, transform_, config_.train,
+    return StepParts{*model_, *optimizer_, *scaler_, params_, transform_, config_.train, config_.uses_channels_last(),
                      config_.data.task == "classification", device_, 0, nullptr};
   }
 

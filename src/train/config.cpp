@@ -28,6 +28,12 @@ std::string Config::checkpoint_dir() const {
   return checkpoint.dir.empty() ? (std::filesystem::path(logging.dir) / "checkpoints").string() : checkpoint.dir;
 }
 
+bool Config::uses_channels_last() const {
+  if (train.channels_last) return *train.channels_last;
+  static const std::set<std::string> convolutional = {"small_cnn", "resnet18", "resnet34", "resnet50"};
+  return model.torchscript.empty() && convolutional.count(model.name) > 0;
+}
+
 namespace {
 
 std::string where(const std::string& origin, const YAML::Mark& mark) {

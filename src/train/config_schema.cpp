@@ -70,11 +70,11 @@ double parse_double(const FieldValue& v, double min, double max = std::numeric_l
   return value;
 }
 
-bool parse_bool(const FieldValue& v) {
-  const std::string text = scalar(v, "true or false");
+bool parse_bool(const FieldValue& v, const std::string& allowed = "true or false") {
+  const std::string text = scalar(v, allowed);
   if (text == "true" || text == "yes" || text == "on") return true;
   if (text == "false" || text == "no" || text == "off") return false;
-  reject(v, found_text(v.node), "true or false");
+  reject(v, found_text(v.node), allowed);
 }
 
 std::string parse_choice(const FieldValue& v, const std::vector<std::string>& allowed) {
@@ -134,6 +134,20 @@ template <typename Get>
 Field bool_field(std::string key, Get get) {
   return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_bool(v); },
           [=](const Config& c) { return YAML::Node(get(c)); }};
+}
+
+// true, false, or `auto` (stored as nullopt).
+template <typename Get>
+Field bool_or_auto_field(std::string key, Get get) {
+  return {std::move(key),
+          [=](Config& c, const FieldValue& v) {
+            if (v.node.IsScalar() && v.node.Scalar() == "auto") {
+              get(c).reset();
+              return;
+            }
+            get(c) = parse_bool(v, "true, false or auto");
+          },
+          [=](const Config& c) { return get(c) ? YAML::Node(*get(c)) : YAML::Node("auto"); }};
 }
 
 template <typename Get>
@@ -326,7 +340,7 @@ std::vector<Field> make_schema() {
     int_field("train.grad_accum", [](auto& c) -> auto& { return c.train.grad_accum; }, 1),
     precision_field(),
     bool_field("train.tf32", [](auto& c) -> auto& { return c.train.tf32; }),
-    bool_field("train.channels_last", [](auto& c) -> auto& { return c.train.channels_last; }),
+    bool_or_auto_field("train.channels_last", [](auto& c) -> auto& { return c.train.channels_last; }),
     bool_field("train.cudnn_benchmark", [](auto& c) -> auto& { return c.train.cudnn_benchmark; }),
     double_field("train.clip_grad_norm", [](auto& c) -> auto& { return c.train.clip_grad_norm; }, 0.0),
     int_field("train.seed", [](auto& c) -> auto& { return c.train.seed; }, 0),

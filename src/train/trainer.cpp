@@ -113,7 +113,7 @@ struct Trainer::State {
 
   CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
   StepParts step_parts() {
-    return StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, classification, device, 0, sync.get()};
+    return StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, config.uses_channels_last(), classification, device, 0, sync.get()};
   }
   void note(const std::string& line) {
     for (auto& s : sinks) s->on_note(line);
@@ -156,7 +156,7 @@ void Trainer::State::setup() {
   model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
   if (!config.model.init_weights.empty()) load_named_state(*model, data::read_safetensors(config.model.init_weights));
   model->to(device);
-  if (config.train.channels_last) use_channels_last(*model);
+  if (config.uses_channels_last()) use_channels_last(*model);
   params = model->parameters();
   if (auto* comm = ranks.communicator()) {
     std::vector<at::Tensor> state;
@@ -318,7 +318,7 @@ void Trainer::State::resume() {
 at::Tensor Trainer::State::train_step(const data::Batch* batch, std::int64_t global_rows) {
   auto p = step_parts();
   p.global_rows = global_rows;
-  at::Tensor step_loss = at::zeros({}, at::TensorOptions().device(device));
+  at::Tensor step_loss;
   if (sync) sync->begin_step(progress.step);
   if (batch)
     train_guard->run(
@@ -340,7 +340,7 @@ at::Tensor Trainer::State::train_step(const data::Batch* batch, std::int64_t glo
                 "use optimizer.name: sgd (less state than adam/adamw), a smaller model, or allow more memory (device.max_memory); "
                 "the last periodic checkpoint is intact");
   }
-  return step_loss;
+  return step_loss.defined() ? step_loss : at::zeros({}, at::TensorOptions().device(device));  // a rank with no samples
 }
 
 EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, double seconds) {
@@ -370,7 +370,7 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
           chunk_ae = at::zeros({}, f64);
           for (std::int64_t start = 0; start < rows; start += micro) {
             const std::int64_t end = std::min(rows, start + micro);
-            const auto inputs = model_input(data.transform, config.train, chunk.inputs.slice(0, start, end), /*training=*/false);
+            const auto inputs = model_input(data.transform, config.uses_channels_last(), chunk.inputs.slice(0, start, end), /*training=*/false);
             const auto targets = chunk.targets.slice(0, start, end);
             at::Tensor output;
             {

@@ -14,9 +14,9 @@ at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tens
   return classification ? at::cross_entropy_loss(output, target) : at::mse_loss(output, target);
 }
 
-at::Tensor model_input(const data::BatchTransform& transform, const TrainConfig& train, const at::Tensor& stored, bool training) {
+at::Tensor model_input(const data::BatchTransform& transform, bool channels_last, const at::Tensor& stored, bool training) {
   auto inputs = transform.apply(stored, training);
-  if (train.channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
+  if (channels_last && inputs.dim() == 4) inputs = inputs.contiguous(at::MemoryFormat::ChannelsLast);
   return inputs;
 }
 
@@ -24,24 +24,26 @@ at::Tensor accumulate_gradients(const StepParts& p, const data::Batch& batch, st
                                 const std::function<void()>& after_forward) {
   const std::int64_t n = batch.size();
   const double share_of = static_cast<double>(p.global_rows > 0 ? p.global_rows : n);
-  at::Tensor step_loss = at::zeros({}, at::TensorOptions().device(p.device));
+  at::Tensor step_loss;
   for (std::int64_t start = 0; start < n; start += micro_batch) {
     const std::int64_t end = std::min(n, start + micro_batch);
-    const auto inputs = model_input(p.transform, p.train, batch.inputs.slice(0, start, end), /*training=*/true);
+    const auto inputs = model_input(p.transform, p.channels_last, batch.inputs.slice(0, start, end), /*training=*/true);
     const auto targets = batch.targets.slice(0, start, end);
+    const double share = static_cast<double>(end - start) / share_of;
     at::Tensor loss;
     {
       AutocastScope autocast(p.device.type(), p.train.precision);
-      loss = loss_of(p.classification, p.model.forward(inputs), targets) *
-             (static_cast<double>(end - start) / share_of);
+      loss = loss_of(p.classification, p.model.forward(inputs), targets);
+      if (share != 1.0) loss = loss * share;  // the whole batch in one piece needs no weighting (one op less each way)
     }
     if (after_forward) after_forward();
     // Only the last backward's gradients are final: its hooks send them while it runs.
     if (p.sync && end == n) p.sync->arm();
     p.scaler.scale(loss).backward();
-    step_loss += loss.detach().to(at::kFloat);
+    const auto detached = loss.detach().to(at::kFloat);
+    step_loss = step_loss.defined() ? step_loss + detached : detached;
   }
-  return step_loss;
+  return step_loss.defined() ? step_loss : at::zeros({}, at::TensorOptions().device(p.device));
 }
 
 void apply_gradients(const StepParts& p) {

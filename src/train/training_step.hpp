@@ -34,6 +34,7 @@ struct StepParts {
   const std::vector<at::Tensor>& params;
   const data::BatchTransform& transform;
   const TrainConfig& train;
+  bool channels_last;                  ///< Config::uses_channels_last()
   bool classification;
   c10::Device device;
   std::int64_t global_rows = 0;        ///< samples in the step over all ranks; 0: this batch's own
@@ -44,8 +45,8 @@ struct StepParts {
 at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target);
 
 /// A micro-batch's stored inputs as the model takes them: through the transform (float,
-/// normalisation, augmentation when `training`), then channels_last when the config asks.
-at::Tensor model_input(const data::BatchTransform& transform, const TrainConfig& train, const at::Tensor& stored, bool training);
+/// normalisation, augmentation when `training`), then NHWC when `channels_last`.
+at::Tensor model_input(const data::BatchTransform& transform, bool channels_last, const at::Tensor& stored, bool training);
 
 /// Forward and backward over `batch`, `micro_batch` samples at a time (each prepared by the
 /// transform: float conversion, normalisation, augmentation), each micro-batch's mean loss

@@ -64,7 +64,7 @@ struct TrainConfig {
   std::int64_t grad_accum = 1;         ///< micro-batches per optimizer step
   Precision precision = Precision::fp32;
   bool tf32 = true;                    ///< TF32 matmul/conv on Ampere or newer
-  bool channels_last = false;          ///< NHWC memory format for 4-d inputs
+  std::optional<bool> channels_last;   ///< NHWC for 4-d weights and inputs; nullopt: auto (Config::uses_channels_last)
   bool cudnn_benchmark = true;         ///< let cuDNN pick the fastest algorithms
   double clip_grad_norm = 0.0;         ///< 0: off
   std::int64_t seed = 42;
@@ -150,6 +150,10 @@ struct Config {
 
   /// The checkpoint directory after defaults are applied.
   std::string checkpoint_dir() const;
+  /// train.channels_last resolved: `auto` is on for the built-in convolutional models (small_cnn,
+  /// resnet*), whose layers all take NHWC, and off otherwise (a TorchScript or registered model may
+  /// .view() an activation, which NHWC refuses).
+  bool uses_channels_last() const;
 };
 
 /// Where the pieces of a configuration come from, lowest priority first.

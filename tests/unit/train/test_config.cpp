@@ -70,6 +70,19 @@ TEST(Config, BatchSizeAcceptsAuto) {
   EXPECT_FALSE(load_config({{}, {"train.batch_size=auto"}, ""}).train.batch_size.has_value());
 }
 
+TEST(Config, ChannelsLastAutoPicksNhwcForTheBuiltInConvolutionalModelsOnly) {
+  const auto resolved = [](std::vector<std::string> sets) { return load_config({{}, std::move(sets), ""}).uses_channels_last(); };
+  EXPECT_FALSE(load_config({}).train.channels_last.has_value());  // auto is the default
+  for (const char* conv : {"small_cnn", "resnet18", "resnet34", "resnet50"})
+    EXPECT_TRUE(resolved({std::string("model.name=") + conv, "data.shape=[3, 32, 32]"})) << conv;
+  EXPECT_FALSE(resolved({"model.name=mlp"}));
+  EXPECT_FALSE(resolved({"model.name=transformer", "data.shape=[16, 8]"}));
+  EXPECT_FALSE(resolved({"model.name=resnet18", "model.torchscript=net.pt"}));  // may .view() an activation
+  EXPECT_FALSE(resolved({"model.name=resnet18", "train.channels_last=false"}));
+  EXPECT_TRUE(resolved({"model.name=mlp", "train.channels_last=true"}));
+  EXPECT_NE(error_of({{}, {"train.channels_last=sometimes"}, ""}).find("true, false or auto"), std::string::npos);
+}
+
 TEST(Config, BadValueNamesFileLineColumnFoundAndAllowed) {
   const auto message = error_of({{fixture("bad_precision.yaml")}, {}, ""});
   EXPECT_NE(message.find("bad_precision.yaml:5:14"), std::string::npos) << message;
