@@ -1,5 +1,6 @@
 #pragma once
-// Optimizers from the `optimizer` section (LibTorch's SGD, Adam, AdamW).
+// Optimizers from the `optimizer` section: LibTorch's SGD, Adam and AdamW, each stepping all its
+// parameters in one fused kernel (src/train/fused_optimizers.hpp).
 
 #include <torch/optim/optimizer.h>
 

@@ -1,0 +1,184 @@
+// The fused optimizers against LibTorch's own: same trajectory up to float rounding, the fused
+// kernel really taken, checkpoints that continue exactly, and the fallback where it cannot fuse.
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <gtest/gtest.h>
+#include <torch/optim/adam.h>
+#include <torch/optim/adamw.h>
+#include <torch/optim/sgd.h>
+#include <torch/serialize/archive.h>
+
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gputrain/train/config.hpp"
+#include "gputrain/train/optimizer.hpp"
+
+using namespace gputrain::train;
+
+namespace {
+
+// A 2-d weight, a bias, and a conv weight stored channels_last, as the trainer's models have.
+std::vector<at::Tensor> make_params(at::ScalarType bias_dtype = at::kFloat) {
+  at::manual_seed(7);
+  return {at::randn({16, 8}).requires_grad_(true), at::randn({16}, at::TensorOptions().dtype(bias_dtype)).requires_grad_(true),
+          at::randn({4, 3, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast).requires_grad_(true)};
+}
+
+std::vector<at::Tensor> copy_of(const std::vector<at::Tensor>& params) {
+  std::vector<at::Tensor> out;
+  for (const auto& p : params) out.push_back(p.detach().clone().requires_grad_(true));
+  return out;
+}
+
+// Gradients that depend on the step and the parameter, the same for every optimizer compared.
+void set_grads(std::vector<at::Tensor>& params, int step) {
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    auto g = at::sin(params[i].detach() * (0.3 + 0.1 * static_cast<double>(step)) + static_cast<double>(i));
+    params[i].mutable_grad() = g.contiguous(params[i].suggest_memory_format());
+  }
+}
+
+void train(torch::optim::Optimizer& optimizer, std::vector<at::Tensor>& params, int from, int to) {
+  for (int step = from; step < to; ++step) {
+    set_grads(params, step);
+    optimizer.step();
+    optimizer.zero_grad(true);
+  }
+}
+
+std::unique_ptr<torch::optim::Optimizer> libtorch_optimizer(const OptimizerConfig& c, std::vector<at::Tensor> params) {
+  const auto betas = std::make_tuple(c.betas[0], c.betas[1]);
+  if (c.name == "sgd")
+    return std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(c.lr).momentum(c.momentum).nesterov(c.nesterov).weight_decay(c.weight_decay));
+  if (c.name == "adam")
+    return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(c.lr).betas(betas).eps(c.eps).weight_decay(c.weight_decay));
+  return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(c.lr).betas(betas).eps(c.eps).weight_decay(c.weight_decay));
+}
+
+OptimizerConfig config(const std::string& name, double momentum = 0.9, bool nesterov = false, double weight_decay = 0.01) {
+  OptimizerConfig c;
+  c.name = name;
+  c.lr = 0.05;
+  c.momentum = momentum;
+  c.nesterov = nesterov;
+  c.weight_decay = weight_decay;
+  return c;
+}
+
+const std::vector<OptimizerConfig>& every_kind() {
+  static const std::vector<OptimizerConfig> kinds = {config("sgd"), config("sgd", 0.9, true), config("sgd", 0.0, false, 0.0),
+                                                     config("adam"), config("adamw")};
+  return kinds;
+}
+
+std::string describe(const OptimizerConfig& c) {
+  return c.name + " momentum " + std::to_string(c.momentum) + (c.nesterov ? " nesterov" : "") + " wd " + std::to_string(c.weight_decay);
+}
+
+// The ATen operators one step of `optimizer` calls (recorded through ATen's RecordFunction hooks).
+std::set<std::string> operators_of_one_step(torch::optim::Optimizer& optimizer, std::vector<at::Tensor>& params) {
+  static thread_local std::set<std::string>* sink = nullptr;
+  std::set<std::string> names;
+  set_grads(params, 0);
+  sink = &names;
+  const auto handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+        if (sink) sink->insert(fn.name());
+        return nullptr;
+      }).scopes({at::RecordScope::FUNCTION}));
+  optimizer.step();
+  at::removeCallback(handle);
+  sink = nullptr;
+  optimizer.zero_grad(true);
+  return names;
+}
+
+}  // namespace
+
+TEST(FusedOptimizers, FollowLibTorchsOwnStepsUpToRounding) {
+  for (const auto& c : every_kind()) {
+    auto ours = make_params();
+    auto theirs = copy_of(ours);
+    auto fused = make_optimizer(c, ours);
+    auto plain = libtorch_optimizer(c, theirs);
+    train(*fused, ours, 0, 30);
+    train(*plain, theirs, 0, 30);
+    for (std::size_t i = 0; i < ours.size(); ++i) {
+      EXPECT_TRUE(at::allclose(ours[i], theirs[i], 1e-5, 1e-6)) << describe(c) << ", parameter " << i << ": largest difference "
+                                                                << (ours[i] - theirs[i]).abs().max().item<double>();
+      EXPECT_EQ(ours[i].strides(), theirs[i].strides()) << describe(c);  // channels_last stays channels_last
+    }
+  }
+}
+
+TEST(FusedOptimizers, TakeOneFusedKernelPerStep) {
+  const std::vector<std::pair<OptimizerConfig, std::string>> expected = {
+      {config("sgd"), "aten::_fused_sgd_"}, {config("adam"), "aten::_fused_adam_"}, {config("adamw"), "aten::_fused_adamw_"}};
+  for (const auto& [c, kernel] : expected) {
+    auto params = make_params();
+    auto optimizer = make_optimizer(c, params);
+    const auto names = operators_of_one_step(*optimizer, params);
+    EXPECT_EQ(names.count(kernel), 1U) << c.name << " did not call " << kernel;
+    EXPECT_EQ(names.count("aten::add_"), 0U) << c.name << " still steps parameter by parameter";
+  }
+}
+
+TEST(FusedOptimizers, FallBackToLibTorchsStepWhenDtypesAreMixed) {
+  for (const auto& c : every_kind()) {
+    auto ours = make_params(at::kDouble);  // a float64 bias among float32 weights: one kernel cannot take both
+    auto theirs = copy_of(ours);
+    auto fused = make_optimizer(c, ours);
+    auto plain = libtorch_optimizer(c, theirs);
+    EXPECT_EQ(operators_of_one_step(*fused, ours).count("aten::_fused_" + (c.name == "sgd" ? std::string("sgd") : c.name) + "_"), 0U);
+    operators_of_one_step(*plain, theirs);
+    train(*fused, ours, 1, 10);
+    train(*plain, theirs, 1, 10);
+    for (std::size_t i = 0; i < ours.size(); ++i) EXPECT_TRUE(at::equal(ours[i], theirs[i])) << describe(c) << ", parameter " << i;
+  }
+}
+
+TEST(FusedOptimizers, ACheckpointedStateContinuesExactly) {
+  for (const auto& c : every_kind()) {
+    auto params = make_params();
+    auto optimizer = make_optimizer(c, params);
+    train(*optimizer, params, 0, 5);
+    std::stringstream saved;
+    {
+      torch::serialize::OutputArchive archive;
+      optimizer->save(archive);
+      archive.save_to(saved);
+    }
+    const auto params_at_5 = copy_of(params);
+    train(*optimizer, params, 5, 10);  // the uninterrupted run
+
+    // A new optimizer restored from step 5 ...
+    auto restored_params = copy_of(params_at_5);
+    auto restored = make_optimizer(c, restored_params);
+    torch::serialize::InputArchive archive;
+    archive.load_from(saved);
+    restored->load(archive);
+    train(*restored, restored_params, 5, 10);
+    // ... and the same optimizer sent back to step 5 (its step counters are ahead of the state now).
+    auto rewound_params = copy_of(params_at_5);
+    auto rewound = make_optimizer(c, rewound_params);
+    train(*rewound, rewound_params, 0, 8);
+    for (std::size_t i = 0; i < rewound_params.size(); ++i) {
+      at::NoGradGuard no_grad;
+      rewound_params[i].copy_(params_at_5[i]);
+    }
+    torch::serialize::InputArchive again;
+    saved.seekg(0);
+    again.load_from(saved);
+    rewound->load(again);
+    train(*rewound, rewound_params, 5, 10);
+
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      EXPECT_TRUE(at::equal(params[i], restored_params[i])) << describe(c) << ", parameter " << i << " after a restore";
+      EXPECT_TRUE(at::equal(params[i], rewound_params[i])) << describe(c) << ", parameter " << i << " after a rewind";
+    }
+  }
+}
