@@ -7,6 +7,8 @@ Modes:
   readback     model.safetensors read by `safetensors`, events read by TensorBoard's own reader,
                and init weights written by Python are what C++ starts from.
   torchscript  a module scripted in Python trains, and its weights keep PyTorch's names.
+  cpu-cache    the CPU block cache holds freed activations (reserved > allocated in the step
+               records), and GPUTRAIN_CPU_CACHE=0 turns it off (reserved == allocated).
 """
 import json
 import os
@@ -182,13 +184,36 @@ def check_torchscript(workdir, command):
     print("ok: TorchScript module trained, loss %.4f -> %.4f" % (epochs[0]["train_loss"], epochs[-1]["train_loss"]))
 
 
+def check_cpu_cache(workdir, command):
+    def reserved_minus_allocated(name, env):
+        run_dir = os.path.join(workdir, name)
+        args = command + ["--set", "logging.dir=" + run_dir, "--set", "logging.every_steps=1", "--set", "train.max_steps=6",
+                          "--set", "checkpoint.resume=never", "--set", "device=cpu"]
+        result = run(args, env=dict(os.environ, **env))
+        if result.returncode != 0:
+            fail("train exited %d:\n%s" % (result.returncode, result.stderr))
+        steps = step_lines(os.path.join(run_dir, "metrics.jsonl"))
+        if len(steps) != 6:
+            fail("%s: expected 6 step records, found %d" % (name, len(steps)))
+        return [s["memory_reserved"] - s["memory_allocated"] for s in steps]
+
+    cached = reserved_minus_allocated("cache-on", {})
+    if max(cached) <= 0:
+        fail("with the cache on, no step reported cached bytes (reserved - allocated: %s)" % cached)
+    off = reserved_minus_allocated("cache-off", {"GPUTRAIN_CPU_CACHE": "0"})
+    if any(d != 0 for d in off):
+        fail("GPUTRAIN_CPU_CACHE=0 still cached bytes (reserved - allocated: %s)" % off)
+    print("ok: cached after each step %s; none with GPUTRAIN_CPU_CACHE=0" % cached)
+
+
 def main():
     if len(sys.argv) < 5 or sys.argv[3] != "--":
         fail(__doc__)
     mode, workdir, command = sys.argv[1], sys.argv[2], sys.argv[4:]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
-    {"sigterm": check_sigterm, "readback": check_readback, "torchscript": check_torchscript}[mode](workdir, command)
+    modes = {"sigterm": check_sigterm, "readback": check_readback, "torchscript": check_torchscript, "cpu-cache": check_cpu_cache}
+    modes[mode](workdir, command)
 
 
 if __name__ == "__main__":
