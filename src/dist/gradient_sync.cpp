@@ -71,7 +71,8 @@ struct GradientSync::Impl {
     const auto& grad = params[param].grad();
     auto target = slot(param);
     if (grad.defined()) {
-      target.copy_(grad.reshape(-1));
+      // Last step's sum, still the gradient when nothing reset it: already in place.
+      if (grad.data_ptr() != target.data_ptr()) target.copy_(grad.reshape(-1));
     } else {
       target.zero_();
     }
@@ -191,7 +192,12 @@ void GradientSync::finish() {
   for (std::size_t k = 0; k < m.params.size(); ++k) {
     auto& p = m.params[k];
     const auto sum = m.slot(k).view(p.sizes());
-    if (p.grad().defined()) {
+    if (sum.scalar_type() == p.scalar_type() && p.is_contiguous()) {
+      // The optimizer reads the sum where the all-reduce left it (PyTorch DDP's gradient_as_bucket_view,
+      // for the copy out): same dtype and layout as the parameter, so the fused optimizer takes it too.
+      // detach(): the same memory, but not an autograd view, which zero_grad()'s detach_() refuses.
+      p.mutable_grad() = sum.detach();
+    } else if (p.grad().defined()) {
       p.mutable_grad().copy_(sum);
     } else {
       p.mutable_grad() = sum.to(p.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
