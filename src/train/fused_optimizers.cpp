@@ -24,6 +24,13 @@ bool fusable(const torch::optim::OptimizerParamGroup& group) {
   return true;
 }
 
+// The kernels walk a state tensor in its parameter's memory order: one restored from a checkpoint
+// in another layout is re-laid out once (values kept).
+at::Tensor& in_layout_of(at::Tensor& state, const at::Tensor& param) {
+  if (state.strides() != param.strides()) state = at::empty_like(param, at::MemoryFormat::Preserve).copy_(state);
+  return state;
+}
+
 bool all_fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   for (const auto& group : groups)
     if (!fusable(group)) return false;
@@ -57,8 +64,8 @@ void fused_adam_step(std::vector<torch::optim::OptimizerParamGroup>& groups,
       steps.push_back(count);
       params.push_back(p);
       grads.push_back(p.grad());
-      averages.push_back(state.exp_avg());
-      squares.push_back(state.exp_avg_sq());
+      averages.push_back(in_layout_of(state.exp_avg(), p));
+      squares.push_back(in_layout_of(state.exp_avg_sq(), p));
     }
     if (params.empty()) continue;
     fused(params, grads, averages, squares, /*max_exp_avg_sqs=*/at::TensorList{}, steps, o.lr(), std::get<0>(o.betas()),
@@ -94,7 +101,7 @@ at::Tensor FusedSGD::step(LossClosure closure) {
           slot = std::move(fresh);
           first = 1;
         }
-        buffers[first].push_back(static_cast<torch::optim::SGDParamState&>(*slot).momentum_buffer());
+        buffers[first].push_back(in_layout_of(static_cast<torch::optim::SGDParamState&>(*slot).momentum_buffer(), p));
       }
       params[first].push_back(p);
       grads[first].push_back(p.grad());
