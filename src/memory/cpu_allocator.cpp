@@ -13,6 +13,7 @@
 
 #include "block_cache.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/device/system_info.hpp"
 
 namespace gputrain::memory {
 namespace {
@@ -26,6 +27,10 @@ std::atomic<std::uint64_t> g_allocated{0}, g_peak{0}, g_cap{0}, g_refused{0}, g_
 // activations and asks for them again needs no more than that back.
 std::atomic<std::uint64_t> g_high_water{0};
 std::atomic<bool> g_cache_enabled{true};
+// Without a cap, tensors and cache together stay under 90 % of the memory available at install:
+// the cache must never be what pushes a process sized near the machine's memory (batch_size: auto
+// on a CPU) into the kernel's OOM killer. 0: unknown, no bound.
+std::atomic<std::uint64_t> g_uncapped_bound{0};
 
 // Each live allocation, keyed by its context: the size to give back and the wrapped allocator's
 // deleter. A side table rather than a wrapping context keeps "simple" data pointers (data ==
@@ -56,10 +61,16 @@ bool cacheable(std::uint64_t bytes, c10::DeleterFnPtr deleter) {
   return bytes >= kSmallestCachedBlock && deleter != nullptr && g_cache_enabled.load(std::memory_order_relaxed);
 }
 
-// How much the cache may hold with `live` bytes in tensors: the high-water mark, and within the cap.
+// What tensors and cache together may hold: the cap, else the uncapped bound (0: no bound).
+std::uint64_t footprint_bound() {
+  const std::uint64_t cap = g_cap.load(std::memory_order_relaxed);
+  return cap != 0 ? cap : g_uncapped_bound.load(std::memory_order_relaxed);
+}
+
+// How much the cache may hold with `live` bytes in tensors: the high-water mark, within the bound.
 std::uint64_t cache_limit(std::uint64_t live) {
   std::uint64_t limit = g_high_water.load(std::memory_order_relaxed);
-  if (const std::uint64_t cap = g_cap.load(std::memory_order_relaxed); cap != 0) limit = std::min(limit, cap > live ? cap - live : 0);
+  if (const std::uint64_t bound = footprint_bound(); bound != 0) limit = std::min(limit, bound > live ? bound - live : 0);
   return limit;
 }
 
@@ -123,8 +134,11 @@ class CountingCpuAllocator final : public c10::Allocator {
           table()[block->context] = Allocation{bytes, block->data, block->deleter};
           return {block->data, block->context, &delete_counted, c10::Device(c10::kCPU)};
         }
-        // A new block: live tensors and cache together stay under the cap, as reserved GPU memory does.
-        if (cap != 0) pushed_out = shrink_cache_locked(cap - now);
+        // A new block: live tensors and cache together stay within the bound (the cap, as reserved
+        // GPU memory does). Only under memory pressure: in a steady loop a miss is a size seen for
+        // the first time, and pushing out other blocks then would only make them miss next.
+        if (const std::uint64_t bound = footprint_bound(); bound != 0 && now + cache().bytes() > bound)
+          pushed_out = shrink_cache_locked(bound > now ? bound - now : 0);
       }
       free_blocks(pushed_out);
     }
@@ -176,6 +190,10 @@ void install_counting_cpu_allocator() {
   std::call_once(g_install_once, [] {
     const char* cache_setting = std::getenv("GPUTRAIN_CPU_CACHE");
     if (cache_setting != nullptr && std::strcmp(cache_setting, "0") == 0) g_cache_enabled.store(false);
+    const auto system = device::collect_system_info();
+    std::uint64_t available = system.ram_available;
+    if (system.memory_limit) available = std::min(available, *system.memory_limit);
+    g_uncapped_bound.store(available / 10 * 9);
     // Never freed: tensors allocated through it may outlive any owner we could give it.
     static CountingCpuAllocator* allocator = new CountingCpuAllocator(c10::GetCPUAllocator());
     // Priority above LibTorch's own registration (0), so a later default cannot displace it.
@@ -186,7 +204,6 @@ void install_counting_cpu_allocator() {
 void set_cpu_memory_cap(std::uint64_t bytes) {
   install_counting_cpu_allocator();
   g_cap.store(bytes, std::memory_order_relaxed);
-  if (bytes == 0) return;
   std::vector<BlockCache::Block> pushed_out;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -214,7 +231,7 @@ std::uint64_t release_cpu_cache() {
 
 CpuMemoryStats cpu_memory_stats() {
   return {g_allocated.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed),
-          g_cached.load(std::memory_order_relaxed), g_cap.load(std::memory_order_relaxed),
+          g_cached.load(std::memory_order_relaxed), footprint_bound(), g_cap.load(std::memory_order_relaxed),
           g_refused.load(std::memory_order_relaxed)};
 }
 

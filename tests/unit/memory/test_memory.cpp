@@ -89,6 +89,18 @@ TEST(CpuBlockCache, AFreedBlockIsHandedToTheNextTensorOfItsSize) {
   EXPECT_NE(other_size.data_ptr(), first);
 }
 
+TEST(CpuBlockCache, NeverHoldsTheProcessAboveMostOfTheMachinesMemory) {
+  CapReset reset;
+  install_counting_cpu_allocator();
+  const auto uncapped = cpu_memory_stats().cache_bound;
+  EXPECT_GT(uncapped, 0U);  // this machine's /proc/meminfo is readable
+  EXPECT_LE(uncapped, memory_figures(kCpu).limit + cpu_memory_stats().allocated + cpu_memory_stats().cached);
+  set_cpu_memory_cap(64 * core::kMiB);
+  EXPECT_EQ(cpu_memory_stats().cache_bound, 64 * core::kMiB);  // a cap is the bound
+  set_cpu_memory_cap(0);
+  EXPECT_EQ(cpu_memory_stats().cache_bound, uncapped);
+}
+
 TEST(CpuBlockCache, SmallBlocksAreLeftToTheCLibrary) {
   install_counting_cpu_allocator();
   enable_cpu_block_cache(true);
