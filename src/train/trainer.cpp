@@ -156,7 +156,10 @@ void Trainer::State::setup() {
   model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
   if (!config.model.init_weights.empty()) load_named_state(*model, data::read_safetensors(config.model.init_weights));
   model->to(device);
-  if (config.uses_channels_last()) use_channels_last(*model);
+  if (config.uses_channels_last()) {
+    use_channels_last(*model);
+    if (!config.train.channels_last) pending_notes.push_back("train.channels_last auto: on (NHWC for " + config.model.name + "'s convolutions)");
+  }
   params = model->parameters();
   if (auto* comm = ranks.communicator()) {
     std::vector<at::Tensor> state;
