@@ -46,7 +46,21 @@ int affinity_core_count() {
   return CPU_COUNT(&set);
 }
 
+// The cgroup's memory limit, when it is tighter than the machine's RAM.
+std::optional<std::uint64_t> tighter_limit(const CgroupLimits& cgroup, std::uint64_t ram_total) {
+  if (cgroup.memory_limit && *cgroup.memory_limit < ram_total) return cgroup.memory_limit;
+  return std::nullopt;
+}
+
 }  // namespace
+
+MemoryInfo read_memory_info() {
+  MemoryInfo info;
+  info.ram_total = meminfo_bytes("MemTotal");
+  info.ram_available = meminfo_bytes("MemAvailable");
+  info.memory_limit = tighter_limit(read_cgroup_limits(), info.ram_total);
+  return info;
+}
 
 double usable_cores(int affinity_cores, const std::optional<double>& cgroup_quota_cores) {
   double cores = affinity_cores;
@@ -76,7 +90,7 @@ SystemInfo collect_system_info() {
   info.usable_cores = usable_cores(info.affinity_cores, info.cgroup.cpu_quota_cores);
   info.ram_total = meminfo_bytes("MemTotal");
   info.ram_available = meminfo_bytes("MemAvailable");
-  if (info.cgroup.memory_limit && *info.cgroup.memory_limit < info.ram_total) info.memory_limit = info.cgroup.memory_limit;
+  info.memory_limit = tighter_limit(info.cgroup, info.ram_total);
   info.shm = disk_space("/dev/shm");
   info.container = detect_container();
   return info;

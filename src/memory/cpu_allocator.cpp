@@ -190,7 +190,7 @@ void install_counting_cpu_allocator() {
   std::call_once(g_install_once, [] {
     const char* cache_setting = std::getenv("GPUTRAIN_CPU_CACHE");
     if (cache_setting != nullptr && std::strcmp(cache_setting, "0") == 0) g_cache_enabled.store(false);
-    const auto system = device::collect_system_info();
+    const auto system = device::read_memory_info();
     std::uint64_t available = system.ram_available;
     if (system.memory_limit) available = std::min(available, *system.memory_limit);
     g_uncapped_bound.store(available / 10 * 9);

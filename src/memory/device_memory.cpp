@@ -70,7 +70,7 @@ MemoryFigures memory_figures(c10::Device device, bool with_limit) {
     f.limit_source = "device.max_memory";
     return f;
   }
-  const auto system = device::collect_system_info();
+  const auto system = device::read_memory_info();
   f.limit = system.ram_available + f.reserved;  // what we hold is ours to reuse
   f.limit_source = "available RAM";
   if (system.memory_limit && *system.memory_limit < f.limit) {

@@ -18,6 +18,16 @@ struct DiskSpace {
   std::uint64_t available = 0;  ///< what an unprivileged process can still write
 };
 
+/// RAM and the cgroup's memory limit: all that memory sizing needs, read without the rest of SystemInfo.
+struct MemoryInfo {
+  std::uint64_t ram_total = 0;     ///< MemTotal
+  std::uint64_t ram_available = 0; ///< MemAvailable
+  std::optional<std::uint64_t> memory_limit;  ///< the cgroup limit when tighter than RAM
+};
+
+/// Reads MemoryInfo (/proc/meminfo and the cgroup's memory limit); never throws.
+MemoryInfo read_memory_info();
+
 /// OS, CPU, memory, shared memory and container facts of this machine.
 struct SystemInfo {
   OsRelease os;

@@ -67,3 +67,12 @@ TEST(SystemInfo, CollectsFactsOfThisMachine) {
   EXPECT_GT(info.ram_total, 0u);
   EXPECT_FALSE(info.kernel.empty());
 }
+
+TEST(SystemInfo, MemoryInfoAloneReadsWhatTheFullCollectionDoes) {
+  const auto full = collect_system_info();
+  const auto memory = read_memory_info();
+  EXPECT_EQ(memory.ram_total, full.ram_total);
+  EXPECT_GT(memory.ram_available, 0u);
+  EXPECT_LE(memory.ram_available, memory.ram_total);
+  EXPECT_EQ(memory.memory_limit, full.memory_limit);
+}
