@@ -37,11 +37,15 @@ bool all_fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   return true;
 }
 
-// One Adam or AdamW step over every group; `fused` is at::_fused_adam_ or at::_fused_adamw_.
+// One Adam or AdamW step over every group, if the kernel can take it (false: the caller steps
+// with LibTorch's own); `fused` is at::_fused_adam_ or at::_fused_adamw_.
 template <typename Options, typename State, typename Fused>
-void fused_adam_step(std::vector<torch::optim::OptimizerParamGroup>& groups,
+bool fused_adam_step(std::vector<torch::optim::OptimizerParamGroup>& groups,
                      ska::flat_hash_map<void*, std::unique_ptr<torch::optim::OptimizerParamState>>& states,
-                     Fused fused) {
+                     const torch::optim::Optimizer::LossClosure& closure, Fused fused) {
+  if (closure || !all_fusable(groups)) return false;
+  for (const auto& group : groups)
+    if (static_cast<const Options&>(group.options()).amsgrad()) return false;
   at::NoGradGuard no_grad;
   for (auto& group : groups) {
     const auto& o = static_cast<const Options&>(group.options());
@@ -71,13 +75,7 @@ void fused_adam_step(std::vector<torch::optim::OptimizerParamGroup>& groups,
     fused(params, grads, averages, squares, /*max_exp_avg_sqs=*/at::TensorList{}, steps, o.lr(), std::get<0>(o.betas()),
           std::get<1>(o.betas()), o.weight_decay(), o.eps(), /*amsgrad=*/false, /*maximize=*/false, std::nullopt, std::nullopt);
   }
-}
-
-template <typename Options>
-bool any_amsgrad(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
-  for (const auto& group : groups)
-    if (static_cast<const Options&>(group.options()).amsgrad()) return true;
-  return false;
+  return true;
 }
 
 }  // namespace
@@ -115,21 +113,15 @@ at::Tensor FusedSGD::step(LossClosure closure) {
 }
 
 at::Tensor FusedAdam::step(LossClosure closure) {
-  if (closure || any_amsgrad<torch::optim::AdamOptions>(param_groups()) || !all_fusable(param_groups()))
-    return Adam::step(std::move(closure));
-  fused_adam_step<torch::optim::AdamOptions, torch::optim::AdamParamState>(
-      param_groups(), state_,
-      [](auto&&... args) { at::_fused_adam_(std::forward<decltype(args)>(args)...); });
-  return {};
+  const auto kernel = [](auto&&... args) { at::_fused_adam_(std::forward<decltype(args)>(args)...); };
+  if (fused_adam_step<torch::optim::AdamOptions, torch::optim::AdamParamState>(param_groups(), state_, closure, kernel)) return {};
+  return Adam::step(std::move(closure));
 }
 
 at::Tensor FusedAdamW::step(LossClosure closure) {
-  if (closure || any_amsgrad<torch::optim::AdamWOptions>(param_groups()) || !all_fusable(param_groups()))
-    return AdamW::step(std::move(closure));
-  fused_adam_step<torch::optim::AdamWOptions, torch::optim::AdamWParamState>(
-      param_groups(), state_,
-      [](auto&&... args) { at::_fused_adamw_(std::forward<decltype(args)>(args)...); });
-  return {};
+  const auto kernel = [](auto&&... args) { at::_fused_adamw_(std::forward<decltype(args)>(args)...); };
+  if (fused_adam_step<torch::optim::AdamWOptions, torch::optim::AdamWParamState>(param_groups(), state_, closure, kernel)) return {};
+  return AdamW::step(std::move(closure));
 }
 
 }  // namespace gputrain::train

@@ -110,10 +110,11 @@ struct Trainer::State {
   std::string last_checkpoint;
   std::vector<std::string> pending_notes;  // said before the sinks exist, shown once they do
   bool classification = true;
+  bool channels_last = false;  // config.uses_channels_last(), resolved once
 
   CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
   StepParts step_parts() {
-    return StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, config.uses_channels_last(), classification, device, 0, sync.get()};
+    return StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last, classification, device, 0, sync.get()};
   }
   void note(const std::string& line) {
     for (auto& s : sinks) s->on_note(line);
@@ -156,7 +157,8 @@ void Trainer::State::setup() {
   model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
   if (!config.model.init_weights.empty()) load_named_state(*model, data::read_safetensors(config.model.init_weights));
   model->to(device);
-  if (config.uses_channels_last()) {
+  channels_last = config.uses_channels_last();
+  if (channels_last) {
     use_channels_last(*model);
     if (!config.train.channels_last) pending_notes.push_back("train.channels_last auto: on (NHWC for " + config.model.name + "'s convolutions)");
   }
@@ -373,7 +375,7 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
           chunk_ae = at::zeros({}, f64);
           for (std::int64_t start = 0; start < rows; start += micro) {
             const std::int64_t end = std::min(rows, start + micro);
-            const auto inputs = model_input(data.transform, config.uses_channels_last(), chunk.inputs.slice(0, start, end), /*training=*/false);
+            const auto inputs = model_input(data.transform, channels_last, chunk.inputs.slice(0, start, end), /*training=*/false);
             const auto targets = chunk.targets.slice(0, start, end);
             at::Tensor output;
             {

@@ -79,6 +79,26 @@ std::string describe(const OptimizerConfig& c) {
   return c.name + " momentum " + std::to_string(c.momentum) + (c.nesterov ? " nesterov" : "") + " wd " + std::to_string(c.weight_decay);
 }
 
+// The same parameters under gputrain's optimizer and under LibTorch's own, stepped alike.
+struct SideBySide {
+  std::vector<at::Tensor> ours, theirs;
+  std::unique_ptr<torch::optim::Optimizer> fused, plain;
+
+  explicit SideBySide(const OptimizerConfig& c, at::ScalarType bias_dtype = at::kFloat)
+      : ours(make_params(bias_dtype)), theirs(copy_of(ours)), fused(make_optimizer(c, ours)), plain(libtorch_optimizer(c, theirs)) {}
+
+  void train_both(int from, int to) {
+    train(*fused, ours, from, to);
+    train(*plain, theirs, from, to);
+  }
+};
+
+// Equal up to fp32 rounding, or the largest difference.
+testing::AssertionResult close(const at::Tensor& a, const at::Tensor& b) {
+  if (at::allclose(a, b, 1e-5, 1e-6)) return testing::AssertionSuccess();
+  return testing::AssertionFailure() << "largest difference " << (a - b).abs().max().item<double>();
+}
+
 // The ATen operators one step of `optimizer` calls (recorded through ATen's RecordFunction hooks).
 std::set<std::string> operators_of_one_step(torch::optim::Optimizer& optimizer, std::vector<at::Tensor>& params) {
   static thread_local std::set<std::string>* sink = nullptr;
@@ -101,16 +121,11 @@ std::set<std::string> operators_of_one_step(torch::optim::Optimizer& optimizer, 
 
 TEST(FusedOptimizers, FollowLibTorchsOwnStepsUpToRounding) {
   for (const auto& c : every_kind()) {
-    auto ours = make_params();
-    auto theirs = copy_of(ours);
-    auto fused = make_optimizer(c, ours);
-    auto plain = libtorch_optimizer(c, theirs);
-    train(*fused, ours, 0, 30);
-    train(*plain, theirs, 0, 30);
-    for (std::size_t i = 0; i < ours.size(); ++i) {
-      EXPECT_TRUE(at::allclose(ours[i], theirs[i], 1e-5, 1e-6)) << describe(c) << ", parameter " << i << ": largest difference "
-                                                                << (ours[i] - theirs[i]).abs().max().item<double>();
-      EXPECT_EQ(ours[i].strides(), theirs[i].strides()) << describe(c);  // channels_last stays channels_last
+    SideBySide run(c);
+    run.train_both(0, 30);
+    for (std::size_t i = 0; i < run.ours.size(); ++i) {
+      EXPECT_TRUE(close(run.ours[i], run.theirs[i])) << describe(c) << ", parameter " << i;
+      EXPECT_EQ(run.ours[i].strides(), run.theirs[i].strides()) << describe(c);  // channels_last stays channels_last
     }
   }
 }
@@ -129,15 +144,12 @@ TEST(FusedOptimizers, TakeOneFusedKernelPerStep) {
 
 TEST(FusedOptimizers, FallBackToLibTorchsStepWhenDtypesAreMixed) {
   for (const auto& c : every_kind()) {
-    auto ours = make_params(at::kDouble);  // a float64 bias among float32 weights: one kernel cannot take both
-    auto theirs = copy_of(ours);
-    auto fused = make_optimizer(c, ours);
-    auto plain = libtorch_optimizer(c, theirs);
-    EXPECT_EQ(operators_of_one_step(*fused, ours).count("aten::_fused_" + (c.name == "sgd" ? std::string("sgd") : c.name) + "_"), 0U);
-    operators_of_one_step(*plain, theirs);
-    train(*fused, ours, 1, 10);
-    train(*plain, theirs, 1, 10);
-    for (std::size_t i = 0; i < ours.size(); ++i) EXPECT_TRUE(at::equal(ours[i], theirs[i])) << describe(c) << ", parameter " << i;
+    SideBySide run(c, at::kDouble);  // a float64 bias among float32 weights: one kernel cannot take both
+    EXPECT_EQ(operators_of_one_step(*run.fused, run.ours).count("aten::_fused_" + c.name + "_"), 0U);
+    operators_of_one_step(*run.plain, run.theirs);
+    run.train_both(1, 10);
+    for (std::size_t i = 0; i < run.ours.size(); ++i)
+      EXPECT_TRUE(at::equal(run.ours[i], run.theirs[i])) << describe(c) << ", parameter " << i;
   }
 }
 
@@ -162,7 +174,7 @@ TEST(FusedOptimizers, ACheckpointedStateContinuesExactly) {
     archive.load_from(saved);
     restored->load(archive);
     train(*restored, restored_params, 5, 10);
-    // ... and the same optimizer sent back to step 5 (its step counters are ahead of the state now).
+    // ... and an optimizer that had gone further, sent back to step 5.
     auto rewound_params = copy_of(params_at_5);
     auto rewound = make_optimizer(c, rewound_params);
     train(*rewound, rewound_params, 0, 8);
@@ -186,28 +198,23 @@ TEST(FusedOptimizers, ACheckpointedStateContinuesExactly) {
 TEST(FusedOptimizers, StateInAnotherLayoutIsReLaidOutNotMisread) {
   for (const auto& c : every_kind()) {
     if (c.name == "sgd" && c.momentum == 0) continue;  // no state
-    auto ours = make_params();
-    auto theirs = copy_of(ours);
-    auto fused = make_optimizer(c, ours);
-    auto plain = libtorch_optimizer(c, theirs);
-    train(*fused, ours, 0, 3);
-    train(*plain, theirs, 0, 3);
+    SideBySide run(c);
+    run.train_both(0, 3);
     // As a checkpoint written elsewhere might hold it: the conv weight's state in NCHW.
-    auto& state = *fused->state().at(ours[2].unsafeGetTensorImpl());
+    const auto& conv = run.ours[2];
+    auto& state = *run.fused->state().at(conv.unsafeGetTensorImpl());
     if (c.name == "sgd") {
       auto& buffer = static_cast<torch::optim::SGDParamState&>(state).momentum_buffer();
       buffer = buffer.contiguous();
-      ASSERT_NE(buffer.strides(), ours[2].strides());
+      ASSERT_NE(buffer.strides(), conv.strides());
     } else {
       at::Tensor* average = c.name == "adam" ? &static_cast<torch::optim::AdamParamState&>(state).exp_avg()
                                              : &static_cast<torch::optim::AdamWParamState&>(state).exp_avg();
       *average = average->contiguous();
-      ASSERT_NE(average->strides(), ours[2].strides());
+      ASSERT_NE(average->strides(), conv.strides());
     }
-    train(*fused, ours, 3, 10);
-    train(*plain, theirs, 3, 10);
-    EXPECT_TRUE(at::allclose(ours[2], theirs[2], 1e-5, 1e-6)) << describe(c) << ": largest difference "
-                                                              << (ours[2] - theirs[2]).abs().max().item<double>();
+    run.train_both(3, 10);
+    EXPECT_TRUE(close(run.ours[2], run.theirs[2])) << describe(c);
   }
 }
 
