@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <filesystem>
+
 namespace gputrain::device {
 
 SharedLibrary::SharedLibrary(const std::string& soname, Mode mode) {
@@ -23,7 +25,8 @@ std::string SharedLibrary::path() const {
   if (handle_ == nullptr) return "";
   link_map* map = nullptr;
   if (dlinfo(handle_, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) return "";
-  return map->l_name;
+  // RUNPATH entries like torch/lib/../../nvidia/... stay in l_name; users read the folder itself.
+  return std::filesystem::path(map->l_name).lexically_normal().string();
 }
 
 void* SharedLibrary::raw_symbol(const char* name) const {

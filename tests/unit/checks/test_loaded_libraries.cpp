@@ -32,3 +32,14 @@ TEST(LoadedLibraries, TheProbeReportsTheMappedFile) {
     EXPECT_NE(std::find(mapped->paths.begin(), mapped->paths.end(), file), mapped->paths.end()) << file;
   }
 }
+
+TEST(LoadedLibraries, ProbedPathsNameTheFolderWithoutDotDotSegments) {
+  // LibTorch's RUNPATH reaches the wheel's CUDA folders as torch/lib/../../nvidia/...; users should
+  // read the folder itself in verify's lines.
+  for (const auto& library : probe_runtime_libraries()) {
+    if (!library.available) continue;
+    for (const auto& part : std::filesystem::path(library.path)) {
+      EXPECT_NE(part, "..") << library.path;
+    }
+  }
+}
