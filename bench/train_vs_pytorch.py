@@ -61,19 +61,35 @@ CASES = {
 
 # ---- the same data and models as gputrain (src/data/synthetic.cpp, src/train/models/) ----
 
-def teacher_view(x):
-    if x.dim() != 4:
+def unit_filters(shape, gen):
+    f = torch.randn(*shape, generator=gen)
+    return f / f.flatten(1).norm(dim=1).reshape(shape[0], *[1] * (len(shape) - 1))
+
+
+def teacher_features(x, filters):
+    """src/data/synthetic.cpp's view: vectors as they are; images and sequences as the centred,
+    scaled mean over positions of a ReLU of a 3x3 convolution or a per-step projection."""
+    if filters is None:
         return x.reshape(x.shape[0], -1)
-    h, w = min(x.shape[2], 4), min(x.shape[3], 4)
-    cell = x.shape[2] * x.shape[3] / (h * w)
-    return F.adaptive_avg_pool2d(x, (h, w)).reshape(x.shape[0], -1) * math.sqrt(cell)
+    if x.dim() == 3:
+        r = x @ filters.t()
+    else:
+        r = F.conv2d(x.reshape(x.shape[0], x.shape[1], x.shape[2], -1), filters).flatten(2).transpose(1, 2)
+    relu_mean, relu_std = 1 / math.sqrt(2 * math.pi), math.sqrt(0.5 - 1 / (2 * math.pi))
+    return (r.relu().mean(1) - relu_mean) * (math.sqrt(r.shape[1]) / relu_std)
 
 
 def synthetic(shape, classes, samples, split, seed=SEED):
-    features = teacher_view(torch.zeros(1, *shape)).shape[1]
-    teacher = torch.randn(features, classes, generator=torch.Generator().manual_seed(seed)) / math.sqrt(features)
+    gen = torch.Generator().manual_seed(seed)  # the teacher: view filters first, then the map
+    filters, features = None, math.prod(shape)
+    if len(shape) == 2:
+        filters, features = unit_filters([16, shape[1]], gen), 16
+    elif len(shape) >= 3:
+        width = math.prod(shape[2:])
+        filters, features = unit_filters([16, shape[0], min(shape[1], 3), min(width, 3)], gen), 16
+    teacher = torch.randn(features, classes, generator=gen) / math.sqrt(features)
     x = torch.randn(samples, *shape, generator=torch.Generator().manual_seed(seed + 1 + split))
-    return x, (teacher_view(x) @ teacher).argmax(1)
+    return x, (teacher_features(x, filters) @ teacher).argmax(1)
 
 
 def epoch_order(samples, epoch, seed=SEED):

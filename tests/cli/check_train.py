@@ -67,6 +67,10 @@ def check_sigterm(workdir, command):
     if "resuming at step %d" % stopped_at not in resumed.stderr:
         fail("the second run did not resume at step %d" % stopped_at)
     print("ok: SIGTERM at step %d -> exit 130, checkpoint, resumed and finished" % stopped_at)
+    # The same command once more: the run has finished, so it says so and how to train again.
+    again = run(args + ["--set", "train.max_steps=%d" % (stopped_at + 3)])
+    if again.returncode != 0 or "nothing left to train" not in again.stderr:
+        fail("a finished run started again should exit 0 and say there is nothing left to train:\n" + again.stderr[-1500:])
 
     # Two signals in a row: the second one exits at once (still 130), without waiting for the step.
     # Large steps (~1 s) leave time to send the second signal while the first step still runs

@@ -15,9 +15,11 @@ struct TensorDataset {
   std::int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
 };
 
-/// A learnable synthetic task: standard-normal inputs labelled by a fixed random linear "teacher"
-/// (argmax for classification, the projection itself for regression). The teacher depends only
-/// on `seed`, so a training and a validation set made with different `split` share the task.
+/// A learnable synthetic task: standard-normal inputs labelled by a fixed random "teacher" (argmax
+/// for classification, its outputs themselves for regression): linear for vectors; for images and
+/// sequences, linear in the mean over positions of a ReLU of a random 3x3 convolution or per-step
+/// projection, so models that pool over positions can learn it. The teacher depends only on
+/// `seed`, so a training and a validation set made with different `split` share the task.
 struct SyntheticSpec {
   std::string task = "classification";   ///< classification or regression
   std::vector<std::int64_t> shape;        ///< one sample

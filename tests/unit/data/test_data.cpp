@@ -8,6 +8,7 @@
 #include "gputrain/data/epoch_sampler.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
+#include "data/synthetic_teacher.hpp"  // private: what the labels depend on
 
 using namespace gputrain;
 using namespace gputrain::data;
@@ -28,6 +29,49 @@ TEST(Synthetic, RegressionTargetsHaveOneColumnPerOutput) {
   const auto set = make_synthetic({"regression", {6}, 3, 1}, 10, 0);
   EXPECT_EQ(set.targets.sizes(), (std::vector<std::int64_t>{10, 3}));
   EXPECT_EQ(set.targets.scalar_type(), at::kFloat);
+}
+
+// Vectors, images and sequences each get a teacher whose features are centred and scaled, so every
+// class occurs with at least a tenth of an even share, none with more than three times it, and
+// regression targets are about standard normal.
+TEST(Synthetic, EveryClassOccursAndTargetsAreStandardForEveryKindOfSample) {
+  for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{32}, {3, 16, 16}, {12, 8}, {1, 4, 4, 4}}) {
+    const auto labels = make_synthetic({"classification", shape, 10, 7}, 4000, 0).targets;
+    const auto counts = at::bincount(labels, {}, 10);
+    // Not equal shares (a random map favours some classes, as real data does), but none is
+    // nearly empty or dominant.
+    EXPECT_GE(counts.min().item<std::int64_t>(), 4000 / 10 / 10) << "a class is nearly empty: " << counts;
+    EXPECT_LE(counts.max().item<std::int64_t>(), 4000 / 10 * 3) << "a class dominates: " << counts;
+    const auto targets = make_synthetic({"regression", shape, 4, 7}, 4000, 0).targets;
+    EXPECT_NEAR(targets.mean().item<double>(), 0.0, 0.15) << "rank " << shape.size();
+    EXPECT_NEAR(targets.std().item<double>(), 1.0, 0.35) << "rank " << shape.size();
+  }
+}
+
+// What lets a transformer and a CNN that pool over positions learn the task: a sequence's target
+// does not depend on the order of its steps, and an image's does not depend on where its content
+// sits (exactly so for content on a zero background, which a shift leaves unchanged).
+TEST(Synthetic, TargetsDoNotDependOnStepOrderOrWhereImageContentSits) {
+  const SyntheticTeacher sequences({"regression", {6, 5}, 3, 9});
+  const auto steps = at::randn({50, 6, 5});
+  EXPECT_TRUE(at::allclose(sequences.targets(steps), sequences.targets(steps.flip(1)), 1e-5, 1e-5));
+
+  const SyntheticTeacher images({"regression", {3, 16, 16}, 3, 9});
+  const auto content = at::randn({20, 3, 6, 6});
+  auto top_left = at::zeros({20, 3, 16, 16}), bottom_right = at::zeros({20, 3, 16, 16});
+  // Two pixels from every edge, so every 3x3 patch that overlaps the content exists in both.
+  top_left.narrow(2, 2, 6).narrow(3, 2, 6).copy_(content);
+  bottom_right.narrow(2, 8, 6).narrow(3, 7, 6).copy_(content);
+  EXPECT_TRUE(at::allclose(images.targets(top_left), images.targets(bottom_right), 1e-5, 1e-5));
+  // ...while the content itself matters.
+  EXPECT_FALSE(at::allclose(images.targets(top_left), images.targets(top_left.flip(0)), 1e-3, 1e-3));
+}
+
+TEST(Synthetic, DatasetsAreLabelledByTheTeacherOfTheirSeed) {
+  const SyntheticSpec spec{"classification", {3, 8, 8}, 5, 11};
+  const auto set = make_synthetic(spec, 64, 1);
+  EXPECT_TRUE(at::equal(SyntheticTeacher(spec).targets(set.inputs), set.targets));
+  EXPECT_FALSE(at::equal(SyntheticTeacher({"classification", {3, 8, 8}, 5, 12}).targets(set.inputs), set.targets));
 }
 
 TEST(EpochSampler, ShufflesPerEpochReproducibly) {
