@@ -47,7 +47,8 @@ DeviceChoice select_device(std::string_view spec, const GpuInventory& inventory)
   if (!have_gpu) {
     throw EnvironmentError("device '" + std::string(spec) + "' asked for, but no CUDA GPU is usable here: " +
                                why_no_gpu(inventory),
-                           "run `gputrain verify` to see what is missing, or use --device cpu");
+                           "run `gputrain verify` to see what is missing, or train on the CPU (device: cpu in the config, "
+                           "--set device=cpu on the command line, --device cpu for quick-train)");
   }
   if (index >= int(inventory.gpus.size())) {
     throw UsageError("device 'cuda:" + std::to_string(index) + "' does not exist",

@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   SweepFlags sweep;
   int steps = 50;
   std::string max_memory, source, path, labels;
-  app.add_option("config", sources.files, "YAML config files; later files override earlier ones")->check(CLI::ExistingFile);
+  app.add_option("config", sources.files, "YAML config files; later files override earlier ones");
   app.add_flag("--memory", memory_mode, "print the memory model of one training step");
   app.add_flag("--batch", batch_mode, "find the micro-batch batch_size: auto would pick");
   app.add_flag("--step", step_mode, "time real training steps: data wait, copy, compute, GPU utilisation");

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
                "gputrain train"};
   train::ConfigSources sources;
   bool print_config = false;
-  app.add_option("config", sources.files, "YAML config files; later files override earlier ones")->check(CLI::ExistingFile);
+  app.add_option("config", sources.files, "YAML config files; later files override earlier ones");
   app.add_option("--set", sources.overrides, "override one key, e.g. --set optimizer.lr=3e-4 (repeatable; the value is YAML)")->type_name("KEY=VALUE");
   std::string max_memory;
   app.add_option("--max-memory", max_memory, "cap device memory as a smaller GPU would, e.g. 8GiB (= --set device.max_memory=...)")

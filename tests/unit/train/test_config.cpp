@@ -137,6 +137,12 @@ TEST(Config, MissingFileNamesThePath) {
   EXPECT_NE(message.find("'/no/such/config.yaml' does not exist"), std::string::npos) << message;
 }
 
+TEST(Config, AFolderGivenAsTheConfigFileIsAnError) {
+  const auto folder = std::filesystem::temp_directory_path().string();
+  const auto message = error_of({{folder}, {}, ""});
+  EXPECT_NE(message.find("'" + folder + "' is a folder"), std::string::npos) << message;
+}
+
 TEST(Config, BadOverrides) {
   EXPECT_NE(error_of({{}, {"train.max_steps"}, ""}).find("expected KEY=VALUE"), std::string::npos);
   EXPECT_NE(error_of({{}, {"train.maxsteps=3"}, ""}).find("did you mean 'train.max_steps'"), std::string::npos);
