@@ -7,6 +7,8 @@
 #include <torch/optim/optimizer.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -460,6 +462,35 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
   double window_data = 0;
   std::int64_t window_steps = 0, window_samples = 0;
   at::Tensor window_loss = at::zeros({}, at::TensorOptions().device(device));
+  std::int64_t window_skipped_before = scaler->skipped_steps();
+  // A run whose loss turned nan/inf changes nothing for the better: stop before it writes a
+  // checkpoint of broken weights over good ones. With fp16's GradScaler a non-finite loss is
+  // harmless as long as some steps still update (the scaler skips the others); when every step
+  // of the window was skipped, nothing is learning any more either.
+  const auto stop_if_diverged = [&](double mean_loss) {
+    if (std::isfinite(mean_loss)) return;
+    const auto skipped = scaler->skipped_steps() - window_skipped_before;
+    if (scaler->enabled() && skipped < window_steps) return;
+    char lr[32];
+    std::snprintf(lr, sizeof lr, "%g", config.optimizer.lr);
+    throw Error("training diverged: the loss is " + std::string(std::isnan(mean_loss) ? "nan" : "inf") + " over " +
+                    (window_steps == 1 ? "step " + std::to_string(progress.step)
+                                       : "steps " + std::to_string(progress.step - window_steps + 1) + "-" + std::to_string(progress.step)) +
+                    (scaler->enabled() ? " and the GradScaler skipped all of them" : "") + " (optimizer.lr " + lr +
+                    ", train.precision " + to_string(config.train.precision) + ")",
+                std::string("lower optimizer.lr, set train.clip_grad_norm (e.g. 1.0) or add scheduler.warmup_steps") +
+                    (config.train.precision == Precision::fp16_mixed ? ", or use bf16-mixed (fp16 overflows where bf16 does not)" : "") +
+                    (last_checkpoint.empty() ? "; no checkpoint was written"
+                                             : "; the checkpoints written before are intact: resume from one with "
+                                               "checkpoint.resume: PATH (last: " + last_checkpoint + ")"));
+  };
+  // Before a checkpoint between two reports: the steps since the last report must be sound too.
+  const auto check_window = [&] {
+    if (window_steps == 0) return;
+    stop_if_diverged(ranks.sum({window_loss.item<double>()}, "the sum of the loss before a checkpoint at step " +
+                                                                 std::to_string(progress.step))[0] /
+                     static_cast<double>(window_steps));
+  };
 
   while (progress.step < total_steps && !result.interrupted) {
     const auto epoch_start = Clock::now();
@@ -516,6 +547,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
         const auto window = ranks.sum({window_loss.item<double>(), static_cast<double>(window_samples)},  // syncs the device
                                       "the sum of the logged loss at step " + std::to_string(progress.step));
         m.loss = window[0] / static_cast<double>(window_steps);
+        stop_if_diverged(m.loss);
         const double window_seconds = seconds_since(window_start);
         m.samples_per_second = window[1] / window_seconds;
         m.data_seconds = window_data / static_cast<double>(window_steps);
@@ -534,10 +566,14 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
         result.last_loss = m.loss;
         window_loss.zero_();
         window_steps = window_samples = 0;
+        window_skipped_before = scaler->skipped_steps();
         window_data = 0;
         window_start = Clock::now();
       }
-      if (config.checkpoint.every_steps > 0 && progress.step % config.checkpoint.every_steps == 0) checkpoint();
+      if (config.checkpoint.every_steps > 0 && progress.step % config.checkpoint.every_steps == 0) {
+        check_window();
+        checkpoint();
+      }
       if (options.after_step) options.after_step(progress.step);
       if (!distributed && core::stop_requested()) {  // ranks stop together, at the next agreement
         result.interrupted = true;
@@ -562,7 +598,10 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
           note("best " + config.checkpoint.best_metric + " so far: " + std::to_string(*value) + " -> " +
                store->save_best(parts(), progress, config_yaml));
       }
-      if (config.checkpoint.every_epochs > 0 && progress.epoch % config.checkpoint.every_epochs == 0) checkpoint();
+      if (config.checkpoint.every_epochs > 0 && progress.epoch % config.checkpoint.every_epochs == 0) {
+        check_window();
+        checkpoint();
+      }
     }
   }
 }

@@ -9,6 +9,8 @@ Modes:
   torchscript  a module scripted in Python trains, and its weights keep PyTorch's names.
   cpu-cache    the CPU block cache holds freed activations (reserved > allocated in the step
                records), and GPUTRAIN_CPU_CACHE=0 turns it off (reserved == allocated).
+  diverge      a loss that turns nan stops the run (exit 1, "training diverged", the fix) before
+               it writes a checkpoint of broken weights; with fp16's GradScaler too.
 """
 import json
 import os
@@ -210,13 +212,39 @@ def check_cpu_cache(workdir, command):
     print("ok: cached after each step %s; none with GPUTRAIN_CPU_CACHE=0" % cached)
 
 
+def check_diverge(workdir, command):
+    for precision in ("fp32", "fp16-mixed"):
+        run_dir = os.path.join(workdir, precision)
+        # lr 1e6 blows the weights up within a few steps; a checkpoint every 2 steps and a report
+        # every 3 put checkpoints both before and after the first nan.
+        result = run(command + ["--set", "logging.dir=" + run_dir, "--set", "optimizer.lr=1e6", "--set", "train.precision=" + precision,
+                                "--set", "checkpoint.every_steps=2", "--set", "logging.every_steps=3", "--set", "checkpoint.resume=never",
+                                "--set", "device=cpu"])
+        print(result.stderr[-800:])
+        if result.returncode != 1:
+            fail("%s: expected exit 1 for a diverged run, got %d" % (precision, result.returncode))
+        if "training diverged: the loss is" not in result.stderr or "fix: lower optimizer.lr" not in result.stderr:
+            fail("%s: stderr does not say the training diverged and how to fix it" % precision)
+        folder = os.path.join(run_dir, "checkpoints")
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            # Checkpoints are TorchScript archives (torch::serialize): model, optimizer, scaler, rng.
+            state = torch.jit.load(os.path.join(folder, name)).state_dict()
+            floats = [t for t in state.values() if t.is_floating_point()]
+            if not any(k.startswith("model.") for k in state) or not floats:
+                fail("%s: checkpoint %s holds no model tensors: %s" % (precision, name, list(state)[:5]))
+            if not all(torch.isfinite(t).all() for t in floats):
+                fail("%s: checkpoint %s holds nan/inf values" % (precision, name))
+        print("ok: %s stops with exit 1; every checkpoint written is finite" % precision)
+
+
 def main():
     if len(sys.argv) < 5 or sys.argv[3] != "--":
         fail(__doc__)
     mode, workdir, command = sys.argv[1], sys.argv[2], sys.argv[4:]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
-    modes = {"sigterm": check_sigterm, "readback": check_readback, "torchscript": check_torchscript, "cpu-cache": check_cpu_cache}
+    modes = {"sigterm": check_sigterm, "readback": check_readback, "torchscript": check_torchscript, "cpu-cache": check_cpu_cache,
+             "diverge": check_diverge}
     modes[mode](workdir, command)
 
 
