@@ -64,4 +64,21 @@ std::string oom_line(const memory::OomEvent& e) {
   return line + "; " + memory::describe(e.memory);
 }
 
+std::string data_stall_advice(double stall_percent, std::int64_t steps, const std::string& cache) {
+  constexpr double kNoticeablePercent = 10.0;
+  if (steps < 20 || !(stall_percent >= kNoticeablePercent)) return "";
+  char share[32];
+  std::snprintf(share, sizeof share, "%.0f%%", stall_percent);
+  const std::string waited = std::string("the device waited for data ") + share + " of the time (data stall): ";
+  if (cache == "none")
+    return waited + "the loader streams the data; `gputrain profile` with this config measures the fastest data.num_workers, "
+                    "data.prefetch and data.pin_memory on this machine, and data.cache: vram or ram (when the dataset "
+                    "fits) takes the loader out of the step";
+  if (cache == "ram")
+    return waited + "batches are copied from RAM each step; data.cache: vram gathers them on the device instead when the "
+                    "dataset fits (`gputrain profile` shows what fits)";
+  return waited + "the data is already cached, so gathering and augmenting each batch is what takes the time: a larger "
+                  "train.batch_size spreads that cost over more samples";
+}
+
 }  // namespace gputrain::train

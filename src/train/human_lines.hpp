@@ -12,4 +12,9 @@ std::string step_line(const StepMetrics& m, std::int64_t total_steps);
 std::string epoch_line(const EpochMetrics& m, std::int64_t epochs);
 std::string oom_line(const memory::OomEvent& e);
 
+/// What to change when the device waited for data for a noticeable share of the run (the most
+/// common reason a GPU trains slower than it could); "" when the stall is small or the run too
+/// short to tell (under 20 steps). `cache` is where the data lived: vram, ram or none.
+std::string data_stall_advice(double stall_percent, std::int64_t steps, const std::string& cache);
+
 }  // namespace gputrain::train

@@ -34,6 +34,7 @@
 #include "gputrain/train/optimizer.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "device_settings.hpp"
+#include "human_lines.hpp"
 #include "rank_group.hpp"
 #include "training_step.hpp"
 
@@ -129,6 +130,7 @@ struct Trainer::State {
   void setup();
   void place_the_data(const std::string& device_name);
   void report_skipped();
+  std::string remedy_for_step_failure(const std::string& message) const;
   void resolve_workers();
   void make_sinks(std::int64_t start_step);
   void resume();
@@ -240,6 +242,17 @@ void Trainer::State::place_the_data(const std::string& device_name) {
   pending_notes.push_back("data: " + data.sources.train->description() + (data.sources.val ? "; validation: " + data.sources.val->description() : ""));
   pending_notes.push_back("data.cache " + config.data.cache + " -> " + data::to_string(placement.plan.mode) + ": " + placement.summary +
                           " (" + placement.plan.reason + ")");
+}
+
+std::string Trainer::State::remedy_for_step_failure(const std::string& message) const {
+  if (message.find("Expected more than 1 value per channel when training") != std::string::npos) {
+    const auto samples = data.sources.train->size();
+    return "a batch of one sample reached a BatchNorm layer, which cannot normalise over one value; it happens to "
+           "the epoch's last batch when the samples (" + std::to_string(samples) + ") are not a multiple of the batch (" +
+           std::to_string(effective_batch) + "), or when unreadable samples were dropped from a batch: set "
+           "data.drop_last: true, or a train.batch_size that divides the number of samples";
+  }
+  return "if the config looks right, report it with the run directory's config.yaml and training.log";
 }
 
 void Trainer::State::report_skipped() {
@@ -633,6 +646,12 @@ FitResult Trainer::fit() {
            " after changing the memory settings");
     for (auto& sink : s.sinks) sink->on_end();
     throw;
+  } catch (const c10::Error& e) {
+    // LibTorch's own errors carry a C++ backtrace users cannot act on: keep its message, say
+    // which step failed and, where the cause is known, what to change.
+    for (auto& sink : s.sinks) sink->on_end();
+    throw Error("step " + std::to_string(progress.step + 1) + " failed in LibTorch: " + e.what_without_backtrace(),
+                s.remedy_for_step_failure(e.what_without_backtrace()));
   } catch (...) {
     for (auto& sink : s.sinks) sink->on_end();
     throw;
@@ -667,6 +686,10 @@ FitResult Trainer::fit() {
     result.data_stall_percent = 100.0 * totals.data_seconds / run_seconds;
     result.step_seconds = run_seconds;
     result.data_seconds = totals.data_seconds;
+  }
+  if (s.ranks.writer()) {
+    const auto advice = data_stall_advice(result.data_stall_percent, totals.steps, result.data_cache);
+    if (!advice.empty()) s.note(advice);
   }
   if (result.interrupted) {
     s.note("interrupted at step " + std::to_string(progress.step) + "; resume with the same command (checkpoint.resume: auto)");

@@ -34,7 +34,10 @@ int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>
     if (!error.remedy().empty()) std::cerr << "  fix: " << error.remedy() << "\n";
     return static_cast<int>(error.exit_code());
   } catch (const std::exception& error) {
-    std::cerr << "error: " << error.what() << "\n";
+    // LibTorch's errors append a C++ backtrace ("Exception raised from ... frame #0: ..."): the
+    // message before it is what a user can act on.
+    const std::string message = error.what();
+    std::cerr << "error: " << message.substr(0, message.find("\nException raised from ")) << "\n";
     return static_cast<int>(ExitCode::failure);
   }
 }

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "gputrain/train/metrics.hpp"
+#include "train/human_lines.hpp"  // private: the lines training.log and the console share
 
 using namespace gputrain::train;
 
@@ -77,4 +78,16 @@ TEST(FormatDuration, MinutesAndHours) {
   EXPECT_EQ(format_duration(5), "0:05");
   EXPECT_EQ(format_duration(62), "1:02");
   EXPECT_EQ(format_duration(3725), "1:02:05");
+}
+
+TEST(DataStallAdvice, SaysWhatToChangeForWhereTheDataLives) {
+  using gputrain::train::data_stall_advice;
+  EXPECT_EQ(data_stall_advice(4.0, 500, "none"), "") << "a small stall needs no advice";
+  EXPECT_EQ(data_stall_advice(60.0, 19, "none"), "") << "under 20 steps the start-up dominates";
+  const auto streamed = data_stall_advice(35.0, 500, "none");
+  EXPECT_NE(streamed.find("waited for data 35% of the time"), std::string::npos) << streamed;
+  EXPECT_NE(streamed.find("gputrain profile"), std::string::npos) << streamed;
+  EXPECT_NE(streamed.find("data.cache: vram or ram"), std::string::npos) << streamed;
+  EXPECT_NE(data_stall_advice(12.0, 500, "ram").find("data.cache: vram"), std::string::npos);
+  EXPECT_NE(data_stall_advice(12.0, 500, "vram").find("train.batch_size"), std::string::npos);
 }
