@@ -85,6 +85,7 @@ dist::GradientSyncOptions sync_options(const DistributedConfig& c) {
 struct RunTotals {
   Clock::time_point start = Clock::now();
   double data_seconds = 0;
+  double paused_seconds = 0;  // validation and checkpoint writing: no training step runs
   std::int64_t samples = 0, steps = 0;
 };
 
@@ -472,7 +473,16 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
   model->set_training(true);
 
   auto window_start = Clock::now();
-  double window_data = 0;
+  double window_data = 0, window_paused = 0;
+  // Validation and checkpoints are timed apart, so samples/s and the data stall describe the
+  // training steps alone (a long validation would otherwise dilute the stall it is meant to show).
+  const auto paused = [&](const auto& work) {
+    const auto start = Clock::now();
+    work();
+    const double seconds = seconds_since(start);
+    totals.paused_seconds += seconds;
+    window_paused += seconds;
+  };
   std::int64_t window_steps = 0, window_samples = 0;
   at::Tensor window_loss = at::zeros({}, at::TensorOptions().device(device));
   std::int64_t window_skipped_before = scaler->skipped_steps();
@@ -561,7 +571,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
                                       "the sum of the logged loss at step " + std::to_string(progress.step));
         m.loss = window[0] / static_cast<double>(window_steps);
         stop_if_diverged(m.loss);
-        const double window_seconds = seconds_since(window_start);
+        const double window_seconds = seconds_since(window_start) - window_paused;
         m.samples_per_second = window[1] / window_seconds;
         m.data_seconds = window_data / static_cast<double>(window_steps);
         m.compute_seconds = (window_seconds - window_data) / static_cast<double>(window_steps);
@@ -580,12 +590,12 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
         window_loss.zero_();
         window_steps = window_samples = 0;
         window_skipped_before = scaler->skipped_steps();
-        window_data = 0;
+        window_data = window_paused = 0;
         window_start = Clock::now();
       }
       if (config.checkpoint.every_steps > 0 && progress.step % config.checkpoint.every_steps == 0) {
         check_window();
-        checkpoint();
+        paused([&] { checkpoint(); });
       }
       if (options.after_step) options.after_step(progress.step);
       if (!distributed && core::stop_requested()) {  // ranks stop together, at the next agreement
@@ -597,7 +607,9 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
     if (progress.position >= n) {
       const double epoch_loss_sum = ranks.sum({epoch_loss.item<double>()}, "the sum of epoch " + std::to_string(progress.epoch + 1) + "'s loss")[0];
       const double train_loss = epoch_steps > 0 ? epoch_loss_sum / static_cast<double>(epoch_steps) : 0.0;
-      const auto metrics = validate(progress.epoch, train_loss, seconds_since(epoch_start));
+      EpochMetrics metrics;
+      const double epoch_seconds = seconds_since(epoch_start);
+      paused([&] { metrics = validate(progress.epoch, train_loss, epoch_seconds); });
       for (auto& sink : sinks) sink->on_epoch(metrics);
       result.last_epoch = metrics;
       ++progress.epoch;
@@ -608,12 +620,14 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
       if (value && (!progress.best_metric || (maximize ? *value > *progress.best_metric : *value < *progress.best_metric))) {
         progress.best_metric = *value;
         if (ranks.writer())
-          note("best " + config.checkpoint.best_metric + " so far: " + std::to_string(*value) + " -> " +
-               store->save_best(parts(), progress, config_yaml));
+          paused([&] {
+            note("best " + config.checkpoint.best_metric + " so far: " + std::to_string(*value) + " -> " +
+                 store->save_best(parts(), progress, config_yaml));
+          });
       }
       if (config.checkpoint.every_epochs > 0 && progress.epoch % config.checkpoint.every_epochs == 0) {
         check_window();
-        checkpoint();
+        paused([&] { checkpoint(); });
       }
     }
   }
@@ -670,7 +684,7 @@ FitResult Trainer::fit() {
   const auto& layout = s.data.sources.train->layout();
   result.sample_bytes = layout.input_bytes() + layout.target_bytes();
   result.skipped_samples = static_cast<std::int64_t>(s.skipped_reported);
-  const double run_seconds = seconds_since(totals.start);
+  const double step_seconds = seconds_since(totals.start) - totals.paused_seconds;
   result.world_size = s.ranks.world_size();
   result.rank = s.ranks.rank();
   if (s.sync) {
@@ -682,9 +696,9 @@ FitResult Trainer::fit() {
   }
   const double all_samples = s.ranks.sum({static_cast<double>(totals.samples)}, "the sum of the samples trained on")[0];
   if (totals.steps > 0) {
-    result.samples_per_second = all_samples / run_seconds;
-    result.data_stall_percent = 100.0 * totals.data_seconds / run_seconds;
-    result.step_seconds = run_seconds;
+    result.samples_per_second = all_samples / step_seconds;
+    result.data_stall_percent = 100.0 * totals.data_seconds / step_seconds;
+    result.step_seconds = step_seconds;
     result.data_seconds = totals.data_seconds;
   }
   if (s.ranks.writer()) {

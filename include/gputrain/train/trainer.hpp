@@ -34,8 +34,8 @@ struct FitResult {
   std::int64_t micro_batch = 0;           ///< the micro-batch in effect at the end (smaller after OOMs)
   std::int64_t oom_events = 0;            ///< out-of-memory events survived (or the one that ended it)
   double samples_per_second = 0;          ///< over the steps this process ran, every rank's samples
-  double data_stall_percent = 0;
-  double step_seconds = 0;                ///< wall time of this process's steps (validation included)
+  double data_stall_percent = 0;          ///< share of step_seconds spent waiting for batches
+  double step_seconds = 0;                ///< wall time of this process's steps (validation and checkpoints excluded)
   double data_seconds = 0;                ///< of which waiting for batches
   std::string data_cache;                 ///< where the data lived: vram, ram or none (streamed)
   double data_load_seconds = 0;           ///< the one-time load into the cache (not in any epoch)

@@ -1,6 +1,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -67,6 +68,21 @@ TEST(Trainer, TrainsAndWritesEverythingToTheRunDirectory) {
 TEST(Trainer, MaxStepsStopsEarly) {
   Trainer trainer(small_run("max-steps", {"train.max_steps=5"}), test_support::quiet_trainer());
   EXPECT_EQ(trainer.fit().steps, 5);
+}
+
+// samples/s, the data stall and step_seconds describe the training steps: a validation set 2,000
+// times the training set (and a checkpoint per epoch) costs most of the wall time but none of it
+// is counted as a step's.
+TEST(Trainer, StepFiguresLeaveOutValidationAndCheckpoints) {
+  const auto start = std::chrono::steady_clock::now();
+  Trainer trainer(small_run("step-figures", {"data.samples=32", "data.val_samples=64000", "model.hidden=[512, 512]",
+                                             "train.epochs=2", "checkpoint.every_epochs=1"}),
+                  test_support::quiet_trainer());
+  const auto result = trainer.fit();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(result.steps, 4);
+  EXPECT_LT(result.step_seconds, 0.5 * wall) << "validation counted as step time";
+  EXPECT_NEAR(result.samples_per_second, 64 / result.step_seconds, 1e-6 * result.samples_per_second);
 }
 
 TEST(Trainer, LossFallsOnALearnableTask) {
