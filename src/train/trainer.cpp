@@ -253,6 +253,9 @@ std::string Trainer::State::remedy_for_step_failure(const std::string& message) 
            std::to_string(effective_batch) + "), or when unreadable samples were dropped from a batch: set "
            "data.drop_last: true, or a train.batch_size that divides the number of samples";
   }
+  if (message.find("out of memory") != std::string::npos)  // one the OOM guard could not take (outside a step's batch)
+    return "lower train.batch_size and raise train.grad_accum, use train.precision: bf16-mixed, or allow more memory "
+           "(device.max_memory); `gputrain profile --memory` shows where it goes";
   return "if the config looks right, report it with the run directory's config.yaml and training.log";
 }
 
