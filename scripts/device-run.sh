@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# On the GPU machine (see docs/benchmarks.md): build with the carried Debian packages, run the
-# whole test suite (GPU tests included), verify at both levels, and the benchmarks. Logs go to $OUT.
+# On the GPU machine (see docs/benchmarks.md): build with the carried Debian packages, then one
+# stage per device call (each fits the tool's 10-minute limit; the build folder stays between
+# calls of one session, so later stages only rebuild what changed). Logs and tables go to $OUT.
 #   here:  scripts/pack-device-deps.sh
-#   there: device run, carry [".device-deps"], command "bash scripts/device-run.sh [quick|full]"
+#   there: device run, carry [".device-deps"], command "bash scripts/device-run.sh STAGE"
+# Stages, most important first:
+#   test   build; GPU tests (ctest -L gpu); --version; verify; quick-train; then the whole suite
+#   bench  the GPU benchmarks: startup, verify vs PyTorch, train vs PyTorch, cache vs loader, DDP overhead
+#   full   verify --level full (burn-in included)
 set -uo pipefail
-level=${1:-quick}
+stage=${1:-test}
+case "$stage" in test|bench|full) ;; quick) stage=test ;; *) echo "usage: $0 test|bench|full" >&2; exit 2 ;; esac
 out=${OUT:-/tmp/gputrain-out}; mkdir -p "$out"
 build=build-device
 python=$(command -v python3)
@@ -13,27 +19,42 @@ deps=$PWD/.device-deps/usr
 export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
 # libzip is found with pkg-config, whose .pc files name /usr: read them inside the carried tree.
 export PKG_CONFIG_PATH=$deps/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=$PWD/.device-deps
+step() { echo "== $* ($(date +%T))"; }
 
 { nvidia-smi; uname -a; cat /etc/os-release; } > "$out/machine.txt" 2>&1
+step build
 cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUTRAIN_PYTHON="$python" \
       -DCMAKE_PREFIX_PATH="$deps" -DGPUTRAIN_WARNINGS_AS_ERRORS=ON > "$out/configure.log" 2>&1 \
   && cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 \
-  || { tail -50 "$out/configure.log" "$out/build.log"; exit 1; }
-echo "== build ok"
+  || { tail -n 50 "$out/configure.log" "$out/build.log"; exit 1; }
 
-ctest --test-dir $build --output-on-failure -j 4 > "$out/ctest.log" 2>&1; echo "== ctest rc=$?"; tail -15 "$out/ctest.log"
-ctest --test-dir $build -L gpu -V > "$out/ctest-gpu.log" 2>&1; echo "== ctest -L gpu rc=$?"; grep -E "performance\.|Passed|Failed|Skipped" "$out/ctest-gpu.log" | head -40
-
-$build/bin/gputrain --version | tee "$out/version.txt"
-/usr/bin/time -f "verify quick wall %e s" $build/bin/gputrain verify --level quick --json --junit "$out/verify-junit.xml" \
-  > "$out/verify-quick.json" 2> "$out/verify-quick.txt"; echo "== verify quick rc=$?"; cat "$out/verify-quick.txt"
-"$python" bench/startup.py --build $build | tee "$out/bench-startup.md"
-"$python" bench/verify_vs_pytorch.py --build $build --runs 3 | tee "$out/bench-verify.md"
-/usr/bin/time -f "quick-train wall %e s" $build/bin/gputrain quick-train --json --junit "$out/quick-train-junit.xml" \
-  > "$out/quick-train.json" 2> "$out/quick-train.txt"; echo "== quick-train rc=$?"; cat "$out/quick-train.txt"
-GPUTRAIN_BUILD=$build "$python" bench/train_vs_pytorch.py --runs 5 | tee "$out/bench-train.md"
-GPUTRAIN_BUILD=$build "$python" bench/cache_vs_loader.py --runs 3 | tee "$out/bench-cache.md"
-GPUTRAIN_BUILD=$build "$python" bench/ddp_scaling.py --gpu --runs 3 --steps 200 | tee "$out/bench-ddp-overhead.md"
-if [ "$level" = full ]; then
-  $build/bin/gputrain verify --level full > "$out/verify-full.txt" 2>&1; echo "== verify full rc=$?"; tail -30 "$out/verify-full.txt"
-fi
+case "$stage" in
+test)
+  step "ctest -L gpu"
+  ctest --test-dir $build -L gpu -V --timeout 240 > "$out/ctest-gpu.log" 2>&1; echo "rc=$?"
+  grep -E "performance\.|Passed|Failed|Skipped|Not Run" "$out/ctest-gpu.log" | head -40
+  $build/bin/gputrain --version | tee "$out/version.txt"
+  step "verify quick"
+  /usr/bin/time -f "verify quick wall %e s" $build/bin/gputrain verify --level quick --json --junit "$out/verify-junit.xml" \
+    > "$out/verify-quick.json" 2> "$out/verify-quick.txt"; echo "rc=$?"; cat "$out/verify-quick.txt"
+  step quick-train
+  /usr/bin/time -f "quick-train wall %e s" $build/bin/gputrain quick-train --json --junit "$out/quick-train-junit.xml" \
+    > "$out/quick-train.json" 2> "$out/quick-train.txt"; echo "rc=$?"; cat "$out/quick-train.txt"
+  step "ctest (whole suite)"
+  ctest --test-dir $build --output-on-failure -j 8 -LE gpu --timeout 300 > "$out/ctest.log" 2>&1; echo "rc=$?"; tail -15 "$out/ctest.log"
+  ;;
+bench)
+  # Each benchmark under its own limit, so one that hangs cannot take the others' time.
+  run_bench() { local name=$1 limit=$2; shift 2; step "$name"; timeout "$limit" "$@" | tee "$out/bench-$name.md"; }
+  run_bench startup 60 "$python" bench/startup.py --build $build
+  run_bench verify 120 "$python" bench/verify_vs_pytorch.py --build $build --runs 3
+  GPUTRAIN_BUILD=$build run_bench train 180 "$python" bench/train_vs_pytorch.py --runs 5
+  GPUTRAIN_BUILD=$build run_bench cache 150 "$python" bench/cache_vs_loader.py --runs 3
+  GPUTRAIN_BUILD=$build run_bench ddp-overhead 90 "$python" bench/ddp_scaling.py --gpu --runs 3 --steps 200
+  ;;
+full)
+  step "verify full"
+  $build/bin/gputrain verify --level full > "$out/verify-full.txt" 2>&1; echo "rc=$?"; tail -30 "$out/verify-full.txt"
+  ;;
+esac
+step done

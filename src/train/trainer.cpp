@@ -581,7 +581,9 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
         m.lr = lr;
         m.loss_scale = scaler->scale_value();
         m.skipped_steps = scaler->skipped_steps();
-        m.eta_seconds = static_cast<double>(total_steps - progress.step) * window_seconds / static_cast<double>(window_steps);
+        // The ETA keeps the pauses: the validations and checkpoints still ahead take time too.
+        m.eta_seconds = static_cast<double>(total_steps - progress.step) * (window_seconds + window_paused) /
+                        static_cast<double>(window_steps);
         const auto memory = memory::memory_figures(device, /*with_limit=*/false);  // no /proc or driver call per report
         m.memory_allocated = memory.allocated;
         m.memory_reserved = memory.reserved;
