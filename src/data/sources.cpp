@@ -17,6 +17,22 @@ namespace {
 
 using Arrays = std::vector<std::pair<std::string, at::Tensor>>;
 
+// Reads the validation data set by data.val_path: its errors name that key (the readers' remedies
+// speak of data.path, which the user may have set right).
+template <typename Read>
+auto from_val_path(const Read& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    std::string remedy = e.remedy();
+    for (auto at = remedy.find("data.path"); at != std::string::npos; at = remedy.find("data.path", at + 13))
+      remedy.replace(at, 9, "data.val_path");
+    const std::string message = std::string("data.val_path: ") + e.what();
+    if (e.exit_code() == ExitCode::usage) throw UsageError(message, remedy);  // callers tell usage errors by type
+    throw Error(message, remedy, e.exit_code());
+  }
+}
+
 std::string keys_of(const Arrays& arrays) {
   std::string out;
   for (const auto& [k, v] : arrays) out += (out.empty() ? "" : ", ") + k;
@@ -92,7 +108,9 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
     p.train_name = base(spec.path);
     if (!spec.val_path.empty()) {
       if (spec.val_labels.empty()) throw UsageError("data.val_path is set but data.val_labels is not", "set data.val_labels to the validation labels' .npy file");
-      p.val = normalise({read_npy(spec.val_path), read_npy(spec.val_labels)}, classification, "'" + spec.val_path + "' with '" + spec.val_labels + "'");
+      p.val = from_val_path([&] {
+        return normalise({read_npy(spec.val_path), read_npy(spec.val_labels)}, classification, "'" + spec.val_path + "' with '" + spec.val_labels + "'");
+      });
       p.has_val = true;
       p.val_name = base(spec.val_path);
     }
@@ -101,7 +119,7 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
     p.train = from_arrays(read(spec.path), spec, spec.path, classification);
     p.train_name = base(spec.path);
     if (!spec.val_path.empty()) {
-      p.val = from_arrays(read(spec.val_path), spec, spec.val_path, classification);
+      p.val = from_val_path([&] { return from_arrays(read(spec.val_path), spec, spec.val_path, classification); });
       p.has_val = true;
       p.val_name = base(spec.val_path);
     }
@@ -110,7 +128,8 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
     p.train_name = "MNIST train";
     const std::string val_folder = spec.val_path.empty() ? spec.path : spec.val_path;
     if (mnist_has_split(val_folder, "t10k") || !spec.val_path.empty()) {
-      p.val = normalise(read_mnist(val_folder, "t10k"), classification, "MNIST in '" + val_folder + "'");
+      const auto read_val = [&] { return normalise(read_mnist(val_folder, "t10k"), classification, "MNIST in '" + val_folder + "'"); };
+      p.val = spec.val_path.empty() ? read_val() : from_val_path(read_val);
       p.has_val = true;
       p.val_name = "MNIST t10k";
     }
@@ -119,7 +138,10 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
     p.train_name = "CIFAR-10 training batches";
     const std::string val_folder = spec.val_path.empty() ? spec.path : spec.val_path;
     if (fs::exists(fs::path(val_folder) / "test_batch.bin") || !spec.val_path.empty()) {
-      p.val = normalise(read_cifar10(cifar10_files(val_folder, false)), classification, "CIFAR-10 in '" + val_folder + "'");
+      const auto read_val = [&] {
+        return normalise(read_cifar10(cifar10_files(val_folder, false)), classification, "CIFAR-10 in '" + val_folder + "'");
+      };
+      p.val = spec.val_path.empty() ? read_val() : from_val_path(read_val);
       p.has_val = true;
       p.val_name = "CIFAR-10 test batch";
     }
@@ -158,7 +180,8 @@ Sources open_unchecked(const SourceSpec& spec) {
     if (spec.image_size.size() != 2) throw UsageError("data.image_size must be [height, width]", "e.g. data.image_size: [224, 224]");
     out.train = open_image_folder(spec.path, spec.image_size[0], spec.image_size[1]);
     out.class_names = image_folder_classes(*out.train);
-    if (!spec.val_path.empty()) out.val = open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names);
+    if (!spec.val_path.empty())
+      out.val = from_val_path([&] { return open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names); });
     out.classes = static_cast<std::int64_t>(out.class_names.size());
     return out;
   }
@@ -169,7 +192,7 @@ Sources open_unchecked(const SourceSpec& spec) {
     out.train = make_array_dataset(train, "CSV " + spec.path + " (" + samples_text(train.size()) + ")", base(spec.path));
     std::int64_t classes = classification ? classes_of(train) : 0;
     if (!spec.val_path.empty()) {
-      const auto val = read_csv(spec.val_path, csv, &out.class_names);
+      const auto val = from_val_path([&] { return read_csv(spec.val_path, csv, &out.class_names); });
       classes = classification ? std::max(classes, classes_of(val)) : 0;
       out.val = make_array_dataset(val, "CSV " + spec.val_path + " (" + samples_text(val.size()) + ")", base(spec.val_path));
     }

@@ -261,6 +261,27 @@ TEST(Sources, MnistAndCifarFindTheirValidationFiles) {
   EXPECT_EQ(cifar.train->layout().input_dtype, at::kByte);  // uint8 until the GPU converts it
 }
 
+// A bad validation path is reported under data.val_path, whose value is the one to fix, with the
+// usage exit code; for every source that reads one.
+TEST(Sources, ErrorsInTheValidationDataNameDataValPath) {
+  const std::vector<std::pair<std::string, std::string>> sources = {
+      {"image_folder", fixture("folder/train")}, {"cifar10", fixture("cifar")}, {"mnist", fixture("mnist")}};
+  for (const auto& [source, path] : sources) {
+    SourceSpec spec;
+    spec.source = source;
+    spec.path = path;
+    spec.val_path = "/no/such/validation";
+    try {
+      open_sources(spec);
+      ADD_FAILURE() << source << ": a missing data.val_path was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("data.val_path: ", 0), 0u) << source << ": " << e.what();
+      EXPECT_EQ(e.exit_code(), ExitCode::usage) << source;
+      EXPECT_EQ(e.remedy().find("data.path"), std::string::npos) << source << ": " << e.remedy();
+    }
+  }
+}
+
 // A large downscale averages instead of skipping pixels: a fine checkerboard becomes flat grey,
 // where point sampling would keep whole black or white rows.
 TEST(Images, LargeDownscalesAverage) {
