@@ -66,30 +66,43 @@ def unit_filters(shape, gen):
     return f / f.flatten(1).norm(dim=1).reshape(shape[0], *[1] * (len(shape) - 1))
 
 
-def teacher_features(x, filters):
-    """src/data/synthetic.cpp's view: vectors as they are; images and sequences as the centred,
-    scaled mean over positions of a ReLU of a 3x3 convolution or a per-step projection."""
-    if filters is None:
-        return x.reshape(x.shape[0], -1)
+def raw_features(x, filters):
+    """src/data/synthetic.cpp's view of images and sequences: the mean over positions of a ReLU of a
+    3x3 convolution (of the image averaged over whole cells, at most 16 x 16 of them) or a per-step
+    projection."""
     if x.dim() == 3:
         r = x @ filters.t()
     else:
-        r = F.conv2d(x.reshape(x.shape[0], x.shape[1], x.shape[2], -1), filters).flatten(2).transpose(1, 2)
-    relu_mean, relu_std = 1 / math.sqrt(2 * math.pi), math.sqrt(0.5 - 1 / (2 * math.pi))
-    return (r.relu().mean(1) - relu_mean) * (math.sqrt(r.shape[1]) / relu_std)
+        images = x.reshape(x.shape[0], x.shape[1], x.shape[2], -1)
+        kh, kw = -(-images.shape[2] // 16), -(-images.shape[3] // 16)  # whole cells, at most 16 x 16 of them
+        if (kh, kw) != (1, 1):
+            images = F.avg_pool2d(images, (kh, kw)) * math.sqrt(kh * kw)
+        r = F.conv2d(images, filters).flatten(2).transpose(1, 2)
+    return r.relu().mean(1)
 
 
 def synthetic(shape, classes, samples, split, seed=SEED):
-    gen = torch.Generator().manual_seed(seed)  # the teacher: view filters first, then the map
-    filters, features = None, math.prod(shape)
-    if len(shape) == 2:
-        filters, features = unit_filters([16, shape[1]], gen), 16
-    elif len(shape) >= 3:
-        width = math.prod(shape[2:])
-        filters, features = unit_filters([16, shape[0], min(shape[1], 3), min(width, 3)], gen), 16
+    gen = torch.Generator().manual_seed(seed)  # the teacher: view filters, reference set, then the map
+    view, features, offsets = None, math.prod(shape), torch.zeros(classes)
+    if len(shape) >= 2:
+        if len(shape) == 2:
+            filters, reference = unit_filters([16, shape[1]], gen), [4096] + list(shape)
+        else:
+            width = math.prod(shape[2:])
+            h, w = shape[1] // -(-shape[1] // 16), width // -(-width // 16)
+            filters, reference = unit_filters([16, shape[0], min(h, 3), min(w, 3)], gen), [4096, shape[0], h, w]
+        raw = raw_features(torch.randn(*reference, generator=gen), filters)
+        mean, scale = raw.mean(0), raw.std(0)
+        view, features = (lambda x: (raw_features(x, filters) - mean) / scale), 16
     teacher = torch.randn(features, classes, generator=gen) / math.sqrt(features)
+    if view is not None:  # per-class offsets that give every class its share of the reference set
+        logits = ((raw - mean) / scale).mm(teacher)
+        for _ in range(200):
+            share = torch.bincount((logits - offsets).argmax(1), minlength=classes).to(torch.double) / 4096
+            offsets += (share - 1.0 / classes).to(torch.float)
     x = torch.randn(samples, *shape, generator=torch.Generator().manual_seed(seed + 1 + split))
-    return x, (teacher_features(x, filters) @ teacher).argmax(1)
+    seen = view(x) if view is not None else x.reshape(samples, -1)
+    return x, (seen.matmul(teacher) - offsets).argmax(1)
 
 
 def epoch_order(samples, epoch, seed=SEED):
