@@ -153,7 +153,16 @@ void Trainer::State::setup() {
   data = open_data(config);
   train_size = data.sources.train->size();
   val_size = data.sources.val ? data.sources.val->size() : 0;
-  if (ranks.writer()) fs::create_directories(config.logging.dir);
+  if (ranks.writer()) {  // before any step: a run must not train for an hour, then fail to save it
+    for (const auto& [key, dir] : {std::pair<std::string, std::string>{"logging.dir", config.logging.dir},
+                                   {config.checkpoint.dir.empty() ? "logging.dir" : "checkpoint.dir", config.checkpoint_dir()}}) {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec)
+        throw UsageError(key + ": '" + dir + "' cannot be created: " + ec.message(),
+                         "set " + key + " to a folder this user can write (it is created when missing)");
+    }
+  }
   resolve_workers();
   place_the_data(run_device.name);
   // Seeded right before the model is built, so a run with `batch_size: auto` starts from the same

@@ -65,6 +65,24 @@ TEST(Trainer, TrainsAndWritesEverythingToTheRunDirectory) {
   EXPECT_EQ(checkpoint_config(result.last_checkpoint), to_yaml(config));
 }
 
+// An unwritable run or checkpoint folder stops the run before its first step, naming the key: a
+// run must not train for an hour and then fail to save.
+TEST(Trainer, UnwritableFoldersStopTheRunBeforeItStarts) {
+  const auto file = fs::temp_directory_path() / "gputrain-trainer-a-file";
+  std::ofstream(file) << "not a folder";
+  for (const auto& [key, setting] : {std::pair<std::string, std::string>{"logging.dir", "logging.dir=" + file.string()},
+                                     {"checkpoint.dir", "checkpoint.dir=" + (file / "checkpoints").string()}}) {
+    try {
+      Trainer trainer(small_run("unwritable", {setting}), test_support::quiet_trainer());
+      trainer.fit();
+      ADD_FAILURE() << key << " under a file was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(key + ": ", 0), 0u) << e.what();
+    }
+  }
+  fs::remove(file);
+}
+
 TEST(Trainer, MaxStepsStopsEarly) {
   Trainer trainer(small_run("max-steps", {"train.max_steps=5"}), test_support::quiet_trainer());
   EXPECT_EQ(trainer.fit().steps, 5);
