@@ -17,20 +17,26 @@ namespace {
 
 using Arrays = std::vector<std::pair<std::string, at::Tensor>>;
 
-// Reads the validation data set by data.val_path: its errors name that key (the readers' remedies
-// speak of data.path, which the user may have set right).
+// Reads what the config key `key` names (data.val_path, data.labels, ...): its errors name that key,
+// since the readers' messages and remedies speak of data.path, which the user may have set right.
 template <typename Read>
-auto from_val_path(const Read& read) -> decltype(read()) {
+auto read_for(const std::string& key, const Read& read) -> decltype(read()) {
   try {
     return read();
   } catch (const Error& e) {
+    if (std::string(e.what()).rfind("data.", 0) == 0) throw;  // names its key already (a nested read_for)
     std::string remedy = e.remedy();
-    for (auto at = remedy.find("data.path"); at != std::string::npos; at = remedy.find("data.path", at + 13))
-      remedy.replace(at, 9, "data.val_path");
-    const std::string message = std::string("data.val_path: ") + e.what();
+    for (auto at = remedy.find("data.path"); at != std::string::npos; at = remedy.find("data.path", at + key.size()))
+      remedy.replace(at, 9, key);
+    const std::string message = key + ": " + e.what();
     if (e.exit_code() == ExitCode::usage) throw UsageError(message, remedy);  // callers tell usage errors by type
     throw Error(message, remedy, e.exit_code());
   }
+}
+
+template <typename Read>
+auto from_val_path(const Read& read) -> decltype(read()) {
+  return read_for("data.val_path", read);
 }
 
 std::string keys_of(const Arrays& arrays) {
@@ -104,12 +110,14 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
   if (spec.path.empty()) throw UsageError("data.source " + spec.source + " needs data.path", "set data.path to the dataset's file or folder");
   if (spec.source == "npy") {
     if (spec.labels.empty()) throw UsageError("data.source npy needs data.labels: the .npy file of the labels", "set data.labels: path/to/labels.npy");
-    p.train = normalise({read_npy(spec.path), read_npy(spec.labels)}, classification, "'" + spec.path + "' with '" + spec.labels + "'");
+    p.train = normalise({read_npy(spec.path), read_for("data.labels", [&] { return read_npy(spec.labels); })}, classification,
+                        "'" + spec.path + "' with '" + spec.labels + "'");
     p.train_name = base(spec.path);
     if (!spec.val_path.empty()) {
       if (spec.val_labels.empty()) throw UsageError("data.val_path is set but data.val_labels is not", "set data.val_labels to the validation labels' .npy file");
       p.val = from_val_path([&] {
-        return normalise({read_npy(spec.val_path), read_npy(spec.val_labels)}, classification, "'" + spec.val_path + "' with '" + spec.val_labels + "'");
+        return normalise({read_npy(spec.val_path), read_for("data.val_labels", [&] { return read_npy(spec.val_labels); })},
+                         classification, "'" + spec.val_path + "' with '" + spec.val_labels + "'");
       });
       p.has_val = true;
       p.val_name = base(spec.val_path);

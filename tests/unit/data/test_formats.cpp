@@ -282,6 +282,21 @@ TEST(Sources, ErrorsInTheValidationDataNameDataValPath) {
   }
 }
 
+// A missing labels file is reported under the key that names it.
+TEST(Sources, AMissingLabelsFileNamesItsKey) {
+  SourceSpec spec;
+  spec.source = "npy";
+  spec.path = fixture("npz/x.npy");
+  spec.labels = "/no/such/labels.npy";
+  const auto train = usage_error([&] { open_sources(spec); });
+  EXPECT_EQ(train.rfind("data.labels: cannot open '/no/such/labels.npy'", 0), 0u) << train;
+  spec.labels = fixture("npz/y.npy");
+  spec.val_path = fixture("npz/x.npy");
+  spec.val_labels = "/no/such/val_labels.npy";
+  const auto val = usage_error([&] { open_sources(spec); });
+  EXPECT_EQ(val.rfind("data.val_labels: cannot open '/no/such/val_labels.npy'", 0), 0u) << val;
+}
+
 // A large downscale averages instead of skipping pixels: a fine checkerboard becomes flat grey,
 // where point sampling would keep whole black or white rows.
 TEST(Images, LargeDownscalesAverage) {
