@@ -92,7 +92,8 @@ at::Tensor read_idx(const std::string& path) {
 }
 
 TensorDataset read_mnist(const std::string& folder, const std::string& split) {
-  if (!fs::is_directory(folder)) throw UsageError("'" + folder + "' is not a folder", "point data.path at the folder holding MNIST's IDX files");
+  if (!fs::is_directory(folder)) throw UsageError("'" + folder + "' is not a folder", "point data.path at the folder holding MNIST's IDX files (train-images-idx3-ubyte.gz and the "
+                     "three others from https://yann.lecun.com/exdb/mnist/ or a mirror; plain or .gz)");
   const auto images_path = find_file(folder, image_names(split));
   const auto labels_path = find_file(folder, {split + "-labels-idx1-ubyte", split + "-labels.idx1-ubyte"});
   auto images = read_idx(images_path);
@@ -110,7 +111,9 @@ bool mnist_has_split(const std::string& folder, const std::string& split) { retu
 
 std::vector<std::string> cifar10_files(const std::string& folder, bool train) {
   if (!fs::is_directory(folder))
-    throw UsageError("'" + folder + "' is not a folder", "point data.path at the cifar-10-batches-bin folder");
+    throw UsageError("'" + folder + "' is not a folder",
+                     "point data.path at the cifar-10-batches-bin folder (unpack "
+                     "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, the binary version)");
   std::vector<std::string> names;
   if (train) {
     for (int i = 1; i <= 5; ++i) names.push_back("data_batch_" + std::to_string(i) + ".bin");
