@@ -78,7 +78,7 @@ void print_versions() {
   }
   std::cout << "NVIDIA driver  ";
   if (!driver.cuda_loaded) {
-    std::cout << "not installed (" << driver.cuda_error << ")\n";
+    std::cout << "none: " << driver.cuda_error << "\n";
   } else {
     std::cout << (driver.driver_version.empty() ? "version unknown" : driver.driver_version)
               << ", supports CUDA up to " << device::format_cuda_version(driver.cuda_driver_api_version)
