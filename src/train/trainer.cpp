@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -36,6 +35,7 @@
 #include "device_settings.hpp"
 #include "human_lines.hpp"
 #include "rank_group.hpp"
+#include "step_failures.hpp"
 #include "training_step.hpp"
 
 namespace gputrain::train {
@@ -131,7 +131,6 @@ struct Trainer::State {
   void setup();
   void place_the_data(const std::string& device_name);
   void report_skipped();
-  std::string remedy_for_step_failure(const std::string& message) const;
   void resolve_workers();
   void make_sinks(std::int64_t start_step);
   void resume();
@@ -252,20 +251,6 @@ void Trainer::State::place_the_data(const std::string& device_name) {
   pending_notes.push_back("data: " + data.sources.train->description() + (data.sources.val ? "; validation: " + data.sources.val->description() : ""));
   pending_notes.push_back("data.cache " + config.data.cache + " -> " + data::to_string(placement.plan.mode) + ": " + placement.summary +
                           " (" + placement.plan.reason + ")");
-}
-
-std::string Trainer::State::remedy_for_step_failure(const std::string& message) const {
-  if (message.find("Expected more than 1 value per channel when training") != std::string::npos) {
-    const auto samples = data.sources.train->size();
-    return "a batch of one sample reached a BatchNorm layer, which cannot normalise over one value; it happens to "
-           "the epoch's last batch when the samples (" + std::to_string(samples) + ") are not a multiple of the batch (" +
-           std::to_string(effective_batch) + "), or when unreadable samples were dropped from a batch: set "
-           "data.drop_last: true, or a train.batch_size that divides the number of samples";
-  }
-  if (message.find("out of memory") != std::string::npos)  // one the OOM guard could not take (outside a step's batch)
-    return "lower train.batch_size and raise train.grad_accum, use train.precision: bf16-mixed, or allow more memory "
-           "(device.max_memory); `gputrain profile --memory` shows where it goes";
-  return "if the config looks right, report it with the run directory's config.yaml and training.log";
 }
 
 void Trainer::State::report_skipped() {
@@ -504,20 +489,9 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
   // of the window was skipped, nothing is learning any more either.
   const auto stop_if_diverged = [&](double mean_loss) {
     if (std::isfinite(mean_loss)) return;
-    const auto skipped = scaler->skipped_steps() - window_skipped_before;
-    if (scaler->enabled() && skipped < window_steps) return;
-    char lr[32];
-    std::snprintf(lr, sizeof lr, "%g", config.optimizer.lr);
-    throw Error("training diverged: the loss is " + std::string(std::isnan(mean_loss) ? "nan" : "inf") + " over " +
-                    (window_steps == 1 ? "step " + std::to_string(progress.step)
-                                       : "steps " + std::to_string(progress.step - window_steps + 1) + "-" + std::to_string(progress.step)) +
-                    (scaler->enabled() ? " and the GradScaler skipped all of them" : "") + " (optimizer.lr " + lr +
-                    ", train.precision " + to_string(config.train.precision) + ")",
-                std::string("lower optimizer.lr, set train.clip_grad_norm (e.g. 1.0) or add scheduler.warmup_steps") +
-                    (config.train.precision == Precision::fp16_mixed ? ", or use bf16-mixed (fp16 overflows where bf16 does not)" : "") +
-                    (last_checkpoint.empty() ? "; no checkpoint was written"
-                                             : "; the checkpoints written before are intact: resume from one with "
-                                               "checkpoint.resume: PATH (last: " + last_checkpoint + ")"));
+    const bool all_skipped = scaler->skipped_steps() - window_skipped_before >= window_steps;
+    if (scaler->enabled() && !all_skipped) return;
+    throw divergence_error({mean_loss, progress.step - window_steps + 1, progress.step, scaler->enabled(), last_checkpoint}, config);
   };
   // Before a checkpoint between two reports: the steps since the last report must be sound too.
   const auto check_window = [&] {
@@ -679,7 +653,7 @@ FitResult Trainer::fit() {
     // which step failed and, where the cause is known, what to change.
     for (auto& sink : s.sinks) sink->on_end();
     throw Error("step " + std::to_string(progress.step + 1) + " failed in LibTorch: " + e.what_without_backtrace(),
-                s.remedy_for_step_failure(e.what_without_backtrace()));
+                remedy_for_step_failure(e.what_without_backtrace(), s.train_size, s.effective_batch));
   } catch (...) {
     for (auto& sink : s.sinks) sink->on_end();
     throw;

@@ -1,0 +1,29 @@
+#pragma once
+// What a run says when its training stops for a reason inside the steps: a loss that diverged, or
+// an error LibTorch raised. Private to the train area; the trainer throws these.
+
+#include <cstdint>
+#include <string>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/config.hpp"
+
+namespace gputrain::train {
+
+/// Where a run stood when its loss turned nan/inf: the steps of the report window it was seen in.
+struct Divergence {
+  double mean_loss = 0;               ///< nan or inf
+  std::int64_t first_step = 0, last_step = 0;
+  bool scaler_skipped_all = false;    ///< fp16: the GradScaler skipped every step of the window
+  std::string last_checkpoint;        ///< empty when none was written yet
+};
+
+/// The error that stops a diverged run (exit 1): the steps, lr, precision and what to change.
+Error divergence_error(const Divergence& divergence, const Config& config);
+
+/// The fix to print with an error LibTorch raised in a training step: specific where the cause is
+/// known (a batch of one sample reaching BatchNorm, an out-of-memory error the guard could not
+/// take), else where to report it.
+std::string remedy_for_step_failure(const std::string& message, std::int64_t train_samples, std::int64_t batch);
+
+}  // namespace gputrain::train

@@ -1,0 +1,46 @@
+// What a run says when it stops inside its steps: a diverged loss, or an error from LibTorch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "gputrain/train/config.hpp"
+#include "train/step_failures.hpp"  // private: the trainer's stop messages
+
+using namespace gputrain;
+using namespace gputrain::train;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(StepFailures, DivergenceNamesTheStepsTheSettingsAndTheLastGoodCheckpoint) {
+  Config config;
+  config.optimizer.lr = 0.5;
+  const auto nan = std::numeric_limits<double>::quiet_NaN();
+  const auto error = divergence_error({nan, 11, 20, false, "runs/x/checkpoints/step-00000010.pt"}, config);
+  EXPECT_EQ(error.exit_code(), ExitCode::failure);
+  EXPECT_TRUE(contains(error.what(), "the loss is nan over steps 11-20 (optimizer.lr 0.5, train.precision fp32)")) << error.what();
+  EXPECT_TRUE(contains(error.remedy(), "lower optimizer.lr")) << error.remedy();
+  EXPECT_TRUE(contains(error.remedy(), "last: runs/x/checkpoints/step-00000010.pt")) << error.remedy();
+  EXPECT_FALSE(contains(error.remedy(), "bf16-mixed")) << "the fp16 advice is for fp16 runs only";
+}
+
+TEST(StepFailures, Fp16DivergenceSaysTheScalerSkippedEveryStepAndSuggestsBf16) {
+  Config config;
+  config.train.precision = Precision::fp16_mixed;
+  const auto error = divergence_error({std::numeric_limits<double>::infinity(), 7, 7, true, ""}, config);
+  EXPECT_TRUE(contains(error.what(), "the loss is inf over step 7 and the GradScaler skipped all of them")) << error.what();
+  EXPECT_TRUE(contains(error.remedy(), "use bf16-mixed")) << error.remedy();
+  EXPECT_TRUE(contains(error.remedy(), "no checkpoint was written")) << error.remedy();
+}
+
+TEST(StepFailures, LibTorchErrorsGetTheFixForTheirCause) {
+  const auto batch_norm = remedy_for_step_failure("Expected more than 1 value per channel when training, got input size [1, 64]", 7, 2);
+  EXPECT_TRUE(contains(batch_norm, "BatchNorm")) << batch_norm;
+  EXPECT_TRUE(contains(batch_norm, "samples (7) are not a multiple of the batch (2)")) << batch_norm;
+  EXPECT_TRUE(contains(remedy_for_step_failure("CUDA out of memory. Tried to allocate 2.00 GiB", 7, 2), "train.grad_accum"));
+  EXPECT_TRUE(contains(remedy_for_step_failure("mat1 and mat2 shapes cannot be multiplied", 7, 2), "report it"));
+}
