@@ -672,7 +672,8 @@ FitResult Trainer::fit() {
   const auto& layout = s.data.sources.train->layout();
   result.sample_bytes = layout.input_bytes() + layout.target_bytes();
   result.skipped_samples = static_cast<std::int64_t>(s.skipped_reported);
-  const double step_seconds = seconds_since(totals.start) - totals.paused_seconds;
+  result.run_seconds = seconds_since(totals.start);
+  const double step_seconds = result.run_seconds - totals.paused_seconds;
   result.world_size = s.ranks.world_size();
   result.rank = s.ranks.rank();
   if (s.sync) {

@@ -14,6 +14,7 @@
 #include "gputrain/dist/launcher.hpp"
 #include "gputrain/dist/rank_environment.hpp"
 #include "gputrain/train/config.hpp"
+#include "gputrain/train/metrics.hpp"
 #include "gputrain/train/trainer.hpp"
 
 using namespace gputrain;
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
                 << "\n  resume: run the same command again\n";
       return int(ExitCode::interrupted);
     }
-    std::cerr << "done: " << result.steps << " steps";
+    std::cerr << "done: " << result.steps << " steps in " << train::format_duration(result.run_seconds);
     if (result.last_loss) std::cerr << ", final loss " << core::format_fixed(*result.last_loss, 4);
     if (result.last_epoch && result.last_epoch->val_accuracy)
       std::cerr << ", val accuracy " << core::format_fixed(100 * *result.last_epoch->val_accuracy, 2) << "%";

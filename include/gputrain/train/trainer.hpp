@@ -36,6 +36,7 @@ struct FitResult {
   double samples_per_second = 0;          ///< over the steps this process ran, every rank's samples
   double data_stall_percent = 0;          ///< share of step_seconds spent waiting for batches
   double step_seconds = 0;                ///< wall time of this process's steps (validation and checkpoints excluded)
+  double run_seconds = 0;                 ///< wall time of fit(): steps, validation and checkpoints
   double data_seconds = 0;                ///< of which waiting for batches
   std::string data_cache;                 ///< where the data lived: vram, ram or none (streamed)
   double data_load_seconds = 0;           ///< the one-time load into the cache (not in any epoch)

@@ -101,6 +101,8 @@ TEST(Trainer, StepFiguresLeaveOutValidationAndCheckpoints) {
   EXPECT_EQ(result.steps, 4);
   EXPECT_LT(result.step_seconds, 0.5 * wall) << "validation counted as step time";
   EXPECT_NEAR(result.samples_per_second, 64 / result.step_seconds, 1e-6 * result.samples_per_second);
+  EXPECT_LE(result.run_seconds, wall);  // the whole fit(), validation included
+  EXPECT_GT(result.run_seconds, 2 * result.step_seconds);
 }
 
 TEST(Trainer, LossFallsOnALearnableTask) {
