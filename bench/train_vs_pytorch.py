@@ -81,16 +81,19 @@ def raw_features(x, filters):
     return r.relu().mean(1)
 
 
+REFERENCE_SAMPLES = 4096  # src/data/synthetic.cpp's kReferenceSamples
+
+
 def synthetic(shape, classes, samples, split, seed=SEED):
     gen = torch.Generator().manual_seed(seed)  # the teacher: view filters, reference set, then the map
     view, features, offsets = None, math.prod(shape), torch.zeros(classes)
     if len(shape) >= 2:
         if len(shape) == 2:
-            filters, reference = unit_filters([16, shape[1]], gen), [4096] + list(shape)
+            filters, reference = unit_filters([16, shape[1]], gen), [REFERENCE_SAMPLES] + list(shape)
         else:
             width = math.prod(shape[2:])
             h, w = shape[1] // -(-shape[1] // 16), width // -(-width // 16)
-            filters, reference = unit_filters([16, shape[0], min(h, 3), min(w, 3)], gen), [4096, shape[0], h, w]
+            filters, reference = unit_filters([16, shape[0], min(h, 3), min(w, 3)], gen), [REFERENCE_SAMPLES, shape[0], h, w]
         raw = raw_features(torch.randn(*reference, generator=gen), filters)
         mean, scale = raw.mean(0), raw.std(0)
         view, features = (lambda x: (raw_features(x, filters) - mean) / scale), 16
@@ -98,7 +101,7 @@ def synthetic(shape, classes, samples, split, seed=SEED):
     if view is not None:  # per-class offsets that give every class its share of the reference set
         logits = ((raw - mean) / scale).mm(teacher)
         for _ in range(200):
-            share = torch.bincount((logits - offsets).argmax(1), minlength=classes).to(torch.double) / 4096
+            share = torch.bincount((logits - offsets).argmax(1), minlength=classes).to(torch.double) / REFERENCE_SAMPLES
             offsets += (share - 1.0 / classes).to(torch.float)
     x = torch.randn(samples, *shape, generator=torch.Generator().manual_seed(seed + 1 + split))
     seen = view(x) if view is not None else x.reshape(samples, -1)

@@ -34,11 +34,6 @@ auto read_for(const std::string& key, const Read& read) -> decltype(read()) {
   }
 }
 
-template <typename Read>
-auto from_val_path(const Read& read) -> decltype(read()) {
-  return read_for("data.val_path", read);
-}
-
 std::string keys_of(const Arrays& arrays) {
   std::string out;
   for (const auto& [k, v] : arrays) out += (out.empty() ? "" : ", ") + k;
@@ -115,7 +110,7 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
     p.train_name = base(spec.path);
     if (!spec.val_path.empty()) {
       if (spec.val_labels.empty()) throw UsageError("data.val_path is set but data.val_labels is not", "set data.val_labels to the validation labels' .npy file");
-      p.val = from_val_path([&] {
+      p.val = read_for("data.val_path", [&] {
         return normalise({read_npy(spec.val_path), read_for("data.val_labels", [&] { return read_npy(spec.val_labels); })},
                          classification, "'" + spec.val_path + "' with '" + spec.val_labels + "'");
       });
@@ -127,7 +122,7 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
     p.train = from_arrays(read(spec.path), spec, spec.path, classification);
     p.train_name = base(spec.path);
     if (!spec.val_path.empty()) {
-      p.val = from_val_path([&] { return from_arrays(read(spec.val_path), spec, spec.val_path, classification); });
+      p.val = read_for("data.val_path", [&] { return from_arrays(read(spec.val_path), spec, spec.val_path, classification); });
       p.has_val = true;
       p.val_name = base(spec.val_path);
     }
@@ -137,7 +132,7 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
     const std::string val_folder = spec.val_path.empty() ? spec.path : spec.val_path;
     if (mnist_has_split(val_folder, "t10k") || !spec.val_path.empty()) {
       const auto read_val = [&] { return normalise(read_mnist(val_folder, "t10k"), classification, "MNIST in '" + val_folder + "'"); };
-      p.val = spec.val_path.empty() ? read_val() : from_val_path(read_val);
+      p.val = spec.val_path.empty() ? read_val() : read_for("data.val_path", read_val);
       p.has_val = true;
       p.val_name = "MNIST t10k";
     }
@@ -149,7 +144,7 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
       const auto read_val = [&] {
         return normalise(read_cifar10(cifar10_files(val_folder, false)), classification, "CIFAR-10 in '" + val_folder + "'");
       };
-      p.val = spec.val_path.empty() ? read_val() : from_val_path(read_val);
+      p.val = spec.val_path.empty() ? read_val() : read_for("data.val_path", read_val);
       p.has_val = true;
       p.val_name = "CIFAR-10 test batch";
     }
@@ -189,7 +184,7 @@ Sources open_unchecked(const SourceSpec& spec) {
     out.train = open_image_folder(spec.path, spec.image_size[0], spec.image_size[1]);
     out.class_names = image_folder_classes(*out.train);
     if (!spec.val_path.empty())
-      out.val = from_val_path([&] { return open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names); });
+      out.val = read_for("data.val_path", [&] { return open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names); });
     out.classes = static_cast<std::int64_t>(out.class_names.size());
     return out;
   }
@@ -200,7 +195,7 @@ Sources open_unchecked(const SourceSpec& spec) {
     out.train = make_array_dataset(train, "CSV " + spec.path + " (" + samples_text(train.size()) + ")", base(spec.path));
     std::int64_t classes = classification ? classes_of(train) : 0;
     if (!spec.val_path.empty()) {
-      const auto val = from_val_path([&] { return read_csv(spec.val_path, csv, &out.class_names); });
+      const auto val = read_for("data.val_path", [&] { return read_csv(spec.val_path, csv, &out.class_names); });
       classes = classification ? std::max(classes, classes_of(val)) : 0;
       out.val = make_array_dataset(val, "CSV " + spec.val_path + " (" + samples_text(val.size()) + ")", base(spec.val_path));
     }

@@ -74,10 +74,13 @@ std::uint64_t cache_limit(std::uint64_t live) {
   return limit;
 }
 
-// Under g_mutex: trims the cache to `limit` and publishes its size.
+// Under g_mutex, after every change to the cache: its size for cpu_memory_stats(), read without the lock.
+void publish_cache_size_locked() { g_cached.store(cache().bytes(), std::memory_order_relaxed); }
+
+// Under g_mutex: trims the cache to `limit`.
 std::vector<BlockCache::Block> shrink_cache_locked(std::uint64_t limit) {
   auto out = cache().shrink_to(limit);
-  g_cached.store(cache().bytes(), std::memory_order_relaxed);
+  publish_cache_size_locked();
   return out;
 }
 
@@ -94,7 +97,7 @@ void delete_counted(void* context) {
     const std::uint64_t live = g_allocated.fetch_sub(allocation.bytes, std::memory_order_relaxed) - allocation.bytes;
     if (cacheable(allocation.bytes, allocation.inner_deleter)) {
       pushed_out = cache().keep({allocation.data, context, allocation.inner_deleter, allocation.bytes}, cache_limit(live));
-      g_cached.store(cache().bytes(), std::memory_order_relaxed);
+      publish_cache_size_locked();
       kept = true;
     }
   }
@@ -130,7 +133,7 @@ class CountingCpuAllocator final : public c10::Allocator {
       {
         std::lock_guard<std::mutex> lock(g_mutex);
         if (const auto block = cache().take(bytes)) {
-          g_cached.store(cache().bytes(), std::memory_order_relaxed);
+          publish_cache_size_locked();
           table()[block->context] = Allocation{bytes, block->data, block->deleter};
           return {block->data, block->context, &delete_counted, c10::Device(c10::kCPU)};
         }
