@@ -102,6 +102,7 @@ class LogFileSink final : public MetricSink {
   void on_epoch(const EpochMetrics& m) override { write(epoch_line(m, epochs_)); }
   void on_oom(const memory::OomEvent& e) override { write(oom_line(e)); }
   void on_note(const std::string& note) override { write(note); }
+  void on_outcome(const std::string& outcome) override { write(outcome); }
 
  private:
   void write(const std::string& line) {

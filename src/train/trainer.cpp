@@ -695,11 +695,11 @@ FitResult Trainer::fit() {
     if (!advice.empty()) s.note(advice);
   }
   if (result.interrupted) {
-    s.note("interrupted at step " + std::to_string(progress.step) + "; resume with the same command (checkpoint.resume: auto)");
+    for (auto& sink : s.sinks) sink->on_outcome("interrupted after step " + std::to_string(progress.step) + "; checkpoint " + result.last_checkpoint);
   } else if (s.ranks.writer()) {
     result.weights_path = (fs::path(s.config.logging.dir) / "model.safetensors").string();
     data::write_safetensors(result.weights_path, s.model->named_state(), {{"format", "pt"}, {"model", s.model->name()}});
-    s.note("final weights: " + result.weights_path);
+    for (auto& sink : s.sinks) sink->on_outcome("final weights: " + result.weights_path);
   }
   for (auto& sink : s.sinks) sink->on_end();
   return result;

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
     if (result.rank != 0) return int(result.interrupted ? ExitCode::interrupted : ExitCode::ok);  // rank 0 reports
     if (result.interrupted) {
       std::cerr << "interrupted after step " << result.steps << "; checkpoint " << result.last_checkpoint
-                << "\n  resume: run the same command again\n";
+                << "\n  resume: run the same command again (checkpoint.resume: auto)\n";
       return int(ExitCode::interrupted);
     }
     std::cerr << "done: " << result.steps << " steps in " << train::format_duration(result.run_seconds);
@@ -112,7 +112,8 @@ int main(int argc, char** argv) {
       std::cerr << ", " << result.skipped_samples << " unreadable sample" << (result.skipped_samples == 1 ? "" : "s")
                 << " skipped (named in training.log)";
     if (result.data_cache != "none")
-      std::cerr << "\n  data: data.cache " << result.data_cache << ", loaded once in " << core::format_fixed(result.data_load_seconds, 2)
+      std::cerr << "\n  data: data.cache " << result.data_cache
+                << (result.data_cache == "vram" && trainer.device() == "cpu" ? " (in RAM: training on the CPU)" : "") << ", loaded once in " << core::format_fixed(result.data_load_seconds, 2)
                 << " s before the first epoch";
     if (result.gradient_buckets > 0) {
       const auto sent = result.gradient_buckets * (result.steps - result.start_step);

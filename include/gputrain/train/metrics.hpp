@@ -66,8 +66,11 @@ class MetricSink {
   virtual void on_epoch(const EpochMetrics&) {}
   /// An out-of-memory event (recovered by halving the micro-batch, or not).
   virtual void on_oom(const memory::OomEvent&) {}
-  /// A free-form line worth keeping (checkpoint written, resumed, interrupted).
+  /// A free-form line worth keeping (checkpoint written, resumed).
   virtual void on_note(const std::string&) {}
+  /// How the run ended (final weights written, interrupted): for the record (training.log). The
+  /// caller reports the outcome from FitResult, so the console does not say it twice.
+  virtual void on_outcome(const std::string&) {}
   virtual void on_end() {}
 };
 

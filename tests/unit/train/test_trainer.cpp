@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
@@ -63,6 +64,27 @@ TEST(Trainer, TrainsAndWritesEverythingToTheRunDirectory) {
   for (const auto& entry : fs::directory_iterator(dir)) has_events |= entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
   EXPECT_TRUE(has_events);
   EXPECT_EQ(checkpoint_config(result.last_checkpoint), to_yaml(config));
+}
+
+// How a run ended is recorded in training.log; the console leaves it to the caller, who reports it
+// from FitResult (the command's summary), so it is not said twice.
+TEST(Trainer, TheOutcomeIsRecordedInTheLogButNotSaidOnTheConsole) {
+  for (const bool interrupt : {false, true}) {
+    const auto config = small_run(interrupt ? "outcome-stopped" : "outcome-done");
+    std::ostringstream console;
+    auto options = test_support::quiet_trainer();
+    options.console = &console;
+    options.after_step = [interrupt](std::int64_t step) {
+      if (interrupt && step == 3) core::request_stop();
+    };
+    Trainer trainer(config, options);
+    const auto result = trainer.fit();
+    core::clear_stop_request();
+    const std::string outcome = interrupt ? "interrupted after step 3; checkpoint " + result.last_checkpoint
+                                          : "final weights: " + result.weights_path;
+    EXPECT_EQ(count_lines(fs::path(config.logging.dir) / "training.log", outcome), 1) << outcome;
+    EXPECT_EQ(console.str().find(interrupt ? "interrupted" : "final weights"), std::string::npos) << console.str();
+  }
 }
 
 // An unwritable run or checkpoint folder stops the run before its first step, naming the key: a
