@@ -25,8 +25,11 @@ std::string SharedLibrary::path() const {
   if (handle_ == nullptr) return "";
   link_map* map = nullptr;
   if (dlinfo(handle_, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr) return "";
-  // RUNPATH entries like torch/lib/../../nvidia/... stay in l_name; users read the folder itself.
-  return std::filesystem::path(map->l_name).lexically_normal().string();
+  // RUNPATH entries like torch/lib/../../nvidia/... stay in l_name, and one library may be reached
+  // through a symlinked folder while the next is not: users read the file itself, one way for all.
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(map->l_name, ec);
+  return ec ? std::filesystem::path(map->l_name).lexically_normal().string() : real.string();
 }
 
 void* SharedLibrary::raw_symbol(const char* name) const {
