@@ -2,8 +2,10 @@
 #include "config_schema.hpp"
 
 #include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <regex>
 #include <utility>
@@ -41,12 +43,18 @@ std::string scalar(const FieldValue& v, const std::string& allowed) {
   return v.node.Scalar();
 }
 
-// The shortest text that reads back as exactly `value` (0.001, not 0.0010000000000000000208).
+// The shortest text that reads back as exactly `value` (0.001, not 0.0010000000000000000208), and
+// whole numbers as people write them (300, not %g's 3e+02).
 std::string shortest(double value) {
   for (int digits = 1; digits <= 17; ++digits) {
     char buf[40];
     std::snprintf(buf, sizeof buf, "%.*g", digits, value);
-    if (std::strtod(buf, nullptr) == value) return buf;
+    if (std::strtod(buf, nullptr) != value) continue;
+    if (std::strchr(buf, 'e') != nullptr && std::fabs(value) >= 1 && std::fabs(value) < 1e15) {
+      const int decimals = std::max(0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(value)))));
+      std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+    }
+    return buf;
   }
   return std::to_string(value);
 }

@@ -170,6 +170,15 @@ TEST(Config, PrintedConfigLoadsBackToTheSameConfig) {
   EXPECT_NE(text.find("hidden: [32]\n"), std::string::npos) << text;
 }
 
+// Numbers print as people write them, and read back exactly.
+TEST(Config, PrintedNumbersAreShortAndPlain) {
+  const auto config = load_config({{}, {"distributed.timeout=300", "data.timeout=120.5", "optimizer.eps=1e-08", "optimizer.lr=3e-4",
+                                        "optimizer.weight_decay=0.1"}, ""});
+  const auto text = train::to_yaml(config);
+  for (const char* line : {"timeout: 300\n", "timeout: 120.5\n", "eps: 1e-08\n", "lr: 0.0003\n", "weight_decay: 0.1\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
+}
+
 // docs/configuration.md documents exactly the keys the schema has: a row "| `key` | ..." each.
 TEST(Config, EveryKeyIsDocumentedAndEveryDocumentedKeyExists) {
   std::ifstream doc(std::string(GPUTRAIN_SOURCE_DIR) + "/docs/configuration.md");
