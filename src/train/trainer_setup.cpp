@@ -1,0 +1,244 @@
+// Trainer's set-up: the device, the data and where it lives, the model, optimizer and scaler, the
+// metric sinks, and resuming from a checkpoint; all before the first step.
+#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <torch/cuda.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "gputrain/core/atomic_file.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/data/safetensors.hpp"
+#include "gputrain/device/system_info.hpp"
+#include "gputrain/memory/device_memory.hpp"
+#include "gputrain/sizing/auto_workers.hpp"
+#include "gputrain/train/batch_size.hpp"
+#include "gputrain/train/model_registry.hpp"
+#include "gputrain/train/optimizer.hpp"
+#include "device_settings.hpp"
+#include "trainer_state.hpp"
+
+namespace gputrain::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+void seed_everything(std::uint64_t seed, c10::Device device) {
+  auto cpu = at::globalContext().defaultGenerator(at::kCPU);
+  {
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    cpu.set_current_seed(seed);
+  }
+  if (device.is_cuda()) {
+    auto gpu = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(gpu.mutex());
+    gpu.set_current_seed(seed);
+  }
+}
+
+memory::OomPolicy oom_policy(const OomConfig& c) { return {c.max_halvings, c.min_micro_batch, c.regrow_after}; }
+
+dist::GradientSyncOptions sync_options(const DistributedConfig& c) {
+  dist::GradientSyncOptions o;
+  o.bucket_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(c.bucket_mb * 1024 * 1024));
+  o.first_bucket_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(c.first_bucket_mb * 1024 * 1024));
+  if (c.grad_dtype == "bf16") o.wire_dtype = at::kBFloat16;
+  if (c.grad_dtype == "fp16") o.wire_dtype = at::kHalf;
+  return o;
+}
+
+}  // namespace
+
+void Trainer::State::setup() {
+  Config rank_config = config;  // the device is this rank's; config itself stays what every rank saves
+  rank_config.device.name = ranks.device_name(config.device.name);
+  auto run_device = prepare_device(rank_config);
+  device = run_device.device;
+  pending_notes = run_device.notes;
+  ranks.connect(config.distributed, device);
+  apply_backend_settings(config.train);
+  classification = config.data.task == "classification";
+  data = open_data(config);
+  train_size = data.sources.train->size();
+  val_size = data.sources.val ? data.sources.val->size() : 0;
+  if (ranks.writer()) {  // before any step: a run must not train for an hour, then fail to save it
+    for (const auto& [key, dir] : {std::pair<std::string, std::string>{"logging.dir", config.logging.dir},
+                                   {config.checkpoint.dir.empty() ? "logging.dir" : "checkpoint.dir", config.checkpoint_dir()}}) {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec)
+        throw UsageError(key + ": '" + dir + "' cannot be created: " + ec.message(),
+                         "set " + key + " to a folder this user can write (it is created when missing)");
+    }
+  }
+  resolve_workers();
+  place_the_data(run_device.name);
+  // Seeded right before the model is built, so a run with `batch_size: auto` starts from the same
+  // weights as one with the found size written in the config.
+  seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
+  model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
+  if (!config.model.init_weights.empty()) load_named_state(*model, data::read_safetensors(config.model.init_weights));
+  model->to(device);
+  channels_last = config.uses_channels_last();
+  if (channels_last) {
+    use_channels_last(*model);
+    if (!config.train.channels_last) pending_notes.push_back("train.channels_last auto: on (NHWC for " + config.model.name + "'s convolutions)");
+  }
+  params = model->parameters();
+  if (auto* comm = ranks.communicator()) {
+    std::vector<at::Tensor> state;
+    for (auto& [name, tensor] : model->named_state()) state.push_back(tensor);
+    dist::broadcast_from_rank0(*comm, state, {});
+    sync = std::make_unique<dist::GradientSync>(params, *comm, sync_options(config.distributed));
+    pending_notes.push_back("distributed: " + ranks.summary() + ", gradients in " + std::to_string(sync->figures().buckets) +
+                            " bucket(s) of up to " + core::format_fixed(config.distributed.bucket_mb, 0) + " MiB" +
+                            (config.distributed.grad_dtype == "none" ? "" : ", sent as " + config.distributed.grad_dtype));
+  }
+  optimizer = make_optimizer(config.optimizer, params);
+  scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
+  train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
+  val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");
+  // Every rank issues the same collectives only if every rank splits its step alike.
+  if (ranks.distributed()) train_guard->set_agreement([this](std::int64_t) { return agreed_micro_batch; });
+
+  // Each rank takes every world-th sample; the largest shard sets the steps (a rank whose shard
+  // is through joins the last step with no samples, so every rank steps alike).
+  const std::int64_t world = ranks.world_size();
+  const std::int64_t shard = config.data.drop_last ? train_size / world : (train_size + world - 1) / world;
+  steps_per_epoch = config.data.drop_last ? shard / effective_batch : (shard + effective_batch - 1) / effective_batch;
+  if (steps_per_epoch == 0)
+    throw UsageError("data.drop_last with " + std::to_string(train_size) + " training samples and an effective batch of " +
+                         std::to_string(effective_batch) + " leaves no step",
+                     "lower train.batch_size or train.grad_accum, or set data.drop_last: false");
+  total_steps = steps_per_epoch * config.train.epochs;
+  if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
+
+  store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
+  if (ranks.writer()) core::write_file_atomically((fs::path(config.logging.dir) / "config.yaml").string(), config_yaml);
+}
+
+// The micro-batch (found by probes when `auto`) and where the data lives. They depend on each
+// other: a dataset held in GPU memory leaves less for the batch, and whether it fits depends on
+// a step's memory. The cache is decided with the step at the configured batch (or a small one
+// for `auto`), then the search sizes the batch in what the cache leaves.
+void Trainer::State::place_the_data(const std::string& device_name) {
+  data::CachePlan plan;
+  {
+    const bool auto_batch = !config.train.batch_size;
+    // On the CPU, array data already is in memory and the plan needs no step figure.
+    const bool step_matters = config.data.cache != "none" && (device.is_cuda() || !data.sources.train->tensors());
+    const auto samples = auto_batch || step_matters ? probe_samples(data, device) : data::TensorDataset{};
+    std::uint64_t step_bytes = 0;
+    ProbeData probe{samples, data.transform, train_size};
+    if (step_matters) {
+      seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
+      step_bytes = measure_step_memory(config, device, probe, config.train.batch_size.value_or(std::min<std::int64_t>(16, train_size)));
+    }
+    plan = plan_data_cache(config, data, device, step_bytes);
+    if (!auto_batch) {
+      micro_batch = *config.train.batch_size;
+    } else {
+      if (plan.mode == data::CacheMode::vram && device.is_cuda()) probe.reserve_bytes = dataset_bytes(data);
+      seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
+      const auto cache = ranks.writer() ? (fs::path(config.logging.dir) / "auto_batch.json").string() : std::string();
+      const auto choice = find_batch_size(config, device, device_name, probe, cache);
+      // Each rank measured its own GPU; all take the smallest, so every rank's steps fit.
+      micro_batch = ranks.min(choice.batch, "the agreement on batch_size: auto");
+      pending_notes.push_back(
+          choice.remembered
+              ? "batch_size auto: " + std::to_string(micro_batch) + ", remembered in " + choice.cache_path + " (" + choice.search.reason + ")"
+              : "batch_size auto: " + std::to_string(micro_batch) + " after " + std::to_string(choice.search.probes.size()) +
+                    " probe steps in " + core::format_fixed(choice.seconds, 1) + " s: " + choice.search.reason);
+    }
+  }
+  memory::release_cached_memory(device);
+  effective_batch = micro_batch * config.train.grad_accum;
+  placement = place_data(config, data, device, plan, effective_batch, micro_batch, static_cast<int>(num_workers));
+  // A cache leaves unreadable samples out, so its size is what the sampler draws from.
+  if (placement.train_cache) train_size = placement.train_cache->data().size();
+  if (placement.val_cache) val_size = placement.val_cache->data().size();
+  pending_notes.push_back("data: " + data.sources.train->description() + (data.sources.val ? "; validation: " + data.sources.val->description() : ""));
+  pending_notes.push_back("data.cache " + config.data.cache + " -> " + data::to_string(placement.plan.mode) + ": " + placement.summary +
+                          " (" + placement.plan.reason + ")");
+}
+
+void Trainer::State::report_skipped() {
+  auto skipped = placement.skipped;
+  for (auto* feed : {placement.train_feed.get(), placement.val_feed.get()})
+    if (feed)
+      for (auto& line : feed->skipped()) skipped.push_back(line);
+  if (skipped.size() <= skipped_reported) return;
+  note(std::to_string(skipped.size() - skipped_reported) + " unreadable sample" + (skipped.size() - skipped_reported == 1 ? "" : "s") +
+       " skipped, e.g. " + skipped[skipped_reported] + " (" + std::to_string(skipped.size()) + " in all)");
+  skipped_reported = skipped.size();
+}
+
+void Trainer::State::resolve_workers() {
+  if (config.data.num_workers) {
+    num_workers = *config.data.num_workers;
+    return;
+  }
+  const auto system = device::collect_system_info();
+  const int gpus = device.is_cuda() ? static_cast<int>(torch::cuda::device_count()) : 0;
+  const auto plan = sizing::auto_num_workers(system.usable_cores, gpus, ranks.local_world_size());
+  num_workers = plan.workers;
+  pending_notes.push_back("data.num_workers auto: " + std::to_string(plan.workers) + " (" + plan.reason + ")");
+}
+
+void Trainer::State::make_sinks(std::int64_t start_step) {
+  if (!ranks.writer()) {  // rank 0 speaks for the run
+    pending_notes.clear();
+    return;
+  }
+  const fs::path dir(config.logging.dir);
+  std::ostream& console = options.console ? *options.console : std::cerr;
+  std::string mode = config.logging.progress;
+  if (mode == "auto") mode = options.console_is_terminal ? "bar" : "lines";
+  sinks.push_back(make_console_sink(mode, console));
+  sinks.push_back(make_log_file_sink((dir / "training.log").string()));
+  if (config.logging.jsonl) sinks.push_back(make_jsonl_sink((dir / "metrics.jsonl").string()));
+  if (config.logging.tensorboard) sinks.push_back(make_tensorboard_sink(dir.string()));
+  RunInfo info;
+  info.run_dir = config.logging.dir;
+  info.model = model->name();
+  info.device = device.str();
+  info.precision = to_string(config.train.precision);
+  info.parameters = parameter_count(*model);
+  info.total_steps = total_steps;
+  info.steps_per_epoch = steps_per_epoch;
+  info.epochs = config.train.epochs;
+  info.batch_size = micro_batch;
+  info.grad_accum = config.train.grad_accum;
+  info.batch_size_auto = !config.train.batch_size.has_value();
+  info.num_workers = num_workers;
+  info.data_cache = data::to_string(placement.plan.mode);
+  info.train_samples = train_size;
+  info.val_samples = val_size;
+  info.data_load_seconds = placement.load_seconds;
+  info.start_step = start_step;
+  info.world_size = ranks.world_size();
+  info.distributed = ranks.summary();
+  for (auto& s : sinks) s->on_start(info);
+  for (const auto& line : pending_notes) note(line);
+  pending_notes.clear();
+}
+
+void Trainer::State::resume() {
+  std::string path;
+  if (config.checkpoint.resume == "auto") {
+    if (auto latest = store->latest()) path = *latest;
+  } else if (config.checkpoint.resume != "never") {
+    path = config.checkpoint.resume;
+  }
+  if (path.empty()) return;
+  std::string saved_config;
+  progress = load_checkpoint(path, parts(), &saved_config);
+  last_saved_step = progress.step;
+  last_checkpoint = path;
+  if (saved_config != config_yaml)
+    note("note: the config differs from the one " + path + " was written with (both are kept: config.yaml and the checkpoint)");
+}
+
+}  // namespace gputrain::train

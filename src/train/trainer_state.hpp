@@ -1,0 +1,90 @@
+#pragma once
+// The trainer's private state, shared by the files that implement Trainer: trainer_setup.cpp
+// (device, data, model, optimizer, sinks, resume), trainer.cpp (the step loop and fit()) and
+// validation.cpp.
+
+#include <ATen/ATen.h>
+#include <torch/optim/optimizer.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gputrain/dist/gradient_sync.hpp"
+#include "gputrain/memory/oom_guard.hpp"
+#include "gputrain/train/amp.hpp"
+#include "gputrain/train/checkpoint.hpp"
+#include "gputrain/train/metrics.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/run_setup.hpp"
+#include "gputrain/train/trainer.hpp"
+#include "rank_group.hpp"
+#include "training_step.hpp"
+
+namespace gputrain::train {
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// What fit() reports about the steps this process ran.
+struct RunTotals {
+  Clock::time_point start = Clock::now();
+  double data_seconds = 0;
+  double paused_seconds = 0;  // validation and checkpoint writing: no training step runs
+  std::int64_t samples = 0, steps = 0;
+};
+
+struct Trainer::State {
+  Config config;
+  TrainerOptions options;
+  RankGroup ranks;                        // world size 1 and no communicator in a plain run
+  std::unique_ptr<dist::GradientSync> sync;
+  std::int64_t agreed_micro_batch = 0;    // what the last step agreement settled on
+  std::string config_yaml;
+  c10::Device device{at::kCPU};
+  RunData data;
+  DataPlacement placement;
+  std::int64_t train_size = 0, val_size = 0;
+  std::size_t skipped_reported = 0;
+  std::unique_ptr<Model> model;
+  std::vector<at::Tensor> params;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<GradScaler> scaler;
+  std::unique_ptr<CheckpointStore> store;
+  std::unique_ptr<memory::OomGuard> train_guard, val_guard;
+  std::vector<std::unique_ptr<MetricSink>> sinks;
+  TrainingProgress progress;
+  std::int64_t micro_batch = 0, effective_batch = 0, steps_per_epoch = 0, total_steps = 0, num_workers = 0;
+  std::int64_t last_saved_step = -1;
+  std::string last_checkpoint;
+  std::vector<std::string> pending_notes;  // said before the sinks exist, shown once they do
+  bool classification = true;
+  bool channels_last = false;  // config.uses_channels_last(), resolved once
+
+  CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
+  StepParts step_parts() {
+    return StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last, classification, device, 0, sync.get()};
+  }
+  void note(const std::string& line) {
+    for (auto& s : sinks) s->on_note(line);
+  }
+  void report_oom_events(memory::OomGuard& guard) {
+    for (const auto& event : guard.take_events())
+      for (auto& s : sinks) s->on_oom(event);
+  }
+  std::int64_t oom_events() const { return train_guard->oom_count() + val_guard->oom_count(); }
+  void setup();
+  void place_the_data(const std::string& device_name);
+  void report_skipped();
+  void resolve_workers();
+  void make_sinks(std::int64_t start_step);
+  void resume();
+  at::Tensor train_step(const data::Batch* batch, std::int64_t global_rows);
+  EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);
+  void run_epochs(FitResult& result, RunTotals& totals);
+  void checkpoint();
+};
+
+}  // namespace gputrain::train

@@ -1,0 +1,78 @@
+// The validation pass after each epoch: loss and accuracy (or MSE/MAE), summed over ranks; an
+// out-of-memory error shrinks the validation batch only.
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
+#include "trainer_state.hpp"
+
+namespace gputrain::train {
+
+EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, double seconds) {
+  EpochMetrics m;
+  m.epoch = epoch;
+  m.step = progress.step;
+  m.train_loss = train_loss;
+  m.seconds = seconds;
+  if (!placement.val_feed) return m;
+  model->set_training(false);
+  at::NoGradGuard no_grad;
+  const auto f64 = at::TensorOptions().device(device).dtype(at::kDouble);
+  at::Tensor loss_sum = at::zeros({}, f64), correct = at::zeros({}, f64), se = at::zeros({}, f64), ae = at::zeros({}, f64);
+  std::int64_t n = 0;
+  // Each rank validates every world-th sample; the sums are added up over ranks below.
+  placement.val_feed->start(at::arange(ranks.rank(), val_size, ranks.world_size(), at::kLong), val_guard->preferred_micro_batch());
+  while (auto fed = placement.val_feed->next()) {
+    const data::Batch& chunk = fed->batch;
+    const std::int64_t rows = chunk.size();
+    n += rows;
+    at::Tensor chunk_loss, chunk_correct, chunk_se, chunk_ae;
+    // An OOM here shrinks the validation batch only; the chunk is summed again from scratch.
+    val_guard->run(
+        progress.step, rows,
+        [&](std::int64_t micro) {
+          chunk_loss = at::zeros({}, f64), chunk_correct = at::zeros({}, f64), chunk_se = at::zeros({}, f64),
+          chunk_ae = at::zeros({}, f64);
+          for (std::int64_t start = 0; start < rows; start += micro) {
+            const std::int64_t end = std::min(rows, start + micro);
+            const auto inputs = model_input(data.transform, channels_last, chunk.inputs.slice(0, start, end), /*training=*/false);
+            const auto targets = chunk.targets.slice(0, start, end);
+            at::Tensor output;
+            {
+              AutocastScope autocast(device.type(), config.train.precision);
+              output = model->forward(inputs);
+            }
+            output = output.to(at::kFloat);
+            chunk_loss += loss_of(classification, output, targets).to(at::kDouble) * static_cast<double>(end - start);
+            if (classification) {
+              chunk_correct += output.argmax(1).eq(targets).sum().to(at::kDouble);
+            } else {
+              const auto diff = (output - targets).to(at::kDouble);
+              chunk_se += diff.pow(2).sum();
+              chunk_ae += diff.abs().sum();
+            }
+          }
+        },
+        [] {});
+    report_oom_events(*val_guard);
+    loss_sum += chunk_loss;
+    correct += chunk_correct;
+    se += chunk_se;
+    ae += chunk_ae;
+  }
+  model->set_training(true);
+  const auto sums = ranks.sum({loss_sum.item<double>(), correct.item<double>(), se.item<double>(), ae.item<double>(), static_cast<double>(n)},
+                              "the sum of the validation figures after epoch " + std::to_string(epoch + 1));
+  const double count = sums[4];
+  if (count == 0) return m;
+  m.val_loss = sums[0] / count;
+  if (classification) {
+    m.val_accuracy = sums[1] / count;
+  } else {
+    const double values = count * static_cast<double>(model_outputs(config));
+    m.val_mse = sums[2] / values;
+    m.val_mae = sums[3] / values;
+  }
+  return m;
+}
+
+}  // namespace gputrain::train
