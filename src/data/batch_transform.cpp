@@ -1,5 +1,7 @@
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 #include "gputrain/data/batch.hpp"
 
 namespace gputrain::data {
@@ -45,6 +47,34 @@ at::Tensor BatchTransform::apply(const at::Tensor& inputs, bool training) const 
     }
   }
   return x;
+}
+
+ChannelStats measure_channel_stats(const at::Tensor& inputs) {
+  TORCH_CHECK(inputs.dim() >= 2 && inputs.size(0) > 0, "measure_channel_stats needs [N, C, ...] inputs with N > 0");
+  const std::int64_t channels = inputs.size(1);
+  std::vector<std::int64_t> other_dims = {0};
+  for (std::int64_t d = 2; d < inputs.dim(); ++d) other_dims.push_back(d);
+  const double scale = inputs.scalar_type() == at::kByte ? 1.0 / 255.0 : 1.0;
+  auto sum = at::zeros({channels}, at::kDouble), sum_sq = at::zeros({channels}, at::kDouble);
+  constexpr std::int64_t kChunk = 4096;
+  for (std::int64_t start = 0; start < inputs.size(0); start += kChunk) {
+    const auto x = inputs.slice(0, start, std::min(inputs.size(0), start + kChunk)).to(at::kCPU, at::kDouble).mul_(scale);
+    sum += x.sum(other_dims);
+    sum_sq += x.pow(2).sum(other_dims);
+  }
+  const double count = static_cast<double>(inputs.numel() / channels);
+  ChannelStats stats;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const double mean = sum[c].item<double>() / count;
+    const double variance = std::max(0.0, sum_sq[c].item<double>() / count - mean * mean);
+    const double std = std::sqrt(variance);
+    stats.mean.push_back(mean);
+    // Relative to the values' size: float rounding leaves a constant column a tiny nonzero variance.
+    const bool constant = std <= 1e-7 * std::max(1.0, std::fabs(mean));
+    stats.std.push_back(constant ? 1.0 : std);
+    if (constant) stats.constant_channels.push_back(c);
+  }
+  return stats;
 }
 
 }  // namespace gputrain::data

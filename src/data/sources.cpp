@@ -217,8 +217,8 @@ Sources open_unchecked(const SourceSpec& spec) {
 Sources open_sources(const SourceSpec& spec) {
   auto out = open_unchecked(spec);
   if (out.val && out.val->layout().input_shape != out.train->layout().input_shape)
-    throw UsageError("validation samples are shaped " + c10::str(out.val->layout().input_shape) + " but training samples " +
-                         c10::str(out.train->layout().input_shape),
+    throw UsageError("validation samples are shaped " + c10::str(c10::IntArrayRef(out.val->layout().input_shape)) + " but training samples " +
+                         c10::str(c10::IntArrayRef(out.train->layout().input_shape)),
                      "validation and training data must have the same sample shape");
   return out;
 }

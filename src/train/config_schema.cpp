@@ -338,6 +338,7 @@ std::vector<Field> make_schema() {
     double_field("data.timeout", [](auto& c) -> auto& { return c.data.timeout; }, 1.0),
     double_list_field("data.mean", [](auto& c) -> auto& { return c.data.mean; }, -1e9),
     double_list_field("data.std", [](auto& c) -> auto& { return c.data.std; }, 1e-12),
+    bool_field("data.standardize", [](auto& c) -> auto& { return c.data.standardize; }),
     int_field("data.crop_padding", [](auto& c) -> auto& { return c.data.crop_padding; }, 0),
     bool_field("data.hflip", [](auto& c) -> auto& { return c.data.hflip; }),
 
@@ -447,6 +448,9 @@ void check_consistency(const Config& c) {
   if (c.data.mean.size() != c.data.std.size())
     inconsistent("data.mean has " + std::to_string(c.data.mean.size()) + " values but data.std has " + std::to_string(c.data.std.size()),
                  "give one mean and one std per channel, e.g. mean: [0.49, 0.48, 0.45] and std: [0.25, 0.24, 0.26]");
+  if (c.data.standardize && !c.data.mean.empty())
+    inconsistent("data.standardize measures data.mean and data.std on the training set, but they are set too",
+                 "keep one: data.standardize: true, or your own data.mean and data.std");
   if (c.data.image_size.size() != 2)
     inconsistent("data.image_size has " + std::to_string(c.data.image_size.size()) + " values", "give [height, width], e.g. [224, 224]");
   if (c.scheduler.name == "onecycle" && c.scheduler.warmup_steps > 0)

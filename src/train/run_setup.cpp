@@ -47,6 +47,41 @@ std::int64_t model_outputs(const Config& config) {
   return config.data.task == "classification" ? config.data.classes.value_or(10) : config.data.outputs;
 }
 
+namespace {
+
+std::string first_values(const std::vector<double>& values) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < values.size() && i < 8; ++i) text += (i ? ", " : "") + core::format_fixed(values[i], 4);
+  return text + (values.size() > 8 ? ", ... (" + std::to_string(values.size()) + " in all)]" : "]");
+}
+
+// data.standardize: the training set's own mean and std per feature (vectors) or channel (images).
+void standardize(Config& config, RunData& run) {
+  const auto& train = *run.sources.train;
+  const auto whole = train.tensors();
+  if (!whole)
+    throw UsageError("data.standardize measures the training samples in memory, but " + train.description() +
+                         " is read from its files batch by batch",
+                     "set data.mean and data.std instead (per channel, after uint8 images are scaled to [0, 1]; ImageNet's are "
+                     "mean [0.485, 0.456, 0.406], std [0.229, 0.224, 0.225])");
+  const auto& shape = train.layout().input_shape;
+  if (shape.size() != 1 && shape.size() != 3)
+    throw UsageError("data.standardize works per feature of vectors or per channel of images, but samples have shape " +
+                         c10::str(c10::IntArrayRef(shape)),
+                     "set data.standardize: false, or data.mean and data.std per index of the samples' first dimension");
+  const auto stats = data::measure_channel_stats(whole->inputs);
+  config.data.mean = stats.mean;
+  config.data.std = stats.std;
+  const std::string per = shape.size() == 1 ? "feature" : "channel";
+  run.standardized = "data.standardize: per-" + per + " mean " + first_values(stats.mean) + " and std " + first_values(stats.std) +
+                     " of the " + std::to_string(whole->size()) + " training samples";
+  if (!stats.constant_channels.empty())
+    run.standardized += "; " + std::to_string(stats.constant_channels.size()) + " " + per + (stats.constant_channels.size() == 1 ? " is" : "s are") +
+                        " constant (e.g. " + per + " " + std::to_string(stats.constant_channels[0]) + "): only centred";
+}
+
+}  // namespace
+
 RunData open_data(Config& config) {
   const auto& d = config.data;
   data::SourceSpec spec;
@@ -76,8 +111,9 @@ RunData open_data(Config& config) {
   }
   if (!d.mean.empty() && (layout.input_shape.empty() || layout.input_shape[0] != static_cast<std::int64_t>(d.mean.size())))
     throw UsageError("data.mean has " + std::to_string(d.mean.size()) + " values but samples have " +
-                         std::to_string(layout.input_shape.empty() ? 0 : layout.input_shape[0]) + " channels (shape " + c10::str(layout.input_shape) + ")",
+                         std::to_string(layout.input_shape.empty() ? 0 : layout.input_shape[0]) + " channels (shape " + c10::str(c10::IntArrayRef(layout.input_shape)) + ")",
                      "give one mean and one std per channel");
+  if (d.standardize) standardize(config, out);
   out.transform.mean = d.mean;
   out.transform.std = d.std;
   out.transform.crop_padding = d.crop_padding;

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
@@ -30,6 +32,24 @@ std::optional<double> metric_value(const EpochMetrics& m, const std::string& nam
   if (name == "val_mse") return m.val_mse;
   if (name == "val_mae") return m.val_mae;
   return std::nullopt;
+}
+
+// model.safetensors's metadata: what a user needs to run the weights, including the inputs'
+// normalisation (given, or measured by data.standardize), which the weights are useless without.
+std::map<std::string, std::string> weights_metadata(const Config& config, const std::string& model_name) {
+  std::map<std::string, std::string> metadata{{"format", "pt"}, {"model", model_name}};
+  const auto list = [](const std::vector<double>& values) {
+    std::ostringstream text;
+    text.precision(9);
+    text << "[";
+    for (std::size_t i = 0; i < values.size(); ++i) text << (i ? ", " : "") << values[i];
+    return text.str() + "]";
+  };
+  if (!config.data.mean.empty()) {
+    metadata["data.mean"] = list(config.data.mean);
+    metadata["data.std"] = list(config.data.std);
+  }
+  return metadata;
 }
 
 }  // namespace
@@ -334,7 +354,7 @@ FitResult Trainer::fit() {
     for (auto& sink : s.sinks) sink->on_outcome("interrupted after step " + std::to_string(progress.step) + "; checkpoint " + result.last_checkpoint);
   } else if (s.ranks.writer()) {
     result.weights_path = (fs::path(s.config.logging.dir) / "model.safetensors").string();
-    data::write_safetensors(result.weights_path, s.model->named_state(), {{"format", "pt"}, {"model", s.model->name()}});
+    data::write_safetensors(result.weights_path, s.model->named_state(), weights_metadata(s.config, s.model->name()));
     for (auto& sink : s.sinks) sink->on_outcome("final weights: " + result.weights_path);
   }
   for (auto& sink : s.sinks) sink->on_end();

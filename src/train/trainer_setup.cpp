@@ -160,6 +160,7 @@ void Trainer::State::place_the_data(const std::string& device_name) {
   if (placement.train_cache) train_size = placement.train_cache->data().size();
   if (placement.val_cache) val_size = placement.val_cache->data().size();
   pending_notes.push_back("data: " + data.sources.train->description() + (data.sources.val ? "; validation: " + data.sources.val->description() : ""));
+  if (!data.standardized.empty()) pending_notes.push_back(data.standardized);
   pending_notes.push_back("data.cache " + config.data.cache + " -> " + data::to_string(placement.plan.mode) + ": " + placement.summary +
                           " (" + placement.plan.reason + ")");
 }

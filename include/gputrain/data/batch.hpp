@@ -28,4 +28,13 @@ struct BatchTransform {
   mutable at::Tensor mean_, std_;  // on the device of the last batch, so a step copies nothing
 };
 
+/// Per-channel (dimension 1) mean and standard deviation of `inputs` as BatchTransform sees them
+/// (uint8 scaled to [0, 1]), over every other dimension: what `data.standardize` normalises with.
+/// Summed in float64 a chunk of samples at a time, so a large uint8 set is never copied whole.
+struct ChannelStats {
+  std::vector<double> mean, std;                 ///< std is the population standard deviation
+  std::vector<std::int64_t> constant_channels;   ///< no spread: std set to 1, so they are only centred
+};
+ChannelStats measure_channel_stats(const at::Tensor& inputs);
+
 }  // namespace gputrain::data

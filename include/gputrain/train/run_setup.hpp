@@ -33,10 +33,12 @@ RunDevice prepare_device(const Config& config);
 struct RunData {
   data::Sources sources;
   data::BatchTransform transform;   ///< uint8 -> float, normalisation, augmentation
+  std::string standardized;         ///< with data.standardize: what was measured, for the run's log
 };
 
 /// Opens `config.data` and fills in what the files decide: data.shape (one sample's shape),
-/// data.classes when `auto` (checked against the labels when set) and data.outputs (regression).
+/// data.classes when `auto` (checked against the labels when set), data.outputs (regression), and
+/// with data.standardize data.mean and data.std measured on the training samples.
 /// Throws UsageError naming the file and what is wrong.
 RunData open_data(Config& config);
 

@@ -268,6 +268,40 @@ TEST(BatchTransform, ScalesNormalisesAndAugments) {
   EXPECT_TRUE(at::equal(aug.apply(image, false), image));  // validation batches are not augmented
 }
 
+// data.standardize's figures: per feature of vectors, per channel of images (uint8 as [0, 1]), over
+// more samples than one chunk; normalising with them gives mean 0 and std 1 per channel.
+TEST(ChannelStats, MeasuresWhatTheTransformNormalises) {
+  at::manual_seed(3);
+  const auto vectors = at::randn({9000, 3}, at::kDouble) * at::tensor({1.0, 10.0, 0.1}, at::kDouble) + at::tensor({5.0, -2.0, 0.0}, at::kDouble);
+  auto stats = measure_channel_stats(vectors.to(at::kFloat));
+  ASSERT_EQ(stats.mean.size(), 3u);
+  for (std::size_t c = 0; c < 3; ++c) {
+    EXPECT_NEAR(stats.mean[c], vectors.select(1, static_cast<std::int64_t>(c)).mean().item<double>(), 1e-5);
+    EXPECT_NEAR(stats.std[c], vectors.select(1, static_cast<std::int64_t>(c)).std(/*unbiased=*/false).item<double>(), 1e-5);
+  }
+  EXPECT_TRUE(stats.constant_channels.empty());
+
+  const auto images = at::randint(0, 256, {5000, 2, 4, 4}, at::kByte);
+  stats = measure_channel_stats(images);
+  BatchTransform norm;
+  norm.mean = stats.mean;
+  norm.std = stats.std;
+  const auto y = norm.apply(images, false).to(at::kDouble);
+  for (std::int64_t c = 0; c < 2; ++c) {
+    EXPECT_NEAR(y.select(1, c).mean().item<double>(), 0.0, 1e-6);
+    EXPECT_NEAR(y.select(1, c).std(/*unbiased=*/false).item<double>(), 1.0, 1e-5);
+  }
+}
+
+TEST(ChannelStats, AConstantChannelIsOnlyCentred) {
+  auto x = at::rand({100, 2});
+  x.select(1, 1).fill_(1000.25f);
+  const auto stats = measure_channel_stats(x);
+  EXPECT_EQ(stats.constant_channels, (std::vector<std::int64_t>{1}));
+  EXPECT_DOUBLE_EQ(stats.std[1], 1.0);
+  EXPECT_NEAR(stats.mean[1], 1000.25, 1e-9);
+}
+
 TEST(Materialize, ReadsEverySampleInOrderLeavesOutUnreadableOnesAndReportsProgress) {
   Probe data(300);
   data.corrupt = 7;

@@ -156,6 +156,8 @@ TEST(Config, InconsistentKeysAreRejected) {
             std::string::npos);
   EXPECT_NE(error_of({{}, {"model.name=transformer", "data.shape=[8, 4]", "model.heads=3"}, ""}).find("multiple of model.heads"),
             std::string::npos);
+  EXPECT_NE(error_of({{}, {"data.standardize=true", "data.mean=[0.5]", "data.std=[0.2]"}, ""}).find("data.standardize measures"),
+            std::string::npos);
 }
 
 TEST(Config, PrintedConfigLoadsBackToTheSameConfig) {

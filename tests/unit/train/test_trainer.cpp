@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "gputrain/core/error.hpp"
@@ -11,6 +12,7 @@
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
+#include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
@@ -84,6 +86,51 @@ TEST(Trainer, TheOutcomeIsRecordedInTheLogButNotSaidOnTheConsole) {
                                           : "final weights: " + result.weights_path;
     EXPECT_EQ(count_lines(fs::path(config.logging.dir) / "training.log", outcome), 1) << outcome;
     EXPECT_EQ(console.str().find(interrupt ? "interrupted" : "final weights"), std::string::npos) << console.str();
+  }
+}
+
+// data.standardize measures the training set's per-feature mean and std and then trains exactly as
+// a run given those figures does; they are logged and saved with the weights.
+TEST(Trainer, StandardizeTrainsAsTheMeasuredMeanAndStdGivenByHand) {
+  const auto config = small_run("standardized", {"data.standardize=true"});
+  auto opened = config;
+  const auto data = open_data(opened);
+  const auto expected = data::measure_channel_stats(data.sources.train->tensors()->inputs);
+  ASSERT_EQ(opened.data.mean.size(), 10u);
+  EXPECT_EQ(opened.data.mean, expected.mean);
+  EXPECT_EQ(opened.data.std, expected.std);
+  EXPECT_EQ(data.transform.mean, expected.mean);
+
+  const auto yaml_list = [](const std::vector<double>& values) {
+    std::ostringstream text;
+    text.precision(17);
+    text << "[";
+    for (std::size_t i = 0; i < values.size(); ++i) text << (i ? ", " : "") << values[i];
+    return text.str() + "]";
+  };
+  Trainer measured(config, test_support::quiet_trainer());
+  const auto result = measured.fit();
+  Trainer given(small_run("given-mean-std", {"data.mean=" + yaml_list(expected.mean), "data.std=" + yaml_list(expected.std)}),
+                test_support::quiet_trainer());
+  given.fit();
+  expect_bit_identical(final_state(measured), final_state(given));
+  Trainer plain(small_run("not-standardized"), test_support::quiet_trainer());
+  plain.fit();
+  EXPECT_FALSE(at::equal(final_state(measured).front().second, final_state(plain).front().second));
+
+  EXPECT_EQ(count_lines(fs::path(config.logging.dir) / "training.log", "data.standardize: per-feature mean ["), 1);
+  std::ifstream weights(result.weights_path, std::ios::binary);
+  const std::string head((std::istreambuf_iterator<char>(weights)), std::istreambuf_iterator<char>());
+  EXPECT_NE(head.find("\"data.mean\":\"["), std::string::npos);
+  EXPECT_NE(head.find("\"data.std\":\"["), std::string::npos);
+}
+
+TEST(Trainer, StandardizeRefusesSamplesThatAreNeitherVectorsNorImages) {
+  try {
+    Trainer trainer(small_run("standardize-sequences", {"data.standardize=true", "data.shape=[4, 8]"}), test_support::quiet_trainer());
+    ADD_FAILURE() << "[4, 8] samples were standardized";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("samples have shape [4, 8]"), std::string::npos) << e.what();
   }
 }
 
