@@ -12,6 +12,8 @@ exist, and a `gputrain train` line must resolve its config (`--print-config`), s
 config file in an example fails here.
 
 Usage: run_doc_walkthrough.py DOC BIN_DIR SOURCE_DIR
+       run_doc_walkthrough.py --check-only BIN_DIR SOURCE_DIR DOC...   (no blocks run: the other docs'
+       examples, checked from the source folder)
 """
 import os
 import re
@@ -60,17 +62,59 @@ def expectation(arg, where):
 
 
 def gputrain_lines(text):
-    """The `gputrain ...` command lines of a shell block, without their trailing comments."""
-    for line in text.split("\n"):
+    """The `gputrain ...` command lines of a shell block (continued lines joined), without comments."""
+    for line in text.replace("\\\n", " ").split("\n"):
         words = shlex.split(line, comments=True)
-        if words and words[0] == "gputrain":
+        if words and words[0] == "gputrain" and len(words) > 1 and not words[1].startswith("-"):
             yield words
 
 
-def main():
-    doc, bin_dir, source_dir = (os.path.abspath(a) for a in sys.argv[1:4])
+def check_examples(words, where, bin_dir, cwd, env):
+    """An example command that is not run: the command exists, and `train` resolves its config."""
+    command = words[1]
+    if not os.access(os.path.join(bin_dir, "gputrain-" + command), os.X_OK):
+        return ["%s: no command 'gputrain %s'" % (where, command)]
+    if command == "train":
+        result = subprocess.run(words + ["--print-config"], cwd=cwd, env=env, capture_output=True, text=True)
+        if result.returncode != 0:
+            return ["%s: %s --print-config: exit %d\n%s" % (where, " ".join(words), result.returncode, result.stderr)]
+    return []
+
+
+def check_only(bin_dir, source_dir, docs, env):
+    failures, checked = [], 0
+    for doc in docs:
+        for _, _, info, text, line in blocks(doc):
+            if info not in ("sh", "bash"):
+                continue
+            for words in gputrain_lines(text):
+                checked += 1
+                failures += check_examples(words, "%s:%d" % (doc, line), bin_dir, source_dir, env)
+    return failures, checked
+
+
+def environment(bin_dir):
     env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
     env["CUDA_VISIBLE_DEVICES"] = ""  # the walkthrough's timings assume the CPU, also on a GPU box
+    return env
+
+
+def report(failures, summary):
+    for f in failures:
+        print("FAIL " + f)
+    print("%s, %d failures" % (summary, len(failures)))
+    return 1 if failures else 0
+
+
+def main():
+    if sys.argv[1] == "--check-only":
+        bin_dir, source_dir = (os.path.abspath(a) for a in sys.argv[2:4])
+        failures, checked = check_only(bin_dir, source_dir, sys.argv[4:], environment(bin_dir))
+        if checked == 0:
+            failures.append("no gputrain commands found in " + " ".join(sys.argv[4:]))
+        return report(failures, "%d example commands checked" % checked)
+    doc, bin_dir, source_dir = (os.path.abspath(a) for a in sys.argv[1:4])
+    env = environment(bin_dir)
     failures, ran = [], 0
     with tempfile.TemporaryDirectory(prefix="gputrain-walkthrough-") as work:
         os.symlink(os.path.join(source_dir, "configs"), os.path.join(work, "configs"))
@@ -94,19 +138,10 @@ def main():
                     failures.append("%s: the output does not say %r:\n%s" % (where, says, output[-3000:]))
                 continue
             for words in gputrain_lines(text):
-                command = words[1] if len(words) > 1 else ""
-                if not os.access(os.path.join(bin_dir, "gputrain-" + command), os.X_OK):
-                    failures.append("%s: no command 'gputrain %s'" % (where, command))
-                elif command == "train":
-                    result = subprocess.run(words + ["--print-config"], cwd=work, env=env, capture_output=True, text=True)
-                    if result.returncode != 0:
-                        failures.append("%s: %s --print-config: exit %d\n%s" % (where, " ".join(words), result.returncode, result.stderr))
+                failures += check_examples(words, where, bin_dir, work, env)
     if ran == 0:
         failures.append("%s: no <!-- run --> blocks found" % doc)
-    for f in failures:
-        print("FAIL " + f)
-    print("%d blocks run, %d failures" % (ran, len(failures)))
-    return 1 if failures else 0
+    return report(failures, "%d blocks run" % ran)
 
 
 if __name__ == "__main__":
