@@ -48,6 +48,15 @@ bool parse_number(const std::string& text, double& value) {
   return *end == '\0' && errno != ERANGE;
 }
 
+// A header with one column holding ';' or a tab is a file written with that delimiter (spreadsheets
+// in many locales save CSV with ';'); a file whose header has one real column keeps ','.
+char detect_delimiter(std::string_view header_line, char configured) {
+  if (configured != ',' || split(header_line, ',').size() > 1) return configured;
+  for (const char candidate : {';', '\t', '|'})
+    if (split(header_line, candidate).size() > 1) return candidate;
+  return configured;
+}
+
 }  // namespace
 
 TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names) {
@@ -67,7 +76,8 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   };
   std::string_view line;
   if (!next_line(line)) throw UsageError("'" + path + "' is empty", "write a header row, then one row per sample");
-  const auto header = split(line, spec.delimiter);
+  const char delimiter = detect_delimiter(line, spec.delimiter);
+  const auto header = split(line, delimiter);
   const auto column_of = [&](const std::string& name, const std::string& key) {
     for (std::size_t i = 0; i < header.size(); ++i)
       if (header[i] == name) return i;
@@ -97,7 +107,7 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   std::vector<std::string> label_names;  // when the labels are names, not numbers
   std::vector<std::int64_t> label_lines;
   while (next_line(line)) {
-    const auto cells = split(line, spec.delimiter);
+    const auto cells = split(line, delimiter);
     if (cells.size() != header.size())
       throw UsageError(path + ":" + std::to_string(line_number) + ": " + std::to_string(cells.size()) + " cells, but the header has " +
                            std::to_string(header.size()) + " columns",
@@ -108,6 +118,12 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
         throw UsageError(path + ":" + std::to_string(line_number) + ": column '" + header[c] + "' (" + std::to_string(c + 1) +
                              "): '" + cells[c] + "' is not a number",
                          "fix or remove that row; feature cells must be numbers");
+      // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
+      if (!std::isfinite(static_cast<float>(value)))
+        throw UsageError(path + ":" + std::to_string(line_number) + ": column '" + header[c] + "' (" + std::to_string(c + 1) +
+                             "): '" + cells[c] + "' is not a finite float32 number",
+                         "fill in or remove that row (missing values are not filled in for you), or leave the column out "
+                         "with data.features");
       features.push_back(static_cast<float>(value));
     }
     double value = 0;
@@ -115,6 +131,9 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
       if (spec.classification && (value < 0 || value != std::floor(value)))
         throw UsageError(path + ":" + std::to_string(line_number) + ": label '" + cells[label_column] + "' is not a class id",
                          "class ids are integers >= 0; or set data.task: regression");
+      if (!std::isfinite(static_cast<float>(value)))
+        throw UsageError(path + ":" + std::to_string(line_number) + ": label '" + cells[label_column] + "' is not a finite float32 number",
+                         "fill in or remove that row");
       labels.push_back(value);
     } else if (spec.classification && labels.empty()) {
       label_names.push_back(cells[label_column]);

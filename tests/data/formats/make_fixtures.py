@@ -90,6 +90,19 @@ with open(path("bad", "bad_cell.csv"), "w", newline="") as f:
     w.writerow(["a", "b", "label"])
     w.writerow([1, 2, 0])
     w.writerow([3, "oops", 1])
+with open(path("bad", "not_finite.csv"), "w", newline="") as f:  # pandas writes missing values as NaN
+    w = csv.writer(f)
+    w.writerow(["a", "b", "label"])
+    w.writerow([1, 2, 0])
+    w.writerow([3, float("nan"), 1])
+    w.writerow([1e39, 2, 0])  # beyond float32
+# Spreadsheets in many locales save with ';', and tab-separated files are common: same data as numeric.csv.
+for name, delimiter in (("semicolons.csv", ";"), ("tabs.tsv", "\t")):
+    with open(path("csv", name), "w", newline="") as f:
+        w = csv.writer(f, delimiter=delimiter)
+        w.writerow(["a", "b", "label"])
+        for i in range(10):
+            w.writerow([i, i * 0.5, i % 2])
 
 # --- MNIST IDX (big-endian header, as the MNIST site ships them; plain and gzip) ---
 images = (np.arange(5 * 28 * 28) % 251).astype(np.uint8).reshape(5, 28, 28)

@@ -130,6 +130,26 @@ TEST(Csv, BadCellsNameTheLineAndColumn) {
   EXPECT_NE(missing.find("did you mean 'species'"), std::string::npos) << missing;
 }
 
+// A NaN (how pandas writes a missing value) or a number beyond float32 is named where it is, instead
+// of surfacing as a diverged loss whose advice is to lower the learning rate.
+TEST(Csv, NonFiniteCellsNameTheLineAndColumn) {
+  const auto nan = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{}, "label", true}); });
+  EXPECT_NE(nan.find("not_finite.csv:3: column 'b' (2): 'nan' is not a finite float32 number"), std::string::npos) << nan;
+  const auto huge = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{"a"}, "label", true}); });
+  EXPECT_NE(huge.find("not_finite.csv:4: column 'a' (1): '1e+39' is not a finite float32 number"), std::string::npos) << huge;
+  const auto label = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{"label"}, "b", false}); });
+  EXPECT_NE(label.find("not_finite.csv:3: label 'nan' is not a finite"), std::string::npos) << label;
+}
+
+TEST(Csv, SemicolonAndTabSeparatedFilesAreRead) {
+  const auto expected = read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, "label", true});
+  for (const char* name : {"csv/semicolons.csv", "csv/tabs.tsv"}) {
+    const auto set = read_csv(fixture(name), CsvSpec{{}, "label", true});
+    EXPECT_TRUE(at::equal(set.inputs, expected.inputs)) << name;
+    EXPECT_TRUE(at::equal(set.targets, expected.targets)) << name;
+  }
+}
+
 TEST(Csv, RegressionTargetsAreOneColumn) {
   const auto set = read_csv(fixture("csv/numeric.csv"), CsvSpec{{"a"}, "b", false});
   EXPECT_EQ(set.targets.sizes(), (std::vector<std::int64_t>{10, 1}));
