@@ -1,4 +1,5 @@
 // What a run says when it stops inside its steps: a diverged loss, or an error from LibTorch.
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -35,6 +36,40 @@ TEST(StepFailures, Fp16DivergenceSaysTheScalerSkippedEveryStepAndSuggestsBf16) {
   EXPECT_TRUE(contains(error.what(), "the loss is inf over step 7 and the GradScaler skipped all of them")) << error.what();
   EXPECT_TRUE(contains(error.remedy(), "use bf16-mixed")) << error.remedy();
   EXPECT_TRUE(contains(error.remedy(), "no checkpoint was written")) << error.remedy();
+}
+
+// A loss already nan at the run's first step came before any update: the data is to blame, not lr.
+TEST(StepFailures, ANanFromTheFirstStepPointsAtTheDataNotTheLearningRate) {
+  Config config;
+  Divergence d{std::numeric_limits<double>::quiet_NaN(), 1, 10, false, ""};
+  d.at_first_step = true;
+  const auto error = divergence_error(d, config);
+  EXPECT_TRUE(contains(error.what(), "the loss is nan from the first step, before any weight was updated")) << error.what();
+  EXPECT_TRUE(contains(error.remedy(), "NaN or inf values")) << error.remedy();
+  EXPECT_FALSE(contains(error.remedy(), "optimizer.lr")) << error.remedy();
+  config.train.precision = Precision::fp16_mixed;
+  EXPECT_TRUE(contains(divergence_error(d, config).remedy(), "try bf16-mixed"));
+}
+
+TEST(StepFailures, NonFiniteSamplesAreCountedInInputsAndTargets) {
+  auto x = at::zeros({6, 2, 3});
+  x[4][1][2] = std::numeric_limits<float>::infinity();
+  auto y = at::zeros({6, 1});
+  y[2][0] = std::numeric_limits<float>::quiet_NaN();
+  Divergence d;
+  find_nonfinite_samples({x, y}, d);
+  EXPECT_EQ(d.samples, 6);
+  EXPECT_EQ(d.bad_samples, 2);
+  EXPECT_EQ(d.first_bad_sample, 2);
+  Divergence clean;
+  find_nonfinite_samples({at::zeros({3, 2}), at::zeros({3}, at::kLong)}, clean);
+  EXPECT_EQ(clean.bad_samples, 0);
+  EXPECT_EQ(clean.first_bad_sample, -1);
+  d.mean_loss = std::numeric_limits<double>::quiet_NaN();
+  d.last_step = 9;
+  const auto error = divergence_error(d, Config{});
+  EXPECT_TRUE(contains(error.what(), "by step 9, and the training data holds NaN or inf values in 2 of its 6 samples (the first is sample 2"))
+      << error.what();
 }
 
 TEST(StepFailures, LibTorchErrorsGetTheFixForTheirCause) {

@@ -5,10 +5,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
+#include "gputrain/data/safetensors.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
@@ -123,6 +125,26 @@ TEST(Trainer, StandardizeTrainsAsTheMeasuredMeanAndStdGivenByHand) {
   const std::string head((std::istreambuf_iterator<char>(weights)), std::istreambuf_iterator<char>());
   EXPECT_NE(head.find("\"data.mean\":\"["), std::string::npos);
   EXPECT_NE(head.find("\"data.std\":\"["), std::string::npos);
+}
+
+// A NaN in one sample's inputs turns the loss nan once that sample is drawn: the run stops naming the
+// sample, instead of advising a lower learning rate.
+TEST(Trainer, NanInTheDataIsBlamedOnTheDataNotTheLearningRate) {
+  const auto file = fs::temp_directory_path() / "gputrain-nan-data.safetensors";
+  auto x = at::randn({64, 10});
+  x[5][3] = std::numeric_limits<float>::quiet_NaN();
+  data::write_safetensors(file.string(), {{"x", x}, {"y", at::randint(0, 3, {64}, at::kLong)}});
+  try {
+    Trainer trainer(small_run("nan-data", {"data.source=safetensors", "data.path=" + file.string()}),
+                    test_support::quiet_trainer());
+    trainer.fit();
+    ADD_FAILURE() << "a run on NaN data finished";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NaN or inf values in 1 of its 64 samples (the first is sample 5"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.remedy().find("optimizer.lr"), std::string::npos) << e.remedy();
+  }
+  fs::remove(file);
 }
 
 TEST(Trainer, StandardizeRefusesSamplesThatAreNeitherVectorsNorImages) {
