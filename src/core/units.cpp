@@ -54,4 +54,11 @@ std::optional<std::uint64_t> parse_bytes(const std::string& text) {
   return std::nullopt;
 }
 
+std::string format_parameter_count(std::int64_t count) {
+  if (count >= 1000000) return format_fixed(static_cast<double>(count) / 1e6, 2) + " M parameters";
+  std::string digits = std::to_string(count);
+  for (auto i = static_cast<std::ptrdiff_t>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+  return digits + (count == 1 ? " parameter" : " parameters");
+}
+
 }  // namespace gputrain::core

@@ -17,10 +17,10 @@ std::string format_duration(double seconds) {
 std::string header_line(const RunInfo& i) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
-                "training %s (%.2f M parameters) on %s, %s, batch %lld%s x %lld accumulation, %lld steps (%lld per epoch)%s; run dir %s",
-                i.model.c_str(), static_cast<double>(i.parameters) / 1e6, i.device.c_str(), i.precision.c_str(),
+                "training %s (%s) on %s, %s, batch %lld%s x %lld accumulation, %lld step%s (%lld per epoch)%s; run dir %s",
+                i.model.c_str(), core::format_parameter_count(i.parameters).c_str(), i.device.c_str(), i.precision.c_str(),
                 static_cast<long long>(i.batch_size), i.batch_size_auto ? " (auto)" : "", static_cast<long long>(i.grad_accum),
-                static_cast<long long>(i.total_steps), static_cast<long long>(i.steps_per_epoch),
+                static_cast<long long>(i.total_steps), i.total_steps == 1 ? "" : "s", static_cast<long long>(i.steps_per_epoch),
                 i.start_step > 0 ? (", resuming at step " + std::to_string(i.start_step)).c_str() : "", i.run_dir.c_str());
   if (!i.distributed.empty()) return std::string(buf) + "; " + i.distributed + " (batch per rank)";
   return buf;

@@ -55,8 +55,8 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
     std::cout << out.dump(2) << "\n";
     return int(ExitCode::ok);
   }
-  std::printf("memory of one training step: %s (%.2f M parameters), %s, %s, on %s (%s)\n", config.model.name.c_str(),
-              static_cast<double>(estimate.parameter_count) / 1e6, train::to_string(config.train.precision).c_str(),
+  std::printf("memory of one training step: %s (%s), %s, %s, on %s (%s)\n", config.model.name.c_str(),
+              core::format_parameter_count(estimate.parameter_count).c_str(), train::to_string(config.train.precision).c_str(),
               config.optimizer.name.c_str(), run.device.str().c_str(), run.name.c_str());
   print_row("parameters", core::format_bytes(m.known.parameters));
   print_row("gradients", core::format_bytes(m.known.gradients));

@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
                 << "\n  resume: run the same command again (checkpoint.resume: auto)\n";
       return int(ExitCode::interrupted);
     }
-    std::cerr << "done: " << result.steps << " steps in " << train::format_duration(result.run_seconds);
+    std::cerr << "done: " << result.steps << (result.steps == 1 ? " step in " : " steps in ") << train::format_duration(result.run_seconds);
     if (result.last_loss) std::cerr << ", final loss " << core::format_fixed(*result.last_loss, 4);
     if (result.last_epoch && result.last_epoch->val_accuracy)
       std::cerr << ", val accuracy " << core::format_fixed(100 * *result.last_epoch->val_accuracy, 2) << "%";

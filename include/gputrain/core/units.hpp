@@ -13,6 +13,9 @@ std::string format_bytes(std::uint64_t bytes);
 /// A number with a fixed count of decimals: format_fixed(3.14159, 2) -> "3.14".
 std::string format_fixed(double value, int decimals);
 
+/// A model's size as people say it: "4,675 parameters" below a million, "11.17 M parameters" above.
+std::string format_parameter_count(std::int64_t count);
+
 /// A size as users write it: "8GiB", "8 GiB", "512MiB", "1.5G" (binary, like nvidia-smi),
 /// "8GB" (decimal), "4096" (bytes). nullopt for anything else.
 std::optional<std::uint64_t> parse_bytes(const std::string& text);

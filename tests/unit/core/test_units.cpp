@@ -17,6 +17,14 @@ TEST(FormatFixed, RoundsToTheGivenDecimals) {
   EXPECT_EQ(format_fixed(-1.005, 1), "-1.0");
 }
 
+TEST(FormatParameterCount, ExactBelowAMillionThenMillions) {
+  EXPECT_EQ(format_parameter_count(1), "1 parameter");
+  EXPECT_EQ(format_parameter_count(999), "999 parameters");
+  EXPECT_EQ(format_parameter_count(4675), "4,675 parameters");
+  EXPECT_EQ(format_parameter_count(999999), "999,999 parameters");
+  EXPECT_EQ(format_parameter_count(11173962), "11.17 M parameters");
+}
+
 TEST(ParseBytes, ReadsBinaryAndDecimalUnits) {
   EXPECT_EQ(parse_bytes("8GiB"), 8 * kGiB);
   EXPECT_EQ(parse_bytes("8 GiB"), 8 * kGiB);

@@ -15,6 +15,7 @@ RunInfo info() {
   i.model = "mlp";
   i.device = "cpu";
   i.precision = "fp32";
+  i.parameters = 1234;
   i.total_steps = 100;
   i.steps_per_epoch = 50;
   i.epochs = 2;
@@ -60,7 +61,7 @@ TEST(ConsoleSink, LinesModePrintsOneLinePerReport) {
   sink->on_epoch(e);
   const auto text = out.str();
   EXPECT_EQ(text.find('\r'), std::string::npos);
-  EXPECT_NE(text.find("training mlp (0.00 M parameters) on cpu, fp32, batch 32 x 1 accumulation, 100 steps (50 per epoch)"),
+  EXPECT_NE(text.find("training mlp (1,234 parameters) on cpu, fp32, batch 32 x 1 accumulation, 100 steps (50 per epoch)"),
             std::string::npos) << text;
   EXPECT_NE(text.find("step 10/100 epoch 1 loss 0.5000 lr 0 1000 samples/s data stall 10.0% ETA 1:02\n"), std::string::npos) << text;
   EXPECT_NE(text.find("epoch 1/2 done in 0:00: train loss 0.4000, val loss 0.3000, val accuracy 87.50%"), std::string::npos) << text;
