@@ -4,6 +4,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/log.hpp"
+#include "gputrain/core/suggest.hpp"
 #include "gputrain/device/runtime_libraries.hpp"
 
 namespace gputrain::tools {
@@ -15,6 +16,27 @@ void add_logging_options(CLI::App& app) {
       ->envname("GPUTRAIN_LOG_LEVEL");
 }
 
+namespace {
+
+// What to do about a command line CLI11 rejected: the option a mistyped one was probably meant to
+// be (`--sett` -> `--set`), else where the options are listed.
+std::string usage_remedy(const CLI::App& app) {
+  // CLI11 names the app after argv[0]: /path/to/gputrain-train -> "gputrain train".
+  std::string command = app.get_name().substr(app.get_name().find_last_of('/') + 1);
+  if (command.rfind("gputrain-", 0) == 0) command[8] = ' ';
+  std::vector<std::string> options;
+  for (const auto* option : app.get_options())
+    for (const auto& name : option->get_lnames()) options.push_back("--" + name);
+  for (const auto& argument : app.remaining()) {
+    if (argument.rfind("--", 0) != 0) continue;
+    const auto close = core::closest_match(argument.substr(0, argument.find('=')), options);
+    if (close) return "did you mean '" + *close + "'? (`" + command + " --help` lists the options)";
+  }
+  return "`" + command + " --help` lists the options and shows examples";
+}
+
+}  // namespace
+
 int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
   device::reexec_without_rival_cuda_folders(argv);
   try {
@@ -25,7 +47,7 @@ int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>
     } catch (const CLI::CallForAllHelp& e) {
       return app.exit(e);
     } catch (const CLI::ParseError& e) {
-      app.exit(e);
+      std::cerr << "error: " << e.what() << "\n  fix: " << usage_remedy(app) << "\n";
       return static_cast<int>(ExitCode::usage);
     }
     return body();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gputrain/core/build_info.hpp"
+#include "gputrain/core/suggest.hpp"
 #include "gputrain/device/gpu_info.hpp"
 #include "gputrain/device/runtime_libraries.hpp"
 
@@ -101,8 +102,11 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   const fs::path program = dir / ("gputrain-" + command);
   if (command.empty() || command[0] == '-' || access(program.c_str(), X_OK) != 0) {
-    std::cerr << "error: unknown command '" << command << "'\n  fix: use one of:";
-    for (const auto& known : installed_commands(dir)) std::cerr << " " << known;
+    const auto known = installed_commands(dir);
+    std::cerr << "error: unknown command '" << command << "'";
+    if (const auto close = core::closest_match(command, known)) std::cerr << "; did you mean '" << *close << "'?";
+    std::cerr << "\n  fix: use one of:";
+    for (const auto& name : known) std::cerr << " " << name;
     std::cerr << " (gputrain --help)\n";
     return 2;
   }

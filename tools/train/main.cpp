@@ -79,6 +79,11 @@ int main(int argc, char** argv) {
   tools::add_logging_options(app);
 
   const int code = tools::run_command(app, argc, argv, [&] {
+    // A bare `gputrain train` is someone finding their way, not a request for a run on the defaults.
+    if (sources.files.empty() && sources.overrides.empty() && max_memory.empty() && nproc_per_node == 0 && !print_config)
+      throw UsageError("no config given: gputrain train CONFIG.yaml [--set KEY=VALUE ...]",
+                       "try gputrain train configs/quickstart.yaml (configs/ holds ready configs; docs/getting-started.md walks "
+                       "through a first run); --set alone trains on the built-in defaults");
     if (!max_memory.empty()) sources.overrides.push_back("device.max_memory=" + max_memory);
     if (nproc_per_node > 0) sources.overrides.push_back("distributed.nproc_per_node=" + std::to_string(nproc_per_node));
     const auto config = train::load_config(sources);

@@ -8,7 +8,7 @@
 
 namespace gputrain::core {
 
-/// Levenshtein distance (insertions, deletions, substitutions all cost 1).
+/// Edit distance counting insertions, deletions, substitutions and swaps of neighbouring letters as 1.
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
 /// The candidate closest to `word`, if it is close enough to be a plausible typo (at most a third
