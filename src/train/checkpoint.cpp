@@ -109,7 +109,13 @@ TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts&
   load_named_state(parts.model, read_named(archive, "model"));
   torch::serialize::InputArchive optimizer;
   archive.read("optimizer", optimizer);
-  parts.optimizer.load(optimizer);
+  try {
+    parts.optimizer.load(optimizer);
+  } catch (const c10::Error& e) {
+    throw UsageError("the optimizer state in checkpoint '" + path + "' does not fit this run's optimizer: " + e.what_without_backtrace(),
+                     "resume with the optimizer settings the checkpoint was written with (its config.yaml), or set "
+                     "checkpoint.resume: never");
+  }
   parts.scaler.load_state(read_named(archive, "scaler"));
   for (const auto& [name, state] : read_named(archive, "rng")) {
     // RNG states are CPU byte tensors whatever device they describe.

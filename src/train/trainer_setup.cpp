@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
 #include <torch/cuda.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <iostream>
@@ -234,6 +235,13 @@ void Trainer::State::resume() {
     path = config.checkpoint.resume;
   }
   if (path.empty()) return;
+  // Another optimizer's state cannot be loaded (LibTorch fails with an internal assert): say which.
+  const auto saved_optimizer = YAML::Load(checkpoint_config(path))["optimizer"]["name"];
+  if (saved_optimizer && saved_optimizer.IsScalar() && saved_optimizer.Scalar() != config.optimizer.name)
+    throw UsageError("cannot resume from " + path + ": it holds the state of optimizer.name " + saved_optimizer.Scalar() +
+                         ", and this config asks for " + config.optimizer.name,
+                     "set optimizer.name: " + saved_optimizer.Scalar() + " to continue that run, or checkpoint.resume: never (or "
+                     "another logging.dir) to start a new one");
   std::string saved_config;
   progress = load_checkpoint(path, parts(), &saved_config);
   last_saved_step = progress.step;

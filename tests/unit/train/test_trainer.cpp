@@ -147,6 +147,20 @@ TEST(Trainer, NanInTheDataIsBlamedOnTheDataNotTheLearningRate) {
   fs::remove(file);
 }
 
+// Resuming with another optimizer cannot load its state (LibTorch fails with an internal assert):
+// the run is refused before it starts, naming both optimizers.
+TEST(Trainer, ResumingWithAnotherOptimizerIsAClearError) {
+  Trainer first(small_run("other-optimizer", {"optimizer.name=adamw"}), test_support::quiet_trainer());
+  first.fit();
+  try {
+    Trainer second(small_run("other-optimizer", {"optimizer.name=sgd", "train.epochs=3"}, /*fresh=*/false), test_support::quiet_trainer());
+    ADD_FAILURE() << "resumed adamw's state into sgd";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds the state of optimizer.name adamw, and this config asks for sgd"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Trainer, StandardizeRefusesSamplesThatAreNeitherVectorsNorImages) {
   try {
     Trainer trainer(small_run("standardize-sequences", {"data.standardize=true", "data.shape=[4, 8]"}), test_support::quiet_trainer());
