@@ -22,9 +22,12 @@ export PKG_CONFIG_PATH=$deps/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_D
 step() { echo "== $* ($(date +%T))"; }
 
 { nvidia-smi; uname -a; cat /etc/os-release; } > "$out/machine.txt" 2>&1
+# zlib1g-dev's libz.so links to the runtime library outside the package: use the machine's own
+# libz.so.1 (the static libz.a beside it is not position-independent and cannot go into our .so).
+zlib=; for z in /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1; do [ -e $z ] && { zlib="-DZLIB_LIBRARY=$z -DZLIB_LIBRARY_RELEASE=$z"; break; }; done
 step build
 cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUTRAIN_PYTHON="$python" \
-      -DCMAKE_PREFIX_PATH="$deps" -DGPUTRAIN_WARNINGS_AS_ERRORS=ON > "$out/configure.log" 2>&1 \
+      -DCMAKE_PREFIX_PATH="$deps" -DGPUTRAIN_WARNINGS_AS_ERRORS=ON $zlib > "$out/configure.log" 2>&1 \
   && cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 \
   || { tail -n 50 "$out/configure.log" "$out/build.log"; exit 1; }
 
