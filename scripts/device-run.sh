@@ -5,13 +5,15 @@
 #   here:  scripts/pack-device-deps.sh
 #   there: device run, carry [".device-deps"], command "bash scripts/device-run.sh STAGE"
 # Stages, most important first:
-#   test   build; GPU tests (ctest -L gpu); --version; verify; quick-train; then the whole suite
+#   test   build; GPU tests (ctest -L gpu); --version; verify; quick-train
 #   bench  the GPU benchmarks: startup, verify vs PyTorch, train vs PyTorch, cache vs loader, DDP overhead
 #   full   verify --level full (burn-in included)
+#   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
+# The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-case "$stage" in test|bench|full) ;; quick) stage=test ;; *) echo "usage: $0 test|bench|full" >&2; exit 2 ;; esac
-out=${OUT:-/tmp/gputrain-out}; mkdir -p "$out"
+case "$stage" in test|bench|full|suite) ;; quick) stage=test ;; *) echo "usage: $0 test|bench|full|suite" >&2; exit 2 ;; esac
+results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
 python=$(command -v python3)
 deps=$PWD/.device-deps/usr
@@ -19,23 +21,30 @@ deps=$PWD/.device-deps/usr
 export PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
 # libzip is found with pkg-config, whose .pc files name /usr: read them inside the carried tree.
 export PKG_CONFIG_PATH=$deps/lib/x86_64-linux-gnu/pkgconfig PKG_CONFIG_SYSROOT_DIR=$PWD/.device-deps
-step() { echo "== $* ($(date +%T))"; }
+pack() { tar czf "$results/logs.tgz" -C "$out" .; }
+step() { pack; echo "== $* ($(date +%T))"; }
 
 { nvidia-smi; uname -a; cat /etc/os-release; } > "$out/machine.txt" 2>&1
 # zlib1g-dev's libz.so links to the runtime library outside the package: use the machine's own
 # libz.so.1 (the static libz.a beside it is not position-independent and cannot go into our .so).
 zlib=; for z in /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1; do [ -e $z ] && { zlib="-DZLIB_LIBRARY=$z -DZLIB_LIBRARY_RELEASE=$z"; break; }; done
+# The carried libjpeg62-turbo-dev's jconfig.h sits in a multiarch folder the compiler does not
+# search before the machine's own: where the machine has libjpeg headers, take its library too,
+# so header and library agree (a mismatch fails every decode with "Wrong JPEG library version").
+jpeg=; lib=/usr/lib/x86_64-linux-gnu/libjpeg.so
+[ -e /usr/include/jpeglib.h ] && [ -e $lib ] && jpeg="-DJPEG_INCLUDE_DIR=/usr/include -DJPEG_LIBRARY=$lib -DJPEG_LIBRARY_RELEASE=$lib"
+echo "zlib: ${zlib:-carried}; jpeg: ${jpeg:-carried}"
 step build
 cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUTRAIN_PYTHON="$python" \
-      -DCMAKE_PREFIX_PATH="$deps" -DGPUTRAIN_WARNINGS_AS_ERRORS=ON $zlib > "$out/configure.log" 2>&1 \
+      -DCMAKE_PREFIX_PATH="$deps" -DGPUTRAIN_WARNINGS_AS_ERRORS=ON $zlib $jpeg > "$out/configure.log" 2>&1 \
   && cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 \
-  || { tail -n 50 "$out/configure.log" "$out/build.log"; exit 1; }
+  || { tail -n 50 "$out/configure.log" "$out/build.log"; pack; exit 1; }
 
 case "$stage" in
 test)
   step "ctest -L gpu"
   ctest --test-dir $build -L gpu -V --timeout 240 > "$out/ctest-gpu.log" 2>&1; echo "rc=$?"
-  grep -E "performance\.|Passed|Failed|Skipped|Not Run" "$out/ctest-gpu.log" | head -40
+  grep -E "performance\.|Passed|Failed|Skipped|Not Run|resumed vs|largest [0-9]" "$out/ctest-gpu.log" | head -40
   $build/bin/gputrain --version | tee "$out/version.txt"
   step "verify quick"
   /usr/bin/time -f "verify quick wall %e s" $build/bin/gputrain verify --level quick --json --junit "$out/verify-junit.xml" \
@@ -43,12 +52,14 @@ test)
   step quick-train
   /usr/bin/time -f "quick-train wall %e s" $build/bin/gputrain quick-train --json --junit "$out/quick-train-junit.xml" \
     > "$out/quick-train.json" 2> "$out/quick-train.txt"; echo "rc=$?"; cat "$out/quick-train.txt"
+  ;;
+suite)
   step "ctest (whole suite)"
-  ctest --test-dir $build --output-on-failure -j 8 -LE gpu --timeout 300 > "$out/ctest.log" 2>&1; echo "rc=$?"; tail -15 "$out/ctest.log"
+  ctest --test-dir $build --output-on-failure -j 4 -LE gpu --timeout 300 > "$out/ctest.log" 2>&1; echo "rc=$?"; tail -25 "$out/ctest.log"
   ;;
 bench)
   # Each benchmark under its own limit, so one that hangs cannot take the others' time.
-  run_bench() { local name=$1 limit=$2; shift 2; step "$name"; timeout "$limit" "$@" | tee "$out/bench-$name.md"; }
+  run_bench() { local name=$1 limit=$2; shift 2; step "$name"; timeout "$limit" "$@" | tee "$results/bench-$name.md"; }
   run_bench startup 60 "$python" bench/startup.py --build $build
   run_bench verify 120 "$python" bench/verify_vs_pytorch.py --build $build --runs 3
   GPUTRAIN_BUILD=$build run_bench train 180 "$python" bench/train_vs_pytorch.py --runs 5
@@ -61,3 +72,4 @@ full)
   ;;
 esac
 step done
+pack

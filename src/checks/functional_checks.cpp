@@ -1,6 +1,7 @@
 // functional.*: the GPU really computes: allocator, bit-exact copies, cuDNN, a mixed-precision
 // training step, and NCCL all-reduce across local GPUs.
 #include <ATen/ATen.h>
+#include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -17,6 +18,7 @@ namespace {
 using core::format_fixed;
 
 std::int64_t allocated_bytes(int index) {
+  at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);  // statistics before the first CUDA tensor throw
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
   return stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
 }

@@ -1,5 +1,6 @@
 #include "gputrain/memory/device_memory.hpp"
 
+#include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <cuda_runtime_api.h>
 
@@ -39,11 +40,16 @@ FreeAndTotal gpu_free_and_total(c10::DeviceIndex index) {
   return out;
 }
 
+// LibTorch sets its caching allocator up on the first CUDA tensor; asked for statistics, a peak
+// reset or a cap before that, it throws "Invalid device argument ... did you call init?".
+void init_cuda_allocator() { at::globalContext().lazyInitDevice(c10::DeviceType::CUDA); }
+
 }  // namespace
 
 MemoryFigures memory_figures(c10::Device device, bool with_limit) {
   MemoryFigures f;
   if (device.is_cuda()) {
+    init_cuda_allocator();
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
     const auto all = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
     f.allocated = static_cast<std::uint64_t>(stats.allocated_bytes[all].current);
@@ -82,6 +88,7 @@ MemoryFigures memory_figures(c10::Device device, bool with_limit) {
 
 void reset_peak_memory(c10::Device device) {
   if (device.is_cuda()) {
+    init_cuda_allocator();
     c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
   } else {
     reset_cpu_peak();
@@ -90,6 +97,7 @@ void reset_peak_memory(c10::Device device) {
 
 void release_cached_memory(c10::Device device) {
   if (device.is_cuda()) {
+    init_cuda_allocator();
     c10::cuda::CUDACachingAllocator::emptyCache();
   } else {
     release_cpu_cache();
@@ -107,6 +115,7 @@ void cap_memory(c10::Device device, std::uint64_t bytes) {
                          core::format_bytes(total),
                      "set device.max_memory to at most " + core::format_bytes(total) + ", or 0 for no cap");
   const double fraction = bytes == 0 || total == 0 ? 1.0 : static_cast<double>(bytes) / static_cast<double>(total);
+  init_cuda_allocator();
   c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, device.index());
   std::lock_guard<std::mutex> lock(g_caps_mutex);
   g_gpu_caps[device.index()] = bytes;
