@@ -52,6 +52,9 @@ test)
   step quick-train
   /usr/bin/time -f "quick-train wall %e s" $build/bin/gputrain quick-train --json --junit "$out/quick-train-junit.xml" \
     > "$out/quick-train.json" 2> "$out/quick-train.txt"; echo "rc=$?"; cat "$out/quick-train.txt"
+  step "ctest: the tests that depend on this machine's libraries (images, profile, install)"
+  ctest --test-dir $build --output-on-failure -j 4 -R "^(Images|ImageFolder|TrainerData\.ImageFolder|cli\.profile_loader|install)" \
+    --timeout 120 > "$out/ctest-machine.log" 2>&1; echo "rc=$?"; tail -8 "$out/ctest-machine.log"
   ;;
 suite)
   step "ctest (whole suite)"
