@@ -6,13 +6,14 @@
 #   there: device run, carry [".device-deps"], command "bash scripts/device-run.sh STAGE"
 # Stages, most important first:
 #   test   build; GPU tests (ctest -L gpu); --version; verify; quick-train
-#   bench  the GPU benchmarks: startup, verify vs PyTorch, train vs PyTorch, cache vs loader, DDP overhead
+#   bench  the GPU benchmarks: startup, verify vs PyTorch, train vs PyTorch, cache vs loader
+#   bench2 DDP overhead, OOM recovery, batch_size auto vs the true largest, profile --step
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-case "$stage" in test|bench|full|suite) ;; quick) stage=test ;; *) echo "usage: $0 test|bench|full|suite" >&2; exit 2 ;; esac
+case "$stage" in test|bench|bench2|full|suite) ;; quick) stage=test ;; *) echo "usage: $0 test|bench|bench2|full|suite" >&2; exit 2 ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
 python=$(command -v python3)
@@ -40,6 +41,8 @@ cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUTRAIN_PYTHON="$pyt
   && cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 \
   || { tail -n 50 "$out/configure.log" "$out/build.log"; pack; exit 1; }
 
+run_bench() { local name=$1 limit=$2; shift 2; step "$name"; timeout "$limit" "$@" | tee "$results/bench-$name.md"; }
+
 case "$stage" in
 test)
   step "ctest -L gpu"
@@ -62,12 +65,21 @@ suite)
   ;;
 bench)
   # Each benchmark under its own limit, so one that hangs cannot take the others' time.
-  run_bench() { local name=$1 limit=$2; shift 2; step "$name"; timeout "$limit" "$@" | tee "$results/bench-$name.md"; }
   run_bench startup 60 "$python" bench/startup.py --build $build
   run_bench verify 120 "$python" bench/verify_vs_pytorch.py --build $build --runs 3
-  GPUTRAIN_BUILD=$build run_bench train 180 "$python" bench/train_vs_pytorch.py --runs 5
-  GPUTRAIN_BUILD=$build run_bench cache 150 "$python" bench/cache_vs_loader.py --runs 3
-  GPUTRAIN_BUILD=$build run_bench ddp-overhead 90 "$python" bench/ddp_scaling.py --gpu --runs 3 --steps 200
+  GPUTRAIN_BUILD=$build run_bench train 220 "$python" bench/train_vs_pytorch.py --runs 3
+  GPUTRAIN_BUILD=$build run_bench cache 120 "$python" bench/cache_vs_loader.py --runs 3
+  ;;
+bench2)
+  GPUTRAIN_BUILD=$build run_bench ddp-overhead 120 "$python" bench/ddp_scaling.py --gpu --runs 3 --steps 200
+  GPUTRAIN_BUILD=$build run_bench oom 120 "$python" bench/oom_recovery.py --runs 3
+  # batch_size: auto on the GPU against the true largest batch (bisection with real steps), and
+  # the memory model behind it; then --step's split of a real step (NVML utilisation).
+  run_bench auto-batch 150 bash -c "$build/bin/gputrain profile --batch --exhaustive configs/resnet18-cifar.yaml \
+      --set data.samples=8192 --set train.precision=bf16-mixed --max-memory 4GiB 2>&1; \
+      $build/bin/gputrain profile --memory configs/resnet18-cifar.yaml --set data.samples=8192 \
+      --set train.precision=bf16-mixed --max-memory 4GiB 2>&1"
+  run_bench profile-step 90 bash -c "$build/bin/gputrain profile --step configs/resnet18-cifar.yaml 2>&1"
   ;;
 full)
   step "verify full"

@@ -2,6 +2,7 @@
 
 #include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -102,6 +103,10 @@ void release_cached_memory(c10::Device device) {
   } else {
     release_cpu_cache();
   }
+}
+
+void synchronize(c10::Device device) {
+  if (device.is_cuda()) c10::cuda::device_synchronize();
 }
 
 void cap_memory(c10::Device device, std::uint64_t bytes) {

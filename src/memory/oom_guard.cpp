@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "gputrain/core/units.hpp"
@@ -54,11 +55,15 @@ void OomGuard::run(std::int64_t step, std::int64_t rows, const std::function<voi
     micro_batch_ = std::min(preferred_, micro_batch_ * 2);
   }
   bool had_oom = false;  // a step that ran out of memory is not a clean one, even once it recovered
+  using Clock = std::chrono::steady_clock;
+  const std::size_t first_event = events_.size();
+  std::vector<Clock::time_point> caught;  // when each of this step's events was caught
   while (true) {
     try {
       attempt(micro_batch_);
       break;
     } catch (const c10::OutOfMemoryError& e) {
+      caught.push_back(Clock::now());
       const std::string what = first_line(e.what_without_backtrace());
       had_oom = true;
       discard();
@@ -94,6 +99,12 @@ void OomGuard::run(std::int64_t step, std::int64_t rows, const std::function<voi
       ++halvings_;
       clean_steps_ = 0;
     }
+  }
+  if (had_oom) {  // the recovery is done when the work it queued has run
+    synchronize(device_);
+    const auto done = Clock::now();
+    for (std::size_t i = 0; i < caught.size() && first_event + i < events_.size(); ++i)
+      events_[first_event + i].recovery_seconds = std::chrono::duration<double>(done - caught[i]).count();
   }
   if (fallback > 0) {  // the regrowth held
     clean_steps_ = 0;

@@ -44,7 +44,7 @@ class JsonlSink final : public MetricSink {
            {"new_micro_batch", e.new_micro_batch}, {"regrow", e.regrow}, {"recovered", e.new_micro_batch > 0},
            {"memory_allocated", e.memory.allocated}, {"memory_reserved", e.memory.reserved},
            {"memory_peak", e.memory.peak}, {"memory_limit", e.memory.limit}, {"limit_source", e.memory.limit_source},
-           {"message", e.message}});
+           {"recovery_seconds", e.recovery_seconds}, {"message", e.message}});
   }
   void on_epoch(const EpochMetrics& m) override {
     nlohmann::json line = {{"kind", "epoch"}, {"epoch", m.epoch}, {"step", m.step}, {"train_loss", m.train_loss}, {"seconds", m.seconds}};

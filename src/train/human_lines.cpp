@@ -61,6 +61,7 @@ std::string oom_line(const memory::OomEvent& e) {
   } else {
     line += ": split into micro-batches of " + std::to_string(e.new_micro_batch) + " (same samples, same step)";
   }
+  if (e.recovery_seconds >= 0) line += ", step completed " + core::format_fixed(e.recovery_seconds, 2) + " s after the OOM";
   return line + "; " + memory::describe(e.memory);
 }
 

@@ -28,6 +28,9 @@ void reset_peak_memory(c10::Device device);
 /// Hands the caching allocator's unused blocks back (to the driver on CUDA, to the C library on the CPU).
 void release_cached_memory(c10::Device device);
 
+/// Waits until the work queued on `device` has run (CUDA); nothing to wait for on the CPU.
+void synchronize(c10::Device device);
+
 /// Caps this process's memory on `device` (`device.max_memory`): on CUDA the caching allocator's
 /// per-process memory fraction, on the CPU the counting allocator's cap. Both then raise
 /// c10::OutOfMemoryError beyond it. 0 removes the cap. Throws UsageError for a cap above the

@@ -33,6 +33,9 @@ struct OomEvent {
   bool regrow = false;               ///< it happened while trying a larger micro-batch again
   MemoryFigures memory;              ///< at the moment of the OOM, before the cache was freed
   std::string message;               ///< the allocator's own first line
+  /// Seconds from catching this OOM until the step's micro-batches had all run (device
+  /// synchronised); -1 when recovery gave up.
+  double recovery_seconds = -1;
 };
 
 /// Recovery gave up: even the smallest micro-batch allowed does not fit. Exit code 1.

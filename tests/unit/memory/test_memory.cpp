@@ -197,6 +197,9 @@ TEST(OomGuard, HalvesOnOomAndKeepsTheSmallerSize) {
   EXPECT_EQ(events[1].new_micro_batch, 16);
   EXPECT_EQ(events[0].message, "simulated out of memory");  // the first line only
   EXPECT_EQ(events[0].phase, "train");
+  // Each event knows how long the step took to complete after it; the first waited longest.
+  EXPECT_GE(events[0].recovery_seconds, events[1].recovery_seconds);
+  EXPECT_GE(events[1].recovery_seconds, 0);
   sizes.clear();
   guard.run(6, 64, attempt, [] {});
   EXPECT_EQ(sizes, std::vector<std::int64_t>({16}));  // no regrowth unless asked for
@@ -224,6 +227,7 @@ TEST(OomGuard, GivesUpAfterMaxHalvingsWithTheFigures) {
     EXPECT_NE(e.remedy().find("train.grad_accum"), std::string::npos);
     EXPECT_EQ(e.exit_code(), ExitCode::failure);
     EXPECT_EQ(e.event().new_micro_batch, 0);
+    EXPECT_EQ(e.event().recovery_seconds, -1);  // there was no recovery
   }
   EXPECT_EQ(guard.oom_count(), 3);  // 64 -> 32, 32 -> 16, then 16 gave up
 }

@@ -115,6 +115,7 @@ TEST(OomRecovery, AnOomMidEpochIsSurvivedWithTheSameSamplesStepsAndWeights) {
   EXPECT_EQ(events[0]["new_micro_batch"], 128);
   EXPECT_EQ(events[0]["phase"], "train");
   EXPECT_EQ(events[0]["recovered"], true);
+  EXPECT_GE(events[0]["recovery_seconds"].get<double>(), 0.0);
   EXPECT_EQ(events[0]["limit_source"], "device.max_memory");
   EXPECT_GT(events[0]["memory_limit"].get<std::uint64_t>(), 0U);
   const auto steps = test_support::jsonl_records(fs::path(config.logging.dir) / "metrics.jsonl", "step");
