@@ -34,13 +34,17 @@ class ProbeRig {
            std::uint64_t reserve_bytes = 0)
       : config_(config), device_(device), data_(pool), transform_(transform) {
     memory::release_cached_memory(device);
+    // The dataset the cache will hold during training takes its memory here too, for real: the
+    // probes' peaks, their OOMs and the exhaustive truth then all see what training will.
+    if (reserve_bytes > 0)
+      dataset_placeholder_ = at::empty({static_cast<std::int64_t>(reserve_bytes)}, at::TensorOptions().dtype(at::kByte).device(device));
     model_ = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
     model_->to(device);
     if (config.uses_channels_last()) use_channels_last(*model_);
     model_->set_training(true);
     params_ = model_->parameters();
-    // The probe samples and the parameters, plus what the data cache will take before training.
-    budget_.resident = memory::memory_figures(device).allocated + reserve_bytes;
+    // The probe samples, the parameters and the dataset's place.
+    budget_.resident = memory::memory_figures(device).allocated;
     for (const auto& p : model_->named_state()) budget_.known.parameters += tensor_bytes(p.second);
     for (const auto& p : params_)
       if (p.requires_grad()) budget_.known.gradients += tensor_bytes(p);
@@ -95,6 +99,7 @@ class ProbeRig {
   c10::Device device_;
   const data::TensorDataset& data_;
   const data::BatchTransform& transform_;
+  at::Tensor dataset_placeholder_;
   std::unique_ptr<Model> model_;
   std::vector<at::Tensor> params_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;

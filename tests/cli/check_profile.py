@@ -101,6 +101,12 @@ def main():
             fail("data wait + compute != step")
         if not 0 <= doc["data_stall_percent"] <= 100:
             fail("stall percent")
+        if doc["warmup_steps"] < 1:
+            fail("no warm-up before the timed steps")
+        # Without a GPU there is no utilisation: only the stall can decide, and it is small here.
+        expected = "data-starved" if doc["data_stall_percent"] > 10 else "compute-bound"
+        if doc["gpu_utilization_percent"] is None and doc["verdict"] != expected:
+            fail(f"verdict {doc['verdict']} with a {doc['data_stall_percent']:.1f} % stall and no utilisation figure")
         print(f"ok: {doc['steps']} steps, {doc['data_stall_percent']:.1f} % data stall")
     else:
         fail("unknown mode " + mode)

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "gputrain/core/units.hpp"
@@ -15,12 +16,55 @@
 
 namespace gputrain::tools::profile {
 
+namespace {
+
+// The timed windows' figures, read back from the run's metrics.jsonl (one record per window).
+struct StepFigures {
+  std::int64_t steps = 0;
+  double step_seconds = 0, data_seconds = 0, samples_per_second = 0;
+};
+
+StepFigures timed_windows(const std::filesystem::path& metrics, std::int64_t first_timed_step) {
+  StepFigures f;
+  std::ifstream in(metrics);
+  std::string line;
+  int windows = 0;
+  std::int64_t previous = 0;
+  while (std::getline(in, line)) {
+    const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!record.is_object() || record.value("kind", "") != "step") continue;
+    const auto step = record.value("step", std::int64_t{0});
+    if (step > first_timed_step) {  // windows wholly after the warm-up
+      f.steps += step - previous;
+      f.data_seconds += record.value("data_seconds", 0.0);
+      f.step_seconds += record.value("data_seconds", 0.0) + record.value("compute_seconds", 0.0);
+      f.samples_per_second += record.value("samples_per_second", 0.0);
+      ++windows;
+    }
+    previous = step;
+  }
+  if (windows > 0) {  // per step (each window's figures already are), averaged over the windows
+    f.data_seconds /= windows;
+    f.step_seconds /= windows;
+    f.samples_per_second /= windows;
+  }
+  return f;
+}
+
+}  // namespace
+
 int profile_steps(train::Config config, const train::RunDevice& run, int steps, bool json) {
-  config.train.max_steps = steps;
+  // The first window is warm-up (cuDNN autotuning, the allocator growing its pool, first-use
+  // library loads): it is run, and neither timed nor sampled.
+  const std::int64_t window = std::min(steps, 10);
+  const std::int64_t timed = (steps + window - 1) / window * window;
+  config.train.max_steps = window + timed;
   config.train.epochs = std::max<std::int64_t>(config.train.epochs, 1000000);  // steps decide
   config.logging.dir = (std::filesystem::temp_directory_path() / ("gputrain-profile-step-" + std::to_string(::getpid()))).string();
   config.logging.progress = "off";
   config.logging.tensorboard = false;
+  config.logging.jsonl = true;
+  config.logging.every_steps = window;
   config.checkpoint.every_steps = 0;
   config.checkpoint.every_epochs = 0;
   config.checkpoint.resume = "never";
@@ -29,47 +73,60 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
   std::ostringstream notes;
   train::TrainerOptions options;
   options.console = &notes;
+  if (run.device.is_cuda())
+    options.after_step = [&](std::int64_t step) {
+      if (step == window) sampler = std::make_unique<device::UtilizationSampler>(static_cast<unsigned>(run.device.index()));
+    };
   train::Trainer trainer(config, options);
-  if (run.device.is_cuda()) sampler = std::make_unique<device::UtilizationSampler>(static_cast<unsigned>(run.device.index()));
   const auto result = trainer.fit();
   double utilisation = -1;  // percent; negative: no sample (no GPU or no NVML)
   if (sampler) utilisation = sampler->stop().value_or(-1.0);
+  const auto figures = timed_windows(std::filesystem::path(config.logging.dir) / "metrics.jsonl", window);
   std::filesystem::remove_all(config.logging.dir);
-  const double per_step = result.step_seconds / std::max<std::int64_t>(1, result.steps - result.start_step);
-  const double wait = result.data_seconds / std::max<std::int64_t>(1, result.steps - result.start_step);
-  const double compute = per_step - wait;
+  const double per_step = figures.step_seconds, wait = figures.data_seconds, compute = per_step - wait;
+  const double stall = per_step > 0 ? 100.0 * wait / per_step : 0;
   // The copy to the GPU overlaps compute on a side stream; its share is estimated from the bytes
   // of a batch and the pinned-copy ceiling measured here.
   const double ceiling = gputrain::profile::measure_pinned_copy_gbps(run.device);
   const auto batch_bytes = static_cast<std::uint64_t>(result.sample_bytes * result.batch_size * config.train.grad_accum);
   const double copy = run.device.is_cuda() && result.data_cache != "vram" && ceiling > 0 ? static_cast<double>(batch_bytes) / (ceiling * 1e9) : 0;
+  // Waiting for data is the loader's fault; a GPU that is idle while the data keeps up waits for
+  // the host instead (launching small kernels, per-step host work), which a faster loader cannot fix.
+  constexpr double kStallPercent = 10, kBusyPercent = 70;
+  const char* verdict = stall > kStallPercent                                   ? "data-starved"
+                        : utilisation >= 0 && utilisation < kBusyPercent ? "host-bound"
+                                                                          : "compute-bound";
   if (json) {
-    nlohmann::json out = {{"schema", "gputrain.profile.step/1"}, {"device", run.device.str()}, {"steps", result.steps},
-                          {"batch_size", result.batch_size}, {"data_cache", result.data_cache}, {"step_seconds", per_step},
-                          {"data_wait_seconds", wait}, {"compute_seconds", compute}, {"h2d_copy_seconds_estimate", copy},
-                          {"data_stall_percent", result.data_stall_percent}, {"samples_per_second", result.samples_per_second},
-                          {"pinned_copy_gbps", ceiling}};
+    nlohmann::json out = {{"schema", "gputrain.profile.step/1"}, {"device", run.device.str()}, {"warmup_steps", window},
+                          {"steps", figures.steps}, {"batch_size", result.batch_size}, {"data_cache", result.data_cache},
+                          {"step_seconds", per_step}, {"data_wait_seconds", wait}, {"compute_seconds", compute},
+                          {"h2d_copy_seconds_estimate", copy}, {"data_stall_percent", stall},
+                          {"samples_per_second", figures.samples_per_second}, {"pinned_copy_gbps", ceiling}, {"verdict", verdict}};
     out["gpu_utilization_percent"] = utilisation >= 0 ? nlohmann::json(utilisation) : nlohmann::json(nullptr);
     std::cout << out.dump(2) << "\n";
     return int(ExitCode::ok);
   }
-  std::printf("%lld training steps of %s on %s, batch %lld, data.cache %s\n", static_cast<long long>(result.steps), config.model.name.c_str(),
-              run.device.str().c_str(), static_cast<long long>(result.batch_size), result.data_cache.c_str());
+  std::printf("%lld training steps of %s on %s after %lld warm-up steps, batch %lld, data.cache %s\n",
+              static_cast<long long>(figures.steps), config.model.name.c_str(), run.device.str().c_str(),
+              static_cast<long long>(window), static_cast<long long>(result.batch_size), result.data_cache.c_str());
   std::printf("  per step            %9.2f ms\n", per_step * 1e3);
-  std::printf("  waiting for data    %9.2f ms  (%s %% of the time: the data stall)\n", wait * 1e3, core::format_fixed(result.data_stall_percent, 1).c_str());
+  std::printf("  waiting for data    %9.2f ms  (%s %% of the time: the data stall)\n", wait * 1e3, core::format_fixed(stall, 1).c_str());
   std::printf("  compute             %9.2f ms\n", compute * 1e3);
   if (run.device.is_cuda())
     std::printf("  host-to-device copy %9.2f ms  (estimated: %s per step at the measured %s GB/s pinned ceiling; overlaps compute)\n",
                 copy * 1e3, core::format_bytes(batch_bytes).c_str(), core::format_fixed(ceiling, 1).c_str());
-  std::printf("  throughput          %9s samples/s\n", core::format_fixed(result.samples_per_second, 0).c_str());
+  std::printf("  throughput          %9s samples/s\n", core::format_fixed(figures.samples_per_second, 0).c_str());
   if (utilisation >= 0)
     std::printf("  GPU utilisation     %9s %%  (NVML, sampled every 100 ms)\n", core::format_fixed(utilisation, 0).c_str());
   else if (sampler)
     std::printf("  GPU utilisation         n/a  (%s)\n", sampler->unavailable().c_str());
-  const bool starving = result.data_stall_percent > 10 || (utilisation >= 0 && utilisation < 70);
-  std::printf("  verdict: %s\n", starving ? "the GPU is starving for data: run `gputrain profile CONFIG.yaml` for a faster loader setting, "
-                                           "or data.cache: vram if the dataset fits"
-                                         : "the data keeps up; the step is compute-bound");
+  const std::string v = verdict;
+  std::printf("  verdict: %s\n",
+              v == "data-starved" ? "the GPU is starving for data: run `gputrain profile CONFIG.yaml` for a faster loader setting, "
+                                    "or data.cache: vram if the dataset fits"
+              : v == "host-bound" ? "the data keeps up, but the GPU is idle between kernels: the host cannot queue work fast enough "
+                                    "(small kernels, per-step host work); a larger train.batch_size usually helps, a faster loader will not"
+                                  : "the data keeps up; the step is compute-bound");
   return int(ExitCode::ok);
 }
 
