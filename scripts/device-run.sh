@@ -71,7 +71,7 @@ bench)
   GPUTRAIN_BUILD=$build run_bench cache 120 "$python" bench/cache_vs_loader.py --runs 3
   ;;
 bench2)
-  GPUTRAIN_BUILD=$build run_bench ddp-overhead 120 "$python" bench/ddp_scaling.py --gpu --runs 3 --steps 200
+  GPUTRAIN_BUILD=$build run_bench ddp-overhead 120 "$python" bench/ddp_scaling.py --gpu --runs 7 --steps 200
   GPUTRAIN_BUILD=$build run_bench oom 120 "$python" bench/oom_recovery.py --runs 3
   # batch_size: auto on the GPU against the true largest batch (bisection with real steps), and
   # the memory model behind it; then --step's split of a real step (NVML utilisation).
