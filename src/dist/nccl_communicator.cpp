@@ -7,6 +7,8 @@
 // the header's version against the library loaded.
 
 #include <ATen/ATen.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -68,7 +70,11 @@ class NcclWork final : public Work {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(const RankEnvironment& env, const CommunicatorOptions& options)
-      : rank_(env.rank), size_(env.world_size), device_(options.device), timeout_(options.timeout) {
+      : rank_(env.rank),
+        size_(env.world_size),
+        device_(options.device),
+        timeout_(options.timeout),
+        host_values_stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, options.device.index())) {
     if (env.world_size > 1 && env.master_addr.empty())
       throw UsageError("MASTER_ADDR is not set: NCCL ranks meet at rank 0's address",
                        "launch with torchrun, gputrain train --nproc-per-node, or srun (which gives the first node); "
@@ -132,6 +138,10 @@ class NcclCommunicator final : public Communicator {
   }
 
   std::vector<std::int64_t> all_gather(const std::vector<std::int64_t>& values, const std::string& what) override {
+    // Host values depend on nothing the GPU has queued: issued from a side stream, the collective
+    // waits for earlier collectives only, not for the queued forward, backward and optimizer step,
+    // and the per-step agreement does not drain the GPU's queue (the host stays ahead of it).
+    c10::cuda::CUDAStreamGuard side(host_values_stream_);
     const auto options = at::TensorOptions().dtype(at::kLong);
     auto input = at::tensor(values, options).to(device_);
     auto output = at::empty({static_cast<std::int64_t>(values.size()) * size_}, options.device(device_));
@@ -144,6 +154,7 @@ class NcclCommunicator final : public Communicator {
   int rank_, size_;
   c10::Device device_;
   std::chrono::seconds timeout_;
+  c10::cuda::CUDAStream host_values_stream_;  // for collectives on host values (all_gather)
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> group_;
 };
