@@ -8,12 +8,13 @@
 #   test   build; GPU tests (ctest -L gpu); --version; verify; quick-train
 #   bench  the GPU benchmarks: startup, verify vs PyTorch, train vs PyTorch, cache vs loader
 #   bench2 DDP overhead, OOM recovery, batch_size auto vs the true largest, profile --step
+#   batch  the auto-batch GPU test and profile --batch --exhaustive alone
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-case "$stage" in test|bench|bench2|full|suite) ;; quick) stage=test ;; *) echo "usage: $0 test|bench|bench2|full|suite" >&2; exit 2 ;; esac
+case "$stage" in test|bench|bench2|batch|full|suite) ;; quick) stage=test ;; *) echo "usage: $0 test|bench|bench2|batch|full|suite" >&2; exit 2 ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
 python=$(command -v python3)
@@ -43,6 +44,15 @@ cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUTRAIN_PYTHON="$pyt
 
 run_bench() { local name=$1 limit=$2; shift 2; step "$name"; timeout "$limit" "$@" | tee "$results/bench-$name.md"; }
 
+# batch_size: auto on the GPU against the true largest batch (bisection with real steps), and
+# the memory model behind it.
+run_auto_batch() {
+  run_bench auto-batch 150 bash -c "$build/bin/gputrain profile --batch --exhaustive configs/resnet18-cifar.yaml \
+      --set data.samples=8192 --set train.precision=bf16-mixed --max-memory 4GiB 2>&1; \
+      $build/bin/gputrain profile --memory configs/resnet18-cifar.yaml --set data.samples=8192 \
+      --set train.precision=bf16-mixed --max-memory 4GiB 2>&1"
+}
+
 case "$stage" in
 test)
   step "ctest -L gpu"
@@ -56,6 +66,8 @@ test)
   /usr/bin/time -f "quick-train wall %e s" $build/bin/gputrain quick-train --json --junit "$out/quick-train-junit.xml" \
     > "$out/quick-train.json" 2> "$out/quick-train.txt"; echo "rc=$?"; cat "$out/quick-train.txt"
   step "ctest: the tests that depend on this machine's libraries (images, profile, install)"
+  # The installed package's consumer links against the carried libraries, outside ld's search path here.
+  LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
   ctest --test-dir $build --output-on-failure -j 4 -R "^(Images|ImageFolder|TrainerData\.ImageFolder|cli\.profile_loader|install)" \
     --timeout 120 > "$out/ctest-machine.log" 2>&1; echo "rc=$?"; tail -8 "$out/ctest-machine.log"
   ;;
@@ -73,13 +85,17 @@ bench)
 bench2)
   GPUTRAIN_BUILD=$build run_bench ddp-overhead 120 "$python" bench/ddp_scaling.py --gpu --runs 7 --steps 200
   GPUTRAIN_BUILD=$build run_bench oom 120 "$python" bench/oom_recovery.py --runs 3
-  # batch_size: auto on the GPU against the true largest batch (bisection with real steps), and
-  # the memory model behind it; then --step's split of a real step (NVML utilisation).
-  run_bench auto-batch 150 bash -c "$build/bin/gputrain profile --batch --exhaustive configs/resnet18-cifar.yaml \
-      --set data.samples=8192 --set train.precision=bf16-mixed --max-memory 4GiB 2>&1; \
-      $build/bin/gputrain profile --memory configs/resnet18-cifar.yaml --set data.samples=8192 \
-      --set train.precision=bf16-mixed --max-memory 4GiB 2>&1"
+  run_auto_batch
+  # --step's split of a real step, with NVML's utilisation.
   run_bench profile-step 90 bash -c "$build/bin/gputrain profile --step configs/resnet18-cifar.yaml 2>&1"
+  ;;
+batch)
+  step "ctest auto batch"
+  ctest --test-dir $build -R "GpuTrainer.AutoBatch" -V --timeout 240 > "$out/ctest-batch.log" 2>&1; echo "rc=$?"
+  grep -E "Passed|Failed|largest [0-9]" "$out/ctest-batch.log"
+  run_auto_batch
+  LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu ctest --test-dir $build -R "^install" --output-on-failure > "$out/ctest-install.log" 2>&1
+  echo "install test rc=$?"
   ;;
 full)
   step "verify full"

@@ -49,11 +49,15 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
   // The memory model from the probes so far. The first, small probe only sizes the second: its
   // peak is set by gradients and temporaries rather than activations, and a line through it
   // understates the bytes per sample. With one larger probe, the line from the anchor to it
-  // (conservative: constants above the anchor count per sample); with more, the line through the
-  // two largest.
+  // (conservative: constants above the anchor count per sample); with more, least squares through
+  // the large ones (a quarter of the largest or more; at least the two largest).
   auto model_from = [&](const std::vector<ProbePoint>& points) -> std::optional<MemoryModel> {
-    if (points.size() >= 3)
-      return fit_memory_model(budget.known, budget.resident, points[points.size() - 2], points.back(), budget.limit, budget.limit_source);
+    if (points.size() >= 3) {
+      std::vector<ProbePoint> large;
+      for (std::size_t i = 1; i < points.size(); ++i)
+        if (points[i].batch * 4 >= points.back().batch || i + 2 >= points.size()) large.push_back(points[i]);
+      return fit_memory_model(budget.known, budget.resident, large, budget.limit, budget.limit_source);
+    }
     if (points.size() < 2) return std::nullopt;
     ProbePoint origin = points.back();
     origin.batch = 0;

@@ -29,26 +29,51 @@ std::int64_t MemoryModel::largest_batch(double target_fraction) const {
   return batch >= 9.2e18 ? INT64_MAX : static_cast<std::int64_t>(batch);
 }
 
-MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const ProbePoint& a,
-                             const ProbePoint& b, std::uint64_t limit, std::string limit_source) {
+MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const std::vector<ProbePoint>& points,
+                             std::uint64_t limit, std::string limit_source) {
   MemoryModel model;
   model.known = known;
   model.resident = resident;
   model.limit = limit;
   model.limit_source = std::move(limit_source);
-  const auto& lo = a.batch < b.batch ? a : b;
-  const auto& hi = a.batch < b.batch ? b : a;
-  const double slope = (static_cast<double>(hi.peak) - static_cast<double>(lo.peak)) /
-                       static_cast<double>(std::max<std::int64_t>(1, hi.batch - lo.batch));
-  // Allocator rounding can make two close probes look flat or even shrinking; activations never
-  // shrink with the batch, so then fall back to the average bytes per sample above what is known
-  // to be fixed.
+  if (points.empty()) return model;
+  // Least squares: the allocator rounds each peak (2 MiB blocks on CUDA), so the line through two
+  // close probes can be steeper or flatter than the truth by far; more points, further apart,
+  // average the rounding out.
+  double mean_batch = 0, mean_peak = 0;
+  for (const auto& p : points) {
+    mean_batch += static_cast<double>(p.batch);
+    mean_peak += static_cast<double>(p.peak);
+    model.optimizer_peak = std::max(model.optimizer_peak, p.optimizer_peak);
+  }
+  const auto n = static_cast<double>(points.size());
+  mean_batch /= n;
+  mean_peak /= n;
+  double covariance = 0, variance = 0;
+  for (const auto& p : points) {
+    const double db = static_cast<double>(p.batch) - mean_batch;
+    covariance += db * (static_cast<double>(p.peak) - mean_peak);
+    variance += db * db;
+  }
+  const double slope = variance > 0 ? covariance / variance : 0;
+  // Rounding can make close probes look flat or even shrinking; activations never shrink with
+  // the batch, so then fall back to the average bytes per sample above what is known to be fixed.
+  const auto& top = *std::max_element(points.begin(), points.end(), [](const auto& x, const auto& y) { return x.batch < y.batch; });
   const double known_fixed = static_cast<double>(resident + known.gradients + known.optimizer_state);
-  const double average = (static_cast<double>(hi.peak) - known_fixed) / static_cast<double>(hi.batch);
-  model.per_sample = slope > 0 ? slope : std::max(0.0, average);
-  model.fixed = static_cast<double>(hi.peak) - model.per_sample * static_cast<double>(hi.batch);
-  model.optimizer_peak = std::max(a.optimizer_peak, b.optimizer_peak);
+  const double average = (static_cast<double>(top.peak) - known_fixed) / static_cast<double>(std::max<std::int64_t>(1, top.batch));
+  if (slope > 0) {
+    model.per_sample = slope;
+    model.fixed = mean_peak - slope * mean_batch;
+  } else {
+    model.per_sample = std::max(0.0, average);
+    model.fixed = static_cast<double>(top.peak) - model.per_sample * static_cast<double>(top.batch);
+  }
   return model;
+}
+
+MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const ProbePoint& a,
+                             const ProbePoint& b, std::uint64_t limit, std::string limit_source) {
+  return fit_memory_model(known, resident, std::vector<ProbePoint>{a, b}, limit, std::move(limit_source));
 }
 
 }  // namespace gputrain::sizing

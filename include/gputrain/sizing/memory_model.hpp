@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gputrain::sizing {
 
@@ -53,8 +54,12 @@ struct MemoryModel {
   std::int64_t largest_batch(double target_fraction) const;
 };
 
-/// Fits peak = fixed + per_sample * batch through two probes that fit (different batches); the
-/// optimizer peak is the larger of theirs.
+/// Fits peak = fixed + per_sample * batch by least squares through probes that fit (at least two
+/// different batches); the optimizer peak is the largest of theirs.
+MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const std::vector<ProbePoint>& points,
+                             std::uint64_t limit, std::string limit_source);
+
+/// The line through two probes.
 MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const ProbePoint& a,
                              const ProbePoint& b, std::uint64_t limit, std::string limit_source);
 

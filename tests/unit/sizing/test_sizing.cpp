@@ -69,6 +69,19 @@ TEST(MemoryModel, FitsALineThroughTwoProbes) {
   EXPECT_EQ(m.largest_batch(0.5), 487);
 }
 
+// Allocator rounding (2 MiB blocks) makes two close probes disagree with the truth: 2 MiB more
+// over 8 samples reads as 2.25 MiB per sample. Least squares over probes further apart does not.
+TEST(MemoryModel, LeastSquaresAveragesOutTheAllocatorsRounding) {
+  const auto at = [](std::int64_t batch, std::uint64_t peak_mib) { return ProbePoint{batch, true, peak_mib * kMiB, 0, 0, 0}; };
+  // The truth: 100 MiB + 2 MiB x batch; the 808 probe rounded up by 2 MiB.
+  const std::vector<ProbePoint> probes{at(400, 900), at(800, 1700), at(808, 1718)};
+  const auto two = fit_memory_model({}, 0, probes[1], probes[2], 4096 * kMiB, "test");
+  EXPECT_DOUBLE_EQ(two.per_sample, 2.25 * kMiB);
+  const auto all = fit_memory_model({}, 0, probes, 4096 * kMiB, "test");
+  EXPECT_NEAR(all.per_sample / kMiB, 2.0, 0.01);
+  EXPECT_NEAR(all.fixed / kMiB, 100.0, 5.0);
+}
+
 TEST(MemoryModel, NothingFitsWhenTheFixedPartExceedsTheLimit) {
   const ProbePoint a{1, true, 900 * kMiB, 0, 0, 0}, b{2, true, 901 * kMiB, 0, 0, 0};
   EXPECT_EQ(fit_memory_model({}, 0, a, b, 800 * kMiB, "test").largest_batch(0.9), 0);
