@@ -140,7 +140,7 @@ Result check_sustained(const device::GpuInfo& gpu) {
   const std::uint64_t ecc_before = ecc_known ? *gpu.ecc->uncorrected_volatile : 0;
   std::vector<double> tflops_per_second;
   int min_clock = 1 << 30, max_temp = 0;
-  std::uint64_t throttled = 0;
+  std::uint64_t throttled = 0, power_capped = 0;
   std::optional<std::uint64_t> ecc_after;
   const auto started = clock::now();
   while (clock::now() - started < std::chrono::seconds(40)) {
@@ -152,7 +152,11 @@ Result check_sustained(const device::GpuInfo& gpu) {
       if (now.uuid != gpu.uuid) continue;
       if (now.sm_clock_mhz) min_clock = std::min(min_clock, *now.sm_clock_mhz);
       if (now.temperature_c) max_temp = std::max(max_temp, *now.temperature_c);
-      if (now.throttle_reasons) throttled |= device::harmful_throttle_reasons(*now.throttle_reasons);
+      if (now.throttle_reasons) {
+        const auto reasons = *now.throttle_reasons;
+        throttled |= device::harmful_throttle_reasons_under_load(reasons);
+        power_capped |= device::harmful_throttle_reasons(reasons) & ~device::harmful_throttle_reasons_under_load(reasons);
+      }
       if (now.ecc) ecc_after = now.ecc->uncorrected_volatile;
     }
   }
@@ -165,6 +169,9 @@ Result check_sustained(const device::GpuInfo& gpu) {
   if (min_clock < (1 << 30)) figures.push_back({"min_sm_clock", double(min_clock), "MHz", {}});
   std::string detail = "40 s burn: " + format_fixed(early, 0) + " -> " + format_fixed(late, 0) + " TFLOPS, max " +
                        std::to_string(max_temp) + " C";
+  if (min_clock < (1 << 30)) detail += ", SM clock >= " + std::to_string(min_clock) + " MHz";
+  // At full load a GPU holds its power limit by design; a fall in throughput below says whether it costs.
+  if (power_capped != 0) detail += "; held at its power limit (sw_power_cap), as a fully loaded GPU is";
   if (ecc_known && ecc_after && *ecc_after > ecc_before) {
     return fail(detail + "; uncorrected ECC errors rose during the burn", "drain the node and have the GPU serviced", figures);
   }

@@ -273,4 +273,9 @@ std::uint64_t harmful_throttle_reasons(std::uint64_t mask) {
   return mask & kHarmful;
 }
 
+std::uint64_t harmful_throttle_reasons_under_load(std::uint64_t mask) {
+  constexpr std::uint64_t kSwPowerCap = 0x4;
+  return harmful_throttle_reasons(mask) & ~kSwPowerCap;
+}
+
 }  // namespace gputrain::device

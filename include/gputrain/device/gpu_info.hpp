@@ -83,6 +83,10 @@ std::vector<std::string> throttle_reason_names(std::uint64_t mask);
 /// The bits of a throttle mask that mean lost performance (not idle or app-clock settings).
 std::uint64_t harmful_throttle_reasons(std::uint64_t mask);
 
+/// The same under full load, where holding the board at its power limit (sw_power_cap) is the
+/// GPU working as designed: only heat and hardware slowdowns remain faults.
+std::uint64_t harmful_throttle_reasons_under_load(std::uint64_t mask);
+
 /// Parses the version out of /proc/driver/nvidia/version text ("... Kernel Module  580.95.05  ...").
 std::string parse_proc_driver_version(const std::string& text);
 

@@ -16,6 +16,11 @@ TEST(ThrottleReasons, NamesBitsAndSeparatesHarmfulOnes) {
   EXPECT_EQ(throttle_reason_names(0x1 | 0x4), (std::vector<std::string>{"gpu_idle", "sw_power_cap"}));
   EXPECT_EQ(harmful_throttle_reasons(0x1 | 0x2 | 0x100), 0u);
   EXPECT_EQ(harmful_throttle_reasons(0x1 | 0x40), 0x40u);
+  EXPECT_EQ(harmful_throttle_reasons(0x4), 0x4u);  // power-capped while idle is a fault
+  // Under a full-load burn the power cap is by design (an H100 burn sits at its 700 W limit);
+  // heat and hardware slowdown are not.
+  EXPECT_EQ(harmful_throttle_reasons_under_load(0x4), 0u);
+  EXPECT_EQ(harmful_throttle_reasons_under_load(0x4 | 0x20 | 0x8), 0x28u);
 }
 
 TEST(DiscoverGpus, NeverThrowsAndExplainsAnEmptyAnswer) {
