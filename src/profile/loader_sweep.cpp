@@ -1,6 +1,7 @@
 #include "gputrain/profile/loader_sweep.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/cuda.h>
 
 #include <algorithm>
@@ -49,6 +50,25 @@ double time_feed(data::Feed& feed, c10::Device device, std::int64_t size, const 
   }
   wait_for_device(device);
   return done / std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The cache's gather alone: `batch` random samples per gather, after a warm-up, median of 5
+// timings of 10 gathers each; sample bytes per second / 1e9.
+double time_gather(const data::DeviceCache& cache, c10::Device device, std::int64_t batch, double sample_bytes) {
+  const auto size = cache.data().size();
+  const auto n = std::min(batch, size);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
+  const auto indices = at::randperm(size, gen, at::TensorOptions().dtype(at::kLong)).slice(0, 0, n).to(cache.data().inputs.device());
+  (void)cache.gather(indices);  // warm-up: kernel load, allocator
+  std::vector<double> rates;
+  for (int r = 0; r < 5; ++r) {
+    wait_for_device(device);
+    const auto start = Clock::now();
+    for (int i = 0; i < 10; ++i) (void)cache.gather(indices);
+    wait_for_device(device);
+    rates.push_back(10.0 * static_cast<double>(n) * sample_bytes / 1e9 / std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return median(rates);
 }
 
 }  // namespace
@@ -119,6 +139,10 @@ LoaderSweep sweep_loader(std::shared_ptr<const data::Dataset> dataset, c10::Devi
     result.median_batches_per_second = median(result.batches_per_second);
     result.samples_per_second = result.median_batches_per_second * static_cast<double>(std::min(o.batch_size, size));
     result.megabytes_per_second = result.samples_per_second * static_cast<double>(sweep.sample_bytes) / 1e6;
+    if (setting.cache != data::CacheMode::none) {
+      const auto& cache = setting.cache == data::CacheMode::vram ? vram : ram;
+      result.gather_gbps = time_gather(*cache, device, o.batch_size, static_cast<double>(sweep.sample_bytes));
+    }
     sweep.results.push_back(result);
     if (on_result) on_result(sweep.results.back(), sweep.results.size(), settings.size());
   }

@@ -56,6 +56,10 @@ std::string sweep_table(const LoaderSweep& sweep) {
                   fixed(r.megabytes_per_second, 1).c_str(), fixed(r.speedup, 2).c_str());
     out << line;
   }
+  for (const auto& r : sweep.results)
+    if (r.gather_gbps > 0)
+      out << "  " << cache_name(r.setting) << " cache, the gather alone (no sampler, device synchronised): " << fixed(r.gather_gbps, 1)
+          << " GB/s of samples\n";
   if (gpu)
     out << "  host-to-device ceiling (pinned copies, measured): " << fixed(sweep.pinned_copy_gbps * 1000, 0) << " MB/s; the best setting uses "
         << fixed(100 * sweep.results[sweep.best].megabytes_per_second / (sweep.pinned_copy_gbps * 1000), 1) << " % of it\n";
@@ -76,6 +80,7 @@ std::string sweep_json(const LoaderSweep& sweep) {
                        {"samples_per_second", r.samples_per_second},
                        {"megabytes_per_second", r.megabytes_per_second},
                        {"speedup", r.speedup},
+                       {"gather_gbps", r.gather_gbps},
                        {"best", i == sweep.best}});
   }
   const nlohmann::json out = {{"schema", "gputrain.profile.loader/1"},

@@ -42,7 +42,7 @@ def check_sweep(doc):
     if len(results) < 2:
         fail("fewer than two settings were tried")
     keys = {"workers", "pin_memory", "prefetch", "cache", "batches_per_second", "batches_per_second_runs",
-            "samples_per_second", "megabytes_per_second", "speedup", "best"}
+            "samples_per_second", "megabytes_per_second", "speedup", "gather_gbps", "best"}
     for r in results:
         if set(r) != keys:
             fail("result keys: " + str(sorted(r)))
@@ -52,6 +52,9 @@ def check_sweep(doc):
             fail("batches_per_second is not the median of its runs")
         if r["samples_per_second"] <= 0:
             fail("a setting delivered nothing")
+        # The gather alone is timed for the caches, and only for them.
+        if (r["gather_gbps"] > 0) != (r["cache"] != "none"):
+            fail(f"gather_gbps {r['gather_gbps']} for cache {r['cache']}")
     if results[0]["workers"] != 0 or results[0]["cache"] != "none" or abs(results[0]["speedup"] - 1) > 1e-9:
         fail("the first setting is not the baseline (0 threads, no cache, speed-up 1)")
     best = [r for r in results if r["best"]]

@@ -30,6 +30,9 @@ struct SweepResult {
   double samples_per_second = 0;
   double megabytes_per_second = 0;  ///< sample bytes delivered to the device per second
   double speedup = 0;               ///< over the first setting (0 threads, no cache)
+  /// Caches only: the gather alone (one batch of random samples, inputs and targets, device
+  /// synchronised; no sampler, no epoch restarts), in sample bytes per second / 1e9. 0 otherwise.
+  double gather_gbps = 0;
 };
 
 struct SweepOptions {
