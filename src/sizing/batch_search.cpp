@@ -78,6 +78,7 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
     }
     // The next batch worth a step.
     std::int64_t next = 0;
+    bool predicted = false;  // next is the model's largest batch within the target
     if (fitted.empty()) {
       if (candidate == 1)
         throw Error("the model does not fit in memory even with a batch of 1: " + figures(budget),
@@ -85,6 +86,7 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
       next = candidate / 2;
     } else if (result.model) {
       next = round_batch(std::min(result.model->largest_batch(options.target_fraction), max_batch), options.multiple);
+      predicted = true;
     } else {
       // One small probe, whose peak shows gradients and temporaries rather than activations.
       // What its forward pass kept for backward, doubled for backward's own buffers, gives a
@@ -97,11 +99,19 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
       next = std::min(next, max_batch);
     }
     if (next >= lowest_failure) {  // back off: 90 % of what failed, or halfway to what fitted
+      predicted = false;
       const auto backoff = static_cast<std::int64_t>(0.9 * static_cast<double>(lowest_failure));
       next = round_batch(std::max((best + lowest_failure) / 2, backoff), options.multiple);
       if (next >= lowest_failure) next = round_batch(lowest_failure - 1, options.multiple);
     }
     if (next <= best) break;  // confirmed: nothing larger is worth a step
+    // A batch smaller than one that ran cannot run out of memory, and the refitted model puts it
+    // within the target: it needs no step of its own (a probe that fitted but peaked just above
+    // the target would otherwise cost one more to walk down by a rounding step).
+    if (predicted && std::any_of(fitted.begin(), fitted.end(), [&](const auto& p) { return p.batch > next; })) {
+      best = next;
+      break;
+    }
     if (std::any_of(result.probes.begin(), result.probes.end(), [&](const auto& p) { return p.batch == next; })) break;
     candidate = next;
   }
