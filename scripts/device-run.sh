@@ -9,12 +9,13 @@
 #   bench  the GPU benchmarks: startup, verify vs PyTorch, train vs PyTorch, cache vs loader
 #   bench2 DDP overhead, OOM recovery, batch_size auto vs the true largest, profile --step
 #   batch  the auto-batch GPU test and profile --batch --exhaustive alone
+#   probe  profile --batch alone (the search's probe steps, seconds)
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-case "$stage" in test|bench|bench2|batch|full|suite) ;; quick) stage=test ;; *) echo "usage: $0 test|bench|bench2|batch|full|suite" >&2; exit 2 ;; esac
+case "$stage" in test|bench|bench2|batch|probe|full|suite) ;; quick) stage=test ;; *) echo "usage: $0 test|bench|bench2|batch|probe|full|suite" >&2; exit 2 ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
 python=$(command -v python3)
@@ -96,6 +97,10 @@ batch)
   run_auto_batch
   LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu ctest --test-dir $build -R "^install" --output-on-failure > "$out/ctest-install.log" 2>&1
   echo "install test rc=$?"
+  ;;
+probe)
+  run_bench probe 60 bash -c "$build/bin/gputrain profile --batch configs/resnet18-cifar.yaml --set data.samples=8192 \
+      --set train.precision=bf16-mixed --max-memory 4GiB 2>&1"
   ;;
 full)
   step "verify full"
