@@ -16,8 +16,15 @@ The true largest batch that fits is found on each side by bisection with real st
 side's own cap (the two caps count slightly different things: tensor bytes vs address space), and
 each search is judged against its own truth. Each side runs --runs times; figures are medians.
 
-Usage: bench/auto_batch_vs_lightning.py [--cap-mib 64] [--runs 3]
-Needs: pip install lightning (into .venv; not a gputrain dependency).
+With --device cuda (the GPU machine) both sides run on GPU 0 under the caching allocator's memory
+fraction: gputrain's `--max-memory CAP` sets it, the Lightning process calls
+torch.cuda.set_per_process_memory_fraction(CAP / total) before anything else, so both count the
+same bytes and a real CUDA OOM is what each side recognises. The MLP's data stays in host memory
+on Lightning's side (its DataLoader) and in GPU memory on gputrain's (data.cache vram, counted
+against its cap), each side's truth again found under its own conditions.
+
+Usage: bench/auto_batch_vs_lightning.py [--cap-mib 64] [--runs 3] [--device cpu|cuda]
+Needs: pip install lightning (into .venv; not a gputrain dependency; the GPU machine has it).
 """
 import argparse
 import json
@@ -36,11 +43,11 @@ BUILD = os.environ.get("GPUTRAIN_BUILD", os.path.join(ROOT, "build"))
 FRONT = os.path.join(BUILD, "bin", "gputrain")
 CONFIG = os.path.join(ROOT, "configs", "mlp.yaml")
 SAMPLES, FEATURES, CLASSES = 16384, 256, 10
-COMMON_SETS = ["device=cpu", f"data.samples={SAMPLES}", "data.val_samples=512"]
+COMMON_SETS = [f"data.samples={SAMPLES}", "data.val_samples=512"]
 
 
-def gputrain_side(cap_mib):
-    sets = sum((["--set", s] for s in COMMON_SETS), [])
+def gputrain_side(cap_mib, device):
+    sets = sum((["--set", s] for s in COMMON_SETS + [f"device={device}"]), [])
     start = time.perf_counter()
     out = subprocess.run([FRONT, "profile", "--batch", "--exhaustive", "--json", CONFIG, *sets, "--max-memory", f"{cap_mib}MiB"],
                          check=True, capture_output=True, text=True).stdout
@@ -60,7 +67,7 @@ def gputrain_side(cap_mib):
 
 LIGHTNING_CHILD = r'''
 import json, resource, sys, time
-cap, mode = int(sys.argv[1]), sys.argv[2]
+cap, mode, device = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 import torch, torch.nn as nn
 import lightning.pytorch as pl
 from lightning.pytorch.tuner import Tuner
@@ -70,7 +77,10 @@ def vm_size():
     for line in open("/proc/self/status"):
         if line.startswith("VmSize:"):
             return int(line.split()[1]) * 1024
-resource.setrlimit(resource.RLIMIT_AS, (vm_size() + cap, resource.RLIM_INFINITY))
+if device == "cuda":  # the caching allocator's fraction, as gputrain's --max-memory sets it
+    torch.cuda.set_per_process_memory_fraction(cap / torch.cuda.get_device_properties(0).total_memory, 0)
+else:  # the address space: torch's CPU allocator then fails beyond the cap the way Lightning recognises
+    resource.setrlimit(resource.RLIMIT_AS, (vm_size() + cap, resource.RLIM_INFINITY))
 S, F, C = %d, %d, %d
 x, y = torch.randn(S, F), torch.randint(0, C, (S,))
 def make_net():
@@ -87,23 +97,31 @@ class Module(pl.LightningModule):
     def train_dataloader(self):
         return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=self.batch_size, shuffle=True)
 def trainer(**kw):
-    return pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+    return pl.Trainer(accelerator="gpu" if device == "cuda" else "cpu", devices=1, logger=False, enable_checkpointing=False,
                       enable_progress_bar=False, enable_model_summary=False, **kw)
 m = Module()
 start = time.perf_counter()
 found = Tuner(trainer(max_epochs=1)).scale_batch_size(m, mode=mode)
 seconds = time.perf_counter() - start
 trial_steps = m.steps
+if device == "cuda":  # the tuned module's weights would count against the truth's cap
+    import gc
+    del m
+    gc.collect()
+    torch.cuda.empty_cache()
 def fits(b):
-    net = make_net(); opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+    net = make_net().to(device); opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9, nesterov=True)
     try:
         for _ in range(2):
             idx = torch.arange(b)
-            nn.functional.cross_entropy(net(x[idx]), y[idx]).backward(); opt.step(); opt.zero_grad()
+            nn.functional.cross_entropy(net(x[idx].to(device)), y[idx].to(device)).backward(); opt.step(); opt.zero_grad()
         return True
     except RuntimeError as e:
         if is_oom_error(e): return False
         raise
+    finally:
+        del net, opt
+        if device == "cuda": torch.cuda.empty_cache()
 lo, hi = 1, S + 1
 if fits(S): lo = S
 else:
@@ -123,9 +141,9 @@ print(json.dumps({"batch": found, "trial_steps": trial_steps, "seconds": seconds
 ''' % (SAMPLES, FEATURES, CLASSES)
 
 
-def lightning_side(cap_mib, mode):
+def lightning_side(cap_mib, mode, device):
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", LIGHTNING_CHILD, str(cap_mib * 1024 * 1024), mode], check=True,
+    out = subprocess.run([sys.executable, "-c", LIGHTNING_CHILD, str(cap_mib * 1024 * 1024), mode, device], check=True,
                          capture_output=True, text=True).stdout
     result = json.loads(out.strip().splitlines()[-1])
     result["wall"] = time.perf_counter() - start
@@ -143,6 +161,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cap-mib", type=int, default=64)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parser.parse_args()
     try:
         import lightning  # noqa: F401
@@ -152,12 +171,16 @@ def main():
         sys.exit(f"{FRONT} not found: build first (scripts/bootstrap.sh build) or set GPUTRAIN_BUILD")
     sides = {"gputrain": [], "lightning power": [], "lightning binsearch": []}
     for _ in range(args.runs):  # alternating, so drift hits every side alike
-        sides["gputrain"].append(gputrain_side(args.cap_mib))
-        sides["lightning power"].append(lightning_side(args.cap_mib, "power"))
-        sides["lightning binsearch"].append(lightning_side(args.cap_mib, "binsearch"))
+        sides["gputrain"].append(gputrain_side(args.cap_mib, args.device))
+        sides["lightning power"].append(lightning_side(args.cap_mib, "power", args.device))
+        sides["lightning binsearch"].append(lightning_side(args.cap_mib, "binsearch", args.device))
     rows = [median_row(name, runs) for name, runs in sides.items()]
-    print(f"# auto batch size, MLP on {SAMPLES} samples, cap {args.cap_mib} MiB, CPU "
-          f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores), {time.strftime('%Y-%m-%d')}, "
+    if args.device == "cuda":
+        import torch
+        where = f"GPU ({torch.cuda.get_device_name(0)})"
+    else:
+        where = f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+    print(f"# auto batch size, MLP on {SAMPLES} samples, cap {args.cap_mib} MiB, {where}, {time.strftime('%Y-%m-%d')}, "
           f"median of {args.runs}")
     print("| search | batch found | largest that fits | found / largest | trial steps | search time (s) | OOM in the epoch after |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

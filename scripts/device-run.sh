@@ -10,12 +10,13 @@
 #   bench2 DDP overhead, OOM recovery, batch_size auto vs the true largest, profile --step
 #   batch  the auto-batch GPU test and profile --batch --exhaustive alone
 #   probe  profile --batch alone (the search's probe steps, seconds)
+#   lightning  batch_size auto vs Lightning's Tuner on the GPU (the image has lightning 2.6.6)
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-case "$stage" in test|bench|bench2|batch|probe|full|suite) ;; quick) stage=test ;; *) echo "usage: $0 test|bench|bench2|batch|probe|full|suite" >&2; exit 2 ;; esac
+case "$stage" in test|bench|bench2|batch|probe|lightning|full|suite) ;; quick) stage=test ;; *) echo "usage: $0 test|bench|bench2|batch|probe|lightning|full|suite" >&2; exit 2 ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
 python=$(command -v python3)
@@ -97,6 +98,9 @@ batch)
   run_auto_batch
   LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu ctest --test-dir $build -R "^install" --output-on-failure > "$out/ctest-install.log" 2>&1
   echo "install test rc=$?"
+  ;;
+lightning)
+  GPUTRAIN_BUILD=$build run_bench lightning 400 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 3
   ;;
 probe)
   run_bench probe 60 bash -c "$build/bin/gputrain profile --batch configs/resnet18-cifar.yaml --set data.samples=8192 \
