@@ -16,10 +16,11 @@ int main(int argc, char** argv) {
                "  (default)  sweep the data loader: loader threads 0, 1, 2, 4, ... up to the usable cores,\n"
                "             pinned staging on/off (GPU), prefetch 1/2/4, and the caches that fit (vram,\n"
                "             ram); warm-up batches, then timed repeats, medians. Prints a table with the\n"
-               "             fastest marked and the YAML lines to paste.\n"
-               "  --step     run a few real training steps and split each into data wait, host-to-device\n"
-               "             copy and compute, with the data stall and the GPU's utilisation (NVML):\n"
-               "             \"is my GPU starving?\"\n"
+               "             fastest marked, the caches' gather speed alone, and the YAML lines to paste.\n"
+               "  --step     run real training steps (after untimed warm-up steps) and split each into data\n"
+               "             wait, host-to-device copy and compute, with the data stall and the GPU's\n"
+               "             utilisation (NVML): \"is my GPU starving?\" The verdict: data-starved,\n"
+               "             host-bound (the GPU idles though the data keeps up) or compute-bound\n"
                "  --memory   the memory model of one training step: parameters, gradients, optimizer state,\n"
                "             dataset, workspace, and the bytes each sample adds (peak = fixed + per_sample x\n"
                "             batch, fitted through the large probe steps of the --batch search)\n"
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
   app.add_flag("--memory", memory_mode, "print the memory model of one training step");
   app.add_flag("--batch", batch_mode, "find the micro-batch batch_size: auto would pick");
   app.add_flag("--step", step_mode, "time real training steps: data wait, copy, compute, GPU utilisation");
-  app.add_option("--steps", steps, "with --step: how many steps (default 50)")->check(CLI::Range(2, 100000));
+  app.add_option("--steps", steps, "with --step: how many timed steps (default 50), after 10 warm-up steps (fewer when fewer are asked for)")->check(CLI::Range(2, 100000));
   app.add_flag("--exhaustive", exhaustive, "with --batch: also bisect for the true largest batch (more steps)");
   app.add_option("--source", source, "without a config: data.source (npy, npz, safetensors, csv, mnist, cifar10, image_folder)");
   app.add_option("--path", path, "without a config: data.path");
