@@ -11,6 +11,7 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/device/utilization.hpp"
 #include "gputrain/profile/loader_sweep.hpp"
+#include "gputrain/profile/step_verdict.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "modes.hpp"
 
@@ -90,18 +91,14 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
   const double ceiling = gputrain::profile::measure_pinned_copy_gbps(run.device);
   const auto batch_bytes = static_cast<std::uint64_t>(result.sample_bytes * result.batch_size * config.train.grad_accum);
   const double copy = run.device.is_cuda() && result.data_cache != "vram" && ceiling > 0 ? static_cast<double>(batch_bytes) / (ceiling * 1e9) : 0;
-  // Waiting for data is the loader's fault; a GPU that is idle while the data keeps up waits for
-  // the host instead (launching small kernels, per-step host work), which a faster loader cannot fix.
-  constexpr double kStallPercent = 10, kBusyPercent = 70;
-  const char* verdict = stall > kStallPercent                                   ? "data-starved"
-                        : utilisation >= 0 && utilisation < kBusyPercent ? "host-bound"
-                                                                          : "compute-bound";
+  const auto verdict = gputrain::profile::judge_step(stall, utilisation >= 0 ? std::optional<double>(utilisation) : std::nullopt);
   if (json) {
     nlohmann::json out = {{"schema", "gputrain.profile.step/1"}, {"device", run.device.str()}, {"warmup_steps", window},
                           {"steps", figures.steps}, {"batch_size", result.batch_size}, {"data_cache", result.data_cache},
                           {"step_seconds", per_step}, {"data_wait_seconds", wait}, {"compute_seconds", compute},
                           {"h2d_copy_seconds_estimate", copy}, {"data_stall_percent", stall},
-                          {"samples_per_second", figures.samples_per_second}, {"pinned_copy_gbps", ceiling}, {"verdict", verdict}};
+                          {"samples_per_second", figures.samples_per_second}, {"pinned_copy_gbps", ceiling},
+                          {"verdict", gputrain::profile::to_string(verdict)}};
     out["gpu_utilization_percent"] = utilisation >= 0 ? nlohmann::json(utilisation) : nlohmann::json(nullptr);
     std::cout << out.dump(2) << "\n";
     return int(ExitCode::ok);
@@ -120,13 +117,7 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
     std::printf("  GPU utilisation     %9s %%  (NVML, sampled every 100 ms)\n", core::format_fixed(utilisation, 0).c_str());
   else if (sampler)
     std::printf("  GPU utilisation         n/a  (%s)\n", sampler->unavailable().c_str());
-  const std::string v = verdict;
-  std::printf("  verdict: %s\n",
-              v == "data-starved" ? "the GPU is starving for data: run `gputrain profile CONFIG.yaml` for a faster loader setting, "
-                                    "or data.cache: vram if the dataset fits"
-              : v == "host-bound" ? "the data keeps up, but the GPU is idle between kernels: the host cannot queue work fast enough "
-                                    "(small kernels, per-step host work); a larger train.batch_size usually helps, a faster loader will not"
-                                  : "the data keeps up; the step is compute-bound");
+  std::printf("  verdict: %s\n", gputrain::profile::advice(verdict).c_str());
   return int(ExitCode::ok);
 }
 
