@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # On the GPU machine (see docs/benchmarks.md): build with the carried Debian packages, then one
-# stage per device call (each fits the tool's 10-minute limit; the build folder stays between
-# calls of one session, so later stages only rebuild what changed). Logs and tables go to $OUT.
+# stage per device call (each fits the tool's 10-minute limit). A call that finds the machine still
+# warm (it is given back 30 s after a call) reuses the build folder; otherwise it builds anew, about
+# 85 s on 16 cores. Logs and tables go to $OUT.
 #   here:  scripts/pack-device-deps.sh
 #   there: device run, carry [".device-deps"], command "bash scripts/device-run.sh STAGE"
-# Stages, most important first:
+# Stages:
 #   test   build; GPU tests (ctest -L gpu); --version; verify; quick-train
 #   bench  the GPU benchmarks: startup, verify vs PyTorch, train vs PyTorch, cache vs loader
 #   bench2 DDP overhead, OOM recovery, batch_size auto vs the true largest, profile --step

@@ -1,9 +1,7 @@
 // functional.*: the GPU really computes: allocator, bit-exact copies, cuDNN, a mixed-precision
 // training step, and NCCL all-reduce across local GPUs.
 #include <ATen/ATen.h>
-#include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
-#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <dlfcn.h>
@@ -11,16 +9,17 @@
 #include "check_sets.hpp"
 #include "tensor_options.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/memory/device_memory.hpp"
 
 namespace gputrain::checks {
 namespace {
 
 using core::format_fixed;
 
+// The caching allocator's own count (memory::memory_figures sets the allocator up first).
 std::int64_t allocated_bytes(int index) {
-  at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);  // statistics before the first CUDA tensor throw
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
-  return stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
+  const c10::Device gpu(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+  return static_cast<std::int64_t>(memory::memory_figures(gpu, /*with_limit=*/false).allocated);
 }
 
 Result check_allocator(int index) {
@@ -34,7 +33,7 @@ Result check_allocator(int index) {
     during = allocated_bytes(index);
   }
   const std::int64_t after = allocated_bytes(index);
-  c10::cuda::CUDACachingAllocator::emptyCache();
+  memory::release_cached_memory(c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)));
   const std::string detail = "allocated 256 MiB: allocator stats went " + std::to_string(before >> 20) + " -> " +
                              std::to_string(during >> 20) + " -> " + std::to_string(after >> 20) + " MiB";
   if (during - before < kBytes || after != before) {

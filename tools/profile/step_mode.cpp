@@ -80,8 +80,8 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
     };
   train::Trainer trainer(config, options);
   const auto result = trainer.fit();
-  double utilisation = -1;  // percent; negative: no sample (no GPU or no NVML)
-  if (sampler) utilisation = sampler->stop().value_or(-1.0);
+  std::optional<double> utilisation;  // percent; none without a GPU or NVML
+  if (sampler) utilisation = sampler->stop();
   const auto figures = timed_windows(std::filesystem::path(config.logging.dir) / "metrics.jsonl", window);
   std::filesystem::remove_all(config.logging.dir);
   const double per_step = figures.step_seconds, wait = figures.data_seconds, compute = per_step - wait;
@@ -91,7 +91,7 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
   const double ceiling = gputrain::profile::measure_pinned_copy_gbps(run.device);
   const auto batch_bytes = static_cast<std::uint64_t>(result.sample_bytes * result.batch_size * config.train.grad_accum);
   const double copy = run.device.is_cuda() && result.data_cache != "vram" && ceiling > 0 ? static_cast<double>(batch_bytes) / (ceiling * 1e9) : 0;
-  const auto verdict = gputrain::profile::judge_step(stall, utilisation >= 0 ? std::optional<double>(utilisation) : std::nullopt);
+  const auto verdict = gputrain::profile::judge_step(stall, utilisation);
   if (json) {
     nlohmann::json out = {{"schema", "gputrain.profile.step/1"}, {"device", run.device.str()}, {"warmup_steps", window},
                           {"steps", figures.steps}, {"batch_size", result.batch_size}, {"data_cache", result.data_cache},
@@ -99,7 +99,7 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
                           {"h2d_copy_seconds_estimate", copy}, {"data_stall_percent", stall},
                           {"samples_per_second", figures.samples_per_second}, {"pinned_copy_gbps", ceiling},
                           {"verdict", gputrain::profile::to_string(verdict)}};
-    out["gpu_utilization_percent"] = utilisation >= 0 ? nlohmann::json(utilisation) : nlohmann::json(nullptr);
+    out["gpu_utilization_percent"] = utilisation ? nlohmann::json(*utilisation) : nlohmann::json(nullptr);
     std::cout << out.dump(2) << "\n";
     return int(ExitCode::ok);
   }
@@ -113,8 +113,8 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
     std::printf("  host-to-device copy %9.2f ms  (estimated: %s per step at the measured %s GB/s pinned ceiling; overlaps compute)\n",
                 copy * 1e3, core::format_bytes(batch_bytes).c_str(), core::format_fixed(ceiling, 1).c_str());
   std::printf("  throughput          %9s samples/s\n", core::format_fixed(figures.samples_per_second, 0).c_str());
-  if (utilisation >= 0)
-    std::printf("  GPU utilisation     %9s %%  (NVML, sampled every 100 ms)\n", core::format_fixed(utilisation, 0).c_str());
+  if (utilisation)
+    std::printf("  GPU utilisation     %9s %%  (NVML, sampled every 100 ms)\n", core::format_fixed(*utilisation, 0).c_str());
   else if (sampler)
     std::printf("  GPU utilisation         n/a  (%s)\n", sampler->unavailable().c_str());
   std::printf("  verdict: %s\n", gputrain::profile::advice(verdict).c_str());
