@@ -54,9 +54,9 @@ double time_feed(data::Feed& feed, c10::Device device, std::int64_t size, const 
 
 // The cache's gather alone: `batch` random samples per gather, after a warm-up, median of 5
 // timings of 10 gathers each; sample bytes per second / 1e9.
-double time_gather(const data::DeviceCache& cache, c10::Device device, std::int64_t batch, double sample_bytes) {
+// One gather as the cache's feed makes it during training: several batches at once on a GPU.
+double time_gather(const data::DeviceCache& cache, c10::Device device, std::int64_t n, double sample_bytes) {
   const auto size = cache.data().size();
-  const auto n = std::min(batch, size);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   const auto indices = at::randperm(size, gen, at::TensorOptions().dtype(at::kLong)).slice(0, 0, n).to(cache.data().inputs.device());
   (void)cache.gather(indices);  // warm-up: kernel load, allocator
@@ -141,7 +141,8 @@ LoaderSweep sweep_loader(std::shared_ptr<const data::Dataset> dataset, c10::Devi
     result.megabytes_per_second = result.samples_per_second * static_cast<double>(sweep.sample_bytes) / 1e6;
     if (setting.cache != data::CacheMode::none) {
       const auto& cache = setting.cache == data::CacheMode::vram ? vram : ram;
-      result.gather_gbps = time_gather(*cache, device, o.batch_size, static_cast<double>(sweep.sample_bytes));
+      result.gather_rows = std::min(o.batch_size * cache->batches_per_gather(o.batch_size), cache->data().size());
+      result.gather_gbps = time_gather(*cache, device, result.gather_rows, static_cast<double>(sweep.sample_bytes));
     }
     sweep.results.push_back(result);
     if (on_result) on_result(sweep.results.back(), sweep.results.size(), settings.size());

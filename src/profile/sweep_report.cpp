@@ -58,8 +58,8 @@ std::string sweep_table(const LoaderSweep& sweep) {
   }
   for (const auto& r : sweep.results)
     if (r.gather_gbps > 0)
-      out << "  " << cache_name(r.setting) << " cache, the gather alone (no sampler, device synchronised): " << fixed(r.gather_gbps, 1)
-          << " GB/s of samples\n";
+      out << "  " << cache_name(r.setting) << " cache, the gather alone (" << r.gather_rows
+          << " samples a gather, as its feed gathers them; device synchronised): " << fixed(r.gather_gbps, 1) << " GB/s of samples\n";
   if (gpu)
     out << "  host-to-device ceiling (pinned copies, measured): " << fixed(sweep.pinned_copy_gbps * 1000, 0) << " MB/s; the best setting uses "
         << fixed(100 * sweep.results[sweep.best].megabytes_per_second / (sweep.pinned_copy_gbps * 1000), 1) << " % of it\n";
@@ -81,6 +81,7 @@ std::string sweep_json(const LoaderSweep& sweep) {
                        {"megabytes_per_second", r.megabytes_per_second},
                        {"speedup", r.speedup},
                        {"gather_gbps", r.gather_gbps},
+                       {"gather_rows", r.gather_rows},
                        {"best", i == sweep.best}});
   }
   const nlohmann::json out = {{"schema", "gputrain.profile.loader/1"},

@@ -42,7 +42,7 @@ def check_sweep(doc):
     if len(results) < 2:
         fail("fewer than two settings were tried")
     keys = {"workers", "pin_memory", "prefetch", "cache", "batches_per_second", "batches_per_second_runs",
-            "samples_per_second", "megabytes_per_second", "speedup", "gather_gbps", "best"}
+            "samples_per_second", "megabytes_per_second", "speedup", "gather_gbps", "gather_rows", "best"}
     for r in results:
         if set(r) != keys:
             fail("result keys: " + str(sorted(r)))
@@ -55,6 +55,12 @@ def check_sweep(doc):
         # The gather alone is timed for the caches, and only for them.
         if (r["gather_gbps"] > 0) != (r["cache"] != "none"):
             fail(f"gather_gbps {r['gather_gbps']} for cache {r['cache']}")
+        # On the CPU a cache's feed gathers one batch at a time; the loader gathers nothing.
+        expected_rows = min(doc["batch_size"], doc["samples"]) if r["cache"] != "none" and doc["device"] == "cpu" else None
+        if expected_rows is not None and r["gather_rows"] != expected_rows:
+            fail(f"gather_rows {r['gather_rows']} for cache {r['cache']} on the CPU (expected {expected_rows})")
+        if r["cache"] == "none" and r["gather_rows"] != 0:
+            fail(f"gather_rows {r['gather_rows']} for the loader")
     if results[0]["workers"] != 0 or results[0]["cache"] != "none" or abs(results[0]["speedup"] - 1) > 1e-9:
         fail("the first setting is not the baseline (0 threads, no cache, speed-up 1)")
     best = [r for r in results if r["best"]]

@@ -35,6 +35,18 @@ struct CachePlan {
 /// Memory kept free beyond data and step: allocator fragmentation, library workspaces.
 std::uint64_t cache_headroom(std::uint64_t free_bytes);
 
+/// The most bytes the vram feed gathers with one launch. Several batches per gather mean the host
+/// pays its launches once per chunk instead of once per batch, and the GPU gathers enough rows per
+/// kernel to run near its memory bandwidth (a single batch of a small model is a few microseconds
+/// of copying behind a fixed launch cost). A chunk stays alive until its last batch has been used,
+/// so the feed holds two at most: 64 MiB, inside the cache's headroom.
+inline constexpr std::uint64_t kGatherChunkBytes = 32ull << 20;
+
+/// How many batches of `batch_bytes` one gather of the vram feed fetches: 1 when the cache is in
+/// RAM for the CPU (the gather is host work either way, and a batch fresh from the gather is still
+/// in the cache), else as many as fit in kGatherChunkBytes, between 1 and 64.
+std::int64_t batches_per_gather(std::uint64_t batch_bytes, bool gpu);
+
 /// `requested` is auto, vram, ram or none. auto: vram when data + step + headroom fit the device,
 /// else ram when the data fits the host, else none (stream from the files). An explicit vram or
 /// ram that does not fit is a UsageError with the figures and what to set instead.
@@ -49,8 +61,15 @@ class DeviceCache {
   double load_seconds() const { return load_seconds_; }
   /// The samples `indices` (int64, any device) as a batch on the training device.
   Batch gather(const at::Tensor& indices) const;
-  /// A Feed over this cache; the cache must outlive it.
-  std::unique_ptr<Feed> feed() const;
+  /// A Feed over this cache; the cache must outlive it. It gathers `batches_per_gather` batches at
+  /// a time in vram mode (0: the figure above for this cache's device and row size) and hands them
+  /// out as views; the batches are the same whatever the figure.
+  std::unique_ptr<Feed> feed(std::int64_t batches_per_gather = 0) const;
+  /// Bytes of one sample's inputs and target.
+  std::uint64_t sample_bytes() const;
+  /// How many batches of `batch_size` its feed gathers at once by default: batches_per_gather()
+  /// for a vram cache on a GPU, else 1.
+  std::int64_t batches_per_gather(std::int64_t batch_size) const;
   const TensorDataset& data() const { return set_; }
 
  private:

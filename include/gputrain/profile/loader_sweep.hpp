@@ -30,9 +30,11 @@ struct SweepResult {
   double samples_per_second = 0;
   double megabytes_per_second = 0;  ///< sample bytes delivered to the device per second
   double speedup = 0;               ///< over the first setting (0 threads, no cache)
-  /// Caches only: the gather alone (one batch of random samples, inputs and targets, device
-  /// synchronised; no sampler, no epoch restarts), in sample bytes per second / 1e9. 0 otherwise.
+  /// Caches only: the gather alone (one gather as the cache's feed makes it, gather_rows random
+  /// samples, inputs and targets, device synchronised; no sampler, no epoch restarts), in sample
+  /// bytes per second / 1e9. 0 otherwise.
   double gather_gbps = 0;
+  std::int64_t gather_rows = 0;  ///< samples per gather: the batch times the feed's batches per gather
 };
 
 struct SweepOptions {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -238,6 +239,74 @@ TEST(DeviceCache, GathersBatchesInTheFeedOrder) {
   }
   EXPECT_EQ(labels, (std::vector<std::int64_t>{3, 1, 4, 1, 5}));
   EXPECT_EQ(covered, 5);
+}
+
+// Several batches gathered at once and handed out as views are the batches gathered one by one,
+// whatever the chunk, the batch, a short last batch or a pass restarted mid-epoch.
+TEST(DeviceCache, ChunkedGathersHandOutTheSameBatches) {
+  const TensorDataset set{at::arange(23 * 4, at::kFloat).view({23, 4}), at::arange(23, at::kLong)};
+  const DeviceCache cache(set, CacheMode::vram, c10::kCPU);
+  const auto order = at::randperm(23, at::kLong);
+  for (const std::int64_t batch : {1, 4, 5, 23, 30}) {
+    for (const std::int64_t from : {0, 9}) {
+      auto one_by_one = cache.feed(1);
+      one_by_one->start(order.slice(0, from), batch);
+      std::vector<FedBatch> expected;
+      while (auto fed = one_by_one->next()) expected.push_back(*fed);
+      ASSERT_EQ(static_cast<std::int64_t>(expected.size()), (23 - from + batch - 1) / batch);
+      for (const std::int64_t per_gather : {2, 3, 7, 64}) {
+        auto chunked = cache.feed(per_gather);
+        chunked->start(order.slice(0, from), batch);
+        std::size_t i = 0;
+        while (auto fed = chunked->next()) {
+          ASSERT_LT(i, expected.size());
+          EXPECT_EQ(fed->covered, expected[i].covered);
+          EXPECT_TRUE(at::equal(fed->batch.inputs, expected[i].batch.inputs)) << batch << " " << per_gather << " " << i;
+          EXPECT_TRUE(at::equal(fed->batch.targets, expected[i].batch.targets));
+          ++i;
+        }
+        EXPECT_EQ(i, expected.size()) << "batch " << batch << ", " << per_gather << " per gather";
+      }
+    }
+  }
+}
+
+// The gather moves rows as wide words where it can; the bits must come out as they went in, for
+// every dtype and row length, NaN payloads and layouts it must leave to index_select included.
+TEST(DeviceCache, GathersRowsOfEveryDtypeBitForBit) {
+  const auto indices = at::tensor({4, 0, 4, 2}, at::kLong);
+  const auto bits = [](const at::Tensor& t) { return t.contiguous().view({-1}).view(at::kByte); };
+  std::vector<at::Tensor> inputs{
+      at::randint(0, 256, {5, 3, 4, 4}, at::kByte),   // 48-byte rows: 8-byte words
+      at::randint(0, 256, {5, 3, 5, 5}, at::kByte),   // 75 bytes: byte by byte
+      at::randint(0, 256, {5, 6}, at::kByte),         // 6 bytes: 2-byte words
+      at::randn({5, 3}),                              // 12 bytes of float: as they are
+      at::randn({5, 4}),                              // 16 bytes: 8-byte words
+      at::randn({5, 6}).to(at::kBFloat16),            // 12 bytes of bf16: 4-byte words
+      at::randint(0, 2, {5, 8}, at::kBool),           // 8 bytes: one word
+      at::randn({4, 5}).t(),                          // not contiguous: as it is
+      at::randn({5, 4}).to(at::kDouble),
+  };
+  inputs[4][1][2] = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const auto& x = inputs[k];
+    const DeviceCache cache({x, at::arange(5, at::kFloat)}, CacheMode::vram, c10::kCPU);
+    const auto got = cache.gather(indices);
+    const auto expected = x.index_select(0, indices);
+    EXPECT_EQ(got.inputs.sizes(), expected.sizes()) << "case " << k;
+    EXPECT_EQ(got.inputs.scalar_type(), x.scalar_type()) << "case " << k;
+    EXPECT_TRUE(at::equal(bits(got.inputs), bits(expected))) << "case " << k;
+    EXPECT_TRUE(at::equal(got.targets, at::tensor({4.0f, 0.0f, 4.0f, 2.0f})));
+  }
+}
+
+TEST(DeviceCache, GathersUpTo32MiBOfBatchesAtOnceOnAGpuOnly) {
+  EXPECT_EQ(batches_per_gather(core::kMiB, /*gpu=*/false), 1);
+  EXPECT_EQ(batches_per_gather(core::kMiB, true), 32);            // the tabular case: 1024 rows of 1 KiB
+  EXPECT_EQ(batches_per_gather(256 * 3072, true), 42);            // CIFAR-sized uint8 images, batch 256
+  EXPECT_EQ(batches_per_gather(4 * 1024, true), 64);              // tiny batches: at most 64
+  EXPECT_EQ(batches_per_gather(256 * 150528, true), 1);           // ImageNet-sized: one at a time
+  EXPECT_EQ(batches_per_gather(0, true), 1);
 }
 
 TEST(BatchTransform, ScalesNormalisesAndAugments) {
