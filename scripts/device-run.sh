@@ -12,12 +12,15 @@
 #   batch  the auto-batch GPU test and profile --batch --exhaustive alone
 #   probe  profile --batch alone (the search's probe steps, seconds)
 #   lightning  batch_size auto vs Lightning's Tuner on the GPU (the image has lightning 2.6.6)
+#   open   what issues #4 and #5 still need measured: the GPU data tests, cache vs loader (stall,
+#          gather bandwidth) and the auto-batch search's probe steps against the true largest
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-case "$stage" in test|bench|bench2|batch|probe|lightning|full|suite) ;; quick) stage=test ;; *) echo "usage: $0 test|bench|bench2|batch|probe|lightning|full|suite" >&2; exit 2 ;; esac
+stages="test|bench|bench2|batch|probe|lightning|open|full|suite"
+case "|$stages|" in *"|$stage|"*) ;; *) [ "$stage" = quick ] && stage=test || { echo "usage: $0 $stages" >&2; exit 2; } ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
 python=$(command -v python3)
@@ -102,6 +105,13 @@ batch)
   ;;
 lightning)
   GPUTRAIN_BUILD=$build run_bench lightning 400 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 3
+  ;;
+open)
+  step "ctest GpuData"
+  ctest --test-dir $build -R "^GpuData" -V --timeout 120 > "$out/ctest-data.log" 2>&1; echo "rc=$?"
+  grep -E "Passed|Failed" "$out/ctest-data.log"
+  GPUTRAIN_BUILD=$build run_bench cache 150 "$python" bench/cache_vs_loader.py --runs 3
+  run_auto_batch
   ;;
 probe)
   run_bench probe 60 bash -c "$build/bin/gputrain profile --batch configs/resnet18-cifar.yaml --set data.samples=8192 \
