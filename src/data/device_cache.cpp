@@ -59,6 +59,9 @@ class CacheFeed final : public Feed {
     const std::int64_t from = position_ - chunk_start_, to = end - chunk_start_;
     FedBatch fed{{chunk_.inputs.slice(0, from, to), chunk_.targets.slice(0, from, to)}, end - position_};
     position_ = end;
+    // Its last batch handed out, the chunk is the caller's to free: one chunk in memory at the next
+    // gather, not two, and none held when a failed step or the end of a pass drops the batch.
+    if (position_ >= chunk_end_) chunk_ = {};
     return fed;
   }
 
@@ -82,9 +85,11 @@ std::string to_string(CacheMode mode) {
   return "none";
 }
 
-std::int64_t batches_per_gather(std::uint64_t batch_bytes, bool gpu) {
-  if (!gpu || batch_bytes == 0) return 1;
-  return static_cast<std::int64_t>(std::clamp<std::uint64_t>(kGatherChunkBytes / batch_bytes, 1, 64));
+std::uint64_t gather_chunk_bytes(std::uint64_t dataset_bytes) { return std::min(kGatherChunkBytes, dataset_bytes / 8); }
+
+std::int64_t batches_per_gather(std::uint64_t batch_bytes, std::uint64_t chunk_bytes) {
+  if (batch_bytes == 0) return 1;
+  return static_cast<std::int64_t>(std::clamp<std::uint64_t>(chunk_bytes / batch_bytes, 1, 64));
 }
 
 std::uint64_t cache_headroom(std::uint64_t free_bytes) { return std::max<std::uint64_t>(256 * core::kMiB, free_bytes / 20); }
@@ -157,8 +162,9 @@ std::uint64_t DeviceCache::sample_bytes() const {
 }
 
 std::int64_t DeviceCache::batches_per_gather(std::int64_t batch_size) const {
-  const bool on_gpu = mode_ == CacheMode::vram && set_.inputs.is_cuda();
-  return data::batches_per_gather(static_cast<std::uint64_t>(std::max<std::int64_t>(batch_size, 0)) * sample_bytes(), on_gpu);
+  if (mode_ != CacheMode::vram || !set_.inputs.is_cuda()) return 1;
+  return data::batches_per_gather(static_cast<std::uint64_t>(std::max<std::int64_t>(batch_size, 0)) * sample_bytes(),
+                                  gather_chunk_bytes(bytes()));
 }
 
 std::unique_ptr<Feed> DeviceCache::feed(std::int64_t batches_per_gather) const {

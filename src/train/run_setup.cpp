@@ -142,6 +142,12 @@ std::uint64_t dataset_bytes(const RunData& data) {
   return total;
 }
 
+std::uint64_t cache_reserve_bytes(const RunData& data, const data::CachePlan& plan, c10::Device device) {
+  if (plan.mode != data::CacheMode::vram || !device.is_cuda()) return 0;
+  const auto bytes = dataset_bytes(data);
+  return bytes + data::gather_chunk_bytes(bytes);
+}
+
 data::CachePlan plan_data_cache(const Config& config, const RunData& data, c10::Device device, std::uint64_t step_bytes,
                                 data::CacheFigures* figures_out) {
   data::CacheFigures f;

@@ -141,7 +141,7 @@ void Trainer::State::place_the_data(const std::string& device_name) {
     if (!auto_batch) {
       micro_batch = *config.train.batch_size;
     } else {
-      if (plan.mode == data::CacheMode::vram && device.is_cuda()) probe.reserve_bytes = dataset_bytes(data);
+      probe.reserve_bytes = cache_reserve_bytes(data, plan, device);
       seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
       const auto cache = ranks.writer() ? (fs::path(config.logging.dir) / "auto_batch.json").string() : std::string();
       const auto choice = find_batch_size(config, device, device_name, probe, cache);

@@ -84,8 +84,7 @@ int main(int argc, char** argv) {
     const std::uint64_t data_bytes = train::dataset_bytes(data);
     // What training will do: with the data cached in GPU memory, the batch gets what is left.
     const auto plan = train::plan_data_cache(config, data, run.device, 0);
-    const train::ProbeData probe{samples, data.transform, data.sources.train->size(),
-                                 plan.mode == data::CacheMode::vram && run.device.is_cuda() ? data_bytes : 0};
+    const train::ProbeData probe{samples, data.transform, data.sources.train->size(), train::cache_reserve_bytes(data, plan, run.device)};
     return memory_mode ? profile_memory(config, run, probe, data_bytes, sweep.json) : profile_batch(config, run, probe, exhaustive, sweep.json);
   });
 }

@@ -35,17 +35,19 @@ struct CachePlan {
 /// Memory kept free beyond data and step: allocator fragmentation, library workspaces.
 std::uint64_t cache_headroom(std::uint64_t free_bytes);
 
-/// The most bytes the vram feed gathers with one launch. Several batches per gather mean the host
-/// pays its launches once per chunk instead of once per batch, and the GPU gathers enough rows per
-/// kernel to run near its memory bandwidth (a single batch of a small model is a few microseconds
-/// of copying behind a fixed launch cost). A chunk stays alive until its last batch has been used,
-/// so the feed holds two at most: 64 MiB, inside the cache's headroom.
+/// The most bytes the vram feed on a GPU gathers with one launch. Several batches per gather mean
+/// the host pays its launches once per chunk instead of once per batch, and the GPU gathers enough
+/// rows per kernel to run near its memory bandwidth (one batch of a small model is a few
+/// microseconds of copying behind a fixed launch cost).
 inline constexpr std::uint64_t kGatherChunkBytes = 32ull << 20;
 
-/// How many batches of `batch_bytes` one gather of the vram feed fetches: 1 when the cache is in
-/// RAM for the CPU (the gather is host work either way, and a batch fresh from the gather is still
-/// in the cache), else as many as fit in kGatherChunkBytes, between 1 and 64.
-std::int64_t batches_per_gather(std::uint64_t batch_bytes, bool gpu);
+/// The chunk the vram feed gathers for a dataset of `dataset_bytes` on a GPU: kGatherChunkBytes,
+/// but at most an eighth of the dataset, so a small cache does not grow by half. The feed holds one
+/// chunk besides the dataset during training: batch_size auto's probes reserve it too.
+std::uint64_t gather_chunk_bytes(std::uint64_t dataset_bytes);
+
+/// How many batches of `batch_bytes` fit one chunk of `chunk_bytes`: between 1 and 64.
+std::int64_t batches_per_gather(std::uint64_t batch_bytes, std::uint64_t chunk_bytes);
 
 /// `requested` is auto, vram, ram or none. auto: vram when data + step + headroom fit the device,
 /// else ram when the data fits the host, else none (stream from the files). An explicit vram or
@@ -67,8 +69,9 @@ class DeviceCache {
   std::unique_ptr<Feed> feed(std::int64_t batches_per_gather = 0) const;
   /// Bytes of one sample's inputs and target.
   std::uint64_t sample_bytes() const;
-  /// How many batches of `batch_size` its feed gathers at once by default: batches_per_gather()
-  /// for a vram cache on a GPU, else 1.
+  /// How many batches of `batch_size` its feed gathers at once by default: a gather_chunk_bytes()
+  /// chunk's worth for a vram cache on a GPU; else 1 (the gather is host work either way, and a
+  /// batch fresh from it is still in the CPU's cache).
   std::int64_t batches_per_gather(std::int64_t batch_size) const;
   const TensorDataset& data() const { return set_; }
 

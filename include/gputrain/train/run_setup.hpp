@@ -49,6 +49,11 @@ data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::
 /// Bytes of the training and validation samples once decoded, in their stored dtypes.
 std::uint64_t dataset_bytes(const RunData& data);
 
+/// What the data takes on `device` while training, besides the batches: the cached dataset and the
+/// chunk its feed gathers batches into (data::gather_chunk_bytes) when `plan` puts it in GPU
+/// memory; else 0. The memory batch_size auto's probes hold aside for it.
+std::uint64_t cache_reserve_bytes(const RunData& data, const data::CachePlan& plan, c10::Device device);
+
 /// Where the data should live, from `data.cache`, the dataset's size, the step's peak memory
 /// (`step_bytes`, measured) and what the device and host have free.
 data::CachePlan plan_data_cache(const Config& config, const RunData& data, c10::Device device, std::uint64_t step_bytes,

@@ -271,6 +271,23 @@ TEST(DeviceCache, ChunkedGathersHandOutTheSameBatches) {
   }
 }
 
+// A feed keeps a chunk only while batches of it are still to come: once the last one is handed
+// out, the caller's batch is all that holds it, so a failed step or the end of a pass frees it.
+TEST(DeviceCache, AChunkIsFreedWithItsLastBatch) {
+  const TensorDataset set{at::arange(23 * 4, at::kFloat).view({23, 4}), at::arange(23, at::kLong)};
+  const DeviceCache cache(set, CacheMode::vram, c10::kCPU);
+  auto feed = cache.feed(3);
+  feed->start(at::arange(23, at::kLong), 4);
+  for (int i = 0; i < 3; ++i) {
+    auto fed = feed->next();
+    ASSERT_TRUE(fed);
+    const auto memory = fed->batch.inputs.storage().getWeakStorageImpl();
+    fed.reset();  // the step is done with its batch
+    // The feed still needs the chunk for its next batches, and only for those.
+    EXPECT_EQ(memory.expired(), i == 2) << "batch " << i;
+  }
+}
+
 // The gather moves rows as wide words where it can; the bits must come out as they went in, for
 // every dtype and row length, NaN payloads and layouts it must leave to index_select included.
 TEST(DeviceCache, GathersRowsOfEveryDtypeBitForBit) {
@@ -300,13 +317,19 @@ TEST(DeviceCache, GathersRowsOfEveryDtypeBitForBit) {
   }
 }
 
-TEST(DeviceCache, GathersUpTo32MiBOfBatchesAtOnceOnAGpuOnly) {
-  EXPECT_EQ(batches_per_gather(core::kMiB, /*gpu=*/false), 1);
-  EXPECT_EQ(batches_per_gather(core::kMiB, true), 32);            // the tabular case: 1024 rows of 1 KiB
-  EXPECT_EQ(batches_per_gather(256 * 3072, true), 42);            // CIFAR-sized uint8 images, batch 256
-  EXPECT_EQ(batches_per_gather(4 * 1024, true), 64);              // tiny batches: at most 64
-  EXPECT_EQ(batches_per_gather(256 * 150528, true), 1);           // ImageNet-sized: one at a time
-  EXPECT_EQ(batches_per_gather(0, true), 1);
+TEST(DeviceCache, GathersUpTo32MiBOfBatchesAtOnceOnAGpu) {
+  EXPECT_EQ(gather_chunk_bytes(10 * core::kGiB), 32 * core::kMiB);
+  EXPECT_EQ(gather_chunk_bytes(200000 * 1024), 200000 * 1024 / 8);  // the tabular case: an eighth of its 195 MiB
+  EXPECT_EQ(gather_chunk_bytes(0), 0u);
+  EXPECT_EQ(batches_per_gather(core::kMiB, 32 * core::kMiB), 32);  // batches of 1024 rows of 1 KiB
+  EXPECT_EQ(batches_per_gather(256 * 3072, 32 * core::kMiB), 42);  // CIFAR-sized uint8 images, batch 256
+  EXPECT_EQ(batches_per_gather(4 * 1024, 32 * core::kMiB), 64);    // tiny batches: at most 64
+  EXPECT_EQ(batches_per_gather(256 * 150528, 32 * core::kMiB), 1); // ImageNet-sized: one at a time
+  EXPECT_EQ(batches_per_gather(0, 32 * core::kMiB), 1);
+  EXPECT_EQ(batches_per_gather(core::kMiB, 0), 1);
+  // On the CPU the cache's feed gathers batch by batch.
+  const DeviceCache cache({at::zeros({100000, 256}), at::zeros({100000}, at::kLong)}, CacheMode::vram, c10::kCPU);
+  EXPECT_EQ(cache.batches_per_gather(1024), 1);
 }
 
 TEST(BatchTransform, ScalesNormalisesAndAugments) {
