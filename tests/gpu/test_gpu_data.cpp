@@ -75,6 +75,35 @@ TEST_F(GpuData, VramAndRamCachesGatherTheSameBatches) {
   EXPECT_EQ(a.inputs.scalar_type(), at::kByte);  // uint8 stays uint8 until the transform
 }
 
+// On a GPU the vram feed gathers many batches per launch (as 8-byte words) and hands out views:
+// every batch must be what the CPU gathers for the same order, a short last batch and a pass
+// restarted mid-epoch included.
+TEST_F(GpuData, ChunkedVramGathersMatchTheCpuBatchForBatch) {
+  const std::int64_t n = 20000;
+  const TensorDataset set{at::randint(0, 256, {n, 3, 8, 8}, at::kByte), at::randint(0, 10, {n}, at::kLong)};
+  const DeviceCache vram(set, CacheMode::vram, c10::Device(c10::kCUDA, 0)), cpu(set, CacheMode::vram, c10::kCPU);
+  const std::int64_t batch = 64;
+  ASSERT_GT(vram.batches_per_gather(batch), 8);  // 192-byte samples: a chunk of many batches
+  const auto order = at::randperm(n, at::kLong);
+  for (const std::int64_t from : {0, 12345}) {
+    auto on_gpu = vram.feed(), on_cpu = cpu.feed();
+    on_gpu->start(order.slice(0, from), batch);
+    on_cpu->start(order.slice(0, from), batch);
+    std::int64_t batches = 0;
+    while (auto expected = on_cpu->next()) {
+      const auto got = on_gpu->next();
+      ASSERT_TRUE(got) << "batch " << batches;
+      EXPECT_TRUE(got->batch.inputs.is_cuda());
+      EXPECT_EQ(got->covered, expected->covered);
+      ASSERT_TRUE(at::equal(got->batch.inputs.cpu(), expected->batch.inputs)) << "batch " << batches << " from " << from;
+      ASSERT_TRUE(at::equal(got->batch.targets.cpu(), expected->batch.targets));
+      ++batches;
+    }
+    EXPECT_FALSE(on_gpu->next());
+    EXPECT_EQ(batches, (n - from + batch - 1) / batch);
+  }
+}
+
 // The same run, bit for bit, whichever way the data reaches the GPU.
 TEST_F(GpuData, TrainingIsTheSameThroughEveryCacheMode) {
   std::vector<at::Tensor> reference;
