@@ -8,7 +8,8 @@ Cases (files written here, as a user would have them):
 For each: `gputrain profile` sweeps the loader (data.cache none) to find its best thread count,
 then `gputrain profile --step --json` trains --steps steps with data.cache vram and with that best
 loader setting, --runs times each, alternating. Reported: epoch time (samples / median samples/s)
-and the data stall. Then the gather bandwidth: the sweep's vram cache at the training batch, its
+and the data stall, on the host's clock and on the GPU's (`profile --step` times the feed with CUDA
+events too: the host's figure also holds launches that blocked on a full queue). Then the gather bandwidth: the sweep's vram cache at the training batch, its
 gather alone as the feed makes it (`gather_gbps` over `gather_rows` samples, several batches per
 gather: bytes of gathered samples per second, device synchronised) against the
 device-to-device copy bandwidth torch measures here (bytes copied per second, one way).
@@ -88,14 +89,15 @@ def main():
                 figures["loader"].append(gputrain(["--step", "--json", "--steps", str(args.steps), *loader_sets, *data]))
             print(f"\n## {case}: {n} samples; best loader: {loader['workers']} threads, prefetch {loader['prefetch']}, "
                   f"pin {loader['pin_memory']}")
-            print("| feed | epoch s | samples/s | data stall % |")
-            print("| --- | --- | --- | --- |")
+            print("| feed | epoch s | samples/s | data stall %, host clock | data stall %, GPU clock |")
+            print("| --- | --- | --- | --- | --- |")
             rate = {}
             for name, runs in figures.items():
                 rate[name] = statistics.median(r["samples_per_second"] for r in runs)
                 stall = statistics.median(r["data_stall_percent"] for r in runs)
-                print(f"| {name} | {n / rate[name]:.2f} | {rate[name]:,.0f} | {stall:.2f} |")
-            print(f"| cache / loader | **{rate['vram'] / rate['loader']:.2f}x** | | |")
+                gpu_stall = statistics.median(r["gpu_data_stall_percent"] for r in runs)
+                print(f"| {name} | {n / rate[name]:.2f} | {rate[name]:,.0f} | {stall:.2f} | {gpu_stall:.2f} |")
+            print(f"| cache / loader | **{rate['vram'] / rate['loader']:.2f}x** | | | |")
             # The caches' gather as training makes it: the training batch, several batches per gather.
             cached = gputrain(["--json", "--workers", "0", *data])
             gather = [r for r in cached["results"] if r["cache"] == "vram"]

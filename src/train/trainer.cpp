@@ -176,6 +176,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
     placement.train_feed->start(order.slice(0, std::min(progress.position, n)), effective_batch);
     // A rank whose shard is through keeps joining the steps (with no samples) until all are.
     while ((progress.position < n || distributed) && progress.step < total_steps) {
+      if (options.before_batch) options.before_batch();
       const auto data_start = Clock::now();
       auto fed = progress.position < n ? placement.train_feed->next() : std::nullopt;
       const double data_seconds = seconds_since(data_start);

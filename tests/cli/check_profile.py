@@ -112,6 +112,13 @@ def main():
             fail("stall percent")
         if doc["warmup_steps"] < 1:
             fail("no warm-up before the timed steps")
+        # The GPU's own account of its wait exists on a GPU only, and is a share of the step there.
+        on_gpu = doc["device"].startswith("cuda")
+        for key in ("gpu_data_wait_seconds", "gpu_data_stall_percent"):
+            if (doc[key] is None) == on_gpu:
+                fail(f"{key} is {doc[key]} on {doc['device']}")
+        if on_gpu and not 0 <= doc["gpu_data_stall_percent"] <= 100:
+            fail("GPU stall percent")
         # Without a GPU there is no utilisation: only the stall can decide, and it is small here.
         expected = "data-starved" if doc["data_stall_percent"] > 10 else "compute-bound"
         if doc["gpu_utilization_percent"] is None and doc["verdict"] != expected:

@@ -10,6 +10,7 @@
 
 #include "gputrain/core/units.hpp"
 #include "gputrain/device/utilization.hpp"
+#include "gputrain/profile/gpu_span_timer.hpp"
 #include "gputrain/profile/loader_sweep.hpp"
 #include "gputrain/profile/step_verdict.hpp"
 #include "gputrain/train/trainer.hpp"
@@ -71,27 +72,43 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
   config.checkpoint.resume = "never";
   config.checkpoint.best_metric = "none";
   std::unique_ptr<device::UtilizationSampler> sampler;
+  std::unique_ptr<gputrain::profile::GpuSpanTimer> feed_timer;  // the feed, timed on the GPU
   std::ostringstream notes;
   train::TrainerOptions options;
   options.console = &notes;
-  if (run.device.is_cuda())
+  if (run.device.is_cuda()) {
     options.after_step = [&](std::int64_t step) {
-      if (step == window) sampler = std::make_unique<device::UtilizationSampler>(static_cast<unsigned>(run.device.index()));
+      if (step != window) return;
+      sampler = std::make_unique<device::UtilizationSampler>(static_cast<unsigned>(run.device.index()));
+      feed_timer = std::make_unique<gputrain::profile::GpuSpanTimer>(run.device);
     };
+    options.before_batch = [&] {
+      if (feed_timer) feed_timer->begin();
+    };
+    options.on_batch = [&](const data::Batch&) {
+      if (feed_timer) feed_timer->end();
+    };
+  }
   train::Trainer trainer(config, options);
   const auto result = trainer.fit();
   std::optional<double> utilisation;  // percent; none without a GPU or NVML
   if (sampler) utilisation = sampler->stop();
+  std::optional<double> gpu_wait;     // seconds per step; none on the CPU
+  if (feed_timer && feed_timer->spans() > 0) gpu_wait = feed_timer->seconds() / static_cast<double>(feed_timer->spans());
   const auto figures = timed_windows(std::filesystem::path(config.logging.dir) / "metrics.jsonl", window);
   std::filesystem::remove_all(config.logging.dir);
   const double per_step = figures.step_seconds, wait = figures.data_seconds, compute = per_step - wait;
   const double stall = per_step > 0 ? 100.0 * wait / per_step : 0;
+  std::optional<double> gpu_stall;
+  if (gpu_wait) gpu_stall = per_step > 0 ? 100.0 * *gpu_wait / per_step : 0;
   // The copy to the GPU overlaps compute on a side stream; its share is estimated from the bytes
   // of a batch and the pinned-copy ceiling measured here.
   const double ceiling = gputrain::profile::measure_pinned_copy_gbps(run.device);
   const auto batch_bytes = static_cast<std::uint64_t>(result.sample_bytes * result.batch_size * config.train.grad_accum);
   const double copy = run.device.is_cuda() && result.data_cache != "vram" && ceiling > 0 ? static_cast<double>(batch_bytes) / (ceiling * 1e9) : 0;
-  const auto verdict = gputrain::profile::judge_step(stall, utilisation);
+  // On a GPU, the GPU's own account of its wait decides: the host's also holds launches that
+  // blocked on a full queue, which is compute, not data.
+  const auto verdict = gputrain::profile::judge_step(gpu_stall.value_or(stall), utilisation);
   if (json) {
     nlohmann::json out = {{"schema", "gputrain.profile.step/1"}, {"device", run.device.str()}, {"warmup_steps", window},
                           {"steps", figures.steps}, {"batch_size", result.batch_size}, {"data_cache", result.data_cache},
@@ -99,7 +116,10 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
                           {"h2d_copy_seconds_estimate", copy}, {"data_stall_percent", stall},
                           {"samples_per_second", figures.samples_per_second}, {"pinned_copy_gbps", ceiling},
                           {"verdict", gputrain::profile::to_string(verdict)}};
-    out["gpu_utilization_percent"] = utilisation ? nlohmann::json(*utilisation) : nlohmann::json(nullptr);
+    const auto or_null = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+    out["gpu_data_wait_seconds"] = or_null(gpu_wait);
+    out["gpu_data_stall_percent"] = or_null(gpu_stall);
+    out["gpu_utilization_percent"] = or_null(utilisation);
     std::cout << out.dump(2) << "\n";
     return int(ExitCode::ok);
   }
@@ -109,6 +129,9 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
   std::printf("  per step            %9.2f ms\n", per_step * 1e3);
   std::printf("  waiting for data    %9.2f ms  (%s %% of the time: the data stall)\n", wait * 1e3, core::format_fixed(stall, 1).c_str());
   std::printf("  compute             %9.2f ms\n", compute * 1e3);
+  if (gpu_wait)
+    std::printf("  GPU waiting for data%9.2f ms  (%s %% of the step, on the GPU's clock: decides the verdict)\n", *gpu_wait * 1e3,
+                core::format_fixed(*gpu_stall, 1).c_str());
   if (run.device.is_cuda())
     std::printf("  host-to-device copy %9.2f ms  (estimated: %s per step at the measured %s GB/s pinned ceiling; overlaps compute)\n",
                 copy * 1e3, core::format_bytes(batch_bytes).c_str(), core::format_fixed(ceiling, 1).c_str());

@@ -58,6 +58,7 @@ struct TrainerOptions {
   std::ostream* console = nullptr;              ///< progress and notes; nullptr: std::cerr
   bool console_is_terminal = false;             ///< progress `auto` draws a bar only on a terminal
   std::function<void(std::int64_t step)> after_step;  ///< called after every optimizer step (tests)
+  std::function<void()> before_batch;  ///< called just before the loop asks its feed for a training batch (profile --step)
   std::function<void(const data::Batch& batch)> on_batch;  ///< called with each training batch before its step (tests)
 };
 

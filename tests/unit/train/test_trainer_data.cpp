@@ -90,6 +90,24 @@ TEST(TrainerData, DropLastSkipsTheShortBatch) {
   EXPECT_EQ(result.samples, 192);
 }
 
+// profile --step brackets the feed with these two hooks to time it on the GPU: each training
+// batch is asked for right after before_batch and handed to on_batch before its step.
+TEST(TrainerData, BeforeBatchPrecedesEveryTrainingBatch) {
+  auto options = test_support::quiet_trainer();
+  std::vector<char> calls;
+  options.before_batch = [&] { calls.push_back('b'); };
+  options.on_batch = [&](const data::Batch&) { calls.push_back('f'); };
+  options.after_step = [&](std::int64_t) { calls.push_back('s'); };
+  Trainer trainer(data_run("before-batch", {"data.val_samples=16"}), options);
+  const auto result = trainer.fit();
+  ASSERT_EQ(result.total_steps, 12);
+  // 12 steps (2 epochs of 6), each batch asked for once; the loop stops asking when an epoch's
+  // order is used up, and validation batches do not count.
+  std::string expected;
+  for (int step = 0; step < 12; ++step) expected += "bfs";
+  EXPECT_EQ(std::string(calls.begin(), calls.end()), expected);
+}
+
 TEST(TrainerData, TrainsOnNpyFilesWithShapeAndClassesFromTheData) {
   auto config = data_run("npy", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
                                  "data.val_path=" + fixture("npz/x.npy"), "data.val_labels=" + fixture("npz/y.npy"),

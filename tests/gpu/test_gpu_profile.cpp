@@ -1,0 +1,50 @@
+// profile --step's GPU clock: CUDA events around a span measure the GPU's time in it, kernels
+// and the idle time while the host held the GPU up. Skipped without a GPU.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include <chrono>
+#include <thread>
+
+#include "gputrain/profile/gpu_span_timer.hpp"
+
+using namespace gputrain::profile;
+
+class GpuProfile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA GPU visible";
+  }
+};
+
+TEST_F(GpuProfile, SpansCountTheGpusTimeNotTheHosts) {
+  const c10::Device gpu(c10::kCUDA, 0);
+  const auto a = at::randn({4096, 4096}, at::TensorOptions().device(gpu));
+  (void)at::mm(a, a).sum().item<float>();  // kernels loaded, allocator warm
+
+  // A host that is ahead: the spans hold the GPU's work between them, however briefly the host
+  // stayed there. Ten 4096^3 matmuls take milliseconds on any GPU.
+  GpuSpanTimer busy(gpu);
+  busy.begin();
+  for (int i = 0; i < 10; ++i) (void)at::mm(a, a);
+  busy.end();
+  GpuSpanTimer empty(gpu);
+  for (int i = 0; i < 3; ++i) {
+    empty.begin();
+    empty.end();
+  }
+  EXPECT_EQ(busy.spans(), 1);
+  EXPECT_EQ(empty.spans(), 3);
+  EXPECT_GT(busy.seconds(), 1e-3);
+  EXPECT_LT(empty.seconds(), 1e-3);
+
+  // A host that holds an idle GPU up (a slow loader): the span holds the wait.
+  torch::cuda::synchronize();
+  GpuSpanTimer idle(gpu);
+  idle.begin();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  idle.end();
+  EXPECT_GT(idle.seconds(), 0.040);
+  EXPECT_LT(idle.seconds(), 1.0);
+}
