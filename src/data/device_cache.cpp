@@ -13,25 +13,45 @@ namespace {
 
 std::string gib(std::uint64_t bytes) { return core::format_bytes(bytes); }
 
-// index_select moves one element per GPU thread, so a uint8 image row goes byte by byte, far below
-// what the memory can deliver. Viewed as the widest word that divides the row (8, 4 or 2 bytes) the
-// same row moves in a fraction of the loads; the bits are copied unchanged, whatever the dtype.
-at::Tensor gather_rows(const at::Tensor& rows, const at::Tensor& indices) {
+// index_select moves one element per GPU thread (and per loop step on the host), so a uint8 image
+// row goes byte by byte, far below what the memory can deliver. Viewed as the widest word that
+// divides the row (8, 4 or 2 bytes) the same row moves in a fraction of the loads; the bits are
+// copied unchanged, whatever the dtype. The word must also align with every tensor involved.
+at::ScalarType row_word(const at::Tensor& rows, std::initializer_list<at::Tensor> involved) {
   const std::int64_t n = rows.size(0);
   const auto item = static_cast<std::int64_t>(rows.element_size());
   const std::int64_t row_bytes = n > 0 ? rows.numel() / n * item : 0;
-  const auto address = reinterpret_cast<std::uintptr_t>(rows.data_ptr());
-  if (row_bytes > 0 && rows.is_contiguous()) {
-    for (const auto word : {at::kLong, at::kInt, at::kShort}) {
-      const auto width = static_cast<std::int64_t>(c10::elementSize(word));
-      if (width <= item) break;
-      if (row_bytes % width != 0 || address % static_cast<std::uintptr_t>(width) != 0) continue;
-      auto shape = rows.sizes().vec();
-      shape[0] = indices.size(0);
-      return rows.view({n, row_bytes / item}).view(word).index_select(0, indices).view(rows.scalar_type()).view(shape);
-    }
+  for (const auto word : {at::kLong, at::kInt, at::kShort}) {
+    const auto width = static_cast<std::int64_t>(c10::elementSize(word));
+    if (width <= item || row_bytes == 0) break;
+    if (row_bytes % width != 0) continue;
+    const bool aligned = std::all_of(involved.begin(), involved.end(), [&](const at::Tensor& t) {
+      return t.is_contiguous() && reinterpret_cast<std::uintptr_t>(t.data_ptr()) % static_cast<std::uintptr_t>(width) == 0;
+    });
+    if (aligned) return word;
   }
-  return rows.index_select(0, indices);
+  return rows.scalar_type();
+}
+
+// [n, ...] rows as [n, row_bytes / word size] words (a view: nothing is copied).
+at::Tensor as_words(const at::Tensor& rows, at::ScalarType word) { return rows.view({rows.size(0), -1}).view(word); }
+
+at::Tensor gather_rows(const at::Tensor& rows, const at::Tensor& indices) {
+  const auto word = row_word(rows, {rows});
+  if (word == rows.scalar_type()) return rows.index_select(0, indices);
+  auto shape = rows.sizes().vec();
+  shape[0] = indices.size(0);
+  return as_words(rows, word).index_select(0, indices).view(rows.scalar_type()).view(shape);
+}
+
+void gather_rows_into(at::Tensor& out, const at::Tensor& rows, const at::Tensor& indices) {
+  const auto word = out.size(0) > 0 ? row_word(rows, {rows, out}) : rows.scalar_type();
+  if (word == rows.scalar_type()) {
+    at::index_select_out(out, rows, 0, indices);
+  } else {
+    auto out_words = as_words(out, word);
+    at::index_select_out(out_words, as_words(rows, word), 0, indices);
+  }
 }
 
 class CacheFeed final : public Feed {
@@ -151,8 +171,8 @@ Batch DeviceCache::gather(const at::Tensor& indices) const {
   shape[0] = tshape[0] = idx.size(0);
   auto inputs = at::empty(shape, pinned.dtype(set_.inputs.scalar_type()));
   auto targets = at::empty(tshape, pinned.dtype(set_.targets.scalar_type()));
-  at::index_select_out(inputs, set_.inputs, 0, idx);
-  at::index_select_out(targets, set_.targets, 0, idx);
+  gather_rows_into(inputs, set_.inputs, idx);
+  gather_rows_into(targets, set_.targets, idx);
   return {inputs.to(device_, /*non_blocking=*/true), targets.to(device_, /*non_blocking=*/true)};
 }
 
