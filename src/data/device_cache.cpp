@@ -61,7 +61,10 @@ class CacheFeed final : public Feed {
     const bool on_gpu = cache_.mode() == CacheMode::vram && cache_.data().inputs.is_cuda();
     // vram: the order lives on the GPU too, so a step's gather needs no copy from the host. From
     // pinned memory the copy is queued behind the steps already launched instead of waiting for them.
-    order_ = on_gpu ? order.pin_memory().to(cache_.data().inputs.device(), /*non_blocking=*/true) : order;
+    const auto device = cache_.data().inputs.device();
+    if (!on_gpu) order_ = order;
+    else if (order.is_cpu()) order_ = order.pin_memory().to(device, /*non_blocking=*/true);
+    else order_ = order.to(device);
     batch_ = batch_size;
     per_gather_ = requested_per_gather_ > 0 ? requested_per_gather_ : cache_.batches_per_gather(batch_size);
     position_ = chunk_start_ = chunk_end_ = 0;
