@@ -36,14 +36,7 @@ at::ScalarType row_word(const at::Tensor& rows, std::initializer_list<at::Tensor
 // [n, ...] rows as [n, row_bytes / word size] words (a view: nothing is copied).
 at::Tensor as_words(const at::Tensor& rows, at::ScalarType word) { return rows.view({rows.size(0), -1}).view(word); }
 
-at::Tensor gather_rows(const at::Tensor& rows, const at::Tensor& indices) {
-  const auto word = row_word(rows, {rows});
-  if (word == rows.scalar_type()) return rows.index_select(0, indices);
-  auto shape = rows.sizes().vec();
-  shape[0] = indices.size(0);
-  return as_words(rows, word).index_select(0, indices).view(rows.scalar_type()).view(shape);
-}
-
+// The rows `indices` of `rows` into `out` (the same row shape and dtype, indices.size(0) rows).
 void gather_rows_into(at::Tensor& out, const at::Tensor& rows, const at::Tensor& indices) {
   const auto word = out.size(0) > 0 ? row_word(rows, {rows, out}) : rows.scalar_type();
   if (word == rows.scalar_type()) {
@@ -54,6 +47,14 @@ void gather_rows_into(at::Tensor& out, const at::Tensor& rows, const at::Tensor&
   }
 }
 
+at::Tensor gather_rows(const at::Tensor& rows, const at::Tensor& indices) {
+  auto shape = rows.sizes().vec();
+  shape[0] = indices.size(0);
+  auto out = at::empty(shape, rows.options());
+  gather_rows_into(out, rows, indices);
+  return out;
+}
+
 class CacheFeed final : public Feed {
  public:
   CacheFeed(const DeviceCache& cache, std::int64_t batches_per_gather) : cache_(cache), requested_per_gather_(batches_per_gather) {}
@@ -61,10 +62,7 @@ class CacheFeed final : public Feed {
     const bool on_gpu = cache_.mode() == CacheMode::vram && cache_.data().inputs.is_cuda();
     // vram: the order lives on the GPU too, so a step's gather needs no copy from the host. From
     // pinned memory the copy is queued behind the steps already launched instead of waiting for them.
-    const auto device = cache_.data().inputs.device();
-    if (!on_gpu) order_ = order;
-    else if (order.is_cpu()) order_ = order.pin_memory().to(device, /*non_blocking=*/true);
-    else order_ = order.to(device);
+    order_ = on_gpu ? (order.is_cpu() ? order.pin_memory() : order).to(cache_.data().inputs.device(), /*non_blocking=*/true) : order;
     batch_ = batch_size;
     per_gather_ = requested_per_gather_ > 0 ? requested_per_gather_ : cache_.batches_per_gather(batch_size);
     position_ = chunk_start_ = chunk_end_ = 0;

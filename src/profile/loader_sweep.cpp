@@ -52,9 +52,9 @@ double time_feed(data::Feed& feed, c10::Device device, std::int64_t size, const 
   return done / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// The cache's gather alone: `batch` random samples per gather, after a warm-up, median of 5
-// timings of 10 gathers each; sample bytes per second / 1e9.
-// One gather as the cache's feed makes it during training: several batches at once on a GPU.
+// The cache's gather alone, `n` random samples a gather (as its feed gathers them in training:
+// several batches at once on a GPU), after a warm-up; median of 5 timings of 10 gathers each, in
+// sample bytes per second / 1e9.
 double time_gather(const data::DeviceCache& cache, c10::Device device, std::int64_t n, double sample_bytes) {
   const auto size = cache.data().size();
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
