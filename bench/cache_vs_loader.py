@@ -9,10 +9,11 @@ For each: `gputrain profile` sweeps the loader (data.cache none) to find its bes
 then `gputrain profile --step --json` trains --steps steps with data.cache vram and with that best
 loader setting, --runs times each, alternating. Reported: epoch time (samples / median samples/s)
 and the data stall, on the host's clock and on the GPU's (`profile --step` times the feed with CUDA
-events too: the host's figure also holds launches that blocked on a full queue). Then the gather bandwidth: the sweep's vram cache at the training batch, its
-gather alone as the feed makes it (`gather_gbps` over `gather_rows` samples, several batches per
-gather: bytes of gathered samples per second, device synchronised) against the
-device-to-device copy bandwidth torch measures here (bytes copied per second, one way).
+events too: the host's figure also holds launches that blocked on a full queue). Then the gather
+bandwidth: the sweep's vram cache at the training batch, its gather alone as the feed makes it
+(`gather_gbps` over `gather_rows` samples, several batches per gather: bytes of gathered samples
+per second, device synchronised) against the device-to-device copy bandwidth torch measures here
+(bytes copied per second, one way).
 Goals (issue 5): data stall < 2 % with the cache; gathering >= 50 % of device-to-device bandwidth.
 
 Usage: bench/cache_vs_loader.py [--runs 3] [--steps 100] [--cases tabular,cifar]

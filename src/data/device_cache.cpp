@@ -13,10 +13,12 @@ namespace {
 
 std::string gib(std::uint64_t bytes) { return core::format_bytes(bytes); }
 
-// index_select moves one element per GPU thread (and per loop step on the host), so a uint8 image
-// row goes byte by byte, far below what the memory can deliver. Viewed as the widest word that
-// divides the row (8, 4 or 2 bytes) the same row moves in a fraction of the loads; the bits are
-// copied unchanged, whatever the dtype. The word must also align with every tensor involved.
+// index_select on a GPU moves one element per thread, so a uint8 image row goes byte by byte, far
+// below what the memory can deliver. Viewed as the widest word that divides the row (8, 4 or 2
+// bytes) the same row moves in a fraction of the loads; the bits are copied unchanged, whatever the
+// dtype. The word must also align with every tensor involved. The host's index_select already
+// copies whole rows, so there the view gains nothing (docs/benchmarks.md); the host keeps the same
+// path so that the CPU tests check the one the GPU takes.
 at::ScalarType row_word(const at::Tensor& rows, std::initializer_list<at::Tensor> involved) {
   const std::int64_t n = rows.size(0);
   const auto item = static_cast<std::int64_t>(rows.element_size());
