@@ -4,6 +4,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -42,16 +43,24 @@ std::string where(const std::string& origin, const YAML::Mark& mark) {
 }
 
 // The best guess for a key nobody declared: the same leaf in another section ("train.lr" ->
-// "optimizer.lr"), else the closest spelling among all keys.
+// "optimizer.lr"), else the closest leaf in its own section ("data.sorce" -> "data.source"), else
+// the closest spelling among all keys and sections ("trian" -> "train").
 std::string did_you_mean(const std::string& key) {
   const auto keys = config_keys();
   const auto dot = key.rfind('.');
+  const std::string section = dot == std::string::npos ? "" : key.substr(0, dot);
   const std::string leaf = dot == std::string::npos ? key : key.substr(dot + 1);
+  std::vector<std::string> siblings, candidates = keys;
   for (const auto& known : keys) {
     const auto kdot = known.rfind('.');
     if (kdot != std::string::npos && known.substr(kdot + 1) == leaf) return "; did you mean '" + known + "'?";
+    if (kdot != std::string::npos && known.substr(0, kdot) == section) siblings.push_back(known.substr(kdot + 1));
+    for (auto pdot = known.find('.'); pdot != std::string::npos; pdot = known.find('.', pdot + 1))
+      candidates.push_back(known.substr(0, pdot));
   }
-  if (auto best = core::closest_match(key, keys)) return "; did you mean '" + *best + "'?";
+  if (auto best = core::closest_match(leaf, siblings)) return "; did you mean '" + section + "." + *best + "'?";
+  if (!siblings.empty()) return "";  // in a known section, the remedy lists that section's keys instead
+  if (auto best = core::closest_match(key, candidates)) return "; did you mean '" + *best + "'?";
   return "";
 }
 
@@ -68,6 +77,23 @@ bool is_section(const std::string& prefix) {
   for (const auto& key : config_keys())
     if (key.rfind(prefix + ".", 0) == 0) return true;
   return false;
+}
+
+// What to do about an unknown key: in a known section, the keys it does have; at the top, the
+// sections; else where all keys are.
+std::string unknown_key_remedy(const std::string& key, const std::string& elsewhere) {
+  const auto dot = key.rfind('.');
+  if (dot != std::string::npos && is_section(key.substr(0, dot)))
+    return "the keys of " + key.substr(0, dot) + " are: " + section_keys(key.substr(0, dot)) + " (docs/configuration.md)";
+  if (dot != std::string::npos) return elsewhere;
+  std::vector<std::string> sections;
+  for (const auto& known : config_keys()) {
+    const std::string top = known.substr(0, known.find('.'));
+    if (std::find(sections.begin(), sections.end(), top) == sections.end()) sections.push_back(top);
+  }
+  std::string list;
+  for (const auto& top : sections) list += (list.empty() ? "" : ", ") + top;
+  return "the top-level sections are: " + list + " (docs/configuration.md)";
 }
 
 // A section with a `name` key takes a plain value as that name: "device: cuda", "optimizer: sgd".
@@ -95,7 +121,7 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
       apply_node(config, key, entry.second, origin);
     } else {
       throw UsageError(at + ": unknown key '" + key + "'" + did_you_mean(key),
-                       "see docs/configuration.md for every key, or run with --print-config");
+                       unknown_key_remedy(key, "see docs/configuration.md for every key, or run with --print-config"));
     }
   }
 }
@@ -138,7 +164,8 @@ void apply_override(Config& config, const std::string& assignment) {
   if (!field) {
     if (is_section(key))
       throw UsageError(origin + ": '" + key + "' is a section; set one of its keys", "its keys: " + section_keys(key));
-    throw UsageError(origin + ": unknown key '" + key + "'" + did_you_mean(key), "see docs/configuration.md for every key");
+    throw UsageError(origin + ": unknown key '" + key + "'" + did_you_mean(key),
+                     unknown_key_remedy(key, "see docs/configuration.md for every key"));
   }
   YAML::Node value;
   try {

@@ -17,14 +17,14 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(GPUTRAIN_TEST_DATA) + "/configs/" + name; }
 
-// The UsageError message of loading `sources` (fails the test if it loads).
+// The UsageError message and remedy of loading `sources` (fails the test if it loads).
 std::string error_of(const ConfigSources& sources) {
   try {
     load_config(sources);
   } catch (const UsageError& e) {
     EXPECT_EQ(e.exit_code(), ExitCode::usage);
     EXPECT_FALSE(e.remedy().empty());
-    return e.what();
+    return std::string(e.what()) + "\n  fix: " + e.remedy();  // as the CLI prints it
   }
   ADD_FAILURE() << "expected a UsageError";
   return "";
@@ -100,6 +100,20 @@ TEST(Config, UnknownKeyInWrongSectionSuggestsTheRightOne) {
 TEST(Config, MisspelledKeySuggestsTheClosest) {
   const auto message = error_of({{fixture("typo_key.yaml")}, {}, ""});
   EXPECT_NE(message.find("did you mean 'train.epochs'"), std::string::npos) << message;
+}
+
+TEST(Config, MisspelledSectionSuggestsTheSection) {
+  const auto message = error_of({{fixture("typo_section.yaml")}, {}, ""});
+  EXPECT_NE(message.find("typo_section.yaml:3:1"), std::string::npos) << message;
+  EXPECT_NE(message.find("unknown key 'trian'; did you mean 'train'?"), std::string::npos) << message;
+  EXPECT_NE(message.find("the top-level sections are: model, data, train"), std::string::npos) << message;
+}
+
+TEST(Config, UnknownKeyInAKnownSectionListsThatSectionsKeys) {
+  const auto message = error_of({{}, {"data.kind=npy"}, ""});
+  EXPECT_NE(message.find("unknown key 'data.kind'"), std::string::npos) << message;
+  EXPECT_EQ(message.find("did you mean"), std::string::npos) << message;  // nothing in data is close to 'kind'
+  EXPECT_NE(message.find("the keys of data are: source, task, path"), std::string::npos) << message;
 }
 
 TEST(Config, WrongTypeSaysWhatIsAllowed) {
