@@ -6,6 +6,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/csv_format.hpp"
+#include "gputrain/data/holdout.hpp"
 #include "gputrain/data/idx_format.hpp"
 #include "gputrain/data/numpy_format.hpp"
 #include "gputrain/data/safetensors.hpp"
@@ -216,6 +217,17 @@ Sources open_unchecked(const SourceSpec& spec) {
 
 Sources open_sources(const SourceSpec& spec) {
   auto out = open_unchecked(spec);
+  if (spec.val_fraction > 0) {
+    if (out.val)
+      throw UsageError("data.val_fraction holds validation samples out of the training set, but there is validation data already: " +
+                           out.val->description(),
+                       spec.source == "synthetic" ? "set data.val_samples: 0, or data.val_fraction: 0"
+                       : spec.val_path.empty()    ? "set data.val_fraction: 0 to validate on it"
+                                                  : "remove data.val_path, or set data.val_fraction: 0");
+    auto parts = hold_out(out.train, spec.val_fraction, spec.split_seed);
+    out.train = std::move(parts.train);
+    out.val = std::move(parts.val);
+  }
   if (out.val && out.val->layout().input_shape != out.train->layout().input_shape)
     throw UsageError("validation samples are shaped " + c10::str(c10::IntArrayRef(out.val->layout().input_shape)) + " but training samples " +
                          c10::str(c10::IntArrayRef(out.train->layout().input_shape)),

@@ -329,6 +329,7 @@ std::vector<Field> make_schema() {
     int_field("data.outputs", [](auto& c) -> auto& { return c.data.outputs; }, 1),
     int_field("data.samples", [](auto& c) -> auto& { return c.data.samples; }, 1),
     int_field("data.val_samples", [](auto& c) -> auto& { return c.data.val_samples; }, 0),
+    double_field("data.val_fraction", [](auto& c) -> auto& { return c.data.val_fraction; }, 0.0, 0.99),
     bool_field("data.shuffle", [](auto& c) -> auto& { return c.data.shuffle; }),
     bool_field("data.drop_last", [](auto& c) -> auto& { return c.data.drop_last; }),
     choice_field("data.cache", [](auto& c) -> auto& { return c.data.cache; }, {"auto", "vram", "ram", "none"}),
@@ -431,7 +432,7 @@ void check_consistency(const Config& c) {
   if ((metric == "val_mse" || metric == "val_mae") && classification)
     inconsistent("checkpoint.best_metric " + metric + " needs data.task regression (it is classification)",
                  "use val_loss or val_accuracy for classification");
-  if (metric != "none" && metric != "val_loss" && c.data.source == "synthetic" && c.data.val_samples == 0)
+  if (metric != "none" && metric != "val_loss" && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
     inconsistent("checkpoint.best_metric " + metric + " needs validation data (data.val_samples is 0)",
                  "set data.val_samples above 0, or checkpoint.best_metric to none");
   if (c.model.name == "transformer" && c.model.torchscript.empty() && c.model.d_model % c.model.heads != 0)

@@ -95,6 +95,8 @@ RunData open_data(Config& config) {
   spec.image_size = d.image_size;
   spec.samples = d.samples;
   spec.val_samples = d.val_samples;
+  spec.val_fraction = d.val_fraction;
+  spec.split_seed = static_cast<std::uint64_t>(config.train.seed);
   spec.synthetic = {d.task, d.shape, model_outputs(config), static_cast<std::uint64_t>(config.train.seed)};
   RunData out;
   out.sources = data::open_sources(spec);

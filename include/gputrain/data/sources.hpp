@@ -24,6 +24,8 @@ struct SourceSpec {
   std::vector<std::int64_t> image_size{224, 224};  ///< image_folder: height, width
   SyntheticSpec synthetic;                 ///< synthetic only
   std::int64_t samples = 0, val_samples = 0;
+  double val_fraction = 0;                 ///< > 0: hold this part of the training samples out for validation
+  std::uint64_t split_seed = 0;            ///< seeds that hold-out
 };
 
 struct Sources {

@@ -44,6 +44,7 @@ struct DataConfig {
   std::int64_t outputs = 1;           ///< regression: number of targets (synthetic)
   std::int64_t samples = 4096;        ///< synthetic: training samples
   std::int64_t val_samples = 1024;    ///< synthetic: validation samples (0: no validation)
+  double val_fraction = 0;            ///< > 0: hold this fraction of the training samples out for validation (seeded by train.seed)
   bool shuffle = true;                ///< reshuffle every epoch (seeded, resumable)
   bool drop_last = false;             ///< skip each epoch's last, smaller batch
   std::string cache = "auto";         ///< auto, vram, ram or none

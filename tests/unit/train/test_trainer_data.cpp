@@ -125,6 +125,24 @@ TEST(TrainerData, TrainsOnNpyFilesWithShapeAndClassesFromTheData) {
   EXPECT_NE(console.str().find("data.cache auto -> vram"), std::string::npos) << console.str();
 }
 
+// One file and no validation set of its own: data.val_fraction holds a part out, streamed or cached.
+TEST(TrainerData, ValFractionValidatesOnSamplesHeldOutOfTraining) {
+  for (const std::string cache : {"vram", "none"}) {
+    auto config = data_run("holdout-" + cache, {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
+                                                "data.val_fraction=0.2", "data.cache=" + cache, "train.batch_size=10"});
+    std::ostringstream console;
+    auto options = test_support::quiet_trainer();
+    options.console = &console;
+    config.logging.progress = "lines";
+    Trainer trainer(config, options);
+    const auto result = trainer.fit();
+    EXPECT_EQ(result.steps, 8) << cache;  // 40 of the 50 samples train, batch 10, 2 epochs
+    ASSERT_TRUE(result.last_epoch);
+    EXPECT_GT(result.last_epoch->val_accuracy, 0.0) << cache;
+    EXPECT_NE(console.str().find("10 held out for validation"), std::string::npos) << console.str();
+  }
+}
+
 TEST(TrainerData, TooFewClassesForTheLabelsIsAUsageError) {
   const auto config = data_run("classes", {"data.source=npz", "data.path=" + fixture("npz/stored.npz"), "data.classes=2"});
   try {

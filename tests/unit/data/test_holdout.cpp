@@ -1,0 +1,127 @@
+// data.val_fraction: a validation set held out of the training set.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/data/holdout.hpp"
+#include "gputrain/data/sources.hpp"
+
+using namespace gputrain;
+using namespace gputrain::data;
+
+namespace {
+
+// Samples 0..n-1 whose input and label are their own index, as arrays.
+std::shared_ptr<Dataset> numbered(std::int64_t n) {
+  return make_array_dataset({at::arange(n, at::kFloat).unsqueeze(1), at::arange(n, at::kLong)}, "numbered", "numbered.npy");
+}
+
+// The same samples, read one at a time as an image folder is: no arrays in memory.
+class NumberedFiles final : public Dataset {
+ public:
+  explicit NumberedFiles(std::int64_t n) : n_(n) { layout_.input_shape = {1}; }
+  std::int64_t size() const override { return n_; }
+  const SampleLayout& layout() const override { return layout_; }
+  void read(std::int64_t index, void* input, void* target) const override {
+    const float value = static_cast<float>(index);
+    std::memcpy(input, &value, sizeof value);
+    std::memcpy(target, &index, sizeof index);
+  }
+  std::string origin(std::int64_t index) const override { return "file-" + std::to_string(index) + ".png"; }
+  std::string description() const override { return "numbered files"; }
+
+ private:
+  std::int64_t n_;
+  SampleLayout layout_;
+};
+
+std::vector<std::int64_t> labels_of(const Dataset& set) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = 0; i < set.size(); ++i) {
+    float input = 0;
+    std::int64_t label = -1;
+    set.read(i, &input, &label);
+    EXPECT_EQ(input, static_cast<float>(label));
+    out.push_back(label);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(HoldOut, PartsAreDisjointCoverEverySampleAndKeepFileOrder) {
+  const auto parts = hold_out(numbered(100), 0.2, 7);
+  ASSERT_EQ(parts.val->size(), 20);
+  ASSERT_EQ(parts.train->size(), 80);
+  const auto train = labels_of(*parts.train), val = labels_of(*parts.val);
+  std::set<std::int64_t> all(train.begin(), train.end());
+  all.insert(val.begin(), val.end());
+  EXPECT_EQ(all.size(), 100u);  // disjoint and complete
+  EXPECT_TRUE(std::is_sorted(train.begin(), train.end()));
+  EXPECT_TRUE(std::is_sorted(val.begin(), val.end()));
+  EXPECT_NE(val, std::vector<std::int64_t>(all.begin(), std::next(all.begin(), 20)));  // random, not the first 20
+  // Samples keep the name of their place in the file, for error messages.
+  EXPECT_EQ(parts.val->origin(3), "numbered.npy sample " + std::to_string(val[3]));
+  EXPECT_NE(parts.val->description().find("20 held out for validation"), std::string::npos) << parts.val->description();
+}
+
+TEST(HoldOut, TheSplitIsAPureFunctionOfSizeFractionAndSeed) {
+  const auto a = hold_out(numbered(100), 0.2, 7), b = hold_out(numbered(100), 0.2, 7), c = hold_out(numbered(100), 0.2, 8);
+  EXPECT_EQ(labels_of(*a.val), labels_of(*b.val));
+  EXPECT_NE(labels_of(*a.val), labels_of(*c.val));
+}
+
+TEST(HoldOut, ArraySetsStayArraysAndFileSetsAreReadThrough) {
+  const auto arrays = hold_out(numbered(50), 0.1, 1);
+  const auto tensors = arrays.train->tensors();
+  ASSERT_TRUE(tensors.has_value());
+  EXPECT_EQ(tensors->size(), 45);
+  EXPECT_EQ(std::vector<std::int64_t>(tensors->targets.data_ptr<std::int64_t>(), tensors->targets.data_ptr<std::int64_t>() + 45),
+            labels_of(*arrays.train));
+
+  const auto files = hold_out(std::make_shared<NumberedFiles>(50), 0.1, 1);
+  EXPECT_FALSE(files.train->tensors().has_value());
+  EXPECT_EQ(labels_of(*files.val), labels_of(*arrays.val));  // the same split for the same size and seed
+  EXPECT_EQ(files.val->origin(0), "file-" + std::to_string(labels_of(*files.val)[0]) + ".png");
+}
+
+TEST(HoldOut, AnEmptyPartIsAUsageError) {
+  try {
+    hold_out(numbered(100), 0.001, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("leaves no validation sample"), std::string::npos) << e.what();
+  }
+  try {
+    hold_out(numbered(50), 0.99, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("leaves no training sample"), std::string::npos) << e.what();
+  }
+}
+
+TEST(HoldOut, SourcesHoldOutOnlyWhereThereIsNoValidationData) {
+  SourceSpec spec;
+  spec.synthetic = {"classification", {4}, 3, 5};
+  spec.samples = 40;
+  spec.val_fraction = 0.25;
+  spec.split_seed = 5;
+  const auto held = open_sources(spec);
+  EXPECT_EQ(held.train->size(), 30);
+  ASSERT_TRUE(held.val);
+  EXPECT_EQ(held.val->size(), 10);
+  EXPECT_EQ(held.classes, 3);
+
+  spec.val_samples = 16;  // synthetic validation data exists: holding out as well is refused
+  try {
+    open_sources(spec);
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("there is validation data already: synthetic validation"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("data.val_samples: 0"), std::string::npos) << e.remedy();
+  }
+}
