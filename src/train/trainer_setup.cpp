@@ -160,7 +160,12 @@ void Trainer::State::place_the_data(const std::string& device_name) {
   // A cache leaves unreadable samples out, so its size is what the sampler draws from.
   if (placement.train_cache) train_size = placement.train_cache->data().size();
   if (placement.val_cache) val_size = placement.val_cache->data().size();
-  pending_notes.push_back("data: " + data.sources.train->description() + (data.sources.val ? "; validation: " + data.sources.val->description() : ""));
+  pending_notes.push_back("data: " + data.sources.train->description() +
+                          (data.sources.val ? "; validation: " + data.sources.val->description()
+                                            : "; no validation data, so epochs report the training loss only (" +
+                                                  std::string(config.data.source == "synthetic" ? "data.val_samples"
+                                                                                                : "data.val_path or data.val_fraction") +
+                                                  " adds some)"));
   if (!data.standardized.empty()) pending_notes.push_back(data.standardized);
   pending_notes.push_back("data.cache " + config.data.cache + " -> " + data::to_string(placement.plan.mode) + ": " + placement.summary +
                           " (" + placement.plan.reason + ")");

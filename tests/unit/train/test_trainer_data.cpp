@@ -143,6 +143,20 @@ TEST(TrainerData, ValFractionValidatesOnSamplesHeldOutOfTraining) {
   }
 }
 
+TEST(TrainerData, ARunWithoutValidationDataSaysHowToAddSome) {
+  auto config = data_run("no-val", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
+                                    "train.batch_size=25", "checkpoint.best_metric=none"});
+  std::ostringstream console;
+  auto options = test_support::quiet_trainer();
+  options.console = &console;
+  config.logging.progress = "lines";
+  Trainer trainer(config, options);
+  trainer.fit();
+  EXPECT_NE(console.str().find("no validation data, so epochs report the training loss only (data.val_path or data.val_fraction adds some)"),
+            std::string::npos)
+      << console.str();
+}
+
 TEST(TrainerData, TooFewClassesForTheLabelsIsAUsageError) {
   const auto config = data_run("classes", {"data.source=npz", "data.path=" + fixture("npz/stored.npz"), "data.classes=2"});
   try {
