@@ -60,9 +60,23 @@ std::int64_t read_int(torch::serialize::InputArchive& archive, const std::string
   return value.toInt();
 }
 
+// The checkpoints beside a missing one, newest last, so that a mistyped name shows the right one.
+std::string checkpoints_beside(const std::string& path) {
+  const auto folder = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(folder, ec))
+    if (entry.is_regular_file(ec) && entry.path().extension() == ".pt") names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  std::string list;
+  for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
+  return list.empty() ? "" : "; " + folder.string() + " has " + list;
+}
+
 torch::serialize::InputArchive open(const std::string& path, c10::Device device) {
   if (!fs::exists(path))
-    throw UsageError("checkpoint '" + path + "' does not exist", "set checkpoint.resume to auto, never, or an existing file");
+    throw UsageError("checkpoint '" + path + "' does not exist" + checkpoints_beside(path),
+                     "set checkpoint.resume to auto, never, or an existing file");
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path, device);

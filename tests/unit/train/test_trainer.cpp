@@ -271,6 +271,20 @@ TEST(Trainer, ResumeNeverStartsOver) {
   EXPECT_EQ(trainer.fit().start_step, 0);
 }
 
+TEST(Trainer, AMissingCheckpointToResumeFromNamesTheOnesThatExist) {
+  const auto first = small_run("resume-missing", {"train.max_steps=3", "checkpoint.every_steps=1", "checkpoint.keep_last=2"});
+  Trainer(first, test_support::quiet_trainer()).fit();
+  const auto missing = first.checkpoint_dir() + "/step-00000009.pt";
+  try {
+    Trainer(small_run("resume-missing", {"checkpoint.resume=" + missing}, /*fresh=*/false), test_support::quiet_trainer());
+    ADD_FAILURE() << "resumed from a file that does not exist";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'" + missing + "' does not exist; " + first.checkpoint_dir() + " has step-00000002.pt, step-00000003.pt"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Trainer, Fp16AndBf16MixedPrecisionTrainOnCpu) {
   for (const char* precision : {"fp16-mixed", "bf16-mixed"}) {
     Trainer trainer(small_run(std::string("amp-") + precision, {std::string("train.precision=") + precision, "train.max_steps=4",
