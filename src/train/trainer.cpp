@@ -296,8 +296,11 @@ FitResult Trainer::fit() {
   s.make_sinks(progress.step);
   if (progress.step > 0) s.note("resumed from " + s.last_checkpoint + " at step " + std::to_string(progress.step));
   if (progress.step > 0 && progress.step >= s.total_steps)
-    s.note("nothing left to train: this run already finished its " + std::to_string(s.total_steps) +
-           " steps; to train again set checkpoint.resume: never or another logging.dir, to train longer raise "
+    s.note("nothing left to train: " +
+           (progress.step == s.total_steps ? "this run already finished its " + std::to_string(s.total_steps) + " steps"
+                                           : "the checkpoint is at step " + std::to_string(progress.step) + ", past this run's " +
+                                                 std::to_string(s.total_steps) + " steps") +
+           "; to train again set checkpoint.resume: never or another logging.dir, to train longer raise "
            "train.epochs or train.max_steps");
 
   RunTotals totals;

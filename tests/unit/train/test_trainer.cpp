@@ -271,6 +271,22 @@ TEST(Trainer, ResumeNeverStartsOver) {
   EXPECT_EQ(trainer.fit().start_step, 0);
 }
 
+// Started again, a run with no steps left says why: finished, or resumed past a lowered max_steps.
+TEST(Trainer, NothingLeftToTrainSaysWhy) {
+  Trainer(small_run("nothing-left", {"train.max_steps=3"}), test_support::quiet_trainer()).fit();
+  for (const std::string steps : {"3", "2"}) {
+    std::ostringstream console;
+    auto options = test_support::quiet_trainer();
+    options.console = &console;
+    auto config = small_run("nothing-left", {"train.max_steps=" + steps}, /*fresh=*/false);
+    config.logging.progress = "lines";
+    Trainer again(config, options);
+    EXPECT_EQ(again.fit().start_step, 3);
+    const std::string why = steps == "3" ? "this run already finished its 3 steps" : "the checkpoint is at step 3, past this run's 2 steps";
+    EXPECT_NE(console.str().find("nothing left to train: " + why), std::string::npos) << console.str();
+  }
+}
+
 TEST(Trainer, AMissingCheckpointToResumeFromNamesTheOnesThatExist) {
   const auto first = small_run("resume-missing", {"train.max_steps=3", "checkpoint.every_steps=1", "checkpoint.keep_last=2"});
   Trainer(first, test_support::quiet_trainer()).fit();
