@@ -170,6 +170,14 @@ Field string_field(std::string key, Get get, std::string what) {
           [=](const Config& c) { return YAML::Node(get(c)); }};
 }
 
+// A path or name that may be left unset: no value (`val_path:` in a file, `--set data.val_path=`)
+// sets it back to "" (none), as its default is.
+template <typename Get>
+Field optional_string_field(std::string key, Get get, std::string what) {
+  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = v.node.IsNull() ? "" : parse_string(v, what); },
+          [=](const Config& c) { return YAML::Node(get(c)); }};
+}
+
 template <typename Get>
 Field int_list_field(std::string key, Get get, Int min, bool allow_empty) {
   return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_int_list(v, min, allow_empty); },
@@ -303,8 +311,8 @@ std::vector<Field> make_schema() {
   // clang-format off
   return {
     model_name_field(),
-    string_field("model.torchscript", [](auto& c) -> auto& { return c.model.torchscript; }, "a path to a TorchScript .pt file"),
-    string_field("model.init_weights", [](auto& c) -> auto& { return c.model.init_weights; }, "a path to a .safetensors file"),
+    optional_string_field("model.torchscript", [](auto& c) -> auto& { return c.model.torchscript; }, "a path to a TorchScript .pt file"),
+    optional_string_field("model.init_weights", [](auto& c) -> auto& { return c.model.init_weights; }, "a path to a .safetensors file"),
     int_list_field("model.hidden", [](auto& c) -> auto& { return c.model.hidden; }, 1, true),
     choice_field("model.activation", [](auto& c) -> auto& { return c.model.activation; }, {"relu", "gelu", "silu", "tanh"}),
     double_field("model.dropout", [](auto& c) -> auto& { return c.model.dropout; }, 0.0, 0.99),
@@ -318,11 +326,11 @@ std::vector<Field> make_schema() {
 
     choice_field("data.source", [](auto& c) -> auto& { return c.data.source; }, data::source_names()),
     choice_field("data.task", [](auto& c) -> auto& { return c.data.task; }, {"classification", "regression"}),
-    string_field("data.path", [](auto& c) -> auto& { return c.data.path; }, "a path to the data's file or folder"),
-    string_field("data.labels", [](auto& c) -> auto& { return c.data.labels; }, "a file (npy), key (npz, safetensors) or column (csv)"),
+    optional_string_field("data.path", [](auto& c) -> auto& { return c.data.path; }, "a path to the data's file or folder"),
+    optional_string_field("data.labels", [](auto& c) -> auto& { return c.data.labels; }, "a file (npy), key (npz, safetensors) or column (csv)"),
     string_list_field("data.features", [](auto& c) -> auto& { return c.data.features; }),
-    string_field("data.val_path", [](auto& c) -> auto& { return c.data.val_path; }, "a path to the validation data"),
-    string_field("data.val_labels", [](auto& c) -> auto& { return c.data.val_labels; }, "a path to the validation labels' .npy file"),
+    optional_string_field("data.val_path", [](auto& c) -> auto& { return c.data.val_path; }, "a path to the validation data"),
+    optional_string_field("data.val_labels", [](auto& c) -> auto& { return c.data.val_labels; }, "a path to the validation labels' .npy file"),
     int_list_field("data.image_size", [](auto& c) -> auto& { return c.data.image_size; }, 1, false),
     int_list_field("data.shape", [](auto& c) -> auto& { return c.data.shape; }, 1, false),
     int_or_auto_field("data.classes", [](auto& c) -> auto& { return c.data.classes; }, 2),
@@ -371,7 +379,7 @@ std::vector<Field> make_schema() {
     double_field("scheduler.min_lr", [](auto& c) -> auto& { return c.scheduler.min_lr; }, 0.0),
     double_field("scheduler.pct_start", [](auto& c) -> auto& { return c.scheduler.pct_start; }, 0.0, 1.0),
 
-    string_field("checkpoint.dir", [](auto& c) -> auto& { return c.checkpoint.dir; }, "a directory path"),
+    optional_string_field("checkpoint.dir", [](auto& c) -> auto& { return c.checkpoint.dir; }, "a directory path"),
     int_field("checkpoint.every_steps", [](auto& c) -> auto& { return c.checkpoint.every_steps; }, 0),
     int_field("checkpoint.every_epochs", [](auto& c) -> auto& { return c.checkpoint.every_epochs; }, 0),
     int_field("checkpoint.keep_last", [](auto& c) -> auto& { return c.checkpoint.keep_last; }, 1),

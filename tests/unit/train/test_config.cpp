@@ -60,6 +60,15 @@ TEST(Config, LaterFilesOverrideEarlierOnesAndSetOverridesFiles) {
   EXPECT_EQ(three.device.name, "cuda:1");
 }
 
+// A ready config's validation folder can be dropped from the command line; a key that needs a
+// value still refuses none.
+TEST(Config, AnEmptyValueUnsetsAnOptionalPathOnly) {
+  const auto c = load_config({{}, {"data.val_path=data/val", "data.val_path=", "model.init_weights="}, ""});
+  EXPECT_EQ(c.data.val_path, "");
+  EXPECT_EQ(c.model.init_weights, "");
+  EXPECT_NE(error_of({{}, {"logging.dir="}, ""}).find("logging.dir: found no value; allowed: a directory path"), std::string::npos);
+}
+
 TEST(Config, EmbeddedConfigIsOverriddenByFiles) {
   const auto c = load_config({{fixture("override.yaml")}, {}, "train:\n  batch_size: 99\n  epochs: 7\n"});
   EXPECT_EQ(c.train.batch_size, 8);
