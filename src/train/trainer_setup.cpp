@@ -75,6 +75,7 @@ void Trainer::State::setup() {
     }
   }
   resolve_workers();
+  check_scripted_model(config, data, device);  // before the probes and the cache plan run it
   place_the_data(run_device.name);
   // Seeded right before the model is built, so a run with `batch_size: auto` starts from the same
   // weights as one with the found size written in the config.

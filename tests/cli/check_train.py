@@ -155,11 +155,11 @@ def check_readback(workdir, command):
 
 
 class ScriptedNet(torch.nn.Module):
-    def __init__(self):
+    def __init__(self, features=12, classes=3):
         super().__init__()
-        self.body = torch.nn.Linear(12, 32)
+        self.body = torch.nn.Linear(features, 32)
         self.norm = torch.nn.BatchNorm1d(32)
-        self.head = torch.nn.Linear(32, 3)
+        self.head = torch.nn.Linear(32, classes)
 
     def forward(self, x):
         return self.head(torch.relu(self.norm(self.body(x.flatten(1)))))
@@ -188,6 +188,21 @@ def check_torchscript(workdir, command):
     if not epochs[-1]["train_loss"] < epochs[0]["train_loss"]:
         fail("the scripted model did not learn: %s" % epochs)
     print("ok: TorchScript module trained, loss %.4f -> %.4f" % (epochs[0]["train_loss"], epochs[-1]["train_loss"]))
+
+    # A module that does not fit the data is refused before the run starts (exit 2), saying why.
+    for name, features, classes, expected in [
+            ("wrong-input", 13, 3, "cannot take this data's samples, shaped [12]"),
+            ("wrong-output", 12, 2, "gives [2, 2] for a batch of 2 samples shaped [12]")]:
+        path = os.path.join(workdir, name + ".pt")
+        torch.jit.script(ScriptedNet(features, classes)).save(path)
+        run_dir = os.path.join(workdir, name)
+        result = run(command + ["--set", "model.torchscript=" + path, "--set", "data.shape=[12]", "--set", "data.classes=3",
+                                "--set", "logging.dir=" + run_dir, "--set", "device=cpu"])
+        if result.returncode != 2 or expected not in result.stderr or "fix:" not in result.stderr:
+            fail("%s: expected exit 2 and '%s', got %d:\n%s" % (name, expected, result.returncode, result.stderr[-1500:]))
+        if os.path.exists(os.path.join(run_dir, "metrics.jsonl")):
+            fail("%s: the run started before the mismatch was found" % name)
+        print("ok: %s refused: %s" % (name, result.stderr.strip().splitlines()[0]))
 
 
 def check_cpu_cache(workdir, command):

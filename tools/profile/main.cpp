@@ -81,6 +81,7 @@ int main(int argc, char** argv) {
     if (step_mode) return profile_steps(config, run, steps, sweep.json);
     const auto data = train::open_data(config);
     if (!memory_mode && !batch_mode) return profile_loader(config, run, data, sweep);
+    train::check_scripted_model(config, data, run.device);
     const auto samples = train::probe_samples(data, run.device);
     const std::uint64_t data_bytes = train::dataset_bytes(data);
     // What training will do: with the data cached in GPU memory, the batch gets what is left.

@@ -46,6 +46,13 @@ RunData open_data(Config& config);
 /// the step-memory measurement step on (the dataset's real sample shape and dtype).
 data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::int64_t count = 1024);
 
+/// A TorchScript model is built in Python, not from the data as the registry's models are: one
+/// forward pass of two training samples checks that it takes them and gives what the loss needs.
+/// Throws UsageError (exit 2) naming the file, the sample shape and the output wanted, so a
+/// mismatch stops the run before it starts, not mid-run or as a silently broadcast loss. Loads a
+/// copy of the model and runs it in evaluation mode without autograd; nothing for registry models.
+void check_scripted_model(const Config& config, const RunData& data, c10::Device device);
+
 /// Bytes of the training and validation samples once decoded, in their stored dtypes.
 std::uint64_t dataset_bytes(const RunData& data);
 

@@ -1,0 +1,61 @@
+// train::check_scripted_model (declared in run_setup.hpp).
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/model_registry.hpp"
+#include "gputrain/train/run_setup.hpp"
+#include "training_step.hpp"
+
+namespace gputrain::train {
+namespace {
+
+// The line that says what went wrong, without TorchScript's traceback above it.
+std::string last_line(const std::string& text) {
+  const auto end = text.find_last_not_of(" \n");
+  if (end == std::string::npos) return text;
+  const auto newline = text.rfind('\n', end);
+  const auto start = newline == std::string::npos ? 0 : newline + 1;
+  return text.substr(start, end - start + 1);
+}
+
+}  // namespace
+
+void check_scripted_model(const Config& config, const RunData& data, c10::Device device) {
+  if (config.model.torchscript.empty()) return;
+  const auto& file = config.model.torchscript;
+  auto model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
+  model->to(device);
+  const bool channels_last = config.uses_channels_last();
+  if (channels_last) use_channels_last(*model);
+  model->set_training(false);
+  const auto samples = probe_samples(data, device, 2);
+  const std::string sample = c10::str(c10::IntArrayRef(config.data.shape)) + " (" + data.sources.train->description() + ")";
+  const auto refuse = [&](const std::string& why) {
+    return UsageError("model.torchscript '" + file + "' cannot take this data's samples, shaped " + sample + ": " + last_line(why),
+                      "script a model whose input is a batch of such samples ([batch, ...sample shape]), or pick the "
+                      "data's columns or arrays with data.features");
+  };
+  at::Tensor output;
+  try {
+    at::NoGradGuard no_grad;
+    output = model->forward(model_input(data.transform, channels_last, samples.inputs, /*training=*/false));
+  } catch (const c10::Error& e) {
+    throw refuse(e.what_without_backtrace());
+  } catch (const std::runtime_error& e) {  // the TorchScript interpreter's own errors (torch::jit::JITException)
+    throw refuse(e.what());
+  }
+  const bool classification = config.data.task == "classification";
+  const std::int64_t n = samples.size(), wanted = model_outputs(config);
+  const bool fits = output.dim() == 2 && output.size(0) == n && (classification ? output.size(1) >= wanted : output.size(1) == wanted);
+  if (!fits)
+    throw UsageError("model.torchscript '" + file + "' gives " + c10::str(output.sizes()) + " for a batch of " + std::to_string(n) +
+                         " samples shaped " + sample + "; the loss needs [" + std::to_string(n) + ", " + std::to_string(wanted) + "]: " +
+                         (classification ? "a logit for each of the " + std::to_string(wanted) + " classes"
+                                         : "a value for each of the " + std::to_string(wanted) + " regression targets"),
+                     "end the model with a layer of " + std::to_string(wanted) + " outputs (e.g. nn.Linear(..., " + std::to_string(wanted) +
+                         ")) and script it again");
+}
+
+}  // namespace gputrain::train
