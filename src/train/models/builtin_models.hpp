@@ -5,6 +5,9 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
 
+#include <cstddef>
+#include <string>
+
 #include "gputrain/train/model_registry.hpp"
 
 namespace gputrain::train::models {
@@ -16,6 +19,11 @@ struct PlainSequentialImpl : torch::nn::SequentialImpl {
   at::Tensor forward(at::Tensor input) { return SequentialImpl::forward(std::move(input)); }
 };
 TORCH_MODULE(PlainSequential);
+
+/// Throws UsageError unless one sample has `dims` dimensions, the `layout` (e.g. "[channels,
+/// height, width]") `model` reads; `example` is a data.shape that fits, for synthetic data.
+void require_sample_dims(const ModelSpec& spec, std::size_t dims, const std::string& model, const std::string& layout,
+                         const std::string& example);
 
 /// mlp: flatten, then [Linear, norm, activation, dropout] per model.hidden width, then Linear.
 torch::nn::AnyModule make_mlp(const ModelSpec& spec);

@@ -9,7 +9,6 @@
 #include <torch/nn/pimpl.h>
 
 #include "builtin_models.hpp"
-#include "gputrain/core/error.hpp"
 
 namespace gputrain::train::models {
 namespace {
@@ -112,10 +111,7 @@ TORCH_MODULE(ResNet);
 }  // namespace
 
 torch::nn::AnyModule make_resnet(const ModelSpec& spec, int depth) {
-  if (spec.input_shape.size() != 3)
-    throw UsageError("resnet" + std::to_string(depth) + " reads images shaped [channels, height, width]; data.shape has " +
-                         std::to_string(spec.input_shape.size()) + " dimensions",
-                     "set data.shape to e.g. [3, 32, 32]");
+  require_sample_dims(spec, 3, "resnet" + std::to_string(depth), "[channels, height, width]", "[3, 32, 32]");
   switch (depth) {
     case 18: return torch::nn::AnyModule(ResNet(spec, std::vector<std::int64_t>{2, 2, 2, 2}, false));
     case 34: return torch::nn::AnyModule(ResNet(spec, std::vector<std::int64_t>{3, 4, 6, 3}, false));

@@ -7,15 +7,11 @@
 #include <torch/nn/modules/pooling.h>
 
 #include "builtin_models.hpp"
-#include "gputrain/core/error.hpp"
 
 namespace gputrain::train::models {
 
 torch::nn::AnyModule make_small_cnn(const ModelSpec& spec) {
-  if (spec.input_shape.size() != 3)
-    throw UsageError("small_cnn reads images shaped [channels, height, width]; data.shape has " +
-                         std::to_string(spec.input_shape.size()) + " dimensions",
-                     "set data.shape to e.g. [3, 32, 32], or use model.name: mlp");
+  require_sample_dims(spec, 3, "small_cnn", "[channels, height, width]", "[3, 32, 32]");
   const std::int64_t w = spec.config.width;
   PlainSequential net;
   std::int64_t in = spec.input_shape[0];

@@ -42,6 +42,7 @@ TORCH_MODULE(TransformerClassifier);
 }  // namespace
 
 torch::nn::AnyModule make_transformer(const ModelSpec& spec) {
+  require_sample_dims(spec, 2, "transformer", "[sequence, features]", "[32, 16]");
   return torch::nn::AnyModule(TransformerClassifier(spec));
 }
 

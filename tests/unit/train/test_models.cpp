@@ -81,9 +81,26 @@ TEST(Models, MlpFollowsTheConfig) {
   EXPECT_EQ(parameter_count(*model), (8 * 16 + 16) + 32 + (16 * 8 + 8) + 16 + (8 * 10 + 10));
 }
 
-TEST(Models, ConvModelsRejectFlatSamples) {
-  EXPECT_THROW(build_model(spec("small_cnn", {12})), UsageError);
-  EXPECT_THROW(build_model(spec("resnet18", {12})), UsageError);
+// Built from data whose samples they cannot read (a CSV's feature vectors), the shaped models say
+// what they read and what the data has, before any tensor is made.
+TEST(Models, ShapedModelsRejectSamplesOfAnotherShape) {
+  const struct {
+    const char* name;
+    std::vector<std::int64_t> shape;
+    const char* says;
+  } cases[] = {{"small_cnn", {12}, "small_cnn reads samples shaped [channels, height, width]; this data's samples are shaped [12]"},
+               {"resnet18", {12}, "resnet18 reads samples shaped [channels, height, width]; this data's samples are shaped [12]"},
+               {"transformer", {12}, "transformer reads samples shaped [sequence, features]; this data's samples are shaped [12]"},
+               {"transformer", {3, 8, 8}, "this data's samples are shaped [3, 8, 8]"}};
+  for (const auto& c : cases) {
+    try {
+      build_model(spec(c.name, c.shape));
+      ADD_FAILURE() << c.name << " built";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+      EXPECT_NE(e.remedy().find("model.name: mlp"), std::string::npos) << e.remedy();
+    }
+  }
 }
 
 TEST(Models, UnknownNameAndMissingTorchScriptAreUsageErrors) {
