@@ -114,6 +114,10 @@ void Trainer::State::setup() {
     throw UsageError("data.drop_last with " + std::to_string(train_size) + " training samples and an effective batch of " +
                          std::to_string(effective_batch) + " leaves no step",
                      "lower train.batch_size or train.grad_accum, or set data.drop_last: false");
+  if (effective_batch > shard)
+    pending_notes.push_back("the effective batch (" + std::to_string(effective_batch) + ") is larger than the " + std::to_string(shard) +
+                            " training samples" + (world > 1 ? " of each rank" : "") +
+                            ": every step takes them all, so an epoch is one step of that size");
   total_steps = steps_per_epoch * config.train.epochs;
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
 

@@ -157,6 +157,18 @@ TEST(TrainerData, ARunWithoutValidationDataSaysHowToAddSome) {
       << console.str();
 }
 
+TEST(TrainerData, ABatchLargerThanTheDataTakesItAllAndSaysSo) {
+  auto config = data_run("batch-over", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
+                                        "train.batch_size=64", "checkpoint.best_metric=none"});
+  std::ostringstream console;
+  auto options = test_support::quiet_trainer();
+  options.console = &console;
+  config.logging.progress = "lines";
+  Trainer trainer(config, options);
+  EXPECT_EQ(trainer.fit().steps, 2);  // 2 epochs of one 50-sample step
+  EXPECT_NE(console.str().find("the effective batch (64) is larger than the 50 training samples"), std::string::npos) << console.str();
+}
+
 TEST(TrainerData, TooFewClassesForTheLabelsIsAUsageError) {
   const auto config = data_run("classes", {"data.source=npz", "data.path=" + fixture("npz/stored.npz"), "data.classes=2"});
   try {
