@@ -418,6 +418,23 @@ std::vector<Field> make_schema() {
   throw UsageError("config: " + message, remedy);
 }
 
+// Synthetic data generates its samples, so a path set with it would be silently ignored: the
+// user meant a file source, most likely the one the path's format names.
+void refuse_files_for_synthetic(const DataConfig& d) {
+  for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"data.path", d.path}, {"data.labels", d.labels},
+                                   {"data.val_path", d.val_path}, {"data.val_labels", d.val_labels}}) {
+    if (value.empty()) continue;
+    const std::string data_file = d.path.empty() ? value : d.path;
+    const std::string guess = data::source_for_path(data_file);
+    std::vector<std::string> file_sources = data::source_names();
+    file_sources.erase(std::remove(file_sources.begin(), file_sources.end(), "synthetic"), file_sources.end());
+    const std::string remedy = guess.empty() ? "set data.source to the format of your data (" + join(file_sources) + ")"
+                                             : "set data.source: " + guess + " (" + data_file + " looks like " + guess + " data)";
+    inconsistent(std::string(key) + " is set ('" + value + "'), but data.source is synthetic, which generates its samples and reads no files",
+                 remedy + ", or remove " + key + " to train on synthetic data");
+  }
+}
+
 }  // namespace
 
 const std::vector<Field>& schema() {
@@ -451,6 +468,7 @@ void check_consistency(const Config& c) {
     inconsistent("the transformer reads samples shaped [sequence, features]; data.shape has " +
                      std::to_string(c.data.shape.size()) + " dimensions",
                  "set data.shape to [sequence_length, features], e.g. [32, 16]");
+  if (c.data.source == "synthetic") refuse_files_for_synthetic(c.data);
   if (c.data.source != "synthetic" && c.data.path.empty())
     inconsistent("data.source " + c.data.source + " reads files, but data.path is not set",
                  "set data.path to the training data's file or folder (docs/data.md)");

@@ -4,7 +4,9 @@ chart, and --step's JSON (schemas in docs/profiling.md).
 
 Usage: check_profile.py MODE [FILE] -- GPUTRAIN_PROFILE_COMMAND...
 Modes:
-  sweep-json        the sweep's JSON: every setting, medians, one best that is the fastest, speed-ups
+  sweep-json [NAME] the sweep's JSON: every setting, medians, one best that is the fastest, speed-ups;
+                    with NAME, the dataset it names starts with NAME (e.g. "npy x.npy": the source
+                    told from the path)
   sweep-csv SVG     --csv output with one row per setting, and the --plot SVG parses with a line
   step-json         --step's JSON: the step split into data wait and compute, the stall in percent
   plot-png PNG      --plot PNG writes a PNG (rendered by librsvg) of twice the SVG's size
@@ -80,7 +82,10 @@ def main():
     mode = sys.argv[1]
     command = sys.argv[sys.argv.index("--") + 1:]
     if mode == "sweep-json":
-        check_sweep(json.loads(run(command)))
+        doc = json.loads(run(command))
+        check_sweep(doc)
+        if sys.argv[2] != "--" and not doc["dataset"].startswith(sys.argv[2]):
+            fail(f"dataset {doc['dataset']!r}, expected {sys.argv[2]!r}...")
     elif mode == "sweep-csv":
         svg = sys.argv[2]
         rows = list(csv.DictReader(io.StringIO(run(command + ["--plot", svg]))))

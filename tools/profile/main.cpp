@@ -4,6 +4,7 @@
 
 #include "command.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/data/sources.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "modes.hpp"
@@ -27,7 +28,8 @@ int main(int argc, char** argv) {
                "             batch, fitted through the large probe steps of the --batch search)\n"
                "  --batch    the micro-batch `train.batch_size: auto` picks (a few probe steps, no training);\n"
                "             --exhaustive also finds the true largest batch by bisection, to check the search\n\n"
-               "Without a config, --source/--path/--labels describe the data (the sweep needs no model).\n"
+               "Without a config, --path/--labels (and --source, when the file's name does not tell it) describe\n"
+               "the data (the sweep needs no model).\n"
                "--max-memory 8GiB caps memory as a smaller GPU (or machine) would, so you can plan for one.\n"
                "docs/profiling.md explains the sweep and its JSON; docs/memory.md the memory model.\n\n"
                "Exit codes: 0 done, 1 the model does not fit even at batch 1, 2 invalid config or usage,\n"
@@ -50,7 +52,7 @@ int main(int argc, char** argv) {
   app.add_flag("--step", step_mode, "time real training steps: data wait, copy, compute, GPU utilisation");
   app.add_option("--steps", steps, "with --step: how many timed steps (default 50), after 10 warm-up steps (fewer when fewer are asked for)")->check(CLI::Range(2, 100000));
   app.add_flag("--exhaustive", exhaustive, "with --batch: also bisect for the true largest batch (more steps)");
-  app.add_option("--source", source, "without a config: data.source (npy, npz, safetensors, csv, mnist, cifar10, image_folder)");
+  app.add_option("--source", source, "without a config: data.source (npy, npz, safetensors, csv, mnist, cifar10, image_folder); default: told from --path");
   app.add_option("--path", path, "without a config: data.path");
   app.add_option("--labels", labels, "without a config: data.labels");
   app.add_option("--workers", sweep.workers, "sweep only these loader thread counts, e.g. --workers 0 2 4")->check(CLI::NonNegativeNumber);
@@ -71,6 +73,11 @@ int main(int argc, char** argv) {
     if (sweep.json && sweep.csv) throw UsageError("--json or --csv, not both", "pick one output format");
     if (sources.files.empty() && path.empty() && source.empty())
       throw UsageError("no config and no data to profile", "give a config file, or --source and --path (see --help)");
+    if (source.empty() && sources.files.empty() && !path.empty()) {  // --path X.npy: read it as what it is
+      source = data::source_for_path(path);
+      if (source.empty())
+        throw UsageError("cannot tell the format of '" + path + "' from its name or contents", "add --source (npy, npz, safetensors, csv, mnist, cifar10, image_folder)");
+    }
     if (!source.empty()) sources.overrides.push_back("data.source=" + source);
     if (!path.empty()) sources.overrides.push_back("data.path=" + path);
     if (!labels.empty()) sources.overrides.push_back("data.labels=" + labels);

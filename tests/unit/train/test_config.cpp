@@ -69,6 +69,23 @@ TEST(Config, AnEmptyValueUnsetsAnOptionalPathOnly) {
   EXPECT_NE(error_of({{}, {"logging.dir="}, ""}).find("logging.dir: found no value; allowed: a directory path"), std::string::npos);
 }
 
+// Synthetic data reads no files: a path set with it was meant for a file source, and training on
+// generated samples instead would look like success.
+TEST(Config, APathWithSyntheticDataIsAnErrorThatNamesTheSourceItLooksLike) {
+  const auto npy = std::filesystem::temp_directory_path() / "gputrain-config-test-features.npy";
+  std::ofstream(npy) << "x";
+  const auto with_npy = error_of({{}, {"data.path=" + npy.string(), "data.labels=y.npy"}, ""});
+  EXPECT_NE(with_npy.find("data.path is set ('" + npy.string() + "'), but data.source is synthetic"), std::string::npos) << with_npy;
+  EXPECT_NE(with_npy.find("fix: set data.source: npy (" + npy.string() + " looks like npy data), or remove data.path"),
+            std::string::npos) << with_npy;
+  std::filesystem::remove(npy);
+  const auto unknown = error_of({{}, {"data.val_path=val.bin"}, ""});
+  EXPECT_NE(unknown.find("data.val_path is set ('val.bin')"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("set data.source to the format of your data (npy, npz, safetensors, csv, mnist, cifar10, image_folder)"),
+            std::string::npos) << unknown;
+  EXPECT_NO_THROW(load_config({{}, {"data.source=npy", "data.path=x.npy"}, ""})) << "a file source with its path is fine";
+}
+
 TEST(Config, EmbeddedConfigIsOverriddenByFiles) {
   const auto c = load_config({{fixture("override.yaml")}, {}, "train:\n  batch_size: 99\n  epochs: 7\n"});
   EXPECT_EQ(c.train.batch_size, 8);

@@ -1,0 +1,45 @@
+// Telling a data file's format from its name, so that a path given without data.source is either
+// read as what it is (gputrain profile --path) or named in the error's fix (train).
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "gputrain/data/sources.hpp"
+
+namespace gputrain::data {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+std::string source_for_folder(const fs::path& folder) {
+  std::error_code ec;
+  bool has_subfolder = false;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "data_batch_1.bin") return "cifar10";
+    if (name.rfind("train-images-idx3-ubyte", 0) == 0) return "mnist";
+    has_subfolder = has_subfolder || entry.is_directory(ec);
+  }
+  return has_subfolder ? "image_folder" : "";
+}
+
+}  // namespace
+
+std::string source_for_path(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !fs::exists(path, ec)) return "";
+  if (fs::is_directory(path, ec)) return source_for_folder(path);
+  const std::string extension = lower(fs::path(path).extension().string());
+  if (extension == ".npy") return "npy";
+  if (extension == ".npz") return "npz";
+  if (extension == ".safetensors") return "safetensors";
+  if (extension == ".csv" || extension == ".tsv") return "csv";
+  return "";
+}
+
+}  // namespace gputrain::data
