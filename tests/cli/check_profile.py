@@ -8,12 +8,14 @@ Modes:
                     with NAME, the dataset it names starts with NAME (e.g. "npy x.npy": the source
                     told from the path)
   sweep-csv SVG     --csv output with one row per setting, and the --plot SVG parses with a line
-  step-json         --step's JSON: the step split into data wait and compute, the stall in percent
+  step-json [DIR]   --step's JSON: the step split into data wait and compute, the stall in percent;
+                    with DIR (the config's checkpoint.dir), nothing was written there
   plot-png PNG      --plot PNG writes a PNG (rendered by librsvg) of twice the SVG's size
 """
 import csv
 import io
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -107,6 +109,9 @@ def main():
         print(f"ok: PNG {width}x{height}, {len(data)} bytes")
     elif mode == "step-json":
         doc = json.loads(run(command))
+        untouched = sys.argv[2] if sys.argv[2] != "--" else None
+        if untouched and os.path.isdir(untouched) and os.listdir(untouched):
+            fail(f"profile --step wrote into the config's checkpoint.dir: {os.listdir(untouched)}")
         if doc.get("schema") != "gputrain.profile.step/1":
             fail("schema")
         if doc["steps"] < 2 or doc["samples_per_second"] <= 0:
