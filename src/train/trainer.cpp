@@ -289,6 +289,12 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
 FitResult Trainer::fit() {
   auto& s = *state_;
   auto& progress = s.progress;
+  s.lock_folders();  // again, when this trainer already ran once
+  // The run's folders are free for the next run once this one has returned, however it returns.
+  struct ReleaseFolders {
+    State& s;
+    ~ReleaseFolders() { s.folder_locks.clear(); }
+  } release_folders{s};
   FitResult result;
   result.run_dir = s.config.logging.dir;
   result.total_steps = s.total_steps;

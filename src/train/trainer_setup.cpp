@@ -73,6 +73,7 @@ void Trainer::State::setup() {
         throw UsageError(key + ": '" + dir + "' cannot be created: " + ec.message(),
                          "set " + key + " to a folder this user can write (it is created when missing)");
     }
+    lock_folders();
   }
   resolve_workers();
   check_scripted_model(config, data, device);  // before the probes and the cache plan run it
@@ -123,6 +124,14 @@ void Trainer::State::setup() {
 
   store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
   if (ranks.writer()) core::write_file_atomically((fs::path(config.logging.dir) / "config.yaml").string(), config_yaml);
+}
+
+void Trainer::State::lock_folders() {
+  if (!ranks.writer() || !folder_locks.empty()) return;
+  folder_locks.push_back(std::make_unique<core::DirectoryLock>(config.logging.dir, "logging.dir"));
+  std::error_code ec;
+  if (!config.checkpoint.dir.empty() && !fs::equivalent(config.checkpoint.dir, config.logging.dir, ec))
+    folder_locks.push_back(std::make_unique<core::DirectoryLock>(config.checkpoint.dir, "checkpoint.dir"));
 }
 
 // The micro-batch (found by probes when `auto`) and where the data lives. They depend on each

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gputrain/core/directory_lock.hpp"
 #include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/memory/oom_guard.hpp"
 #include "gputrain/train/amp.hpp"
@@ -43,6 +44,8 @@ struct Trainer::State {
   std::unique_ptr<dist::GradientSync> sync;
   std::int64_t agreed_micro_batch = 0;    // what the last step agreement settled on
   std::string config_yaml;
+  // The writer's hold on logging.dir (and checkpoint.dir): from construction until fit() returns.
+  std::vector<std::unique_ptr<core::DirectoryLock>> folder_locks;
   c10::Device device{at::kCPU};
   RunData data;
   DataPlacement placement;
@@ -76,6 +79,7 @@ struct Trainer::State {
   }
   std::int64_t oom_events() const { return train_guard->oom_count() + val_guard->oom_count(); }
   void setup();
+  void lock_folders();  // throws UsageError when another run holds them
   void place_the_data(const std::string& device_name);
   void report_skipped();
   void resolve_workers();

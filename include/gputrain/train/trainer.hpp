@@ -65,7 +65,8 @@ struct TrainerOptions {
 class Trainer {
  public:
   /// Selects the device, builds data, model, optimizer and scaler, and resumes when the config
-  /// says so. Throws UsageError/EnvironmentError for a config this machine cannot run.
+  /// says so. Throws UsageError/EnvironmentError for a config this machine cannot run, and
+  /// UsageError when another run holds logging.dir or checkpoint.dir (held until fit() returns).
   explicit Trainer(Config config, TrainerOptions options = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;

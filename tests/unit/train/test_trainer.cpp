@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "gputrain/core/error.hpp"
@@ -299,6 +300,22 @@ TEST(Trainer, AMissingCheckpointToResumeFromNamesTheOnesThatExist) {
               std::string::npos)
         << e.what();
   }
+}
+
+// Two runs in one folder would interleave their metrics and rotate away each other's checkpoints.
+TEST(Trainer, ASecondRunInTheSameFolderIsRefusedWhileTheFirstLives) {
+  const auto config = small_run("two-in-one-folder", {"train.max_steps=2"});
+  std::optional<Trainer> first(std::in_place, config, test_support::quiet_trainer());
+  try {
+    Trainer(small_run("two-in-one-folder", {"train.max_steps=2"}, /*fresh=*/false), test_support::quiet_trainer());
+    ADD_FAILURE() << "a second trainer was given the same logging.dir";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("is writing to '" + config.logging.dir + "' (logging.dir)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(first->fit().steps, 2) << "the first run is unharmed";
+  first.reset();
+  EXPECT_NO_THROW(Trainer(small_run("two-in-one-folder", {"train.max_steps=4"}, /*fresh=*/false), test_support::quiet_trainer()).fit())
+      << "the folder is free once the first run is gone";
 }
 
 TEST(Trainer, Fp16AndBf16MixedPrecisionTrainOnCpu) {

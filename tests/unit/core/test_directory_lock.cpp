@@ -1,0 +1,63 @@
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <optional>
+
+#include "gputrain/core/directory_lock.hpp"
+#include "gputrain/core/error.hpp"
+
+namespace fs = std::filesystem;
+using gputrain::UsageError;
+using gputrain::core::DirectoryLock;
+
+namespace {
+
+struct ScratchFolder {
+  fs::path path = fs::temp_directory_path() / ("gputrain-lock-test-" + std::to_string(::getpid()));
+  ScratchFolder() { fs::create_directories(path); }
+  ~ScratchFolder() { fs::remove_all(path); }
+};
+
+}  // namespace
+
+TEST(DirectoryLock, ASecondHolderIsRefusedWithTheFirstsPidAndTheKeyToChange) {
+  ScratchFolder folder;
+  std::optional<DirectoryLock> first(std::in_place, folder.path.string(), "logging.dir");
+  try {
+    DirectoryLock second(folder.path.string(), "logging.dir");
+    FAIL() << "a second lock on the same folder was granted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("another gputrain run (pid " + std::to_string(::getpid()) + ") is writing to '" +
+                                         folder.path.string() + "' (logging.dir)"),
+              std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("--set logging.dir=<another folder>"), std::string::npos) << e.remedy();
+  }
+  first.reset();
+  EXPECT_NO_THROW(DirectoryLock(folder.path.string(), "logging.dir")) << "released with its holder";
+}
+
+// A run killed without unwinding (SIGKILL, a crash) must not leave the folder locked.
+TEST(DirectoryLock, AProcessThatDiesWithoutCleaningUpLeavesNoStaleLock) {
+  ScratchFolder folder;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    try {
+      DirectoryLock held(folder.path.string(), "logging.dir");
+      ::_exit(0);  // no destructor runs
+    } catch (...) {
+      ::_exit(1);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child could not take the lock";
+  EXPECT_TRUE(fs::exists(folder.path / ".gputrain.lock"));
+  EXPECT_NO_THROW(DirectoryLock(folder.path.string(), "logging.dir"));
+}
+
+TEST(DirectoryLock, AFolderThatCannotHoldTheLockFileIsAUsageError) {
+  EXPECT_THROW(DirectoryLock("/proc/no-such-folder", "checkpoint.dir"), UsageError);
+}
