@@ -1,0 +1,64 @@
+// The sweep's timing: every timed batch must be made while the clock runs.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "gputrain/data/dataset.hpp"
+#include "gputrain/profile/loader_sweep.hpp"
+
+using namespace gputrain;
+
+namespace {
+
+// Each sample takes at least `kSampleTime` to read, so no loader setting can deliver batches
+// faster than threads / (batch x kSampleTime).
+constexpr auto kSampleTime = std::chrono::milliseconds(1);
+
+class SlowSamples final : public data::Dataset {
+ public:
+  explicit SlowSamples(std::int64_t n) : n_(n) {
+    layout_.input_shape = {4};
+    layout_.input_dtype = at::kFloat;
+  }
+  std::int64_t size() const override { return n_; }
+  const data::SampleLayout& layout() const override { return layout_; }
+  void read(std::int64_t i, void* input, void* target) const override {
+    std::this_thread::sleep_for(kSampleTime);
+    auto* x = static_cast<float*>(input);
+    for (int k = 0; k < 4; ++k) x[k] = static_cast<float>(i);
+    *static_cast<std::int64_t*>(target) = i % 2;
+  }
+  std::string origin(std::int64_t i) const override { return "slow/" + std::to_string(i); }
+  std::string description() const override { return "slow samples"; }
+
+ private:
+  std::int64_t n_;
+  data::SampleLayout layout_;
+};
+
+}  // namespace
+
+// A timed batch must be made while the clock runs: a sweep that counted batches its threads had
+// made before would read faster than the threads can possibly read the samples.
+TEST(LoaderSweep, NoSettingIsTimedFasterThanItsThreadsCanReadTheSamples) {
+  profile::SweepOptions options;
+  options.workers = {2};
+  options.prefetch = {4};
+  options.batch_size = 8;
+  options.batches = 12;
+  options.repeats = 5;
+  const auto sweep = profile::sweep_loader(std::make_shared<SlowSamples>(40), at::Device(at::kCPU), options);
+  const double seconds_per_batch = std::chrono::duration<double>(kSampleTime).count() * options.batch_size;
+  for (const auto& result : sweep.results) {
+    const int threads = std::max(1, result.setting.workers);
+    // Threads finish their batches together, so a window of N batches may open on one that is
+    // already done: at most N / (N - threads + 1) of the threads' rate, and 2 % for the clock.
+    const double ceiling = threads / seconds_per_batch * options.batches / (options.batches - threads + 1) * 1.02;
+    for (const double rate : result.batches_per_second)
+      EXPECT_LE(rate, ceiling) << threads << " threads, prefetch " << result.setting.prefetch;
+  }
+}
