@@ -61,4 +61,10 @@ std::string format_parameter_count(std::int64_t count) {
   return digits + (count == 1 ? " parameter" : " parameters");
 }
 
+std::string join(const std::vector<std::string>& words, const std::string& separator) {
+  std::string out;
+  for (const auto& word : words) out += (out.empty() ? "" : separator) + word;
+  return out;
+}
+
 }  // namespace gputrain::core

@@ -164,6 +164,8 @@ const std::vector<std::string>& source_names() {
   return names;
 }
 
+std::vector<std::string> file_source_names() { return {source_names().begin() + 1, source_names().end()}; }  // synthetic leads
+
 namespace {
 
 Sources open_unchecked(const SourceSpec& spec) {

@@ -11,6 +11,7 @@
 
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/model.hpp"
 
@@ -68,9 +69,7 @@ std::string checkpoints_beside(const std::string& path) {
   for (const auto& entry : fs::directory_iterator(folder, ec))
     if (entry.is_regular_file(ec) && entry.path().extension() == ".pt") names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
-  std::string list;
-  for (const auto& name : names) list += (list.empty() ? "" : ", ") + name;
-  return list.empty() ? "" : "; " + folder.string() + " has " + list;
+  return names.empty() ? "" : "; " + folder.string() + " has " + core::join(names);
 }
 
 torch::serialize::InputArchive open(const std::string& path, c10::Device device) {

@@ -13,6 +13,7 @@
 #include "config_schema.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::train {
 
@@ -91,9 +92,7 @@ std::string unknown_key_remedy(const std::string& key, const std::string& elsewh
     const std::string top = known.substr(0, known.find('.'));
     if (std::find(sections.begin(), sections.end(), top) == sections.end()) sections.push_back(top);
   }
-  std::string list;
-  for (const auto& top : sections) list += (list.empty() ? "" : ", ") + top;
-  return "the top-level sections are: " + list + " (docs/configuration.md)";
+  return "the top-level sections are: " + core::join(sections) + " (docs/configuration.md)";
 }
 
 // A section with a `name` key takes a plain value as that name: "device: cuda", "optimizer: sgd".

@@ -21,12 +21,6 @@ namespace {
 using Int = std::int64_t;
 constexpr Int kNoMax = std::numeric_limits<Int>::max();
 
-std::string join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
-  return out;
-}
-
 [[noreturn]] void reject(const FieldValue& v, const std::string& found, const std::string& allowed) {
   throw UsageError(v.where + ": " + v.key + ": found " + found + "; allowed: " + allowed,
                    "set " + v.key + " to " + allowed + " (docs/configuration.md)");
@@ -86,10 +80,10 @@ bool parse_bool(const FieldValue& v, const std::string& allowed = "true or false
 }
 
 std::string parse_choice(const FieldValue& v, const std::vector<std::string>& allowed) {
-  const std::string text = scalar(v, "one of " + join(allowed));
+  const std::string text = scalar(v, "one of " + core::join(allowed));
   for (const auto& a : allowed)
     if (text == a) return text;
-  reject(v, found_text(v.node), "one of " + join(allowed));
+  reject(v, found_text(v.node), "one of " + core::join(allowed));
 }
 
 std::string parse_string(const FieldValue& v, const std::string& what) {
@@ -426,9 +420,7 @@ void refuse_files_for_synthetic(const DataConfig& d) {
     if (value.empty()) continue;
     const std::string data_file = d.path.empty() ? value : d.path;
     const std::string guess = data::source_for_path(data_file);
-    std::vector<std::string> file_sources = data::source_names();
-    file_sources.erase(std::remove(file_sources.begin(), file_sources.end(), "synthetic"), file_sources.end());
-    const std::string remedy = guess.empty() ? "set data.source to the format of your data (" + join(file_sources) + ")"
+    const std::string remedy = guess.empty() ? "set data.source to the format of your data (" + core::join(data::file_source_names()) + ")"
                                              : "set data.source: " + guess + " (" + data_file + " looks like " + guess + " data)";
     inconsistent(std::string(key) + " is set ('" + value + "'), but data.source is synthetic, which generates its samples and reads no files",
                  remedy + ", or remove " + key + " to train on synthetic data");

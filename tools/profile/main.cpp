@@ -4,6 +4,7 @@
 
 #include "command.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/data/sources.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/run_setup.hpp"
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
     if (source.empty() && sources.files.empty() && !path.empty()) {  // --path X.npy: read it as what it is
       source = data::source_for_path(path);
       if (source.empty())
-        throw UsageError("cannot tell the format of '" + path + "' from its name or contents", "add --source (npy, npz, safetensors, csv, mnist, cifar10, image_folder)");
+        throw UsageError("cannot tell the format of '" + path + "' from its name or contents", "add --source (" + core::join(data::file_source_names()) + ")");
     }
     if (!source.empty()) sources.overrides.push_back("data.source=" + source);
     if (!path.empty()) sources.overrides.push_back("data.path=" + path);

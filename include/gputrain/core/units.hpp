@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gputrain::core {
 
@@ -15,6 +16,9 @@ std::string format_fixed(double value, int decimals);
 
 /// A model's size as people say it: "4,675 parameters" below a million, "11.17 M parameters" above.
 std::string format_parameter_count(std::int64_t count);
+
+/// Words for a message: join({"a", "b"}) -> "a, b"; "" for none.
+std::string join(const std::vector<std::string>& words, const std::string& separator = ", ");
 
 /// A size as users write it: "8GiB", "8 GiB", "512MiB", "1.5G" (binary, like nvidia-smi),
 /// "8GB" (decimal), "4096" (bytes). nullopt for anything else.

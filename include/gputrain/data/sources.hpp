@@ -13,13 +13,15 @@ namespace gputrain::data {
 
 /// The sources gputrain reads, as spelled in YAML.
 const std::vector<std::string>& source_names();
+/// The same less synthetic: the sources that read files.
+std::vector<std::string> file_source_names();
 
-/// What the data section of a config says (train::Config::data, without depending on train).
 /// The data.source that reads `path`, told from its extension (.npy, .npz, .safetensors, .csv,
 /// .tsv) or, for a folder, from what it holds (CIFAR-10's data_batch_1.bin, MNIST's IDX files,
 /// sub-folders of images); empty when it cannot tell or the path does not exist.
 std::string source_for_path(const std::string& path);
 
+/// What the data section of a config says (train::Config::data, without depending on train).
 struct SourceSpec {
   std::string source = "synthetic";
   std::string task = "classification";     ///< classification or regression

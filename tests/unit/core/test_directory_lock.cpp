@@ -7,23 +7,15 @@
 
 #include "gputrain/core/directory_lock.hpp"
 #include "gputrain/core/error.hpp"
+#include "support/scratch_folder.hpp"
 
 namespace fs = std::filesystem;
 using gputrain::UsageError;
 using gputrain::core::DirectoryLock;
-
-namespace {
-
-struct ScratchFolder {
-  fs::path path = fs::temp_directory_path() / ("gputrain-lock-test-" + std::to_string(::getpid()));
-  ScratchFolder() { fs::create_directories(path); }
-  ~ScratchFolder() { fs::remove_all(path); }
-};
-
-}  // namespace
+using gputrain::test_support::ScratchFolder;
 
 TEST(DirectoryLock, ASecondHolderIsRefusedWithTheFirstsPidAndTheKeyToChange) {
-  ScratchFolder folder;
+  ScratchFolder folder("lock-test");
   std::optional<DirectoryLock> first(std::in_place, folder.path.string(), "logging.dir");
   try {
     DirectoryLock second(folder.path.string(), "logging.dir");
@@ -40,7 +32,7 @@ TEST(DirectoryLock, ASecondHolderIsRefusedWithTheFirstsPidAndTheKeyToChange) {
 
 // A run killed without unwinding (SIGKILL, a crash) must not leave the folder locked.
 TEST(DirectoryLock, AProcessThatDiesWithoutCleaningUpLeavesNoStaleLock) {
-  ScratchFolder folder;
+  ScratchFolder folder("lock-test");
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {

@@ -41,3 +41,10 @@ TEST(ParseBytes, RejectsWhatIsNotASize) {
   for (const char* bad : {"", "GiB", "8 gigabytes", "-1G", "+1G", "1.5", "8GiBx", "1e30T", "nan"})
     EXPECT_FALSE(parse_bytes(bad).has_value()) << bad;
 }
+
+TEST(Join, SeparatesWordsAndGivesNothingForNone) {
+  EXPECT_EQ(gputrain::core::join({"npy", "npz", "csv"}), "npy, npz, csv");
+  EXPECT_EQ(gputrain::core::join({"a", "b"}, " | "), "a | b");
+  EXPECT_EQ(gputrain::core::join({"only"}), "only");
+  EXPECT_EQ(gputrain::core::join({}), "");
+}

@@ -2,54 +2,52 @@
 
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "gputrain/data/sources.hpp"
+#include "support/scratch_folder.hpp"
 
 namespace fs = std::filesystem;
 using gputrain::data::source_for_path;
+using gputrain::test_support::ScratchFolder;
 
 namespace {
 
-struct ScratchFolder {
-  fs::path root = fs::temp_directory_path() / ("gputrain-source-for-path-" + std::to_string(::getpid()));
-  ScratchFolder() { fs::create_directories(root); }
-  ~ScratchFolder() { fs::remove_all(root); }
-  std::string file(const std::string& name) const {
-    fs::create_directories((root / name).parent_path());
-    std::ofstream(root / name) << "x";
-    return (root / name).string();
-  }
-  std::string folder(const std::string& name) const {
-    fs::create_directories(root / name);
-    return (root / name).string();
-  }
-};
+// Creates `name` (and its folders) under `root` as a one-byte file; returns its path.
+std::string file(const fs::path& root, const std::string& name) {
+  fs::create_directories((root / name).parent_path());
+  std::ofstream(root / name) << "x";
+  return (root / name).string();
+}
+
+std::string folder(const fs::path& root, const std::string& name) {
+  fs::create_directories(root / name);
+  return (root / name).string();
+}
 
 }  // namespace
 
 TEST(SourceForPath, FilesAreToldByTheirExtensionInAnyCase) {
-  ScratchFolder s;
-  EXPECT_EQ(source_for_path(s.file("x.npy")), "npy");
-  EXPECT_EQ(source_for_path(s.file("data.NPZ")), "npz");
-  EXPECT_EQ(source_for_path(s.file("model.safetensors")), "safetensors");
-  EXPECT_EQ(source_for_path(s.file("house.csv")), "csv");
-  EXPECT_EQ(source_for_path(s.file("house.tsv")), "csv");
-  EXPECT_EQ(source_for_path(s.file("weights.bin")), "") << "an extension no source reads";
-  EXPECT_EQ(source_for_path((s.root / "missing.npy").string()), "") << "a path that does not exist";
+  ScratchFolder s("source-for-path");
+  EXPECT_EQ(source_for_path(file(s.path, "x.npy")), "npy");
+  EXPECT_EQ(source_for_path(file(s.path, "data.NPZ")), "npz");
+  EXPECT_EQ(source_for_path(file(s.path, "model.safetensors")), "safetensors");
+  EXPECT_EQ(source_for_path(file(s.path, "house.csv")), "csv");
+  EXPECT_EQ(source_for_path(file(s.path, "house.tsv")), "csv");
+  EXPECT_EQ(source_for_path(file(s.path, "weights.bin")), "") << "an extension no source reads";
+  EXPECT_EQ(source_for_path((s.path / "missing.npy").string()), "") << "a path that does not exist";
   EXPECT_EQ(source_for_path(""), "");
 }
 
 TEST(SourceForPath, FoldersAreToldByWhatTheyHold) {
-  ScratchFolder s;
-  s.file("cifar/data_batch_1.bin");
-  EXPECT_EQ(source_for_path(s.folder("cifar")), "cifar10");
-  s.file("mnist/train-images-idx3-ubyte.gz");
-  EXPECT_EQ(source_for_path(s.folder("mnist")), "mnist");
-  s.file("photos/cats/1.jpg");
-  s.folder("photos/dogs");
-  EXPECT_EQ(source_for_path(s.folder("photos")), "image_folder");
-  s.file("flat/readme.txt");
-  EXPECT_EQ(source_for_path(s.folder("flat")), "") << "files but no class folders";
-  EXPECT_EQ(source_for_path(s.folder("empty")), "");
+  ScratchFolder s("source-for-path");
+  file(s.path, "cifar/data_batch_1.bin");
+  EXPECT_EQ(source_for_path(folder(s.path, "cifar")), "cifar10");
+  file(s.path, "mnist/train-images-idx3-ubyte.gz");
+  EXPECT_EQ(source_for_path(folder(s.path, "mnist")), "mnist");
+  file(s.path, "photos/cats/1.jpg");
+  folder(s.path, "photos/dogs");
+  EXPECT_EQ(source_for_path(folder(s.path, "photos")), "image_folder");
+  file(s.path, "flat/readme.txt");
+  EXPECT_EQ(source_for_path(folder(s.path, "flat")), "") << "files but no class folders";
+  EXPECT_EQ(source_for_path(folder(s.path, "empty")), "");
 }

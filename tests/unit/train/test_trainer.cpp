@@ -276,15 +276,11 @@ TEST(Trainer, ResumeNeverStartsOver) {
 TEST(Trainer, NothingLeftToTrainSaysWhy) {
   Trainer(small_run("nothing-left", {"train.max_steps=3"}), test_support::quiet_trainer()).fit();
   for (const std::string steps : {"3", "2"}) {
-    std::ostringstream console;
-    auto options = test_support::quiet_trainer();
-    options.console = &console;
-    auto config = small_run("nothing-left", {"train.max_steps=" + steps}, /*fresh=*/false);
-    config.logging.progress = "lines";
-    Trainer again(config, options);
-    EXPECT_EQ(again.fit().start_step, 3);
+    const auto [result, console] =
+        test_support::fit_capturing_console(small_run("nothing-left", {"train.max_steps=" + steps}, /*fresh=*/false));
+    EXPECT_EQ(result.start_step, 3);
     const std::string why = steps == "3" ? "this run already finished its 3 steps" : "the checkpoint is at step 3, past this run's 2 steps";
-    EXPECT_NE(console.str().find("nothing left to train: " + why), std::string::npos) << console.str();
+    EXPECT_NE(console.find("nothing left to train: " + why), std::string::npos) << console;
   }
 }
 

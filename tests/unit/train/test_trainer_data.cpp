@@ -109,64 +109,45 @@ TEST(TrainerData, BeforeBatchPrecedesEveryTrainingBatch) {
 }
 
 TEST(TrainerData, TrainsOnNpyFilesWithShapeAndClassesFromTheData) {
-  auto config = data_run("npy", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
+  const auto config = data_run("npy", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
                                  "data.val_path=" + fixture("npz/x.npy"), "data.val_labels=" + fixture("npz/y.npy"),
                                  "data.classes=auto", "data.shape=[99]", "train.batch_size=10"});
-  std::ostringstream console;
-  auto options = test_support::quiet_trainer();
-  options.console = &console;
-  config.logging.progress = "lines";
-  Trainer trainer(config, options);
-  const auto result = trainer.fit();
+  const auto [result, console] = test_support::fit_capturing_console(config);
   EXPECT_EQ(result.steps, 10);  // 50 samples, batch 10, 2 epochs
   ASSERT_TRUE(result.last_epoch);
   EXPECT_GT(result.last_epoch->val_accuracy, 0.0);
-  EXPECT_NE(console.str().find("data: npy x.npy (50 samples)"), std::string::npos) << console.str();
-  EXPECT_NE(console.str().find("data.cache auto -> vram"), std::string::npos) << console.str();
+  EXPECT_NE(console.find("data: npy x.npy (50 samples)"), std::string::npos) << console;
+  EXPECT_NE(console.find("data.cache auto -> vram"), std::string::npos) << console;
 }
 
 // One file and no validation set of its own: data.val_fraction holds a part out, streamed or cached.
 TEST(TrainerData, ValFractionValidatesOnSamplesHeldOutOfTraining) {
   for (const std::string cache : {"vram", "none"}) {
-    auto config = data_run("holdout-" + cache, {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
+    const auto config = data_run("holdout-" + cache, {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
                                                 "data.val_fraction=0.2", "data.cache=" + cache, "train.batch_size=10"});
-    std::ostringstream console;
-    auto options = test_support::quiet_trainer();
-    options.console = &console;
-    config.logging.progress = "lines";
-    Trainer trainer(config, options);
-    const auto result = trainer.fit();
+    const auto [result, console] = test_support::fit_capturing_console(config);
     EXPECT_EQ(result.steps, 8) << cache;  // 40 of the 50 samples train, batch 10, 2 epochs
     ASSERT_TRUE(result.last_epoch);
     EXPECT_GT(result.last_epoch->val_accuracy, 0.0) << cache;
-    EXPECT_NE(console.str().find("10 held out for validation"), std::string::npos) << console.str();
+    EXPECT_NE(console.find("10 held out for validation"), std::string::npos) << console;
   }
 }
 
 TEST(TrainerData, ARunWithoutValidationDataSaysHowToAddSome) {
-  auto config = data_run("no-val", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
+  const auto config = data_run("no-val", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
                                     "train.batch_size=25", "checkpoint.best_metric=none"});
-  std::ostringstream console;
-  auto options = test_support::quiet_trainer();
-  options.console = &console;
-  config.logging.progress = "lines";
-  Trainer trainer(config, options);
-  trainer.fit();
-  EXPECT_NE(console.str().find("no validation data, so epochs report the training loss only (data.val_path or data.val_fraction adds some)"),
+  const auto console = test_support::fit_capturing_console(config).console;
+  EXPECT_NE(console.find("no validation data, so epochs report the training loss only (data.val_path or data.val_fraction adds some)"),
             std::string::npos)
-      << console.str();
+      << console;
 }
 
 TEST(TrainerData, ABatchLargerThanTheDataTakesItAllAndSaysSo) {
-  auto config = data_run("batch-over", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
+  const auto config = data_run("batch-over", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
                                         "train.batch_size=64", "checkpoint.best_metric=none"});
-  std::ostringstream console;
-  auto options = test_support::quiet_trainer();
-  options.console = &console;
-  config.logging.progress = "lines";
-  Trainer trainer(config, options);
-  EXPECT_EQ(trainer.fit().steps, 2);  // 2 epochs of one 50-sample step
-  EXPECT_NE(console.str().find("the effective batch (64) is larger than the 50 training samples"), std::string::npos) << console.str();
+  const auto [result, console] = test_support::fit_capturing_console(config);
+  EXPECT_EQ(result.steps, 2);  // 2 epochs of one 50-sample step
+  EXPECT_NE(console.find("the effective batch (64) is larger than the 50 training samples"), std::string::npos) << console;
 }
 
 TEST(TrainerData, TooFewClassesForTheLabelsIsAUsageError) {
@@ -181,19 +162,14 @@ TEST(TrainerData, TooFewClassesForTheLabelsIsAUsageError) {
 
 TEST(TrainerData, ImageFolderRunSkipsTheCorruptImageAndSaysSo) {
   for (const std::string cache : {"vram", "none"}) {
-    auto config = data_run("images-" + cache, {"data.source=image_folder", "data.path=" + fixture("folder/train"),
+    const auto config = data_run("images-" + cache, {"data.source=image_folder", "data.path=" + fixture("folder/train"),
                                                "data.val_path=" + fixture("folder/val"), "data.image_size=[16, 16]",
                                                "data.classes=auto", "model.name=small_cnn", "train.batch_size=4",
                                                "data.cache=" + cache, "data.num_workers=2", "data.mean=[0.5, 0.5, 0.5]",
                                                "data.std=[0.25, 0.25, 0.25]", "data.hflip=true", "data.crop_padding=2"});
-    config.logging.progress = "lines";
-    std::ostringstream console;
-    auto options = test_support::quiet_trainer();
-    options.console = &console;
-    Trainer trainer(config, options);
-    const auto result = trainer.fit();
+    const auto [result, console] = test_support::fit_capturing_console(config);
     EXPECT_EQ(result.skipped_samples, 1) << cache;
     EXPECT_EQ(result.samples, 12) << cache;  // 6 readable images, 2 epochs
-    EXPECT_NE(console.str().find("broken.jpg: corrupt JPEG"), std::string::npos) << console.str();
+    EXPECT_NE(console.find("broken.jpg: corrupt JPEG"), std::string::npos) << console;
   }
 }
