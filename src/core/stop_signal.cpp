@@ -4,19 +4,36 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdint>
+#include <ctime>
 
 namespace gputrain::core {
 namespace {
 
 std::atomic<int> g_requests{0};
+std::atomic<std::int64_t> g_first_signal_ns{0};
 
-// Async-signal-safe: an atomic, write(2) and _exit(2) only.
+// One event can deliver the same signal twice: GNU `timeout` signals the command and then its
+// whole process group, and a terminal's Ctrl-C reaches a process a wrapper also forwards it to.
+// A repeat this soon after the first is that echo, not a person asking a second time.
+constexpr std::int64_t kEchoNs = 100'000'000;
+
+std::int64_t monotonic_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe (POSIX)
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+// Async-signal-safe: atomics, clock_gettime(2), write(2) and _exit(2) only.
 void on_signal(int) {
+  const std::int64_t now = monotonic_ns();
   if (g_requests.fetch_add(1) == 0) {
+    g_first_signal_ns.store(now);
     static const char message[] = "\ngputrain: stopping after the current step and saving a checkpoint (signal again to quit now)\n";
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, message, sizeof message - 1);
     return;
   }
+  if (now - g_first_signal_ns.load() < kEchoNs) return;
   static const char message[] = "\ngputrain: second signal, exiting now without a checkpoint\n";
   [[maybe_unused]] auto n = ::write(STDERR_FILENO, message, sizeof message - 1);
   ::_exit(130);

@@ -1,6 +1,8 @@
 #pragma once
 // SIGINT/SIGTERM handling for long runs: the first signal only sets a flag that the training
-// loop reads at a step boundary (so it can checkpoint and exit 130); a second one exits at once.
+// loop reads at a step boundary (so it can checkpoint and exit 130); a second one exits at once,
+// unless it comes within 100 ms of the first: then it is the same event delivered twice (GNU
+// timeout signals the command and its process group), and counts once.
 
 namespace gputrain::core {
 
