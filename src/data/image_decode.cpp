@@ -18,6 +18,7 @@ namespace {
 struct RgbImage {
   std::vector<std::uint8_t> pixels;  // HWC
   int height = 0, width = 0;
+  std::vector<std::uint8_t> cmyk_row;  // decode_jpeg's scratch, here because no destructor may live across its setjmp
 };
 
 struct JpegError {
@@ -34,6 +35,17 @@ void jpeg_fail(j_common_ptr info) {
 
 void jpeg_quiet(j_common_ptr, int) {}  // warnings (e.g. extraneous bytes) are not failures
 
+// R = (255 - C)(255 - K) / 255 and so on, rounded: Pillow's conversion of the same file.
+void cmyk_to_rgb(const JSAMPLE* cmyk, int width, bool inverted, JSAMPLE* rgb) {
+  for (int x = 0; x < width; ++x, cmyk += 4, rgb += 3) {
+    const unsigned k = inverted ? cmyk[3] : 255U - cmyk[3];
+    for (int c = 0; c < 3; ++c) {
+      const unsigned ink_free = inverted ? cmyk[c] : 255U - cmyk[c];
+      rgb[c] = static_cast<JSAMPLE>((ink_free * k + 127) / 255);
+    }
+  }
+}
+
 // Plain C inside: nothing with a destructor lives across the setjmp.
 bool decode_jpeg(const unsigned char* bytes, std::size_t size, int min_height, int min_width, RgbImage& out, char* why) {
   jpeg_decompress_struct info;
@@ -49,7 +61,10 @@ bool decode_jpeg(const unsigned char* bytes, std::size_t size, int min_height, i
   jpeg_create_decompress(&info);
   jpeg_mem_src(&info, bytes, static_cast<unsigned long>(size));
   jpeg_read_header(&info, TRUE);
-  info.out_color_space = JCS_RGB;
+  // libjpeg converts grey and YCbCr to RGB itself, but not CMYK or YCCK (print-shop and Photoshop
+  // exports): those come out as CMYK and become RGB below.
+  const bool cmyk = info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK;
+  info.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
   // Let the decoder downscale by 1/2, 1/4 or 1/8 in the DCT while the result still covers the
   // target: most of the decode time saved for large photos.
   info.scale_num = 1;
@@ -62,10 +77,15 @@ bool decode_jpeg(const unsigned char* bytes, std::size_t size, int min_height, i
   jpeg_start_decompress(&info);
   out.height = static_cast<int>(info.output_height);
   out.width = static_cast<int>(info.output_width);
-  out.pixels.resize(static_cast<std::size_t>(out.height) * static_cast<std::size_t>(out.width) * 3);
+  const auto row_size = static_cast<std::size_t>(out.width) * 3;
+  out.pixels.resize(static_cast<std::size_t>(out.height) * row_size);
+  out.cmyk_row.resize(cmyk ? static_cast<std::size_t>(out.width) * 4 : 0);
+  const bool inverted = info.saw_Adobe_marker;  // Adobe's files store 255 - C, 255 - M, 255 - Y, 255 - K
   while (info.output_scanline < info.output_height) {
-    JSAMPROW row = out.pixels.data() + static_cast<std::size_t>(info.output_scanline) * static_cast<std::size_t>(out.width) * 3;
+    JSAMPLE* rgb = out.pixels.data() + static_cast<std::size_t>(info.output_scanline) * row_size;
+    JSAMPROW row = cmyk ? out.cmyk_row.data() : rgb;
     jpeg_read_scanlines(&info, &row, 1);
+    if (cmyk) cmyk_to_rgb(out.cmyk_row.data(), out.width, inverted, rgb);
   }
   jpeg_finish_decompress(&info);
   jpeg_destroy_decompress(&info);
@@ -152,6 +172,7 @@ void resize_crop(const RgbImage& image, std::int64_t height, std::int64_t width,
 void decode_image_into(const unsigned char* bytes, std::size_t size, std::int64_t height, std::int64_t width, std::uint8_t* chw) {
   RgbImage image;
   static const unsigned char png_signature[] = {0x89, 'P', 'N', 'G'};
+  if (size == 0) throw SkippedSample("the file is empty (0 bytes): an interrupted copy or download?");
   if (size >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) {
     char why[JMSG_LENGTH_MAX] = {0};
     if (!decode_jpeg(bytes, size, static_cast<int>(height), static_cast<int>(width), image, why))

@@ -17,32 +17,48 @@ bool is_image(const fs::path& path) {
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
 
+// Dot-files and dot-folders (.DS_Store, .ipynb_checkpoints, .git) are the tools', not the user's:
+// a class named .ipynb_checkpoints is torchvision's best-known ImageFolder surprise.
+bool is_hidden(const fs::path& path) { return path.filename().string().rfind('.', 0) == 0; }
+
 class ImageFolder final : public Dataset {
  public:
   ImageFolder(std::string root, std::int64_t height, std::int64_t width, std::vector<std::string> classes)
       : root_(std::move(root)), classes_(std::move(classes)) {
     if (!fs::is_directory(root_)) throw UsageError("'" + root_ + "' is not a folder", "point data.path at a folder with one sub-folder per class");
     const bool fixed = !classes_.empty();
-    if (!fixed) {
-      for (const auto& entry : fs::directory_iterator(root_))
-        if (entry.is_directory()) classes_.push_back(entry.path().filename().string());
-      std::sort(classes_.begin(), classes_.end());
+    std::vector<std::string> folders;  // the visible sub-folders
+    for (const auto& entry : fs::directory_iterator(root_)) {
+      if (is_hidden(entry.path())) continue;
+      if (entry.is_directory()) folders.push_back(entry.path().filename().string());
+      else if (entry.is_regular_file()) note_ignored(entry.path());  // an image outside any class folder has no label
     }
+    std::sort(folders.begin(), folders.end());
+    if (!fixed) classes_ = folders;
     if (classes_.empty()) throw UsageError("'" + root_ + "' has no sub-folders", "put each class's images in a sub-folder named after the class");
+    for (const auto& folder : folders)
+      if (std::find(classes_.begin(), classes_.end(), folder) == classes_.end())
+        throw UsageError("'" + (fs::path(root_) / folder).string() + "' is a class the training folder does not have",
+                         "use the same class sub-folders for training and validation");
     for (std::size_t c = 0; c < classes_.size(); ++c) {
       const fs::path folder = fs::path(root_) / classes_[c];
       if (!fs::is_directory(folder)) continue;  // a validation folder may lack a class
       std::vector<std::string> names;
-      for (const auto& entry : fs::recursive_directory_iterator(folder))
-        if (entry.is_regular_file() && is_image(entry.path())) names.push_back(fs::relative(entry.path(), root_).string());
+      for (auto it = fs::recursive_directory_iterator(folder); it != fs::recursive_directory_iterator(); ++it) {
+        if (is_hidden(it->path())) {
+          if (it->is_directory()) it.disable_recursion_pending();
+          continue;
+        }
+        if (!it->is_regular_file()) continue;
+        if (is_image(it->path())) names.push_back(fs::relative(it->path(), root_).string());
+        else note_ignored(it->path());
+      }
+      if (names.empty() && !fixed)
+        throw UsageError("class '" + classes_[c] + "' has no images: '" + folder.string() + "' holds no .jpg, .jpeg or .png files",
+                         "add its images, or move the folder out of '" + root_ + "' if it is not a class");
       std::sort(names.begin(), names.end());
       for (auto& n : names) files_.push_back({std::move(n), static_cast<std::int64_t>(c)});
     }
-    if (fixed)
-      for (const auto& entry : fs::directory_iterator(root_))
-        if (entry.is_directory() && std::find(classes_.begin(), classes_.end(), entry.path().filename().string()) == classes_.end())
-          throw UsageError("'" + entry.path().string() + "' is a class the training folder does not have",
-                           "use the same class sub-folders for training and validation");
     if (files_.empty()) throw UsageError("'" + root_ + "' holds no .jpg, .jpeg or .png files", "put images in its class sub-folders");
     layout_.input_shape = {3, height, width};
     layout_.input_dtype = at::kByte;
@@ -64,7 +80,11 @@ class ImageFolder final : public Dataset {
   }
   std::string origin(std::int64_t index) const override { return (fs::path(root_) / files_[static_cast<std::size_t>(index)].name).string(); }
   std::string description() const override {
-    return "image folder " + root_ + " (" + std::to_string(files_.size()) + " images, " + std::to_string(classes_.size()) + " classes)";
+    std::string text = "image folder " + root_ + " (" + std::to_string(files_.size()) + " images, " + std::to_string(classes_.size()) + " classes";
+    if (ignored_ > 0)
+      text += "; " + std::to_string(ignored_) + (ignored_ == 1 ? " other file" : " other files") + " not read, e.g. '" + first_ignored_ +
+              "': only .jpg, .jpeg and .png are";
+    return text + ")";
   }
   const std::vector<std::string>& classes() const { return classes_; }
 
@@ -73,9 +93,17 @@ class ImageFolder final : public Dataset {
     std::string name;  // relative to root_
     std::int64_t label;
   };
+  // Files of other formats (.bmp, .webp, notes) are left out, but said so: a user who converted
+  // half a dataset to WebP should not find out from the accuracy.
+  void note_ignored(const fs::path& path) {
+    if (ignored_++ == 0 || path.string() < first_ignored_) first_ignored_ = path.string();  // the same example on every file system
+  }
+
   std::string root_;
   std::vector<std::string> classes_;
   std::vector<File> files_;
+  std::int64_t ignored_ = 0;
+  std::string first_ignored_;
   SampleLayout layout_;
 };
 

@@ -142,8 +142,11 @@ Image.fromarray(rgba, "RGBA").save(path("images", "exact", "rgba.png"))
 Image.fromarray(gradient).convert("P", palette=Image.Palette.ADAPTIVE, colors=64).save(path("images", "exact", "palette.png"))
 Image.fromarray(gradient).save(path("images", "exact", "rgb.jpg"), quality=95)
 Image.fromarray(gradient[..., 1]).save(path("images", "exact", "grey.jpg"), quality=95)
+# CMYK with every ink and black varying (Pillow writes Adobe's inverted CMYK, as Photoshop does).
+cmyk = np.dstack([gradient, (np.arange(16)[:, None] * 8 + np.arange(24)[None, :] * 4).astype(np.uint8)])
+Image.fromarray(cmyk, "CMYK").save(path("images", "exact", "cmyk.jpg"), quality=95)
 # What Pillow decodes, CHW: the test compares ours to it (exactly for PNG, closely for JPEG).
-for name in ["rgb.png", "grey.png", "rgba.png", "palette.png", "rgb.jpg", "grey.jpg"]:
+for name in ["rgb.png", "grey.png", "rgba.png", "palette.png", "rgb.jpg", "grey.jpg", "cmyk.jpg"]:
     decoded = np.asarray(Image.open(path("images", "exact", name)).convert("RGB"))
     np.save(path("images", "exact", name + ".npy"), np.ascontiguousarray(decoded.transpose(2, 0, 1)))
 
@@ -160,5 +163,11 @@ for c, colour in [("cat", (200, 30, 30)), ("dog", (30, 30, 200))]:
     Image.fromarray(np.full((20, 20, 3), colour, dtype=np.uint8)).save(path("folder", "val", c, "0.jpg"))
 jpeg = open(path("folder", "train", "cat", "0.jpg"), "rb").read()
 open(path("folder", "train", "cat", "broken.jpg"), "wb").write(jpeg[:60])
+open(path("folder", "train", "dog", "empty.png"), "wb").close()
 open(path("folder", "train", "dog", "README.txt"), "w").write("not an image\n")
+Image.fromarray(np.full((20, 20, 3), (30, 30, 200), dtype=np.uint8)).save(path("folder", "train", "dog", "3.bmp"))  # not read, but said so
+# What tools leave behind: neither a class nor a file to mention.
+open(path("folder", "train", "dog", ".DS_Store"), "wb").write(b"\0\0\0\1Bud1")
+Image.fromarray(np.full((20, 20, 3), (30, 30, 200), dtype=np.uint8)).save(path("folder", "train", ".ipynb_checkpoints", "0.jpg"))
+Image.fromarray(np.full((20, 20, 3), (30, 30, 200), dtype=np.uint8)).save(path("folder", "train", "cat", ".thumbs", "0.jpg"))
 print("fixtures written to", out)

@@ -14,6 +14,7 @@
 #include "gputrain/data/numpy_format.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/data/sources.hpp"
+#include "support/scratch_folder.hpp"
 
 using namespace gputrain;
 using namespace gputrain::data;
@@ -186,7 +187,7 @@ TEST(Cifar10, ReadsRecordsAcrossBatches) {
 }
 
 TEST(Images, DecodeLikePillow) {
-  for (const std::string name : {"rgb.png", "grey.png", "rgba.png", "palette.png", "rgb.jpg", "grey.jpg"}) {
+  for (const std::string name : {"rgb.png", "grey.png", "rgba.png", "palette.png", "rgb.jpg", "grey.jpg", "cmyk.jpg"}) {
     const auto expected = read_npy(fixture("images/exact/" + name + ".npy"));
     // A one-file folder per image: the source under test is the image folder itself.
     const auto root = std::filesystem::temp_directory_path() / ("gputrain-decode-" + name);
@@ -214,11 +215,20 @@ TEST(ImageFolder, ListsClassesSkipsCorruptFilesAndResizes) {
   const auto sources = open_sources(spec);
   EXPECT_EQ(sources.class_names, (std::vector<std::string>{"cat", "dog"}));
   EXPECT_EQ(sources.classes, 2);
-  EXPECT_EQ(sources.train->size(), 7);  // 3 + 3 images and the broken JPEG; README.txt is not an image
+  // 3 + 3 images, the broken JPEG and an empty file; dot-folders (.ipynb_checkpoints, cat/.thumbs)
+  // and .DS_Store are the tools', not classes or samples; README.txt and 3.bmp are left out but
+  // said so.
+  EXPECT_EQ(sources.train->size(), 8);
+  const auto description = sources.train->description();
+  EXPECT_NE(description.find("2 other files not read, e.g. '" + fixture("folder/train") + "/dog/3.bmp': only .jpg, .jpeg and .png are"),
+            std::string::npos)
+      << description;
+  EXPECT_EQ(sources.val->description().find("other file"), std::string::npos) << sources.val->description();
   EXPECT_EQ(sources.val->size(), 2);
   const auto loaded = materialize(*sources.train, 2);
-  ASSERT_EQ(loaded.skipped.size(), 1U);
+  ASSERT_EQ(loaded.skipped.size(), 2U);
   EXPECT_NE(loaded.skipped[0].find("broken.jpg: corrupt JPEG"), std::string::npos) << loaded.skipped[0];
+  EXPECT_NE(loaded.skipped[1].find("empty.png: the file is empty (0 bytes)"), std::string::npos) << loaded.skipped[1];
   ASSERT_EQ(loaded.set.size(), 6);
   EXPECT_EQ(loaded.set.inputs.sizes(), (std::vector<std::int64_t>{6, 3, 12, 10}));
   EXPECT_TRUE(at::equal(loaded.set.targets, at::tensor({0, 0, 0, 1, 1, 1}, at::kLong)));
@@ -227,6 +237,25 @@ TEST(ImageFolder, ListsClassesSkipsCorruptFilesAndResizes) {
   const auto dog_blue = loaded.set.inputs.select(0, 5).select(0, 2).to(at::kFloat).mean().item<float>();
   EXPECT_NEAR(cat_red, 200, 4);
   EXPECT_NEAR(dog_blue, 200, 4);
+}
+
+TEST(ImageFolder, AClassFolderWithoutImagesIsAnError) {
+  test_support::ScratchFolder root("empty-class");
+  std::filesystem::create_directories(root.path / "cat");
+  std::filesystem::copy_file(fixture("images/exact/rgb.jpg"), root.path / "cat" / "0.jpg");
+  std::filesystem::create_directories(root.path / "dog");
+  std::ofstream(root.path / "dog" / "0.webp") << "RIFF";
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = root.path.string();
+  const auto error = usage_error([&] { open_sources(spec); });
+  EXPECT_NE(error.find("class 'dog' has no images: '" + (root.path / "dog").string() + "' holds no .jpg, .jpeg or .png files"), std::string::npos)
+      << error;
+  // A validation folder may lack a class's images: its accuracy is then over the others.
+  std::filesystem::remove(root.path / "dog" / "0.webp");
+  spec.path = fixture("folder/train");
+  spec.val_path = root.path.string();
+  EXPECT_EQ(open_sources(spec).val->size(), 1);
 }
 
 TEST(Sources, ArraysByKeyAndDefaults) {

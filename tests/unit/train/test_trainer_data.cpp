@@ -168,8 +168,9 @@ TEST(TrainerData, ImageFolderRunSkipsTheCorruptImageAndSaysSo) {
                                                "data.cache=" + cache, "data.num_workers=2", "data.mean=[0.5, 0.5, 0.5]",
                                                "data.std=[0.25, 0.25, 0.25]", "data.hflip=true", "data.crop_padding=2"});
     const auto [result, console] = test_support::fit_capturing_console(config);
-    EXPECT_EQ(result.skipped_samples, 1) << cache;
-    EXPECT_EQ(result.samples, 12) << cache;  // 6 readable images, 2 epochs
+    EXPECT_EQ(result.skipped_samples, 2) << cache;  // broken.jpg and empty.png
+    EXPECT_EQ(result.samples, 12) << cache;         // 6 readable images, 2 epochs
     EXPECT_NE(console.find("broken.jpg: corrupt JPEG"), std::string::npos) << console;
+    EXPECT_NE(console.find("2 other files not read"), std::string::npos) << console;
   }
 }
