@@ -114,6 +114,11 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
                        "give every row one cell per header column");
     for (const auto c : feature_columns) {
       double value = 0;
+      if (cells[c].empty())
+        throw UsageError(path + ":" + std::to_string(line_number) + ": column '" + header[c] + "' (" + std::to_string(c + 1) +
+                             ") is empty: a missing value",
+                         "fill in or remove that row (missing values are not filled in for you), or leave the column out "
+                         "with data.features");
       if (!parse_number(cells[c], value))
         throw UsageError(path + ":" + std::to_string(line_number) + ": column '" + header[c] + "' (" + std::to_string(c + 1) +
                              "): '" + cells[c] + "' is not a number",
@@ -126,6 +131,9 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
                          "with data.features");
       features.push_back(static_cast<float>(value));
     }
+    if (cells[label_column].empty())
+      throw UsageError(path + ":" + std::to_string(line_number) + ": the label (column '" + header[label_column] + "') is empty",
+                       "fill in or remove that row");
     double value = 0;
     if (parse_number(cells[label_column], value) && label_names.empty()) {
       if (spec.classification && (value < 0 || value != std::floor(value)))

@@ -96,6 +96,11 @@ with open(path("bad", "not_finite.csv"), "w", newline="") as f:  # pandas writes
     w.writerow([1, 2, 0])
     w.writerow([3, float("nan"), 1])
     w.writerow([1e39, 2, 0])  # beyond float32
+with open(path("bad", "empty_cells.csv"), "w", newline="") as f:  # csv and spreadsheets write a missing value as nothing
+    w = csv.writer(f)
+    w.writerow(["a", "b", "label"])
+    w.writerow([1, None, 0])
+    w.writerow([2, 3, None])
 # Spreadsheets in many locales save with ';', and tab-separated files are common: same data as numeric.csv.
 for name, delimiter in (("semicolons.csv", ";"), ("tabs.tsv", "\t")):
     with open(path("csv", name), "w", newline="") as f:

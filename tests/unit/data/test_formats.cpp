@@ -142,6 +142,13 @@ TEST(Csv, NonFiniteCellsNameTheLineAndColumn) {
   EXPECT_NE(label.find("not_finite.csv:3: label 'nan' is not a finite"), std::string::npos) << label;
 }
 
+TEST(Csv, EmptyCellsAreCalledMissingValues) {
+  const auto feature = usage_error([] { read_csv(fixture("bad/empty_cells.csv"), CsvSpec{{}, "label", true}); });
+  EXPECT_NE(feature.find("empty_cells.csv:2: column 'b' (2) is empty: a missing value"), std::string::npos) << feature;
+  const auto label = usage_error([] { read_csv(fixture("bad/empty_cells.csv"), CsvSpec{{"a"}, "label", true}); });
+  EXPECT_NE(label.find("empty_cells.csv:3: the label (column 'label') is empty"), std::string::npos) << label;
+}
+
 TEST(Csv, SemicolonAndTabSeparatedFilesAreRead) {
   const auto expected = read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, "label", true});
   for (const char* name : {"csv/semicolons.csv", "csv/tabs.tsv"}) {
