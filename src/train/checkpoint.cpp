@@ -111,6 +111,8 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
   archive.write("progress.position", c10::IValue(progress.position));
   archive.write("progress.has_best", c10::IValue(static_cast<std::int64_t>(progress.best_metric.has_value())));
   archive.write("progress.best", c10::IValue(progress.best_metric.value_or(0.0)));
+  archive.write("progress.global_batch", c10::IValue(progress.global_batch));
+  archive.write("progress.world_size", c10::IValue(progress.world_size));
   archive.write("config", c10::IValue(config_yaml));
   std::ostringstream bytes;
   archive.save_to(bytes);
@@ -144,6 +146,9 @@ TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts&
     archive.read("progress.best", best);
     progress.best_metric = best.toDouble();
   }
+  c10::IValue value;  // absent from checkpoints of earlier versions
+  if (archive.try_read("progress.global_batch", value)) progress.global_batch = value.toInt();
+  if (archive.try_read("progress.world_size", value)) progress.world_size = value.toInt();
   if (config_yaml) *config_yaml = read_config(archive);
   return progress;
 }

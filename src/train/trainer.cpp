@@ -103,6 +103,7 @@ Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_uniqu
   try {
     state_->setup();
     state_->resume();
+    state_->write_config_file();
   } catch (const c10::OutOfMemoryError& e) {
     throw Error("out of memory before the first step, while placing the data, the model and its optimizer on " +
                     state_->device.str() + ": " + memory::describe(memory::memory_figures(state_->device)) +
@@ -300,7 +301,6 @@ FitResult Trainer::fit() {
   result.total_steps = s.total_steps;
   result.start_step = progress.step;
   s.make_sinks(progress.step);
-  if (progress.step > 0) s.note("resumed from " + s.last_checkpoint + " at step " + std::to_string(progress.step));
   if (progress.step > 0 && progress.step >= s.total_steps)
     s.note("nothing left to train: " +
            (progress.step == s.total_steps ? "this run already finished its " + std::to_string(s.total_steps) + " steps"

@@ -50,6 +50,18 @@ dist::GradientSyncOptions sync_options(const DistributedConfig& c) {
   return o;
 }
 
+// "train.batch_size: 256, train.grad_accum: 1" as a saved config has them.
+std::string saved_settings(const std::string& config_yaml, const std::vector<std::string>& keys) {
+  const auto root = YAML::Load(config_yaml);
+  std::vector<std::string> found;
+  for (const auto& key : keys) {
+    const auto dot = key.find('.');
+    const auto value = root[key.substr(0, dot)][key.substr(dot + 1)];
+    found.push_back(key + ": " + (value && value.IsScalar() ? value.Scalar() : "?"));
+  }
+  return core::join(found);
+}
+
 }  // namespace
 
 void Trainer::State::setup() {
@@ -123,7 +135,6 @@ void Trainer::State::setup() {
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
 
   store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
-  if (ranks.writer()) core::write_file_atomically((fs::path(config.logging.dir) / "config.yaml").string(), config_yaml);
 }
 
 void Trainer::State::lock_folders() {
@@ -247,6 +258,8 @@ void Trainer::State::make_sinks(std::int64_t start_step) {
 }
 
 void Trainer::State::resume() {
+  progress.global_batch = effective_batch * ranks.world_size();
+  progress.world_size = ranks.world_size();
   std::string path;
   if (config.checkpoint.resume == "auto") {
     if (auto latest = store->latest()) path = *latest;
@@ -262,11 +275,47 @@ void Trainer::State::resume() {
                      "set optimizer.name: " + saved_optimizer.Scalar() + " to continue that run, or checkpoint.resume: never (or "
                      "another logging.dir) to start a new one");
   std::string saved_config;
+  const auto global_batch = progress.global_batch, world = progress.world_size;
   progress = load_checkpoint(path, parts(), &saved_config);
+  // Said once the sinks exist (fit() makes them), after the setup's notes: where it resumes, then what changed.
+  pending_notes.push_back("resumed from " + path + " at step " + std::to_string(progress.step));
+  adopt_checkpoint_shape(path, saved_config, global_batch, world);
   last_saved_step = progress.step;
   last_checkpoint = path;
   if (saved_config != config_yaml)
-    note("note: the config differs from the one " + path + " was written with (both are kept: config.yaml and the checkpoint)");
+    pending_notes.push_back("note: the config differs from the one " + path +
+                            " was written with (both are kept: config.yaml and the checkpoint)");
+}
+
+// A step of the checkpoint must mean a step of this run: the schedule, the step budget and the
+// epoch's position all count them. The same global batch on another number of ranks is the same
+// run (rank r takes every world-th sample of the epoch's order), so only the position, counted in
+// this rank's share, is rescaled.
+void Trainer::State::adopt_checkpoint_shape(const std::string& path, const std::string& saved_config, std::int64_t global_batch,
+                                            std::int64_t world) {
+  const auto ranks_text = [](std::int64_t n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); };
+  if (progress.global_batch != 0 && progress.global_batch != global_batch) {
+    throw UsageError(path + " was trained with a global batch of " + std::to_string(progress.global_batch) + " samples per step (" +
+                         ranks_text(progress.world_size) + "), and this run's is " + std::to_string(micro_batch) + " x " +
+                         std::to_string(config.train.grad_accum) + " accumulation x " + ranks_text(world) + " = " +
+                         std::to_string(global_batch) + ": its steps, schedule and epoch position would mean other samples",
+                     "resume with train.batch_size x train.grad_accum x ranks = " + std::to_string(progress.global_batch) + " (it ran " +
+                         saved_settings(saved_config, {"train.batch_size", "train.grad_accum"}) +
+                         "), or start a new run with checkpoint.resume: never or another logging.dir");
+  }
+  if (progress.world_size != 0 && progress.world_size != world) {
+    const auto position = progress.position * progress.world_size / world;
+    pending_notes.push_back("resuming on " + ranks_text(world) + " a run written by " + ranks_text(progress.world_size) +
+                            ", with the same global batch: each rank continues at sample " + std::to_string(position) +
+                            " of its share of epoch " + std::to_string(progress.epoch + 1));
+    progress.position = position;
+  }
+  progress.global_batch = global_batch;
+  progress.world_size = world;
+}
+
+void Trainer::State::write_config_file() {
+  if (ranks.writer()) core::write_file_atomically((fs::path(config.logging.dir) / "config.yaml").string(), config_yaml);
 }
 
 }  // namespace gputrain::train

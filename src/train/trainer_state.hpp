@@ -85,6 +85,8 @@ struct Trainer::State {
   void resolve_workers();
   void make_sinks(std::int64_t start_step);
   void resume();
+  void adopt_checkpoint_shape(const std::string& path, const std::string& saved_config, std::int64_t global_batch, std::int64_t world);
+  void write_config_file();  // after a resume was accepted: a refused one leaves the run's file as it was
   at::Tensor train_step(const data::Batch* batch, std::int64_t global_rows);
   EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);
   void run_epochs(FitResult& result, RunTotals& totals);

@@ -11,6 +11,7 @@
 #include <thread>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/data/batch.hpp"
@@ -190,6 +191,47 @@ TEST(TwoRanks, AStopOnOneRankStopsBothAndTheResumeContinuesExactly) {
   EXPECT_EQ(result.start_step, 3);
   EXPECT_EQ(result.steps, 12);
   EXPECT_TRUE(at::equal(flat_parameters(resumed), expected)) << "the resumed run left the uninterrupted one's path";
+  barrier();
+}
+
+// Fewer GPUs after a preemption: the same global batch on one process continues the two ranks' run
+// (each rank's place in the epoch is rescaled to the new share).
+TEST(TwoRanks, AStoppedRunResumesOnOneProcessWithTheSameGlobalBatch) {
+  Trainer reference(run("regrouped-reference", {}), test_support::quiet_trainer());
+  reference.fit();
+  const auto expected = flat_parameters(reference);
+
+  auto options = test_support::quiet_trainer();
+  options.after_step = [&](std::int64_t step) {
+    if (step == 3) core::request_stop();
+  };
+  {
+    Trainer first(run("regrouped", {}), options);
+    EXPECT_TRUE(first.fit().interrupted);
+    core::clear_stop_request();
+  }
+  barrier();
+  if (my_rank() == 0) {
+    as_plain_process([&] {
+      std::ostringstream console;
+      auto one = test_support::quiet_trainer();
+      one.console = &console;
+      auto config = run("regrouped", {"train.batch_size=16"}, /*fresh=*/false);
+      config.logging.progress = "lines";
+      Trainer resumed(config, one);
+      const auto result = resumed.fit();
+      EXPECT_EQ(result.world_size, 1);
+      EXPECT_EQ(result.start_step, 3);
+      EXPECT_EQ(result.steps, 12);
+      EXPECT_NE(console.str().find("resuming on 1 rank a run written by 2 ranks, with the same global batch: each rank continues at "
+                                   "sample 48 of its share of epoch 1"),
+                std::string::npos)
+          << console.str();
+      EXPECT_EQ(result.samples, 192 - 48);  // the rest of the two epochs, nothing seen twice
+      EXPECT_TRUE(at::allclose(flat_parameters(resumed), expected, 1e-5, 1e-6))
+          << "max difference " << (flat_parameters(resumed) - expected).abs().max().item<float>();
+    });
+  }
   barrier();
 }
 

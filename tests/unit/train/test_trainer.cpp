@@ -162,6 +162,36 @@ TEST(Trainer, ResumingWithAnotherOptimizerIsAClearError) {
   }
 }
 
+// A step of the checkpoint must be a step of the resumed run: the schedule, the step budget and
+// the epoch position count them. Another split of the same global batch is the same run.
+TEST(Trainer, ResumingWithAnotherGlobalBatchIsRefusedButAnotherSplitOfItIsNot) {
+  const auto first = small_run("other-batch", {"train.max_steps=3"});
+  Trainer(first, test_support::quiet_trainer()).fit();
+  try {
+    Trainer(small_run("other-batch", {"train.batch_size=8"}, /*fresh=*/false), test_support::quiet_trainer());
+    ADD_FAILURE() << "resumed a batch-16 run at batch 8";
+  } catch (const UsageError& e) {
+    const std::string what = e.what(), fix = e.remedy();
+    EXPECT_NE(what.find("was trained with a global batch of 16 samples per step (1 rank), and this run's is 8 x 1 accumulation x 1 rank = 8"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(fix.find("train.batch_size x train.grad_accum x ranks = 16 (it ran train.batch_size: 16, train.grad_accum: 1)"),
+              std::string::npos)
+        << fix;
+  }
+  // The refused run left the run's config.yaml as it was.
+  EXPECT_EQ(count_lines(fs::path(first.logging.dir) / "config.yaml", "batch_size: 16"), 1);
+  const auto [result, console] =
+      test_support::fit_capturing_console(small_run("other-batch", {"train.batch_size=8", "train.grad_accum=2", "train.max_steps=5"}, false));
+  EXPECT_EQ(result.start_step, 3);
+  EXPECT_EQ(result.steps, 5);
+  const auto resumed = console.find("resumed from " + first.checkpoint_dir() + "/step-00000003.pt at step 3\n");
+  const auto differs = console.find("note: the config differs from the one " + first.checkpoint_dir() + "/step-00000003.pt was written with");
+  EXPECT_NE(resumed, std::string::npos) << console;
+  EXPECT_NE(differs, std::string::npos) << console;  // this note used to be made before the console was there to say it
+  EXPECT_LT(resumed, differs) << console;
+}
+
 TEST(Trainer, StandardizeRefusesSamplesThatAreNeitherVectorsNorImages) {
   try {
     Trainer trainer(small_run("standardize-sequences", {"data.standardize=true", "data.shape=[4, 8]"}), test_support::quiet_trainer());
