@@ -38,6 +38,32 @@ bool Config::uses_channels_last() const {
 
 namespace {
 
+// Every mistake in the config at once: someone fixing a file should not meet them one run at a
+// time. One problem is reported as it is; several as a list, each with its fix.
+class Problems {
+ public:
+  template <typename Step>
+  void check(Step&& step) {
+    try {
+      step();
+    } catch (const UsageError& e) {
+      found_.push_back(e);
+    }
+  }
+
+  void throw_if_any() const {
+    if (found_.empty()) return;
+    if (found_.size() == 1) throw found_.front();
+    std::string list = std::to_string(found_.size()) + " problems in the config:";
+    for (const auto& problem : found_) list += "\n  " + std::string(problem.what()) + "\n    fix: " + problem.remedy();
+    const std::string all = found_.size() == 2 ? "both" : "all " + std::to_string(found_.size());
+    throw UsageError(list, "fix " + all + ", then run again (every key: docs/configuration.md)");
+  }
+
+ private:
+  std::vector<UsageError> found_;
+};
+
 std::string where(const std::string& origin, const YAML::Mark& mark) {
   if (mark.line < 0) return origin;
   return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
@@ -98,9 +124,9 @@ std::string unknown_key_remedy(const std::string& key, const std::string& elsewh
 // A section with a `name` key takes a plain value as that name: "device: cuda", "optimizer: sgd".
 const Field* shorthand_field(const std::string& section) { return find_field(section + ".name"); }
 
-void apply_node(Config& config, const std::string& prefix, const YAML::Node& node, const std::string& origin) {
+void apply_node(Config& config, const std::string& prefix, const YAML::Node& node, const std::string& origin, Problems& problems) {
   std::set<std::string> seen;
-  for (const auto& entry : node) {
+  for (const auto& entry : node) problems.check([&] {
     const std::string name = entry.first.Scalar();
     const std::string key = prefix.empty() ? name : prefix + "." + name;
     const std::string at = where(origin, entry.first.Mark());
@@ -109,23 +135,23 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
     if (const Field* field = find_field(key)) {
       field->assign(config, FieldValue{entry.second, where(origin, entry.second.Mark()), key});
     } else if (is_section(key)) {
-      if (entry.second.IsNull()) continue;  // "logging:" with nothing under it
+      if (entry.second.IsNull()) return;  // "logging:" with nothing under it
       if (const Field* name_field = shorthand_field(key); name_field && entry.second.IsScalar()) {  // "device: cuda"
         name_field->assign(config, FieldValue{entry.second, where(origin, entry.second.Mark()), key + ".name"});
-        continue;
+        return;
       }
       if (!entry.second.IsMap())
         throw UsageError(at + ": '" + key + "' is a section, not a value",
                          "write its keys under it, indented: " + section_keys(key));
-      apply_node(config, key, entry.second, origin);
+      apply_node(config, key, entry.second, origin, problems);
     } else {
       throw UsageError(at + ": unknown key '" + key + "'" + did_you_mean(key),
                        unknown_key_remedy(key, "see docs/configuration.md for every key, or run with --print-config"));
     }
-  }
+  });
 }
 
-void apply_document(Config& config, const std::string& text, const std::string& origin) {
+void apply_document(Config& config, const std::string& text, const std::string& origin, Problems& problems) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -136,7 +162,7 @@ void apply_document(Config& config, const std::string& text, const std::string& 
   if (!root.IsMap())
     throw UsageError(where(origin, root.Mark()) + ": a config file must be a mapping of sections (model:, train:, ...)",
                      "start the file with a section such as 'train:'");
-  apply_node(config, "", root, origin);
+  apply_node(config, "", root, origin, problems);
 }
 
 std::string read_config_file(const std::string& path) {
@@ -179,10 +205,12 @@ void apply_override(Config& config, const std::string& assignment) {
 
 Config load_config(const ConfigSources& sources) {
   Config config;
-  if (!sources.embedded_yaml.empty()) apply_document(config, sources.embedded_yaml, "built-in config");
-  for (const auto& file : sources.files) apply_document(config, read_config_file(file), file);
-  for (const auto& assignment : sources.overrides) apply_override(config, assignment);
-  check_consistency(config);
+  Problems problems;
+  if (!sources.embedded_yaml.empty()) problems.check([&] { apply_document(config, sources.embedded_yaml, "built-in config", problems); });
+  for (const auto& file : sources.files) problems.check([&] { apply_document(config, read_config_file(file), file, problems); });
+  for (const auto& assignment : sources.overrides) problems.check([&] { apply_override(config, assignment); });
+  problems.throw_if_any();
+  check_consistency(config);  // its checks read several keys, so they need each to be valid first
   return config;
 }
 

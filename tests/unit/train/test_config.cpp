@@ -191,6 +191,21 @@ TEST(Config, BadOverrides) {
   EXPECT_NE(error_of({{}, {"model.name=resnet19"}, ""}).find("resnet18"), std::string::npos);
 }
 
+// A user fixing a config should meet all its mistakes in one run, each where it is, with its fix.
+TEST(Config, EveryMistakeIsReportedAtOnce) {
+  const auto message = error_of({{fixture("three_mistakes.yaml")}, {"train.batch_size=0"}, ""});
+  EXPECT_EQ(message.rfind("4 problems in the config:\n", 0), 0U) << message;
+  std::size_t at = 0;
+  for (const std::string expected :
+       {"/three_mistakes.yaml:3:11: model.hidden: found '512'", "\n    fix: set model.hidden to a list",
+        "/three_mistakes.yaml:5:11: train.epochs: found 'three'", "/three_mistakes.yaml:6:3: unknown key 'train.lr'; did you mean 'optimizer.lr'?",
+        "\n  --set train.batch_size=0: train.batch_size: found '0'", "\n  fix: fix all 4, then run again"}) {
+    const auto found = message.find(expected, at);
+    EXPECT_NE(found, std::string::npos) << "missing or out of order: " << expected << "\n" << message;
+    if (found != std::string::npos) at = found;
+  }
+}
+
 TEST(Config, InconsistentKeysAreRejected) {
   EXPECT_NE(error_of({{}, {"data.task=regression", "checkpoint.best_metric=val_accuracy"}, ""}).find("needs data.task classification"),
             std::string::npos);
