@@ -175,6 +175,18 @@ std::vector<std::string> CheckpointStore::periodic() const {
   return paths;
 }
 
+std::uint64_t CheckpointStore::bytes_on_disk() const {
+  auto files = periodic();
+  files.push_back((fs::path(dir_) / "best.pt").string());
+  std::uint64_t bytes = 0;
+  for (const auto& file : files) {
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    if (!ec) bytes += size;
+  }
+  return bytes;
+}
+
 std::optional<std::string> CheckpointStore::latest() const {
   auto all = periodic();
   if (all.empty()) return std::nullopt;

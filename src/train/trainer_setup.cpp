@@ -18,6 +18,7 @@
 #include "gputrain/train/batch_size.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/optimizer.hpp"
+#include "checkpoint_space.hpp"
 #include "device_settings.hpp"
 #include "trainer_state.hpp"
 
@@ -135,6 +136,19 @@ void Trainer::State::setup() {
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
 
   store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
+  if (ranks.writer()) check_disk_space();
+}
+
+void Trainer::State::check_disk_space() {
+  CheckpointSpace space;
+  space.checkpoint_bytes = estimate_checkpoint_bytes(*model, config.optimizer);
+  space.keep_last = config.checkpoint.keep_last;
+  space.keeps_best = config.checkpoint.best_metric != "none" && val_size > 0;
+  for (const auto& p : model->parameters()) space.weights_bytes += static_cast<std::uint64_t>(p.nbytes());
+  space.already_there = store->bytes_on_disk();
+  std::error_code ec;
+  const auto disk = fs::space(store->dir(), ec);
+  if (!ec) check_checkpoint_space(space, disk.available, store->dir());
 }
 
 void Trainer::State::lock_folders() {

@@ -80,6 +80,7 @@ struct Trainer::State {
   std::int64_t oom_events() const { return train_guard->oom_count() + val_guard->oom_count(); }
   void setup();
   void lock_folders();  // throws UsageError when another run holds them
+  void check_disk_space();  // throws UsageError when the checkpoints would not fit
   void place_the_data(const std::string& device_name);
   void report_skipped();
   void resolve_workers();

@@ -63,6 +63,8 @@ class CheckpointStore {
   std::optional<std::string> latest() const;
   /// Periodic checkpoints, oldest first.
   std::vector<std::string> periodic() const;
+  /// Bytes of the periodic checkpoints and best.pt on disk now.
+  std::uint64_t bytes_on_disk() const;
   const std::string& dir() const { return dir_; }
 
  private:
