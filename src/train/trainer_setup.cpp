@@ -51,16 +51,27 @@ dist::GradientSyncOptions sync_options(const DistributedConfig& c) {
   return o;
 }
 
-// "train.batch_size: 256, train.grad_accum: 1" as a saved config has them.
-std::string saved_settings(const std::string& config_yaml, const std::vector<std::string>& keys) {
-  const auto root = YAML::Load(config_yaml);
-  std::vector<std::string> found;
-  for (const auto& key : keys) {
-    const auto dot = key.find('.');
-    const auto value = root[key.substr(0, dot)][key.substr(dot + 1)];
-    found.push_back(key + ": " + (value && value.IsScalar() ? value.Scalar() : "?"));
+std::int64_t power_of_two_at_most(std::int64_t n) {
+  std::int64_t p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+
+// "train.batch_size: 256, train.grad_accum: 1" as a checkpoint's config has them; for `auto`, the
+// batch it found, which the checkpoint's global batch tells.
+std::string saved_batch_settings(const std::string& config_yaml, std::int64_t global_batch, std::int64_t world) {
+  const auto train = YAML::Load(config_yaml)["train"];
+  const auto text = [&](const char* key) {
+    const auto value = train[key];
+    return value && value.IsScalar() ? value.Scalar() : std::string("?");
+  };
+  const std::string batch = text("batch_size"), accum = text("grad_accum");
+  std::string found;
+  if (batch == "auto" && accum != "?" && world > 0) {
+    const auto per_rank = global_batch / world / std::max<std::int64_t>(1, std::stoll(accum));
+    found = " (which found " + std::to_string(per_rank) + ")";
   }
-  return core::join(found);
+  return "train.batch_size: " + batch + found + ", train.grad_accum: " + accum;
 }
 
 }  // namespace
@@ -132,6 +143,14 @@ void Trainer::State::setup() {
     pending_notes.push_back("the effective batch (" + std::to_string(effective_batch) + ") is larger than the " + std::to_string(shard) +
                             " training samples" + (world > 1 ? " of each rank" : "") +
                             ": every step takes them all, so an epoch is one step of that size");
+  // `auto` finds the largest batch memory allows; on a small dataset (or the CPU's ample RAM) that
+  // is most of the data, and an epoch of a handful of huge steps learns little at the usual rates.
+  constexpr std::int64_t kFewSteps = 8;
+  if (!config.train.batch_size && effective_batch <= shard && steps_per_epoch < kFewSteps)
+    pending_notes.push_back("batch_size auto: " + std::to_string(micro_batch) + " leaves " + std::to_string(steps_per_epoch) +
+                            (steps_per_epoch == 1 ? " step" : " steps") + " per epoch: memory allows it, but so few steps learn little at "
+                            "the usual learning rates; cap it with train.max_batch_size (e.g. " +
+                            std::to_string(power_of_two_at_most(shard / (4 * kFewSteps))) + ")");
   total_steps = steps_per_epoch * config.train.epochs;
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
 
@@ -314,7 +333,7 @@ void Trainer::State::adopt_checkpoint_shape(const std::string& path, const std::
                          std::to_string(config.train.grad_accum) + " accumulation x " + ranks_text(world) + " = " +
                          std::to_string(global_batch) + ": its steps, schedule and epoch position would mean other samples",
                      "resume with train.batch_size x train.grad_accum x ranks = " + std::to_string(progress.global_batch) + " (it ran " +
-                         saved_settings(saved_config, {"train.batch_size", "train.grad_accum"}) +
+                         saved_batch_settings(saved_config, progress.global_batch, progress.world_size) +
                          "), or start a new run with checkpoint.resume: never or another logging.dir");
   }
   if (progress.world_size != 0 && progress.world_size != world) {

@@ -192,6 +192,25 @@ TEST(Trainer, ResumingWithAnotherGlobalBatchIsRefusedButAnotherSplitOfItIsNot) {
   EXPECT_LT(resumed, differs) << console;
 }
 
+// On the CPU's ample RAM `auto` takes the whole small dataset: allowed, but said, with the cap to
+// set. A resume under that cap cannot keep the checkpoint's batch, and the refusal says what
+// `auto` had found.
+TEST(Trainer, AnAutoBatchOfAlmostAllTheDataIsNotedAndItsResumeNamesWhatItFound) {
+  const auto first = small_run("auto-whole", {"train.batch_size=auto", "train.max_steps=1", "logging.progress=lines"});
+  const auto [result, console] = test_support::fit_capturing_console(first);
+  EXPECT_EQ(result.batch_size, 96);
+  EXPECT_NE(console.find("batch_size auto: 96 leaves 1 step per epoch: memory allows it, but so few steps learn little at the usual "
+                         "learning rates; cap it with train.max_batch_size (e.g. 2)"),
+            std::string::npos)
+      << console;
+  try {
+    Trainer(small_run("auto-whole", {"train.batch_size=auto", "train.max_batch_size=32"}, /*fresh=*/false), test_support::quiet_trainer());
+    ADD_FAILURE() << "resumed a batch-96 run at batch 32";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.remedy().find("(it ran train.batch_size: auto (which found 96), train.grad_accum: 1)"), std::string::npos) << e.remedy();
+  }
+}
+
 TEST(Trainer, StandardizeRefusesSamplesThatAreNeitherVectorsNorImages) {
   try {
     Trainer trainer(small_run("standardize-sequences", {"data.standardize=true", "data.shape=[4, 8]"}), test_support::quiet_trainer());
