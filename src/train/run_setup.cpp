@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/loader.hpp"
 #include "gputrain/device/gpu_info.hpp"
@@ -177,6 +178,11 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
       // Decoding a large image folder takes a while: say how far it is, every 5 s.
       auto last = std::chrono::steady_clock::now();
       const auto progress = [&](std::int64_t done, std::int64_t total) {
+        // Decoding ImageNet takes many minutes; Ctrl-C should not wait for the end of it.
+        if (core::stop_requested())
+          throw Error("interrupted while loading " + set.description() + " into the cache (" + std::to_string(done) + " of " +
+                          std::to_string(total) + " samples), before any training step: nothing to resume",
+                      "run the same command again to start over", ExitCode::interrupted);
         if (std::chrono::steady_clock::now() - last < std::chrono::seconds(5)) return;
         last = std::chrono::steady_clock::now();
         std::cerr << "loading " << set.description() << " into the cache: " << 100 * done / total << " % (" << done << " of " << total

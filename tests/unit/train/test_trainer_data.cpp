@@ -160,6 +160,23 @@ TEST(TrainerData, TooFewClassesForTheLabelsIsAUsageError) {
   }
 }
 
+// Decoding a large image folder into the cache takes minutes: a stop meanwhile ends the run there
+// (exit 130), not after the whole load and a first step.
+TEST(TrainerData, AStopWhileTheCacheLoadsEndsTheRunThereWithExit130) {
+  const auto config = data_run("images-stopped", {"data.source=image_folder", "data.path=" + fixture("folder/train"),
+                                                  "data.image_size=[16, 16]", "model.name=small_cnn", "data.cache=vram"});
+  core::request_stop();
+  try {
+    Trainer trainer(config, test_support::quiet_trainer());
+    ADD_FAILURE() << "the cache loaded through a stop request";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), ExitCode::interrupted);
+    EXPECT_NE(std::string(e.what()).find("interrupted while loading image folder"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("before any training step: nothing to resume"), std::string::npos) << e.what();
+  }
+  core::clear_stop_request();
+}
+
 TEST(TrainerData, ImageFolderRunSkipsTheCorruptImageAndSaysSo) {
   for (const std::string cache : {"vram", "none"}) {
     const auto config = data_run("images-" + cache, {"data.source=image_folder", "data.path=" + fixture("folder/train"),
