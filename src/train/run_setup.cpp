@@ -188,7 +188,9 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
         std::cerr << "loading " << set.description() << " into the cache: " << 100 * done / total << " % (" << done << " of " << total
                   << ")\n";
       };
-      auto m = data::materialize(set, std::max(1, workers), progress);
+      // The training thread has nothing to do until the cache is full, so it decodes too (with
+      // data.num_workers: 0 it is the only one, as asked).
+      auto m = data::materialize(set, workers + 1, progress);
       out.skipped.insert(out.skipped.end(), m.skipped.begin(), m.skipped.end());
       return std::make_unique<data::DeviceCache>(std::move(m.set), plan.mode, device);
     };
