@@ -71,12 +71,22 @@ TensorDataset normalise(TensorDataset set, bool classification, const std::strin
       throw UsageError(what + ": classification labels must be one class id per sample; they have shape " + c10::str(t.sizes()),
                        "save the labels as a 1-D integer array, or set data.task: regression");
     if (at::isFloatingType(t.scalar_type())) {
-      if (!at::equal(t, t.floor())) throw UsageError(what + ": classification labels are not whole numbers", "save class ids (0, 1, 2, ...), or set data.task: regression");
+      if (!at::equal(t, t.floor())) {
+      const auto first = at::nonzero(t != t.floor())[0][0].item<std::int64_t>();
+      throw UsageError(what + ": classification labels are not whole numbers (label " + std::to_string(first) + " is " +
+                           c10::str(t[first].item<double>()) + ")",
+                       "save class ids (0, 1, 2, ...), or set data.task: regression");
+    }
     } else if (t.is_complex() || t.scalar_type() == at::kBool) {
       throw UsageError(what + ": labels of dtype " + std::string(c10::toString(t.scalar_type())) + " are not class ids", "save the labels as integers");
     }
     t = t.to(at::kLong);
-    if (t.numel() > 0 && t.min().item<std::int64_t>() < 0) throw UsageError(what + ": a class id is negative", "class ids are 0, 1, 2, ...");
+    if (t.numel() > 0 && t.min().item<std::int64_t>() < 0) {
+      const auto first = at::nonzero(t < 0)[0][0].item<std::int64_t>();
+      throw UsageError(what + ": a class id is negative (label " + std::to_string(first) + " is " + std::to_string(t[first].item<std::int64_t>()) +
+                           ")",
+                       "class ids are 0, 1, 2, ...: shift the labels (y - y.min()), or set data.task: regression");
+    }
   } else {
     if (t.dim() == 1) t = t.unsqueeze(1);
     t = t.to(at::kFloat);

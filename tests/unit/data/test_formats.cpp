@@ -353,6 +353,20 @@ TEST(Sources, AMissingLabelsFileNamesItsKey) {
   EXPECT_EQ(val.rfind("data.val_labels: cannot open '/no/such/val_labels.npy'", 0), 0u) << val;
 }
 
+TEST(Sources, LabelsThatAreNoClassIdsNameTheFirstOffender) {
+  SourceSpec spec;
+  spec.source = "npy";
+  spec.path = fixture("npz/x.npy");
+  spec.labels = fixture("bad/negative_labels.npy");
+  const auto negative = usage_error([&] { open_sources(spec); });
+  EXPECT_NE(negative.find("a class id is negative (label 4 is -1)"), std::string::npos) << negative;
+  spec.labels = fixture("bad/fractional_labels.npy");
+  const auto fractional = usage_error([&] { open_sources(spec); });
+  EXPECT_NE(fractional.find("classification labels are not whole numbers (label 7 is 1.5)"), std::string::npos) << fractional;
+  spec.task = "regression";  // as targets, both are fine
+  EXPECT_EQ(open_sources(spec).train->size(), 50);
+}
+
 // A large downscale averages instead of skipping pixels: a fine checkerboard becomes flat grey,
 // where point sampling would keep whole black or white rows.
 TEST(Images, LargeDownscalesAverage) {
