@@ -50,23 +50,38 @@ at::Tensor BatchTransform::apply(const at::Tensor& inputs, bool training) const 
 }
 
 ChannelStats measure_channel_stats(const at::Tensor& inputs) {
+  ChannelSums sums;
+  sums.add(inputs);
+  return sums.stats();
+}
+
+void ChannelSums::add(const at::Tensor& inputs) {
   TORCH_CHECK(inputs.dim() >= 2 && inputs.size(0) > 0, "measure_channel_stats needs [N, C, ...] inputs with N > 0");
   const std::int64_t channels = inputs.size(1);
+  if (!sum_.defined()) {
+    sum_ = at::zeros({channels}, at::kDouble);
+    sum_sq_ = at::zeros({channels}, at::kDouble);
+  }
+  TORCH_CHECK(sum_.size(0) == channels, "ChannelSums: ", channels, " channels after ", sum_.size(0));
   std::vector<std::int64_t> other_dims = {0};
   for (std::int64_t d = 2; d < inputs.dim(); ++d) other_dims.push_back(d);
   const double scale = inputs.scalar_type() == at::kByte ? 1.0 / 255.0 : 1.0;
-  auto sum = at::zeros({channels}, at::kDouble), sum_sq = at::zeros({channels}, at::kDouble);
   constexpr std::int64_t kChunk = 4096;
   for (std::int64_t start = 0; start < inputs.size(0); start += kChunk) {
     const auto x = inputs.slice(0, start, std::min(inputs.size(0), start + kChunk)).to(at::kCPU, at::kDouble).mul_(scale);
-    sum += x.sum(other_dims);
-    sum_sq += x.pow(2).sum(other_dims);
+    sum_ += x.sum(other_dims);
+    sum_sq_ += x.pow(2).sum(other_dims);
   }
-  const double count = static_cast<double>(inputs.numel() / channels);
+  values_per_channel_ += static_cast<double>(inputs.numel() / channels);
+  samples_ += inputs.size(0);
+}
+
+ChannelStats ChannelSums::stats() const {
+  TORCH_CHECK(samples_ > 0, "ChannelSums::stats needs at least one sample");
   ChannelStats stats;
-  for (std::int64_t c = 0; c < channels; ++c) {
-    const double mean = sum[c].item<double>() / count;
-    const double variance = std::max(0.0, sum_sq[c].item<double>() / count - mean * mean);
+  for (std::int64_t c = 0; c < sum_.size(0); ++c) {
+    const double mean = sum_[c].item<double>() / values_per_channel_;
+    const double variance = std::max(0.0, sum_sq_[c].item<double>() / values_per_channel_ - mean * mean);
     const double std = std::sqrt(variance);
     stats.mean.push_back(mean);
     // Relative to the values' size: float rounding leaves a constant column a tiny nonzero variance.

@@ -11,8 +11,10 @@
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/loader.hpp"
+#include "gputrain/data/sample_stats.hpp"
 #include "gputrain/device/gpu_info.hpp"
 #include "gputrain/device/select.hpp"
+#include "gputrain/device/system_info.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
 #include "gputrain/memory/device_memory.hpp"
 
@@ -56,26 +58,36 @@ std::string first_values(const std::vector<double>& values) {
   return text + (values.size() > 8 ? ", ... (" + std::to_string(values.size()) + " in all)]" : "]");
 }
 
+// Files (an image folder) are measured on at most this many samples, a seeded random choice: the
+// per-channel figures of 10,000 images are within a few thousandths of the whole set's, and the
+// decoding stays seconds rather than an extra epoch of ImageNet.
+constexpr std::int64_t kStandardizeSamples = 10000;
+
 // data.standardize: the training set's own mean and std per feature (vectors) or channel (images).
 void standardize(Config& config, RunData& run) {
   const auto& train = *run.sources.train;
-  const auto whole = train.tensors();
-  if (!whole)
-    throw UsageError("data.standardize measures the training samples in memory, but " + train.description() +
-                         " is read from its files batch by batch",
-                     "set data.mean and data.std instead (per channel, after uint8 images are scaled to [0, 1]; ImageNet's are "
-                     "mean [0.485, 0.456, 0.406], std [0.229, 0.224, 0.225])");
   const auto& shape = train.layout().input_shape;
   if (shape.size() != 1 && shape.size() != 3)
     throw UsageError("data.standardize works per feature of vectors or per channel of images, but samples have shape " +
                          c10::str(c10::IntArrayRef(shape)),
                      "set data.standardize: false, or data.mean and data.std per index of the samples' first dimension");
-  const auto stats = data::measure_channel_stats(whole->inputs);
+  data::ChannelStats stats;
+  std::string of;
+  if (const auto whole = train.tensors()) {
+    stats = data::measure_channel_stats(whole->inputs);
+    of = "the " + std::to_string(whole->size()) + " training samples";
+  } else {
+    const auto threads = std::max(1, static_cast<int>(device::collect_system_info().usable_cores));
+    const auto measured = data::measure_sample_stats(run.sources.train, kStandardizeSamples, threads, static_cast<std::uint64_t>(config.train.seed));
+    stats = measured.stats;
+    of = std::to_string(measured.measured) + (measured.measured + measured.skipped < train.size()
+                                                  ? " training samples chosen at random (seeded by train.seed) of " + std::to_string(train.size())
+                                                  : " training samples");
+  }
   config.data.mean = stats.mean;
   config.data.std = stats.std;
   const std::string per = shape.size() == 1 ? "feature" : "channel";
-  run.standardized = "data.standardize: per-" + per + " mean " + first_values(stats.mean) + " and std " + first_values(stats.std) +
-                     " of the " + std::to_string(whole->size()) + " training samples";
+  run.standardized = "data.standardize: per-" + per + " mean " + first_values(stats.mean) + " and std " + first_values(stats.std) + " of " + of;
   if (!stats.constant_channels.empty())
     run.standardized += "; " + std::to_string(stats.constant_channels.size()) + " " + per + (stats.constant_channels.size() == 1 ? " is" : "s are") +
                         " constant (e.g. " + per + " " + std::to_string(stats.constant_channels[0]) + "): only centred";

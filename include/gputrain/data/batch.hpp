@@ -37,4 +37,17 @@ struct ChannelStats {
 };
 ChannelStats measure_channel_stats(const at::Tensor& inputs);
 
+/// The same figures summed over several batches of samples (a dataset read a chunk at a time).
+class ChannelSums {
+ public:
+  void add(const at::Tensor& inputs);  ///< [N, C, ...], N >= 1
+  std::int64_t samples() const { return samples_; }
+  ChannelStats stats() const;          ///< needs samples() > 0
+
+ private:
+  at::Tensor sum_, sum_sq_;  // float64 [C]
+  double values_per_channel_ = 0;
+  std::int64_t samples_ = 0;
+};
+
 }  // namespace gputrain::data

@@ -8,11 +8,13 @@
 #include <fstream>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/data/batch.hpp"
 #include "gputrain/data/csv_format.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/data/idx_format.hpp"
 #include "gputrain/data/numpy_format.hpp"
 #include "gputrain/data/safetensors.hpp"
+#include "gputrain/data/sample_stats.hpp"
 #include "gputrain/data/sources.hpp"
 #include "support/scratch_folder.hpp"
 
@@ -244,6 +246,28 @@ TEST(ImageFolder, ListsClassesSkipsCorruptFilesAndResizes) {
   const auto dog_blue = loaded.set.inputs.select(0, 5).select(0, 2).to(at::kFloat).mean().item<float>();
   EXPECT_NEAR(cat_red, 200, 4);
   EXPECT_NEAR(dog_blue, 200, 4);
+}
+
+// data.standardize on an image folder: the images as the cache decodes them, all or a seeded choice.
+TEST(SampleStats, AnImageFolderIsMeasuredAsItsDecodedImages) {
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = fixture("folder/train");
+  spec.image_size = {12, 10};
+  const auto train = open_sources(spec).train;
+  const auto all = measure_sample_stats(train, 10000, 2, 7);
+  const auto decoded = materialize(*train, 2).set.inputs;
+  const auto expected = measure_channel_stats(decoded);
+  EXPECT_EQ(all.measured, 6);
+  EXPECT_EQ(all.skipped, 2);  // broken.jpg and empty.png
+  EXPECT_EQ(all.stats.mean, expected.mean);
+  EXPECT_EQ(all.stats.std, expected.std);
+  EXPECT_GT(all.stats.mean[0], all.stats.mean[1]);  // red cats outweigh blue dogs in red
+
+  const auto some = measure_sample_stats(train, 4, 2, 7);
+  EXPECT_EQ(some.measured + some.skipped, 4);
+  const auto again = measure_sample_stats(train, 4, 1, 7);
+  EXPECT_EQ(again.stats.mean, some.stats.mean);  // the choice is the seed's, not the threads'
 }
 
 TEST(ImageFolder, AClassFolderWithoutImagesIsAnError) {

@@ -191,3 +191,13 @@ TEST(TrainerData, ImageFolderRunSkipsTheCorruptImageAndSaysSo) {
     EXPECT_NE(console.find("2 other files not read"), std::string::npos) << console;
   }
 }
+
+TEST(TrainerData, StandardizeMeasuresAnImageFolderFromItsImages) {
+  const auto config = data_run("images-standardized", {"data.source=image_folder", "data.path=" + fixture("folder/train"),
+                                                       "data.image_size=[16, 16]", "model.name=small_cnn", "train.batch_size=4",
+                                                       "data.standardize=true", "logging.progress=lines"});
+  const auto [result, console] = test_support::fit_capturing_console(config);
+  EXPECT_GT(result.steps, 0);
+  EXPECT_NE(console.find("data.standardize: per-channel mean ["), std::string::npos) << console;
+  EXPECT_NE(console.find("] of 6 training samples"), std::string::npos) << console;
+}
