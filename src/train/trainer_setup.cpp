@@ -300,8 +300,25 @@ void Trainer::State::resume() {
     path = config.checkpoint.resume;
   }
   if (path.empty()) return;
+  const auto saved = YAML::Load(checkpoint_config(path));
+  // Another model in the folder is most likely another run's folder reused by mistake: say that,
+  // rather than which tensor or optimizer state does not fit.
+  const auto model_of = [](const std::string& name, const std::string& torchscript) {
+    return torchscript.empty() ? name : "model.torchscript " + torchscript;
+  };
+  const auto scalar = [&](const char* section, const char* key) {
+    const auto node = saved[section][key];
+    return node && node.IsScalar() ? node.Scalar() : std::string();
+  };
+  const std::string saved_model = model_of(scalar("model", "name"), scalar("model", "torchscript"));
+  const std::string this_model = model_of(config.model.name, config.model.torchscript);
+  if (!scalar("model", "name").empty() && saved_model != this_model)
+    throw UsageError(path + " is a checkpoint of " + saved_model + ", and this config trains " + this_model +
+                         ": the folder looks like another run's (checkpoint.resume: auto continues from what it finds there)",
+                     "give this run its own folder (--set logging.dir=runs/NAME), or set checkpoint.resume: never to start over "
+                     "in this one (its checkpoints would then be rotated away)");
   // Another optimizer's state cannot be loaded (LibTorch fails with an internal assert): say which.
-  const auto saved_optimizer = YAML::Load(checkpoint_config(path))["optimizer"]["name"];
+  const auto saved_optimizer = saved["optimizer"]["name"];
   if (saved_optimizer && saved_optimizer.IsScalar() && saved_optimizer.Scalar() != config.optimizer.name)
     throw UsageError("cannot resume from " + path + ": it holds the state of optimizer.name " + saved_optimizer.Scalar() +
                          ", and this config asks for " + config.optimizer.name,

@@ -211,6 +211,27 @@ TEST(Trainer, AnAutoBatchOfAlmostAllTheDataIsNotedAndItsResumeNamesWhatItFound) 
   }
 }
 
+// A folder holding another model's checkpoints is another run's folder: say so, not which tensor
+// does not fit. The same model resized is the same run changed: the tensor is named.
+TEST(Trainer, ResumingAnotherModelsFolderSaysItIsAnotherRunsAndAResizedModelNamesTheTensor) {
+  Trainer(small_run("other-model", {"train.max_steps=2"}), test_support::quiet_trainer()).fit();
+  try {
+    Trainer(small_run("other-model", {"model.name=transformer", "data.shape=[4, 8]"}, /*fresh=*/false), test_support::quiet_trainer());
+    ADD_FAILURE() << "resumed an mlp's checkpoint into a transformer";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a checkpoint of mlp, and this config trains transformer: the folder looks like another run's"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(e.remedy().find("--set logging.dir="), std::string::npos) << e.remedy();
+  }
+  try {
+    Trainer(small_run("other-model", {"model.hidden=[64, 16]"}, /*fresh=*/false), test_support::quiet_trainer());
+    ADD_FAILURE() << "resumed [32, 16] weights into [64, 16]";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("in the checkpoint but"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Trainer, StandardizeRefusesSamplesThatAreNeitherVectorsNorImages) {
   try {
     Trainer trainer(small_run("standardize-sequences", {"data.standardize=true", "data.shape=[4, 8]"}), test_support::quiet_trainer());
