@@ -113,6 +113,7 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
   archive.write("progress.best", c10::IValue(progress.best_metric.value_or(0.0)));
   archive.write("progress.global_batch", c10::IValue(progress.global_batch));
   archive.write("progress.world_size", c10::IValue(progress.world_size));
+  archive.write("progress.train_samples", c10::IValue(progress.train_samples));
   archive.write("config", c10::IValue(config_yaml));
   std::ostringstream bytes;
   archive.save_to(bytes);
@@ -149,6 +150,7 @@ TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts&
   c10::IValue value;  // absent from checkpoints of earlier versions
   if (archive.try_read("progress.global_batch", value)) progress.global_batch = value.toInt();
   if (archive.try_read("progress.world_size", value)) progress.world_size = value.toInt();
+  if (archive.try_read("progress.train_samples", value)) progress.train_samples = value.toInt();
   if (config_yaml) *config_yaml = read_config(archive);
   return progress;
 }

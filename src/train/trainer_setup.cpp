@@ -293,6 +293,7 @@ void Trainer::State::make_sinks(std::int64_t start_step) {
 void Trainer::State::resume() {
   progress.global_batch = effective_batch * ranks.world_size();
   progress.world_size = ranks.world_size();
+  progress.train_samples = train_size;
   std::string path;
   if (config.checkpoint.resume == "auto") {
     if (auto latest = store->latest()) path = *latest;
@@ -360,8 +361,16 @@ void Trainer::State::adopt_checkpoint_shape(const std::string& path, const std::
                             " of its share of epoch " + std::to_string(progress.epoch + 1));
     progress.position = position;
   }
+  // Files that gained or lost samples since: the epoch order is a permutation of another count,
+  // so the rest of this epoch is not the rest of the checkpoint's. Allowed (data gets cleaned up
+  // between runs), but said.
+  if (progress.train_samples != 0 && progress.train_samples != train_size)
+    pending_notes.push_back("note: the training data has " + std::to_string(train_size) + " samples, and " + path + "'s run had " +
+                            std::to_string(progress.train_samples) + ": the epoch order changes with the count, so the rest of epoch " +
+                            std::to_string(progress.epoch + 1) + " is not exactly the samples that run had left");
   progress.global_batch = global_batch;
   progress.world_size = world;
+  progress.train_samples = train_size;
 }
 
 void Trainer::State::write_config_file() {

@@ -25,10 +25,12 @@ struct TrainingProgress {
   std::int64_t epoch = 0;
   std::int64_t position = 0;          ///< of this rank's share of the epoch
   std::optional<double> best_metric;  ///< best value of checkpoint.best_metric so far
-  /// What a step and a position mean: samples per optimizer step over all ranks, and the ranks
-  /// (0 in checkpoints written before they were saved: unknown).
+  /// What a step and a position mean: samples per optimizer step over all ranks, the ranks, and
+  /// the training samples the epoch orders permute (0 in checkpoints written before they were
+  /// saved: unknown).
   std::int64_t global_batch = 0;
   std::int64_t world_size = 0;
+  std::int64_t train_samples = 0;
 };
 
 /// The live objects a checkpoint is taken from and restored into.

@@ -211,6 +211,19 @@ TEST(Trainer, AnAutoBatchOfAlmostAllTheDataIsNotedAndItsResumeNamesWhatItFound) 
   }
 }
 
+// Data that gained samples since the checkpoint resumes, but says the epoch's order changed.
+TEST(Trainer, ResumingOnDataOfAnotherSizeSaysTheEpochOrderChanged) {
+  const auto first = small_run("other-size", {"train.max_steps=3"});
+  Trainer(first, test_support::quiet_trainer()).fit();
+  const auto [result, console] =
+      test_support::fit_capturing_console(small_run("other-size", {"data.samples=112", "train.max_steps=5"}, /*fresh=*/false));
+  EXPECT_EQ(result.start_step, 3);
+  EXPECT_NE(console.find("note: the training data has 112 samples, and " + first.checkpoint_dir() +
+                         "/step-00000003.pt's run had 96: the epoch order changes with the count"),
+            std::string::npos)
+      << console;
+}
+
 // A folder holding another model's checkpoints is another run's folder: say so, not which tensor
 // does not fit. The same model resized is the same run changed: the tensor is named.
 TEST(Trainer, ResumingAnotherModelsFolderSaysItIsAnotherRunsAndAResizedModelNamesTheTensor) {
