@@ -10,7 +10,9 @@
 namespace gputrain::data {
 
 /// Lists `root`: classes are its sub-folders in sorted order (`classes`, when not empty, fixes
-/// them, so a validation folder uses the training folder's ids). Files are decoded when read.
+/// them, so a validation folder uses the training folder's ids). Dot-files and dot-folders are
+/// passed over; other files that are not .jpg/.jpeg/.png are counted and named in description().
+/// A training class folder without images is a UsageError. Files are decoded when read.
 std::shared_ptr<Dataset> open_image_folder(const std::string& root, std::int64_t height, std::int64_t width,
                                            std::vector<std::string> classes = {});
 
