@@ -352,7 +352,8 @@ void Trainer::State::adopt_checkpoint_shape(const std::string& path, const std::
                          std::to_string(global_batch) + ": its steps, schedule and epoch position would mean other samples",
                      "resume with train.batch_size x train.grad_accum x ranks = " + std::to_string(progress.global_batch) + " (it ran " +
                          saved_batch_settings(saved_config, progress.global_batch, progress.world_size) +
-                         "), or start a new run with checkpoint.resume: never or another logging.dir");
+                         "; on a smaller device the out-of-memory handler splits a batch too large into micro-batches, up to oom.max_halvings), "
+                         "or start a new run with checkpoint.resume: never or another logging.dir");
   }
   if (progress.world_size != 0 && progress.world_size != world) {
     const auto position = progress.position * progress.world_size / world;
