@@ -151,12 +151,25 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
   });
 }
 
+// Editors that indent with tabs make the most common broken config; yaml-cpp then reports
+// something like "illegal map value" at a column that does not point at the tab.
+std::string yaml_syntax_remedy(const std::string& text, int error_line) {
+  std::istringstream lines(text);
+  std::string line;
+  for (int n = 0; std::getline(lines, line) && n <= error_line; ++n) {
+    const auto indent = line.find_first_not_of(" \t");
+    if (n >= error_line - 1 && line.substr(0, indent).find('\t') != std::string::npos)
+      return "indent with spaces: YAML does not allow tabs, and line " + std::to_string(n + 1) + " starts with one";
+  }
+  return "fix the YAML syntax at that line";
+}
+
 void apply_document(Config& config, const std::string& text, const std::string& origin, Problems& problems) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw UsageError(where(origin, e.mark) + ": not valid YAML: " + e.msg, "fix the YAML syntax at that line");
+    throw UsageError(where(origin, e.mark) + ": not valid YAML: " + e.msg, yaml_syntax_remedy(text, e.mark.line));
   }
   if (root.IsNull()) return;
   if (!root.IsMap())

@@ -172,6 +172,13 @@ TEST(Config, InvalidYamlNamesTheLine) {
   EXPECT_NE(message.find("not valid YAML"), std::string::npos) << message;
 }
 
+// A tab where YAML wants spaces is the usual broken file; the parser's own words do not say so.
+TEST(Config, ATabIndentIsNamedAsSuch) {
+  const auto message = error_of({{fixture("tab_indent.yaml")}, {}, ""});
+  EXPECT_NE(message.find("tab_indent.yaml:4:"), std::string::npos) << message;
+  EXPECT_NE(message.find("fix: indent with spaces: YAML does not allow tabs, and line 4 starts with one"), std::string::npos) << message;
+}
+
 TEST(Config, MissingFileNamesThePath) {
   const auto message = error_of({{"/no/such/config.yaml"}, {}, ""});
   EXPECT_NE(message.find("'/no/such/config.yaml' does not exist"), std::string::npos) << message;
