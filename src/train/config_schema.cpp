@@ -1,8 +1,9 @@
 // The schema: every key, its type, its allowed values. Defaults live in config.hpp's structs.
 #include "config_schema.hpp"
 
-#include <cerrno>
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/sources.hpp"
 #include "gputrain/train/model_registry.hpp"
@@ -21,8 +23,9 @@ namespace {
 using Int = std::int64_t;
 constexpr Int kNoMax = std::numeric_limits<Int>::max();
 
-[[noreturn]] void reject(const FieldValue& v, const std::string& found, const std::string& allowed) {
-  throw UsageError(v.where + ": " + v.key + ": found " + found + "; allowed: " + allowed,
+// `guess`: "; did you mean 'x'?" or empty.
+[[noreturn]] void reject(const FieldValue& v, const std::string& found, const std::string& allowed, const std::string& guess = "") {
+  throw UsageError(v.where + ": " + v.key + ": found " + found + "; allowed: " + allowed + guess,
                    "set " + v.key + " to " + allowed + " (docs/configuration.md)");
 }
 
@@ -79,11 +82,31 @@ bool parse_bool(const FieldValue& v, const std::string& allowed = "true or false
   reject(v, found_text(v.node), allowed);
 }
 
+// What a near-miss of a choice most likely meant: another case ("Adam"), a prefix that fits one
+// value only ("bf16", "cos"), or a typo ("cosin"); several values a prefix fits are all named.
+std::string guess_choice(const std::string& text, const std::vector<std::string>& allowed) {
+  const auto lower = [](std::string word) {
+    std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return word;
+  };
+  const std::string word = lower(text);
+  if (word.empty()) return "";
+  std::vector<std::string> starting;
+  for (const auto& a : allowed) {
+    if (lower(a) == word) return "; did you mean '" + a + "'?";
+    if (lower(a).rfind(word, 0) == 0) starting.push_back("'" + a + "'");
+  }
+  if (starting.size() == 1) return "; did you mean " + starting.front() + "?";
+  if (starting.size() > 1) return "; did you mean one of " + core::join(starting) + "?";
+  if (auto best = core::closest_match(word, allowed)) return "; did you mean '" + *best + "'?";
+  return "";
+}
+
 std::string parse_choice(const FieldValue& v, const std::vector<std::string>& allowed) {
   const std::string text = scalar(v, "one of " + core::join(allowed));
   for (const auto& a : allowed)
     if (text == a) return text;
-  reject(v, found_text(v.node), "one of " + core::join(allowed));
+  reject(v, found_text(v.node), "one of " + core::join(allowed), guess_choice(text, allowed));
 }
 
 std::string parse_string(const FieldValue& v, const std::string& what) {
@@ -251,7 +274,13 @@ Field device_name_field() {
             const std::string allowed = "auto, cpu, cuda or cuda:N";
             const std::string text = scalar(v, allowed);
             static const std::regex pattern("auto|cpu|cuda|cuda:[0-9]+");
-            if (!std::regex_match(text, pattern)) reject(v, found_text(v.node), allowed);
+            if (!std::regex_match(text, pattern)) {
+              // PyTorch and most tools say "cuda"; "gpu", "GPU:1" and "cuda1" are the usual near-misses.
+              static const std::regex gpu("(gpu|cuda)(:?)([0-9]*)", std::regex::icase);
+              std::smatch m;
+              const bool near = std::regex_match(text, m, gpu);
+              reject(v, found_text(v.node), allowed, near ? "; did you mean '" + std::string(m[3].length() ? "cuda:" + m[3].str() : "cuda") + "'?" : "");
+            }
             c.device.name = text;
           },
           [](const Config& c) { return YAML::Node(c.device.name); }};

@@ -149,6 +149,25 @@ TEST(Config, WrongTypeSaysWhatIsAllowed) {
   EXPECT_NE(message.find("an integer >= 1 or auto"), std::string::npos) << message;
 }
 
+// A near-miss of a named value gets a guess: another case, a prefix, a typo, PyTorch's "cuda".
+TEST(Config, ANearMissOfAChoiceGetsAGuess) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"optimizer.name=Adam", "; did you mean 'adam'?"},
+      {"train.precision=bf16", "; did you mean 'bf16-mixed'?"},
+      {"scheduler.name=cosin", "; did you mean 'cosine'?"},
+      {"model.name=resnet", "; did you mean one of 'resnet18', 'resnet34', 'resnet50'?"},
+      {"device=gpu", "; did you mean 'cuda'?"},
+      {"device=GPU:1", "; did you mean 'cuda:1'?"},
+  };
+  for (const auto& [assignment, guess] : cases) {
+    const auto message = error_of({{}, {assignment}, ""});
+    EXPECT_NE(message.find("allowed: "), std::string::npos) << message;
+    EXPECT_NE(message.find(guess + "\n  fix: "), std::string::npos) << assignment << ": " << message;
+  }
+  const auto unguessable = error_of({{}, {"scheduler.name=linear"}, ""});
+  EXPECT_EQ(unguessable.find("did you mean"), std::string::npos) << unguessable;
+}
+
 TEST(Config, OutOfRangeNumberIsRejected) {
   EXPECT_NE(error_of({{}, {"model.dropout=1.5"}, ""}).find("<= 0.99"), std::string::npos);
   EXPECT_NE(error_of({{}, {"train.epochs=0"}, ""}).find("an integer >= 1"), std::string::npos);
