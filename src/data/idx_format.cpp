@@ -7,6 +7,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "mapped_file.hpp"
+#include "path_text.hpp"
 
 namespace gputrain::data {
 namespace fs = std::filesystem;
@@ -14,7 +15,7 @@ namespace {
 
 std::vector<unsigned char> gunzip(const std::string& path) {
   gzFile file = gzopen(path.c_str(), "rb");
-  if (!file) throw UsageError("cannot open '" + path + "'", "check data.path and the file's permissions");
+  if (!file) throw UsageError(unusable_path_text(path, "cannot open '" + path + "'"), "check data.path and the file's permissions");
   std::vector<unsigned char> out;
   unsigned char buffer[1 << 16];
   int got = 0;
@@ -92,7 +93,7 @@ at::Tensor read_idx(const std::string& path) {
 }
 
 TensorDataset read_mnist(const std::string& folder, const std::string& split) {
-  if (!fs::is_directory(folder)) throw UsageError("'" + folder + "' is not a folder", "point data.path at the folder holding MNIST's IDX files (train-images-idx3-ubyte.gz and the "
+  if (!fs::is_directory(folder)) throw UsageError(unusable_path_text(folder, "'" + folder + "' is not a folder"), "point data.path at the folder holding MNIST's IDX files (train-images-idx3-ubyte.gz and the "
                      "three others from https://yann.lecun.com/exdb/mnist/ or a mirror; plain or .gz)");
   const auto images_path = find_file(folder, image_names(split));
   const auto labels_path = find_file(folder, {split + "-labels-idx1-ubyte", split + "-labels.idx1-ubyte"});
@@ -111,7 +112,7 @@ bool mnist_has_split(const std::string& folder, const std::string& split) { retu
 
 std::vector<std::string> cifar10_files(const std::string& folder, bool train) {
   if (!fs::is_directory(folder))
-    throw UsageError("'" + folder + "' is not a folder",
+    throw UsageError(unusable_path_text(folder, "'" + folder + "' is not a folder"),
                      "point data.path at the cifar-10-batches-bin folder (unpack "
                      "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, the binary version)");
   std::vector<std::string> names;

@@ -6,6 +6,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "image_decode.hpp"
+#include "path_text.hpp"
 
 namespace gputrain::data {
 namespace fs = std::filesystem;
@@ -25,7 +26,8 @@ class ImageFolder final : public Dataset {
  public:
   ImageFolder(std::string root, std::int64_t height, std::int64_t width, std::vector<std::string> classes)
       : root_(std::move(root)), classes_(std::move(classes)) {
-    if (!fs::is_directory(root_)) throw UsageError("'" + root_ + "' is not a folder", "point data.path at a folder with one sub-folder per class");
+    if (!fs::is_directory(root_))
+      throw UsageError(unusable_path_text(root_, "'" + root_ + "' is not a folder"), "point data.path at a folder with one sub-folder per class");
     const bool fixed = !classes_.empty();
     std::vector<std::string> folders;  // the visible sub-folders
     for (const auto& entry : fs::directory_iterator(root_)) {

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "gputrain/core/error.hpp"
+#include "path_text.hpp"
 #include "mapped_file.hpp"
 
 namespace gputrain::data {
@@ -153,7 +154,7 @@ std::vector<std::pair<std::string, at::Tensor>> read_npz(const std::string& path
     const std::string why = zip_error_strerror(&z);
     zip_error_fini(&z);
     if (error == ZIP_ER_NOENT || error == ZIP_ER_OPEN)
-      throw UsageError("cannot open '" + path + "': " + why, "check data.path and the file's permissions");
+      throw UsageError(unusable_path_text(path, "cannot open '" + path + "': " + why), "check data.path and the file's permissions");
     throw UsageError("'" + path + "' is not a valid .npz archive: " + why, "write it with numpy.savez or numpy.savez_compressed");
   }
   std::unique_ptr<zip_t, int (*)(zip_t*)> closer(archive, zip_close);

@@ -79,7 +79,7 @@ TEST(Npy, MalformedFilesAreClearErrors) {
   EXPECT_NE(object.find("bad/object.npy"), std::string::npos) << object;
   EXPECT_NE(object.find("'|O'"), std::string::npos) << object;
   EXPECT_NE(usage_error([] { read_npy(fixture("bad/structured.npy")); }).find("structured"), std::string::npos);
-  EXPECT_NE(usage_error([] { read_npy(fixture("no/such.npy")); }).find("cannot open"), std::string::npos);
+  EXPECT_NE(usage_error([] { read_npy(fixture("no/such.npy")); }).find("'" + fixture("no/such.npy") + "' does not exist"), std::string::npos);
 }
 
 TEST(Npz, ReadsStoredAndDeflatedArchives) {
@@ -369,12 +369,28 @@ TEST(Sources, AMissingLabelsFileNamesItsKey) {
   spec.path = fixture("npz/x.npy");
   spec.labels = "/no/such/labels.npy";
   const auto train = usage_error([&] { open_sources(spec); });
-  EXPECT_EQ(train.rfind("data.labels: cannot open '/no/such/labels.npy'", 0), 0u) << train;
+  EXPECT_EQ(train.rfind("data.labels: '/no/such/labels.npy' does not exist", 0), 0u) << train;
   spec.labels = fixture("npz/y.npy");
   spec.val_path = fixture("npz/x.npy");
   spec.val_labels = "/no/such/val_labels.npy";
   const auto val = usage_error([&] { open_sources(spec); });
-  EXPECT_EQ(val.rfind("data.val_labels: cannot open '/no/such/val_labels.npy'", 0), 0u) << val;
+  EXPECT_EQ(val.rfind("data.val_labels: '/no/such/val_labels.npy' does not exist", 0), 0u) << val;
+}
+
+// Relative data paths start from the current folder, not from the config file: a missing one says
+// where it was looked for.
+TEST(Sources, AMissingRelativePathSaysWhereItWasLookedFor) {
+  for (const std::string source : {"npy", "csv", "image_folder", "cifar10", "mnist"}) {
+    SourceSpec spec;
+    spec.source = source;
+    spec.path = "no-such-folder/data";
+    spec.labels = source == "npy" ? fixture("npz/y.npy") : source == "csv" ? "label" : "";
+    const auto error = usage_error([&] { open_sources(spec); });
+    EXPECT_NE(error.find("'no-such-folder/data' does not exist (relative to the current folder " + std::filesystem::current_path().string() +
+                         ", not to the config file)"),
+              std::string::npos)
+        << source << ": " << error;
+  }
 }
 
 TEST(Sources, LabelsThatAreNoClassIdsNameTheFirstOffender) {

@@ -1,0 +1,20 @@
+#include "path_text.hpp"
+
+#include <filesystem>
+#include <system_error>
+
+namespace gputrain::data {
+
+std::string unusable_path_text(const std::string& path, const std::string& otherwise) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(path, ec) || path.empty()) return otherwise;
+  std::string text = "'" + path + "' does not exist";
+  if (fs::path(path).is_relative()) {
+    const auto here = fs::current_path(ec);
+    if (!ec) text += " (relative to the current folder " + here.string() + ", not to the config file)";
+  }
+  return text;
+}
+
+}  // namespace gputrain::data
