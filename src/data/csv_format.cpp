@@ -10,6 +10,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
+#include "gputrain/core/units.hpp"
 #include "mapped_file.hpp"
 
 namespace gputrain::data {
@@ -85,13 +86,11 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
                        const auto close = core::closest_match(name, header);
                        return close ? "; did you mean '" + *close + "'?" : "";
                      }(),
-                     "the header row names: " + [&] {
-                       std::string s;
-                       for (const auto& h : header) s += (s.empty() ? "" : ", ") + h;
-                       return s;
-                     }());
+                     "the header row names: " + core::join(header));
   };
-  if (spec.label.empty()) throw UsageError("data.labels is not set for the CSV source", "set data.labels to the label column's name");
+  if (spec.label.empty())
+    throw UsageError("data.labels is not set for the CSV source", "set data.labels to the label column's name; '" + path +
+                                                                      "' has the columns " + core::join(header));
   const std::size_t label_column = column_of(spec.label, "data.labels");
   std::vector<std::size_t> feature_columns;
   if (spec.features.empty()) {

@@ -129,6 +129,13 @@ TEST(Csv, BadCellsNameTheLineAndColumn) {
   EXPECT_NE(bad.find("bad_cell.csv:3: column 'b' (2): 'oops' is not a number"), std::string::npos) << bad;
   const auto text = usage_error([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{}, "species", true}); });
   EXPECT_NE(text.find("column 'note'"), std::string::npos) << text;  // all-but-label includes the text column
+  try {
+    read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, "", true});
+    ADD_FAILURE() << "read a CSV without a label column";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "data.labels is not set for the CSV source");
+    EXPECT_NE(e.remedy().find("; '" + fixture("csv/numeric.csv") + "' has the columns a, b, label"), std::string::npos) << e.remedy();
+  }
   const auto missing = usage_error([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{}, "specie", true}); });
   EXPECT_NE(missing.find("did you mean 'species'"), std::string::npos) << missing;
 }
