@@ -1,5 +1,6 @@
 #include "gputrain/core/units.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -59,6 +60,11 @@ std::string format_parameter_count(std::int64_t count) {
   std::string digits = std::to_string(count);
   for (auto i = static_cast<std::ptrdiff_t>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
   return digits + (count == 1 ? " parameter" : " parameters");
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
 }
 
 std::string join(const std::vector<std::string>& words, const std::string& separator) {

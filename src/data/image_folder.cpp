@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 #include "image_decode.hpp"
 #include "path_text.hpp"
 
@@ -13,8 +14,7 @@ namespace fs = std::filesystem;
 namespace {
 
 bool is_image(const fs::path& path) {
-  std::string ext = path.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+  const std::string ext = core::lower(path.extension().string());
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
 

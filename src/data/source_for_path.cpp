@@ -1,20 +1,14 @@
 // Telling a data file's format from its name, so that a path given without data.source is either
 // read as what it is (gputrain profile --path) or named in the error's fix (train).
-#include <algorithm>
-#include <cctype>
 #include <filesystem>
 
+#include "gputrain/core/units.hpp"
 #include "gputrain/data/sources.hpp"
 
 namespace gputrain::data {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 std::string source_for_folder(const fs::path& folder) {
   std::error_code ec;
@@ -34,7 +28,7 @@ std::string source_for_path(const std::string& path) {
   std::error_code ec;
   if (path.empty() || !fs::exists(path, ec)) return "";
   if (fs::is_directory(path, ec)) return source_for_folder(path);
-  const std::string extension = lower(fs::path(path).extension().string());
+  const std::string extension = core::lower(fs::path(path).extension().string());
   if (extension == ".npy") return "npy";
   if (extension == ".npz") return "npz";
   if (extension == ".safetensors") return "safetensors";

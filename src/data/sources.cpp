@@ -72,11 +72,11 @@ TensorDataset normalise(TensorDataset set, bool classification, const std::strin
                        "save the labels as a 1-D integer array, or set data.task: regression");
     if (at::isFloatingType(t.scalar_type())) {
       if (!at::equal(t, t.floor())) {
-      const auto first = at::nonzero(t != t.floor())[0][0].item<std::int64_t>();
-      throw UsageError(what + ": classification labels are not whole numbers (label " + std::to_string(first) + " is " +
-                           c10::str(t[first].item<double>()) + ")",
-                       "save class ids (0, 1, 2, ...), or set data.task: regression");
-    }
+        const auto first = at::nonzero(t != t.floor())[0][0].item<std::int64_t>();
+        throw UsageError(what + ": classification labels are not whole numbers (label " + std::to_string(first) + " is " +
+                             c10::str(t[first].item<double>()) + ")",
+                         "save class ids (0, 1, 2, ...), or set data.task: regression");
+      }
     } else if (t.is_complex() || t.scalar_type() == at::kBool) {
       throw UsageError(what + ": labels of dtype " + std::string(c10::toString(t.scalar_type())) + " are not class ids", "save the labels as integers");
     }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "gputrain/core/units.hpp"
+
 namespace gputrain::device {
 namespace {
 
@@ -29,22 +31,17 @@ bool all_digits(const std::string& text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
-
 bool starts_with(const std::string& text, const std::string& prefix) {
   return text.compare(0, prefix.size(), prefix) == 0;
 }
 
 // UUID entries match a unique prefix of "GPU-<uuid>"; the "GPU-" itself may be left out.
 std::vector<int> match_uuid(const std::string& entry, const std::vector<PhysicalGpu>& gpus) {
-  std::string wanted = lower(entry);
+  std::string wanted = core::lower(entry);
   if (!starts_with(wanted, "gpu-")) wanted = "gpu-" + wanted;
   std::vector<int> matches;
   for (const auto& gpu : gpus) {
-    if (starts_with(lower(gpu.uuid), wanted)) matches.push_back(gpu.index);
+    if (starts_with(core::lower(gpu.uuid), wanted)) matches.push_back(gpu.index);
   }
   return matches;
 }
@@ -79,7 +76,7 @@ VisibleDevices parse_cuda_visible_devices(const std::optional<std::string>& valu
       index = std::stoi(entry.size() > 9 ? std::string("999999999") : entry);
       const bool exists = std::any_of(gpus.begin(), gpus.end(), [&](const PhysicalGpu& g) { return g.index == index; });
       if (!exists) problem = "GPU " + entry + " does not exist (this machine has " + std::to_string(gpus.size()) + ")";
-    } else if (starts_with(lower(entry), "mig-")) {
+    } else if (starts_with(core::lower(entry), "mig-")) {
       result.mig.push_back(entry);
       continue;
     } else if (entry.empty() || (entry[0] == '-' && all_digits(entry.substr(1)))) {

@@ -120,8 +120,23 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
   core::write_file_atomically(path, bytes.str());
 }
 
-TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, std::string* config_yaml) {
+TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, const CheckpointCheck& check) {
   auto archive = open(path, parts.device);
+  TrainingProgress progress;
+  progress.step = read_int(archive, "progress.step");
+  progress.epoch = read_int(archive, "progress.epoch");
+  progress.position = read_int(archive, "progress.position");
+  if (read_int(archive, "progress.has_best") != 0) {
+    c10::IValue best;
+    archive.read("progress.best", best);
+    progress.best_metric = best.toDouble();
+  }
+  c10::IValue value;  // absent from checkpoints of earlier versions
+  if (archive.try_read("progress.global_batch", value)) progress.global_batch = value.toInt();
+  if (archive.try_read("progress.world_size", value)) progress.world_size = value.toInt();
+  if (archive.try_read("progress.train_samples", value)) progress.train_samples = value.toInt();
+  if (check) check(read_config(archive), progress);
+
   load_named_state(parts.model, read_named(archive, "model"));
   torch::serialize::InputArchive optimizer;
   archive.read("optimizer", optimizer);
@@ -138,20 +153,6 @@ TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts&
     if (name == "cpu") set_rng_state(c10::Device(at::kCPU), state.to(at::kCPU));
     if (name == "cuda" && parts.device.is_cuda()) set_rng_state(parts.device, state.to(at::kCPU));
   }
-  TrainingProgress progress;
-  progress.step = read_int(archive, "progress.step");
-  progress.epoch = read_int(archive, "progress.epoch");
-  progress.position = read_int(archive, "progress.position");
-  if (read_int(archive, "progress.has_best") != 0) {
-    c10::IValue best;
-    archive.read("progress.best", best);
-    progress.best_metric = best.toDouble();
-  }
-  c10::IValue value;  // absent from checkpoints of earlier versions
-  if (archive.try_read("progress.global_batch", value)) progress.global_batch = value.toInt();
-  if (archive.try_read("progress.world_size", value)) progress.world_size = value.toInt();
-  if (archive.try_read("progress.train_samples", value)) progress.train_samples = value.toInt();
-  if (config_yaml) *config_yaml = read_config(archive);
   return progress;
 }
 

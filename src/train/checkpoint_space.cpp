@@ -5,10 +5,16 @@
 
 namespace gputrain::train {
 
+std::uint64_t parameter_bytes(Model& model) {
+  std::uint64_t bytes = 0;
+  for (const auto& p : model.parameters()) bytes += static_cast<std::uint64_t>(p.nbytes());
+  return bytes;
+}
+
 std::uint64_t estimate_checkpoint_bytes(Model& model, const OptimizerConfig& optimizer) {
-  std::uint64_t state = 0, parameters = 0;
+  std::uint64_t state = 0;
   for (const auto& [name, tensor] : model.named_state()) state += static_cast<std::uint64_t>(tensor.nbytes());
-  for (const auto& p : model.parameters()) parameters += static_cast<std::uint64_t>(p.nbytes());
+  const std::uint64_t parameters = parameter_bytes(model);
   const std::uint64_t slots = optimizer.name == "sgd" ? (optimizer.momentum > 0 ? 1 : 0) : 2;
   // Measured on this format: RNG states (~5 KiB), the config, the zip records per tensor.
   constexpr std::uint64_t kArchiveMargin = 256 * 1024;

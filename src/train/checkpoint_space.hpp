@@ -10,6 +10,9 @@
 
 namespace gputrain::train {
 
+/// Bytes of the model's parameters: its final weights file, and one optimizer slot.
+std::uint64_t parameter_bytes(Model& model);
+
 /// Bytes one checkpoint of this model takes: its state (parameters and buffers), the optimizer's
 /// per-parameter state (SGD momentum: 1 copy of the parameters, Adam/AdamW: 2), and a margin for
 /// the archive's own records (RNG states, config, scaler).

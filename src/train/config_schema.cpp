@@ -2,7 +2,6 @@
 #include "config_schema.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -85,16 +84,12 @@ bool parse_bool(const FieldValue& v, const std::string& allowed = "true or false
 // What a near-miss of a choice most likely meant: another case ("Adam"), a prefix that fits one
 // value only ("bf16", "cos"), or a typo ("cosin"); several values a prefix fits are all named.
 std::string guess_choice(const std::string& text, const std::vector<std::string>& allowed) {
-  const auto lower = [](std::string word) {
-    std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return word;
-  };
-  const std::string word = lower(text);
+  const std::string word = core::lower(text);
   if (word.empty()) return "";
   std::vector<std::string> starting;
   for (const auto& a : allowed) {
-    if (lower(a) == word) return "; did you mean '" + a + "'?";
-    if (lower(a).rfind(word, 0) == 0) starting.push_back("'" + a + "'");
+    if (core::lower(a) == word) return "; did you mean '" + a + "'?";
+    if (core::lower(a).rfind(word, 0) == 0) starting.push_back("'" + a + "'");
   }
   if (starting.size() == 1) return "; did you mean " + starting.front() + "?";
   if (starting.size() > 1) return "; did you mean one of " + core::join(starting) + "?";

@@ -59,20 +59,19 @@ std::int64_t power_of_two_at_most(std::int64_t n) {
 
 // "train.batch_size: 256, train.grad_accum: 1" as a checkpoint's config has them; for `auto`, the
 // batch it found, which the checkpoint's global batch tells.
-std::string saved_batch_settings(const std::string& config_yaml, std::int64_t global_batch, std::int64_t world) {
-  const auto train = YAML::Load(config_yaml)["train"];
+std::string saved_batch_settings(const YAML::Node& saved, const TrainingProgress& at) {
   const auto text = [&](const char* key) {
-    const auto value = train[key];
+    const auto value = saved["train"][key];
     return value && value.IsScalar() ? value.Scalar() : std::string("?");
   };
   const std::string batch = text("batch_size"), accum = text("grad_accum");
   std::string found;
-  if (batch == "auto" && accum != "?" && world > 0) {
-    const auto per_rank = global_batch / world / std::max<std::int64_t>(1, std::stoll(accum));
-    found = " (which found " + std::to_string(per_rank) + ")";
-  }
+  if (batch == "auto" && accum != "?" && at.world_size > 0)
+    found = " (which found " + std::to_string(at.global_batch / at.world_size / std::max<std::int64_t>(1, std::stoll(accum))) + ")";
   return "train.batch_size: " + batch + found + ", train.grad_accum: " + accum;
 }
+
+std::string ranks_text(std::int64_t n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
 
 }  // namespace
 
@@ -163,7 +162,7 @@ void Trainer::State::check_disk_space() {
   space.checkpoint_bytes = estimate_checkpoint_bytes(*model, config.optimizer);
   space.keep_last = config.checkpoint.keep_last;
   space.keeps_best = config.checkpoint.best_metric != "none" && val_size > 0;
-  for (const auto& p : model->parameters()) space.weights_bytes += static_cast<std::uint64_t>(p.nbytes());
+  space.weights_bytes = parameter_bytes(*model);
   space.already_there = store->bytes_on_disk();
   std::error_code ec;
   const auto disk = fs::space(store->dir(), ec);
@@ -291,9 +290,7 @@ void Trainer::State::make_sinks(std::int64_t start_step) {
 }
 
 void Trainer::State::resume() {
-  progress.global_batch = effective_batch * ranks.world_size();
-  progress.world_size = ranks.world_size();
-  progress.train_samples = train_size;
+  stamp_progress();
   std::string path;
   if (config.checkpoint.resume == "auto") {
     if (auto latest = store->latest()) path = *latest;
@@ -301,15 +298,38 @@ void Trainer::State::resume() {
     path = config.checkpoint.resume;
   }
   if (path.empty()) return;
-  const auto saved = YAML::Load(checkpoint_config(path));
+  std::string saved_config;
+  progress = load_checkpoint(path, parts(), [&](const std::string& yaml, const TrainingProgress& at) {
+    saved_config = yaml;
+    refuse_another_run(path, YAML::Load(yaml), at);
+  });
+  // Said once the sinks exist (fit() makes them), after the setup's notes: where it resumes, then what changed.
+  pending_notes.push_back("resumed from " + path + " at step " + std::to_string(progress.step));
+  continue_on_this_shape(path);
+  last_saved_step = progress.step;
+  last_checkpoint = path;
+  if (saved_config != config_yaml)
+    pending_notes.push_back("note: the config differs from the one " + path +
+                            " was written with (both are kept: config.yaml and the checkpoint)");
+}
+
+// What a step and a position mean in this run; saved with every checkpoint.
+void Trainer::State::stamp_progress() {
+  progress.global_batch = effective_batch * ranks.world_size();
+  progress.world_size = ranks.world_size();
+  progress.train_samples = train_size;
+}
+
+// Checks made before anything is restored from the checkpoint at `path`.
+void Trainer::State::refuse_another_run(const std::string& path, const YAML::Node& saved, const TrainingProgress& at) const {
   // Another model in the folder is most likely another run's folder reused by mistake: say that,
   // rather than which tensor or optimizer state does not fit.
-  const auto model_of = [](const std::string& name, const std::string& torchscript) {
-    return torchscript.empty() ? name : "model.torchscript " + torchscript;
-  };
   const auto scalar = [&](const char* section, const char* key) {
     const auto node = saved[section][key];
     return node && node.IsScalar() ? node.Scalar() : std::string();
+  };
+  const auto model_of = [](const std::string& name, const std::string& torchscript) {
+    return torchscript.empty() ? name : "model.torchscript " + torchscript;
   };
   const std::string saved_model = model_of(scalar("model", "name"), scalar("model", "torchscript"));
   const std::string this_model = model_of(config.model.name, config.model.torchscript);
@@ -319,42 +339,31 @@ void Trainer::State::resume() {
                      "give this run its own folder (--set logging.dir=runs/NAME), or set checkpoint.resume: never to start over "
                      "in this one (its checkpoints would then be rotated away)");
   // Another optimizer's state cannot be loaded (LibTorch fails with an internal assert): say which.
-  const auto saved_optimizer = saved["optimizer"]["name"];
-  if (saved_optimizer && saved_optimizer.IsScalar() && saved_optimizer.Scalar() != config.optimizer.name)
-    throw UsageError("cannot resume from " + path + ": it holds the state of optimizer.name " + saved_optimizer.Scalar() +
+  const std::string saved_optimizer = scalar("optimizer", "name");
+  if (!saved_optimizer.empty() && saved_optimizer != config.optimizer.name)
+    throw UsageError("cannot resume from " + path + ": it holds the state of optimizer.name " + saved_optimizer +
                          ", and this config asks for " + config.optimizer.name,
-                     "set optimizer.name: " + saved_optimizer.Scalar() + " to continue that run, or checkpoint.resume: never (or "
+                     "set optimizer.name: " + saved_optimizer + " to continue that run, or checkpoint.resume: never (or "
                      "another logging.dir) to start a new one");
-  std::string saved_config;
-  const auto global_batch = progress.global_batch, world = progress.world_size;
-  progress = load_checkpoint(path, parts(), &saved_config);
-  // Said once the sinks exist (fit() makes them), after the setup's notes: where it resumes, then what changed.
-  pending_notes.push_back("resumed from " + path + " at step " + std::to_string(progress.step));
-  adopt_checkpoint_shape(path, saved_config, global_batch, world);
-  last_saved_step = progress.step;
-  last_checkpoint = path;
-  if (saved_config != config_yaml)
-    pending_notes.push_back("note: the config differs from the one " + path +
-                            " was written with (both are kept: config.yaml and the checkpoint)");
-}
-
-// A step of the checkpoint must mean a step of this run: the schedule, the step budget and the
-// epoch's position all count them. The same global batch on another number of ranks is the same
-// run (rank r takes every world-th sample of the epoch's order), so only the position, counted in
-// this rank's share, is rescaled.
-void Trainer::State::adopt_checkpoint_shape(const std::string& path, const std::string& saved_config, std::int64_t global_batch,
-                                            std::int64_t world) {
-  const auto ranks_text = [](std::int64_t n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); };
-  if (progress.global_batch != 0 && progress.global_batch != global_batch) {
-    throw UsageError(path + " was trained with a global batch of " + std::to_string(progress.global_batch) + " samples per step (" +
-                         ranks_text(progress.world_size) + "), and this run's is " + std::to_string(micro_batch) + " x " +
-                         std::to_string(config.train.grad_accum) + " accumulation x " + ranks_text(world) + " = " +
+  // A step of the checkpoint must mean a step of this run: the schedule, the step budget and the
+  // epoch's position all count them.
+  const std::int64_t global_batch = effective_batch * ranks.world_size();
+  if (at.global_batch != 0 && at.global_batch != global_batch)
+    throw UsageError(path + " was trained with a global batch of " + std::to_string(at.global_batch) + " samples per step (" +
+                         ranks_text(at.world_size) + "), and this run's is " + std::to_string(micro_batch) + " x " +
+                         std::to_string(config.train.grad_accum) + " accumulation x " + ranks_text(ranks.world_size()) + " = " +
                          std::to_string(global_batch) + ": its steps, schedule and epoch position would mean other samples",
-                     "resume with train.batch_size x train.grad_accum x ranks = " + std::to_string(progress.global_batch) + " (it ran " +
-                         saved_batch_settings(saved_config, progress.global_batch, progress.world_size) +
+                     "resume with train.batch_size x train.grad_accum x ranks = " + std::to_string(at.global_batch) + " (it ran " +
+                         saved_batch_settings(saved, at) +
                          "; on a smaller device the out-of-memory handler splits a batch too large into micro-batches, up to oom.max_halvings), "
                          "or start a new run with checkpoint.resume: never or another logging.dir");
-  }
+}
+
+// The restored progress, carried over to this run. The same global batch on another number of
+// ranks is the same run (rank r takes every world-th sample of the epoch's order), so only the
+// position, counted in this rank's share, is rescaled.
+void Trainer::State::continue_on_this_shape(const std::string& path) {
+  const std::int64_t world = ranks.world_size();
   if (progress.world_size != 0 && progress.world_size != world) {
     const auto position = progress.position * progress.world_size / world;
     pending_notes.push_back("resuming on " + ranks_text(world) + " a run written by " + ranks_text(progress.world_size) +
@@ -369,9 +378,7 @@ void Trainer::State::adopt_checkpoint_shape(const std::string& path, const std::
     pending_notes.push_back("note: the training data has " + std::to_string(train_size) + " samples, and " + path + "'s run had " +
                             std::to_string(progress.train_samples) + ": the epoch order changes with the count, so the rest of epoch " +
                             std::to_string(progress.epoch + 1) + " is not exactly the samples that run had left");
-  progress.global_batch = global_batch;
-  progress.world_size = world;
-  progress.train_samples = train_size;
+  stamp_progress();
 }
 
 void Trainer::State::write_config_file() {

@@ -23,6 +23,10 @@
 #include "rank_group.hpp"
 #include "training_step.hpp"
 
+namespace YAML {
+class Node;  // a checkpoint's config, in resume()'s checks
+}  // namespace YAML
+
 namespace gputrain::train {
 
 using Clock = std::chrono::steady_clock;
@@ -86,7 +90,9 @@ struct Trainer::State {
   void resolve_workers();
   void make_sinks(std::int64_t start_step);
   void resume();
-  void adopt_checkpoint_shape(const std::string& path, const std::string& saved_config, std::int64_t global_batch, std::int64_t world);
+  void stamp_progress();
+  void refuse_another_run(const std::string& path, const YAML::Node& saved, const TrainingProgress& at) const;
+  void continue_on_this_shape(const std::string& path);
   void write_config_file();  // after a resume was accepted: a refused one leaves the run's file as it was
   at::Tensor train_step(const data::Batch* batch, std::int64_t global_rows);
   EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);

@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   app.add_flag("--step", step_mode, "time real training steps: data wait, copy, compute, GPU utilisation");
   app.add_option("--steps", steps, "with --step: how many timed steps (default 50), after 10 warm-up steps (fewer when fewer are asked for)")->check(CLI::Range(2, 100000));
   app.add_flag("--exhaustive", exhaustive, "with --batch: also bisect for the true largest batch (more steps)");
-  app.add_option("--source", source, "without a config: data.source (npy, npz, safetensors, csv, mnist, cifar10, image_folder); default: told from --path");
+  app.add_option("--source", source, "without a config: data.source (" + core::join(data::file_source_names()) + "); default: told from --path");
   app.add_option("--path", path, "without a config: data.path");
   app.add_option("--labels", labels, "without a config: data.labels");
   app.add_option("--workers", sweep.workers, "sweep only these loader thread counts, e.g. --workers 0 2 4")->check(CLI::NonNegativeNumber);

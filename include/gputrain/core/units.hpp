@@ -17,6 +17,9 @@ std::string format_fixed(double value, int decimals);
 /// A model's size as people say it: "4,675 parameters" below a million, "11.17 M parameters" above.
 std::string format_parameter_count(std::int64_t count);
 
+/// ASCII lower case, for names compared without case: "Adam" -> "adam", ".JPG" -> ".jpg".
+std::string lower(std::string text);
+
 /// Words for a message: join({"a", "b"}) -> "a, b"; "" for none.
 std::string join(const std::vector<std::string>& words, const std::string& separator = ", ");
 

@@ -6,6 +6,7 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,10 +46,14 @@ struct CheckpointParts {
 void save_checkpoint(const std::string& path, const CheckpointParts& parts, const TrainingProgress& progress,
                      const std::string& config_yaml);
 
-/// Restores model, optimizer, scaler and RNG states from `path`; returns the saved progress and,
-/// when `config_yaml` is given, stores the config the checkpoint was written with there.
-/// Throws Error when the file is unreadable or belongs to a different model.
-TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, std::string* config_yaml = nullptr);
+/// What a checkpoint was written with, shown to load_checkpoint's caller before anything is restored.
+using CheckpointCheck = std::function<void(const std::string& config_yaml, const TrainingProgress& progress)>;
+
+/// Restores model, optimizer, scaler and RNG states from `path` and returns the saved progress.
+/// `check`, when given, sees the checkpoint's config and progress first (the file is read once)
+/// and throws to refuse it, leaving the live objects untouched. Throws Error when the file is
+/// unreadable or belongs to a different model.
+TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, const CheckpointCheck& check = {});
 
 /// The resolved config (YAML) stored in a checkpoint.
 std::string checkpoint_config(const std::string& path);
