@@ -16,6 +16,7 @@
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/optimizer.hpp"
 #include "gputrain/train/run_setup.hpp"
+#include "direct_backward.hpp"
 #include "training_step.hpp"
 
 namespace gputrain::train {
@@ -30,9 +31,8 @@ std::uint64_t tensor_bytes(const at::Tensor& t) { return static_cast<std::uint64
 // Thrown away afterwards.
 class ProbeRig {
  public:
-  ProbeRig(const Config& config, c10::Device device, const data::TensorDataset& pool, const data::BatchTransform& transform,
-           std::uint64_t reserve_bytes = 0)
-      : config_(config), device_(device), data_(pool), transform_(transform) {
+  ProbeRig(const Config& config, c10::Device device, const ProbeData& probe, std::uint64_t reserve_bytes = 0)
+      : config_(config), device_(device), data_(probe.samples), transform_(probe.transform) {
     memory::release_cached_memory(device);
     // The dataset the cache will hold during training takes its memory here too, for real: the
     // probes' peaks, their OOMs and the exhaustive truth then all see what training will.
@@ -43,6 +43,7 @@ class ProbeRig {
     if (config.uses_channels_last()) use_channels_last(*model_);
     model_->set_training(true);
     params_ = model_->parameters();
+    direct_ = DirectBackward::plan(*model_, config.train, device, probe.distributed);
     // The probe samples, the parameters and the dataset's place.
     budget_.resident = memory::memory_figures(device).allocated;
     for (const auto& p : model_->named_state()) budget_.known.parameters += tensor_bytes(p.second);
@@ -92,7 +93,7 @@ class ProbeRig {
  private:
   StepParts parts() {
     return StepParts{*model_, *optimizer_, *scaler_, params_, transform_, config_.train, config_.uses_channels_last(),
-                     config_.data.task == "classification", device_, 0, nullptr};
+                     config_.data.task == "classification", device_, 0, nullptr, direct_.get()};
   }
 
   const Config& config_;
@@ -104,6 +105,7 @@ class ProbeRig {
   std::vector<at::Tensor> params_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<GradScaler> scaler_;
+  std::unique_ptr<DirectBackward> direct_;  // as the run's step: the probes measure what it will run
   sizing::MemoryBudget budget_;
 };
 
@@ -163,7 +165,7 @@ MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, c
   // small batch's peak is set by gradients and temporaries and a line through it would understate
   // the bytes per sample (see sizing::search_batch_size).
   MemoryEstimate out;
-  ProbeRig rig(config, device, data.samples, data.transform, data.reserve_bytes);
+  ProbeRig rig(config, device, data, data.reserve_bytes);
   out.parameter_count = rig.parameter_count();
   auto options = batch_search_options(config, data.dataset_size);
   options.throughput = false;
@@ -204,7 +206,7 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
   }
   const auto start = Clock::now();
   {
-    ProbeRig rig(config, device, data.samples, data.transform, data.reserve_bytes);
+    ProbeRig rig(config, device, data, data.reserve_bytes);
     choice.budget = rig.budget();
     choice.search = sizing::search_batch_size([&rig](std::int64_t batch) { return rig(batch); }, choice.budget,
                                               batch_search_options(config, data.dataset_size));
@@ -233,7 +235,7 @@ std::uint64_t measure_step_memory(const Config& config, c10::Device device, cons
   const auto before = memory::memory_figures(device, /*with_limit=*/false).allocated;
   std::uint64_t peak = 0;
   {
-    ProbeRig rig(config, device, data.samples, data.transform);
+    ProbeRig rig(config, device, data);
     const auto point = rig(std::min(batch, data.dataset_size));
     peak = point.fits ? std::max(point.peak, point.optimizer_peak) : 0;
   }
@@ -244,7 +246,7 @@ std::uint64_t measure_step_memory(const Config& config, c10::Device device, cons
 ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const ProbeData& data,
                                             std::int64_t fits, std::int64_t upper) {
   ExhaustiveResult out;
-  ProbeRig rig(config, device, data.samples, data.transform, data.reserve_bytes);
+  ProbeRig rig(config, device, data, data.reserve_bytes);
   out.steps = 1;
   if (rig(upper).fits) {
     out.largest = upper;

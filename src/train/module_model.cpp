@@ -24,6 +24,7 @@ class ModuleModel final : public Model {
   void to(c10::Device device) override { module_.ptr()->to(device); }
   void set_training(bool on) override { module_.ptr()->train(on); }
   std::string name() const override { return name_; }
+  torch::nn::Module* module() override { return module_.ptr().get(); }
 
  private:
   torch::nn::AnyModule module_;

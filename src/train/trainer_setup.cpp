@@ -122,6 +122,7 @@ void Trainer::State::setup() {
                             " bucket(s) of up to " + core::format_fixed(config.distributed.bucket_mb, 0) + " MiB" +
                             (config.distributed.grad_dtype == "none" ? "" : ", sent as " + config.distributed.grad_dtype));
   }
+  direct = DirectBackward::plan(*model, config.train, device, ranks.distributed());
   optimizer = make_optimizer(config.optimizer, params);
   scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
   train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
@@ -189,7 +190,7 @@ void Trainer::State::place_the_data(const std::string& device_name) {
     const bool step_matters = config.data.cache != "none" && (device.is_cuda() || !data.sources.train->tensors());
     const auto samples = auto_batch || step_matters ? probe_samples(data, device) : data::TensorDataset{};
     std::uint64_t step_bytes = 0;
-    ProbeData probe{samples, data.transform, train_size};
+    ProbeData probe{samples, data.transform, train_size, 0, ranks.distributed()};
     if (step_matters) {
       seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
       step_bytes = measure_step_memory(config, device, probe, config.train.batch_size.value_or(std::min<std::int64_t>(16, train_size)));

@@ -20,6 +20,7 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "direct_backward.hpp"
 #include "rank_group.hpp"
 #include "training_step.hpp"
 
@@ -46,6 +47,7 @@ struct Trainer::State {
   TrainerOptions options;
   RankGroup ranks;                        // world size 1 and no communicator in a plain run
   std::unique_ptr<dist::GradientSync> sync;
+  std::unique_ptr<DirectBackward> direct;  // the MLP's hand-written backward, where it applies
   std::int64_t agreed_micro_batch = 0;    // what the last step agreement settled on
   std::string config_yaml;
   // The writer's hold on logging.dir (and checkpoint.dir): from construction until fit() returns.
@@ -72,7 +74,7 @@ struct Trainer::State {
 
   CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
   StepParts step_parts() {
-    return StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last, classification, device, 0, sync.get()};
+    return StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last, classification, device, 0, sync.get(), direct.get()};
   }
   void note(const std::string& line) {
     for (auto& s : sinks) s->on_note(line);

@@ -4,6 +4,7 @@
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/optimizer.h>
 
+#include "direct_backward.hpp"
 #include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/model.hpp"
@@ -30,6 +31,11 @@ at::Tensor accumulate_gradients(const StepParts& p, const data::Batch& batch, st
     const auto inputs = model_input(p.transform, p.channels_last, batch.inputs.slice(0, start, end), /*training=*/true);
     const auto targets = batch.targets.slice(0, start, end);
     const double share = static_cast<double>(end - start) / share_of;
+    if (p.direct && p.direct->takes(inputs, targets, p.classification)) {
+      const auto loss = p.direct->train(inputs, targets, p.classification, share, after_forward);
+      step_loss = step_loss.defined() ? step_loss + loss : loss;
+      continue;
+    }
     at::Tensor loss;
     {
       AutocastScope autocast(p.device.type(), p.train.precision);

@@ -25,6 +25,7 @@ namespace gputrain::train {
 
 class Model;
 class GradScaler;
+class DirectBackward;
 
 /// What a step works on; references only, owned by the caller.
 struct StepParts {
@@ -39,6 +40,7 @@ struct StepParts {
   c10::Device device;
   std::int64_t global_rows = 0;        ///< samples in the step over all ranks; 0: this batch's own
   dist::GradientSync* sync = nullptr;  ///< armed before the last micro-batch's backward (distributed runs)
+  DirectBackward* direct = nullptr;    ///< the hand-written backward, where it covers the model and the run
 };
 
 /// Cross-entropy for classification, MSE for regression.
@@ -54,6 +56,7 @@ at::Tensor model_input(const data::BatchTransform& transform, bool channels_last
 /// gradient equals one big batch's whatever the split; summed over ranks, the global batch's.
 /// Returns the step's mean loss (a device scalar, not synced). `after_forward`, when set, runs
 /// after each micro-batch's forward and before its backward (the probes measure activations there).
+/// With `parts.direct` set, the micro-batches it takes skip autograd, with the same gradients.
 at::Tensor accumulate_gradients(const StepParts& parts, const data::Batch& batch, std::int64_t micro_batch,
                                 const std::function<void()>& after_forward = {});
 

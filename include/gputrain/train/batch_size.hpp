@@ -24,6 +24,7 @@ struct ProbeData {
   const data::BatchTransform& transform;
   std::int64_t dataset_size = 0;             ///< the batch never exceeds it
   std::uint64_t reserve_bytes = 0;           ///< memory the data cache will take before training
+  bool distributed = false;                  ///< the run syncs gradients across ranks (its step keeps to autograd)
 };
 
 /// The memory model of one config on one device (`gputrain profile --memory`).

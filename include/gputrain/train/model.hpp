@@ -9,6 +9,10 @@
 #include <utility>
 #include <vector>
 
+namespace torch::nn {
+class Module;
+}  // namespace torch::nn
+
 namespace gputrain::train {
 
 /// Tensors by their PyTorch state_dict names ("layer1.0.conv1.weight").
@@ -29,6 +33,9 @@ class Model {
   virtual void set_training(bool on) = 0;
   /// For the run's header line, e.g. "resnet18".
   virtual std::string name() const = 0;
+  /// The torch::nn module behind a network built in C++ (the training step reads a plain stack of
+  /// layers from it to run its backward pass by hand); nullptr for a TorchScript one.
+  virtual torch::nn::Module* module() { return nullptr; }
 };
 
 /// Sum of elements over the model's parameters.

@@ -1,0 +1,233 @@
+#include "direct_backward.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+#include <array>
+
+#include "gputrain/train/model.hpp"
+
+namespace gputrain::train {
+namespace {
+
+enum class Kind { flatten, linear, layer_norm, relu, gelu, silu, tanh, dropout };
+
+// Adds `grad` to the parameter's gradient, as AccumulateGrad does outside grad mode: the first
+// one becomes .grad() (these are fresh contiguous tensors), later ones are added in place.
+void accumulate(const at::Tensor& parameter, at::Tensor grad) {
+  auto& slot = parameter.mutable_grad();
+  if (slot.defined()) slot.add_(grad);
+  else slot = std::move(grad);
+}
+
+}  // namespace
+
+struct DirectBackward::Layer {
+  Kind kind;
+  std::shared_ptr<torch::nn::Module> module;  // the layer in the model, read at every step
+  torch::nn::LinearImpl* linear = nullptr;
+  torch::nn::LayerNormImpl* norm = nullptr;
+  torch::nn::DropoutImpl* dropout = nullptr;
+  std::string gelu_approximate;
+  bool relu_in_place = false;  // its input is a fresh tensor that no layer keeps for its backward
+  // What forward keeps for backward, as autograd's nodes would keep it.
+  at::Tensor input, output, mean, rstd, noise;
+
+  void forget() { input = output = mean = rstd = noise = at::Tensor(); }
+};
+
+DirectBackward::DirectBackward(std::vector<Layer> layers) : layers_(std::move(layers)) {
+  while (first_with_parameters_ < layers_.size() && layers_[first_with_parameters_].kind != Kind::linear &&
+         !(layers_[first_with_parameters_].kind == Kind::layer_norm && layers_[first_with_parameters_].norm->weight.defined()))
+    ++first_with_parameters_;
+}
+
+DirectBackward::~DirectBackward() = default;
+
+std::unique_ptr<DirectBackward> DirectBackward::plan(Model& model, const TrainConfig& train, c10::Device device, bool distributed) {
+  if (train.precision != Precision::fp32 || !device.is_cpu() || distributed) return nullptr;
+  auto* sequential = dynamic_cast<torch::nn::SequentialImpl*>(model.module());
+  if (!sequential) return nullptr;
+  std::vector<Layer> layers;
+  bool any_linear = false;
+  for (const auto& child : sequential->children()) {
+    Layer layer{};
+    layer.module = child;
+    if (auto* flatten = dynamic_cast<torch::nn::FlattenImpl*>(child.get())) {
+      // Only a leading flatten of each sample: the layers after it then see [N, features].
+      if (!layers.empty() || flatten->options.start_dim() != 1 || flatten->options.end_dim() != -1) return nullptr;
+      layer.kind = Kind::flatten;
+    } else if ((layer.linear = dynamic_cast<torch::nn::LinearImpl*>(child.get()))) {
+      layer.kind = Kind::linear;
+      any_linear = true;
+    } else if ((layer.norm = dynamic_cast<torch::nn::LayerNormImpl*>(child.get()))) {
+      if (layer.norm->options.normalized_shape().size() != 1) return nullptr;
+      layer.kind = Kind::layer_norm;
+    } else if (auto* relu = dynamic_cast<torch::nn::ReLUImpl*>(child.get())) {
+      if (relu->options.inplace()) return nullptr;
+      layer.kind = Kind::relu;
+      layer.relu_in_place = !layers.empty() && (layers.back().kind == Kind::linear || layers.back().kind == Kind::layer_norm);
+    } else if (auto* gelu = dynamic_cast<torch::nn::GELUImpl*>(child.get())) {
+      layer.kind = Kind::gelu;
+      layer.gelu_approximate = gelu->options.approximate();
+    } else if (dynamic_cast<torch::nn::SiLUImpl*>(child.get())) {
+      layer.kind = Kind::silu;
+    } else if (dynamic_cast<torch::nn::TanhImpl*>(child.get())) {
+      layer.kind = Kind::tanh;
+    } else if ((layer.dropout = dynamic_cast<torch::nn::DropoutImpl*>(child.get()))) {
+      if (layer.dropout->options.p() >= 1.0 || layer.dropout->options.inplace()) return nullptr;
+      layer.kind = Kind::dropout;
+    } else {
+      return nullptr;  // a layer this does not know: autograd trains the model
+    }
+    layers.push_back(std::move(layer));
+  }
+  if (!any_linear) return nullptr;
+  for (const auto& p : model.parameters())
+    if (!p.requires_grad()) return nullptr;  // frozen layers: autograd knows which gradients to skip
+  return std::unique_ptr<DirectBackward>(new DirectBackward(std::move(layers)));
+}
+
+bool DirectBackward::takes(const at::Tensor& inputs, const at::Tensor& targets, bool classification) const {
+  if (!inputs.is_cpu() || inputs.scalar_type() != at::kFloat || inputs.dim() < 2 || inputs.size(0) == 0) return false;
+  if (layers_.front().kind != Kind::flatten && inputs.dim() != 2) return false;
+  if (classification) return targets.scalar_type() == at::kLong && targets.dim() == 1 && targets.size(0) == inputs.size(0);
+  std::int64_t outputs = 0;
+  for (const auto& layer : layers_)
+    if (layer.kind == Kind::linear) outputs = layer.linear->options.out_features();
+  return targets.scalar_type() == at::kFloat && targets.dim() == 2 && targets.size(0) == inputs.size(0) && targets.size(1) == outputs;
+}
+
+at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& targets, bool classification, double weight,
+                                 const std::function<void()>& after_forward) {
+  at::NoGradGuard no_graph;  // the point: no graph is recorded, backward below is explicit
+  // What the layers keep is dropped however this ends: after an out-of-memory error the OOM
+  // handler retries with half the micro-batch and needs this attempt's activations gone.
+  struct ForgetOnExit {
+    std::vector<Layer>& layers;
+    ~ForgetOnExit() {
+      for (auto& layer : layers) layer.forget();
+    }
+  } forget_on_exit{layers_};
+
+  // Forward: each layer's module forward, keeping what its backward reads.
+  at::Tensor x = inputs;
+  for (auto& layer : layers_) {
+    switch (layer.kind) {
+      case Kind::flatten:
+        x = x.flatten(1);
+        break;
+      case Kind::linear:
+        layer.input = x;
+        x = at::linear(x, layer.linear->weight, layer.linear->bias);
+        break;
+      case Kind::layer_norm: {
+        layer.input = x;
+        const auto& o = layer.norm->options;
+        auto [out, mean, rstd] = at::native_layer_norm(x, o.normalized_shape(), layer.norm->weight, layer.norm->bias, o.eps());
+        layer.mean = std::move(mean);
+        layer.rstd = std::move(rstd);
+        x = std::move(out);
+        break;
+      }
+      case Kind::relu:
+        x = layer.relu_in_place ? at::relu_(x) : at::relu(x);
+        layer.output = x;
+        break;
+      case Kind::gelu:
+        layer.input = x;
+        x = at::gelu(x, layer.gelu_approximate);
+        break;
+      case Kind::silu:
+        layer.input = x;
+        x = at::silu(x);
+        break;
+      case Kind::tanh:
+        x = at::tanh(x);
+        layer.output = x;
+        break;
+      case Kind::dropout: {
+        // at::dropout's CPU path (ATen's _dropout_impl): the same draws from the same generator.
+        const double p = layer.dropout->options.p();
+        if (p == 0 || !layer.dropout->is_training()) break;
+        layer.noise = at::empty_like(x);
+        layer.noise.bernoulli_(1 - p);
+        layer.noise.div_(1 - p);
+        x = x.mul(layer.noise);
+        break;
+      }
+    }
+  }
+
+  // The loss, as at::cross_entropy_loss and at::mse_loss compute it, and its gradient.
+  at::Tensor loss, grad;
+  const auto seed = at::full({}, weight, x.options());  // d(loss * weight) / d(loss)
+  if (classification) {
+    const auto log_probs = at::_log_softmax(x, 1, false);
+    auto [nll, total_weight] = at::nll_loss_forward(log_probs, targets, {}, at::Reduction::Mean, -100);
+    loss = std::move(nll);
+    if (after_forward) after_forward();
+    grad = at::nll_loss_backward(seed, log_probs, targets, {}, at::Reduction::Mean, -100, total_weight);
+    grad = at::_log_softmax_backward_data(grad, log_probs, 1, x.scalar_type());
+  } else {
+    loss = at::mse_loss(x, targets, at::Reduction::Mean);
+    if (after_forward) after_forward();
+    grad = at::mse_loss_backward(seed, x, targets, at::Reduction::Mean);
+  }
+  if (weight != 1.0) loss = loss.mul(weight);
+
+  // Backward, last layer first, down to the first layer with parameters.
+  for (std::size_t i = layers_.size(); i-- > first_with_parameters_;) {
+    auto& layer = layers_[i];
+    const bool input_needs_grad = i > first_with_parameters_;
+    switch (layer.kind) {
+      case Kind::flatten:
+        break;  // before every layer with parameters: never reached
+      case Kind::linear: {
+        // addmm's backward for weight.t() (column-major): grad.t() @ input, then the bias's sum.
+        const auto& weight_tensor = layer.linear->weight;
+        accumulate(weight_tensor, at::mm(grad.t(), layer.input));
+        if (layer.linear->bias.defined()) accumulate(layer.linear->bias, grad.sum(0));
+        if (input_needs_grad) grad = at::mm(grad, weight_tensor);
+        break;
+      }
+      case Kind::layer_norm: {
+        const auto& norm = *layer.norm;
+        const std::array<bool, 3> mask{input_needs_grad, norm.weight.defined(), norm.bias.defined()};
+        auto [d_input, d_weight, d_bias] = at::native_layer_norm_backward(grad, layer.input, norm.options.normalized_shape(),
+                                                                          layer.mean, layer.rstd, norm.weight, norm.bias, mask);
+        if (mask[1]) accumulate(norm.weight, std::move(d_weight));
+        if (mask[2]) accumulate(norm.bias, std::move(d_bias));
+        grad = std::move(d_input);
+        break;
+      }
+      case Kind::relu:
+        grad = at::threshold_backward(grad, layer.output, 0);
+        break;
+      case Kind::gelu:
+        grad = at::gelu_backward(grad, layer.input, layer.gelu_approximate);
+        break;
+      case Kind::silu:
+        grad = at::silu_backward(grad, layer.input);
+        break;
+      case Kind::tanh:
+        grad = at::tanh_backward(grad, layer.output);
+        break;
+      case Kind::dropout:
+        if (layer.noise.defined()) grad = grad.mul(layer.noise);
+        break;
+    }
+    layer.forget();  // as autograd frees a node's saved tensors once it has run
+  }
+  return loss.detach();
+}
+
+std::string DirectBackward::describe() const {
+  return std::to_string(layers_.size()) + " layers";
+}
+
+}  // namespace gputrain::train

@@ -1,0 +1,58 @@
+#pragma once
+// A training step's backward pass written by hand for a plain stack of layers (the built-in MLP),
+// so that the step skips autograd's own work: recording the graph, the engine, AccumulateGrad.
+// On the 2-core CPU that is ~7 % of an MLP step, the margin between the MLP benchmark and its
+// goal (docs/benchmarks.md). It calls the kernels autograd would call, on the same tensors, so
+// the gradients are bit-identical to autograd's: tests/unit/train/test_direct_backward.cpp
+// compares them for every layer kind, micro-batch splits and both losses.
+//
+// Used only where that comparison runs and where the step is worth it: fp32 on the CPU, in one
+// process (GradientSync starts its all-reduces from autograd hooks), for an nn::Sequential of
+// Flatten (first), Linear, LayerNorm, ReLU, GELU, SiLU, Tanh and Dropout. Any other model or run
+// trains through autograd, with the same results.
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gputrain/train/config.hpp"
+
+namespace gputrain::train {
+
+class Model;
+
+class DirectBackward {
+ public:
+  /// The plan for `model`, or nullptr when the model or the run is outside what this covers (see
+  /// above). The plan reads the model's layers, so it must not outlive the model.
+  static std::unique_ptr<DirectBackward> plan(Model& model, const TrainConfig& train, c10::Device device, bool distributed);
+  ~DirectBackward();
+  DirectBackward(const DirectBackward&) = delete;
+  DirectBackward& operator=(const DirectBackward&) = delete;
+
+  /// Whether a micro-batch fits the plan: float inputs that are 2-d once flattened, and class ids
+  /// [N] (classification) or targets shaped like the output (regression). Others go to autograd.
+  bool takes(const at::Tensor& inputs, const at::Tensor& targets, bool classification) const;
+
+  /// The training-mode forward, the loss times `weight` (cross-entropy for classification, MSE
+  /// otherwise, as train::loss_of), then its backward, which adds each parameter's gradient to
+  /// its .grad() as AccumulateGrad would. `after_forward`, when set, runs between the two.
+  /// Returns the weighted loss, detached.
+  at::Tensor train(const at::Tensor& inputs, const at::Tensor& targets, bool classification, double weight,
+                   const std::function<void()>& after_forward = {});
+
+  /// For the run's notes, e.g. "6 layers".
+  std::string describe() const;
+
+ private:
+  struct Layer;
+  explicit DirectBackward(std::vector<Layer> layers);
+  std::vector<Layer> layers_;
+  std::size_t first_with_parameters_ = 0;  // backward stops there: nothing before it needs a gradient
+};
+
+}  // namespace gputrain::train

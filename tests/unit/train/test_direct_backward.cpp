@@ -1,0 +1,167 @@
+// The MLP's hand-written backward (src/train/direct_backward.cpp) against autograd: the same
+// gradients, bit for bit, for every layer kind, both losses and split micro-batches, and autograd
+// for everything it does not cover.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/optim/optimizer.h>
+
+#include "gputrain/train/amp.hpp"
+#include "gputrain/train/config.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/model_registry.hpp"
+#include "gputrain/train/optimizer.hpp"
+#include "train/direct_backward.hpp"  // private: the trainer's step
+#include "train/training_step.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+
+namespace {
+
+constexpr std::int64_t kFeatures = 12, kOutputs = 5, kSamples = 24;
+
+struct Case {
+  std::string activation = "relu";
+  std::string norm = "none";
+  double dropout = 0.0;
+  bool classification = true;
+};
+
+std::string name_of(const Case& c) {
+  return c.activation + "/" + c.norm + "/dropout " + std::to_string(c.dropout) + (c.classification ? "/classes" : "/regression");
+}
+
+std::unique_ptr<Model> mlp(const Case& c) {
+  ModelConfig config;
+  config.name = "mlp";
+  config.hidden = {16, 8};
+  config.activation = c.activation;
+  config.norm = c.norm;
+  config.dropout = c.dropout;
+  at::manual_seed(7);  // the same initial weights for both models of a comparison
+  auto model = build_model(ModelSpec{config, {kFeatures}, kOutputs});
+  model->set_training(true);
+  return model;
+}
+
+data::Batch batch_for(bool classification) {
+  at::manual_seed(11);
+  auto inputs = at::randn({kSamples, kFeatures});
+  auto targets = classification ? at::randint(0, kOutputs, {kSamples}, at::kLong) : at::randn({kSamples, kOutputs});
+  return {inputs, targets};
+}
+
+struct StepResult {
+  at::Tensor loss;
+  std::vector<at::Tensor> grads, params_after;
+};
+
+// One optimizer step (SGD with momentum), with or without the hand-written backward.
+StepResult one_step(const Case& c, bool direct, std::int64_t micro_batch, bool* planned = nullptr) {
+  auto model = mlp(c);
+  auto params = model->parameters();
+  OptimizerConfig opt;
+  opt.name = "sgd";
+  opt.lr = 0.1;
+  opt.momentum = 0.9;
+  auto optimizer = make_optimizer(opt, params);
+  GradScaler scaler(false, at::kCPU);
+  TrainConfig train;
+  std::unique_ptr<DirectBackward> plan;
+  if (direct) plan = DirectBackward::plan(*model, train, at::kCPU, /*distributed=*/false);
+  if (planned) *planned = plan != nullptr;
+  const data::BatchTransform transform;
+  StepParts parts{*model, *optimizer, scaler, params, transform, train, false, c.classification, at::kCPU, 0, nullptr, plan.get()};
+  const auto batch = batch_for(c.classification);
+  if (plan) {
+    EXPECT_TRUE(plan->takes(batch.inputs, batch.targets, c.classification)) << "else both sides ran autograd";
+  }
+  at::manual_seed(3);  // dropout's draws
+  StepResult out;
+  out.loss = accumulate_gradients(parts, batch, micro_batch);
+  for (const auto& p : params) out.grads.push_back(p.grad().clone());
+  apply_gradients(parts);
+  for (const auto& p : params) out.params_after.push_back(p.detach().clone());
+  return out;
+}
+
+void expect_identical(const StepResult& a, const StepResult& b, const std::string& what) {
+  EXPECT_TRUE(at::equal(a.loss, b.loss)) << what << ": loss " << a.loss.item<double>() << " vs " << b.loss.item<double>();
+  ASSERT_EQ(a.grads.size(), b.grads.size()) << what;
+  for (std::size_t i = 0; i < a.grads.size(); ++i) {
+    EXPECT_TRUE(at::equal(a.grads[i], b.grads[i]))
+        << what << ": gradient " << i << " differs by up to " << (a.grads[i] - b.grads[i]).abs().max().item<double>();
+    EXPECT_TRUE(at::equal(a.params_after[i], b.params_after[i])) << what << ": parameter " << i << " after the step";
+  }
+}
+
+}  // namespace
+
+TEST(DirectBackward, EveryLayerKindGivesAutogradsGradientsBitForBit) {
+  std::vector<Case> cases;
+  for (const std::string activation : {"relu", "gelu", "silu", "tanh"})
+    for (const std::string norm : {"none", "layer"})
+      for (const double dropout : {0.0, 0.25}) cases.push_back({activation, norm, dropout, true});
+  cases.push_back({"relu", "layer", 0.25, false});
+  cases.push_back({"tanh", "none", 0.0, false});
+  for (const auto& c : cases) {
+    bool planned = false;
+    const auto direct = one_step(c, true, kSamples, &planned);
+    ASSERT_TRUE(planned) << name_of(c) << ": the MLP should get the hand-written backward";
+    expect_identical(direct, one_step(c, false, kSamples), name_of(c));
+  }
+}
+
+// Micro-batches weight each loss by its share (the OOM handler's split, grad_accum): the seeds of
+// the backward and the accumulation into .grad() must match autograd's too.
+TEST(DirectBackward, SplitMicroBatchesAccumulateAsAutogradDoes) {
+  for (const bool classification : {true, false}) {
+    const Case c{"relu", "layer", 0.25, classification};
+    for (const std::int64_t micro : {8, 10}) {  // 10: uneven shares (10, 10, 4)
+      const auto what = name_of(c) + ", micro-batch " + std::to_string(micro);
+      expect_identical(one_step(c, true, micro), one_step(c, false, micro), what);
+    }
+  }
+}
+
+TEST(DirectBackward, ChangesNothingButWhoComputesTheGradient) {
+  // Guard against a vacuous comparison: the step really moves the weights and the loss is real.
+  const Case c{"relu", "none", 0.0, true};
+  const auto step = one_step(c, true, kSamples);
+  const auto before = mlp(c)->parameters();
+  for (std::size_t i = 0; i < before.size(); ++i) EXPECT_FALSE(at::equal(before[i], step.params_after[i])) << "parameter " << i;
+  EXPECT_GT(step.loss.item<double>(), 0.5);  // about log(5) for an untrained 5-class model
+}
+
+TEST(DirectBackward, AnythingItDoesNotCoverStaysWithAutograd) {
+  const TrainConfig fp32;
+  EXPECT_EQ(DirectBackward::plan(*mlp({"relu", "batch"}), fp32, at::kCPU, false), nullptr) << "batch norm";
+  EXPECT_EQ(DirectBackward::plan(*mlp({}), fp32, at::kCPU, /*distributed=*/true), nullptr)
+      << "DDP's all-reduces start from autograd hooks";
+  EXPECT_EQ(DirectBackward::plan(*mlp({}), fp32, c10::Device("cuda:0"), false), nullptr) << "measured on the CPU only";
+  TrainConfig bf16;
+  bf16.precision = Precision::bf16_mixed;
+  EXPECT_EQ(DirectBackward::plan(*mlp({}), bf16, at::kCPU, false), nullptr) << "autocast";
+
+  ModelConfig cnn;
+  cnn.name = "small_cnn";
+  cnn.width = 4;
+  EXPECT_EQ(DirectBackward::plan(*build_model(ModelSpec{cnn, {3, 8, 8}, 10}), fp32, at::kCPU, false), nullptr);
+
+  auto frozen = mlp({});
+  frozen->parameters().front().set_requires_grad(false);
+  EXPECT_EQ(DirectBackward::plan(*frozen, fp32, at::kCPU, false), nullptr) << "a frozen parameter";
+}
+
+TEST(DirectBackward, TakesOnlyBatchesShapedAsItsPlanExpects) {
+  auto model = mlp({});
+  const auto plan = DirectBackward::plan(*model, TrainConfig{}, at::kCPU, false);
+  ASSERT_NE(plan, nullptr);
+  const auto x = at::randn({4, kFeatures});
+  EXPECT_TRUE(plan->takes(x, at::zeros({4}, at::kLong), true));
+  EXPECT_TRUE(plan->takes(at::randn({4, 3, 4}), at::zeros({4}, at::kLong), true)) << "flattened to 12 features";
+  EXPECT_FALSE(plan->takes(x, at::zeros({4, kOutputs}), true)) << "class probabilities: autograd's cross-entropy path";
+  EXPECT_TRUE(plan->takes(x, at::zeros({4, kOutputs}), false));
+  EXPECT_FALSE(plan->takes(x, at::zeros({4, 1}), false)) << "a broadcast target";
+  EXPECT_FALSE(plan->takes(x.to(at::kDouble), at::zeros({4}, at::kLong), true));
+}
