@@ -10,6 +10,8 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/optimizer.hpp"
+#include "support/quiet_trainer.hpp"
+#include "support/small_run.hpp"
 #include "train/direct_backward.hpp"  // private: the trainer's step
 #include "train/training_step.hpp"
 
@@ -164,4 +166,15 @@ TEST(DirectBackward, TakesOnlyBatchesShapedAsItsPlanExpects) {
   EXPECT_TRUE(plan->takes(x, at::zeros({4, kOutputs}), false));
   EXPECT_FALSE(plan->takes(x, at::zeros({4, 1}), false)) << "a broadcast target";
   EXPECT_FALSE(plan->takes(x.to(at::kDouble), at::zeros({4}, at::kLong), true));
+}
+
+// The trainer plans it for its model and says so; a model outside it trains as before.
+TEST(DirectBackward, TheTrainerUsesItForAnMlpAndSaysSo) {
+  // small_run: flatten, then [Linear, ReLU, Dropout] x 2, then Linear.
+  const auto mlp_run = test_support::fit_capturing_console(test_support::small_run("direct-mlp"));
+  EXPECT_NE(mlp_run.console.find("training step: mlp's backward by hand, without autograd's graph (8 layers;"), std::string::npos)
+      << mlp_run.console;
+  const auto batch_norm_run = test_support::fit_capturing_console(test_support::small_run("direct-bn", {"model.norm=batch"}));
+  EXPECT_EQ(batch_norm_run.console.find("backward by hand"), std::string::npos) << batch_norm_run.console;
+  EXPECT_EQ(batch_norm_run.result.steps, mlp_run.result.steps);
 }
