@@ -60,7 +60,8 @@ char detect_delimiter(std::string_view header_line, char configured) {
 
 }  // namespace
 
-TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names) {
+TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names,
+                       std::vector<std::string>* feature_names) {
   const auto file = MappedFile::open(path);
   std::string_view text(reinterpret_cast<const char*>(file->data()), file->size());
   std::size_t pos = 0;
@@ -100,6 +101,10 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
     for (const auto& name : spec.features) feature_columns.push_back(column_of(name, "data.features"));
   }
   if (feature_columns.empty()) throw UsageError("'" + path + "' has no feature columns besides the label", "add feature columns");
+  if (feature_names) {
+    feature_names->clear();
+    for (const auto c : feature_columns) feature_names->push_back(header[c]);
+  }
 
   std::vector<float> features;
   std::vector<double> labels;

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/data/csv_format.hpp"
 #include "gputrain/data/holdout.hpp"
 #include "gputrain/data/idx_format.hpp"
@@ -163,7 +164,20 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
   return p;
 }
 
-std::string samples_text(std::int64_t n) { return std::to_string(n) + " samples"; }
+std::string samples_text(std::int64_t n) { return std::to_string(n) + (n == 1 ? " sample" : " samples"); }
+
+// "features a, b, c; label y": up to 8 names, else the first 6 and the count.
+std::string csv_columns_text(const std::vector<std::string>& features, const std::string& label) {
+  constexpr std::size_t kShown = 8, kWhenCut = 6;
+  std::string names;
+  if (features.size() <= kShown) {
+    names = core::join(features);
+  } else {
+    names = core::join(std::vector<std::string>(features.begin(), features.begin() + kWhenCut)) + ", ... (" +
+            std::to_string(features.size()) + " columns)";
+  }
+  return (features.size() == 1 ? "feature " : "features ") + names + "; label " + label;
+}
 
 std::int64_t classes_of(const TensorDataset& set) { return set.size() > 0 ? set.targets.max().item<std::int64_t>() + 1 : 0; }
 
@@ -204,8 +218,11 @@ Sources open_unchecked(const SourceSpec& spec) {
   if (spec.source == "csv") {
     if (spec.path.empty()) throw UsageError("data.source csv needs data.path", "set data.path to the CSV file");
     const CsvSpec csv{spec.features, spec.labels, classification};
-    const auto train = read_csv(spec.path, csv, &out.class_names);
-    out.train = make_array_dataset(train, "CSV " + spec.path + " (" + samples_text(train.size()) + ")", base(spec.path));
+    std::vector<std::string> features;
+    const auto train = read_csv(spec.path, csv, &out.class_names, &features);
+    // The columns read, so a column that should not be a feature (an id, a second target) shows.
+    out.train = make_array_dataset(train, "CSV " + spec.path + " (" + samples_text(train.size()) + "; " + csv_columns_text(features, spec.labels) + ")",
+                                   base(spec.path));
     std::int64_t classes = classification ? classes_of(train) : 0;
     if (!spec.val_path.empty()) {
       const auto val = read_for("data.val_path", [&] { return read_csv(spec.val_path, csv, &out.class_names); });

@@ -19,7 +19,9 @@ struct CsvSpec {
 /// label column of names (e.g. "setosa") is mapped to ids in sorted order and `class_names`
 /// receives them; when `class_names` already holds names (a validation file read after its
 /// training file), those ids are used and an unknown name is an error. A bad cell is a UsageError naming the file, the line,
-/// the column and the text found.
-TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names = nullptr);
+/// the column and the text found. `feature_names`, when given, receives the feature columns' names
+/// in the inputs' order (for the run's data line: which columns the model reads).
+TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names = nullptr,
+                       std::vector<std::string>* feature_names = nullptr);
 
 }  // namespace gputrain::data

@@ -124,6 +124,38 @@ TEST(Csv, SelectsColumnsAndMapsClassNames) {
   EXPECT_TRUE(at::allclose(set.inputs, at::tensor({5.1f, 3.5f, 7.0f, 3.2f, 6.3f, 3.3f, 4.9f, 3.0f}).view({4, 2})));
 }
 
+// The run's data line names the columns the model reads: an id or a second target left among the
+// features shows there.
+TEST(Csv, TheDataLineNamesTheFeatureAndLabelColumns) {
+  std::vector<std::string> features;
+  read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, "label", true}, nullptr, &features);
+  EXPECT_EQ(features, (std::vector<std::string>{"a", "b"}));
+  SourceSpec spec;
+  spec.source = "csv";
+  spec.path = fixture("csv/numeric.csv");
+  spec.labels = "b";
+  spec.task = "regression";
+  const auto description = open_sources(spec).train->description();
+  EXPECT_NE(description.find("(10 samples; features a, label; label b)"), std::string::npos) << description;
+  spec.features = {"a"};
+  EXPECT_NE(open_sources(spec).train->description().find("(10 samples; feature a; label b)"), std::string::npos);
+
+  // A wide file: the first six names and the count.
+  const auto wide = std::filesystem::temp_directory_path() / "gputrain-wide.csv";
+  {
+    std::ofstream out(wide);
+    for (int c = 0; c < 12; ++c) out << "c" << c << ",";
+    out << "y\n";
+    for (int c = 0; c < 12; ++c) out << c << ",";
+    out << "1\n";
+  }
+  spec.path = wide.string();
+  spec.labels = "y";
+  spec.features = {};
+  const auto wide_text = open_sources(spec).train->description();
+  EXPECT_NE(wide_text.find("(1 sample; features c0, c1, c2, c3, c4, c5, ... (12 columns); label y)"), std::string::npos) << wide_text;
+}
+
 TEST(Csv, BadCellsNameTheLineAndColumn) {
   const auto bad = usage_error([] { read_csv(fixture("bad/bad_cell.csv"), CsvSpec{{}, "label", true}); });
   EXPECT_NE(bad.find("bad_cell.csv:3: column 'b' (2): 'oops' is not a number"), std::string::npos) << bad;
