@@ -336,6 +336,13 @@ FitResult Trainer::fit() {
   s.checkpoint();  // the state the run ends in, whether finished or stopped
   result.last_checkpoint = s.last_checkpoint;
   result.steps = progress.step;
+  result.has_validation = s.val_size > 0;
+  result.steps_per_epoch = s.steps_per_epoch;
+  if (!result.interrupted && progress.position > 0) {
+    result.ended_inside_epoch = progress.epoch + 1;
+    // The position counts this rank's samples, as steps_per_epoch does.
+    result.steps_into_epoch = (progress.position + s.effective_batch - 1) / s.effective_batch;
+  }
   result.skipped_steps = s.scaler->skipped_steps();
   result.samples = totals.samples;
   result.oom_events = s.oom_events();

@@ -105,8 +105,11 @@ int main(int argc, char** argv) {
     }
     std::cerr << "done: " << result.steps << (result.steps == 1 ? " step in " : " steps in ") << train::format_duration(result.run_seconds);
     if (result.last_loss) std::cerr << ", final loss " << core::format_fixed(*result.last_loss, 4);
-    if (result.last_epoch && result.last_epoch->val_accuracy)
+    if (result.last_epoch && result.last_epoch->val_accuracy) {
       std::cerr << ", val accuracy " << core::format_fixed(100 * *result.last_epoch->val_accuracy, 2) << "%";
+      // Validation runs at epochs' ends: the figure is older than the final weights then.
+      if (result.ended_inside_epoch > 0) std::cerr << " (at the end of epoch " << result.last_epoch->epoch + 1 << ")";
+    }
     if (result.samples_per_second > 0)
       std::cerr << ", " << core::format_fixed(result.samples_per_second, 0) << " samples/s, data stall "
                 << core::format_fixed(result.data_stall_percent, 1) << "%";
@@ -116,6 +119,9 @@ int main(int argc, char** argv) {
     if (result.skipped_samples > 0)
       std::cerr << ", " << result.skipped_samples << " unreadable sample" << (result.skipped_samples == 1 ? "" : "s")
                 << " skipped (named in training.log)";
+    if (result.ended_inside_epoch > 0 && result.has_validation)
+      std::cerr << "\n  validation: train.max_steps ended the run " << result.steps_into_epoch << " of " << result.steps_per_epoch
+                << " steps into epoch " << result.ended_inside_epoch << ", before that epoch's validation";
     if (result.data_cache != "none")
       std::cerr << "\n  data: data.cache " << result.data_cache
                 << (result.data_cache == "vram" && trainer.device() == "cpu" ? " (in RAM: training on the CPU)" : "") << ", loaded once in " << core::format_fixed(result.data_load_seconds, 2)

@@ -28,6 +28,11 @@ struct FitResult {
   std::optional<double> first_loss;       ///< training loss of the first step this process ran
   std::optional<double> last_loss;        ///< training loss of the last step this process ran
   std::optional<EpochMetrics> last_epoch;
+  bool has_validation = false;            ///< the run has validation data (validated at each epoch's end)
+  /// When the step budget (train.max_steps) ended the run inside an epoch, before that epoch's end
+  /// and its validation: the epoch (1-based) and the steps of it that ran; 0 when it ended at an
+  /// epoch's end (or was interrupted).
+  std::int64_t ended_inside_epoch = 0, steps_into_epoch = 0, steps_per_epoch = 0;
   std::int64_t skipped_steps = 0;         ///< inf/nan gradient steps (fp16)
   std::int64_t samples = 0;               ///< training samples this process ran through
   std::int64_t batch_size = 0;            ///< the micro-batch the run started with (found, when auto)
