@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -89,14 +90,21 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
                      }(),
                      "the header row names: " + core::join(header));
   };
-  if (spec.label.empty())
+  if (spec.labels.empty())
     throw UsageError("data.labels is not set for the CSV source", "set data.labels to the label column's name; '" + path +
-                                                                      "' has the columns " + core::join(header));
-  const std::size_t label_column = column_of(spec.label, "data.labels");
+                                                                       "' has the columns " + core::join(header));
+  if (spec.classification && spec.labels.size() > 1)
+    throw UsageError("data.labels names " + std::to_string(spec.labels.size()) + " columns (" + core::join(spec.labels) +
+                         "), but a classification has one label column",
+                     "set data.labels to the class column, or data.task: regression to predict each column as a target");
+  std::vector<std::size_t> label_columns;
+  for (const auto& name : spec.labels) label_columns.push_back(column_of(name, "data.labels"));
+  const std::size_t label_column = label_columns.front();  // classification's one
+  const auto is_label = [&](std::size_t i) { return std::find(label_columns.begin(), label_columns.end(), i) != label_columns.end(); };
   std::vector<std::size_t> feature_columns;
   if (spec.features.empty()) {
     for (std::size_t i = 0; i < header.size(); ++i)
-      if (i != label_column) feature_columns.push_back(i);
+      if (!is_label(i)) feature_columns.push_back(i);
   } else {
     for (const auto& name : spec.features) feature_columns.push_back(column_of(name, "data.features"));
   }
@@ -135,6 +143,22 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
                          "with data.features");
       features.push_back(static_cast<float>(value));
     }
+    if (!spec.classification) {  // one float target per label column
+      for (const auto c : label_columns) {
+        double value = 0;
+        if (cells[c].empty())
+          throw UsageError(path + ":" + std::to_string(line_number) + ": the label (column '" + header[c] + "') is empty",
+                           "fill in or remove that row");
+        if (!parse_number(cells[c], value))
+          throw UsageError(path + ":" + std::to_string(line_number) + ": column '" + header[c] + "': '" + cells[c] + "' is not a number",
+                           "regression labels must be numbers");
+        if (!std::isfinite(static_cast<float>(value)))
+          throw UsageError(path + ":" + std::to_string(line_number) + ": label '" + cells[c] + "' is not a finite float32 number",
+                           "fill in or remove that row");
+        labels.push_back(value);
+      }
+      continue;
+    }
     if (cells[label_column].empty())
       throw UsageError(path + ":" + std::to_string(line_number) + ": the label (column '" + header[label_column] + "') is empty",
                        "fill in or remove that row");
@@ -155,7 +179,8 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
                        spec.classification ? "use either class ids or class names in the whole label column" : "regression labels must be numbers");
     }
   }
-  const auto rows = static_cast<std::int64_t>(std::max(labels.size(), label_names.size()));
+  const auto targets_per_row = static_cast<std::size_t>(spec.classification ? 1 : label_columns.size());
+  const auto rows = static_cast<std::int64_t>(std::max(labels.size() / targets_per_row, label_names.size()));
   if (rows == 0) throw UsageError("'" + path + "' has a header but no rows", "add one row per sample");
   TensorDataset set;
   set.inputs = at::from_blob(features.data(), {rows, static_cast<std::int64_t>(feature_columns.size())}, at::kFloat).clone();
@@ -181,8 +206,8 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
       t[i] = found->second;
     }
   } else {
-    const auto values = at::from_blob(labels.data(), {rows}, at::kDouble);
-    set.targets = spec.classification ? values.to(at::kLong) : values.to(at::kFloat).unsqueeze(1);
+    const auto values = at::from_blob(labels.data(), {rows, static_cast<std::int64_t>(targets_per_row)}, at::kDouble);
+    set.targets = spec.classification ? values.squeeze(1).to(at::kLong) : values.to(at::kFloat);
   }
   return set;
 }

@@ -98,9 +98,19 @@ TensorDataset normalise(TensorDataset set, bool classification, const std::strin
   return set;
 }
 
+// The one name data.labels gives a file source ("" when unset); a list is for CSV columns only.
+std::string one_label(const SourceSpec& spec) {
+  if (spec.labels.size() > 1)
+    throw UsageError("data.labels lists " + std::to_string(spec.labels.size()) + " names (" + core::join(spec.labels) +
+                         "), but data.source " + spec.source + " takes one",
+                     std::string("set data.labels to ") + (spec.source == "npy" ? "the labels' .npy file" : "the labels' key") +
+                         " (a list of label columns is for csv regression); several targets go in one array of shape [samples, targets]");
+  return spec.labels.empty() ? "" : spec.labels.front();
+}
+
 TensorDataset from_arrays(const Arrays& arrays, const SourceSpec& spec, const std::string& path, bool classification) {
   const auto inputs = pick(arrays, spec.features.empty() ? "" : spec.features.front(), {"x", "features", "inputs", "data", "images"}, path, "data.features");
-  const auto targets = pick(arrays, spec.labels, {"y", "labels", "label", "targets", "target"}, path, "data.labels");
+  const auto targets = pick(arrays, one_label(spec), {"y", "labels", "label", "targets", "target"}, path, "data.labels");
   return normalise({inputs, targets}, classification, "'" + path + "'");
 }
 
@@ -116,9 +126,10 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
   Pair p;
   if (spec.path.empty()) throw UsageError("data.source " + spec.source + " needs data.path", "set data.path to the dataset's file or folder");
   if (spec.source == "npy") {
-    if (spec.labels.empty()) throw UsageError("data.source npy needs data.labels: the .npy file of the labels", "set data.labels: path/to/labels.npy");
-    p.train = normalise({read_npy(spec.path), read_for("data.labels", [&] { return read_npy(spec.labels); })}, classification,
-                        "'" + spec.path + "' with '" + spec.labels + "'");
+    const auto labels = one_label(spec);
+    if (labels.empty()) throw UsageError("data.source npy needs data.labels: the .npy file of the labels", "set data.labels: path/to/labels.npy");
+    p.train = normalise({read_npy(spec.path), read_for("data.labels", [&] { return read_npy(labels); })}, classification,
+                        "'" + spec.path + "' with '" + labels + "'");
     p.train_name = base(spec.path);
     if (!spec.val_path.empty()) {
       if (spec.val_labels.empty()) throw UsageError("data.val_path is set but data.val_labels is not", "set data.val_labels to the validation labels' .npy file");
@@ -166,8 +177,8 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
 
 std::string samples_text(std::int64_t n) { return std::to_string(n) + (n == 1 ? " sample" : " samples"); }
 
-// "features a, b, c; label y": up to 8 names, else the first 6 and the count.
-std::string csv_columns_text(const std::vector<std::string>& features, const std::string& label) {
+// "features a, b, c; label y" (or "labels y1, y2"): up to 8 feature names, else the first 6 and the count.
+std::string csv_columns_text(const std::vector<std::string>& features, const std::vector<std::string>& labels) {
   constexpr std::size_t kShown = 8, kWhenCut = 6;
   std::string names;
   if (features.size() <= kShown) {
@@ -176,7 +187,7 @@ std::string csv_columns_text(const std::vector<std::string>& features, const std
     names = core::join(std::vector<std::string>(features.begin(), features.begin() + kWhenCut)) + ", ... (" +
             std::to_string(features.size()) + " columns)";
   }
-  return (features.size() == 1 ? "feature " : "features ") + names + "; label " + label;
+  return (features.size() == 1 ? "feature " : "features ") + names + (labels.size() == 1 ? "; label " : "; labels ") + core::join(labels);
 }
 
 std::int64_t classes_of(const TensorDataset& set) { return set.size() > 0 ? set.targets.max().item<std::int64_t>() + 1 : 0; }

@@ -109,8 +109,8 @@ std::string parse_string(const FieldValue& v, const std::string& what) {
   return v.node.Scalar();
 }
 
-std::vector<std::string> parse_string_list(const FieldValue& v) {
-  const std::string allowed = "a list of names, e.g. [x1, x2]";
+std::vector<std::string> parse_string_list(const FieldValue& v, const std::string& allowed = "a list of names, e.g. [x1, x2]") {
+  if (v.node.IsNull()) return {};                                                 // unset
   if (v.node.IsScalar() && !v.node.Scalar().empty()) return {v.node.Scalar()};  // one name
   if (!v.node.IsSequence()) reject(v, found_text(v.node), allowed);
   std::vector<std::string> out;
@@ -207,6 +207,20 @@ Field string_list_field(std::string key, Get get) {
           [=](const Config& c) {
             YAML::Node list(YAML::NodeType::Sequence);
             for (const auto& x : get(c)) list.push_back(x);
+            list.SetStyle(YAML::EmitterStyle::Flow);
+            return list;
+          }};
+}
+
+// One name, or a list of them (data.labels: a file or key, or CSV columns); one prints as a scalar.
+template <typename Get>
+Field name_or_names_field(std::string key, Get get, std::string what) {
+  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_string_list(v, what); },
+          [=](const Config& c) {
+            const auto& names = get(c);
+            if (names.size() == 1) return YAML::Node(names.front());
+            YAML::Node list(YAML::NodeType::Sequence);
+            for (const auto& x : names) list.push_back(x);
             list.SetStyle(YAML::EmitterStyle::Flow);
             return list;
           }};
@@ -345,7 +359,8 @@ std::vector<Field> make_schema() {
     choice_field("data.source", [](auto& c) -> auto& { return c.data.source; }, data::source_names()),
     choice_field("data.task", [](auto& c) -> auto& { return c.data.task; }, {"classification", "regression"}),
     optional_string_field("data.path", [](auto& c) -> auto& { return c.data.path; }, "a path to the data's file or folder"),
-    optional_string_field("data.labels", [](auto& c) -> auto& { return c.data.labels; }, "a file (npy), key (npz, safetensors) or column (csv)"),
+    name_or_names_field("data.labels", [](auto& c) -> auto& { return c.data.labels; },
+                        "a file (npy), key (npz, safetensors), or column or list of columns (csv)"),
     string_list_field("data.features", [](auto& c) -> auto& { return c.data.features; }),
     optional_string_field("data.val_path", [](auto& c) -> auto& { return c.data.val_path; }, "a path to the validation data"),
     optional_string_field("data.val_labels", [](auto& c) -> auto& { return c.data.val_labels; }, "a path to the validation labels' .npy file"),
@@ -439,7 +454,8 @@ std::vector<Field> make_schema() {
 // Synthetic data generates its samples, so a path set with it would be silently ignored: the
 // user meant a file source, most likely the one the path's format names.
 void refuse_files_for_synthetic(const DataConfig& d) {
-  for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"data.path", d.path}, {"data.labels", d.labels},
+  const std::string labels = core::join(d.labels);
+  for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"data.path", d.path}, {"data.labels", labels},
                                    {"data.val_path", d.val_path}, {"data.val_labels", d.val_labels}}) {
     if (value.empty()) continue;
     const std::string data_file = d.path.empty() ? value : d.path;

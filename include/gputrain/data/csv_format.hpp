@@ -1,5 +1,5 @@
 #pragma once
-// CSV with a header row: chosen feature columns and one label column, parsed as numbers.
+// CSV with a header row: chosen feature columns and the label column(s), parsed as numbers.
 
 #include <string>
 #include <vector>
@@ -9,13 +9,13 @@
 namespace gputrain::data {
 
 struct CsvSpec {
-  std::vector<std::string> features;  ///< column names; empty: every column but the label
-  std::string label;                  ///< the label column's name
+  std::vector<std::string> features;  ///< column names; empty: every column but the labels
+  std::vector<std::string> labels;    ///< the label column's name; regression: one or more target columns
   bool classification = true;         ///< labels are class ids (int64), else float32 targets
   char delimiter = ',';
 };
 
-/// Inputs float32 [rows, features], targets int64 [rows] or float32 [rows, 1]. For classification a
+/// Inputs float32 [rows, features], targets int64 [rows] or float32 [rows, label columns]. For classification a
 /// label column of names (e.g. "setosa") is mapped to ids in sorted order and `class_names`
 /// receives them; when `class_names` already holds names (a validation file read after its
 /// training file), those ids are used and an unknown name is an error. A bad cell is a UsageError naming the file, the line,

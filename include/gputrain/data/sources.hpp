@@ -25,7 +25,8 @@ std::string source_for_path(const std::string& path);
 struct SourceSpec {
   std::string source = "synthetic";
   std::string task = "classification";     ///< classification or regression
-  std::string path, labels;                ///< meaning per source: docs/data.md
+  std::string path;                        ///< meaning per source: docs/data.md
+  std::vector<std::string> labels;         ///< npy: one file; npz/safetensors: one key; csv: one column, or several (regression)
   std::string val_path, val_labels;
   std::vector<std::string> features;
   std::vector<std::int64_t> image_size{224, 224};  ///< image_folder: height, width

@@ -35,7 +35,7 @@ struct DataConfig {
   std::string source = "synthetic";   ///< synthetic, npy, npz, safetensors, csv, mnist, cifar10, image_folder
   std::string task = "classification";  ///< classification or regression
   std::string path;                   ///< the training data's file or folder (every source but synthetic)
-  std::string labels;                 ///< npy: the labels' .npy file; npz/safetensors: key; csv: column
+  std::vector<std::string> labels;    ///< npy: the labels' .npy file; npz/safetensors: key; csv: column(s), several for regression
   std::vector<std::string> features;  ///< npz/safetensors: the features' key; csv: columns (empty: all but the label)
   std::string val_path, val_labels;   ///< validation data in the same format (mnist/cifar10: found beside)
   std::vector<std::int64_t> image_size = {224, 224};  ///< image_folder: height, width after resize and centre crop

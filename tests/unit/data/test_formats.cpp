@@ -118,7 +118,7 @@ TEST(Safetensors, MalformedFilesAreClearErrors) {
 
 TEST(Csv, SelectsColumnsAndMapsClassNames) {
   std::vector<std::string> names;
-  const auto set = read_csv(fixture("csv/iris.csv"), CsvSpec{{"sepal_length", "sepal_width"}, "species", true}, &names);
+  const auto set = read_csv(fixture("csv/iris.csv"), CsvSpec{{"sepal_length", "sepal_width"}, {"species"}, true}, &names);
   EXPECT_EQ(names, (std::vector<std::string>{"setosa", "versicolor", "virginica"}));
   EXPECT_TRUE(at::equal(set.targets, at::tensor({0, 1, 2, 0}, at::kLong)));
   EXPECT_TRUE(at::allclose(set.inputs, at::tensor({5.1f, 3.5f, 7.0f, 3.2f, 6.3f, 3.3f, 4.9f, 3.0f}).view({4, 2})));
@@ -128,12 +128,12 @@ TEST(Csv, SelectsColumnsAndMapsClassNames) {
 // features shows there.
 TEST(Csv, TheDataLineNamesTheFeatureAndLabelColumns) {
   std::vector<std::string> features;
-  read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, "label", true}, nullptr, &features);
+  read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"label"}, true}, nullptr, &features);
   EXPECT_EQ(features, (std::vector<std::string>{"a", "b"}));
   SourceSpec spec;
   spec.source = "csv";
   spec.path = fixture("csv/numeric.csv");
-  spec.labels = "b";
+  spec.labels = {"b"};
   spec.task = "regression";
   const auto description = open_sources(spec).train->description();
   EXPECT_NE(description.find("(10 samples; features a, label; label b)"), std::string::npos) << description;
@@ -150,57 +150,77 @@ TEST(Csv, TheDataLineNamesTheFeatureAndLabelColumns) {
     out << "1\n";
   }
   spec.path = wide.string();
-  spec.labels = "y";
+  spec.labels = {"y"};
   spec.features = {};
   const auto wide_text = open_sources(spec).train->description();
   EXPECT_NE(wide_text.find("(1 sample; features c0, c1, c2, c3, c4, c5, ... (12 columns); label y)"), std::string::npos) << wide_text;
 }
 
+// Several targets (x and y of a position, say) are several label columns: one target each.
+TEST(Csv, RegressionTakesEachLabelColumnAsATarget) {
+  const auto set = read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"b", "label"}, false});
+  ASSERT_EQ(set.inputs.sizes(), (std::vector<std::int64_t>{10, 1})) << "a alone is left as a feature";
+  ASSERT_EQ(set.targets.sizes(), (std::vector<std::int64_t>{10, 2}));
+  const auto i = at::arange(10, at::kFloat);
+  EXPECT_TRUE(at::equal(set.inputs.squeeze(1), i));
+  EXPECT_TRUE(at::equal(set.targets, at::stack({i * 0.5, i.remainder(2)}, 1)));
+
+  const auto classes = usage_error([] { read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"b", "label"}, true}); });
+  EXPECT_NE(classes.find("data.labels names 2 columns (b, label), but a classification has one label column"), std::string::npos) << classes;
+
+  SourceSpec npy;
+  npy.source = "npy";
+  npy.path = fixture("npz/x.npy");
+  npy.labels = {fixture("npz/y.npy"), fixture("npz/y.npy")};
+  const auto arrays = usage_error([&] { open_sources(npy); });
+  EXPECT_NE(arrays.find("but data.source npy takes one"), std::string::npos) << arrays;
+}
+
 TEST(Csv, BadCellsNameTheLineAndColumn) {
-  const auto bad = usage_error([] { read_csv(fixture("bad/bad_cell.csv"), CsvSpec{{}, "label", true}); });
+  const auto bad = usage_error([] { read_csv(fixture("bad/bad_cell.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(bad.find("bad_cell.csv:3: column 'b' (2): 'oops' is not a number"), std::string::npos) << bad;
-  const auto text = usage_error([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{}, "species", true}); });
+  const auto text = usage_error([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{}, {"species"}, true}); });
   EXPECT_NE(text.find("column 'note'"), std::string::npos) << text;  // all-but-label includes the text column
   try {
-    read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, "", true});
+    read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {}, true});
     ADD_FAILURE() << "read a CSV without a label column";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()), "data.labels is not set for the CSV source");
     EXPECT_NE(e.remedy().find("; '" + fixture("csv/numeric.csv") + "' has the columns a, b, label"), std::string::npos) << e.remedy();
   }
-  const auto missing = usage_error([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{}, "specie", true}); });
+  const auto missing = usage_error([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{}, {"specie"}, true}); });
   EXPECT_NE(missing.find("did you mean 'species'"), std::string::npos) << missing;
 }
 
 // A NaN (how pandas writes a missing value) or a number beyond float32 is named where it is, instead
 // of surfacing as a diverged loss whose advice is to lower the learning rate.
 TEST(Csv, NonFiniteCellsNameTheLineAndColumn) {
-  const auto nan = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{}, "label", true}); });
+  const auto nan = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(nan.find("not_finite.csv:3: column 'b' (2): 'nan' is not a finite float32 number"), std::string::npos) << nan;
-  const auto huge = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{"a"}, "label", true}); });
+  const auto huge = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{"a"}, {"label"}, true}); });
   EXPECT_NE(huge.find("not_finite.csv:4: column 'a' (1): '1e+39' is not a finite float32 number"), std::string::npos) << huge;
-  const auto label = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{"label"}, "b", false}); });
+  const auto label = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{"label"}, {"b"}, false}); });
   EXPECT_NE(label.find("not_finite.csv:3: label 'nan' is not a finite"), std::string::npos) << label;
 }
 
 TEST(Csv, EmptyCellsAreCalledMissingValues) {
-  const auto feature = usage_error([] { read_csv(fixture("bad/empty_cells.csv"), CsvSpec{{}, "label", true}); });
+  const auto feature = usage_error([] { read_csv(fixture("bad/empty_cells.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(feature.find("empty_cells.csv:2: column 'b' (2) is empty: a missing value"), std::string::npos) << feature;
-  const auto label = usage_error([] { read_csv(fixture("bad/empty_cells.csv"), CsvSpec{{"a"}, "label", true}); });
+  const auto label = usage_error([] { read_csv(fixture("bad/empty_cells.csv"), CsvSpec{{"a"}, {"label"}, true}); });
   EXPECT_NE(label.find("empty_cells.csv:3: the label (column 'label') is empty"), std::string::npos) << label;
 }
 
 TEST(Csv, SemicolonAndTabSeparatedFilesAreRead) {
-  const auto expected = read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, "label", true});
+  const auto expected = read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"label"}, true});
   for (const char* name : {"csv/semicolons.csv", "csv/tabs.tsv"}) {
-    const auto set = read_csv(fixture(name), CsvSpec{{}, "label", true});
+    const auto set = read_csv(fixture(name), CsvSpec{{}, {"label"}, true});
     EXPECT_TRUE(at::equal(set.inputs, expected.inputs)) << name;
     EXPECT_TRUE(at::equal(set.targets, expected.targets)) << name;
   }
 }
 
 TEST(Csv, RegressionTargetsAreOneColumn) {
-  const auto set = read_csv(fixture("csv/numeric.csv"), CsvSpec{{"a"}, "b", false});
+  const auto set = read_csv(fixture("csv/numeric.csv"), CsvSpec{{"a"}, {"b"}, false});
   EXPECT_EQ(set.targets.sizes(), (std::vector<std::int64_t>{10, 1}));
   EXPECT_FLOAT_EQ(set.targets[9][0].item<float>(), 4.5f);
 }
@@ -341,13 +361,13 @@ TEST(Sources, ArraysByKeyAndDefaults) {
   const auto which = usage_error([&] { open_sources(spec); });
   EXPECT_NE(which.find("which array holds the features? none is named x, features"), std::string::npos) << which;
   spec.features = {"pixels"};
-  spec.labels = "classes";
+  spec.labels = {"classes"};
   EXPECT_EQ(open_sources(spec).train->size(), 50);
 
   SourceSpec npy;
   npy.source = "npy";
   npy.path = fixture("npz/x.npy");
-  npy.labels = fixture("npz/y.npy");
+  npy.labels = {fixture("npz/y.npy")};
   npy.val_path = fixture("npz/x.npy");
   npy.val_labels = fixture("npy/scalar_per_sample.npy");  // 7 labels for 50 samples
   const auto mismatch = usage_error([&] { open_sources(npy); });
@@ -406,10 +426,10 @@ TEST(Sources, AMissingLabelsFileNamesItsKey) {
   SourceSpec spec;
   spec.source = "npy";
   spec.path = fixture("npz/x.npy");
-  spec.labels = "/no/such/labels.npy";
+  spec.labels = {"/no/such/labels.npy"};
   const auto train = usage_error([&] { open_sources(spec); });
   EXPECT_EQ(train.rfind("data.labels: '/no/such/labels.npy' does not exist", 0), 0u) << train;
-  spec.labels = fixture("npz/y.npy");
+  spec.labels = {fixture("npz/y.npy")};
   spec.val_path = fixture("npz/x.npy");
   spec.val_labels = "/no/such/val_labels.npy";
   const auto val = usage_error([&] { open_sources(spec); });
@@ -423,7 +443,8 @@ TEST(Sources, AMissingRelativePathSaysWhereItWasLookedFor) {
     SourceSpec spec;
     spec.source = source;
     spec.path = "no-such-folder/data";
-    spec.labels = source == "npy" ? fixture("npz/y.npy") : source == "csv" ? "label" : "";
+    if (source == "npy") spec.labels = {fixture("npz/y.npy")};
+    if (source == "csv") spec.labels = {"label"};
     const auto error = usage_error([&] { open_sources(spec); });
     EXPECT_NE(error.find("'no-such-folder/data' does not exist (relative to the current folder " + std::filesystem::current_path().string() +
                          ", not to the config file)"),
@@ -436,10 +457,10 @@ TEST(Sources, LabelsThatAreNoClassIdsNameTheFirstOffender) {
   SourceSpec spec;
   spec.source = "npy";
   spec.path = fixture("npz/x.npy");
-  spec.labels = fixture("bad/negative_labels.npy");
+  spec.labels = {fixture("bad/negative_labels.npy")};
   const auto negative = usage_error([&] { open_sources(spec); });
   EXPECT_NE(negative.find("a class id is negative (label 4 is -1)"), std::string::npos) << negative;
-  spec.labels = fixture("bad/fractional_labels.npy");
+  spec.labels = {fixture("bad/fractional_labels.npy")};
   const auto fractional = usage_error([&] { open_sources(spec); });
   EXPECT_NE(fractional.find("classification labels are not whole numbers (label 7 is 1.5)"), std::string::npos) << fractional;
   spec.task = "regression";  // as targets, both are fine

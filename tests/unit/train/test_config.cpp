@@ -253,6 +253,20 @@ TEST(Config, PrintedConfigLoadsBackToTheSameConfig) {
   EXPECT_NE(text.find("hidden: [32]\n"), std::string::npos) << text;
 }
 
+// data.labels is one name (a file, key or column) or, for CSV regression, a list of columns; one
+// prints as it was written, a list as a list, and both read back.
+TEST(Config, DataLabelsIsANameOrAListOfColumns) {
+  const auto one = load_config({{}, {"data.source=csv", "data.path=t.csv", "data.labels=y"}, ""});
+  EXPECT_EQ(one.data.labels, (std::vector<std::string>{"y"}));
+  EXPECT_NE(train::to_yaml(one).find("  labels: y\n"), std::string::npos) << train::to_yaml(one);
+  const auto two = load_config({{}, {"data.source=csv", "data.path=t.csv", "data.labels=[y1, y2]"}, ""});
+  EXPECT_EQ(two.data.labels, (std::vector<std::string>{"y1", "y2"}));
+  EXPECT_NE(train::to_yaml(two).find("  labels: [y1, y2]\n"), std::string::npos) << train::to_yaml(two);
+  EXPECT_TRUE(load_config({{}, {"data.source=csv", "data.path=t.csv", "data.labels=y", "data.labels="}, ""}).data.labels.empty()) << "no value unsets it";
+  EXPECT_NE(error_of({{}, {"data.labels={a: 1}"}, ""}).find("allowed: a file (npy), key (npz, safetensors), or column or list of columns (csv)"),
+            std::string::npos);
+}
+
 // Numbers print as people write them, and read back exactly.
 TEST(Config, PrintedNumbersAreShortAndPlain) {
   const auto config = load_config({{}, {"distributed.timeout=300", "data.timeout=120.5", "optimizer.eps=1e-08", "optimizer.lr=3e-4",
