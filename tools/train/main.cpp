@@ -105,10 +105,12 @@ int main(int argc, char** argv) {
     }
     std::cerr << "done: " << result.steps << (result.steps == 1 ? " step in " : " steps in ") << train::format_duration(result.run_seconds);
     if (result.last_loss) std::cerr << ", final loss " << core::format_fixed(*result.last_loss, 4);
-    if (result.last_epoch && result.last_epoch->val_accuracy) {
-      std::cerr << ", val accuracy " << core::format_fixed(100 * *result.last_epoch->val_accuracy, 2) << "%";
+    if (result.last_epoch && (result.last_epoch->val_accuracy || result.last_epoch->val_mse)) {
+      const auto& e = *result.last_epoch;
+      if (e.val_accuracy) std::cerr << ", val accuracy " << core::format_fixed(100 * *e.val_accuracy, 2) << "%";
+      if (e.val_mse) std::cerr << ", val mse " << core::format_fixed(*e.val_mse, 4);  // as the epoch lines print it
       // Validation runs at epochs' ends: the figure is older than the final weights then.
-      if (result.ended_inside_epoch > 0) std::cerr << " (at the end of epoch " << result.last_epoch->epoch + 1 << ")";
+      if (result.ended_inside_epoch > 0) std::cerr << " (at the end of epoch " << e.epoch + 1 << ")";
     }
     if (result.samples_per_second > 0)
       std::cerr << ", " << core::format_fixed(result.samples_per_second, 0) << " samples/s, data stall "
