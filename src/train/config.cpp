@@ -242,6 +242,36 @@ std::string to_yaml(const Config& config) {
   return std::string(out.c_str()) + "\n";
 }
 
+namespace {
+
+// A value as the printed config shows it: a scalar's text, a list in flow style.
+std::string value_text(const YAML::Node& node) {
+  if (node.IsScalar()) return node.Scalar();
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
+}  // namespace
+
+std::vector<std::string> config_differences(const std::string& before_yaml, const std::string& after_yaml) {
+  const auto before = YAML::Load(before_yaml), after = YAML::Load(after_yaml);
+  std::vector<std::string> out;
+  for (const auto& key : config_keys()) {
+    const auto dot = key.find('.');
+    const auto pick = [&](const YAML::Node& root) {
+      if (dot == std::string::npos) return root[key];
+      const auto section = root[key.substr(0, dot)];
+      return section.IsDefined() && section.IsMap() ? section[key.substr(dot + 1)] : YAML::Node(YAML::NodeType::Undefined);
+    };
+    const auto was = pick(before), is = pick(after);
+    if (!was.IsDefined() || !is.IsDefined()) continue;  // a key one of the two versions did not have
+    const auto was_text = value_text(was), is_text = value_text(is);
+    if (was_text != is_text) out.push_back(key + " " + (was_text.empty() ? "\"\"" : was_text) + " -> " + (is_text.empty() ? "\"\"" : is_text));
+  }
+  return out;
+}
+
 std::vector<std::string> config_keys() {
   std::vector<std::string> keys;
   for (const auto& field : schema()) keys.push_back(field.key);

@@ -5,12 +5,14 @@
 #include <torch/cuda.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/train/lr_schedule.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/device/system_info.hpp"
 #include "gputrain/memory/device_memory.hpp"
@@ -312,9 +314,39 @@ void Trainer::State::resume() {
   continue_on_this_shape(path);
   last_saved_step = progress.step;
   last_checkpoint = path;
-  if (saved_config != config_yaml)
-    pending_notes.push_back("note: the config differs from the one " + path +
-                            " was written with (both are kept: config.yaml and the checkpoint)");
+  if (saved_config != config_yaml) note_config_changes(path, saved_config);
+}
+
+// Says which settings a resumed run changed, and when the learning-rate schedule moves with them
+// (more epochs stretch a cosine or one-cycle schedule: the rate jumps at the resume step).
+void Trainer::State::note_config_changes(const std::string& path, const std::string& saved_yaml) {
+  const auto changes = config_differences(saved_yaml, config_yaml);
+  constexpr std::size_t kListed = 4;
+  std::string listed = core::join(std::vector<std::string>(changes.begin(), changes.begin() + std::min(changes.size(), kListed)));
+  if (changes.size() > kListed) listed += " and " + std::to_string(changes.size() - kListed) + " more";
+  pending_notes.push_back("note: the config differs from the one " + path + " was written with" +
+                          (changes.empty() ? "" : ": " + listed) + " (both are kept: config.yaml and the checkpoint)");
+  try {
+    // The rate the checkpoint's run would have used at this step: its config, the same steps per epoch.
+    const auto saved = load_config({{}, {}, saved_yaml});
+    std::int64_t saved_total = steps_per_epoch * saved.train.epochs;
+    if (saved.train.max_steps > 0) saved_total = std::min(saved_total, saved.train.max_steps);
+    const auto saved_rate = [&](std::int64_t step) { return learning_rate_at(saved.scheduler, saved.optimizer.lr, step, saved_total); };
+    const double next = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps);
+    const auto rate = [](double lr) {  // as the step lines print it
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3g", lr);
+      return std::string(text);
+    };
+    if (rate(next) != rate(saved_rate(progress.step))) {
+      std::string line = "note: the learning-rate schedule changes with the config (" + config.scheduler.name + " over " +
+                         std::to_string(total_steps) + " steps): step " + std::to_string(progress.step + 1) + " runs at lr " + rate(next);
+      if (progress.step > 0) line += ", where step " + std::to_string(progress.step) + " ran at " + rate(saved_rate(progress.step - 1));
+      pending_notes.push_back(line);
+    }
+  } catch (const UsageError&) {
+    // A checkpoint from a version whose keys this one does not read: the key list above is all there is.
+  }
 }
 
 // What a step and a position mean in this run; saved with every checkpoint.

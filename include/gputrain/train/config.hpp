@@ -173,6 +173,11 @@ Config load_config(const ConfigSources& sources);
 /// what every checkpoint stores).
 std::string to_yaml(const Config& config);
 
+/// What changed between two configs printed by to_yaml (a checkpoint's and this run's): one
+/// "key old -> new" per key whose value differs, in schema order. Keys only one side has (a
+/// checkpoint from another version) are left out.
+std::vector<std::string> config_differences(const std::string& before_yaml, const std::string& after_yaml);
+
 /// Every documented key ("train.batch_size"), in schema order.
 std::vector<std::string> config_keys();
 

@@ -267,6 +267,17 @@ TEST(Config, DataLabelsIsANameOrAListOfColumns) {
             std::string::npos);
 }
 
+// A resumed run names what changed since its checkpoint.
+TEST(Config, DifferencesNameEachChangedKeyWithBothValues) {
+  const auto before = train::to_yaml(load_config({{}, {"train.epochs=3", "data.shape=[8]"}, ""}));
+  const auto after = train::to_yaml(load_config({{}, {"train.epochs=5", "data.shape=[8, 2]", "optimizer.lr=0.1"}, ""}));
+  EXPECT_EQ(train::config_differences(before, after),
+            (std::vector<std::string>{"data.shape [8] -> [8, 2]", "train.epochs 3 -> 5", "optimizer.lr 0.001 -> 0.1"}));
+  EXPECT_TRUE(train::config_differences(before, before).empty());
+  // A checkpoint from a version without a key (or a section) differs in nothing it lacks.
+  EXPECT_EQ(train::config_differences("train:\n  epochs: 3\n", after), (std::vector<std::string>{"train.epochs 3 -> 5"}));
+}
+
 // Numbers print as people write them, and read back exactly.
 TEST(Config, PrintedNumbersAreShortAndPlain) {
   const auto config = load_config({{}, {"distributed.timeout=300", "data.timeout=120.5", "optimizer.eps=1e-08", "optimizer.lr=3e-4",

@@ -225,6 +225,32 @@ TEST(Trainer, ResumingOnDataOfAnotherSizeSaysTheEpochOrderChanged) {
       << console;
 }
 
+// Training longer stretches a cosine schedule: the resumed run names the changed key and the jump
+// of the learning rate at the step it resumes with; a change the schedule ignores gives no such note.
+TEST(Trainer, ResumingWithMoreEpochsNamesTheChangeAndTheLearningRateJump) {
+  const std::vector<std::string> cosine{"scheduler.name=cosine", "optimizer.lr=0.1"};
+  const auto first = small_run("longer", cosine);  // 2 epochs of 6 steps
+  Trainer(first, test_support::quiet_trainer()).fit();
+  auto longer = cosine;
+  longer.push_back("train.epochs=4");
+  const auto [result, console] = test_support::fit_capturing_console(small_run("longer", longer, /*fresh=*/false));
+  EXPECT_EQ(result.start_step, 12);
+  const auto checkpoint = first.checkpoint_dir() + "/step-00000012.pt";
+  EXPECT_NE(console.find("note: the config differs from the one " + checkpoint + " was written with: train.epochs 2 -> 4, "
+                         "logging.progress off -> lines (both are kept"),
+            std::string::npos)
+      << console;
+  // Cosine from 0.1 to 0 at the last step: index 12 of 24 is 0.1 x (1 + cos(pi x 12/23)) / 2 = 0.0466;
+  // the 12-step schedule had reached 0 at its last step.
+  EXPECT_NE(console.find("note: the learning-rate schedule changes with the config (cosine over 24 steps): step 13 runs at lr 0.0466, "
+                         "where step 12 ran at 0\n"),
+            std::string::npos)
+      << console;
+
+  const auto [again, quiet] = test_support::fit_capturing_console(small_run("longer", longer, /*fresh=*/false));
+  EXPECT_EQ(quiet.find("learning-rate schedule changes"), std::string::npos) << "nothing changed: " << quiet;
+}
+
 // A folder holding another model's checkpoints is another run's folder: say so, not which tensor
 // does not fit. The same model resized is the same run changed: the tensor is named.
 TEST(Trainer, ResumingAnotherModelsFolderSaysItIsAnotherRunsAndAResizedModelNamesTheTensor) {
