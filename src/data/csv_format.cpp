@@ -109,6 +109,17 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
     for (const auto& name : spec.features) feature_columns.push_back(column_of(name, "data.features"));
   }
   if (feature_columns.empty()) throw UsageError("'" + path + "' has no feature columns besides the label", "add feature columns");
+  // A column read twice is a slip; a label among the features hands the model its answer.
+  for (std::size_t i = 0; i < label_columns.size(); ++i)
+    if (std::count(label_columns.begin(), label_columns.end(), label_columns[i]) > 1)
+      throw UsageError("data.labels names column '" + header[label_columns[i]] + "' twice", "list each label column once");
+  for (std::size_t i = 0; i < feature_columns.size(); ++i) {
+    if (is_label(feature_columns[i]))
+      throw UsageError("column '" + header[feature_columns[i]] + "' of '" + path + "' is in data.features and data.labels: the model would read its answer",
+                       "leave the label column out of data.features");
+    if (std::count(feature_columns.begin(), feature_columns.end(), feature_columns[i]) > 1)
+      throw UsageError("data.features names column '" + header[feature_columns[i]] + "' twice", "list each feature column once");
+  }
   if (feature_names) {
     feature_names->clear();
     for (const auto c : feature_columns) feature_names->push_back(header[c]);

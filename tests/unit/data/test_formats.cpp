@@ -168,6 +168,13 @@ TEST(Csv, RegressionTakesEachLabelColumnAsATarget) {
   const auto classes = usage_error([] { read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"b", "label"}, true}); });
   EXPECT_NE(classes.find("data.labels names 2 columns (b, label), but a classification has one label column"), std::string::npos) << classes;
 
+  const auto twice = usage_error([] { read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"b", "b"}, false}); });
+  EXPECT_NE(twice.find("data.labels names column 'b' twice"), std::string::npos) << twice;
+  const auto leak = usage_error([] { read_csv(fixture("csv/numeric.csv"), CsvSpec{{"a", "label"}, {"label"}, true}); });
+  EXPECT_NE(leak.find("column 'label' of '" + fixture("csv/numeric.csv") + "' is in data.features and data.labels"), std::string::npos) << leak;
+  const auto feature_twice = usage_error([] { read_csv(fixture("csv/numeric.csv"), CsvSpec{{"a", "a"}, {"label"}, true}); });
+  EXPECT_NE(feature_twice.find("data.features names column 'a' twice"), std::string::npos) << feature_twice;
+
   SourceSpec npy;
   npy.source = "npy";
   npy.path = fixture("npz/x.npy");
