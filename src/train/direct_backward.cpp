@@ -37,13 +37,12 @@ struct DirectBackward::Layer {
   // What forward keeps for backward, as autograd's nodes would keep it.
   at::Tensor input, output, mean, rstd, noise;
 
+  bool has_parameters() const { return kind == Kind::linear || (kind == Kind::layer_norm && norm->weight.defined()); }
   void forget() { input = output = mean = rstd = noise = at::Tensor(); }
 };
 
 DirectBackward::DirectBackward(std::vector<Layer> layers) : layers_(std::move(layers)) {
-  while (first_with_parameters_ < layers_.size() && layers_[first_with_parameters_].kind != Kind::linear &&
-         !(layers_[first_with_parameters_].kind == Kind::layer_norm && layers_[first_with_parameters_].norm->weight.defined()))
-    ++first_with_parameters_;
+  while (first_with_parameters_ < layers_.size() && !layers_[first_with_parameters_].has_parameters()) ++first_with_parameters_;
 }
 
 DirectBackward::~DirectBackward() = default;
