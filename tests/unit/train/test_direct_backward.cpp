@@ -12,7 +12,13 @@
 #include "gputrain/train/optimizer.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
 #include "train/direct_backward.hpp"  // private: the trainer's step
+#include "train/models/builtin_models.hpp"
+#include "train/module_model.hpp"
 #include "train/training_step.hpp"
 
 using namespace gputrain;
@@ -31,6 +37,20 @@ struct Case {
 
 std::string name_of(const Case& c) {
   return c.activation + "/" + c.norm + "/dropout " + std::to_string(c.dropout) + (c.classification ? "/classes" : "/regression");
+}
+
+// What a registered C++ model may hold beyond the built-in MLP's options: a Linear without bias, a
+// LayerNorm without affine parameters, tanh-approximated GELU, and no leading Flatten.
+std::unique_ptr<Model> unusual_stack() {
+  at::manual_seed(7);
+  models::PlainSequential net;
+  net->push_back(torch::nn::Linear(torch::nn::LinearOptions(kFeatures, 16).bias(false)));
+  net->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions({16}).elementwise_affine(false)));
+  net->push_back(torch::nn::GELU(torch::nn::GELUOptions().approximate("tanh")));
+  net->push_back(torch::nn::Linear(16, kOutputs));
+  auto model = wrap_module(torch::nn::AnyModule(net), "unusual");
+  model->set_training(true);
+  return model;
 }
 
 std::unique_ptr<Model> mlp(const Case& c) {
@@ -59,8 +79,8 @@ struct StepResult {
 };
 
 // One optimizer step (SGD with momentum), with or without the hand-written backward.
-StepResult one_step(const Case& c, bool direct, std::int64_t micro_batch, bool* planned = nullptr) {
-  auto model = mlp(c);
+StepResult one_step(const Case& c, bool direct, std::int64_t micro_batch, bool* planned = nullptr, bool unusual = false) {
+  auto model = unusual ? unusual_stack() : mlp(c);
   auto params = model->parameters();
   OptimizerConfig opt;
   opt.name = "sgd";
@@ -112,6 +132,14 @@ TEST(DirectBackward, EveryLayerKindGivesAutogradsGradientsBitForBit) {
     ASSERT_TRUE(planned) << name_of(c) << ": the MLP should get the hand-written backward";
     expect_identical(direct, one_step(c, false, kSamples), name_of(c));
   }
+}
+
+TEST(DirectBackward, LayersWithoutBiasOrAffineParametersMatchToo) {
+  bool planned = false;
+  const Case c;
+  const auto direct = one_step(c, true, kSamples, &planned, /*unusual=*/true);
+  ASSERT_TRUE(planned);
+  expect_identical(direct, one_step(c, false, kSamples, nullptr, true), "no bias, no affine, tanh GELU");
 }
 
 // Micro-batches weight each loss by its share (the OOM handler's split, grad_accum): the seeds of
