@@ -84,6 +84,11 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   const auto column_of = [&](const std::string& name, const std::string& key) {
     for (std::size_t i = 0; i < header.size(); ++i)
       if (header[i] == name) return i;
+    // "a,b" for [a, b]: YAML reads it as one name.
+    if (name.find(',') != std::string::npos)
+      throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")",
+                       "several columns are a YAML list: " + key + ": [" + core::join(split(name, ',')) + "] (with --set, quote it: --set '" +
+                           key + "=[" + core::join(split(name, ',')) + "]'); the header row names: " + core::join(header));
     throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")" + [&]() -> std::string {
                        const auto close = core::closest_match(name, header);
                        return close ? "; did you mean '" + *close + "'?" : "";

@@ -197,6 +197,15 @@ TEST(Csv, BadCellsNameTheLineAndColumn) {
   }
   const auto missing = usage_error([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{}, {"specie"}, true}); });
   EXPECT_NE(missing.find("did you mean 'species'"), std::string::npos) << missing;
+  // "b,label" is one name to YAML: the fix shows the list it meant.
+  try {
+    read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"b,label"}, false});
+    ADD_FAILURE() << "read a column named 'b,label'";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.remedy().find("several columns are a YAML list: data.labels: [b, label] (with --set, quote it: --set 'data.labels=[b, label]')"),
+              std::string::npos)
+        << e.remedy();
+  }
 }
 
 // A NaN (how pandas writes a missing value) or a number beyond float32 is named where it is, instead
