@@ -85,10 +85,12 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
     for (std::size_t i = 0; i < header.size(); ++i)
       if (header[i] == name) return i;
     // "a,b" for [a, b]: YAML reads it as one name.
-    if (name.find(',') != std::string::npos)
+    if (name.find(',') != std::string::npos) {
+      const auto list = "[" + core::join(split(name, ',')) + "]";
       throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")",
-                       "several columns are a YAML list: " + key + ": [" + core::join(split(name, ',')) + "] (with --set, quote it: --set '" +
-                           key + "=[" + core::join(split(name, ',')) + "]'); the header row names: " + core::join(header));
+                       "several columns are a YAML list: " + key + ": " + list + " (with --set, quote it: --set '" + key + "=" + list +
+                           "'); the header row names: " + core::join(header));
+    }
     throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")" + [&]() -> std::string {
                        const auto close = core::closest_match(name, header);
                        return close ? "; did you mean '" + *close + "'?" : "";
@@ -159,40 +161,38 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
                          "with data.features");
       features.push_back(static_cast<float>(value));
     }
+    const auto where = [&] { return path + ":" + std::to_string(line_number) + ": "; };  // built only for an error
+    const auto label_cell = [&](std::size_t c) -> const std::string& {
+      if (cells[c].empty()) throw UsageError(where() + "the label (column '" + header[c] + "') is empty", "fill in or remove that row");
+      return cells[c];
+    };
+    const auto require_finite = [&](double value, const std::string& cell) {
+      if (!std::isfinite(static_cast<float>(value)))
+        throw UsageError(where() + "label '" + cell + "' is not a finite float32 number", "fill in or remove that row");
+    };
     if (!spec.classification) {  // one float target per label column
       for (const auto c : label_columns) {
+        const auto& cell = label_cell(c);
         double value = 0;
-        if (cells[c].empty())
-          throw UsageError(path + ":" + std::to_string(line_number) + ": the label (column '" + header[c] + "') is empty",
-                           "fill in or remove that row");
-        if (!parse_number(cells[c], value))
-          throw UsageError(path + ":" + std::to_string(line_number) + ": column '" + header[c] + "': '" + cells[c] + "' is not a number",
-                           "regression labels must be numbers");
-        if (!std::isfinite(static_cast<float>(value)))
-          throw UsageError(path + ":" + std::to_string(line_number) + ": label '" + cells[c] + "' is not a finite float32 number",
-                           "fill in or remove that row");
+        if (!parse_number(cell, value))
+          throw UsageError(where() + "column '" + header[c] + "': '" + cell + "' is not a number", "regression labels must be numbers");
+        require_finite(value, cell);
         labels.push_back(value);
       }
       continue;
     }
-    if (cells[label_column].empty())
-      throw UsageError(path + ":" + std::to_string(line_number) + ": the label (column '" + header[label_column] + "') is empty",
-                       "fill in or remove that row");
+    const auto& cell = label_cell(label_column);
     double value = 0;
-    if (parse_number(cells[label_column], value) && label_names.empty()) {
-      if (spec.classification && (value < 0 || value != std::floor(value)))
-        throw UsageError(path + ":" + std::to_string(line_number) + ": label '" + cells[label_column] + "' is not a class id",
-                         "class ids are integers >= 0; or set data.task: regression");
-      if (!std::isfinite(static_cast<float>(value)))
-        throw UsageError(path + ":" + std::to_string(line_number) + ": label '" + cells[label_column] + "' is not a finite float32 number",
-                         "fill in or remove that row");
+    if (parse_number(cell, value) && label_names.empty()) {
+      if (value < 0 || value != std::floor(value))
+        throw UsageError(where() + "label '" + cell + "' is not a class id", "class ids are integers >= 0; or set data.task: regression");
+      require_finite(value, cell);
       labels.push_back(value);
-    } else if (spec.classification && labels.empty()) {
-      label_names.push_back(cells[label_column]);
+    } else if (labels.empty()) {
+      label_names.push_back(cell);
     } else {
-      throw UsageError(path + ":" + std::to_string(line_number) + ": column '" + header[label_column] + "': '" + cells[label_column] +
-                           "' is not a number",
-                       spec.classification ? "use either class ids or class names in the whole label column" : "regression labels must be numbers");
+      throw UsageError(where() + "column '" + header[label_column] + "': '" + cell + "' is not a number",
+                       "use either class ids or class names in the whole label column");
     }
   }
   const auto targets_per_row = static_cast<std::size_t>(spec.classification ? 1 : label_columns.size());
