@@ -28,7 +28,7 @@ void accumulate(const at::Tensor& parameter, at::Tensor grad) {
 
 struct DirectBackward::Layer {
   Kind kind;
-  std::shared_ptr<torch::nn::Module> module;  // the layer in the model, read at every step
+  std::shared_ptr<torch::nn::Module> module;  // keeps the typed pointers below valid
   torch::nn::LinearImpl* linear = nullptr;
   torch::nn::LayerNormImpl* norm = nullptr;
   torch::nn::DropoutImpl* dropout = nullptr;
@@ -43,6 +43,8 @@ struct DirectBackward::Layer {
 
 DirectBackward::DirectBackward(std::vector<Layer> layers) : layers_(std::move(layers)) {
   while (first_with_parameters_ < layers_.size() && !layers_[first_with_parameters_].has_parameters()) ++first_with_parameters_;
+  for (const auto& layer : layers_)
+    if (layer.kind == Kind::linear) outputs_ = layer.linear->options.out_features();
 }
 
 DirectBackward::~DirectBackward() = default;
@@ -95,10 +97,7 @@ bool DirectBackward::takes(const at::Tensor& inputs, const at::Tensor& targets, 
   if (!inputs.is_cpu() || inputs.scalar_type() != at::kFloat || inputs.dim() < 2 || inputs.size(0) == 0) return false;
   if (layers_.front().kind != Kind::flatten && inputs.dim() != 2) return false;
   if (classification) return targets.scalar_type() == at::kLong && targets.dim() == 1 && targets.size(0) == inputs.size(0);
-  std::int64_t outputs = 0;
-  for (const auto& layer : layers_)
-    if (layer.kind == Kind::linear) outputs = layer.linear->options.out_features();
-  return targets.scalar_type() == at::kFloat && targets.dim() == 2 && targets.size(0) == inputs.size(0) && targets.size(1) == outputs;
+  return targets.scalar_type() == at::kFloat && targets.dim() == 2 && targets.size(0) == inputs.size(0) && targets.size(1) == outputs_;
 }
 
 at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& targets, bool classification, double weight,

@@ -53,6 +53,7 @@ class DirectBackward {
   explicit DirectBackward(std::vector<Layer> layers);
   std::vector<Layer> layers_;
   std::size_t first_with_parameters_ = 0;  // backward stops there: nothing before it needs a gradient
+  std::int64_t outputs_ = 0;               // the last Linear's width: a regression target's
 };
 
 }  // namespace gputrain::train

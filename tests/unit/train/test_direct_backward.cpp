@@ -154,7 +154,7 @@ TEST(DirectBackward, SplitMicroBatchesAccumulateAsAutogradDoes) {
   }
 }
 
-TEST(DirectBackward, ChangesNothingButWhoComputesTheGradient) {
+TEST(DirectBackward, TheComparedStepReallyTrains) {
   // Guard against a vacuous comparison: the step really moves the weights and the loss is real.
   const Case c{"relu", "none", 0.0, true};
   const auto step = one_step(c, true, kSamples);
