@@ -26,11 +26,17 @@ std::string header_line(const RunInfo& i) {
   return buf;
 }
 
+std::string rate_text(double lr) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", lr);
+  return text;
+}
+
 std::string step_line(const StepMetrics& m, std::int64_t total_steps) {
   char buf[512];
-  std::snprintf(buf, sizeof buf, "step %lld/%lld epoch %lld loss %.4f lr %.3g %.0f samples/s data stall %.1f%% ETA %s",
+  std::snprintf(buf, sizeof buf, "step %lld/%lld epoch %lld loss %.4f lr %s %.0f samples/s data stall %.1f%% ETA %s",
                 static_cast<long long>(m.step), static_cast<long long>(total_steps), static_cast<long long>(m.epoch + 1),
-                m.loss, m.lr, m.samples_per_second, m.data_stall_percent(), format_duration(m.eta_seconds).c_str());
+                m.loss, rate_text(m.lr).c_str(), m.samples_per_second, m.data_stall_percent(), format_duration(m.eta_seconds).c_str());
   std::string line = buf;
   if (m.loss_scale != 1.0) line += " scale " + core::format_fixed(m.loss_scale, 0);
   if (m.skipped_steps > 0) line += " skipped " + std::to_string(m.skipped_steps);

@@ -8,6 +8,8 @@
 namespace gputrain::train {
 
 std::string header_line(const RunInfo& info);
+/// A learning rate as the step lines print it: 3 significant digits ("0.0302", "2e-07").
+std::string rate_text(double lr);
 std::string step_line(const StepMetrics& m, std::int64_t total_steps);
 std::string epoch_line(const EpochMetrics& m, std::int64_t epochs);
 std::string oom_line(const memory::OomEvent& e);

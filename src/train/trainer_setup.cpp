@@ -5,7 +5,6 @@
 #include <torch/cuda.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
@@ -22,6 +21,7 @@
 #include "gputrain/train/optimizer.hpp"
 #include "checkpoint_space.hpp"
 #include "device_settings.hpp"
+#include "human_lines.hpp"
 #include "trainer_state.hpp"
 
 namespace gputrain::train {
@@ -333,15 +333,10 @@ void Trainer::State::note_config_changes(const std::string& path, const std::str
     if (saved.train.max_steps > 0) saved_total = std::min(saved_total, saved.train.max_steps);
     const auto saved_rate = [&](std::int64_t step) { return learning_rate_at(saved.scheduler, saved.optimizer.lr, step, saved_total); };
     const double next = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps);
-    const auto rate = [](double lr) {  // as the step lines print it
-      char text[32];
-      std::snprintf(text, sizeof text, "%.3g", lr);
-      return std::string(text);
-    };
-    if (rate(next) != rate(saved_rate(progress.step))) {
+    if (rate_text(next) != rate_text(saved_rate(progress.step))) {
       std::string line = "note: the learning-rate schedule changes with the config (" + config.scheduler.name + " over " +
-                         std::to_string(total_steps) + " steps): step " + std::to_string(progress.step + 1) + " runs at lr " + rate(next);
-      if (progress.step > 0) line += ", where step " + std::to_string(progress.step) + " ran at " + rate(saved_rate(progress.step - 1));
+                         std::to_string(total_steps) + " steps): step " + std::to_string(progress.step + 1) + " runs at lr " + rate_text(next);
+      if (progress.step > 0) line += ", where step " + std::to_string(progress.step) + " ran at " + rate_text(saved_rate(progress.step - 1));
       pending_notes.push_back(line);
     }
   } catch (const UsageError&) {
