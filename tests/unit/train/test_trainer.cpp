@@ -247,8 +247,12 @@ TEST(Trainer, ResumingWithMoreEpochsNamesTheChangeAndTheLearningRateJump) {
             std::string::npos)
       << console;
 
-  const auto [again, quiet] = test_support::fit_capturing_console(small_run("longer", longer, /*fresh=*/false));
-  EXPECT_EQ(quiet.find("learning-rate schedule changes"), std::string::npos) << "nothing changed: " << quiet;
+  // A change the schedule does not read: the config note, but no rate note.
+  auto reporting = longer;
+  reporting.push_back("logging.every_steps=3");
+  const auto [again, quiet] = test_support::fit_capturing_console(small_run("longer", reporting, /*fresh=*/false));
+  EXPECT_NE(quiet.find("logging.every_steps 2 -> 3"), std::string::npos) << quiet;
+  EXPECT_EQ(quiet.find("learning-rate schedule changes"), std::string::npos) << "the schedule did not change: " << quiet;
 }
 
 // A folder holding another model's checkpoints is another run's folder: say so, not which tensor
