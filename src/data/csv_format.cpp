@@ -89,7 +89,8 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
       const auto list = "[" + core::join(split(name, ',')) + "]";
       throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")",
                        "several columns are a YAML list: " + key + ": " + list + " (with --set, quote it: --set '" + key + "=" + list +
-                           "'); the header row names: " + core::join(header));
+                           "'" + (key == "data.labels" ? "; on gputrain profile's command line: --labels " + core::join(split(name, ','), " ") : "") +
+                           "); the header row names: " + core::join(header));
     }
     throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")" + [&]() -> std::string {
                        const auto close = core::closest_match(name, header);

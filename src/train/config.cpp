@@ -214,6 +214,18 @@ void apply_override(Config& config, const std::string& assignment) {
   field->assign(config, FieldValue{value, origin, key});
 }
 
+void apply_flag(Config& config, const FlagSetting& setting) {
+  const Field* field = find_field(setting.key);
+  if (!field) throw std::logic_error("flag " + setting.flag + " sets unknown key " + setting.key);
+  YAML::Node value;
+  if (setting.values.size() == 1) {
+    value = YAML::Node(setting.values.front());
+  } else {
+    for (const auto& item : setting.values) value.push_back(item);
+  }
+  field->assign(config, FieldValue{value, setting.flag + " " + core::join(setting.values, " "), setting.key});
+}
+
 }  // namespace
 
 Config load_config(const ConfigSources& sources) {
@@ -222,6 +234,7 @@ Config load_config(const ConfigSources& sources) {
   if (!sources.embedded_yaml.empty()) problems.check([&] { apply_document(config, sources.embedded_yaml, "built-in config", problems); });
   for (const auto& file : sources.files) problems.check([&] { apply_document(config, read_config_file(file), file, problems); });
   for (const auto& assignment : sources.overrides) problems.check([&] { apply_override(config, assignment); });
+  for (const auto& setting : sources.flags) problems.check([&] { apply_flag(config, setting); });
   problems.throw_if_any();
   check_consistency(config);  // its checks read several keys, so they need each to be valid first
   return config;

@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   bool memory_mode = false, batch_mode = false, step_mode = false, exhaustive = false;
   SweepFlags sweep;
   int steps = 50;
-  std::string max_memory, source, path, labels;
+  std::string max_memory, source, path;
+  std::vector<std::string> labels;
   app.add_option("config", sources.files, "YAML config files; later files override earlier ones");
   app.add_flag("--memory", memory_mode, "print the memory model of one training step");
   app.add_flag("--batch", batch_mode, "find the micro-batch batch_size: auto would pick");
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
   app.add_flag("--exhaustive", exhaustive, "with --batch: also bisect for the true largest batch (more steps)");
   app.add_option("--source", source, "without a config: data.source (" + core::join(data::file_source_names()) + "); default: told from --path");
   app.add_option("--path", path, "without a config: data.path");
-  app.add_option("--labels", labels, "without a config: data.labels");
+  app.add_option("--labels", labels, "without a config: data.labels (CSV: one or more label columns, --labels y1 y2)");
   app.add_option("--workers", sweep.workers, "sweep only these loader thread counts, e.g. --workers 0 2 4")->check(CLI::NonNegativeNumber);
   app.add_option("--repeats", sweep.repeats, "timed repeats per setting (default 3; the median is reported)")->check(CLI::Range(1, 50));
   app.add_option("--batches", sweep.batches, "timed batches per repeat (default 30, fewer after 2 s)")->check(CLI::Range(1, 100000));
@@ -79,10 +80,10 @@ int main(int argc, char** argv) {
       if (source.empty())
         throw UsageError("cannot tell the format of '" + path + "' from its name or contents", "add --source (" + core::join(data::file_source_names()) + ")");
     }
-    if (!source.empty()) sources.overrides.push_back("data.source=" + source);
-    if (!path.empty()) sources.overrides.push_back("data.path=" + path);
-    if (!labels.empty()) sources.overrides.push_back("data.labels=" + labels);
-    if (!max_memory.empty()) sources.overrides.push_back("device.max_memory=" + max_memory);
+    if (!source.empty()) sources.flags.push_back({"--source", "data.source", {source}});
+    if (!path.empty()) sources.flags.push_back({"--path", "data.path", {path}});
+    if (!labels.empty()) sources.flags.push_back({"--labels", "data.labels", labels});
+    if (!max_memory.empty()) sources.flags.push_back({"--max-memory", "device.max_memory", {max_memory}});
     auto config = train::load_config(sources);
     const auto run = train::prepare_device(config);
     for (const auto& note : run.notes) std::cerr << "note: " << note << "\n";

@@ -159,10 +159,19 @@ struct Config {
 };
 
 /// Where the pieces of a configuration come from, lowest priority first.
+/// A key a command's own flag sets (`--path x.csv` sets data.path). Its values are taken as
+/// written, never parsed as YAML, so a path like "runs #2/x.csv" or "a: b.npy" stays whole.
+struct FlagSetting {
+  std::string flag;                 ///< "--path", named in errors
+  std::string key;                  ///< "data.path"
+  std::vector<std::string> values;  ///< one: a scalar; several: a list
+};
+
 struct ConfigSources {
   std::vector<std::string> files;      ///< YAML files, later ones override earlier ones
   std::vector<std::string> overrides;  ///< "a.b=c" (c is parsed as YAML: 3, 1e-3, [1,2], fp16-mixed)
   std::string embedded_yaml;           ///< a built-in config applied before the files (may be empty)
+  std::vector<FlagSetting> flags{};    ///< applied last, so a command's flag beats the files and --set
 };
 
 /// Resolves and validates a configuration. Every mistake throws UsageError (exit 2) naming the

@@ -88,6 +88,9 @@ with open(path("csv", "numeric.csv"), "w", newline="") as f:
     w.writerow(["a", "b", "label"])
     for i in range(10):
         w.writerow([i, i * 0.5, i % 2])
+# A name YAML would misread (a comment after " #", a mapping after ": "): flags must keep it whole.
+with open(path("csv", "run #2: numeric.csv"), "w", newline="") as f:
+    csv.writer(f).writerows([["a", "b", "y1", "y2"]] + [[i, i * 0.5, i % 3, i * 0.1] for i in range(12)])
 with open(path("bad", "bad_cell.csv"), "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(["a", "b", "label"])

@@ -202,7 +202,7 @@ TEST(Csv, BadCellsNameTheLineAndColumn) {
     read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"b,label"}, false});
     ADD_FAILURE() << "read a column named 'b,label'";
   } catch (const UsageError& e) {
-    EXPECT_NE(e.remedy().find("several columns are a YAML list: data.labels: [b, label] (with --set, quote it: --set 'data.labels=[b, label]')"),
+    EXPECT_NE(e.remedy().find("several columns are a YAML list: data.labels: [b, label] (with --set, quote it: --set 'data.labels=[b, label]'; on gputrain profile's command line: --labels b label)"),
               std::string::npos)
         << e.remedy();
   }

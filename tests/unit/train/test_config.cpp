@@ -86,6 +86,24 @@ TEST(Config, APathWithSyntheticDataIsAnErrorThatNamesTheSourceItLooksLike) {
   EXPECT_NO_THROW(load_config({{}, {"data.source=npy", "data.path=x.npy"}, ""})) << "a file source with its path is fine";
 }
 
+// A command's own flag (gputrain profile --path, --labels) takes its value as written: YAML would
+// cut "x #1.csv" at the comment and read "a: b.npy" as a mapping.
+TEST(Config, FlagValuesAreTakenAsWrittenAndBeatSet) {
+  ConfigSources sources;
+  sources.overrides = {"data.source=csv", "data.path=other.csv"};
+  sources.flags = {{"--path", "data.path", {"runs #2/x: y.csv"}}, {"--labels", "data.labels", {"y1", "y2"}}};
+  const auto c = load_config(sources);
+  EXPECT_EQ(c.data.path, "runs #2/x: y.csv");
+  EXPECT_EQ(c.data.labels, (std::vector<std::string>{"y1", "y2"}));
+  ConfigSources one_label = sources;
+  one_label.flags = {{"--labels", "data.labels", {"[y]"}}};
+  EXPECT_EQ(load_config(one_label).data.labels, std::vector<std::string>{"[y]"}) << "a single value is a name, not a YAML list";
+  ConfigSources bad;
+  bad.flags = {{"--max-memory", "device.max_memory", {"lots"}}};
+  const auto error = error_of(bad);
+  EXPECT_NE(error.find("--max-memory lots"), std::string::npos) << "the error names the flag, not --set: " << error;
+}
+
 TEST(Config, EmbeddedConfigIsOverriddenByFiles) {
   const auto c = load_config({{fixture("override.yaml")}, {}, "train:\n  batch_size: 99\n  epochs: 7\n"});
   EXPECT_EQ(c.train.batch_size, 8);
