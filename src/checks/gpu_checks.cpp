@@ -31,7 +31,7 @@ Result check_count(const Context& c) {
   }
   std::vector<std::string> names;
   for (const auto& gpu : gpus) names.push_back(std::to_string(gpu.index) + ": " + gpu.name);
-  return pass(std::to_string(gpus.size()) + " GPU(s): " + join(names, ", "), {{"gpu_count", double(gpus.size()), "", {}}});
+  return pass(core::counted(std::int64_t(gpus.size()), "GPU") + ": " + join(names, ", "), {{"gpu_count", double(gpus.size()), "", {}}});
 }
 
 Result check_visibility(const Context& c) {

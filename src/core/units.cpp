@@ -67,6 +67,10 @@ std::string lower(std::string text) {
   return text;
 }
 
+std::string counted(std::int64_t count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
 std::string join(const std::vector<std::string>& words, const std::string& separator) {
   std::string out;
   for (const auto& word : words) out += (out.empty() ? "" : separator) + word;

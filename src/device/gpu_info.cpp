@@ -9,6 +9,7 @@
 
 #include "cuda_driver_api.hpp"
 #include "gputrain/core/env.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/device/visible_devices.hpp"
 #include "nvml_api.hpp"
 
@@ -225,8 +226,8 @@ GpuInventory discover_gpus() {
   inventory.driver.cuda_error = cuda.error();
   if (!cuda.ready()) {
     if (inventory.nvml_device_count > 0) {
-      inventory.notes.push_back("NVML sees " + std::to_string(inventory.nvml_device_count) +
-                                " GPU(s) but CUDA cannot use them: " + cuda.error());
+      inventory.notes.push_back("NVML sees " + core::counted(inventory.nvml_device_count, "GPU") +
+                                " but CUDA cannot use them: " + cuda.error());
     }
     return inventory;
   }

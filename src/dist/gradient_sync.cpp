@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/dist/communicator.hpp"
 
 namespace gputrain::dist {
@@ -211,8 +212,8 @@ void GradientSync::discard() {
   auto& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
   if (m.next_launch > 0)
-    throw Error("out of memory in the backward of step " + std::to_string(m.step + 1) + " after " + std::to_string(m.next_launch) +
-                    " gradient bucket(s) had been sent to the other ranks: the step cannot run again without pairing them wrongly",
+    throw Error("out of memory in the backward of step " + std::to_string(m.step + 1) + " after " + core::counted(m.next_launch, "gradient bucket") +
+                    " had been sent to the other ranks: the step cannot run again without pairing them wrongly",
                 "lower train.batch_size on every rank (raise train.grad_accum to keep the effective batch); then resume from the "
                 "last checkpoint");
   m.reset();

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/device/gpu_info.hpp"
 
 namespace gputrain::train {
@@ -24,7 +25,7 @@ std::string RankGroup::device_name(const std::string& configured) const {
   }
   if (env_->local_rank >= gpus)
     throw EnvironmentError(dist::describe(*env_) + " needs GPU " + std::to_string(env_->local_rank) + ", but only " +
-                               std::to_string(gpus) + " GPU(s) are visible on this node",
+                               core::counted(gpus, "GPU") + (gpus == 1 ? " is" : " are") + " visible on this node",
                            "start at most " + std::to_string(gpus) + " ranks per node (--nproc-per-node " + std::to_string(gpus) +
                                "), or check CUDA_VISIBLE_DEVICES");
   return "cuda:" + std::to_string(env_->local_rank);

@@ -227,7 +227,7 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
       staging += val_loader->staging_bytes();
       out.val_feed = std::move(val_loader);
     }
-    out.summary = std::to_string(samples) + " samples streamed by " + std::to_string(workers) + " loader thread" + (workers == 1 ? "" : "s") +
+    out.summary = std::to_string(samples) + " samples streamed by " + core::counted(workers, "loader thread") +
                   " (prefetch " + std::to_string(config.data.prefetch) + ", " +
                   (device.is_cuda() && config.data.pin_memory ? "pinned " : "") + core::format_bytes(staging) + " of staging buffers)";
   }

@@ -120,8 +120,8 @@ void Trainer::State::setup() {
     for (auto& [name, tensor] : model->named_state()) state.push_back(tensor);
     dist::broadcast_from_rank0(*comm, state, {});
     sync = std::make_unique<dist::GradientSync>(params, *comm, sync_options(config.distributed));
-    pending_notes.push_back("distributed: " + ranks.summary() + ", gradients in " + std::to_string(sync->figures().buckets) +
-                            " bucket(s) of up to " + core::format_fixed(config.distributed.bucket_mb, 0) + " MiB" +
+    pending_notes.push_back("distributed: " + ranks.summary() + ", gradients in " + core::counted(sync->figures().buckets, "bucket") +
+                            " of up to " + core::format_fixed(config.distributed.bucket_mb, 0) + " MiB" +
                             (config.distributed.grad_dtype == "none" ? "" : ", sent as " + config.distributed.grad_dtype));
   }
   direct = DirectBackward::plan(*model, config.train, device, ranks.distributed());
@@ -240,7 +240,7 @@ void Trainer::State::report_skipped() {
     if (feed)
       for (auto& line : feed->skipped()) skipped.push_back(line);
   if (skipped.size() <= skipped_reported) return;
-  note(std::to_string(skipped.size() - skipped_reported) + " unreadable sample" + (skipped.size() - skipped_reported == 1 ? "" : "s") +
+  note(core::counted(std::int64_t(skipped.size() - skipped_reported), "unreadable sample") +
        " skipped, e.g. " + skipped[skipped_reported] + " (" + std::to_string(skipped.size()) + " in all)");
   skipped_reported = skipped.size();
 }

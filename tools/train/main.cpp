@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
       std::cerr << ", " << result.oom_events << " out-of-memory events survived (micro-batch " << result.batch_size << " -> "
                 << result.micro_batch << ")";
     if (result.skipped_samples > 0)
-      std::cerr << ", " << result.skipped_samples << " unreadable sample" << (result.skipped_samples == 1 ? "" : "s")
+      std::cerr << ", " << core::counted(result.skipped_samples, "unreadable sample")
                 << " skipped (named in training.log)";
     if (result.ended_inside_epoch > 0 && result.has_validation)
       std::cerr << "\n  validation: train.max_steps ended the run " << result.steps_into_epoch << " of " << result.steps_per_epoch
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
     if (result.gradient_buckets > 0) {
       const auto sent = result.gradient_buckets * (result.steps - result.start_step);
       std::cerr << "\n  distributed: " << result.world_size << (result.world_size == 1 ? " rank" : " ranks") << ", "
-                << result.gradient_buckets << " gradient bucket(s) per step, " << result.buckets_sent_in_backward << " of " << sent
+                << core::counted(result.gradient_buckets, "gradient bucket") << " per step, " << result.buckets_sent_in_backward << " of " << sent
                 << " sent while backward ran; steps waited " << core::format_fixed(result.gradient_wait_seconds, 3) << " s for them";
       if (result.communication_seconds && *result.communication_seconds > 0)
         std::cerr << ", which took " << core::format_fixed(*result.communication_seconds, 3) << " s: "

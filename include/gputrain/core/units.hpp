@@ -23,6 +23,9 @@ std::string lower(std::string text);
 /// Words for a message: join({"a", "b"}) -> "a, b"; "" for none.
 std::string join(const std::vector<std::string>& words, const std::string& separator = ", ");
 
+/// A count with its noun: counted(1, "bucket") -> "1 bucket", counted(2, "GPU") -> "2 GPUs".
+std::string counted(std::int64_t count, const std::string& noun);
+
 /// A size as users write it: "8GiB", "8 GiB", "512MiB", "1.5G" (binary, like nvidia-smi),
 /// "8GB" (decimal), "4096" (bytes). nullopt for anything else.
 std::optional<std::uint64_t> parse_bytes(const std::string& text);

@@ -48,3 +48,9 @@ TEST(Join, SeparatesWordsAndGivesNothingForNone) {
   EXPECT_EQ(gputrain::core::join({"only"}), "only");
   EXPECT_EQ(gputrain::core::join({}), "");
 }
+
+TEST(Counted, PutsTheNounInThePluralExceptForOne) {
+  EXPECT_EQ(gputrain::core::counted(1, "bucket"), "1 bucket");
+  EXPECT_EQ(gputrain::core::counted(0, "GPU"), "0 GPUs");
+  EXPECT_EQ(gputrain::core::counted(8, "GPU"), "8 GPUs");
+}
