@@ -257,14 +257,6 @@ std::string to_yaml(const Config& config) {
 
 namespace {
 
-// A value as the printed config shows it: a scalar's text, a list in flow style.
-std::string value_text(const YAML::Node& node) {
-  if (node.IsScalar()) return node.Scalar();
-  YAML::Emitter out;
-  out << YAML::Flow << node;
-  return out.c_str();
-}
-
 }  // namespace
 
 std::vector<std::string> config_differences(const std::string& before_yaml, const std::string& after_yaml) {

@@ -480,6 +480,13 @@ const Field* find_field(const std::string& key) {
   return nullptr;
 }
 
+std::string value_text(const YAML::Node& node) {
+  if (node.IsScalar()) return node.Scalar();
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
 void check_consistency(const Config& c) {
   const bool classification = c.data.task == "classification";
   const auto& metric = c.checkpoint.best_metric;

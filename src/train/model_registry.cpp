@@ -13,13 +13,19 @@ namespace {
 struct Registry {
   std::mutex mutex;
   std::map<std::string, ModelFactory> factories;
+  std::map<std::string, std::vector<std::string>> builtin_keys;  // what each built-in's factory reads of ModelConfig
   Registry() {
-    factories["mlp"] = models::make_mlp;
-    factories["small_cnn"] = models::make_small_cnn;
-    factories["resnet18"] = [](const ModelSpec& s) { return models::make_resnet(s, 18); };
-    factories["resnet34"] = [](const ModelSpec& s) { return models::make_resnet(s, 34); };
-    factories["resnet50"] = [](const ModelSpec& s) { return models::make_resnet(s, 50); };
-    factories["transformer"] = models::make_transformer;
+    const std::vector<std::string> resnet_keys{"model.stem"};
+    add("mlp", models::make_mlp, {"model.hidden", "model.activation", "model.dropout", "model.norm"});
+    add("small_cnn", models::make_small_cnn, {"model.width", "model.dropout"});
+    add("resnet18", [](const ModelSpec& s) { return models::make_resnet(s, 18); }, resnet_keys);
+    add("resnet34", [](const ModelSpec& s) { return models::make_resnet(s, 34); }, resnet_keys);
+    add("resnet50", [](const ModelSpec& s) { return models::make_resnet(s, 50); }, resnet_keys);
+    add("transformer", models::make_transformer, {"model.layers", "model.d_model", "model.heads", "model.ff_dim", "model.dropout"});
+  }
+  void add(const std::string& name, ModelFactory factory, std::vector<std::string> keys) {
+    factories[name] = std::move(factory);
+    builtin_keys[name] = std::move(keys);
   }
 };
 
@@ -34,6 +40,15 @@ void register_model(const std::string& name, ModelFactory factory) {
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.factories[name] = std::move(factory);
+  r.builtin_keys.erase(name);  // a replaced built-in reads what its new factory reads
+}
+
+std::optional<std::vector<std::string>> model_keys_read(const std::string& name) {
+  auto& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  const auto it = r.builtin_keys.find(name);
+  if (it == r.builtin_keys.end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<std::string> registered_models() {

@@ -23,6 +23,7 @@
 #include "device_settings.hpp"
 #include "human_lines.hpp"
 #include "trainer_state.hpp"
+#include "unread_settings.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -107,6 +108,7 @@ void Trainer::State::setup() {
   // weights as one with the found size written in the config.
   seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
   model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
+  for (const auto& line : unread_settings(config)) pending_notes.push_back("note: " + line);
   if (!config.model.init_weights.empty()) load_named_state(*model, data::read_safetensors(config.model.init_weights));
   model->to(device);
   channels_last = config.uses_channels_last();

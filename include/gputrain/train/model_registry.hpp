@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ void register_model(const std::string& name, ModelFactory factory);
 
 /// Every registered name, sorted.
 std::vector<std::string> registered_models();
+
+/// The keys of the `model` section a built-in model reads ("model.hidden", ...); nullopt for a
+/// model the user registered, whose factory may read any of them.
+std::optional<std::vector<std::string>> model_keys_read(const std::string& name);
 
 /// Builds the model `spec.config` asks for: a registered one, or the TorchScript file in
 /// `model.torchscript`. Throws UsageError for an unknown name or unreadable file.

@@ -1,0 +1,83 @@
+#include "unread_settings.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+
+#include "config_schema.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/train/model_registry.hpp"
+
+namespace gputrain::train {
+namespace {
+
+// "a", "a and b", "a, b and c".
+std::string and_list(const std::vector<std::string>& words) {
+  if (words.size() <= 1) return core::join(words);
+  return core::join(std::vector<std::string>(words.begin(), words.end() - 1)) + " and " + words.back();
+}
+
+// The keys each choice reads, among the keys of its section that only some choices read.
+using Readers = std::map<std::string, std::vector<std::string>>;  // key -> the choices that read it
+
+const Readers& optimizer_readers() {
+  static const Readers readers{{"optimizer.momentum", {"sgd"}},
+                               {"optimizer.nesterov", {"sgd"}},
+                               {"optimizer.betas", {"adam", "adamw"}},
+                               {"optimizer.eps", {"adam", "adamw"}}};
+  return readers;
+}
+
+const Readers& scheduler_readers() {
+  static const Readers readers{{"scheduler.step_size", {"step"}},
+                               {"scheduler.gamma", {"step"}},
+                               {"scheduler.min_lr", {"cosine"}},
+                               {"scheduler.pct_start", {"onecycle"}}};
+  return readers;
+}
+
+// Which built-in models read each model key (user-registered models may read any).
+Readers model_readers() {
+  Readers readers;
+  for (const auto& name : registered_models())
+    if (const auto keys = model_keys_read(name))
+      for (const auto& key : *keys) readers[key].push_back(name);
+  return readers;
+}
+
+std::string shown(const Config& config, const std::string& key) { return value_text(find_field(key)->show(config)); }
+
+bool at_default(const Config& config, const std::string& key) {
+  static const Config defaults;
+  return shown(config, key) == shown(defaults, key);
+}
+
+std::string unread(const Config& config, const std::string& key, const std::string& chosen, const std::vector<std::string>& readers) {
+  return key + " is " + shown(config, key) + ", but " + chosen + " does not read it (" +
+         (readers.size() == 1 ? "only " + readers.front() + " does" : and_list(readers) + " do") + ")";
+}
+
+}  // namespace
+
+std::vector<std::string> unread_settings(const Config& config) {
+  std::vector<std::string> out;
+  for (const auto& [key, readers] : optimizer_readers())
+    if (!at_default(config, key) && std::find(readers.begin(), readers.end(), config.optimizer.name) == readers.end())
+      out.push_back(unread(config, key, config.optimizer.name, readers));
+  for (const auto& [key, readers] : scheduler_readers())
+    if (!at_default(config, key) && std::find(readers.begin(), readers.end(), config.scheduler.name) == readers.end())
+      out.push_back(unread(config, key, "scheduler " + config.scheduler.name, readers));
+  const auto readers_of_model_keys = model_readers();
+  if (!config.model.torchscript.empty()) {
+    for (const auto& [key, readers] : readers_of_model_keys)
+      if (!at_default(config, key)) out.push_back(key + " is " + shown(config, key) + ", but a TorchScript model (model.torchscript) is built by its file, not by this key");
+  } else if (const auto keys = model_keys_read(config.model.name)) {
+    for (const auto& [key, readers] : readers_of_model_keys)
+      if (!at_default(config, key) && std::find(keys->begin(), keys->end(), key) == keys->end())
+        out.push_back(unread(config, key, config.model.name, readers));
+  }
+  return out;
+}
+
+}  // namespace gputrain::train

@@ -1,0 +1,68 @@
+// unread_settings: a key set away from its default that the chosen optimizer, scheduler or model
+// does not read is named, with who would read it; a shipped config names none.
+
+#include <gtest/gtest.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/linear.h>
+
+#include <filesystem>
+
+#include "gputrain/train/config.hpp"
+#include "gputrain/train/model_registry.hpp"
+#include "train/unread_settings.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+
+namespace {
+
+std::vector<std::string> unread_with(std::vector<std::string> sets) { return unread_settings(load_config({{}, std::move(sets), ""})); }
+
+}  // namespace
+
+TEST(UnreadSettings, DefaultsAndEveryShippedConfigNameNone) {
+  EXPECT_TRUE(unread_settings(Config{}).empty());
+  int configs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(GPUTRAIN_SOURCE_DIR) + "/configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++configs;
+    EXPECT_EQ(unread_settings(load_config({{entry.path().string()}, {}, ""})), std::vector<std::string>{}) << entry.path();
+  }
+  EXPECT_GE(configs, 5);
+}
+
+TEST(UnreadSettings, NamesOptimizerKeysTheChosenOptimizerIgnores) {
+  EXPECT_EQ(unread_with({"optimizer.name=adam", "optimizer.momentum=0.5", "optimizer.nesterov=true"}),
+            (std::vector<std::string>{"optimizer.momentum is 0.5, but adam does not read it (only sgd does)",
+                                      "optimizer.nesterov is true, but adam does not read it (only sgd does)"}));
+  EXPECT_EQ(unread_with({"optimizer.name=sgd", "optimizer.betas=[0.8, 0.99]"}),
+            std::vector<std::string>{"optimizer.betas is [0.8, 0.99], but sgd does not read it (adam and adamw do)"});
+  EXPECT_TRUE(unread_with({"optimizer.name=sgd", "optimizer.momentum=0.5", "optimizer.nesterov=true"}).empty());
+}
+
+TEST(UnreadSettings, NamesSchedulerKeysTheChosenScheduleIgnores) {
+  EXPECT_EQ(unread_with({"scheduler.name=step", "scheduler.min_lr=1e-5", "scheduler.gamma=0.5"}),
+            std::vector<std::string>{"scheduler.min_lr is 1e-05, but scheduler step does not read it (only cosine does)"});
+  EXPECT_EQ(unread_with({"scheduler.pct_start=0.1"}),
+            std::vector<std::string>{"scheduler.pct_start is 0.1, but scheduler none does not read it (only onecycle does)"});
+}
+
+TEST(UnreadSettings, NamesModelKeysTheBuiltInModelIgnores) {
+  EXPECT_EQ(unread_with({"model.name=resnet18", "model.dropout=0.2", "model.stem=imagenet"}),
+            std::vector<std::string>{"model.dropout is 0.2, but resnet18 does not read it (mlp, small_cnn and transformer do)"});
+  EXPECT_EQ(unread_with({"model.name=mlp", "model.hidden=[64]", "model.width=16"}),
+            std::vector<std::string>{"model.width is 16, but mlp does not read it (only small_cnn does)"});
+  EXPECT_EQ(unread_with({"model.torchscript=net.pt", "model.hidden=[64]"}),
+            std::vector<std::string>{"model.hidden is [64], but a TorchScript model (model.torchscript) is built by its file, not by this key"});
+}
+
+// A factory the user registered may read any model key, so nothing is said of them; that includes
+// a built-in name the user replaced.
+TEST(UnreadSettings, SaysNothingOfModelKeysForAUserRegisteredModel) {
+  const auto factory = [](const ModelSpec& spec) { return torch::nn::AnyModule(torch::nn::Linear(spec.input_shape.back(), spec.outputs)); };
+  register_model("unread_settings_custom", factory);
+  EXPECT_TRUE(unread_with({"model.name=unread_settings_custom", "model.dropout=0.3", "model.width=8"}).empty());
+  EXPECT_FALSE(model_keys_read("unread_settings_custom").has_value());
+  ASSERT_TRUE(model_keys_read("transformer").has_value());
+  EXPECT_EQ(*model_keys_read("transformer"), (std::vector<std::string>{"model.layers", "model.d_model", "model.heads", "model.ff_dim", "model.dropout"}));
+}
