@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 
@@ -72,6 +73,31 @@ std::string checkpoints_beside(const std::string& path) {
   return names.empty() ? "" : "; " + folder.string() + " has " + core::join(names);
 }
 
+// What `path` is, when it is not a checkpoint LibTorch can open: the mistakes users make are a
+// weights file, a Python torch.save pickle and a file cut short by a full disk.
+[[noreturn]] void throw_unreadable(const std::string& path, const std::string& libtorch_message) {
+  const std::string what = "checkpoint '" + path + "' cannot be read: ";
+  char head[9] = {};
+  std::ifstream(path, std::ios::binary).read(head, 8);
+  const std::string weights_fix = "to start a new run from weights, set model.init_weights: a .safetensors file, and checkpoint.resume: never";
+  if (std::string(head, 4) != std::string("PK\x03\x04", 4)) {
+    if (fs::path(path).extension() == ".safetensors")
+      throw UsageError(what + "it is a safetensors weights file, which holds no optimizer state or step to resume from",
+                        "to start a new run from these weights, set model.init_weights: " + path + " and checkpoint.resume: never");
+    throw UsageError(what + "it is not a checkpoint (gputrain's are zip archives, as LibTorch writes them)",
+                      "point checkpoint.resume at a run's step-*.pt or best.pt, or set it to auto or never; " + weights_fix);
+  }
+  // LibTorch's reader appends a paragraph about miniz to every failure; its first sentence says it.
+  const std::string reason = libtorch_message.substr(0, libtorch_message.find(". This is an internal miniz error"));
+  if (reason.find("constants.pkl") != std::string::npos || reason.find("data.pkl") != std::string::npos)
+    throw UsageError(what + "it is a zip archive, but not one LibTorch's C++ serializer wrote (Python's torch.save writes a pickle, which "
+                             "C++ cannot read)",
+                      "resume from a checkpoint gputrain wrote; to start from a Python model's weights, save them with "
+                      "safetensors.torch.save_file(model.state_dict(), 'w.safetensors') and set model.init_weights: w.safetensors");
+  throw Error(what + reason, "it may be truncated (a full disk, a copy cut short); delete it to resume from the checkpoint before it, or set "
+                              "checkpoint.resume: never");
+}
+
 torch::serialize::InputArchive open(const std::string& path, c10::Device device) {
   if (!fs::exists(path))
     throw UsageError("checkpoint '" + path + "' does not exist" + checkpoints_beside(path),
@@ -80,8 +106,7 @@ torch::serialize::InputArchive open(const std::string& path, c10::Device device)
   try {
     archive.load_from(path, device);
   } catch (const c10::Error& e) {
-    throw Error("checkpoint '" + path + "' cannot be read: " + e.what_without_backtrace(),
-                "it may be truncated or from another program; delete it or set checkpoint.resume: never");
+    throw_unreadable(path, e.what_without_backtrace());
   }
   return archive;
 }

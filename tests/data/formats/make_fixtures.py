@@ -182,3 +182,9 @@ open(path("folder", "train", "dog", ".DS_Store"), "wb").write(b"\0\0\0\1Bud1")
 Image.fromarray(np.full((20, 20, 3), (30, 30, 200), dtype=np.uint8)).save(path("folder", "train", ".ipynb_checkpoints", "0.jpg"))
 Image.fromarray(np.full((20, 20, 3), (30, 30, 200), dtype=np.uint8)).save(path("folder", "train", "cat", ".thumbs", "0.jpg"))
 print("fixtures written to", out)
+
+# --- Not checkpoints: a Python torch.save file (a pickle in a zip) that checkpoint.resume refuses ---
+import torch  # noqa: E402  (only here: the other fixtures need no torch)
+
+torch.save({"weight": torch.zeros(2, 3)}, path("checkpoints", "python_torch_save.pt"))
+save_file({"weight": np.zeros((2, 3), np.float32)}, path("checkpoints", "weights.safetensors"))

@@ -1,0 +1,73 @@
+// checkpoint.resume pointed at something that is not a checkpoint gputrain wrote: each mistake
+// users make gets its own message and fix, never LibTorch's paragraph about miniz.
+
+#include <gtest/gtest.h>
+#include <ATen/ops/zeros.h>
+#include <torch/serialize/output-archive.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/checkpoint.hpp"
+
+using namespace gputrain;
+
+namespace {
+
+const std::string kFixtures = std::string(GPUTRAIN_FORMAT_FIXTURES) + "/checkpoints/";
+
+// The error reading `path` throws, as the CLI prints it.
+Error error_reading(const std::string& path) {
+  try {
+    train::checkpoint_config(path);
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << path << " was read as a checkpoint";
+  return Error("", "");
+}
+
+std::string text(const Error& e) { return std::string(e.what()) + "\n  fix: " + e.remedy(); }
+
+}  // namespace
+
+TEST(CheckpointErrors, AWeightsFileGetsInitWeightsAsTheFix) {
+  const auto e = error_reading(kFixtures + "weights.safetensors");
+  EXPECT_EQ(e.exit_code(), ExitCode::usage);
+  EXPECT_NE(text(e).find("it is a safetensors weights file, which holds no optimizer state or step to resume from"), std::string::npos) << text(e);
+  EXPECT_NE(e.remedy().find("set model.init_weights: " + kFixtures + "weights.safetensors and checkpoint.resume: never"), std::string::npos)
+      << e.remedy();
+}
+
+TEST(CheckpointErrors, APythonTorchSaveFileIsNamedAsOne) {
+  const auto e = error_reading(kFixtures + "python_torch_save.pt");
+  EXPECT_EQ(e.exit_code(), ExitCode::usage);
+  EXPECT_NE(text(e).find("Python's torch.save writes a pickle, which C++ cannot read"), std::string::npos) << text(e);
+  EXPECT_NE(e.remedy().find("safetensors.torch.save_file(model.state_dict(), 'w.safetensors')"), std::string::npos) << e.remedy();
+  EXPECT_EQ(text(e).find("miniz"), std::string::npos) << text(e);
+}
+
+TEST(CheckpointErrors, ATextFileIsNotACheckpoint) {
+  const auto path = (std::filesystem::temp_directory_path() / "gputrain-checkpoint-errors-config.yaml").string();
+  std::ofstream(path) << "train:\n  epochs: 3\n";
+  const auto e = error_reading(path);
+  EXPECT_EQ(e.exit_code(), ExitCode::usage);
+  EXPECT_NE(text(e).find("it is not a checkpoint (gputrain's are zip archives"), std::string::npos) << text(e);
+  std::filesystem::remove(path);
+}
+
+// A zip cut short (a full disk, a copy interrupted) keeps LibTorch's first sentence only.
+TEST(CheckpointErrors, ATruncatedArchiveSaysWhatLibTorchFoundWithoutTheMinizParagraph) {
+  const auto path = (std::filesystem::temp_directory_path() / "gputrain-checkpoint-errors-cut.pt").string();
+  torch::serialize::OutputArchive archive;
+  archive.write("weights", at::zeros({64, 64}), /*is_buffer=*/true);
+  archive.save_to(path);
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  const auto e = error_reading(path);
+  EXPECT_EQ(e.exit_code(), ExitCode::failure);
+  EXPECT_NE(text(e).find("cannot be read: PytorchStreamReader failed"), std::string::npos) << text(e);
+  EXPECT_EQ(text(e).find("miniz"), std::string::npos) << text(e);
+  EXPECT_NE(e.remedy().find("it may be truncated"), std::string::npos) << e.remedy();
+  std::filesystem::remove(path);
+}
