@@ -60,6 +60,11 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
     return UsageError("'" + path + "' is not a valid safetensors file: " + why, "write it with safetensors.torch.save_file");
   };
   if (size < 8) throw malformed("shorter than its 8-byte header length");
+  // A .pt file is the usual mix-up: torch.save and LibTorch both write zip archives.
+  if (bytes[0] == 'P' && bytes[1] == 'K' && bytes[2] == 3 && bytes[3] == 4)
+    throw UsageError("'" + path + "' is not a safetensors file but a zip archive: a .pt file from torch.save or a gputrain checkpoint",
+                     "save the weights with safetensors.torch.save_file(model.state_dict(), 'w.safetensors'); to continue a gputrain run "
+                     "from its checkpoint, set checkpoint.resume to the .pt file instead");
   std::uint64_t length = 0;
   for (int i = 7; i >= 0; --i) length = (length << 8) | bytes[i];
   if (length > size - 8) throw malformed("header length " + std::to_string(length) + " runs past the end of the file");

@@ -69,25 +69,38 @@ void use_channels_last(Model& model) {
     if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
 }
 
-void load_named_state(Model& model, const NamedTensors& state) {
+void load_named_state(Model& model, const NamedTensors& state, const StateOrigin& origin) {
   auto own = model.named_state();
   std::map<std::string, at::Tensor> given(state.begin(), state.end());
+  // The names check first, all of them, so a file of the right weights under other names is told
+  // apart from a file of other weights.
+  for (const auto& [name, tensor] : own) {
+    if (given.count(name)) continue;
+    for (const auto& [key, unused] : given) {
+      if (key.size() <= name.size() || key.compare(key.size() - name.size(), name.size(), name) != 0 || key[key.size() - name.size() - 1] != '.')
+        continue;
+      const auto prefix = key.substr(0, key.size() - name.size());
+      throw Error(origin.name + " names model " + model.name() + "'s tensor '" + name + "' as '" + key + "': its names carry the prefix '" +
+                      prefix + "'",
+                  "save the weights without it, e.g. in Python {k.removeprefix('" + prefix + "'): v for k, v in state_dict.items()} (a model "
+                  "wrapped by DDP or another module adds it)");
+    }
+    throw Error(origin.name + " has no tensor '" + name + "' for model " + model.name() + " (" +
+                    (given.empty() ? std::string("it has none") : "it has " + std::to_string(given.size()) + ", e.g. '" + given.begin()->first + "'") + ")",
+                origin.remedy);
+  }
   torch::NoGradGuard no_grad;
   for (auto& [name, tensor] : own) {
     auto it = given.find(name);
-    if (it == given.end())
-      throw Error("the checkpoint has no tensor '" + name + "' for model " + model.name(),
-                  "resume with the config the checkpoint was written with (it is stored in the checkpoint), or set checkpoint.resume: never");
     if (it->second.sizes() != tensor.sizes())
-      throw Error("tensor '" + name + "' has shape " + c10::str(it->second.sizes()) + " in the checkpoint but " +
+      throw Error("tensor '" + name + "' has shape " + c10::str(it->second.sizes()) + " in " + origin.name + " but " +
                       c10::str(tensor.sizes()) + " in model " + model.name(),
-                  "resume with the config the checkpoint was written with, or set checkpoint.resume: never");
+                  origin.remedy);
     tensor.copy_(it->second);
     given.erase(it);
   }
   if (!given.empty())
-    throw Error("the checkpoint has tensor '" + given.begin()->first + "' that model " + model.name() + " does not",
-                "resume with the config the checkpoint was written with, or set checkpoint.resume: never");
+    throw Error(origin.name + " has tensor '" + given.begin()->first + "' that model " + model.name() + " does not", origin.remedy);
 }
 
 std::unique_ptr<Model> wrap_module(torch::nn::AnyModule module, std::string name) {

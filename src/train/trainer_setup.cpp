@@ -76,6 +76,15 @@ std::string saved_batch_settings(const YAML::Node& saved, const TrainingProgress
 
 std::string ranks_text(std::int64_t n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
 
+// Weights that do not fit come from another architecture: the model keys and the data's shape
+// and classes decide the tensors' shapes.
+StateOrigin init_weights_origin(const Config& config) {
+  const auto keys = model_keys_read(config.model.name);
+  const std::string model_keys = keys && !keys->empty() ? config.model.name + "'s keys (" + core::join(*keys) + ")" : "the model keys";
+  return {"model.init_weights (" + config.model.init_weights + ")",
+          "set model.name, " + model_keys + ", data.shape and data.classes as they were for the model these weights were saved from"};
+}
+
 }  // namespace
 
 void Trainer::State::setup() {
@@ -109,7 +118,7 @@ void Trainer::State::setup() {
   seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
   model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
   for (const auto& line : unread_settings(config)) pending_notes.push_back("note: " + line);
-  if (!config.model.init_weights.empty()) load_named_state(*model, data::read_safetensors(config.model.init_weights));
+  if (!config.model.init_weights.empty()) load_named_state(*model, data::read_safetensors(config.model.init_weights), init_weights_origin(config));
   model->to(device);
   channels_last = config.uses_channels_last();
   if (channels_last) {

@@ -44,8 +44,15 @@ std::int64_t parameter_count(Model& model);
 /// Stores 4-d parameters in channels_last (NHWC) layout, which tensor cores convolve fastest.
 void use_channels_last(Model& model);
 
+/// Where named tensors come from, for the errors of load_named_state.
+struct StateOrigin {
+  std::string name = "the checkpoint";  ///< "the checkpoint", "model.init_weights (w.safetensors)"
+  std::string remedy = "resume with the config the checkpoint was written with (it is stored in the checkpoint), or set checkpoint.resume: never";
+};
+
 /// Copies `state` into the model's tensors by name. Throws Error naming any missing, unexpected
-/// or mis-shaped tensor, so a checkpoint from a different model is refused, not half-loaded.
-void load_named_state(Model& model, const NamedTensors& state);
+/// or mis-shaped tensor, so weights of a different model are refused, not half-loaded. Names that
+/// differ by a prefix ("module." from Python's DDP, "model." from a wrapper) are named as such.
+void load_named_state(Model& model, const NamedTensors& state, const StateOrigin& origin = {});
 
 }  // namespace gputrain::train

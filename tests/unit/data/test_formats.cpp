@@ -114,6 +114,10 @@ TEST(Safetensors, MalformedFilesAreClearErrors) {
   EXPECT_NE(usage_error([] { read_safetensors(fixture("bad/truncated.safetensors")); }).find("truncated"), std::string::npos);
   EXPECT_NE(usage_error([] { read_safetensors(fixture("bad/huge_header.safetensors")); }).find("header length"), std::string::npos);
   EXPECT_NE(usage_error([] { read_safetensors(fixture("bad/not_json.safetensors")); }).find("not JSON"), std::string::npos);
+  // The usual mix-up: a .pt file (torch.save writes a zip) where safetensors belongs.
+  EXPECT_NE(usage_error([] { read_safetensors(fixture("checkpoints/python_torch_save.pt")); })
+                .find("is not a safetensors file but a zip archive: a .pt file from torch.save or a gputrain checkpoint"),
+            std::string::npos);
 }
 
 TEST(Csv, SelectsColumnsAndMapsClassNames) {

@@ -128,3 +128,30 @@ TEST(Models, LoadNamedStateRefusesAnotherModelsTensors) {
   const auto x = at::randn({2, 4});
   EXPECT_TRUE(at::equal(a->forward(x), c->forward(x)));
 }
+
+// The error of each mismatch names where the tensors came from and that origin's fix; names that
+// carry a wrapper's prefix ("module." from DDP) are told apart from another model's names.
+TEST(Models, LoadNamedStateErrorsNameTheOriginAndAPrefix) {
+  auto model = build_model(spec("mlp", {4}));
+  const StateOrigin origin{"model.init_weights (w.safetensors)", "set the model keys"};
+  const auto error_of = [&](const NamedTensors& state) -> std::string {
+    try {
+      load_named_state(*model, state, origin);
+    } catch (const Error& e) {
+      return std::string(e.what()) + " | fix: " + e.remedy();
+    }
+    return "loaded";
+  };
+  NamedTensors prefixed;
+  for (const auto& [name, tensor] : model->named_state()) prefixed.emplace_back("module." + name, tensor);
+  EXPECT_NE(error_of(prefixed).find("model.init_weights (w.safetensors) names model mlp's tensor '1.weight' as 'module.1.weight': its "
+                                    "names carry the prefix 'module.' | fix: "),
+            std::string::npos) << error_of(prefixed);
+  EXPECT_NE(error_of(prefixed).find("{k.removeprefix('module.'): v for k, v in state_dict.items()}"), std::string::npos);
+  EXPECT_EQ(error_of({}), "model.init_weights (w.safetensors) has no tensor '1.weight' for model mlp (it has none) | fix: set the model keys");
+  EXPECT_EQ(error_of(build_model(spec("mlp", {6}))->named_state()),
+            "tensor '1.weight' has shape [256, 6] in model.init_weights (w.safetensors) but [256, 4] in model mlp | fix: set the model keys");
+  auto extra = model->named_state();
+  extra.emplace_back("head.weight", at::zeros({1}));
+  EXPECT_EQ(error_of(extra), "model.init_weights (w.safetensors) has tensor 'head.weight' that model mlp does not | fix: set the model keys");
+}
