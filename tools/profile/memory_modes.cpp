@@ -13,6 +13,12 @@ namespace {
 
 std::string bytes(double value) { return core::format_bytes(static_cast<std::uint64_t>(value < 0 ? 0 : value)); }
 
+// "cuda:0 (NVIDIA H100 80GB HBM3)"; "cpu" alone, not "cpu (cpu)".
+std::string device_text(const train::RunDevice& run) {
+  const auto device = run.device.str();
+  return run.name.empty() || run.name == device ? device : device + " (" + run.name + ")";
+}
+
 std::string probe_list(const std::vector<sizing::ProbePoint>& probes) {
   std::string out;
   for (const auto& p : probes) {
@@ -55,9 +61,9 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
     std::cout << out.dump(2) << "\n";
     return int(ExitCode::ok);
   }
-  std::printf("memory of one training step: %s (%s), %s, %s, on %s (%s)\n", config.model.name.c_str(),
+  std::printf("memory of one training step: %s (%s), %s, %s, on %s\n", config.model.name.c_str(),
               core::format_parameter_count(estimate.parameter_count).c_str(), train::to_string(config.train.precision).c_str(),
-              config.optimizer.name.c_str(), run.device.str().c_str(), run.name.c_str());
+              config.optimizer.name.c_str(), device_text(run).c_str());
   print_row("parameters", core::format_bytes(m.known.parameters));
   print_row("gradients", core::format_bytes(m.known.gradients));
   print_row("optimizer state", core::format_bytes(m.known.optimizer_state),
@@ -99,7 +105,7 @@ int profile_batch(const train::Config& config, const train::RunDevice& run, cons
     std::cout << out.dump(2) << "\n";
     return int(ExitCode::ok);
   }
-  std::printf("batch size for %s on %s (%s): %lld\n", config.model.name.c_str(), run.device.str().c_str(), run.name.c_str(),
+  std::printf("batch size for %s on %s: %lld\n", config.model.name.c_str(), device_text(run).c_str(),
               static_cast<long long>(choice.batch));
   std::printf("  why: %s\n", choice.search.reason.c_str());
   std::printf("  %zu probe steps in %s s: %s\n", choice.search.probes.size(), core::format_fixed(choice.seconds, 2).c_str(),
