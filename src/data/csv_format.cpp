@@ -65,6 +65,12 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
                        std::vector<std::string>* feature_names) {
   const auto file = MappedFile::open(path);
   std::string_view text(reinterpret_cast<const char*>(file->data()), file->size());
+  // Spreadsheets mark their exports: "CSV UTF-8" starts with a byte-order mark, which is not part
+  // of the first column's name; "Unicode text" is UTF-16, which this reader cannot parse.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
+  if (text.substr(0, 2) == "\xFF\xFE" || text.substr(0, 2) == "\xFE\xFF")
+    throw UsageError("'" + path + "' is UTF-16 text (as a spreadsheet's \"Unicode text\" export writes), not UTF-8",
+                     "export it as \"CSV UTF-8\" (or convert it: iconv -f UTF-16 -t UTF-8 " + path + " > data.csv)");
   std::size_t pos = 0;
   std::int64_t line_number = 0;
   const auto next_line = [&](std::string_view& line) {

@@ -47,7 +47,8 @@ int profile_loader(const train::Config& config, const train::RunDevice& run, con
   const bool quiet = flags.json || flags.csv;
   if (!quiet)
     std::cerr << "sweeping the loader over " << data.sources.train->description() << " on " << run.device.str() << " ("
-              << options.workers.size() << " thread counts, " << options.repeats << " repeats each)\n";
+              << core::counted(std::int64_t(options.workers.size()), "thread count") << ", " << core::counted(options.repeats, "repeat")
+              << " each)\n";
   const auto sweep = gputrain::profile::sweep_loader(data.sources.train, run.device, options, [&](const gputrain::profile::SweepResult& r, std::size_t done, std::size_t total) {
     if (!quiet)
       std::cerr << "  [" << done << "/" << total << "] workers " << r.setting.workers << ", pin " << (r.setting.pin_memory ? "on" : "off")

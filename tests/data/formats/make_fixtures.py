@@ -88,6 +88,11 @@ with open(path("csv", "numeric.csv"), "w", newline="") as f:
     w.writerow(["a", "b", "label"])
     for i in range(10):
         w.writerow([i, i * 0.5, i % 2])
+# Spreadsheet exports: "CSV UTF-8" (a byte-order mark, CRLF; pandas' encoding="utf-8-sig" too) and
+# "Unicode text" (UTF-16).
+for name, encoding in [("excel_utf8_bom.csv", "utf-8-sig"), ("excel_utf16.csv", "utf-16")]:
+    with open(path("csv", name), "w", newline="", encoding=encoding) as f:
+        csv.writer(f, dialect="excel").writerows([["a", "b", "label"], [1, 2, 0], [3, 4, 1]])
 # A name YAML would misread (a comment after " #", a mapping after ": "): flags must keep it whole.
 with open(path("csv", "run #2: numeric.csv"), "w", newline="") as f:
     csv.writer(f).writerows([["a", "b", "y1", "y2"]] + [[i, i * 0.5, i % 3, i * 0.1] for i in range(12)])

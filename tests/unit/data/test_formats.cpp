@@ -128,6 +128,17 @@ TEST(Csv, SelectsColumnsAndMapsClassNames) {
   EXPECT_TRUE(at::allclose(set.inputs, at::tensor({5.1f, 3.5f, 7.0f, 3.2f, 6.3f, 3.3f, 4.9f, 3.0f}).view({4, 2})));
 }
 
+// What spreadsheets export: the byte-order mark of "CSV UTF-8" is not part of the first column's
+// name; "Unicode text" (UTF-16) is refused with the export to use instead.
+TEST(Csv, ReadsASpreadsheetsUtf8ExportAndRefusesUtf16) {
+  std::vector<std::string> features;
+  const auto set = read_csv(fixture("csv/excel_utf8_bom.csv"), CsvSpec{{"a", "b"}, {"label"}, true}, nullptr, &features);
+  EXPECT_EQ(features, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(at::equal(set.inputs, at::tensor({1.0f, 2.0f, 3.0f, 4.0f}).view({2, 2})));
+  const auto error = usage_error([] { read_csv(fixture("csv/excel_utf16.csv"), CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(error.find("is UTF-16 text (as a spreadsheet's \"Unicode text\" export writes), not UTF-8"), std::string::npos) << error;
+}
+
 // The run's data line names the columns the model reads: an id or a second target left among the
 // features shows there.
 TEST(Csv, TheDataLineNamesTheFeatureAndLabelColumns) {
