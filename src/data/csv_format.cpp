@@ -61,8 +61,7 @@ char detect_delimiter(std::string_view header_line, char configured) {
 
 }  // namespace
 
-TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names,
-                       std::vector<std::string>* feature_names) {
+TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names, CsvColumns* columns) {
   const auto file = MappedFile::open(path);
   std::string_view text(reinterpret_cast<const char*>(file->data()), file->size());
   // Spreadsheets mark their exports: "CSV UTF-8" starts with a byte-order mark, which is not part
@@ -115,12 +114,19 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   for (const auto& name : spec.labels) label_columns.push_back(column_of(name, "data.labels"));
   const std::size_t label_column = label_columns.front();  // classification's one
   const auto is_label = [&](std::size_t i) { return std::find(label_columns.begin(), label_columns.end(), i) != label_columns.end(); };
-  std::vector<std::size_t> feature_columns;
+  std::vector<std::size_t> feature_columns, unnamed;
   if (spec.features.empty()) {
-    for (std::size_t i = 0; i < header.size(); ++i)
-      if (!is_label(i)) feature_columns.push_back(i);
+    // A column with no name is pandas' index (to_csv writes it first) or the empty cell after a
+    // trailing delimiter: a row number or nothing, never a feature meant for the model.
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      if (header[i].empty()) {
+        unnamed.push_back(i + 1);
+      } else if (!is_label(i)) {
+        feature_columns.push_back(i);
+      }
+    }
   } else {
-    for (const auto& name : spec.features) feature_columns.push_back(column_of(name, "data.features"));
+    for (const auto& name : spec.features) feature_columns.push_back(column_of(name, spec.features_origin));
   }
   if (feature_columns.empty()) throw UsageError("'" + path + "' has no feature columns besides the label", "add feature columns");
   // A column read twice is a slip; a label among the features hands the model its answer.
@@ -134,9 +140,10 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
     if (std::count(feature_columns.begin(), feature_columns.end(), feature_columns[i]) > 1)
       throw UsageError("data.features names column '" + header[feature_columns[i]] + "' twice", "list each feature column once");
   }
-  if (feature_names) {
-    feature_names->clear();
-    for (const auto c : feature_columns) feature_names->push_back(header[c]);
+  if (columns) {
+    columns->features.clear();
+    for (const auto c : feature_columns) columns->features.push_back(header[c]);
+    columns->unnamed = unnamed;
   }
 
   std::vector<float> features;

@@ -178,8 +178,9 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
 std::string samples_text(std::int64_t n) { return std::to_string(n) + (n == 1 ? " sample" : " samples"); }
 
 // "features a, b, c; label y" (or "labels y1, y2"): up to 8 feature names, else the first 6 and the count.
-std::string csv_columns_text(const std::vector<std::string>& features, const std::vector<std::string>& labels) {
+std::string csv_columns_text(const CsvColumns& columns, const std::vector<std::string>& labels) {
   constexpr std::size_t kShown = 8, kWhenCut = 6;
+  const auto& features = columns.features;
   std::string names;
   if (features.size() <= kShown) {
     names = core::join(features);
@@ -187,7 +188,10 @@ std::string csv_columns_text(const std::vector<std::string>& features, const std
     names = core::join(std::vector<std::string>(features.begin(), features.begin() + kWhenCut)) + ", ... (" +
             std::to_string(features.size()) + " columns)";
   }
-  return (features.size() == 1 ? "feature " : "features ") + names + (labels.size() == 1 ? "; label " : "; labels ") + core::join(labels);
+  std::vector<std::string> unnamed;
+  for (const auto position : columns.unnamed) unnamed.push_back(std::to_string(position));
+  return (features.size() == 1 ? "feature " : "features ") + names + (labels.size() == 1 ? "; label " : "; labels ") + core::join(labels) +
+         (unnamed.empty() ? "" : (unnamed.size() == 1 ? "; unnamed column " : "; unnamed columns ") + core::join(unnamed) + " left out");
 }
 
 std::int64_t classes_of(const TensorDataset& set) { return set.size() > 0 ? set.targets.max().item<std::int64_t>() + 1 : 0; }
@@ -229,14 +233,17 @@ Sources open_unchecked(const SourceSpec& spec) {
   if (spec.source == "csv") {
     if (spec.path.empty()) throw UsageError("data.source csv needs data.path", "set data.path to the CSV file");
     const CsvSpec csv{spec.features, spec.labels, classification};
-    std::vector<std::string> features;
-    const auto train = read_csv(spec.path, csv, &out.class_names, &features);
+    CsvColumns columns;
+    const auto train = read_csv(spec.path, csv, &out.class_names, &columns);
     // The columns read, so a column that should not be a feature (an id, a second target) shows.
-    out.train = make_array_dataset(train, "CSV " + spec.path + " (" + samples_text(train.size()) + "; " + csv_columns_text(features, spec.labels) + ")",
+    out.train = make_array_dataset(train, "CSV " + spec.path + " (" + samples_text(train.size()) + "; " + csv_columns_text(columns, spec.labels) + ")",
                                    base(spec.path));
     std::int64_t classes = classification ? classes_of(train) : 0;
     if (!spec.val_path.empty()) {
-      const auto val = read_for("data.val_path", [&] { return read_csv(spec.val_path, csv, &out.class_names); });
+      // The training file's feature columns, by name: a validation file whose columns are in
+      // another order must still give the model each feature in its place.
+      const CsvSpec val_csv{columns.features, spec.labels, classification, ',', "a feature column of data.path"};
+      const auto val = read_for("data.val_path", [&] { return read_csv(spec.val_path, val_csv, &out.class_names); });
       classes = classification ? std::max(classes, classes_of(val)) : 0;
       out.val = make_array_dataset(val, "CSV " + spec.val_path + " (" + samples_text(val.size()) + ")", base(spec.val_path));
     }

@@ -9,19 +9,26 @@
 namespace gputrain::data {
 
 struct CsvSpec {
-  std::vector<std::string> features;  ///< column names; empty: every column but the labels
+  std::vector<std::string> features;  ///< column names; empty: every named column but the labels
   std::vector<std::string> labels;    ///< the label column's name; regression: one or more target columns
   bool classification = true;         ///< labels are class ids (int64), else float32 targets
   char delimiter = ',';
+  std::string features_origin = "data.features";  ///< where `features` came from, for a missing column's error
+};
+
+/// The columns read_csv chose, for the run's data line: which columns the model reads.
+struct CsvColumns {
+  std::vector<std::string> features;  ///< the feature columns' names, in the inputs' order
+  std::vector<std::size_t> unnamed;   ///< 1-based positions of header cells with no name (pandas' index,
+                                      ///< a trailing delimiter), left out of the default features
 };
 
 /// Inputs float32 [rows, features], targets int64 [rows] or float32 [rows, label columns]. For classification a
 /// label column of names (e.g. "setosa") is mapped to ids in sorted order and `class_names`
 /// receives them; when `class_names` already holds names (a validation file read after its
 /// training file), those ids are used and an unknown name is an error. A bad cell is a UsageError naming the file, the line,
-/// the column and the text found. `feature_names`, when given, receives the feature columns' names
-/// in the inputs' order (for the run's data line: which columns the model reads).
+/// the column and the text found. `columns`, when given, receives the columns chosen.
 TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names = nullptr,
-                       std::vector<std::string>* feature_names = nullptr);
+                       CsvColumns* columns = nullptr);
 
 }  // namespace gputrain::data

@@ -93,6 +93,14 @@ with open(path("csv", "numeric.csv"), "w", newline="") as f:
 for name, encoding in [("excel_utf8_bom.csv", "utf-8-sig"), ("excel_utf16.csv", "utf-16")]:
     with open(path("csv", name), "w", newline="", encoding=encoding) as f:
         csv.writer(f, dialect="excel").writerows([["a", "b", "label"], [1, 2, 0], [3, 4, 1]])
+# Unnamed header cells: pandas' to_csv(index=True) writes the row index first under no name; some
+# tools end every line with the delimiter. A validation file may order its columns differently.
+with open(path("csv", "pandas_index.csv"), "w", newline="") as f:
+    csv.writer(f).writerows([["", "a", "b", "label"]] + [[i, 10 + i, 20 + i, i % 2] for i in range(4)])
+with open(path("csv", "trailing_delimiter.csv"), "w", newline="") as f:
+    csv.writer(f).writerows([["a", "b", "label", ""]] + [[10 + i, 20 + i, i % 2, ""] for i in range(4)])
+with open(path("csv", "val_reordered.csv"), "w", newline="") as f:
+    csv.writer(f).writerows([["label", "b", "a"]] + [[i % 2, 20 + i, 10 + i] for i in range(3)])
 # A name YAML would misread (a comment after " #", a mapping after ": "): flags must keep it whole.
 with open(path("csv", "run #2: numeric.csv"), "w", newline="") as f:
     csv.writer(f).writerows([["a", "b", "y1", "y2"]] + [[i, i * 0.5, i % 3, i * 0.1] for i in range(12)])

@@ -131,9 +131,9 @@ TEST(Csv, SelectsColumnsAndMapsClassNames) {
 // What spreadsheets export: the byte-order mark of "CSV UTF-8" is not part of the first column's
 // name; "Unicode text" (UTF-16) is refused with the export to use instead.
 TEST(Csv, ReadsASpreadsheetsUtf8ExportAndRefusesUtf16) {
-  std::vector<std::string> features;
-  const auto set = read_csv(fixture("csv/excel_utf8_bom.csv"), CsvSpec{{"a", "b"}, {"label"}, true}, nullptr, &features);
-  EXPECT_EQ(features, (std::vector<std::string>{"a", "b"}));
+  CsvColumns columns;
+  const auto set = read_csv(fixture("csv/excel_utf8_bom.csv"), CsvSpec{{"a", "b"}, {"label"}, true}, nullptr, &columns);
+  EXPECT_EQ(columns.features, (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(at::equal(set.inputs, at::tensor({1.0f, 2.0f, 3.0f, 4.0f}).view({2, 2})));
   const auto error = usage_error([] { read_csv(fixture("csv/excel_utf16.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(error.find("is UTF-16 text (as a spreadsheet's \"Unicode text\" export writes), not UTF-8"), std::string::npos) << error;
@@ -142,9 +142,10 @@ TEST(Csv, ReadsASpreadsheetsUtf8ExportAndRefusesUtf16) {
 // The run's data line names the columns the model reads: an id or a second target left among the
 // features shows there.
 TEST(Csv, TheDataLineNamesTheFeatureAndLabelColumns) {
-  std::vector<std::string> features;
-  read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"label"}, true}, nullptr, &features);
-  EXPECT_EQ(features, (std::vector<std::string>{"a", "b"}));
+  CsvColumns columns;
+  read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"label"}, true}, nullptr, &columns);
+  EXPECT_EQ(columns.features, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(columns.unnamed.empty());
   SourceSpec spec;
   spec.source = "csv";
   spec.path = fixture("csv/numeric.csv");
@@ -169,6 +170,39 @@ TEST(Csv, TheDataLineNamesTheFeatureAndLabelColumns) {
   spec.features = {};
   const auto wide_text = open_sources(spec).train->description();
   EXPECT_NE(wide_text.find("(1 sample; features c0, c1, c2, c3, c4, c5, ... (12 columns); label y)"), std::string::npos) << wide_text;
+}
+
+// A header cell with no name is pandas' index or a trailing delimiter's empty column: left out of
+// the default features, and the data line says so.
+TEST(Csv, UnnamedColumnsAreLeftOutOfTheFeaturesAndSaidSo) {
+  CsvColumns columns;
+  const auto indexed = read_csv(fixture("csv/pandas_index.csv"), CsvSpec{{}, {"label"}, true}, nullptr, &columns);
+  EXPECT_EQ(columns.features, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(columns.unnamed, std::vector<std::size_t>{1});
+  EXPECT_TRUE(at::equal(indexed.inputs.select(0, 3), at::tensor({13.0f, 23.0f})));
+  read_csv(fixture("csv/trailing_delimiter.csv"), CsvSpec{{}, {"label"}, true}, nullptr, &columns);
+  EXPECT_EQ(columns.unnamed, std::vector<std::size_t>{4});
+  SourceSpec spec;
+  spec.source = "csv";
+  spec.path = fixture("csv/pandas_index.csv");
+  spec.labels = {"label"};
+  const auto description = open_sources(spec).train->description();
+  EXPECT_NE(description.find("(4 samples; features a, b; label label; unnamed column 1 left out)"), std::string::npos) << description;
+}
+
+// The validation file's features are the training file's, found by name: another column order
+// must not hand the model b where it learned a.
+TEST(Csv, ValidationColumnsAreMatchedByName) {
+  SourceSpec spec;
+  spec.source = "csv";
+  spec.path = fixture("csv/pandas_index.csv");
+  spec.val_path = fixture("csv/val_reordered.csv");
+  spec.labels = {"label"};
+  const auto sources = open_sources(spec);
+  ASSERT_TRUE(sources.val);
+  const auto val = sources.val->tensors();
+  ASSERT_TRUE(val.has_value());
+  EXPECT_TRUE(at::equal(val->inputs.select(0, 2), at::tensor({12.0f, 22.0f}))) << val->inputs;
 }
 
 // Several targets (x and y of a position, say) are several label columns: one target each.
