@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "gputrain/core/units.hpp"
+
 namespace gputrain::core {
 
 // Optimal string alignment: insertions, deletions, substitutions and swaps of two neighbouring
@@ -34,6 +36,19 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
     }
   }
   return best;
+}
+
+std::vector<std::string> likely_choices(std::string_view word, const std::vector<std::string>& choices) {
+  const std::string lowered = lower(std::string(word));
+  if (lowered.empty()) return {};
+  std::vector<std::string> starting;
+  for (const auto& choice : choices) {
+    if (lower(choice) == lowered) return {choice};
+    if (lower(choice).rfind(lowered, 0) == 0) starting.push_back(choice);
+  }
+  if (!starting.empty()) return starting;
+  if (auto best = closest_match(lowered, choices)) return {*best};
+  return {};
 }
 
 }  // namespace gputrain::core

@@ -84,17 +84,10 @@ bool parse_bool(const FieldValue& v, const std::string& allowed = "true or false
 // What a near-miss of a choice most likely meant: another case ("Adam"), a prefix that fits one
 // value only ("bf16", "cos"), or a typo ("cosin"); several values a prefix fits are all named.
 std::string guess_choice(const std::string& text, const std::vector<std::string>& allowed) {
-  const std::string word = core::lower(text);
-  if (word.empty()) return "";
-  std::vector<std::string> starting;
-  for (const auto& a : allowed) {
-    if (core::lower(a) == word) return "; did you mean '" + a + "'?";
-    if (core::lower(a).rfind(word, 0) == 0) starting.push_back("'" + a + "'");
-  }
-  if (starting.size() == 1) return "; did you mean " + starting.front() + "?";
-  if (starting.size() > 1) return "; did you mean one of " + core::join(starting) + "?";
-  if (auto best = core::closest_match(word, allowed)) return "; did you mean '" + *best + "'?";
-  return "";
+  std::vector<std::string> quoted;
+  for (const auto& choice : core::likely_choices(text, allowed)) quoted.push_back("'" + choice + "'");
+  if (quoted.empty()) return "";
+  return quoted.size() == 1 ? "; did you mean " + quoted.front() + "?" : "; did you mean one of " + core::join(quoted) + "?";
 }
 
 std::string parse_choice(const FieldValue& v, const std::vector<std::string>& allowed) {

@@ -1,6 +1,8 @@
 #include "command.hpp"
 
 #include <iostream>
+#include <optional>
+#include <sstream>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/log.hpp"
@@ -18,12 +20,27 @@ void add_logging_options(CLI::App& app) {
 
 namespace {
 
-// What to do about a command line CLI11 rejected: the option a mistyped one was probably meant to
-// be (`--sett` -> `--set`), else where the options are listed.
-std::string usage_remedy(const CLI::App& app) {
+// A mistyped choice in CLI11's words ("--level: ful not in {quick,full}") -> "--level full".
+std::optional<std::string> closest_choice(const std::string& message) {
+  const auto colon = message.find(": "), not_in = message.find(" not in {"), end = message.rfind('}');
+  if (colon == std::string::npos || not_in == std::string::npos || end == std::string::npos || colon > not_in || not_in > end)
+    return std::nullopt;
+  const auto value = message.substr(colon + 2, not_in - colon - 2);
+  std::vector<std::string> choices;
+  std::stringstream list(message.substr(not_in + 9, end - not_in - 9));
+  for (std::string choice; std::getline(list, choice, ',');) choices.push_back(choice);
+  const auto likely = core::likely_choices(value, choices);
+  if (likely.size() != 1) return std::nullopt;
+  return message.substr(0, colon) + " " + likely.front();
+}
+
+// What to do about a command line CLI11 rejected: the option or choice a mistyped one was probably
+// meant to be (`--sett` -> `--set`, `--level ful` -> `--level full`), else where the options are listed.
+std::string usage_remedy(const CLI::App& app, const std::string& message) {
   // CLI11 names the app after argv[0]: /path/to/gputrain-train -> "gputrain train".
   std::string command = app.get_name().substr(app.get_name().find_last_of('/') + 1);
   if (command.rfind("gputrain-", 0) == 0) command[8] = ' ';
+  if (const auto choice = closest_choice(message)) return "did you mean '" + *choice + "'? (`" + command + " --help` lists the options)";
   std::vector<std::string> options;
   for (const auto* option : app.get_options())
     for (const auto& name : option->get_lnames()) options.push_back("--" + name);
@@ -47,7 +64,7 @@ int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>
     } catch (const CLI::CallForAllHelp& e) {
       return app.exit(e);
     } catch (const CLI::ParseError& e) {
-      std::cerr << "error: " << e.what() << "\n  fix: " << usage_remedy(app) << "\n";
+      std::cerr << "error: " << e.what() << "\n  fix: " << usage_remedy(app, e.what()) << "\n";
       return static_cast<int>(ExitCode::usage);
     }
     return body();

@@ -15,4 +15,9 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 /// of the word's letters differ, and never more than 3).
 std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
+/// What a near-miss of a choice most likely meant: the choice in another case ("Adam" -> adam),
+/// every choice the word begins ("bf16" -> bf16-mixed; "resnet" -> all three), else the closest
+/// typo ("cosin" -> cosine). Empty when nothing is close.
+std::vector<std::string> likely_choices(std::string_view word, const std::vector<std::string>& choices);
+
 }  // namespace gputrain::core

@@ -21,3 +21,14 @@ TEST(Suggest, ClosestMatchOnlyForPlausibleTypos) {
   EXPECT_FALSE(closest_match("completely.different", words).has_value());
   EXPECT_EQ(closest_match("trian", {"profile", "train", "verify"}), "train");
 }
+
+TEST(Suggest, LikelyChoicesTriesCaseThenPrefixThenTypo) {
+  using gputrain::core::likely_choices;
+  const std::vector<std::string> precisions{"fp32", "fp16-mixed", "bf16-mixed"};
+  EXPECT_EQ(likely_choices("BF16-MIXED", precisions), std::vector<std::string>{"bf16-mixed"});
+  EXPECT_EQ(likely_choices("bf1", precisions), std::vector<std::string>{"bf16-mixed"});
+  EXPECT_EQ(likely_choices("fp", precisions), (std::vector<std::string>{"fp32", "fp16-mixed"}));
+  EXPECT_EQ(likely_choices("fp33", precisions), std::vector<std::string>{"fp32"});
+  EXPECT_TRUE(likely_choices("int8", precisions).empty());
+  EXPECT_TRUE(likely_choices("", precisions).empty());
+}
