@@ -215,7 +215,9 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
       // With several ranks, each loss is this rank's share of the global batch's mean: summed over ranks.
       if (!result.first_loss) result.first_loss = ranks.sum({loss.item<double>()}, "the sum of the first step's loss")[0];
 
-      if (progress.step % log_every == 0 || progress.step == total_steps) {
+      // The first step is reported too: a slow run (a ResNet-50 on a CPU takes a minute a step)
+      // would otherwise say nothing, not even its ETA, until logging.every_steps steps have passed.
+      if (progress.step % log_every == 0 || progress.step == total_steps || totals.steps == 1) {
         StepMetrics m;
         m.step = progress.step;
         m.epoch = progress.epoch;

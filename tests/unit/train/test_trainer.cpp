@@ -63,7 +63,7 @@ TEST(Trainer, TrainsAndWritesEverythingToTheRunDirectory) {
   const fs::path dir = config.logging.dir;
   for (const char* file : {"config.yaml", "training.log", "metrics.jsonl", "model.safetensors", "checkpoints/best.pt"})
     EXPECT_TRUE(fs::exists(dir / file)) << file;
-  EXPECT_EQ(count_lines(dir / "metrics.jsonl", "\"kind\":\"step\""), 6);
+  EXPECT_EQ(count_lines(dir / "metrics.jsonl", "\"kind\":\"step\""), 7);  // steps 1, 2, 4, ..., 12
   EXPECT_EQ(count_lines(dir / "metrics.jsonl", "\"kind\":\"epoch\""), 2);
   bool has_events = false;
   for (const auto& entry : fs::directory_iterator(dir)) has_events |= entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
