@@ -77,15 +77,15 @@ std::string checkpoints_beside(const std::string& path) {
 // weights file, a Python torch.save pickle and a file cut short by a full disk.
 [[noreturn]] void throw_unreadable(const std::string& path, const std::string& libtorch_message) {
   const std::string what = "checkpoint '" + path + "' cannot be read: ";
-  char head[9] = {};
-  std::ifstream(path, std::ios::binary).read(head, 8);
-  const std::string weights_fix = "to start a new run from weights, set model.init_weights: a .safetensors file, and checkpoint.resume: never";
-  if (std::string(head, 4) != std::string("PK\x03\x04", 4)) {
+  char head[4] = {};
+  std::ifstream(path, std::ios::binary).read(head, sizeof head);
+  if (std::string(head, sizeof head) != std::string("PK\x03\x04", 4)) {  // every zip archive starts so
     if (fs::path(path).extension() == ".safetensors")
       throw UsageError(what + "it is a safetensors weights file, which holds no optimizer state or step to resume from",
                         "to start a new run from these weights, set model.init_weights: " + path + " and checkpoint.resume: never");
     throw UsageError(what + "it is not a checkpoint (gputrain's are zip archives, as LibTorch writes them)",
-                      "point checkpoint.resume at a run's step-*.pt or best.pt, or set it to auto or never; " + weights_fix);
+                      "point checkpoint.resume at a run's step-*.pt or best.pt, or set it to auto or never; to start a new run "
+                      "from weights, set model.init_weights: a .safetensors file, and checkpoint.resume: never");
   }
   // LibTorch's reader appends a paragraph about miniz to every failure; its first sentence says it.
   const std::string reason = libtorch_message.substr(0, libtorch_message.find(". This is an internal miniz error"));

@@ -18,8 +18,8 @@ std::string and_list(const std::vector<std::string>& words) {
   return core::join(std::vector<std::string>(words.begin(), words.end() - 1)) + " and " + words.back();
 }
 
-// The keys each choice reads, among the keys of its section that only some choices read.
-using Readers = std::map<std::string, std::vector<std::string>>;  // key -> the choices that read it
+// Key -> the choices that read it, for the keys of a section that only some of its choices read.
+using Readers = std::map<std::string, std::vector<std::string>>;
 
 const Readers& optimizer_readers() {
   static const Readers readers{{"optimizer.momentum", {"sgd"}},
@@ -71,7 +71,8 @@ std::vector<std::string> unread_settings(const Config& config) {
   const auto readers_of_model_keys = model_readers();
   if (!config.model.torchscript.empty()) {
     for (const auto& [key, readers] : readers_of_model_keys)
-      if (!at_default(config, key)) out.push_back(key + " is " + shown(config, key) + ", but a TorchScript model (model.torchscript) is built by its file, not by this key");
+      if (!at_default(config, key))
+        out.push_back(key + " is " + shown(config, key) + ", but a TorchScript model (model.torchscript) is built by its file, not by this key");
   } else if (const auto keys = model_keys_read(config.model.name)) {
     for (const auto& [key, readers] : readers_of_model_keys)
       if (!at_default(config, key) && std::find(keys->begin(), keys->end(), key) == keys->end())
