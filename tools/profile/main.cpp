@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
     if (!source.empty()) sources.flags.push_back({"--source", "data.source", {source}});
     if (!path.empty()) sources.flags.push_back({"--path", "data.path", {path}});
     if (!labels.empty()) sources.flags.push_back({"--labels", "data.labels", labels});
-    if (!max_memory.empty()) sources.flags.push_back({"--max-memory", "device.max_memory", {max_memory}});
+    if (!max_memory.empty()) sources.flags.push_back({"--max-memory/GPUTRAIN_MAX_MEMORY", "device.max_memory", {max_memory}});
     auto config = train::load_config(sources);
     const auto run = train::prepare_device(config);
     for (const auto& note : run.notes) std::cerr << "note: " << note << "\n";

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
       throw UsageError("no config given: gputrain train CONFIG.yaml [--set KEY=VALUE ...]",
                        "try gputrain train configs/quickstart.yaml (configs/ holds ready configs; docs/getting-started.md walks "
                        "through a first run); --set alone trains on the built-in defaults");
-    if (!max_memory.empty()) sources.flags.push_back({"--max-memory", "device.max_memory", {max_memory}});
+    if (!max_memory.empty()) sources.flags.push_back({"--max-memory/GPUTRAIN_MAX_MEMORY", "device.max_memory", {max_memory}});
     if (nproc_per_node > 0) sources.flags.push_back({"--nproc-per-node", "distributed.nproc_per_node", {std::to_string(nproc_per_node)}});
     const auto config = train::load_config(sources);
     if (print_config) {

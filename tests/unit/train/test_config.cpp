@@ -101,7 +101,7 @@ TEST(Config, FlagValuesAreTakenAsWrittenAndBeatSet) {
   ConfigSources bad;
   bad.flags = {{"--max-memory", "device.max_memory", {"lots"}}};
   const auto error = error_of(bad);
-  EXPECT_NE(error.find("--max-memory lots"), std::string::npos) << "the error names the flag, not --set: " << error;
+  EXPECT_NE(error.find("--max-memory lots: device.max_memory: found 'lots'"), std::string::npos) << "the error names the flag, not --set: " << error;
 }
 
 TEST(Config, EmbeddedConfigIsOverriddenByFiles) {
