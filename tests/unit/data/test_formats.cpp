@@ -275,6 +275,24 @@ TEST(Csv, EmptyCellsAreCalledMissingValues) {
   EXPECT_NE(label.find("empty_cells.csv:3: the label (column 'label') is empty"), std::string::npos) << label;
 }
 
+// Numbers as strtod reads them (a sign, exponents, blanks and a CR around them, quotes), a value
+// below float32's range as 0; what is not a number, or beyond float32, names the cell.
+TEST(Csv, NumbersAreReadAsStrtodReadsThem) {
+  const auto path = (std::filesystem::temp_directory_path() / "gputrain-csv-numbers.csv").string();
+  const auto read = [&](const std::string& row) {
+    std::ofstream(path) << "a,\"b,c\",label\r\n" << row << "\r\n";
+    return read_csv(path, CsvSpec{{}, {"label"}, true});
+  };
+  const auto set = read(" +4.5e1 ,\"-.25\",1");
+  EXPECT_TRUE(at::equal(set.inputs, at::tensor({45.0f, -0.25f}).view({1, 2}))) << set.inputs;
+  EXPECT_TRUE(at::equal(read("1e-400,2,1").inputs.select(1, 0), at::zeros({1}))) << "underflow is 0";
+  EXPECT_NE(usage_error([&] { read("+-4,1,0"); }).find(":2: column 'a' (1): '+-4' is not a number"), std::string::npos);
+  EXPECT_NE(usage_error([&] { read("0x10,1,0"); }).find("'0x10' is not a number"), std::string::npos);
+  EXPECT_NE(usage_error([&] { read("1e400,1,0"); }).find("'1e400' is not a finite float32 number"), std::string::npos);
+  EXPECT_NE(usage_error([&] { read("1,\"2\"\"\",0"); }).find("column 'b,c' (2): '2\"' is not a number"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
 TEST(Csv, SemicolonAndTabSeparatedFilesAreRead) {
   const auto expected = read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"label"}, true});
   for (const char* name : {"csv/semicolons.csv", "csv/tabs.tsv"}) {
