@@ -1,5 +1,6 @@
 // gputrain profile: what a config needs from this box, measured. The flags and the choice of
 // mode live here; each mode is a file of its own (modes.hpp).
+#include <filesystem>
 #include <iostream>
 
 #include "command.hpp"
@@ -73,6 +74,13 @@ int main(int argc, char** argv) {
       throw UsageError("choose one of --memory, --batch and --step (or none, for the loader sweep)", "e.g. gputrain profile --step CONFIG.yaml");
     if (exhaustive && !batch_mode) throw UsageError("--exhaustive goes with --batch", "gputrain profile --batch --exhaustive CONFIG.yaml");
     if (sweep.json && sweep.csv) throw UsageError("--json or --csv, not both", "pick one output format");
+    // --labels takes every word up to the next option, so a config named after it lands there.
+    for (const auto& label : labels) {
+      const auto extension = std::filesystem::path(label).extension();
+      if (extension == ".yaml" || extension == ".yml")
+        throw UsageError("--labels took the config file '" + label + "' as a label", "put the config first: gputrain profile " + label +
+                                                                                     " --labels ..., or end the labels with --");
+    }
     if (sources.files.empty() && path.empty() && source.empty())
       throw UsageError("no config and no data to profile", "give a config file, or --source and --path (see --help)");
     if (source.empty() && sources.files.empty() && !path.empty()) {  // --path X.npy: read it as what it is
