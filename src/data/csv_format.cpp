@@ -186,7 +186,6 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   std::vector<float> features;
   std::vector<double> labels;
   std::vector<std::string> label_names;  // when the labels are names, not numbers
-  std::vector<std::int64_t> label_lines;
   std::vector<std::string> cells;
   while (next_line(line)) {
     const auto cell_count = split_into(line, delimiter, cells);

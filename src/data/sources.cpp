@@ -175,8 +175,6 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
   return p;
 }
 
-std::string samples_text(std::int64_t n) { return std::to_string(n) + (n == 1 ? " sample" : " samples"); }
-
 // "features a, b, c; label y" (or "labels y1, y2"): up to 8 feature names, else the first 6 and the count.
 std::string csv_columns_text(const CsvColumns& columns, const std::vector<std::string>& labels) {
   constexpr std::size_t kShown = 8, kWhenCut = 6;
@@ -212,9 +210,9 @@ Sources open_unchecked(const SourceSpec& spec) {
   Sources out;
   if (spec.source == "synthetic") {
     const auto train = make_synthetic(spec.synthetic, spec.samples, 0);
-    out.train = make_array_dataset(train, "synthetic " + spec.task + " (" + samples_text(spec.samples) + ")", "synthetic");
+    out.train = make_array_dataset(train, "synthetic " + spec.task + " (" + core::counted(spec.samples, "sample") + ")", "synthetic");
     if (spec.val_samples > 0)
-      out.val = make_array_dataset(make_synthetic(spec.synthetic, spec.val_samples, 1), "synthetic validation (" + samples_text(spec.val_samples) + ")",
+      out.val = make_array_dataset(make_synthetic(spec.synthetic, spec.val_samples, 1), "synthetic validation (" + core::counted(spec.val_samples, "sample") + ")",
                                    "synthetic validation");
     out.classes = classification ? spec.synthetic.outputs : 0;
     return out;
@@ -236,7 +234,7 @@ Sources open_unchecked(const SourceSpec& spec) {
     CsvColumns columns;
     const auto train = read_csv(spec.path, csv, &out.class_names, &columns);
     // The columns read, so a column that should not be a feature (an id, a second target) shows.
-    out.train = make_array_dataset(train, "CSV " + spec.path + " (" + samples_text(train.size()) + "; " + csv_columns_text(columns, spec.labels) + ")",
+    out.train = make_array_dataset(train, "CSV " + spec.path + " (" + core::counted(train.size(), "sample") + "; " + csv_columns_text(columns, spec.labels) + ")",
                                    base(spec.path));
     std::int64_t classes = classification ? classes_of(train) : 0;
     if (!spec.val_path.empty()) {
@@ -245,7 +243,7 @@ Sources open_unchecked(const SourceSpec& spec) {
       const CsvSpec val_csv{columns.features, spec.labels, classification, ',', "a feature column of data.path"};
       const auto val = read_for("data.val_path", [&] { return read_csv(spec.val_path, val_csv, &out.class_names); });
       classes = classification ? std::max(classes, classes_of(val)) : 0;
-      out.val = make_array_dataset(val, "CSV " + spec.val_path + " (" + samples_text(val.size()) + ")", base(spec.val_path));
+      out.val = make_array_dataset(val, "CSV " + spec.val_path + " (" + core::counted(val.size(), "sample") + ")", base(spec.val_path));
     }
     out.classes = out.class_names.empty() ? classes : static_cast<std::int64_t>(out.class_names.size());
     return out;
@@ -254,8 +252,8 @@ Sources open_unchecked(const SourceSpec& spec) {
   for (const auto& name : source_names()) known = known || name == spec.source;
   if (!known) throw UsageError("unknown data.source '" + spec.source + "'", "use one of the sources in docs/data.md");
   const auto p = read_arrays(spec, classification);
-  out.train = make_array_dataset(p.train, spec.source + " " + p.train_name + " (" + samples_text(p.train.size()) + ")", p.train_name);
-  if (p.has_val) out.val = make_array_dataset(p.val, spec.source + " " + p.val_name + " (" + samples_text(p.val.size()) + ")", p.val_name);
+  out.train = make_array_dataset(p.train, spec.source + " " + p.train_name + " (" + core::counted(p.train.size(), "sample") + ")", p.train_name);
+  if (p.has_val) out.val = make_array_dataset(p.val, spec.source + " " + p.val_name + " (" + core::counted(p.val.size(), "sample") + ")", p.val_name);
   if (classification) out.classes = std::max(classes_of(p.train), p.has_val ? classes_of(p.val) : 0);
   return out;
 }

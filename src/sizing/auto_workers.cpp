@@ -14,7 +14,7 @@ WorkerPlan auto_num_workers(double usable_cores, int gpus_per_node, int ranks_pe
   WorkerPlan plan;
   plan.workers = std::min(kMaxWorkersPerRank, per_rank - 1);
   plan.reason = core::format_fixed(usable_cores, usable_cores == std::floor(usable_cores) ? 0 : 1) + " usable cores, " +
-                std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + " on this node" +
+                core::counted(ranks, "rank") + " on this node" +
                 (ranks_per_node > 0 || gpus_per_node <= 1 ? "" : " (one per GPU)") + ": " + std::to_string(per_rank) +
                 (per_rank == 1 ? " core" : " cores") + " per rank, one of them for the training thread" +
                 (per_rank - 1 > kMaxWorkersPerRank ? ", at most " + std::to_string(kMaxWorkersPerRank) + " workers" : "");

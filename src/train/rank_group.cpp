@@ -43,7 +43,7 @@ void RankGroup::connect(const DistributedConfig& config, c10::Device device) {
 
 std::string RankGroup::summary() const {
   if (!comm_) return "";
-  return std::to_string(comm_->size()) + (comm_->size() == 1 ? " rank" : " ranks") + " over " + dist::to_string(comm_->backend());
+  return core::counted(comm_->size(), "rank") + " over " + dist::to_string(comm_->backend());
 }
 
 StepAgreement RankGroup::agree(std::int64_t micro_batch, bool stop, std::int64_t rows, std::int64_t step) {

@@ -74,8 +74,6 @@ std::string saved_batch_settings(const YAML::Node& saved, const TrainingProgress
   return "train.batch_size: " + batch + found + ", train.grad_accum: " + accum;
 }
 
-std::string ranks_text(std::int64_t n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
-
 // Weights that do not fit come from another architecture: the model keys and the data's shape
 // and classes decide the tensors' shapes.
 StateOrigin init_weights_origin(const Config& config) {
@@ -392,8 +390,8 @@ void Trainer::State::refuse_another_run(const std::string& path, const YAML::Nod
   const std::int64_t global_batch = effective_batch * ranks.world_size();
   if (at.global_batch != 0 && at.global_batch != global_batch)
     throw UsageError(path + " was trained with a global batch of " + std::to_string(at.global_batch) + " samples per step (" +
-                         ranks_text(at.world_size) + "), and this run's is " + std::to_string(micro_batch) + " x " +
-                         std::to_string(config.train.grad_accum) + " accumulation x " + ranks_text(ranks.world_size()) + " = " +
+                         core::counted(at.world_size, "rank") + "), and this run's is " + std::to_string(micro_batch) + " x " +
+                         std::to_string(config.train.grad_accum) + " accumulation x " + core::counted(ranks.world_size(), "rank") + " = " +
                          std::to_string(global_batch) + ": its steps, schedule and epoch position would mean other samples",
                      "resume with train.batch_size x train.grad_accum x ranks = " + std::to_string(at.global_batch) + " (it ran " +
                          saved_batch_settings(saved, at) +
@@ -408,7 +406,7 @@ void Trainer::State::continue_on_this_shape(const std::string& path) {
   const std::int64_t world = ranks.world_size();
   if (progress.world_size != 0 && progress.world_size != world) {
     const auto position = progress.position * progress.world_size / world;
-    pending_notes.push_back("resuming on " + ranks_text(world) + " a run written by " + ranks_text(progress.world_size) +
+    pending_notes.push_back("resuming on " + core::counted(world, "rank") + " a run written by " + core::counted(progress.world_size, "rank") +
                             ", with the same global batch: each rank continues at sample " + std::to_string(position) +
                             " of its share of epoch " + std::to_string(progress.epoch + 1));
     progress.position = position;

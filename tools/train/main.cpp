@@ -34,7 +34,7 @@ int launch_ranks(const train::Config& config, int argc, char** argv) {
   spec.master_port = static_cast<int>(config.distributed.master_port);
   spec.command.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
   for (int i = 1; i < argc; ++i) spec.command.push_back(argv[i]);
-  std::cerr << "launching " << spec.ranks << (spec.ranks == 1 ? " rank" : " ranks")
+  std::cerr << "launching " << core::counted(spec.ranks, "rank")
             << (spec.through_mpirun ? " on the CPU under mpirun (MPI)" : " on this node's GPUs (NCCL)") << "\n";
   return dist::launch_local(spec, std::cerr);
 }
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
                 << " s before the first epoch";
     if (result.gradient_buckets > 0) {
       const auto sent = result.gradient_buckets * (result.steps - result.start_step);
-      std::cerr << "\n  distributed: " << result.world_size << (result.world_size == 1 ? " rank" : " ranks") << ", "
+      std::cerr << "\n  distributed: " << core::counted(result.world_size, "rank") << ", "
                 << core::counted(result.gradient_buckets, "gradient bucket") << " per step, " << result.buckets_sent_in_backward << " of " << sent
                 << " sent while backward ran; steps waited " << core::format_fixed(result.gradient_wait_seconds, 3) << " s for them";
       if (result.communication_seconds && *result.communication_seconds > 0)
