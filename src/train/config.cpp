@@ -255,10 +255,6 @@ std::string to_yaml(const Config& config) {
   return std::string(out.c_str()) + "\n";
 }
 
-namespace {
-
-}  // namespace
-
 std::vector<std::string> config_differences(const std::string& before_yaml, const std::string& after_yaml) {
   const auto before = YAML::Load(before_yaml), after = YAML::Load(after_yaml);
   std::vector<std::string> out;

@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
                 << "\n  resume: run the same command again (checkpoint.resume: auto)\n";
       return int(ExitCode::interrupted);
     }
-    std::cerr << "done: " << result.steps << (result.steps == 1 ? " step in " : " steps in ") << train::format_duration(result.run_seconds);
+    std::cerr << "done: " << core::counted(result.steps, "step") << " in " << train::format_duration(result.run_seconds);
     if (result.last_loss) std::cerr << ", final loss " << core::format_fixed(*result.last_loss, 4);
     if (result.last_epoch && (result.last_epoch->val_accuracy || result.last_epoch->val_mse)) {
       const auto& e = *result.last_epoch;

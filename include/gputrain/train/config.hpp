@@ -158,7 +158,6 @@ struct Config {
   bool uses_channels_last() const;
 };
 
-/// Where the pieces of a configuration come from, lowest priority first.
 /// A key a command's own flag sets (`--path x.csv` sets data.path). Its values are taken as
 /// written, never parsed as YAML, so a path like "runs #2/x.csv" or "a: b.npy" stays whole.
 struct FlagSetting {
@@ -167,6 +166,7 @@ struct FlagSetting {
   std::vector<std::string> values;  ///< one: a scalar; several: a list
 };
 
+/// Where the pieces of a configuration come from, lowest priority first.
 struct ConfigSources {
   std::vector<std::string> files;      ///< YAML files, later ones override earlier ones
   std::vector<std::string> overrides;  ///< "a.b=c" (c is parsed as YAML: 3, 1e-3, [1,2], fp16-mixed)
