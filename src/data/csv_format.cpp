@@ -17,9 +17,10 @@
 namespace gputrain::data {
 namespace {
 
-// Splits one line into `cells`, reusing their strings' storage from the line before (a file of
-// millions of cells would otherwise allocate each). A cell in double quotes may hold the
-// delimiter ("" is a quote); blanks around a cell are not part of it. Returns the cell count.
+// Splits one record into `cells`, reusing their strings' storage from the record before (a file of
+// millions of cells would otherwise allocate each). A cell that starts with a double quote may
+// hold the delimiter and line breaks ("" is a quote); a quote later in a cell is text, as in
+// Python's csv and pandas (12" pipe). Blanks around a cell are not part of it. Returns the count.
 std::size_t split_into(std::string_view line, char delimiter, std::vector<std::string>& cells) {
   std::size_t count = 0;
   const auto next_cell = [&]() -> std::string& {
@@ -29,9 +30,14 @@ std::size_t split_into(std::string_view line, char delimiter, std::vector<std::s
     return cell;
   };
   std::string* cell = &next_cell();
+  bool cell_start = true;  // only blanks so far in this cell
   for (std::size_t i = 0; i < line.size();) {
     const char c = line[i];
-    if (c == '"') {  // a quoted stretch, to its closing quote
+    if (c == delimiter) {
+      cell = &next_cell();
+      cell_start = true;
+      ++i;
+    } else if (c == '"' && cell_start) {  // a quoted stretch, to its closing quote
       for (++i; i < line.size(); ++i) {
         if (line[i] != '"') {
           *cell += line[i];
@@ -43,13 +49,13 @@ std::size_t split_into(std::string_view line, char delimiter, std::vector<std::s
           break;
         }
       }
-    } else if (c == delimiter) {
-      cell = &next_cell();
-      ++i;
-    } else {  // a plain stretch, appended at once
-      std::size_t end = i;
-      while (end < line.size() && line[end] != delimiter && line[end] != '"') ++end;
+      cell_start = false;
+    } else if (cell_start && (c == ' ' || c == '\t')) {
+      ++i;  // trimmed below anyway
+    } else {  // a plain stretch to the delimiter, appended at once
+      const auto end = std::min(line.find(delimiter, i), line.size());
       cell->append(line.data() + i, end - i);
+      cell_start = false;
       i = end;
     }
   }
@@ -60,6 +66,35 @@ std::size_t split_into(std::string_view line, char delimiter, std::vector<std::s
     text.erase(0, std::min(text.size(), text.find_first_not_of(" \t")));
   }
   return count;
+}
+
+// Where the record that starts at `pos` ends: its line's '\n' (or the text's end), or a later one
+// while a quoted cell is open, reading quotes as split_into does. npos: a quote is never closed.
+std::size_t record_end(std::string_view text, std::size_t pos, char delimiter) {
+  const auto line_end = std::min(text.find('\n', pos), text.size());
+  if (text.substr(pos, line_end - pos).find('"') == std::string_view::npos) return line_end;  // the usual line
+  bool cell_start = true;
+  for (std::size_t i = pos; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') return i;
+    if (c == delimiter) {
+      cell_start = true;
+    } else if (c == '"' && cell_start) {
+      for (++i;; ++i) {
+        if (i >= text.size()) return std::string_view::npos;
+        if (text[i] != '"') continue;
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          ++i;
+        } else {
+          break;
+        }
+      }
+      cell_start = false;
+    } else if (c != ' ' && c != '\t') {
+      cell_start = false;
+    }
+  }
+  return text.size();
 }
 
 std::vector<std::string> split(std::string_view line, char delimiter) {
@@ -108,20 +143,31 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
     throw UsageError("'" + path + "' is UTF-16 text (as a spreadsheet's \"Unicode text\" export writes), not UTF-8",
                      "export it as \"CSV UTF-8\" (or convert it: iconv -f UTF-16 -t UTF-8 " + path + " > data.csv)");
   std::size_t pos = 0;
-  std::int64_t line_number = 0;
+  std::int64_t line_number = 0;       // the record's first line, for errors
+  std::int64_t next_line_number = 1;  // the next physical line's
+  char delimiter = spec.delimiter;    // until the header shows another
   const auto next_line = [&](std::string_view& line) {
     while (pos < text.size()) {
-      const auto end = std::min(text.find('\n', pos), text.size());
+      line_number = next_line_number;
+      const auto end = record_end(text, pos, delimiter);
+      if (end == std::string_view::npos)
+        throw UsageError(path + ":" + std::to_string(line_number) + ": a quoted cell opened on this line is never closed",
+                         "close the quote; a quote inside a quoted cell is written \"\"");
       line = text.substr(pos, end - pos);
       pos = end + 1;
-      ++line_number;
+      next_line_number += 1 + (line.find('"') == std::string_view::npos ? 0 : std::count(line.begin(), line.end(), '\n'));
       if (line.find_first_not_of(" \t\r") != std::string_view::npos) return true;  // blank lines are skipped
     }
     return false;
   };
+  // "file:7" for a record on one line, "file:7-9" for one whose quoted cell spans lines.
+  const auto record_at = [&] {
+    const auto last = next_line_number - 1;
+    return path + ":" + std::to_string(line_number) + (last > line_number ? "-" + std::to_string(last) : "") + ": ";
+  };
   std::string_view line;
   if (!next_line(line)) throw UsageError("'" + path + "' is empty", "write a header row, then one row per sample");
-  const char delimiter = detect_delimiter(line, spec.delimiter);
+  delimiter = detect_delimiter(line, spec.delimiter);
   const auto header = split(line, delimiter);
   const auto column_of = [&](const std::string& name, const std::string& key) {
     for (std::size_t i = 0; i < header.size(); ++i)
@@ -190,43 +236,42 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   while (next_line(line)) {
     const auto cell_count = split_into(line, delimiter, cells);
     if (cell_count != header.size())
-      throw UsageError(path + ":" + std::to_string(line_number) + ": " + std::to_string(cell_count) + " cells, but the header has " +
-                           std::to_string(header.size()) + " columns",
+      throw UsageError(record_at() + core::counted(static_cast<std::int64_t>(cell_count), "cell") + ", but the header has " +
+                           core::counted(static_cast<std::int64_t>(header.size()), "column"),
                        "give every row one cell per header column");
     for (const auto c : feature_columns) {
       double value = 0;
       if (cells[c].empty())
-        throw UsageError(path + ":" + std::to_string(line_number) + ": column '" + header[c] + "' (" + std::to_string(c + 1) +
+        throw UsageError(record_at() + "column '" + header[c] + "' (" + std::to_string(c + 1) +
                              ") is empty: a missing value",
                          "fill in or remove that row (missing values are not filled in for you), or leave the column out "
                          "with data.features");
       if (!parse_number(cells[c], value))
-        throw UsageError(path + ":" + std::to_string(line_number) + ": column '" + header[c] + "' (" + std::to_string(c + 1) +
+        throw UsageError(record_at() + "column '" + header[c] + "' (" + std::to_string(c + 1) +
                              "): '" + cells[c] + "' is not a number",
                          "fix or remove that row; feature cells must be numbers");
       // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
       if (!std::isfinite(static_cast<float>(value)))
-        throw UsageError(path + ":" + std::to_string(line_number) + ": column '" + header[c] + "' (" + std::to_string(c + 1) +
+        throw UsageError(record_at() + "column '" + header[c] + "' (" + std::to_string(c + 1) +
                              "): '" + cells[c] + "' is not a finite float32 number",
                          "fill in or remove that row (missing values are not filled in for you), or leave the column out "
                          "with data.features");
       features.push_back(static_cast<float>(value));
     }
-    const auto where = [&] { return path + ":" + std::to_string(line_number) + ": "; };  // built only for an error
     const auto label_cell = [&](std::size_t c) -> const std::string& {
-      if (cells[c].empty()) throw UsageError(where() + "the label (column '" + header[c] + "') is empty", "fill in or remove that row");
+      if (cells[c].empty()) throw UsageError(record_at() + "the label (column '" + header[c] + "') is empty", "fill in or remove that row");
       return cells[c];
     };
     const auto require_finite = [&](double value, const std::string& cell) {
       if (!std::isfinite(static_cast<float>(value)))
-        throw UsageError(where() + "label '" + cell + "' is not a finite float32 number", "fill in or remove that row");
+        throw UsageError(record_at() + "label '" + cell + "' is not a finite float32 number", "fill in or remove that row");
     };
     if (!spec.classification) {  // one float target per label column
       for (const auto c : label_columns) {
         const auto& cell = label_cell(c);
         double value = 0;
         if (!parse_number(cell, value))
-          throw UsageError(where() + "column '" + header[c] + "': '" + cell + "' is not a number", "regression labels must be numbers");
+          throw UsageError(record_at() + "column '" + header[c] + "': '" + cell + "' is not a number", "regression labels must be numbers");
         require_finite(value, cell);
         labels.push_back(value);
       }
@@ -236,13 +281,13 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
     double value = 0;
     if (parse_number(cell, value) && label_names.empty()) {
       if (value < 0 || value != std::floor(value))
-        throw UsageError(where() + "label '" + cell + "' is not a class id", "class ids are integers >= 0; or set data.task: regression");
+        throw UsageError(record_at() + "label '" + cell + "' is not a class id", "class ids are integers >= 0; or set data.task: regression");
       require_finite(value, cell);
       labels.push_back(value);
     } else if (labels.empty()) {
       label_names.push_back(cell);
     } else {
-      throw UsageError(where() + "column '" + header[label_column] + "': '" + cell + "' is not a number",
+      throw UsageError(record_at() + "column '" + header[label_column] + "': '" + cell + "' is not a number",
                        "use either class ids or class names in the whole label column");
     }
   }

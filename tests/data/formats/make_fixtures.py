@@ -104,6 +104,21 @@ with open(path("csv", "val_reordered.csv"), "w", newline="") as f:
 # A name YAML would misread (a comment after " #", a mapping after ": "): flags must keep it whole.
 with open(path("csv", "run #2: numeric.csv"), "w", newline="") as f:
     csv.writer(f).writerows([["a", "b", "y1", "y2"]] + [[i, i * 0.5, i % 3, i * 0.1] for i in range(12)])
+# A free-text column as Python's csv and pandas write it: quoted cells holding line breaks, the
+# delimiter and quotes (""), and a quote inside a plain cell (12" pipe) that is only text.
+with open(path("csv", "free_text.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["a", "note", "b", "label"])
+    w.writerow([1, "line one\nline two, with a comma", 2, 0])
+    w.writerow([3, 'says "hi"', 4, 1])
+    w.writerow([5, "plain", 6, 0])
+    w.writerow([7, "first\n\nthird line", 8, 1])
+with open(path("csv", "free_text.csv"), "a", newline="") as f:
+    f.write('9,12" pipe,10,0\r\n')  # what csv.writer never writes, but a hand-made file does
+with open(path("bad", "free_text_bad_cell.csv"), "w", newline="") as f:
+    csv.writer(f).writerows([["a", "note", "b", "label"], [1, "one\ntwo\nthree", "oops", 0]])
+with open(path("bad", "unclosed_quote.csv"), "w", newline="") as f:  # a quote typed by hand, never closed
+    f.write('a,b,label\n1,2,0\n"3,4,1\n5,6,0\n')
 with open(path("bad", "bad_cell.csv"), "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(["a", "b", "label"])

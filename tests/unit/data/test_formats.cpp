@@ -293,6 +293,29 @@ TEST(Csv, NumbersAreReadAsStrtodReadsThem) {
   std::filesystem::remove(path);
 }
 
+// A quoted cell may hold line breaks (RFC 4180; Python's csv and pandas write free text so): the
+// record runs on to its closing quote, and errors name the lines it spans. A quote inside a plain
+// cell is text, as pandas reads it; a quote never closed names the line that opened it.
+TEST(Csv, QuotedCellsMaySpanLinesAndUnclosedQuotesAreNamed) {
+  const auto set = read_csv(fixture("csv/free_text.csv"), CsvSpec{{"a", "b"}, {"label"}, true});
+  EXPECT_TRUE(at::equal(set.inputs, at::arange(1, 11, at::kFloat).view({5, 2}))) << set.inputs;
+  EXPECT_TRUE(at::equal(set.targets, at::tensor({0L, 1L, 0L, 1L, 0L}))) << set.targets;
+  const auto note = usage_error([] { read_csv(fixture("csv/free_text.csv"), CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(note.find("free_text.csv:2-3: column 'note' (2): 'line one\nline two, with a comma' is not a number"), std::string::npos) << note;
+  const auto spanning = usage_error([] { read_csv(fixture("bad/free_text_bad_cell.csv"), CsvSpec{{"a", "b"}, {"label"}, true}); });
+  EXPECT_NE(spanning.find("free_text_bad_cell.csv:2-4: column 'b' (3): 'oops' is not a number"), std::string::npos) << spanning;
+  const auto unclosed = usage_error([] { read_csv(fixture("bad/unclosed_quote.csv"), CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(unclosed.find("unclosed_quote.csv:3: a quoted cell opened on this line is never closed"), std::string::npos) << unclosed;
+}
+
+TEST(Csv, ARowWithTheWrongCellCountIsNamed) {
+  const auto path = (std::filesystem::temp_directory_path() / "gputrain-csv-short-row.csv").string();
+  std::ofstream(path) << "a,b,label\n1,2,0\n3\n";
+  const auto short_row = usage_error([&] { read_csv(path, CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(short_row.find("gputrain-csv-short-row.csv:3: 1 cell, but the header has 3 columns"), std::string::npos) << short_row;
+  std::filesystem::remove(path);
+}
+
 TEST(Csv, SemicolonAndTabSeparatedFilesAreRead) {
   const auto expected = read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"label"}, true});
   for (const char* name : {"csv/semicolons.csv", "csv/tabs.tsv"}) {
