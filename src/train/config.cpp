@@ -69,14 +69,54 @@ std::string where(const std::string& origin, const YAML::Mark& mark) {
   return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
 }
 
-// The best guess for a key nobody declared: the same leaf in another section ("train.lr" ->
-// "optimizer.lr"), else the closest leaf in its own section ("data.sorce" -> "data.source"), else
+// What other training tools call a setting, for users who bring their habits (and configs) along:
+// Lightning's Trainer, Hugging Face's TrainingArguments, timm's train.py. Only names whose meaning
+// is the same here; a leaf that already matches one of ours ("max_steps") needs no entry.
+struct ForeignName {
+  const char* name;
+  const char* tool;
+  const char* key;
+};
+constexpr ForeignName kForeignNames[] = {
+    {"max_epochs", "Lightning", "train.epochs"},
+    {"num_train_epochs", "Hugging Face", "train.epochs"},
+    {"learning_rate", "Hugging Face", "optimizer.lr"},
+    {"output_dir", "Hugging Face", "logging.dir"},
+    {"default_root_dir", "Lightning", "logging.dir"},
+    {"gradient_clip_val", "Lightning", "train.clip_grad_norm"},
+    {"max_grad_norm", "Hugging Face", "train.clip_grad_norm"},
+    {"clip_grad", "timm", "train.clip_grad_norm"},
+    {"accumulate_grad_batches", "Lightning", "train.grad_accum"},
+    {"gradient_accumulation_steps", "Hugging Face", "train.grad_accum"},
+    {"per_device_train_batch_size", "Hugging Face", "train.batch_size"},
+    {"per_device_eval_batch_size", "Hugging Face", "train.batch_size (validation uses the same)"},
+    {"dataloader_num_workers", "Hugging Face", "data.num_workers"},
+    {"workers", "timm", "data.num_workers"},
+    {"lr_scheduler_type", "Hugging Face", "scheduler.name"},
+    {"sched", "timm", "scheduler.name"},
+    {"opt", "timm", "optimizer.name"},
+    {"optim", "Hugging Face", "optimizer.name"},
+    {"save_steps", "Hugging Face", "checkpoint.every_steps"},
+    {"save_total_limit", "Hugging Face", "checkpoint.keep_last"},
+    {"logging_steps", "Hugging Face", "logging.every_steps"},
+    {"log_every_n_steps", "Lightning", "logging.every_steps"},
+    {"resume_from_checkpoint", "Hugging Face", "checkpoint.resume"},
+    {"ckpt_path", "Lightning", "checkpoint.resume"},
+    {"fp16", "Hugging Face", "train.precision: fp16-mixed"},
+    {"bf16", "Hugging Face", "train.precision: bf16-mixed"},
+    {"amp", "timm", "train.precision"},
+};
+
+// The best guess for a key nobody declared: another tool's name for one of ours ("max_epochs" ->
+// "train.epochs"), else the same leaf in another section ("train.lr" -> "optimizer.lr"), else the closest leaf in its own section ("data.sorce" -> "data.source"), else
 // the closest spelling among all keys and sections ("trian" -> "train").
 std::string did_you_mean(const std::string& key) {
   const auto keys = config_keys();
   const auto dot = key.rfind('.');
   const std::string section = dot == std::string::npos ? "" : key.substr(0, dot);
   const std::string leaf = dot == std::string::npos ? key : key.substr(dot + 1);
+  for (const auto& foreign : kForeignNames)
+    if (leaf == foreign.name) return "; " + std::string(foreign.tool) + "'s " + foreign.name + " is " + foreign.key + " here";
   std::vector<std::string> siblings, candidates = keys;
   for (const auto& known : keys) {
     const auto kdot = known.rfind('.');

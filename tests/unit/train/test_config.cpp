@@ -146,6 +146,14 @@ TEST(Config, MisspelledKeySuggestsTheClosest) {
   EXPECT_NE(message.find("did you mean 'train.epochs'"), std::string::npos) << message;
 }
 
+// Users bring other tools' names along; those whose meaning is the same here are translated.
+TEST(Config, AnotherToolsNameForAKeyIsTranslated) {
+  EXPECT_NE(error_of({{}, {"max_epochs=3"}, ""}).find("unknown key 'max_epochs'; Lightning's max_epochs is train.epochs here"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.fp16=true"}, ""}).find("unknown key 'train.fp16'; Hugging Face's fp16 is train.precision: fp16-mixed here"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"output_dir=runs/x"}, ""}).find("Hugging Face's output_dir is logging.dir here"), std::string::npos);
+}
+
 TEST(Config, MisspelledSectionSuggestsTheSection) {
   const auto message = error_of({{fixture("typo_section.yaml")}, {}, ""});
   EXPECT_NE(message.find("typo_section.yaml:3:1"), std::string::npos) << message;
