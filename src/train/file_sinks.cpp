@@ -27,7 +27,7 @@ class JsonlSink final : public MetricSink {
     write({{"kind", "start"}, {"model", i.model}, {"parameters", i.parameters}, {"device", i.device},
            {"precision", i.precision}, {"batch_size", i.batch_size}, {"batch_size_auto", i.batch_size_auto},
            {"grad_accum", i.grad_accum}, {"num_workers", i.num_workers}, {"data_cache", i.data_cache},
-           {"train_samples", i.train_samples}, {"val_samples", i.val_samples}, {"data_load_seconds", i.data_load_seconds},
+           {"train_samples", i.train_samples}, {"val_samples", i.val_samples}, {"data_read_seconds", i.data_read_seconds}, {"data_load_seconds", i.data_load_seconds},
            {"total_steps", i.total_steps}, {"steps_per_epoch", i.steps_per_epoch}, {"start_step", i.start_step},
            {"world_size", i.world_size}});
   }

@@ -112,7 +112,9 @@ RunData open_data(Config& config) {
   spec.split_seed = static_cast<std::uint64_t>(config.train.seed);
   spec.synthetic = {d.task, d.shape, model_outputs(config), static_cast<std::uint64_t>(config.train.seed)};
   RunData out;
+  const auto start = std::chrono::steady_clock::now();
   out.sources = data::open_sources(spec);
+  out.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto& layout = out.sources.train->layout();
   config.data.shape = layout.input_shape;
   if (d.task == "classification") {

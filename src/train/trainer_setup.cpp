@@ -237,7 +237,9 @@ void Trainer::State::place_the_data(const std::string& device_name) {
                                             : "; no validation data, so epochs report the training loss only (" +
                                                   std::string(config.data.source == "synthetic" ? "data.val_samples"
                                                                                                 : "data.val_path or data.val_fraction") +
-                                                  " adds some)"));
+                                                  " adds some)") +
+                          // Parsing a large CSV takes a while; it is part of the start-up, not of any epoch.
+                          (data.read_seconds >= 0.1 ? "; opened in " + core::format_fixed(data.read_seconds, 2) + " s" : ""));
   if (!data.standardized.empty()) pending_notes.push_back(data.standardized);
   pending_notes.push_back("data.cache " + config.data.cache + " -> " + data::to_string(placement.plan.mode) + ": " + placement.summary +
                           " (" + placement.plan.reason + ")");
@@ -295,6 +297,7 @@ void Trainer::State::make_sinks(std::int64_t start_step) {
   info.data_cache = data::to_string(placement.plan.mode);
   info.train_samples = train_size;
   info.val_samples = val_size;
+  info.data_read_seconds = data.read_seconds;
   info.data_load_seconds = placement.load_seconds;
   info.start_step = start_step;
   info.world_size = ranks.world_size();

@@ -43,7 +43,8 @@ int launch_ranks(const train::Config& config, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   CLI::App app{"gputrain train: train a model from YAML config files.\n\n"
-               "Settings resolve as: built-in defaults < CONFIG files (later wins) < --set overrides.\n"
+               "Settings resolve as: built-in defaults < CONFIG files (later wins) < --set overrides\n"
+               "< --max-memory and --nproc-per-node.\n"
                "Every key is in docs/configuration.md; configs/ holds ready configs.\n"
                "A run writes config.yaml, training.log, metrics.jsonl, TensorBoard events, checkpoints and\n"
                "model.safetensors to logging.dir. SIGINT/SIGTERM finish the current step, save a checkpoint\n"

@@ -34,6 +34,7 @@ struct RunData {
   data::Sources sources;
   data::BatchTransform transform;   ///< uint8 -> float, normalisation, augmentation
   std::string standardized;         ///< with data.standardize: what was measured, for the run's log
+  double read_seconds = 0;          ///< opening the sources: parsing a CSV, inflating an .npz, listing a folder
 };
 
 /// Opens `config.data` and fills in what the files decide: data.shape (one sample's shape),

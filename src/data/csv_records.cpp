@@ -1,0 +1,139 @@
+#include "csv_records.hpp"
+
+#include <algorithm>
+
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::data::csv {
+namespace {
+
+// Where the record that starts at `pos` ends: its line's '\n' (or the text's end), or a later one
+// while a quoted cell is open, reading quotes as split_into does. npos: a quote is never closed.
+std::size_t record_end(std::string_view text, std::size_t pos, char delimiter) {
+  const auto line_end = std::min(text.find('\n', pos), text.size());
+  if (text.substr(pos, line_end - pos).find('"') == std::string_view::npos) return line_end;  // the usual line
+  bool cell_start = true;
+  for (std::size_t i = pos; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') return i;
+    if (c == delimiter) {
+      cell_start = true;
+    } else if (c == '"' && cell_start) {
+      for (++i;; ++i) {
+        if (i >= text.size()) return std::string_view::npos;
+        if (text[i] != '"') continue;
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          ++i;
+        } else {
+          break;
+        }
+      }
+      cell_start = false;
+    } else if (c != ' ' && c != '\t') {
+      cell_start = false;
+    }
+  }
+  return text.size();
+}
+
+// The lines a record spans: one, plus the line breaks inside its quoted cells.
+std::int64_t lines_of(std::string_view record) {
+  return 1 + (record.find('"') == std::string_view::npos ? 0 : std::count(record.begin(), record.end(), '\n'));
+}
+
+}  // namespace
+
+std::size_t split_into(std::string_view record, char delimiter, std::vector<std::string>& cells) {
+  std::size_t count = 0;
+  const auto next_cell = [&]() -> std::string& {
+    if (count == cells.size()) cells.emplace_back();
+    auto& cell = cells[count++];
+    cell.clear();
+    return cell;
+  };
+  std::string* cell = &next_cell();
+  bool cell_start = true;  // only blanks so far in this cell
+  for (std::size_t i = 0; i < record.size();) {
+    const char c = record[i];
+    if (c == delimiter) {
+      cell = &next_cell();
+      cell_start = true;
+      ++i;
+    } else if (c == '"' && cell_start) {  // a quoted stretch, to its closing quote
+      for (++i; i < record.size(); ++i) {
+        if (record[i] != '"') {
+          *cell += record[i];
+        } else if (i + 1 < record.size() && record[i + 1] == '"') {
+          *cell += '"';
+          ++i;
+        } else {
+          ++i;
+          break;
+        }
+      }
+      cell_start = false;
+    } else if (cell_start && (c == ' ' || c == '\t')) {
+      ++i;  // a blank before the cell
+    } else {  // a plain stretch to the delimiter, appended at once
+      const auto end = std::min(record.find(delimiter, i), record.size());
+      cell->append(record.data() + i, end - i);
+      cell_start = false;
+      i = end;
+    }
+  }
+  for (std::size_t k = 0; k < count; ++k) {
+    auto& text = cells[k];
+    const auto last = text.find_last_not_of(" \t\r");
+    text.erase(last == std::string::npos ? 0 : last + 1);
+    text.erase(0, std::min(text.size(), text.find_first_not_of(" \t")));
+  }
+  return count;
+}
+
+std::vector<std::string> split(std::string_view record, char delimiter) {
+  std::vector<std::string> cells;
+  cells.resize(split_into(record, delimiter, cells));
+  return cells;
+}
+
+bool Records::next(std::string_view& record) {
+  while (pos_ < text_.size()) {
+    line_ = next_line_;
+    const auto end = record_end(text_, pos_, delimiter_);
+    if (end == std::string_view::npos)
+      throw UsageError(path_ + ":" + std::to_string(line_) + ": a quoted cell opened on this line is never closed",
+                       "close the quote; a quote inside a quoted cell is written \"\"");
+    record = text_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    next_line_ += lines_of(record);
+    if (record.find_first_not_of(" \t\r") != std::string_view::npos) return true;  // blank lines are skipped
+  }
+  return false;
+}
+
+std::string Records::where() const {
+  const auto last = next_line_ - 1;
+  return path_ + ":" + std::to_string(line_) + (last > line_ ? "-" + std::to_string(last) : "") + ": ";
+}
+
+std::vector<Stretch> cut_into_stretches(std::string_view text, char delimiter, std::int64_t first_line, int count) {
+  std::vector<Stretch> stretches;
+  const auto target = text.size() / static_cast<std::size_t>(std::max(1, count)) + 1;
+  std::size_t begin = 0, pos = 0;
+  std::int64_t line = first_line, begin_line = first_line;
+  while (pos < text.size() && static_cast<int>(stretches.size()) + 1 < count) {
+    const auto end = record_end(text, pos, delimiter);
+    if (end == std::string_view::npos) break;
+    line += lines_of(text.substr(pos, end - pos));
+    pos = std::min(end + 1, text.size());
+    if (pos - begin >= target) {
+      stretches.push_back({text.substr(begin, pos - begin), begin_line});
+      begin = pos;
+      begin_line = line;
+    }
+  }
+  if (begin < text.size() || stretches.empty()) stretches.push_back({text.substr(begin), begin_line});
+  return stretches;
+}
+
+}  // namespace gputrain::data::csv

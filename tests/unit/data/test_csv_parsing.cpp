@@ -1,0 +1,121 @@
+// How a CSV's text becomes records, and how a large file is cut into stretches of whole records
+// parsed side by side: the same tensors and the same first error as one thread gives.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "data/csv_records.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/data/csv_format.hpp"
+
+using namespace gputrain;
+using namespace gputrain::data;
+
+namespace {
+
+std::vector<std::string> records_of(std::string_view text, std::vector<std::string>* where = nullptr) {
+  csv::Records records(text, "f.csv", ',');
+  std::vector<std::string> out;
+  std::string_view record;
+  while (records.next(record)) {
+    out.emplace_back(record);
+    if (where) where->push_back(records.where());
+  }
+  return out;
+}
+
+// LibTorch's thread count for one scope, as OMP_NUM_THREADS would set it.
+class Threads {
+ public:
+  explicit Threads(int count) : before_(at::get_num_threads()) { at::set_num_threads(count); }
+  ~Threads() { at::set_num_threads(before_); }
+
+ private:
+  int before_;
+};
+
+}  // namespace
+
+TEST(CsvRecords, AQuotedCellRunsOnAcrossLinesAndBlankLinesAreSkipped) {
+  std::vector<std::string> where;
+  const auto records = records_of("a,b\n\n1,\"x\ny\"\n2,\"\"\"\"\n3,12\" pipe\n", &where);
+  ASSERT_EQ(records, (std::vector<std::string>{"a,b", "1,\"x\ny\"", "2,\"\"\"\"", "3,12\" pipe"}));
+  EXPECT_EQ(where, (std::vector<std::string>{"f.csv:1: ", "f.csv:3-4: ", "f.csv:5: ", "f.csv:6: "}));
+  EXPECT_EQ(csv::split("2,\"\"\"\"", ','), (std::vector<std::string>{"2", "\""}));
+  EXPECT_EQ(csv::split(" 3 , 12\" pipe ", ','), (std::vector<std::string>{"3", "12\" pipe"}));
+  EXPECT_THROW(records_of("a,b\n1,\"open\n2,3\n"), UsageError);
+}
+
+TEST(CsvRecords, StretchesEndOnRecordsAndKnowTheirFirstLine) {
+  std::string text;
+  for (int i = 0; i < 30; ++i) text += i % 4 == 1 ? std::to_string(i) + ",\"two\nlines\"\n" : std::to_string(i) + ",one\n";
+  const auto stretches = csv::cut_into_stretches(text, ',', 2, 3);
+  ASSERT_EQ(stretches.size(), 3u);
+  std::string joined;
+  std::int64_t line = 2;
+  for (const auto& stretch : stretches) {
+    EXPECT_EQ(stretch.first_line, line);
+    EXPECT_TRUE(stretch.text.empty() || stretch.text.back() == '\n');
+    // Every stretch starts with a record's first cell: a row number, never "lines\"".
+    EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(stretch.text.front()))) << stretch.text;
+    joined += std::string(stretch.text);
+    line += std::count(stretch.text.begin(), stretch.text.end(), '\n');
+  }
+  EXPECT_EQ(joined, text);
+  EXPECT_EQ(csv::cut_into_stretches(text, ',', 1, 1).size(), 1u);
+  // A quote never closed ends the cutting; the last stretch holds it, for its parse to report.
+  const auto open = csv::cut_into_stretches("1,a\n2,\"b\n3,c\n4,d\n", ',', 1, 4);
+  EXPECT_NE(open.back().text.find("2,\"b\n3,c\n4,d\n"), std::string_view::npos) << open.back().text;
+}
+
+// A file big enough for several stretches reads the same on 1 and on 3 threads, and its first bad
+// row in the file (not the first a thread reaches) is the one named, with its line.
+TEST(Csv, ALargeFileReadsTheSameOnSeveralThreads) {
+  const auto path = (std::filesystem::temp_directory_path() / "gputrain-csv-large.csv").string();
+  const auto write = [&](const std::vector<int>& bad_rows, std::vector<std::int64_t>* bad_lines = nullptr) {
+    std::ofstream out(path);
+    out << "id,a,b,note,label\n";
+    std::int64_t line = 2;
+    for (int i = 0; i < 250000; ++i) {
+      const bool bad = std::find(bad_rows.begin(), bad_rows.end(), i) != bad_rows.end();
+      if (bad && bad_lines) bad_lines->push_back(line);
+      out << i << ',' << i * 0.25 << ',' << (bad ? "oops" : std::to_string(-i)) << ','
+          << (i % 9 == 0 ? "\"a note,\nover two lines\"" : "plain text") << ',' << (i % 5 == 0 ? "cat" : "dog") << '\n';
+      line += i % 9 == 0 ? 2 : 1;
+    }
+  };
+  const CsvSpec spec{{"a", "b"}, {"label"}, true};
+  write({});
+  ASSERT_GT(std::filesystem::file_size(path), 8u << 20) << "too small for 3 stretches";
+  std::vector<std::string> one_names, three_names;
+  const auto one = [&] {
+    Threads threads(1);
+    return read_csv(path, spec, &one_names);
+  }();
+  const auto three = [&] {
+    Threads threads(3);
+    return read_csv(path, spec, &three_names);
+  }();
+  ASSERT_EQ(three.size(), 250000);
+  EXPECT_TRUE(at::equal(one.inputs, three.inputs));
+  EXPECT_TRUE(at::equal(one.targets, three.targets));
+  EXPECT_EQ(three_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(one_names, three_names);
+  EXPECT_EQ(three.inputs[249999][1].item<float>(), -249999.0f);
+
+  std::vector<std::int64_t> bad_lines;
+  write({200000, 140000}, &bad_lines);  // in the last stretch and in the middle one
+  try {
+    Threads threads(3);
+    read_csv(path, spec);
+    ADD_FAILURE() << "read a bad cell";
+  } catch (const UsageError& e) {
+    const auto expected = "gputrain-csv-large.csv:" + std::to_string(bad_lines.front()) + ": column 'b' (3): 'oops' is not a number";
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << "got " << e.what() << "\nexpected " << expected;
+  }
+  std::filesystem::remove(path);
+}
