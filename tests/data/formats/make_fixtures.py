@@ -83,6 +83,8 @@ with open(path("csv", "iris.csv"), "w", newline="") as f:
     rows = [(5.1, 3.5, "a, b", "setosa"), (7.0, 3.2, "x", "versicolor"), (6.3, 3.3, "", "virginica"), (4.9, 3.0, "y", "setosa")]
     for r in rows:
         w.writerow(r)
+with open(path("csv", "iris_val_unknown_class.csv"), "w", newline="") as f:  # a class the training file lacks
+    csv.writer(f).writerows([["sepal_length", "sepal_width", "note", "species"], (5.0, 3.4, "", "setosa"), (5.9, 3.0, "", "virginca")])
 with open(path("csv", "numeric.csv"), "w", newline="") as f:
     w = csv.writer(f)
     w.writerow(["a", "b", "label"])
