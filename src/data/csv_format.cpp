@@ -4,9 +4,7 @@
 #include <ATen/Parallel.h>  // at::get_num_threads
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <exception>
 #include <iterator>
 #include <map>
@@ -16,30 +14,12 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
+#include "csv_number.hpp"
 #include "csv_records.hpp"
 #include "mapped_file.hpp"
 
 namespace gputrain::data {
 namespace {
-
-// A number as C's strtod reads it in the C locale, minus hexadecimal: an optional sign, digits,
-// a '.', an exponent, inf or nan. std::from_chars needs no NUL-terminated copy and no locale.
-bool parse_number(std::string_view text, double& value) {
-  if (!text.empty() && text.front() == '+') {
-    text.remove_prefix(1);
-    if (!text.empty() && (text.front() == '+' || text.front() == '-')) return false;
-  }
-  if (text.empty()) return false;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (end != text.data() + text.size()) return false;
-  if (error == std::errc::result_out_of_range) {
-    // Beyond a double: 1e-400 is 0 as float32 stores it; 1e400 is infinite, which the finite
-    // checks then refuse with their own message.
-    value = std::strtod(std::string(text).c_str(), nullptr);
-    return true;
-  }
-  return error == std::errc();
-}
 
 // A header with one column holding ';' or a tab is a file written with that delimiter (spreadsheets
 // in many locales save CSV with ';'); a file whose header has one real column keeps ','.
@@ -73,10 +53,16 @@ struct ParsedRows {
 void parse_rows(const csv::Stretch& stretch, const RowFormat& format, ParsedRows& out) {
   const auto& header = format.header;
   csv::Records records(stretch.text, format.path, format.delimiter, stretch.first_line);
-  std::vector<std::string> cells;
+  csv::Cells splitter;
   std::string_view record;
   while (records.next(record)) {
-    const auto cell_count = csv::split_into(record, format.delimiter, cells);
+    if (out.features.empty()) {  // room for the stretch's rows, if they are about as long as its first
+      const auto rows = stretch.text.size() / (record.size() + 1) + 1;
+      out.features.reserve(rows * format.feature_columns.size());
+      out.labels.reserve(rows * format.label_columns.size());
+    }
+    const auto& cells = splitter.split(record, format.delimiter);
+    const auto cell_count = cells.size();
     if (cell_count != header.size())
       throw UsageError(records.where() + core::counted(static_cast<std::int64_t>(cell_count), "cell") + ", but the header has " +
                            core::counted(static_cast<std::int64_t>(header.size()), "column"),
@@ -87,51 +73,52 @@ void parse_rows(const csv::Stretch& stretch, const RowFormat& format, ParsedRows
         throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + ") is empty: a missing value",
                          "fill in or remove that row (missing values are not filled in for you), or leave the column out "
                          "with data.features");
-      if (!parse_number(cells[c], value))
-        throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + cells[c] + "' is not a number",
+      if (!csv::parse_number(cells[c], value))
+        throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + std::string(cells[c]) + "' is not a number",
                          "fix or remove that row; feature cells must be numbers");
       // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
       if (!std::isfinite(static_cast<float>(value)))
-        throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + cells[c] +
+        throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + std::string(cells[c]) +
                              "' is not a finite float32 number",
                          "fill in or remove that row (missing values are not filled in for you), or leave the column out "
                          "with data.features");
       out.features.push_back(static_cast<float>(value));
     }
-    const auto label_cell = [&](std::size_t c) -> const std::string& {
+    const auto label_cell = [&](std::size_t c) -> std::string_view {
       if (cells[c].empty()) throw UsageError(records.where() + "the label (column '" + header[c] + "') is empty", "fill in or remove that row");
       return cells[c];
     };
-    const auto require_finite = [&](double value, const std::string& cell) {
+    const auto require_finite = [&](double value, std::string_view cell) {
       if (!std::isfinite(static_cast<float>(value)))
-        throw UsageError(records.where() + "label '" + cell + "' is not a finite float32 number", "fill in or remove that row");
+        throw UsageError(records.where() + "label '" + std::string(cell) + "' is not a finite float32 number", "fill in or remove that row");
     };
     if (!format.classification) {  // one float target per label column
       for (const auto c : format.label_columns) {
-        const auto& cell = label_cell(c);
+        const auto cell = label_cell(c);
         double value = 0;
-        if (!parse_number(cell, value))
-          throw UsageError(records.where() + "column '" + header[c] + "': '" + cell + "' is not a number", "regression labels must be numbers");
+        if (!csv::parse_number(cell, value))
+          throw UsageError(records.where() + "column '" + header[c] + "': '" + std::string(cell) + "' is not a number", "regression labels must be numbers");
         require_finite(value, cell);
         out.labels.push_back(value);
       }
       continue;
     }
     const auto label_column = format.label_columns.front();
-    const auto& cell = label_cell(label_column);
+    const auto cell = label_cell(label_column);
     if (format.label_names) {
-      if (format.known && !format.known->count(cell))
-        throw UsageError(records.where() + "label '" + cell + "' is not a class of the training file",
+      std::string name(cell);
+      if (format.known && !format.known->count(name))
+        throw UsageError(records.where() + "label '" + name + "' is not a class of the training file",
                          "use the training file's class names in the validation file");
-      out.label_names.push_back(cell);
+      out.label_names.push_back(std::move(name));
       continue;
     }
     double value = 0;
-    if (!parse_number(cell, value))
-      throw UsageError(records.where() + "column '" + header[label_column] + "': '" + cell + "' is not a number",
+    if (!csv::parse_number(cell, value))
+      throw UsageError(records.where() + "column '" + header[label_column] + "': '" + std::string(cell) + "' is not a number",
                        "use either class ids or class names in the whole label column");
     if (value < 0 || value != std::floor(value))
-      throw UsageError(records.where() + "label '" + cell + "' is not a class id", "class ids are integers >= 0; or set data.task: regression");
+      throw UsageError(records.where() + "label '" + std::string(cell) + "' is not a class id", "class ids are integers >= 0; or set data.task: regression");
     require_finite(value, cell);
     out.labels.push_back(value);
   }
@@ -149,7 +136,7 @@ bool labels_are_names(std::string_view rows, const std::string& path, char delim
   }
   const auto cells = csv::split(record, delimiter);
   double value = 0;
-  return label_column < cells.size() && !cells[label_column].empty() && !parse_number(cells[label_column], value);
+  return label_column < cells.size() && !cells[label_column].empty() && !csv::parse_number(cells[label_column], value);
 }
 
 }  // namespace

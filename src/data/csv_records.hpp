@@ -10,10 +10,21 @@
 
 namespace gputrain::data::csv {
 
-/// Splits one record into `cells`, reusing their strings' storage from the record before (a file
-/// of millions of cells would otherwise allocate each); blanks around a cell are not part of it.
-/// Returns the cell count; `cells` may hold more, unused, strings.
-std::size_t split_into(std::string_view record, char delimiter, std::vector<std::string>& cells);
+/// The cells of one record at a time, blanks around each left out. A record without quotes (the
+/// usual one) is cut into views of its own text, copying nothing; one with quotes is unescaped
+/// into storage kept from record to record (a file of millions of cells would otherwise
+/// allocate each).
+class Cells {
+ public:
+  /// The cells of `record`, valid until the next call.
+  const std::vector<std::string_view>& split(std::string_view record, char delimiter);
+
+ private:
+  std::vector<std::string_view> views_;
+  std::vector<std::string> unquoted_;
+};
+
+/// One record's cells as strings: for the header and other one-off uses.
 std::vector<std::string> split(std::string_view record, char delimiter);
 
 /// The records of `text` one by one, blank lines skipped, with the lines each spans for errors.
