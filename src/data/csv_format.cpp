@@ -4,10 +4,14 @@
 #include <ATen/Parallel.h>  // at::get_num_threads
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <exception>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <string_view>
 #include <thread>
 
@@ -42,6 +46,13 @@ struct RowFormat {
   const std::map<std::string, std::int64_t>* known;  // a validation file's classes: the training file's
 };
 
+// What the reading thread and the parsing threads share: bytes parsed so far, for the progress,
+// and a stop the reading thread raises when its progress callback throws.
+struct ParseControl {
+  std::atomic<std::uint64_t> parsed_bytes{0};
+  std::atomic<bool> stop{false};
+};
+
 // The rows of one stretch; stretches are parsed side by side and joined in file order.
 struct ParsedRows {
   std::vector<float> features;
@@ -50,12 +61,18 @@ struct ParsedRows {
   std::exception_ptr error;              // the stretch's first bad row
 };
 
-void parse_rows(const csv::Stretch& stretch, const RowFormat& format, ParsedRows& out) {
+void parse_rows(const csv::Stretch& stretch, const RowFormat& format, ParsedRows& out, ParseControl& control) {
   const auto& header = format.header;
   csv::Records records(stretch.text, format.path, format.delimiter, stretch.first_line);
   csv::Cells splitter;
   std::string_view record;
-  while (records.next(record)) {
+  std::size_t counted_to = 0;  // the stretch's bytes already added to control.parsed_bytes
+  for (std::uint64_t n = 0; records.next(record); ++n) {
+    if (n % 4096 == 0) {
+      control.parsed_bytes += records.offset() - counted_to;
+      counted_to = records.offset();
+      if (control.stop) return;
+    }
     if (out.features.empty()) {  // room for the stretch's rows, if they are about as long as its first
       const auto rows = stretch.text.size() / (record.size() + 1) + 1;
       out.features.reserve(rows * format.feature_columns.size());
@@ -141,7 +158,8 @@ bool labels_are_names(std::string_view rows, const std::string& path, char delim
 
 }  // namespace
 
-TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names, CsvColumns* columns) {
+TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names, CsvColumns* columns,
+                       const ReadProgress& progress) {
   const auto file = MappedFile::open(path);
   std::string_view text(reinterpret_cast<const char*>(file->data()), file->size());
   // Spreadsheets mark their exports: "CSV UTF-8" starts with a byte-order mark, which is not part
@@ -237,18 +255,42 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   const auto stretch_count = std::min(static_cast<std::size_t>(std::max(1, at::get_num_threads())), rows_text.size() / kBytesPerStretch + 1);
   const auto stretches = csv::cut_into_stretches(rows_text, delimiter, records.next_line(), static_cast<int>(stretch_count));
   std::vector<ParsedRows> parts(stretches.size());
+  ParseControl control;
+  std::mutex mutex;
+  std::condition_variable finished;
+  std::size_t running = stretches.size();
   const auto parse = [&](std::size_t i) {
     try {
-      parse_rows(stretches[i], format, parts[i]);
+      parse_rows(stretches[i], format, parts[i], control);
     } catch (...) {
       parts[i].error = std::current_exception();
     }
+    std::lock_guard<std::mutex> lock(mutex);
+    --running;
+    finished.notify_one();
   };
   // Plain threads: at::parallel_for is inline OpenMP, serial in a file built without -fopenmp.
-  std::vector<std::thread> helpers;
-  for (std::size_t i = 1; i < stretches.size(); ++i) helpers.emplace_back(parse, i);
-  parse(0);
-  for (auto& helper : helpers) helper.join();
+  // This thread tells the progress and passes a stop on.
+  if (progress) progress(path, 0, rows_text.size());
+  std::vector<std::thread> parsers;
+  for (std::size_t i = 0; i < stretches.size(); ++i) parsers.emplace_back(parse, i);
+  std::exception_ptr stopped;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!finished.wait_for(lock, std::chrono::milliseconds(100), [&] { return running == 0; })) {
+      if (!progress || stopped) continue;
+      lock.unlock();
+      try {
+        progress(path, control.parsed_bytes.load(), rows_text.size());
+      } catch (...) {
+        stopped = std::current_exception();
+        control.stop = true;
+      }
+      lock.lock();
+    }
+  }
+  for (auto& parser : parsers) parser.join();
+  if (stopped) std::rethrow_exception(stopped);
   for (const auto& part : parts)
     if (part.error) std::rethrow_exception(part.error);
 

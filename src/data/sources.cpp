@@ -232,7 +232,7 @@ Sources open_unchecked(const SourceSpec& spec) {
     if (spec.path.empty()) throw UsageError("data.source csv needs data.path", "set data.path to the CSV file");
     const CsvSpec csv{spec.features, spec.labels, classification};
     CsvColumns columns;
-    const auto train = read_csv(spec.path, csv, &out.class_names, &columns);
+    const auto train = read_csv(spec.path, csv, &out.class_names, &columns, spec.read_progress);
     // The columns read, so a column that should not be a feature (an id, a second target) shows.
     out.train = make_array_dataset(train, "CSV " + spec.path + " (" + core::counted(train.size(), "sample") + "; " + csv_columns_text(columns, spec.labels) + ")",
                                    base(spec.path));
@@ -241,7 +241,7 @@ Sources open_unchecked(const SourceSpec& spec) {
       // The training file's feature columns, by name: a validation file whose columns are in
       // another order must still give the model each feature in its place.
       const CsvSpec val_csv{columns.features, spec.labels, classification, ',', "a feature column of data.path"};
-      const auto val = read_for("data.val_path", [&] { return read_csv(spec.val_path, val_csv, &out.class_names); });
+      const auto val = read_for("data.val_path", [&] { return read_csv(spec.val_path, val_csv, &out.class_names, nullptr, spec.read_progress); });
       classes = classification ? std::max(classes, classes_of(val)) : 0;
       out.val = make_array_dataset(val, "CSV " + spec.val_path + " (" + core::counted(val.size(), "sample") + ")", base(spec.val_path));
     }

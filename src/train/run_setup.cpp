@@ -111,6 +111,18 @@ RunData open_data(Config& config) {
   spec.val_fraction = d.val_fraction;
   spec.split_seed = static_cast<std::uint64_t>(config.train.seed);
   spec.synthetic = {d.task, d.shape, model_outputs(config), static_cast<std::uint64_t>(config.train.seed)};
+  // Parsing a large CSV takes a while: say how far it is every 5 s, and let a stop signal end it.
+  auto last_report = std::chrono::steady_clock::now();
+  spec.read_progress = [&last_report](const std::string& path, std::uint64_t done, std::uint64_t total) {
+    if (core::stop_requested())
+      throw Error("interrupted while reading " + path + " (" + core::format_bytes(done) + " of " + core::format_bytes(total) +
+                      "), before any training step: nothing to resume",
+                  "run the same command again to start over", ExitCode::interrupted);
+    if (std::chrono::steady_clock::now() - last_report < std::chrono::seconds(5)) return;
+    last_report = std::chrono::steady_clock::now();
+    std::cerr << "reading " << path << ": " << (total ? 100 * done / total : 100) << " % (" << core::format_bytes(done) << " of "
+              << core::format_bytes(total) << ")\n";
+  };
   RunData out;
   const auto start = std::chrono::steady_clock::now();
   out.sources = data::open_sources(spec);

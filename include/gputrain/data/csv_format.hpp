@@ -1,6 +1,8 @@
 #pragma once
 // CSV with a header row: chosen feature columns and the label column(s), parsed as numbers.
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,12 +25,17 @@ struct CsvColumns {
                                       ///< a trailing delimiter), left out of the default features
 };
 
+/// How far a long read is: the file, the bytes parsed and its size. Called on the reading thread
+/// once before parsing starts and about ten times a second while parsing threads work; an
+/// exception thrown from it (a stop signal) stops them and is rethrown once they have ended.
+using ReadProgress = std::function<void(const std::string& path, std::uint64_t done, std::uint64_t total)>;
+
 /// Inputs float32 [rows, features], targets int64 [rows] or float32 [rows, label columns]. For classification a
 /// label column of names (e.g. "setosa") is mapped to ids in sorted order and `class_names`
 /// receives them; when `class_names` already holds names (a validation file read after its
 /// training file), those ids are used and an unknown name is an error. A bad cell is a UsageError naming the file, the line,
 /// the column and the text found. `columns`, when given, receives the columns chosen.
 TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names = nullptr,
-                       CsvColumns* columns = nullptr);
+                       CsvColumns* columns = nullptr, const ReadProgress& progress = {});
 
 }  // namespace gputrain::data

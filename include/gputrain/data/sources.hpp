@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gputrain/data/csv_format.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
 
@@ -34,6 +35,7 @@ struct SourceSpec {
   std::int64_t samples = 0, val_samples = 0;
   double val_fraction = 0;                 ///< > 0: hold this part of the training samples out for validation
   std::uint64_t split_seed = 0;            ///< seeds that hold-out
+  ReadProgress read_progress;              ///< told how far a long parse (a large CSV) is; may throw to stop it
 };
 
 struct Sources {

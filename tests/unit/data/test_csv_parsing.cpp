@@ -158,3 +158,32 @@ TEST(CsvNumber, ReadsEveryNumberAsStrtodDoes) {
     EXPECT_FALSE(csv::parse_number(bad, value)) << bad;
   }
 }
+
+// The reading thread reports how far the parse is, and an exception from the report (a stop
+// signal) ends the read: the parsing threads stop and the exception reaches the caller.
+TEST(Csv, ProgressIsReportedAndAThrowFromItStopsTheRead) {
+  const auto path = (std::filesystem::temp_directory_path() / "gputrain-csv-progress.csv").string();
+  {
+    std::ofstream out(path);
+    out << "a,b,label\n";
+    for (int i = 0; i < 200000; ++i) out << i << ',' << i * 0.5 << ',' << i % 2 << '\n';
+  }
+  const auto size = std::filesystem::file_size(path);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> reports;
+  const auto set = read_csv(path, CsvSpec{{}, {"label"}, true}, nullptr, nullptr,
+                            [&](const std::string& file, std::uint64_t done, std::uint64_t total) {
+                              EXPECT_EQ(file, path);
+                              reports.emplace_back(done, total);
+                            });
+  EXPECT_EQ(set.size(), 200000);
+  ASSERT_FALSE(reports.empty());
+  EXPECT_EQ(reports.front().first, 0u);
+  for (const auto& [done, total] : reports) {
+    EXPECT_EQ(total, size - std::string("a,b,label\n").size());  // the rows' bytes, after the header
+    EXPECT_LE(done, total);
+  }
+  struct Stop {};
+  EXPECT_THROW(read_csv(path, CsvSpec{{}, {"label"}, true}, nullptr, nullptr, [](const std::string&, std::uint64_t, std::uint64_t) { throw Stop{}; }),
+               Stop);
+  std::filesystem::remove(path);
+}

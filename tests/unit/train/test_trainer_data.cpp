@@ -177,6 +177,20 @@ TEST(TrainerData, AStopWhileTheCacheLoadsEndsTheRunThereWithExit130) {
   core::clear_stop_request();
 }
 
+// Parsing a large CSV takes a while too: a stop meanwhile ends the read and the run there.
+TEST(TrainerData, AStopWhileACsvIsReadEndsTheRunThereWithExit130) {
+  const auto config = data_run("csv-stopped", {"data.source=csv", "data.path=" + fixture("csv/numeric.csv"), "data.labels=label"});
+  core::request_stop();
+  try {
+    Trainer trainer(config, test_support::quiet_trainer());
+    ADD_FAILURE() << "the CSV was read through a stop request";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), ExitCode::interrupted);
+    EXPECT_NE(std::string(e.what()).find("interrupted while reading " + fixture("csv/numeric.csv")), std::string::npos) << e.what();
+  }
+  core::clear_stop_request();
+}
+
 TEST(TrainerData, ImageFolderRunSkipsTheCorruptImageAndSaysSo) {
   for (const std::string cache : {"vram", "none"}) {
     const auto config = data_run("images-" + cache, {"data.source=image_folder", "data.path=" + fixture("folder/train"),
