@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <exception>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <string_view>
@@ -46,11 +47,13 @@ struct RowFormat {
   const std::map<std::string, std::int64_t>* known;  // a validation file's classes: the training file's
 };
 
-// What the reading thread and the parsing threads share: bytes parsed so far, for the progress,
-// and a stop the reading thread raises when its progress callback throws.
+// What the reading thread and the parsing threads share: bytes parsed so far, for the progress;
+// a stop the reading thread raises when its progress callback throws; the first stretch with a
+// bad row, since the stretches after it need not be parsed to the end (its error wins).
 struct ParseControl {
   std::atomic<std::uint64_t> parsed_bytes{0};
   std::atomic<bool> stop{false};
+  std::atomic<std::size_t> first_failed{std::numeric_limits<std::size_t>::max()};
 };
 
 // The rows of one stretch; stretches are parsed side by side and joined in file order.
@@ -61,7 +64,7 @@ struct ParsedRows {
   std::exception_ptr error;              // the stretch's first bad row
 };
 
-void parse_rows(const csv::Stretch& stretch, const RowFormat& format, ParsedRows& out, ParseControl& control) {
+void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat& format, ParsedRows& out, ParseControl& control) {
   const auto& header = format.header;
   csv::Records records(stretch.text, format.path, format.delimiter, stretch.first_line);
   csv::Cells splitter;
@@ -71,7 +74,7 @@ void parse_rows(const csv::Stretch& stretch, const RowFormat& format, ParsedRows
     if (n % 4096 == 0) {
       control.parsed_bytes += records.offset() - counted_to;
       counted_to = records.offset();
-      if (control.stop) return;
+      if (control.stop || control.first_failed < index) return;
     }
     if (out.features.empty()) {  // room for the stretch's rows, if they are about as long as its first
       const auto rows = stretch.text.size() / (record.size() + 1) + 1;
@@ -261,9 +264,11 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   std::size_t running = stretches.size();
   const auto parse = [&](std::size_t i) {
     try {
-      parse_rows(stretches[i], format, parts[i], control);
+      parse_rows(stretches[i], i, format, parts[i], control);
     } catch (...) {
       parts[i].error = std::current_exception();
+      for (auto first = control.first_failed.load(); i < first && !control.first_failed.compare_exchange_weak(first, i);) {
+      }
     }
     std::lock_guard<std::mutex> lock(mutex);
     --running;
