@@ -35,6 +35,22 @@ char detect_delimiter(std::string_view header_line, char configured) {
   return configured;
 }
 
+// A cell as an error message quotes it: on one line (a free-text cell may hold line breaks) and
+// at most 60 characters of it.
+std::string shown(std::string_view cell) {
+  std::string text;
+  for (const char c : cell.substr(0, 60)) {
+    if (c == '\n') {
+      text += "\\n";
+    } else if (c == '\r') {
+      text += "\\r";
+    } else {
+      text += c;
+    }
+  }
+  return cell.size() > 60 ? text + "..." : text;
+}
+
 // What the rows of a file are read as: fixed once its header is read, shared by every stretch.
 struct RowFormat {
   const std::string& path;
@@ -94,11 +110,11 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
                          "fill in or remove that row (missing values are not filled in for you), or leave the column out "
                          "with data.features");
       if (!csv::parse_number(cells[c], value))
-        throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + std::string(cells[c]) + "' is not a number",
+        throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + shown(cells[c]) + "' is not a number",
                          "fix or remove that row; feature cells must be numbers");
       // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
       if (!std::isfinite(static_cast<float>(value)))
-        throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + std::string(cells[c]) +
+        throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + shown(cells[c]) +
                              "' is not a finite float32 number",
                          "fill in or remove that row (missing values are not filled in for you), or leave the column out "
                          "with data.features");
@@ -110,14 +126,14 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
     };
     const auto require_finite = [&](double value, std::string_view cell) {
       if (!std::isfinite(static_cast<float>(value)))
-        throw UsageError(records.where() + "label '" + std::string(cell) + "' is not a finite float32 number", "fill in or remove that row");
+        throw UsageError(records.where() + "label '" + shown(cell) + "' is not a finite float32 number", "fill in or remove that row");
     };
     if (!format.classification) {  // one float target per label column
       for (const auto c : format.label_columns) {
         const auto cell = label_cell(c);
         double value = 0;
         if (!csv::parse_number(cell, value))
-          throw UsageError(records.where() + "column '" + header[c] + "': '" + std::string(cell) + "' is not a number", "regression labels must be numbers");
+          throw UsageError(records.where() + "column '" + header[c] + "': '" + shown(cell) + "' is not a number", "regression labels must be numbers");
         require_finite(value, cell);
         out.labels.push_back(value);
       }
@@ -128,17 +144,17 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
     if (format.label_names) {
       std::string name(cell);
       if (format.known && !format.known->count(name))
-        throw UsageError(records.where() + "label '" + name + "' is not a class of the training file",
+        throw UsageError(records.where() + "label '" + shown(name) + "' is not a class of the training file",
                          "use the training file's class names in the validation file");
       out.label_names.push_back(std::move(name));
       continue;
     }
     double value = 0;
     if (!csv::parse_number(cell, value))
-      throw UsageError(records.where() + "column '" + header[label_column] + "': '" + std::string(cell) + "' is not a number",
+      throw UsageError(records.where() + "column '" + header[label_column] + "': '" + shown(cell) + "' is not a number",
                        "use either class ids or class names in the whole label column");
     if (value < 0 || value != std::floor(value))
-      throw UsageError(records.where() + "label '" + std::string(cell) + "' is not a class id", "class ids are integers >= 0; or set data.task: regression");
+      throw UsageError(records.where() + "label '" + shown(cell) + "' is not a class id", "class ids are integers >= 0; or set data.task: regression");
     require_finite(value, cell);
     out.labels.push_back(value);
   }

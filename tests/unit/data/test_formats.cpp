@@ -306,7 +306,7 @@ TEST(Csv, QuotedCellsMaySpanLinesAndUnclosedQuotesAreNamed) {
   EXPECT_TRUE(at::equal(set.inputs, at::arange(1, 11, at::kFloat).view({5, 2}))) << set.inputs;
   EXPECT_TRUE(at::equal(set.targets, at::tensor({0L, 1L, 0L, 1L, 0L}))) << set.targets;
   const auto note = usage_error([] { read_csv(fixture("csv/free_text.csv"), CsvSpec{{}, {"label"}, true}); });
-  EXPECT_NE(note.find("free_text.csv:2-3: column 'note' (2): 'line one\nline two, with a comma' is not a number"), std::string::npos) << note;
+  EXPECT_NE(note.find("free_text.csv:2-3: column 'note' (2): 'line one\\nline two, with a comma' is not a number"), std::string::npos) << note;
   const auto spanning = usage_error([] { read_csv(fixture("bad/free_text_bad_cell.csv"), CsvSpec{{"a", "b"}, {"label"}, true}); });
   EXPECT_NE(spanning.find("free_text_bad_cell.csv:2-4: column 'b' (3): 'oops' is not a number"), std::string::npos) << spanning;
   const auto unclosed = usage_error([] { read_csv(fixture("bad/unclosed_quote.csv"), CsvSpec{{}, {"label"}, true}); });
@@ -318,6 +318,15 @@ TEST(Csv, ARowWithTheWrongCellCountIsNamed) {
   std::ofstream(path) << "a,b,label\n1,2,0\n3\n";
   const auto short_row = usage_error([&] { read_csv(path, CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(short_row.find("gputrain-csv-short-row.csv:3: 1 cell, but the header has 3 columns"), std::string::npos) << short_row;
+  std::filesystem::remove(path);
+}
+
+// A free-text cell in the wrong place is quoted on one line and cut at 60 characters.
+TEST(Csv, ALongCellIsShortenedInTheError) {
+  const auto path = (std::filesystem::temp_directory_path() / "gputrain-csv-long-cell.csv").string();
+  std::ofstream(path) << "a,label\n\"" << std::string(100, 'x') << "\",0\n";
+  const auto message = usage_error([&] { read_csv(path, CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(message.find(":2: column 'a' (1): '" + std::string(60, 'x') + "...' is not a number"), std::string::npos) << message;
   std::filesystem::remove(path);
 }
 
