@@ -59,7 +59,8 @@ std::string sweep_table(const LoaderSweep& sweep) {
   for (const auto& r : sweep.results)
     if (r.gather_gbps > 0)
       out << "  " << cache_name(r.setting) << " cache, the gather alone (" << r.gather_rows
-          << " samples a gather, as its feed gathers them; device synchronised): " << fixed(r.gather_gbps, 1) << " GB/s of samples\n";
+          << " samples a gather, as its feed gathers them; device synchronised): "
+          << (r.gather_gbps >= 1 ? fixed(r.gather_gbps, 1) + " GB/s" : fixed(r.gather_gbps * 1000, 1) + " MB/s") << " of samples\n";
   if (gpu)
     out << "  host-to-device ceiling (pinned copies, measured): " << fixed(sweep.pinned_copy_gbps * 1000, 0) << " MB/s; the best setting uses "
         << fixed(100 * sweep.results[sweep.best].megabytes_per_second / (sweep.pinned_copy_gbps * 1000), 1) << " % of it\n";

@@ -62,3 +62,19 @@ TEST(LoaderSweep, NoSettingIsTimedFasterThanItsThreadsCanReadTheSamples) {
       EXPECT_LE(rate, ceiling) << threads << " threads, prefetch " << result.setting.prefetch;
   }
 }
+
+// The cache's gather figure reads in the unit that fits it: a small dataset's is MB/s, not "0.0 GB/s".
+TEST(LoaderSweep, TheTableGivesTheGatherInAUnitThatFitsIt) {
+  profile::LoaderSweep sweep;
+  sweep.device = "cpu";
+  sweep.batch_size = 4;
+  profile::SweepResult streamed, cached;
+  cached.setting.cache = data::CacheMode::vram;
+  cached.gather_rows = 5;
+  cached.gather_gbps = 0.0036;
+  sweep.results = {streamed, cached};
+  EXPECT_NE(profile::sweep_table(sweep).find("the gather alone (5 samples a gather"), std::string::npos);
+  EXPECT_NE(profile::sweep_table(sweep).find("3.6 MB/s of samples"), std::string::npos) << profile::sweep_table(sweep);
+  sweep.results[1].gather_gbps = 6.44;
+  EXPECT_NE(profile::sweep_table(sweep).find("6.4 GB/s of samples"), std::string::npos) << profile::sweep_table(sweep);
+}
