@@ -109,9 +109,19 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
         throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + ") is empty: a missing value",
                          "fill in or remove that row (missing values are not filled in for you), or leave the column out "
                          "with data.features");
-      if (!csv::parse_number(cells[c], value))
+      if (!csv::parse_number(cells[c], value)) {
+        std::string remedy = "fix or remove that row; feature cells must be numbers";
+        if (index == 0 && n == 0) {  // text from the first row on: a text column, not a bad row
+          std::vector<std::string> others;
+          for (const auto other : format.feature_columns)
+            if (other != c) others.push_back(header[other]);
+          remedy = "column '" + header[c] + "' holds text from its first row on: leave it out" +
+                   (others.empty() ? std::string() : " with data.features: [" + core::join(others) + "]") +
+                   ", or turn it into numbers first (category codes or one-hot columns)";
+        }
         throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + shown(cells[c]) + "' is not a number",
-                         "fix or remove that row; feature cells must be numbers");
+                         remedy);
+      }
       // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
       if (!std::isfinite(static_cast<float>(value)))
         throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + shown(cells[c]) +

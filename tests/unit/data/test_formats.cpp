@@ -240,8 +240,20 @@ TEST(Csv, RegressionTakesEachLabelColumnAsATarget) {
 TEST(Csv, BadCellsNameTheLineAndColumn) {
   const auto bad = usage_error([] { read_csv(fixture("bad/bad_cell.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(bad.find("bad_cell.csv:3: column 'b' (2): 'oops' is not a number"), std::string::npos) << bad;
-  const auto text = usage_error([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{}, {"species"}, true}); });
-  EXPECT_NE(text.find("column 'note'"), std::string::npos) << text;  // all-but-label includes the text column
+  try {  // all-but-label includes the text column: from its first row on, so the fix is to leave it out
+    read_csv(fixture("csv/iris.csv"), CsvSpec{{}, {"species"}, true});
+    ADD_FAILURE() << "read a text column as features";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("iris.csv:2: column 'note' (3): 'a, b' is not a number"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("column 'note' holds text from its first row on: leave it out with data.features: [sepal_length, sepal_width]"),
+              std::string::npos)
+        << e.remedy();
+  }
+  try {  // a bad cell further down is a bad row
+    read_csv(fixture("bad/bad_cell.csv"), CsvSpec{{}, {"label"}, true});
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.remedy(), "fix or remove that row; feature cells must be numbers");
+  }
   try {
     read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {}, true});
     ADD_FAILURE() << "read a CSV without a label column";
