@@ -18,10 +18,27 @@ std::string fixed(double value, int digits) { return core::format_fixed(value, d
 std::string cache_name(const SweepSetting& s) { return data::to_string(s.cache); }
 
 // 6186727 -> "6.2M", 13329 -> "13.3k": axis labels that fit the margin.
+// 250000 -> "250k", 1250000 -> "1.25M": an axis label, without the zeros a round tick ends in.
 std::string compact(double value) {
-  if (value >= 1e6) return fixed(value / 1e6, 1) + "M";
-  if (value >= 1e3) return fixed(value / 1e3, 1) + "k";
-  return fixed(value, 0);
+  const auto trimmed = [](std::string text) {
+    if (text.find('.') == std::string::npos) return text;
+    text.erase(text.find_last_not_of('0') + 1);
+    if (text.back() == '.') text.pop_back();
+    return text;
+  };
+  if (value >= 1e6) return trimmed(fixed(value / 1e6, 2)) + "M";
+  if (value >= 1e3) return trimmed(fixed(value / 1e3, 2)) + "k";
+  return trimmed(fixed(value, 2));
+}
+
+// A tick spacing people read at a glance: 1, 2, 2.5 or 5 times a power of ten, the smallest such
+// that `ticks` of them reach `top`.
+double round_tick(double top, int ticks) {
+  const double raw = top / ticks;
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (const double step : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (step * power >= raw) return step * power;
+  return 10 * power;
 }
 
 }  // namespace
@@ -135,7 +152,9 @@ std::string sweep_svg(const LoaderSweep& sweep) {
   const double w = 640, h = 400, left = 70, right = 200, top = 40, bottom = 50;
   const double pw = w - left - right, ph = h - top - bottom;
   const auto x_of = [&](double workers) { return left + pw * workers / max_workers; };
-  const auto y_of = [&](double rate) { return top + ph * (1 - rate / (max_rate * 1.1)); };
+  const double tick = round_tick(max_rate, 4);
+  const double axis_top = std::ceil(max_rate * 1.05 / tick) * tick;  // a little room above the best
+  const auto y_of = [&](double rate) { return top + ph * (1 - rate / axis_top); };
   static const char* colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
   std::ostringstream svg;
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
@@ -148,8 +167,8 @@ std::string sweep_svg(const LoaderSweep& sweep) {
   svg << "<text x=\"" << left + pw / 2 << "\" y=\"" << h - 10 << "\" text-anchor=\"middle\">data.num_workers</text>\n";
   svg << "<text x=\"16\" y=\"" << top + ph / 2 << "\" text-anchor=\"middle\" transform=\"rotate(-90 16 " << top + ph / 2
       << ")\">samples/s</text>\n";
-  for (int i = 0; i <= 4; ++i) {
-    const double rate = max_rate * 1.1 * i / 4;
+  for (int i = 0; i * tick <= axis_top * (1 + 1e-9); ++i) {
+    const double rate = i * tick;
     svg << "<text x=\"" << left - 6 << "\" y=\"" << y_of(rate) + 4 << "\" text-anchor=\"end\">" << compact(rate) << "</text>\n";
   }
   int index = 0;

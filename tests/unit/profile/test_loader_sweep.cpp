@@ -78,3 +78,18 @@ TEST(LoaderSweep, TheTableGivesTheGatherInAUnitThatFitsIt) {
   sweep.results[1].gather_gbps = 6.44;
   EXPECT_NE(profile::sweep_table(sweep).find("6.4 GB/s of samples"), std::string::npos) << profile::sweep_table(sweep);
 }
+
+// The plot's axis is labelled at round figures (0, 500k, 1M, 1.5M), not at fractions of the best rate.
+TEST(LoaderSweep, ThePlotsAxisHasRoundTicks) {
+  profile::LoaderSweep sweep;
+  sweep.device = "cpu";
+  sweep.batch_size = 64;
+  profile::SweepResult streamed, two;
+  streamed.samples_per_second = 1.3e6;
+  two.setting.workers = 2;
+  two.samples_per_second = 6.1e5;
+  sweep.results = {streamed, two};
+  const auto svg = profile::sweep_svg(sweep);
+  for (const char* tick : {">0<", ">500k<", ">1M<", ">1.5M<"}) EXPECT_NE(svg.find(tick), std::string::npos) << tick << "\n" << svg;
+  EXPECT_EQ(svg.find(">2M<"), std::string::npos) << svg;
+}
