@@ -232,19 +232,23 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   const auto is_label = [&](std::size_t i) { return std::find(label_columns.begin(), label_columns.end(), i) != label_columns.end(); };
   std::vector<std::size_t> feature_columns, unnamed;
   if (spec.features.empty()) {
+    std::vector<std::size_t> excluded;
+    for (const auto& name : spec.exclude) excluded.push_back(column_of(name, "data.exclude"));
     // A column with no name is pandas' index (to_csv writes it first) or the empty cell after a
     // trailing delimiter: a row number or nothing, never a feature meant for the model.
     for (std::size_t i = 0; i < header.size(); ++i) {
       if (header[i].empty()) {
         unnamed.push_back(i + 1);
-      } else if (!is_label(i)) {
+      } else if (!is_label(i) && std::find(excluded.begin(), excluded.end(), i) == excluded.end()) {
         feature_columns.push_back(i);
       }
     }
   } else {
     for (const auto& name : spec.features) feature_columns.push_back(column_of(name, spec.features_origin));
   }
-  if (feature_columns.empty()) throw UsageError("'" + path + "' has no feature columns besides the label", "add feature columns");
+  if (feature_columns.empty())
+    throw UsageError("'" + path + "' has no feature columns besides the label" + (spec.exclude.empty() ? "" : " and data.exclude"),
+                     spec.exclude.empty() ? "add feature columns" : "leave some columns out of data.exclude");
   // A column read twice is a slip; a label among the features hands the model its answer.
   for (std::size_t i = 0; i < label_columns.size(); ++i)
     if (std::count(label_columns.begin(), label_columns.end(), label_columns[i]) > 1)

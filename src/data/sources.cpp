@@ -230,7 +230,8 @@ Sources open_unchecked(const SourceSpec& spec) {
   }
   if (spec.source == "csv") {
     if (spec.path.empty()) throw UsageError("data.source csv needs data.path", "set data.path to the CSV file");
-    const CsvSpec csv{spec.features, spec.labels, classification};
+    CsvSpec csv{spec.features, spec.labels, classification};
+    csv.exclude = spec.exclude;
     CsvColumns columns;
     const auto train = read_csv(spec.path, csv, &out.class_names, &columns, spec.read_progress);
     // The columns read, so a column that should not be a feature (an id, a second target) shows.

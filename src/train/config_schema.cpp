@@ -355,6 +355,7 @@ std::vector<Field> make_schema() {
     name_or_names_field("data.labels", [](auto& c) -> auto& { return c.data.labels; },
                         "a file (npy), key (npz, safetensors), or column or list of columns (csv)"),
     string_list_field("data.features", [](auto& c) -> auto& { return c.data.features; }),
+    string_list_field("data.exclude", [](auto& c) -> auto& { return c.data.exclude; }),
     optional_string_field("data.val_path", [](auto& c) -> auto& { return c.data.val_path; }, "a path to the validation data"),
     optional_string_field("data.val_labels", [](auto& c) -> auto& { return c.data.val_labels; }, "a path to the validation labels' .npy file"),
     int_list_field("data.image_size", [](auto& c) -> auto& { return c.data.image_size; }, 1, false),
@@ -482,6 +483,12 @@ std::string value_text(const YAML::Node& node) {
 
 void check_consistency(const Config& c) {
   const bool classification = c.data.task == "classification";
+  if (!c.data.exclude.empty() && c.data.source != "csv")
+    inconsistent("data.exclude names CSV columns, but data.source is " + c.data.source,
+                 c.data.features.empty() ? "remove data.exclude" : "remove data.exclude; data.features picks the features' array");
+  if (!c.data.exclude.empty() && !c.data.features.empty())
+    inconsistent("data.exclude and data.features are both set: the features are either listed or all but some",
+                 "keep one: data.features lists the columns to read, data.exclude the ones to leave out of all the others");
   const auto& metric = c.checkpoint.best_metric;
   if (metric == "val_accuracy" && !classification)
     inconsistent("checkpoint.best_metric val_accuracy needs data.task classification (it is regression)",

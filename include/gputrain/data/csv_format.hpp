@@ -11,11 +11,12 @@
 namespace gputrain::data {
 
 struct CsvSpec {
-  std::vector<std::string> features;  ///< column names; empty: every named column but the labels
+  std::vector<std::string> features;  ///< column names; empty: every named column but the labels and `exclude`
   std::vector<std::string> labels;    ///< the label column's name; regression: one or more target columns
   bool classification = true;         ///< labels are class ids (int64), else float32 targets
   char delimiter = ',';
   std::string features_origin = "data.features";  ///< where `features` came from, for a missing column's error
+  std::vector<std::string> exclude{};  ///< columns left out of the default features (an id, a date)
 };
 
 /// The columns read_csv chose, for the run's data line: which columns the model reads.

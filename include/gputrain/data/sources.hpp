@@ -30,6 +30,7 @@ struct SourceSpec {
   std::vector<std::string> labels;         ///< npy: one file; npz/safetensors: one key; csv: one column, or several (regression)
   std::string val_path, val_labels;
   std::vector<std::string> features;
+  std::vector<std::string> exclude;        ///< csv: columns left out of the default features
   std::vector<std::int64_t> image_size{224, 224};  ///< image_folder: height, width
   SyntheticSpec synthetic;                 ///< synthetic only
   std::int64_t samples = 0, val_samples = 0;

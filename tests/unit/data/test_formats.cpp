@@ -342,6 +342,23 @@ TEST(Csv, ALongCellIsShortenedInTheError) {
   std::filesystem::remove(path);
 }
 
+// data.exclude leaves columns (an id, free text) out of all the others; a name not in the header
+// is named with the closest one.
+TEST(Csv, ExcludedColumnsAreLeftOutOfTheFeatures) {
+  CsvSpec spec{{}, {"species"}, true};
+  spec.exclude = {"note"};
+  CsvColumns columns;
+  const auto set = read_csv(fixture("csv/iris.csv"), spec, nullptr, &columns);
+  EXPECT_EQ(columns.features, (std::vector<std::string>{"sepal_length", "sepal_width"}));
+  EXPECT_EQ(set.inputs.size(1), 2);
+  spec.exclude = {"notes"};
+  const auto unknown = usage_error([&] { read_csv(fixture("csv/iris.csv"), spec); });
+  EXPECT_NE(unknown.find("has no column 'notes' (data.exclude); did you mean 'note'?"), std::string::npos) << unknown;
+  spec.exclude = {"note", "sepal_length", "sepal_width"};
+  const auto nothing = usage_error([&] { read_csv(fixture("csv/iris.csv"), spec); });
+  EXPECT_NE(nothing.find("has no feature columns besides the label and data.exclude"), std::string::npos) << nothing;
+}
+
 TEST(Csv, SemicolonAndTabSeparatedFilesAreRead) {
   const auto expected = read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"label"}, true});
   for (const char* name : {"csv/semicolons.csv", "csv/tabs.tsv"}) {

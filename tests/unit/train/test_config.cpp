@@ -146,6 +146,15 @@ TEST(Config, MisspelledKeySuggestsTheClosest) {
   EXPECT_NE(message.find("did you mean 'train.epochs'"), std::string::npos) << message;
 }
 
+TEST(Config, DataExcludeIsForCsvAndNotBesideDataFeatures) {
+  EXPECT_NE(error_of({{}, {"data.source=npy", "data.path=x.npy", "data.labels=y.npy", "data.exclude=[id]"}, ""})
+                .find("data.exclude names CSV columns, but data.source is npy"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"data.source=csv", "data.path=x.csv", "data.labels=y", "data.exclude=[id]", "data.features=[a]"}, ""})
+                .find("data.exclude and data.features are both set"),
+            std::string::npos);
+}
+
 // Users bring other tools' names along; those whose meaning is the same here are translated.
 TEST(Config, AnotherToolsNameForAKeyIsTranslated) {
   EXPECT_NE(error_of({{}, {"max_epochs=3"}, ""}).find("unknown key 'max_epochs'; Lightning's max_epochs is train.epochs here"), std::string::npos);
