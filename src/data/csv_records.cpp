@@ -8,7 +8,7 @@ namespace gputrain::data::csv {
 namespace {
 
 // Where the record that starts at `pos` ends: its line's '\n' (or the text's end), or a later one
-// while a quoted cell is open, reading quotes as split_into does. npos: a quote is never closed.
+// while a quoted cell is open, reading quotes as Cells::split does. npos: a quote is never closed.
 std::size_t record_end(std::string_view text, std::size_t pos, char delimiter) {
   const auto line_end = std::min(text.find('\n', pos), text.size());
   if (text.substr(pos, line_end - pos).find('"') == std::string_view::npos) return line_end;  // the usual line
