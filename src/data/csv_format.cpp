@@ -61,7 +61,46 @@ struct RowFormat {
   bool classification;
   bool label_names;                                  // classes by name ("setosa"), not id: the first row decides
   const std::map<std::string, std::int64_t>* known;  // a validation file's classes: the training file's
+  std::vector<int> feature_slot;                     // per header column: its place among the features, or -1
 };
+
+// The usual row in one pass: no quotes, no blanks, every feature cell a short decimal, every cell
+// where the header says. Appends the features and sets the other cells (the labels); false, with
+// nothing appended, for any other row, which the general path then reads (and names what is
+// wrong with it). Cutting a row into cells and then parsing them walks its bytes twice.
+bool read_plain_row(std::string_view record, const RowFormat& format, std::vector<float>& features, std::vector<std::string_view>& cells) {
+  if (record.find('"') != std::string_view::npos) return false;
+  const auto row_start = features.size();
+  features.resize(row_start + format.feature_columns.size());
+  float* const row = features.data() + row_start;
+  const char* p = record.data();
+  const char* const end = p + record.size() - (!record.empty() && record.back() == '\r' ? 1 : 0);
+  const auto columns = format.feature_slot.size();
+  for (std::size_t c = 0; c < columns; ++c) {
+    if (c > 0) {
+      if (p == end || *p != format.delimiter) break;
+      ++p;
+    }
+    const int slot = format.feature_slot[c];
+    if (slot >= 0) {
+      double value = 0;
+      const char* const number_end = csv::parse_short_decimal(p, end, value);
+      if (!number_end || (number_end != end && *number_end != format.delimiter)) break;
+      row[slot] = static_cast<float>(value);  // within +-1e22 * 2^53: always a finite float
+      p = number_end;
+    } else {
+      const char* const cell_end = std::find(p, end, format.delimiter);
+      auto cell = std::string_view(p, static_cast<std::size_t>(cell_end - p));  // trimmed as Cells::split trims
+      while (!cell.empty() && (cell.back() == ' ' || cell.back() == '\t' || cell.back() == '\r')) cell.remove_suffix(1);
+      while (!cell.empty() && (cell.front() == ' ' || cell.front() == '\t')) cell.remove_prefix(1);
+      cells[c] = cell;
+      p = cell_end;
+    }
+    if (c + 1 == columns && p == end) return true;
+  }
+  features.resize(row_start);
+  return false;
+}
 
 // What the reading thread and the parsing threads share: bytes parsed so far, for the progress;
 // a stop the reading thread raises when its progress callback throws; the first stretch with a
@@ -84,6 +123,7 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
   const auto& header = format.header;
   csv::Records records(stretch.text, format.path, format.delimiter, stretch.first_line);
   csv::Cells splitter;
+  std::vector<std::string_view> plain_cells(header.size());
   std::string_view record;
   std::size_t counted_to = 0;  // the stretch's bytes already added to control.parsed_bytes
   for (std::uint64_t n = 0; records.next(record); ++n) {
@@ -97,38 +137,41 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
       out.features.reserve(rows * format.feature_columns.size());
       out.labels.reserve(rows * format.label_columns.size());
     }
-    const auto& cells = splitter.split(record, format.delimiter);
-    const auto cell_count = cells.size();
-    if (cell_count != header.size())
-      throw UsageError(records.where() + core::counted(static_cast<std::int64_t>(cell_count), "cell") + ", but the header has " +
-                           core::counted(static_cast<std::int64_t>(header.size()), "column"),
-                       "give every row one cell per header column");
-    for (const auto c : format.feature_columns) {
-      double value = 0;
-      if (cells[c].empty())
-        throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + ") is empty: a missing value",
-                         "fill in or remove that row (missing values are not filled in for you), or leave the column out "
-                         "with data.features");
-      if (!csv::parse_number(cells[c], value)) {
-        std::string remedy = "fix or remove that row; feature cells must be numbers";
-        if (index == 0 && n == 0) {  // text from the first row on: a text column, not a bad row
-          std::vector<std::string> others;
-          for (const auto other : format.feature_columns)
-            if (other != c) others.push_back(header[other]);
-          remedy = "column '" + header[c] + "' holds text from its first row on: leave it out" +
-                   (others.empty() ? std::string() : " with data.features: [" + core::join(others) + "]") +
-                   ", or turn it into numbers first (category codes or one-hot columns)";
+    const bool plain = read_plain_row(record, format, out.features, plain_cells);
+    const auto& cells = plain ? plain_cells : splitter.split(record, format.delimiter);
+    if (!plain) {  // every check, for the rows the one-pass reader leaves
+      const auto cell_count = cells.size();
+      if (cell_count != header.size())
+        throw UsageError(records.where() + core::counted(static_cast<std::int64_t>(cell_count), "cell") + ", but the header has " +
+                             core::counted(static_cast<std::int64_t>(header.size()), "column"),
+                         "give every row one cell per header column");
+      for (const auto c : format.feature_columns) {
+        double value = 0;
+        if (cells[c].empty())
+          throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + ") is empty: a missing value",
+                           "fill in or remove that row (missing values are not filled in for you), or leave the column out "
+                           "with data.features");
+        if (!csv::parse_number(cells[c], value)) {
+          std::string remedy = "fix or remove that row; feature cells must be numbers";
+          if (index == 0 && n == 0) {  // text from the first row on: a text column, not a bad row
+            std::vector<std::string> others;
+            for (const auto other : format.feature_columns)
+              if (other != c) others.push_back(header[other]);
+            remedy = "column '" + header[c] + "' holds text from its first row on: leave it out" +
+                     (others.empty() ? std::string() : " with data.features: [" + core::join(others) + "]") +
+                     ", or turn it into numbers first (category codes or one-hot columns)";
+          }
+          throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + shown(cells[c]) + "' is not a number",
+                           remedy);
         }
-        throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + shown(cells[c]) + "' is not a number",
-                         remedy);
+        // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
+        if (!std::isfinite(static_cast<float>(value)))
+          throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + shown(cells[c]) +
+                               "' is not a finite float32 number",
+                           "fill in or remove that row (missing values are not filled in for you), or leave the column out "
+                           "with data.features");
+        out.features.push_back(static_cast<float>(value));
       }
-      // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
-      if (!std::isfinite(static_cast<float>(value)))
-        throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + shown(cells[c]) +
-                             "' is not a finite float32 number",
-                         "fill in or remove that row (missing values are not filled in for you), or leave the column out "
-                         "with data.features");
-      out.features.push_back(static_cast<float>(value));
     }
     const auto label_cell = [&](std::size_t c) -> std::string_view {
       if (cells[c].empty()) throw UsageError(records.where() + "the label (column '" + header[c] + "') is empty", "fill in or remove that row");
@@ -271,14 +314,16 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   if (class_names)
     for (std::size_t i = 0; i < class_names->size(); ++i) ids.emplace((*class_names)[i], static_cast<std::int64_t>(i));
   const auto rows_text = text.substr(records.offset());
-  const RowFormat format{path,
+  RowFormat format{path,
                          delimiter,
                          header,
                          feature_columns,
                          label_columns,
                          spec.classification,
                          spec.classification && labels_are_names(rows_text, path, delimiter, label_columns.front()),
-                         ids.empty() ? nullptr : &ids};
+                         ids.empty() ? nullptr : &ids,
+                         std::vector<int>(header.size(), -1)};
+  for (std::size_t k = 0; k < feature_columns.size(); ++k) format.feature_slot[feature_columns[k]] = static_cast<int>(k);
 
   // A large file is parsed on as many threads as LibTorch computes with (at::get_num_threads:
   // OMP_NUM_THREADS, else the cores), a stretch of whole records each: 200,000 rows of a few

@@ -10,4 +10,9 @@ namespace gputrain::data::csv {
 /// `text` is not such a number.
 bool parse_number(std::string_view text, double& value);
 
+/// The usual decimal at the start of [begin, end): an optional '-', at most 19 digits with an
+/// optional '.', an optional exponent within +-22 of them. Sets `value` exactly as strtod would
+/// and returns where the number ends; nullptr for anything else (which parse_number still reads).
+const char* parse_short_decimal(const char* begin, const char* end, double& value);
+
 }  // namespace gputrain::data::csv

@@ -187,3 +187,22 @@ TEST(Csv, ProgressIsReportedAndAThrowFromItStopsTheRead) {
                Stop);
   std::filesystem::remove(path);
 }
+
+// Plain rows are read in one pass, others (quotes, blanks, long numbers) cell by cell: the same
+// values either way, labels trimmed alike.
+TEST(Csv, OnePassRowsAndCellByCellRowsReadTheSame) {
+  const auto path = (std::filesystem::temp_directory_path() / "gputrain-csv-one-pass.csv").string();
+  const auto read = [&](const std::string& rows, std::vector<std::string>* names) {
+    std::ofstream(path) << "a,b,label\n" << rows;
+    return read_csv(path, CsvSpec{{}, {"label"}, true}, names);
+  };
+  std::vector<std::string> plain_names, other_names;
+  const auto plain = read("1.5,-2e3,cat \r\n0.1,7,  dog\n12345678901234567890,3,cat\n", &plain_names);
+  const auto other = read("\"1.5\", -2e3 ,\"cat\"\r\n 0.1,\"7\",dog\n\"12345678901234567890\",3, cat\n", &other_names);
+  EXPECT_TRUE(at::equal(plain.inputs, other.inputs)) << plain.inputs << other.inputs;
+  EXPECT_TRUE(at::equal(plain.targets, other.targets));
+  EXPECT_EQ(plain_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_EQ(plain_names, other_names);
+  EXPECT_EQ(plain.inputs[0][1].item<float>(), -2000.0f);
+  std::filesystem::remove(path);
+}
