@@ -90,10 +90,7 @@ bool read_plain_row(std::string_view record, const RowFormat& format, std::vecto
       p = number_end;
     } else {
       const char* const cell_end = std::find(p, end, format.delimiter);
-      auto cell = std::string_view(p, static_cast<std::size_t>(cell_end - p));  // trimmed as Cells::split trims
-      while (!cell.empty() && (cell.back() == ' ' || cell.back() == '\t' || cell.back() == '\r')) cell.remove_suffix(1);
-      while (!cell.empty() && (cell.front() == ' ' || cell.front() == '\t')) cell.remove_prefix(1);
-      cells[c] = cell;
+      cells[c] = csv::trimmed(std::string_view(p, static_cast<std::size_t>(cell_end - p)));
       p = cell_end;
     }
     if (c + 1 == columns && p == end) return true;

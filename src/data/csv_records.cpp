@@ -7,6 +7,20 @@
 namespace gputrain::data::csv {
 namespace {
 
+// The closing quote of the quoted cell opened at `open` ("" inside is a quote, not the end);
+// npos when it never closes.
+std::size_t closing_quote(std::string_view text, std::size_t open) {
+  for (auto i = open + 1; i < text.size(); ++i) {
+    if (text[i] != '"') continue;
+    if (i + 1 < text.size() && text[i + 1] == '"') {
+      ++i;
+    } else {
+      return i;
+    }
+  }
+  return std::string_view::npos;
+}
+
 // Where the record that starts at `pos` ends: its line's '\n' (or the text's end), or a later one
 // while a quoted cell is open, reading quotes as Cells::split does. npos: a quote is never closed.
 std::size_t record_end(std::string_view text, std::size_t pos, char delimiter) {
@@ -19,15 +33,8 @@ std::size_t record_end(std::string_view text, std::size_t pos, char delimiter) {
     if (c == delimiter) {
       cell_start = true;
     } else if (c == '"' && cell_start) {
-      for (++i;; ++i) {
-        if (i >= text.size()) return std::string_view::npos;
-        if (text[i] != '"') continue;
-        if (i + 1 < text.size() && text[i + 1] == '"') {
-          ++i;
-        } else {
-          break;
-        }
-      }
+      i = closing_quote(text, i);
+      if (i == std::string_view::npos) return i;
       cell_start = false;
     } else if (c != ' ' && c != '\t') {
       cell_start = false;
@@ -39,13 +46,6 @@ std::size_t record_end(std::string_view text, std::size_t pos, char delimiter) {
 // The lines a record spans: one, plus the line breaks inside its quoted cells.
 std::int64_t lines_of(std::string_view record) {
   return 1 + (record.find('"') == std::string_view::npos ? 0 : std::count(record.begin(), record.end(), '\n'));
-}
-
-// Blanks (and a line's CR) around a cell are not part of it.
-std::string_view trimmed(std::string_view cell) {
-  while (!cell.empty() && (cell.back() == ' ' || cell.back() == '\t' || cell.back() == '\r')) cell.remove_suffix(1);
-  while (!cell.empty() && (cell.front() == ' ' || cell.front() == '\t')) cell.remove_prefix(1);
-  return cell;
 }
 
 // A record with quotes, cell by cell into `cells` (strings reused): a cell that starts with a
@@ -66,18 +66,13 @@ std::size_t unquote_into(std::string_view record, char delimiter, std::vector<st
       cell = &next_cell();
       cell_start = true;
       ++i;
-    } else if (c == '"' && cell_start) {
-      for (++i; i < record.size(); ++i) {
-        if (record[i] != '"') {
-          *cell += record[i];
-        } else if (i + 1 < record.size() && record[i + 1] == '"') {
-          *cell += '"';
-          ++i;
-        } else {
-          ++i;
-          break;
-        }
+    } else if (c == '"' && cell_start) {  // to its closing quote (or the end, in a header never closed)
+      const auto close = std::min(closing_quote(record, i), record.size());
+      for (++i; i < close; ++i) {
+        *cell += record[i];
+        if (record[i] == '"') ++i;  // "" is one quote
       }
+      i = close + 1;
       cell_start = false;
     } else if (cell_start && (c == ' ' || c == '\t')) {
       ++i;  // a blank before the cell
@@ -92,6 +87,12 @@ std::size_t unquote_into(std::string_view record, char delimiter, std::vector<st
 }
 
 }  // namespace
+
+std::string_view trimmed(std::string_view cell) {
+  while (!cell.empty() && (cell.back() == ' ' || cell.back() == '\t' || cell.back() == '\r')) cell.remove_suffix(1);
+  while (!cell.empty() && (cell.front() == ' ' || cell.front() == '\t')) cell.remove_prefix(1);
+  return cell;
+}
 
 const std::vector<std::string_view>& Cells::split(std::string_view record, char delimiter) {
   views_.clear();

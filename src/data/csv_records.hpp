@@ -10,6 +10,9 @@
 
 namespace gputrain::data::csv {
 
+/// A cell without the blanks around it (nor a line's CR at its end).
+std::string_view trimmed(std::string_view cell);
+
 /// The cells of one record at a time, blanks around each left out. A record without quotes (the
 /// usual one) is cut into views of its own text, copying nothing; one with quotes is unescaped
 /// into storage kept from record to record (a file of millions of cells would otherwise
