@@ -225,6 +225,59 @@ bool labels_are_names(std::string_view rows, const std::string& path, char delim
   return label_column < cells.size() && !cells[label_column].empty() && !csv::parse_number(cells[label_column], value);
 }
 
+// The rows of `text` (whose first line is `first_line`), parsed on as many threads as LibTorch
+// computes with (at::get_num_threads: OMP_NUM_THREADS, else the cores), a stretch of whole records
+// each: 200,000 rows of a few hundred columns are half a gigabyte of text. This thread tells
+// `progress` and passes a stop on. The first bad row in the file is the one thrown, as one thread
+// would throw it. Plain threads: at::parallel_for is inline OpenMP, serial in a file built
+// without -fopenmp.
+std::vector<ParsedRows> parse_in_stretches(std::string_view text, std::int64_t first_line, const RowFormat& format, const ReadProgress& progress) {
+  constexpr std::size_t kBytesPerStretch = 4 << 20;
+  const auto stretch_count = std::min(static_cast<std::size_t>(std::max(1, at::get_num_threads())), text.size() / kBytesPerStretch + 1);
+  const auto stretches = csv::cut_into_stretches(text, format.delimiter, first_line, static_cast<int>(stretch_count));
+  std::vector<ParsedRows> parts(stretches.size());
+  ParseControl control;
+  std::mutex mutex;
+  std::condition_variable finished;
+  std::size_t running = stretches.size();
+  const auto parse = [&](std::size_t i) {
+    try {
+      parse_rows(stretches[i], i, format, parts[i], control);
+    } catch (...) {
+      parts[i].error = std::current_exception();
+      auto first = control.first_failed.load();
+      while (i < first && !control.first_failed.compare_exchange_weak(first, i)) {
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    --running;
+    finished.notify_one();
+  };
+  if (progress) progress(format.path, 0, text.size());
+  std::vector<std::thread> parsers;
+  for (std::size_t i = 0; i < stretches.size(); ++i) parsers.emplace_back(parse, i);
+  std::exception_ptr stopped;
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!finished.wait_for(lock, std::chrono::milliseconds(100), [&] { return running == 0; })) {
+      if (!progress || stopped) continue;
+      lock.unlock();
+      try {
+        progress(format.path, control.parsed_bytes.load(), text.size());
+      } catch (...) {
+        stopped = std::current_exception();
+        control.stop = true;
+      }
+      lock.lock();
+    }
+  }
+  for (auto& parser : parsers) parser.join();
+  if (stopped) std::rethrow_exception(stopped);
+  for (const auto& part : parts)
+    if (part.error) std::rethrow_exception(part.error);
+  return parts;
+}
+
 }  // namespace
 
 TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names, CsvColumns* columns,
@@ -312,64 +365,17 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
     for (std::size_t i = 0; i < class_names->size(); ++i) ids.emplace((*class_names)[i], static_cast<std::int64_t>(i));
   const auto rows_text = text.substr(records.offset());
   RowFormat format{path,
-                         delimiter,
-                         header,
-                         feature_columns,
-                         label_columns,
-                         spec.classification,
-                         spec.classification && labels_are_names(rows_text, path, delimiter, label_columns.front()),
-                         ids.empty() ? nullptr : &ids,
-                         std::vector<int>(header.size(), -1)};
+                   delimiter,
+                   header,
+                   feature_columns,
+                   label_columns,
+                   spec.classification,
+                   spec.classification && labels_are_names(rows_text, path, delimiter, label_columns.front()),
+                   ids.empty() ? nullptr : &ids,
+                   std::vector<int>(header.size(), -1)};
   for (std::size_t k = 0; k < feature_columns.size(); ++k) format.feature_slot[feature_columns[k]] = static_cast<int>(k);
 
-  // A large file is parsed on as many threads as LibTorch computes with (at::get_num_threads:
-  // OMP_NUM_THREADS, else the cores), a stretch of whole records each: 200,000 rows of a few
-  // hundred columns are half a gigabyte of text. The first bad row in the file is the one
-  // reported, as one thread would.
-  constexpr std::size_t kBytesPerStretch = 4 << 20;
-  const auto stretch_count = std::min(static_cast<std::size_t>(std::max(1, at::get_num_threads())), rows_text.size() / kBytesPerStretch + 1);
-  const auto stretches = csv::cut_into_stretches(rows_text, delimiter, records.next_line(), static_cast<int>(stretch_count));
-  std::vector<ParsedRows> parts(stretches.size());
-  ParseControl control;
-  std::mutex mutex;
-  std::condition_variable finished;
-  std::size_t running = stretches.size();
-  const auto parse = [&](std::size_t i) {
-    try {
-      parse_rows(stretches[i], i, format, parts[i], control);
-    } catch (...) {
-      parts[i].error = std::current_exception();
-      for (auto first = control.first_failed.load(); i < first && !control.first_failed.compare_exchange_weak(first, i);) {
-      }
-    }
-    std::lock_guard<std::mutex> lock(mutex);
-    --running;
-    finished.notify_one();
-  };
-  // Plain threads: at::parallel_for is inline OpenMP, serial in a file built without -fopenmp.
-  // This thread tells the progress and passes a stop on.
-  if (progress) progress(path, 0, rows_text.size());
-  std::vector<std::thread> parsers;
-  for (std::size_t i = 0; i < stretches.size(); ++i) parsers.emplace_back(parse, i);
-  std::exception_ptr stopped;
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    while (!finished.wait_for(lock, std::chrono::milliseconds(100), [&] { return running == 0; })) {
-      if (!progress || stopped) continue;
-      lock.unlock();
-      try {
-        progress(path, control.parsed_bytes.load(), rows_text.size());
-      } catch (...) {
-        stopped = std::current_exception();
-        control.stop = true;
-      }
-      lock.lock();
-    }
-  }
-  for (auto& parser : parsers) parser.join();
-  if (stopped) std::rethrow_exception(stopped);
-  for (const auto& part : parts)
-    if (part.error) std::rethrow_exception(part.error);
+  auto parts = parse_in_stretches(rows_text, records.next_line(), format, progress);
 
   const auto width = static_cast<std::int64_t>(feature_columns.size());
   std::int64_t rows = 0;
