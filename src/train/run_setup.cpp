@@ -93,6 +93,26 @@ void standardize(Config& config, RunData& run) {
                         " constant (e.g. " + per + " " + std::to_string(stats.constant_channels[0]) + "): only centred";
 }
 
+// Long set-up work (a CSV's parse, the cache's fill) says how far it is every 5 s, and a stop
+// signal ends it there: no step has run, so there is nothing to resume.
+class SetupProgress {
+ public:
+  // `doing`: "reading data.csv"; `amounts`: how far, e.g. "408.38 MiB of 1.28 GiB", made only
+  // when it is said.
+  template <typename Amounts>
+  void operator()(const std::string& doing, std::uint64_t done, std::uint64_t total, const Amounts& amounts) {
+    if (core::stop_requested())
+      throw Error("interrupted while " + doing + " (" + amounts() + "), before any training step: nothing to resume",
+                  "run the same command again to start over", ExitCode::interrupted);
+    if (std::chrono::steady_clock::now() - last_ < std::chrono::seconds(5)) return;
+    last_ = std::chrono::steady_clock::now();
+    std::cerr << doing << ": " << (total ? 100 * done / total : 100) << " % (" << amounts() << ")\n";
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 }  // namespace
 
 RunData open_data(Config& config) {
@@ -112,17 +132,9 @@ RunData open_data(Config& config) {
   spec.val_fraction = d.val_fraction;
   spec.split_seed = static_cast<std::uint64_t>(config.train.seed);
   spec.synthetic = {d.task, d.shape, model_outputs(config), static_cast<std::uint64_t>(config.train.seed)};
-  // Parsing a large CSV takes a while: say how far it is every 5 s, and let a stop signal end it.
-  auto last_report = std::chrono::steady_clock::now();
-  spec.read_progress = [&last_report](const std::string& path, std::uint64_t done, std::uint64_t total) {
-    if (core::stop_requested())
-      throw Error("interrupted while reading " + path + " (" + core::format_bytes(done) + " of " + core::format_bytes(total) +
-                      "), before any training step: nothing to resume",
-                  "run the same command again to start over", ExitCode::interrupted);
-    if (std::chrono::steady_clock::now() - last_report < std::chrono::seconds(5)) return;
-    last_report = std::chrono::steady_clock::now();
-    std::cerr << "reading " << path << ": " << (total ? 100 * done / total : 100) << " % (" << core::format_bytes(done) << " of "
-              << core::format_bytes(total) << ")\n";
+  SetupProgress reading;  // a large CSV's parse takes a while
+  spec.read_progress = [&reading](const std::string& path, std::uint64_t done, std::uint64_t total) {
+    reading("reading " + path, done, total, [&] { return core::format_bytes(done) + " of " + core::format_bytes(total); });
   };
   RunData out;
   const auto start = std::chrono::steady_clock::now();
@@ -202,18 +214,11 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
   if (plan.mode != data::CacheMode::none) {
     const auto start = std::chrono::steady_clock::now();
     const auto load = [&](const data::Dataset& set) {
-      // Decoding a large image folder takes a while: say how far it is, every 5 s.
-      auto last = std::chrono::steady_clock::now();
+      // Decoding a large image folder (ImageNet: many minutes) takes a while.
+      SetupProgress loading;
       const auto progress = [&](std::int64_t done, std::int64_t total) {
-        // Decoding ImageNet takes many minutes; Ctrl-C should not wait for the end of it.
-        if (core::stop_requested())
-          throw Error("interrupted while loading " + set.description() + " into the cache (" + std::to_string(done) + " of " +
-                          std::to_string(total) + " samples), before any training step: nothing to resume",
-                      "run the same command again to start over", ExitCode::interrupted);
-        if (std::chrono::steady_clock::now() - last < std::chrono::seconds(5)) return;
-        last = std::chrono::steady_clock::now();
-        std::cerr << "loading " << set.description() << " into the cache: " << 100 * done / total << " % (" << done << " of " << total
-                  << ")\n";
+        loading("loading " + set.description() + " into the cache", static_cast<std::uint64_t>(done), static_cast<std::uint64_t>(total),
+                [&] { return std::to_string(done) + " of " + std::to_string(total) + " samples"; });
       };
       // The training thread has nothing to do until the cache is full, so it decodes too (with
       // data.num_workers: 0 it is the only one, as asked).
