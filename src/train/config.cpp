@@ -108,8 +108,9 @@ constexpr ForeignName kForeignNames[] = {
 };
 
 // The best guess for a key nobody declared: another tool's name for one of ours ("max_epochs" ->
-// "train.epochs"), else the same leaf in another section ("train.lr" -> "optimizer.lr"), else the closest leaf in its own section ("data.sorce" -> "data.source"), else
-// the closest spelling among all keys and sections ("trian" -> "train").
+// "train.epochs"), else the same leaf in another section ("train.lr" -> "optimizer.lr"), else the
+// closest leaf in its own section ("data.sorce" -> "data.source"), else the closest spelling among
+// all keys and sections ("trian" -> "train").
 std::string did_you_mean(const std::string& key) {
   const auto keys = config_keys();
   const auto dot = key.rfind('.');
