@@ -160,35 +160,35 @@ TEST(TrainerData, TooFewClassesForTheLabelsIsAUsageError) {
   }
 }
 
-// Decoding a large image folder into the cache takes minutes: a stop meanwhile ends the run there
-// (exit 130), not after the whole load and a first step.
-TEST(TrainerData, AStopWhileTheCacheLoadsEndsTheRunThereWithExit130) {
-  const auto config = data_run("images-stopped", {"data.source=image_folder", "data.path=" + fixture("folder/train"),
-                                                  "data.image_size=[16, 16]", "model.name=small_cnn", "data.cache=vram"});
+// The error of a Trainer built with a stop already requested (the stop cleared again after).
+static Error stopped_setup(const Config& config) {
   core::request_stop();
   try {
     Trainer trainer(config, test_support::quiet_trainer());
-    ADD_FAILURE() << "the cache loaded through a stop request";
   } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), ExitCode::interrupted);
-    EXPECT_NE(std::string(e.what()).find("interrupted while loading image folder"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("before any training step: nothing to resume"), std::string::npos) << e.what();
+    core::clear_stop_request();
+    return e;
   }
   core::clear_stop_request();
+  ADD_FAILURE() << "set-up went on through a stop request";
+  return Error("", "");
+}
+
+// Decoding a large image folder into the cache takes minutes: a stop meanwhile ends the run there
+// (exit 130), not after the whole load and a first step.
+TEST(TrainerData, AStopWhileTheCacheLoadsEndsTheRunThereWithExit130) {
+  const auto e = stopped_setup(data_run("images-stopped", {"data.source=image_folder", "data.path=" + fixture("folder/train"),
+                                                           "data.image_size=[16, 16]", "model.name=small_cnn", "data.cache=vram"}));
+  EXPECT_EQ(e.exit_code(), ExitCode::interrupted);
+  EXPECT_NE(std::string(e.what()).find("interrupted while loading image folder"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("before any training step: nothing to resume"), std::string::npos) << e.what();
 }
 
 // Parsing a large CSV takes a while too: a stop meanwhile ends the read and the run there.
 TEST(TrainerData, AStopWhileACsvIsReadEndsTheRunThereWithExit130) {
-  const auto config = data_run("csv-stopped", {"data.source=csv", "data.path=" + fixture("csv/numeric.csv"), "data.labels=label"});
-  core::request_stop();
-  try {
-    Trainer trainer(config, test_support::quiet_trainer());
-    ADD_FAILURE() << "the CSV was read through a stop request";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), ExitCode::interrupted);
-    EXPECT_NE(std::string(e.what()).find("interrupted while reading " + fixture("csv/numeric.csv")), std::string::npos) << e.what();
-  }
-  core::clear_stop_request();
+  const auto e = stopped_setup(data_run("csv-stopped", {"data.source=csv", "data.path=" + fixture("csv/numeric.csv"), "data.labels=label"}));
+  EXPECT_EQ(e.exit_code(), ExitCode::interrupted);
+  EXPECT_NE(std::string(e.what()).find("interrupted while reading " + fixture("csv/numeric.csv")), std::string::npos) << e.what();
 }
 
 TEST(TrainerData, ImageFolderRunSkipsTheCorruptImageAndSaysSo) {
