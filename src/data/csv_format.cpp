@@ -62,7 +62,23 @@ struct RowFormat {
   bool label_names;                                  // classes by name ("setosa"), not id: the first row decides
   const std::map<std::string, std::int64_t>* known;  // a validation file's classes: the training file's
   std::vector<int> feature_slot;                     // per header column: its place among the features, or -1
+  bool features_listed;                              // the user listed data.features (else: all columns but data.exclude)
+  const std::vector<std::string>& excluded;          // data.exclude
 };
+
+// How a user leaves column `c` out, in the key they use: " with data.features: [...]" without it
+// when they listed the features, else " with data.exclude: [...]" with it; "" when it is the only feature.
+std::string leaving_out(const RowFormat& format, std::size_t c) {
+  if (!format.features_listed) {
+    auto excluded = format.excluded;
+    excluded.push_back(format.header[c]);
+    return " with data.exclude: [" + core::join(excluded) + "]";
+  }
+  std::vector<std::string> others;
+  for (const auto other : format.feature_columns)
+    if (other != c) others.push_back(format.header[other]);
+  return others.empty() ? std::string() : " with data.features: [" + core::join(others) + "]";
+}
 
 // The usual row in one pass: no quotes, no blanks, every feature cell a short decimal, every cell
 // where the header says. Appends the features and sets the other cells (the labels); false, with
@@ -146,16 +162,11 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
         double value = 0;
         if (cells[c].empty())
           throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + ") is empty: a missing value",
-                           "fill in or remove that row (missing values are not filled in for you), or leave the column out "
-                           "with data.features");
+                           "fill in or remove that row (missing values are not filled in for you), or leave the column out" + leaving_out(format, c));
         if (!csv::parse_number(cells[c], value)) {
           std::string remedy = "fix or remove that row; feature cells must be numbers";
           if (index == 0 && n == 0) {  // text from the first row on: a text column, not a bad row
-            std::vector<std::string> others;
-            for (const auto other : format.feature_columns)
-              if (other != c) others.push_back(header[other]);
-            remedy = "column '" + header[c] + "' holds text from its first row on: leave it out" +
-                     (others.empty() ? std::string() : " with data.features: [" + core::join(others) + "]") +
+            remedy = "column '" + header[c] + "' holds text from its first row on: leave it out" + leaving_out(format, c) +
                      ", or turn it into numbers first (category codes or one-hot columns)";
           }
           throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + shown(cells[c]) + "' is not a number",
@@ -165,8 +176,7 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
         if (!std::isfinite(static_cast<float>(value)))
           throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + shown(cells[c]) +
                                "' is not a finite float32 number",
-                           "fill in or remove that row (missing values are not filled in for you), or leave the column out "
-                           "with data.features");
+                           "fill in or remove that row (missing values are not filled in for you), or leave the column out" + leaving_out(format, c));
         out.features.push_back(static_cast<float>(value));
       }
     }
@@ -372,7 +382,9 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
                    spec.classification,
                    spec.classification && labels_are_names(rows_text, path, delimiter, label_columns.front()),
                    ids.empty() ? nullptr : &ids,
-                   std::vector<int>(header.size(), -1)};
+                   std::vector<int>(header.size(), -1),
+                   spec.features_origin == "data.features" && !spec.features.empty(),
+                   spec.exclude};
   for (std::size_t k = 0; k < feature_columns.size(); ++k) format.feature_slot[feature_columns[k]] = static_cast<int>(k);
 
   auto parts = parse_in_stretches(rows_text, records.next_line(), format, progress);

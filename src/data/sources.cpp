@@ -241,7 +241,7 @@ Sources open_unchecked(const SourceSpec& spec) {
     if (!spec.val_path.empty()) {
       // The training file's feature columns, by name: a validation file whose columns are in
       // another order must still give the model each feature in its place.
-      const CsvSpec val_csv{columns.features, spec.labels, classification, ',', "a feature column of data.path"};
+      const CsvSpec val_csv{columns.features, spec.labels, classification, ',', "a feature column of data.path", spec.exclude};
       const auto val = read_for("data.val_path", [&] { return read_csv(spec.val_path, val_csv, &out.class_names, nullptr, spec.read_progress); });
       classes = classification ? std::max(classes, classes_of(val)) : 0;
       out.val = make_array_dataset(val, "CSV " + spec.val_path + " (" + core::counted(val.size(), "sample") + ")", base(spec.val_path));

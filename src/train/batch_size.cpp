@@ -137,7 +137,7 @@ std::string fnv1a_hex(const std::string& text) {
 }
 
 nlohmann::json cache_key(const Config& config, const std::string& device_name) {
-  return {{"device", device_name}, {"model", config.model.torchscript.empty() ? config.model.name : config.model.torchscript},
+  return {{"device", device_name}, {"model", config.model_label()},
           {"config_hash", fnv1a_hex(memory_relevant_yaml(config))}, {"libtorch", TORCH_VERSION}};
 }
 

@@ -30,6 +30,8 @@ std::string Config::checkpoint_dir() const {
   return checkpoint.dir.empty() ? (std::filesystem::path(logging.dir) / "checkpoints").string() : checkpoint.dir;
 }
 
+std::string Config::model_label() const { return model.torchscript.empty() ? model.name : model.torchscript; }
+
 bool Config::uses_channels_last() const {
   if (train.channels_last) return *train.channels_last;
   static const std::set<std::string> convolutional = {"small_cnn", "resnet18", "resnet34", "resnet50"};

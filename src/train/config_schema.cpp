@@ -265,6 +265,7 @@ Field model_name_field() {
   return {"model.name",
           [](Config& c, const FieldValue& v) {
             auto names = registered_models();
+            names.insert(names.begin(), "auto");
             c.model.name = parse_choice(v, names);
           },
           [](const Config& c) { return YAML::Node(c.model.name); }};

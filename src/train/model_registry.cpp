@@ -37,10 +37,16 @@ Registry& registry() {
 }  // namespace
 
 void register_model(const std::string& name, ModelFactory factory) {
+  if (name == "auto")
+    throw UsageError("register_model: 'auto' cannot name a model", "model.name: auto picks a built-in model by the samples' shape; give yours another name");
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.factories[name] = std::move(factory);
   r.builtin_keys.erase(name);  // a replaced built-in reads what its new factory reads
+}
+
+std::string model_for_samples(const std::vector<std::int64_t>& sample_shape) {
+  return sample_shape.size() == 3 ? "small_cnn" : "mlp";
 }
 
 std::optional<std::vector<std::string>> model_keys_read(const std::string& name) {

@@ -17,6 +17,7 @@
 #include "gputrain/device/system_info.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
 #include "gputrain/memory/device_memory.hpp"
+#include "gputrain/train/model_registry.hpp"
 
 namespace gputrain::train {
 
@@ -142,6 +143,11 @@ RunData open_data(Config& config) {
   out.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto& layout = out.sources.train->layout();
   config.data.shape = layout.input_shape;
+  if (config.model.name == "auto" && config.model.torchscript.empty()) {
+    config.model.name = model_for_samples(layout.input_shape);
+    out.model_choice = "model.name auto: " + config.model.name + ", for samples shaped " + c10::str(c10::IntArrayRef(layout.input_shape)) +
+                       (config.model.name == "small_cnn" ? " ([channels, height, width])" : " (small_cnn is for [channels, height, width] images)");
+  }
   if (d.task == "classification") {
     const auto found = out.sources.classes;
     if (d.classes && *d.classes < found)

@@ -350,6 +350,7 @@ FitResult Trainer::fit() {
   result.oom_events = s.oom_events();
   result.batch_size = s.micro_batch;
   result.micro_batch = s.train_guard->micro_batch();
+  result.model = s.model->name();
   result.data_cache = data::to_string(s.placement.plan.mode);
   result.data_load_seconds = s.placement.load_seconds;
   const auto& layout = s.data.sources.train->layout();

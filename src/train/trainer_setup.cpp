@@ -95,6 +95,7 @@ void Trainer::State::setup() {
   apply_backend_settings(config.train);
   classification = config.data.task == "classification";
   data = open_data(config);
+  if (!data.model_choice.empty()) pending_notes.push_back(data.model_choice);
   train_size = data.sources.train->size();
   val_size = data.sources.val ? data.sources.val->size() : 0;
   if (ranks.writer()) {  // before any step: a run must not train for an hour, then fail to save it
@@ -374,7 +375,10 @@ void Trainer::State::refuse_another_run(const std::string& path, const YAML::Nod
   const auto model_of = [](const std::string& name, const std::string& torchscript) {
     return torchscript.empty() ? name : "model.torchscript " + torchscript;
   };
-  const std::string saved_model = model_of(scalar("model", "name"), scalar("model", "torchscript"));
+  // The checkpoint keeps the config as given: its `auto` chose by the data's shape, as this run's did.
+  std::string saved_name = scalar("model", "name");
+  if (saved_name == "auto") saved_name = model_for_samples(config.data.shape);
+  const std::string saved_model = model_of(saved_name, scalar("model", "torchscript"));
   const std::string this_model = model_of(config.model.name, config.model.torchscript);
   if (!scalar("model", "name").empty() && saved_model != this_model)
     throw UsageError(path + " is a checkpoint of " + saved_model + ", and this config trains " + this_model +

@@ -46,7 +46,7 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
   const auto& m = estimate.model;
   const std::int64_t predicted = estimate.fitted ? m.largest_batch(config.sizing.target_fraction) : 0;
   if (json) {
-    nlohmann::json out = {{"device", run.device.str()}, {"device_name", run.name}, {"model", config.model.name},
+    nlohmann::json out = {{"device", run.device.str()}, {"device_name", run.name}, {"model", config.model_label()},
                           {"parameters", estimate.parameter_count}, {"precision", train::to_string(config.train.precision)},
                           {"optimizer", config.optimizer.name}, {"parameter_bytes", m.known.parameters},
                           {"gradient_bytes", m.known.gradients}, {"optimizer_state_bytes", m.known.optimizer_state},
@@ -61,7 +61,7 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
     std::cout << out.dump(2) << "\n";
     return int(ExitCode::ok);
   }
-  std::printf("memory of one training step: %s (%s), %s, %s, on %s\n", config.model.name.c_str(),
+  std::printf("memory of one training step: %s (%s), %s, %s, on %s\n", config.model_label().c_str(),
               core::format_parameter_count(estimate.parameter_count).c_str(), train::to_string(config.train.precision).c_str(),
               config.optimizer.name.c_str(), device_text(run).c_str());
   print_row("parameters", core::format_bytes(m.known.parameters));
@@ -92,7 +92,7 @@ int profile_batch(const train::Config& config, const train::RunDevice& run, cons
   train::ExhaustiveResult truth;
   if (exhaustive) truth = train::find_largest_fitting_batch(config, run.device, probe, choice.search.memory_batch, options.max_batch);
   if (json) {
-    nlohmann::json out = {{"device", run.device.str()}, {"device_name", run.name}, {"model", config.model.name},
+    nlohmann::json out = {{"device", run.device.str()}, {"device_name", run.name}, {"model", config.model_label()},
                           {"batch", choice.batch}, {"memory_batch", choice.search.memory_batch},
                           {"probe_steps", choice.search.probes.size()}, {"memory_probe_steps", choice.search.memory_probes},
                           {"probes", probes_json(choice.search.probes)}, {"seconds", choice.seconds},
@@ -105,7 +105,7 @@ int profile_batch(const train::Config& config, const train::RunDevice& run, cons
     std::cout << out.dump(2) << "\n";
     return int(ExitCode::ok);
   }
-  std::printf("batch size for %s on %s: %lld\n", config.model.name.c_str(), device_text(run).c_str(),
+  std::printf("batch size for %s on %s: %lld\n", config.model_label().c_str(), device_text(run).c_str(),
               static_cast<long long>(choice.batch));
   std::printf("  why: %s\n", choice.search.reason.c_str());
   std::printf("  %zu probe steps in %s s: %s\n", choice.search.probes.size(), core::format_fixed(choice.seconds, 2).c_str(),

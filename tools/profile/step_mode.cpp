@@ -127,7 +127,7 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
     return int(ExitCode::ok);
   }
   std::printf("%lld training steps of %s on %s after %lld warm-up steps, batch %lld, data.cache %s\n",
-              static_cast<long long>(figures.steps), config.model.name.c_str(), run.device.str().c_str(),
+              static_cast<long long>(figures.steps), result.model.c_str(), run.device.str().c_str(),
               static_cast<long long>(window), static_cast<long long>(result.batch_size), result.data_cache.c_str());
   std::printf("  per step            %9.2f ms\n", per_step * 1e3);
   std::printf("  waiting for data    %9.2f ms  (%s %% of the time: the data stall)\n", wait * 1e3, core::format_fixed(stall, 1).c_str());

@@ -16,7 +16,7 @@ enum class Precision { fp32, fp16_mixed, bf16_mixed };
 std::string to_string(Precision precision);
 
 struct ModelConfig {
-  std::string name = "small_cnn";     ///< a registered model (see model_registry.hpp)
+  std::string name = "auto";          ///< a registered model (see model_registry.hpp), or auto: chosen by the samples' shape
   std::string torchscript;            ///< a scripted module file; replaces `name` when set
   std::string init_weights;           ///< a .safetensors file to start from instead of random init
   std::vector<std::int64_t> hidden = {256, 256};  ///< MLP hidden layer widths
@@ -157,6 +157,8 @@ struct Config {
   /// resnet*), whose layers all take NHWC, and off otherwise (a TorchScript or registered model may
   /// .view() an activation, which NHWC refuses).
   bool uses_channels_last() const;
+  /// What trains, for reports: model.name, or the model.torchscript file that replaces it.
+  std::string model_label() const;
 };
 
 /// A key a command's own flag sets (`--path x.csv` sets data.path). Its values are taken as

@@ -30,10 +30,15 @@ struct ModelSpec {
 using ModelFactory = std::function<torch::nn::AnyModule(const ModelSpec&)>;
 
 /// Adds (or replaces) a model under `name`; `model.name: <name>` in YAML then selects it.
+/// Throws UsageError for "auto", which model.name keeps for the choice by the samples' shape.
 void register_model(const std::string& name, ModelFactory factory);
 
 /// Every registered name, sorted.
 std::vector<std::string> registered_models();
+
+/// What `model.name: auto` trains on samples of `sample_shape`: small_cnn for images
+/// ([channels, height, width]), mlp (which flattens any shape) for everything else.
+std::string model_for_samples(const std::vector<std::int64_t>& sample_shape);
 
 /// The keys of the `model` section a built-in model reads ("model.hidden", ...); nullopt for a
 /// model the user registered, whose factory may read any of them.

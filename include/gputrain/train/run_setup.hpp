@@ -35,11 +35,13 @@ struct RunData {
   data::BatchTransform transform;   ///< uint8 -> float, normalisation, augmentation
   std::string standardized;         ///< with data.standardize: what was measured, for the run's log
   double read_seconds = 0;          ///< opening the sources: parsing a CSV, inflating an .npz, listing a folder
+  std::string model_choice;         ///< with model.name auto: which model the samples' shape chose, for the run's log
 };
 
 /// Opens `config.data` and fills in what the files decide: data.shape (one sample's shape),
-/// data.classes when `auto` (checked against the labels when set), data.outputs (regression), and
-/// with data.standardize data.mean and data.std measured on the training samples.
+/// data.classes when `auto` (checked against the labels when set), data.outputs (regression),
+/// model.name when `auto` (model_for_samples), and with data.standardize data.mean and data.std
+/// measured on the training samples.
 /// Throws UsageError naming the file and what is wrong.
 RunData open_data(Config& config);
 

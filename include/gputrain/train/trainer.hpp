@@ -43,6 +43,7 @@ struct FitResult {
   double step_seconds = 0;                ///< wall time of this process's steps (validation and checkpoints excluded)
   double run_seconds = 0;                 ///< wall time of fit(): steps, validation and checkpoints
   double data_seconds = 0;                ///< of which waiting for batches
+  std::string model;                      ///< what was trained: model.name (chosen, when auto) or the TorchScript file
   std::string data_cache;                 ///< where the data lived: vram, ram or none (streamed)
   double data_load_seconds = 0;           ///< the one-time load into the cache (not in any epoch)
   std::int64_t sample_bytes = 0;          ///< one stored sample, input and target

@@ -240,15 +240,28 @@ TEST(Csv, RegressionTakesEachLabelColumnAsATarget) {
 TEST(Csv, BadCellsNameTheLineAndColumn) {
   const auto bad = usage_error([] { read_csv(fixture("bad/bad_cell.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(bad.find("bad_cell.csv:3: column 'b' (2): 'oops' is not a number"), std::string::npos) << bad;
-  try {  // all-but-label includes the text column: from its first row on, so the fix is to leave it out
-    read_csv(fixture("csv/iris.csv"), CsvSpec{{}, {"species"}, true});
-    ADD_FAILURE() << "read a text column as features";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("iris.csv:2: column 'note' (3): 'a, b' is not a number"), std::string::npos) << e.what();
-    EXPECT_NE(e.remedy().find("column 'note' holds text from its first row on: leave it out with data.features: [sepal_length, sepal_width]"),
-              std::string::npos)
-        << e.remedy();
-  }
+  // All-but-label includes the text column: from its first row on, so the fix is to leave it out,
+  // in the key the user chose: data.exclude when they did not list the features.
+  const auto text_column_fix = [](CsvSpec spec) -> std::string {
+    try {
+      read_csv(fixture("csv/iris.csv"), spec);
+      ADD_FAILURE() << "read a text column as features";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("iris.csv:2: column 'note' (3): 'a, b' is not a number"), std::string::npos) << e.what();
+      return e.remedy();
+    }
+    return "";
+  };
+  EXPECT_EQ(text_column_fix(CsvSpec{{}, {"species"}, true}),
+            "column 'note' holds text from its first row on: leave it out with data.exclude: [note], or turn it into numbers first "
+            "(category codes or one-hot columns)");
+  CsvSpec excluding{{}, {"species"}, true};
+  excluding.exclude = {"sepal_width"};
+  EXPECT_NE(text_column_fix(excluding).find("leave it out with data.exclude: [sepal_width, note],"), std::string::npos);
+  EXPECT_NE(text_column_fix(CsvSpec{{"sepal_length", "note", "sepal_width"}, {"species"}, true})
+                .find("leave it out with data.features: [sepal_length, sepal_width],"),
+            std::string::npos);
+  EXPECT_NE(text_column_fix(CsvSpec{{"note"}, {"species"}, true}).find("leave it out, or turn it"), std::string::npos);
   try {  // a bad cell further down is a bad row
     read_csv(fixture("bad/bad_cell.csv"), CsvSpec{{}, {"label"}, true});
   } catch (const UsageError& e) {
@@ -288,6 +301,17 @@ TEST(Csv, NonFiniteCellsNameTheLineAndColumn) {
 TEST(Csv, EmptyCellsAreCalledMissingValues) {
   const auto feature = usage_error([] { read_csv(fixture("bad/empty_cells.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(feature.find("empty_cells.csv:2: column 'b' (2) is empty: a missing value"), std::string::npos) << feature;
+  const auto fix_of = [](CsvSpec spec) -> std::string {
+    try {
+      read_csv(fixture("bad/empty_cells.csv"), spec);
+    } catch (const UsageError& e) {
+      return e.remedy();
+    }
+    return "";
+  };
+  EXPECT_EQ(fix_of(CsvSpec{{}, {"label"}, true}),
+            "fill in or remove that row (missing values are not filled in for you), or leave the column out with data.exclude: [b]");
+  EXPECT_NE(fix_of(CsvSpec{{"b", "a"}, {"label"}, true}).find("leave the column out with data.features: [a]"), std::string::npos);
   const auto label = usage_error([] { read_csv(fixture("bad/empty_cells.csv"), CsvSpec{{"a"}, {"label"}, true}); });
   EXPECT_NE(label.find("empty_cells.csv:3: the label (column 'label') is empty"), std::string::npos) << label;
 }

@@ -34,7 +34,7 @@ std::string error_of(const ConfigSources& sources) {
 
 TEST(Config, DefaultsAreValid) {
   const auto c = load_config({});
-  EXPECT_EQ(c.model.name, "small_cnn");
+  EXPECT_EQ(c.model.name, "auto");  // chosen by the data's sample shape (open_data)
   EXPECT_EQ(c.train.batch_size, 64);
   EXPECT_EQ(c.train.precision, train::Precision::fp32);
   EXPECT_EQ(c.device.name, "auto");
@@ -250,6 +250,8 @@ TEST(Config, BadOverrides) {
   EXPECT_NE(error_of({{}, {"train=3"}, ""}).find("is a section"), std::string::npos);
   EXPECT_NE(error_of({{}, {"device=gpu"}, ""}).find("auto, cpu, cuda or cuda:N"), std::string::npos);
   EXPECT_NE(error_of({{}, {"model.name=resnet19"}, ""}).find("resnet18"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"model.name=resnet19"}, ""}).find("allowed: one of auto, mlp,"), std::string::npos);
+  EXPECT_EQ(load_config({{}, {"model.name=auto"}, ""}).model.name, "auto");
 }
 
 // A user fixing a config should meet all its mistakes in one run, each where it is, with its fix.

@@ -3,6 +3,7 @@
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/linear.h>
 
+#include <algorithm>
 #include <set>
 
 #include "gputrain/core/error.hpp"
@@ -117,6 +118,13 @@ TEST(Models, RegisteredModelIsBuiltByName) {
   auto model = build_model(spec("tiny_linear", {5}, 2));
   EXPECT_EQ(parameter_count(*model), 12);
   EXPECT_EQ(model->forward(at::randn({4, 5})).sizes(), (std::vector<std::int64_t>{4, 2}));
+}
+
+TEST(Models, AutoIsModelNamesChoiceAndCannotBeRegistered) {
+  const auto dummy = [](const ModelSpec& s) { return torch::nn::AnyModule(torch::nn::Linear(s.input_shape.at(0), s.outputs)); };
+  EXPECT_THROW(register_model("auto", dummy), UsageError);
+  const auto names = registered_models();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "auto"), 0);
 }
 
 TEST(Models, LoadNamedStateRefusesAnotherModelsTensors) {

@@ -276,6 +276,40 @@ TEST(Trainer, ResumingAnotherModelsFolderSaysItIsAnotherRunsAndAResizedModelName
   }
 }
 
+// model.name auto: the data's sample shape picks the model, the run says which, and a resumed run
+// (whose checkpoint keeps `auto` as given) is the same run, whether it says auto or the name.
+TEST(Trainer, ModelNameAutoPicksTheSmallCnnForImagesAndTheMlpForAnythingElse) {
+  const auto chosen = [](std::vector<std::string> sets) {
+    sets.insert(sets.begin(), "model.name=auto");
+    auto config = small_run("auto-model", sets);
+    const auto data = open_data(config);
+    return std::make_pair(config.model.name, data.model_choice);
+  };
+  const auto [vectors, said] = chosen({"data.shape=[10]"});
+  EXPECT_EQ(vectors, "mlp");
+  EXPECT_EQ(said, "model.name auto: mlp, for samples shaped [10] (small_cnn is for [channels, height, width] images)");
+  EXPECT_EQ(chosen({"data.shape=[4, 8]"}).first, "mlp");
+  EXPECT_EQ(chosen({"data.shape=[3, 8, 8]"}).first, "small_cnn");
+  EXPECT_EQ(chosen({"data.shape=[1, 2, 3, 4]"}).first, "mlp");
+  // A name given is kept and not remarked on; with a TorchScript file the name is not used at all.
+  auto named = small_run("auto-model", {"data.shape=[3, 8, 8]"});
+  EXPECT_TRUE(open_data(named).model_choice.empty());
+  EXPECT_EQ(named.model.name, "mlp");
+  auto scripted = small_run("auto-model", {"model.name=auto", "model.torchscript=net.pt"});
+  EXPECT_TRUE(open_data(scripted).model_choice.empty());
+  EXPECT_EQ(scripted.model.name, "auto");
+
+  const auto [first, first_console] = test_support::fit_capturing_console(small_run("auto-resume", {"model.name=auto", "train.max_steps=2"}));
+  EXPECT_EQ(first.model, "mlp");
+  EXPECT_NE(first_console.find("model.name auto: mlp"), std::string::npos) << first_console;
+  std::int64_t steps = 2;
+  for (const char* name : {"auto", "mlp"}) {
+    const auto [again, console] = test_support::fit_capturing_console(
+        small_run("auto-resume", {std::string("model.name=") + name, "train.max_steps=" + std::to_string(steps + 1)}, /*fresh=*/false));
+    EXPECT_EQ(again.start_step, steps++) << "model.name " << name << ": " << console;
+  }
+}
+
 TEST(Trainer, StandardizeRefusesSamplesThatAreNeitherVectorsNorImages) {
   try {
     Trainer trainer(small_run("standardize-sequences", {"data.standardize=true", "data.shape=[4, 8]"}), test_support::quiet_trainer());
