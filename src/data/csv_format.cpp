@@ -21,7 +21,7 @@
 #include "gputrain/core/units.hpp"
 #include "csv_number.hpp"
 #include "csv_records.hpp"
-#include "mapped_file.hpp"
+#include "text_file.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -292,14 +292,10 @@ std::vector<ParsedRows> parse_in_stretches(std::string_view text, std::int64_t f
 
 TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names, CsvColumns* columns,
                        const ReadProgress& progress) {
-  const auto file = MappedFile::open(path);
-  std::string_view text(reinterpret_cast<const char*>(file->data()), file->size());
-  // Spreadsheets mark their exports: "CSV UTF-8" starts with a byte-order mark, which is not part
-  // of the first column's name; "Unicode text" is UTF-16, which this reader cannot parse.
-  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
-  if (text.substr(0, 2) == "\xFF\xFE" || text.substr(0, 2) == "\xFE\xFF")
-    throw UsageError("'" + path + "' is UTF-16 text (as a spreadsheet's \"Unicode text\" export writes), not UTF-8",
-                     "export it as \"CSV UTF-8\" (or convert it: iconv -f UTF-16 -t UTF-8 " + path + " > data.csv)");
+  const auto file = TextFile::open(path, [&](std::uint64_t read, std::uint64_t total) {
+    if (progress) progress(path + ", inflating", read, total);
+  });
+  const std::string_view text = file.text();
   csv::Records records(text, path, spec.delimiter);
   std::string_view line;
   if (!records.next(line)) throw UsageError("'" + path + "' is empty", "write a header row, then one row per sample");

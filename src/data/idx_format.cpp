@@ -1,31 +1,17 @@
 #include "gputrain/data/idx_format.hpp"
 
 #include <ATen/ATen.h>
-#include <zlib.h>
 
 #include <filesystem>
 
 #include "gputrain/core/error.hpp"
+#include "gzip_data.hpp"
 #include "mapped_file.hpp"
 #include "path_text.hpp"
 
 namespace gputrain::data {
 namespace fs = std::filesystem;
 namespace {
-
-std::vector<unsigned char> gunzip(const std::string& path) {
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (!file) throw UsageError(unusable_path_text(path, "cannot open '" + path + "'"), "check data.path and the file's permissions");
-  std::vector<unsigned char> out;
-  unsigned char buffer[1 << 16];
-  int got = 0;
-  while ((got = gzread(file, buffer, sizeof buffer)) > 0) out.insert(out.end(), buffer, buffer + got);
-  int code = Z_OK;
-  const std::string why = got < 0 ? gzerror(file, &code) : "";
-  gzclose(file);
-  if (got < 0) throw UsageError("'" + path + "' is not a valid gzip file: " + why, "download the file again");
-  return out;
-}
 
 UsageError bad_idx(const std::string& path, const std::string& why) {
   return UsageError("'" + path + "' is not a valid IDX file: " + why, "download the file again (MNIST's files are IDX, plain or .gz)");
@@ -84,11 +70,11 @@ std::string find_file(const std::string& folder, const std::vector<std::string>&
 }  // namespace
 
 at::Tensor read_idx(const std::string& path) {
-  if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) {
-    const auto bytes = gunzip(path);
-    return idx_from_bytes(bytes.data(), bytes.size(), path, nullptr);
-  }
   const auto file = MappedFile::open(path);
+  if (is_gzip(file->data(), file->size())) {  // MNIST's downloads are .gz
+    const auto bytes = inflate_gzip(file->data(), file->size(), path);
+    return idx_from_bytes(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), path, nullptr);
+  }
   return idx_from_bytes(file->data(), file->size(), path, file);
 }
 

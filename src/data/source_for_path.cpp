@@ -33,6 +33,10 @@ std::string source_for_path(const std::string& path) {
   if (extension == ".npz") return "npz";
   if (extension == ".safetensors") return "safetensors";
   if (extension == ".csv" || extension == ".tsv") return "csv";
+  if (extension == ".gz") {  // the CSV reader inflates a gzip'd file (data.csv.gz, as pandas writes it)
+    const std::string inner = core::lower(fs::path(path).stem().extension().string());
+    if (inner == ".csv" || inner == ".tsv") return "csv";
+  }
   return "";
 }
 

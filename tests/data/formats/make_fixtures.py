@@ -1,15 +1,18 @@
 """Writes the dataset files test_formats reads, with the reference implementations themselves
-(numpy, safetensors, Pillow, Python's gzip/csv), so gputrain's readers are checked against what
+(numpy, safetensors, Pillow, Python's gzip/bz2/lzma/zipfile/csv), so gputrain's readers are checked against what
 users' tools really write, not against gputrain's own writer. Usage: make_fixtures.py OUT_DIR
 
 Every array holds np.arange(60).reshape(3, 4, 5) in its dtype (bool: odd values), so the C++
 test knows the expected values without reading anything else.
 """
+import bz2
 import csv
 import gzip
+import lzma
 import os
 import struct
 import sys
+import zipfile
 
 import numpy as np
 from PIL import Image
@@ -144,6 +147,24 @@ for name, delimiter in (("semicolons.csv", ";"), ("tabs.tsv", "\t")):
         w.writerow(["a", "b", "label"])
         for i in range(10):
             w.writerow([i, i * 0.5, i % 2])
+
+# Compressed CSVs. gzip'd, as pandas' to_csv("x.csv.gz") writes it (Python's gzip), and two gzip
+# members one after the other (`cat a.gz b.gz`), which gzip -d reads as one file; the others are
+# refused with the command that makes text of them.
+numeric = open(path("csv", "numeric.csv"), "rb").read()
+with gzip.open(path("csv", "numeric.csv.gz"), "wb") as f:
+    f.write(numeric)
+half = numeric.index(b"\n", len(numeric) // 2) + 1
+with open(path("csv", "numeric_two_members.csv.gz"), "wb") as f:
+    f.write(gzip.compress(numeric[:half]) + gzip.compress(numeric[half:]))
+whole = gzip.compress(numeric)
+open(path("bad", "numeric_cut.csv.gz"), "wb").write(whole[: len(whole) // 2])
+open(path("bad", "numeric.csv.bz2"), "wb").write(bz2.compress(numeric))
+open(path("bad", "numeric.csv.xz"), "wb").write(lzma.compress(numeric))
+with zipfile.ZipFile(path("bad", "numeric.zip"), "w") as z:
+    z.writestr("numeric.csv", numeric)
+np.save(path("bad", "array_named.csv"), np.arange(12, dtype=np.float32))  # np.save adds .npy to the name
+os.replace(path("bad", "array_named.csv.npy"), path("bad", "array_named.csv"))
 
 # --- MNIST IDX (big-endian header, as the MNIST site ships them; plain and gzip) ---
 images = (np.arange(5 * 28 * 28) % 251).astype(np.uint8).reshape(5, 28, 28)

@@ -1,12 +1,15 @@
 // Every format read back from files that the reference implementations wrote (numpy, safetensors,
-// Pillow, Python's gzip and csv: tests/data/formats/make_fixtures.py), and every malformed file
+// Pillow, Python's gzip, bz2, lzma, zipfile and csv: tests/data/formats/make_fixtures.py), and every malformed file
 // turned into a UsageError that names the file and what is wrong.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
+#include "data/gzip_data.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/batch.hpp"
 #include "gputrain/data/csv_format.hpp"
@@ -142,6 +145,45 @@ TEST(Csv, ReadsASpreadsheetsUtf8ExportAndRefusesUtf16) {
   EXPECT_TRUE(at::equal(set.inputs, at::tensor({1.0f, 2.0f, 3.0f, 4.0f}).view({2, 2})));
   const auto error = usage_error([] { read_csv(fixture("csv/excel_utf16.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(error.find("is UTF-16 text (as a spreadsheet's \"Unicode text\" export writes), not UTF-8"), std::string::npos) << error;
+}
+
+// A gzip'd CSV (pandas' to_csv("x.csv.gz"), or two gzip members end to end) reads as the plain
+// file does; the inflating says how far it is under the file's name.
+TEST(Csv, GzippedFilesReadAsThePlainFileDoes) {
+  const CsvSpec spec{{}, {"label"}, true};
+  const auto plain = read_csv(fixture("csv/numeric.csv"), spec);
+  std::vector<std::string> reported;
+  for (const char* name : {"csv/numeric.csv.gz", "csv/numeric_two_members.csv.gz"}) {
+    const auto packed = read_csv(fixture(name), spec, nullptr, nullptr,
+                                 [&](const std::string& what, std::uint64_t, std::uint64_t) { reported.push_back(what); });
+    EXPECT_TRUE(at::equal(packed.inputs, plain.inputs)) << name;
+    EXPECT_TRUE(at::equal(packed.targets, plain.targets)) << name;
+  }
+  EXPECT_NE(std::find(reported.begin(), reported.end(), fixture("csv/numeric.csv.gz") + ", inflating"), reported.end());
+  EXPECT_NE(std::find(reported.begin(), reported.end(), fixture("csv/numeric.csv.gz")), reported.end()) << "then the parse";
+}
+
+// Files that are not CSV text are named for what they are, with the command that makes text of them.
+TEST(Csv, CompressedAndBinaryFilesAreRefusedWithTheWayToText) {
+  const auto refusal = [](const std::string& name) -> std::pair<std::string, std::string> {
+    try {
+      read_csv(fixture(name), CsvSpec{{}, {"label"}, true});
+      ADD_FAILURE() << "read " << name << " as a CSV";
+    } catch (const UsageError& e) {
+      return {e.what(), e.remedy()};
+    }
+    return {};
+  };
+  const auto cut = refusal("bad/numeric_cut.csv.gz");
+  EXPECT_NE(cut.first.find("numeric_cut.csv.gz' is not a valid gzip file: it is cut short"), std::string::npos) << cut.first;
+  EXPECT_NE(cut.second.find("gzip -t "), std::string::npos) << cut.second;
+  const auto bzip2 = refusal("bad/numeric.csv.bz2");
+  EXPECT_NE(bzip2.first.find("numeric.csv.bz2' is bzip2-compressed"), std::string::npos) << bzip2.first;
+  EXPECT_EQ(bzip2.second, "decompress it first: bunzip2 -k " + fixture("bad/numeric.csv.bz2"));
+  EXPECT_NE(refusal("bad/numeric.csv.xz").second.find("xz -dk "), std::string::npos);
+  EXPECT_NE(refusal("bad/numeric.zip").first.find("is a zip archive (an Excel .xlsx workbook is one too)"), std::string::npos);
+  const auto array = refusal("bad/array_named.csv");
+  EXPECT_NE(array.first.find("array_named.csv' is binary data, not text: its first line has a zero byte"), std::string::npos) << array.first;
 }
 
 // The run's data line names the columns the model reads: an id or a second target left among the
@@ -407,6 +449,28 @@ TEST(Idx, ReadsMnistPlainAndGzipped) {
   const auto test = read_mnist(fixture("mnist"), "t10k");
   EXPECT_EQ(test.size(), 2);
   EXPECT_TRUE(at::equal(test.inputs, train.inputs.slice(0, 0, 2)));
+}
+
+// The gzip reader under both: zeros after the last member are padding, anything else after it and
+// a corrupt byte inside are errors naming the file and the byte.
+TEST(Gzip, PaddingIsSkippedAndCorruptOrTrailingBytesAreNamed) {
+  std::ifstream in(fixture("csv/numeric.csv.gz"), std::ios::binary);
+  const std::string packed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ifstream plain_in(fixture("csv/numeric.csv"), std::ios::binary);
+  const std::string plain((std::istreambuf_iterator<char>(plain_in)), std::istreambuf_iterator<char>());
+  const auto inflate = [](const std::string& bytes) {
+    return inflate_gzip(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), "x.gz");
+  };
+  ASSERT_TRUE(is_gzip(reinterpret_cast<const unsigned char*>(packed.data()), packed.size()));
+  EXPECT_FALSE(is_gzip(reinterpret_cast<const unsigned char*>(plain.data()), plain.size()));
+  EXPECT_EQ(inflate(packed), plain);
+  EXPECT_EQ(inflate(packed + std::string(512, '\0')), plain);
+  EXPECT_NE(usage_error([&] { inflate(packed + "junk"); }).find("'x.gz' is not a valid gzip file: bytes that are not gzip follow its end at byte " +
+                                                                std::to_string(packed.size())),
+            std::string::npos);
+  auto corrupt = packed;
+  for (std::size_t i = 12; i < corrupt.size() - 8; ++i) corrupt[i] = static_cast<char>(0xFF);  // past the header, before the trailer
+  EXPECT_NE(usage_error([&] { inflate(corrupt); }).find("'x.gz' is not a valid gzip file: "), std::string::npos);
 }
 
 TEST(Idx, ReadsBigEndianWiderTypes) {

@@ -33,6 +33,8 @@ TEST(SourceForPath, FilesAreToldByTheirExtensionInAnyCase) {
   EXPECT_EQ(source_for_path(file(s.path, "model.safetensors")), "safetensors");
   EXPECT_EQ(source_for_path(file(s.path, "house.csv")), "csv");
   EXPECT_EQ(source_for_path(file(s.path, "house.tsv")), "csv");
+  EXPECT_EQ(source_for_path(file(s.path, "house.csv.gz")), "csv") << "the CSV reader inflates it";
+  EXPECT_EQ(source_for_path(file(s.path, "x.npy.gz")), "") << "the .npy reader does not";
   EXPECT_EQ(source_for_path(file(s.path, "weights.bin")), "") << "an extension no source reads";
   EXPECT_EQ(source_for_path((s.path / "missing.npy").string()), "") << "a path that does not exist";
   EXPECT_EQ(source_for_path(""), "");

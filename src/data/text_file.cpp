@@ -1,0 +1,73 @@
+#include "text_file.hpp"
+
+#include <vector>
+
+#include "gputrain/core/error.hpp"
+#include "gzip_data.hpp"
+#include "mapped_file.hpp"
+
+namespace gputrain::data {
+namespace {
+
+// What a file that is not text most likely is, by its first bytes, and how to get text from it.
+struct NotText {
+  std::string_view magic;
+  const char* what;
+  const char* fix;  // "%s" is the path
+};
+
+const std::vector<NotText>& not_text_kinds() {
+  static const std::vector<NotText> kinds{
+      {"BZh", "bzip2-compressed", "decompress it first: bunzip2 -k %s"},
+      {std::string_view("\xFD" "7zXZ\0", 6), "xz-compressed", "decompress it first: xz -dk %s"},
+      {"\x28\xB5\x2F\xFD", "zstd-compressed", "decompress it first: zstd -d %s"},
+      {"PK\x03\x04", "a zip archive (an Excel .xlsx workbook is one too)", "unzip it, or save the sheet as \"CSV UTF-8\""},
+      {"PAR1", "a Parquet file", "write it as CSV: python -c \"import pandas as p; p.read_parquet('%s').to_csv('data.csv', index=False)\""},
+      {"ARROW1", "an Arrow/Feather file", "write it as CSV: python -c \"import pandas as p; p.read_feather('%s').to_csv('data.csv', index=False)\""},
+      {"\xFF\xFE", "UTF-16 text (as a spreadsheet's \"Unicode text\" export writes), not UTF-8",
+       "export it as \"CSV UTF-8\" (or convert it: iconv -f UTF-16 -t UTF-8 %s > data.csv)"},
+      {"\xFE\xFF", "UTF-16 text (as a spreadsheet's \"Unicode text\" export writes), not UTF-8",
+       "export it as \"CSV UTF-8\" (or convert it: iconv -f UTF-16 -t UTF-8 %s > data.csv)"},
+  };
+  return kinds;
+}
+
+std::string with_path(const char* fix, const std::string& path) {
+  std::string out = fix;
+  const auto at = out.find("%s");
+  if (at != std::string::npos) out.replace(at, 2, path);
+  return out;
+}
+
+void refuse_if_not_text(std::string_view text, const std::string& path, bool inflated) {
+  const std::string what = inflated ? "'" + path + "' holds " : "'" + path + "' is ";
+  for (const auto& kind : not_text_kinds())
+    if (text.substr(0, kind.magic.size()) == kind.magic) throw UsageError(what + kind.what, with_path(kind.fix, path));
+  // A zero byte in the first line: no text format has one there.
+  const auto first_line = text.substr(0, text.find('\n'));
+  if (first_line.find('\0') != std::string_view::npos)
+    throw UsageError(what + "binary data, not text: its first line has a zero byte", "give the CSV file itself (UTF-8 text, plain or .gz)");
+}
+
+}  // namespace
+
+TextFile TextFile::open(const std::string& path, const Progress& progress) {
+  TextFile file;
+  file.mapped_ = MappedFile::open(path);
+  if (is_gzip(file.mapped_->data(), file.mapped_->size())) {
+    file.inflated_ = inflate_gzip(file.mapped_->data(), file.mapped_->size(), path, progress);
+    file.mapped_.reset();
+  }
+  // Spreadsheets mark their "CSV UTF-8" exports with a byte-order mark, which is not part of the
+  // first column's name.
+  if (file.text().substr(0, 3) == "\xEF\xBB\xBF") file.bom_ = 3;
+  refuse_if_not_text(file.text(), path, file.inflated());
+  return file;
+}
+
+std::string_view TextFile::text() const {
+  const std::string_view all = mapped_ ? std::string_view(reinterpret_cast<const char*>(mapped_->data()), mapped_->size()) : inflated_;
+  return all.substr(bom_);
+}
+
+}  // namespace gputrain::data

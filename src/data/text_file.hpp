@@ -1,0 +1,36 @@
+#pragma once
+// The text of a file that should hold text (a CSV): mapped as it is, or inflated when gzip'd, less
+// a UTF-8 byte-order mark. A file that is something else (another compression, a zip or .xlsx, a
+// Parquet file, UTF-16, binary) is refused with what it is and how to make the text of it.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace gputrain::data {
+
+class MappedFile;
+
+class TextFile {
+ public:
+  /// How far opening is (inflating a .gz): compressed bytes read, of all of them.
+  using Progress = std::function<void(std::uint64_t read, std::uint64_t total)>;
+
+  /// Opens `path`; throws UsageError naming it when it cannot be read or is not text.
+  static TextFile open(const std::string& path, const Progress& progress = {});
+
+  /// The text, from after the byte-order mark, if any.
+  std::string_view text() const;
+  /// Whether the file was gzip'd.
+  bool inflated() const { return !mapped_; }
+
+ private:
+  std::shared_ptr<const MappedFile> mapped_;  // the file as it is; null once inflated
+  std::string inflated_;
+  std::size_t bom_ = 0;  // bytes of byte-order mark before the text
+};
+
+}  // namespace gputrain::data
