@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
+#include "config_paths.hpp"
 #include "config_schema.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
@@ -167,7 +169,12 @@ std::string unknown_key_remedy(const std::string& key, const std::string& elsewh
 // A section with a `name` key takes a plain value as that name: "device: cuda", "optimizer: sgd".
 const Field* shorthand_field(const std::string& section) { return find_field(section + ".name"); }
 
-void apply_node(Config& config, const std::string& prefix, const YAML::Node& node, const std::string& origin, Problems& problems) {
+// The path keys a config file set last, for check_path_beside_config; --set and flags take
+// theirs out. Null for the built-in config, whose paths are no file's.
+using FileOrigins = std::map<std::string, FileOrigin>;
+
+void apply_node(Config& config, const std::string& prefix, const YAML::Node& node, const std::string& origin, Problems& problems,
+                FileOrigins* paths) {
   std::set<std::string> seen;
   for (const auto& entry : node) problems.check([&] {
     const std::string name = entry.first.Scalar();
@@ -177,6 +184,7 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
       throw UsageError(at + ": '" + key + "' is set twice in the same mapping", "keep one of the two lines");
     if (const Field* field = find_field(key)) {
       field->assign(config, FieldValue{entry.second, where(origin, entry.second.Mark()), key});
+      if (paths && is_input_path_key(key)) (*paths)[key] = {origin, where(origin, entry.second.Mark())};
     } else if (is_section(key)) {
       if (entry.second.IsNull()) return;  // "logging:" with nothing under it
       if (const Field* name_field = shorthand_field(key); name_field && entry.second.IsScalar()) {  // "device: cuda"
@@ -186,7 +194,7 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
       if (!entry.second.IsMap())
         throw UsageError(at + ": '" + key + "' is a section, not a value",
                          "write its keys under it, indented: " + section_keys(key));
-      apply_node(config, key, entry.second, origin, problems);
+      apply_node(config, key, entry.second, origin, problems, paths);
     } else {
       throw UsageError(at + ": unknown key '" + key + "'" + did_you_mean(key),
                        unknown_key_remedy(key, "see docs/configuration.md for every key, or run with --print-config"));
@@ -207,7 +215,7 @@ std::string yaml_syntax_remedy(const std::string& text, int error_line) {
   return "fix the YAML syntax at that line";
 }
 
-void apply_document(Config& config, const std::string& text, const std::string& origin, Problems& problems) {
+void apply_document(Config& config, const std::string& text, const std::string& origin, Problems& problems, FileOrigins* paths) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -218,7 +226,7 @@ void apply_document(Config& config, const std::string& text, const std::string& 
   if (!root.IsMap())
     throw UsageError(where(origin, root.Mark()) + ": a config file must be a mapping of sections (model:, train:, ...)",
                      "start the file with a section such as 'train:'");
-  apply_node(config, "", root, origin, problems);
+  apply_node(config, "", root, origin, problems, paths);
 }
 
 std::string read_config_file(const std::string& path) {
@@ -274,10 +282,18 @@ void apply_flag(Config& config, const FlagSetting& setting) {
 Config load_config(const ConfigSources& sources) {
   Config config;
   Problems problems;
-  if (!sources.embedded_yaml.empty()) problems.check([&] { apply_document(config, sources.embedded_yaml, "built-in config", problems); });
-  for (const auto& file : sources.files) problems.check([&] { apply_document(config, read_config_file(file), file, problems); });
-  for (const auto& assignment : sources.overrides) problems.check([&] { apply_override(config, assignment); });
-  for (const auto& setting : sources.flags) problems.check([&] { apply_flag(config, setting); });
+  FileOrigins paths;
+  if (!sources.embedded_yaml.empty()) problems.check([&] { apply_document(config, sources.embedded_yaml, "built-in config", problems, nullptr); });
+  for (const auto& file : sources.files) problems.check([&] { apply_document(config, read_config_file(file), file, problems, &paths); });
+  for (const auto& assignment : sources.overrides) {
+    problems.check([&] { apply_override(config, assignment); });
+    paths.erase(assignment.substr(0, assignment.find('=')));
+  }
+  for (const auto& setting : sources.flags) {
+    problems.check([&] { apply_flag(config, setting); });
+    paths.erase(setting.key);
+  }
+  for (const auto& [key, origin] : paths) problems.check([&] { check_path_beside_config(config, key, origin); });
   problems.throw_if_any();
   check_consistency(config);  // its checks read several keys, so they need each to be valid first
   return config;

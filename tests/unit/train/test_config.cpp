@@ -8,6 +8,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/config.hpp"
+#include "support/scratch_folder.hpp"
 
 using namespace gputrain;
 using train::ConfigSources;
@@ -338,4 +339,32 @@ TEST(Config, EveryKeyIsDocumentedAndEveryDocumentedKeyExists) {
   const std::set<std::string> in_code(keys.begin(), keys.end());
   for (const auto& key : in_code) EXPECT_TRUE(documented.count(key)) << key << " is in the schema but not in docs/configuration.md";
   for (const auto& key : documented) EXPECT_TRUE(in_code.count(key)) << key << " is in docs/configuration.md but not in the schema";
+}
+
+// Paths are taken from the current folder; a config's relative path that is missing here but
+// sits next to the config file is named at its line with both fixes, before any data is opened.
+TEST(Config, ARelativePathFoundOnlyNextToTheConfigFileIsNamedWithBothFixes) {
+  test_support::ScratchFolder folder("config-paths");
+  const auto config = folder.path / "cfg.yaml";
+  std::ofstream(config) << "data:\n  path: beside.csv\n  labels: [beside_labels.npy]\n  source: npy\n";
+  std::ofstream(folder.path / "beside.csv") << "a,y\n1,0\n";
+  std::ofstream(folder.path / "beside_labels.npy") << "";
+  ASSERT_FALSE(std::filesystem::exists("beside.csv"));
+  const auto error = error_of({{config.string()}, {}, ""});
+  EXPECT_NE(error.find(config.string() + ":2:9: data.path 'beside.csv' is not in the current folder (" + std::filesystem::current_path().string() +
+                       "), but is next to the config file: " + (folder.path / "beside.csv").string()),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("write data.path: " + (folder.path / "beside.csv").string() + " (or an absolute path), or run gputrain from " +
+                       folder.path.string()),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("2 problems in the config"), std::string::npos) << "the labels' path too: " << error;
+  // --set replaces the file's value, so the file's path is not checked; a list's paths are.
+  const auto labels = error_of({{config.string()}, {"data.path=/elsewhere/data.csv"}, ""});
+  EXPECT_NE(labels.find(":3:11: data.labels 'beside_labels.npy' is not in the current folder"), std::string::npos) << labels;
+  EXPECT_NO_THROW(load_config({{config.string()}, {"data.path=/elsewhere/data.csv", "data.labels=[y]"}, ""}));
+  // Missing here and there: opening the data says so, as for any missing file.
+  std::ofstream(config) << "data:\n  path: nowhere.csv\n  source: csv\n";
+  EXPECT_NO_THROW(load_config({{config.string()}, {}, ""}));
 }

@@ -1,0 +1,46 @@
+#include "config_paths.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <set>
+#include <vector>
+
+#include "config_schema.hpp"
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::train {
+namespace fs = std::filesystem;
+
+bool is_input_path_key(const std::string& key) {
+  // data.labels and data.val_labels are files for the array sources (and column names for a CSV,
+  // which no file next to the config is named like).
+  static const std::set<std::string> keys = {"data.path",   "data.val_path",     "data.labels",
+                                             "data.val_labels", "model.torchscript", "model.init_weights"};
+  return keys.count(key) > 0;
+}
+
+void check_path_beside_config(const Config& config, const std::string& key, const FileOrigin& origin) {
+  const Field* field = find_field(key);
+  const fs::path config_folder = fs::path(origin.file).parent_path();
+  if (!field || config_folder.empty()) return;  // a config in the current folder: its paths resolve alike
+  const YAML::Node value = field->show(config);
+  std::vector<std::string> paths;
+  if (value.IsScalar()) paths.push_back(value.Scalar());
+  if (value.IsSequence())
+    for (const auto& item : value) paths.push_back(item.Scalar());
+  for (const auto& text : paths) {
+    const fs::path path(text);
+    std::error_code ec;
+    if (text.empty() || path.is_absolute() || fs::exists(path, ec)) continue;
+    const fs::path beside = (config_folder / path).lexically_normal();
+    if (!fs::exists(beside, ec)) continue;
+    const auto here = fs::current_path(ec);
+    throw UsageError(origin.where + ": " + key + " '" + text + "' is not in the current folder" + (ec ? "" : " (" + here.string() + ")") +
+                         ", but is next to the config file: " + beside.string(),
+                     "paths in a config are taken from the folder gputrain runs in: write " + key + ": " + beside.string() +
+                         " (or an absolute path), or run gputrain from " + config_folder.string());
+  }
+}
+
+}  // namespace gputrain::train

@@ -1,0 +1,26 @@
+#pragma once
+// Paths in a config file are taken from the folder gputrain runs in, as torchrun's and Lightning's
+// are. A config written to be run from its own folder names files that are not here but next to
+// it: that is said at load time, with both fixes, instead of "does not exist" once the data opens.
+
+#include <string>
+
+#include "gputrain/train/config.hpp"
+
+namespace gputrain::train {
+
+/// Where a config file set a key last: the file, and "file:line:column" for errors.
+struct FileOrigin {
+  std::string file;
+  std::string where;
+};
+
+/// Whether `key` holds a path to a file that must exist (data.path, model.init_weights, ...).
+bool is_input_path_key(const std::string& key);
+
+/// Throws UsageError, at the line that set it, when `key`'s path (or one of its list of paths) in
+/// `config` was set relative by the config file `origin`, is missing from the current folder and
+/// exists next to that file.
+void check_path_beside_config(const Config& config, const std::string& key, const FileOrigin& origin);
+
+}  // namespace gputrain::train
