@@ -51,6 +51,11 @@ std::string shown(std::string_view cell) {
   return cell.size() > 60 ? text + "..." : text;
 }
 
+// "column 'b' (2)": a feature column as errors name it, by its header cell and 1-based position.
+std::string column_text(const std::vector<std::string>& header, std::size_t c) {
+  return "column '" + header[c] + "' (" + std::to_string(c + 1) + ")";
+}
+
 // What the rows of a file are read as: fixed once its header is read, shared by every stretch.
 struct RowFormat {
   const std::string& path;
@@ -161,7 +166,7 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
       for (const auto c : format.feature_columns) {
         double value = 0;
         if (cells[c].empty())
-          throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + ") is empty: a missing value",
+          throw UsageError(records.where() + column_text(header, c) + " is empty: a missing value",
                            "fill in or remove that row (missing values are not filled in for you), or leave the column out" + leaving_out(format, c));
         if (!csv::parse_number(cells[c], value)) {
           std::string remedy = "fix or remove that row; feature cells must be numbers";
@@ -169,12 +174,12 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
             remedy = "column '" + header[c] + "' holds text from its first row on: leave it out" + leaving_out(format, c) +
                      ", or turn it into numbers first (category codes or one-hot columns)";
           }
-          throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + shown(cells[c]) + "' is not a number",
+          throw UsageError(records.where() + column_text(header, c) + ": '" + shown(cells[c]) + "' is not a number",
                            remedy);
         }
         // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
         if (!std::isfinite(static_cast<float>(value)))
-          throw UsageError(records.where() + "column '" + header[c] + "' (" + std::to_string(c + 1) + "): '" + shown(cells[c]) +
+          throw UsageError(records.where() + column_text(header, c) + ": '" + shown(cells[c]) +
                                "' is not a finite float32 number",
                            "fill in or remove that row (missing values are not filled in for you), or leave the column out" + leaving_out(format, c));
         out.features.push_back(static_cast<float>(value));

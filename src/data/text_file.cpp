@@ -16,6 +16,9 @@ struct NotText {
   const char* fix;  // "%s" is the path
 };
 
+constexpr const char* kUtf16 = "UTF-16 text (as a spreadsheet's \"Unicode text\" export writes), not UTF-8";
+constexpr const char* kUtf16Fix = "export it as \"CSV UTF-8\" (or convert it: iconv -f UTF-16 -t UTF-8 %s > data.csv)";
+
 const std::vector<NotText>& not_text_kinds() {
   static const std::vector<NotText> kinds{
       {"BZh", "bzip2-compressed", "decompress it first: bunzip2 -k %s"},
@@ -24,10 +27,8 @@ const std::vector<NotText>& not_text_kinds() {
       {"PK\x03\x04", "a zip archive (an Excel .xlsx workbook is one too)", "unzip it, or save the sheet as \"CSV UTF-8\""},
       {"PAR1", "a Parquet file", "write it as CSV: python -c \"import pandas as p; p.read_parquet('%s').to_csv('data.csv', index=False)\""},
       {"ARROW1", "an Arrow/Feather file", "write it as CSV: python -c \"import pandas as p; p.read_feather('%s').to_csv('data.csv', index=False)\""},
-      {"\xFF\xFE", "UTF-16 text (as a spreadsheet's \"Unicode text\" export writes), not UTF-8",
-       "export it as \"CSV UTF-8\" (or convert it: iconv -f UTF-16 -t UTF-8 %s > data.csv)"},
-      {"\xFE\xFF", "UTF-16 text (as a spreadsheet's \"Unicode text\" export writes), not UTF-8",
-       "export it as \"CSV UTF-8\" (or convert it: iconv -f UTF-16 -t UTF-8 %s > data.csv)"},
+      {"\xFF\xFE", kUtf16, kUtf16Fix},  // little-endian
+      {"\xFE\xFF", kUtf16, kUtf16Fix},  // big-endian
   };
   return kinds;
 }

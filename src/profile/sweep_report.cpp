@@ -17,7 +17,6 @@ std::string fixed(double value, int digits) { return core::format_fixed(value, d
 
 std::string cache_name(const SweepSetting& s) { return data::to_string(s.cache); }
 
-// 6186727 -> "6.2M", 13329 -> "13.3k": axis labels that fit the margin.
 // 250000 -> "250k", 1250000 -> "1.25M": an axis label, without the zeros a round tick ends in.
 std::string compact(double value) {
   const auto trimmed = [](std::string text) {

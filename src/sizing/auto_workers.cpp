@@ -15,8 +15,8 @@ WorkerPlan auto_num_workers(double usable_cores, int gpus_per_node, int ranks_pe
   plan.workers = std::min(kMaxWorkersPerRank, per_rank - 1);
   plan.reason = core::format_fixed(usable_cores, usable_cores == std::floor(usable_cores) ? 0 : 1) + " usable cores, " +
                 core::counted(ranks, "rank") + " on this node" +
-                (ranks_per_node > 0 || gpus_per_node <= 1 ? "" : " (one per GPU)") + ": " + std::to_string(per_rank) +
-                (per_rank == 1 ? " core" : " cores") + " per rank, one of them for the training thread" +
+                (ranks_per_node > 0 || gpus_per_node <= 1 ? "" : " (one per GPU)") + ": " + core::counted(per_rank, "core") +
+                " per rank, one of them for the training thread" +
                 (per_rank - 1 > kMaxWorkersPerRank ? ", at most " + std::to_string(kMaxWorkersPerRank) + " workers" : "");
   return plan;
 }

@@ -15,8 +15,8 @@ namespace fs = std::filesystem;
 bool is_input_path_key(const std::string& key) {
   // data.labels and data.val_labels are files for the array sources (and column names for a CSV,
   // which no file next to the config is named like).
-  static const std::set<std::string> keys = {"data.path",   "data.val_path",     "data.labels",
-                                             "data.val_labels", "model.torchscript", "model.init_weights"};
+  static const std::set<std::string> keys = {"data.path", "data.val_path", "data.labels", "data.val_labels", "model.torchscript",
+                                             "model.init_weights"};
   return keys.count(key) > 0;
 }
 
