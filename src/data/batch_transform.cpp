@@ -20,7 +20,28 @@ at::Tensor random_crop(const at::Tensor& x, std::int64_t pad) {
   return picked_rows.gather(3, cols);
 }
 
+// `values` as a float tensor on `like`'s device shaped to broadcast along its dimension 1,
+// remade only when the device or the rank changes.
+const at::Tensor& per_dim1(at::Tensor& cached, const std::vector<double>& values, const at::Tensor& like) {
+  if (!cached.defined() || cached.device() != like.device() || cached.dim() != like.dim()) {
+    std::vector<std::int64_t> shape(static_cast<std::size_t>(like.dim()), 1);
+    shape[1] = static_cast<std::int64_t>(values.size());
+    cached = at::tensor(values, at::TensorOptions().dtype(at::kDouble)).to(like.device(), at::kFloat).view(shape);
+  }
+  return cached;
+}
+
 }  // namespace
+
+at::Tensor BatchTransform::targets(const at::Tensor& stored) const {
+  if (target_mean.empty()) return stored;
+  return (stored - per_dim1(target_mean_, target_mean, stored)) / per_dim1(target_std_, target_std, stored);
+}
+
+at::Tensor BatchTransform::predictions(const at::Tensor& outputs) const {
+  if (target_mean.empty()) return outputs;
+  return outputs * per_dim1(target_std_, target_std, outputs) + per_dim1(target_mean_, target_mean, outputs);
+}
 
 at::Tensor BatchTransform::apply(const at::Tensor& inputs, bool training) const {
   at::Tensor x = inputs;
@@ -29,16 +50,7 @@ at::Tensor BatchTransform::apply(const at::Tensor& inputs, bool training) const 
   } else if (x.scalar_type() != at::kFloat) {
     x = x.to(at::kFloat);
   }
-  if (!mean.empty()) {
-    std::vector<std::int64_t> shape(static_cast<std::size_t>(x.dim()), 1);
-    shape[1] = static_cast<std::int64_t>(mean.size());
-    if (!mean_.defined() || mean_.device() != x.device() || mean_.dim() != x.dim()) {
-      const auto opts = at::TensorOptions().dtype(at::kDouble);
-      mean_ = at::tensor(mean, opts).to(x.device(), at::kFloat).view(shape);
-      std_ = at::tensor(std, opts).to(x.device(), at::kFloat).view(shape);
-    }
-    x = (x - mean_) / std_;
-  }
+  if (!mean.empty()) x = (x - per_dim1(mean_, mean, x)) / per_dim1(std_, std, x);
   if (training && x.dim() == 4) {
     if (crop_padding > 0) x = random_crop(x, crop_padding);
     if (hflip) {

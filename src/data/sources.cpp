@@ -247,6 +247,7 @@ Sources open_unchecked(const SourceSpec& spec) {
       out.val = make_array_dataset(val, "CSV " + spec.val_path + " (" + core::counted(val.size(), "sample") + ")", base(spec.val_path));
     }
     out.classes = out.class_names.empty() ? classes : static_cast<std::int64_t>(out.class_names.size());
+    out.feature_names = columns.features;
     return out;
   }
   bool known = false;

@@ -376,6 +376,7 @@ std::vector<Field> make_schema() {
     double_list_field("data.mean", [](auto& c) -> auto& { return c.data.mean; }, -1e9),
     double_list_field("data.std", [](auto& c) -> auto& { return c.data.std; }, 1e-12),
     bool_field("data.standardize", [](auto& c) -> auto& { return c.data.standardize; }),
+    bool_field("data.standardize_targets", [](auto& c) -> auto& { return c.data.standardize_targets; }),
     int_field("data.crop_padding", [](auto& c) -> auto& { return c.data.crop_padding; }, 0),
     bool_field("data.hflip", [](auto& c) -> auto& { return c.data.hflip; }),
 
@@ -518,6 +519,9 @@ void check_consistency(const Config& c) {
   if (c.data.standardize && !c.data.mean.empty())
     inconsistent("data.standardize measures data.mean and data.std on the training set, but they are set too",
                  "keep one: data.standardize: true, or your own data.mean and data.std");
+  if (c.data.standardize_targets && classification)
+    inconsistent("data.standardize_targets scales regression targets, but data.task is classification (class ids are not scaled)",
+                 "remove data.standardize_targets, or set data.task: regression");
   if (c.data.image_size.size() != 2)
     inconsistent("data.image_size has " + std::to_string(c.data.image_size.size()) + " values", "give [height, width], e.g. [224, 224]");
   if (c.scheduler.name == "onecycle" && c.scheduler.warmup_steps > 0)

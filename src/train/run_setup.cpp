@@ -11,13 +11,13 @@
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/loader.hpp"
-#include "gputrain/data/sample_stats.hpp"
 #include "gputrain/device/gpu_info.hpp"
 #include "gputrain/device/select.hpp"
-#include "gputrain/device/system_info.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/model_registry.hpp"
+
+#include "data_scale.hpp"
 
 namespace gputrain::train {
 
@@ -52,47 +52,6 @@ std::int64_t model_outputs(const Config& config) {
 }
 
 namespace {
-
-std::string first_values(const std::vector<double>& values) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < values.size() && i < 8; ++i) text += (i ? ", " : "") + core::format_fixed(values[i], 4);
-  return text + (values.size() > 8 ? ", ... (" + std::to_string(values.size()) + " in all)]" : "]");
-}
-
-// Files (an image folder) are measured on at most this many samples, a seeded random choice: a
-// mean over 10,000 images strays from the whole set's by about 1 % of the spread between images
-// (1 / sqrt(10,000)), and the decoding stays seconds rather than an extra epoch of ImageNet.
-constexpr std::int64_t kStandardizeSamples = 10000;
-
-// data.standardize: the training set's own mean and std per feature (vectors) or channel (images).
-void standardize(Config& config, RunData& run) {
-  const auto& train = *run.sources.train;
-  const auto& shape = train.layout().input_shape;
-  if (shape.size() != 1 && shape.size() != 3)
-    throw UsageError("data.standardize works per feature of vectors or per channel of images, but samples have shape " +
-                         c10::str(c10::IntArrayRef(shape)),
-                     "set data.standardize: false, or data.mean and data.std per index of the samples' first dimension");
-  data::ChannelStats stats;
-  std::string of;
-  if (const auto whole = train.tensors()) {
-    stats = data::measure_channel_stats(whole->inputs);
-    of = "the " + std::to_string(whole->size()) + " training samples";
-  } else {
-    const auto threads = std::max(1, static_cast<int>(device::collect_system_info().usable_cores));
-    const auto measured = data::measure_sample_stats(run.sources.train, kStandardizeSamples, threads, static_cast<std::uint64_t>(config.train.seed));
-    stats = measured.stats;
-    of = std::to_string(measured.measured) + (measured.measured + measured.skipped < train.size()
-                                                  ? " training samples chosen at random (seeded by train.seed) of " + std::to_string(train.size())
-                                                  : " training samples");
-  }
-  config.data.mean = stats.mean;
-  config.data.std = stats.std;
-  const std::string per = shape.size() == 1 ? "feature" : "channel";
-  run.standardized = "data.standardize: per-" + per + " mean " + first_values(stats.mean) + " and std " + first_values(stats.std) + " of " + of;
-  if (!stats.constant_channels.empty())
-    run.standardized += "; " + std::to_string(stats.constant_channels.size()) + " " + per + (stats.constant_channels.size() == 1 ? " is" : "s are") +
-                        " constant (e.g. " + per + " " + std::to_string(stats.constant_channels[0]) + "): only centred";
-}
 
 // Long set-up work (a CSV's parse, the cache's fill) says how far it is every 5 s, and a stop
 // signal ends it there: no step has run, so there is nothing to resume.
@@ -161,7 +120,12 @@ RunData open_data(Config& config) {
     throw UsageError("data.mean has " + std::to_string(d.mean.size()) + " values but samples have " +
                          std::to_string(layout.input_shape.empty() ? 0 : layout.input_shape[0]) + " channels (shape " + c10::str(c10::IntArrayRef(layout.input_shape)) + ")",
                      "give one mean and one std per channel");
-  if (d.standardize) standardize(config, out);
+  const auto note = [&out](std::string text) {
+    if (!text.empty()) out.scale_notes.push_back(std::move(text));
+  };
+  if (d.standardize) note(standardize_inputs(config, out.sources.train));
+  if (!d.standardize && d.mean.empty()) note(feature_scale_hint(*out.sources.train, out.sources.feature_names));
+  note(scale_targets(config, *out.sources.train, out.transform));
   out.transform.mean = d.mean;
   out.transform.std = d.std;
   out.transform.crop_padding = d.crop_padding;

@@ -35,8 +35,9 @@ std::optional<double> metric_value(const EpochMetrics& m, const std::string& nam
 }
 
 // model.safetensors's metadata: what a user needs to run the weights, including the inputs'
-// normalisation (given, or measured by data.standardize), which the weights are useless without.
-std::map<std::string, std::string> weights_metadata(const Config& config, const std::string& model_name) {
+// normalisation (given, or measured by data.standardize), which the weights are useless without,
+// and with data.standardize_targets what turns the outputs back into the targets' units.
+std::map<std::string, std::string> weights_metadata(const Config& config, const data::BatchTransform& transform, const std::string& model_name) {
   std::map<std::string, std::string> metadata{{"format", "pt"}, {"model", model_name}};
   const auto list = [](const std::vector<double>& values) {
     std::ostringstream text;
@@ -48,6 +49,10 @@ std::map<std::string, std::string> weights_metadata(const Config& config, const 
   if (!config.data.mean.empty()) {
     metadata["data.mean"] = list(config.data.mean);
     metadata["data.std"] = list(config.data.std);
+  }
+  if (!transform.target_mean.empty()) {  // outputs are standardised: y = output * target_std + target_mean
+    metadata["data.target_mean"] = list(transform.target_mean);
+    metadata["data.target_std"] = list(transform.target_std);
   }
   return metadata;
 }
@@ -382,7 +387,7 @@ FitResult Trainer::fit() {
     for (auto& sink : s.sinks) sink->on_outcome("interrupted after step " + std::to_string(progress.step) + "; checkpoint " + result.last_checkpoint);
   } else if (s.ranks.writer()) {
     result.weights_path = (fs::path(s.config.logging.dir) / "model.safetensors").string();
-    data::write_safetensors(result.weights_path, s.model->named_state(), weights_metadata(s.config, s.model->name()));
+    data::write_safetensors(result.weights_path, s.model->named_state(), weights_metadata(s.config, s.data.transform, s.model->name()));
     for (auto& sink : s.sinks) sink->on_outcome("final weights: " + result.weights_path);
   }
   for (auto& sink : s.sinks) sink->on_end();

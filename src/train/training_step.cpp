@@ -29,7 +29,7 @@ at::Tensor accumulate_gradients(const StepParts& p, const data::Batch& batch, st
   for (std::int64_t start = 0; start < n; start += micro_batch) {
     const std::int64_t end = std::min(n, start + micro_batch);
     const auto inputs = model_input(p.transform, p.channels_last, batch.inputs.slice(0, start, end), /*training=*/true);
-    const auto targets = batch.targets.slice(0, start, end);
+    const auto targets = p.transform.targets(batch.targets.slice(0, start, end));
     const double share = static_cast<double>(end - start) / share_of;
     if (p.direct && p.direct->takes(inputs, targets, p.classification)) {
       const auto loss = p.direct->train(inputs, targets, p.classification, share, after_forward);

@@ -35,18 +35,20 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
           for (std::int64_t start = 0; start < rows; start += micro) {
             const std::int64_t end = std::min(rows, start + micro);
             const auto inputs = model_input(data.transform, channels_last, chunk.inputs.slice(0, start, end), /*training=*/false);
-            const auto targets = chunk.targets.slice(0, start, end);
+            const auto targets = chunk.targets.slice(0, start, end);  // in their own units
             at::Tensor output;
             {
               AutocastScope autocast(device.type(), config.train.precision);
               output = model->forward(inputs);
             }
             output = output.to(at::kFloat);
-            chunk_loss += loss_of(classification, output, targets).to(at::kDouble) * static_cast<double>(end - start);
+            // The loss as training sees it (standardised targets with data.standardize_targets),
+            // MSE and MAE in the targets' own units.
+            chunk_loss += loss_of(classification, output, data.transform.targets(targets)).to(at::kDouble) * static_cast<double>(end - start);
             if (classification) {
               chunk_correct += output.argmax(1).eq(targets).sum().to(at::kDouble);
             } else {
-              const auto diff = (output - targets).to(at::kDouble);
+              const auto diff = (data.transform.predictions(output) - targets).to(at::kDouble);
               chunk_se += diff.pow(2).sum();
               chunk_ae += diff.abs().sum();
             }

@@ -17,15 +17,23 @@ struct Batch {
 /// Per-batch preparation on the batch's device: to float32 (uint8 scaled to [0, 1]), then
 /// (x - mean) / std per channel, then, for training batches of images [N, C, H, W], random crop
 /// with zero padding and random horizontal flip. Nothing is copied when nothing applies.
+/// Regression targets may be standardised too (data.standardize_targets): the model learns
+/// (y - target_mean) / target_std, and predictions() maps its outputs back to the targets' units.
 struct BatchTransform {
   std::vector<double> mean, std;   ///< per channel (dimension 1); empty: none
   std::int64_t crop_padding = 0;   ///< random crop of the original size from the padded image
   bool hflip = false;              ///< flip each image left-right with probability 1/2
+  std::vector<double> target_mean, target_std;  ///< per regression target (dimension 1); empty: none
   at::Tensor apply(const at::Tensor& inputs, bool training) const;
   bool augments() const { return crop_padding > 0 || hflip; }
+  /// The targets the loss compares the model's output with: standardised when target_mean is set.
+  at::Tensor targets(const at::Tensor& stored) const;
+  /// The model's outputs in the targets' own units (outputs * target_std + target_mean).
+  at::Tensor predictions(const at::Tensor& outputs) const;
 
  private:
-  mutable at::Tensor mean_, std_;  // on the device of the last batch, so a step copies nothing
+  // On the device of the last batch, so a step copies nothing.
+  mutable at::Tensor mean_, std_, target_mean_, target_std_;
 };
 
 /// Per-channel (dimension 1) mean and standard deviation of `inputs` as BatchTransform sees them

@@ -43,6 +43,7 @@ struct Sources {
   std::shared_ptr<const Dataset> train, val;  ///< val is null when there is no validation data
   std::int64_t classes = 0;                   ///< classification: from the labels (max id + 1) or the folders
   std::vector<std::string> class_names;       ///< image folders and CSV label names
+  std::vector<std::string> feature_names;     ///< CSV: the feature columns, in the inputs' order; empty for arrays
 };
 
 /// Opens (memory-maps, parses or scans) the source; throws UsageError naming the file and what is

@@ -55,6 +55,7 @@ struct DataConfig {
   double timeout = 120;               ///< seconds a batch may take before the loader gives up
   std::vector<double> mean, std;      ///< per-channel normalisation after uint8 -> [0, 1]; empty: none
   bool standardize = false;           ///< measure mean and std on the training set instead (in-memory data)
+  bool standardize_targets = false;   ///< regression: train on (y - mean) / std of the training targets
   std::int64_t crop_padding = 0;      ///< random crop with this zero padding (images, training only)
   bool hflip = false;                 ///< random horizontal flip (images, training only)
 };

@@ -33,15 +33,18 @@ RunDevice prepare_device(const Config& config);
 struct RunData {
   data::Sources sources;
   data::BatchTransform transform;   ///< uint8 -> float, normalisation, augmentation
-  std::string standardized;         ///< with data.standardize: what was measured, for the run's log
+  /// For the run's log: what data.standardize and data.standardize_targets measured, or without
+  /// them a hint when features or regression targets are far from unit scale.
+  std::vector<std::string> scale_notes;
   double read_seconds = 0;          ///< opening the sources: parsing a CSV, inflating an .npz, listing a folder
   std::string model_choice;         ///< with model.name auto: which model the samples' shape chose, for the run's log
 };
 
 /// Opens `config.data` and fills in what the files decide: data.shape (one sample's shape),
 /// data.classes when `auto` (checked against the labels when set), data.outputs (regression),
-/// model.name when `auto` (model_for_samples), and with data.standardize data.mean and data.std
-/// measured on the training samples.
+/// model.name when `auto` (model_for_samples), with data.standardize data.mean and data.std
+/// measured on the training samples, and with data.standardize_targets the transform's
+/// target_mean and target_std measured on the training targets.
 /// Throws UsageError naming the file and what is wrong.
 RunData open_data(Config& config);
 

@@ -277,6 +277,8 @@ TEST(Config, InconsistentKeysAreRejected) {
             std::string::npos);
   EXPECT_NE(error_of({{}, {"data.standardize=true", "data.mean=[0.5]", "data.std=[0.2]"}, ""}).find("data.standardize measures"),
             std::string::npos);
+  EXPECT_NE(error_of({{}, {"data.standardize_targets=true"}, ""}).find("data.standardize_targets scales regression targets, but data.task is classification"),
+            std::string::npos);
 }
 
 TEST(Config, PrintedConfigLoadsBackToTheSameConfig) {

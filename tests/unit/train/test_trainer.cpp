@@ -128,6 +128,65 @@ TEST(Trainer, StandardizeTrainsAsTheMeasuredMeanAndStdGivenByHand) {
   EXPECT_NE(head.find("\"data.std\":\"["), std::string::npos);
 }
 
+// data.standardize_targets trains as targets standardised by hand do (the same model up to float
+// rounding), while val mse and mae come out in the targets' own units and the figures are saved
+// with the weights, which predict standardised targets.
+TEST(Trainer, StandardizeTargetsTrainsAsTargetsStandardisedByHandAndReportsErrorsInTheirUnits) {
+  const auto dir = fs::temp_directory_path() / "gputrain-standardize-targets";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto prices = [](std::int64_t n) {
+    const auto x = at::randn({n, 10});
+    return std::make_pair(x, 250000 + 80000 * (x.slice(1, 0, 1) - 0.5 * x.slice(1, 1, 2)));
+  };
+  const auto [x, y] = prices(96);
+  const auto [val_x, val_y] = prices(32);
+  const auto y64 = y.to(at::kDouble);
+  const double mean = y64.mean().item<double>(), std = (y64 - mean).pow(2).mean().sqrt().item<double>();
+  const auto by_hand = [&](const at::Tensor& t) { return ((t.to(at::kDouble) - mean) / std).to(at::kFloat); };
+  const auto write = [&](const std::string& name, const at::Tensor& inputs, const at::Tensor& targets) {
+    const auto path = (dir / name).string();
+    data::write_safetensors(path, {{"x", inputs}, {"y", targets}});
+    return path;
+  };
+  const auto run = [&](const std::string& name, const std::string& train, const std::string& val, std::vector<std::string> more) {
+    std::vector<std::string> settings{"data.source=safetensors", "data.task=regression", "data.path=" + train, "data.val_path=" + val};
+    settings.insert(settings.end(), more.begin(), more.end());
+    return small_run(name, settings);
+  };
+  const auto config = run("targets-standardized", write("train.safetensors", x, y), write("val.safetensors", val_x, val_y),
+                          {"data.standardize_targets=true"});
+  Trainer measured(config, test_support::quiet_trainer());
+  const auto result = measured.fit();
+  Trainer hand(run("targets-by-hand", write("train-hand.safetensors", x, by_hand(y)), write("val-hand.safetensors", val_x, by_hand(val_y)), {}),
+               test_support::quiet_trainer());
+  const auto reference = hand.fit();
+
+  const auto a = final_state(measured), b = final_state(hand);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::allclose(a[i].second, b[i].second, 1e-4, 1e-5)) << a[i].first;
+  ASSERT_TRUE(result.last_epoch && reference.last_epoch);
+  const auto& got = *result.last_epoch;
+  const auto& want = *reference.last_epoch;
+  ASSERT_TRUE(got.val_loss && got.val_mse && got.val_mae && want.val_loss && want.val_mse && want.val_mae);
+  EXPECT_NEAR(*got.val_loss, *want.val_loss, 1e-4 * *want.val_loss);  // the loss as training sees it
+  EXPECT_NEAR(*got.val_mse, *want.val_mse * std * std, 1e-3 * *want.val_mse * std * std);
+  EXPECT_NEAR(*got.val_mae, *want.val_mae * std, 1e-3 * *want.val_mae * std);
+  EXPECT_GT(*got.val_mae, 1000);  // in price units, not standardised ones
+
+  EXPECT_EQ(count_lines(fs::path(config.logging.dir) / "training.log", "data.standardize_targets: per-target mean ["), 1);
+  std::ifstream weights(result.weights_path, std::ios::binary);
+  const std::string head((std::istreambuf_iterator<char>(weights)), std::istreambuf_iterator<char>());
+  EXPECT_NE(head.find("\"data.target_mean\":\"["), std::string::npos);
+  EXPECT_NE(head.find("\"data.target_std\":\"["), std::string::npos);
+  // Without it, the run says the targets are large and what fixes it.
+  const auto raw = run("targets-raw", (dir / "train.safetensors").string(), (dir / "val.safetensors").string(), {});
+  Trainer plain(raw, test_support::quiet_trainer());
+  plain.fit();
+  EXPECT_EQ(count_lines(fs::path(raw.logging.dir) / "training.log", "regression targets far from unit scale"), 1);
+  fs::remove_all(dir);
+}
+
 // A NaN in one sample's inputs turns the loss nan once that sample is drawn: the run stops naming the
 // sample, instead of advising a lower learning rate.
 TEST(Trainer, NanInTheDataIsBlamedOnTheDataNotTheLearningRate) {

@@ -1,0 +1,81 @@
+// The scale hints and target standardisation behind data.standardize and data.standardize_targets.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/data/dataset.hpp"
+#include "gputrain/train/config.hpp"
+#include "train/data_scale.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+
+namespace {
+
+std::shared_ptr<const data::Dataset> arrays(const at::Tensor& inputs, const at::Tensor& targets) {
+  return data::make_array_dataset({inputs, targets}, "arrays", "arrays");
+}
+
+Config regression(bool standardize_targets) {
+  Config c;
+  c.data.task = "regression";
+  c.data.standardize_targets = standardize_targets;
+  return c;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(DataScale, FeaturesFarFromUnitScaleAreNamedWithTheSettingThatFixesThem) {
+  auto x = at::randn({200, 6}, at::kFloat);
+  x.select(1, 1).mul_(50).add_(170);  // heights in cm
+  x.select(1, 4).add_(-40);           // a large offset alone counts too
+  const auto set = arrays(x, at::zeros({200}, at::kLong));
+  const auto named = feature_scale_hint(*set, {"a", "height", "c", "d", "offset", "f"});
+  EXPECT_TRUE(has(named, "features far from unit scale: 'height' mean 1")) << named;
+  EXPECT_TRUE(has(named, "; 'offset' mean -40.")) << named;
+  EXPECT_FALSE(has(named, "'a'")) << named;
+  EXPECT_TRUE(has(named, "data.standardize: true")) << named;
+  // Arrays have no column names: features are named by index.
+  EXPECT_TRUE(has(feature_scale_hint(*set, {}), "feature 1 mean")) << feature_scale_hint(*set, {});
+  // More than three: three examples and the count.
+  const auto wide = feature_scale_hint(*arrays(at::full({10, 5}, 100.0), at::zeros({10}, at::kLong)), {});
+  EXPECT_TRUE(has(wide, "feature 2 mean 100.0, std 0.0 (5 features in all)")) << wide;
+  EXPECT_FALSE(has(wide, "feature 3")) << wide;
+}
+
+TEST(DataScale, NoFeatureHintForUnitScaleVectorsOrForImages) {
+  EXPECT_EQ(feature_scale_hint(*arrays(at::randn({100, 4}), at::zeros({100}, at::kLong)), {}), "");
+  // uint8 images are scaled to [0, 1] before the model sees them; their 0-255 is not a sign of trouble.
+  EXPECT_EQ(feature_scale_hint(*arrays(at::full({4, 3, 8, 8}, 200, at::kByte), at::zeros({4}, at::kLong)), {}), "");
+}
+
+TEST(DataScale, StandardizeTargetsSetsTheTransformFromTheTrainingTargets) {
+  const auto y = at::tensor({100.0, 300.0, 500.0, 700.0}, at::kFloat).view({4, 1});
+  const auto set = arrays(at::randn({4, 2}), y);
+  data::BatchTransform transform;
+  const auto note = scale_targets(regression(true), *set, transform);
+  ASSERT_EQ(transform.target_mean.size(), 1u);
+  EXPECT_DOUBLE_EQ(transform.target_mean[0], 400.0);
+  EXPECT_NEAR(transform.target_std[0], std::sqrt(50000.0), 1e-9);  // population std
+  EXPECT_TRUE(has(note, "data.standardize_targets: per-target mean [400.0000]")) << note;
+  const auto standardised = transform.targets(y);
+  EXPECT_TRUE(at::allclose(standardised, (y - 400) / std::sqrt(50000.0)));
+  EXPECT_TRUE(at::allclose(transform.predictions(standardised), y));
+}
+
+TEST(DataScale, LargeTargetsGetAHintAndSmallOnesNone) {
+  data::BatchTransform transform;
+  const auto prices = arrays(at::randn({50, 2}), at::full({50, 1}, 250000.0));
+  const auto hint = scale_targets(regression(false), *prices, transform);
+  EXPECT_TRUE(has(hint, "regression targets far from unit scale")) << hint;
+  EXPECT_TRUE(has(hint, "the MSE loss starts near 62500000000")) << hint;
+  EXPECT_TRUE(has(hint, "data.standardize_targets: true")) << hint;
+  EXPECT_TRUE(transform.target_mean.empty());
+  EXPECT_EQ(scale_targets(regression(false), *arrays(at::randn({50, 2}), at::randn({50, 1})), transform), "");
+  Config classification;
+  EXPECT_EQ(scale_targets(classification, *arrays(at::randn({50, 2}), at::full({50}, 400, at::kLong)), transform), "");
+}
