@@ -9,8 +9,10 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
+#include "gputrain/data/safetensors.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
+#include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
@@ -158,6 +160,34 @@ TEST(TrainerData, TooFewClassesForTheLabelsIsAUsageError) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("data.classes is 2 but the labels go up to class id 2"), std::string::npos) << e.what();
   }
+}
+
+// Integer values (prices) read as class ids would make max + 1 classes, most never a label: the run
+// stops with both ways out, and data.classes set by hand means the user wants them as they are.
+TEST(TrainerData, SparseLargeClassIdsAreTakenForValuesUnlessDataClassesConfirmsThem) {
+  const auto file = fs::temp_directory_path() / "gputrain-sparse-class-ids.safetensors";
+  const auto prices = at::randint(100000, 400000, {96}, at::kLong);
+  data::write_safetensors(file.string(), {{"x", at::randn({96, 10})}, {"y", prices}});
+  const auto classes = std::to_string(prices.max().item<std::int64_t>() + 1);
+  auto config = data_run("sparse-ids", {"data.source=safetensors", "data.path=" + file.string(), "data.classes=auto"});
+  try {
+    auto opened = config;
+    open_data(opened);
+    ADD_FAILURE() << "sparse class ids were taken as classes";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("look like values to predict, not class ids: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("which as class ids make " + classes + " classes"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("set data.task: regression"), std::string::npos) << e.remedy();
+    EXPECT_NE(e.remedy().find("set data.classes: " + classes), std::string::npos) << e.remedy();
+  }
+  auto confirmed = data_run("sparse-ids", {"data.source=safetensors", "data.path=" + file.string(), "data.classes=" + classes});
+  EXPECT_EQ(open_data(confirmed).sources.classes, std::stoll(classes));
+  // Dense ids (every id of 0..1199 used) are classes however many there are.
+  data::write_safetensors(file.string(), {{"x", at::randn({1200, 10})}, {"y", at::arange(1200, at::kLong)}});
+  auto dense = data_run("dense-ids", {"data.source=safetensors", "data.path=" + file.string(), "data.classes=auto"});
+  open_data(dense);
+  EXPECT_EQ(dense.data.classes, 1200);
+  fs::remove(file);
 }
 
 // The error of a Trainer built with a stop already requested (the stop cleared again after).
