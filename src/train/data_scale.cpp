@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -26,10 +27,15 @@ constexpr double kLargeRms = 10;
 // A hint's figures come from this many samples at most, evenly spaced: the scale, not the digits.
 constexpr std::int64_t kHintSamples = 65536;
 
+// Six significant digits: a price's 631400 and a rate's 0.0123 both keep theirs.
 std::string first_values(const std::vector<double>& values) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < values.size() && i < 8; ++i) text += (i ? ", " : "") + core::format_fixed(values[i], 4);
-  return text + (values.size() > 8 ? ", ... (" + std::to_string(values.size()) + " in all)]" : "]");
+  std::ostringstream text;
+  text.precision(6);
+  text << "[";
+  for (std::size_t i = 0; i < values.size() && i < 8; ++i) text << (i ? ", " : "") << values[i];
+  if (values.size() > 8) text << ", ... (" << values.size() << " in all)";
+  text << "]";
+  return text.str();
 }
 
 // The measured spread: ChannelStats gives a constant column std 1 so that it is only centred.
