@@ -168,7 +168,8 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
         if (cells[c].empty())
           throw UsageError(records.where() + column_text(header, c) + " is empty: a missing value",
                            "fill in or remove that row (missing values are not filled in for you), or leave the column out" + leaving_out(format, c));
-        if (!csv::parse_number(cells[c], value)) {
+        // A bool column (pandas writes True/False) is a 0/1 feature.
+        if (!csv::parse_number(cells[c], value) && !csv::parse_boolean(cells[c], value)) {
           std::string remedy = "fix or remove that row; feature cells must be numbers";
           if (index == 0 && n == 0) {  // text from the first row on: a text column, not a bad row
             remedy = "column '" + header[c] + "' holds text from its first row on: leave it out" + leaving_out(format, c) +

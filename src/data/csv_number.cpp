@@ -66,4 +66,16 @@ bool parse_number(std::string_view text, double& value) {
   return error == std::errc();
 }
 
+bool parse_boolean(std::string_view text, double& value) {
+  if (text == "True" || text == "TRUE" || text == "true") {
+    value = 1;
+    return true;
+  }
+  if (text == "False" || text == "FALSE" || text == "false") {
+    value = 0;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace gputrain::data::csv

@@ -10,6 +10,10 @@ namespace gputrain::data::csv {
 /// `text` is not such a number.
 bool parse_number(std::string_view text, double& value);
 
+/// A boolean as pandas (True, False), R (TRUE, FALSE) and JSON (true, false) write it: 1 or 0.
+/// False for anything else, including yes/no and 1/0's other spellings.
+bool parse_boolean(std::string_view text, double& value);
+
 /// The usual decimal at the start of [begin, end): an optional '-', at most 19 digits with an
 /// optional '.', an optional exponent within +-22 of them. Sets `value` exactly as strtod would
 /// and returns where the number ends; nullptr for anything else (which parse_number still reads).

@@ -140,6 +140,13 @@ with open(path("bad", "empty_cells.csv"), "w", newline="") as f:  # csv and spre
     w.writerow(["a", "b", "label"])
     w.writerow([1, None, 0])
     w.writerow([2, 3, None])
+# Boolean columns: Python's csv and pandas' to_csv write a bool as True/False, R's write.csv as
+# TRUE/FALSE.
+with open(path("csv", "booleans.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["a", "member", "active", "label"])
+    for i in range(6):
+        w.writerow([i, i % 2 == 1, "TRUE" if i % 3 == 0 else "FALSE", i % 2])
 # Spreadsheets in many locales save with ';', and tab-separated files are common: same data as numeric.csv.
 for name, delimiter in (("semicolons.csv", ";"), ("tabs.tsv", "\t")):
     with open(path("csv", name), "w", newline="") as f:

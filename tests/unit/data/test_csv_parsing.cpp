@@ -159,6 +159,21 @@ TEST(CsvNumber, ReadsEveryNumberAsStrtodDoes) {
   }
 }
 
+TEST(CsvNumber, BooleansAreOneAndZeroInTheSpellingsToolsWrite) {
+  for (const char* text : {"True", "TRUE", "true"}) {
+    double value = -1;
+    EXPECT_TRUE(csv::parse_boolean(text, value) && value == 1) << text;
+  }
+  for (const char* text : {"False", "FALSE", "false"}) {
+    double value = -1;
+    EXPECT_TRUE(csv::parse_boolean(text, value) && value == 0) << text;
+  }
+  for (const char* text : {"", "yes", "T", "tRue", "True ", "1"}) {
+    double value = 0;
+    EXPECT_FALSE(csv::parse_boolean(text, value)) << text;
+  }
+}
+
 // The reading thread reports how far the parse is, and an exception from the report (a stop
 // signal) ends the read: the parsing threads stop and the exception reaches the caller.
 TEST(Csv, ProgressIsReportedAndAThrowFromItStopsTheRead) {

@@ -163,6 +163,14 @@ TEST(Csv, GzippedFilesReadAsThePlainFileDoes) {
   EXPECT_NE(std::find(reported.begin(), reported.end(), fixture("csv/numeric.csv.gz")), reported.end()) << "then the parse";
 }
 
+// A bool column is a 0/1 feature, whoever wrote it.
+TEST(Csv, BooleanColumnsAreReadAsOneAndZero) {
+  const auto set = read_csv(fixture("csv/booleans.csv"), CsvSpec{{}, {"label"}, true});
+  ASSERT_EQ(set.inputs.sizes(), (std::vector<std::int64_t>{6, 3}));
+  EXPECT_TRUE(at::equal(set.inputs.select(1, 1), at::tensor({0.f, 1.f, 0.f, 1.f, 0.f, 1.f})));
+  EXPECT_TRUE(at::equal(set.inputs.select(1, 2), at::tensor({1.f, 0.f, 0.f, 1.f, 0.f, 0.f})));
+}
+
 // Files that are not CSV text are named for what they are, with the command that makes text of them.
 TEST(Csv, CompressedAndBinaryFilesAreRefusedWithTheWayToText) {
   const auto refusal = [](const std::string& name) -> std::pair<std::string, std::string> {
