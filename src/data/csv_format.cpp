@@ -105,7 +105,11 @@ bool read_plain_row(std::string_view record, const RowFormat& format, std::vecto
     const int slot = format.feature_slot[c];
     if (slot >= 0) {
       double value = 0;
-      const char* const number_end = csv::parse_short_decimal(p, end, value);
+      const char* number_end = csv::parse_short_decimal(p, end, value);
+      if (!number_end) {  // a bool column (True/False) is as common in pandas' files as numbers
+        const char* const cell_end = std::find(p, end, format.delimiter);
+        if (csv::parse_boolean(std::string_view(p, static_cast<std::size_t>(cell_end - p)), value)) number_end = cell_end;
+      }
       if (!number_end || (number_end != end && *number_end != format.delimiter)) break;
       row[slot] = static_cast<float>(value);  // within +-1e22 * 2^53: always a finite float
       p = number_end;

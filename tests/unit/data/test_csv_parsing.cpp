@@ -212,12 +212,13 @@ TEST(Csv, OnePassRowsAndCellByCellRowsReadTheSame) {
     return read_csv(path, CsvSpec{{}, {"label"}, true}, names);
   };
   std::vector<std::string> plain_names, other_names;
-  const auto plain = read("1.5,-2e3,cat \r\n0.1,7,  dog\n12345678901234567890,3,cat\n", &plain_names);
-  const auto other = read("\"1.5\", -2e3 ,\"cat\"\r\n 0.1,\"7\",dog\n\"12345678901234567890\",3, cat\n", &other_names);
+  const auto plain = read("1.5,-2e3,cat \r\n0.1,7,  dog\n12345678901234567890,3,cat\nTrue,FALSE,dog\n", &plain_names);
+  const auto other = read("\"1.5\", -2e3 ,\"cat\"\r\n 0.1,\"7\",dog\n\"12345678901234567890\",3, cat\n\"True\",FALSE ,dog\n", &other_names);
   EXPECT_TRUE(at::equal(plain.inputs, other.inputs)) << plain.inputs << other.inputs;
   EXPECT_TRUE(at::equal(plain.targets, other.targets));
   EXPECT_EQ(plain_names, (std::vector<std::string>{"cat", "dog"}));
   EXPECT_EQ(plain_names, other_names);
   EXPECT_EQ(plain.inputs[0][1].item<float>(), -2000.0f);
+  EXPECT_TRUE(at::equal(plain.inputs[3], at::tensor({1.0f, 0.0f})));
   std::filesystem::remove(path);
 }
