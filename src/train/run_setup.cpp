@@ -17,6 +17,7 @@
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/model_registry.hpp"
 
+#include "class_balance.hpp"
 #include "data_scale.hpp"
 
 namespace gputrain::train {
@@ -146,11 +147,12 @@ RunData open_data(Config& config) {
                          std::to_string(layout.input_shape.empty() ? 0 : layout.input_shape[0]) + " channels (shape " + c10::str(c10::IntArrayRef(layout.input_shape)) + ")",
                      "give one mean and one std per channel");
   const auto note = [&out](std::string text) {
-    if (!text.empty()) out.scale_notes.push_back(std::move(text));
+    if (!text.empty()) out.data_notes.push_back(std::move(text));
   };
   if (d.standardize) note(standardize_inputs(config, out.sources.train));
   if (!d.standardize && d.mean.empty()) note(feature_scale_hint(*out.sources.train, out.sources.feature_names));
   note(scale_targets(config, *out.sources.train, out.transform));
+  if (d.task == "classification") note(class_balance_note(out.sources, config.data.classes.value_or(0)));
   out.transform.mean = d.mean;
   out.transform.std = d.std;
   out.transform.crop_padding = d.crop_padding;

@@ -241,7 +241,7 @@ void Trainer::State::place_the_data(const std::string& device_name) {
                                                   " adds some)") +
                           // Parsing a large CSV takes a while; it is part of the start-up, not of any epoch.
                           (data.read_seconds >= 0.1 ? "; opened in " + core::format_fixed(data.read_seconds, 2) + " s" : ""));
-  for (const auto& note : data.scale_notes) pending_notes.push_back(note);
+  for (const auto& note : data.data_notes) pending_notes.push_back(note);
   pending_notes.push_back("data.cache " + config.data.cache + " -> " + data::to_string(placement.plan.mode) + ": " + placement.summary +
                           " (" + placement.plan.reason + ")");
 }

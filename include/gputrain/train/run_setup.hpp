@@ -34,8 +34,9 @@ struct RunData {
   data::Sources sources;
   data::BatchTransform transform;   ///< uint8 -> float, normalisation, augmentation
   /// For the run's log: what data.standardize and data.standardize_targets measured, or without
-  /// them a hint when features or regression targets are far from unit scale.
-  std::vector<std::string> scale_notes;
+  /// them a hint when features or regression targets are far from unit scale; and when one class
+  /// is most of the samples, the accuracy of always answering it.
+  std::vector<std::string> data_notes;
   double read_seconds = 0;          ///< opening the sources: parsing a CSV, inflating an .npz, listing a folder
   std::string model_choice;         ///< with model.name auto: which model the samples' shape chose, for the run's log
 };

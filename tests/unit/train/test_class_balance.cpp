@@ -1,0 +1,51 @@
+// The line that puts a val accuracy beside the accuracy of always answering the most common class.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "gputrain/data/dataset.hpp"
+#include "gputrain/data/sources.hpp"
+#include "train/class_balance.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+
+namespace {
+
+std::shared_ptr<const data::Dataset> labelled(const at::Tensor& labels) {
+  return data::make_array_dataset({at::zeros({labels.size(0), 2}), labels}, "arrays", "arrays");
+}
+
+// `first` samples of class 0 and `second` of class 1.
+at::Tensor two_classes(std::int64_t first, std::int64_t second) {
+  return at::cat({at::zeros({first}, at::kLong), at::ones({second}, at::kLong)});
+}
+
+}  // namespace
+
+TEST(ClassBalance, TheMostCommonClassIsNamedWithItsShareOfTheValidationSamples) {
+  data::Sources sources;
+  sources.train = labelled(two_classes(10, 10));
+  sources.val = labelled(two_classes(5, 95));
+  sources.class_names = {"churn", "stay"};
+  EXPECT_EQ(class_balance_note(sources, 2),
+            "classes are unbalanced: the most common, 'stay' (class 1), is 95.0 % of the validation samples (95 of 100), "
+            "the val accuracy of always answering it");
+  // Without validation data, the training samples'; without names, the id.
+  sources.val = nullptr;
+  sources.class_names.clear();
+  sources.train = labelled(two_classes(80, 20));
+  EXPECT_EQ(class_balance_note(sources, 2),
+            "classes are unbalanced: the most common, class 0, is 80.0 % of the training samples (80 of 100), "
+            "the accuracy of always answering it");
+}
+
+TEST(ClassBalance, NothingIsSaidOfANearlyEvenSplit) {
+  data::Sources sources;
+  sources.train = labelled(two_classes(60, 40));  // 60 % < 1.5 x 50 %
+  EXPECT_EQ(class_balance_note(sources, 2), "");
+  // Ten classes: 14 % of the samples in one is under 1.5 x 10 %; 15 % is not.
+  sources.train = labelled(at::cat({at::zeros({14}, at::kLong), at::arange(1, 10, at::kLong).repeat_interleave(86 / 9 + 1).slice(0, 0, 86)}));
+  EXPECT_EQ(class_balance_note(sources, 10), "");
+  sources.train = labelled(at::cat({at::zeros({15}, at::kLong), at::arange(1, 10, at::kLong).repeat_interleave(10).slice(0, 0, 85)}));
+  EXPECT_NE(class_balance_note(sources, 10).find("class 0, is 15.0 %"), std::string::npos);
+}
