@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
       const auto& e = *result.last_epoch;
       if (e.val_accuracy) std::cerr << ", val accuracy " << core::format_fixed(100 * *e.val_accuracy, 2) << "%";
       if (e.val_mse) std::cerr << ", val mse " << core::format_fixed(*e.val_mse, 4);  // as the epoch lines print it
+      if (e.val_mae) std::cerr << ", val mae " << core::format_fixed(*e.val_mae, 4);  // in the targets' units: the one to read
       // Validation runs at epochs' ends: the figure is older than the final weights then.
       if (result.ended_inside_epoch > 0) std::cerr << " (at the end of epoch " << e.epoch + 1 << ")";
     }
