@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstring>
 #include <exception>
 #include <iterator>
 #include <limits>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
@@ -83,6 +85,25 @@ std::string leaving_out(const RowFormat& format, std::size_t c) {
   for (const auto other : format.feature_columns)
     if (other != c) others.push_back(format.header[other]);
   return others.empty() ? std::string() : " with data.features: [" + core::join(others) + "]";
+}
+
+// A number written for people ("3,5" with a decimal comma, "1,234.5" with thousands separators):
+// what it is, appended to "'3,5' is not a number", and the fix, which converts the file with pandas
+// (its read_csv takes both); empty for other text.
+std::pair<std::string, std::string> foreign_number_text(std::string_view cell, const RowFormat& format) {
+  const auto kind = csv::foreign_number(cell, format.delimiter);
+  if (kind == csv::ForeignNumber::none) return {};
+  auto converted = format.path;
+  for (const char* extension : {".gz", ".csv", ".tsv"})
+    if (converted.size() > std::strlen(extension) && converted.compare(converted.size() - std::strlen(extension), std::string::npos, extension) == 0)
+      converted.resize(converted.size() - std::strlen(extension));
+  converted += "-converted.csv";
+  const std::string sep = format.delimiter == ';' ? ", sep=';'" : format.delimiter == '\t' ? ", sep='\\t'" : "";
+  const bool comma = kind == csv::ForeignNumber::decimal_comma;
+  return {comma ? ": it has a decimal comma, as spreadsheets in many locales save numbers" : ": it has thousands separators",
+          std::string(comma ? "save the file with decimal points, or convert it" : "save the numbers without separators, or convert the file") +
+              ": python3 -c \"import pandas as pd; pd.read_csv('" + format.path + "'" + sep + (comma ? ", decimal=','" : ", thousands=','") +
+              ").to_csv('" + converted + "', index=False)\", then use " + converted};
 }
 
 // The usual row in one pass: no quotes, no blanks, every feature cell a short decimal, every cell
@@ -174,13 +195,13 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
                            "fill in or remove that row (missing values are not filled in for you), or leave the column out" + leaving_out(format, c));
         // A bool column (pandas writes True/False) is a 0/1 feature.
         if (!csv::parse_number(cells[c], value) && !csv::parse_boolean(cells[c], value)) {
-          std::string remedy = "fix or remove that row; feature cells must be numbers";
-          if (index == 0 && n == 0) {  // text from the first row on: a text column, not a bad row
+          auto [what, remedy] = foreign_number_text(cells[c], format);
+          if (remedy.empty()) remedy = "fix or remove that row; feature cells must be numbers";
+          if (what.empty() && index == 0 && n == 0) {  // text from the first row on: a text column, not a bad row
             remedy = "column '" + header[c] + "' holds text from its first row on: leave it out" + leaving_out(format, c) +
                      ", or turn it into numbers first (category codes or one-hot columns)";
           }
-          throw UsageError(records.where() + column_text(header, c) + ": '" + shown(cells[c]) + "' is not a number",
-                           remedy);
+          throw UsageError(records.where() + column_text(header, c) + ": '" + shown(cells[c]) + "' is not a number" + what, remedy);
         }
         // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
         if (!std::isfinite(static_cast<float>(value)))
@@ -202,8 +223,11 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
       for (const auto c : format.label_columns) {
         const auto cell = label_cell(c);
         double value = 0;
-        if (!csv::parse_number(cell, value))
-          throw UsageError(records.where() + "column '" + header[c] + "': '" + shown(cell) + "' is not a number", "regression labels must be numbers");
+        if (!csv::parse_number(cell, value)) {
+          const auto [what, remedy] = foreign_number_text(cell, format);
+          throw UsageError(records.where() + "column '" + header[c] + "': '" + shown(cell) + "' is not a number" + what,
+                           remedy.empty() ? "regression labels must be numbers" : remedy);
+        }
         require_finite(value, cell);
         out.labels.push_back(value);
       }

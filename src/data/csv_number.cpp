@@ -66,6 +66,36 @@ bool parse_number(std::string_view text, double& value) {
   return error == std::errc();
 }
 
+ForeignNumber foreign_number(std::string_view text, char delimiter) {
+  std::size_t i = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  const auto digits = [&] {  // how many digits from i on, moving past them
+    const auto start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    return i - start;
+  };
+  const auto first = digits();
+  if (first == 0 || i == text.size() || text[i] != ',') return ForeignNumber::none;
+  // One comma and digits after it, nothing else: "3,5", "-0,25", "1,234".
+  const auto after_comma = i + 1;
+  ++i;
+  const auto fraction = digits();
+  if (fraction > 0 && i == text.size() && (delimiter != ',' || fraction != 3 || first > 3)) return ForeignNumber::decimal_comma;
+  // Groups of three digits after commas, then maybe a decimal point: "1,234", "12,345,678.5".
+  i = after_comma;
+  if (first > 3) return ForeignNumber::none;
+  while (true) {
+    if (digits() != 3) return ForeignNumber::none;
+    if (i == text.size()) return ForeignNumber::thousands_separators;
+    if (text[i] == '.') {
+      ++i;
+      digits();
+      return i == text.size() ? ForeignNumber::thousands_separators : ForeignNumber::none;
+    }
+    if (text[i] != ',') return ForeignNumber::none;
+    ++i;
+  }
+}
+
 bool parse_boolean(std::string_view text, double& value) {
   if (text == "True" || text == "TRUE" || text == "true") {
     value = 1;

@@ -14,6 +14,13 @@ bool parse_number(std::string_view text, double& value);
 /// False for anything else, including yes/no and 1/0's other spellings.
 bool parse_boolean(std::string_view text, double& value);
 
+/// How a cell that parse_number refuses may still be a number, written for people: with a
+/// decimal comma ("3,5", as spreadsheets in many locales save CSV, with ';' between cells) or with
+/// thousands separators ("1,234.5", quoted in a ','-separated file). "1,234" is either: a decimal
+/// comma where cells are not separated by ',', thousands otherwise.
+enum class ForeignNumber { none, decimal_comma, thousands_separators };
+ForeignNumber foreign_number(std::string_view text, char delimiter);
+
 /// The usual decimal at the start of [begin, end): an optional '-', at most 19 digits with an
 /// optional '.', an optional exponent within +-22 of them. Sets `value` exactly as strtod would
 /// and returns where the number ends; nullptr for anything else (which parse_number still reads).

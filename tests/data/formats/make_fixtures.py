@@ -147,6 +147,12 @@ with open(path("csv", "booleans.csv"), "w", newline="") as f:
     w.writerow(["a", "member", "active", "label"])
     for i in range(6):
         w.writerow([i, i % 2 == 1, "TRUE" if i % 3 == 0 else "FALSE", i % 2])
+# Numbers written for people: a German-locale spreadsheet's export (';' between cells, a decimal
+# comma), and thousands separators, which Python's csv quotes in a ','-separated file.
+with open(path("bad", "decimal_comma.csv"), "w", newline="") as f:
+    csv.writer(f, delimiter=";").writerows([["a", "b", "label"], ["3,5", "1,25", 0], ["4,0", "2,5", 1]])
+with open(path("bad", "thousands.csv"), "w", newline="") as f:
+    csv.writer(f).writerows([["a", "b", "price"], [1, 2, "1,234.5"], [3, 4, "12,345,678"]])
 # Spreadsheets in many locales save with ';', and tab-separated files are common: same data as numeric.csv.
 for name, delimiter in (("semicolons.csv", ";"), ("tabs.tsv", "\t")):
     with open(path("csv", name), "w", newline="") as f:

@@ -174,6 +174,20 @@ TEST(CsvNumber, BooleansAreOneAndZeroInTheSpellingsToolsWrite) {
   }
 }
 
+TEST(CsvNumber, NumbersWrittenForPeopleAreToldApartFromText) {
+  using csv::ForeignNumber;
+  for (const char* text : {"3,5", "-0,25", "+12,0001", "1234,5"}) EXPECT_EQ(csv::foreign_number(text, ';'), ForeignNumber::decimal_comma) << text;
+  for (const char* text : {"3,5", "1234,567", "1,2345"}) EXPECT_EQ(csv::foreign_number(text, ','), ForeignNumber::decimal_comma) << text;
+  for (const char* text : {"1,234.5", "12,345,678", "-1,000", "999,999.", "1,234,567.125"})
+    EXPECT_EQ(csv::foreign_number(text, ','), ForeignNumber::thousands_separators) << text;
+  // "1,234" is a decimal comma where cells are separated by ';', thousands where by ','.
+  EXPECT_EQ(csv::foreign_number("1,234", ';'), ForeignNumber::decimal_comma);
+  EXPECT_EQ(csv::foreign_number("1,234", ','), ForeignNumber::thousands_separators);
+  EXPECT_EQ(csv::foreign_number("12,345,678", ';'), ForeignNumber::thousands_separators);
+  for (const char* text : {"", ",5", "3,", "a,b", "1,23,456", "1234,567,890", "1,234.5.6", "3,5e2", "1.5", "n/a"})
+    EXPECT_EQ(csv::foreign_number(text, ','), ForeignNumber::none) << text;
+}
+
 // The reading thread reports how far the parse is, and an exception from the report (a stop
 // signal) ends the read: the parsing threads stop and the exception reaches the caller.
 TEST(Csv, ProgressIsReportedAndAThrowFromItStopsTheRead) {

@@ -40,6 +40,18 @@ std::string usage_error(F&& call) {
   return "";
 }
 
+// The same, with its fix after a newline.
+template <typename F>
+std::string usage_error_and_fix(F&& call) {
+  try {
+    call();
+  } catch (const UsageError& e) {
+    return std::string(e.what()) + "\n" + e.remedy();
+  }
+  ADD_FAILURE() << "expected a UsageError";
+  return "";
+}
+
 at::Tensor reference() { return at::arange(60, at::kDouble).reshape({3, 4, 5}); }
 
 }  // namespace
@@ -285,6 +297,22 @@ TEST(Csv, RegressionTakesEachLabelColumnAsATarget) {
   npy.labels = {fixture("npz/y.npy"), fixture("npz/y.npy")};
   const auto arrays = usage_error([&] { open_sources(npy); });
   EXPECT_NE(arrays.find("but data.source npy takes one"), std::string::npos) << arrays;
+}
+
+// A decimal comma or thousands separators are numbers for people: the error says which, with the
+// pandas line that converts the file, rather than calling the column text.
+TEST(Csv, NumbersWrittenForPeopleAreNamedWithTheConversion) {
+  const auto comma = usage_error_and_fix([] { read_csv(fixture("bad/decimal_comma.csv"), CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(comma.find("decimal_comma.csv:2: column 'a' (1): '3,5' is not a number: it has a decimal comma"), std::string::npos) << comma;
+  EXPECT_NE(comma.find("pd.read_csv('" + fixture("bad/decimal_comma.csv") + "', sep=';', decimal=',').to_csv('" +
+                       fixture("bad/decimal_comma-converted.csv") + "', index=False)"),
+            std::string::npos)
+      << comma;
+  EXPECT_EQ(comma.find("holds text"), std::string::npos) << comma;
+  const auto thousands = usage_error_and_fix([] { read_csv(fixture("bad/thousands.csv"), CsvSpec{{}, {"price"}, false}); });
+  EXPECT_NE(thousands.find("thousands.csv:2: column 'price': '1,234.5' is not a number: it has thousands separators"), std::string::npos)
+      << thousands;
+  EXPECT_NE(thousands.find("pd.read_csv('" + fixture("bad/thousands.csv") + "', thousands=',')"), std::string::npos) << thousands;
 }
 
 TEST(Csv, BadCellsNameTheLineAndColumn) {
