@@ -1,7 +1,8 @@
 #pragma once
-// The accuracy a model gets without learning anything: when one class is most of the samples,
-// always answering it scores its share, and a run's "val accuracy 95 %" means little until that
-// figure is beside it. Private to the train area: open_data (run_setup.cpp) calls it.
+// What classification labels say before anything trains: integer values that are not class ids at
+// all, and the accuracy a model gets without learning anything (when one class is most of the
+// samples, always answering it scores its share, and a run's "val accuracy 95 %" means little until
+// that figure is beside it). Private to the train area: open_data (run_setup.cpp) calls these.
 
 #include <cstdint>
 #include <string>
@@ -9,6 +10,13 @@
 #include "gputrain/data/sources.hpp"
 
 namespace gputrain::train {
+
+/// Integer labels that are really values (prices, years, zip codes) make max + 1 classes: a
+/// million-unit output layer that trains for minutes before anyone notices. Class ids are dense
+/// (0, 1, 2, ...): with more than 1,000 classes of which fewer than half occur in the training
+/// labels, throws UsageError naming data.task: regression, and data.classes set by hand to keep
+/// them. Named labels (CSV text) and folders are dense by construction and never refused.
+void refuse_sparse_class_ids(const data::Sources& sources);
 
 /// Classification: when the most common class is at least 1.5 times the share an even split
 /// gives (1 / classes), a line naming it and its share of the validation samples (of the training

@@ -74,28 +74,6 @@ class SetupProgress {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-// Above this many classes, ids that leave most of 0..max unused are taken for values to predict.
-constexpr std::int64_t kSparseClassesFrom = 1000;
-
-// Integer labels that are really values (prices, years, zip codes) make max + 1 classes: a million-
-// unit output layer that trains for minutes before anyone notices. Class ids are dense (0, 1, 2,
-// ...); when fewer than half of 0..max occur among many classes, the run stops and asks which it
-// is. Named class labels (CSV text) and folders are dense by construction.
-void refuse_sparse_class_ids(const data::Sources& sources) {
-  const auto classes = sources.classes;
-  const auto whole = sources.train->tensors();
-  if (classes <= kSparseClassesFrom || !sources.class_names.empty() || !whole) return;
-  const auto labels = whole->targets.flatten();
-  const auto distinct = std::get<0>(at::_unique(labels, /*sorted=*/false)).numel();
-  if (2 * distinct >= classes) return;
-  throw UsageError("the labels of " + sources.train->description() + " look like values to predict, not class ids: " + std::to_string(distinct) +
-                       " different values from " + std::to_string(labels.min().item<std::int64_t>()) + " to " + std::to_string(classes - 1) +
-                       " among " + std::to_string(labels.numel()) + " samples, which as class ids make " + std::to_string(classes) +
-                       " classes (an output of " + std::to_string(classes) + " units, most never a label)",
-                   "set data.task: regression to predict them; if they are class ids, set data.classes: " + std::to_string(classes) +
-                       " to train with that many classes anyway");
-}
-
 }  // namespace
 
 RunData open_data(Config& config) {
