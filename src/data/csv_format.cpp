@@ -8,8 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -93,11 +93,9 @@ std::string leaving_out(const RowFormat& format, std::size_t c) {
 std::pair<std::string, std::string> foreign_number_text(std::string_view cell, const RowFormat& format) {
   const auto kind = csv::foreign_number(cell, format.delimiter);
   if (kind == csv::ForeignNumber::none) return {};
-  auto converted = format.path;
-  for (const char* extension : {".gz", ".csv", ".tsv"})
-    if (converted.size() > std::strlen(extension) && converted.compare(converted.size() - std::strlen(extension), std::string::npos, extension) == 0)
-      converted.resize(converted.size() - std::strlen(extension));
-  converted += "-converted.csv";
+  std::filesystem::path name(format.path);  // data.csv.gz -> data-converted.csv
+  if (name.extension() == ".gz") name.replace_extension();
+  const auto converted = name.replace_extension().string() + "-converted.csv";
   const std::string sep = format.delimiter == ';' ? ", sep=';'" : format.delimiter == '\t' ? ", sep='\\t'" : "";
   const bool comma = kind == csv::ForeignNumber::decimal_comma;
   return {comma ? ": it has a decimal comma, as spreadsheets in many locales save numbers" : ": it has thousands separators",

@@ -33,7 +33,7 @@ std::string class_balance_note(const data::Sources& sources, std::int64_t classe
   const bool on_val = sources.val != nullptr;
   const auto& set = on_val ? sources.val : sources.train;
   const auto whole = set ? set->tensors() : std::nullopt;
-  if (classes < 2 || !whole || whole->size() == 0 || whole->targets.scalar_type() != at::kLong) return "";
+  if (classes < 2 || !whole || whole->size() == 0) return "";
   const auto counts = at::bincount(whole->targets.flatten(), {}, classes);
   const auto most = counts.argmax().item<std::int64_t>();
   const auto count = counts[most].item<std::int64_t>();

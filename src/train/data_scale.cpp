@@ -81,7 +81,7 @@ std::string feature_scale_hint(const data::Dataset& train, const std::vector<std
   const auto whole = train.tensors();
   if (!whole || whole->size() == 0 || whole->inputs.dim() != 2 || !at::isFloatingType(whole->inputs.scalar_type())) return "";
   const auto n = whole->size();
-  const auto stride = std::max<std::int64_t>(1, n / kHintSamples);
+  const auto stride = (n + kHintSamples - 1) / kHintSamples;  // so at most kHintSamples are read
   const auto stats = data::measure_channel_stats(whole->inputs.slice(0, 0, n, stride));
   std::vector<std::string> large;
   std::size_t count = 0;
@@ -105,8 +105,7 @@ std::string scale_targets(const Config& config, const data::Dataset& train, data
                        "remove data.standardize_targets");
     return "";
   }
-  const auto& targets = whole->targets;
-  const auto stats = data::measure_channel_stats(targets.dim() == 1 ? targets.unsqueeze(1) : targets);
+  const auto stats = data::measure_channel_stats(whole->targets);  // regression targets are [N, targets]
   const std::string figures = "mean " + first_values(stats.mean) + " and std " + first_values(stats.std) + " of the " +
                               std::to_string(whole->size()) + " training samples";
   if (config.data.standardize_targets) {
@@ -117,8 +116,9 @@ std::string scale_targets(const Config& config, const data::Dataset& train, data
   // The MSE of predicting 0: about where an untrained model's loss starts.
   double largest_rms = 0, mse_of_zero = 0;
   for (std::size_t i = 0; i < stats.mean.size(); ++i) {
-    largest_rms = std::max(largest_rms, root_mean_square(stats, i));
-    mse_of_zero += std::pow(root_mean_square(stats, i), 2) / static_cast<double>(stats.mean.size());
+    const double rms = root_mean_square(stats, i);
+    largest_rms = std::max(largest_rms, rms);
+    mse_of_zero += rms * rms / static_cast<double>(stats.mean.size());
   }
   if (largest_rms <= kLargeRms) return "";
   return "regression targets far from unit scale (" + figures + "): the MSE loss starts near " + core::format_fixed(mse_of_zero, 0) +
