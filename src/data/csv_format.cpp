@@ -73,18 +73,42 @@ struct RowFormat {
   const std::vector<std::string>& excluded;          // data.exclude
 };
 
-// How a user leaves column `c` out, in the key they use: " with data.features: [...]" without it
-// when they listed the features, else " with data.exclude: [...]" with it; "" when it is the only feature.
-std::string leaving_out(const RowFormat& format, std::size_t c) {
+// How a user leaves columns out, in the key they use: " with data.features: [...]" without them
+// when they listed the features, else " with data.exclude: [...]" with them; "" when no feature is left.
+std::string leaving_out(const RowFormat& format, const std::vector<std::size_t>& columns) {
   if (!format.features_listed) {
     auto excluded = format.excluded;
-    excluded.push_back(format.header[c]);
+    for (const auto c : columns) excluded.push_back(format.header[c]);
     return " with data.exclude: [" + core::join(excluded) + "]";
   }
   std::vector<std::string> others;
   for (const auto other : format.feature_columns)
-    if (other != c) others.push_back(format.header[other]);
+    if (std::find(columns.begin(), columns.end(), other) == columns.end()) others.push_back(format.header[other]);
   return others.empty() ? std::string() : " with data.features: [" + core::join(others) + "]";
+}
+
+std::string leaving_out(const RowFormat& format, std::size_t c) { return leaving_out(format, std::vector<std::size_t>{c}); }
+
+// The feature cells of a file's first row that hold text: its text columns, named all at once so
+// that one edit of data.exclude leaves them all out. A date column is named as one, with a way to
+// turn it into numbers.
+std::string text_columns_remedy(const RowFormat& format, const std::vector<std::string_view>& cells) {
+  std::vector<std::size_t> text;
+  std::vector<std::string> names, dates;
+  for (const auto c : format.feature_columns) {
+    double value = 0;
+    if (csv::parse_number(cells[c], value) || csv::parse_boolean(cells[c], value) || cells[c].empty()) continue;
+    text.push_back(c);
+    names.push_back("'" + format.header[c] + "'");
+    if (csv::is_date_or_time(cells[c])) dates.push_back(format.header[c]);
+  }
+  const bool one = text.size() == 1;
+  std::string remedy = (one ? "column " : "columns ") + core::join(names, ", ") + (one ? " holds text from its" : " hold text from their") +
+                       " first row on: leave " + (one ? "it" : "them") + " out" + leaving_out(format, text) +
+                       ", or turn " + (one ? "it" : "them") + " into numbers first (category codes or one-hot columns";
+  if (dates.empty()) return remedy + ")";
+  return remedy + "; the dates in '" + core::join(dates, "', '") + "' as, e.g., their hour or day of the year: pandas' pd.to_datetime(df['" +
+         dates.front() + "']).dt.dayofyear)";
 }
 
 // A number written for people ("3,5" with a decimal comma, "1,234.5" with thousands separators):
@@ -195,10 +219,7 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
         if (!csv::parse_number(cells[c], value) && !csv::parse_boolean(cells[c], value)) {
           auto [what, remedy] = foreign_number_text(cells[c], format);
           if (remedy.empty()) remedy = "fix or remove that row; feature cells must be numbers";
-          if (what.empty() && index == 0 && n == 0) {  // text from the first row on: a text column, not a bad row
-            remedy = "column '" + header[c] + "' holds text from its first row on: leave it out" + leaving_out(format, c) +
-                     ", or turn it into numbers first (category codes or one-hot columns)";
-          }
+          if (what.empty() && index == 0 && n == 0) remedy = text_columns_remedy(format, cells);  // text columns, not a bad row
           throw UsageError(records.where() + column_text(header, c) + ": '" + shown(cells[c]) + "' is not a number" + what, remedy);
         }
         // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.

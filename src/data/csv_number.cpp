@@ -96,6 +96,52 @@ ForeignNumber foreign_number(std::string_view text, char delimiter) {
   }
 }
 
+namespace {
+
+// Reads [min, max] digits at text[i] on, moving i past them; false (i unmoved) when fewer or more.
+bool digits(std::string_view text, std::size_t& i, std::size_t min, std::size_t max) {
+  auto j = i;
+  while (j < text.size() && j - i <= max && text[j] >= '0' && text[j] <= '9') ++j;
+  if (j - i < min || j - i > max) return false;
+  i = j;
+  return true;
+}
+
+bool next_is(std::string_view text, std::size_t i, char c) { return i < text.size() && text[i] == c; }
+
+// "14:05", "14:05:00", "14:05:00.123", then an optional "Z", "+01:00" or "-0130".
+bool time_at(std::string_view text, std::size_t i) {
+  if (!digits(text, i, 1, 2) || !next_is(text, i, ':') || !digits(text, ++i, 2, 2)) return false;
+  if (next_is(text, i, ':')) {
+    if (!digits(text, ++i, 2, 2)) return false;
+    if (next_is(text, i, '.') && !digits(text, ++i, 1, 9)) return false;
+  }
+  if (next_is(text, i, 'Z')) return i + 1 == text.size();
+  if (next_is(text, i, '+') || next_is(text, i, '-')) {
+    if (!digits(text, ++i, 2, 4)) return false;
+    if (next_is(text, i, ':') && !digits(text, ++i, 2, 2)) return false;
+  }
+  return i == text.size();
+}
+
+}  // namespace
+
+bool is_date_or_time(std::string_view text) {
+  std::size_t i = 0;
+  // Year first ("2024-03-01") or last ("01/03/2024", "1.3.24"), one separator throughout.
+  const bool year_first = digits(text, i, 4, 4);
+  if (!year_first && !digits(text, i, 1, 2)) return false;
+  if (!year_first && next_is(text, i, ':')) return time_at(text, 0);
+  if (i == text.size()) return false;
+  const char separator = text[i];
+  if (separator != '-' && separator != '/' && separator != '.') return false;
+  if (!digits(text, ++i, 1, 2) || !next_is(text, i, separator)) return false;
+  ++i;
+  if (year_first ? !digits(text, i, 1, 2) : !(digits(text, i, 4, 4) || digits(text, i, 2, 2))) return false;
+  if (i == text.size()) return true;
+  return (text[i] == ' ' || text[i] == 'T') && time_at(text, i + 1);
+}
+
 bool parse_boolean(std::string_view text, double& value) {
   if (text == "True" || text == "TRUE" || text == "true") {
     value = 1;

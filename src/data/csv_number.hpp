@@ -21,6 +21,11 @@ bool parse_boolean(std::string_view text, double& value);
 enum class ForeignNumber { none, decimal_comma, thousands_separators };
 ForeignNumber foreign_number(std::string_view text, char delimiter);
 
+/// A date, a time or both, as exports write them: "2024-03-01", "01/03/2024", "1.3.2024", with or
+/// without a time ("2024-03-01 14:05:00", "2024-03-01T14:05:00.5Z", "+01:00" offsets), or a time
+/// alone ("14:05"). A column of them is text to the model until it is turned into numbers.
+bool is_date_or_time(std::string_view text);
+
 /// The usual decimal at the start of [begin, end): an optional '-', at most 19 digits with an
 /// optional '.', an optional exponent within +-22 of them. Sets `value` exactly as strtod would
 /// and returns where the number ends; nullptr for anything else (which parse_number still reads).

@@ -7,6 +7,7 @@ test knows the expected values without reading anything else.
 """
 import bz2
 import csv
+import datetime
 import gzip
 import lzma
 import os
@@ -153,6 +154,14 @@ with open(path("bad", "decimal_comma.csv"), "w", newline="") as f:
     csv.writer(f, delimiter=";").writerows([["a", "b", "label"], ["3,5", "1,25", 0], ["4,0", "2,5", 1]])
 with open(path("bad", "thousands.csv"), "w", newline="") as f:
     csv.writer(f).writerows([["a", "b", "price"], [1, 2, "1,234.5"], [3, 4, "12,345,678"]])
+# A table as exported from a database: a timestamp as ISO text (Python's datetime) and a
+# category beside the numbers.
+with open(path("bad", "text_columns.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["id", "when", "temp", "city", "load"])
+    start = datetime.datetime(2024, 1, 1)
+    for i in range(4):
+        w.writerow([i, start + datetime.timedelta(hours=i), 15.5 + i, ["Paris", "Rome"][i % 2], 40.25 + i])
 # Spreadsheets in many locales save with ';', and tab-separated files are common: same data as numeric.csv.
 for name, delimiter in (("semicolons.csv", ";"), ("tabs.tsv", "\t")):
     with open(path("csv", name), "w", newline="") as f:

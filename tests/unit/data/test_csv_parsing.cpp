@@ -188,6 +188,15 @@ TEST(CsvNumber, NumbersWrittenForPeopleAreToldApartFromText) {
     EXPECT_EQ(csv::foreign_number(text, ','), ForeignNumber::none) << text;
 }
 
+TEST(CsvNumber, DatesAndTimesAreToldApartFromOtherText) {
+  for (const char* text : {"2024-03-01", "2024/3/1", "01/03/2024", "1.3.2024", "1.3.24", "2024-03-01 14:05:00", "2024-03-01T14:05:00.5Z",
+                           "2024-03-01T14:05:00+01:00", "2024-03-01 14:05:00-0130", "14:05", "9:30:15", "2024-03-01 9:30"})
+    EXPECT_TRUE(csv::is_date_or_time(text)) << text;
+  for (const char* text : {"", "2024", "1.5", "3.14", "1-2-3", "2024-03", "2024-03/01", "Paris", "14:5", "2024-03-01 noon",
+                           "2024-03-01T", "12345-01-01", "1:2:3", "2024-03-01 14:05:00 UTC"})
+    EXPECT_FALSE(csv::is_date_or_time(text)) << text;
+}
+
 // The reading thread reports how far the parse is, and an exception from the report (a stop
 // signal) ends the read: the parsing threads stop and the exception reaches the caller.
 TEST(Csv, ProgressIsReportedAndAThrowFromItStopsTheRead) {

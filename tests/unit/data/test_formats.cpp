@@ -340,6 +340,19 @@ TEST(Csv, BadCellsNameTheLineAndColumn) {
                 .find("leave it out with data.features: [sepal_length, sepal_width],"),
             std::string::npos);
   EXPECT_NE(text_column_fix(CsvSpec{{"note"}, {"species"}, true}).find("leave it out, or turn it"), std::string::npos);
+  // Every text column of the first row is named at once, so that one edit leaves them all out;
+  // a date column is named as one, with a way to make numbers of it.
+  try {
+    read_csv(fixture("bad/text_columns.csv"), CsvSpec{{}, {"load"}, false});
+    ADD_FAILURE() << "read text columns as features";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("text_columns.csv:2: column 'when' (2): '2024-01-01 00:00:00' is not a number"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.remedy(),
+              "columns 'when', 'city' hold text from their first row on: leave them out with data.exclude: [when, city], or turn them into "
+              "numbers first (category codes or one-hot columns; the dates in 'when' as, e.g., their hour or day of the year: pandas' "
+              "pd.to_datetime(df['when']).dt.dayofyear)");
+  }
   try {  // a bad cell further down is a bad row
     read_csv(fixture("bad/bad_cell.csv"), CsvSpec{{}, {"label"}, true});
   } catch (const UsageError& e) {
