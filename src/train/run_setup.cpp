@@ -19,6 +19,7 @@
 
 #include "class_balance.hpp"
 #include "data_scale.hpp"
+#include "id_columns.hpp"
 
 namespace gputrain::train {
 
@@ -129,6 +130,7 @@ RunData open_data(Config& config) {
   };
   if (d.standardize) note(standardize_inputs(config, out.sources.train));
   if (!d.standardize && d.mean.empty()) note(feature_scale_hint(*out.sources.train, out.sources.feature_names));
+  note(id_column_hint(config, *out.sources.train, out.sources.feature_names));
   note(scale_targets(config, *out.sources.train, out.transform));
   if (d.task == "classification") note(class_balance_note(out.sources, config.data.classes.value_or(0)));
   out.transform.mean = d.mean;

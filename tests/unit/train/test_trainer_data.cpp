@@ -162,6 +162,27 @@ TEST(TrainerData, TooFewClassesForTheLabelsIsAUsageError) {
   }
 }
 
+// An id column among a CSV's features is named in the run's log with the line that leaves it out,
+// and the line goes once it is left out.
+TEST(TrainerData, AnIdColumnAmongTheFeaturesIsNamedUntilItIsLeftOut) {
+  const auto file = fs::temp_directory_path() / "gputrain-id-column.csv";
+  {
+    std::ofstream out(file);
+    out << "id,x,label\n";
+    for (int i = 0; i < 200; ++i) out << 1000 + i << ',' << (i % 7) * 0.25 << ',' << i % 2 << '\n';
+  }
+  const auto run = [&](const std::string& name, std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"data.source=csv", "data.path=" + file.string(), "data.labels=label", "train.batch_size=50"});
+    return test_support::fit_capturing_console(data_run(name, extra)).console;
+  };
+  const auto with_id = run("id-column", {});
+  EXPECT_NE(with_id.find("feature 'id' (1000, 1001, 1002, ... down the file) looks like a row number or an id"), std::string::npos) << with_id;
+  EXPECT_NE(with_id.find("leave it out with data.exclude: [id]"), std::string::npos) << with_id;
+  const auto without = run("id-left-out", {"data.exclude=[id]"});
+  EXPECT_EQ(without.find("row number"), std::string::npos) << without;
+  fs::remove(file);
+}
+
 // Integer values (prices) read as class ids would make max + 1 classes, most never a label: the run
 // stops with both ways out, and data.classes set by hand means the user wants them as they are.
 TEST(TrainerData, SparseLargeClassIdsAreTakenForValuesUnlessDataClassesConfirmsThem) {
