@@ -97,7 +97,7 @@ std::string text_columns_remedy(const RowFormat& format, const std::vector<std::
   std::vector<std::string> names, dates;
   for (const auto c : format.feature_columns) {
     double value = 0;
-    if (csv::parse_number(cells[c], value) || csv::parse_boolean(cells[c], value) || cells[c].empty()) continue;
+    if (csv::parse_number(cells[c], value) || csv::parse_boolean(cells[c], value) || csv::is_missing(cells[c])) continue;
     text.push_back(c);
     names.push_back("'" + format.header[c] + "'");
     if (csv::is_date_or_time(cells[c])) dates.push_back(format.header[c]);
@@ -111,21 +111,45 @@ std::string text_columns_remedy(const RowFormat& format, const std::vector<std::
          dates.front() + "']).dt.dayofyear)";
 }
 
+// A pandas line that reads the file, applies `change` to the DataFrame `df` and writes
+// <stem><suffix>.csv beside it, and that file's name. Columns without a name (pandas' own index,
+// the empty one after a trailing delimiter) are not read, as gputrain leaves them out: pandas
+// would call them 'Unnamed: 0' and write them back with that name.
+std::pair<std::string, std::string> pandas_rewrite(const RowFormat& format, const std::string& read_options, const std::string& change,
+                                                   const std::string& suffix) {
+  std::filesystem::path name(format.path);  // data.csv.gz -> data<suffix>.csv
+  if (name.extension() == ".gz") name.replace_extension();
+  const auto written = name.replace_extension().string() + suffix + ".csv";
+  const bool unnamed = std::find(format.header.begin(), format.header.end(), std::string()) != format.header.end();
+  const std::string sep = format.delimiter == ';' ? ", sep=';'" : format.delimiter == '\t' ? ", sep='\\t'" : "";
+  return {"python3 -c \"import pandas as pd; df = pd.read_csv('" + format.path + "'" + sep + read_options +
+              (unnamed ? ", usecols=lambda c: not c.startswith('Unnamed: ')" : "") + "); df" + change + ".to_csv('" + written +
+              "', index=False)\"",
+          written};
+}
+
 // A number written for people ("3,5" with a decimal comma, "1,234.5" with thousands separators):
 // what it is, appended to "'3,5' is not a number", and the fix, which converts the file with pandas
 // (its read_csv takes both); empty for other text.
 std::pair<std::string, std::string> foreign_number_text(std::string_view cell, const RowFormat& format) {
   const auto kind = csv::foreign_number(cell, format.delimiter);
   if (kind == csv::ForeignNumber::none) return {};
-  std::filesystem::path name(format.path);  // data.csv.gz -> data-converted.csv
-  if (name.extension() == ".gz") name.replace_extension();
-  const auto converted = name.replace_extension().string() + "-converted.csv";
-  const std::string sep = format.delimiter == ';' ? ", sep=';'" : format.delimiter == '\t' ? ", sep='\\t'" : "";
   const bool comma = kind == csv::ForeignNumber::decimal_comma;
+  const auto [command, converted] = pandas_rewrite(format, comma ? ", decimal=','" : ", thousands=','", "", "-converted");
   return {comma ? ": it has a decimal comma, as spreadsheets in many locales save numbers" : ": it has thousands separators",
           std::string(comma ? "save the file with decimal points, or convert it" : "save the numbers without separators, or convert the file") +
-              ": python3 -c \"import pandas as pd; pd.read_csv('" + format.path + "'" + sep + (comma ? ", decimal=','" : ", thousands=','") +
-              ").to_csv('" + converted + "', index=False)\", then use " + converted};
+              ": " + command + ", then use " + converted};
+}
+
+// A missing value, thrown where the parse meets the first one; read_csv then counts them all.
+class MissingValue : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
+// "is empty: a missing value" or ": 'NA' marks a missing value", after a cell's name.
+std::string missing_text(std::string_view cell) {
+  return cell.empty() ? " is empty: a missing value" : ": '" + std::string(cell) + "' marks a missing value";
 }
 
 // The usual row in one pass: no quotes, no blanks, every feature cell a short decimal, every cell
@@ -212,9 +236,7 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
                          "give every row one cell per header column");
       for (const auto c : format.feature_columns) {
         double value = 0;
-        if (cells[c].empty())
-          throw UsageError(records.where() + column_text(header, c) + " is empty: a missing value",
-                           "fill in or remove that row (missing values are not filled in for you), or leave the column out" + leaving_out(format, c));
+        if (csv::is_missing(cells[c])) throw MissingValue(records.where() + column_text(header, c) + missing_text(cells[c]), "");
         // A bool column (pandas writes True/False) is a 0/1 feature.
         if (!csv::parse_number(cells[c], value) && !csv::parse_boolean(cells[c], value)) {
           auto [what, remedy] = foreign_number_text(cells[c], format);
@@ -231,7 +253,9 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
       }
     }
     const auto label_cell = [&](std::size_t c) -> std::string_view {
-      if (cells[c].empty()) throw UsageError(records.where() + "the label (column '" + header[c] + "') is empty", "fill in or remove that row");
+      // A class named "None" or "NA" is a name; a number's marker of a missing one is not.
+      if (format.label_names ? cells[c].empty() : csv::is_missing(cells[c]))
+        throw MissingValue(records.where() + "the label (column '" + header[c] + "')" + missing_text(cells[c]), "");
       return cells[c];
     };
     const auto require_finite = [&](double value, std::string_view cell) {
@@ -273,19 +297,101 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
   }
 }
 
-// Whether the classes are names: the first row's label is not a number. A fault of that row is
-// left for the parse to report where it is.
+// Whether the classes are names: the first row's label that is not missing is not a number (a
+// first label "NA" says nothing either way). A fault of a row is left for the parse to report
+// where it is.
 bool labels_are_names(std::string_view rows, const std::string& path, char delimiter, std::size_t label_column) {
   csv::Records records(rows, path, delimiter);
   std::string_view record;
-  try {
-    if (!records.next(record)) return false;
-  } catch (const UsageError&) {
-    return false;
+  for (int looked = 0; looked < 1000; ++looked) {
+    try {
+      if (!records.next(record)) return false;
+    } catch (const UsageError&) {
+      return false;
+    }
+    const auto cells = csv::split(record, delimiter);
+    if (label_column >= cells.size()) return false;
+    if (csv::is_missing(cells[label_column])) continue;
+    double value = 0;
+    return !csv::parse_number(cells[label_column], value);
   }
-  const auto cells = csv::split(record, delimiter);
-  double value = 0;
-  return label_column < cells.size() && !cells[label_column].empty() && !csv::parse_number(cells[label_column], value);
+  return false;
+}
+
+// A name in a Python string literal.
+std::string python_quoted(const std::string& name) {
+  std::string out = "'";
+  for (const char c : name) {
+    if (c == '\\' || c == '\'') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+// The first missing value, with how many the whole file has, where, and the pandas line that drops
+// those rows: fixing them one error at a time is a run per row. Counted on one thread, over rows
+// split cell by cell: only a file with a missing value pays for it.
+[[noreturn]] void throw_missing_values(const MissingValue& first, std::string_view rows, std::int64_t first_line, const RowFormat& format) {
+  const auto& header = format.header;
+  std::vector<std::int64_t> per_column(header.size(), 0);
+  std::int64_t total = 0, with_missing = 0;
+  bool counted_all = true;
+  csv::Records records(rows, format.path, format.delimiter, first_line);
+  csv::Cells splitter;
+  std::string_view record;
+  try {
+    while (records.next(record)) {
+      ++total;
+      const auto& cells = splitter.split(record, format.delimiter);
+      if (cells.size() != header.size()) continue;  // a row the parse would refuse for its own reason
+      bool missing = false;
+      const auto count = [&](std::size_t c) {
+        ++per_column[c];
+        missing = true;
+      };
+      for (const auto c : format.feature_columns)
+        if (csv::is_missing(cells[c])) count(c);
+      for (const auto c : format.label_columns)
+        if (format.label_names ? cells[c].empty() : csv::is_missing(cells[c])) count(c);
+      if (missing) ++with_missing;
+    }
+  } catch (const UsageError&) {  // a broken record further on: its own error comes once this one is fixed
+    counted_all = false;
+  }
+  std::vector<std::size_t> columns;
+  for (std::size_t c = 0; c < header.size(); ++c)
+    if (per_column[c] > 0) columns.push_back(c);
+  std::stable_sort(columns.begin(), columns.end(), [&](std::size_t a, std::size_t b) { return per_column[a] > per_column[b]; });
+  std::vector<std::string> where;
+  for (std::size_t i = 0; i < columns.size() && i < 4; ++i) where.push_back("'" + header[columns[i]] + "' " + std::to_string(per_column[columns[i]]));
+  if (columns.size() > 4) where.push_back("and " + std::to_string(columns.size() - 4) + " more columns");
+  const auto of_rows = std::to_string(with_missing) + " of " + (counted_all ? "its " : "the first ") + std::to_string(total) + " rows";
+  const auto what = std::string(first.what()) + "; " + of_rows + (with_missing == 1 ? " misses" : " miss") + " a value (" + core::join(where) + ")";
+
+  // Drop the rows that miss a value gputrain reads, keeping rows that miss one only elsewhere.
+  std::string subset;
+  if (format.features_listed) {
+    std::vector<std::string> read;
+    for (const auto c : format.feature_columns) read.push_back(python_quoted(header[c]));
+    for (const auto c : format.label_columns) read.push_back(python_quoted(header[c]));
+    subset = "subset=[" + core::join(read) + "]";
+  } else if (!format.excluded.empty()) {
+    std::vector<std::string> excluded;
+    for (const auto& name : format.excluded) excluded.push_back(python_quoted(name));
+    subset = "subset=df.columns.difference([" + core::join(excluded) + "])";
+  }
+  std::vector<std::size_t> feature_columns;
+  for (const auto c : columns)
+    if (std::find(format.label_columns.begin(), format.label_columns.end(), c) == format.label_columns.end()) feature_columns.push_back(c);
+  const bool only_features = feature_columns.size() == columns.size();
+  const bool one = feature_columns.size() == 1;
+  const auto setting = leaving_out(format, feature_columns);  // empty when no feature would be left
+  const auto leave_out = only_features && !setting.empty() ? ", or leave the " + std::string(one ? "column" : "columns") + " out" + setting : "";
+  if (counted_all && with_missing == total)
+    throw UsageError(what, "missing values are not filled in for you, and every row misses one: fill them in" + leave_out);
+  const auto [command, complete] = pandas_rewrite(format, "", ".dropna(" + subset + ")", "-complete");
+  throw UsageError(what, "missing values are not filled in for you: fill them in, or drop those rows with " + command + " and use " +
+                             complete + leave_out);
 }
 
 // The rows of `text` (whose first line is `first_line`), parsed on as many threads as LibTorch
@@ -436,7 +542,12 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
                    spec.exclude};
   for (std::size_t k = 0; k < feature_columns.size(); ++k) format.feature_slot[feature_columns[k]] = static_cast<int>(k);
 
-  auto parts = parse_in_stretches(rows_text, records.next_line(), format, progress);
+  std::vector<ParsedRows> parts;
+  try {
+    parts = parse_in_stretches(rows_text, records.next_line(), format, progress);
+  } catch (const MissingValue& first) {
+    throw_missing_values(first, rows_text, records.next_line(), format);
+  }
 
   const auto width = static_cast<std::int64_t>(feature_columns.size());
   std::int64_t rows = 0;

@@ -1,8 +1,10 @@
 #include "csv_number.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 namespace gputrain::data::csv {
@@ -140,6 +142,13 @@ bool is_date_or_time(std::string_view text) {
   if (year_first ? !digits(text, i, 1, 2) : !(digits(text, i, 4, 4) || digits(text, i, 2, 2))) return false;
   if (i == text.size()) return true;
   return (text[i] == ' ' || text[i] == 'T') && time_at(text, i + 1);
+}
+
+bool is_missing(std::string_view text) {
+  // pandas' default na_values (pandas.read_csv's documentation), the empty cell among them.
+  static constexpr std::string_view kMarkers[] = {"",     "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                                                  "<NA>", "N/A",  "NA",       "NULL", "NaN",    "None",     "n/a",  "nan",  "null"};
+  return std::find(std::begin(kMarkers), std::end(kMarkers), text) != std::end(kMarkers);
 }
 
 bool parse_boolean(std::string_view text, double& value) {

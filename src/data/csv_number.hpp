@@ -26,6 +26,11 @@ ForeignNumber foreign_number(std::string_view text, char delimiter);
 /// alone ("14:05"). A column of them is text to the model until it is turned into numbers.
 bool is_date_or_time(std::string_view text);
 
+/// A missing value as tools write one: nothing, or one of the markers pandas' read_csv takes for
+/// NaN by default ("NA", "N/A", "nan", "NaN", "NULL", "None", "#N/A", ...), so that a count of them
+/// is the count pandas' dropna() removes.
+bool is_missing(std::string_view text);
+
 /// The usual decimal at the start of [begin, end): an optional '-', at most 19 digits with an
 /// optional '.', an optional exponent within +-22 of them. Sets `value` exactly as strtod would
 /// and returns where the number ends; nullptr for anything else (which parse_number still reads).

@@ -141,6 +141,13 @@ with open(path("bad", "empty_cells.csv"), "w", newline="") as f:  # csv and spre
     w.writerow(["a", "b", "label"])
     w.writerow([1, None, 0])
     w.writerow([2, 3, None])
+# Missing values as tools write them: nothing (Python's csv for None, pandas for NaN) and NA (R's
+# write.csv), in two columns of ten rows.
+with open(path("bad", "missing_values.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["a", "b", "c", "label"])
+    for i in range(10):
+        w.writerow([i * 0.5, None if i in (2, 5) else i, "NA" if i == 7 else 1.5, i % 2])
 # Boolean columns: Python's csv and pandas' to_csv write a bool as True/False, R's write.csv as
 # TRUE/FALSE.
 with open(path("csv", "booleans.csv"), "w", newline="") as f:

@@ -188,6 +188,12 @@ TEST(CsvNumber, NumbersWrittenForPeopleAreToldApartFromText) {
     EXPECT_EQ(csv::foreign_number(text, ','), ForeignNumber::none) << text;
 }
 
+TEST(CsvNumber, MissingValuesAreWhatPandasTakesForNaN) {
+  for (const char* text : {"", "NA", "N/A", "n/a", "nan", "NaN", "-nan", "NULL", "null", "None", "#N/A", "<NA>", "1.#QNAN"})
+    EXPECT_TRUE(csv::is_missing(text)) << text;
+  for (const char* text : {"0", "na", "none", "missing", "-", "?", " NA", "inf"}) EXPECT_FALSE(csv::is_missing(text)) << text;
+}
+
 TEST(CsvNumber, DatesAndTimesAreToldApartFromOtherText) {
   for (const char* text : {"2024-03-01", "2024/3/1", "01/03/2024", "1.3.2024", "1.3.24", "2024-03-01 14:05:00", "2024-03-01T14:05:00.5Z",
                            "2024-03-01T14:05:00+01:00", "2024-03-01 14:05:00-0130", "14:05", "9:30:15", "2024-03-01 9:30"})

@@ -304,7 +304,7 @@ TEST(Csv, RegressionTakesEachLabelColumnAsATarget) {
 TEST(Csv, NumbersWrittenForPeopleAreNamedWithTheConversion) {
   const auto comma = usage_error_and_fix([] { read_csv(fixture("bad/decimal_comma.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(comma.find("decimal_comma.csv:2: column 'a' (1): '3,5' is not a number: it has a decimal comma"), std::string::npos) << comma;
-  EXPECT_NE(comma.find("pd.read_csv('" + fixture("bad/decimal_comma.csv") + "', sep=';', decimal=',').to_csv('" +
+  EXPECT_NE(comma.find("pd.read_csv('" + fixture("bad/decimal_comma.csv") + "', sep=';', decimal=','); df.to_csv('" +
                        fixture("bad/decimal_comma-converted.csv") + "', index=False)"),
             std::string::npos)
       << comma;
@@ -381,30 +381,64 @@ TEST(Csv, BadCellsNameTheLineAndColumn) {
 // A NaN (how pandas writes a missing value) or a number beyond float32 is named where it is, instead
 // of surfacing as a diverged loss whose advice is to lower the learning rate.
 TEST(Csv, NonFiniteCellsNameTheLineAndColumn) {
+  // 'nan', as Python's csv writes a NaN, is pandas' mark of a missing value: named as one.
   const auto nan = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{}, {"label"}, true}); });
-  EXPECT_NE(nan.find("not_finite.csv:3: column 'b' (2): 'nan' is not a finite float32 number"), std::string::npos) << nan;
+  EXPECT_NE(nan.find("not_finite.csv:3: column 'b' (2): 'nan' marks a missing value; 1 of its 3 rows misses a value ('b' 1)"), std::string::npos)
+      << nan;
   const auto huge = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{"a"}, {"label"}, true}); });
   EXPECT_NE(huge.find("not_finite.csv:4: column 'a' (1): '1e+39' is not a finite float32 number"), std::string::npos) << huge;
   const auto label = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{"label"}, {"b"}, false}); });
-  EXPECT_NE(label.find("not_finite.csv:3: label 'nan' is not a finite"), std::string::npos) << label;
+  EXPECT_NE(label.find("not_finite.csv:3: the label (column 'b'): 'nan' marks a missing value"), std::string::npos) << label;
+  const auto infinite = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{"label"}, {"a"}, false}); });
+  EXPECT_NE(infinite.find("not_finite.csv:4: label '1e+39' is not a finite float32 number"), std::string::npos) << infinite;
 }
 
 TEST(Csv, EmptyCellsAreCalledMissingValues) {
   const auto feature = usage_error([] { read_csv(fixture("bad/empty_cells.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(feature.find("empty_cells.csv:2: column 'b' (2) is empty: a missing value"), std::string::npos) << feature;
-  const auto fix_of = [](CsvSpec spec) -> std::string {
-    try {
-      read_csv(fixture("bad/empty_cells.csv"), spec);
-    } catch (const UsageError& e) {
-      return e.remedy();
-    }
-    return "";
-  };
-  EXPECT_EQ(fix_of(CsvSpec{{}, {"label"}, true}),
-            "fill in or remove that row (missing values are not filled in for you), or leave the column out with data.exclude: [b]");
-  EXPECT_NE(fix_of(CsvSpec{{"b", "a"}, {"label"}, true}).find("leave the column out with data.features: [a]"), std::string::npos);
   const auto label = usage_error([] { read_csv(fixture("bad/empty_cells.csv"), CsvSpec{{"a"}, {"label"}, true}); });
-  EXPECT_NE(label.find("empty_cells.csv:3: the label (column 'label') is empty"), std::string::npos) << label;
+  EXPECT_NE(label.find("empty_cells.csv:3: the label (column 'label') is empty: a missing value"), std::string::npos) << label;
+  try {  // every row misses a value: dropping rows leaves nothing, so that is not offered
+    read_csv(fixture("bad/empty_cells.csv"), CsvSpec{{}, {"label"}, true});
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("2 of its 2 rows miss a value ('b' 1, 'label' 1)"), std::string::npos) << e.what();
+    EXPECT_EQ(e.remedy(), "missing values are not filled in for you, and every row misses one: fill them in");
+  }
+}
+
+// The first missing value is named where it is, with how many the file has and in which columns,
+// and the pandas line that drops those rows (missing in the columns gputrain reads: a column left
+// out may miss what it likes), so that fixing them is not a run per row.
+TEST(Csv, MissingValuesAreCountedWithThePandasLineThatDropsThoseRows) {
+  const auto path = fixture("bad/missing_values.csv");
+  const auto error_of = [](CsvSpec spec) -> std::pair<std::string, std::string> {
+    try {
+      read_csv(fixture("bad/missing_values.csv"), spec);
+      ADD_FAILURE() << "read missing values";
+    } catch (const UsageError& e) {
+      return {e.what(), e.remedy()};
+    }
+    return {};
+  };
+  const auto complete = path.substr(0, path.size() - 4) + "-complete.csv";
+  const auto [what, fix] = error_of(CsvSpec{{}, {"label"}, true});
+  EXPECT_EQ(what, path + ":4: column 'b' (2) is empty: a missing value; 3 of its 10 rows miss a value ('b' 2, 'c' 1)");
+  EXPECT_EQ(fix, "missing values are not filled in for you: fill them in, or drop those rows with python3 -c \"import pandas as pd; df = "
+                 "pd.read_csv('" + path + "'); df.dropna().to_csv('" + complete + "', index=False)\" and use " + complete +
+                 ", or leave the columns out with data.exclude: [b, c]");
+  // R's NA is a missing value too, wherever it is the first.
+  EXPECT_NE(error_of(CsvSpec{{"c"}, {"label"}, true}).first.find(":9: column 'c' (3): 'NA' marks a missing value; 1 of its 10 rows misses a value ('c' 1)"),
+            std::string::npos);
+  // Columns left out do not count, and the pandas line leaves their missing values alone.
+  CsvSpec excluding{{}, {"label"}, true};
+  excluding.exclude = {"c"};
+  const auto [excluded_what, excluded_fix] = error_of(excluding);
+  EXPECT_NE(excluded_what.find("2 of its 10 rows miss a value ('b' 2)"), std::string::npos) << excluded_what;
+  EXPECT_NE(excluded_fix.find("df.dropna(subset=df.columns.difference(['c']))"), std::string::npos) << excluded_fix;
+  EXPECT_NE(excluded_fix.find("leave the column out with data.exclude: [c, b]"), std::string::npos) << excluded_fix;
+  const auto listed = error_of(CsvSpec{{"a", "b"}, {"label"}, true}).second;
+  EXPECT_NE(listed.find("df.dropna(subset=['a', 'b', 'label'])"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("leave the column out with data.features: [a]"), std::string::npos) << listed;
 }
 
 // Numbers as strtod reads them (a sign, exponents, blanks and a CR around them, quotes), a value
