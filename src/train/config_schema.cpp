@@ -129,6 +129,21 @@ std::vector<Int> parse_int_list(const FieldValue& v, Int min, bool allow_empty) 
   return out;
 }
 
+// An image size: [height, width], or one integer for a square, as torchvision's transforms take it.
+std::vector<Int> parse_image_size(const FieldValue& v) {
+  if (!v.node.IsScalar()) {
+    const auto size = parse_int_list(v, 1, false);
+    if (size.size() != 2) reject(v, found_text(v.node), "[height, width], e.g. [224, 224], or one integer for a square");
+    return size;
+  }
+  const std::string text = v.node.Scalar();
+  char* end = nullptr;
+  errno = 0;
+  const long long side = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || side < 1) reject(v, found_text(v.node), "an integer >= 1 (a square), or [height, width], e.g. [224, 224]");
+  return {side, side};
+}
+
 // ---- field builders: `get` is a generic lambda returning a reference into a Config ----
 
 template <typename Get>
@@ -183,15 +198,17 @@ Field optional_string_field(std::string key, Get get, std::string what) {
           [=](const Config& c) { return YAML::Node(get(c)); }};
 }
 
+YAML::Node flow_list(const std::vector<Int>& values) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (Int x : values) list.push_back(x);
+  list.SetStyle(YAML::EmitterStyle::Flow);
+  return list;
+}
+
 template <typename Get>
 Field int_list_field(std::string key, Get get, Int min, bool allow_empty) {
   return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_int_list(v, min, allow_empty); },
-          [=](const Config& c) {
-            YAML::Node list(YAML::NodeType::Sequence);
-            for (Int x : get(c)) list.push_back(x);
-            list.SetStyle(YAML::EmitterStyle::Flow);
-            return list;
-          }};
+          [=](const Config& c) { return flow_list(get(c)); }};
 }
 
 template <typename Get>
@@ -359,7 +376,8 @@ std::vector<Field> make_schema() {
     string_list_field("data.exclude", [](auto& c) -> auto& { return c.data.exclude; }),
     optional_string_field("data.val_path", [](auto& c) -> auto& { return c.data.val_path; }, "a path to the validation data"),
     optional_string_field("data.val_labels", [](auto& c) -> auto& { return c.data.val_labels; }, "a path to the validation labels' .npy file"),
-    int_list_field("data.image_size", [](auto& c) -> auto& { return c.data.image_size; }, 1, false),
+    {"data.image_size", [](Config& c, const FieldValue& v) { c.data.image_size = parse_image_size(v); },
+     [](const Config& c) { return flow_list(c.data.image_size); }},
     int_list_field("data.shape", [](auto& c) -> auto& { return c.data.shape; }, 1, false),
     int_or_auto_field("data.classes", [](auto& c) -> auto& { return c.data.classes; }, 2),
     int_field("data.outputs", [](auto& c) -> auto& { return c.data.outputs; }, 1),

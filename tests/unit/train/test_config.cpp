@@ -307,6 +307,18 @@ TEST(Config, DataLabelsIsANameOrAListOfColumns) {
             std::string::npos);
 }
 
+// One integer is a square, as torchvision's transforms take a size; a list is [height, width].
+TEST(Config, DataImageSizeIsASquareOrHeightAndWidth) {
+  EXPECT_EQ(load_config({{}, {"data.image_size=32"}, ""}).data.image_size, (std::vector<std::int64_t>{32, 32}));
+  const auto both = load_config({{}, {"data.image_size=[32, 48]"}, ""});
+  EXPECT_EQ(both.data.image_size, (std::vector<std::int64_t>{32, 48}));
+  EXPECT_NE(train::to_yaml(both).find("  image_size: [32, 48]\n"), std::string::npos) << train::to_yaml(both);
+  EXPECT_NE(error_of({{}, {"data.image_size=[32]"}, ""}).find("allowed: [height, width], e.g. [224, 224], or one integer for a square"),
+            std::string::npos);
+  for (const char* bad : {"data.image_size=0", "data.image_size=big", "data.image_size=3.5"})
+    EXPECT_NE(error_of({{}, {bad}, ""}).find("allowed: an integer >= 1 (a square), or [height, width]"), std::string::npos) << bad;
+}
+
 // A resumed run names what changed since its checkpoint.
 TEST(Config, DifferencesNameEachChangedKeyWithBothValues) {
   const auto before = train::to_yaml(load_config({{}, {"train.epochs=3", "data.shape=[8]"}, ""}));
