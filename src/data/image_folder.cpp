@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -16,6 +18,26 @@ namespace {
 bool is_image(const fs::path& path) {
   const std::string ext = core::lower(path.extension().string());
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+}
+
+// Images in formats gputrain does not decode: said apart from other files, with a conversion.
+bool is_other_image(const fs::path& path) {
+  static const char* const kFormats[] = {".webp", ".bmp", ".gif", ".tif", ".tiff", ".heic", ".heif", ".avif", ".jxl", ".ppm", ".pgm", ".jp2"};
+  const std::string ext = core::lower(path.extension().string());
+  return std::find(std::begin(kFormats), std::end(kFormats), ext) != std::end(kFormats);
+}
+
+// x.webp beside an x.png (or .jpg, .jpeg) of its own: converted already, and trained on as that.
+bool has_decodable_copy(fs::path path) {
+  for (const char* ext : {".png", ".jpg", ".jpeg", ".PNG", ".JPG", ".JPEG"})
+    if (fs::exists(path.replace_extension(ext))) return true;
+  return false;
+}
+
+// What Windows leaves in image folders; like dot-files, the tools', not the user's.
+bool is_system_file(const fs::path& path) {
+  const std::string name = core::lower(path.filename().string());
+  return name == "thumbs.db" || name == "desktop.ini" || name == "ehthumbs.db";
 }
 
 // Dot-files and dot-folders (.DS_Store, .ipynb_checkpoints, .git) are the tools', not the user's:
@@ -83,12 +105,31 @@ class ImageFolder final : public Dataset {
   std::string origin(std::int64_t index) const override { return (fs::path(root_) / files_[static_cast<std::size_t>(index)].name).string(); }
   std::string description() const override {
     std::string text = "image folder " + root_ + " (" + std::to_string(files_.size()) + " images, " + std::to_string(classes_.size()) + " classes";
+    if (!other_images_.empty()) {
+      std::vector<std::string> counts;
+      for (const auto& [ext, count] : other_images_) counts.push_back(std::to_string(count) + " " + ext);
+      text += "; " + core::counted(other_image_count(), "image") + " in formats not read (" + core::join(counts) + ")";
+    }
     if (ignored_ > 0)
-      text += "; " + std::to_string(ignored_) + (ignored_ == 1 ? " other file" : " other files") + " not read, e.g. '" + first_ignored_ +
-              "': only .jpg, .jpeg and .png are";
+      text += "; " + std::to_string(ignored_) + (ignored_ == 1 ? " other file" : " other files") + " not read, e.g. '" + first_ignored_ + "'";
+    if (ignored_ > 0 || !other_images_.empty()) text += ": only .jpg, .jpeg and .png are";
     return text + ")";
   }
   const std::vector<std::string>& classes() const { return classes_; }
+
+  std::string conversion_note() const {
+    if (other_images_.empty()) return "";
+    std::vector<std::string> extensions, quoted;
+    for (const auto& [ext, count] : other_images_) {
+      extensions.push_back(ext);
+      quoted.push_back("'" + ext + "'");
+    }
+    const auto count = other_image_count();
+    return core::counted(count, "image") + " in " + root_ + " " + (count == 1 ? "is " : "are ") + core::join(extensions, " or ") +
+           ", which gputrain does not decode, so " + (count == 1 ? "it is" : "they are") + " not trained on; Pillow writes a .png beside each: " +
+           "python3 -c \"import pathlib, PIL.Image as I; [I.open(p).convert('RGB').save(p.with_suffix('.png')) for p in pathlib.Path('" + root_ +
+           "').rglob('*') if p.suffix.lower() in (" + core::join(quoted) + (quoted.size() == 1 ? "," : "") + ")]\"";
+  }
 
  private:
   struct File {
@@ -98,7 +139,17 @@ class ImageFolder final : public Dataset {
   // Files of other formats (.bmp, .webp, notes) are left out, but said so: a user who converted
   // half a dataset to WebP should not find out from the accuracy.
   void note_ignored(const fs::path& path) {
+    if (is_system_file(path)) return;
+    if (is_other_image(path)) {
+      if (!has_decodable_copy(path)) ++other_images_[core::lower(path.extension().string())];
+      return;
+    }
     if (ignored_++ == 0 || path.string() < first_ignored_) first_ignored_ = path.string();  // the same example on every file system
+  }
+  std::int64_t other_image_count() const {
+    std::int64_t count = 0;
+    for (const auto& entry : other_images_) count += entry.second;
+    return count;
   }
 
   std::string root_;
@@ -106,6 +157,7 @@ class ImageFolder final : public Dataset {
   std::vector<File> files_;
   std::int64_t ignored_ = 0;
   std::string first_ignored_;
+  std::map<std::string, std::int64_t> other_images_;  // by extension, lower case: images of formats not decoded
   SampleLayout layout_;
 };
 
@@ -113,6 +165,11 @@ class ImageFolder final : public Dataset {
 
 std::shared_ptr<Dataset> open_image_folder(const std::string& root, std::int64_t height, std::int64_t width, std::vector<std::string> classes) {
   return std::make_shared<ImageFolder>(root, height, width, std::move(classes));
+}
+
+std::string image_folder_conversion_note(const Dataset& dataset) {
+  const auto* folder = dynamic_cast<const ImageFolder*>(&dataset);
+  return folder ? folder->conversion_note() : std::string();
 }
 
 std::vector<std::string> image_folder_classes(const Dataset& dataset) {

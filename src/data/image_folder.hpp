@@ -11,10 +11,16 @@ namespace gputrain::data {
 
 /// Lists `root`: classes are its sub-folders in sorted order (`classes`, when not empty, fixes
 /// them, so a validation folder uses the training folder's ids). Dot-files and dot-folders are
-/// passed over; other files that are not .jpg/.jpeg/.png are counted and named in description().
+/// passed over, and so are Thumbs.db and desktop.ini; other files that are not .jpg/.jpeg/.png
+/// are counted and named in description(), images of other formats by extension.
 /// A training class folder without images is a UsageError. Files are decoded when read.
 std::shared_ptr<Dataset> open_image_folder(const std::string& root, std::int64_t height, std::int64_t width,
                                            std::vector<std::string> classes = {});
+
+/// When a folder made by open_image_folder holds images in formats that are not decoded (.webp,
+/// .bmp, .gif, .tif, .heic, ...): how many, and the Pillow line that writes a .png beside each;
+/// empty otherwise.
+std::string image_folder_conversion_note(const Dataset& dataset);
 
 /// The class names of an image-folder dataset made by open_image_folder.
 std::vector<std::string> image_folder_classes(const Dataset& dataset);

@@ -226,6 +226,10 @@ Sources open_unchecked(const SourceSpec& spec) {
     if (!spec.val_path.empty())
       out.val = read_for("data.val_path", [&] { return open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names); });
     out.classes = static_cast<std::int64_t>(out.class_names.size());
+    for (const auto* set : {out.train.get(), out.val.get()}) {
+      const auto note = set ? image_folder_conversion_note(*set) : std::string();
+      if (!note.empty()) out.notes.push_back(note);
+    }
     return out;
   }
   if (spec.source == "csv") {

@@ -128,6 +128,7 @@ RunData open_data(Config& config) {
   const auto note = [&out](std::string text) {
     if (!text.empty()) out.data_notes.push_back(std::move(text));
   };
+  for (const auto& text : out.sources.notes) note(text);
   if (d.standardize) note(standardize_inputs(config, out.sources.train));
   if (!d.standardize && d.mean.empty()) note(feature_scale_hint(*out.sources.train, out.sources.feature_names));
   note(id_column_hint(config, *out.sources.train, out.sources.feature_names));

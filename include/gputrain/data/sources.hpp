@@ -44,6 +44,7 @@ struct Sources {
   std::int64_t classes = 0;                   ///< classification: from the labels (max id + 1) or the folders
   std::vector<std::string> class_names;       ///< image folders and CSV label names
   std::vector<std::string> feature_names;     ///< CSV: the feature columns, in the inputs' order; empty for arrays
+  std::vector<std::string> notes;             ///< what a run says of the files before training (images in formats not read)
 };
 
 /// Opens (memory-maps, parses or scans) the source; throws UsageError naming the file and what is

@@ -256,7 +256,11 @@ jpeg = open(path("folder", "train", "cat", "0.jpg"), "rb").read()
 open(path("folder", "train", "cat", "broken.jpg"), "wb").write(jpeg[:60])
 open(path("folder", "train", "dog", "empty.png"), "wb").close()
 open(path("folder", "train", "dog", "README.txt"), "w").write("not an image\n")
-Image.fromarray(np.full((20, 20, 3), (30, 30, 200), dtype=np.uint8)).save(path("folder", "train", "dog", "3.bmp"))  # not read, but said so
+# Images in formats not decoded: said so with a conversion, unless converted already (a .png beside).
+Image.fromarray(np.full((20, 20, 3), (30, 30, 200), dtype=np.uint8)).save(path("folder", "train", "dog", "3.bmp"))
+Image.fromarray(np.full((20, 20, 3), (30, 30, 200), dtype=np.uint8)).save(path("folder", "train", "dog", "4.webp"))
+Image.fromarray(np.full((20, 20, 3), (200, 30, 30), dtype=np.uint8)).save(path("folder", "train", "cat", "1.webp"))
+open(path("folder", "train", "cat", "Thumbs.db"), "wb").write(b"\xd0\xcf\x11\xe0")  # Windows' thumbnails
 # What tools leave behind: neither a class nor a file to mention.
 open(path("folder", "train", "dog", ".DS_Store"), "wb").write(b"\0\0\0\1Bud1")
 Image.fromarray(np.full((20, 20, 3), (30, 30, 200), dtype=np.uint8)).save(path("folder", "train", ".ipynb_checkpoints", "0.jpg"))

@@ -603,15 +603,22 @@ TEST(ImageFolder, ListsClassesSkipsCorruptFilesAndResizes) {
   const auto sources = open_sources(spec);
   EXPECT_EQ(sources.class_names, (std::vector<std::string>{"cat", "dog"}));
   EXPECT_EQ(sources.classes, 2);
-  // 3 + 3 images, the broken JPEG and an empty file; dot-folders (.ipynb_checkpoints, cat/.thumbs)
-  // and .DS_Store are the tools', not classes or samples; README.txt and 3.bmp are left out but
-  // said so.
+  // 3 + 3 images, the broken JPEG and an empty file; dot-folders (.ipynb_checkpoints, cat/.thumbs),
+  // .DS_Store and Thumbs.db are the tools', not classes or samples; README.txt, 3.bmp and 4.webp
+  // are left out but said so, the images with the line that converts them; cat/1.webp has a
+  // cat/1.png beside it, converted already.
   EXPECT_EQ(sources.train->size(), 8);
   const auto description = sources.train->description();
-  EXPECT_NE(description.find("2 other files not read, e.g. '" + fixture("folder/train") + "/dog/3.bmp': only .jpg, .jpeg and .png are"),
+  EXPECT_NE(description.find("(8 images, 2 classes; 2 images in formats not read (1 .bmp, 1 .webp); 1 other file not read, e.g. '" +
+                             fixture("folder/train") + "/dog/README.txt': only .jpg, .jpeg and .png are)"),
             std::string::npos)
       << description;
-  EXPECT_EQ(sources.val->description().find("other file"), std::string::npos) << sources.val->description();
+  EXPECT_EQ(sources.val->description().find("not read"), std::string::npos) << sources.val->description();
+  ASSERT_EQ(sources.notes.size(), 1U);
+  EXPECT_EQ(sources.notes[0], "2 images in " + fixture("folder/train") +
+                                  " are .bmp or .webp, which gputrain does not decode, so they are not trained on; Pillow writes a .png beside "
+                                  "each: python3 -c \"import pathlib, PIL.Image as I; [I.open(p).convert('RGB').save(p.with_suffix('.png')) for "
+                                  "p in pathlib.Path('" + fixture("folder/train") + "').rglob('*') if p.suffix.lower() in ('.bmp', '.webp')]\"");
   EXPECT_EQ(sources.val->size(), 2);
   const auto loaded = materialize(*sources.train, 2);
   ASSERT_EQ(loaded.skipped.size(), 2U);
