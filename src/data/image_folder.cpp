@@ -68,6 +68,7 @@ class ImageFolder final : public Dataset {
       const fs::path folder = fs::path(root_) / classes_[c];
       if (!fs::is_directory(folder)) continue;  // a validation folder may lack a class
       std::vector<std::string> names;
+      const auto other_images_before = other_image_count();
       for (auto it = fs::recursive_directory_iterator(folder); it != fs::recursive_directory_iterator(); ++it) {
         if (is_hidden(it->path())) {
           if (it->is_directory()) it.disable_recursion_pending();
@@ -77,9 +78,15 @@ class ImageFolder final : public Dataset {
         if (is_image(it->path())) names.push_back(fs::relative(it->path(), root_).string());
         else note_ignored(it->path());
       }
-      if (names.empty() && !fixed)
+      if (names.empty() && !fixed) {
+        const auto others = other_image_count() - other_images_before;
+        if (others > 0)
+          throw UsageError("class '" + classes_[c] + "' has no images gputrain decodes: '" + folder.string() + "' holds no .jpg, .jpeg or .png files, but " +
+                               core::counted(others, "image") + " in other formats (" + core::join(other_extensions(), " or ") + ")",
+                           "convert them: Pillow writes a .png beside each with " + conversion_command(folder.string()));
         throw UsageError("class '" + classes_[c] + "' has no images: '" + folder.string() + "' holds no .jpg, .jpeg or .png files",
                          "add its images, or move the folder out of '" + root_ + "' if it is not a class");
+      }
       std::sort(names.begin(), names.end());
       for (auto& n : names) files_.push_back({std::move(n), static_cast<std::int64_t>(c)});
     }
@@ -119,16 +126,10 @@ class ImageFolder final : public Dataset {
 
   std::string conversion_note() const {
     if (other_images_.empty()) return "";
-    std::vector<std::string> extensions, quoted;
-    for (const auto& [ext, count] : other_images_) {
-      extensions.push_back(ext);
-      quoted.push_back("'" + ext + "'");
-    }
     const auto count = other_image_count();
-    return core::counted(count, "image") + " in " + root_ + " " + (count == 1 ? "is " : "are ") + core::join(extensions, " or ") +
+    return core::counted(count, "image") + " in " + root_ + " " + (count == 1 ? "is " : "are ") + core::join(other_extensions(), " or ") +
            ", which gputrain does not decode, so " + (count == 1 ? "it is" : "they are") + " not trained on; Pillow writes a .png beside each: " +
-           "python3 -c \"import pathlib, PIL.Image as I; [I.open(p).convert('RGB').save(p.with_suffix('.png')) for p in pathlib.Path('" + root_ +
-           "').rglob('*') if p.suffix.lower() in (" + core::join(quoted) + (quoted.size() == 1 ? "," : "") + ")]\"";
+           conversion_command(root_);
   }
 
  private:
@@ -145,6 +146,18 @@ class ImageFolder final : public Dataset {
       return;
     }
     if (ignored_++ == 0 || path.string() < first_ignored_) first_ignored_ = path.string();  // the same example on every file system
+  }
+  std::vector<std::string> other_extensions() const {
+    std::vector<std::string> extensions;
+    for (const auto& entry : other_images_) extensions.push_back(entry.first);
+    return extensions;
+  }
+  // The Pillow line that writes a .png beside each image of `folder` in the formats met so far.
+  std::string conversion_command(const std::string& folder) const {
+    std::vector<std::string> quoted;
+    for (const auto& ext : other_extensions()) quoted.push_back("'" + ext + "'");
+    return "python3 -c \"import pathlib, PIL.Image as I; [I.open(p).convert('RGB').save(p.with_suffix('.png')) for p in pathlib.Path('" +
+           folder + "').rglob('*') if p.suffix.lower() in (" + core::join(quoted) + (quoted.size() == 1 ? "," : "") + ")]\"";
   }
   std::int64_t other_image_count() const {
     std::int64_t count = 0;

@@ -661,13 +661,26 @@ TEST(ImageFolder, AClassFolderWithoutImagesIsAnError) {
   std::filesystem::create_directories(root.path / "cat");
   std::filesystem::copy_file(fixture("images/exact/rgb.jpg"), root.path / "cat" / "0.jpg");
   std::filesystem::create_directories(root.path / "dog");
-  std::ofstream(root.path / "dog" / "0.webp") << "RIFF";
+  std::ofstream(root.path / "dog" / "notes.txt") << "to do: take photos";
   SourceSpec spec;
   spec.source = "image_folder";
   spec.path = root.path.string();
   const auto error = usage_error([&] { open_sources(spec); });
   EXPECT_NE(error.find("class 'dog' has no images: '" + (root.path / "dog").string() + "' holds no .jpg, .jpeg or .png files"), std::string::npos)
       << error;
+  // Its images are in a format not decoded: the fix converts them.
+  std::filesystem::remove(root.path / "dog" / "notes.txt");
+  std::ofstream(root.path / "dog" / "0.webp") << "RIFF";
+  try {
+    open_sources(spec);
+    ADD_FAILURE() << "opened a class of .webp images";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "class 'dog' has no images gputrain decodes: '" + (root.path / "dog").string() +
+                                         "' holds no .jpg, .jpeg or .png files, but 1 image in other formats (.webp)");
+    EXPECT_NE(e.remedy().find("pathlib.Path('" + (root.path / "dog").string() + "').rglob('*') if p.suffix.lower() in ('.webp',)]"),
+              std::string::npos)
+        << e.remedy();
+  }
   // A validation folder may lack a class's images: its accuracy is then over the others.
   std::filesystem::remove(root.path / "dog" / "0.webp");
   spec.path = fixture("folder/train");
