@@ -80,7 +80,9 @@ std::string sweep_table(const LoaderSweep& sweep) {
   if (gpu)
     out << "  host-to-device ceiling (pinned copies, measured): " << fixed(sweep.pinned_copy_gbps * 1000, 0) << " MB/s; the best setting uses "
         << fixed(100 * sweep.results[sweep.best].megabytes_per_second / (sweep.pinned_copy_gbps * 1000), 1) << " % of it\n";
-  out << "  medians of the repeats; * marks the fastest. Paste into the config:\n\n" << best_yaml(sweep);
+  out << "  medians of the repeats; * marks the fastest, or the first setting within 5 % of it (as fast, for fewer threads and less memory)."
+         " Paste into the config:\n\n"
+      << best_yaml(sweep);
   return out.str();
 }
 

@@ -45,18 +45,26 @@ struct SweepOptions {
   int warmup_batches = 3;
   int batches = 30;                 ///< timed batches per repeat (fewer when max_seconds runs out)
   int repeats = 3;
+  double min_seconds = 0.2;         ///< per repeat: more batches when `batches` take less (microseconds a batch time noise)
   double max_seconds = 2.0;         ///< per repeat
   std::uint64_t seed = 0;
 };
 
+/// Settings within this fraction of the fastest median count as fast as it: the first of them in
+/// the sweep's order (fewer threads, smaller prefetch, streaming before caches) is the best.
+constexpr double kSameSpeed = 0.05;
+
 struct LoaderSweep {
   std::vector<SweepResult> results;  ///< in the order they ran; results[0] is the baseline
-  std::size_t best = 0;
+  std::size_t best = 0;              ///< the first result within kSameSpeed of the fastest
   std::string device;                ///< "cpu" or "cuda:0"
   double pinned_copy_gbps = 0;       ///< host-to-device ceiling measured with pinned memory (GPU only)
   std::int64_t batch_size = 0, samples = 0, sample_bytes = 0;
   std::string dataset;               ///< its description
 };
+
+/// The first of `results` whose samples/s is within kSameSpeed of the fastest; 0 when empty.
+std::size_t best_result(const std::vector<SweepResult>& results);
 
 /// 0, 1, 2, 4, 8, ... up to `usable_cores`, and `usable_cores` itself.
 std::vector<int> worker_counts(int usable_cores);

@@ -79,6 +79,21 @@ TEST(LoaderSweep, TheTableGivesTheGatherInAUnitThatFitsIt) {
   EXPECT_NE(profile::sweep_table(sweep).find("6.4 GB/s of samples"), std::string::npos) << profile::sweep_table(sweep);
 }
 
+// The fastest setting is marked unless an earlier one (fewer threads, a smaller prefetch, streaming
+// before caching) is within 5 % of it: the same speed for less, within the timing's noise.
+TEST(LoaderSweep, TheBestIsTheFirstSettingAsFastAsTheFastest) {
+  const auto best_of = [](std::vector<double> rates) {
+    std::vector<profile::SweepResult> results(rates.size());
+    for (std::size_t i = 0; i < rates.size(); ++i) results[i].samples_per_second = rates[i];
+    return profile::best_result(results);
+  };
+  EXPECT_EQ(best_of({100, 110}), 1U);
+  EXPECT_EQ(best_of({100, 104, 98}), 0U);       // 4 % slower than the fastest: as fast
+  EXPECT_EQ(best_of({100, 104, 98, 200, 195}), 3U);
+  EXPECT_EQ(best_of({100, 120, 195, 200}), 2U);
+  EXPECT_EQ(best_of({}), 0U);
+}
+
 // The plot's axis is labelled at round figures (0, 500k, 1M, 1.5M), not at fractions of the best rate.
 TEST(LoaderSweep, ThePlotsAxisHasRoundTicks) {
   profile::LoaderSweep sweep;
