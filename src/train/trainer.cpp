@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/data/epoch_sampler.hpp"
@@ -16,6 +18,7 @@
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/lr_schedule.hpp"
 #include "gputrain/train/optimizer.hpp"
+#include "config_schema.hpp"
 #include "human_lines.hpp"
 #include "step_failures.hpp"
 #include "trainer_state.hpp"
@@ -37,8 +40,22 @@ std::optional<double> metric_value(const EpochMetrics& m, const std::string& nam
 // model.safetensors's metadata: what a user needs to run the weights, including the inputs'
 // normalisation (given, or measured by data.standardize), which the weights are useless without,
 // and with data.standardize_targets what turns the outputs back into the targets' units.
-std::map<std::string, std::string> weights_metadata(const Config& config, const data::BatchTransform& transform, const std::string& model_name) {
-  std::map<std::string, std::string> metadata{{"format", "pt"}, {"model", model_name}};
+// model.safetensors says what it needs to be used without the run folder: the config that built
+// the model (config.yaml's text, and each model.* key on its own), the inputs' shape and columns
+// in order, the class names, and the standardisation figures to apply to inputs and to undo on
+// outputs. Lists are JSON; docs/examples/predict.py reads them.
+std::map<std::string, std::string> weights_metadata(const Config& config, const RunData& data, const std::string& model_name) {
+  const auto& transform = data.transform;
+  std::map<std::string, std::string> metadata{{"format", "pt"}, {"model", model_name}, {"config", to_yaml(config)},
+                                              {"data.task", config.data.task},
+                                              {"data.shape", nlohmann::json(config.data.shape).dump()}};
+  for (const auto& field : schema())  // what builds the model, key by key: a reader needs no YAML parser
+    if (field.key.rfind("model.", 0) == 0) metadata[field.key] = value_text(field.show(config));
+  if (!data.sources.feature_names.empty()) {  // a CSV: its feature and label columns by name
+    metadata["data.features"] = nlohmann::json(data.sources.feature_names).dump();
+    metadata["data.labels"] = nlohmann::json(config.data.labels).dump();
+  }
+  if (!data.sources.class_names.empty()) metadata["data.class_names"] = nlohmann::json(data.sources.class_names).dump();
   const auto list = [](const std::vector<double>& values) {
     std::ostringstream text;
     text.precision(9);
@@ -387,7 +404,7 @@ FitResult Trainer::fit() {
     for (auto& sink : s.sinks) sink->on_outcome("interrupted after step " + std::to_string(progress.step) + "; checkpoint " + result.last_checkpoint);
   } else if (s.ranks.writer()) {
     result.weights_path = (fs::path(s.config.logging.dir) / "model.safetensors").string();
-    data::write_safetensors(result.weights_path, s.model->named_state(), weights_metadata(s.config, s.data.transform, s.model->name()));
+    data::write_safetensors(result.weights_path, s.model->named_state(), weights_metadata(s.config, s.data, s.model->name()));
     for (auto& sink : s.sinks) sink->on_outcome("final weights: " + result.weights_path);
   }
   for (auto& sink : s.sinks) sink->on_end();

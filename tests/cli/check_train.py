@@ -9,6 +9,9 @@ Modes:
   torchscript  a module scripted in Python trains, and its weights keep PyTorch's names.
   cpu-cache    the CPU block cache holds freed activations (reserved > allocated in the step
                records), and GPUTRAIN_CPU_CACHE=0 turns it off (reserved == allocated).
+  predict      docs/examples/predict.py, given a run's model.safetensors and its validation CSV,
+               reproduces the run's own val accuracy (class names, standardised features, layer
+               norm, gelu) and val MAE (two standardised targets, a bool column, ';' cells).
   diverge      a loss that turns nan stops the run (exit 1, "training diverged", the fix) before
                it writes a checkpoint of broken weights; with fp16's GradScaler too.
 """
@@ -252,6 +255,72 @@ def check_diverge(workdir, command):
         print("ok: %s stops with exit 1; every checkpoint written is finite" % precision)
 
 
+def check_predict(workdir, command):
+    import csv
+    import numpy as np
+
+    predict = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "examples", "predict.py")
+    rng = np.random.default_rng(0)
+
+    def write(path, header, rows, delimiter=","):
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f, delimiter=delimiter)
+            w.writerow(header)
+            w.writerows(rows)
+
+    def last_epoch(run_dir):
+        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+            return [json.loads(line) for line in f if '"kind":"epoch"' in line][-1]
+
+    def train_and_predict(name, train_rows, val_rows, header, settings, delimiter=","):
+        paths = {part: os.path.join(workdir, f"{name}-{part}.csv") for part in ("train", "val")}
+        write(paths["train"], header, train_rows, delimiter)
+        write(paths["val"], header, val_rows, delimiter)
+        run_dir = os.path.join(workdir, name)
+        result = run(command + ["--set", "data.source=csv", "--set", "data.path=" + paths["train"], "--set", "data.val_path=" + paths["val"],
+                                "--set", "logging.dir=" + run_dir, "--set", "train.epochs=3", "--set", "logging.progress=lines"] + settings)
+        if result.returncode != 0:
+            fail(f"{name}: training exited {result.returncode}:\n{result.stdout}{result.stderr}")
+        predicted = run([sys.executable, predict, os.path.join(run_dir, "model.safetensors"), paths["val"]])
+        if predicted.returncode != 0:
+            fail(f"{name}: predict.py exited {predicted.returncode}:\n{predicted.stdout}{predicted.stderr}")
+        return list(csv.reader(predicted.stdout.splitlines())), last_epoch(run_dir)
+
+    # Classification by class name, an id column left out, standardised features of mixed scale.
+    def flower(i):
+        kind = i % 3
+        return [1000 + i, 150 * kind + rng.normal(0, 40), kind + rng.normal(0, 0.8), ["iris", "lily", "rose"][kind]]
+    rows = [flower(i) for i in range(600)]
+    header = ["id", "height_mm", "petals", "species"]
+    table, epoch = train_and_predict("classes", rows[:480], rows[480:], header,
+                                     ["--set", "data.labels=species", "--set", "data.exclude=[id]", "--set", "data.standardize=true",
+                                      "--set", "model.name=mlp", "--set", "model.hidden=[32, 16]", "--set", "model.norm=layer",
+                                      "--set", "model.activation=gelu"])
+    if table[0] != ["class"]:
+        fail(f"classes: predict.py's header is {table[0]}")
+    accuracy = np.mean([row[0] == truth[3] for row, truth in zip(table[1:], rows[480:])])
+    if len(table) != 121 or abs(accuracy - epoch["val_accuracy"]) > 1e-9:
+        fail(f"classes: predict.py's accuracy {accuracy} over {len(table) - 1} rows; the run's val accuracy {epoch['val_accuracy']}")
+    print(f"classes: predict.py's accuracy {accuracy:.4f} is the run's val accuracy")
+
+    # Regression of two targets far from unit scale, standardised, a bool feature, ';' between cells.
+    def house(_):
+        sqm, new = rng.uniform(40, 250), rng.random() < 0.3
+        return [round(sqm, 1), "True" if new else "False", round(3000 * sqm + 50000 * new + rng.normal(0, 20000)),
+                round(sqm / 20 + rng.normal(0, 1), 2)]
+    rows = [house(i) for i in range(500)]
+    table, epoch = train_and_predict("targets", rows[:400], rows[400:], ["sqm", "new", "price", "rooms"],
+                                     ["--set", "data.task=regression", "--set", "data.labels=[price, rooms]", "--set", "data.standardize=true",
+                                      "--set", "data.standardize_targets=true", "--set", "model.name=mlp", "--set", "model.hidden=[32]"], ";")
+    if table[0] != ["price", "rooms"]:
+        fail(f"targets: predict.py's header is {table[0]}")
+    errors = np.array([[float(p) - float(t) for p, t in zip(row, truth[2:])] for row, truth in zip(table[1:], rows[400:])])
+    mae = np.abs(errors).mean()
+    if abs(mae - epoch["val_mae"]) > 1e-4 * epoch["val_mae"]:
+        fail(f"targets: predict.py's MAE {mae}; the run's val MAE {epoch['val_mae']}")
+    print(f"targets: predict.py's MAE {mae:.2f} is the run's val MAE {epoch['val_mae']:.2f}")
+
+
 def main():
     if len(sys.argv) < 5 or sys.argv[3] != "--":
         fail(__doc__)
@@ -259,7 +328,7 @@ def main():
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     modes = {"sigterm": check_sigterm, "readback": check_readback, "torchscript": check_torchscript, "cpu-cache": check_cpu_cache,
-             "diverge": check_diverge}
+             "diverge": check_diverge, "predict": check_predict}
     modes[mode](workdir, command)
 
 

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Predictions of a model gputrain trained, from Python, with nothing but its model.safetensors.
+
+Usage:
+  python3 predict.py runs/x/model.safetensors new.csv  > predictions.csv
+  python3 predict.py runs/x/model.safetensors x.npy    > predictions.csv
+
+The weights file says what it needs (its metadata): the model's settings (model.hidden, ...), the
+CSV feature columns in the order the model reads them (data.features), the class names, and the
+standardisation figures (data.mean/data.std for the inputs, data.target_mean/data.target_std
+for regression outputs; data.labels, the target columns). A CSV may hold other columns (the label, an id): only the features are
+read. Prints one row per sample: the class (its name when the labels were names) or the
+predicted values in the targets' units.
+
+Built-in MLPs only (model.name mlp): the script rebuilds the same torch.nn.Sequential gputrain
+builds, so the state_dict keys ("1.weight", ...) match. Needs torch, safetensors and numpy.
+"""
+import csv
+import json
+import sys
+
+import numpy as np
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file
+
+
+def mlp(meta, state):
+    """torch.nn.Sequential as gputrain's MLP builds it (src/train/models/mlp.cpp)."""
+    hidden = json.loads(meta["model.hidden"])
+    activations = {"relu": torch.nn.ReLU, "gelu": torch.nn.GELU, "silu": torch.nn.SiLU, "tanh": torch.nn.Tanh}
+    width = int(np.prod(json.loads(meta["data.shape"])))
+    layers = [torch.nn.Flatten()]
+    for size in hidden:
+        layers.append(torch.nn.Linear(width, size))
+        if meta["model.norm"] == "batch":
+            layers.append(torch.nn.BatchNorm1d(size))
+        elif meta["model.norm"] == "layer":
+            layers.append(torch.nn.LayerNorm(size))
+        layers.append(activations[meta["model.activation"]]())
+        if float(meta["model.dropout"]) > 0:
+            layers.append(torch.nn.Dropout(float(meta["model.dropout"])))
+        width = size
+    outputs = state[f"{len(layers)}.weight"].shape[0]
+    layers.append(torch.nn.Linear(width, outputs))
+    model = torch.nn.Sequential(*layers)
+    model.load_state_dict(state)  # strict: every key and shape must match
+    return model.eval()
+
+
+def read_inputs(path, meta):
+    if path.endswith(".npy"):
+        return np.load(path).astype(np.float32)
+    features = json.loads(meta.get("data.features", "[]"))
+    if not features:
+        sys.exit(f"{path}: this model was not trained on a CSV, so it has no column names; give its inputs as .npy")
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        sample = f.read(4096)
+        f.seek(0)
+        dialect = csv.Sniffer().sniff(sample, delimiters=",;\t")
+        rows = csv.reader(f, dialect)
+        header = next(rows)
+        missing = [name for name in features if name not in header]
+        if missing:
+            sys.exit(f"{path} lacks the feature columns {missing}; the model reads {features}")
+        columns = [header.index(name) for name in features]
+        return np.array([[number(row[c]) for c in columns] for row in rows if row], dtype=np.float32)
+
+
+def number(cell):
+    """A cell as gputrain reads it: a number, or a bool as pandas, R or JSON write it."""
+    true_false = {"True": 1.0, "TRUE": 1.0, "true": 1.0, "False": 0.0, "FALSE": 0.0, "false": 0.0}
+    return true_false[cell] if cell in true_false else float(cell)
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    weights, inputs_path = sys.argv[1], sys.argv[2]
+    with safe_open(weights, framework="pt") as f:
+        meta = f.metadata()
+    if meta.get("model") != "mlp":
+        sys.exit(f"{weights} holds a {meta.get('model')!r} model; this example rebuilds MLPs only")
+    model = mlp(meta, load_file(weights))
+    x = read_inputs(inputs_path, meta)
+    if "data.mean" in meta:
+        x = (x - np.array(json.loads(meta["data.mean"]), dtype=np.float32)) / np.array(json.loads(meta["data.std"]), dtype=np.float32)
+    with torch.no_grad():
+        out = model(torch.from_numpy(x)).numpy()
+    writer = csv.writer(sys.stdout)
+    if meta["data.task"] == "classification":
+        names = json.loads(meta.get("data.class_names", "[]"))
+        writer.writerow(["class"])
+        for k in out.argmax(axis=1):
+            writer.writerow([names[k] if names else int(k)])
+    else:
+        if "data.target_mean" in meta:
+            out = out * np.array(json.loads(meta["data.target_std"])) + np.array(json.loads(meta["data.target_mean"]))
+        labels = json.loads(meta.get("data.labels", "[]"))  # the CSV's target columns
+        writer.writerow(labels if len(labels) == out.shape[1] else [f"prediction_{i}" for i in range(out.shape[1])])
+        for row in out:
+            writer.writerow([repr(float(v)) for v in row])
+
+
+if __name__ == "__main__":
+    main()
