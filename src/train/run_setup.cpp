@@ -19,6 +19,7 @@
 
 #include "class_balance.hpp"
 #include "data_scale.hpp"
+#include "finite_data.hpp"
 #include "id_columns.hpp"
 
 namespace gputrain::train {
@@ -102,6 +103,7 @@ RunData open_data(Config& config) {
   const auto start = std::chrono::steady_clock::now();
   out.sources = data::open_sources(spec);
   out.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  refuse_nonfinite_samples(config, out.sources);
   const auto& layout = out.sources.train->layout();
   config.data.shape = layout.input_shape;
   if (config.model.name == "auto" && config.model.torchscript.empty()) {

@@ -7,24 +7,7 @@
 
 namespace gputrain::train {
 
-void find_nonfinite_samples(const data::TensorDataset& set, Divergence& d) {
-  d.samples = set.size();
-  if (d.samples == 0) return;
-  at::Tensor bad = at::zeros({d.samples}, at::TensorOptions().dtype(at::kBool).device(set.inputs.device()));
-  for (const auto& t : {set.inputs, set.targets})
-    if (t.defined() && at::isFloatingType(t.scalar_type())) bad = bad | at::isfinite(t).logical_not().reshape({d.samples, -1}).any(1);
-  d.bad_samples = bad.sum().item<std::int64_t>();
-  if (d.bad_samples > 0) d.first_bad_sample = bad.nonzero()[0][0].item<std::int64_t>();
-}
-
 Error divergence_error(const Divergence& d, const Config& config) {
-  // The data holds NaN/inf: the learning rate is not the cause, and lowering it would not help.
-  if (d.bad_samples > 0)
-    return Error("training diverged: the loss is " + std::string(std::isnan(d.mean_loss) ? "nan" : "inf") + " by step " +
-                     std::to_string(d.last_step) + ", and the training data holds NaN or inf values in " + std::to_string(d.bad_samples) +
-                     " of its " + std::to_string(d.samples) + " samples (the first is sample " + std::to_string(d.first_bad_sample) +
-                     ", counting from 0 in file order)",
-                 "fix or remove those samples (a missing value saved as NaN is the usual one); no learning rate trains on them");
   // No update has happened before the first loss, so neither the learning rate nor the optimizer
   // can be the cause: the inputs or labels are, or an fp16 forward pass overflowed.
   if (d.at_first_step)

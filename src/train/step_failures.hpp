@@ -6,7 +6,6 @@
 #include <string>
 
 #include "gputrain/core/error.hpp"
-#include "gputrain/data/tensor_dataset.hpp"
 #include "gputrain/train/config.hpp"
 
 namespace gputrain::train {
@@ -18,14 +17,7 @@ struct Divergence {
   bool scaler_skipped_all = false;    ///< fp16: the GradScaler skipped every step of the window
   std::string last_checkpoint;        ///< empty when none was written yet
   bool at_first_step = false;         ///< the run's very first loss was already nan/inf: before any update
-  std::int64_t bad_samples = 0;       ///< training samples holding NaN/inf (inputs or targets), when the data could be searched
-  std::int64_t first_bad_sample = -1;
-  std::int64_t samples = 0;           ///< of how many
 };
-
-/// Counts the samples of an in-memory dataset whose inputs or targets hold NaN or inf, and the
-/// first one: searched only once a run has diverged, to tell bad data from a bad learning rate.
-void find_nonfinite_samples(const data::TensorDataset& set, Divergence& divergence);
 
 /// The error that stops a diverged run (exit 1): the steps, lr, precision and what to change.
 Error divergence_error(const Divergence& divergence, const Config& config);

@@ -172,13 +172,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
     if (scaler->enabled() && !all_skipped) return;
     Divergence divergence{mean_loss, progress.step - window_steps + 1, progress.step, scaler->enabled(), last_checkpoint};
     divergence.at_first_step = result.start_step == 0 && result.first_loss && !std::isfinite(*result.first_loss);
-    // Bad data or a bad learning rate? The samples in memory can tell (in file order when possible).
-    if (auto whole = data.sources.train->tensors()) {
-      find_nonfinite_samples(*whole, divergence);
-    } else if (placement.train_cache) {
-      find_nonfinite_samples(placement.train_cache->data(), divergence);
-    }
-    throw divergence_error(divergence, config);
+    throw divergence_error(divergence, config);  // data with NaN/inf never gets here: open_data refuses it
   };
   // Before a checkpoint between two reports: the steps since the last report must be sound too.
   const auto check_window = [&] {

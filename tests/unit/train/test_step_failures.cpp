@@ -51,27 +51,6 @@ TEST(StepFailures, ANanFromTheFirstStepPointsAtTheDataNotTheLearningRate) {
   EXPECT_TRUE(contains(divergence_error(d, config).remedy(), "try bf16-mixed"));
 }
 
-TEST(StepFailures, NonFiniteSamplesAreCountedInInputsAndTargets) {
-  auto x = at::zeros({6, 2, 3});
-  x[4][1][2] = std::numeric_limits<float>::infinity();
-  auto y = at::zeros({6, 1});
-  y[2][0] = std::numeric_limits<float>::quiet_NaN();
-  Divergence d;
-  find_nonfinite_samples({x, y}, d);
-  EXPECT_EQ(d.samples, 6);
-  EXPECT_EQ(d.bad_samples, 2);
-  EXPECT_EQ(d.first_bad_sample, 2);
-  Divergence clean;
-  find_nonfinite_samples({at::zeros({3, 2}), at::zeros({3}, at::kLong)}, clean);
-  EXPECT_EQ(clean.bad_samples, 0);
-  EXPECT_EQ(clean.first_bad_sample, -1);
-  d.mean_loss = std::numeric_limits<double>::quiet_NaN();
-  d.last_step = 9;
-  const auto error = divergence_error(d, Config{});
-  EXPECT_TRUE(contains(error.what(), "by step 9, and the training data holds NaN or inf values in 2 of its 6 samples (the first is sample 2"))
-      << error.what();
-}
-
 TEST(StepFailures, LibTorchErrorsGetTheFixForTheirCause) {
   const auto batch_norm = remedy_for_step_failure("Expected more than 1 value per channel when training, got input size [1, 64]", 7, 2);
   EXPECT_TRUE(contains(batch_norm, "BatchNorm")) << batch_norm;

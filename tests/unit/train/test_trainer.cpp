@@ -187,20 +187,20 @@ TEST(Trainer, StandardizeTargetsTrainsAsTargetsStandardisedByHandAndReportsError
   fs::remove_all(dir);
 }
 
-// A NaN in one sample's inputs turns the loss nan once that sample is drawn: the run stops naming the
-// sample, instead of advising a lower learning rate.
-TEST(Trainer, NanInTheDataIsBlamedOnTheDataNotTheLearningRate) {
+// NaN in the data would end the run as "diverged" at the first batch that holds it: the run is
+// refused before it starts, naming the sample, with the fix for the data rather than the lr.
+TEST(Trainer, NanInTheDataIsRefusedBeforeTheFirstStep) {
   const auto file = fs::temp_directory_path() / "gputrain-nan-data.safetensors";
   auto x = at::randn({64, 10});
   x[5][3] = std::numeric_limits<float>::quiet_NaN();
   data::write_safetensors(file.string(), {{"x", x}, {"y", at::randint(0, 3, {64}, at::kLong)}});
   try {
-    Trainer trainer(small_run("nan-data", {"data.source=safetensors", "data.path=" + file.string()}),
-                    test_support::quiet_trainer());
-    trainer.fit();
-    ADD_FAILURE() << "a run on NaN data finished";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("NaN or inf values in 1 of its 64 samples (the first is sample 5"), std::string::npos)
+    Trainer trainer(small_run("nan-data", {"data.source=safetensors", "data.path=" + file.string()}), test_support::quiet_trainer());
+    ADD_FAILURE() << "a run on NaN data started";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds NaN or inf values in 1 of its 64 samples; the first is gputrain-nan-data.safetensors sample 5 (nan in "
+                                         "its inputs)"),
+              std::string::npos)
         << e.what();
     EXPECT_EQ(e.remedy().find("optimizer.lr"), std::string::npos) << e.remedy();
   }
