@@ -11,6 +11,7 @@
 #include "gputrain/data/idx_format.hpp"
 #include "gputrain/data/numpy_format.hpp"
 #include "gputrain/data/safetensors.hpp"
+#include "csv_parts.hpp"
 #include "image_folder.hpp"
 
 namespace gputrain::data {
@@ -234,6 +235,8 @@ Sources open_unchecked(const SourceSpec& spec) {
   }
   if (spec.source == "csv") {
     if (spec.path.empty()) throw UsageError("data.source csv needs data.path", "set data.path to the CSV file");
+    refuse_csv_parts(spec.path, "data.path");
+    if (!spec.val_path.empty()) refuse_csv_parts(spec.val_path, "data.val_path");
     CsvSpec csv{spec.features, spec.labels, classification};
     csv.exclude = spec.exclude;
     CsvColumns columns;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "data/csv_parts.hpp"
 #include "data/gzip_data.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/batch.hpp"
@@ -439,6 +440,36 @@ TEST(Csv, MissingValuesAreCountedWithThePandasLineThatDropsThoseRows) {
   const auto listed = error_of(CsvSpec{{"a", "b"}, {"label"}, true}).second;
   EXPECT_NE(listed.find("df.dropna(subset=['a', 'b', 'label'])"), std::string::npos) << listed;
   EXPECT_NE(listed.find("leave the column out with data.features: [a]"), std::string::npos) << listed;
+}
+
+// A folder of part files, or a pattern matching them, is named for what it is, with the pandas
+// line that joins the parts into one file beside their folder.
+TEST(Csv, AFolderOrAPatternOfPartFilesIsNamedWithTheLineThatJoinsThem) {
+  test_support::ScratchFolder root("csv-parts");
+  const auto parts = root.path / "parts";
+  std::filesystem::create_directories(parts);
+  for (const char* name : {"part-1.csv", "part-0.csv", "_SUCCESS"}) std::ofstream(parts / name) << "a,label\n1,0\n";
+  const auto error_of = [](const std::string& path) -> std::pair<std::string, std::string> {
+    try {
+      refuse_csv_parts(path, "data.path");
+    } catch (const UsageError& e) {
+      return {e.what(), e.remedy()};
+    }
+    return {};
+  };
+  const auto [folder, folder_fix] = error_of(parts.string());
+  EXPECT_EQ(folder, "'" + parts.string() + "' is a folder of 2 CSV files (part-0.csv, part-1.csv), and data.source csv reads one file");
+  EXPECT_NE(folder_fix.find("pd.concat(pd.read_csv(f) for f in sorted(glob.glob('" + parts.string() + "/*.csv'))).to_csv('" + parts.string() +
+                            ".csv', index=False)\", then set data.path: " + parts.string() + ".csv"),
+            std::string::npos)
+      << folder_fix;
+  const auto [pattern, pattern_fix] = error_of((parts / "part-*.csv").string());
+  EXPECT_EQ(pattern, "'" + (parts / "part-*.csv").string() + "' is a pattern: it matches 2 CSV files (part-0.csv, part-1.csv), and data.source csv reads one file");
+  EXPECT_NE(pattern_fix.find("glob.glob('" + (parts / "part-*.csv").string() + "')"), std::string::npos) << pattern_fix;
+  // A file, a folder without CSV files, and a pattern matching nothing are left to the reader's errors.
+  EXPECT_EQ(error_of((parts / "part-0.csv").string()).first, "");
+  EXPECT_EQ(error_of(root.path.string()).first, "");
+  EXPECT_EQ(error_of((parts / "*.tsv").string()).first, "");
 }
 
 // Numbers as strtod reads them (a sign, exponents, blanks and a CR around them, quotes), a value
