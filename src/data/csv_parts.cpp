@@ -2,13 +2,13 @@
 
 #include <glob.h>
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
-#include <vector>
 
 #include "gputrain/core/error.hpp"
-#include "gputrain/core/units.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -30,42 +30,67 @@ std::vector<std::string> matches(const std::string& pattern) {
   return files;
 }
 
-[[noreturn]] void refuse(const std::string& what, const std::vector<std::string>& files, const std::string& pattern, const std::string& joined,
-                         const std::string& key) {
-  std::vector<std::string> names;
-  for (std::size_t i = 0; i < files.size() && i < 3; ++i) names.push_back(fs::path(files[i]).filename().string());
-  if (files.size() > 3) names.push_back("...");
-  throw UsageError(what + " " + core::counted(static_cast<std::int64_t>(files.size()), "CSV file") + " (" + core::join(names) +
-                       "), and data.source csv reads one file",
-                   "set " + key + " to one of them, or, if they are parts of one table, join them with pandas: python3 -c \"import glob, pandas as pd; pd.concat(pd.read_csv(f) for f in sorted(glob.glob('" +
-                       pattern + "'))).to_csv('" + joined + "', index=False)\", then set " + key + ": " + joined);
-}
-
 }  // namespace
 
-void refuse_csv_parts(const std::string& path, const std::string& key) {
+std::vector<std::string> csv_parts(const std::string& path) {
   std::error_code ec;
+  std::vector<std::string> files;
   if (fs::is_directory(path, ec)) {
-    std::vector<std::string> files;
     for (const auto& entry : fs::directory_iterator(path, ec))
       if (entry.is_regular_file(ec) && is_csv_name(entry.path().filename().string())) files.push_back(entry.path().string());
-    if (files.empty()) return;
-    std::sort(files.begin(), files.end());
-    // Parts share the first one's extension: parts/*.csv, or parts/*.csv.gz
-    const auto& first = files.front();
-    const std::string extension = first.size() > 7 && first.compare(first.size() - 7, 7, ".csv.gz") == 0 ? ".csv.gz" : fs::path(first).extension().string();
-    const auto folder = fs::path(path).lexically_normal();
-    const auto name = folder.has_filename() ? folder : folder.parent_path();
-    refuse("'" + path + "' is a folder of", files, (name / ("*" + extension)).string(), name.string() + ".csv", key);
+  } else if (path.find_first_of("*?") != std::string::npos && !fs::exists(path, ec)) {
+    for (const auto& file : matches(path))
+      if (is_csv_name(fs::path(file).filename().string())) files.push_back(file);
   }
-  if (path.find_first_of("*?") == std::string::npos || fs::exists(path, ec)) return;
-  std::vector<std::string> files;
-  for (const auto& file : matches(path))
-    if (is_csv_name(fs::path(file).filename().string())) files.push_back(file);
-  if (files.empty()) return;
-  // Written beside the parts' folder, where the pattern does not match it: parts/*.csv -> parts.csv
-  const auto folder = fs::path(files.front()).parent_path().lexically_normal();
-  refuse("'" + path + "' is a pattern: it matches", files, path, folder.empty() || folder == "." ? "joined.csv" : folder.string() + ".csv", key);
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TensorDataset read_csv_parts(const std::vector<std::string>& parts, const CsvSpec& spec, std::vector<std::string>* class_names,
+                             CsvColumns* columns, const ReadProgress& progress) {
+  const bool known_names = class_names && !class_names->empty();  // a validation table: the training classes' ids
+  std::vector<TensorDataset> sets;
+  std::vector<std::vector<std::string>> names_of(parts.size());
+  CsvColumns first_columns;
+  CsvSpec part_spec = spec;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    auto* names = known_names ? class_names : &names_of[i];
+    sets.push_back(read_csv(parts[i], part_spec, names, i == 0 ? &first_columns : nullptr, progress));
+    if (i == 0) {  // the others read the first part's features, by name and in its order
+      part_spec.features = first_columns.features;
+      part_spec.features_origin = "a feature column of " + parts[0];
+    }
+  }
+  if (columns) *columns = first_columns;
+  if (spec.classification && !known_names) {
+    // Each part numbered its own names in sorted order: renumber them in the order of all names.
+    const auto named = [](const std::vector<std::string>& names) { return !names.empty(); };
+    const auto with_names = std::count_if(names_of.begin(), names_of.end(), named);
+    if (with_names > 0 && with_names < static_cast<std::ptrdiff_t>(parts.size())) {
+      const auto by_name = static_cast<std::size_t>(std::find_if(names_of.begin(), names_of.end(), named) - names_of.begin());
+      const auto by_id = static_cast<std::size_t>(std::find_if_not(names_of.begin(), names_of.end(), named) - names_of.begin());
+      throw UsageError("'" + parts[by_name] + "' has class names in its label column, but '" + parts[by_id] + "' has class ids",
+                       "use either names or ids in every part");
+    }
+    if (with_names > 0) {
+      std::vector<std::string> all;
+      for (const auto& names : names_of) all.insert(all.end(), names.begin(), names.end());
+      std::sort(all.begin(), all.end());
+      all.erase(std::unique(all.begin(), all.end()), all.end());
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        std::vector<std::int64_t> ids;
+        for (const auto& name : names_of[i]) ids.push_back(std::lower_bound(all.begin(), all.end(), name) - all.begin());
+        sets[i].targets = at::tensor(ids, at::kLong).index_select(0, sets[i].targets);
+      }
+      if (class_names) *class_names = all;
+    }
+  }
+  std::vector<at::Tensor> inputs, targets;
+  for (const auto& set : sets) {
+    inputs.push_back(set.inputs);
+    targets.push_back(set.targets);
+  }
+  return {at::cat(inputs), at::cat(targets)};
 }
 
 }  // namespace gputrain::data

@@ -1,14 +1,25 @@
 #pragma once
-// A CSV dataset written as several files (Spark, Dask and pandas' chunked writes leave a folder of
-// part-*.csv): data.source csv reads one file, so a folder or a wildcard pattern given as its path
-// is named for what it is, with the pandas line that joins the parts.
+// A CSV table written as several files (Spark, Dask and chunked pandas exports leave a folder of
+// part-*.csv): data.path may name the folder or a pattern matching the parts, and they are read
+// as one table, in sorted order.
 
 #include <string>
+#include <vector>
+
+#include "gputrain/data/csv_format.hpp"
 
 namespace gputrain::data {
 
-/// Throws UsageError when `path` (the value of `key`) is a folder holding .csv, .csv.gz or .tsv
-/// files, or a wildcard pattern ('*', '?') that matches such files; returns otherwise.
-void refuse_csv_parts(const std::string& path, const std::string& key);
+/// The part files `path` stands for, sorted: the .csv, .csv.gz and .tsv files of a folder (not its
+/// sub-folders), or those a wildcard pattern ('*', '?') matches. Empty when `path` is a file (or
+/// nothing), which read_csv then reads or names.
+std::vector<std::string> csv_parts(const std::string& path);
+
+/// Reads `parts` as one table: every part with the first part's feature columns, found by name;
+/// class names mapped to ids in the sorted order of all parts' names (when `class_names` already
+/// holds names, those ids, as read_csv does). A bad cell names its part, line and column; a part
+/// with class names where another has class ids is a UsageError.
+TensorDataset read_csv_parts(const std::vector<std::string>& parts, const CsvSpec& spec, std::vector<std::string>* class_names,
+                             CsvColumns* columns, const ReadProgress& progress);
 
 }  // namespace gputrain::data

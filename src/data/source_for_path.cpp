@@ -4,6 +4,7 @@
 
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/sources.hpp"
+#include "csv_parts.hpp"
 
 namespace gputrain::data {
 namespace fs = std::filesystem;
@@ -26,8 +27,13 @@ std::string source_for_folder(const fs::path& folder) {
 
 std::string source_for_path(const std::string& path) {
   std::error_code ec;
-  if (path.empty() || !fs::exists(path, ec)) return "";
-  if (fs::is_directory(path, ec)) return source_for_folder(path);
+  if (path.empty()) return "";
+  const bool csv_table = !csv_parts(path).empty();  // a folder of part-*.csv, or a pattern matching them
+  if (!fs::exists(path, ec)) return csv_table ? "csv" : "";
+  if (fs::is_directory(path, ec)) {
+    const auto source = source_for_folder(path);
+    return source.empty() && csv_table ? "csv" : source;
+  }
   const std::string extension = core::lower(fs::path(path).extension().string());
   if (extension == ".npy") return "npy";
   if (extension == ".npz") return "npz";

@@ -235,23 +235,31 @@ Sources open_unchecked(const SourceSpec& spec) {
   }
   if (spec.source == "csv") {
     if (spec.path.empty()) throw UsageError("data.source csv needs data.path", "set data.path to the CSV file");
-    refuse_csv_parts(spec.path, "data.path");
-    if (!spec.val_path.empty()) refuse_csv_parts(spec.val_path, "data.val_path");
+    // One file, or a table in parts: a folder of them or a pattern matching them.
+    const auto read_table = [&](const std::string& path, const CsvSpec& csv, CsvColumns* columns) {
+      const auto parts = csv_parts(path);
+      return parts.empty() ? read_csv(path, csv, &out.class_names, columns, spec.read_progress)
+                           : read_csv_parts(parts, csv, &out.class_names, columns, spec.read_progress);
+    };
+    const auto what = [](const std::string& path) {
+      const auto parts = csv_parts(path).size();
+      return "CSV " + path + (parts > 0 ? " (" + core::counted(static_cast<std::int64_t>(parts), "file") + ", " : " (");
+    };
     CsvSpec csv{spec.features, spec.labels, classification};
     csv.exclude = spec.exclude;
     CsvColumns columns;
-    const auto train = read_csv(spec.path, csv, &out.class_names, &columns, spec.read_progress);
+    const auto train = read_table(spec.path, csv, &columns);
     // The columns read, so a column that should not be a feature (an id, a second target) shows.
-    out.train = make_array_dataset(train, "CSV " + spec.path + " (" + core::counted(train.size(), "sample") + "; " + csv_columns_text(columns, spec.labels) + ")",
+    out.train = make_array_dataset(train, what(spec.path) + core::counted(train.size(), "sample") + "; " + csv_columns_text(columns, spec.labels) + ")",
                                    base(spec.path));
     std::int64_t classes = classification ? classes_of(train) : 0;
     if (!spec.val_path.empty()) {
       // The training file's feature columns, by name: a validation file whose columns are in
       // another order must still give the model each feature in its place.
       const CsvSpec val_csv{columns.features, spec.labels, classification, ',', "a feature column of data.path", spec.exclude};
-      const auto val = read_for("data.val_path", [&] { return read_csv(spec.val_path, val_csv, &out.class_names, nullptr, spec.read_progress); });
+      const auto val = read_for("data.val_path", [&] { return read_table(spec.val_path, val_csv, nullptr); });
       classes = classification ? std::max(classes, classes_of(val)) : 0;
-      out.val = make_array_dataset(val, "CSV " + spec.val_path + " (" + core::counted(val.size(), "sample") + ")", base(spec.val_path));
+      out.val = make_array_dataset(val, what(spec.val_path) + core::counted(val.size(), "sample") + ")", base(spec.val_path));
     }
     out.classes = out.class_names.empty() ? classes : static_cast<std::int64_t>(out.class_names.size());
     out.feature_names = columns.features;

@@ -1,5 +1,6 @@
 #include "config_paths.hpp"
 
+#include <glob.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -11,6 +12,20 @@
 
 namespace gputrain::train {
 namespace fs = std::filesystem;
+
+namespace {
+
+// A file, a folder, or a pattern (data.path: parts/*.csv) that matches something.
+bool found(const fs::path& path) {
+  std::error_code ec;
+  if (fs::exists(path, ec)) return true;
+  glob_t matches{};
+  const bool any = ::glob(path.c_str(), GLOB_NOSORT, nullptr, &matches) == 0 && matches.gl_pathc > 0;
+  ::globfree(&matches);
+  return any;
+}
+
+}  // namespace
 
 bool is_input_path_key(const std::string& key) {
   // data.labels and data.val_labels are files for the array sources (and column names for a CSV,
@@ -31,10 +46,10 @@ void check_path_beside_config(const Config& config, const std::string& key, cons
     for (const auto& item : value) paths.push_back(item.Scalar());
   for (const auto& text : paths) {
     const fs::path path(text);
-    std::error_code ec;
-    if (text.empty() || path.is_absolute() || fs::exists(path, ec)) continue;
+    if (text.empty() || path.is_absolute() || found(path)) continue;
     const fs::path beside = (config_folder / path).lexically_normal();
-    if (!fs::exists(beside, ec)) continue;
+    if (!found(beside)) continue;
+    std::error_code ec;
     const auto here = fs::current_path(ec);
     throw UsageError(origin.where + ": " + key + " '" + text + "' is not in the current folder" + (ec ? "" : " (" + here.string() + ")") +
                          ", but is next to the config file: " + beside.string(),

@@ -442,34 +442,40 @@ TEST(Csv, MissingValuesAreCountedWithThePandasLineThatDropsThoseRows) {
   EXPECT_NE(listed.find("leave the column out with data.features: [a]"), std::string::npos) << listed;
 }
 
-// A folder of part files, or a pattern matching them, is named for what it is, with the pandas
-// line that joins the parts into one file beside their folder.
-TEST(Csv, AFolderOrAPatternOfPartFilesIsNamedWithTheLineThatJoinsThem) {
+// A table in parts (a folder of part-*.csv, or a pattern matching them) is read as one, in sorted
+// order: the later parts' columns found by name, class names numbered over all parts.
+TEST(Csv, ATableInPartsIsReadAsOne) {
   test_support::ScratchFolder root("csv-parts");
   const auto parts = root.path / "parts";
   std::filesystem::create_directories(parts);
-  for (const char* name : {"part-1.csv", "part-0.csv", "_SUCCESS"}) std::ofstream(parts / name) << "a,label\n1,0\n";
-  const auto error_of = [](const std::string& path) -> std::pair<std::string, std::string> {
-    try {
-      refuse_csv_parts(path, "data.path");
-    } catch (const UsageError& e) {
-      return {e.what(), e.remedy()};
-    }
-    return {};
-  };
-  const auto [folder, folder_fix] = error_of(parts.string());
-  EXPECT_EQ(folder, "'" + parts.string() + "' is a folder of 2 CSV files (part-0.csv, part-1.csv), and data.source csv reads one file");
-  EXPECT_NE(folder_fix.find("pd.concat(pd.read_csv(f) for f in sorted(glob.glob('" + parts.string() + "/*.csv'))).to_csv('" + parts.string() +
-                            ".csv', index=False)\", then set data.path: " + parts.string() + ".csv"),
-            std::string::npos)
-      << folder_fix;
-  const auto [pattern, pattern_fix] = error_of((parts / "part-*.csv").string());
-  EXPECT_EQ(pattern, "'" + (parts / "part-*.csv").string() + "' is a pattern: it matches 2 CSV files (part-0.csv, part-1.csv), and data.source csv reads one file");
-  EXPECT_NE(pattern_fix.find("glob.glob('" + (parts / "part-*.csv").string() + "')"), std::string::npos) << pattern_fix;
-  // A file, a folder without CSV files, and a pattern matching nothing are left to the reader's errors.
-  EXPECT_EQ(error_of((parts / "part-0.csv").string()).first, "");
-  EXPECT_EQ(error_of(root.path.string()).first, "");
-  EXPECT_EQ(error_of((parts / "*.tsv").string()).first, "");
+  std::ofstream(parts / "part-0.csv") << "a,b,species\n1,2,rose\n3,4,iris\n";
+  std::ofstream(parts / "part-1.csv") << "species,b,a\nlily,6,5\nrose,8,7\n";  // columns in another order
+  std::ofstream(parts / "_SUCCESS") << "";                                         // Spark's marker: not a part
+  EXPECT_EQ(csv_parts(parts.string()), (std::vector<std::string>{(parts / "part-0.csv").string(), (parts / "part-1.csv").string()}));
+  EXPECT_EQ(csv_parts((parts / "part-*.csv").string()).size(), 2U);
+  EXPECT_TRUE(csv_parts((parts / "part-0.csv").string()).empty());  // a file is read as itself
+  EXPECT_TRUE(csv_parts(root.path.string()).empty());              // a folder without CSV files
+
+  SourceSpec spec;
+  spec.source = "csv";
+  spec.path = (parts / "part-*.csv").string();
+  spec.labels = {"species"};
+  const auto sources = open_sources(spec);
+  EXPECT_EQ(sources.class_names, (std::vector<std::string>{"iris", "lily", "rose"}));
+  const auto whole = sources.train->tensors();
+  ASSERT_TRUE(whole);
+  EXPECT_TRUE(at::equal(whole->inputs, at::arange(1, 9, at::kFloat).view({4, 2}))) << whole->inputs;
+  EXPECT_TRUE(at::equal(whole->targets, at::tensor(std::vector<std::int64_t>{2, 0, 1, 2}))) << whole->targets;
+  EXPECT_NE(sources.train->description().find("(2 files, 4 samples; features a, b; label species)"), std::string::npos)
+      << sources.train->description();
+
+  // A bad cell names its part and line; names in one part and ids in another are refused.
+  std::ofstream(parts / "part-2.csv") << "a,b,species\n9,oops,rose\n";
+  EXPECT_NE(usage_error([&] { open_sources(spec); }).find("part-2.csv:2: column 'b' (2): 'oops' is not a number"), std::string::npos);
+  std::ofstream(parts / "part-2.csv") << "a,b,species\n9,10,1\n";
+  EXPECT_NE(usage_error([&] { open_sources(spec); }).find("part-0.csv' has class names in its label column, but '" + (parts / "part-2.csv").string() +
+                                                          "' has class ids"),
+            std::string::npos);
 }
 
 // Numbers as strtod reads them (a sign, exponents, blanks and a CR around them, quotes), a value

@@ -52,4 +52,10 @@ TEST(SourceForPath, FoldersAreToldByWhatTheyHold) {
   file(s.path, "flat/readme.txt");
   EXPECT_EQ(source_for_path(folder(s.path, "flat")), "") << "files but no class folders";
   EXPECT_EQ(source_for_path(folder(s.path, "empty")), "");
+  // A table in parts: its folder, or a pattern matching the parts.
+  file(s.path, "parts/part-0.csv");
+  file(s.path, "parts/_SUCCESS");
+  EXPECT_EQ(source_for_path(folder(s.path, "parts")), "csv");
+  EXPECT_EQ(source_for_path((s.path / "parts" / "part-*.csv").string()), "csv");
+  EXPECT_EQ(source_for_path((s.path / "parts" / "*.npy").string()), "") << "a pattern that matches no CSV file";
 }

@@ -381,4 +381,7 @@ TEST(Config, ARelativePathFoundOnlyNextToTheConfigFileIsNamedWithBothFixes) {
   // Missing here and there: opening the data says so, as for any missing file.
   std::ofstream(config) << "data:\n  path: nowhere.csv\n  source: csv\n";
   EXPECT_NO_THROW(load_config({{config.string()}, {}, ""}));
+  // A pattern of CSV parts is found beside the config by what it matches.
+  std::ofstream(config) << "data:\n  path: beside*.csv\n  source: csv\n";
+  EXPECT_NE(error_of({{config.string()}, {}, ""}).find("data.path 'beside*.csv' is not in the current folder"), std::string::npos);
 }
