@@ -1,7 +1,6 @@
 #include "gputrain/data/csv_format.hpp"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>  // at::get_num_threads
 
 #include <algorithm>
 #include <atomic>
@@ -21,12 +20,20 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
+#include "csv_missing.hpp"
 #include "csv_number.hpp"
 #include "csv_records.hpp"
+#include "csv_row_format.hpp"
 #include "text_file.hpp"
 
 namespace gputrain::data {
 namespace {
+
+using csv::leaving_out;
+using csv::MissingValue;
+using csv::missing_text;
+using csv::pandas_rewrite;
+using csv::RowFormat;
 
 // A header with one column holding ';' or a tab is a file written with that delimiter (spreadsheets
 // in many locales save CSV with ';'); a file whose header has one real column keeps ','.
@@ -58,37 +65,6 @@ std::string column_text(const std::vector<std::string>& header, std::size_t c) {
   return "column '" + header[c] + "' (" + std::to_string(c + 1) + ")";
 }
 
-// What the rows of a file are read as: fixed once its header is read, shared by every stretch.
-struct RowFormat {
-  const std::string& path;
-  char delimiter;
-  const std::vector<std::string>& header;
-  const std::vector<std::size_t>& feature_columns;
-  const std::vector<std::size_t>& label_columns;
-  bool classification;
-  bool label_names;                                  // classes by name ("setosa"), not id: the first row decides
-  const std::map<std::string, std::int64_t>* known;  // a validation file's classes: the training file's
-  std::vector<int> feature_slot;                     // per header column: its place among the features, or -1
-  bool features_listed;                              // the user listed data.features (else: all columns but data.exclude)
-  const std::vector<std::string>& excluded;          // data.exclude
-};
-
-// How a user leaves columns out, in the key they use: " with data.features: [...]" without them
-// when they listed the features, else " with data.exclude: [...]" with them; "" when no feature is left.
-std::string leaving_out(const RowFormat& format, const std::vector<std::size_t>& columns) {
-  if (!format.features_listed) {
-    auto excluded = format.excluded;
-    for (const auto c : columns) excluded.push_back(format.header[c]);
-    return " with data.exclude: [" + core::join(excluded) + "]";
-  }
-  std::vector<std::string> others;
-  for (const auto other : format.feature_columns)
-    if (std::find(columns.begin(), columns.end(), other) == columns.end()) others.push_back(format.header[other]);
-  return others.empty() ? std::string() : " with data.features: [" + core::join(others) + "]";
-}
-
-std::string leaving_out(const RowFormat& format, std::size_t c) { return leaving_out(format, std::vector<std::size_t>{c}); }
-
 // The feature cells of a file's first row that hold text: its text columns, named all at once so
 // that one edit of data.exclude leaves them all out. A date column is named as one, with a way to
 // turn it into numbers.
@@ -111,23 +87,6 @@ std::string text_columns_remedy(const RowFormat& format, const std::vector<std::
          dates.front() + "']).dt.dayofyear)";
 }
 
-// A pandas line that reads the file, applies `change` to the DataFrame `df` and writes
-// <stem><suffix>.csv beside it, and that file's name. Columns without a name (pandas' own index,
-// the empty one after a trailing delimiter) are not read, as gputrain leaves them out: pandas
-// would call them 'Unnamed: 0' and write them back with that name.
-std::pair<std::string, std::string> pandas_rewrite(const RowFormat& format, const std::string& read_options, const std::string& change,
-                                                   const std::string& suffix) {
-  std::filesystem::path name(format.path);  // data.csv.gz -> data<suffix>.csv
-  if (name.extension() == ".gz") name.replace_extension();
-  const auto written = name.replace_extension().string() + suffix + ".csv";
-  const bool unnamed = std::find(format.header.begin(), format.header.end(), std::string()) != format.header.end();
-  const std::string sep = format.delimiter == ';' ? ", sep=';'" : format.delimiter == '\t' ? ", sep='\\t'" : "";
-  return {"python3 -c \"import pandas as pd; df = pd.read_csv('" + format.path + "'" + sep + read_options +
-              (unnamed ? ", usecols=lambda c: not c.startswith('Unnamed: ')" : "") + "); df" + change + ".to_csv('" + written +
-              "', index=False)\"",
-          written};
-}
-
 // A number written for people ("3,5" with a decimal comma, "1,234.5" with thousands separators):
 // what it is, appended to "'3,5' is not a number", and the fix, which converts the file with pandas
 // (its read_csv takes both); empty for other text.
@@ -139,17 +98,6 @@ std::pair<std::string, std::string> foreign_number_text(std::string_view cell, c
   return {comma ? ": it has a decimal comma, as spreadsheets in many locales save numbers" : ": it has thousands separators",
           std::string(comma ? "save the file with decimal points, or convert it" : "save the numbers without separators, or convert the file") +
               ": " + command + ", then use " + converted};
-}
-
-// A missing value, thrown where the parse meets the first one; read_csv then counts them all.
-class MissingValue : public UsageError {
- public:
-  using UsageError::UsageError;
-};
-
-// "is empty: a missing value" or ": 'NA' marks a missing value", after a cell's name.
-std::string missing_text(std::string_view cell) {
-  return cell.empty() ? " is empty: a missing value" : ": '" + std::string(cell) + "' marks a missing value";
 }
 
 // The usual row in one pass: no quotes, no blanks, every feature cell a short decimal, every cell
@@ -190,9 +138,6 @@ bool read_plain_row(std::string_view record, const RowFormat& format, std::vecto
   features.resize(row_start);
   return false;
 }
-
-// A file is parsed in stretches of at least this many bytes, one thread each.
-constexpr std::size_t kBytesPerStretch = 4 << 20;
 
 // What the reading thread and the parsing threads share: bytes parsed so far, for the progress;
 // a stop the reading thread raises when its progress callback throws; the first stretch with a
@@ -321,111 +266,6 @@ bool labels_are_names(std::string_view rows, const std::string& path, char delim
   return false;
 }
 
-// A name in a Python string literal.
-std::string python_quoted(const std::string& name) {
-  std::string out = "'";
-  for (const char c : name) {
-    if (c == '\\' || c == '\'') out += '\\';
-    out += c;
-  }
-  return out + "'";
-}
-
-// The missing values of one stretch of rows, counted per header column.
-struct MissingCount {
-  std::vector<std::int64_t> per_column;
-  std::int64_t rows = 0, with_missing = 0;
-  bool complete = true;  // false when a broken record cut the count short
-};
-
-void count_missing(const csv::Stretch& stretch, const RowFormat& format, MissingCount& out) {
-  out.per_column.assign(format.header.size(), 0);
-  csv::Records records(stretch.text, format.path, format.delimiter, stretch.first_line);
-  csv::Cells splitter;
-  std::string_view record;
-  try {
-    while (records.next(record)) {
-      ++out.rows;
-      const auto& cells = splitter.split(record, format.delimiter);
-      if (cells.size() != format.header.size()) continue;  // a row the parse refuses for its own reason
-      bool missing = false;
-      const auto count = [&](std::size_t c) {
-        ++out.per_column[c];
-        missing = true;
-      };
-      for (const auto c : format.feature_columns)
-        if (csv::is_missing(cells[c])) count(c);
-      for (const auto c : format.label_columns)
-        if (format.label_names ? cells[c].empty() : csv::is_missing(cells[c])) count(c);
-      if (missing) ++out.with_missing;
-    }
-  } catch (const UsageError&) {  // a broken record further on: its own error comes once this one is fixed
-    out.complete = false;
-  }
-}
-
-// The first missing value, with how many the whole file has, where, and the pandas line that drops
-// those rows: fixing them one error at a time is a run per row. Counted on the parse's threads,
-// over rows split cell by cell: only a file with a missing value pays for it (1 s for 137 MB on
-// one core).
-[[noreturn]] void throw_missing_values(const MissingValue& first, std::string_view rows, std::int64_t first_line, const RowFormat& format) {
-  const auto& header = format.header;
-  const auto threads = std::min(static_cast<std::size_t>(std::max(1, at::get_num_threads())), rows.size() / kBytesPerStretch + 1);
-  const auto stretches = csv::cut_into_stretches(rows, format.delimiter, first_line, static_cast<int>(threads));
-  std::vector<MissingCount> counts(stretches.size());
-  {
-    std::vector<std::thread> counters;
-    for (std::size_t i = 0; i < stretches.size(); ++i) counters.emplace_back([&, i] { count_missing(stretches[i], format, counts[i]); });
-    for (auto& counter : counters) counter.join();
-  }
-  std::vector<std::int64_t> per_column(header.size(), 0);
-  std::int64_t total = 0, with_missing = 0;
-  bool counted_all = true;
-  for (const auto& count : counts) {  // up to the first stretch cut short: the rows after it are not counted
-    for (std::size_t c = 0; c < header.size(); ++c) per_column[c] += count.per_column[c];
-    total += count.rows;
-    with_missing += count.with_missing;
-    if (!count.complete) {
-      counted_all = false;
-      break;
-    }
-  }
-  std::vector<std::size_t> columns;
-  for (std::size_t c = 0; c < header.size(); ++c)
-    if (per_column[c] > 0) columns.push_back(c);
-  std::stable_sort(columns.begin(), columns.end(), [&](std::size_t a, std::size_t b) { return per_column[a] > per_column[b]; });
-  std::vector<std::string> where;
-  for (std::size_t i = 0; i < columns.size() && i < 4; ++i) where.push_back("'" + header[columns[i]] + "' " + std::to_string(per_column[columns[i]]));
-  if (columns.size() > 4) where.push_back("and " + std::to_string(columns.size() - 4) + " more columns");
-  const auto of_rows = std::to_string(with_missing) + " of " + (counted_all ? "its " : "the first ") + std::to_string(total) + " rows";
-  const auto what = std::string(first.what()) + "; " + of_rows + (with_missing == 1 ? " misses" : " miss") + " a value (" + core::join(where) + ")";
-
-  // Drop the rows that miss a value gputrain reads, keeping rows that miss one only elsewhere.
-  std::string subset;
-  if (format.features_listed) {
-    std::vector<std::string> read;
-    for (const auto c : format.feature_columns) read.push_back(python_quoted(header[c]));
-    for (const auto c : format.label_columns) read.push_back(python_quoted(header[c]));
-    subset = "subset=[" + core::join(read) + "]";
-  } else if (!format.excluded.empty()) {
-    std::vector<std::string> excluded;
-    for (const auto& name : format.excluded) excluded.push_back(python_quoted(name));
-    subset = "subset=df.columns.difference([" + core::join(excluded) + "])";
-  }
-  std::vector<std::size_t> feature_columns;
-  for (const auto c : columns)
-    if (std::find(format.label_columns.begin(), format.label_columns.end(), c) == format.label_columns.end()) feature_columns.push_back(c);
-  const bool only_features = feature_columns.size() == columns.size();
-  const bool one = feature_columns.size() == 1;
-  const auto setting = leaving_out(format, feature_columns);  // empty when no feature would be left
-  const auto leave_out = only_features && !setting.empty() ? ", or leave the " + std::string(one ? "column" : "columns") + " out" + setting : "";
-  if (counted_all && with_missing == total)
-    throw UsageError(what, "missing values are not filled in for you, and every row misses one: fill them in" + leave_out);
-  const auto [command, complete] = pandas_rewrite(format, "", ".dropna(" + subset + ")", "-complete");
-  throw UsageError(what, "missing values are not filled in for you: fill them in, or drop those rows with " + command + " and use " +
-                             complete + leave_out);
-}
-
 // The rows of `text` (whose first line is `first_line`), parsed on as many threads as LibTorch
 // computes with (at::get_num_threads: OMP_NUM_THREADS, else the cores), a stretch of whole records
 // each: 200,000 rows of a few hundred columns are half a gigabyte of text. This thread tells
@@ -433,8 +273,7 @@ void count_missing(const csv::Stretch& stretch, const RowFormat& format, Missing
 // would throw it. Plain threads: at::parallel_for is inline OpenMP, serial in a file built
 // without -fopenmp.
 std::vector<ParsedRows> parse_in_stretches(std::string_view text, std::int64_t first_line, const RowFormat& format, const ReadProgress& progress) {
-  const auto stretch_count = std::min(static_cast<std::size_t>(std::max(1, at::get_num_threads())), text.size() / kBytesPerStretch + 1);
-  const auto stretches = csv::cut_into_stretches(text, format.delimiter, first_line, static_cast<int>(stretch_count));
+  const auto stretches = csv::cut_into_stretches(text, format.delimiter, first_line, csv::stretches_for(text.size()));
   std::vector<ParsedRows> parts(stretches.size());
   ParseControl control;
   std::mutex mutex;
@@ -577,7 +416,7 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   try {
     parts = parse_in_stretches(rows_text, records.next_line(), format, progress);
   } catch (const MissingValue& first) {
-    throw_missing_values(first, rows_text, records.next_line(), format);
+    csv::throw_missing_values(first, rows_text, records.next_line(), format);
   }
 
   const auto width = static_cast<std::int64_t>(feature_columns.size());

@@ -1,5 +1,7 @@
 #include "csv_records.hpp"
 
+#include <ATen/Parallel.h>  // at::get_num_threads
+
 #include <algorithm>
 
 #include "gputrain/core/error.hpp"
@@ -156,6 +158,11 @@ std::vector<Stretch> cut_into_stretches(std::string_view text, char delimiter, s
   }
   if (begin < text.size() || stretches.empty()) stretches.push_back({text.substr(begin), begin_line});
   return stretches;
+}
+
+int stretches_for(std::size_t bytes) {
+  constexpr std::size_t kBytesPerStretch = 4 << 20;  // below, a thread's start costs more than it saves
+  return static_cast<int>(std::min(static_cast<std::size_t>(std::max(1, at::get_num_threads())), bytes / kBytesPerStretch + 1));
 }
 
 }  // namespace gputrain::data::csv

@@ -61,6 +61,10 @@ struct Stretch {
   std::int64_t first_line = 1;
 };
 
+/// How many stretches `bytes` of rows are parsed in: one per thread LibTorch computes with
+/// (at::get_num_threads: OMP_NUM_THREADS, else the cores), each at least 4 MiB.
+int stretches_for(std::size_t bytes);
+
 /// Cuts `text`, whose first line is `first_line`, into at most `count` stretches of whole records
 /// of about equal size, so that each can be parsed on its own thread. A quote never closed ends
 /// the cutting: the rest is one stretch, whose parse reports it.
