@@ -2,7 +2,7 @@
 """Predictions of a model gputrain trained, from Python, with nothing but its model.safetensors.
 
 Usage:
-  python3 predict.py runs/x/model.safetensors new.csv  > predictions.csv
+  python3 predict.py runs/x/model.safetensors new.csv  > predictions.csv   (or new.csv.gz)
   python3 predict.py runs/x/model.safetensors x.npy    > predictions.csv
 
 The weights file says what it needs (its metadata): the model's settings (model.hidden, ...), the
@@ -16,6 +16,7 @@ Built-in MLPs only (model.name mlp): the script rebuilds the same torch.nn.Seque
 builds, so the state_dict keys ("1.weight", ...) match. Needs torch, safetensors and numpy.
 """
 import csv
+import gzip
 import json
 import sys
 
@@ -54,7 +55,8 @@ def read_inputs(path, meta):
     features = json.loads(meta.get("data.features", "[]"))
     if not features:
         sys.exit(f"{path}: this model was not trained on a CSV, so it has no column names; give its inputs as .npy")
-    with open(path, newline="", encoding="utf-8-sig") as f:
+    opener = gzip.open if path.endswith(".gz") else open  # data.csv.gz, as pandas writes it
+    with opener(path, "rt", newline="", encoding="utf-8-sig") as f:
         sample = f.read(4096)
         f.seek(0)
         dialect = csv.Sniffer().sniff(sample, delimiters=",;\t")

@@ -11,7 +11,7 @@ Modes:
                records), and GPUTRAIN_CPU_CACHE=0 turns it off (reserved == allocated).
   predict      docs/examples/predict.py, given a run's model.safetensors and its validation CSV,
                reproduces the run's own val accuracy (class names, standardised features, layer
-               norm, gelu) and val MAE (two standardised targets, a bool column, ';' cells).
+               norm, gelu) and val MAE (two standardised targets, a bool column, ';' cells, .csv.gz).
   diverge      a loss that turns nan stops the run (exit 1, "training diverged", the fix) before
                it writes a checkpoint of broken weights; with fp16's GradScaler too.
 """
@@ -272,10 +272,15 @@ def check_predict(workdir, command):
         with open(os.path.join(run_dir, "metrics.jsonl")) as f:
             return [json.loads(line) for line in f if '"kind":"epoch"' in line][-1]
 
-    def train_and_predict(name, train_rows, val_rows, header, settings, delimiter=","):
+    def train_and_predict(name, train_rows, val_rows, header, settings, delimiter=",", gzip_val=False):
         paths = {part: os.path.join(workdir, f"{name}-{part}.csv") for part in ("train", "val")}
         write(paths["train"], header, train_rows, delimiter)
         write(paths["val"], header, val_rows, delimiter)
+        if gzip_val:  # as pandas' to_csv("x.csv.gz") writes it
+            import gzip
+            with open(paths["val"], "rb") as plain, gzip.open(paths["val"] + ".gz", "wb") as packed:
+                packed.write(plain.read())
+            paths["val"] += ".gz"
         run_dir = os.path.join(workdir, name)
         result = run(command + ["--set", "data.source=csv", "--set", "data.path=" + paths["train"], "--set", "data.val_path=" + paths["val"],
                                 "--set", "logging.dir=" + run_dir, "--set", "train.epochs=3", "--set", "logging.progress=lines"] + settings)
@@ -311,7 +316,8 @@ def check_predict(workdir, command):
     rows = [house(i) for i in range(500)]
     table, epoch = train_and_predict("targets", rows[:400], rows[400:], ["sqm", "new", "price", "rooms"],
                                      ["--set", "data.task=regression", "--set", "data.labels=[price, rooms]", "--set", "data.standardize=true",
-                                      "--set", "data.standardize_targets=true", "--set", "model.name=mlp", "--set", "model.hidden=[32]"], ";")
+                                      "--set", "data.standardize_targets=true", "--set", "model.name=mlp", "--set", "model.hidden=[32]"], ";",
+                                     gzip_val=True)
     if table[0] != ["price", "rooms"]:
         fail(f"targets: predict.py's header is {table[0]}")
     errors = np.array([[float(p) - float(t) for p, t in zip(row, truth[2:])] for row, truth in zip(table[1:], rows[400:])])
