@@ -1,4 +1,4 @@
-#include "csv_parts.hpp"
+#include "gputrain/data/csv_parts.hpp"
 
 #include <glob.h>
 
@@ -9,16 +9,12 @@
 #include <system_error>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::data {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool is_csv_name(const std::string& name) {
-  const auto ends = [&](const std::string& end) { return name.size() > end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0; };
-  return ends(".csv") || ends(".csv.gz") || ends(".tsv");
-}
 
 // The files `pattern` matches, sorted, as the shell would expand it.
 std::vector<std::string> matches(const std::string& pattern) {
@@ -31,6 +27,12 @@ std::vector<std::string> matches(const std::string& pattern) {
 }
 
 }  // namespace
+
+bool is_csv_name(const std::string& file_name) {
+  const auto name = core::lower(file_name);
+  const auto ends = [&](const std::string& end) { return name.size() > end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0; };
+  return ends(".csv") || ends(".csv.gz") || ends(".tsv") || ends(".tsv.gz");
+}
 
 std::vector<std::string> csv_parts(const std::string& path) {
   std::error_code ec;

@@ -3,8 +3,8 @@
 #include <filesystem>
 
 #include "gputrain/core/units.hpp"
+#include "gputrain/data/csv_parts.hpp"
 #include "gputrain/data/sources.hpp"
-#include "csv_parts.hpp"
 
 namespace gputrain::data {
 namespace fs = std::filesystem;
@@ -28,22 +28,19 @@ std::string source_for_folder(const fs::path& folder) {
 std::string source_for_path(const std::string& path) {
   std::error_code ec;
   if (path.empty()) return "";
-  const bool csv_table = !csv_parts(path).empty();  // a folder of part-*.csv, or a pattern matching them
-  if (!fs::exists(path, ec)) return csv_table ? "csv" : "";
+  // A folder of part-*.csv, or a pattern matching them, is a CSV table in parts.
+  const auto csv_table = [&] { return csv_parts(path).empty() ? "" : "csv"; };
+  if (!fs::exists(path, ec)) return csv_table();
   if (fs::is_directory(path, ec)) {
     const auto source = source_for_folder(path);
-    return source.empty() && csv_table ? "csv" : source;
+    return source.empty() ? csv_table() : source;
   }
   const std::string extension = core::lower(fs::path(path).extension().string());
   if (extension == ".npy") return "npy";
   if (extension == ".npz") return "npz";
   if (extension == ".safetensors") return "safetensors";
-  if (extension == ".csv" || extension == ".tsv") return "csv";
-  if (extension == ".gz") {  // the CSV reader inflates a gzip'd file (data.csv.gz, as pandas writes it)
-    const std::string inner = core::lower(fs::path(path).stem().extension().string());
-    if (inner == ".csv" || inner == ".tsv") return "csv";
-  }
-  return "";
+  // The CSV reader inflates a gzip'd file (data.csv.gz, as pandas writes it).
+  return is_csv_name(fs::path(path).filename().string()) ? "csv" : "";
 }
 
 }  // namespace gputrain::data

@@ -7,11 +7,11 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/csv_format.hpp"
+#include "gputrain/data/csv_parts.hpp"
 #include "gputrain/data/holdout.hpp"
 #include "gputrain/data/idx_format.hpp"
 #include "gputrain/data/numpy_format.hpp"
 #include "gputrain/data/safetensors.hpp"
-#include "csv_parts.hpp"
 #include "image_folder.hpp"
 
 namespace gputrain::data {
@@ -235,31 +235,30 @@ Sources open_unchecked(const SourceSpec& spec) {
   }
   if (spec.source == "csv") {
     if (spec.path.empty()) throw UsageError("data.source csv needs data.path", "set data.path to the CSV file");
-    // One file, or a table in parts: a folder of them or a pattern matching them.
-    const auto read_table = [&](const std::string& path, const CsvSpec& csv, CsvColumns* columns) {
+    // One file, or a table in parts: a folder of them or a pattern matching them. `what` begins
+    // its description: "CSV parts (2 files, ".
+    const auto read_table = [&](const std::string& path, const CsvSpec& csv, CsvColumns* columns, std::string& what) {
       const auto parts = csv_parts(path);
+      what = "CSV " + path + (parts.empty() ? " (" : " (" + core::counted(static_cast<std::int64_t>(parts.size()), "file") + ", ");
       return parts.empty() ? read_csv(path, csv, &out.class_names, columns, spec.read_progress)
                            : read_csv_parts(parts, csv, &out.class_names, columns, spec.read_progress);
-    };
-    const auto what = [](const std::string& path) {
-      const auto parts = csv_parts(path).size();
-      return "CSV " + path + (parts > 0 ? " (" + core::counted(static_cast<std::int64_t>(parts), "file") + ", " : " (");
     };
     CsvSpec csv{spec.features, spec.labels, classification};
     csv.exclude = spec.exclude;
     CsvColumns columns;
-    const auto train = read_table(spec.path, csv, &columns);
+    std::string what;
+    const auto train = read_table(spec.path, csv, &columns, what);
     // The columns read, so a column that should not be a feature (an id, a second target) shows.
-    out.train = make_array_dataset(train, what(spec.path) + core::counted(train.size(), "sample") + "; " + csv_columns_text(columns, spec.labels) + ")",
+    out.train = make_array_dataset(train, what + core::counted(train.size(), "sample") + "; " + csv_columns_text(columns, spec.labels) + ")",
                                    base(spec.path));
     std::int64_t classes = classification ? classes_of(train) : 0;
     if (!spec.val_path.empty()) {
       // The training file's feature columns, by name: a validation file whose columns are in
       // another order must still give the model each feature in its place.
       const CsvSpec val_csv{columns.features, spec.labels, classification, ',', "a feature column of data.path", spec.exclude};
-      const auto val = read_for("data.val_path", [&] { return read_table(spec.val_path, val_csv, nullptr); });
+      const auto val = read_for("data.val_path", [&] { return read_table(spec.val_path, val_csv, nullptr, what); });
       classes = classification ? std::max(classes, classes_of(val)) : 0;
-      out.val = make_array_dataset(val, what(spec.val_path) + core::counted(val.size(), "sample") + ")", base(spec.val_path));
+      out.val = make_array_dataset(val, what + core::counted(val.size(), "sample") + ")", base(spec.val_path));
     }
     out.classes = out.class_names.empty() ? classes : static_cast<std::int64_t>(out.class_names.size());
     out.feature_names = columns.features;

@@ -1,6 +1,5 @@
 #include "config_paths.hpp"
 
-#include <glob.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -9,20 +8,17 @@
 
 #include "config_schema.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/data/csv_parts.hpp"
 
 namespace gputrain::train {
 namespace fs = std::filesystem;
 
 namespace {
 
-// A file, a folder, or a pattern (data.path: parts/*.csv) that matches something.
+// A file, a folder, or a pattern of CSV parts (data.path: parts/*.csv) that matches some.
 bool found(const fs::path& path) {
   std::error_code ec;
-  if (fs::exists(path, ec)) return true;
-  glob_t matches{};
-  const bool any = ::glob(path.c_str(), GLOB_NOSORT, nullptr, &matches) == 0 && matches.gl_pathc > 0;
-  ::globfree(&matches);
-  return any;
+  return fs::exists(path, ec) || !data::csv_parts(path.string()).empty();
 }
 
 }  // namespace

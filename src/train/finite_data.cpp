@@ -55,7 +55,7 @@ NonFiniteSamples find_nonfinite(const data::TensorDataset& set) {
 }
 
 void refuse_nonfinite_samples(const Config& config, const data::Sources& sources) {
-  for (const auto& [set, key] : {std::pair{sources.train, "data.path"}, std::pair{sources.val, "data.val_path"}}) {
+  for (const auto& [set, validation] : {std::pair{sources.train, false}, std::pair{sources.val, true}}) {
     const auto whole = set ? set->tensors() : std::nullopt;
     if (!whole) continue;
     const auto found = find_nonfinite(*whole);
@@ -63,7 +63,7 @@ void refuse_nonfinite_samples(const Config& config, const data::Sources& sources
     const auto& d = config.data;
     std::string fix = "fill them in or drop those samples (a missing value saved as NaN is the usual one); no setting trains on them";
     // Validation samples come from data.val_path, or are held out of data.path (data.val_fraction).
-    const bool own_file = std::string(key) == "data.val_path" && !d.val_path.empty();
+    const bool own_file = validation && !d.val_path.empty();
     const std::string features = own_file ? d.val_path : d.path;
     const std::string labels = own_file ? d.val_labels : d.labels.empty() ? "" : d.labels.front();
     if (d.source == "npy" && !features.empty() && !labels.empty())

@@ -1,8 +1,7 @@
 #pragma once
 // NaN and inf in the data: a run that meets one diverges at the first batch that holds it, and no
 // setting saves it, so arrays held in memory are searched before the first step. Private to the
-// train area: open_data (run_setup.cpp) refuses such data, the trainer searches it when a run
-// diverges anyway (step_failures.cpp).
+// train area: open_data (run_setup.cpp) refuses such data.
 
 #include <cstdint>
 

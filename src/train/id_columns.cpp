@@ -22,8 +22,7 @@ bool ends_with(const std::string& text, const std::string& end) {
 
 // "id", "ID", "user_id", "user id", "userId", "index": a name that says the column tells rows apart.
 bool named_like_id(const std::string& name) {
-  std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto lower = core::lower(name);
   if (lower == "id" || lower == "index" || ends_with(lower, "_id") || ends_with(lower, " id")) return true;
   // camelCase: "userId", "customerID"
   return name.size() > 2 && (ends_with(name, "Id") || ends_with(name, "ID")) && std::islower(static_cast<unsigned char>(name[name.size() - 3]));

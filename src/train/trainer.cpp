@@ -37,9 +37,6 @@ std::optional<double> metric_value(const EpochMetrics& m, const std::string& nam
   return std::nullopt;
 }
 
-// model.safetensors's metadata: what a user needs to run the weights, including the inputs'
-// normalisation (given, or measured by data.standardize), which the weights are useless without,
-// and with data.standardize_targets what turns the outputs back into the targets' units.
 // model.safetensors says what it needs to be used without the run folder: the config that built
 // the model (config.yaml's text, and each model.* key on its own), the inputs' shape and columns
 // in order, the class names, and the standardisation figures to apply to inputs and to undo on

@@ -9,11 +9,11 @@
 #include <fstream>
 #include <iterator>
 
-#include "data/csv_parts.hpp"
 #include "data/gzip_data.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/batch.hpp"
 #include "gputrain/data/csv_format.hpp"
+#include "gputrain/data/csv_parts.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/data/idx_format.hpp"
 #include "gputrain/data/numpy_format.hpp"

@@ -1,7 +1,7 @@
 #pragma once
 // A CSV table written as several files (Spark, Dask and chunked pandas exports leave a folder of
 // part-*.csv): data.path may name the folder or a pattern matching the parts, and they are read
-// as one table, in sorted order.
+// as one table, in sorted order. config_paths (train) asks it whether a pattern matches anything.
 
 #include <string>
 #include <vector>
@@ -9,6 +9,9 @@
 #include "gputrain/data/csv_format.hpp"
 
 namespace gputrain::data {
+
+/// Whether a file name is one the CSV reader takes: .csv, .tsv or .csv.gz, in any case.
+bool is_csv_name(const std::string& file_name);
 
 /// The part files `path` stands for, sorted: the .csv, .csv.gz and .tsv files of a folder (not its
 /// sub-folders), or those a wildcard pattern ('*', '?') matches. Empty when `path` is a file (or
