@@ -13,6 +13,10 @@ have them). Each side turns it into a float32 feature tensor and an int64 label 
 Each is run --runs times after a warm-up (the file stays in the page cache); the figure is the
 median. Parsing text is CPU-bound: MB/s per core is the figure to compare with a core's speed.
 
+A second file adds two columns of categories (a port of 3 values, a grade of 12), one-hot encoded
+on each side: gputrain's data.categorical against pd.get_dummies(..., dtype=float32) after
+read_csv, so the cost of the categories shows beside the plain file's.
+
 Needs: pandas and pyarrow in .venv (.venv/bin/pip install pandas pyarrow; not gputrain dependencies).
 Usage: .venv/bin/python bench/csv_vs_pandas.py [--rows 100000] [--columns 300] [--runs 5]
 """
@@ -50,7 +54,7 @@ def gputrain_seconds(config, tmp, threads, runs):
     return statistics.median(times)
 
 
-def pandas_seconds(path, features, label, engine, runs):
+def pandas_seconds(path, features, label, engine, runs, categorical=()):
     import pandas as pd
 
     # pandas 3's arrays are read-only views (copy-on-write); from_numpy shares them, as a reader would.
@@ -59,10 +63,13 @@ def pandas_seconds(path, features, label, engine, runs):
     for run in range(runs + 1):
         start = time.perf_counter()
         frame = pd.read_csv(path, engine=engine)
-        inputs = torch.from_numpy(frame[features].to_numpy(np.float32))
+        columns = frame[features + list(categorical)]
+        if categorical:
+            columns = pd.get_dummies(columns, columns=list(categorical), dtype=np.float32)
+        inputs = torch.from_numpy(columns.to_numpy(np.float32))
         targets = torch.from_numpy(frame[label].to_numpy(np.int64))
         elapsed = time.perf_counter() - start
-        assert inputs.shape == (len(frame), len(features)) and targets.shape == (len(frame),)
+        assert inputs.shape[0] == len(frame) and targets.shape == (len(frame),)
         if run:
             times.append(elapsed)
     return statistics.median(times)
@@ -86,26 +93,38 @@ def main():
     print(f"# {platform.processor() or platform.machine()}, {cores} usable cores, torch {torch.__version__}, "
           f"pandas {pd.__version__}, {time.strftime('%Y-%m-%d')}")
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "tabular.csv")
         features = [f"f{i}" for i in range(args.columns)]
         rng = np.random.default_rng(0)
         frame = pd.DataFrame(rng.standard_normal((args.rows, args.columns), dtype=np.float32), columns=features)
         frame["label"] = rng.integers(0, 10, args.rows)
-        frame.to_csv(path, index=False)
+        plain = os.path.join(tmp, "tabular.csv")
+        frame.to_csv(plain, index=False)
+        frame["port"] = rng.choice(["S", "C", "Q"], args.rows)
+        frame["grade"] = [f"g{i}" for i in rng.integers(0, 12, args.rows)]
+        with_categories = os.path.join(tmp, "categories.csv")
+        frame.to_csv(with_categories, index=False)
         del frame
-        megabytes = os.path.getsize(path) / 1e6
-        config = os.path.join(tmp, "tabular.yaml")
-        with open(config, "w") as f:
-            f.write(f"data:\n  source: csv\n  path: {path}\n  labels: label\nmodel:\n  name: mlp\ntrain:\n  max_steps: 1\n")
+        categorical = ["port", "grade"]
+        for name, path, categories in (("float columns + a label", plain, []),
+                                       ("float columns + 2 columns of categories (3 and 12) + a label", with_categories, categorical)):
+            runs_dir = os.path.join(tmp, os.path.basename(path) + "-runs")  # a run folder per file: a used one resumes
+            os.makedirs(runs_dir)
+            config = os.path.join(runs_dir, "tabular.yaml")
+            with open(config, "w") as f:
+                f.write(f"data:\n  source: csv\n  path: {path}\n  labels: label\n  categorical: [{', '.join(categories)}]\n"
+                        "model:\n  name: mlp\ntrain:\n  max_steps: 1\n")
+            rows = [
+                ("gputrain", 1, gputrain_seconds(config, runs_dir, 1, args.runs)),
+                ("gputrain", cores, gputrain_seconds(config, runs_dir, None, args.runs)),
+                ("pandas (C engine)", 1, pandas_seconds(path, features, "label", "c", args.runs, categories)),
+                ("pandas (pyarrow engine)", cores, pandas_seconds(path, features, "label", "pyarrow", args.runs, categories)),
+            ]
+            print_table(f"{args.rows:,} rows x {args.columns} {name}", os.path.getsize(path) / 1e6, rows, args.runs)
 
-        rows = [
-            ("gputrain", 1, gputrain_seconds(config, tmp, 1, args.runs)),
-            ("gputrain", cores, gputrain_seconds(config, tmp, None, args.runs)),
-            ("pandas (C engine)", 1, pandas_seconds(path, features, "label", "c", args.runs)),
-            ("pandas (pyarrow engine)", cores, pandas_seconds(path, features, "label", "pyarrow", args.runs)),
-        ]
+
+def print_table(title, megabytes, rows, runs):
     baseline = rows[2][2]
-    print(f"\n{args.rows:,} rows x {args.columns} float columns + a label, {megabytes:.0f} MB of CSV; median of {args.runs} runs")
+    print(f"\n{title}, {megabytes:.0f} MB of CSV; median of {runs} runs")
     print("| reader | threads | seconds | MB/s | MB/s per thread | vs pandas (C engine) |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, threads, seconds in rows:

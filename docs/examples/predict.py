@@ -6,7 +6,8 @@ Usage:
   python3 predict.py runs/x/model.safetensors x.npy    > predictions.csv
 
 The weights file says what it needs (its metadata): the model's settings (model.hidden, ...), the
-CSV feature columns in the order the model reads them (data.features), the class names, and the
+CSV feature columns in the order the model reads them (data.features; "Sex=male" is a one-hot column
+of data.categories' column 'Sex': 1 where its cell is "male"), the class names, and the
 standardisation figures (data.mean/data.std for the inputs, data.target_mean/data.target_std
 for regression outputs; data.labels, the target columns). A CSV may hold other columns (the label, an id): only the features are
 read. Prints one row per sample: the class (its name when the labels were names) or the
@@ -53,6 +54,7 @@ def read_inputs(path, meta):
     if path.endswith(".npy"):
         return np.load(path).astype(np.float32)
     features = json.loads(meta.get("data.features", "[]"))
+    categories = json.loads(meta.get("data.categories", "{}"))
     if not features:
         sys.exit(f"{path}: this model was not trained on a CSV, so it has no column names; give its inputs as .npy")
     opener = gzip.open if path.endswith(".gz") else open  # data.csv.gz, as pandas writes it
@@ -62,11 +64,27 @@ def read_inputs(path, meta):
         dialect = csv.Sniffer().sniff(sample, delimiters=",;\t")
         rows = csv.reader(f, dialect)
         header = next(rows)
-        missing = [name for name in features if name not in header]
+        readers = [input_reader(name, header, categories) for name in features]
+        missing = sorted({reader for reader in readers if isinstance(reader, str)})
         if missing:
             sys.exit(f"{path} lacks the feature columns {missing}; the model reads {features}")
-        columns = [header.index(name) for name in features]
-        return np.array([[number(row[c]) for c in columns] for row in rows if row], dtype=np.float32)
+        return np.array([[read(row) for read in readers] for row in rows if row], dtype=np.float32)
+
+
+def input_reader(name, header, categories):
+    """How one input is read from a row: a column's number, or 1/0 for a category's one-hot column
+    ("Sex=male": 1 where the cell is "male"; a missing cell, or a category the training data lacked,
+    is 0 in each). The name of the column the file lacks, when it lacks it."""
+    column, _, value = name.partition("=")
+    if column in categories and value in categories[column]:
+        if column not in header:
+            return column
+        c = header.index(column)
+        return lambda row: 1.0 if row[c].strip() == value else 0.0
+    if name not in header:
+        return name
+    c = header.index(name)
+    return lambda row: number(row[c])
 
 
 def number(cell):

@@ -15,15 +15,18 @@
 #include <mutex>
 #include <string_view>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
+#include "csv_categories.hpp"
 #include "csv_missing.hpp"
 #include "csv_number.hpp"
 #include "csv_records.hpp"
 #include "csv_row_format.hpp"
+#include "csv_table.hpp"
 #include "text_file.hpp"
 
 namespace gputrain::data {
@@ -65,26 +68,89 @@ std::string column_text(const std::vector<std::string>& header, std::size_t c) {
   return "column '" + header[c] + "' (" + std::to_string(c + 1) + ")";
 }
 
-// The feature cells of a file's first row that hold text: its text columns, named all at once so
-// that one edit of data.exclude leaves them all out. A date column is named as one, with a way to
-// turn it into numbers.
-std::string text_columns_remedy(const RowFormat& format, const std::vector<std::string_view>& cells) {
-  std::vector<std::size_t> text;
-  std::vector<std::string> names, dates;
-  for (const auto c : format.feature_columns) {
-    double value = 0;
-    if (csv::parse_number(cells[c], value) || csv::parse_boolean(cells[c], value) || csv::is_missing(cells[c])) continue;
-    text.push_back(c);
-    names.push_back("'" + format.header[c] + "'");
-    if (csv::is_date_or_time(cells[c])) dates.push_back(format.header[c]);
+// A feature column that holds text: its first value is neither a number nor a bool.
+struct TextColumn {
+  std::size_t column;
+  bool dates;       // that value is a date or a time
+  bool categories;  // its values read as categories (csv::reads_as_categories)
+};
+
+// The text columns among the features, told from the rows of `stretch` (the file's first): a
+// column whose first rows miss a value is a text column too when its first value is text.
+std::vector<TextColumn> text_columns(const csv::Stretch& stretch, const RowFormat& format) {
+  enum class Kind { unknown, numbers, text };
+  const auto& columns = format.feature_columns;
+  std::vector<Kind> kind(columns.size(), Kind::unknown);
+  std::vector<bool> dates(columns.size(), false);
+  std::vector<std::unordered_set<std::string>> values(columns.size());
+  std::vector<std::int64_t> rows(columns.size(), 0);
+  csv::Records records(stretch.text, format.path, format.delimiter, stretch.first_line);
+  csv::Cells splitter;
+  std::string_view record;
+  try {
+    while (records.next(record)) {
+      const auto& cells = splitter.split(record, format.delimiter);
+      if (cells.size() != format.header.size()) continue;
+      for (std::size_t i = 0; i < columns.size(); ++i) {
+        const auto cell = cells[columns[i]];
+        if (kind[i] == Kind::numbers || csv::is_missing(cell)) continue;
+        if (kind[i] == Kind::unknown) {
+          double value = 0;
+          const bool number = csv::parse_number(cell, value) || csv::parse_boolean(cell, value);
+          kind[i] = number ? Kind::numbers : Kind::text;
+          dates[i] = !number && csv::is_date_or_time(cell);
+          if (number) continue;
+        }
+        ++rows[i];
+        if (values[i].size() <= csv::kMostCategories) values[i].emplace(cell);
+      }
+    }
+  } catch (const UsageError&) {  // a broken record: the rows before it tell
   }
-  const bool one = text.size() == 1;
-  std::string remedy = (one ? "column " : "columns ") + core::join(names, ", ") + (one ? " holds text from its" : " hold text from their") +
-                       " first row on: leave " + (one ? "it" : "them") + " out" + leaving_out(format, text) +
-                       ", or turn " + (one ? "it" : "them") + " into numbers first (category codes or one-hot columns";
-  if (dates.empty()) return remedy + ")";
-  return remedy + "; the dates in '" + core::join(dates, "', '") + "' as, e.g., their hour or day of the year: pandas' pd.to_datetime(df['" +
-         dates.front() + "']).dt.dayofyear)";
+  std::vector<TextColumn> text;
+  for (std::size_t i = 0; i < columns.size(); ++i)
+    if (kind[i] == Kind::text) text.push_back({columns[i], dates[i], csv::reads_as_categories(values[i].size(), rows[i])});
+  return text;
+}
+
+// The fix when the first row holds text: every text column named at once, so that one edit
+// fixes them all. Categories are one-hot encoded with data.categorical; names, ids and free text
+// are left out; dates are left out or made numbers with pandas.
+std::string text_columns_remedy(const RowFormat& format, const csv::Stretch& stretch) {
+  const auto text = text_columns(stretch, format);
+  std::vector<std::size_t> all, categories, others;
+  std::vector<std::string> all_names, category_names, other_names, dates;
+  bool free_text = false;
+  for (const auto& column : text) {
+    const auto name = "'" + format.header[column.column] + "'";
+    all.push_back(column.column);
+    all_names.push_back(name);
+    if (column.categories && !column.dates) {
+      categories.push_back(column.column);
+      category_names.push_back(name);
+    } else {
+      others.push_back(column.column);
+      other_names.push_back(name);
+      if (column.dates) dates.push_back(format.header[column.column]);
+      free_text = free_text || !column.dates;
+    }
+  }
+  const bool one = all.size() == 1;
+  std::string remedy = (one ? "column " : "columns ") + core::join(all_names, ", ") + (one ? " holds" : " hold") + " text: ";
+  const auto them = [](const std::vector<std::size_t>& columns) { return columns.size() == 1 ? "it" : "them"; };
+  if (!categories.empty()) {
+    auto listed = format.categorical;
+    for (const auto c : categories) listed.push_back(format.header[c]);
+    remedy += "one-hot encode " + (others.empty() ? std::string(them(categories)) : core::join(category_names, ", ")) +
+              " with data.categorical: [" + core::join(listed) + "]";
+    if (others.empty()) return remedy + ", or leave " + them(categories) + " out" + leaving_out(format, categories);
+    remedy += "; ";
+  }
+  remedy += "leave " + (categories.empty() ? std::string(them(others)) : core::join(other_names, ", ")) + " out" + leaving_out(format, others);
+  if (free_text) remedy += " (a new value in most rows: names, ids or free text)";
+  if (dates.empty()) return remedy;
+  return remedy + ", or turn the dates in '" + core::join(dates, "', '") +
+         "' into numbers first, e.g. their hour or day of the year: pandas' pd.to_datetime(df['" + dates.front() + "']).dt.dayofyear";
 }
 
 // A number written for people ("3,5" with a decimal comma, "1,234.5" with thousands separators):
@@ -153,6 +219,8 @@ struct ParsedRows {
   std::vector<float> features;
   std::vector<double> labels;            // class ids, or regression targets (one per label column)
   std::vector<std::string> label_names;  // classes by name
+  std::vector<csv::CategoryCodes> categories;  // per column of categories
+  std::int64_t rows = 0;
   std::exception_ptr error;              // the stretch's first bad row
 };
 
@@ -163,6 +231,7 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
   std::vector<std::string_view> plain_cells(header.size());
   std::string_view record;
   std::size_t counted_to = 0;  // the stretch's bytes already added to control.parsed_bytes
+  out.categories.resize(format.category_columns.size());
   for (std::uint64_t n = 0; records.next(record); ++n) {
     if (n % 4096 == 0) {
       control.parsed_bytes += records.offset() - counted_to;
@@ -189,7 +258,7 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
         if (!csv::parse_number(cells[c], value) && !csv::parse_boolean(cells[c], value)) {
           auto [what, remedy] = foreign_number_text(cells[c], format);
           if (remedy.empty()) remedy = "fix or remove that row; feature cells must be numbers";
-          if (what.empty() && index == 0 && n == 0) remedy = text_columns_remedy(format, cells);  // text columns, not a bad row
+          if (what.empty() && index == 0 && n == 0) remedy = text_columns_remedy(format, stretch);  // text columns, not a bad row
           throw UsageError(records.where() + column_text(header, c) + ": '" + shown(cells[c]) + "' is not a number" + what, remedy);
         }
         // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
@@ -200,6 +269,8 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
         out.features.push_back(static_cast<float>(value));
       }
     }
+    for (std::size_t k = 0; k < format.category_columns.size(); ++k) out.categories[k].add(cells[format.category_columns[k]]);
+    ++out.rows;
     const auto label_cell = [&](std::size_t c) -> std::string_view {
       // A class named "None" or "NA" is a name; a number's marker of a missing one is not.
       if (format.label_names ? cells[c].empty() : csv::is_missing(cells[c]))
@@ -317,10 +388,51 @@ std::vector<ParsedRows> parse_in_stretches(std::string_view text, std::int64_t f
   return parts;
 }
 
+// data.categorical's columns, in the features' order. Each must be a feature: not a label (a
+// label of names is read as class names already), not left out, and listed when the features are.
+template <typename ColumnOf>
+std::vector<std::size_t> categorical_columns(const CsvSpec& spec, const std::vector<std::string>& header, const std::vector<std::size_t>& features,
+                                             const std::vector<std::size_t>& labels, const std::vector<std::size_t>& excluded, bool features_listed,
+                                             const ColumnOf& column_of) {
+  const auto has = [](const std::vector<std::size_t>& columns, std::size_t c) { return std::find(columns.begin(), columns.end(), c) != columns.end(); };
+  std::vector<std::size_t> named;
+  for (const auto& name : spec.categorical) {
+    const auto c = column_of(name, "data.categorical");
+    if (has(named, c)) throw UsageError("data.categorical names column '" + name + "' twice", "list each column of categories once");
+    if (has(labels, c))
+      throw UsageError("column '" + name + "' is in data.categorical and data.labels",
+                       spec.classification ? "leave it out of data.categorical: a label column holds classes already, by name or by id"
+                                           : "leave it out of data.categorical: a regression target is a number");
+    if (has(excluded, c))
+      throw UsageError("column '" + name + "' is in data.categorical and data.exclude",
+                       "keep it in one: data.categorical reads it as one-hot columns, data.exclude leaves it out");
+    if (!has(features, c)) {
+      std::vector<std::string> listed;
+      for (const auto f : features) listed.push_back(header[f]);
+      listed.push_back(name);
+      throw UsageError("data.categorical names column '" + name + "', which " + (features_listed ? "data.features does not list" : spec.features_origin + " is not"),
+                       features_listed ? "add it to data.features: [" + core::join(listed) + "]" : "read the same columns in every file");
+    }
+    named.push_back(c);
+  }
+  std::vector<std::size_t> in_order;
+  for (const auto c : features)
+    if (has(named, c)) in_order.push_back(c);
+  return in_order;
+}
+
+// A validation file's categories of `column`: the training file's; null for a training file.
+const std::vector<std::string>* known_categories(const CsvSpec& spec, const std::string& column) {
+  if (spec.categories.empty()) return nullptr;
+  for (const auto& known : spec.categories)
+    if (known.column == column) return &known.values;
+  throw UsageError("column '" + column + "' is in data.categorical, but the training data's categories do not name it",
+                   "read the validation file with the training file's settings");
+}
+
 }  // namespace
 
-TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names, CsvColumns* columns,
-                       const ReadProgress& progress) {
+csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names, const ReadProgress& progress) {
   const auto file = TextFile::open(path, [&](std::uint64_t read, std::uint64_t total) {
     if (progress) progress(path + ", inflating", read, total);
   });
@@ -358,9 +470,8 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   std::vector<std::size_t> label_columns;
   for (const auto& name : spec.labels) label_columns.push_back(column_of(name, "data.labels"));
   const auto is_label = [&](std::size_t i) { return std::find(label_columns.begin(), label_columns.end(), i) != label_columns.end(); };
-  std::vector<std::size_t> feature_columns, unnamed;
+  std::vector<std::size_t> feature_columns, unnamed, excluded;
   if (spec.features.empty()) {
-    std::vector<std::size_t> excluded;
     for (const auto& name : spec.exclude) excluded.push_back(column_of(name, "data.exclude"));
     // A column with no name is pandas' index (to_csv writes it first) or the empty cell after a
     // trailing delimiter: a row number or nothing, never a feature meant for the model.
@@ -388,10 +499,18 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
     if (std::count(feature_columns.begin(), feature_columns.end(), feature_columns[i]) > 1)
       throw UsageError("data.features names column '" + header[feature_columns[i]] + "' twice", "list each feature column once");
   }
-  if (columns) {
-    columns->features.clear();
-    for (const auto c : feature_columns) columns->features.push_back(header[c]);
-    columns->unnamed = unnamed;
+  const bool features_listed = spec.features_origin == "data.features" && !spec.features.empty();
+  const auto category_columns = categorical_columns(spec, header, feature_columns, label_columns, excluded, features_listed, column_of);
+  std::vector<std::size_t> number_columns;
+  for (const auto c : feature_columns)
+    if (std::find(category_columns.begin(), category_columns.end(), c) == category_columns.end()) number_columns.push_back(c);
+  csv::Table table;
+  table.path = path;
+  table.unnamed = unnamed;
+  for (const auto c : feature_columns) {
+    table.features.push_back(header[c]);
+    const auto k = std::find(category_columns.begin(), category_columns.end(), c) - category_columns.begin();
+    table.category_of.push_back(k < static_cast<std::ptrdiff_t>(category_columns.size()) ? static_cast<int>(k) : -1);
   }
 
   // A validation file's class names are the training file's, with their ids.
@@ -402,15 +521,18 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   RowFormat format{path,
                    delimiter,
                    header,
-                   feature_columns,
+                   number_columns,
                    label_columns,
                    spec.classification,
                    spec.classification && labels_are_names(rows_text, path, delimiter, label_columns.front()),
                    ids.empty() ? nullptr : &ids,
                    std::vector<int>(header.size(), -1),
-                   spec.features_origin == "data.features" && !spec.features.empty(),
-                   spec.exclude};
-  for (std::size_t k = 0; k < feature_columns.size(); ++k) format.feature_slot[feature_columns[k]] = static_cast<int>(k);
+                   features_listed,
+                   spec.exclude,
+                   feature_columns,
+                   category_columns,
+                   spec.categorical};
+  for (std::size_t k = 0; k < number_columns.size(); ++k) format.feature_slot[number_columns[k]] = static_cast<int>(k);
 
   std::vector<ParsedRows> parts;
   try {
@@ -419,12 +541,17 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
     csv::throw_missing_values(first, rows_text, records.next_line(), format);
   }
 
-  const auto width = static_cast<std::int64_t>(feature_columns.size());
+  const auto width = static_cast<std::int64_t>(number_columns.size());
   std::int64_t rows = 0;
-  for (const auto& part : parts) rows += static_cast<std::int64_t>(part.features.size()) / width;
+  for (const auto& part : parts) rows += part.rows;
   if (rows == 0) throw UsageError("'" + path + "' has a header but no rows", "add one row per sample");
+  for (std::size_t k = 0; k < category_columns.size(); ++k) {  // the stretches' categories, numbered over the file
+    std::vector<csv::Coded> pieces;
+    for (auto& part : parts) pieces.push_back(part.categories[k].take());
+    table.categories.push_back(csv::merge_categories(std::move(pieces), known_categories(spec, header[category_columns[k]])));
+  }
   const auto targets_per_row = static_cast<std::int64_t>(spec.classification ? 1 : label_columns.size());
-  TensorDataset set;
+  auto& set = table.set;
   set.inputs = at::empty({rows, width}, at::kFloat);
   auto values = at::empty({format.label_names ? 0 : rows, targets_per_row}, at::kDouble);
   std::vector<std::string> label_names;
@@ -438,7 +565,7 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   }
   if (!format.label_names) {
     set.targets = spec.classification ? values.squeeze(1).to(at::kLong) : values.to(at::kFloat);
-    return set;
+    return table;
   }
   if (ids.empty()) {  // a training file: ids in the sorted order of the names
     for (const auto& n : label_names) ids.emplace(n, 0);
@@ -451,7 +578,12 @@ TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector
   set.targets = at::empty({rows}, at::kLong);
   auto* t = set.targets.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < rows; ++i) t[i] = ids.at(label_names[static_cast<std::size_t>(i)]);
-  return set;
+  return table;
+}
+
+TensorDataset read_csv(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names, CsvColumns* columns,
+                       const ReadProgress& progress) {
+  return csv::finish_table(csv::read_table(path, spec, class_names, progress), spec, columns);
 }
 
 }  // namespace gputrain::data

@@ -96,9 +96,10 @@ void count_missing(const Stretch& stretch, const RowFormat& format, MissingCount
     for (const auto c : format.feature_columns) read.push_back(python_quoted(header[c]));
     for (const auto c : format.label_columns) read.push_back(python_quoted(header[c]));
     subset = "subset=[" + core::join(read) + "]";
-  } else if (!format.excluded.empty()) {
+  } else if (!format.excluded.empty() || !format.category_columns.empty()) {  // a missing category is none: its row stays
     std::vector<std::string> excluded;
     for (const auto& name : format.excluded) excluded.push_back(python_quoted(name));
+    for (const auto c : format.category_columns) excluded.push_back(python_quoted(format.header[c]));
     subset = "subset=df.columns.difference([" + core::join(excluded) + "])";
   }
   std::vector<std::size_t> feature_columns;

@@ -10,6 +10,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
+#include "csv_table.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -51,19 +52,17 @@ std::vector<std::string> csv_parts(const std::string& path) {
 TensorDataset read_csv_parts(const std::vector<std::string>& parts, const CsvSpec& spec, std::vector<std::string>* class_names,
                              CsvColumns* columns, const ReadProgress& progress) {
   const bool known_names = class_names && !class_names->empty();  // a validation table: the training classes' ids
-  std::vector<TensorDataset> sets;
+  std::vector<csv::Table> tables;
   std::vector<std::vector<std::string>> names_of(parts.size());
-  CsvColumns first_columns;
   CsvSpec part_spec = spec;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     auto* names = known_names ? class_names : &names_of[i];
-    sets.push_back(read_csv(parts[i], part_spec, names, i == 0 ? &first_columns : nullptr, progress));
+    tables.push_back(csv::read_table(parts[i], part_spec, names, progress));
     if (i == 0) {  // the others read the first part's features, by name and in its order
-      part_spec.features = first_columns.features;
+      part_spec.features = tables.front().features;
       part_spec.features_origin = "a feature column of " + parts[0];
     }
   }
-  if (columns) *columns = first_columns;
   if (spec.classification && !known_names) {
     // Each part numbered its own names in sorted order: renumber them in the order of all names.
     const auto named = [](const std::vector<std::string>& names) { return !names.empty(); };
@@ -82,17 +81,13 @@ TensorDataset read_csv_parts(const std::vector<std::string>& parts, const CsvSpe
       for (std::size_t i = 0; i < parts.size(); ++i) {
         std::vector<std::int64_t> ids;
         for (const auto& name : names_of[i]) ids.push_back(std::lower_bound(all.begin(), all.end(), name) - all.begin());
-        sets[i].targets = at::tensor(ids, at::kLong).index_select(0, sets[i].targets);
+        tables[i].set.targets = at::tensor(ids, at::kLong).index_select(0, tables[i].set.targets);
       }
       if (class_names) *class_names = all;
     }
   }
-  std::vector<at::Tensor> inputs, targets;
-  for (const auto& set : sets) {
-    inputs.push_back(set.inputs);
-    targets.push_back(set.targets);
-  }
-  return {at::cat(inputs), at::cat(targets)};
+  // Categories are numbered over all parts, as class names are.
+  return csv::finish_table(csv::join_tables(std::move(tables), spec), spec, columns);
 }
 
 }  // namespace gputrain::data

@@ -14,7 +14,7 @@ std::string leaving_out(const RowFormat& format, const std::vector<std::size_t>&
     return " with data.exclude: [" + core::join(excluded) + "]";
   }
   std::vector<std::string> others;
-  for (const auto other : format.feature_columns)
+  for (const auto other : format.model_columns)
     if (std::find(columns.begin(), columns.end(), other) == columns.end()) others.push_back(format.header[other]);
   return others.empty() ? std::string() : " with data.features: [" + core::join(others) + "]";
 }

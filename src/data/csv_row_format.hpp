@@ -16,7 +16,7 @@ struct RowFormat {
   const std::string& path;
   char delimiter;
   const std::vector<std::string>& header;
-  const std::vector<std::size_t>& feature_columns;
+  const std::vector<std::size_t>& feature_columns;   // the features read as numbers
   const std::vector<std::size_t>& label_columns;
   bool classification;
   bool label_names;                                  // classes by name ("setosa"), not id: the first row decides
@@ -24,6 +24,9 @@ struct RowFormat {
   std::vector<int> feature_slot;                     // per header column: its place among the features, or -1
   bool features_listed;                              // the user listed data.features (else: all columns but data.exclude)
   const std::vector<std::string>& excluded;          // data.exclude
+  const std::vector<std::size_t>& model_columns;     // every feature, numbers and categories, in the model's order
+  const std::vector<std::size_t>& category_columns;  // the features of categories (data.categorical), in that order
+  const std::vector<std::string>& categorical;       // data.categorical, as the user wrote it
 };
 
 /// How a user leaves `columns` out, in the key they use: " with data.features: [...]" without

@@ -179,18 +179,32 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
 // "features a, b, c; label y" (or "labels y1, y2"): up to 8 feature names, else the first 6 and the count.
 std::string csv_columns_text(const CsvColumns& columns, const std::vector<std::string>& labels) {
   constexpr std::size_t kShown = 8, kWhenCut = 6;
-  const auto& features = columns.features;
+  std::vector<std::string> features;  // a column of categories with their count: "Sex (2 categories)"
+  for (const auto& name : columns.features) {
+    const auto column = std::find_if(columns.categories.begin(), columns.categories.end(), [&](const CsvCategories& c) { return c.column == name; });
+    features.push_back(column == columns.categories.end() ? name
+                                                          : name + " (" + std::to_string(column->values.size()) + (column->values.size() == 1 ? " category)" : " categories)"));
+  }
   std::string names;
+  const auto inputs = columns.inputs.size() == features.size() ? "" : core::counted(static_cast<std::int64_t>(columns.inputs.size()), "input");
   if (features.size() <= kShown) {
-    names = core::join(features);
+    names = core::join(features) + (inputs.empty() ? "" : ": " + inputs);
   } else {
     names = core::join(std::vector<std::string>(features.begin(), features.begin() + kWhenCut)) + ", ... (" +
-            std::to_string(features.size()) + " columns)";
+            std::to_string(features.size()) + " columns" + (inputs.empty() ? "" : ", " + inputs) + ")";
   }
   std::vector<std::string> unnamed;
   for (const auto position : columns.unnamed) unnamed.push_back(std::to_string(position));
   return (features.size() == 1 ? "feature " : "features ") + names + (labels.size() == 1 ? "; label " : "; labels ") + core::join(labels) +
          (unnamed.empty() ? "" : (unnamed.size() == 1 ? "; unnamed column " : "; unnamed columns ") + core::join(unnamed) + " left out");
+}
+
+// A validation file's categories the training file lacks: read as none of its categories, which
+// the model has not learnt from.
+std::string unseen_categories_note(const CsvCategories& column, std::int64_t rows) {
+  return "data.val_path: " + core::counted(column.unseen_rows, "row") + " of " + std::to_string(rows) + " hold" + (column.unseen_rows == 1 ? "s" : "") +
+         " a category of '" + column.column + "' that the training data lacks (such as '" + column.unseen_example +
+         "'): read as none of its categories, all of its one-hot columns 0";
 }
 
 std::int64_t classes_of(const TensorDataset& set) { return set.size() > 0 ? set.targets.max().item<std::int64_t>() + 1 : 0; }
@@ -245,6 +259,7 @@ Sources open_unchecked(const SourceSpec& spec) {
     };
     CsvSpec csv{spec.features, spec.labels, classification};
     csv.exclude = spec.exclude;
+    csv.categorical = spec.categorical;
     CsvColumns columns;
     std::string what;
     const auto train = read_table(spec.path, csv, &columns, what);
@@ -255,13 +270,20 @@ Sources open_unchecked(const SourceSpec& spec) {
     if (!spec.val_path.empty()) {
       // The training file's feature columns, by name: a validation file whose columns are in
       // another order must still give the model each feature in its place.
-      const CsvSpec val_csv{columns.features, spec.labels, classification, ',', "a feature column of data.path", spec.exclude};
-      const auto val = read_for("data.val_path", [&] { return read_table(spec.val_path, val_csv, nullptr, what); });
+      // Its categories are the training file's, each input column in its place.
+      const CsvSpec val_csv{columns.features, spec.labels, classification, ',', "a feature column of data.path", spec.exclude, spec.categorical,
+                            columns.categories};
+      CsvColumns val_columns;
+      const auto val = read_for("data.val_path", [&] { return read_table(spec.val_path, val_csv, &val_columns, what); });
       classes = classification ? std::max(classes, classes_of(val)) : 0;
       out.val = make_array_dataset(val, what + core::counted(val.size(), "sample") + ")", base(spec.val_path));
+      for (const auto& column : val_columns.categories)
+        if (column.unseen_rows > 0) out.notes.push_back(unseen_categories_note(column, val.size()));
     }
     out.classes = out.class_names.empty() ? classes : static_cast<std::int64_t>(out.class_names.size());
-    out.feature_names = columns.features;
+    out.feature_names = columns.inputs;
+    out.feature_columns = columns.features;
+    out.categories = columns.categories;
     return out;
   }
   bool known = false;

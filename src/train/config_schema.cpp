@@ -374,6 +374,7 @@ std::vector<Field> make_schema() {
                         "a file (npy), key (npz, safetensors), or column or list of columns (csv)"),
     string_list_field("data.features", [](auto& c) -> auto& { return c.data.features; }),
     string_list_field("data.exclude", [](auto& c) -> auto& { return c.data.exclude; }),
+    string_list_field("data.categorical", [](auto& c) -> auto& { return c.data.categorical; }),
     optional_string_field("data.val_path", [](auto& c) -> auto& { return c.data.val_path; }, "a path to the validation data"),
     optional_string_field("data.val_labels", [](auto& c) -> auto& { return c.data.val_labels; }, "a path to the validation labels' .npy file"),
     {"data.image_size", [](Config& c, const FieldValue& v) { c.data.image_size = parse_image_size(v); },
@@ -506,6 +507,9 @@ void check_consistency(const Config& c) {
   if (!c.data.exclude.empty() && c.data.source != "csv")
     inconsistent("data.exclude names CSV columns, but data.source is " + c.data.source,
                  c.data.features.empty() ? "remove data.exclude" : "remove data.exclude; data.features picks the features' array");
+  if (!c.data.categorical.empty() && c.data.source != "csv")
+    inconsistent("data.categorical names CSV columns of categories, but data.source is " + c.data.source,
+                 "remove data.categorical; one-hot encode the categories into the arrays first");
   if (!c.data.exclude.empty() && !c.data.features.empty())
     inconsistent("data.exclude and data.features are both set: the features are either listed or all but some",
                  "keep one: data.features lists the columns to read, data.exclude the ones to leave out of all the others");

@@ -70,8 +70,8 @@ std::string id_column_hint(const Config& config, const data::Dataset& train, con
   if (names.empty()) {
     fix += std::string("drop ") + (one ? "that column" : "those columns") + " from the inputs' array";
   } else if (!d.features.empty()) {
-    std::vector<std::string> kept;
-    for (const auto& name : names)
+    std::vector<std::string> kept;  // the user's list, not the inputs: a column of categories is one name there
+    for (const auto& name : d.features)
       if (std::find(left_out.begin(), left_out.end(), name) == left_out.end()) kept.push_back(name);
     fix += "leave " + them + " out of data.features: [" + core::join(kept) + "]";
   } else {

@@ -87,6 +87,7 @@ RunData open_data(Config& config) {
   spec.labels = d.labels;
   spec.features = d.features;
   spec.exclude = d.exclude;
+  spec.categorical = d.categorical;
   spec.val_path = d.val_path;
   spec.val_labels = d.val_labels;
   spec.image_size = d.image_size;

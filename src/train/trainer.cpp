@@ -52,6 +52,11 @@ std::map<std::string, std::string> weights_metadata(const Config& config, const 
     metadata["data.features"] = nlohmann::json(data.sources.feature_names).dump();
     metadata["data.labels"] = nlohmann::json(config.data.labels).dump();
   }
+  if (!data.sources.categories.empty()) {  // {"Sex": ["female", "male"]}: input "Sex=male" is 1 where the cell is "male"
+    nlohmann::json categories = nlohmann::json::object();
+    for (const auto& column : data.sources.categories) categories[column.column] = column.values;
+    metadata["data.categories"] = categories.dump();
+  }
   if (!data.sources.class_names.empty()) metadata["data.class_names"] = nlohmann::json(data.sources.class_names).dump();
   const auto list = [](const std::vector<double>& values) {
     std::ostringstream text;

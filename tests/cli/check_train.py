@@ -326,6 +326,25 @@ def check_predict(workdir, command):
         fail(f"targets: predict.py's MAE {mae}; the run's val MAE {epoch['val_mae']}")
     print(f"targets: predict.py's MAE {mae:.2f} is the run's val MAE {epoch['val_mae']:.2f}")
 
+    # Columns of categories one-hot encoded (data.categorical): text, and numbers as categories
+    # ("10" after "2"); in the validation file a missing cell and a category the training file lacks.
+    def pet(i):
+        colour, grade = ["red", "green", "blue"][i % 3], ["1", "2", "10"][(i // 3) % 3]
+        return [colour, grade, round(rng.normal(), 3), int((colour == "red") != (grade == "10"))]
+    rows = [pet(i) for i in range(540)]
+    rows[500][0], rows[501][0] = "", "purple"
+    table, epoch = train_and_predict("categories", rows[:450], rows[450:], ["colour", "grade", "noise", "label"],
+                                     ["--set", "data.labels=label", "--set", "data.categorical=[colour, grade]",
+                                      "--set", "model.name=mlp", "--set", "model.hidden=[32]", "--set", "optimizer.lr=0.01"])
+    with open(os.path.join(workdir, "categories", "model.safetensors"), "rb") as f:  # the header: its length, then JSON
+        meta = json.loads(f.read(int.from_bytes(f.read(8), "little")))["__metadata__"]
+    if json.loads(meta["data.categories"]) != {"colour": ["blue", "green", "red"], "grade": ["1", "2", "10"]}:
+        fail(f"categories: the weights' data.categories is {meta['data.categories']}")
+    accuracy = np.mean([int(row[0]) == truth[3] for row, truth in zip(table[1:], rows[450:])])
+    if len(table) != 91 or abs(accuracy - epoch["val_accuracy"]) > 1e-9 or accuracy < 0.8:  # chance: 0.56
+        fail(f"categories: predict.py's accuracy {accuracy} over {len(table) - 1} rows; the run's val accuracy {epoch['val_accuracy']}")
+    print(f"categories: predict.py's accuracy {accuracy:.4f} is the run's val accuracy")
+
 
 def main():
     if len(sys.argv) < 5 or sys.argv[3] != "--":

@@ -31,6 +31,7 @@ struct SourceSpec {
   std::string val_path, val_labels;
   std::vector<std::string> features;
   std::vector<std::string> exclude;        ///< csv: columns left out of the default features
+  std::vector<std::string> categorical;    ///< csv: feature columns of categories, read as one-hot columns
   std::vector<std::int64_t> image_size{224, 224};  ///< image_folder: height, width
   SyntheticSpec synthetic;                 ///< synthetic only
   std::int64_t samples = 0, val_samples = 0;
@@ -43,7 +44,9 @@ struct Sources {
   std::shared_ptr<const Dataset> train, val;  ///< val is null when there is no validation data
   std::int64_t classes = 0;                   ///< classification: from the labels (max id + 1) or the folders
   std::vector<std::string> class_names;       ///< image folders and CSV label names
-  std::vector<std::string> feature_names;     ///< CSV: the feature columns, in the inputs' order; empty for arrays
+  std::vector<std::string> feature_names;     ///< CSV: the inputs' names, in their order ("Sex=male" for a category); empty for arrays
+  std::vector<std::string> feature_columns;   ///< CSV: the feature columns read, in the model's order
+  std::vector<CsvCategories> categories;      ///< CSV: data.categorical's columns and their categories
   std::vector<std::string> notes;             ///< what a run says of the files before training (images in formats not read)
 };
 

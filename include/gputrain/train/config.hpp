@@ -38,6 +38,7 @@ struct DataConfig {
   std::vector<std::string> labels;    ///< npy: the labels' .npy file; npz/safetensors: key; csv: column(s), several for regression
   std::vector<std::string> features;  ///< npz/safetensors: the features' key; csv: columns (empty: all but the label)
   std::vector<std::string> exclude;   ///< csv: columns left out of the default features (an id, a date)
+  std::vector<std::string> categorical;  ///< csv: feature columns of categories, one-hot encoded ("Sex=female", "Sex=male")
   std::string val_path, val_labels;   ///< validation data in the same format (mnist/cifar10: found beside)
   std::vector<std::int64_t> image_size = {224, 224};  ///< image_folder: height, width after resize and centre crop
   std::vector<std::int64_t> shape = {3, 32, 32};  ///< synthetic: shape of one sample (files: read from the data)

@@ -89,7 +89,7 @@ TEST(Csv, ALargeFileReadsTheSameOnSeveralThreads) {
       const bool bad = std::find(bad_rows.begin(), bad_rows.end(), i) != bad_rows.end();
       if (bad && bad_lines) bad_lines->push_back(line);
       out << i << ',' << i * 0.25 << ',' << (bad ? "oops" : std::to_string(-i)) << ','
-          << (i % 9 == 0 ? "\"a note,\nover two lines\"" : "plain text") << ',' << (i % 5 == 0 ? "cat" : "dog") << '\n';
+          << (i % 9 == 0 ? "\"a note,\nover two lines\"" : i < 150000 ? "plain text" : "later text") << ',' << (i % 5 == 0 ? "cat" : "dog") << '\n';
       line += i % 9 == 0 ? 2 : 1;
     }
   };
@@ -111,6 +111,21 @@ TEST(Csv, ALargeFileReadsTheSameOnSeveralThreads) {
   EXPECT_EQ(three_names, (std::vector<std::string>{"cat", "dog"}));
   EXPECT_EQ(one_names, three_names);
   EXPECT_EQ(three.inputs[249999][1].item<float>(), -249999.0f);
+
+  // A column of categories: each stretch numbers the ones it meets, the file's are sorted.
+  CsvSpec by_category{{"a", "note"}, {"label"}, true};
+  by_category.categorical = {"note"};
+  CsvColumns columns;
+  const auto categories = [&] {
+    Threads threads(3);
+    return read_csv(path, by_category, nullptr, &columns);
+  }();
+  EXPECT_EQ(columns.inputs, (std::vector<std::string>{"a", "note=a note,\nover two lines", "note=later text", "note=plain text"}));
+  const auto row = at::arange(250000, at::kLong);
+  const auto noted = row.remainder(9).eq(0);
+  EXPECT_TRUE(at::equal(categories.inputs.select(1, 1), noted.to(at::kFloat)));
+  EXPECT_TRUE(at::equal(categories.inputs.select(1, 2), (~noted & row.ge(150000)).to(at::kFloat)));
+  EXPECT_TRUE(at::equal(categories.inputs.select(1, 3), (~noted & row.lt(150000)).to(at::kFloat)));
 
   std::vector<std::int64_t> bad_lines;
   write({200000, 140000}, &bad_lines);  // in the last stretch and in the middle one

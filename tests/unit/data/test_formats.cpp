@@ -21,37 +21,16 @@
 #include "gputrain/data/sample_stats.hpp"
 #include "gputrain/data/sources.hpp"
 #include "support/scratch_folder.hpp"
+#include "support/usage_errors.hpp"
 
 using namespace gputrain;
 using namespace gputrain::data;
+using test_support::usage_error;
+using test_support::usage_error_and_fix;
 
 namespace {
 
 std::string fixture(const std::string& name) { return std::string(GPUTRAIN_FORMAT_FIXTURES) + "/" + name; }
-
-// The UsageError `call` throws, as text; fails the test when it throws nothing or something else.
-template <typename F>
-std::string usage_error(F&& call) {
-  try {
-    call();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a UsageError";
-  return "";
-}
-
-// The same, with its fix after a newline.
-template <typename F>
-std::string usage_error_and_fix(F&& call) {
-  try {
-    call();
-  } catch (const UsageError& e) {
-    return std::string(e.what()) + "\n" + e.remedy();
-  }
-  ADD_FAILURE() << "expected a UsageError";
-  return "";
-}
 
 at::Tensor reference() { return at::arange(60, at::kDouble).reshape({3, 4, 5}); }
 
@@ -319,8 +298,9 @@ TEST(Csv, NumbersWrittenForPeopleAreNamedWithTheConversion) {
 TEST(Csv, BadCellsNameTheLineAndColumn) {
   const auto bad = usage_error([] { read_csv(fixture("bad/bad_cell.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(bad.find("bad_cell.csv:3: column 'b' (2): 'oops' is not a number"), std::string::npos) << bad;
-  // All-but-label includes the text column: from its first row on, so the fix is to leave it out,
-  // in the key the user chose: data.exclude when they did not list the features.
+  // All-but-label includes the text column: from its first row on, so the fix is to one-hot encode
+  // its categories or leave it out, in the key the user chose: data.exclude when they did not list
+  // the features.
   const auto text_column_fix = [](CsvSpec spec) -> std::string {
     try {
       read_csv(fixture("csv/iris.csv"), spec);
@@ -332,17 +312,16 @@ TEST(Csv, BadCellsNameTheLineAndColumn) {
     return "";
   };
   EXPECT_EQ(text_column_fix(CsvSpec{{}, {"species"}, true}),
-            "column 'note' holds text from its first row on: leave it out with data.exclude: [note], or turn it into numbers first "
-            "(category codes or one-hot columns)");
+            "column 'note' holds text: one-hot encode it with data.categorical: [note], or leave it out with data.exclude: [note]");
   CsvSpec excluding{{}, {"species"}, true};
   excluding.exclude = {"sepal_width"};
-  EXPECT_NE(text_column_fix(excluding).find("leave it out with data.exclude: [sepal_width, note],"), std::string::npos);
+  EXPECT_NE(text_column_fix(excluding).find("leave it out with data.exclude: [sepal_width, note]"), std::string::npos);
   EXPECT_NE(text_column_fix(CsvSpec{{"sepal_length", "note", "sepal_width"}, {"species"}, true})
-                .find("leave it out with data.features: [sepal_length, sepal_width],"),
+                .find("leave it out with data.features: [sepal_length, sepal_width]"),
             std::string::npos);
-  EXPECT_NE(text_column_fix(CsvSpec{{"note"}, {"species"}, true}).find("leave it out, or turn it"), std::string::npos);
-  // Every text column of the first row is named at once, so that one edit leaves them all out;
-  // a date column is named as one, with a way to make numbers of it.
+  EXPECT_NE(text_column_fix(CsvSpec{{"note"}, {"species"}, true}).find("[note], or leave it out"), std::string::npos);
+  // Every text column of the first row is named at once, so that one edit fixes them all: a
+  // category column is one-hot encoded, a date column is named as one, with a way to make numbers of it.
   try {
     read_csv(fixture("bad/text_columns.csv"), CsvSpec{{}, {"load"}, false});
     ADD_FAILURE() << "read text columns as features";
@@ -350,9 +329,9 @@ TEST(Csv, BadCellsNameTheLineAndColumn) {
     EXPECT_NE(std::string(e.what()).find("text_columns.csv:2: column 'when' (2): '2024-01-01 00:00:00' is not a number"), std::string::npos)
         << e.what();
     EXPECT_EQ(e.remedy(),
-              "columns 'when', 'city' hold text from their first row on: leave them out with data.exclude: [when, city], or turn them into "
-              "numbers first (category codes or one-hot columns; the dates in 'when' as, e.g., their hour or day of the year: pandas' "
-              "pd.to_datetime(df['when']).dt.dayofyear)");
+              "columns 'when', 'city' hold text: one-hot encode 'city' with data.categorical: [city]; leave 'when' out with "
+              "data.exclude: [when], or turn the dates in 'when' into numbers first, e.g. their hour or day of the year: pandas' "
+              "pd.to_datetime(df['when']).dt.dayofyear");
   }
   try {  // a bad cell further down is a bad row
     read_csv(fixture("bad/bad_cell.csv"), CsvSpec{{}, {"label"}, true});

@@ -156,6 +156,12 @@ TEST(Config, DataExcludeIsForCsvAndNotBesideDataFeatures) {
             std::string::npos);
 }
 
+TEST(Config, DataCategoricalIsForCsv) {
+  EXPECT_NE(error_of({{}, {"data.source=npy", "data.path=x.npy", "data.labels=y.npy", "data.categorical=[colour]"}, ""})
+                .find("data.categorical names CSV columns of categories, but data.source is npy"),
+            std::string::npos);
+}
+
 // Users bring other tools' names along; those whose meaning is the same here are translated.
 TEST(Config, AnotherToolsNameForAKeyIsTranslated) {
   EXPECT_NE(error_of({{}, {"max_epochs=3"}, ""}).find("unknown key 'max_epochs'; Lightning's max_epochs is train.epochs here"), std::string::npos);

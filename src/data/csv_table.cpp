@@ -1,0 +1,127 @@
+#include "csv_table.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+
+namespace gputrain::data::csv {
+namespace {
+
+// The settings that leave feature `column` out: without it in data.categorical, and out of the
+// features in the key the user chose (data.features when they listed them, else data.exclude).
+std::string leaving_out_category(const std::string& column, const CsvSpec& spec, const std::vector<std::string>& features) {
+  std::vector<std::string> categorical;
+  for (const auto& name : spec.categorical)
+    if (name != column) categorical.push_back(name);
+  const auto category_key = categorical.empty() ? "remove data.categorical" : "data.categorical: [" + core::join(categorical) + "]";
+  if (spec.features_origin == "data.features" && !spec.features.empty()) {
+    std::vector<std::string> kept;
+    for (const auto& name : features)
+      if (name != column) kept.push_back(name);
+    if (kept.empty()) return category_key + ", and give the model other features";
+    return category_key + " and data.features: [" + core::join(kept) + "]";
+  }
+  auto excluded = spec.exclude;
+  excluded.push_back(column);
+  return category_key + " and data.exclude: [" + core::join(excluded) + "]";
+}
+
+// A column found to hold no categories worth one-hot columns each.
+void check_categories(const Table& table, const std::string& column, const Coded& coded, const CsvSpec& spec) {
+  const auto with_value = static_cast<std::int64_t>(std::count_if(coded.codes.begin(), coded.codes.end(), [](std::int32_t c) { return c >= 0; }));
+  const auto values = coded.values.size();
+  const auto where = "column '" + column + "' of '" + table.path + "' (data.categorical) ";
+  const auto leave = leaving_out_category(column, spec, table.features);
+  if (values == 0)
+    throw UsageError(where + "has no value: each of its " + core::counted(static_cast<std::int64_t>(coded.codes.size()), "row") + " misses one",
+                     "leave it out: " + leave);
+  if (reads_as_categories(values, with_value)) return;
+  const auto counts = core::counted(static_cast<std::int64_t>(values), "different value") + " in its " +
+                      core::counted(with_value, "row") + (with_value < static_cast<std::int64_t>(coded.codes.size()) ? " with one" : "");
+  if (values > kMostCategories && static_cast<std::int64_t>(2 * values) <= with_value)
+    throw UsageError(where + "has " + counts + ": more than " + std::to_string(kMostCategories) +
+                         " categories, each an input column",
+                     "turn it into fewer numbers first (group its rare categories, or use each category's frequency), or leave it out: " + leave);
+  throw UsageError(where + "has " + counts + ": a new value in most rows, as names, ids and free text have, not categories",
+                   "leave it out: " + leave);
+}
+
+}  // namespace
+
+Table join_tables(std::vector<Table> parts, const CsvSpec& spec) {
+  Table joined;
+  joined.path = parts.front().path;
+  joined.features = parts.front().features;
+  joined.category_of = parts.front().category_of;
+  joined.unnamed = parts.front().unnamed;
+  std::vector<at::Tensor> inputs, targets;
+  for (const auto& part : parts) {
+    inputs.push_back(part.set.inputs);
+    targets.push_back(part.set.targets);
+  }
+  joined.set = {at::cat(inputs), at::cat(targets)};
+  for (std::size_t k = 0; k < parts.front().categories.size(); ++k) {
+    std::vector<Coded> pieces;
+    for (auto& part : parts) pieces.push_back(std::move(part.categories[k]));
+    joined.categories.push_back(merge_categories(std::move(pieces), spec.categories.empty() ? nullptr : &spec.categories[k].values));
+  }
+  return joined;
+}
+
+TensorDataset finish_table(Table table, const CsvSpec& spec, CsvColumns* columns) {
+  std::vector<std::string> names;  // the categorical columns', in the features' order
+  for (std::size_t f = 0; f < table.features.size(); ++f)
+    if (table.category_of[f] >= 0) names.push_back(table.features[f]);
+  if (spec.categories.empty())
+    for (std::size_t k = 0; k < table.categories.size(); ++k) check_categories(table, names[k], table.categories[k], spec);
+  if (columns) {
+    columns->features = table.features;
+    columns->unnamed = table.unnamed;
+    columns->inputs.clear();
+    columns->categories.clear();
+    for (std::size_t f = 0; f < table.features.size(); ++f) {
+      const auto k = table.category_of[f];
+      if (k < 0) {
+        columns->inputs.push_back(table.features[f]);
+        continue;
+      }
+      const auto& coded = table.categories[static_cast<std::size_t>(k)];
+      for (const auto& value : coded.values) columns->inputs.push_back(table.features[f] + "=" + value);
+      columns->categories.push_back({table.features[f], coded.values, coded.unseen_rows, coded.unseen_example});
+    }
+  }
+  if (table.categories.empty()) return std::move(table.set);
+
+  // Each feature's first input column; a column of categories takes one per category.
+  const auto rows = table.set.inputs.size(0);
+  std::vector<std::int64_t> first_input;
+  std::int64_t width = 0;
+  for (std::size_t f = 0; f < table.features.size(); ++f) {
+    first_input.push_back(width);
+    const auto k = table.category_of[f];
+    width += k < 0 ? 1 : static_cast<std::int64_t>(table.categories[static_cast<std::size_t>(k)].values.size());
+  }
+  auto inputs = at::zeros({rows, width}, at::kFloat);
+  const auto numbers = table.set.inputs.contiguous();
+  const auto number_width = numbers.size(1);
+  const float* number = numbers.data_ptr<float>();
+  float* out = inputs.data_ptr<float>();
+  for (std::int64_t r = 0; r < rows; ++r, out += width) {
+    std::int64_t n = 0;
+    for (std::size_t f = 0; f < table.features.size(); ++f) {
+      const auto k = table.category_of[f];
+      if (k < 0) {
+        out[first_input[f]] = number[r * number_width + n++];
+        continue;
+      }
+      const auto code = table.categories[static_cast<std::size_t>(k)].codes[static_cast<std::size_t>(r)];
+      if (code >= 0) out[first_input[f] + code] = 1.0F;
+    }
+  }
+  return {inputs, table.set.targets};
+}
+
+}  // namespace gputrain::data::csv

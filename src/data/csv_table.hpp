@@ -1,0 +1,38 @@
+#pragma once
+// A CSV file read as numbers and numbered categories, before its columns of categories are spread
+// into one-hot input columns: read_csv finishes one file's table at once; read_csv_parts joins its
+// parts' tables first, so that the categories are those of the whole table.
+
+#include <string>
+#include <vector>
+
+#include "gputrain/data/csv_format.hpp"
+#include "gputrain/data/tensor_dataset.hpp"
+#include "csv_categories.hpp"
+
+namespace gputrain::data::csv {
+
+struct Table {
+  std::string path;                   // the file (a table in parts: its first part), for errors
+  TensorDataset set;                  // inputs: the feature columns of numbers, in the model's order
+  std::vector<std::string> features;  // every feature column, in the model's order
+  std::vector<int> category_of;       // per feature: its column's place in `categories`; -1 for a column of numbers
+  std::vector<Coded> categories;      // data.categorical's columns, in the features' order
+  std::vector<std::size_t> unnamed;   // 1-based positions of header cells with no name
+};
+
+/// One file's table (read_csv's work but the one-hot columns).
+Table read_table(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names, const ReadProgress& progress);
+
+/// A table's parts as one: their rows in order, each column's categories merged (among
+/// `spec.categories` when they are given). The parts share the first part's features.
+Table join_tables(std::vector<Table> parts, const CsvSpec& spec);
+
+/// The dataset the model reads: each column of categories spread into one input column per
+/// category, in its place among the features. Found categories (spec.categories empty) are
+/// checked to be categories: a column with a new value in most rows (names, ids, free text), more
+/// than kMostCategories, or no value at all is a UsageError with the settings that leave it out.
+/// `columns`, when given, receives the features, the inputs' names and the categories.
+TensorDataset finish_table(Table table, const CsvSpec& spec, CsvColumns* columns);
+
+}  // namespace gputrain::data::csv
