@@ -35,9 +35,13 @@ void CategoryCodes::add(std::string_view cell) {
     coded_.codes.push_back(-1);
     return;
   }
-  const auto [at, inserted] = index_.emplace(std::string(cell), static_cast<std::int32_t>(coded_.values.size()));
-  if (inserted) coded_.values.emplace_back(cell);
-  coded_.codes.push_back(at->second);
+  key_.assign(cell.data(), cell.size());  // into the same buffer: no allocation per cell
+  auto found = index_.find(key_);
+  if (found == index_.end()) {
+    found = index_.emplace(key_, static_cast<std::int32_t>(coded_.values.size())).first;
+    coded_.values.push_back(key_);
+  }
+  coded_.codes.push_back(found->second);
 }
 
 Coded CategoryCodes::take() {

@@ -28,6 +28,7 @@ class CategoryCodes {
 
  private:
   std::unordered_map<std::string, std::int32_t> index_;
+  std::string key_;
   Coded coded_;
 };
 

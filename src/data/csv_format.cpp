@@ -389,7 +389,7 @@ std::vector<ParsedRows> parse_in_stretches(std::string_view text, std::int64_t f
 }
 
 // data.categorical's columns, in the features' order. Each must be a feature: not a label (a
-// label of names is read as class names already), not left out, and listed when the features are.
+// label holds classes already), not left out, and listed when the features are.
 template <typename ColumnOf>
 std::vector<std::size_t> categorical_columns(const CsvSpec& spec, const std::vector<std::string>& header, const std::vector<std::size_t>& features,
                                              const std::vector<std::size_t>& labels, const std::vector<std::size_t>& excluded, bool features_listed,
@@ -410,8 +410,11 @@ std::vector<std::size_t> categorical_columns(const CsvSpec& spec, const std::vec
       std::vector<std::string> listed;
       for (const auto f : features) listed.push_back(header[f]);
       listed.push_back(name);
-      throw UsageError("data.categorical names column '" + name + "', which " + (features_listed ? "data.features does not list" : spec.features_origin + " is not"),
-                       features_listed ? "add it to data.features: [" + core::join(listed) + "]" : "read the same columns in every file");
+      if (features_listed)
+        throw UsageError("data.categorical names column '" + name + "', which data.features does not list",
+                         "add it to data.features: [" + core::join(listed) + "]");
+      throw UsageError("data.categorical names column '" + name + "', which is not among the features (" + spec.features_origin + ")",
+                       "read the same columns in every file");
     }
     named.push_back(c);
   }
