@@ -3,9 +3,11 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
+#include "csv_records.hpp"
 
 namespace gputrain::data::csv {
 namespace {
@@ -95,32 +97,54 @@ TensorDataset finish_table(Table table, const CsvSpec& spec, CsvColumns* columns
   }
   if (table.categories.empty()) return std::move(table.set);
 
-  // Each feature's first input column; a column of categories takes one per category.
-  const auto rows = table.set.inputs.size(0);
-  std::vector<std::int64_t> first_input;
-  std::int64_t width = 0;
+  // Each row is its runs of number columns, copied whole, and each category's one-hot columns:
+  // a branch per feature per row would cost more than the copy.
+  struct Run {
+    std::int64_t from, to, length;
+  };
+  struct OneHot {
+    std::int64_t at, width;
+    const std::vector<std::int32_t>* codes;
+  };
+  std::vector<Run> runs;
+  std::vector<OneHot> one_hots;
+  std::int64_t width = 0, number = 0;
   for (std::size_t f = 0; f < table.features.size(); ++f) {
-    first_input.push_back(width);
     const auto k = table.category_of[f];
-    width += k < 0 ? 1 : static_cast<std::int64_t>(table.categories[static_cast<std::size_t>(k)].values.size());
-  }
-  auto inputs = at::zeros({rows, width}, at::kFloat);
-  const auto numbers = table.set.inputs.contiguous();
-  const auto number_width = numbers.size(1);
-  const float* number = numbers.data_ptr<float>();
-  float* out = inputs.data_ptr<float>();
-  for (std::int64_t r = 0; r < rows; ++r, out += width) {
-    std::int64_t n = 0;
-    for (std::size_t f = 0; f < table.features.size(); ++f) {
-      const auto k = table.category_of[f];
-      if (k < 0) {
-        out[first_input[f]] = number[r * number_width + n++];
-        continue;
-      }
-      const auto code = table.categories[static_cast<std::size_t>(k)].codes[static_cast<std::size_t>(r)];
-      if (code >= 0) out[first_input[f] + code] = 1.0F;
+    if (k >= 0) {
+      const auto& coded = table.categories[static_cast<std::size_t>(k)];
+      one_hots.push_back({width, static_cast<std::int64_t>(coded.values.size()), &coded.codes});
+      width += one_hots.back().width;
+      continue;
     }
+    if (!runs.empty() && runs.back().to + runs.back().length == width) {
+      ++runs.back().length;
+    } else {
+      runs.push_back({number, width, 1});
+    }
+    ++number;
+    ++width;
   }
+  const auto rows = table.set.inputs.size(0);
+  auto inputs = at::empty({rows, width}, at::kFloat);
+  const auto numbers = table.set.inputs.contiguous();
+  const auto spread = [&](std::int64_t begin, std::int64_t end) {
+    const float* from = numbers.data_ptr<float>() + begin * number;
+    float* out = inputs.data_ptr<float>() + begin * width;
+    for (std::int64_t r = begin; r < end; ++r, out += width, from += number) {
+      for (const auto& run : runs) std::copy_n(from + run.from, run.length, out + run.to);
+      for (const auto& one_hot : one_hots) {
+        std::fill_n(out + one_hot.at, one_hot.width, 0.0F);
+        const auto code = (*one_hot.codes)[static_cast<std::size_t>(r)];
+        if (code >= 0) out[one_hot.at + code] = 1.0F;
+      }
+    }
+  };
+  // Rows side by side, as the parse's stretches are: writing 100,000 rows of 317 floats is 80 ms on one core.
+  const auto parts = static_cast<std::int64_t>(stretches_for(static_cast<std::size_t>(rows * width) * sizeof(float)));
+  std::vector<std::thread> writers;
+  for (std::int64_t i = 0; i < parts; ++i) writers.emplace_back(spread, rows * i / parts, rows * (i + 1) / parts);
+  for (auto& writer : writers) writer.join();
   return {inputs, table.set.targets};
 }
 

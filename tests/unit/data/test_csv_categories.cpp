@@ -41,21 +41,21 @@ at::Tensor rows(std::vector<float> values, std::int64_t width) {
 
 TEST(CsvCategories, EachCategoryIsAnInputColumnInItsColumnsPlace) {
   ScratchFolder root("csv-categories");
-  const auto file = written(root.path / "pets.csv", "size,colour,grade,label\n1.5,red,10,0\n2.5, blue ,2,1\n3.5,,1,0\n4.5,red,NA,1\n");
+  const auto file = written(root.path / "pets.csv", "size,colour,grade,w,label\n1.5,red,10,7,0\n2.5, blue ,2,8,1\n3.5,,1,9,0\n4.5,red,NA,10,1\n");
   CsvColumns columns;
   const auto set = read_csv(file, with_categories({"grade", "colour"}), nullptr, &columns);
-  EXPECT_EQ(columns.features, (std::vector<std::string>{"size", "colour", "grade"}));
-  EXPECT_EQ(columns.inputs, (std::vector<std::string>{"size", "colour=blue", "colour=red", "grade=1", "grade=2", "grade=10"}));
+  EXPECT_EQ(columns.features, (std::vector<std::string>{"size", "colour", "grade", "w"}));
+  EXPECT_EQ(columns.inputs, (std::vector<std::string>{"size", "colour=blue", "colour=red", "grade=1", "grade=2", "grade=10", "w"}));
   ASSERT_EQ(columns.categories.size(), 2U);
   EXPECT_EQ(columns.categories[0].column, "colour");
   EXPECT_EQ(columns.categories[0].values, (std::vector<std::string>{"blue", "red"}));  // cells are trimmed, as numbers are
   EXPECT_EQ(columns.categories[1].values, (std::vector<std::string>{"1", "2", "10"}));  // numbers sort as numbers
   // A missing value (empty, "NA") is none of the categories: 0 in each, not an error.
-  EXPECT_TRUE(at::equal(set.inputs, rows({1.5F, 0, 1, 0, 0, 1,  //
-                                          2.5F, 1, 0, 0, 1, 0,  //
-                                          3.5F, 0, 0, 1, 0, 0,  //
-                                          4.5F, 0, 1, 0, 0, 0},
-                                         6)))
+  EXPECT_TRUE(at::equal(set.inputs, rows({1.5F, 0, 1, 0, 0, 1, 7,  //
+                                          2.5F, 1, 0, 0, 1, 0, 8,  //
+                                          3.5F, 0, 0, 1, 0, 0, 9,  //
+                                          4.5F, 0, 1, 0, 0, 0, 10},
+                                         7)))
       << set.inputs;
   EXPECT_TRUE(at::equal(set.targets, at::tensor(std::vector<std::int64_t>{0, 1, 0, 1})));
 
