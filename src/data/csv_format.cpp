@@ -544,7 +544,6 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
     csv::throw_missing_values(first, rows_text, records.next_line(), format);
   }
 
-  const auto width = static_cast<std::int64_t>(number_columns.size());
   std::int64_t rows = 0;
   for (const auto& part : parts) rows += part.rows;
   if (rows == 0) throw UsageError("'" + path + "' has a header but no rows", "add one row per sample");
@@ -554,20 +553,18 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
     table.categories.push_back(csv::merge_categories(std::move(pieces), known_categories(spec, header[category_columns[k]])));
   }
   const auto targets_per_row = static_cast<std::int64_t>(spec.classification ? 1 : label_columns.size());
-  auto& set = table.set;
-  set.inputs = at::empty({rows, width}, at::kFloat);
+  table.rows = rows;
   auto values = at::empty({format.label_names ? 0 : rows, targets_per_row}, at::kDouble);
   std::vector<std::string> label_names;
-  auto* input_at = set.inputs.data_ptr<float>();
   auto* value_at = values.data_ptr<double>();
-  for (auto& part : parts) {  // each part freed once copied: the peak stays near one copy of the data
-    input_at = std::copy(part.features.begin(), part.features.end(), input_at);
+  for (auto& part : parts) {  // the features stay where the parse put them, until finish_table copies them
+    table.chunks.push_back({std::move(part.features), part.rows});
     value_at = std::copy(part.labels.begin(), part.labels.end(), value_at);
     std::move(part.label_names.begin(), part.label_names.end(), std::back_inserter(label_names));
     part = ParsedRows{};
   }
   if (!format.label_names) {
-    set.targets = spec.classification ? values.squeeze(1).to(at::kLong) : values.to(at::kFloat);
+    table.targets = spec.classification ? values.squeeze(1).to(at::kLong) : values.to(at::kFloat);
     return table;
   }
   if (ids.empty()) {  // a training file: ids in the sorted order of the names
@@ -578,8 +575,8 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
       if (class_names) class_names->push_back(name);
     }
   }
-  set.targets = at::empty({rows}, at::kLong);
-  auto* t = set.targets.data_ptr<std::int64_t>();
+  table.targets = at::empty({rows}, at::kLong);
+  auto* t = table.targets.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < rows; ++i) t[i] = ids.at(label_names[static_cast<std::size_t>(i)]);
   return table;
 }

@@ -81,7 +81,7 @@ TensorDataset read_csv_parts(const std::vector<std::string>& parts, const CsvSpe
       for (std::size_t i = 0; i < parts.size(); ++i) {
         std::vector<std::int64_t> ids;
         for (const auto& name : names_of[i]) ids.push_back(std::lower_bound(all.begin(), all.end(), name) - all.begin());
-        tables[i].set.targets = at::tensor(ids, at::kLong).index_select(0, tables[i].set.targets);
+        tables[i].targets = at::tensor(ids, at::kLong).index_select(0, tables[i].targets);
       }
       if (class_names) *class_names = all;
     }

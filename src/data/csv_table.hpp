@@ -12,9 +12,17 @@
 
 namespace gputrain::data::csv {
 
+/// Rows of the feature columns of numbers, one after another, as a stretch's parse left them.
+struct Chunk {
+  std::vector<float> numbers;
+  std::int64_t rows = 0;
+};
+
 struct Table {
   std::string path;                   // the file (a table in parts: its first part), for errors
-  TensorDataset set;                  // inputs: the feature columns of numbers, in the model's order
+  std::vector<Chunk> chunks;          // the rows, in order: copied once, into the inputs, by finish_table
+  std::int64_t rows = 0;
+  at::Tensor targets;
   std::vector<std::string> features;  // every feature column, in the model's order
   std::vector<int> category_of;       // per feature: its column's place in `categories`; -1 for a column of numbers
   std::vector<Coded> categories;      // data.categorical's columns, in the features' order
@@ -32,7 +40,8 @@ Table join_tables(std::vector<Table> parts, const CsvSpec& spec);
 /// category, in its place among the features. Found categories (spec.categories empty) are
 /// checked to be categories: a column with a new value in most rows (names, ids, free text), more
 /// than kMostCategories, or no value at all is a UsageError with the settings that leave it out.
-/// `columns`, when given, receives the features, the inputs' names and the categories.
+/// `columns`, when given, receives the features, the inputs' names and the categories. The chunks
+/// are copied side by side, each freed once copied: the peak stays near one copy of the data.
 TensorDataset finish_table(Table table, const CsvSpec& spec, CsvColumns* columns);
 
 }  // namespace gputrain::data::csv
