@@ -68,10 +68,14 @@ Table join_tables(std::vector<Table> parts, const CsvSpec& spec) {
     std::move(part.chunks.begin(), part.chunks.end(), std::back_inserter(joined.chunks));
   }
   joined.targets = at::cat(targets);
-  for (std::size_t k = 0; k < parts.front().categories.size(); ++k) {
+  for (std::size_t f = 0; f < joined.features.size(); ++f) {
+    const auto k = joined.category_of[f];
+    if (k < 0) continue;
     std::vector<Coded> pieces;
-    for (auto& part : parts) pieces.push_back(std::move(part.categories[k]));
-    joined.categories.push_back(merge_categories(std::move(pieces), spec.categories.empty() ? nullptr : &spec.categories[k].values));
+    for (auto& part : parts) pieces.push_back(std::move(part.categories[static_cast<std::size_t>(k)]));
+    // A validation table's: the training table's categories of that column (read_table found them by name).
+    const auto known = std::find_if(spec.categories.begin(), spec.categories.end(), [&](const CsvCategories& c) { return c.column == joined.features[f]; });
+    joined.categories.push_back(merge_categories(std::move(pieces), known == spec.categories.end() ? nullptr : &known->values));
   }
   return joined;
 }

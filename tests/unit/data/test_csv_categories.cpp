@@ -103,15 +103,26 @@ TEST(CsvCategories, ATableInPartsNumbersThemOverAllParts) {
   ScratchFolder root("csv-categories-parts");
   written(root.path / "part-0.csv", "colour,label\nred,0\nred,1\n");
   written(root.path / "part-1.csv", "colour,label\nblue,1\ngreen,0\n");
-  CsvColumns columns;
   SourceSpec spec;
   spec.source = "csv";
-  spec.path = root.path.string();
   spec.labels = {"label"};
   spec.categorical = {"colour"};
-  const auto whole = open_sources(spec).train->tensors();
+  // Validation parts read the training categories, whatever each part holds.
+  std::filesystem::create_directories(root.path / "val");
+  written(root.path / "val" / "part-0.csv", "colour,label\ngreen,0\n");
+  written(root.path / "val" / "part-1.csv", "colour,label\npink,1\nblue,1\n");
+  spec.path = (root.path / "part-*.csv").string();
+  spec.val_path = (root.path / "val").string();
+  const auto sources = open_sources(spec);
+  const auto whole = sources.train->tensors();
   ASSERT_TRUE(whole);
   EXPECT_TRUE(at::equal(whole->inputs, rows({0, 0, 1, 0, 0, 1, 1, 0, 0, 0, 1, 0}, 3))) << whole->inputs;
+  const auto val = sources.val->tensors();
+  ASSERT_TRUE(val);
+  EXPECT_TRUE(at::equal(val->inputs, rows({0, 1, 0, 0, 0, 0, 1, 0, 0}, 3))) << val->inputs;
+  ASSERT_EQ(sources.notes.size(), 1U);
+  EXPECT_NE(sources.notes.front().find("1 row of 3 holds a category of 'colour' that the training data lacks (such as 'pink')"), std::string::npos)
+      << sources.notes.front();
 }
 
 // Names, ids and free text hold a new value in most rows: as many input columns as rows, which
