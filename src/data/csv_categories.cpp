@@ -11,15 +11,12 @@ namespace {
 // Up to this many values, a column reads as categories whatever the rows: a small file's colours.
 constexpr std::size_t kFewValues = 50;
 
-// Sorted as numbers when each is one (1, 2, 10; 0.5, 1.5), else as text.
+// Values sorted as text (and unique), re-sorted as numbers when each is one (1, 2, 10; 0.5, 1.5).
 std::vector<std::string> sorted_categories(std::vector<std::string> values) {
   std::vector<double> numbers(values.size());
   bool all_numbers = true;
   for (std::size_t i = 0; i < values.size() && all_numbers; ++i) all_numbers = parse_number(values[i], numbers[i]);
-  if (!all_numbers) {
-    std::sort(values.begin(), values.end());
-    return values;
-  }
+  if (!all_numbers) return values;
   std::vector<std::size_t> order(values.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return numbers[a] < numbers[b]; });
@@ -58,7 +55,7 @@ Coded merge_categories(std::vector<Coded> pieces, const std::vector<std::string>
     for (const auto& piece : pieces) all.insert(all.end(), piece.values.begin(), piece.values.end());
     std::sort(all.begin(), all.end());
     all.erase(std::unique(all.begin(), all.end()), all.end());
-    out.values = sorted_categories(std::move(all));
+    out.values = sorted_categories(std::move(all));  // as text already
   }
   std::unordered_map<std::string, std::int32_t> index;
   for (std::size_t i = 0; i < out.values.size(); ++i) index.emplace(out.values[i], static_cast<std::int32_t>(i));

@@ -118,12 +118,11 @@ std::vector<TextColumn> text_columns(const csv::Stretch& stretch, const RowForma
 // are left out; dates are left out or made numbers with pandas.
 std::string text_columns_remedy(const RowFormat& format, const csv::Stretch& stretch) {
   const auto text = text_columns(stretch, format);
-  std::vector<std::size_t> all, categories, others;
+  std::vector<std::size_t> categories, others;
   std::vector<std::string> all_names, category_names, other_names, dates;
   bool free_text = false;
   for (const auto& column : text) {
     const auto name = "'" + format.header[column.column] + "'";
-    all.push_back(column.column);
     all_names.push_back(name);
     if (column.categories && !column.dates) {
       categories.push_back(column.column);
@@ -135,7 +134,7 @@ std::string text_columns_remedy(const RowFormat& format, const csv::Stretch& str
       free_text = free_text || !column.dates;
     }
   }
-  const bool one = all.size() == 1;
+  const bool one = all_names.size() == 1;
   std::string remedy = (one ? "column " : "columns ") + core::join(all_names, ", ") + (one ? " holds" : " hold") + " text: ";
   const auto them = [](const std::vector<std::size_t>& columns) { return columns.size() == 1 ? "it" : "them"; };
   if (!categories.empty()) {
