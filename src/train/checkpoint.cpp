@@ -136,6 +136,10 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
   archive.write("progress.position", c10::IValue(progress.position));
   archive.write("progress.has_best", c10::IValue(static_cast<std::int64_t>(progress.best_metric.has_value())));
   archive.write("progress.best", c10::IValue(progress.best_metric.value_or(0.0)));
+  archive.write("progress.best_epoch", c10::IValue(progress.best_epoch));
+  archive.write("progress.has_early_stop_reference", c10::IValue(static_cast<std::int64_t>(progress.early_stop_reference.has_value())));
+  archive.write("progress.early_stop_reference", c10::IValue(progress.early_stop_reference.value_or(0.0)));
+  archive.write("progress.epochs_without_improvement", c10::IValue(progress.epochs_without_improvement));
   archive.write("progress.global_batch", c10::IValue(progress.global_batch));
   archive.write("progress.world_size", c10::IValue(progress.world_size));
   archive.write("progress.train_samples", c10::IValue(progress.train_samples));
@@ -160,6 +164,11 @@ TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts&
   if (archive.try_read("progress.global_batch", value)) progress.global_batch = value.toInt();
   if (archive.try_read("progress.world_size", value)) progress.world_size = value.toInt();
   if (archive.try_read("progress.train_samples", value)) progress.train_samples = value.toInt();
+  if (archive.try_read("progress.best_epoch", value)) progress.best_epoch = value.toInt();
+  if (archive.try_read("progress.has_early_stop_reference", value) && value.toInt() != 0 &&
+      archive.try_read("progress.early_stop_reference", value))
+    progress.early_stop_reference = value.toDouble();
+  if (archive.try_read("progress.epochs_without_improvement", value)) progress.epochs_without_improvement = value.toInt();
   if (check) check(read_config(archive), progress);
 
   load_named_state(parts.model, read_named(archive, "model"));
@@ -179,6 +188,11 @@ TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts&
     if (name == "cuda" && parts.device.is_cuda()) set_rng_state(parts.device, state.to(at::kCPU));
   }
   return progress;
+}
+
+void load_checkpoint_weights(const std::string& path, Model& model, c10::Device device) {
+  auto archive = open(path, device);
+  load_named_state(model, read_named(archive, "model"));
 }
 
 std::string checkpoint_config(const std::string& path) {
@@ -205,7 +219,7 @@ std::vector<std::string> CheckpointStore::periodic() const {
 
 std::uint64_t CheckpointStore::bytes_on_disk() const {
   auto files = periodic();
-  files.push_back((fs::path(dir_) / "best.pt").string());
+  files.push_back(best_path());
   std::uint64_t bytes = 0;
   for (const auto& file : files) {
     std::error_code ec;
@@ -231,8 +245,10 @@ std::string CheckpointStore::save(const CheckpointParts& parts, const TrainingPr
   return path;
 }
 
+std::string CheckpointStore::best_path() const { return (fs::path(dir_) / "best.pt").string(); }
+
 std::string CheckpointStore::save_best(const CheckpointParts& parts, const TrainingProgress& progress, const std::string& config_yaml) {
-  const std::string path = (fs::path(dir_) / "best.pt").string();
+  const std::string path = best_path();
   save_checkpoint(path, parts, progress, config_yaml);
   return path;
 }

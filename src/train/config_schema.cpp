@@ -401,6 +401,8 @@ std::vector<Field> make_schema() {
 
     int_field("train.epochs", [](auto& c) -> auto& { return c.train.epochs; }, 1),
     int_field("train.max_steps", [](auto& c) -> auto& { return c.train.max_steps; }, 0),
+    int_field("train.early_stop_patience", [](auto& c) -> auto& { return c.train.early_stop_patience; }, 0),
+    double_field("train.early_stop_min_delta", [](auto& c) -> auto& { return c.train.early_stop_min_delta; }, 0.0),
     int_or_auto_field("train.batch_size", [](auto& c) -> auto& { return c.train.batch_size; }, 1),
     int_field("train.max_batch_size", [](auto& c) -> auto& { return c.train.max_batch_size; }, 0),
     int_field("train.grad_accum", [](auto& c) -> auto& { return c.train.grad_accum; }, 1),
@@ -523,6 +525,19 @@ void check_consistency(const Config& c) {
   if (metric != "none" && metric != "val_loss" && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
     inconsistent("checkpoint.best_metric " + metric + " needs validation data (data.val_samples is 0)",
                  "set data.val_samples above 0, or checkpoint.best_metric to none");
+  // Early stopping watches the figure best.pt is kept by, so that the weights it ends with (best.pt's)
+  // are the best by the same measure.
+  if (c.train.early_stop_patience > 0 && metric == "none")
+    inconsistent("train.early_stop_patience stops the run when checkpoint.best_metric stops improving, but checkpoint.best_metric is none",
+                 std::string("set checkpoint.best_metric: ") + (classification ? "val_loss or val_accuracy" : "val_loss, val_mse or val_mae") +
+                     ", or train.early_stop_patience: 0");
+  if (c.train.early_stop_patience > 0 && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
+    inconsistent("train.early_stop_patience watches a validation figure, but there is no validation data (data.val_samples is 0)",
+                 "set data.val_samples above 0, or train.early_stop_patience: 0");
+  if (c.train.early_stop_min_delta > 0 && c.train.early_stop_patience == 0)
+    inconsistent("train.early_stop_min_delta is set, but early stopping is off (train.early_stop_patience is 0)",
+                 "set train.early_stop_patience, e.g. 5 (epochs without improvement before the run stops), or remove "
+                 "train.early_stop_min_delta");
   if (c.model.name == "transformer" && c.model.torchscript.empty() && c.model.d_model % c.model.heads != 0)
     inconsistent("model.d_model (" + std::to_string(c.model.d_model) + ") must be a multiple of model.heads (" +
                      std::to_string(c.model.heads) + ")",

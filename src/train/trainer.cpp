@@ -19,6 +19,7 @@
 #include "gputrain/train/lr_schedule.hpp"
 #include "gputrain/train/optimizer.hpp"
 #include "config_schema.hpp"
+#include "early_stop.hpp"
 #include "human_lines.hpp"
 #include "step_failures.hpp"
 #include "trainer_state.hpp"
@@ -184,7 +185,8 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
                      static_cast<double>(window_steps));
   };
 
-  while (progress.step < total_steps && !result.interrupted) {
+  const auto early_stop = EarlyStopRule::from(config);
+  while (progress.step < total_steps && !result.interrupted && !stopped_early(early_stop, progress)) {
     const auto epoch_start = Clock::now();
     auto order = sampler.order(progress.epoch);
     if (config.data.drop_last) order = order.slice(0, 0, order.size(0) / effective_batch * effective_batch);
@@ -289,15 +291,20 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
       ++progress.epoch;
       progress.position = 0;
       const auto value = metric_value(metrics, config.checkpoint.best_metric);
-      const bool maximize = config.checkpoint.best_mode == "max" ||
-                            (config.checkpoint.best_mode == "auto" && config.checkpoint.best_metric == "val_accuracy");
+      const bool maximize = maximizes(config.checkpoint);
       if (value && (!progress.best_metric || (maximize ? *value > *progress.best_metric : *value < *progress.best_metric))) {
         progress.best_metric = *value;
+        progress.best_epoch = progress.epoch;
         if (ranks.writer())
           paused([&] {
             note("best " + config.checkpoint.best_metric + " so far: " + std::to_string(*value) + " -> " +
                  store->save_best(parts(), progress, config_yaml));
           });
+      }
+      // Every rank validated the same samples' sums, so every rank comes to the same decision.
+      if (value) {
+        const auto waiting = observe_validation(early_stop, progress, *value);
+        if (!waiting.empty()) note(waiting);
       }
       if (config.checkpoint.every_epochs > 0 && progress.epoch % config.checkpoint.every_epochs == 0) {
         check_window();
@@ -305,6 +312,26 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
       }
     }
   }
+}
+
+// A run that stopped early ends on its best epoch's weights, not on the `patience` epochs that did
+// no better: best.pt holds them (kept by the same figure early stopping watches). The run's last
+// checkpoint, written before, keeps the state it stopped in.
+void Trainer::State::restore_best_weights(FitResult& result, const EarlyStopRule& rule) {
+  result.early_stop_reason = early_stop_reason(rule, progress);
+  const auto best = store->best_path();
+  if (!fs::exists(best) || progress.best_epoch == 0) {  // best.pt deleted by hand, or written before epochs were recorded
+    note("stopped early: " + result.early_stop_reason + "; " + best + " is missing, so model.safetensors holds the last epoch's weights");
+    return;
+  }
+  load_checkpoint_weights(best, *model, device);
+  result.weights_epoch = progress.best_epoch;
+  result.weights_metric = progress.best_metric;
+  // For the record: the caller reports it from FitResult, on the console.
+  for (auto& sink : sinks)
+    sink->on_outcome("stopped early: " + result.early_stop_reason + "; model.safetensors holds epoch " +
+                     std::to_string(progress.best_epoch) + "'s weights (" + rule.metric + " " +
+                     std::to_string(progress.best_metric.value_or(0.0)) + ", from " + best + ")");
 }
 
 FitResult Trainer::fit() {
@@ -321,7 +348,11 @@ FitResult Trainer::fit() {
   result.total_steps = s.total_steps;
   result.start_step = progress.step;
   s.make_sinks(progress.step);
-  if (progress.step > 0 && progress.step >= s.total_steps)
+  const auto early_stop = EarlyStopRule::from(s.config);
+  if (stopped_early(early_stop, progress) && progress.step < s.total_steps)
+    s.note("nothing left to train: this run stopped early after epoch " + std::to_string(progress.epoch) + ", as " +
+           early_stop_reason(early_stop, progress) + "; to train on, raise train.early_stop_patience (0 turns early stopping off)");
+  else if (progress.step > 0 && progress.step >= s.total_steps)
     s.note("nothing left to train: " +
            (progress.step == s.total_steps ? "this run already finished its " + std::to_string(s.total_steps) + " steps"
                                            : "the checkpoint is at step " + std::to_string(progress.step) + ", past this run's " +
@@ -356,6 +387,7 @@ FitResult Trainer::fit() {
   s.checkpoint();  // the state the run ends in, whether finished or stopped
   result.last_checkpoint = s.last_checkpoint;
   result.steps = progress.step;
+  result.epochs_done = progress.epoch;
   result.has_validation = s.val_size > 0;
   result.steps_per_epoch = s.steps_per_epoch;
   if (!result.interrupted && progress.position > 0) {
@@ -399,6 +431,7 @@ FitResult Trainer::fit() {
   if (result.interrupted) {
     for (auto& sink : s.sinks) sink->on_outcome("interrupted after step " + std::to_string(progress.step) + "; checkpoint " + result.last_checkpoint);
   } else if (s.ranks.writer()) {
+    if (stopped_early(early_stop, progress)) s.restore_best_weights(result, early_stop);
     result.weights_path = (fs::path(s.config.logging.dir) / "model.safetensors").string();
     data::write_safetensors(result.weights_path, s.model->named_state(), weights_metadata(s.config, s.data, s.model->name()));
     for (auto& sink : s.sinks) sink->on_outcome("final weights: " + result.weights_path);

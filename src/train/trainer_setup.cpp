@@ -98,6 +98,11 @@ void Trainer::State::setup() {
   if (!data.model_choice.empty()) pending_notes.push_back(data.model_choice);
   train_size = data.sources.train->size();
   val_size = data.sources.val ? data.sources.val->size() : 0;
+  if (config.train.early_stop_patience > 0 && val_size == 0)  // the config check caught synthetic data already
+    throw UsageError("train.early_stop_patience: " + std::to_string(config.train.early_stop_patience) +
+                         " stops the run when its validation figure stops improving, but this run has no validation data",
+                     "set data.val_path (a validation file in the training data's format) or data.val_fraction: 0.1 (hold out "
+                     "a tenth of the training samples), or train.early_stop_patience: 0");
   if (ranks.writer()) {  // before any step: a run must not train for an hour, then fail to save it
     for (const auto& [key, dir] : {std::pair<std::string, std::string>{"logging.dir", config.logging.dir},
                                    {config.checkpoint.dir.empty() ? "logging.dir" : "checkpoint.dir", config.checkpoint_dir()}}) {

@@ -6,6 +6,8 @@ Modes:
   ok         two ranks train; rank 0 alone reports; exit 0.
   kill-rank  rank 1 is SIGKILLed mid-run: the launcher exits non-zero at once and names rank 1.
   sigterm    SIGTERM to the launcher: both ranks checkpoint and exit 130; the same command resumes.
+  early-stop train.early_stop_patience stops both ranks after the same epoch (none waits for the
+             other in a collective); rank 0 ends on the best epoch's weights.
 """
 import os
 import shutil
@@ -87,6 +89,24 @@ def main():
         if out.count("done: ") != 1:
             fail("rank 0 alone should report the end", out)
         print(out)
+        return
+
+    if mode == "early-stop":
+        # A margin no validation can beat: the first epoch sets the reference, the next two miss it.
+        done = subprocess.run(base + common + ["--set", "train.epochs=50", "--set", "train.early_stop_patience=2",
+                                               "--set", "train.early_stop_min_delta=1000"],
+                              capture_output=True, text=True, timeout=300)
+        out = done.stdout + done.stderr
+        if done.returncode != 0:
+            fail(f"exit {done.returncode}", out)
+        for text in ("done: stopped early after epoch 3 of 50",
+                     "early stop: val_loss has not improved on", "by more than 1000 for 2 epochs (train.early_stop_patience: 2)",
+                     "'s, the best val_loss: "):
+            if text not in out:
+                fail(f"missing {text!r}", out)
+        if out.count("done: ") != 1 or out.count("epoch 4/50") != 0:
+            fail("both ranks should stop after epoch 3, rank 0 alone reporting", out)
+        print(out[-1500:])
         return
 
     long_run = common + ["--set", "train.epochs=1000", "--set", "logging.every_steps=1", "--set", "checkpoint.every_epochs=0"]

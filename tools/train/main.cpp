@@ -104,7 +104,10 @@ int main(int argc, char** argv) {
                 << "\n  resume: run the same command again (checkpoint.resume: auto)\n";
       return int(ExitCode::interrupted);
     }
-    std::cerr << "done: " << core::counted(result.steps, "step") << " in " << train::format_duration(result.run_seconds);
+    std::cerr << "done: ";
+    if (!result.early_stop_reason.empty())
+      std::cerr << "stopped early after epoch " << result.epochs_done << " of " << config.train.epochs << ", ";
+    std::cerr << core::counted(result.steps, "step") << " in " << train::format_duration(result.run_seconds);
     if (result.last_loss) std::cerr << ", final loss " << core::format_fixed(*result.last_loss, 4);
     if (result.last_epoch && (result.last_epoch->val_accuracy || result.last_epoch->val_mse)) {
       const auto& e = *result.last_epoch;
@@ -140,7 +143,12 @@ int main(int argc, char** argv) {
                   << core::format_fixed(100 * std::clamp(1 - result.gradient_wait_seconds / *result.communication_seconds, 0.0, 1.0), 0)
                   << "% hidden behind backward";
     }
-    std::cerr << "\n  weights: " << result.weights_path << "\n  run dir: " << result.run_dir << "\n";
+    if (!result.early_stop_reason.empty()) std::cerr << "\n  early stop: " << result.early_stop_reason;
+    std::cerr << "\n  weights: " << result.weights_path;
+    if (result.weights_epoch > 0)
+      std::cerr << " (epoch " << result.weights_epoch << "'s, the best " << config.checkpoint.best_metric << ": "
+                << core::format_fixed(result.weights_metric.value_or(0.0), 4) << ")";
+    std::cerr << "\n  run dir: " << result.run_dir << "\n";
     return int(ExitCode::ok);
   });
   // A failed MPI rank takes the whole job down at once (mpirun names it), instead of leaving the

@@ -26,6 +26,11 @@ struct TrainingProgress {
   std::int64_t epoch = 0;
   std::int64_t position = 0;          ///< of this rank's share of the epoch
   std::optional<double> best_metric;  ///< best value of checkpoint.best_metric so far
+  std::int64_t best_epoch = 0;        ///< the epoch (1-based) best_metric is from; 0: unknown or none
+  /// Early stopping (train.early_stop_patience): the value the next validation must beat by more
+  /// than train.early_stop_min_delta, and the validations in a row that have not.
+  std::optional<double> early_stop_reference;
+  std::int64_t epochs_without_improvement = 0;
   /// What a step and a position mean: samples per optimizer step over all ranks, the ranks, and
   /// the training samples the epoch orders permute (0 in checkpoints written before they were
   /// saved: unknown).
@@ -55,6 +60,10 @@ using CheckpointCheck = std::function<void(const std::string& config_yaml, const
 /// unreadable or belongs to a different model.
 TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, const CheckpointCheck& check = {});
 
+/// Loads only the model's weights from checkpoint `path` (best.pt, for a run that ends on its best
+/// epoch's weights); the optimizer, RNG states and progress stay as they are.
+void load_checkpoint_weights(const std::string& path, Model& model, c10::Device device);
+
 /// The resolved config (YAML) stored in a checkpoint.
 std::string checkpoint_config(const std::string& path);
 
@@ -66,6 +75,8 @@ class CheckpointStore {
   std::string save(const CheckpointParts& parts, const TrainingProgress& progress, const std::string& config_yaml);
   /// Saves best.pt; returns its path.
   std::string save_best(const CheckpointParts& parts, const TrainingProgress& progress, const std::string& config_yaml);
+  /// Where best.pt is (or would be).
+  std::string best_path() const;
   /// The periodic checkpoint with the highest step, if any.
   std::optional<std::string> latest() const;
   /// Periodic checkpoints, oldest first.

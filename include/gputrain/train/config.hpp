@@ -64,6 +64,8 @@ struct DataConfig {
 struct TrainConfig {
   std::int64_t epochs = 1;
   std::int64_t max_steps = 0;          ///< optimizer steps; 0: no limit beyond `epochs`
+  std::int64_t early_stop_patience = 0;  ///< epochs without a better checkpoint.best_metric before the run stops; 0: off
+  double early_stop_min_delta = 0.0;   ///< what counts as better: beating the best by more than this
   std::optional<std::int64_t> batch_size = 64;  ///< micro-batch; nullopt means `auto`
   std::int64_t max_batch_size = 0;     ///< upper bound for `batch_size: auto`; 0: none
   std::int64_t grad_accum = 1;         ///< micro-batches per optimizer step

@@ -24,6 +24,7 @@ struct FitResult {
   std::int64_t start_step = 0;            ///< 0, or the step a resumed run began at
   std::int64_t steps = 0;                 ///< optimizer steps done, in total
   std::int64_t total_steps = 0;           ///< what the run was asked for
+  std::int64_t epochs_done = 0;           ///< whole epochs behind the final weights' run, a resumed run's earlier ones included
   bool interrupted = false;               ///< stopped by a signal; a checkpoint was written
   std::optional<double> first_loss;       ///< training loss of the first step this process ran
   std::optional<double> last_loss;        ///< training loss of the last step this process ran
@@ -33,6 +34,13 @@ struct FitResult {
   /// and its validation: the epoch (1-based) and the steps of it that ran; 0 when it ended at an
   /// epoch's end (or was interrupted).
   std::int64_t ended_inside_epoch = 0, steps_into_epoch = 0, steps_per_epoch = 0;
+  /// Why train.early_stop_patience ended the run ("val_loss has not improved on 0.3412 for 5
+  /// epochs ..."); empty when it did not.
+  std::string early_stop_reason;
+  /// The epoch (1-based) whose weights model.safetensors holds when it is not the last one (an
+  /// early stop ends on the best epoch's), with checkpoint.best_metric's value there; 0: the last.
+  std::int64_t weights_epoch = 0;
+  std::optional<double> weights_metric;
   std::int64_t skipped_steps = 0;         ///< inf/nan gradient steps (fp16)
   std::int64_t samples = 0;               ///< training samples this process ran through
   std::int64_t batch_size = 0;            ///< the micro-batch the run started with (found, when auto)

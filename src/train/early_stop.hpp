@@ -1,0 +1,43 @@
+#pragma once
+// Early stopping (train.early_stop_patience): after each epoch's validation, whether the figure
+// best.pt is kept by (checkpoint.best_metric) improved by more than train.early_stop_min_delta,
+// and when the run has waited long enough for it. Private to the train area: the trainer's epoch
+// end and fit() call these. The state lives in TrainingProgress, so a resumed run keeps counting.
+
+#include <cstdint>
+#include <string>
+
+#include "gputrain/train/checkpoint.hpp"
+#include "gputrain/train/config.hpp"
+
+namespace gputrain::train {
+
+/// Whether a larger checkpoint.best_metric is better: `max`, or `auto` with val_accuracy.
+bool maximizes(const CheckpointConfig& checkpoint);
+
+struct EarlyStopRule {
+  std::string metric;           ///< checkpoint.best_metric
+  bool maximize = false;
+  std::int64_t patience = 0;    ///< 0: off
+  double min_delta = 0;
+
+  static EarlyStopRule from(const Config& config);
+  bool on() const { return patience > 0; }
+  /// Whether `value` beats `reference` by more than min_delta, in the metric's direction.
+  bool improves(double value, double reference) const;
+};
+
+/// Counts this validation's `value` into progress' early-stop fields: a value that improves on the
+/// reference becomes it and restarts the count, any other adds an epoch without improvement.
+/// Returns the line to say for an epoch without improvement ("" for an improvement or when off).
+std::string observe_validation(const EarlyStopRule& rule, TrainingProgress& progress, double value);
+
+/// Whether the run has stopped early: `patience` epochs in a row without improvement. A resumed
+/// run that had stopped has nothing left to train, unless the patience was raised.
+bool stopped_early(const EarlyStopRule& rule, const TrainingProgress& progress);
+
+/// Why the run stopped, for its end line: "val_loss has not improved on 0.3412 for 5 epochs
+/// (train.early_stop_patience: 5)".
+std::string early_stop_reason(const EarlyStopRule& rule, const TrainingProgress& progress);
+
+}  // namespace gputrain::train
