@@ -5,6 +5,7 @@
 #include <torch/cuda.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 
@@ -132,7 +133,11 @@ void Trainer::State::setup() {
   params = model->parameters();
   if (auto* comm = ranks.communicator()) {
     std::vector<at::Tensor> state;
-    for (auto& [name, tensor] : model->named_state()) state.push_back(tensor);
+    for (auto& [name, tensor] : model->named_state()) {
+      state.push_back(tensor);
+      const bool parameter = std::any_of(params.begin(), params.end(), [&](const at::Tensor& p) { return p.is_same(tensor); });
+      if (!parameter) buffers.push_back(tensor);
+    }
     dist::broadcast_from_rank0(*comm, state, {});
     sync = std::make_unique<dist::GradientSync>(params, *comm, sync_options(config.distributed));
     pending_notes.push_back("distributed: " + ranks.summary() + ", gradients in " + core::counted(sync->figures().buckets, "bucket") +

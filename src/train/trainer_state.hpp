@@ -61,6 +61,9 @@ struct Trainer::State {
   std::size_t skipped_reported = 0;
   std::unique_ptr<Model> model;
   std::vector<at::Tensor> params;
+  // Tensors of the model's state that are not parameters (batch-norm running statistics), in a
+  // distributed run: each rank's follow its own shard until validation makes them rank 0's.
+  std::vector<at::Tensor> buffers;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::unique_ptr<GradScaler> scaler;
   std::unique_ptr<CheckpointStore> store;

@@ -14,6 +14,11 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
   m.train_loss = train_loss;
   m.seconds = seconds;
   if (!placement.val_feed) return m;
+  // Gradients keep the ranks' parameters identical, but batch-norm running statistics are updated
+  // from each rank's own samples. Every rank validates with rank 0's, as PyTorch DDP's
+  // broadcast_buffers does at each forward: so the figures describe the model rank 0 saves (best.pt,
+  // the weights). Rank 0's statistics are left as they are, so its training follows the same path.
+  if (auto* comm = ranks.communicator(); comm && !buffers.empty()) dist::broadcast_from_rank0(*comm, {}, buffers);
   model->set_training(false);
   at::NoGradGuard no_grad;
   const auto f64 = at::TensorOptions().device(device).dtype(at::kDouble);

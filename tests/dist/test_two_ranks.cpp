@@ -11,10 +11,12 @@
 #include <thread>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/data/batch.hpp"
+#include "gputrain/data/safetensors.hpp"
 #include "gputrain/dist/communicator.hpp"
 #include "gputrain/dist/rank_environment.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
@@ -112,6 +114,29 @@ TEST(TwoRanks, StayIdenticalAndMatchOneProcessWithTheGlobalBatch) {
       ASSERT_TRUE(result.last_epoch && single_result.last_epoch);
       EXPECT_NEAR(*result.last_epoch->val_loss, *single_result.last_epoch->val_loss, 1e-5);
     });
+  }
+  barrier();
+}
+
+// Batch-norm running statistics follow each rank's own samples. Validation makes them rank 0's on
+// every rank, so every rank validates the model rank 0 saves.
+TEST(TwoRanks, ValidationUsesRankZerosBatchNormStatisticsOnEveryRank) {
+  const auto config = run("batch-norm", {"model.norm=batch", "train.epochs=1"});
+  Trainer trainer(config, test_support::quiet_trainer());
+  const auto result = trainer.fit();
+  ASSERT_TRUE(result.last_epoch && result.last_epoch->val_loss);
+  std::map<std::string, at::Tensor> running;
+  for (const auto& [name, tensor] : trainer.model().named_state())
+    if (name.find("running_") != std::string::npos) running[name] = tensor.detach();
+  ASSERT_FALSE(running.empty()) << "model.norm=batch made no batch-norm layer";
+  for (const auto& [name, tensor] : running)
+    EXPECT_TRUE(at::equal(tensor, from_rank0(tensor))) << name << ": the ranks validated with different statistics";
+
+  if (my_rank() == 0) {  // the saved weights hold the statistics every rank validated with
+    std::size_t compared = 0;
+    for (const auto& [name, tensor] : data::read_safetensors(fs::path(config.logging.dir) / "model.safetensors"))
+      if (running.count(name)) compared += at::equal(tensor, running[name]) ? 1 : 0;
+    EXPECT_EQ(compared, running.size());
   }
   barrier();
 }
