@@ -109,6 +109,12 @@ constexpr ForeignName kForeignNames[] = {
     {"fp16", "Hugging Face", "train.precision: fp16-mixed"},
     {"bf16", "Hugging Face", "train.precision: bf16-mixed"},
     {"amp", "timm", "train.precision"},
+    {"label_smoothing_factor", "Hugging Face", "train.label_smoothing"},
+    {"smoothing", "timm", "train.label_smoothing"},
+    {"early_stopping_patience", "Hugging Face", "train.early_stop_patience"},
+    {"early_stopping_threshold", "Hugging Face", "train.early_stop_min_delta"},
+    {"patience", "Lightning's EarlyStopping", "train.early_stop_patience"},
+    {"min_delta", "Lightning's EarlyStopping", "train.early_stop_min_delta"},
 };
 
 // The best guess for a key nobody declared: another tool's name for one of ours ("max_epochs" ->

@@ -411,6 +411,7 @@ std::vector<Field> make_schema() {
     bool_or_auto_field("train.channels_last", [](auto& c) -> auto& { return c.train.channels_last; }),
     bool_field("train.cudnn_benchmark", [](auto& c) -> auto& { return c.train.cudnn_benchmark; }),
     double_field("train.clip_grad_norm", [](auto& c) -> auto& { return c.train.clip_grad_norm; }, 0.0),
+    double_field("train.label_smoothing", [](auto& c) -> auto& { return c.train.label_smoothing; }, 0.0, 1.0),
     int_field("train.seed", [](auto& c) -> auto& { return c.train.seed; }, 0),
     bool_field("train.deterministic", [](auto& c) -> auto& { return c.train.deterministic; }),
 
@@ -525,6 +526,9 @@ void check_consistency(const Config& c) {
   if (metric != "none" && metric != "val_loss" && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
     inconsistent("checkpoint.best_metric " + metric + " needs validation data (data.val_samples is 0)",
                  "set data.val_samples above 0, or checkpoint.best_metric to none");
+  if (c.train.label_smoothing > 0 && !classification)
+    inconsistent("train.label_smoothing softens class targets, but data.task is regression",
+                 "remove train.label_smoothing (or set it to 0)");
   // Early stopping watches the figure best.pt is kept by, so that the weights it ends with (best.pt's)
   // are the best by the same measure.
   if (c.train.early_stop_patience > 0 && metric == "none")

@@ -90,7 +90,9 @@ std::unique_ptr<DirectBackward> DirectBackward::plan(Model& model, const TrainCo
   if (!any_linear) return nullptr;
   for (const auto& p : model.parameters())
     if (!p.requires_grad()) return nullptr;  // frozen layers: autograd knows which gradients to skip
-  return std::unique_ptr<DirectBackward>(new DirectBackward(std::move(layers)));
+  auto direct = std::unique_ptr<DirectBackward>(new DirectBackward(std::move(layers)));
+  direct->label_smoothing_ = train.label_smoothing;
+  return direct;
 }
 
 bool DirectBackward::takes(const at::Tensor& inputs, const at::Tensor& targets, bool classification) const {
@@ -167,9 +169,20 @@ at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& tar
   if (classification) {
     const auto log_probs = at::_log_softmax(x, 1, false);
     auto [nll, total_weight] = at::nll_loss_forward(log_probs, targets, {}, at::Reduction::Mean, -100);
-    loss = std::move(nll);
-    if (after_forward) after_forward();
-    grad = at::nll_loss_backward(seed, log_probs, targets, {}, at::Reduction::Mean, -100, total_weight);
+    const double eps = label_smoothing_;
+    if (eps > 0) {
+      // As at::cross_entropy_loss with label_smoothing: (1 - eps) * nll + eps / K * mean(-sum(log_probs)),
+      // whose gradient on each log-probability adds -eps / (N * K) to the nll's share.
+      const auto classes = static_cast<double>(log_probs.size(1)), rows = static_cast<double>(log_probs.size(0));
+      loss = nll * (1 - eps) + log_probs.sum(1).neg().mean() * (eps / classes);
+      if (after_forward) after_forward();
+      grad = at::nll_loss_backward(seed * (1 - eps), log_probs, targets, {}, at::Reduction::Mean, -100, total_weight);
+      grad.sub_(seed * (eps / (rows * classes)));
+    } else {
+      loss = std::move(nll);
+      if (after_forward) after_forward();
+      grad = at::nll_loss_backward(seed, log_probs, targets, {}, at::Reduction::Mean, -100, total_weight);
+    }
     grad = at::_log_softmax_backward_data(grad, log_probs, 1, x.scalar_type());
   } else {
     loss = at::mse_loss(x, targets, at::Reduction::Mean);

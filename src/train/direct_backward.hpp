@@ -38,8 +38,8 @@ class DirectBackward {
   /// [N] (classification) or targets shaped like the output (regression). Others go to autograd.
   bool takes(const at::Tensor& inputs, const at::Tensor& targets, bool classification) const;
 
-  /// The training-mode forward, the loss times `weight` (cross-entropy for classification, MSE
-  /// otherwise, as train::loss_of), then its backward, which adds each parameter's gradient to
+  /// The training-mode forward, the loss times `weight` (cross-entropy for classification, with
+  /// train.label_smoothing, MSE otherwise, as train::loss_of), then its backward, which adds each parameter's gradient to
   /// its .grad() as AccumulateGrad would. `after_forward`, when set, runs between the two.
   /// Returns the weighted loss, detached.
   at::Tensor train(const at::Tensor& inputs, const at::Tensor& targets, bool classification, double weight,
@@ -54,6 +54,7 @@ class DirectBackward {
   std::vector<Layer> layers_;
   std::size_t first_with_parameters_ = 0;  // backward stops there: nothing before it needs a gradient
   std::int64_t outputs_ = 0;               // the last Linear's width: a regression target's
+  double label_smoothing_ = 0;             // train.label_smoothing, in the cross-entropy and its gradient
 };
 
 }  // namespace gputrain::train

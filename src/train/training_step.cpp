@@ -11,8 +11,9 @@
 
 namespace gputrain::train {
 
-at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target) {
-  return classification ? at::cross_entropy_loss(output, target) : at::mse_loss(output, target);
+at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target, double label_smoothing) {
+  return classification ? at::cross_entropy_loss(output, target, {}, at::Reduction::Mean, -100, label_smoothing)
+                        : at::mse_loss(output, target);
 }
 
 at::Tensor model_input(const data::BatchTransform& transform, bool channels_last, const at::Tensor& stored, bool training) {
@@ -39,7 +40,7 @@ at::Tensor accumulate_gradients(const StepParts& p, const data::Batch& batch, st
     at::Tensor loss;
     {
       AutocastScope autocast(p.device.type(), p.train.precision);
-      loss = loss_of(p.classification, p.model.forward(inputs), targets);
+      loss = loss_of(p.classification, p.model.forward(inputs), targets, p.train.label_smoothing);
       if (share != 1.0) loss = loss * share;  // the whole batch in one piece needs no weighting (one op less each way)
     }
     if (after_forward) after_forward();

@@ -43,8 +43,9 @@ struct StepParts {
   DirectBackward* direct = nullptr;    ///< the hand-written backward, where it covers the model and the run
 };
 
-/// Cross-entropy for classification, MSE for regression.
-at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target);
+/// Cross-entropy for classification (with `label_smoothing`, PyTorch's: the target is that share
+/// of the uniform distribution plus the rest on the class), MSE for regression.
+at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target, double label_smoothing = 0.0);
 
 /// A micro-batch's stored inputs as the model takes them: through the transform (float,
 /// normalisation, augmentation when `training`), then NHWC when `channels_last`.

@@ -74,6 +74,7 @@ struct TrainConfig {
   std::optional<bool> channels_last;   ///< NHWC for 4-d weights and inputs; nullopt: auto (Config::uses_channels_last)
   bool cudnn_benchmark = true;         ///< let cuDNN pick the fastest algorithms
   double clip_grad_norm = 0.0;         ///< 0: off
+  double label_smoothing = 0.0;        ///< classification: the training loss's target mixes in this share of the uniform distribution
   std::int64_t seed = 42;
   bool deterministic = false;          ///< deterministic algorithms only (bit-exact resume on CPU)
 };

@@ -156,6 +156,13 @@ TEST(Config, DataExcludeIsForCsvAndNotBesideDataFeatures) {
             std::string::npos);
 }
 
+TEST(Config, LabelSmoothingIsForClassification) {
+  EXPECT_NE(error_of({{}, {"data.task=regression", "train.label_smoothing=0.1"}, ""})
+                .find("train.label_smoothing softens class targets, but data.task is regression"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.label_smoothing=1.5"}, ""}).find("train.label_smoothing"), std::string::npos);
+}
+
 TEST(Config, DataCategoricalIsForCsv) {
   EXPECT_NE(error_of({{}, {"data.source=npy", "data.path=x.npy", "data.labels=y.npy", "data.categorical=[colour]"}, ""})
                 .find("data.categorical names CSV columns of categories, but data.source is npy"),
@@ -168,6 +175,10 @@ TEST(Config, AnotherToolsNameForAKeyIsTranslated) {
   EXPECT_NE(error_of({{}, {"train.fp16=true"}, ""}).find("unknown key 'train.fp16'; Hugging Face's fp16 is train.precision: fp16-mixed here"),
             std::string::npos);
   EXPECT_NE(error_of({{}, {"output_dir=runs/x"}, ""}).find("Hugging Face's output_dir is logging.dir here"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"label_smoothing_factor=0.1"}, ""}).find("Hugging Face's label_smoothing_factor is train.label_smoothing here"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.patience=5"}, ""}).find("Lightning's EarlyStopping's patience is train.early_stop_patience here"),
+            std::string::npos);
 }
 
 TEST(Config, MisspelledSectionSuggestsTheSection) {

@@ -33,10 +33,12 @@ struct Case {
   std::string norm = "none";
   double dropout = 0.0;
   bool classification = true;
+  double label_smoothing = 0.0;
 };
 
 std::string name_of(const Case& c) {
-  return c.activation + "/" + c.norm + "/dropout " + std::to_string(c.dropout) + (c.classification ? "/classes" : "/regression");
+  return c.activation + "/" + c.norm + "/dropout " + std::to_string(c.dropout) + (c.classification ? "/classes" : "/regression") +
+         (c.label_smoothing > 0 ? "/label smoothing " + std::to_string(c.label_smoothing) : "");
 }
 
 // What a registered C++ model may hold beyond the built-in MLP's options: a Linear without bias, a
@@ -89,6 +91,7 @@ StepResult one_step(const Case& c, bool direct, std::int64_t micro_batch, bool* 
   auto optimizer = make_optimizer(opt, params);
   GradScaler scaler(false, at::kCPU);
   TrainConfig train;
+  train.label_smoothing = c.label_smoothing;
   std::unique_ptr<DirectBackward> plan;
   if (direct) plan = DirectBackward::plan(*model, train, at::kCPU, /*distributed=*/false);
   if (planned) *planned = plan != nullptr;
@@ -152,6 +155,31 @@ TEST(DirectBackward, SplitMicroBatchesAccumulateAsAutogradDoes) {
       expect_identical(one_step(c, true, micro), one_step(c, false, micro), what);
     }
   }
+}
+
+// train.label_smoothing's loss, (1 - eps) * nll + eps / K * the mean of -sum(log_probs), and its
+// gradient: autograd's through at::cross_entropy_loss. The terms are summed in another order than
+// ATen's, so the figures agree to rounding rather than bit for bit.
+TEST(DirectBackward, LabelSmoothingGivesAutogradsLossAndGradients) {
+  for (const double eps : {0.1, 1.0}) {
+    for (const std::int64_t micro : {kSamples, std::int64_t{10}}) {
+      const Case c{"relu", "layer", 0.25, true, eps};
+      const auto what = name_of(c) + ", micro-batch " + std::to_string(micro);
+      bool planned = false;
+      const auto direct = one_step(c, true, micro, &planned);
+      ASSERT_TRUE(planned) << what;
+      const auto autograd = one_step(c, false, micro);
+      EXPECT_TRUE(at::allclose(direct.loss, autograd.loss, 1e-6, 1e-7)) << what << ": loss " << direct.loss.item<double>() << " vs "
+                                                                        << autograd.loss.item<double>();
+      for (std::size_t i = 0; i < direct.grads.size(); ++i)
+        EXPECT_TRUE(at::allclose(direct.grads[i], autograd.grads[i], 1e-5, 1e-7))
+            << what << ": gradient " << i << " differs by up to " << (direct.grads[i] - autograd.grads[i]).abs().max().item<double>();
+    }
+  }
+  // Smoothing changes the loss (else the comparison above would not show it is applied).
+  const auto plain = one_step(Case{"relu", "layer", 0.25, true, 0.0}, true, kSamples);
+  const auto smoothed = one_step(Case{"relu", "layer", 0.25, true, 0.1}, true, kSamples);
+  EXPECT_GT(std::abs(plain.loss.item<double>() - smoothed.loss.item<double>()), 1e-3);
 }
 
 TEST(DirectBackward, TheComparedStepReallyTrains) {

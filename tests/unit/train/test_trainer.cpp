@@ -424,6 +424,24 @@ TEST(Trainer, LossFallsOnALearnableTask) {
   EXPECT_LT(*result.last_loss, 0.7 * *result.first_loss);
 }
 
+// train.label_smoothing softens the training loss only: validation reports the plain cross-entropy,
+// comparable with runs without it. With lr 0 the weights stay the initial ones, so both runs
+// validate the same model; batch norm puts the step on autograd's path, the MLP's own backward is
+// compared with autograd in test_direct_backward.cpp.
+TEST(Trainer, LabelSmoothingSoftensTheTrainingLossButNotTheValidationLoss) {
+  FitResult results[2];
+  for (int smoothed = 0; smoothed < 2; ++smoothed) {
+    Trainer trainer(small_run("label-smoothing-" + std::to_string(smoothed),
+                              {"optimizer.lr=0", "model.dropout=0", "model.norm=batch", "train.epochs=1",
+                               "train.label_smoothing=" + std::string(smoothed ? "0.2" : "0")}),
+                    test_support::quiet_trainer());
+    results[smoothed] = trainer.fit();
+  }
+  ASSERT_TRUE(results[0].first_loss && results[1].first_loss && results[0].last_epoch && results[1].last_epoch);
+  EXPECT_GT(std::abs(*results[1].first_loss - *results[0].first_loss), 1e-3) << "smoothing left the training loss as it was";
+  EXPECT_DOUBLE_EQ(*results[1].last_epoch->val_loss, *results[0].last_epoch->val_loss);
+}
+
 // A run stopped mid-epoch and resumed ends with bit-identical parameters (CPU, deterministic).
 TEST(Trainer, StoppedAndResumedRunMatchesAnUninterruptedOneExactly) {
   Trainer straight(small_run("straight"), test_support::quiet_trainer());
