@@ -301,7 +301,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
                  store->save_best(parts(), progress, config_yaml));
           });
       }
-      // Every rank validated the same samples' sums, so every rank comes to the same decision.
+      // The figures are sums over all ranks: every rank comes to the same decision.
       if (value) {
         const auto waiting = observe_validation(early_stop, progress, *value);
         if (!waiting.empty()) note(waiting);
@@ -318,7 +318,6 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
 // no better: best.pt holds them (kept by the same figure early stopping watches). The run's last
 // checkpoint, written before, keeps the state it stopped in.
 void Trainer::State::restore_best_weights(FitResult& result, const EarlyStopRule& rule) {
-  result.early_stop_reason = early_stop_reason(rule, progress);
   const auto best = store->best_path();
   if (!fs::exists(best) || progress.best_epoch == 0) {  // best.pt deleted by hand, or written before epochs were recorded
     note("stopped early: " + result.early_stop_reason + "; " + best + " is missing, so model.safetensors holds the last epoch's weights");
@@ -388,6 +387,7 @@ FitResult Trainer::fit() {
   result.last_checkpoint = s.last_checkpoint;
   result.steps = progress.step;
   result.epochs_done = progress.epoch;
+  if (!result.interrupted && stopped_early(early_stop, progress)) result.early_stop_reason = early_stop_reason(early_stop, progress);
   result.has_validation = s.val_size > 0;
   result.steps_per_epoch = s.steps_per_epoch;
   if (!result.interrupted && progress.position > 0) {
