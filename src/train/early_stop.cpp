@@ -31,9 +31,11 @@ EarlyStopRule EarlyStopRule::from(const Config& config) {
           config.train.early_stop_min_delta};
 }
 
-bool EarlyStopRule::improves(double value, double reference) const {
-  return maximize ? value > reference + min_delta : value < reference - min_delta;
+bool improves(double value, double reference, bool maximize, double margin) {
+  return maximize ? value > reference + margin : value < reference - margin;
 }
+
+bool EarlyStopRule::improves(double value, double reference) const { return train::improves(value, reference, maximize, min_delta); }
 
 std::string observe_validation(const EarlyStopRule& rule, TrainingProgress& progress, double value) {
   if (!rule.on()) return "";

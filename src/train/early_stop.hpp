@@ -15,6 +15,10 @@ namespace gputrain::train {
 /// Whether a larger checkpoint.best_metric is better: `max`, or `auto` with val_accuracy.
 bool maximizes(const CheckpointConfig& checkpoint);
 
+/// Whether `value` beats `reference` by more than `margin`, larger or smaller as `maximize` says
+/// (best.pt with no margin, early stopping with train.early_stop_min_delta).
+bool improves(double value, double reference, bool maximize, double margin = 0);
+
 struct EarlyStopRule {
   std::string metric;           ///< checkpoint.best_metric
   bool maximize = false;

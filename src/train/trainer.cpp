@@ -291,8 +291,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
       ++progress.epoch;
       progress.position = 0;
       const auto value = metric_value(metrics, config.checkpoint.best_metric);
-      const bool maximize = maximizes(config.checkpoint);
-      if (value && (!progress.best_metric || (maximize ? *value > *progress.best_metric : *value < *progress.best_metric))) {
+      if (value && (!progress.best_metric || improves(*value, *progress.best_metric, maximizes(config.checkpoint)))) {
         progress.best_metric = *value;
         progress.best_epoch = progress.epoch;
         if (ranks.writer())
@@ -317,7 +316,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
 // A run that stopped early ends on its best epoch's weights, not on the `patience` epochs that did
 // no better: best.pt holds them (kept by the same figure early stopping watches). The run's last
 // checkpoint, written before, keeps the state it stopped in.
-void Trainer::State::restore_best_weights(FitResult& result, const EarlyStopRule& rule) {
+void Trainer::State::restore_best_weights(FitResult& result, const std::string& metric) {
   const auto best = store->best_path();
   if (!fs::exists(best) || progress.best_epoch == 0) {  // best.pt deleted by hand, or written before epochs were recorded
     note("stopped early: " + result.early_stop_reason + "; " + best + " is missing, so model.safetensors holds the last epoch's weights");
@@ -329,7 +328,7 @@ void Trainer::State::restore_best_weights(FitResult& result, const EarlyStopRule
   // For the record: the caller reports it from FitResult, on the console.
   for (auto& sink : sinks)
     sink->on_outcome("stopped early: " + result.early_stop_reason + "; model.safetensors holds epoch " +
-                     std::to_string(progress.best_epoch) + "'s weights (" + rule.metric + " " +
+                     std::to_string(progress.best_epoch) + "'s weights (" + metric + " " +
                      std::to_string(progress.best_metric.value_or(0.0)) + ", from " + best + ")");
 }
 
@@ -387,7 +386,8 @@ FitResult Trainer::fit() {
   result.last_checkpoint = s.last_checkpoint;
   result.steps = progress.step;
   result.epochs_done = progress.epoch;
-  if (!result.interrupted && stopped_early(early_stop, progress)) result.early_stop_reason = early_stop_reason(early_stop, progress);
+  const bool ended_early = !result.interrupted && stopped_early(early_stop, progress);
+  if (ended_early) result.early_stop_reason = early_stop_reason(early_stop, progress);
   result.has_validation = s.val_size > 0;
   result.steps_per_epoch = s.steps_per_epoch;
   if (!result.interrupted && progress.position > 0) {
@@ -431,7 +431,7 @@ FitResult Trainer::fit() {
   if (result.interrupted) {
     for (auto& sink : s.sinks) sink->on_outcome("interrupted after step " + std::to_string(progress.step) + "; checkpoint " + result.last_checkpoint);
   } else if (s.ranks.writer()) {
-    if (stopped_early(early_stop, progress)) s.restore_best_weights(result, early_stop);
+    if (ended_early) s.restore_best_weights(result, early_stop.metric);
     result.weights_path = (fs::path(s.config.logging.dir) / "model.safetensors").string();
     data::write_safetensors(result.weights_path, s.model->named_state(), weights_metadata(s.config, s.data, s.model->name()));
     for (auto& sink : s.sinks) sink->on_outcome("final weights: " + result.weights_path);

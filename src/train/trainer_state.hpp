@@ -42,8 +42,6 @@ struct RunTotals {
   std::int64_t samples = 0, steps = 0;
 };
 
-struct EarlyStopRule;
-
 struct Trainer::State {
   Config config;
   TrainerOptions options;
@@ -105,7 +103,7 @@ struct Trainer::State {
   at::Tensor train_step(const data::Batch* batch, std::int64_t global_rows);
   EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);
   void run_epochs(FitResult& result, RunTotals& totals);
-  void restore_best_weights(FitResult& result, const EarlyStopRule& rule);
+  void restore_best_weights(FitResult& result, const std::string& metric);  // after an early stop: best.pt's weights
   void checkpoint();
 };
 

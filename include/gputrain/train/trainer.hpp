@@ -24,7 +24,7 @@ struct FitResult {
   std::int64_t start_step = 0;            ///< 0, or the step a resumed run began at
   std::int64_t steps = 0;                 ///< optimizer steps done, in total
   std::int64_t total_steps = 0;           ///< what the run was asked for
-  std::int64_t epochs_done = 0;           ///< whole epochs behind the final weights' run, a resumed run's earlier ones included
+  std::int64_t epochs_done = 0;           ///< epochs completed, those before a resume included
   bool interrupted = false;               ///< stopped by a signal; a checkpoint was written
   std::optional<double> first_loss;       ///< training loss of the first step this process ran
   std::optional<double> last_loss;        ///< training loss of the last step this process ran

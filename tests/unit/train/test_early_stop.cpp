@@ -137,15 +137,13 @@ TEST(EarlyStop, ARunStopsAfterPatienceEpochsOnItsBestEpochsWeightsAndAResumeCarr
   const auto result = trainer.fit();
   EXPECT_EQ(result.epochs_done, 3);
   EXPECT_EQ(result.steps, 18);  // 6 per epoch
-  EXPECT_EQ(result.early_stop_reason, "val_loss has not improved on " + [&] {
-    const auto first = test_support::jsonl_records(fs::path(config.logging.dir) / "metrics.jsonl", "epoch").at(0);
-    char text[32];
-    std::snprintf(text, sizeof text, "%.4f", first["val_loss"].get<double>());
-    return std::string(text);
-  }() + " by more than 1000 for 2 epochs (train.early_stop_patience: 2)");
-
   const auto epochs = test_support::jsonl_records(fs::path(config.logging.dir) / "metrics.jsonl", "epoch");
   ASSERT_EQ(epochs.size(), 3u);
+  char first_val_loss[32];
+  std::snprintf(first_val_loss, sizeof first_val_loss, "%.4f", epochs[0]["val_loss"].get<double>());
+  EXPECT_EQ(result.early_stop_reason, "val_loss has not improved on " + std::string(first_val_loss) +
+                                          " by more than 1000 for 2 epochs (train.early_stop_patience: 2)");
+
   const auto highest = std::max_element(epochs.begin(), epochs.end(), [](const auto& a, const auto& b) { return a["val_loss"] < b["val_loss"]; });
   EXPECT_EQ(result.weights_epoch, highest - epochs.begin() + 1);
   ASSERT_LT(result.weights_epoch, 3) << "the loss should fall on this learnable task, leaving the best (highest) val_loss behind";
