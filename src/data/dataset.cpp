@@ -52,6 +52,12 @@ class ArrayDataset final : public Dataset {
 
 }  // namespace
 
+std::optional<at::Tensor> Dataset::class_ids() const {
+  const auto whole = tensors();
+  if (!whole || whole->targets.scalar_type() != at::kLong || whole->targets.dim() != 1) return std::nullopt;
+  return whole->targets;
+}
+
 std::int64_t SampleLayout::input_bytes() const { return bytes_of(input_shape, input_dtype); }
 std::int64_t SampleLayout::target_bytes() const { return bytes_of(target_shape, target_dtype); }
 

@@ -1,5 +1,7 @@
 #include "image_folder.hpp"
 
+#include <ATen/ops/empty.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -121,6 +123,12 @@ class ImageFolder final : public Dataset {
       text += "; " + std::to_string(ignored_) + (ignored_ == 1 ? " other file" : " other files") + " not read, e.g. '" + first_ignored_ + "'";
     if (ignored_ > 0 || !other_images_.empty()) text += ": only .jpg, .jpeg and .png are";
     return text + ")";
+  }
+  std::optional<at::Tensor> class_ids() const override {
+    auto ids = at::empty({size()}, at::kLong);
+    auto* out = ids.data_ptr<std::int64_t>();
+    for (const auto& file : files_) *out++ = file.label;
+    return ids;
   }
   const std::vector<std::string>& classes() const { return classes_; }
 

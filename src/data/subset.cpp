@@ -14,6 +14,12 @@ class Subset final : public Dataset {
   void read(std::int64_t index, void* input, void* target) const override { base_->read(base_index(index), input, target); }
   std::string origin(std::int64_t index) const override { return base_->origin(base_index(index)); }
   std::optional<TensorDataset> tensors() const override { return selected_; }
+  std::optional<at::Tensor> class_ids() const override {
+    if (selected_) return Dataset::class_ids();
+    auto all = base_->class_ids();
+    if (!all) return std::nullopt;
+    return all->index_select(0, indices_);
+  }
   std::string description() const override { return description_; }
 
  private:

@@ -44,6 +44,10 @@ class Dataset {
   virtual std::string origin(std::int64_t index) const = 0;
   /// The whole set as CPU tensors when it already is in memory (array formats); nullopt otherwise.
   virtual std::optional<TensorDataset> tensors() const { return std::nullopt; }
+  /// Every sample's class id (int64 [N]) when known without decoding the inputs: a set in
+  /// memory's targets, an image folder's folder indices. nullopt for targets that are not class
+  /// ids (regression) and for sets that only know a label by reading the sample.
+  virtual std::optional<at::Tensor> class_ids() const;
   /// What the set is, for logs: "mnist train-images-idx3-ubyte (60,000 samples)".
   virtual std::string description() const = 0;
 };

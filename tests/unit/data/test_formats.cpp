@@ -636,6 +636,10 @@ TEST(ImageFolder, ListsClassesSkipsCorruptFilesAndResizes) {
                                   "each: python3 -c \"import pathlib, PIL.Image as I; [I.open(p).convert('RGB').save(p.with_suffix('.png')) for "
                                   "p in pathlib.Path('" + fixture("folder/train") + "').rglob('*') if p.suffix.lower() in ('.bmp', '.webp')]\"");
   EXPECT_EQ(sources.val->size(), 2);
+  // The labels are the folders, known without decoding a file (the unreadable ones included).
+  const auto ids = sources.train->class_ids();
+  ASSERT_TRUE(ids.has_value());
+  EXPECT_TRUE(at::equal(*ids, at::tensor({0, 0, 0, 0, 1, 1, 1, 1}, at::kLong))) << *ids;
   const auto loaded = materialize(*sources.train, 2);
   ASSERT_EQ(loaded.skipped.size(), 2U);
   EXPECT_NE(loaded.skipped[0].find("broken.jpg: corrupt JPEG"), std::string::npos) << loaded.skipped[0];

@@ -20,10 +20,15 @@ std::shared_ptr<Dataset> numbered(std::int64_t n) {
   return make_array_dataset({at::arange(n, at::kFloat).unsqueeze(1), at::arange(n, at::kLong)}, "numbered", "numbered.npy");
 }
 
-// The same samples, read one at a time as an image folder is: no arrays in memory.
+// The same samples, read one at a time as an image folder is: no arrays in memory. With
+// `labels_known`, their class ids are known without reading them, as an image folder's are.
 class NumberedFiles final : public Dataset {
  public:
-  explicit NumberedFiles(std::int64_t n) : n_(n) { layout_.input_shape = {1}; }
+  explicit NumberedFiles(std::int64_t n, bool labels_known = false) : n_(n), labels_known_(labels_known) { layout_.input_shape = {1}; }
+  std::optional<at::Tensor> class_ids() const override {
+    if (!labels_known_) return std::nullopt;
+    return at::arange(n_, at::kLong);
+  }
   std::int64_t size() const override { return n_; }
   const SampleLayout& layout() const override { return layout_; }
   void read(std::int64_t index, void* input, void* target) const override {
@@ -36,6 +41,7 @@ class NumberedFiles final : public Dataset {
 
  private:
   std::int64_t n_;
+  bool labels_known_;
   SampleLayout layout_;
 };
 
@@ -49,6 +55,12 @@ std::vector<std::int64_t> labels_of(const Dataset& set) {
     out.push_back(label);
   }
   return out;
+}
+
+std::vector<std::int64_t> values_of(const std::optional<at::Tensor>& ids) {
+  if (!ids) return {};
+  const auto contiguous = ids->contiguous();
+  return {contiguous.data_ptr<std::int64_t>(), contiguous.data_ptr<std::int64_t>() + contiguous.numel()};
 }
 
 }  // namespace
@@ -87,6 +99,22 @@ TEST(HoldOut, ArraySetsStayArraysAndFileSetsAreReadThrough) {
   EXPECT_FALSE(files.train->tensors().has_value());
   EXPECT_EQ(labels_of(*files.val), labels_of(*arrays.val));  // the same split for the same size and seed
   EXPECT_EQ(files.val->origin(0), "file-" + std::to_string(labels_of(*files.val)[0]) + ".png");
+}
+
+// What class weights and the class-balance note count: each part's own labels.
+TEST(HoldOut, EachPartKnowsItsClassIdsWhereTheWholeSetDoes) {
+  const auto arrays = hold_out(numbered(50), 0.1, 1);
+  EXPECT_EQ(values_of(arrays.train->class_ids()), labels_of(*arrays.train));
+  EXPECT_EQ(values_of(arrays.val->class_ids()), labels_of(*arrays.val));
+
+  const auto files = hold_out(std::make_shared<NumberedFiles>(50, /*labels_known=*/true), 0.1, 1);
+  EXPECT_EQ(values_of(files.train->class_ids()), labels_of(*files.train));
+  EXPECT_EQ(values_of(files.val->class_ids()), labels_of(*files.val));
+
+  EXPECT_FALSE(hold_out(std::make_shared<NumberedFiles>(50), 0.1, 1).train->class_ids().has_value())
+      << "a set that reads a label only with its sample";
+  const auto regression = make_array_dataset({at::zeros({4, 1}), at::zeros({4, 1})}, "targets", "y.npy");
+  EXPECT_FALSE(regression->class_ids().has_value()) << "float targets are not class ids";
 }
 
 TEST(HoldOut, AnEmptyPartIsAUsageError) {
