@@ -91,9 +91,10 @@ class ProbeRig {
   std::int64_t parameter_count() { return train::parameter_count(*model_); }
 
  private:
+  // Without train.class_weights: they change the loss's value, not the step's memory or time.
   StepParts parts() {
     return StepParts{*model_, *optimizer_, *scaler_, params_, transform_, config_.train, config_.uses_channels_last(),
-                     config_.data.task == "classification", device_, 0, nullptr, direct_.get()};
+                     config_.data.task == "classification", device_, 0, nullptr, direct_.get(), {}};
   }
 
   const Config& config_;

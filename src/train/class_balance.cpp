@@ -12,9 +12,9 @@ constexpr std::int64_t kSparseClassesFrom = 1000;
 
 void refuse_sparse_class_ids(const data::Sources& sources) {
   const auto classes = sources.classes;
-  const auto whole = sources.train->tensors();
-  if (classes <= kSparseClassesFrom || !sources.class_names.empty() || !whole) return;
-  const auto labels = whole->targets.flatten();
+  const auto ids = sources.train->class_ids();
+  if (classes <= kSparseClassesFrom || !sources.class_names.empty() || !ids) return;
+  const auto& labels = *ids;
   const auto distinct = std::get<0>(at::_unique(labels, /*sorted=*/false)).numel();
   if (2 * distinct >= classes) return;
   throw UsageError("the labels of " + sources.train->description() + " look like values to predict, not class ids: " + std::to_string(distinct) +
@@ -29,22 +29,24 @@ void refuse_sparse_class_ids(const data::Sources& sources) {
 // 60/40 binary split is ordinary, 95/5 changes what an accuracy means.
 constexpr double kUnbalancedFactor = 1.5;
 
-std::string class_balance_note(const data::Sources& sources, std::int64_t classes) {
+std::string class_balance_note(const data::Sources& sources, std::int64_t classes, bool weighted) {
   const bool on_val = sources.val != nullptr;
   const auto& set = on_val ? sources.val : sources.train;
-  const auto whole = set ? set->tensors() : std::nullopt;
-  if (classes < 2 || !whole || whole->size() == 0) return "";
-  const auto counts = at::bincount(whole->targets.flatten(), {}, classes);
+  const auto ids = set ? set->class_ids() : std::nullopt;
+  if (classes < 2 || !ids || ids->numel() == 0) return "";
+  const auto samples = ids->numel();
+  const auto counts = at::bincount(*ids, {}, classes);
   const auto most = counts.argmax().item<std::int64_t>();
   const auto count = counts[most].item<std::int64_t>();
-  const double share = static_cast<double>(count) / static_cast<double>(whole->size());
+  const double share = static_cast<double>(count) / static_cast<double>(samples);
   if (share < kUnbalancedFactor / static_cast<double>(classes)) return "";
   const std::string name = most < static_cast<std::int64_t>(sources.class_names.size()) ? "'" + sources.class_names[most] + "' (class " +
                                                                                                std::to_string(most) + ")"
                                                                                          : "class " + std::to_string(most);
   return "classes are unbalanced: the most common, " + name + ", is " + core::format_fixed(100 * share, 1) + " % of the " +
-         (on_val ? "validation" : "training") + " samples (" + std::to_string(count) + " of " + std::to_string(whole->size()) +
-         "), the " + (on_val ? "val " : "") + "accuracy of always answering it";
+         (on_val ? "validation" : "training") + " samples (" + std::to_string(count) + " of " + std::to_string(samples) + "), the " +
+         (on_val ? "val " : "") + "accuracy of always answering it; the balanced accuracy (each class's accuracy, averaged) shows what the rarer classes get" +
+         (weighted ? "" : ", and train.class_weights: balanced weighs them up in the training loss");
 }
 
 }  // namespace gputrain::train

@@ -20,8 +20,9 @@ void refuse_sparse_class_ids(const data::Sources& sources);
 
 /// Classification: when the most common class is at least 1.5 times the share an even split
 /// gives (1 / classes), a line naming it and its share of the validation samples (of the training
-/// samples when there is no validation data); empty otherwise, or when the labels are not in
-/// memory (an image folder's are, as folder indices).
-std::string class_balance_note(const data::Sources& sources, std::int64_t classes);
+/// samples when there is no validation data), pointing at the balanced accuracy and, unless the
+/// run is `weighted` already (train.class_weights), at class weights; empty otherwise, or when
+/// the set does not know its labels without reading the samples (Dataset::class_ids).
+std::string class_balance_note(const data::Sources& sources, std::int64_t classes, bool weighted);
 
 }  // namespace gputrain::train

@@ -115,6 +115,7 @@ constexpr ForeignName kForeignNames[] = {
     {"early_stopping_threshold", "Hugging Face", "train.early_stop_min_delta"},
     {"patience", "Lightning's EarlyStopping", "train.early_stop_patience"},
     {"min_delta", "Lightning's EarlyStopping", "train.early_stop_min_delta"},
+    {"class_weight", "scikit-learn", "train.class_weights"},
 };
 
 // The best guess for a key nobody declared: another tool's name for one of ours ("max_epochs" ->

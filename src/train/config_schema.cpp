@@ -247,6 +247,32 @@ Field double_list_field(std::string key, Get get, double min) {
           }};
 }
 
+// none, balanced, or one weight per class.
+Field class_weights_field() {
+  return {"train.class_weights",
+          [](Config& c, const FieldValue& v) {
+            const std::string allowed = "none, balanced, or a list of numbers >= 0, one per class (e.g. [1, 4.5])";
+            auto& weights = c.train.class_weights;
+            if (v.node.IsNull() || (v.node.IsScalar() && v.node.Scalar() == "none")) {
+              weights = {};
+            } else if (v.node.IsScalar() && v.node.Scalar() == "balanced") {
+              weights = {true, {}};
+            } else if (v.node.IsSequence() && v.node.size() > 0) {
+              weights = {false, parse_double_list(v, 0.0)};
+            } else {
+              reject(v, found_text(v.node), allowed, v.node.IsScalar() ? guess_choice(v.node.Scalar(), {"none", "balanced"}) : "");
+            }
+          },
+          [](const Config& c) {
+            const auto& weights = c.train.class_weights;
+            if (weights.given.empty()) return YAML::Node(weights.balanced ? "balanced" : "none");
+            YAML::Node list(YAML::NodeType::Sequence);
+            for (double w : weights.given) list.push_back(shortest(w));
+            list.SetStyle(YAML::EmitterStyle::Flow);
+            return list;
+          }};
+}
+
 Field precision_field() {
   return {"train.precision",
           [](Config& c, const FieldValue& v) {
@@ -412,6 +438,7 @@ std::vector<Field> make_schema() {
     bool_field("train.cudnn_benchmark", [](auto& c) -> auto& { return c.train.cudnn_benchmark; }),
     double_field("train.clip_grad_norm", [](auto& c) -> auto& { return c.train.clip_grad_norm; }, 0.0),
     double_field("train.label_smoothing", [](auto& c) -> auto& { return c.train.label_smoothing; }, 0.0, 1.0),
+    class_weights_field(),
     int_field("train.seed", [](auto& c) -> auto& { return c.train.seed; }, 0),
     bool_field("train.deterministic", [](auto& c) -> auto& { return c.train.deterministic; }),
 
@@ -434,7 +461,7 @@ std::vector<Field> make_schema() {
     int_field("checkpoint.every_steps", [](auto& c) -> auto& { return c.checkpoint.every_steps; }, 0),
     int_field("checkpoint.every_epochs", [](auto& c) -> auto& { return c.checkpoint.every_epochs; }, 0),
     int_field("checkpoint.keep_last", [](auto& c) -> auto& { return c.checkpoint.keep_last; }, 1),
-    choice_field("checkpoint.best_metric", [](auto& c) -> auto& { return c.checkpoint.best_metric; }, {"val_loss", "val_accuracy", "val_mse", "val_mae", "none"}),
+    choice_field("checkpoint.best_metric", [](auto& c) -> auto& { return c.checkpoint.best_metric; }, {"val_loss", "val_accuracy", "val_balanced_accuracy", "val_mse", "val_mae", "none"}),
     choice_field("checkpoint.best_mode", [](auto& c) -> auto& { return c.checkpoint.best_mode; }, {"auto", "min", "max"}),
     string_field("checkpoint.resume", [](auto& c) -> auto& { return c.checkpoint.resume; }, "auto, never, or a checkpoint file"),
 
@@ -485,6 +512,24 @@ void refuse_files_for_synthetic(const DataConfig& d) {
   }
 }
 
+// What can be told from the config alone; open_data checks a list against the classes the labels
+// give when data.classes is auto.
+void check_class_weights(const Config& c) {
+  const auto& weights = c.train.class_weights;
+  if (!weights.any()) return;
+  if (c.data.task != "classification")
+    inconsistent("train.class_weights weighs the classes' samples in the loss, but data.task is regression",
+                 "remove train.class_weights (or set it to none)");
+  if (weights.given.empty()) return;
+  if (c.data.classes && static_cast<std::int64_t>(weights.given.size()) != *c.data.classes)
+    inconsistent("train.class_weights lists " + std::to_string(weights.given.size()) + " weights but data.classes is " +
+                     std::to_string(*c.data.classes),
+                 "give one weight per class (class 0 first), or train.class_weights: balanced to weigh them by their counts");
+  if (std::all_of(weights.given.begin(), weights.given.end(), [](double w) { return w == 0; }))
+    inconsistent("train.class_weights are all 0: no sample would count in the loss",
+                 "give the classes to train on a weight above 0, e.g. 1");
+}
+
 }  // namespace
 
 const std::vector<Field>& schema() {
@@ -517,23 +562,24 @@ void check_consistency(const Config& c) {
     inconsistent("data.exclude and data.features are both set: the features are either listed or all but some",
                  "keep one: data.features lists the columns to read, data.exclude the ones to leave out of all the others");
   const auto& metric = c.checkpoint.best_metric;
-  if (metric == "val_accuracy" && !classification)
-    inconsistent("checkpoint.best_metric val_accuracy needs data.task classification (it is regression)",
+  if ((metric == "val_accuracy" || metric == "val_balanced_accuracy") && !classification)
+    inconsistent("checkpoint.best_metric " + metric + " needs data.task classification (it is regression)",
                  "use val_loss, val_mse or val_mae for regression");
   if ((metric == "val_mse" || metric == "val_mae") && classification)
     inconsistent("checkpoint.best_metric " + metric + " needs data.task regression (it is classification)",
-                 "use val_loss or val_accuracy for classification");
+                 "use val_loss, val_accuracy or val_balanced_accuracy for classification");
   if (metric != "none" && metric != "val_loss" && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
     inconsistent("checkpoint.best_metric " + metric + " needs validation data (data.val_samples is 0)",
                  "set data.val_samples above 0, or checkpoint.best_metric to none");
   if (c.train.label_smoothing > 0 && !classification)
     inconsistent("train.label_smoothing softens class targets, but data.task is regression",
                  "remove train.label_smoothing (or set it to 0)");
+  check_class_weights(c);
   // Early stopping watches the figure best.pt is kept by, so that the weights it ends with (best.pt's)
   // are the best by the same measure.
   if (c.train.early_stop_patience > 0 && metric == "none")
     inconsistent("train.early_stop_patience stops the run when checkpoint.best_metric stops improving, but checkpoint.best_metric is none",
-                 std::string("set checkpoint.best_metric: ") + (classification ? "val_loss or val_accuracy" : "val_loss, val_mse or val_mae") +
+                 std::string("set checkpoint.best_metric: ") + (classification ? "val_loss, val_accuracy or val_balanced_accuracy" : "val_loss, val_mse or val_mae") +
                      ", or train.early_stop_patience: 0");
   if (c.train.early_stop_patience > 0 && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
     inconsistent("train.early_stop_patience watches a validation figure, but there is no validation data (data.val_samples is 0)",

@@ -33,7 +33,7 @@ class ConsoleSink final : public MetricSink {
     out_ << line << std::flush;
     bar_drawn_ = true;
   }
-  void on_epoch(const EpochMetrics& m) override { print(epoch_line(m, info_.epochs)); }
+  void on_epoch(const EpochMetrics& m) override { print(epoch_line(m, info_.epochs, info_.show_balanced_accuracy)); }
   void on_oom(const memory::OomEvent& e) override { print(oom_line(e)); }
   void on_note(const std::string& note) override { print(note); }
   void on_end() override {

@@ -102,8 +102,8 @@ bool DirectBackward::takes(const at::Tensor& inputs, const at::Tensor& targets, 
   return targets.scalar_type() == at::kFloat && targets.dim() == 2 && targets.size(0) == inputs.size(0) && targets.size(1) == outputs_;
 }
 
-at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& targets, bool classification, double weight,
-                                 const std::function<void()>& after_forward) {
+at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& targets, bool classification, const at::Tensor& class_weights,
+                                 double weight, const std::function<void()>& after_forward) {
   at::NoGradGuard no_graph;  // the point: no graph is recorded, backward below is explicit
   // What the layers keep is dropped however this ends: after an out-of-memory error the OOM
   // handler retries with half the micro-batch and needs this attempt's activations gone.
@@ -168,17 +168,30 @@ at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& tar
   const auto seed = at::full({}, weight, x.options());  // d(loss * weight) / d(loss)
   if (classification) {
     const auto log_probs = at::_log_softmax(x, 1, false);
-    auto [nll, total_weight] = at::nll_loss_forward(log_probs, targets, {}, at::Reduction::Mean, -100);
     const double eps = label_smoothing_;
-    if (eps > 0) {
+    const auto classes = static_cast<double>(log_probs.size(1)), rows = static_cast<double>(log_probs.size(0));
+    if (class_weights.defined()) {
+      // As train::loss_of with class weights: the mean over samples of w[y] * the sample's loss,
+      // (1 - eps) * nll + eps / K * -sum(log_probs). Each log-probability's gradient is then
+      // -w[y] / N * ((1 - eps) on the class + eps / K on every class).
+      const auto row_weights = class_weights.index_select(0, targets);
+      auto [each, total_weight] = at::nll_loss_forward(log_probs, targets, {}, at::Reduction::None, -100);
+      if (eps > 0) each = each * (1 - eps) + log_probs.sum(1).neg() * (eps / classes);
+      loss = (each * row_weights).mean();
+      if (after_forward) after_forward();
+      const auto per_row = row_weights * (seed / rows);  // d loss / d (each sample's loss)
+      grad = at::nll_loss_backward(eps > 0 ? per_row * (1 - eps) : per_row, log_probs, targets, {}, at::Reduction::None, -100, total_weight);
+      if (eps > 0) grad.sub_((per_row * (eps / classes)).unsqueeze(1));
+    } else if (eps > 0) {
       // As at::cross_entropy_loss with label_smoothing: (1 - eps) * nll + eps / K * mean(-sum(log_probs)),
       // whose gradient on each log-probability adds -eps / (N * K) to the nll's share.
-      const auto classes = static_cast<double>(log_probs.size(1)), rows = static_cast<double>(log_probs.size(0));
+      auto [nll, total_weight] = at::nll_loss_forward(log_probs, targets, {}, at::Reduction::Mean, -100);
       loss = nll * (1 - eps) + log_probs.sum(1).neg().mean() * (eps / classes);
       if (after_forward) after_forward();
       grad = at::nll_loss_backward(seed * (1 - eps), log_probs, targets, {}, at::Reduction::Mean, -100, total_weight);
       grad.sub_(seed * (eps / (rows * classes)));
     } else {
+      auto [nll, total_weight] = at::nll_loss_forward(log_probs, targets, {}, at::Reduction::Mean, -100);
       loss = std::move(nll);
       if (after_forward) after_forward();
       grad = at::nll_loss_backward(seed, log_probs, targets, {}, at::Reduction::Mean, -100, total_weight);

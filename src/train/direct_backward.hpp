@@ -39,11 +39,11 @@ class DirectBackward {
   bool takes(const at::Tensor& inputs, const at::Tensor& targets, bool classification) const;
 
   /// The training-mode forward, the loss times `weight` (cross-entropy for classification, with
-  /// train.label_smoothing, MSE otherwise, as train::loss_of), then its backward, which adds each parameter's gradient to
-  /// its .grad() as AccumulateGrad would. `after_forward`, when set, runs between the two.
-  /// Returns the weighted loss, detached.
-  at::Tensor train(const at::Tensor& inputs, const at::Tensor& targets, bool classification, double weight,
-                   const std::function<void()>& after_forward = {});
+  /// train.label_smoothing and `class_weights` when defined, MSE otherwise, as train::loss_of),
+  /// then its backward, which adds each parameter's gradient to its .grad() as AccumulateGrad
+  /// would. `after_forward`, when set, runs between the two. Returns the weighted loss, detached.
+  at::Tensor train(const at::Tensor& inputs, const at::Tensor& targets, bool classification, const at::Tensor& class_weights,
+                   double weight, const std::function<void()>& after_forward = {});
 
   /// For the run's notes, e.g. "6 layers".
   std::string describe() const;

@@ -23,7 +23,8 @@ std::string against(const EarlyStopRule& rule, double reference) {
 }  // namespace
 
 bool maximizes(const CheckpointConfig& checkpoint) {
-  return checkpoint.best_mode == "max" || (checkpoint.best_mode == "auto" && checkpoint.best_metric == "val_accuracy");
+  const bool accuracy = checkpoint.best_metric == "val_accuracy" || checkpoint.best_metric == "val_balanced_accuracy";
+  return checkpoint.best_mode == "max" || (checkpoint.best_mode == "auto" && accuracy);
 }
 
 EarlyStopRule EarlyStopRule::from(const Config& config) {

@@ -12,7 +12,7 @@
 
 namespace gputrain::train {
 
-/// Whether a larger checkpoint.best_metric is better: `max`, or `auto` with val_accuracy.
+/// Whether a larger checkpoint.best_metric is better: `max`, or `auto` with an accuracy.
 bool maximizes(const CheckpointConfig& checkpoint);
 
 /// Whether `value` beats `reference` by more than `margin`, larger or smaller as `maximize` says

@@ -50,6 +50,7 @@ class JsonlSink final : public MetricSink {
     nlohmann::json line = {{"kind", "epoch"}, {"epoch", m.epoch}, {"step", m.step}, {"train_loss", m.train_loss}, {"seconds", m.seconds}};
     if (m.val_loss) line["val_loss"] = *m.val_loss;
     if (m.val_accuracy) line["val_accuracy"] = *m.val_accuracy;
+    if (m.val_balanced_accuracy) line["val_balanced_accuracy"] = *m.val_balanced_accuracy;
     if (m.val_mse) line["val_mse"] = *m.val_mse;
     if (m.val_mae) line["val_mae"] = *m.val_mae;
     write(line);
@@ -81,6 +82,7 @@ class TensorBoardSink final : public MetricSink {
     writer_.add_scalar("epoch/train_loss", m.train_loss, m.step);
     if (m.val_loss) writer_.add_scalar("val/loss", *m.val_loss, m.step);
     if (m.val_accuracy) writer_.add_scalar("val/accuracy", *m.val_accuracy, m.step);
+    if (m.val_balanced_accuracy) writer_.add_scalar("val/balanced_accuracy", *m.val_balanced_accuracy, m.step);
     if (m.val_mse) writer_.add_scalar("val/mse", *m.val_mse, m.step);
     if (m.val_mae) writer_.add_scalar("val/mae", *m.val_mae, m.step);
     writer_.flush();
@@ -96,10 +98,11 @@ class LogFileSink final : public MetricSink {
   void on_start(const RunInfo& info) override {
     total_steps_ = info.total_steps;
     epochs_ = info.epochs;
+    show_balanced_accuracy_ = info.show_balanced_accuracy;
     write(header_line(info));
   }
   void on_step(const StepMetrics& m) override { write(step_line(m, total_steps_)); }
-  void on_epoch(const EpochMetrics& m) override { write(epoch_line(m, epochs_)); }
+  void on_epoch(const EpochMetrics& m) override { write(epoch_line(m, epochs_, show_balanced_accuracy_)); }
   void on_oom(const memory::OomEvent& e) override { write(oom_line(e)); }
   void on_note(const std::string& note) override { write(note); }
   void on_outcome(const std::string& outcome) override { write(outcome); }
@@ -114,6 +117,7 @@ class LogFileSink final : public MetricSink {
   }
   std::ofstream file_;
   std::int64_t total_steps_ = 0, epochs_ = 0;
+  bool show_balanced_accuracy_ = false;
 };
 
 }  // namespace

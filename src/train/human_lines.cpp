@@ -47,11 +47,12 @@ std::string step_line(const StepMetrics& m, std::int64_t total_steps) {
   return line;
 }
 
-std::string epoch_line(const EpochMetrics& m, std::int64_t epochs) {
+std::string epoch_line(const EpochMetrics& m, std::int64_t epochs, bool show_balanced_accuracy) {
   std::string line = "epoch " + std::to_string(m.epoch + 1) + "/" + std::to_string(epochs) + " done in " +
                      format_duration(m.seconds) + ": train loss " + core::format_fixed(m.train_loss, 4);
   if (m.val_loss) line += ", val loss " + core::format_fixed(*m.val_loss, 4);
   if (m.val_accuracy) line += ", val accuracy " + core::format_fixed(100.0 * *m.val_accuracy, 2) + "%";
+  if (m.val_balanced_accuracy && show_balanced_accuracy) line += " (balanced " + core::format_fixed(100.0 * *m.val_balanced_accuracy, 2) + "%)";
   if (m.val_mse) line += ", val mse " + core::format_fixed(*m.val_mse, 4);
   if (m.val_mae) line += ", val mae " + core::format_fixed(*m.val_mae, 4);
   return line;

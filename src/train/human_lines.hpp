@@ -11,7 +11,8 @@ std::string header_line(const RunInfo& info);
 /// A learning rate as the step lines print it: 3 significant digits ("0.0302", "2e-07").
 std::string rate_text(double lr);
 std::string step_line(const StepMetrics& m, std::int64_t total_steps);
-std::string epoch_line(const EpochMetrics& m, std::int64_t epochs);
+/// `show_balanced_accuracy`: RunInfo's, the val balanced accuracy after the val accuracy.
+std::string epoch_line(const EpochMetrics& m, std::int64_t epochs, bool show_balanced_accuracy);
 std::string oom_line(const memory::OomEvent& e);
 
 /// What to change when the device waited for data for a noticeable share of the run (the most

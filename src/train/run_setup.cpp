@@ -18,6 +18,7 @@
 #include "gputrain/train/model_registry.hpp"
 
 #include "class_balance.hpp"
+#include "class_weights.hpp"
 #include "data_scale.hpp"
 #include "finite_data.hpp"
 #include "id_columns.hpp"
@@ -136,7 +137,14 @@ RunData open_data(Config& config) {
   if (!d.standardize && d.mean.empty()) note(feature_scale_hint(*out.sources.train, out.sources.feature_names));
   note(id_column_hint(config, *out.sources.train, out.sources.feature_names));
   note(scale_targets(config, *out.sources.train, out.transform));
-  if (d.task == "classification") note(class_balance_note(out.sources, config.data.classes.value_or(0)));
+  if (d.task == "classification") {
+    const auto& weights = config.train.class_weights;
+    const auto balance = class_balance_note(out.sources, config.data.classes.value_or(0), weights.any());
+    out.unbalanced_classes = !balance.empty();
+    note(balance);
+    out.class_weights = resolve_class_weights(weights, *out.sources.train, config.data.classes.value_or(0));
+    note(class_weights_note(out.class_weights, weights, out.sources.class_names, config.checkpoint.best_metric));
+  }
   out.transform.mean = d.mean;
   out.transform.std = d.std;
   out.transform.crop_padding = d.crop_padding;

@@ -33,6 +33,7 @@ namespace fs = std::filesystem;
 std::optional<double> metric_value(const EpochMetrics& m, const std::string& name) {
   if (name == "val_loss") return m.val_loss;
   if (name == "val_accuracy") return m.val_accuracy;
+  if (name == "val_balanced_accuracy") return m.val_balanced_accuracy;
   if (name == "val_mse") return m.val_mse;
   if (name == "val_mae") return m.val_mae;
   return std::nullopt;
@@ -389,6 +390,7 @@ FitResult Trainer::fit() {
   const bool ended_early = !result.interrupted && stopped_early(early_stop, progress);
   if (ended_early) result.early_stop_reason = early_stop_reason(early_stop, progress);
   result.has_validation = s.val_size > 0;
+  result.show_balanced_accuracy = s.shows_balanced_accuracy();
   result.steps_per_epoch = s.steps_per_epoch;
   if (!result.interrupted && progress.position > 0) {
     result.ended_inside_epoch = progress.epoch + 1;

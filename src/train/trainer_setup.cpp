@@ -96,6 +96,7 @@ void Trainer::State::setup() {
   apply_backend_settings(config.train);
   classification = config.data.task == "classification";
   data = open_data(config);
+  if (data.class_weights.defined()) class_weights = data.class_weights.to(device);
   if (!data.model_choice.empty()) pending_notes.push_back(data.model_choice);
   train_size = data.sources.train->size();
   val_size = data.sources.val ? data.sources.val->size() : 0;
@@ -313,6 +314,7 @@ void Trainer::State::make_sinks(std::int64_t start_step) {
   info.start_step = start_step;
   info.world_size = ranks.world_size();
   info.distributed = ranks.summary();
+  info.show_balanced_accuracy = shows_balanced_accuracy();
   for (auto& s : sinks) s->on_start(info);
   for (const auto& line : pending_notes) note(line);
   pending_notes.clear();

@@ -73,11 +73,13 @@ struct Trainer::State {
   std::string last_checkpoint;
   std::vector<std::string> pending_notes;  // said before the sinks exist, shown once they do
   bool classification = true;
+  at::Tensor class_weights;  // data.class_weights on the device (undefined: none)
   bool channels_last = false;  // config.uses_channels_last(), resolved once
 
   CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
   StepParts step_parts() {
-    return StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last, classification, device, 0, sync.get(), direct.get()};
+    return StepParts{*model,   *optimizer, *scaler, params,     data.transform, config.train,
+                     channels_last, classification, device, 0, sync.get(), direct.get(), class_weights};
   }
   void note(const std::string& line) {
     for (auto& s : sinks) s->on_note(line);
@@ -85,6 +87,10 @@ struct Trainer::State {
   void report_oom_events(memory::OomGuard& guard) {
     for (const auto& event : guard.take_events())
       for (auto& s : sinks) s->on_oom(event);
+  }
+  // The balanced accuracy is worth a place beside the accuracy in the lines people read (RunInfo's).
+  bool shows_balanced_accuracy() const {
+    return classification && (data.unbalanced_classes || config.train.class_weights.any() || config.checkpoint.best_metric == "val_balanced_accuracy");
   }
   std::int64_t oom_events() const { return train_guard->oom_count() + val_guard->oom_count(); }
   void setup();

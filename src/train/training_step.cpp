@@ -11,9 +11,12 @@
 
 namespace gputrain::train {
 
-at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target, double label_smoothing) {
-  return classification ? at::cross_entropy_loss(output, target, {}, at::Reduction::Mean, -100, label_smoothing)
-                        : at::mse_loss(output, target);
+at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target, double label_smoothing,
+                   const at::Tensor& class_weights) {
+  if (!classification) return at::mse_loss(output, target);
+  if (!class_weights.defined()) return at::cross_entropy_loss(output, target, {}, at::Reduction::Mean, -100, label_smoothing);
+  const auto each = at::cross_entropy_loss(output, target, {}, at::Reduction::None, -100, label_smoothing);
+  return (each * class_weights.index_select(0, target)).mean();
 }
 
 at::Tensor model_input(const data::BatchTransform& transform, bool channels_last, const at::Tensor& stored, bool training) {
@@ -33,14 +36,14 @@ at::Tensor accumulate_gradients(const StepParts& p, const data::Batch& batch, st
     const auto targets = p.transform.targets(batch.targets.slice(0, start, end));
     const double share = static_cast<double>(end - start) / share_of;
     if (p.direct && p.direct->takes(inputs, targets, p.classification)) {
-      const auto loss = p.direct->train(inputs, targets, p.classification, share, after_forward);
+      const auto loss = p.direct->train(inputs, targets, p.classification, p.class_weights, share, after_forward);
       step_loss = step_loss.defined() ? step_loss + loss : loss;
       continue;
     }
     at::Tensor loss;
     {
       AutocastScope autocast(p.device.type(), p.train.precision);
-      loss = loss_of(p.classification, p.model.forward(inputs), targets, p.train.label_smoothing);
+      loss = loss_of(p.classification, p.model.forward(inputs), targets, p.train.label_smoothing, p.class_weights);
       if (share != 1.0) loss = loss * share;  // the whole batch in one piece needs no weighting (one op less each way)
     }
     if (after_forward) after_forward();

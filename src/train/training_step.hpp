@@ -41,11 +41,18 @@ struct StepParts {
   std::int64_t global_rows = 0;        ///< samples in the step over all ranks; 0: this batch's own
   dist::GradientSync* sync = nullptr;  ///< armed before the last micro-batch's backward (distributed runs)
   DirectBackward* direct = nullptr;    ///< the hand-written backward, where it covers the model and the run
+  at::Tensor class_weights;            ///< train.class_weights on the device, [classes]; undefined: every sample weighs 1
 };
 
 /// Cross-entropy for classification (with `label_smoothing`, PyTorch's: the target is that share
 /// of the uniform distribution plus the rest on the class), MSE for regression.
-at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target, double label_smoothing = 0.0);
+/// With `class_weights` ([classes]), each sample's cross-entropy is multiplied by its class's
+/// weight and the products are averaged over the samples. PyTorch's `weight=` divides by the sum
+/// of the batch's weights instead; the plain mean keeps a batch's loss the sum of its parts, so
+/// micro-batches (the OOM split, gradient accumulation) and ranks add up to the whole batch's
+/// gradient exactly, as they do without weights.
+at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target, double label_smoothing = 0.0,
+                   const at::Tensor& class_weights = {});
 
 /// A micro-batch's stored inputs as the model takes them: through the transform (float,
 /// normalisation, augmentation when `training`), then NHWC when `channels_last`.

@@ -1,5 +1,5 @@
-// The validation pass after each epoch: loss and accuracy (or MSE/MAE), summed over ranks; an
-// out-of-memory error shrinks the validation batch only.
+// The validation pass after each epoch: loss, accuracy and balanced accuracy (or MSE/MAE), summed
+// over ranks; an out-of-memory error shrinks the validation batch only.
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
@@ -23,6 +23,9 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
   at::NoGradGuard no_grad;
   const auto f64 = at::TensorOptions().device(device).dtype(at::kDouble);
   at::Tensor loss_sum = at::zeros({}, f64), correct = at::zeros({}, f64), se = at::zeros({}, f64), ae = at::zeros({}, f64);
+  // Per class: its validation samples, and those predicted right (the balanced accuracy's parts).
+  const std::int64_t classes = classification ? model_outputs(config) : 0;
+  at::Tensor class_samples = at::zeros({classes}, f64), class_right = at::zeros({classes}, f64);
   std::int64_t n = 0;
   // Each rank validates every world-th sample; the sums are added up over ranks below.
   placement.val_feed->start(at::arange(ranks.rank(), val_size, ranks.world_size(), at::kLong), val_guard->preferred_micro_batch());
@@ -30,13 +33,13 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
     const data::Batch& chunk = fed->batch;
     const std::int64_t rows = chunk.size();
     n += rows;
-    at::Tensor chunk_loss, chunk_correct, chunk_se, chunk_ae;
+    at::Tensor chunk_loss, chunk_correct, chunk_se, chunk_ae, chunk_class_samples, chunk_class_right;
     // An OOM here shrinks the validation batch only; the chunk is summed again from scratch.
     val_guard->run(
         progress.step, rows,
         [&](std::int64_t micro) {
           chunk_loss = at::zeros({}, f64), chunk_correct = at::zeros({}, f64), chunk_se = at::zeros({}, f64),
-          chunk_ae = at::zeros({}, f64);
+          chunk_ae = at::zeros({}, f64), chunk_class_samples = at::zeros({classes}, f64), chunk_class_right = at::zeros({classes}, f64);
           for (std::int64_t start = 0; start < rows; start += micro) {
             const std::int64_t end = std::min(rows, start + micro);
             const auto inputs = model_input(data.transform, channels_last, chunk.inputs.slice(0, start, end), /*training=*/false);
@@ -48,10 +51,14 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
             }
             output = output.to(at::kFloat);
             // The loss as training sees it (standardised targets with data.standardize_targets),
-            // MSE and MAE in the targets' own units.
+            // without label smoothing or class weights; MSE and MAE in the targets' own units.
             chunk_loss += loss_of(classification, output, data.transform.targets(targets)).to(at::kDouble) * static_cast<double>(end - start);
             if (classification) {
-              chunk_correct += output.argmax(1).eq(targets).sum().to(at::kDouble);
+              const auto right = output.argmax(1).eq(targets).to(at::kDouble);
+              chunk_correct += right.sum();
+              // index_add_ rather than bincount: no wait for the device to size the result.
+              chunk_class_samples.index_add_(0, targets, at::ones_like(right));
+              chunk_class_right.index_add_(0, targets, right);
             } else {
               const auto diff = (data.transform.predictions(output) - targets).to(at::kDouble);
               chunk_se += diff.pow(2).sum();
@@ -65,15 +72,33 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
     correct += chunk_correct;
     se += chunk_se;
     ae += chunk_ae;
+    if (classification) {
+      class_samples += chunk_class_samples;
+      class_right += chunk_class_right;
+    }
   }
   model->set_training(true);
-  const auto sums = ranks.sum({loss_sum.item<double>(), correct.item<double>(), se.item<double>(), ae.item<double>(), static_cast<double>(n)},
-                              "the sum of the validation figures after epoch " + std::to_string(epoch + 1));
+  std::vector<double> figures{loss_sum.item<double>(), correct.item<double>(), se.item<double>(), ae.item<double>(), static_cast<double>(n)};
+  constexpr std::size_t kPerClass = 5;  // where the per-class figures start: samples, then right
+  const auto samples_cpu = class_samples.cpu(), right_cpu = class_right.cpu();
+  figures.insert(figures.end(), samples_cpu.data_ptr<double>(), samples_cpu.data_ptr<double>() + classes);
+  figures.insert(figures.end(), right_cpu.data_ptr<double>(), right_cpu.data_ptr<double>() + classes);
+  const auto sums = ranks.sum(figures, "the sum of the validation figures after epoch " + std::to_string(epoch + 1));
   const double count = sums[4];
   if (count == 0) return m;
   m.val_loss = sums[0] / count;
   if (classification) {
     m.val_accuracy = sums[1] / count;
+    // scikit-learn's balanced_accuracy_score: the mean recall over the classes that have samples.
+    double recall_sum = 0;
+    std::int64_t present = 0;
+    for (std::int64_t c = 0; c < classes; ++c) {
+      const double samples = sums[kPerClass + static_cast<std::size_t>(c)], right = sums[kPerClass + static_cast<std::size_t>(classes + c)];
+      if (samples == 0) continue;
+      recall_sum += right / samples;
+      ++present;
+    }
+    m.val_balanced_accuracy = recall_sum / static_cast<double>(present);
   } else {
     const double values = count * static_cast<double>(model_outputs(config));
     m.val_mse = sums[2] / values;

@@ -289,7 +289,7 @@ def check_predict(workdir, command):
         predicted = run([sys.executable, predict, os.path.join(run_dir, "model.safetensors"), paths["val"]])
         if predicted.returncode != 0:
             fail(f"{name}: predict.py exited {predicted.returncode}:\n{predicted.stdout}{predicted.stderr}")
-        return list(csv.reader(predicted.stdout.splitlines())), last_epoch(run_dir)
+        return list(csv.reader(predicted.stdout.splitlines())), last_epoch(run_dir), result.stdout + result.stderr
 
     # Classification by class name, an id column left out, standardised features of mixed scale.
     def flower(i):
@@ -297,7 +297,7 @@ def check_predict(workdir, command):
         return [1000 + i, 150 * kind + rng.normal(0, 40), kind + rng.normal(0, 0.8), ["iris", "lily", "rose"][kind]]
     rows = [flower(i) for i in range(600)]
     header = ["id", "height_mm", "petals", "species"]
-    table, epoch = train_and_predict("classes", rows[:480], rows[480:], header,
+    table, epoch, _ = train_and_predict("classes", rows[:480], rows[480:], header,
                                      ["--set", "data.labels=species", "--set", "data.exclude=[id]", "--set", "data.standardize=true",
                                       "--set", "model.name=mlp", "--set", "model.hidden=[32, 16]", "--set", "model.norm=layer",
                                       "--set", "model.activation=gelu"])
@@ -314,7 +314,7 @@ def check_predict(workdir, command):
         return [round(sqm, 1), "True" if new else "False", round(3000 * sqm + 50000 * new + rng.normal(0, 20000)),
                 round(sqm / 20 + rng.normal(0, 1), 2)]
     rows = [house(i) for i in range(500)]
-    table, epoch = train_and_predict("targets", rows[:400], rows[400:], ["sqm", "new", "price", "rooms"],
+    table, epoch, _ = train_and_predict("targets", rows[:400], rows[400:], ["sqm", "new", "price", "rooms"],
                                      ["--set", "data.task=regression", "--set", "data.labels=[price, rooms]", "--set", "data.standardize=true",
                                       "--set", "data.standardize_targets=true", "--set", "model.name=mlp", "--set", "model.hidden=[32]"], ";",
                                      gzip_val=True)
@@ -333,7 +333,7 @@ def check_predict(workdir, command):
         return [colour, grade, round(rng.normal(), 3), int((colour == "red") != (grade == "10"))]
     rows = [pet(i) for i in range(540)]
     rows[500][0], rows[501][0] = "", "purple"
-    table, epoch = train_and_predict("categories", rows[:450], rows[450:], ["colour", "grade", "noise", "label"],
+    table, epoch, _ = train_and_predict("categories", rows[:450], rows[450:], ["colour", "grade", "noise", "label"],
                                      ["--set", "data.labels=label", "--set", "data.categorical=[colour, grade]",
                                       "--set", "model.name=mlp", "--set", "model.hidden=[32]", "--set", "optimizer.lr=0.01"])
     with open(os.path.join(workdir, "categories", "model.safetensors"), "rb") as f:  # the header: its length, then JSON
@@ -344,6 +344,28 @@ def check_predict(workdir, command):
     if len(table) != 91 or abs(accuracy - epoch["val_accuracy"]) > 1e-9 or accuracy < 0.8:  # chance: 0.56
         fail(f"categories: predict.py's accuracy {accuracy} over {len(table) - 1} rows; the run's val accuracy {epoch['val_accuracy']}")
     print(f"categories: predict.py's accuracy {accuracy:.4f} is the run's val accuracy")
+
+    # Unbalanced classes (10 % churn) weighed by train.class_weights: balanced, best.pt kept by the
+    # balanced accuracy, which predict.py's predictions give again: each class's recall, averaged.
+    def customer(i):
+        churn = i % 10 == 0
+        return [round(rng.normal(1.5 if churn else 0, 1), 3), round(rng.normal(), 3), "churn" if churn else "stay"]
+    rows = [customer(i) for i in range(1000)]
+    table, epoch, output = train_and_predict("unbalanced", rows[:800], rows[800:], ["usage", "noise", "outcome"],
+                                             ["--set", "data.labels=outcome", "--set", "train.class_weights=balanced",
+                                              "--set", "checkpoint.best_metric=val_balanced_accuracy", "--set", "model.name=mlp",
+                                              "--set", "model.hidden=[16]", "--set", "optimizer.lr=0.01"])
+    recalls = {name: np.mean([row[0] == truth[2] for row, truth in zip(table[1:], rows[800:]) if truth[2] == name]) for name in ("churn", "stay")}
+    balanced = np.mean(list(recalls.values()))
+    if len(table) != 201 or abs(balanced - epoch["val_balanced_accuracy"]) > 1e-9:
+        fail(f"unbalanced: predict.py's balanced accuracy {balanced} over {len(table) - 1} rows; the run's {epoch['val_balanced_accuracy']}")
+    if recalls["churn"] < 0.5:  # unweighted, the model hardly ever answers churn
+        fail(f"unbalanced: with balanced class weights, only {recalls['churn']:.2f} of the churned customers are found")
+    for expected in ("class weights (train.class_weights: balanced, from the training labels' counts): 'churn' 5, 'stay' 0.556",
+                     "% (balanced " + format(100 * epoch["val_balanced_accuracy"], ".2f") + "%)"):
+        if expected not in output:
+            fail(f"unbalanced: the run did not say '{expected}':\n{output}")
+    print(f"unbalanced: predict.py's balanced accuracy {balanced:.4f} is the run's; churn recall {recalls['churn']:.2f}")
 
 
 def main():

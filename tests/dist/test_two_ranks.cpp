@@ -91,8 +91,10 @@ void as_plain_process(Body body) {
 
 }  // namespace
 
+// With class weights: their mean over samples (not over the batch's summed weights) is what makes
+// two ranks' halves add up to the global batch's gradient.
 TEST(TwoRanks, StayIdenticalAndMatchOneProcessWithTheGlobalBatch) {
-  const auto config = run("match", {});
+  const auto config = run("match", {"train.class_weights=[1, 2.5, 0.5]"});
   Trainer trainer(config, test_support::quiet_trainer());
   const auto result = trainer.fit();
   EXPECT_EQ(result.world_size, 2);
@@ -105,7 +107,8 @@ TEST(TwoRanks, StayIdenticalAndMatchOneProcessWithTheGlobalBatch) {
   if (my_rank() == 0) {
     as_plain_process([&] {
       fs::remove_all(fs::temp_directory_path() / "gputrain-two-ranks-match-single");
-      Trainer single(run("match-single", {"train.batch_size=16"}, /*fresh=*/false), test_support::quiet_trainer());
+      Trainer single(run("match-single", {"train.batch_size=16", "train.class_weights=[1, 2.5, 0.5]"}, /*fresh=*/false),
+                     test_support::quiet_trainer());
       const auto single_result = single.fit();
       EXPECT_EQ(single_result.world_size, 1);
       EXPECT_EQ(single_result.steps, result.steps);
@@ -113,6 +116,10 @@ TEST(TwoRanks, StayIdenticalAndMatchOneProcessWithTheGlobalBatch) {
           << "max difference " << (mine - flat_parameters(single)).abs().max().item<float>();
       ASSERT_TRUE(result.last_epoch && single_result.last_epoch);
       EXPECT_NEAR(*result.last_epoch->val_loss, *single_result.last_epoch->val_loss, 1e-5);
+      // Each rank validates its share; the per-class counts are summed over ranks before dividing.
+      EXPECT_EQ(result.last_epoch->val_accuracy, single_result.last_epoch->val_accuracy);
+      EXPECT_EQ(result.last_epoch->val_balanced_accuracy, single_result.last_epoch->val_balanced_accuracy);
+      EXPECT_NE(result.last_epoch->val_balanced_accuracy, result.last_epoch->val_accuracy) << "the two figures are told apart";
     });
   }
   barrier();

@@ -53,7 +53,9 @@ int main(int argc, char** argv) {
                "when no smaller one is allowed (oom.*), the run saves a checkpoint and exits 1.\n"
                "A loss that turns nan/inf stops the run (exit 1) before it checkpoints broken weights.\n"
                "train.early_stop_patience: N stops a run after N epochs without a better validation figure\n"
-               "(checkpoint.best_metric) and writes the best epoch's weights.\n\n"
+               "(checkpoint.best_metric) and writes the best epoch's weights.\n"
+               "Unbalanced classes: train.class_weights: balanced weighs the rarer ones up in the training loss,\n"
+               "and checkpoint.best_metric: val_balanced_accuracy keeps best.pt by each class's accuracy averaged.\n\n"
                "Exit codes: 0 done, 1 the run failed, 2 invalid config or usage, 3 no usable device,\n"
                "130 interrupted after a checkpoint.\n\n"
                "Examples:\n"
@@ -114,6 +116,8 @@ int main(int argc, char** argv) {
     if (result.last_epoch && (result.last_epoch->val_accuracy || result.last_epoch->val_mse)) {
       const auto& e = *result.last_epoch;
       if (e.val_accuracy) std::cerr << ", val accuracy " << core::format_fixed(100 * *e.val_accuracy, 2) << "%";
+      if (e.val_balanced_accuracy && result.show_balanced_accuracy)
+        std::cerr << " (balanced " << core::format_fixed(100 * *e.val_balanced_accuracy, 2) << "%)";
       if (e.val_mse) std::cerr << ", val mse " << core::format_fixed(*e.val_mse, 4);  // as the epoch lines print it
       if (e.val_mae) std::cerr << ", val mae " << core::format_fixed(*e.val_mae, 4);  // in the targets' units: the one to read
       // Validation runs at epochs' ends: the figure is older than the final weights then.

@@ -61,6 +61,13 @@ struct DataConfig {
   bool hflip = false;                 ///< random horizontal flip (images, training only)
 };
 
+/// train.class_weights: how much each class's samples count in the training loss (classification).
+struct ClassWeights {
+  bool balanced = false;       ///< from the training labels: samples / (classes present * the class's count), scikit-learn's rule
+  std::vector<double> given;   ///< one weight per class, as the config lists them
+  bool any() const { return balanced || !given.empty(); }
+};
+
 struct TrainConfig {
   std::int64_t epochs = 1;
   std::int64_t max_steps = 0;          ///< optimizer steps; 0: no limit beyond `epochs`
@@ -75,6 +82,7 @@ struct TrainConfig {
   bool cudnn_benchmark = true;         ///< let cuDNN pick the fastest algorithms
   double clip_grad_norm = 0.0;         ///< 0: off
   double label_smoothing = 0.0;        ///< classification: the training loss's target mixes in this share of the uniform distribution
+  ClassWeights class_weights;          ///< classification: none (every sample 1), balanced, or one number per class
   std::int64_t seed = 42;
   bool deterministic = false;          ///< deterministic algorithms only (bit-exact resume on CPU)
 };
@@ -103,8 +111,8 @@ struct CheckpointConfig {
   std::int64_t every_steps = 0;        ///< 0: off
   std::int64_t every_epochs = 1;       ///< 0: off
   std::int64_t keep_last = 3;          ///< older periodic checkpoints are deleted
-  std::string best_metric = "val_loss";  ///< val_loss, val_accuracy, val_mse, val_mae, none
-  std::string best_mode = "auto";      ///< min, max, auto (max for accuracy, min otherwise)
+  std::string best_metric = "val_loss";  ///< val_loss, val_accuracy, val_balanced_accuracy, val_mse, val_mae, none
+  std::string best_mode = "auto";      ///< min, max, auto (max for the accuracies, min otherwise)
   std::string resume = "auto";         ///< auto, never, or a checkpoint file
 };
 

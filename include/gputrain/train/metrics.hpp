@@ -27,6 +27,9 @@ struct RunInfo {
   std::int64_t start_step = 0;  ///< above 0 when resumed
   std::int64_t world_size = 1;  ///< data-parallel ranks (batch_size is per rank)
   std::string distributed;      ///< "2 ranks over mpi", or empty for a plain run
+  /// Epoch lines give the val balanced accuracy beside the val accuracy: the classes are
+  /// unbalanced, train.class_weights is set, or best.pt is kept by it (metrics.jsonl always has it).
+  bool show_balanced_accuracy = false;
 };
 
 /// Averages over the steps since the previous report.
@@ -56,6 +59,10 @@ struct EpochMetrics {
   std::int64_t epoch = 0, step = 0;
   double train_loss = 0;
   std::optional<double> val_loss, val_accuracy, val_mse, val_mae;
+  /// Classification: each class's share of its validation samples predicted right, averaged over
+  /// the classes that have any (scikit-learn's balanced_accuracy_score); equals val_accuracy when
+  /// the classes are even, and shows what the rarer classes get when they are not.
+  std::optional<double> val_balanced_accuracy;
   double seconds = 0;
 };
 

@@ -37,6 +37,9 @@ struct RunData {
   /// them a hint when features or regression targets are far from unit scale; and when one class
   /// is most of the samples, the accuracy of always answering it.
   std::vector<std::string> data_notes;
+  /// train.class_weights for these labels: float32 [classes] on the CPU; undefined for none.
+  at::Tensor class_weights;
+  bool unbalanced_classes = false;  ///< the most common class is far above an even share (the note above says so)
   double read_seconds = 0;          ///< opening the sources: parsing a CSV, inflating an .npz, listing a folder
   std::string model_choice;         ///< with model.name auto: which model the samples' shape chose, for the run's log
 };
@@ -45,7 +48,8 @@ struct RunData {
 /// data.classes when `auto` (checked against the labels when set), data.outputs (regression),
 /// model.name when `auto` (model_for_samples), with data.standardize data.mean and data.std
 /// measured on the training samples, and with data.standardize_targets the transform's
-/// target_mean and target_std measured on the training targets.
+/// target_mean and target_std measured on the training targets, and with train.class_weights the
+/// weights for the training labels (class_weights.hpp).
 /// Throws UsageError naming the file and what is wrong.
 RunData open_data(Config& config);
 

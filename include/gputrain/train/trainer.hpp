@@ -30,6 +30,7 @@ struct FitResult {
   std::optional<double> last_loss;        ///< training loss of the last step this process ran
   std::optional<EpochMetrics> last_epoch;
   bool has_validation = false;            ///< the run has validation data (validated at each epoch's end)
+  bool show_balanced_accuracy = false;    ///< RunInfo's: the val balanced accuracy belongs beside the val accuracy
   /// When the step budget (train.max_steps) ended the run inside an epoch, before that epoch's end
   /// and its validation: the epoch (1-based) and the steps of it that ran; 0 when it ended at an
   /// epoch's end (or was interrupted).

@@ -15,6 +15,22 @@ std::shared_ptr<const data::Dataset> labelled(const at::Tensor& labels) {
   return data::make_array_dataset({at::zeros({labels.size(0), 2}), labels}, "arrays", "arrays");
 }
 
+// A set that knows its labels without holding its samples, as an image folder does (its folders).
+class LabelsOnly final : public data::Dataset {
+ public:
+  explicit LabelsOnly(at::Tensor labels) : labels_(std::move(labels)) { layout_.input_shape = {3, 8, 8}; }
+  std::int64_t size() const override { return labels_.size(0); }
+  const data::SampleLayout& layout() const override { return layout_; }
+  void read(std::int64_t, void*, void*) const override { ADD_FAILURE() << "the note decoded a sample"; }
+  std::string origin(std::int64_t index) const override { return "image " + std::to_string(index); }
+  std::optional<at::Tensor> class_ids() const override { return labels_; }
+  std::string description() const override { return "images"; }
+
+ private:
+  at::Tensor labels_;
+  data::SampleLayout layout_;
+};
+
 // `first` samples of class 0 and `second` of class 1.
 at::Tensor two_classes(std::int64_t first, std::int64_t second) {
   return at::cat({at::zeros({first}, at::kLong), at::ones({second}, at::kLong)});
@@ -27,25 +43,38 @@ TEST(ClassBalance, TheMostCommonClassIsNamedWithItsShareOfTheValidationSamples) 
   sources.train = labelled(two_classes(10, 10));
   sources.val = labelled(two_classes(5, 95));
   sources.class_names = {"churn", "stay"};
-  EXPECT_EQ(class_balance_note(sources, 2),
+  EXPECT_EQ(class_balance_note(sources, 2, false),
             "classes are unbalanced: the most common, 'stay' (class 1), is 95.0 % of the validation samples (95 of 100), "
-            "the val accuracy of always answering it");
+            "the val accuracy of always answering it; the balanced accuracy (each class's accuracy, averaged) shows what the rarer "
+            "classes get, and train.class_weights: balanced weighs them up in the training loss");
+  // A run that weighs the classes already is not told to.
+  EXPECT_EQ(class_balance_note(sources, 2, true),
+            "classes are unbalanced: the most common, 'stay' (class 1), is 95.0 % of the validation samples (95 of 100), "
+            "the val accuracy of always answering it; the balanced accuracy (each class's accuracy, averaged) shows what the rarer "
+            "classes get");
   // Without validation data, the training samples'; without names, the id.
   sources.val = nullptr;
   sources.class_names.clear();
   sources.train = labelled(two_classes(80, 20));
-  EXPECT_EQ(class_balance_note(sources, 2),
+  EXPECT_EQ(class_balance_note(sources, 2, false),
             "classes are unbalanced: the most common, class 0, is 80.0 % of the training samples (80 of 100), "
-            "the accuracy of always answering it");
+            "the accuracy of always answering it; the balanced accuracy (each class's accuracy, averaged) shows what the rarer "
+            "classes get, and train.class_weights: balanced weighs them up in the training loss");
 }
 
 TEST(ClassBalance, NothingIsSaidOfANearlyEvenSplit) {
   data::Sources sources;
   sources.train = labelled(two_classes(60, 40));  // 60 % < 1.5 x 50 %
-  EXPECT_EQ(class_balance_note(sources, 2), "");
+  EXPECT_EQ(class_balance_note(sources, 2, false), "");
   // Ten classes: 14 % of the samples in one is under 1.5 x 10 %; 15 % is not.
   sources.train = labelled(at::cat({at::zeros({14}, at::kLong), at::arange(1, 10, at::kLong).repeat_interleave(86 / 9 + 1).slice(0, 0, 86)}));
-  EXPECT_EQ(class_balance_note(sources, 10), "");
+  EXPECT_EQ(class_balance_note(sources, 10, false), "");
   sources.train = labelled(at::cat({at::zeros({15}, at::kLong), at::arange(1, 10, at::kLong).repeat_interleave(10).slice(0, 0, 85)}));
-  EXPECT_NE(class_balance_note(sources, 10).find("class 0, is 15.0 %"), std::string::npos);
+  EXPECT_NE(class_balance_note(sources, 10, false).find("class 0, is 15.0 %"), std::string::npos);
+}
+
+TEST(ClassBalance, ASetOfFilesIsJudgedByTheLabelsItKnowsWithoutReadingThem) {
+  data::Sources sources;
+  sources.train = std::make_shared<LabelsOnly>(two_classes(90, 10));
+  EXPECT_NE(class_balance_note(sources, 2, false).find("class 0, is 90.0 % of the training samples (90 of 100)"), std::string::npos);
 }

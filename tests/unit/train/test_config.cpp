@@ -163,6 +163,34 @@ TEST(Config, LabelSmoothingIsForClassification) {
   EXPECT_NE(error_of({{}, {"train.label_smoothing=1.5"}, ""}).find("train.label_smoothing"), std::string::npos);
 }
 
+TEST(Config, ClassWeightsAreNoneBalancedOrOnePerClass) {
+  EXPECT_FALSE(load_config({}).train.class_weights.any());
+  EXPECT_TRUE(load_config({{}, {"train.class_weights=balanced"}, ""}).train.class_weights.balanced);
+  const auto given = load_config({{}, {"data.classes=3", "train.class_weights=[1, 0, 4.5]"}, ""});
+  EXPECT_EQ(given.train.class_weights.given, (std::vector<double>{1, 0, 4.5}));
+  EXPECT_FALSE(given.train.class_weights.balanced);
+  EXPECT_NE(train::to_yaml(given).find("  class_weights: [1, 0, 4.5]\n"), std::string::npos) << train::to_yaml(given);
+  EXPECT_FALSE(load_config({{}, {"train.class_weights=balanced", "train.class_weights=none"}, ""}).train.class_weights.any());
+  // A list when data.classes is auto is checked once the labels give the classes (open_data).
+  EXPECT_EQ(load_config({{}, {"data.classes=auto", "train.class_weights=[1, 2]"}, ""}).train.class_weights.given.size(), 2U);
+
+  EXPECT_NE(error_of({{}, {"train.class_weights=balance"}, ""})
+                .find("train.class_weights: found 'balance'; allowed: none, balanced, or a list of numbers >= 0, one per class (e.g. [1, 4.5]); "
+                      "did you mean 'balanced'?"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.class_weights=[1, -2]"}, ""}).find("found '-2'; allowed: a number >= 0"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"data.classes=3", "train.class_weights=[1, 2]"}, ""})
+                .find("train.class_weights lists 2 weights but data.classes is 3\n  fix: give one weight per class (class 0 first)"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"data.classes=2", "train.class_weights=[0, 0]"}, ""}).find("train.class_weights are all 0"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"data.task=regression", "train.class_weights=balanced"}, ""})
+                .find("train.class_weights weighs the classes' samples in the loss, but data.task is regression"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"data.task=regression", "checkpoint.best_metric=val_balanced_accuracy"}, ""})
+                .find("checkpoint.best_metric val_balanced_accuracy needs data.task classification"),
+            std::string::npos);
+}
+
 TEST(Config, DataCategoricalIsForCsv) {
   EXPECT_NE(error_of({{}, {"data.source=npy", "data.path=x.npy", "data.labels=y.npy", "data.categorical=[colour]"}, ""})
                 .find("data.categorical names CSV columns of categories, but data.source is npy"),
@@ -178,6 +206,8 @@ TEST(Config, AnotherToolsNameForAKeyIsTranslated) {
   EXPECT_NE(error_of({{}, {"label_smoothing_factor=0.1"}, ""}).find("Hugging Face's label_smoothing_factor is train.label_smoothing here"),
             std::string::npos);
   EXPECT_NE(error_of({{}, {"train.patience=5"}, ""}).find("Lightning's EarlyStopping's patience is train.early_stop_patience here"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.class_weight=balanced"}, ""}).find("scikit-learn's class_weight is train.class_weights here"),
             std::string::npos);
 }
 

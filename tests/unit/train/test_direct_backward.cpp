@@ -34,11 +34,13 @@ struct Case {
   double dropout = 0.0;
   bool classification = true;
   double label_smoothing = 0.0;
+  std::vector<double> class_weights = {};  // train.class_weights, one per output; empty: none
 };
 
 std::string name_of(const Case& c) {
   return c.activation + "/" + c.norm + "/dropout " + std::to_string(c.dropout) + (c.classification ? "/classes" : "/regression") +
-         (c.label_smoothing > 0 ? "/label smoothing " + std::to_string(c.label_smoothing) : "");
+         (c.label_smoothing > 0 ? "/label smoothing " + std::to_string(c.label_smoothing) : "") +
+         (c.class_weights.empty() ? "" : "/class weights");
 }
 
 // What a registered C++ model may hold beyond the built-in MLP's options: a Linear without bias, a
@@ -96,7 +98,8 @@ StepResult one_step(const Case& c, bool direct, std::int64_t micro_batch, bool* 
   if (direct) plan = DirectBackward::plan(*model, train, at::kCPU, /*distributed=*/false);
   if (planned) *planned = plan != nullptr;
   const data::BatchTransform transform;
-  StepParts parts{*model, *optimizer, scaler, params, transform, train, false, c.classification, at::kCPU, 0, nullptr, plan.get()};
+  const auto class_weights = c.class_weights.empty() ? at::Tensor() : at::tensor(c.class_weights, at::kDouble).to(at::kFloat);
+  StepParts parts{*model, *optimizer, scaler, params, transform, train, false, c.classification, at::kCPU, 0, nullptr, plan.get(), class_weights};
   const auto batch = batch_for(c.classification);
   if (plan) {
     EXPECT_TRUE(plan->takes(batch.inputs, batch.targets, c.classification)) << "else both sides ran autograd";
@@ -180,6 +183,44 @@ TEST(DirectBackward, LabelSmoothingGivesAutogradsLossAndGradients) {
   const auto plain = one_step(Case{"relu", "layer", 0.25, true, 0.0}, true, kSamples);
   const auto smoothed = one_step(Case{"relu", "layer", 0.25, true, 0.1}, true, kSamples);
   EXPECT_GT(std::abs(plain.loss.item<double>() - smoothed.loss.item<double>()), 1e-3);
+}
+
+// train.class_weights: each sample's loss times its class's weight, averaged over the samples.
+TEST(DirectBackward, ClassWeightsGiveAutogradsLossAndGradients) {
+  const std::vector<double> weights{1.0, 3.0, 0.5, 2.0, 0.0};
+  for (const double eps : {0.0, 0.1}) {
+    for (const std::int64_t micro : {kSamples, std::int64_t{10}}) {
+      const Case c{"relu", "layer", 0.25, true, eps, weights};
+      const auto what = name_of(c) + ", micro-batch " + std::to_string(micro);
+      bool planned = false;
+      const auto direct = one_step(c, true, micro, &planned);
+      ASSERT_TRUE(planned) << what;
+      const auto autograd = one_step(c, false, micro);
+      EXPECT_TRUE(at::allclose(direct.loss, autograd.loss, 1e-6, 1e-7)) << what << ": loss " << direct.loss.item<double>() << " vs "
+                                                                        << autograd.loss.item<double>();
+      for (std::size_t i = 0; i < direct.grads.size(); ++i)
+        EXPECT_TRUE(at::allclose(direct.grads[i], autograd.grads[i], 1e-5, 1e-7))
+            << what << ": gradient " << i << " differs by up to " << (direct.grads[i] - autograd.grads[i]).abs().max().item<double>();
+    }
+  }
+  // The weights change the loss (else the comparison above would not show they are applied).
+  const auto plain = one_step(Case{"relu", "none", 0.0, true}, true, kSamples);
+  const auto weighted = one_step(Case{"relu", "none", 0.0, true, 0.0, weights}, true, kSamples);
+  EXPECT_GT(std::abs(plain.loss.item<double>() - weighted.loss.item<double>()), 1e-3);
+}
+
+// The plain mean over samples (not PyTorch's division by the batch's summed weights) is what lets
+// micro-batches add up to the whole batch: the OOM split and gradient accumulation change nothing.
+TEST(DirectBackward, WithClassWeightsMicroBatchesAddUpToTheWholeBatch) {
+  for (const bool direct : {true, false}) {
+    const Case c{"relu", "none", 0.0, true, 0.0, {1.0, 3.0, 0.5, 2.0, 0.0}};
+    const auto whole = one_step(c, direct, kSamples), split = one_step(c, direct, 7);
+    const std::string what = direct ? "by hand" : "autograd";
+    EXPECT_TRUE(at::allclose(whole.loss, split.loss, 1e-6, 1e-7)) << what << ": " << whole.loss.item<double>() << " vs " << split.loss.item<double>();
+    for (std::size_t i = 0; i < whole.grads.size(); ++i)
+      EXPECT_TRUE(at::allclose(whole.grads[i], split.grads[i], 1e-5, 1e-7))
+          << what << ": gradient " << i << " differs by up to " << (whole.grads[i] - split.grads[i]).abs().max().item<double>();
+  }
 }
 
 TEST(DirectBackward, TheComparedStepReallyTrains) {

@@ -106,7 +106,7 @@ TEST(EarlyStop, CountsEpochsWithoutImprovementAndStartsAgainOnAnImprovement) {
 TEST(EarlyStop, SettingsThatCannotWorkAreRefusedWithTheFix) {
   EXPECT_EQ(usage_error_and_fix([] { small_run("es-no-metric", {"train.early_stop_patience=3", "checkpoint.best_metric=none"}); }),
             "config: train.early_stop_patience stops the run when checkpoint.best_metric stops improving, but checkpoint.best_metric is "
-            "none\nset checkpoint.best_metric: val_loss or val_accuracy, or train.early_stop_patience: 0");
+            "none\nset checkpoint.best_metric: val_loss, val_accuracy or val_balanced_accuracy, or train.early_stop_patience: 0");
   EXPECT_NE(usage_error_and_fix([] { small_run("es-no-val", {"train.early_stop_patience=3", "data.val_samples=0"}); })
                 .find("there is no validation data (data.val_samples is 0)\nset data.val_samples above 0, or train.early_stop_patience: 0"),
             std::string::npos);
