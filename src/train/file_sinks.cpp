@@ -51,6 +51,10 @@ class JsonlSink final : public MetricSink {
     if (m.val_loss) line["val_loss"] = *m.val_loss;
     if (m.val_accuracy) line["val_accuracy"] = *m.val_accuracy;
     if (m.val_balanced_accuracy) line["val_balanced_accuracy"] = *m.val_balanced_accuracy;
+    if (!m.val_class_samples.empty()) {
+      line["val_class_samples"] = m.val_class_samples;
+      line["val_class_right"] = m.val_class_right;
+    }
     if (m.val_mse) line["val_mse"] = *m.val_mse;
     if (m.val_mae) line["val_mae"] = *m.val_mae;
     write(line);

@@ -1,5 +1,6 @@
 #include "human_lines.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "gputrain/core/units.hpp"
@@ -55,6 +56,31 @@ std::string epoch_line(const EpochMetrics& m, std::int64_t epochs, bool show_bal
   if (m.val_balanced_accuracy && show_balanced_accuracy) line += " (balanced " + core::format_fixed(100.0 * *m.val_balanced_accuracy, 2) + "%)";
   if (m.val_mse) line += ", val mse " + core::format_fixed(*m.val_mse, 4);
   if (m.val_mae) line += ", val mae " + core::format_fixed(*m.val_mae, 4);
+  return line;
+}
+
+// Up to this many classes every one is listed; beyond, the lowest shares.
+constexpr std::size_t kListedClasses = 8, kLowestClasses = 3;
+
+std::string class_accuracy_line(const EpochMetrics& m, const std::vector<std::string>& class_names) {
+  std::vector<std::size_t> shown;
+  for (std::size_t c = 0; c < m.val_class_samples.size(); ++c)
+    if (m.val_class_samples[c] > 0) shown.push_back(c);
+  if (shown.empty()) return "";
+  const auto share = [&m](std::size_t c) { return static_cast<double>(m.val_class_right[c]) / static_cast<double>(m.val_class_samples[c]); };
+  const bool lowest = shown.size() > kListedClasses;
+  if (lowest) {
+    std::stable_sort(shown.begin(), shown.end(), [&](std::size_t a, std::size_t b) { return share(a) < share(b); });
+    shown.resize(kLowestClasses);
+  }
+  std::string line = "val accuracy per class after epoch " + std::to_string(m.epoch + 1) +
+                     (lowest ? ", the " + std::to_string(kLowestClasses) + " lowest of " + std::to_string(m.val_class_samples.size()) : "") + ": ";
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const auto c = shown[i];
+    const std::string name = c < class_names.size() ? "'" + class_names[c] + "'" : "class " + std::to_string(c);
+    line += (i ? ", " : "") + name + " " + std::to_string(m.val_class_right[c]) + " of " + std::to_string(m.val_class_samples[c]) +
+            (i ? "" : " right") + " (" + core::format_fixed(100.0 * share(c), 1) + " %)";
+  }
   return line;
 }
 

@@ -429,6 +429,11 @@ FitResult Trainer::fit() {
   if (s.ranks.writer()) {
     const auto advice = data_stall_advice(result.data_stall_percent, totals.steps, result.data_cache);
     if (!advice.empty()) s.note(advice);
+    // Where the classes are unbalanced or weighted, which of them the model gets right.
+    if (result.show_balanced_accuracy && result.last_epoch) {
+      const auto per_class = class_accuracy_line(*result.last_epoch, s.data.sources.class_names);
+      if (!per_class.empty()) s.note(per_class);
+    }
   }
   if (result.interrupted) {
     for (auto& sink : s.sinks) sink->on_outcome("interrupted after step " + std::to_string(progress.step) + "; checkpoint " + result.last_checkpoint);

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <cmath>
+
 #include "trainer_state.hpp"
 
 namespace gputrain::train {
@@ -93,9 +95,12 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
     double recall_sum = 0;
     std::int64_t present = 0;
     for (std::int64_t c = 0; c < classes; ++c) {
-      const double samples = sums[kPerClass + static_cast<std::size_t>(c)], right = sums[kPerClass + static_cast<std::size_t>(classes + c)];
+      const auto samples = std::llround(sums[kPerClass + static_cast<std::size_t>(c)]);
+      const auto right = std::llround(sums[kPerClass + static_cast<std::size_t>(classes + c)]);
+      m.val_class_samples.push_back(samples);
+      m.val_class_right.push_back(right);
       if (samples == 0) continue;
-      recall_sum += right / samples;
+      recall_sum += static_cast<double>(right) / static_cast<double>(samples);
       ++present;
     }
     m.val_balanced_accuracy = recall_sum / static_cast<double>(present);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "gputrain/memory/oom_guard.hpp"
 
@@ -63,6 +64,8 @@ struct EpochMetrics {
   /// the classes that have any (scikit-learn's balanced_accuracy_score); equals val_accuracy when
   /// the classes are even, and shows what the rarer classes get when they are not.
   std::optional<double> val_balanced_accuracy;
+  /// Classification: per class (class id order), its validation samples and those predicted right.
+  std::vector<std::int64_t> val_class_samples, val_class_right;
   double seconds = 0;
 };
 

@@ -67,6 +67,31 @@ TEST(ConsoleSink, LinesModePrintsOneLinePerReport) {
   EXPECT_NE(text.find("epoch 1/2 done in 0:00: train loss 0.4000, val loss 0.3000, val accuracy 87.50%"), std::string::npos) << text;
 }
 
+TEST(EpochLine, GivesTheBalancedAccuracyWhereTheRunSaysItMatters) {
+  EpochMetrics e;
+  e.train_loss = 0.4;
+  e.val_accuracy = 0.9;
+  e.val_balanced_accuracy = 0.625;
+  EXPECT_EQ(epoch_line(e, 2, false), "epoch 1/2 done in 0:00: train loss 0.4000, val accuracy 90.00%");
+  EXPECT_EQ(epoch_line(e, 2, true), "epoch 1/2 done in 0:00: train loss 0.4000, val accuracy 90.00% (balanced 62.50%)");
+}
+
+TEST(ClassAccuracyLine, ListsEveryClassUpToEightElseTheLowest) {
+  EpochMetrics e;
+  e.epoch = 7;
+  e.val_class_samples = {20, 0, 180};
+  e.val_class_right = {14, 0, 171};
+  EXPECT_EQ(class_accuracy_line(e, {"churn", "none", "stay"}),
+            "val accuracy per class after epoch 8: 'churn' 14 of 20 right (70.0 %), 'stay' 171 of 180 (95.0 %)")
+      << "a class without validation samples has no share to give";
+  EXPECT_EQ(class_accuracy_line(e, {}), "val accuracy per class after epoch 8: class 0 14 of 20 right (70.0 %), class 2 171 of 180 (95.0 %)");
+  e.val_class_samples.assign(10, 10);
+  e.val_class_right = {9, 9, 3, 9, 9, 1, 9, 9, 3, 9};
+  EXPECT_EQ(class_accuracy_line(e, {}),
+            "val accuracy per class after epoch 8, the 3 lowest of 10: class 5 1 of 10 right (10.0 %), class 2 3 of 10 (30.0 %), class 8 3 of 10 (30.0 %)");
+  EXPECT_EQ(class_accuracy_line(EpochMetrics{}, {}), "");
+}
+
 TEST(ConsoleSink, OffPrintsNothing) {
   std::ostringstream out;
   auto sink = make_console_sink("off", out);
