@@ -45,7 +45,10 @@ std::string class_balance_note(const data::Sources& sources, std::int64_t classe
                                                                                          : "class " + std::to_string(most);
   return "classes are unbalanced: the most common, " + name + ", is " + core::format_fixed(100 * share, 1) + " % of the " +
          (on_val ? "validation" : "training") + " samples (" + std::to_string(count) + " of " + std::to_string(samples) + "), the " +
-         (on_val ? "val " : "") + "accuracy of always answering it; the balanced accuracy (each class's accuracy, averaged) shows what the rarer classes get" +
+         (on_val ? "val accuracy of always answering it; the balanced accuracy (each class's accuracy, averaged) shows what the rarer classes get"
+                 // Without validation data there is no balanced accuracy to point at: say how to get one.
+                 : "accuracy of always answering it; hold some out (data.val_fraction: 0.2) to see the balanced accuracy (each class's "
+                   "accuracy, averaged), what the rarer classes get") +
          (weighted ? "" : ", and train.class_weights: balanced weighs them up in the training loss");
 }
 

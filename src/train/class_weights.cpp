@@ -54,7 +54,7 @@ at::Tensor resolve_class_weights(const ClassWeights& setting, const data::Datase
 }
 
 std::string class_weights_note(const at::Tensor& weights, const ClassWeights& setting, const std::vector<std::string>& class_names,
-                               const std::string& best_metric) {
+                               const std::string& best_metric, bool validated) {
   if (!weights.defined()) return "";
   const auto values = weights.to(at::kDouble).contiguous();
   const auto* w = values.data_ptr<double>();
@@ -70,7 +70,7 @@ std::string class_weights_note(const at::Tensor& weights, const ClassWeights& se
             class_text(heaviest, class_names) + ") over " + std::to_string(classes) + " classes";
   }
   // best.pt kept by the plain val loss would prefer the unweighted model the weights move away from.
-  if (best_metric == "val_loss")
+  if (validated && best_metric == "val_loss")
     line += "; they weigh the training loss only: val loss is the plain cross-entropy, and checkpoint.best_metric: "
             "val_balanced_accuracy keeps best.pt by what the weights aim at";
   return line;

@@ -25,8 +25,9 @@ at::Tensor resolve_class_weights(const ClassWeights& setting, const data::Datase
 
 /// For the run's log: "class weights (train.class_weights: balanced): 'died' 0.81, 'survived' 1.31"
 /// (each class up to 8 classes, else the lightest and the heaviest), then, when best.pt is kept by
-/// val_loss, that they weigh the training loss only and the metric that matches them. "" for none.
+/// val_loss in a run with validation data (`validated`), that they weigh the training loss only and
+/// the metric that matches them. "" for none.
 std::string class_weights_note(const at::Tensor& weights, const ClassWeights& setting, const std::vector<std::string>& class_names,
-                               const std::string& best_metric);
+                               const std::string& best_metric, bool validated);
 
 }  // namespace gputrain::train

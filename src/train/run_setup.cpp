@@ -143,7 +143,8 @@ RunData open_data(Config& config) {
     out.unbalanced_classes = !balance.empty();
     note(balance);
     out.class_weights = resolve_class_weights(weights, *out.sources.train, config.data.classes.value_or(0));
-    note(class_weights_note(out.class_weights, weights, out.sources.class_names, config.checkpoint.best_metric));
+    note(class_weights_note(out.class_weights, weights, out.sources.class_names, config.checkpoint.best_metric,
+                            out.sources.val != nullptr));
   }
   out.transform.mean = d.mean;
   out.transform.std = d.std;

@@ -52,14 +52,14 @@ TEST(ClassBalance, TheMostCommonClassIsNamedWithItsShareOfTheValidationSamples) 
             "classes are unbalanced: the most common, 'stay' (class 1), is 95.0 % of the validation samples (95 of 100), "
             "the val accuracy of always answering it; the balanced accuracy (each class's accuracy, averaged) shows what the rarer "
             "classes get");
-  // Without validation data, the training samples'; without names, the id.
+  // Without validation data, the training samples' and how to get a balanced accuracy; without names, the id.
   sources.val = nullptr;
   sources.class_names.clear();
   sources.train = labelled(two_classes(80, 20));
   EXPECT_EQ(class_balance_note(sources, 2, false),
             "classes are unbalanced: the most common, class 0, is 80.0 % of the training samples (80 of 100), "
-            "the accuracy of always answering it; the balanced accuracy (each class's accuracy, averaged) shows what the rarer "
-            "classes get, and train.class_weights: balanced weighs them up in the training loss");
+            "the accuracy of always answering it; hold some out (data.val_fraction: 0.2) to see the balanced accuracy (each "
+            "class's accuracy, averaged), what the rarer classes get, and train.class_weights: balanced weighs them up in the training loss");
 }
 
 TEST(ClassBalance, NothingIsSaidOfANearlyEvenSplit) {

@@ -79,9 +79,9 @@ TEST(ClassWeights, WeightsThatCannotWorkAreRefusedWithTheFix) {
 
 TEST(ClassWeights, TheNoteNamesEachClassOrTheRangeAndWhatBestPtShouldBeKeptBy) {
   const auto two = resolve_class_weights(balanced(), *labelled(labels_with({90, 10})), 2);
-  EXPECT_EQ(class_weights_note(two, balanced(), {"stay", "churn"}, "val_balanced_accuracy"),
+  EXPECT_EQ(class_weights_note(two, balanced(), {"stay", "churn"}, "val_balanced_accuracy", true),
             "class weights (train.class_weights: balanced, from the training labels' counts): 'stay' 0.556, 'churn' 5");
-  EXPECT_EQ(class_weights_note(two, balanced(), {}, "val_loss"),
+  EXPECT_EQ(class_weights_note(two, balanced(), {}, "val_loss", true),
             "class weights (train.class_weights: balanced, from the training labels' counts): class 0 0.556, class 1 5; they weigh the "
             "training loss only: val loss is the plain cross-entropy, and checkpoint.best_metric: val_balanced_accuracy keeps best.pt by "
             "what the weights aim at");
@@ -89,9 +89,12 @@ TEST(ClassWeights, TheNoteNamesEachClassOrTheRangeAndWhatBestPtShouldBeKeptBy) {
   counts[3] = 40;
   counts[7] = 2;
   const auto twelve = resolve_class_weights(balanced(), *labelled(labels_with(counts)), 12);
-  EXPECT_EQ(class_weights_note(twelve, balanced(), {}, "val_accuracy"),
+  EXPECT_EQ(class_weights_note(twelve, balanced(), {}, "val_accuracy", true),
             "class weights (train.class_weights: balanced, from the training labels' counts): from 0.296 (class 3) to 5.92 (class 7) over 12 classes");
-  EXPECT_EQ(class_weights_note(at::Tensor(), {}, {}, "val_loss"), "");
+  EXPECT_EQ(class_weights_note(at::Tensor(), {}, {}, "val_loss", true), "");
+  // Without validation data there is no best.pt to keep by a metric.
+  EXPECT_EQ(class_weights_note(two, balanced(), {}, "val_loss", false),
+            "class weights (train.class_weights: balanced, from the training labels' counts): class 0 0.556, class 1 5");
 }
 
 // Each sample's cross-entropy times its class's weight, averaged over all the samples.
