@@ -362,7 +362,9 @@ FitResult Trainer::fit() {
   RunTotals totals;
   try {
     s.run_epochs(result, totals);
-  } catch (const memory::OomExhaustedError&) {
+    s.report_skipped();
+    s.checkpoint();  // the state the run ends in, whether finished or stopped
+  } catch (const memory::OomExhaustedError& e) {
     // The failed step changed nothing (its partial gradients were dropped): save where the run
     // stands, so it resumes here once the memory settings are changed.
     s.report_oom_events(*s.train_guard);
@@ -370,20 +372,22 @@ FitResult Trainer::fit() {
     s.checkpoint();
     s.note("stopped: out of memory with no smaller micro-batch allowed; resume from " + s.last_checkpoint +
            " after changing the memory settings");
-    for (auto& sink : s.sinks) sink->on_end();
+    s.end_with_failure(e);
     throw;
   } catch (const c10::Error& e) {
     // LibTorch's own errors carry a C++ backtrace users cannot act on: keep its message, say
     // which step failed and, where the cause is known, what to change.
-    for (auto& sink : s.sinks) sink->on_end();
-    throw Error("step " + std::to_string(progress.step + 1) + " failed in LibTorch: " + e.what_without_backtrace(),
-                remedy_for_step_failure(e.what_without_backtrace(), s.train_size, s.effective_batch));
+    const Error error("step " + std::to_string(progress.step + 1) + " failed in LibTorch: " + e.what_without_backtrace(),
+                      remedy_for_step_failure(e.what_without_backtrace(), s.train_size, s.effective_batch));
+    s.end_with_failure(error);
+    throw error;
+  } catch (const std::exception& e) {
+    s.end_with_failure(e);
+    throw;
   } catch (...) {
     for (auto& sink : s.sinks) sink->on_end();
     throw;
   }
-  s.report_skipped();
-  s.checkpoint();  // the state the run ends in, whether finished or stopped
   result.last_checkpoint = s.last_checkpoint;
   result.steps = progress.step;
   result.epochs_done = progress.epoch;

@@ -7,11 +7,13 @@
 #include <torch/optim/optimizer.h>
 
 #include <chrono>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gputrain/core/directory_lock.hpp"
+#include "gputrain/core/error.hpp"
 #include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/memory/oom_guard.hpp"
 #include "gputrain/train/amp.hpp"
@@ -83,6 +85,16 @@ struct Trainer::State {
   }
   void note(const std::string& line) {
     for (auto& s : sinks) s->on_note(line);
+  }
+  // training.log is often all that is kept of a batch job: the error that ends a run goes there
+  // too, with its fix, before the sinks close. The command still prints it as "error:".
+  void end_with_failure(const std::exception& e) {
+    std::string outcome = std::string("failed: ") + e.what();
+    if (const auto* error = dynamic_cast<const Error*>(&e); error && !error->remedy().empty()) outcome += "; fix: " + error->remedy();
+    for (auto& s : sinks) {
+      s->on_outcome(outcome);
+      s->on_end();
+    }
   }
   void report_oom_events(memory::OomGuard& guard) {
     for (const auto& event : guard.take_events())

@@ -148,6 +148,14 @@ TEST(OomRecovery, ExhaustedHalvingsStopWithACheckpointAndTheFigures) {
   const auto events = test_support::jsonl_records(fs::path(config.logging.dir) / "metrics.jsonl", "oom");
   ASSERT_EQ(events.size(), 3U);
   EXPECT_EQ(events.back()["recovered"], false);
+  // training.log ends with the error and its fix, after the line that says where to resume from.
+  std::ifstream log(fs::path(config.logging.dir) / "training.log");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(log, line);) lines.push_back(line);
+  ASSERT_GE(lines.size(), 2U);
+  EXPECT_NE(lines[lines.size() - 2].find("stopped: out of memory with no smaller micro-batch allowed"), std::string::npos) << lines[lines.size() - 2];
+  EXPECT_NE(lines.back().find("failed: out of memory"), std::string::npos) << lines.back();
+  EXPECT_NE(lines.back().find("; fix: "), std::string::npos) << lines.back();
 }
 
 // An MLP whose evaluation forward holds a large temporary: validation needs far more memory than

@@ -92,6 +92,34 @@ TEST(Trainer, TheOutcomeIsRecordedInTheLogButNotSaidOnTheConsole) {
   }
 }
 
+// A run that fails records why in training.log, with the fix, which is often all a batch job keeps.
+TEST(Trainer, AFailureIsRecordedInTheLogWithItsFix) {
+  const auto config = small_run("outcome-failed");
+  const fs::path checkpoints = config.checkpoint_dir();
+  auto options = test_support::quiet_trainer();
+  options.after_step = [&checkpoints](std::int64_t step) {
+    // The end of epoch 1 (step 6) cannot write best.pt: a file stands where the folder was.
+    if (step == 3) {
+      fs::remove_all(checkpoints);
+      std::ofstream(checkpoints) << "not a folder\n";
+    }
+  };
+  Trainer trainer(config, options);
+  std::string message, remedy;
+  try {
+    trainer.fit();
+    ADD_FAILURE() << "the checkpoint was written";
+  } catch (const Error& e) {
+    message = e.what();
+    remedy = e.remedy();
+  }
+  EXPECT_NE(message.find((checkpoints / "best.pt").string()), std::string::npos) << message;
+  std::ifstream log(fs::path(config.logging.dir) / "training.log");
+  std::string line, last;
+  while (std::getline(log, line)) last = line;
+  EXPECT_NE(last.find("failed: " + message + "; fix: " + remedy), std::string::npos) << last;
+}
+
 // data.standardize measures the training set's per-feature mean and std and then trains exactly as
 // a run given those figures does; they are logged and saved with the weights.
 TEST(Trainer, StandardizeTrainsAsTheMeasuredMeanAndStdGivenByHand) {
