@@ -14,6 +14,7 @@
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/sources.hpp"
+#include "gputrain/train/metrics.hpp"
 #include "gputrain/train/model_registry.hpp"
 
 namespace gputrain::train {
@@ -562,7 +563,7 @@ void check_consistency(const Config& c) {
     inconsistent("data.exclude and data.features are both set: the features are either listed or all but some",
                  "keep one: data.features lists the columns to read, data.exclude the ones to leave out of all the others");
   const auto& metric = c.checkpoint.best_metric;
-  if ((metric == "val_accuracy" || metric == "val_balanced_accuracy") && !classification)
+  if (is_accuracy_metric(metric) && !classification)
     inconsistent("checkpoint.best_metric " + metric + " needs data.task classification (it is regression)",
                  "use val_loss, val_mse or val_mae for regression");
   if ((metric == "val_mse" || metric == "val_mae") && classification)

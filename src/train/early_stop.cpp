@@ -3,28 +3,27 @@
 #include <cstdio>
 
 #include "gputrain/core/units.hpp"
+#include "gputrain/train/metrics.hpp"
 
 namespace gputrain::train {
 namespace {
 
-std::string value_text(double value) { return core::format_fixed(value, 4); }
-
-std::string delta_text(double delta) {
+// The margin in the units the metric is shown in: an accuracy's in percentage points.
+std::string delta_text(const std::string& metric, double delta) {
   char text[32];
-  std::snprintf(text, sizeof text, "%g", delta);
-  return text;
+  std::snprintf(text, sizeof text, "%g", is_accuracy_metric(metric) ? 100 * delta : delta);
+  return std::string(text) + (is_accuracy_metric(metric) ? " points" : "");
 }
 
 // "improved on 0.3412" or, with a margin, "improved on 0.3412 by more than 0.001".
 std::string against(const EarlyStopRule& rule, double reference) {
-  return value_text(reference) + (rule.min_delta > 0 ? " by more than " + delta_text(rule.min_delta) : "");
+  return metric_text(rule.metric, reference) + (rule.min_delta > 0 ? " by more than " + delta_text(rule.metric, rule.min_delta) : "");
 }
 
 }  // namespace
 
 bool maximizes(const CheckpointConfig& checkpoint) {
-  const bool accuracy = checkpoint.best_metric == "val_accuracy" || checkpoint.best_metric == "val_balanced_accuracy";
-  return checkpoint.best_mode == "max" || (checkpoint.best_mode == "auto" && accuracy);
+  return checkpoint.best_mode == "max" || (checkpoint.best_mode == "auto" && is_accuracy_metric(checkpoint.best_metric));
 }
 
 EarlyStopRule EarlyStopRule::from(const Config& config) {
@@ -46,7 +45,7 @@ std::string observe_validation(const EarlyStopRule& rule, TrainingProgress& prog
     return "";
   }
   ++progress.epochs_without_improvement;
-  return rule.metric + " " + value_text(value) + " has not improved on " + against(rule, *progress.early_stop_reference) + ": " +
+  return rule.metric + " " + metric_text(rule.metric, value) + " has not improved on " + against(rule, *progress.early_stop_reference) + ": " +
          std::to_string(progress.epochs_without_improvement) + " of " + std::to_string(rule.patience) +
          " epochs without improvement before the run stops (train.early_stop_patience)";
 }

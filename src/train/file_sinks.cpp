@@ -54,6 +54,7 @@ class JsonlSink final : public MetricSink {
     if (!m.val_class_samples.empty()) {
       line["val_class_samples"] = m.val_class_samples;
       line["val_class_right"] = m.val_class_right;
+      line["val_class_predicted"] = m.val_class_predicted;
     }
     if (m.val_mse) line["val_mse"] = *m.val_mse;
     if (m.val_mae) line["val_mae"] = *m.val_mae;

@@ -33,6 +33,13 @@ std::string rate_text(double lr) {
   return text;
 }
 
+bool is_accuracy_metric(const std::string& metric) { return metric == "val_accuracy" || metric == "val_balanced_accuracy"; }
+
+std::string metric_text(const std::string& metric, double value) {
+  if (is_accuracy_metric(metric)) return core::format_fixed(100.0 * value, 2) + "%";
+  return core::format_fixed(value, 4);
+}
+
 std::string step_line(const StepMetrics& m, std::int64_t total_steps) {
   char buf[512];
   std::snprintf(buf, sizeof buf, "step %lld/%lld epoch %lld loss %.4f lr %s %.0f samples/s data stall %.1f%% ETA %s",
@@ -59,27 +66,32 @@ std::string epoch_line(const EpochMetrics& m, std::int64_t epochs, bool show_bal
   return line;
 }
 
-// Up to this many classes every one is listed; beyond, the lowest shares.
+// Up to this many classes every one is listed; beyond, those with the lowest recall.
 constexpr std::size_t kListedClasses = 8, kLowestClasses = 3;
 
-std::string class_accuracy_line(const EpochMetrics& m, const std::vector<std::string>& class_names) {
+std::string class_report_line(const EpochMetrics& m, const std::vector<std::string>& class_names) {
   std::vector<std::size_t> shown;
   for (std::size_t c = 0; c < m.val_class_samples.size(); ++c)
     if (m.val_class_samples[c] > 0) shown.push_back(c);
   if (shown.empty()) return "";
-  const auto share = [&m](std::size_t c) { return static_cast<double>(m.val_class_right[c]) / static_cast<double>(m.val_class_samples[c]); };
+  const auto percent = [](std::int64_t part, std::int64_t whole) {
+    return core::format_fixed(100.0 * static_cast<double>(part) / static_cast<double>(whole), 1) + " %";
+  };
+  const auto recall = [&m](std::size_t c) { return static_cast<double>(m.val_class_right[c]) / static_cast<double>(m.val_class_samples[c]); };
   const bool lowest = shown.size() > kListedClasses;
   if (lowest) {
-    std::stable_sort(shown.begin(), shown.end(), [&](std::size_t a, std::size_t b) { return share(a) < share(b); });
+    std::stable_sort(shown.begin(), shown.end(), [&](std::size_t a, std::size_t b) { return recall(a) < recall(b); });
     shown.resize(kLowestClasses);
   }
-  std::string line = "val accuracy per class after epoch " + std::to_string(m.epoch + 1) +
-                     (lowest ? ", the " + std::to_string(kLowestClasses) + " lowest of " + std::to_string(m.val_class_samples.size()) : "") + ": ";
+  std::string line = "val per class after epoch " + std::to_string(m.epoch + 1) +
+                     (lowest ? ", the " + std::to_string(kLowestClasses) + " lowest recalls of " + std::to_string(m.val_class_samples.size()) : "") + ": ";
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const auto c = shown[i];
-    const std::string name = c < class_names.size() ? "'" + class_names[c] + "'" : "class " + std::to_string(c);
-    line += (i ? ", " : "") + name + " " + std::to_string(m.val_class_right[c]) + " of " + std::to_string(m.val_class_samples[c]) +
-            (i ? "" : " right") + " (" + core::format_fixed(100.0 * share(c), 1) + " %)";
+    const auto right = m.val_class_right[c], predicted = c < m.val_class_predicted.size() ? m.val_class_predicted[c] : 0;
+    line += (i ? "; " : "") + (c < class_names.size() ? "'" + class_names[c] + "'" : "class " + std::to_string(c)) + " " +
+            std::to_string(right) + " of " + std::to_string(m.val_class_samples[c]) + " found (recall " + percent(right, m.val_class_samples[c]) + "), " +
+            (predicted == 0 ? "never predicted"
+                            : std::to_string(right) + " of " + std::to_string(predicted) + " predictions right (precision " + percent(right, predicted) + ")");
   }
   return line;
 }

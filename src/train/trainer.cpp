@@ -297,7 +297,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
         progress.best_epoch = progress.epoch;
         if (ranks.writer())
           paused([&] {
-            note("best " + config.checkpoint.best_metric + " so far: " + std::to_string(*value) + " -> " +
+            note("best " + config.checkpoint.best_metric + " so far: " + metric_text(config.checkpoint.best_metric, *value) + " -> " +
                  store->save_best(parts(), progress, config_yaml));
           });
       }
@@ -433,9 +433,9 @@ FitResult Trainer::fit() {
   if (s.ranks.writer()) {
     const auto advice = data_stall_advice(result.data_stall_percent, totals.steps, result.data_cache);
     if (!advice.empty()) s.note(advice);
-    // Where the classes are unbalanced or weighted, which of them the model gets right.
+    // Where the classes are unbalanced or weighted, how each of them fares.
     if (result.show_balanced_accuracy && result.last_epoch) {
-      const auto per_class = class_accuracy_line(*result.last_epoch, s.data.sources.class_names);
+      const auto per_class = class_report_line(*result.last_epoch, s.data.sources.class_names);
       if (!per_class.empty()) s.note(per_class);
     }
   }

@@ -25,9 +25,10 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
   at::NoGradGuard no_grad;
   const auto f64 = at::TensorOptions().device(device).dtype(at::kDouble);
   at::Tensor loss_sum = at::zeros({}, f64), correct = at::zeros({}, f64), se = at::zeros({}, f64), ae = at::zeros({}, f64);
-  // Per class: its validation samples, and those predicted right (the balanced accuracy's parts).
+  // Per class: its validation samples, those predicted right (the balanced accuracy's parts), and
+  // how often it was predicted (for its precision).
   const std::int64_t classes = classification ? model_outputs(config) : 0;
-  at::Tensor class_samples = at::zeros({classes}, f64), class_right = at::zeros({classes}, f64);
+  at::Tensor class_samples = at::zeros({classes}, f64), class_right = at::zeros({classes}, f64), class_predicted = at::zeros({classes}, f64);
   std::int64_t n = 0;
   // Each rank validates every world-th sample; the sums are added up over ranks below.
   placement.val_feed->start(at::arange(ranks.rank(), val_size, ranks.world_size(), at::kLong), val_guard->preferred_micro_batch());
@@ -35,13 +36,14 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
     const data::Batch& chunk = fed->batch;
     const std::int64_t rows = chunk.size();
     n += rows;
-    at::Tensor chunk_loss, chunk_correct, chunk_se, chunk_ae, chunk_class_samples, chunk_class_right;
+    at::Tensor chunk_loss, chunk_correct, chunk_se, chunk_ae, chunk_class_samples, chunk_class_right, chunk_class_predicted;
     // An OOM here shrinks the validation batch only; the chunk is summed again from scratch.
     val_guard->run(
         progress.step, rows,
         [&](std::int64_t micro) {
           chunk_loss = at::zeros({}, f64), chunk_correct = at::zeros({}, f64), chunk_se = at::zeros({}, f64),
-          chunk_ae = at::zeros({}, f64), chunk_class_samples = at::zeros({classes}, f64), chunk_class_right = at::zeros({classes}, f64);
+          chunk_ae = at::zeros({}, f64), chunk_class_samples = at::zeros({classes}, f64), chunk_class_right = at::zeros({classes}, f64),
+          chunk_class_predicted = at::zeros({classes}, f64);
           for (std::int64_t start = 0; start < rows; start += micro) {
             const std::int64_t end = std::min(rows, start + micro);
             const auto inputs = model_input(data.transform, channels_last, chunk.inputs.slice(0, start, end), /*training=*/false);
@@ -56,11 +58,13 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
             // without label smoothing or class weights; MSE and MAE in the targets' own units.
             chunk_loss += loss_of(classification, output, data.transform.targets(targets)).to(at::kDouble) * static_cast<double>(end - start);
             if (classification) {
-              const auto right = output.argmax(1).eq(targets).to(at::kDouble);
+              const auto predicted = output.argmax(1);
+              const auto right = predicted.eq(targets).to(at::kDouble), ones = at::ones_like(right);
               chunk_correct += right.sum();
               // index_add_ rather than bincount: no wait for the device to size the result.
-              chunk_class_samples.index_add_(0, targets, at::ones_like(right));
+              chunk_class_samples.index_add_(0, targets, ones);
               chunk_class_right.index_add_(0, targets, right);
+              chunk_class_predicted.index_add_(0, predicted, ones);
             } else {
               const auto diff = (data.transform.predictions(output) - targets).to(at::kDouble);
               chunk_se += diff.pow(2).sum();
@@ -77,14 +81,14 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
     if (classification) {
       class_samples += chunk_class_samples;
       class_right += chunk_class_right;
+      class_predicted += chunk_class_predicted;
     }
   }
   model->set_training(true);
   std::vector<double> figures{loss_sum.item<double>(), correct.item<double>(), se.item<double>(), ae.item<double>(), static_cast<double>(n)};
-  constexpr std::size_t kPerClass = 5;  // where the per-class figures start: samples, then right
-  const auto samples_cpu = class_samples.cpu(), right_cpu = class_right.cpu();
-  figures.insert(figures.end(), samples_cpu.data_ptr<double>(), samples_cpu.data_ptr<double>() + classes);
-  figures.insert(figures.end(), right_cpu.data_ptr<double>(), right_cpu.data_ptr<double>() + classes);
+  constexpr std::size_t kPerClass = 5;  // where the per-class figures start: samples, right, predicted
+  const auto per_class = at::cat({class_samples, class_right, class_predicted}).cpu();
+  figures.insert(figures.end(), per_class.data_ptr<double>(), per_class.data_ptr<double>() + per_class.numel());
   const auto sums = ranks.sum(figures, "the sum of the validation figures after epoch " + std::to_string(epoch + 1));
   const double count = sums[4];
   if (count == 0) return m;
@@ -94,11 +98,12 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
     // scikit-learn's balanced_accuracy_score: the mean recall over the classes that have samples.
     double recall_sum = 0;
     std::int64_t present = 0;
+    const auto per_class_sum = [&](std::int64_t part, std::int64_t c) { return std::llround(sums[kPerClass + static_cast<std::size_t>(part * classes + c)]); };
     for (std::int64_t c = 0; c < classes; ++c) {
-      const auto samples = std::llround(sums[kPerClass + static_cast<std::size_t>(c)]);
-      const auto right = std::llround(sums[kPerClass + static_cast<std::size_t>(classes + c)]);
+      const auto samples = per_class_sum(0, c), right = per_class_sum(1, c);
       m.val_class_samples.push_back(samples);
       m.val_class_right.push_back(right);
+      m.val_class_predicted.push_back(per_class_sum(2, c));
       if (samples == 0) continue;
       recall_sum += static_cast<double>(right) / static_cast<double>(samples);
       ++present;

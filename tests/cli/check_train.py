@@ -357,6 +357,7 @@ def check_predict(workdir, command):
                                               "--set", "model.hidden=[16]", "--set", "optimizer.lr=0.01"])
     right = {name: sum(row[0] == truth[2] for row, truth in zip(table[1:], rows[800:]) if truth[2] == name) for name in ("churn", "stay")}
     recalls = {name: right[name] / sum(truth[2] == name for truth in rows[800:]) for name in right}
+    answers = {name: sum(row[0] == name for row in table[1:]) for name in right}
     balanced = np.mean(list(recalls.values()))
     if len(table) != 201 or abs(balanced - epoch["val_balanced_accuracy"]) > 1e-9:
         fail(f"unbalanced: predict.py's balanced accuracy {balanced} over {len(table) - 1} rows; the run's {epoch['val_balanced_accuracy']}")
@@ -364,8 +365,10 @@ def check_predict(workdir, command):
         fail(f"unbalanced: with balanced class weights, only {recalls['churn']:.2f} of the churned customers are found")
     for expected in ("class weights (train.class_weights: balanced, from the training labels' counts): 'churn' 5, 'stay' 0.556",
                      "% (balanced " + format(100 * epoch["val_balanced_accuracy"], ".2f") + "%)",
-                     f"val accuracy per class after epoch 3: 'churn' {right['churn']} of 20 right ({100 * recalls['churn']:.1f} %), "
-                     f"'stay' {right['stay']} of 180 ({100 * recalls['stay']:.1f} %)"):
+                     f"val per class after epoch 3: 'churn' {right['churn']} of 20 found (recall {100 * recalls['churn']:.1f} %), "
+                     f"{right['churn']} of {answers['churn']} predictions right (precision {100 * right['churn'] / answers['churn']:.1f} %); "
+                     f"'stay' {right['stay']} of 180 found (recall {100 * recalls['stay']:.1f} %), "
+                     f"{right['stay']} of {answers['stay']} predictions right (precision {100 * right['stay'] / answers['stay']:.1f} %)"):
         if expected not in output:
             fail(f"unbalanced: the run did not say '{expected}':\n{output}")
     print(f"unbalanced: predict.py's balanced accuracy {balanced:.4f} is the run's; churn recall {recalls['churn']:.2f}")

@@ -120,6 +120,10 @@ TEST(TwoRanks, StayIdenticalAndMatchOneProcessWithTheGlobalBatch) {
       EXPECT_EQ(result.last_epoch->val_accuracy, single_result.last_epoch->val_accuracy);
       EXPECT_EQ(result.last_epoch->val_balanced_accuracy, single_result.last_epoch->val_balanced_accuracy);
       EXPECT_NE(result.last_epoch->val_balanced_accuracy, result.last_epoch->val_accuracy) << "the two figures are told apart";
+      // Each rank counted its own share of the samples: the sums are the single process's counts.
+      EXPECT_EQ(result.last_epoch->val_class_samples, single_result.last_epoch->val_class_samples);
+      EXPECT_EQ(result.last_epoch->val_class_right, single_result.last_epoch->val_class_right);
+      EXPECT_EQ(result.last_epoch->val_class_predicted, single_result.last_epoch->val_class_predicted);
     });
   }
   barrier();

@@ -166,3 +166,39 @@ TEST_F(GpuTrainer, ARealCudaOomMidRunIsSurvived) {
   EXPECT_GE(result.oom_events, 1);
   EXPECT_LT(result.micro_batch, 4096);
 }
+
+// train.class_weights on the GPU, with autocast and without: the weighted loss trains, and the
+// per-class validation counts (index_add_ on the device) add up to the figures beside them and
+// count the same samples per class as the CPU does on the same data.
+TEST_F(GpuTrainer, ClassWeightsTrainAndThePerClassCountsAddUp) {
+  const std::vector<std::string> common{"model.name=mlp", "data.shape=[32]", "data.classes=3", "data.samples=1024",
+                                        "data.val_samples=256", "train.class_weights=[1, 2.5, 0.5]", "train.tf32=false",
+                                        "checkpoint.best_metric=val_balanced_accuracy"};
+  auto on_cpu = common;
+  on_cpu.emplace_back("device=cpu");
+  on_cpu.emplace_back("train.precision=fp32");
+  Trainer cpu(gpu_run("weights-cpu", on_cpu), test_support::quiet_trainer());
+  const auto cpu_counts = cpu.fit().last_epoch->val_class_samples;
+  for (const char* precision : {"bf16-mixed", "fp32"}) {
+    auto settings = common;
+    settings.emplace_back(std::string("train.precision=") + precision);
+    Trainer trainer(gpu_run(std::string("weights-") + precision, settings), test_support::quiet_trainer());
+    const auto result = trainer.fit();
+    EXPECT_LT(*result.last_loss, *result.first_loss) << precision;
+    ASSERT_TRUE(result.last_epoch && result.last_epoch->val_accuracy && result.last_epoch->val_balanced_accuracy) << precision;
+    const auto& e = *result.last_epoch;
+    EXPECT_EQ(e.val_class_samples, cpu_counts) << precision;
+    std::int64_t samples = 0, right = 0, predicted = 0;
+    double recalls = 0;
+    for (std::size_t c = 0; c < e.val_class_samples.size(); ++c) {
+      samples += e.val_class_samples[c];
+      right += e.val_class_right[c];
+      predicted += e.val_class_predicted[c];
+      recalls += static_cast<double>(e.val_class_right[c]) / static_cast<double>(e.val_class_samples[c]);
+    }
+    EXPECT_EQ(samples, 256) << precision;
+    EXPECT_EQ(predicted, 256) << precision;
+    EXPECT_NEAR(static_cast<double>(right) / 256, *e.val_accuracy, 1e-12) << precision;
+    EXPECT_NEAR(recalls / 3, *e.val_balanced_accuracy, 1e-12) << precision;
+  }
+}

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
                "train.early_stop_patience: N stops a run after N epochs without a better validation figure\n"
                "(checkpoint.best_metric) and writes the best epoch's weights.\n"
                "Unbalanced classes: train.class_weights: balanced weighs the rarer ones up in the training loss,\n"
-               "and checkpoint.best_metric: val_balanced_accuracy keeps best.pt by each class's accuracy averaged.\n\n"
+               "and checkpoint.best_metric: val_balanced_accuracy keeps best.pt by each class's accuracy averaged;\n"
+               "such a run ends with each class's recall and precision on the validation data.\n\n"
                "Exit codes: 0 done, 1 the run failed, 2 invalid config or usage, 3 no usable device,\n"
                "130 interrupted after a checkpoint.\n\n"
                "Examples:\n"
@@ -153,7 +154,7 @@ int main(int argc, char** argv) {
     std::cerr << "\n  weights: " << result.weights_path;
     if (result.weights_epoch > 0)
       std::cerr << " (epoch " << result.weights_epoch << "'s, the best " << config.checkpoint.best_metric << ": "
-                << core::format_fixed(result.weights_metric.value_or(0.0), 4) << ")";
+                << train::metric_text(config.checkpoint.best_metric, result.weights_metric.value_or(0.0)) << ")";
     std::cerr << "\n  run dir: " << result.run_dir << "\n";
     return int(ExitCode::ok);
   });

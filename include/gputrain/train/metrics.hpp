@@ -64,8 +64,9 @@ struct EpochMetrics {
   /// the classes that have any (scikit-learn's balanced_accuracy_score); equals val_accuracy when
   /// the classes are even, and shows what the rarer classes get when they are not.
   std::optional<double> val_balanced_accuracy;
-  /// Classification: per class (class id order), its validation samples and those predicted right.
-  std::vector<std::int64_t> val_class_samples, val_class_right;
+  /// Classification, per class in class id order: its validation samples, those predicted right,
+  /// and how often it was the prediction (recall is right / samples, precision right / predicted).
+  std::vector<std::int64_t> val_class_samples, val_class_right, val_class_predicted;
   double seconds = 0;
 };
 
@@ -96,5 +97,10 @@ std::unique_ptr<MetricSink> make_console_sink(const std::string& mode, std::ostr
 
 /// "12.3 MiB"-style memory, "1:02:03"-style durations: shared by the human sinks.
 std::string format_duration(double seconds);
+/// Whether a validation figure (by its metrics.jsonl name) is an accuracy: a share, larger is better.
+bool is_accuracy_metric(const std::string& metric);
+/// A validation figure by its metrics.jsonl name, as the epoch lines show it: an accuracy
+/// (val_accuracy, val_balanced_accuracy) as "80.07%", any other figure as "0.4512".
+std::string metric_text(const std::string& metric, double value);
 
 }  // namespace gputrain::train

@@ -8,6 +8,7 @@
 
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/train/config.hpp"
+#include "gputrain/train/metrics.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
@@ -148,26 +149,36 @@ TEST(ClassWeights, TheBalancedAccuracyIsRecordedAndShownWhereItMatters) {
   // The per-class counts give both accuracies again.
   const auto samples = last["val_class_samples"].get<std::vector<std::int64_t>>();
   const auto right = last["val_class_right"].get<std::vector<std::int64_t>>();
+  const auto predicted = last["val_class_predicted"].get<std::vector<std::int64_t>>();
   ASSERT_EQ(samples.size(), 3U);
   ASSERT_EQ(right.size(), 3U);
-  std::int64_t all = 0, all_right = 0;
+  ASSERT_EQ(predicted.size(), 3U);
+  std::int64_t all = 0, all_right = 0, all_predicted = 0;
   double recalls = 0;
   int present = 0;
   for (std::size_t c = 0; c < 3; ++c) {
     all += samples[c];
     all_right += right[c];
+    all_predicted += predicted[c];
+    EXPECT_LE(right[c], predicted[c]);
     if (samples[c] == 0) continue;
     recalls += static_cast<double>(right[c]) / static_cast<double>(samples[c]);
     ++present;
   }
   EXPECT_EQ(all, 32);  // small_run's validation samples
+  EXPECT_EQ(all_predicted, 32);  // one prediction each
   EXPECT_NEAR(static_cast<double>(all_right) / 32, last["val_accuracy"].get<double>(), 1e-12);
   EXPECT_NEAR(recalls / present, balanced_accuracy, 1e-12);
-  EXPECT_EQ(plain.console.find("val accuracy per class"), std::string::npos) << plain.console;
+  EXPECT_EQ(plain.console.find("val per class"), std::string::npos) << plain.console;
 
   const auto kept_by_it = test_support::fit_capturing_console(small_run("ba-best", {"checkpoint.best_metric=val_balanced_accuracy"}));
   EXPECT_TRUE(kept_by_it.result.show_balanced_accuracy);
   EXPECT_NE(kept_by_it.console.find("% (balanced "), std::string::npos) << kept_by_it.console;
-  EXPECT_NE(kept_by_it.console.find("best val_balanced_accuracy so far: "), std::string::npos) << kept_by_it.console;
-  EXPECT_NE(kept_by_it.console.find("val accuracy per class after epoch 2: class 0 "), std::string::npos) << kept_by_it.console;
+  // The first epoch is the best so far, said as a percentage like the epoch line beside it.
+  const auto first = test_support::jsonl_records(kept_by_it.result.run_dir + "/metrics.jsonl", "epoch").front();
+  EXPECT_NE(kept_by_it.console.find("best val_balanced_accuracy so far: " + metric_text("val_balanced_accuracy", first["val_balanced_accuracy"].get<double>()) +
+                                    " -> "),
+            std::string::npos)
+      << kept_by_it.console;
+  EXPECT_NE(kept_by_it.console.find("val per class after epoch 2: class 0 "), std::string::npos) << kept_by_it.console;
 }

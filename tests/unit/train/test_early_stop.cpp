@@ -96,6 +96,14 @@ TEST(EarlyStop, CountsEpochsWithoutImprovementAndStartsAgainOnAnImprovement) {
   EXPECT_TRUE(stopped_early(margin, creeping));
   EXPECT_EQ(creeping.early_stop_reference, 0.7);
 
+  // An accuracy is said as the epoch lines say it, and its margin in percentage points.
+  const auto accuracy = rule("val_balanced_accuracy", true, 3, 0.005);
+  TrainingProgress flat;
+  observe_validation(accuracy, flat, 0.72);
+  EXPECT_EQ(observe_validation(accuracy, flat, 0.7231),
+            "val_balanced_accuracy 72.31% has not improved on 72.00% by more than 0.5 points: 1 of 3 epochs without improvement "
+            "before the run stops (train.early_stop_patience)");
+
   const auto off = rule("val_loss", false, 0, 0);  // patience 0: nothing counted, never stops
   TrainingProgress untouched;
   for (double v : {0.5, 0.6, 0.7}) EXPECT_EQ(observe_validation(off, untouched, v), "");

@@ -76,20 +76,38 @@ TEST(EpochLine, GivesTheBalancedAccuracyWhereTheRunSaysItMatters) {
   EXPECT_EQ(epoch_line(e, 2, true), "epoch 1/2 done in 0:00: train loss 0.4000, val accuracy 90.00% (balanced 62.50%)");
 }
 
-TEST(ClassAccuracyLine, ListsEveryClassUpToEightElseTheLowest) {
+TEST(ClassReportLine, GivesEachClasssRecallAndPrecisionUpToEightClassesElseTheLowestRecalls) {
   EpochMetrics e;
   e.epoch = 7;
   e.val_class_samples = {20, 0, 180};
   e.val_class_right = {14, 0, 171};
-  EXPECT_EQ(class_accuracy_line(e, {"churn", "none", "stay"}),
-            "val accuracy per class after epoch 8: 'churn' 14 of 20 right (70.0 %), 'stay' 171 of 180 (95.0 %)")
-      << "a class without validation samples has no share to give";
-  EXPECT_EQ(class_accuracy_line(e, {}), "val accuracy per class after epoch 8: class 0 14 of 20 right (70.0 %), class 2 171 of 180 (95.0 %)");
+  e.val_class_predicted = {23, 2, 175};
+  EXPECT_EQ(class_report_line(e, {"churn", "none", "stay"}),
+            "val per class after epoch 8: 'churn' 14 of 20 found (recall 70.0 %), 14 of 23 predictions right (precision 60.9 %); "
+            "'stay' 171 of 180 found (recall 95.0 %), 171 of 175 predictions right (precision 97.7 %)")
+      << "a class without validation samples has no recall to give";
+  e.val_class_predicted = {0, 0, 200};
+  EXPECT_EQ(class_report_line(e, {}),
+            "val per class after epoch 8: class 0 14 of 20 found (recall 70.0 %), never predicted; "
+            "class 2 171 of 180 found (recall 95.0 %), 171 of 200 predictions right (precision 85.5 %)");
   e.val_class_samples.assign(10, 10);
   e.val_class_right = {9, 9, 3, 9, 9, 1, 9, 9, 3, 9};
-  EXPECT_EQ(class_accuracy_line(e, {}),
-            "val accuracy per class after epoch 8, the 3 lowest of 10: class 5 1 of 10 right (10.0 %), class 2 3 of 10 (30.0 %), class 8 3 of 10 (30.0 %)");
-  EXPECT_EQ(class_accuracy_line(EpochMetrics{}, {}), "");
+  e.val_class_predicted = {9, 9, 3, 9, 9, 1, 9, 9, 3, 9};
+  e.val_class_predicted[0] += 30;  // the wrong answers
+  EXPECT_EQ(class_report_line(e, {}),
+            "val per class after epoch 8, the 3 lowest recalls of 10: class 5 1 of 10 found (recall 10.0 %), 1 of 1 predictions right "
+            "(precision 100.0 %); class 2 3 of 10 found (recall 30.0 %), 3 of 3 predictions right (precision 100.0 %); "
+            "class 8 3 of 10 found (recall 30.0 %), 3 of 3 predictions right (precision 100.0 %)");
+  EXPECT_EQ(class_report_line(EpochMetrics{}, {}), "");
+}
+
+TEST(MetricText, AnAccuracyIsAPercentageAndAnyOtherFigureHasFourDecimals) {
+  EXPECT_EQ(metric_text("val_accuracy", 0.800719), "80.07%");
+  EXPECT_EQ(metric_text("val_balanced_accuracy", 0.5), "50.00%");
+  EXPECT_EQ(metric_text("val_loss", 1.410229), "1.4102");
+  EXPECT_EQ(metric_text("val_mae", 17378.25), "17378.2500");
+  EXPECT_TRUE(is_accuracy_metric("val_balanced_accuracy"));
+  EXPECT_FALSE(is_accuracy_metric("val_mse"));
 }
 
 TEST(ConsoleSink, OffPrintsNothing) {
