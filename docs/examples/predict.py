@@ -10,8 +10,11 @@ CSV feature columns in the order the model reads them (data.features; "Sex=male"
 of data.categories' column 'Sex': 1 where its cell is "male"), the class names, and the
 standardisation figures (data.mean/data.std for the inputs, data.target_mean/data.target_std
 for regression outputs; data.labels, the target columns). A CSV may hold other columns (the label, an id): only the features are
-read. Prints one row per sample: the class (its name when the labels were names) or the
-predicted values in the targets' units.
+read. Prints one row per sample: the class (its name when the labels were names) and each class's
+probability (softmax of the outputs; columns "p(name)"), or the predicted values in the targets'
+units. A model trained with train.class_weights gives the weighted classes higher probabilities
+than their share of the data: move the threshold on a "p(...)" column, not the weights, to trade
+recall for precision after training.
 
 Built-in MLPs only (model.name mlp): the script rebuilds the same torch.nn.Sequential gputrain
 builds, so the state_dict keys ("1.weight", ...) match. Needs torch, safetensors and numpy.
@@ -109,10 +112,11 @@ def main():
         out = model(torch.from_numpy(x)).numpy()
     writer = csv.writer(sys.stdout)
     if meta["data.task"] == "classification":
-        names = json.loads(meta.get("data.class_names", "[]"))
-        writer.writerow(["class"])
-        for k in out.argmax(axis=1):
-            writer.writerow([names[k] if names else int(k)])
+        names = json.loads(meta.get("data.class_names", "[]")) or list(range(out.shape[1]))
+        probabilities = torch.softmax(torch.from_numpy(out).double(), dim=1).numpy()
+        writer.writerow(["class"] + [f"p({name})" for name in names])
+        for k, row in zip(out.argmax(axis=1), probabilities):
+            writer.writerow([names[k]] + [f"{p:.6g}" for p in row])
     else:
         if "data.target_mean" in meta:
             out = out * np.array(json.loads(meta["data.target_std"])) + np.array(json.loads(meta["data.target_mean"]))

@@ -301,12 +301,20 @@ def check_predict(workdir, command):
                                      ["--set", "data.labels=species", "--set", "data.exclude=[id]", "--set", "data.standardize=true",
                                       "--set", "model.name=mlp", "--set", "model.hidden=[32, 16]", "--set", "model.norm=layer",
                                       "--set", "model.activation=gelu"])
-    if table[0] != ["class"]:
+    if table[0] != ["class", "p(iris)", "p(lily)", "p(rose)"]:
         fail(f"classes: predict.py's header is {table[0]}")
+    # The probabilities: each row's add up to 1, name the class, and give the run's val loss.
+    probabilities = np.array([[float(p) for p in row[1:]] for row in table[1:]])
+    if np.abs(probabilities.sum(axis=1) - 1).max() > 1e-5 or any(table[0][1 + k] != f"p({row[0]})" for k, row in zip(probabilities.argmax(axis=1), table[1:])):
+        fail("classes: predict.py's probabilities do not add up to 1 or do not name its class")
+    truths = [["iris", "lily", "rose"].index(truth[3]) for truth in rows[480:]]
+    loss = -np.mean(np.log(probabilities[np.arange(len(truths)), truths]))
+    if abs(loss - epoch["val_loss"]) > 1e-4 * epoch["val_loss"]:
+        fail(f"classes: predict.py's probabilities give a loss of {loss}; the run's val loss {epoch['val_loss']}")
     accuracy = np.mean([row[0] == truth[3] for row, truth in zip(table[1:], rows[480:])])
     if len(table) != 121 or abs(accuracy - epoch["val_accuracy"]) > 1e-9:
         fail(f"classes: predict.py's accuracy {accuracy} over {len(table) - 1} rows; the run's val accuracy {epoch['val_accuracy']}")
-    print(f"classes: predict.py's accuracy {accuracy:.4f} is the run's val accuracy")
+    print(f"classes: predict.py's accuracy {accuracy:.4f} is the run's val accuracy, its probabilities' loss {loss:.4f} the val loss")
 
     # Regression of two targets far from unit scale, standardised, a bool feature, ';' between cells.
     def house(_):
