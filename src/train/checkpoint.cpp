@@ -140,6 +140,10 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
   archive.write("progress.has_early_stop_reference", c10::IValue(static_cast<std::int64_t>(progress.early_stop_reference.has_value())));
   archive.write("progress.early_stop_reference", c10::IValue(progress.early_stop_reference.value_or(0.0)));
   archive.write("progress.epochs_without_improvement", c10::IValue(progress.epochs_without_improvement));
+  archive.write("progress.plateau_scale", c10::IValue(progress.plateau_scale));
+  archive.write("progress.has_plateau_reference", c10::IValue(static_cast<std::int64_t>(progress.plateau_reference.has_value())));
+  archive.write("progress.plateau_reference", c10::IValue(progress.plateau_reference.value_or(0.0)));
+  archive.write("progress.plateau_epochs_without_improvement", c10::IValue(progress.plateau_epochs_without_improvement));
   archive.write("progress.global_batch", c10::IValue(progress.global_batch));
   archive.write("progress.world_size", c10::IValue(progress.world_size));
   archive.write("progress.train_samples", c10::IValue(progress.train_samples));
@@ -169,6 +173,11 @@ TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts&
       archive.try_read("progress.early_stop_reference", value))
     progress.early_stop_reference = value.toDouble();
   if (archive.try_read("progress.epochs_without_improvement", value)) progress.epochs_without_improvement = value.toInt();
+  if (archive.try_read("progress.plateau_scale", value)) progress.plateau_scale = value.toDouble();
+  if (archive.try_read("progress.has_plateau_reference", value) && value.toInt() != 0 && archive.try_read("progress.plateau_reference", value))
+    progress.plateau_reference = value.toDouble();
+  if (archive.try_read("progress.plateau_epochs_without_improvement", value))
+    progress.plateau_epochs_without_improvement = value.toInt();
   if (check) check(read_config(archive), progress);
 
   load_named_state(parts.model, read_named(archive, "model"));

@@ -451,10 +451,11 @@ std::vector<Field> make_schema() {
     betas_field(),
     double_field("optimizer.eps", [](auto& c) -> auto& { return c.optimizer.eps; }, 0.0),
 
-    choice_field("scheduler.name", [](auto& c) -> auto& { return c.scheduler.name; }, {"none", "step", "cosine", "onecycle"}),
+    choice_field("scheduler.name", [](auto& c) -> auto& { return c.scheduler.name; }, {"none", "step", "cosine", "onecycle", "plateau"}),
     int_field("scheduler.warmup_steps", [](auto& c) -> auto& { return c.scheduler.warmup_steps; }, 0),
     int_field("scheduler.step_size", [](auto& c) -> auto& { return c.scheduler.step_size; }, 1),
     double_field("scheduler.gamma", [](auto& c) -> auto& { return c.scheduler.gamma; }, 0.0, 1.0),
+    int_field("scheduler.patience", [](auto& c) -> auto& { return c.scheduler.patience; }, 0),
     double_field("scheduler.min_lr", [](auto& c) -> auto& { return c.scheduler.min_lr; }, 0.0),
     double_field("scheduler.pct_start", [](auto& c) -> auto& { return c.scheduler.pct_start; }, 0.0, 1.0),
 
@@ -585,6 +586,14 @@ void check_consistency(const Config& c) {
   if (c.train.early_stop_patience > 0 && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
     inconsistent("train.early_stop_patience watches a validation figure, but there is no validation data (data.val_samples is 0)",
                  "set data.val_samples above 0, or train.early_stop_patience: 0");
+  // scheduler: plateau watches the same figure, after each epoch's validation.
+  if (c.scheduler.name == "plateau" && metric == "none")
+    inconsistent("scheduler.name plateau lowers the learning rate when checkpoint.best_metric stops improving, but checkpoint.best_metric is none",
+                 std::string("set checkpoint.best_metric: ") + (classification ? "val_loss, val_accuracy or val_balanced_accuracy" : "val_loss, val_mse or val_mae") +
+                     ", or pick another scheduler.name");
+  if (c.scheduler.name == "plateau" && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
+    inconsistent("scheduler.name plateau watches a validation figure, but there is no validation data (data.val_samples is 0)",
+                 "set data.val_samples above 0, or pick another scheduler.name");
   if (c.train.early_stop_min_delta > 0 && c.train.early_stop_patience == 0)
     inconsistent("train.early_stop_min_delta is set, but early stopping is off (train.early_stop_patience is 0)",
                  "set train.early_stop_patience, e.g. 5 (epochs without improvement before the run stops), or remove "

@@ -25,8 +25,10 @@ double one_cycle(const SchedulerConfig& c, double max_lr, std::int64_t step, std
 
 }  // namespace
 
-double learning_rate_at(const SchedulerConfig& c, double base_lr, std::int64_t step, std::int64_t total_steps) {
+double learning_rate_at(const SchedulerConfig& c, double base_lr, std::int64_t step, std::int64_t total_steps, double plateau_scale) {
   if (c.name == "onecycle") return one_cycle(c, base_lr, step, std::max<std::int64_t>(total_steps, 1));
+  // The floor applies to the decays only: neither warm-up nor a min_lr above lr raises the rate.
+  if (c.name == "plateau") base_lr = std::max(base_lr * plateau_scale, std::min(base_lr, c.min_lr));
   if (step < c.warmup_steps) return base_lr * static_cast<double>(step + 1) / static_cast<double>(c.warmup_steps);
   const std::int64_t since = step - c.warmup_steps;
   if (c.name == "step") return base_lr * std::pow(c.gamma, static_cast<double>(since / c.step_size));

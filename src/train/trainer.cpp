@@ -20,6 +20,7 @@
 #include "gputrain/train/optimizer.hpp"
 #include "config_schema.hpp"
 #include "early_stop.hpp"
+#include "plateau.hpp"
 #include "human_lines.hpp"
 #include "step_failures.hpp"
 #include "trainer_state.hpp"
@@ -217,8 +218,9 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
       } else if (!fed) {
         break;
       }
-      // The schedule is a function of the step alone, so a resumed run picks it up exactly.
-      const double lr = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps);
+      // The schedule is a function of the step (and, for plateau, of the decays so far, which the
+      // checkpoint keeps), so a resumed run picks it up exactly.
+      const double lr = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps, progress.plateau_scale);
       set_learning_rate(*optimizer, lr);
       if (fed && options.on_batch) options.on_batch(fed->batch);
       const auto loss = train_step(fed ? &fed->batch : nullptr, global_rows);
@@ -305,6 +307,8 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
       if (value) {
         const auto waiting = observe_validation(early_stop, progress, *value);
         if (!waiting.empty()) note(waiting);
+        const auto decay = observe_plateau(config, progress, *value);
+        if (!decay.empty()) note(decay);
       }
       if (config.checkpoint.every_epochs > 0 && progress.epoch % config.checkpoint.every_epochs == 0) {
         check_window();

@@ -105,6 +105,10 @@ void Trainer::State::setup() {
                          " stops the run when its validation figure stops improving, but this run has no validation data",
                      "set data.val_path (a validation file in the training data's format) or data.val_fraction: 0.1 (hold out "
                      "a tenth of the training samples), or train.early_stop_patience: 0");
+  if (config.scheduler.name == "plateau" && val_size == 0)
+    throw UsageError("scheduler.name plateau lowers the learning rate when its validation figure stops improving, but this run has no validation data",
+                     "set data.val_path (a validation file in the training data's format) or data.val_fraction: 0.1 (hold out "
+                     "a tenth of the training samples), or pick another scheduler.name");
   if (ranks.writer()) {  // before any step: a run must not train for an hour, then fail to save it
     for (const auto& [key, dir] : {std::pair<std::string, std::string>{"logging.dir", config.logging.dir},
                                    {config.checkpoint.dir.empty() ? "logging.dir" : "checkpoint.dir", config.checkpoint_dir()}}) {
@@ -356,8 +360,8 @@ void Trainer::State::note_config_changes(const std::string& path, const std::str
     const auto saved = load_config({{}, {}, saved_yaml});
     std::int64_t saved_total = steps_per_epoch * saved.train.epochs;
     if (saved.train.max_steps > 0) saved_total = std::min(saved_total, saved.train.max_steps);
-    const auto saved_rate = [&](std::int64_t step) { return learning_rate_at(saved.scheduler, saved.optimizer.lr, step, saved_total); };
-    const double next = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps);
+    const auto saved_rate = [&](std::int64_t step) { return learning_rate_at(saved.scheduler, saved.optimizer.lr, step, saved_total, progress.plateau_scale); };
+    const double next = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps, progress.plateau_scale);
     if (rate_text(next) != rate_text(saved_rate(progress.step))) {
       std::string line = "note: the learning-rate schedule changes with the config (" + config.scheduler.name + " over " +
                          std::to_string(total_steps) + " steps): step " + std::to_string(progress.step + 1) + " runs at lr " + rate_text(next);

@@ -31,8 +31,9 @@ const Readers& optimizer_readers() {
 
 const Readers& scheduler_readers() {
   static const Readers readers{{"scheduler.step_size", {"step"}},
-                               {"scheduler.gamma", {"step"}},
-                               {"scheduler.min_lr", {"cosine"}},
+                               {"scheduler.gamma", {"step", "plateau"}},
+                               {"scheduler.patience", {"plateau"}},
+                               {"scheduler.min_lr", {"cosine", "plateau"}},
                                {"scheduler.pct_start", {"onecycle"}}};
   return readers;
 }

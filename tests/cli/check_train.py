@@ -12,6 +12,9 @@ Modes:
   predict      docs/examples/predict.py, given a run's model.safetensors and its validation CSV,
                reproduces the run's own val accuracy (class names, standardised features, layer
                norm, gelu) and val MAE (two standardised targets, a bool column, ';' cells, .csv.gz).
+  plateau      scheduler: plateau lowers the learning rate where PyTorch's ReduceLROnPlateau, given
+               the run's own validation figures, does: the same rate for every epoch, in both modes,
+               down to min_lr.
   diverge      a loss that turns nan stops the run (exit 1, "training diverged", the fix) before
                it writes a checkpoint of broken weights; with fp16's GradScaler too.
 """
@@ -255,6 +258,48 @@ def check_diverge(workdir, command):
         print("ok: %s stops with exit 1; every checkpoint written is finite" % precision)
 
 
+def check_plateau(workdir, command):
+    # Two runs whose validation figure stalls often, both watched in max mode: val_loss with
+    # best_mode max (it mostly falls, so most epochs are "not better"), and val_accuracy.
+    cases = {"loss-max": ["--set", "checkpoint.best_metric=val_loss", "--set", "checkpoint.best_mode=max", "--set", "scheduler.patience=1",
+                          "--set", "scheduler.gamma=0.5", "--set", "scheduler.min_lr=0.002", "--set", "optimizer.lr=0.01"],
+             "accuracy": ["--set", "checkpoint.best_metric=val_accuracy", "--set", "scheduler.patience=0", "--set", "scheduler.gamma=0.3",
+                          "--set", "optimizer.lr=0.05"]}
+    for name, settings in cases.items():
+        run_dir = os.path.join(workdir, name)
+        result = run(command + ["--set", "logging.dir=" + run_dir, "--set", "scheduler.name=plateau", "--set", "train.epochs=8",
+                                "--set", "data.samples=512", "--set", "data.val_samples=256", "--set", "train.batch_size=64",
+                                "--set", "logging.every_steps=1", "--set", "logging.progress=lines", "--set", "device=cpu"] + settings)
+        if result.returncode != 0:
+            fail(f"{name}: training exited {result.returncode}:\n{result.stdout}{result.stderr}")
+        with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+            records = [json.loads(line) for line in f]
+        epochs = [r for r in records if r["kind"] == "epoch"]
+        steps = [r for r in records if r["kind"] == "step"]
+        per_epoch = len(steps) // len(epochs)
+        metric = settings[1].split("=")[1]
+        config = {s.split("=")[0]: s.split("=")[1] for s in settings[1::2]}
+        lr = float(config["optimizer.lr"])
+        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=lr)
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+            optimizer, mode="max", factor=float(config["scheduler.gamma"]), patience=int(config["scheduler.patience"]),
+            threshold=0, cooldown=0, min_lr=float(config.get("scheduler.min_lr", 0)))
+        decays = 0
+        for e, epoch in enumerate(epochs[:-1]):
+            scheduler.step(epoch[metric])
+            expected = optimizer.param_groups[0]["lr"]
+            ours = steps[(e + 1) * per_epoch]["lr"]
+            if abs(ours - expected) > 1e-12 * expected:
+                fail(f"{name}: epoch {e + 2} trains at lr {ours}; ReduceLROnPlateau gives {expected} after {[r[metric] for r in epochs[:e + 1]]}")
+            decays += expected < lr
+            lr = expected
+        if decays == 0:
+            fail(f"{name}: no decay in {len(epochs)} epochs; the comparison saw nothing")
+        if "learning rate " not in result.stdout + result.stderr:
+            fail(f"{name}: the run did not say when it lowered the learning rate:\n{result.stderr}")
+        print(f"{name}: every epoch's lr is ReduceLROnPlateau's ({decays} decays, last {lr:g})")
+
+
 def check_predict(workdir, command):
     import csv
     import numpy as np
@@ -389,7 +434,7 @@ def main():
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     modes = {"sigterm": check_sigterm, "readback": check_readback, "torchscript": check_torchscript, "cpu-cache": check_cpu_cache,
-             "diverge": check_diverge, "predict": check_predict}
+             "diverge": check_diverge, "predict": check_predict, "plateau": check_plateau}
     modes[mode](workdir, command)
 
 

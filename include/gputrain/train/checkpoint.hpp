@@ -31,6 +31,11 @@ struct TrainingProgress {
   /// than train.early_stop_min_delta, and the validations in a row that have not.
   std::optional<double> early_stop_reference;
   std::int64_t epochs_without_improvement = 0;
+  /// scheduler: plateau: the factor the learning rate is at (each decay multiplies it by
+  /// scheduler.gamma), the value the next validation must beat, and the validations since it was set.
+  double plateau_scale = 1.0;
+  std::optional<double> plateau_reference;
+  std::int64_t plateau_epochs_without_improvement = 0;
   /// What a step and a position mean: samples per optimizer step over all ranks, the ranks, and
   /// the training samples the epoch orders permute (0 in checkpoints written before they were
   /// saved: unknown).

@@ -98,11 +98,12 @@ struct OptimizerConfig {
 };
 
 struct SchedulerConfig {
-  std::string name = "none";           ///< none, step, cosine, onecycle
+  std::string name = "none";           ///< none, step, cosine, onecycle, plateau
   std::int64_t warmup_steps = 0;       ///< linear warm-up from 0 before the schedule
   std::int64_t step_size = 1000;       ///< step: steps between decays
-  double gamma = 0.1;                  ///< step: decay factor
-  double min_lr = 0.0;                 ///< cosine: floor
+  double gamma = 0.1;                  ///< step, plateau: decay factor
+  std::int64_t patience = 10;          ///< plateau: epochs without a better checkpoint.best_metric allowed before a decay
+  double min_lr = 0.0;                 ///< cosine, plateau: floor
   double pct_start = 0.3;              ///< onecycle: fraction of steps spent rising
 };
 

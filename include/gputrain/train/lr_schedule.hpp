@@ -11,7 +11,10 @@ namespace gputrain::train {
 /// The learning rate for optimizer step `step` (0-based) of `total_steps`, from `base_lr`:
 /// linear warm-up over `warmup_steps`, then none (constant), step (x gamma every step_size),
 /// cosine (down to min_lr at the last step), or onecycle (PyTorch's OneCycleLR with cosine
-/// annealing: base_lr/25 -> base_lr over pct_start of the steps -> base_lr/25/1e4).
-double learning_rate_at(const SchedulerConfig& config, double base_lr, std::int64_t step, std::int64_t total_steps);
+/// annealing: base_lr/25 -> base_lr over pct_start of the steps -> base_lr/25/1e4), or plateau
+/// (base_lr x `plateau_scale`, the decays the validation figure has called for so far, never below
+/// min_lr: PyTorch's ReduceLROnPlateau).
+double learning_rate_at(const SchedulerConfig& config, double base_lr, std::int64_t step, std::int64_t total_steps,
+                        double plateau_scale = 1.0);
 
 }  // namespace gputrain::train

@@ -41,3 +41,19 @@ TEST(LrSchedule, OneCycleMatchesPyTorch) {
   EXPECT_NEAR(learning_rate_at(c, 1.0, 10, 100), 0.29516394846410077, 1e-12);
   EXPECT_NEAR(learning_rate_at(c, 1.0, 50, 100), 0.793893450575732, 1e-12);
 }
+
+TEST(LrSchedule, PlateauIsTheRateTimesItsDecaysButNeverBelowTheFloor) {
+  SchedulerConfig c;
+  c.name = "plateau";
+  c.warmup_steps = 4;
+  c.min_lr = 0.05;
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 0, 100), 0.25);  // warm-up as any schedule's
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 50, 100), 1.0);
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 50, 100, 0.1), 0.1);
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 50, 100, 0.01), 0.05);  // held at min_lr
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 1, 100, 0.01), 0.025);  // warm-up's rate is not raised
+  c.min_lr = 2.0;  // a floor above the rate does not raise it either
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 50, 100, 0.5), 1.0);
+  c.name = "none";  // the scale is plateau's alone
+  EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 50, 100, 0.1), 1.0);
+}

@@ -17,6 +17,7 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
 
@@ -496,6 +497,43 @@ TEST(Trainer, StoppedAndResumedRunMatchesAnUninterruptedOneExactly) {
   EXPECT_EQ(resumed.start_step, 4);
   EXPECT_EQ(resumed.steps, 12);
   expect_bit_identical(final_state(second), expected);
+}
+
+// scheduler: plateau's decays and count are in the checkpoint: a run stopped after one and resumed
+// trains at the rate the uninterrupted run does. best.pt kept by the highest val_loss makes each
+// epoch whose val loss falls one "without improvement", so patience 0 decays after epoch 2.
+TEST(Trainer, APlateauDecayIsKeptAcrossAResume) {
+  const std::vector<std::string> plateau{"scheduler.name=plateau", "scheduler.patience=0", "scheduler.gamma=0.5", "checkpoint.best_mode=max",
+                                         "optimizer.lr=0.002", "train.epochs=4", "logging.every_steps=1"};
+  Trainer straight(small_run("plateau-straight", plateau), test_support::quiet_trainer());
+  const auto done = straight.fit();
+  const auto expected = final_state(straight);
+  const auto steps = test_support::jsonl_records(fs::path(done.run_dir) / "metrics.jsonl", "step");
+  ASSERT_EQ(steps.size(), 24U);
+  EXPECT_EQ(steps.front()["lr"].get<double>(), 0.002);
+  EXPECT_LT(steps.back()["lr"].get<double>(), 0.002) << "no decay: the test would not see a lost one";
+  // The step records name each epoch's rate: epoch 3's (steps 13-18) is after epoch 2's decision.
+  const double epoch3_lr = steps[12]["lr"].get<double>();
+
+  const auto config = small_run("plateau-resumed", plateau);
+  {
+    core::clear_stop_request();
+    auto options = test_support::quiet_trainer();
+    options.after_step = [](std::int64_t step) {
+      if (step == 15) core::request_stop();
+    };
+    Trainer first(config, options);
+    EXPECT_TRUE(first.fit().interrupted);
+    core::clear_stop_request();
+  }
+  Trainer second(config, test_support::quiet_trainer());
+  EXPECT_EQ(second.fit().start_step, 15);
+  expect_bit_identical(final_state(second), expected);
+  const auto resumed_steps = test_support::jsonl_records(fs::path(config.logging.dir) / "metrics.jsonl", "step");
+  ASSERT_FALSE(resumed_steps.empty());
+  EXPECT_EQ(resumed_steps.back()["step"], 24);
+  EXPECT_EQ(resumed_steps.back()["lr"].get<double>(), steps.back()["lr"].get<double>());
+  EXPECT_LE(steps.back()["lr"].get<double>(), epoch3_lr);
 }
 
 // Accumulating two micro-batches of 8 is one step on the batch of 16 they make.

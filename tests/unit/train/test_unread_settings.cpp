@@ -42,7 +42,10 @@ TEST(UnreadSettings, NamesOptimizerKeysTheChosenOptimizerIgnores) {
 
 TEST(UnreadSettings, NamesSchedulerKeysTheChosenScheduleIgnores) {
   EXPECT_EQ(unread_with({"scheduler.name=step", "scheduler.min_lr=1e-5", "scheduler.gamma=0.5"}),
-            std::vector<std::string>{"scheduler.min_lr is 1e-05, but scheduler step does not read it (only cosine does)"});
+            std::vector<std::string>{"scheduler.min_lr is 1e-05, but scheduler step does not read it (cosine and plateau do)"});
+  EXPECT_EQ(unread_with({"scheduler.name=cosine", "scheduler.patience=3"}),
+            std::vector<std::string>{"scheduler.patience is 3, but scheduler cosine does not read it (only plateau does)"});
+  EXPECT_TRUE(unread_with({"scheduler.name=plateau", "scheduler.patience=3", "scheduler.gamma=0.5", "scheduler.min_lr=1e-5"}).empty());
   EXPECT_EQ(unread_with({"scheduler.pct_start=0.1"}),
             std::vector<std::string>{"scheduler.pct_start is 0.1, but scheduler none does not read it (only onecycle does)"});
 }

@@ -1,0 +1,34 @@
+#include "plateau.hpp"
+
+#include "gputrain/core/units.hpp"
+#include "gputrain/train/lr_schedule.hpp"
+#include "gputrain/train/metrics.hpp"
+#include "early_stop.hpp"
+#include "human_lines.hpp"
+
+namespace gputrain::train {
+
+std::string observe_plateau(const Config& config, TrainingProgress& progress, double value) {
+  const auto& scheduler = config.scheduler;
+  if (scheduler.name != "plateau") return "";
+  if (!progress.plateau_reference || improves(value, *progress.plateau_reference, maximizes(config.checkpoint))) {
+    progress.plateau_reference = value;
+    progress.plateau_epochs_without_improvement = 0;
+    return "";
+  }
+  if (++progress.plateau_epochs_without_improvement <= scheduler.patience) return "";
+  const auto& metric = config.checkpoint.best_metric;
+  const auto waited = progress.plateau_epochs_without_improvement;
+  // The rate after warm-up, before and after the decay: the floor may hold it where it was.
+  const auto rate = [&](double scale) { return learning_rate_at(scheduler, config.optimizer.lr, scheduler.warmup_steps, 0, scale); };
+  const double before = rate(progress.plateau_scale);
+  progress.plateau_scale *= scheduler.gamma;
+  progress.plateau_epochs_without_improvement = 0;
+  const double after = rate(progress.plateau_scale);
+  if (after >= before) return "";
+  return metric + " has not improved on " + metric_text(metric, *progress.plateau_reference) + " for " + core::counted(waited, "epoch") +
+         " (scheduler.patience: " + std::to_string(scheduler.patience) + "): learning rate " + rate_text(before) + " -> " + rate_text(after) +
+         (after > config.optimizer.lr * progress.plateau_scale ? ", the floor (scheduler.min_lr)" : " (x scheduler.gamma " + rate_text(scheduler.gamma) + ")");
+}
+
+}  // namespace gputrain::train
