@@ -43,6 +43,19 @@ void expect_bit_identical(const NamedTensors& a, const NamedTensors& b) {
   }
 }
 
+// A run of `config` stopped as SIGINT stops it, after step `step`.
+FitResult fit_stopping_after(const Config& config, std::int64_t step) {
+  core::clear_stop_request();
+  auto options = test_support::quiet_trainer();
+  options.after_step = [step](std::int64_t done) {
+    if (done == step) core::request_stop();
+  };
+  Trainer trainer(config, options);
+  const auto result = trainer.fit();
+  core::clear_stop_request();
+  return result;
+}
+
 int count_lines(const fs::path& path, const std::string& needle) {
   std::ifstream in(path);
   int n = 0;
@@ -478,20 +491,11 @@ TEST(Trainer, StoppedAndResumedRunMatchesAnUninterruptedOneExactly) {
   const auto expected = final_state(straight);
 
   const auto config = small_run("resumed");
-  {
-    core::clear_stop_request();
-    auto options = test_support::quiet_trainer();
-    options.after_step = [](std::int64_t step) {
-      if (step == 4) core::request_stop();
-    };
-    Trainer first(config, options);
-    const auto stopped = first.fit();
-    core::clear_stop_request();
-    EXPECT_TRUE(stopped.interrupted);
-    EXPECT_EQ(stopped.steps, 4);
-    EXPECT_TRUE(fs::exists(stopped.last_checkpoint));
-    EXPECT_TRUE(stopped.weights_path.empty());
-  }
+  const auto stopped = fit_stopping_after(config, 4);
+  EXPECT_TRUE(stopped.interrupted);
+  EXPECT_EQ(stopped.steps, 4);
+  EXPECT_TRUE(fs::exists(stopped.last_checkpoint));
+  EXPECT_TRUE(stopped.weights_path.empty());
   Trainer second(config, test_support::quiet_trainer());
   const auto resumed = second.fit();
   EXPECT_EQ(resumed.start_step, 4);
@@ -516,16 +520,7 @@ TEST(Trainer, APlateauDecayIsKeptAcrossAResume) {
   const double epoch3_lr = steps[12]["lr"].get<double>();
 
   const auto config = small_run("plateau-resumed", plateau);
-  {
-    core::clear_stop_request();
-    auto options = test_support::quiet_trainer();
-    options.after_step = [](std::int64_t step) {
-      if (step == 15) core::request_stop();
-    };
-    Trainer first(config, options);
-    EXPECT_TRUE(first.fit().interrupted);
-    core::clear_stop_request();
-  }
+  EXPECT_TRUE(fit_stopping_after(config, 15).interrupted);
   Trainer second(config, test_support::quiet_trainer());
   EXPECT_EQ(second.fit().start_step, 15);
   expect_bit_identical(final_state(second), expected);
