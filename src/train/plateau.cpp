@@ -31,4 +31,14 @@ std::string observe_plateau(const Config& config, TrainingProgress& progress, do
          (after > config.optimizer.lr * progress.plateau_scale ? ", the floor (scheduler.min_lr)" : " (x scheduler.gamma " + rate_text(scheduler.gamma) + ")");
 }
 
+std::string plateau_patience_note(const Config& config) {
+  const auto stop_after = config.train.early_stop_patience, decay_after = config.scheduler.patience + 1;
+  if (config.scheduler.name != "plateau" || stop_after == 0 || stop_after > decay_after) return "";
+  return "train.early_stop_patience " + std::to_string(stop_after) + " stops the run after " + core::counted(stop_after, "epoch") +
+         " without improvement, " + (stop_after == decay_after ? "as" : "before") + " scheduler: plateau first lowers the rate (after " +
+         core::counted(decay_after, "epoch") + ", scheduler.patience " + std::to_string(config.scheduler.patience) +
+         " + 1), so no epoch trains at the lowered rate; set train.early_stop_patience: " + std::to_string(2 * decay_after) +
+         " or a smaller scheduler.patience";
+}
+
 }  // namespace gputrain::train

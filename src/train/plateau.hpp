@@ -19,4 +19,9 @@ namespace gputrain::train {
 /// rate went down ("" otherwise; nothing is said once min_lr holds it). A no-op for other schedulers.
 std::string observe_plateau(const Config& config, TrainingProgress& progress, double value);
 
+/// With early stopping as well: the line that says when it would stop the run before the first
+/// decay could help (train.early_stop_patience <= scheduler.patience + 1), and what to set; ""
+/// otherwise.
+std::string plateau_patience_note(const Config& config);
+
 }  // namespace gputrain::train

@@ -24,6 +24,7 @@
 #include "device_settings.hpp"
 #include "human_lines.hpp"
 #include "trainer_state.hpp"
+#include "plateau.hpp"
 #include "unread_settings.hpp"
 
 namespace gputrain::train {
@@ -128,6 +129,7 @@ void Trainer::State::setup() {
   seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
   model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
   for (const auto& line : unread_settings(config)) pending_notes.push_back("note: " + line);
+  if (const auto line = plateau_patience_note(config); !line.empty()) pending_notes.push_back("note: " + line);
   if (!config.model.init_weights.empty()) load_named_state(*model, data::read_safetensors(config.model.init_weights), init_weights_origin(config));
   model->to(device);
   channels_last = config.uses_channels_last();

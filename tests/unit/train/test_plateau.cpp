@@ -102,3 +102,21 @@ TEST(Plateau, SettingsThatCannotWorkAreRefusedWithTheFix) {
             "validation data\nset data.val_path (a validation file in the training data's format) or data.val_fraction: 0.1 (hold "
             "out a tenth of the training samples), or pick another scheduler.name");
 }
+
+TEST(Plateau, EarlyStoppingThatWouldEndTheRunBeforeTheFirstDecayIsNamed) {
+  auto c = plateau(2, 0.5);
+  c.train.early_stop_patience = 3;  // stops after 3 epochs without improvement; the decay comes after 3 too
+  EXPECT_EQ(plateau_patience_note(c),
+            "train.early_stop_patience 3 stops the run after 3 epochs without improvement, as scheduler: plateau first lowers the rate "
+            "(after 3 epochs, scheduler.patience 2 + 1), so no epoch trains at the lowered rate; set train.early_stop_patience: 6 or a "
+            "smaller scheduler.patience");
+  c.train.early_stop_patience = 1;
+  EXPECT_NE(plateau_patience_note(c).find("after 1 epoch without improvement, before scheduler: plateau"), std::string::npos);
+  c.train.early_stop_patience = 4;  // one epoch at the lowered rate before it could stop
+  EXPECT_EQ(plateau_patience_note(c), "");
+  c.train.early_stop_patience = 0;
+  EXPECT_EQ(plateau_patience_note(c), "");
+  c.train.early_stop_patience = 1;
+  c.scheduler.name = "cosine";
+  EXPECT_EQ(plateau_patience_note(c), "");
+}
