@@ -2,24 +2,12 @@
 
 #include <ATen/ATen.h>
 
-#include <cstdio>
-
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
+#include "human_lines.hpp"
 
 namespace gputrain::train {
 namespace {
-
-// A weight as the log prints it: 3 significant digits ("0.812", "12.5", "1").
-std::string weight_text(double weight) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g", weight);
-  return text;
-}
-
-std::string class_text(std::int64_t id, const std::vector<std::string>& names) {
-  return id < static_cast<std::int64_t>(names.size()) ? "'" + names[static_cast<std::size_t>(id)] + "'" : "class " + std::to_string(id);
-}
 
 // Up to this many classes the note lists every weight; beyond, the lightest and the heaviest.
 constexpr std::int64_t kListedClasses = 8;
@@ -62,12 +50,12 @@ std::string class_weights_note(const at::Tensor& weights, const ClassWeights& se
   std::string line = std::string("class weights (train.class_weights: ") + (setting.balanced ? "balanced, from the training labels' counts" : "as given") + "): ";
   if (classes <= kListedClasses) {
     std::vector<std::string> each;
-    for (std::int64_t c = 0; c < classes; ++c) each.push_back(class_text(c, class_names) + " " + weight_text(w[c]));
+    for (std::int64_t c = 0; c < classes; ++c) each.push_back(class_label(c, class_names) + " " + short_number(w[c]));
     line += core::join(each);
   } else {
     const auto lightest = values.argmin().item<std::int64_t>(), heaviest = values.argmax().item<std::int64_t>();
-    line += "from " + weight_text(w[lightest]) + " (" + class_text(lightest, class_names) + ") to " + weight_text(w[heaviest]) + " (" +
-            class_text(heaviest, class_names) + ") over " + std::to_string(classes) + " classes";
+    line += "from " + short_number(w[lightest]) + " (" + class_label(lightest, class_names) + ") to " + short_number(w[heaviest]) + " (" +
+            class_label(heaviest, class_names) + ") over " + std::to_string(classes) + " classes";
   }
   // best.pt kept by the plain val loss would prefer the unweighted model the weights move away from.
   if (validated && best_metric == "val_loss")

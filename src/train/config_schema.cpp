@@ -578,22 +578,18 @@ void check_consistency(const Config& c) {
                  "remove train.label_smoothing (or set it to 0)");
   check_class_weights(c);
   // Early stopping watches the figure best.pt is kept by, so that the weights it ends with (best.pt's)
-  // are the best by the same measure.
-  if (c.train.early_stop_patience > 0 && metric == "none")
-    inconsistent("train.early_stop_patience stops the run when checkpoint.best_metric stops improving, but checkpoint.best_metric is none",
-                 std::string("set checkpoint.best_metric: ") + (classification ? "val_loss, val_accuracy or val_balanced_accuracy" : "val_loss, val_mse or val_mae") +
-                     ", or train.early_stop_patience: 0");
-  if (c.train.early_stop_patience > 0 && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
-    inconsistent("train.early_stop_patience watches a validation figure, but there is no validation data (data.val_samples is 0)",
-                 "set data.val_samples above 0, or train.early_stop_patience: 0");
-  // scheduler: plateau watches the same figure, after each epoch's validation.
-  if (c.scheduler.name == "plateau" && metric == "none")
-    inconsistent("scheduler.name plateau lowers the learning rate when checkpoint.best_metric stops improving, but checkpoint.best_metric is none",
-                 std::string("set checkpoint.best_metric: ") + (classification ? "val_loss, val_accuracy or val_balanced_accuracy" : "val_loss, val_mse or val_mae") +
-                     ", or pick another scheduler.name");
-  if (c.scheduler.name == "plateau" && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
-    inconsistent("scheduler.name plateau watches a validation figure, but there is no validation data (data.val_samples is 0)",
-                 "set data.val_samples above 0, or pick another scheduler.name");
+  // are the best by the same measure; scheduler: plateau watches it too.
+  const auto check_watcher = [&](bool on, const std::string& who, const std::string& action, const std::string& off) {
+    if (on && metric == "none")
+      inconsistent(who + " " + action + " when checkpoint.best_metric stops improving, but checkpoint.best_metric is none",
+                   std::string("set checkpoint.best_metric: ") + (classification ? "val_loss, val_accuracy or val_balanced_accuracy" : "val_loss, val_mse or val_mae") +
+                       ", or " + off);
+    if (on && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
+      inconsistent(who + " watches a validation figure, but there is no validation data (data.val_samples is 0)",
+                   "set data.val_samples above 0, or " + off);
+  };
+  check_watcher(c.train.early_stop_patience > 0, "train.early_stop_patience", "stops the run", "train.early_stop_patience: 0");
+  check_watcher(c.scheduler.name == "plateau", "scheduler.name plateau", "lowers the learning rate", "pick another scheduler.name");
   if (c.train.early_stop_min_delta > 0 && c.train.early_stop_patience == 0)
     inconsistent("train.early_stop_min_delta is set, but early stopping is off (train.early_stop_patience is 0)",
                  "set train.early_stop_patience, e.g. 5 (epochs without improvement before the run stops), or remove "

@@ -27,10 +27,14 @@ std::string header_line(const RunInfo& i) {
   return buf;
 }
 
-std::string rate_text(double lr) {
+std::string short_number(double value) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.3g", lr);
+  std::snprintf(text, sizeof text, "%.3g", value);
   return text;
+}
+
+std::string class_label(std::int64_t id, const std::vector<std::string>& class_names) {
+  return id < static_cast<std::int64_t>(class_names.size()) ? "'" + class_names[static_cast<std::size_t>(id)] + "'" : "class " + std::to_string(id);
 }
 
 bool is_accuracy_metric(const std::string& metric) { return metric == "val_accuracy" || metric == "val_balanced_accuracy"; }
@@ -44,7 +48,7 @@ std::string step_line(const StepMetrics& m, std::int64_t total_steps) {
   char buf[512];
   std::snprintf(buf, sizeof buf, "step %lld/%lld epoch %lld loss %.4f lr %s %.0f samples/s data stall %.1f%% ETA %s",
                 static_cast<long long>(m.step), static_cast<long long>(total_steps), static_cast<long long>(m.epoch + 1),
-                m.loss, rate_text(m.lr).c_str(), m.samples_per_second, m.data_stall_percent(), format_duration(m.eta_seconds).c_str());
+                m.loss, short_number(m.lr).c_str(), m.samples_per_second, m.data_stall_percent(), format_duration(m.eta_seconds).c_str());
   std::string line = buf;
   if (m.loss_scale != 1.0) line += " scale " + core::format_fixed(m.loss_scale, 0);
   if (m.skipped_steps > 0) line += " skipped " + std::to_string(m.skipped_steps);
@@ -58,11 +62,11 @@ std::string step_line(const StepMetrics& m, std::int64_t total_steps) {
 std::string epoch_line(const EpochMetrics& m, std::int64_t epochs, bool show_balanced_accuracy) {
   std::string line = "epoch " + std::to_string(m.epoch + 1) + "/" + std::to_string(epochs) + " done in " +
                      format_duration(m.seconds) + ": train loss " + core::format_fixed(m.train_loss, 4);
-  if (m.val_loss) line += ", val loss " + core::format_fixed(*m.val_loss, 4);
-  if (m.val_accuracy) line += ", val accuracy " + core::format_fixed(100.0 * *m.val_accuracy, 2) + "%";
-  if (m.val_balanced_accuracy && show_balanced_accuracy) line += " (balanced " + core::format_fixed(100.0 * *m.val_balanced_accuracy, 2) + "%)";
-  if (m.val_mse) line += ", val mse " + core::format_fixed(*m.val_mse, 4);
-  if (m.val_mae) line += ", val mae " + core::format_fixed(*m.val_mae, 4);
+  if (m.val_loss) line += ", val loss " + metric_text("val_loss", *m.val_loss);
+  if (m.val_accuracy) line += ", val accuracy " + metric_text("val_accuracy", *m.val_accuracy);
+  if (m.val_balanced_accuracy && show_balanced_accuracy) line += " (balanced " + metric_text("val_balanced_accuracy", *m.val_balanced_accuracy) + ")";
+  if (m.val_mse) line += ", val mse " + metric_text("val_mse", *m.val_mse);
+  if (m.val_mae) line += ", val mae " + metric_text("val_mae", *m.val_mae);
   return line;
 }
 
@@ -88,7 +92,7 @@ std::string class_report_line(const EpochMetrics& m, const std::vector<std::stri
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const auto c = shown[i];
     const auto right = m.val_class_right[c], predicted = c < m.val_class_predicted.size() ? m.val_class_predicted[c] : 0;
-    line += (i ? "; " : "") + (c < class_names.size() ? "'" + class_names[c] + "'" : "class " + std::to_string(c)) + " " +
+    line += (i ? "; " : "") + class_label(static_cast<std::int64_t>(c), class_names) + " " +
             std::to_string(right) + " of " + std::to_string(m.val_class_samples[c]) + " found (recall " + percent(right, m.val_class_samples[c]) + "), " +
             (predicted == 0 ? "never predicted"
                             : std::to_string(right) + " of " + std::to_string(predicted) + " predictions right (precision " + percent(right, predicted) + ")");

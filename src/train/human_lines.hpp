@@ -9,8 +9,10 @@
 namespace gputrain::train {
 
 std::string header_line(const RunInfo& info);
-/// A learning rate as the step lines print it: 3 significant digits ("0.0302", "2e-07").
-std::string rate_text(double lr);
+/// A learning rate or a weight as the lines print it: 3 significant digits ("0.0302", "2e-07", "12.5").
+std::string short_number(double value);
+/// A class as the lines name it: 'cat' where the classes have names, else "class 3".
+std::string class_label(std::int64_t id, const std::vector<std::string>& class_names);
 std::string step_line(const StepMetrics& m, std::int64_t total_steps);
 /// `show_balanced_accuracy`: RunInfo's, the val balanced accuracy after the val accuracy.
 std::string epoch_line(const EpochMetrics& m, std::int64_t epochs, bool show_balanced_accuracy);

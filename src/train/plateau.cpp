@@ -27,8 +27,8 @@ std::string observe_plateau(const Config& config, TrainingProgress& progress, do
   const double after = rate(progress.plateau_scale);
   if (after >= before) return "";
   return metric + " has not improved on " + metric_text(metric, *progress.plateau_reference) + " for " + core::counted(waited, "epoch") +
-         " (scheduler.patience: " + std::to_string(scheduler.patience) + "): learning rate " + rate_text(before) + " -> " + rate_text(after) +
-         (after > config.optimizer.lr * progress.plateau_scale ? ", the floor (scheduler.min_lr)" : " (x scheduler.gamma " + rate_text(scheduler.gamma) + ")");
+         " (scheduler.patience: " + std::to_string(scheduler.patience) + "): learning rate " + short_number(before) + " -> " + short_number(after) +
+         (after > config.optimizer.lr * progress.plateau_scale ? ", the floor (scheduler.min_lr)" : " (x scheduler.gamma " + short_number(scheduler.gamma) + ")");
 }
 
 std::string plateau_patience_note(const Config& config) {

@@ -101,15 +101,17 @@ void Trainer::State::setup() {
   if (!data.model_choice.empty()) pending_notes.push_back(data.model_choice);
   train_size = data.sources.train->size();
   val_size = data.sources.val ? data.sources.val->size() : 0;
-  if (config.train.early_stop_patience > 0 && val_size == 0)  // the config check caught synthetic data already
-    throw UsageError("train.early_stop_patience: " + std::to_string(config.train.early_stop_patience) +
-                         " stops the run when its validation figure stops improving, but this run has no validation data",
-                     "set data.val_path (a validation file in the training data's format) or data.val_fraction: 0.1 (hold out "
-                     "a tenth of the training samples), or train.early_stop_patience: 0");
-  if (config.scheduler.name == "plateau" && val_size == 0)
-    throw UsageError("scheduler.name plateau lowers the learning rate when its validation figure stops improving, but this run has no validation data",
-                     "set data.val_path (a validation file in the training data's format) or data.val_fraction: 0.1 (hold out "
-                     "a tenth of the training samples), or pick another scheduler.name");
+  // What watches a validation figure needs one: the config check caught synthetic data already.
+  const auto refuse_without_validation = [&](bool on, const std::string& who, const std::string& off) {
+    if (on && val_size == 0)
+      throw UsageError(who + " when its validation figure stops improving, but this run has no validation data",
+                       "set data.val_path (a validation file in the training data's format) or data.val_fraction: 0.1 (hold out "
+                       "a tenth of the training samples), or " + off);
+  };
+  refuse_without_validation(config.train.early_stop_patience > 0,
+                            "train.early_stop_patience: " + std::to_string(config.train.early_stop_patience) + " stops the run",
+                            "train.early_stop_patience: 0");
+  refuse_without_validation(config.scheduler.name == "plateau", "scheduler.name plateau lowers the learning rate", "pick another scheduler.name");
   if (ranks.writer()) {  // before any step: a run must not train for an hour, then fail to save it
     for (const auto& [key, dir] : {std::pair<std::string, std::string>{"logging.dir", config.logging.dir},
                                    {config.checkpoint.dir.empty() ? "logging.dir" : "checkpoint.dir", config.checkpoint_dir()}}) {
@@ -364,10 +366,10 @@ void Trainer::State::note_config_changes(const std::string& path, const std::str
     if (saved.train.max_steps > 0) saved_total = std::min(saved_total, saved.train.max_steps);
     const auto saved_rate = [&](std::int64_t step) { return learning_rate_at(saved.scheduler, saved.optimizer.lr, step, saved_total, progress.plateau_scale); };
     const double next = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps, progress.plateau_scale);
-    if (rate_text(next) != rate_text(saved_rate(progress.step))) {
+    if (short_number(next) != short_number(saved_rate(progress.step))) {
       std::string line = "note: the learning-rate schedule changes with the config (" + config.scheduler.name + " over " +
-                         std::to_string(total_steps) + " steps): step " + std::to_string(progress.step + 1) + " runs at lr " + rate_text(next);
-      if (progress.step > 0) line += ", where step " + std::to_string(progress.step) + " ran at " + rate_text(saved_rate(progress.step - 1));
+                         std::to_string(total_steps) + " steps): step " + std::to_string(progress.step + 1) + " runs at lr " + short_number(next);
+      if (progress.step > 0) line += ", where step " + std::to_string(progress.step) + " ran at " + short_number(saved_rate(progress.step - 1));
       pending_notes.push_back(line);
     }
   } catch (const UsageError&) {
