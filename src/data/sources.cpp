@@ -301,7 +301,8 @@ Sources open_unchecked(const SourceSpec& spec) {
 Sources open_sources(const SourceSpec& spec) {
   auto out = open_unchecked(spec);
   if (spec.val_fraction > 0) {
-    if (out.val)
+    const bool evaluated_elsewhere = spec.evaluate_on_val_path && !spec.val_path.empty();
+    if (out.val && !evaluated_elsewhere)
       throw UsageError("data.val_fraction holds validation samples out of the training set, but there is validation data already: " +
                            out.val->description(),
                        spec.source == "synthetic" ? "set data.val_samples: 0, or data.val_fraction: 0"
@@ -309,7 +310,7 @@ Sources open_sources(const SourceSpec& spec) {
                                                   : "remove data.val_path, or set data.val_fraction: 0");
     auto parts = hold_out(out.train, spec.val_fraction, spec.split_seed);
     out.train = std::move(parts.train);
-    out.val = std::move(parts.val);
+    if (!evaluated_elsewhere) out.val = std::move(parts.val);
   }
   if (out.val && out.val->layout().input_shape != out.train->layout().input_shape)
     throw UsageError("validation samples are shaped " + c10::str(c10::IntArrayRef(out.val->layout().input_shape)) + " but training samples " +

@@ -117,6 +117,34 @@ std::string read_config(torch::serialize::InputArchive& archive) {
   return config.toStringRef();
 }
 
+// The progress fields, those that earlier versions did not write left at their defaults.
+TrainingProgress read_progress(torch::serialize::InputArchive& archive) {
+  TrainingProgress progress;
+  progress.step = read_int(archive, "progress.step");
+  progress.epoch = read_int(archive, "progress.epoch");
+  progress.position = read_int(archive, "progress.position");
+  if (read_int(archive, "progress.has_best") != 0) {
+    c10::IValue best;
+    archive.read("progress.best", best);
+    progress.best_metric = best.toDouble();
+  }
+  c10::IValue value;  // absent from checkpoints of earlier versions
+  if (archive.try_read("progress.global_batch", value)) progress.global_batch = value.toInt();
+  if (archive.try_read("progress.world_size", value)) progress.world_size = value.toInt();
+  if (archive.try_read("progress.train_samples", value)) progress.train_samples = value.toInt();
+  if (archive.try_read("progress.best_epoch", value)) progress.best_epoch = value.toInt();
+  if (archive.try_read("progress.has_early_stop_reference", value) && value.toInt() != 0 &&
+      archive.try_read("progress.early_stop_reference", value))
+    progress.early_stop_reference = value.toDouble();
+  if (archive.try_read("progress.epochs_without_improvement", value)) progress.epochs_without_improvement = value.toInt();
+  if (archive.try_read("progress.plateau_scale", value)) progress.plateau_scale = value.toDouble();
+  if (archive.try_read("progress.has_plateau_reference", value) && value.toInt() != 0 && archive.try_read("progress.plateau_reference", value))
+    progress.plateau_reference = value.toDouble();
+  if (archive.try_read("progress.plateau_epochs_without_improvement", value))
+    progress.plateau_epochs_without_improvement = value.toInt();
+  return progress;
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const CheckpointParts& parts, const TrainingProgress& progress,
@@ -155,29 +183,7 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
 
 TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, const CheckpointCheck& check) {
   auto archive = open(path, parts.device);
-  TrainingProgress progress;
-  progress.step = read_int(archive, "progress.step");
-  progress.epoch = read_int(archive, "progress.epoch");
-  progress.position = read_int(archive, "progress.position");
-  if (read_int(archive, "progress.has_best") != 0) {
-    c10::IValue best;
-    archive.read("progress.best", best);
-    progress.best_metric = best.toDouble();
-  }
-  c10::IValue value;  // absent from checkpoints of earlier versions
-  if (archive.try_read("progress.global_batch", value)) progress.global_batch = value.toInt();
-  if (archive.try_read("progress.world_size", value)) progress.world_size = value.toInt();
-  if (archive.try_read("progress.train_samples", value)) progress.train_samples = value.toInt();
-  if (archive.try_read("progress.best_epoch", value)) progress.best_epoch = value.toInt();
-  if (archive.try_read("progress.has_early_stop_reference", value) && value.toInt() != 0 &&
-      archive.try_read("progress.early_stop_reference", value))
-    progress.early_stop_reference = value.toDouble();
-  if (archive.try_read("progress.epochs_without_improvement", value)) progress.epochs_without_improvement = value.toInt();
-  if (archive.try_read("progress.plateau_scale", value)) progress.plateau_scale = value.toDouble();
-  if (archive.try_read("progress.has_plateau_reference", value) && value.toInt() != 0 && archive.try_read("progress.plateau_reference", value))
-    progress.plateau_reference = value.toDouble();
-  if (archive.try_read("progress.plateau_epochs_without_improvement", value))
-    progress.plateau_epochs_without_improvement = value.toInt();
+  const auto progress = read_progress(archive);
   if (check) check(read_config(archive), progress);
 
   load_named_state(parts.model, read_named(archive, "model"));
@@ -199,9 +205,10 @@ TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts&
   return progress;
 }
 
-void load_checkpoint_weights(const std::string& path, Model& model, c10::Device device) {
+TrainingProgress load_checkpoint_weights(const std::string& path, Model& model, c10::Device device, const StateOrigin& origin) {
   auto archive = open(path, device);
-  load_named_state(model, read_named(archive, "model"));
+  load_named_state(model, read_named(archive, "model"), origin);
+  return read_progress(archive);
 }
 
 std::string checkpoint_config(const std::string& path) {

@@ -73,7 +73,7 @@ std::string epoch_line(const EpochMetrics& m, std::int64_t epochs, bool show_bal
 // Up to this many classes every one is listed; beyond, those with the lowest recall.
 constexpr std::size_t kListedClasses = 8, kLowestClasses = 3;
 
-std::string class_report_line(const EpochMetrics& m, const std::vector<std::string>& class_names) {
+std::string class_report_line(const EpochMetrics& m, const std::vector<std::string>& class_names, const std::string& heading) {
   std::vector<std::size_t> shown;
   for (std::size_t c = 0; c < m.val_class_samples.size(); ++c)
     if (m.val_class_samples[c] > 0) shown.push_back(c);
@@ -87,8 +87,7 @@ std::string class_report_line(const EpochMetrics& m, const std::vector<std::stri
     std::stable_sort(shown.begin(), shown.end(), [&](std::size_t a, std::size_t b) { return recall(a) < recall(b); });
     shown.resize(kLowestClasses);
   }
-  std::string line = "val per class after epoch " + std::to_string(m.epoch + 1) +
-                     (lowest ? ", the " + std::to_string(kLowestClasses) + " lowest recalls of " + std::to_string(m.val_class_samples.size()) : "") + ": ";
+  std::string line = heading + (lowest ? ", the " + std::to_string(kLowestClasses) + " lowest recalls of " + std::to_string(m.val_class_samples.size()) : "") + ": ";
   for (std::size_t i = 0; i < shown.size(); ++i) {
     const auto c = shown[i];
     const auto right = m.val_class_right[c], predicted = c < m.val_class_predicted.size() ? m.val_class_predicted[c] : 0;

@@ -18,11 +18,11 @@ std::string step_line(const StepMetrics& m, std::int64_t total_steps);
 std::string epoch_line(const EpochMetrics& m, std::int64_t epochs, bool show_balanced_accuracy);
 std::string oom_line(const memory::OomEvent& e);
 
-/// Each class's recall and precision in `m`'s epoch, named from `class_names` where there are names:
-/// every class up to 8 classes ("'churn' 14 of 20 found (recall 70.0 %), 14 of 31 predictions right
-/// (precision 45.2 %); ..."), else the 3 lowest recalls. Classes without validation samples are
-/// left out; "" without per-class figures.
-std::string class_report_line(const EpochMetrics& m, const std::vector<std::string>& class_names);
+/// Each class's recall and precision in `m`, named from `class_names` where there are names, after
+/// `heading` ("val per class after epoch 3"): every class up to 8 classes ("'churn' 14 of 20 found
+/// (recall 70.0 %), 14 of 31 predictions right (precision 45.2 %); ..."), else the 3 lowest recalls.
+/// Classes without validation samples are left out; "" without per-class figures.
+std::string class_report_line(const EpochMetrics& m, const std::vector<std::string>& class_names, const std::string& heading);
 
 /// What to change when the device waited for data for a noticeable share of the run (the most
 /// common reason a GPU trains slower than it could); "" when the stall is small or the run too

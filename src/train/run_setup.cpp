@@ -79,7 +79,7 @@ class SetupProgress {
 
 }  // namespace
 
-RunData open_data(Config& config) {
+RunData open_data(Config& config, bool evaluating) {
   const auto& d = config.data;
   data::SourceSpec spec;
   spec.source = d.source;
@@ -96,6 +96,7 @@ RunData open_data(Config& config) {
   spec.val_samples = d.val_samples;
   spec.val_fraction = d.val_fraction;
   spec.split_seed = static_cast<std::uint64_t>(config.train.seed);
+  spec.evaluate_on_val_path = evaluating;
   spec.synthetic = {d.task, d.shape, model_outputs(config), static_cast<std::uint64_t>(config.train.seed)};
   SetupProgress reading;  // a large CSV's parse takes a while
   spec.read_progress = [&reading](const std::string& path, std::uint64_t done, std::uint64_t total) {

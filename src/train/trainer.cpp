@@ -129,8 +129,10 @@ Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_uniqu
   state_->config_yaml = to_yaml(state_->config);
   try {
     state_->setup();
-    state_->resume();
-    state_->write_config_file();
+    if (!state_->evaluating()) {
+      state_->resume();
+      state_->write_config_file();
+    }
   } catch (const c10::OutOfMemoryError& e) {
     throw Error("out of memory before the first step, while placing the data, the model and its optimizer on " +
                     state_->device.str() + ": " + memory::describe(memory::memory_figures(state_->device)) +
@@ -439,7 +441,8 @@ FitResult Trainer::fit() {
     if (!advice.empty()) s.note(advice);
     // Where the classes are unbalanced or weighted, how each of them fares.
     if (result.show_balanced_accuracy && result.last_epoch) {
-      const auto per_class = class_report_line(*result.last_epoch, s.data.sources.class_names);
+      const auto per_class = class_report_line(*result.last_epoch, s.data.sources.class_names,
+                                               "val per class after epoch " + std::to_string(result.last_epoch->epoch + 1));
       if (!per_class.empty()) s.note(per_class);
     }
   }

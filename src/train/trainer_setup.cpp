@@ -96,14 +96,14 @@ void Trainer::State::setup() {
   ranks.connect(config.distributed, device);
   apply_backend_settings(config.train);
   classification = config.data.task == "classification";
-  data = open_data(config);
+  data = open_data(config, evaluating());
   if (data.class_weights.defined()) class_weights = data.class_weights.to(device);
   if (!data.model_choice.empty()) pending_notes.push_back(data.model_choice);
   train_size = data.sources.train->size();
   val_size = data.sources.val ? data.sources.val->size() : 0;
   // What watches a validation figure needs one: the config check caught synthetic data already.
   const auto refuse_without_validation = [&](bool on, const std::string& who, const std::string& off) {
-    if (on && val_size == 0)
+    if (on && val_size == 0 && !evaluating())
       throw UsageError(who + " when its validation figure stops improving, but this run has no validation data",
                        "set data.val_path (a validation file in the training data's format) or data.val_fraction: 0.1 (hold out "
                        "a tenth of the training samples), or " + off);
@@ -112,7 +112,14 @@ void Trainer::State::setup() {
                             "train.early_stop_patience: " + std::to_string(config.train.early_stop_patience) + " stops the run",
                             "train.early_stop_patience: 0");
   refuse_without_validation(config.scheduler.name == "plateau", "scheduler.name plateau lowers the learning rate", "pick another scheduler.name");
-  if (ranks.writer()) {  // before any step: a run must not train for an hour, then fail to save it
+  if (evaluating() && val_size == 0)
+    throw UsageError("--evaluate measures the weights on the config's validation data, and it has none",
+                     config.data.source == "synthetic"
+                         ? "set data.val_samples above 0"
+                         : "set data.val_path to the labelled data to evaluate on (in the training data's format; keep data.path "
+                           "as it was trained, since data.standardize and the class names are read from it), or data.val_fraction "
+                           "as the run had it");
+  if (ranks.writer() && !evaluating()) {  // before any step: a run must not train for an hour, then fail to save it
     for (const auto& [key, dir] : {std::pair<std::string, std::string>{"logging.dir", config.logging.dir},
                                    {config.checkpoint.dir.empty() ? "logging.dir" : "checkpoint.dir", config.checkpoint_dir()}}) {
       std::error_code ec;
@@ -125,14 +132,19 @@ void Trainer::State::setup() {
   }
   resolve_workers();
   check_scripted_model(config, data, device);  // before the probes and the cache plan run it
+  // One pass over the validation data: loading the training set into a cache first would cost
+  // more than streaming what is evaluated.
+  if (evaluating()) config.data.cache = "none";
   place_the_data(run_device.name);
   // Seeded right before the model is built, so a run with `batch_size: auto` starts from the same
   // weights as one with the found size written in the config.
   seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
   model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
-  for (const auto& line : unread_settings(config)) pending_notes.push_back("note: " + line);
-  if (const auto line = plateau_patience_note(config); !line.empty()) pending_notes.push_back("note: " + line);
-  if (!config.model.init_weights.empty()) load_named_state(*model, data::read_safetensors(config.model.init_weights), init_weights_origin(config));
+  if (!evaluating()) {  // about training's settings: not worth saying before an evaluation
+    for (const auto& line : unread_settings(config)) pending_notes.push_back("note: " + line);
+    if (const auto line = plateau_patience_note(config); !line.empty()) pending_notes.push_back("note: " + line);
+  }
+  if (!config.model.init_weights.empty() && !evaluating()) load_named_state(*model, data::read_safetensors(config.model.init_weights), init_weights_origin(config));
   model->to(device);
   channels_last = config.uses_channels_last();
   if (channels_last) {
@@ -148,12 +160,14 @@ void Trainer::State::setup() {
       if (!parameter) buffers.push_back(tensor);
     }
     dist::broadcast_from_rank0(*comm, state, {});
+  }
+  if (auto* comm = ranks.communicator(); comm && !evaluating()) {
     sync = std::make_unique<dist::GradientSync>(params, *comm, sync_options(config.distributed));
     pending_notes.push_back("distributed: " + ranks.summary() + ", gradients in " + core::counted(sync->figures().buckets, "bucket") +
                             " of up to " + core::format_fixed(config.distributed.bucket_mb, 0) + " MiB" +
                             (config.distributed.grad_dtype == "none" ? "" : ", sent as " + config.distributed.grad_dtype));
   }
-  direct = DirectBackward::plan(*model, config.train, device, ranks.distributed());
+  if (!evaluating()) direct = DirectBackward::plan(*model, config.train, device, ranks.distributed());
   if (direct)
     pending_notes.push_back("training step: " + model->name() + "'s backward by hand, without autograd's graph (" + direct->describe() +
                             ", fp32 on the CPU; the same gradients as autograd's)");
@@ -163,6 +177,8 @@ void Trainer::State::setup() {
   val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");
   // Every rank issues the same collectives only if every rank splits its step alike.
   if (ranks.distributed()) train_guard->set_agreement([this](std::int64_t) { return agreed_micro_batch; });
+  store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
+  if (evaluating()) return;  // the rest is about the training steps
 
   // Each rank takes every world-th sample; the largest shard sets the steps (a rank whose shard
   // is through joins the last step with no samples, so every rank steps alike).
@@ -187,8 +203,6 @@ void Trainer::State::setup() {
                             std::to_string(power_of_two_at_most(shard / (4 * kFewSteps))) + ")");
   total_steps = steps_per_epoch * config.train.epochs;
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
-
-  store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
   if (ranks.writer()) check_disk_space();
 }
 
@@ -235,7 +249,8 @@ void Trainer::State::place_the_data(const std::string& device_name) {
     } else {
       probe.reserve_bytes = cache_reserve_bytes(data, plan, device);
       seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
-      const auto cache = ranks.writer() ? (fs::path(config.logging.dir) / "auto_batch.json").string() : std::string();
+      // Remembered in the run folder, which an evaluation does not write.
+      const auto cache = ranks.writer() && !evaluating() ? (fs::path(config.logging.dir) / "auto_batch.json").string() : std::string();
       const auto choice = find_batch_size(config, device, device_name, probe, cache);
       // Each rank measured its own GPU; all take the smallest, so every rank's steps fit.
       micro_batch = ranks.min(choice.batch, "the agreement on batch_size: auto");
@@ -261,8 +276,9 @@ void Trainer::State::place_the_data(const std::string& device_name) {
                           // Parsing a large CSV takes a while; it is part of the start-up, not of any epoch.
                           (data.read_seconds >= 0.1 ? "; opened in " + core::format_fixed(data.read_seconds, 2) + " s" : ""));
   for (const auto& note : data.data_notes) pending_notes.push_back(note);
-  pending_notes.push_back("data.cache " + config.data.cache + " -> " + data::to_string(placement.plan.mode) + ": " + placement.summary +
-                          " (" + placement.plan.reason + ")");
+  pending_notes.push_back(evaluating() ? "data: " + placement.summary + " (one pass to evaluate: no cache is filled)"
+                                       : "data.cache " + config.data.cache + " -> " + data::to_string(placement.plan.mode) + ": " +
+                                             placement.summary + " (" + placement.plan.reason + ")");
 }
 
 void Trainer::State::report_skipped() {

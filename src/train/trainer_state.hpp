@@ -58,6 +58,7 @@ struct Trainer::State {
   RunData data;
   DataPlacement placement;
   std::int64_t train_size = 0, val_size = 0;
+  std::int64_t validated_samples = 0;  // what the last validate() measured, over all ranks (unreadable images left out)
   std::size_t skipped_reported = 0;
   std::unique_ptr<Model> model;
   std::vector<at::Tensor> params;
@@ -77,6 +78,7 @@ struct Trainer::State {
   bool classification = true;
   at::Tensor class_weights;  // data.class_weights on the device (undefined: none)
   bool channels_last = false;  // config.uses_channels_last(), resolved once
+  bool evaluating() const { return options.evaluate_only; }
 
   CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
   StepParts step_parts() {
@@ -120,6 +122,7 @@ struct Trainer::State {
   void write_config_file();  // after a resume was accepted: a refused one leaves the run's file as it was
   at::Tensor train_step(const data::Batch* batch, std::int64_t global_rows);
   EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);
+  EvaluationResult evaluate(const std::string& weights);
   void run_epochs(FitResult& result, RunTotals& totals);
   void restore_best_weights(FitResult& result, const std::string& metric);  // after an early stop: best.pt's weights
   void checkpoint();

@@ -15,6 +15,10 @@ Modes:
   plateau      scheduler: plateau lowers the learning rate where PyTorch's ReduceLROnPlateau, given
                the run's own validation figures, does: the same rate for every epoch, in both modes,
                down to min_lr.
+  evaluate     --evaluate on a run's config.yaml: best.pt gives the figures its epoch had;
+               model.safetensors on a test file (data.val_path, the run having held
+               data.val_fraction out, standardised) gives what predict.py's probabilities give;
+               --json is the only stdout; a missing weights file is exit 2.
   diverge      a loss that turns nan stops the run (exit 1, "training diverged", the fix) before
                it writes a checkpoint of broken weights; with fp16's GradScaler too.
 """
@@ -427,6 +431,90 @@ def check_predict(workdir, command):
     print(f"unbalanced: predict.py's balanced accuracy {balanced:.4f} is the run's; churn recall {recalls['churn']:.2f}")
 
 
+def check_evaluate(workdir, command):
+    import csv
+    import numpy as np
+
+    predict = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "examples", "predict.py")
+    rng = np.random.default_rng(1)
+
+    def customer(i):
+        churn = i % 4 == 0
+        return [round(50 + 30 * rng.normal(2.5 if churn else 0, 1), 2), round(rng.normal(), 3), "churn" if churn else "stay"]
+    paths = {}
+    for part, count in (("train", 800), ("test", 240)):
+        paths[part] = os.path.join(workdir, part + ".csv")
+        with open(paths[part], "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["spend", "noise", "outcome"])
+            w.writerows(customer(i) for i in range(count))
+    run_dir = os.path.join(workdir, "run")
+    trained = run(command + ["--set", "data.source=csv", "--set", "data.path=" + paths["train"], "--set", "data.labels=outcome",
+                             "--set", "data.val_fraction=0.25", "--set", "data.standardize=true", "--set", "model.name=mlp",
+                             "--set", "model.hidden=[16]", "--set", "train.epochs=4", "--set", "optimizer.lr=0.01",
+                             "--set", "checkpoint.best_metric=val_accuracy",
+                             "--set", "logging.dir=" + run_dir])
+    if trained.returncode != 0:
+        fail(f"training exited {trained.returncode}:\n{trained.stdout}{trained.stderr}")
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        epochs = [json.loads(line) for line in f if '"kind":"epoch"' in line]
+    config = os.path.join(run_dir, "config.yaml")
+    before = sorted(os.listdir(run_dir))
+
+    def evaluate(weights, *settings):
+        result = run(command[:1] + ["train", config, "--evaluate", weights, "--json"] + list(settings))
+        if result.returncode != 0:
+            fail(f"--evaluate {weights} exited {result.returncode}:\n{result.stdout}{result.stderr}")
+        try:
+            return json.loads(result.stdout), result.stderr
+        except json.JSONDecodeError:
+            fail(f"--evaluate --json printed more than one JSON object on stdout:\n{result.stdout}")
+
+    # best.pt: the epoch with the best val accuracy, and its figures.
+    figures, said = evaluate(os.path.join(run_dir, "checkpoints", "best.pt"))
+    best = max(range(len(epochs)), key=lambda e: (epochs[e]["val_accuracy"], -e))
+    if figures["checkpoint_epochs_done"] != best + 1 or figures["samples"] != 200:
+        fail(f"best.pt: evaluated as epoch {figures['checkpoint_epochs_done']} on {figures['samples']} samples; its run's best "
+             f"epoch is {best + 1} of 200 held-out samples")
+    for key in ("val_accuracy", "val_balanced_accuracy"):
+        if figures[key] != epochs[best][key]:
+            fail(f"best.pt: {key} {figures[key]}; its epoch had {epochs[best][key]}")
+    if abs(figures["val_loss"] - epochs[best]["val_loss"]) > 1e-9:
+        fail(f"best.pt: val_loss {figures['val_loss']}; its epoch had {epochs[best]['val_loss']}")
+    if "val loss" not in said or "per class: 'churn'" not in said:
+        fail(f"best.pt: the lines on stderr lack the figures or the per-class line:\n{said}")
+    print(f"best.pt: epoch {best + 1}'s figures again (val accuracy {figures['val_accuracy']:.4f})")
+
+    # The test file, by a model the run standardised on its 600 training rows: predict.py applies the
+    # weights file's own mean and std, so the two agree only if the evaluation kept those rows.
+    figures, _ = evaluate(os.path.join(run_dir, "model.safetensors"), "--set", "data.val_path=" + paths["test"])
+    predicted = run([sys.executable, predict, os.path.join(run_dir, "model.safetensors"), paths["test"]])
+    if predicted.returncode != 0:
+        fail(f"predict.py exited {predicted.returncode}:\n{predicted.stdout}{predicted.stderr}")
+    table = list(csv.reader(predicted.stdout.splitlines()))
+    with open(paths["test"]) as f:
+        truths = [row[2] for row in list(csv.reader(f))[1:]]
+    names = [column[2:-1] for column in table[0][1:]]
+    probabilities = np.array([[float(p) for p in row[1:]] for row in table[1:]])
+    loss = -np.mean(np.log(probabilities[np.arange(len(truths)), [names.index(t) for t in truths]]))
+    accuracy = np.mean([row[0] == t for row, t in zip(table[1:], truths)])
+    if figures["samples"] != 240 or abs(figures["val_accuracy"] - accuracy) > 1e-9 or abs(figures["val_loss"] - loss) > 1e-4 * loss:
+        fail(f"test.csv: evaluated accuracy {figures['val_accuracy']}, loss {figures['val_loss']} on {figures['samples']} rows; "
+             f"predict.py's give {accuracy}, {loss} on {len(truths)}")
+    churn = next(c for c in figures["classes"] if c["name"] == "churn")
+    found = sum(row[0] == "churn" and t == "churn" for row, t in zip(table[1:], truths))
+    if churn["samples"] != truths.count("churn") or churn["right"] != found:
+        fail(f"test.csv: churn {churn}; predict.py finds {found} of {truths.count('churn')}")
+    print(f"test.csv: accuracy {accuracy:.4f} and loss {loss:.4f}, as predict.py's probabilities give")
+
+    if sorted(os.listdir(run_dir)) != before:
+        fail(f"the run folder changed: {before} -> {sorted(os.listdir(run_dir))}")
+    missing = run(command[:1] + ["train", config, "--evaluate", os.path.join(run_dir, "no-such.pt")])
+    if missing.returncode != 2 or "does not exist" not in missing.stderr:
+        fail(f"a missing weights file: exit {missing.returncode}:\n{missing.stderr}")
+    print("nothing written; a missing weights file is exit 2")
+
+
 def main():
     if len(sys.argv) < 5 or sys.argv[3] != "--":
         fail(__doc__)
@@ -434,7 +522,8 @@ def main():
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     modes = {"sigterm": check_sigterm, "readback": check_readback, "torchscript": check_torchscript, "cpu-cache": check_cpu_cache,
-             "diverge": check_diverge, "predict": check_predict, "plateau": check_plateau}
+             "diverge": check_diverge, "predict": check_predict, "plateau": check_plateau,
+             "evaluate": check_evaluate}
     modes[mode](workdir, command)
 
 

@@ -129,6 +129,28 @@ TEST(TwoRanks, StayIdenticalAndMatchOneProcessWithTheGlobalBatch) {
   barrier();
 }
 
+// `train --evaluate` under a launcher: each rank measures every other validation sample, and the
+// sums are the figures the run's own last epoch reported on the same weights.
+TEST(TwoRanks, AnEvaluationSumsBothRanksSharesToTheRunsOwnFigures) {
+  const auto config = run("evaluate", {"train.class_weights=[1, 2.5, 0.5]"});
+  Trainer trainer(config, test_support::quiet_trainer());
+  const auto result = trainer.fit();
+  barrier();  // rank 0 has written model.safetensors
+  auto options = test_support::quiet_trainer();
+  options.evaluate_only = true;
+  Trainer evaluator(config, options);
+  const auto evaluated = evaluator.evaluate((fs::path(config.logging.dir) / "model.safetensors").string());
+  EXPECT_EQ(evaluated.rank, my_rank());
+  EXPECT_EQ(evaluated.samples, 32) << "both ranks' shares";
+  ASSERT_TRUE(result.last_epoch && evaluated.metrics.val_loss);
+  EXPECT_NEAR(*evaluated.metrics.val_loss, *result.last_epoch->val_loss, 1e-9);
+  EXPECT_EQ(evaluated.metrics.val_accuracy, result.last_epoch->val_accuracy);
+  EXPECT_EQ(evaluated.metrics.val_class_samples, result.last_epoch->val_class_samples);
+  EXPECT_EQ(evaluated.metrics.val_class_right, result.last_epoch->val_class_right);
+  EXPECT_EQ(evaluated.metrics.val_class_predicted, result.last_epoch->val_class_predicted);
+  barrier();
+}
+
 // Batch-norm running statistics follow each rank's own samples. Validation makes them rank 0's on
 // every rank, so every rank validates the model rank 0 saves.
 TEST(TwoRanks, ValidationUsesRankZerosBatchNormStatisticsOnEveryRank) {

@@ -57,7 +57,10 @@ int main(int argc, char** argv) {
                "learning rate when that figure stops improving (PyTorch's ReduceLROnPlateau).\n"
                "Unbalanced classes: train.class_weights: balanced weighs the rarer ones up in the training loss,\n"
                "and checkpoint.best_metric: val_balanced_accuracy keeps best.pt by each class's accuracy averaged;\n"
-               "such a run ends with each class's recall and precision on the validation data.\n\n"
+               "such a run ends with each class's recall and precision on the validation data.\n"
+               "--evaluate WEIGHTS measures a trained model (best.pt, a step-*.pt, model.safetensors) on the\n"
+               "config's validation data instead of training: give the run's config.yaml, and a test set as\n"
+               "data.val_path. Nothing is written; --json prints the figures for scripts.\n\n"
                "Exit codes: 0 done, 1 the run failed, 2 invalid config or usage, 3 no usable device,\n"
                "130 interrupted after a checkpoint.\n\n"
                "Examples:\n"
@@ -65,6 +68,7 @@ int main(int argc, char** argv) {
                "  gputrain train configs/resnet18-cifar.yaml --set train.precision=bf16-mixed --set train.max_steps=500\n"
                "  gputrain train configs/mlp.yaml --set train.batch_size=auto --max-memory 2GiB\n"
                "  gputrain train configs/mlp.yaml --print-config\n"
+               "  gputrain train runs/churn/config.yaml --evaluate runs/churn/checkpoints/best.pt --set data.val_path=test.csv\n"
                "  gputrain train configs/resnet18-cifar.yaml --nproc-per-node 8      (one rank per GPU, NCCL)\n"
                "  gputrain train configs/mlp.yaml --set device=cpu --nproc-per-node 2 (CPU ranks, MPI)\n\n"
                "Distributed: run under torchrun (--no-python), srun or mpirun, or let --nproc-per-node start\n"
@@ -83,6 +87,12 @@ int main(int argc, char** argv) {
   app.add_option("--nproc-per-node", nproc_per_node,
                  "start N ranks on this node and watch them (= --set distributed.nproc_per_node=N)")
       ->type_name("N")->check(CLI::Range(1, 1024));
+  std::string evaluate;
+  bool json = false;
+  auto* evaluate_option = app.add_option("--evaluate", evaluate,
+                                         "measure these weights (a checkpoint .pt or model.safetensors) on the validation data; no training")
+                              ->type_name("WEIGHTS");
+  app.add_flag("--json", json, "with --evaluate: print the figures as one JSON object on stdout")->needs(evaluate_option);
   tools::add_logging_options(app);
 
   const int code = tools::run_command(app, argc, argv, [&] {
@@ -102,6 +112,15 @@ int main(int argc, char** argv) {
     core::install_stop_handlers();
     train::TrainerOptions options;
     options.console_is_terminal = isatty(STDERR_FILENO) != 0;
+    if (!evaluate.empty()) {
+      options.evaluate_only = true;
+      train::Trainer trainer(config, options);
+      const auto result = trainer.evaluate(evaluate);
+      if (result.rank != 0) return int(ExitCode::ok);  // rank 0 reports the sums
+      for (const auto& line : train::evaluation_lines(result)) std::cerr << line << "\n";
+      if (json) std::cout << train::evaluation_json(result) << "\n";
+      return int(ExitCode::ok);
+    }
     train::Trainer trainer(config, options);
     const auto result = trainer.fit();
     if (result.rank != 0) return int(result.interrupted ? ExitCode::interrupted : ExitCode::ok);  // rank 0 reports

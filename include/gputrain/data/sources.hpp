@@ -37,6 +37,10 @@ struct SourceSpec {
   std::int64_t samples = 0, val_samples = 0;
   double val_fraction = 0;                 ///< > 0: hold this part of the training samples out for validation
   std::uint64_t split_seed = 0;            ///< seeds that hold-out
+  /// An evaluation (`train --evaluate`) of a run that held val_fraction out, on other data given as
+  /// val_path: the hold-out still leaves the training samples that run had (its standardisation and
+  /// class weights were measured on them), and val_path is the validation data.
+  bool evaluate_on_val_path = false;
   ReadProgress read_progress;              ///< told how far a long parse (a large CSV) is; may throw to stop it
 };
 

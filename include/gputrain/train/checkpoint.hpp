@@ -11,13 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "gputrain/train/model.hpp"
+
 namespace torch::optim {
 class Optimizer;
 }
 
 namespace gputrain::train {
 
-class Model;
 class GradScaler;
 
 /// Where a run is: optimizer steps done, the epoch, samples of that epoch already consumed.
@@ -66,8 +67,9 @@ using CheckpointCheck = std::function<void(const std::string& config_yaml, const
 TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, const CheckpointCheck& check = {});
 
 /// Loads only the model's weights from checkpoint `path` (best.pt, for a run that ends on its best
-/// epoch's weights); the optimizer, RNG states and progress stay as they are.
-void load_checkpoint_weights(const std::string& path, Model& model, c10::Device device);
+/// epoch's weights, or a checkpoint to evaluate) and returns where that run was; the optimizer and
+/// RNG states stay as they are. `origin` names the file and the fix in load_named_state's errors.
+TrainingProgress load_checkpoint_weights(const std::string& path, Model& model, c10::Device device, const StateOrigin& origin = {});
 
 /// The resolved config (YAML) stored in a checkpoint.
 std::string checkpoint_config(const std::string& path);

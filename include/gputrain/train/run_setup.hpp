@@ -50,8 +50,9 @@ struct RunData {
 /// measured on the training samples, and with data.standardize_targets the transform's
 /// target_mean and target_std measured on the training targets, and with train.class_weights the
 /// weights for the training labels (class_weights.hpp).
-/// Throws UsageError naming the file and what is wrong.
-RunData open_data(Config& config);
+/// `evaluating` (train --evaluate): data.val_path may come with the run's data.val_fraction, which
+/// then only keeps the training samples as they were. Throws UsageError naming the file and what is wrong.
+RunData open_data(Config& config, bool evaluating = false);
 
 /// Up to `count` training samples on `device`, read in order: what the batch-size probes and
 /// the step-memory measurement step on (the dataset's real sample shape and dtype).

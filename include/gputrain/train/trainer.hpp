@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gputrain/train/config.hpp"
+#include "gputrain/train/evaluation.hpp"
 #include "gputrain/train/metrics.hpp"
 
 namespace gputrain::data {
@@ -75,6 +76,9 @@ struct TrainerOptions {
   std::function<void(std::int64_t step)> after_step;  ///< called after every optimizer step (tests)
   std::function<void()> before_batch;  ///< called just before the loop asks its feed for a training batch (profile --step)
   std::function<void(const data::Batch& batch)> on_batch;  ///< called with each training batch before its step (tests)
+  /// Set up for evaluate() only: nothing in logging.dir is created, locked or written, no
+  /// checkpoint is resumed, and the settings that only training reads are not checked.
+  bool evaluate_only = false;
 };
 
 class Trainer {
@@ -92,6 +96,12 @@ class Trainer {
   /// step runs inside a memory::OomGuard; when it gives up, fit() writes a checkpoint and throws
   /// memory::OomExhaustedError (exit 1).
   FitResult fit();
+
+  /// Loads `weights` (a checkpoint .pt or a model.safetensors, of the model this config builds)
+  /// and measures it on the config's validation data, summed over ranks; trains nothing and writes
+  /// nothing. Throws UsageError for a missing or unreadable file, weights of another model (naming
+  /// the tensor that differs), or a config without validation data. Construct the trainer with `evaluate_only` for this.
+  EvaluationResult evaluate(const std::string& weights);
 
   Model& model();
   /// The device chosen ("cpu", "cuda:0").

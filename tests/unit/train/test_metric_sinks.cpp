@@ -82,23 +82,23 @@ TEST(ClassReportLine, GivesEachClasssRecallAndPrecisionUpToEightClassesElseTheLo
   e.val_class_samples = {20, 0, 180};
   e.val_class_right = {14, 0, 171};
   e.val_class_predicted = {23, 2, 175};
-  EXPECT_EQ(class_report_line(e, {"churn", "none", "stay"}),
+  EXPECT_EQ(class_report_line(e, {"churn", "none", "stay"}, "val per class after epoch 8"),
             "val per class after epoch 8: 'churn' 14 of 20 found (recall 70.0 %), 14 of 23 predictions right (precision 60.9 %); "
             "'stay' 171 of 180 found (recall 95.0 %), 171 of 175 predictions right (precision 97.7 %)")
       << "a class without validation samples has no recall to give";
   e.val_class_predicted = {0, 0, 200};
-  EXPECT_EQ(class_report_line(e, {}),
+  EXPECT_EQ(class_report_line(e, {}, "val per class after epoch 8"),
             "val per class after epoch 8: class 0 14 of 20 found (recall 70.0 %), never predicted; "
             "class 2 171 of 180 found (recall 95.0 %), 171 of 200 predictions right (precision 85.5 %)");
   e.val_class_samples.assign(10, 10);
   e.val_class_right = {9, 9, 3, 9, 9, 1, 9, 9, 3, 9};
   e.val_class_predicted = {9, 9, 3, 9, 9, 1, 9, 9, 3, 9};
   e.val_class_predicted[0] += 30;  // the wrong answers
-  EXPECT_EQ(class_report_line(e, {}),
+  EXPECT_EQ(class_report_line(e, {}, "val per class after epoch 8"),
             "val per class after epoch 8, the 3 lowest recalls of 10: class 5 1 of 10 found (recall 10.0 %), 1 of 1 predictions right "
             "(precision 100.0 %); class 2 3 of 10 found (recall 30.0 %), 3 of 3 predictions right (precision 100.0 %); "
             "class 8 3 of 10 found (recall 30.0 %), 3 of 3 predictions right (precision 100.0 %)");
-  EXPECT_EQ(class_report_line(EpochMetrics{}, {}), "");
+  EXPECT_EQ(class_report_line(EpochMetrics{}, {}, "per class"), "");
 }
 
 TEST(MetricText, AnAccuracyIsAPercentageAndAnyOtherFigureHasFourDecimals) {
