@@ -336,7 +336,7 @@ void Trainer::State::restore_best_weights(FitResult& result, const std::string& 
   for (auto& sink : sinks)
     sink->on_outcome("stopped early: " + result.early_stop_reason + "; model.safetensors holds epoch " +
                      std::to_string(progress.best_epoch) + "'s weights (" + metric + " " +
-                     std::to_string(progress.best_metric.value_or(0.0)) + ", from " + best + ")");
+                     metric_text(metric, progress.best_metric.value_or(0.0)) + ", from " + best + ")");
 }
 
 FitResult Trainer::fit() {

@@ -156,6 +156,12 @@ TEST(EarlyStop, ARunStopsAfterPatienceEpochsOnItsBestEpochsWeightsAndAResumeCarr
   EXPECT_EQ(result.weights_epoch, highest - epochs.begin() + 1);
   ASSERT_LT(result.weights_epoch, 3) << "the loss should fall on this learnable task, leaving the best (highest) val_loss behind";
   EXPECT_EQ(result.weights_metric, (*highest)["val_loss"].get<double>());
+  // training.log says so too, the figure written as every line writes a val_loss.
+  std::ifstream log(fs::path(config.logging.dir) / "training.log");
+  const std::string logged((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  const auto outcome = "model.safetensors holds epoch " + std::to_string(result.weights_epoch) + "'s weights (val_loss " +
+                       metric_text("val_loss", (*highest)["val_loss"].get<double>()) + ", from ";
+  EXPECT_NE(logged.find(outcome), std::string::npos) << outcome << "\n" << logged;
 
   // model.safetensors and the trainer's model hold best.pt's weights, not the last checkpoint's.
   const auto ended_on = copy_of(trainer.model());
