@@ -45,6 +45,10 @@ void seed_everything(std::uint64_t seed, c10::Device device) {
   }
 }
 
+// The batches of an evaluation whose config says `batch_size: auto`: without gradients or
+// optimizer state a batch this size fits wherever training fitted; an out-of-memory error halves it.
+constexpr std::int64_t kEvaluationBatch = 256;
+
 memory::OomPolicy oom_policy(const OomConfig& c) { return {c.max_halvings, c.min_micro_batch, c.regrow_after}; }
 
 dist::GradientSyncOptions sync_options(const DistributedConfig& c) {
@@ -233,7 +237,8 @@ void Trainer::State::lock_folders() {
 void Trainer::State::place_the_data(const std::string& device_name) {
   data::CachePlan plan;
   {
-    const bool auto_batch = !config.train.batch_size;
+    // An evaluation has no training step to size (kEvaluationBatch).
+    const bool auto_batch = !config.train.batch_size && !evaluating();
     // On the CPU, array data already is in memory and the plan needs no step figure.
     const bool step_matters = config.data.cache != "none" && (device.is_cuda() || !data.sources.train->tensors());
     const auto samples = auto_batch || step_matters ? probe_samples(data, device) : data::TensorDataset{};
@@ -245,12 +250,14 @@ void Trainer::State::place_the_data(const std::string& device_name) {
     }
     plan = plan_data_cache(config, data, device, step_bytes);
     if (!auto_batch) {
-      micro_batch = *config.train.batch_size;
+      micro_batch = config.train.batch_size.value_or(kEvaluationBatch);
+      if (!config.train.batch_size)
+        pending_notes.push_back("batch_size auto: evaluating in batches of " + std::to_string(micro_batch) +
+                                " (no training step to size; an out-of-memory error halves them)");
     } else {
       probe.reserve_bytes = cache_reserve_bytes(data, plan, device);
       seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
-      // Remembered in the run folder, which an evaluation does not write.
-      const auto cache = ranks.writer() && !evaluating() ? (fs::path(config.logging.dir) / "auto_batch.json").string() : std::string();
+      const auto cache = ranks.writer() ? (fs::path(config.logging.dir) / "auto_batch.json").string() : std::string();
       const auto choice = find_batch_size(config, device, device_name, probe, cache);
       // Each rank measured its own GPU; all take the smallest, so every rank's steps fit.
       micro_batch = ranks.min(choice.batch, "the agreement on batch_size: auto");

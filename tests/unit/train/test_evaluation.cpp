@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -95,6 +96,17 @@ TEST(Evaluate, WritesNothingAndNeedsNoRunFolder) {
   for (const auto& entry : fs::recursive_directory_iterator(trained.logging.dir)) after.push_back(entry.path().filename().string());
   std::sort(after.begin(), after.end());
   EXPECT_EQ(after, files);
+
+  // batch_size auto sizes no training step (no probes, no auto_batch.json): batches of 256.
+  config.train.batch_size.reset();
+  config.logging.progress = "lines";  // the notes on the console
+  std::ostringstream console;
+  auto options = evaluating();
+  options.console = &console;
+  Trainer automatic(config, options);
+  EXPECT_EQ(automatic.evaluate(weights).metrics.val_accuracy, result.metrics.val_accuracy);
+  EXPECT_NE(console.str().find("batch_size auto: evaluating in batches of 256"), std::string::npos) << console.str();
+  EXPECT_FALSE(fs::exists(elsewhere));
 }
 
 TEST(Evaluate, RefusesAConfigWithoutValidationData) {
