@@ -1,10 +1,14 @@
 // Trainer::evaluate: a trained model's weights, measured on the config's validation data by the
 // same pass that validates each epoch of a run.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "trainer_state.hpp"
 
@@ -20,6 +24,61 @@ bool is_zip_archive(const std::string& path) {
   char magic[4] = {};
   in.read(magic, sizeof magic);
   return in.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
+}
+
+std::string numbers_text(const std::vector<double>& values) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < values.size() && i < 4; ++i) text += (i ? ", " : "") + core::format_fixed(values[i], 4);
+  return text + (values.size() > 4 ? ", ... (" + std::to_string(values.size()) + " in all)]" : "]");
+}
+
+// A list model.safetensors's metadata holds as JSON ("[0.5, 2]"); empty when the key is absent.
+template <typename T>
+std::vector<T> metadata_list(const std::map<std::string, std::string>& metadata, const std::string& key, const std::string& path) {
+  const auto found = metadata.find(key);
+  if (found == metadata.end()) return {};
+  try {
+    return nlohmann::json::parse(found->second).get<std::vector<T>>();
+  } catch (const nlohmann::json::exception&) {
+    throw UsageError("'" + path + "': its metadata " + key + " is not a JSON list (" + found->second + ")",
+                     "use the model.safetensors a gputrain run wrote, unchanged");
+  }
+}
+
+bool same_figures(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)  // written with 9 significant digits
+    if (std::abs(a[i] - b[i]) > 1e-6 * std::max(1.0, std::abs(b[i]))) return false;
+  return true;
+}
+
+// model.safetensors records what its inputs and outputs meant: the class names and the
+// standardisation figures, measured on the training data. Evaluated against other ones, the
+// weights would give figures that look plausible and are wrong, so they are refused.
+void check_weights_fit_the_data(const std::string& path, const std::vector<std::string>& class_names, const data::BatchTransform& transform) {
+  const auto metadata = data::read_safetensors_metadata(path);
+  if (metadata.find("config") == metadata.end()) return;  // not written by gputrain: nothing recorded to compare
+  const std::string keep = "evaluate with the run's config.yaml unchanged but for data.val_path: data.path and data.labels decide the "
+                           "class ids, and data.standardize measures its figures on data.path's training rows";
+  const auto names = metadata_list<std::string>(metadata, "data.class_names", path);
+  if (names != class_names)
+    throw UsageError("'" + path + "' was trained on the classes [" + core::join(names) + "], and this config's data has [" +
+                         core::join(class_names) + "]: its outputs would be read as other classes",
+                     keep);
+  const auto check = [&](const std::string& what, const std::string& mean_key, const std::string& std_key, const std::vector<double>& mean,
+                         const std::vector<double>& std) {
+    const auto saved_mean = metadata_list<double>(metadata, mean_key, path), saved_std = metadata_list<double>(metadata, std_key, path);
+    if (same_figures(saved_mean, mean) && same_figures(saved_std, std)) return;
+    const auto trained = saved_mean.empty() ? what + " that were not standardised"
+                                            : what + " standardised by mean " + numbers_text(saved_mean) + " and std " + numbers_text(saved_std);
+    const auto given = mean.empty() ? "this config does not standardise them"
+                                    : "this config gives mean " + numbers_text(mean) + " and std " + numbers_text(std);
+    throw UsageError("'" + path + "' was trained on " + trained + ", and " + given + ": the figures would describe other " + what +
+                         " than the model learned from",
+                     keep);
+  };
+  check("inputs", "data.mean", "data.std", transform.mean, transform.std);
+  check("targets", "data.target_mean", "data.target_std", transform.target_mean, transform.target_std);
 }
 
 }  // namespace
@@ -44,6 +103,7 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
       result.checkpoint_inside_epoch = at.position > 0;
     } else {
       load_named_state(*model, data::read_safetensors(weights), origin);
+      check_weights_fit_the_data(weights, data.sources.class_names, data.transform);
     }
   } catch (const UsageError&) {
     throw;

@@ -21,4 +21,8 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
 /// for a missing, truncated or malformed file, naming what is wrong.
 std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::string& path);
 
+/// The header's __metadata__ (string keys and values; empty when there is none). Throws UsageError
+/// as read_safetensors does.
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
+
 }  // namespace gputrain::data

@@ -40,6 +40,16 @@ void expect_same_figures(const EpochMetrics& evaluated, const EpochMetrics& vali
   EXPECT_EQ(evaluated.val_class_predicted, validated.val_class_predicted);
 }
 
+// A CSV of `rows` rows: two features and a label named by `labels` (cycled), offset to vary the values.
+std::string write_csv(const fs::path& folder, const std::string& name, int rows, int offset,
+                      const std::vector<std::string>& labels = {"0", "1"}) {
+  std::ofstream out(folder / name);
+  out << "a,b,label\n";
+  for (int i = 0; i < rows; ++i)
+    out << (i + offset) % 17 << "," << (i * 7 + offset) % 5 << "," << labels[static_cast<std::size_t>(i) % labels.size()] << "\n";
+  return (folder / name).string();
+}
+
 }  // namespace
 
 // The figures of an evaluation are those the run measured on the same weights and data: best.pt
@@ -145,13 +155,7 @@ TEST(Evaluate, RefusesAMissingFileAFolderAndAnotherModelsWeightsWithExitCode2) {
 // the same counts); a training run still refuses the two together.
 TEST(Evaluate, OnValPathKeepsTheRunsHeldOutTrainingSamples) {
   test_support::ScratchFolder scratch("evaluate-val-path");
-  const auto write_csv = [&](const std::string& name, int rows, int offset) {
-    std::ofstream out(scratch.path / name);
-    out << "a,b,label\n";
-    for (int i = 0; i < rows; ++i) out << (i + offset) % 17 << "," << (i * 7 + offset) % 5 << "," << i % 2 << "\n";
-    return (scratch.path / name).string();
-  };
-  const auto train_file = write_csv("train.csv", 60, 0), test_file = write_csv("test.csv", 20, 3);
+  const auto train_file = write_csv(scratch.path, "train.csv", 60, 0), test_file = write_csv(scratch.path, "test.csv", 20, 3);
   auto as_trained = small_run("evaluate-val-path", {"data.source=csv", "data.path=" + train_file, "data.labels=label",
                                                     "data.val_fraction=0.2", "data.standardize=true", "data.classes=auto"});
   auto trained = as_trained;
@@ -221,4 +225,32 @@ TEST(EvaluationReport, SaysWhatWasEvaluatedOnWhatTheFiguresAndEachClass) {
   EXPECT_TRUE(regression_json["checkpoint_step"].is_null());
   EXPECT_EQ(regression_json["val_mae"], 1.2);
   EXPECT_FALSE(regression_json.contains("classes"));
+}
+
+// model.safetensors records the class names and the standardisation figures its run used: a
+// config whose training data gives others (another data.path) is refused, since its figures
+// would look plausible and be wrong.
+TEST(Evaluate, RefusesWeightsWhoseClassesOrStandardisationTheDataDoesNotGive) {
+  test_support::ScratchFolder scratch("evaluate-mismatch");
+  const auto trained_on = write_csv(scratch.path, "train.csv", 60, 0, {"no", "yes"});
+  auto config = small_run("evaluate-mismatch", {"data.source=csv", "data.path=" + trained_on, "data.labels=label", "data.classes=auto",
+                                                "data.val_fraction=0.2", "data.standardize=true", "train.epochs=1"});
+  Trainer trainer(config, test_support::quiet_trainer());
+  const auto weights = trainer.fit().weights_path;
+  const auto refusal = [&](const std::string& data_path) {
+    auto other = config;
+    other.data.path = data_path;
+    try {
+      Trainer(other, evaluating()).evaluate(weights);
+    } catch (const UsageError& e) {
+      return std::string(e.what()) + "\n  fix: " + e.remedy();
+    }
+    return std::string("evaluated");
+  };
+  EXPECT_EQ(refusal(trained_on), "evaluated") << "the run's own config";
+  const auto shifted = refusal(write_csv(scratch.path, "shifted.csv", 60, 5, {"no", "yes"}));
+  EXPECT_NE(shifted.find("was trained on inputs standardised by mean ["), std::string::npos) << shifted;
+  EXPECT_NE(shifted.find("fix: evaluate with the run's config.yaml unchanged but for data.val_path"), std::string::npos) << shifted;
+  const auto renamed = refusal(write_csv(scratch.path, "renamed.csv", 60, 0, {"false", "true"}));
+  EXPECT_NE(renamed.find("was trained on the classes [no, yes], and this config's data has [false, true]"), std::string::npos) << renamed;
 }
