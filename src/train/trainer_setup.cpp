@@ -144,11 +144,13 @@ void Trainer::State::setup() {
   // weights as one with the found size written in the config.
   seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
   model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
-  if (!evaluating()) {  // about training's settings: not worth saying before an evaluation
+  // Training's settings, not worth a note before an evaluation, whose weights come from its file.
+  if (!evaluating()) {
     for (const auto& line : unread_settings(config)) pending_notes.push_back("note: " + line);
     if (const auto line = plateau_patience_note(config); !line.empty()) pending_notes.push_back("note: " + line);
+    if (!config.model.init_weights.empty())
+      load_named_state(*model, data::read_safetensors(config.model.init_weights), init_weights_origin(config));
   }
-  if (!config.model.init_weights.empty() && !evaluating()) load_named_state(*model, data::read_safetensors(config.model.init_weights), init_weights_origin(config));
   model->to(device);
   channels_last = config.uses_channels_last();
   if (channels_last) {
