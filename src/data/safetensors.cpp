@@ -25,35 +25,6 @@ std::string dtype_name(at::ScalarType type) {
   throw Error(std::string("safetensors: cannot store dtype ") + c10::toString(type), "convert the tensor to float32 first");
 }
 
-UsageError malformed(const std::string& path, const std::string& why) {
-  return UsageError("'" + path + "' is not a valid safetensors file: " + why, "write it with safetensors.torch.save_file");
-}
-
-// The JSON header (in the file's order) of a mapped safetensors file; the data starts at 8 + its length.
-nlohmann::ordered_json read_header(const MappedFile& file, const std::string& path, std::size_t& data_start) {
-  const auto* bytes = file.data();
-  const std::size_t size = file.size();
-  const auto malformed = [&](const std::string& why) { return data::malformed(path, why); };
-  if (size < 8) throw malformed("shorter than its 8-byte header length");
-  // A .pt file is the usual mix-up: torch.save and LibTorch both write zip archives.
-  if (bytes[0] == 'P' && bytes[1] == 'K' && bytes[2] == 3 && bytes[3] == 4)
-    throw UsageError("'" + path + "' is not a safetensors file but a zip archive: a .pt file from torch.save or a gputrain checkpoint",
-                     "save the weights with safetensors.torch.save_file(model.state_dict(), 'w.safetensors'); to continue a gputrain run "
-                     "from its checkpoint, set checkpoint.resume to the .pt file instead");
-  std::uint64_t length = 0;
-  for (int i = 7; i >= 0; --i) length = (length << 8) | bytes[i];
-  if (length > size - 8) throw malformed("header length " + std::to_string(length) + " runs past the end of the file");
-  nlohmann::ordered_json header;  // keeps the file's order
-  try {
-    header = nlohmann::ordered_json::parse(bytes + 8, bytes + 8 + length);
-  } catch (const nlohmann::json::exception& e) {
-    throw malformed(std::string("header is not JSON: ") + e.what());
-  }
-  if (!header.is_object()) throw malformed("header is not a JSON object");
-  data_start = 8 + length;
-  return header;
-}
-
 }  // namespace
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
@@ -81,16 +52,41 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   });
 }
 
-std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::string& path) {
+std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
   const auto file = MappedFile::open(path);
   const auto* bytes = file->data();
   const std::size_t size = file->size();
-  const auto malformed = [&](const std::string& why) { return data::malformed(path, why); };
-  std::size_t data_start = 0;
-  const auto header = read_header(*file, path, data_start);
+  const auto malformed = [&](const std::string& why) {
+    return UsageError("'" + path + "' is not a valid safetensors file: " + why, "write it with safetensors.torch.save_file");
+  };
+  if (size < 8) throw malformed("shorter than its 8-byte header length");
+  // A .pt file is the usual mix-up: torch.save and LibTorch both write zip archives.
+  if (bytes[0] == 'P' && bytes[1] == 'K' && bytes[2] == 3 && bytes[3] == 4)
+    throw UsageError("'" + path + "' is not a safetensors file but a zip archive: a .pt file from torch.save or a gputrain checkpoint",
+                     "save the weights with safetensors.torch.save_file(model.state_dict(), 'w.safetensors'); to continue a gputrain run "
+                     "from its checkpoint, set checkpoint.resume to the .pt file instead");
+  std::uint64_t length = 0;
+  for (int i = 7; i >= 0; --i) length = (length << 8) | bytes[i];
+  if (length > size - 8) throw malformed("header length " + std::to_string(length) + " runs past the end of the file");
+  nlohmann::ordered_json header;  // keeps the file's order
+  try {
+    header = nlohmann::ordered_json::parse(bytes + 8, bytes + 8 + length);
+  } catch (const nlohmann::json::exception& e) {
+    throw malformed(std::string("header is not JSON: ") + e.what());
+  }
+  if (!header.is_object()) throw malformed("header is not a JSON object");
+  const std::size_t data_start = 8 + length;
   std::vector<std::pair<std::string, at::Tensor>> tensors;
   for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__") {
+      if (!metadata) continue;
+      if (!entry.is_object()) throw malformed("__metadata__ is not a JSON object");
+      for (const auto& [key, value] : entry.items()) {
+        if (!value.is_string()) throw malformed("__metadata__ value '" + key + "' is not a string");
+        (*metadata)[key] = value.get<std::string>();
+      }
+      continue;
+    }
     std::string dtype;
     std::vector<std::int64_t> shape;
     std::vector<std::size_t> offsets;
@@ -126,21 +122,6 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
     tensors.emplace_back(name, std::move(t));
   }
   return tensors;
-}
-
-std::map<std::string, std::string> read_safetensors_metadata(const std::string& path) {
-  const auto file = MappedFile::open(path);
-  std::size_t data_start = 0;
-  const auto header = read_header(*file, path, data_start);
-  std::map<std::string, std::string> metadata;
-  const auto found = header.find("__metadata__");
-  if (found == header.end()) return metadata;
-  if (!found->is_object()) throw malformed(path, "__metadata__ is not a JSON object");
-  for (const auto& [key, value] : found->items()) {
-    if (!value.is_string()) throw malformed(path, "__metadata__ value '" + key + "' is not a string");
-    metadata[key] = value.get<std::string>();
-  }
-  return metadata;
 }
 
 }  // namespace gputrain::data

@@ -77,9 +77,7 @@ std::string checkpoints_beside(const std::string& path) {
 // weights file, a Python torch.save pickle and a file cut short by a full disk.
 [[noreturn]] void throw_unreadable(const std::string& path, const std::string& libtorch_message) {
   const std::string what = "checkpoint '" + path + "' cannot be read: ";
-  char head[4] = {};
-  std::ifstream(path, std::ios::binary).read(head, sizeof head);
-  if (std::string(head, sizeof head) != std::string("PK\x03\x04", 4)) {  // every zip archive starts so
+  if (!is_zip_archive(path)) {
     if (fs::path(path).extension() == ".safetensors")
       throw UsageError(what + "it is a safetensors weights file, which holds no optimizer state or step to resume from",
                         "to start a new run from these weights, set model.init_weights: " + path + " and checkpoint.resume: never");
@@ -179,6 +177,13 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
   std::ostringstream bytes;
   archive.save_to(bytes);
   core::write_file_atomically(path, bytes.str());
+}
+
+bool is_zip_archive(const std::string& path) {
+  char head[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(head, sizeof head);
+  return in.gcount() == sizeof head && std::string(head, sizeof head) == std::string("PK\x03\x04", 4);  // every zip archive starts so
 }
 
 TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, const CheckpointCheck& check) {

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/sample_stats.hpp"
 #include "gputrain/device/system_info.hpp"
+#include "human_lines.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -26,17 +26,6 @@ constexpr double kLargeRms = 10;
 
 // A hint's figures come from this many samples at most, evenly spaced: the scale, not the digits.
 constexpr std::int64_t kHintSamples = 65536;
-
-// Six significant digits: a price's 631400 and a rate's 0.0123 both keep theirs.
-std::string first_values(const std::vector<double>& values) {
-  std::ostringstream text;
-  text.precision(6);
-  text << "[";
-  for (std::size_t i = 0; i < values.size() && i < 8; ++i) text << (i ? ", " : "") << values[i];
-  if (values.size() > 8) text << ", ... (" << values.size() << " in all)";
-  text << "]";
-  return text.str();
-}
 
 // The measured spread: ChannelStats gives a constant column std 1 so that it is only centred.
 double spread(const data::ChannelStats& stats, std::size_t i) {

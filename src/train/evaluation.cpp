@@ -2,7 +2,6 @@
 // same pass that validates each epoch of a run.
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -10,27 +9,13 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
+#include "human_lines.hpp"
 #include "trainer_state.hpp"
 
 namespace gputrain::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Checkpoints are zip archives (LibTorch's and torch.save's alike); safetensors files start with
-// their header's length. The first bytes tell them apart whatever the file is called.
-bool is_zip_archive(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  in.read(magic, sizeof magic);
-  return in.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
-}
-
-std::string numbers_text(const std::vector<double>& values) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < values.size() && i < 4; ++i) text += (i ? ", " : "") + core::format_fixed(values[i], 4);
-  return text + (values.size() > 4 ? ", ... (" + std::to_string(values.size()) + " in all)]" : "]");
-}
 
 // A list model.safetensors's metadata holds as JSON ("[0.5, 2]"); empty when the key is absent.
 template <typename T>
@@ -55,8 +40,8 @@ bool same_figures(const std::vector<double>& a, const std::vector<double>& b) {
 // model.safetensors records what its inputs and outputs meant: the class names and the
 // standardisation figures, measured on the training data. Evaluated against other ones, the
 // weights would give figures that look plausible and are wrong, so they are refused.
-void check_weights_fit_the_data(const std::string& path, const std::vector<std::string>& class_names, const data::BatchTransform& transform) {
-  const auto metadata = data::read_safetensors_metadata(path);
+void check_weights_fit_the_data(const std::string& path, const std::map<std::string, std::string>& metadata,
+                                const std::vector<std::string>& class_names, const data::BatchTransform& transform) {
   if (metadata.find("config") == metadata.end()) return;  // not written by gputrain: nothing recorded to compare
   const std::string keep = "evaluate with the run's config.yaml unchanged but for data.val_path: data.path and data.labels decide the "
                            "class ids, and data.standardize measures its figures on data.path's training rows";
@@ -70,9 +55,9 @@ void check_weights_fit_the_data(const std::string& path, const std::vector<std::
     const auto saved_mean = metadata_list<double>(metadata, mean_key, path), saved_std = metadata_list<double>(metadata, std_key, path);
     if (same_figures(saved_mean, mean) && same_figures(saved_std, std)) return;
     const auto trained = saved_mean.empty() ? what + " that were not standardised"
-                                            : what + " standardised by mean " + numbers_text(saved_mean) + " and std " + numbers_text(saved_std);
+                                            : what + " standardised by mean " + first_values(saved_mean) + " and std " + first_values(saved_std);
     const auto given = mean.empty() ? "this config does not standardise them"
-                                    : "this config gives mean " + numbers_text(mean) + " and std " + numbers_text(std);
+                                    : "this config gives mean " + first_values(mean) + " and std " + first_values(std);
     throw UsageError("'" + path + "' was trained on " + trained + ", and " + given + ": the figures would describe other " + what +
                          " than the model learned from",
                      keep);
@@ -95,15 +80,16 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
   EvaluationResult result;
   result.weights = weights;
   try {
-    if (is_zip_archive(weights)) {
+    if (is_zip_archive(weights)) {  // a checkpoint, whatever the file is called
       const auto at = load_checkpoint_weights(weights, *model, device, origin);
       result.from_checkpoint = true;
       result.checkpoint_step = at.step;
       result.checkpoint_epochs_done = at.epoch;
       result.checkpoint_inside_epoch = at.position > 0;
     } else {
-      load_named_state(*model, data::read_safetensors(weights), origin);
-      check_weights_fit_the_data(weights, data.sources.class_names, data.transform);
+      std::map<std::string, std::string> metadata;
+      load_named_state(*model, data::read_safetensors(weights, &metadata), origin);
+      check_weights_fit_the_data(weights, metadata, data.sources.class_names, data.transform);
     }
   } catch (const UsageError&) {
     throw;
@@ -123,7 +109,7 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
   result.metrics = validate(progress.epoch, 0.0, 0.0);
   result.seconds = seconds_since(start);
   result.metrics.seconds = result.seconds;
-  result.samples = validated_samples;
+  result.samples = result.metrics.val_samples;
   report_skipped();
   for (auto& sink : sinks) sink->on_end();
   sinks.clear();

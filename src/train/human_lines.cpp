@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
 
 #include "gputrain/core/units.hpp"
 
@@ -31,6 +32,16 @@ std::string short_number(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.3g", value);
   return text;
+}
+
+std::string first_values(const std::vector<double>& values) {
+  std::ostringstream text;
+  text.precision(6);
+  text << "[";
+  for (std::size_t i = 0; i < values.size() && i < 8; ++i) text << (i ? ", " : "") << values[i];
+  if (values.size() > 8) text << ", ... (" << values.size() << " in all)";
+  text << "]";
+  return text.str();
 }
 
 std::string class_label(std::int64_t id, const std::vector<std::string>& class_names) {

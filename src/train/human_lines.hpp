@@ -11,6 +11,9 @@ namespace gputrain::train {
 std::string header_line(const RunInfo& info);
 /// A learning rate or a weight as the lines print it: 3 significant digits ("0.0302", "2e-07", "12.5").
 std::string short_number(double value);
+/// Per-feature figures as the notes print them: six significant digits (a price's 631400 and a
+/// rate's 0.0123 both keep theirs), the first 8 values, then "... (N in all)".
+std::string first_values(const std::vector<double>& values);
 /// A class as the lines name it: 'cat' where the classes have names, else "class 3".
 std::string class_label(std::int64_t id, const std::vector<std::string>& class_names);
 std::string step_line(const StepMetrics& m, std::int64_t total_steps);

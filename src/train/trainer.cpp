@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -341,6 +342,7 @@ void Trainer::State::restore_best_weights(FitResult& result, const std::string& 
 
 FitResult Trainer::fit() {
   auto& s = *state_;
+  if (s.evaluating()) throw std::logic_error("Trainer::fit() on a trainer set up for evaluate() (TrainerOptions::evaluate_only)");
   auto& progress = s.progress;
   s.lock_folders();  // again, when this trainer already ran once
   // The run's folders are free for the next run once this one has returned, however it returns.

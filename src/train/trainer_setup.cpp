@@ -105,9 +105,16 @@ void Trainer::State::setup() {
   if (!data.model_choice.empty()) pending_notes.push_back(data.model_choice);
   train_size = data.sources.train->size();
   val_size = data.sources.val ? data.sources.val->size() : 0;
+  if (evaluating() && val_size == 0)
+    throw UsageError("--evaluate measures the weights on the config's validation data, and it has none",
+                     config.data.source == "synthetic"
+                         ? "set data.val_samples above 0"
+                         : "set data.val_path to the labelled data to evaluate on (in the training data's format; keep data.path "
+                           "as it was trained, since data.standardize and the class names are read from it), or data.val_fraction "
+                           "as the run had it");
   // What watches a validation figure needs one: the config check caught synthetic data already.
   const auto refuse_without_validation = [&](bool on, const std::string& who, const std::string& off) {
-    if (on && val_size == 0 && !evaluating())
+    if (on && val_size == 0)
       throw UsageError(who + " when its validation figure stops improving, but this run has no validation data",
                        "set data.val_path (a validation file in the training data's format) or data.val_fraction: 0.1 (hold out "
                        "a tenth of the training samples), or " + off);
@@ -116,13 +123,6 @@ void Trainer::State::setup() {
                             "train.early_stop_patience: " + std::to_string(config.train.early_stop_patience) + " stops the run",
                             "train.early_stop_patience: 0");
   refuse_without_validation(config.scheduler.name == "plateau", "scheduler.name plateau lowers the learning rate", "pick another scheduler.name");
-  if (evaluating() && val_size == 0)
-    throw UsageError("--evaluate measures the weights on the config's validation data, and it has none",
-                     config.data.source == "synthetic"
-                         ? "set data.val_samples above 0"
-                         : "set data.val_path to the labelled data to evaluate on (in the training data's format; keep data.path "
-                           "as it was trained, since data.standardize and the class names are read from it), or data.val_fraction "
-                           "as the run had it");
   if (ranks.writer() && !evaluating()) {  // before any step: a run must not train for an hour, then fail to save it
     for (const auto& [key, dir] : {std::pair<std::string, std::string>{"logging.dir", config.logging.dir},
                                    {config.checkpoint.dir.empty() ? "logging.dir" : "checkpoint.dir", config.checkpoint_dir()}}) {
@@ -183,8 +183,7 @@ void Trainer::State::setup() {
   val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");
   // Every rank issues the same collectives only if every rank splits its step alike.
   if (ranks.distributed()) train_guard->set_agreement([this](std::int64_t) { return agreed_micro_batch; });
-  store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
-  if (evaluating()) return;  // the rest is about the training steps
+  if (evaluating()) return;  // the rest is about the training steps and their checkpoints
 
   // Each rank takes every world-th sample; the largest shard sets the steps (a rank whose shard
   // is through joins the last step with no samples, so every rank steps alike).
@@ -209,6 +208,8 @@ void Trainer::State::setup() {
                             std::to_string(power_of_two_at_most(shard / (4 * kFewSteps))) + ")");
   total_steps = steps_per_epoch * config.train.epochs;
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
+
+  store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
   if (ranks.writer()) check_disk_space();
 }
 

@@ -58,7 +58,6 @@ struct Trainer::State {
   RunData data;
   DataPlacement placement;
   std::int64_t train_size = 0, val_size = 0;
-  std::int64_t validated_samples = 0;  // what the last validate() measured, over all ranks (unreadable images left out)
   std::size_t skipped_reported = 0;
   std::unique_ptr<Model> model;
   std::vector<at::Tensor> params;

@@ -91,7 +91,7 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
   figures.insert(figures.end(), per_class.data_ptr<double>(), per_class.data_ptr<double>() + per_class.numel());
   const auto sums = ranks.sum(figures, "the sum of the validation figures after epoch " + std::to_string(epoch + 1));
   const double count = sums[4];
-  validated_samples = std::llround(count);
+  m.val_samples = std::llround(count);
   if (count == 0) return m;
   m.val_loss = sums[0] / count;
   if (classification) {

@@ -17,12 +17,10 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
                        const std::map<std::string, std::string>& metadata = {});
 
 /// Every tensor of a safetensors file, as CPU tensors that view a read-only memory map of it (copied
-/// only when a tensor's data is misaligned): pages are read as they are touched. Throws UsageError
-/// for a missing, truncated or malformed file, naming what is wrong.
-std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::string& path);
-
-/// The header's __metadata__ (string keys and values; empty when there is none). Throws UsageError
-/// as read_safetensors does.
-std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
+/// only when a tensor's data is misaligned): pages are read as they are touched. `metadata`, when
+/// given, receives the header's __metadata__ (string keys and values). Throws UsageError for a
+/// missing, truncated or malformed file, naming what is wrong.
+std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::string& path,
+                                                                 std::map<std::string, std::string>* metadata = nullptr);
 
 }  // namespace gputrain::data

@@ -71,6 +71,10 @@ TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts&
 /// RNG states stay as they are. `origin` names the file and the fix in load_named_state's errors.
 TrainingProgress load_checkpoint_weights(const std::string& path, Model& model, c10::Device device, const StateOrigin& origin = {});
 
+/// Whether `path` is a zip archive, as every checkpoint is (LibTorch writes them so); a safetensors
+/// weights file is not.
+bool is_zip_archive(const std::string& path);
+
 /// The resolved config (YAML) stored in a checkpoint.
 std::string checkpoint_config(const std::string& path);
 

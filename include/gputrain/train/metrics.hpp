@@ -67,6 +67,8 @@ struct EpochMetrics {
   /// Classification, per class in class id order: its validation samples, those predicted right,
   /// and how often it was the prediction (recall is right / samples, precision right / predicted).
   std::vector<std::int64_t> val_class_samples, val_class_right, val_class_predicted;
+  /// Validation samples measured, over all ranks (unreadable images left out); 0 without validation.
+  std::int64_t val_samples = 0;
   double seconds = 0;
 };
 

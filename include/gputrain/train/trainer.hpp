@@ -77,7 +77,7 @@ struct TrainerOptions {
   std::function<void()> before_batch;  ///< called just before the loop asks its feed for a training batch (profile --step)
   std::function<void(const data::Batch& batch)> on_batch;  ///< called with each training batch before its step (tests)
   /// Set up for evaluate() only: nothing in logging.dir is created, locked or written, no
-  /// checkpoint is resumed, and the settings that only training reads are not checked.
+  /// checkpoint is resumed, and the settings that only training reads are not checked; fit() refuses.
   bool evaluate_only = false;
 };
 

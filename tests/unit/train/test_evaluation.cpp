@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -96,6 +97,7 @@ TEST(Evaluate, WritesNothingAndNeedsNoRunFolder) {
   const auto result = evaluator.evaluate(weights);
   EXPECT_TRUE(result.metrics.val_accuracy.has_value());
   EXPECT_FALSE(fs::exists(elsewhere)) << "an evaluation creates no run folder";
+  EXPECT_THROW(evaluator.fit(), std::logic_error) << "a trainer set up to evaluate has no training steps planned";
   // The training run's folder is as the run left it: no config.yaml, log line or checkpoint added.
   std::vector<std::string> files;
   for (const auto& entry : fs::recursive_directory_iterator(trained.logging.dir)) files.push_back(entry.path().filename().string());
