@@ -128,7 +128,7 @@ bool Records::next(std::string_view& record) {
       throw UsageError(path_ + ":" + std::to_string(line_) + ": a quoted cell opened on this line is never closed",
                        "close the quote; a quote inside a quoted cell is written \"\"");
     record = text_.substr(pos_, end - pos_);
-    pos_ = end + 1;
+    pos_ = std::min(end + 1, text_.size());  // a last record without '\n' ends the text
     next_line_ += lines_of(record);
     if (record.find_first_not_of(" \t\r") != std::string_view::npos) return true;  // blank lines are skipped
   }
