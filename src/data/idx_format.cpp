@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "gputrain/core/error.hpp"
+#include "array_bytes.hpp"
 #include "gzip_data.hpp"
 #include "mapped_file.hpp"
 #include "path_text.hpp"
@@ -32,16 +33,17 @@ at::Tensor idx_from_bytes(const unsigned char* bytes, std::size_t size, const st
   const int dims = bytes[3];
   if (dims == 0 || size < 4 + 4 * static_cast<std::size_t>(dims)) throw bad_idx(path, "the file ends inside its header");
   std::vector<std::int64_t> shape;
-  std::size_t count = 1;
   for (int d = 0; d < dims; ++d) {
     const auto* p = bytes + 4 + 4 * d;
     shape.push_back((std::int64_t{p[0]} << 24) | (p[1] << 16) | (p[2] << 8) | p[3]);
-    count *= static_cast<std::size_t>(shape.back());
   }
   const std::size_t offset = 4 + 4 * static_cast<std::size_t>(dims), item = c10::elementSize(type);
-  if (size - offset != count * item)
-    throw bad_idx(path, "its header promises " + std::to_string(count * item) + " bytes of data, the file has " + std::to_string(size - offset) +
-                            (size - offset < count * item ? " (truncated)" : " (trailing bytes)"));
+  const auto promised = array_bytes(shape, item);
+  if (!promised) throw bad_idx(path, "its shape " + shape_text(shape) + " is too large for any file");
+  const std::size_t count = *promised / item;
+  if (size - offset != *promised)
+    throw bad_idx(path, "its header promises " + std::to_string(*promised) + " bytes of data, the file has " + std::to_string(size - offset) +
+                            (size - offset < *promised ? " (truncated)" : " (trailing bytes)"));
   if (owner && item == 1)
     return at::from_blob(const_cast<unsigned char*>(bytes + offset), shape, [owner](void*) {}, at::TensorOptions().dtype(type));
   auto t = at::empty(shape, at::TensorOptions().dtype(type));

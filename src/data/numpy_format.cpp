@@ -9,6 +9,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "path_text.hpp"
+#include "array_bytes.hpp"
 #include "mapped_file.hpp"
 
 namespace gputrain::data {
@@ -83,8 +84,11 @@ NpyHeader parse_header(const unsigned char* bytes, std::size_t size, const std::
   if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) throw malformed(name, "its header has no 'shape'");
   const std::string dims = m[1];
   static const std::regex number(R"(\d+)");
-  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it)
-    h.shape.push_back(std::stoll(it->str()));
+  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
+    const auto digits = it->str();
+    if (digits.size() > 18) throw malformed(name, "its shape (" + dims + ") is too large for any file");  // past int64
+    h.shape.push_back(std::stoll(digits));
+  }
   return h;
 }
 
@@ -99,15 +103,12 @@ void swap_bytes(at::Tensor& t, std::size_t item) {
 at::Tensor array_of(const unsigned char* bytes, std::size_t size, const std::string& name, std::shared_ptr<const void> owner) {
   const auto h = parse_header(bytes, size, name);
   std::size_t item = c10::elementSize(h.dtype);
-  std::int64_t count = 1;
-  for (const auto d : h.shape) count *= d;
-  const std::size_t need = static_cast<std::size_t>(count) * item;
+  const auto bytes_needed = array_bytes(h.shape, item);
+  if (!bytes_needed) throw malformed(name, "its shape " + shape_text(h.shape) + " of " + h.numpy_dtype + " is too large for any file");
+  const std::size_t need = *bytes_needed;
   if (size - h.data_offset < need)
-    throw malformed(name, "it is truncated: shape (" + [&] {
-      std::string s;
-      for (const auto d : h.shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
-      return s;
-    }() + ") of " + h.numpy_dtype + " needs " + std::to_string(need) + " bytes of data, the file has " + std::to_string(size - h.data_offset));
+    throw malformed(name, "it is truncated: shape " + shape_text(h.shape) + " of " + h.numpy_dtype + " needs " + std::to_string(need) +
+                              " bytes of data, the file has " + std::to_string(size - h.data_offset));
   // Fortran order stores the transpose in C order: read it reversed, then permute back.
   std::vector<std::int64_t> stored = h.shape;
   if (h.fortran_order) std::reverse(stored.begin(), stored.end());
@@ -166,6 +167,13 @@ std::vector<std::pair<std::string, at::Tensor>> read_npz(const std::string& path
     std::string key = stat.name;
     const std::string member = path + ":" + key;
     if (key.size() > 4 && key.compare(key.size() - 4, 4, ".npy") == 0) key.resize(key.size() - 4);
+    // A damaged size field must not become an allocation of gigabytes: deflate packs at most
+    // 1032 bytes into one, and a stored entry is its own size.
+    const bool stored = (stat.valid & ZIP_STAT_COMP_METHOD) && stat.comp_method == ZIP_CM_STORE;
+    if ((stat.valid & ZIP_STAT_COMP_SIZE) && (stored ? stat.size != stat.comp_size : stat.size / 1032 > stat.comp_size + 1))
+      throw UsageError("'" + member + "' is corrupt: its header says " + std::to_string(stat.size) + " bytes from " +
+                           std::to_string(stat.comp_size) + (stored ? " stored" : " compressed"),
+                       "write the file again with numpy.savez");
     zip_file_t* entry = zip_fopen_index(archive, static_cast<zip_uint64_t>(i), 0);
     if (!entry) throw UsageError("'" + member + "' cannot be read: " + zip_strerror(archive), "write the file again with numpy.savez");
     std::vector<unsigned char> bytes(stat.size);

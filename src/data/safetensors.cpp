@@ -7,6 +7,7 @@
 
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
+#include "array_bytes.hpp"
 #include "mapped_file.hpp"
 
 namespace gputrain::data {
@@ -102,15 +103,15 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
     for (const auto& [dname, t] : dtype_names())
       if (dtype == dname) type = t, known = true;
     if (!known) throw malformed("tensor '" + name + "' has unsupported dtype " + dtype);
-    std::size_t count = 1;
-    for (const auto d : shape) {
+    for (const auto d : shape)
       if (d < 0) throw malformed("tensor '" + name + "' has a negative dimension");
-      count *= static_cast<std::size_t>(d);
-    }
     const std::size_t item = c10::elementSize(type);
-    if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] - offsets[0] != count * item || data_start + offsets[1] > size)
+    const auto bytes_needed = array_bytes(shape, item);
+    if (!bytes_needed) throw malformed("tensor '" + name + "': its shape " + shape_text(shape) + " is too large for any file");
+    const std::size_t count = *bytes_needed / item;
+    if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] - offsets[0] != *bytes_needed || offsets[1] > size - data_start)
       throw malformed("tensor '" + name + "' has data offsets that do not match its shape" +
-                      (offsets.size() == 2 && data_start + offsets[1] > size ? " (the file is truncated)" : ""));
+                      (offsets.size() == 2 && offsets[1] > size - data_start ? " (the file is truncated)" : ""));
     const auto* data = bytes + data_start + offsets[0];
     at::Tensor t;
     if (reinterpret_cast<std::uintptr_t>(data) % item == 0) {  // a view of the mapping: read lazily by the OS

@@ -1,30 +1,21 @@
-// Files damaged the way disks, downloads and copies damage them: every reader, given a file that
-// the reference library wrote, cut short at every length or with bytes overwritten at seeded
-// random places, either reads it (the damage hit only sample values) or throws a UsageError
-// (SkippedSample for an image) that names the file. Never a crash, a hang, another exception or a
-// huge allocation from a length field gone wild. A read that succeeds is summed, so a memory-mapped
-// tensor that reaches past the end of its file would fault here rather than in a user's run.
+// Files damaged the way disks, downloads and copies damage them (support/damaged_copies.hpp): every
+// reader, given damaged copies of a file the reference library wrote, either reads it (the damage
+// hit only sample values) or throws an error that names the file. A read that succeeds is summed,
+// so a memory-mapped tensor that reaches past the end of its file would fault here rather than in a
+// user's run.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <iterator>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "data/image_decode.hpp"
-#include "gputrain/core/error.hpp"
 #include "gputrain/data/csv_format.hpp"
-#include "gputrain/data/dataset.hpp"
 #include "gputrain/data/idx_format.hpp"
 #include "gputrain/data/numpy_format.hpp"
 #include "gputrain/data/safetensors.hpp"
-#include "support/scratch_folder.hpp"
+#include "support/damaged_copies.hpp"
 
 using namespace gputrain;
 using namespace gputrain::data;
@@ -33,102 +24,14 @@ namespace {
 
 std::string fixture(const std::string& name) { return std::string(GPUTRAIN_FORMAT_FIXTURES) + "/" + name; }
 
-std::string bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
 /// Touches every element, so a mapping that promised more bytes than the file has faults now.
 void touch(const at::Tensor& tensor) {
   if (tensor.numel() > 0) (void)tensor.to(at::kDouble).sum().item<double>();
 }
 
-/// What a reader does with one damaged file: reads it, or throws.
-using Reader = std::function<void(const std::string& path)>;
+using test_support::DamagedFileReader;
 
-/// The outcome of one damaged read, for the failure message: empty when it is an accepted one.
-std::string unexpected_outcome(const Reader& read, const std::string& path, const std::string& name) {
-  try {
-    read(path);
-    return "";
-  } catch (const UsageError& e) {
-    const std::string message = e.what();
-    if (message.find(name) == std::string::npos) return "a UsageError that does not name the file: " + message;
-    return "";
-  } catch (const SkippedSample& e) {
-    return "";
-  } catch (const std::bad_alloc&) {
-    return "std::bad_alloc (a length field was trusted)";
-  } catch (const std::exception& e) {
-    return std::string("an exception that is no UsageError: ") + e.what();
-  }
-}
-
-/// The lengths to cut a file at: every one up to `dense` bytes (the headers), then about 64 more
-/// spread over the rest, and one byte short of whole.
-std::vector<std::size_t> cut_lengths(std::size_t size, std::size_t dense = 512) {
-  std::vector<std::size_t> lengths;
-  for (std::size_t n = 0; n < std::min(size, dense); ++n) lengths.push_back(n);
-  if (size > dense) {
-    const std::size_t stride = std::max<std::size_t>(1, (size - dense) / 64);
-    for (std::size_t n = dense; n < size; n += stride) lengths.push_back(n);
-  }
-  if (size > 0) lengths.push_back(size - 1);
-  std::sort(lengths.begin(), lengths.end());
-  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
-  return lengths;
-}
-
-/// Seeded overwrites: 1 to 4 bytes each, most in the first 256 bytes (where the lengths, shapes
-/// and offsets are), some set to the extremes a length field turns absurd with (0x00, 0x7f, 0xff).
-std::vector<std::string> overwritten_copies(const std::string& bytes, int copies, std::uint32_t seed) {
-  std::mt19937 random(seed);
-  const std::uint8_t extremes[] = {0x00, 0x7f, 0x80, 0xff};
-  std::vector<std::string> damaged;
-  for (int copy = 0; copy < copies; ++copy) {
-    std::string changed = bytes;
-    const int count = 1 + static_cast<int>(random() % 4);
-    for (int i = 0; i < count && !changed.empty(); ++i) {
-      const std::size_t span = (random() % 4 != 0) ? std::min<std::size_t>(changed.size(), 256) : changed.size();
-      const std::size_t at = random() % span;
-      changed[at] = static_cast<char>(random() % 2 ? extremes[random() % 4] : static_cast<std::uint8_t>(random()));
-    }
-    if (changed != bytes) damaged.push_back(std::move(changed));
-  }
-  return damaged;
-}
-
-/// Cuts and overwrites `original` and hands every damaged copy to `read`, under the fixture's own
-/// file name so that an error naming the file names this copy.
-void sweep(const std::string& original, const Reader& read, int overwrites = 300) {
-  const std::string bytes = bytes_of(fixture(original));
-  ASSERT_FALSE(bytes.empty()) << original;
-  const std::string name = std::filesystem::path(original).filename().string();
-  test_support::ScratchFolder scratch("damaged-" + name);
-  const std::filesystem::path path = scratch.path / name;
-
-  write_bytes(path, bytes);
-  ASSERT_EQ(unexpected_outcome(read, path.string(), name), "") << "the undamaged " << original;
-
-  int failures = 0;
-  for (const std::size_t length : cut_lengths(bytes.size())) {
-    write_bytes(path, bytes.substr(0, length));
-    const std::string outcome = unexpected_outcome(read, path.string(), name);
-    if (!outcome.empty() && ++failures <= 5) ADD_FAILURE() << original << " cut to " << length << " bytes: " << outcome;
-  }
-  int copy = 0;
-  for (const std::string& damaged : overwritten_copies(bytes, overwrites, 20261124u + static_cast<std::uint32_t>(bytes.size()))) {
-    write_bytes(path, damaged);
-    const std::string outcome = unexpected_outcome(read, path.string(), name);
-    if (!outcome.empty() && ++failures <= 5) ADD_FAILURE() << original << " overwritten copy " << copy << ": " << outcome;
-    ++copy;
-  }
-}
+void sweep(const std::string& name, const DamagedFileReader& read) { test_support::read_damaged_copies(fixture(name), read); }
 
 void read_and_touch_npy(const std::string& path) { touch(read_npy(path)); }
 
@@ -149,7 +52,7 @@ void read_and_touch_cifar(const std::string& path) {
 }
 
 /// A CSV's `features` (empty: all its other columns) and its `label` column.
-Reader csv_reader(const std::string& label, const std::vector<std::string>& features = {}) {
+DamagedFileReader csv_reader(const std::string& label, const std::vector<std::string>& features = {}) {
   return [label, features](const std::string& path) {
     CsvSpec spec;
     spec.labels = {label};
@@ -161,7 +64,7 @@ Reader csv_reader(const std::string& label, const std::vector<std::string>& feat
 }
 
 void decode_image(const std::string& path) {
-  const std::string bytes = bytes_of(path);
+  const std::string bytes = test_support::file_bytes(path);
   std::vector<std::uint8_t> chw(3 * 16 * 16);
   decode_image_into(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), 16, 16, chw.data());
 }
@@ -198,5 +101,77 @@ TEST(DamagedFiles, CsvPlainAndGzippedIsReadOrRefused) {
 TEST(DamagedFiles, ImagesAreDecodedOrSkipped) {
   for (const char* name : {"images/exact/rgb.jpg", "images/exact/cmyk.jpg", "images/exact/palette.png", "images/checker.png"}) {
     sweep(name, decode_image);
+  }
+}
+
+// Headers whose sizes multiply past 64 bits: a product that wrapped round to a few bytes would
+// pass the length check, and the tensor would promise memory the file does not have.
+namespace {
+
+std::string npy_with_shape(const std::string& shape) {
+  std::string header = "{'descr': '|u1', 'fortran_order': False, 'shape': (" + shape + "), }";
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  header += '\n';
+  std::string bytes = "\x93NUMPY";
+  bytes += '\x01';
+  bytes += '\x00';
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  return bytes + header;
+}
+
+std::string idx_of_dims(const std::vector<std::uint32_t>& dims) {
+  std::string bytes{'\0', '\0', '\x08', static_cast<char>(dims.size())};
+  for (const auto d : dims)
+    for (int shift = 24; shift >= 0; shift -= 8) bytes += static_cast<char>((d >> shift) & 0xff);
+  return bytes;
+}
+
+std::string safetensors_with(const std::string& header) {
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return bytes + header;
+}
+
+template <typename Read>
+std::string error_reading(const std::string& bytes, const std::string& name, Read read) {
+  test_support::ScratchFolder scratch("overflowing-" + name);
+  const auto path = (scratch.path / name).string();
+  test_support::write_file_bytes(path, bytes);
+  try {
+    read(path);
+  } catch (const UsageError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << name << ": " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << name << " was read";
+  return "";
+}
+
+}  // namespace
+
+TEST(DamagedFiles, SizesThatOverflowAreRefused) {
+  EXPECT_NE(error_reading(npy_with_shape("4294967296, 4294967296"), "square.npy", read_and_touch_npy).find("is too large"), std::string::npos);
+  EXPECT_NE(error_reading(npy_with_shape("123456789012345678901234567890,"), "long.npy", read_and_touch_npy).find("is too large"),
+            std::string::npos);
+  EXPECT_NE(error_reading(idx_of_dims({65536, 65536, 65536, 65536}), "dims-idx3-ubyte", read_and_touch_idx).find("is too large"),
+            std::string::npos);
+  EXPECT_NE(error_reading(safetensors_with(R"({"w":{"dtype":"U8","shape":[4611686018427387904,4],"data_offsets":[0,0]}})"), "w.safetensors",
+                          read_and_touch_safetensors)
+                .find("is too large"),
+            std::string::npos);
+}
+
+// A zip entry's size field changed to gigabytes is refused before anything is allocated for it.
+TEST(DamagedFiles, AnNpzEntrysSizeMustFitItsCompressedBytes) {
+  for (const char* name : {"npz/stored.npz", "npz/deflated.npz"}) {
+    std::string bytes = test_support::file_bytes(fixture(name));
+    const auto directory = bytes.find(std::string("PK\x01\x02", 4));
+    ASSERT_NE(directory, std::string::npos) << name;
+    bytes.replace(directory + 24, 4, std::string("\xf0\xff\xff\x7f", 4));  // the entry's uncompressed size: ~2 GiB
+    const auto error = error_reading(bytes, "sized.npz", read_and_touch_npz);
+    EXPECT_NE(error.find("is corrupt: its header says 2147483632 bytes from "), std::string::npos) << name << ": " << error;
   }
 }
