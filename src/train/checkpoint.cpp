@@ -5,13 +5,16 @@
 #include <torch/serialize/archive.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
+#include "checkpoint_integrity.hpp"
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/log.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/model.hpp"
@@ -92,20 +95,62 @@ std::string checkpoints_beside(const std::string& path) {
                              "C++ cannot read)",
                       "resume from a checkpoint gputrain wrote; to start from a Python model's weights, save them with "
                       "safetensors.torch.save_file(model.state_dict(), 'w.safetensors') and set model.init_weights: w.safetensors");
-  throw Error(what + reason, "it may be truncated (a full disk, a copy cut short); delete it to resume from the checkpoint before it, or set "
-                              "checkpoint.resume: never");
+  throw Error(what + reason, "if another LibTorch version wrote it, read it with that version; else delete it to resume from the checkpoint "
+                              "before it, or set checkpoint.resume: never");
+}
+
+// The newest periodic checkpoint beside `path` whose records are all intact, if any.
+std::optional<std::string> newest_intact_beside(const std::string& path) {
+  const auto folder = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  static const std::regex periodic("step-[0-9]+\\.pt");
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec))
+    if (std::regex_match(entry.path().filename().string(), periodic) && !fs::equivalent(entry.path(), path, ec))
+      candidates.push_back(entry.path());
+  std::sort(candidates.rbegin(), candidates.rend());  // zero-padded steps: the newest first
+  for (const auto& candidate : candidates)
+    if (!archive_damage(candidate.string())) return candidate.string();
+  return std::nullopt;
+}
+
+// A checkpoint whose bytes changed after it was written (a disk or a copy error) or that was cut
+// short: the damage, and the intact checkpoint to go on from instead.
+[[noreturn]] void throw_damaged(const std::string& path, const ArchiveDamage& damage) {
+  const std::string what =
+      damage.record.empty()
+          ? "checkpoint '" + path + "' is damaged: its zip directory cannot be read (" + damage.why +
+                "): the file was cut short (a full disk, a copy interrupted) or changed after it was written"
+          : "checkpoint '" + path + "' is damaged: its record '" + damage.record + "' is not what was written (" + damage.why +
+                "): a disk or a copy changed the file after it was written";
+  const auto intact = newest_intact_beside(path);
+  throw Error(what, intact ? "delete it, and checkpoint.resume: auto resumes from " + *intact +
+                                 ", the newest intact checkpoint beside it; or point checkpoint.resume (or --evaluate) at another "
+                                 "checkpoint"
+                           : "no intact checkpoint is beside it: restore it from a copy, or set checkpoint.resume: never to start over");
 }
 
 torch::serialize::InputArchive open(const std::string& path, c10::Device device) {
   if (!fs::exists(path))
     throw UsageError("checkpoint '" + path + "' does not exist" + checkpoints_beside(path),
                      "set checkpoint.resume to auto, never, or an existing file");
+  // LibTorch's reader never checks the records' CRC-32s, so a changed byte would load as a wrong
+  // weight. (Checking on a thread of its own while LibTorch reads was no faster on 2 cores.)
+  const auto started = std::chrono::steady_clock::now();
+  if (is_zip_archive(path))
+    if (const auto damage = archive_damage(path)) throw_damaged(path, *damage);
+  const auto checked = std::chrono::steady_clock::now();
   torch::serialize::InputArchive archive;
   try {
     archive.load_from(path, device);
   } catch (const c10::Error& e) {
     throw_unreadable(path, e.what_without_backtrace());
+  } catch (const std::exception& e) {  // TorchScript's parser of the archive's code
+    throw_unreadable(path, e.what());
   }
+  const auto seconds = [](auto from, auto to) { return core::format_fixed(std::chrono::duration<double>(to - from).count(), 3); };
+  core::log_debug("checkpoint " + path + " (" + core::format_bytes(fs::file_size(path)) + "): records checked against their CRC-32s in " +
+                  seconds(started, checked) + " s, then read by LibTorch in " + seconds(checked, std::chrono::steady_clock::now()) + " s");
   return archive;
 }
 

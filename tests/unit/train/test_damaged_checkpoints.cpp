@@ -1,0 +1,135 @@
+// A checkpoint damaged on disk or in a copy (support/damaged_copies.hpp), read each way a run reads
+// one: its config (the resume check), its weights (best.pt at a run's end, --evaluate) and its
+// whole state (a resume). Each damaged copy is refused with an error naming the file, never
+// LibTorch's own exception or a crash, unless the damage missed everything read: LibTorch does not
+// check its records' CRC-32s, gputrain does, so a changed weight is never loaded.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/optim/optimizer.h>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "gputrain/train/amp.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/checkpoint.hpp"
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/model_registry.hpp"
+#include "gputrain/train/optimizer.hpp"
+#include "support/damaged_copies.hpp"
+#include "support/quiet_trainer.hpp"
+#include "support/small_run.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+
+namespace {
+
+// A checkpoint of the small run, and what it was written from.
+struct WrittenCheckpoint {
+  Config config;
+  std::string path;
+};
+
+const WrittenCheckpoint& written_checkpoint() {
+  static const WrittenCheckpoint written = [] {
+    auto config = test_support::small_run("damaged-checkpoints", {"train.epochs=1"});
+    Trainer trainer(config, test_support::quiet_trainer());
+    return WrittenCheckpoint{config, trainer.fit().last_checkpoint};
+  }();
+  return written;
+}
+
+std::unique_ptr<Model> small_model() {
+  return build_model({written_checkpoint().config.model, {10}, 3});
+}
+
+bool same_state(Model& a, Model& b) {
+  const auto x = a.named_state(), y = b.named_state();
+  if (x.size() != y.size()) return false;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (x[i].first != y[i].first || !at::equal(x[i].second, y[i].second)) return false;
+  return true;
+}
+
+// Flips one bit of the byte in the middle of the file at `path`, where the records are.
+void flip_a_bit_midway(const std::string& path) {
+  std::fstream file(path, std::ios::binary | std::ios::in | std::ios::out);
+  const auto middle = static_cast<std::streamoff>(std::filesystem::file_size(path) / 2);
+  char byte = 0;
+  file.seekg(middle);
+  file.get(byte);
+  file.seekp(middle);
+  file.put(static_cast<char>(byte ^ 0x10));
+}
+
+Error error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected an Error";
+  return Error("", "");
+}
+
+}  // namespace
+
+TEST(DamagedCheckpoints, TheConfigIsReadOrRefused) {
+  ASSERT_FALSE(written_checkpoint().path.empty());
+  test_support::read_damaged_copies(written_checkpoint().path, [](const std::string& path) { (void)checkpoint_config(path); });
+}
+
+TEST(DamagedCheckpoints, TheWeightsAreRefusedOrExactlyThoseWritten) {
+  auto written = small_model();
+  load_checkpoint_weights(written_checkpoint().path, *written, c10::Device(at::kCPU));
+  auto model = small_model();
+  test_support::read_damaged_copies(written_checkpoint().path, [&](const std::string& path) {
+    (void)load_checkpoint_weights(path, *model, c10::Device(at::kCPU));
+    if (!same_state(*model, *written)) throw std::runtime_error("loaded weights other than those written");
+  });
+}
+
+TEST(DamagedCheckpoints, AResumeReadsTheWholeStateOrRefusesIt) {
+  auto model = small_model();
+  auto optimizer = make_optimizer(written_checkpoint().config.optimizer, model->parameters());
+  GradScaler scaler(false, at::kCPU);
+  const CheckpointParts parts{*model, *optimizer, scaler, c10::Device(at::kCPU)};
+  test_support::read_damaged_copies(written_checkpoint().path, [&](const std::string& path) { (void)load_checkpoint(path, parts); });
+}
+
+// A periodic checkpoint changed on disk stops the resume that would have continued from it, naming
+// the record that changed and the newest intact checkpoint; deleted as told, the run resumes there.
+TEST(DamagedCheckpoints, AResumeRefusesAChangedCheckpointAndNamesTheIntactOneBeforeIt) {
+  const std::vector<std::string> every_two_steps{"train.epochs=1", "checkpoint.every_steps=2", "checkpoint.every_epochs=0"};
+  {
+    Trainer trainer(test_support::small_run("damaged-resume", every_two_steps), test_support::quiet_trainer());
+    ASSERT_EQ(trainer.fit().steps, 6);
+  }
+  const auto config = test_support::small_run("damaged-resume", {"train.epochs=2", "checkpoint.every_steps=2", "checkpoint.every_epochs=0"},
+                                              /*fresh=*/false);
+  const auto folder = std::filesystem::path(config.checkpoint_dir());
+  const auto latest = (folder / "step-00000006.pt").string();
+  const auto before = (folder / "step-00000004.pt").string();
+  flip_a_bit_midway(latest);
+
+  const auto e = error_of([&] { Trainer(config, test_support::quiet_trainer()).fit(); });
+  const std::string said = std::string(e.what()) + "\n" + e.remedy();
+  EXPECT_EQ(e.exit_code(), ExitCode::failure);
+  EXPECT_NE(said.find("checkpoint '" + latest + "' is damaged: its record '"), std::string::npos) << said;
+  EXPECT_NE(said.find("' is not what was written (CRC error): a disk or a copy changed the file after it was written"), std::string::npos)
+      << said;
+  EXPECT_NE(e.remedy().find("delete it, and checkpoint.resume: auto resumes from " + before + ", the newest intact checkpoint beside it"),
+            std::string::npos)
+      << e.remedy();
+
+  std::filesystem::remove(latest);
+  Trainer resumed(config, test_support::quiet_trainer());
+  const auto result = resumed.fit();
+  EXPECT_EQ(result.start_step, 4);
+  EXPECT_EQ(result.steps, 12);
+}
