@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <zlib.h>
+
+#include <cstdio>
 #include <cstring>
 
 #include "gputrain/core/atomic_file.hpp"
@@ -26,21 +29,56 @@ std::string dtype_name(at::ScalarType type) {
   throw Error(std::string("safetensors: cannot store dtype ") + c10::toString(type), "convert the tensor to float32 first");
 }
 
+// zlib's CRC-32 of `size` bytes (crc32_z takes any length; zlib's crc32 stops at 4 GiB).
+std::uint32_t crc32_of(std::uint32_t crc, const void* bytes, std::size_t size) {
+  return static_cast<std::uint32_t>(crc32_z(crc, static_cast<const Bytef*>(bytes), size));
+}
+
+std::string hex8(std::uint32_t value) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", value);
+  return text;
+}
+
+// What the recorded CRC-32 covers before the data: every other metadata entry, then each tensor's
+// name, dtype, shape and offsets, a line each. A renamed tensor or a changed figure that still
+// parses is then caught as a changed weight is.
+std::string described(const std::map<std::string, std::string>& metadata, const std::string& tensor_lines) {
+  std::string text;
+  for (const auto& [key, value] : metadata)
+    if (key != kCrc32Key) text += key + '\0' + value + '\n';
+  return text + tensor_lines;
+}
+
+std::string tensor_line(const std::string& name, const std::string& dtype, const std::vector<std::int64_t>& shape, std::size_t begin,
+                        std::size_t end) {
+  std::string line = name + '\0' + dtype + '\0';
+  for (const auto d : shape) line += std::to_string(d) + ',';
+  return line + '\0' + std::to_string(begin) + ',' + std::to_string(end) + '\n';
+}
+
 }  // namespace
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
+  header["__metadata__"] = metadata;  // the CRC-32 is added below, once the data is known
   std::vector<at::Tensor> cpu;
+  std::string tensor_lines;
   std::size_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
     auto t = tensor.detach().to(at::kCPU).contiguous();
     const std::size_t bytes = t.numel() * t.element_size();
-    header[name] = {{"dtype", dtype_name(t.scalar_type())}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    const auto dtype = dtype_name(t.scalar_type());
+    header[name] = {{"dtype", dtype}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    tensor_lines += tensor_line(name, dtype, t.sizes().vec(), offset, offset + bytes);
     offset += bytes;
     cpu.push_back(std::move(t));
   }
+  const auto text_covered = described(metadata, tensor_lines);
+  auto crc = crc32_of(0, text_covered.data(), text_covered.size());
+  for (const auto& t : cpu) crc = crc32_of(crc, t.data_ptr(), t.numel() * t.element_size());
+  header["__metadata__"][kCrc32Key] = hex8(crc);
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // the format pads the header to 8 bytes with spaces
   const std::uint64_t length = text.size();
@@ -78,13 +116,14 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
   if (!header.is_object()) throw malformed("header is not a JSON object");
   const std::size_t data_start = 8 + length;
   std::vector<std::pair<std::string, at::Tensor>> tensors;
+  std::map<std::string, std::string> found_metadata;
+  std::string tensor_lines;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
-      if (!metadata) continue;
       if (!entry.is_object()) throw malformed("__metadata__ is not a JSON object");
       for (const auto& [key, value] : entry.items()) {
         if (!value.is_string()) throw malformed("__metadata__ value '" + key + "' is not a string");
-        (*metadata)[key] = value.get<std::string>();
+        found_metadata[key] = value.get<std::string>();
       }
       continue;
     }
@@ -112,6 +151,7 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
     if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] - offsets[0] != *bytes_needed || offsets[1] > size - data_start)
       throw malformed("tensor '" + name + "' has data offsets that do not match its shape" +
                       (offsets.size() == 2 && offsets[1] > size - data_start ? " (the file is truncated)" : ""));
+    tensor_lines += tensor_line(name, dtype, shape, offsets[0], offsets[1]);
     const auto* data = bytes + data_start + offsets[0];
     at::Tensor t;
     if (reinterpret_cast<std::uintptr_t>(data) % item == 0) {  // a view of the mapping: read lazily by the OS
@@ -122,6 +162,18 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
     }
     tensors.emplace_back(name, std::move(t));
   }
+  // A file gputrain wrote records a CRC-32 of its metadata, tensor table and data: a byte a disk or
+  // a copy changed since is refused here rather than loaded as a wrong weight (the format itself
+  // has no checksum). Checking reads every page of the data once.
+  if (const auto recorded = found_metadata.find(kCrc32Key); recorded != found_metadata.end()) {
+    const auto text_covered = described(found_metadata, tensor_lines);
+    const auto now = hex8(crc32_of(crc32_of(0, text_covered.data(), text_covered.size()), bytes + data_start, size - data_start));
+    if (now != recorded->second)
+      throw UsageError("'" + path + "' is damaged: it does not match the CRC-32 gputrain recorded in its metadata (" + recorded->second +
+                           ", now " + now + "): a disk or a copy changed the file after it was written",
+                       "copy it again from the run folder that wrote it, or use that run's checkpoints/best.pt");
+  }
+  if (metadata) *metadata = std::move(found_metadata);
   return tensors;
 }
 

@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/image_decode.hpp"
@@ -174,4 +177,35 @@ TEST(DamagedFiles, AnNpzEntrysSizeMustFitItsCompressedBytes) {
     const auto error = error_reading(bytes, "sized.npz", read_and_touch_npz);
     EXPECT_NE(error.find("is corrupt: its header says 2147483632 bytes from "), std::string::npos) << name << ": " << error;
   }
+}
+
+// The safetensors format has no checksum; the files gputrain writes record their data's CRC-32 in
+// the metadata, so a changed weight is refused rather than loaded. Files others wrote have none
+// and read as before (the fixtures above).
+TEST(DamagedFiles, ASafetensorsFileGputrainWroteIsRefusedOrExactlyAsWritten) {
+  test_support::ScratchFolder scratch("written-safetensors");
+  const auto path = (scratch.path / "model.safetensors").string();
+  const std::vector<std::pair<std::string, at::Tensor>> written{{"fc.weight", at::randn({32, 16})}, {"fc.bias", at::randn({32})}};
+  write_safetensors(path, written, {{"model", "mlp"}});
+  std::map<std::string, std::string> metadata;
+  read_safetensors(path, &metadata);
+  EXPECT_EQ(metadata.at("model"), "mlp");
+  EXPECT_EQ(metadata.at(kCrc32Key).size(), 8u);
+
+  std::string bytes = test_support::file_bytes(path);
+  bytes[bytes.size() - 5] ^= 0x01;  // the last weight's lowest bits
+  const auto error = error_reading(bytes, "model.safetensors", read_and_touch_safetensors);
+  EXPECT_NE(error.find("is damaged: it does not match the CRC-32 gputrain recorded in its metadata"), std::string::npos)
+      << error;
+
+  test_support::read_damaged_copies(path, [&](const std::string& copy) {
+    const auto read = read_safetensors(copy);
+    bool same = read.size() == written.size();
+    for (std::size_t i = 0; same && i < read.size(); ++i) same = read[i].first == written[i].first && at::equal(read[i].second, written[i].second);
+    if (!same) {
+      std::string names;
+      for (const auto& [name, t] : read) names += name + " " + std::to_string(t.numel()) + "; ";
+      throw std::runtime_error("read tensors other than those written: " + names);
+    }
+  });
 }
