@@ -133,3 +133,10 @@ TEST(DamagedCheckpoints, AResumeRefusesAChangedCheckpointAndNamesTheIntactOneBef
   EXPECT_EQ(result.start_step, 4);
   EXPECT_EQ(result.steps, 12);
 }
+
+// A config file damaged the same ways (a cut-short copy, changed bytes) loads, when what is left is
+// still a valid config, or is refused with an error that names the file.
+TEST(DamagedConfigs, AConfigFileIsLoadedOrRefusedNamingIt) {
+  const std::string quickstart = std::string(GPUTRAIN_SOURCE_DIR) + "/configs/quickstart.yaml";
+  test_support::read_damaged_copies(quickstart, [](const std::string& path) { (void)load_config({{path}, {}, ""}); });
+}
