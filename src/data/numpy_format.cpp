@@ -119,7 +119,7 @@ at::Tensor array_of(const unsigned char* bytes, std::size_t size, const std::str
     return at::from_blob(const_cast<unsigned char*>(data), stored, [owner](void*) {}, at::TensorOptions().dtype(h.dtype));
   }
   t = at::empty(stored, at::TensorOptions().dtype(h.dtype));
-  std::memcpy(t.data_ptr(), data, need);
+  if (need > 0) std::memcpy(t.data_ptr(), data, need);  // an empty tensor has no data pointer
   if (h.big_endian) swap_bytes(t, item);
   if (h.fortran_order) {
     std::vector<std::int64_t> back(stored.size());

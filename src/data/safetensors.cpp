@@ -158,7 +158,7 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
       t = at::from_blob(const_cast<unsigned char*>(data), shape, [file](void*) {}, at::TensorOptions().dtype(type));
     } else {
       t = at::empty(shape, at::TensorOptions().dtype(type));
-      std::memcpy(t.data_ptr(), data, count * item);
+      if (count > 0) std::memcpy(t.data_ptr(), data, count * item);  // an empty tensor has no data pointer
     }
     tensors.emplace_back(name, std::move(t));
   }
