@@ -1,5 +1,6 @@
 #include "text_file.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "gputrain/core/error.hpp"
@@ -56,18 +57,29 @@ TextFile TextFile::open(const std::string& path, const Progress& progress) {
   TextFile file;
   file.mapped_ = MappedFile::open(path);
   if (is_gzip(file.mapped_->data(), file.mapped_->size())) {
-    file.inflated_ = inflate_gzip(file.mapped_->data(), file.mapped_->size(), path, progress);
+    file.owned_ = inflate_gzip(file.mapped_->data(), file.mapped_->size(), path, progress);
     file.mapped_.reset();
+    file.gzipped_ = true;
   }
   // Spreadsheets mark their "CSV UTF-8" exports with a byte-order mark, which is not part of the
   // first column's name.
   if (file.text().substr(0, 3) == "\xEF\xBB\xBF") file.bom_ = 3;
   refuse_if_not_text(file.text(), path, file.inflated());
+  // Lines that end in '\r' alone (classic Mac OS, as Excel for Mac's "CSV (Macintosh)" writes)
+  // become '\n' lines, as pandas reads them; the first line break tells.
+  const auto text = file.text();
+  const auto first_break = text.find_first_of("\r\n");
+  if (first_break != std::string_view::npos && text[first_break] == '\r' &&
+      (first_break + 1 == text.size() || text[first_break + 1] != '\n')) {
+    if (file.mapped_) file.owned_.assign(text.data() - file.bom_, text.size() + file.bom_);
+    file.mapped_.reset();
+    std::replace(file.owned_.begin(), file.owned_.end(), '\r', '\n');
+  }
   return file;
 }
 
 std::string_view TextFile::text() const {
-  const std::string_view all = mapped_ ? std::string_view(reinterpret_cast<const char*>(mapped_->data()), mapped_->size()) : inflated_;
+  const std::string_view all = mapped_ ? std::string_view(reinterpret_cast<const char*>(mapped_->data()), mapped_->size()) : owned_;
   return all.substr(bom_);
 }
 

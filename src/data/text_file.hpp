@@ -1,6 +1,6 @@
 #pragma once
 // The text of a file that should hold text (a CSV): mapped as it is, or inflated when gzip'd, less
-// a UTF-8 byte-order mark. A file that is something else (another compression, a zip or .xlsx, a
+// a UTF-8 byte-order mark, with classic Mac OS line breaks ('\r' alone) read as '\n'. A file that is something else (another compression, a zip or .xlsx, a
 // Parquet file, UTF-16, binary) is refused with what it is and how to make the text of it.
 
 #include <cstddef>
@@ -25,11 +25,12 @@ class TextFile {
   /// The text, from after the byte-order mark, if any.
   std::string_view text() const;
   /// Whether the file was gzip'd.
-  bool inflated() const { return !mapped_; }
+  bool inflated() const { return gzipped_; }
 
  private:
-  std::shared_ptr<const MappedFile> mapped_;  // the file as it is; null once inflated
-  std::string inflated_;
+  std::shared_ptr<const MappedFile> mapped_;  // the file as it is; null once the text is owned_
+  std::string owned_;  // the text inflated, or with '\r' line breaks made '\n'
+  bool gzipped_ = false;
   std::size_t bom_ = 0;  // bytes of byte-order mark before the text
 };
 

@@ -99,6 +99,9 @@ with open(path("csv", "numeric.csv"), "w", newline="") as f:
 for name, encoding in [("excel_utf8_bom.csv", "utf-8-sig"), ("excel_utf16.csv", "utf-16")]:
     with open(path("csv", name), "w", newline="", encoding=encoding) as f:
         csv.writer(f, dialect="excel").writerows([["a", "b", "label"], [1, 2, 0], [3, 4, 1]])
+# Classic Mac OS line breaks, '\r' alone (Excel for Mac's "CSV (Macintosh)"), which pandas reads.
+with open(path("csv", "mac_line_breaks.csv"), "w", newline="") as f:
+    csv.writer(f, lineterminator="\r").writerows([["a", "b", "label"], [1, 2, 0], [3, 4, 1], [5, 6, 0]])
 # Unnamed header cells: pandas' to_csv(index=True) writes the row index first under no name; some
 # tools end every line with the delimiter. A validation file may order its columns differently.
 with open(path("csv", "pandas_index.csv"), "w", newline="") as f:

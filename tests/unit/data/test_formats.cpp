@@ -533,6 +533,20 @@ TEST(Csv, SemicolonAndTabSeparatedFilesAreRead) {
   }
 }
 
+// Lines ended by '\r' alone (classic Mac OS; Excel for Mac's "CSV (Macintosh)") read as pandas
+// reads them, and a bad cell's error names the line an editor shows it on.
+TEST(Csv, ClassicMacLineBreaksAreRead) {
+  const auto set = read_csv(fixture("csv/mac_line_breaks.csv"), CsvSpec{{}, {"label"}, true});
+  EXPECT_TRUE(at::equal(set.inputs, at::tensor({1.f, 2.f, 3.f, 4.f, 5.f, 6.f}).reshape({3, 2})));
+  EXPECT_TRUE(at::equal(set.targets, at::tensor({0, 1, 0}, at::kLong)));
+
+  test_support::ScratchFolder scratch("mac-line-breaks");
+  const auto bad = (scratch.path / "bad.csv").string();
+  std::ofstream(bad, std::ios::binary) << "a,b,label\r1,2,0\r3,oops,1\r";
+  const auto error = usage_error([&] { read_csv(bad, CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(error.find(bad + ":3: column 'b' (2): 'oops' is not a number"), std::string::npos) << error;
+}
+
 TEST(Csv, RegressionTargetsAreOneColumn) {
   const auto set = read_csv(fixture("csv/numeric.csv"), CsvSpec{{"a"}, {"b"}, false});
   EXPECT_EQ(set.targets.sizes(), (std::vector<std::int64_t>{10, 1}));
