@@ -4,6 +4,7 @@
 // jpeglib.h needs FILE and size_t declared first.
 #include <cstdio>
 #include <jpeglib.h>
+#include <jerror.h>  // JWRN_JPEG_EOF
 
 #include <algorithm>
 #include <csetjmp>
@@ -33,7 +34,12 @@ void jpeg_fail(j_common_ptr info) {
   std::longjmp(error->jump, 1);
 }
 
-void jpeg_quiet(j_common_ptr, int) {}  // warnings (e.g. extraneous bytes) are not failures
+// A warning is no failure (extraneous bytes before a marker, say), except the file ending before
+// the image does: libjpeg would fill the rest grey and train on it, where Pillow refuses the file
+// as truncated.
+void jpeg_warning(j_common_ptr info, int level) {
+  if (level == -1 && info->err->msg_code == JWRN_JPEG_EOF) jpeg_fail(info);
+}
 
 // R = (255 - C)(255 - K) / 255 and so on, rounded: Pillow's conversion of the same file.
 void cmyk_to_rgb(const JSAMPLE* cmyk, int width, bool inverted, JSAMPLE* rgb) {
@@ -52,7 +58,7 @@ bool decode_jpeg(const unsigned char* bytes, std::size_t size, int min_height, i
   JpegError error;
   info.err = jpeg_std_error(&error.manager);
   error.manager.error_exit = jpeg_fail;
-  error.manager.emit_message = jpeg_quiet;
+  error.manager.emit_message = jpeg_warning;
   if (setjmp(error.jump)) {
     std::strcpy(why, error.message);
     jpeg_destroy_decompress(&info);

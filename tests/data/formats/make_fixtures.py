@@ -239,6 +239,16 @@ Image.fromarray(gradient[..., 1]).save(path("images", "exact", "grey.jpg"), qual
 # CMYK with every ink and black varying (Pillow writes Adobe's inverted CMYK, as Photoshop does).
 cmyk = np.dstack([gradient, (np.arange(16)[:, None] * 8 + np.arange(24)[None, :] * 4).astype(np.uint8)])
 Image.fromarray(cmyk, "CMYK").save(path("images", "exact", "cmyk.jpg"), quality=95)
+# A JPEG cut short, which Pillow refuses ("image file is truncated") and libjpeg alone would fill grey.
+noise = np.random.default_rng(0).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+Image.fromarray(noise).save(path("bad", "truncated.jpg"), quality=90)
+whole = open(path("bad", "truncated.jpg"), "rb").read()
+open(path("bad", "truncated.jpg"), "wb").write(whole[: len(whole) * 6 // 10])
+try:
+    Image.open(path("bad", "truncated.jpg")).load()
+    sys.exit("Pillow read the truncated JPEG: the fixture no longer shows what it should")
+except OSError:
+    pass
 # What Pillow decodes, CHW: the test compares ours to it (exactly for PNG, closely for JPEG).
 for name in ["rgb.png", "grey.png", "rgba.png", "palette.png", "rgb.jpg", "grey.jpg", "cmyk.jpg"]:
     decoded = np.asarray(Image.open(path("images", "exact", name)).convert("RGB"))

@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "data/gzip_data.hpp"
+#include "data/image_decode.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/batch.hpp"
 #include "gputrain/data/csv_format.hpp"
@@ -20,6 +21,7 @@
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/data/sample_stats.hpp"
 #include "gputrain/data/sources.hpp"
+#include "support/damaged_copies.hpp"
 #include "support/scratch_folder.hpp"
 #include "support/usage_errors.hpp"
 
@@ -666,6 +668,19 @@ TEST(ImageFolder, ListsClassesSkipsCorruptFilesAndResizes) {
   const auto dog_blue = loaded.set.inputs.select(0, 5).select(0, 2).to(at::kFloat).mean().item<float>();
   EXPECT_NEAR(cat_red, 200, 4);
   EXPECT_NEAR(dog_blue, 200, 4);
+}
+
+// A JPEG cut short (an interrupted download or copy) is skipped, as Pillow refuses it; libjpeg
+// alone would fill the missing rows grey, and the run would train on them.
+TEST(Images, ATruncatedJpegIsSkippedAsPillowRefusesIt) {
+  const auto bytes = test_support::file_bytes(fixture("bad/truncated.jpg"));
+  std::vector<std::uint8_t> chw(3 * 16 * 16);
+  try {
+    decode_image_into(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), 16, 16, chw.data());
+    ADD_FAILURE() << "the truncated JPEG was decoded";
+  } catch (const SkippedSample& e) {
+    EXPECT_NE(std::string(e.what()).find("Premature end of JPEG file"), std::string::npos) << e.what();
+  }
 }
 
 // data.standardize on an image folder: the images as the cache decodes them, all or a seeded choice.
