@@ -124,10 +124,11 @@ std::optional<std::string> newest_intact_beside(const std::string& path) {
           : "checkpoint '" + path + "' is damaged: its record '" + damage.record + "' is not what was written (" + damage.why +
                 "): a disk or a copy changed the file after it was written";
   const auto intact = newest_intact_beside(path);
-  throw Error(what, intact ? "delete it, and checkpoint.resume: auto resumes from " + *intact +
-                                 ", the newest intact checkpoint beside it; or point checkpoint.resume (or --evaluate) at another "
-                                 "checkpoint"
-                           : "no intact checkpoint is beside it: restore it from a copy, or set checkpoint.resume: never to start over");
+  throw CheckpointDamaged(what, intact ? "delete it, and checkpoint.resume: auto resumes from " + *intact +
+                                             ", the newest intact checkpoint beside it; or point checkpoint.resume (or --evaluate) at "
+                                             "another checkpoint"
+                                       : "no intact checkpoint is beside it: restore it from a copy, or set checkpoint.resume: never to "
+                                         "start over");
 }
 
 torch::serialize::InputArchive open(const std::string& path, c10::Device device) {

@@ -330,7 +330,12 @@ void Trainer::State::restore_best_weights(FitResult& result, const std::string& 
     note("stopped early: " + result.early_stop_reason + "; " + best + " is missing, so model.safetensors holds the last epoch's weights");
     return;
   }
-  load_checkpoint_weights(best, *model, device);
+  try {
+    load_checkpoint_weights(best, *model, device);
+  } catch (const CheckpointDamaged& e) {  // refused before any weight was loaded: the model holds the last epoch's
+    note("stopped early: " + result.early_stop_reason + "; " + e.what() + ", so model.safetensors holds the last epoch's weights");
+    return;
+  }
   result.weights_epoch = progress.best_epoch;
   result.weights_metric = progress.best_metric;
   // For the record: the caller reports it from FitResult, on the console.

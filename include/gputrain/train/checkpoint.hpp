@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gputrain/core/error.hpp"
 #include "gputrain/train/model.hpp"
 
 namespace torch::optim {
@@ -20,6 +21,13 @@ class Optimizer;
 namespace gputrain::train {
 
 class GradScaler;
+
+/// A checkpoint whose bytes are not those written (a record fails its CRC-32, or the file was cut
+/// short); thrown before anything is restored from it. Exit code 1.
+class CheckpointDamaged : public Error {
+ public:
+  using Error::Error;
+};
 
 /// Where a run is: optimizer steps done, the epoch, samples of that epoch already consumed.
 struct TrainingProgress {
@@ -63,7 +71,7 @@ using CheckpointCheck = std::function<void(const std::string& config_yaml, const
 /// Restores model, optimizer, scaler and RNG states from `path` and returns the saved progress.
 /// `check`, when given, sees the checkpoint's config and progress first (the file is read once)
 /// and throws to refuse it, leaving the live objects untouched. Throws Error when the file is
-/// unreadable or belongs to a different model.
+/// unreadable or belongs to a different model, CheckpointDamaged when it is damaged.
 TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, const CheckpointCheck& check = {});
 
 /// Loads only the model's weights from checkpoint `path` (best.pt, for a run that ends on its best

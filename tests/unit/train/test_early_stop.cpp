@@ -193,6 +193,38 @@ TEST(EarlyStop, ARunStopsAfterPatienceEpochsOnItsBestEpochsWeightsAndAResumeCarr
   EXPECT_EQ(longer.weights_epoch, result.weights_epoch);
 }
 
+// A best.pt damaged on disk is refused before any weight is read from it, and the run ends on its
+// last epoch's weights, saying why, as it does when best.pt is missing: the training is not lost.
+TEST(EarlyStop, ADamagedBestPtLeavesTheLastWeightsAndSaysWhy) {
+  const std::vector<std::string> settings{"train.epochs=10", "train.early_stop_patience=2", "train.early_stop_min_delta=1000",
+                                          "checkpoint.best_mode=max", "model.dropout=0", "optimizer.lr=0.01"};
+  const auto config = small_run("early-stop-damaged", settings);
+  const auto first = Trainer(config, test_support::quiet_trainer()).fit();
+  ASSERT_NE(first.weights_epoch, 3) << "best.pt should hold an earlier epoch than the last";
+  const auto best = config.checkpoint_dir() + "/best.pt";
+  {
+    std::fstream file(best, std::ios::binary | std::ios::in | std::ios::out);
+    const auto middle = static_cast<std::streamoff>(fs::file_size(best) / 2);
+    char byte = 0;
+    file.seekg(middle);
+    file.get(byte);
+    file.seekp(middle);
+    file.put(static_cast<char>(byte ^ 0x10));
+  }
+
+  const auto again = test_support::fit_capturing_console(small_run("early-stop-damaged", settings, /*fresh=*/false));
+  EXPECT_EQ(again.result.weights_epoch, 0);
+  EXPECT_NE(again.console.find("checkpoint '" + best + "' is damaged: its record '"), std::string::npos) << again.console;
+  EXPECT_NE(again.console.find("after it was written, so model.safetensors holds the last epoch's weights"), std::string::npos)
+      << again.console;
+  Trainer reader(config, test_support::quiet_trainer());
+  load_checkpoint_weights(again.result.last_checkpoint, reader.model(), c10::Device(at::kCPU));
+  const auto saved = data::read_safetensors(again.result.weights_path);
+  const auto last = copy_of(reader.model());
+  ASSERT_EQ(saved.size(), last.size());
+  for (std::size_t i = 0; i < saved.size(); ++i) EXPECT_TRUE(at::equal(saved[i].second, last[i].second)) << saved[i].first;
+}
+
 // Without early stopping, a run that validates ends on its last weights as before.
 TEST(EarlyStop, OffARunEndsOnItsLastWeights) {
   Trainer trainer(small_run("early-stop-off", {"train.epochs=3", "checkpoint.best_mode=max"}), test_support::quiet_trainer());
