@@ -3,9 +3,11 @@
 
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/log.hpp"
 #include "gputrain/train/metrics.hpp"
 #include "gputrain/train/tensorboard_writer.hpp"
 #include "human_lines.hpp"
@@ -19,9 +21,49 @@ std::ofstream open_append(const std::string& path, const std::string& key) {
   return file;
 }
 
+// The bytes after the last '\n' of the file at `path`: a line an earlier run left half-written (a
+// full disk, a kill mid-write); 0 when the file is missing, empty or ends in a whole line.
+std::uintmax_t partial_last_line(const std::string& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size == 0) return 0;
+  std::ifstream in(path, std::ios::binary);
+  std::string block;
+  for (auto end = size; end > 0;) {  // 64 KiB at a time from the end: one block for any usual line
+    const auto begin = end > (1u << 16) ? end - (1u << 16) : 0;
+    block.resize(end - begin);
+    in.seekg(static_cast<std::streamoff>(begin));
+    if (!in.read(block.data(), static_cast<std::streamsize>(block.size()))) return 0;
+    if (const auto newline = block.rfind('\n'); newline != std::string::npos) return size - (begin + newline + 1);
+    end = begin;
+  }
+  return size;  // one line, never ended
+}
+
+// metrics.jsonl is read by tools that refuse the whole file for one bad line (pandas' read_json
+// with lines=True): a half-written last line is dropped rather than having the next run's first
+// record appended to it.
+std::ofstream open_jsonl(const std::string& path) {
+  if (const auto partial = partial_last_line(path)) {
+    std::filesystem::resize_file(path, std::filesystem::file_size(path) - partial);
+    core::log_warn(path + " ended in a half-written line (" + std::to_string(partial) +
+                   " bytes, from a run that stopped mid-write): dropped, so every line stays a JSON record");
+  }
+  return open_append(path, "logging.jsonl");
+}
+
+// training.log is for people: a half-written last line is kept, and ended, so the next run's first
+// line starts a line of its own.
+std::ofstream open_log(const std::string& path) {
+  const bool partial = partial_last_line(path) > 0;
+  auto file = open_append(path, "the run directory");
+  if (partial) file << "\n";
+  return file;
+}
+
 class JsonlSink final : public MetricSink {
  public:
-  explicit JsonlSink(const std::string& path) : file_(open_append(path, "logging.jsonl")) {}
+  explicit JsonlSink(const std::string& path) : file_(open_jsonl(path)) {}
   // Marks where each run (or resumed part of one) begins: the file is appended to, never rewritten.
   void on_start(const RunInfo& i) override {
     write({{"kind", "start"}, {"model", i.model}, {"parameters", i.parameters}, {"device", i.device},
@@ -99,7 +141,7 @@ class TensorBoardSink final : public MetricSink {
 
 class LogFileSink final : public MetricSink {
  public:
-  explicit LogFileSink(const std::string& path) : file_(open_append(path, "the run directory")) {}
+  explicit LogFileSink(const std::string& path) : file_(open_log(path)) {}
   void on_start(const RunInfo& info) override {
     total_steps_ = info.total_steps;
     epochs_ = info.epochs;

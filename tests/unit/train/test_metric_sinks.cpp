@@ -1,8 +1,13 @@
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "gputrain/train/metrics.hpp"
+#include "support/scratch_folder.hpp"
 #include "train/human_lines.hpp"  // private: the lines training.log and the console share
 
 using namespace gputrain::train;
@@ -134,4 +139,39 @@ TEST(DataStallAdvice, SaysWhatToChangeForWhereTheDataLives) {
   EXPECT_NE(streamed.find("data.cache: vram or ram"), std::string::npos) << streamed;
   EXPECT_NE(data_stall_advice(12.0, 500, "ram").find("data.cache: vram"), std::string::npos);
   EXPECT_NE(data_stall_advice(12.0, 500, "vram").find("train.batch_size"), std::string::npos);
+}
+
+// A run that stopped mid-write (a full disk, a kill) leaves a half line at the end of its files;
+// the run that resumes must not append its first record to it.
+TEST(FileSinks, AHalfWrittenLastLineIsDroppedFromMetricsJsonlAndEndedInTrainingLog) {
+  gputrain::test_support::ScratchFolder folder("half-lines");
+  const auto jsonl = (folder.path / "metrics.jsonl").string();
+  const auto log = (folder.path / "training.log").string();
+  std::ofstream(jsonl) << "{\"kind\": \"step\", \"step\": 1}\n{\"kind\": \"step\", \"st";
+  std::ofstream(log) << "2026-11-24 10:00:00 step 1\n2026-11-24 10:00:01 ste";
+  {
+    auto sink = make_jsonl_sink(jsonl);
+    sink->on_start(info());
+    auto log_sink = make_log_file_sink(log);
+    log_sink->on_note("resumed");
+  }
+  std::ifstream records(jsonl);
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(records, line);) {
+    try {
+      lines.push_back(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::exception& e) {
+      ADD_FAILURE() << "not a JSON record: " << line;
+    }
+  }
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["step"], 1);
+  EXPECT_EQ(lines[1]["kind"], "start");
+
+  std::ifstream text(log);
+  std::vector<std::string> log_lines;
+  for (std::string line; std::getline(text, line);) log_lines.push_back(line);
+  ASSERT_EQ(log_lines.size(), 3u);
+  EXPECT_EQ(log_lines[1], "2026-11-24 10:00:01 ste");
+  EXPECT_NE(log_lines[2].find(" resumed"), std::string::npos) << log_lines[2];
 }
