@@ -2,6 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <vector>
@@ -22,6 +25,41 @@ bool found(const fs::path& path) {
 }
 
 }  // namespace
+
+std::string expand_path(const std::string& text, const std::string& key, const std::string& where) {
+  const auto variable = [&](const std::string& name) -> std::string {
+    if (const char* value = std::getenv(name.c_str())) return value;
+    throw UsageError(where + ": " + key + " '" + text + "' names $" + name + ", which is not set in this environment",
+                     "set it (export " + name + "=...) before running gputrain, or write the path out");
+  };
+  std::string out;
+  std::size_t i = 0;
+  if (text == "~" || text.rfind("~/", 0) == 0) {
+    out = variable("HOME");
+    i = 1;
+  }
+  const auto name_char = [](char c, bool first) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || (!first && std::isdigit(static_cast<unsigned char>(c))); };
+  while (i < text.size()) {
+    if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '{') {
+      const auto close = text.find('}', i + 2);
+      const auto name = close == std::string::npos ? "" : text.substr(i + 2, close - i - 2);
+      if (!name.empty() && name_char(name[0], true) &&
+          std::all_of(name.begin(), name.end(), [&](char c) { return name_char(c, false); })) {
+        out += variable(name);
+        i = close + 1;
+        continue;
+      }
+    } else if (text[i] == '$' && i + 1 < text.size() && name_char(text[i + 1], true)) {
+      auto end = i + 1;
+      while (end < text.size() && name_char(text[end], false)) ++end;
+      out += variable(text.substr(i + 1, end - i - 1));
+      i = end;
+      continue;
+    }
+    out += text[i++];
+  }
+  return out;
+}
 
 bool is_input_path_key(const std::string& key) {
   // data.labels and data.val_labels are files for the array sources (and column names for a CSV,

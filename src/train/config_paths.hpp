@@ -15,6 +15,12 @@ struct FileOrigin {
   std::string where;
 };
 
+/// A path key's value as a shell would have expanded it: a leading `~` (alone or before '/') is
+/// $HOME, and `$NAME` or `${NAME}` is that environment variable; any other '$' stays as written.
+/// A variable that is not set is a UsageError at `where` naming it, as a path with the name left
+/// in would only fail later as "does not exist".
+std::string expand_path(const std::string& text, const std::string& key, const std::string& where);
+
 /// Whether `key` holds a path to a file that must exist (data.path, model.init_weights, ...).
 bool is_input_path_key(const std::string& key);
 

@@ -10,6 +10,7 @@
 #include <regex>
 #include <utility>
 
+#include "config_paths.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
@@ -206,6 +207,16 @@ YAML::Node flow_list(const std::vector<Int>& values) {
   return list;
 }
 
+// A path: `~` and environment variables expanded as a shell would (expand_path), since a YAML file
+// and `--set k=~/x` reach gputrain with them unexpanded. `optional`: no value sets it back to ""
+// (none), as optional_string_field does.
+template <typename Get>
+Field path_field(std::string key, Get get, std::string what, bool optional = true) {
+  return {key,
+          [=](Config& c, const FieldValue& v) { get(c) = optional && v.node.IsNull() ? "" : expand_path(parse_string(v, what), key, v.where); },
+          [=](const Config& c) { return YAML::Node(get(c)); }};
+}
+
 template <typename Get>
 Field int_list_field(std::string key, Get get, Int min, bool allow_empty) {
   return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_int_list(v, min, allow_empty); },
@@ -381,8 +392,8 @@ std::vector<Field> make_schema() {
   // clang-format off
   return {
     model_name_field(),
-    optional_string_field("model.torchscript", [](auto& c) -> auto& { return c.model.torchscript; }, "a path to a TorchScript .pt file"),
-    optional_string_field("model.init_weights", [](auto& c) -> auto& { return c.model.init_weights; }, "a path to a .safetensors file"),
+    path_field("model.torchscript", [](auto& c) -> auto& { return c.model.torchscript; }, "a path to a TorchScript .pt file"),
+    path_field("model.init_weights", [](auto& c) -> auto& { return c.model.init_weights; }, "a path to a .safetensors file"),
     int_list_field("model.hidden", [](auto& c) -> auto& { return c.model.hidden; }, 1, true),
     choice_field("model.activation", [](auto& c) -> auto& { return c.model.activation; }, {"relu", "gelu", "silu", "tanh"}),
     double_field("model.dropout", [](auto& c) -> auto& { return c.model.dropout; }, 0.0, 0.99),
@@ -396,14 +407,14 @@ std::vector<Field> make_schema() {
 
     choice_field("data.source", [](auto& c) -> auto& { return c.data.source; }, data::source_names()),
     choice_field("data.task", [](auto& c) -> auto& { return c.data.task; }, {"classification", "regression"}),
-    optional_string_field("data.path", [](auto& c) -> auto& { return c.data.path; }, "a path to the data's file or folder"),
+    path_field("data.path", [](auto& c) -> auto& { return c.data.path; }, "a path to the data's file or folder"),
     name_or_names_field("data.labels", [](auto& c) -> auto& { return c.data.labels; },
                         "a file (npy), key (npz, safetensors), or column or list of columns (csv)"),
     string_list_field("data.features", [](auto& c) -> auto& { return c.data.features; }),
     string_list_field("data.exclude", [](auto& c) -> auto& { return c.data.exclude; }),
     string_list_field("data.categorical", [](auto& c) -> auto& { return c.data.categorical; }),
-    optional_string_field("data.val_path", [](auto& c) -> auto& { return c.data.val_path; }, "a path to the validation data"),
-    optional_string_field("data.val_labels", [](auto& c) -> auto& { return c.data.val_labels; }, "a path to the validation labels' .npy file"),
+    path_field("data.val_path", [](auto& c) -> auto& { return c.data.val_path; }, "a path to the validation data"),
+    path_field("data.val_labels", [](auto& c) -> auto& { return c.data.val_labels; }, "a path to the validation labels' .npy file"),
     {"data.image_size", [](Config& c, const FieldValue& v) { c.data.image_size = parse_image_size(v); },
      [](const Config& c) { return flow_list(c.data.image_size); }},
     int_list_field("data.shape", [](auto& c) -> auto& { return c.data.shape; }, 1, false),
@@ -459,15 +470,15 @@ std::vector<Field> make_schema() {
     double_field("scheduler.min_lr", [](auto& c) -> auto& { return c.scheduler.min_lr; }, 0.0),
     double_field("scheduler.pct_start", [](auto& c) -> auto& { return c.scheduler.pct_start; }, 0.0, 1.0),
 
-    optional_string_field("checkpoint.dir", [](auto& c) -> auto& { return c.checkpoint.dir; }, "a directory path"),
+    path_field("checkpoint.dir", [](auto& c) -> auto& { return c.checkpoint.dir; }, "a directory path"),
     int_field("checkpoint.every_steps", [](auto& c) -> auto& { return c.checkpoint.every_steps; }, 0),
     int_field("checkpoint.every_epochs", [](auto& c) -> auto& { return c.checkpoint.every_epochs; }, 0),
     int_field("checkpoint.keep_last", [](auto& c) -> auto& { return c.checkpoint.keep_last; }, 1),
     choice_field("checkpoint.best_metric", [](auto& c) -> auto& { return c.checkpoint.best_metric; }, {"val_loss", "val_accuracy", "val_balanced_accuracy", "val_mse", "val_mae", "none"}),
     choice_field("checkpoint.best_mode", [](auto& c) -> auto& { return c.checkpoint.best_mode; }, {"auto", "min", "max"}),
-    string_field("checkpoint.resume", [](auto& c) -> auto& { return c.checkpoint.resume; }, "auto, never, or a checkpoint file"),
+    path_field("checkpoint.resume", [](auto& c) -> auto& { return c.checkpoint.resume; }, "auto, never, or a checkpoint file", false),
 
-    string_field("logging.dir", [](auto& c) -> auto& { return c.logging.dir; }, "a directory path"),
+    path_field("logging.dir", [](auto& c) -> auto& { return c.logging.dir; }, "a directory path", false),
     int_field("logging.every_steps", [](auto& c) -> auto& { return c.logging.every_steps; }, 1),
     bool_field("logging.jsonl", [](auto& c) -> auto& { return c.logging.jsonl; }),
     bool_field("logging.tensorboard", [](auto& c) -> auto& { return c.logging.tensorboard; }),

@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/config.hpp"
@@ -431,4 +434,31 @@ TEST(Config, ARelativePathFoundOnlyNextToTheConfigFileIsNamedWithBothFixes) {
   // A pattern of CSV parts is found beside the config by what it matches.
   std::ofstream(config) << "data:\n  path: beside*.csv\n  source: csv\n";
   EXPECT_NE(error_of({{config.string()}, {}, ""}).find("data.path 'beside*.csv' is not in the current folder"), std::string::npos);
+}
+
+// A YAML file, and a --set the shell leaves alone (`--set data.path=~/x` is not an assignment to
+// it), reach gputrain with `~` and variables unexpanded: path keys expand them as a shell would,
+// and the config saved with the run records the paths it read.
+TEST(Config, PathsExpandTildeAndEnvironmentVariables) {
+  ::setenv("GPUTRAIN_TEST_DATA_DIR", "/srv/data", 1);
+  ::unsetenv("GPUTRAIN_TEST_UNSET");
+  const std::string home = std::getenv("HOME");
+  const auto c = load_config({{}, {"data.source=csv", "data.path=~/people.csv", "data.val_path=${GPUTRAIN_TEST_DATA_DIR}/val.csv",
+                                   "logging.dir=$GPUTRAIN_TEST_DATA_DIR/runs/a", "checkpoint.dir=~/ckpt", "model.init_weights=w$1.safetensors",
+                                   "data.labels=price$usd"},
+                              ""});
+  EXPECT_EQ(c.data.path, home + "/people.csv");
+  EXPECT_EQ(c.data.val_path, "/srv/data/val.csv");
+  EXPECT_EQ(c.logging.dir, "/srv/data/runs/a");
+  EXPECT_EQ(c.checkpoint.dir, home + "/ckpt");
+  EXPECT_EQ(c.model.init_weights, "w$1.safetensors");  // no name after '$': as written
+  EXPECT_EQ(c.data.labels, (std::vector<std::string>{"price$usd"}));  // a column's name, not a path
+
+  gputrain::test_support::ScratchFolder folder("config-env");
+  const auto file = (folder.path / "run.yaml").string();
+  std::ofstream(file) << "data:\n  source: csv\n  path: ${GPUTRAIN_TEST_UNSET}/x.csv\n";
+  EXPECT_EQ(error_of({{file}, {}, ""}), file + ":3:9: data.path '${GPUTRAIN_TEST_UNSET}/x.csv' names $GPUTRAIN_TEST_UNSET, which is not set in "
+                                                  "this environment\n  fix: set it (export GPUTRAIN_TEST_UNSET=...) before running "
+                                                  "gputrain, or write the path out");
+  ::unsetenv("GPUTRAIN_TEST_DATA_DIR");
 }
