@@ -474,7 +474,11 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
   const auto is_label = [&](std::size_t i) { return std::find(label_columns.begin(), label_columns.end(), i) != label_columns.end(); };
   std::vector<std::size_t> feature_columns, unnamed, excluded;
   if (spec.features.empty()) {
-    for (const auto& name : spec.exclude) excluded.push_back(column_of(name, "data.exclude"));
+    for (const auto& name : spec.exclude) {  // by name: every column so named
+      column_of(name, "data.exclude");       // names a missing one
+      for (std::size_t i = 0; i < header.size(); ++i)
+        if (header[i] == name) excluded.push_back(i);
+    }
     // A column with no name is pandas' index (to_csv writes it first) or the empty cell after a
     // trailing delimiter: a row number or nothing, never a feature meant for the model.
     for (std::size_t i = 0; i < header.size(); ++i) {
@@ -500,6 +504,20 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
                        "leave the label column out of data.features");
     if (std::count(feature_columns.begin(), feature_columns.end(), feature_columns[i]) > 1)
       throw UsageError("data.features names column '" + header[feature_columns[i]] + "' twice", "list each feature column once");
+  }
+  // Columns are found by name (a validation file's, the weights' data.features, predict.py): a
+  // name the header gives twice would be read from the first column of that name everywhere.
+  for (const auto read : [&] { auto all = feature_columns; all.insert(all.end(), label_columns.begin(), label_columns.end()); return all; }()) {
+    std::vector<std::string> positions;
+    for (std::size_t i = 0; i < header.size(); ++i)
+      if (header[i] == header[read]) positions.push_back(std::to_string(i + 1));
+    if (positions.size() < 2) continue;
+    const auto& name = header[read];
+    const bool a_label = std::find(spec.labels.begin(), spec.labels.end(), name) != spec.labels.end();
+    throw UsageError("'" + path + "' names column '" + name + "' " + std::to_string(positions.size()) + " times in its header (columns " +
+                         core::join(positions) + "), and gputrain finds columns by name",
+                     "give each its own name in the header (pandas reads them as '" + name + "' and '" + name + ".1')" +
+                         (a_label || !spec.features.empty() ? "" : ", or leave them out with data.exclude: [" + name + "]"));
   }
   const bool features_listed = spec.features_origin == "data.features" && !spec.features.empty();
   const auto category_columns = categorical_columns(spec, header, feature_columns, label_columns, excluded, features_listed, column_of);

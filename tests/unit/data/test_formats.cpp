@@ -511,6 +511,31 @@ TEST(Csv, ALongCellIsShortenedInTheError) {
 
 // data.exclude leaves columns (an id, free text) out of all the others; a name not in the header
 // is named with the closest one.
+// Columns are found by name (in a validation file, the weights' data.features, predict.py), so a
+// name the header gives twice is refused where it would be read, with the fix; unread, it is no
+// matter.
+TEST(Csv, AColumnNameGivenTwiceIsRefusedWhereItIsRead) {
+  test_support::ScratchFolder folder("csv-twice");
+  const auto write = [&](const std::string& name, const std::string& text) {
+    const auto path = (folder.path / name).string();
+    std::ofstream(path) << text;
+    return path;
+  };
+  const auto features = write("features.csv", "a,a,label\n1,2,0\n3,4,1\n");
+  EXPECT_EQ(usage_error_and_fix([&] { read_csv(features, CsvSpec{{}, {"label"}, true}); }),
+            "'" + features + "' names column 'a' 2 times in its header (columns 1, 2), and gputrain finds columns by name\n"
+            "give each its own name in the header (pandas reads them as 'a' and 'a.1'), or leave them out with data.exclude: [a]");
+  const auto labels = write("labels.csv", "a,b,label,label\n1,2,0,0\n3,4,1,1\n");
+  EXPECT_EQ(usage_error_and_fix([&] { read_csv(labels, CsvSpec{{}, {"label"}, true}); }),
+            "'" + labels + "' names column 'label' 2 times in its header (columns 3, 4), and gputrain finds columns by name\n"
+            "give each its own name in the header (pandas reads them as 'label' and 'label.1')");
+  const auto unread = write("unread.csv", "a,note,b,note,label\n1,x,2,y,0\n3,z,4,w,1\n");
+  EXPECT_EQ(read_csv(unread, CsvSpec{{"a", "b"}, {"label"}, true}).inputs.size(1), 2);
+  CsvSpec excluded{{}, {"label"}, true};
+  excluded.exclude = {"note"};
+  EXPECT_EQ(read_csv(unread, excluded).inputs.size(1), 2);
+}
+
 TEST(Csv, ExcludedColumnsAreLeftOutOfTheFeatures) {
   CsvSpec spec{{}, {"species"}, true};
   spec.exclude = {"note"};
