@@ -507,7 +507,9 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
   }
   // Columns are found by name (a validation file's, the weights' data.features, predict.py): a
   // name the header gives twice would be read from the first column of that name everywhere.
-  for (const auto read : [&] { auto all = feature_columns; all.insert(all.end(), label_columns.begin(), label_columns.end()); return all; }()) {
+  auto read_columns = feature_columns;
+  read_columns.insert(read_columns.end(), label_columns.begin(), label_columns.end());
+  for (const auto read : read_columns) {
     std::vector<std::string> positions;
     for (std::size_t i = 0; i < header.size(); ++i)
       if (header[i] == header[read]) positions.push_back(std::to_string(i + 1));

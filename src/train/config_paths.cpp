@@ -38,7 +38,11 @@ std::string expand_path(const std::string& text, const std::string& key, const s
     out = variable("HOME");
     i = 1;
   }
-  const auto name_char = [](char c, bool first) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || (!first && std::isdigit(static_cast<unsigned char>(c))); };
+  // A variable's name as a shell reads it: letters, digits and '_', not starting with a digit.
+  const auto name_char = [](char c, bool first) {
+    const auto u = static_cast<unsigned char>(c);
+    return std::isalpha(u) || c == '_' || (!first && std::isdigit(u));
+  };
   while (i < text.size()) {
     if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '{') {
       const auto close = text.find('}', i + 2);
