@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <thread>
 #include <unordered_set>
@@ -442,7 +443,14 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
   csv::Records records(text, path, spec.delimiter);
   std::string_view line;
   if (!records.next(line)) throw UsageError("'" + path + "' is empty", "write a header row, then one row per sample");
-  const char delimiter = detect_delimiter(line, spec.delimiter);
+  // Excel reads, and some exports write, a first line "sep=;" that names the delimiter, before the header.
+  std::optional<char> named_delimiter;
+  if (const auto hint = line.substr(0, line.find_last_not_of(" \r") + 1); hint.size() == 5 && hint.substr(0, 4) == "sep=") {
+    named_delimiter = hint[4];
+    if (!records.next(line))
+      throw UsageError("'" + path + "' has only its \"sep=\" line, no header row", "write a header row after it, then one row per sample");
+  }
+  const char delimiter = named_delimiter ? *named_delimiter : detect_delimiter(line, spec.delimiter);
   records.set_delimiter(delimiter);
   const auto header = csv::split(line, delimiter);
   const auto column_of = [&](const std::string& name, const std::string& key) {

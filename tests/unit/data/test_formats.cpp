@@ -511,6 +511,20 @@ TEST(Csv, ALongCellIsShortenedInTheError) {
 
 // data.exclude leaves columns (an id, free text) out of all the others; a name not in the header
 // is named with the closest one.
+// Excel reads, and some exports write, a first line "sep=;" naming the delimiter; it is not the
+// header, and errors still name the lines an editor shows.
+TEST(Csv, AnExcelSepLineNamesTheDelimiter) {
+  test_support::ScratchFolder folder("csv-sep-line");
+  const auto good = (folder.path / "good.csv").string();
+  std::ofstream(good, std::ios::binary) << "sep=;\r\na;b;label\r\n1,5;2;0\r\n3;4;1\r\n";
+  const auto error = usage_error([&] { read_csv(good, CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(error.find(good + ":3: column 'a' (1): '1,5' is not a number: it has a decimal comma"), std::string::npos) << error;
+  std::ofstream(good, std::ios::binary) << "sep=|\na|b|label\n1|2|0\n3|4|1\n";
+  const auto set = read_csv(good, CsvSpec{{}, {"label"}, true});
+  EXPECT_TRUE(at::equal(set.inputs, at::tensor({1.f, 2.f, 3.f, 4.f}).reshape({2, 2})));
+  EXPECT_TRUE(at::equal(set.targets, at::tensor({0, 1}, at::kLong)));
+}
+
 // Columns are found by name (in a validation file, the weights' data.features, predict.py), so a
 // name the header gives twice is refused where it would be read, with the fix; unread, it is no
 // matter.
