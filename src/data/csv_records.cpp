@@ -130,7 +130,10 @@ bool Records::next(std::string_view& record) {
     record = text_.substr(pos_, end - pos_);
     pos_ = std::min(end + 1, text_.size());  // a last record without '\n' ends the text
     next_line_ += lines_of(record);
-    if (record.find_first_not_of(" \t\r") != std::string_view::npos) return true;  // blank lines are skipped
+    // Blank lines are skipped, and so are lines of delimiters alone (";;;"): the rows a spreadsheet
+    // exports after its data from cells that were formatted but left empty.
+    const char blank[] = {' ', '\t', '\r', delimiter_, '\0'};
+    if (record.find_first_not_of(blank) != std::string_view::npos) return true;
   }
   return false;
 }

@@ -525,6 +525,22 @@ TEST(Csv, AnExcelSepLineNamesTheDelimiter) {
   EXPECT_TRUE(at::equal(set.targets, at::tensor({0, 1}, at::kLong)));
 }
 
+// A spreadsheet exports the cells it formatted but left empty as rows of delimiters alone (";;");
+// they hold no sample and are skipped as blank lines are, where they were missing values before.
+TEST(Csv, RowsOfDelimitersAloneAreSkippedAsBlankLines) {
+  test_support::ScratchFolder folder("csv-delimiter-rows");
+  const auto path = (folder.path / "export.csv").string();
+  std::ofstream(path, std::ios::binary) << "a;b;label\r\n1;2;0\r\n;;\r\n3;4;1\r\n;;\r\n ; ;\r\n";
+  const auto set = read_csv(path, CsvSpec{{}, {"label"}, true});
+  EXPECT_TRUE(at::equal(set.inputs, at::tensor({1.f, 2.f, 3.f, 4.f}).reshape({2, 2})));
+  std::ofstream(path, std::ios::binary) << "a;b;label\n;;\n1;x;0\n";
+  const auto error = usage_error([&] { read_csv(path, CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(error.find(path + ":3: column 'b' (2): 'x' is not a number"), std::string::npos) << error;
+  // A row with some cells filled is a row with missing values, as before.
+  std::ofstream(path, std::ios::binary) << "a;b;label\n1;2;0\n;;1\n";
+  EXPECT_NE(usage_error([&] { read_csv(path, CsvSpec{{}, {"label"}, true}); }).find(path + ":3: column 'a' (1) is empty"), std::string::npos);
+}
+
 // Columns are found by name (in a validation file, the weights' data.features, predict.py), so a
 // name the header gives twice is refused where it would be read, with the fix; unread, it is no
 // matter.
