@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "gputrain/core/error.hpp"
 #include "array_bytes.hpp"
+#include "gputrain/core/error.hpp"
 #include "gzip_data.hpp"
 #include "mapped_file.hpp"
 #include "path_text.hpp"

@@ -7,10 +7,10 @@
 #include <cstring>
 #include <regex>
 
-#include "gputrain/core/error.hpp"
-#include "path_text.hpp"
 #include "array_bytes.hpp"
+#include "gputrain/core/error.hpp"
 #include "mapped_file.hpp"
+#include "path_text.hpp"
 
 namespace gputrain::data {
 namespace {

@@ -1,7 +1,8 @@
 #pragma once
 // The text of a file that should hold text (a CSV): mapped as it is, or inflated when gzip'd, less
-// a UTF-8 byte-order mark, with classic Mac OS line breaks ('\r' alone) read as '\n'. A file that is something else (another compression, a zip or .xlsx, a
-// Parquet file, UTF-16, binary) is refused with what it is and how to make the text of it.
+// a UTF-8 byte-order mark, with classic Mac OS line breaks ('\r' alone) read as '\n'. A file that
+// is something else (another compression, a zip or .xlsx, a Parquet file, UTF-16, binary) is
+// refused with what it is and how to make the text of it.
 
 #include <cstddef>
 #include <cstdint>

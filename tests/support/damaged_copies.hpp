@@ -37,6 +37,18 @@ inline void write_file_bytes(const std::filesystem::path& path, const std::strin
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+/// Flips one bit of the byte in the middle of the file at `path`, where a checkpoint's records are:
+/// the damage a disk or a copy does, in place.
+inline void flip_a_bit_midway(const std::string& path) {
+  std::fstream file(path, std::ios::binary | std::ios::in | std::ios::out);
+  const auto middle = static_cast<std::streamoff>(std::filesystem::file_size(path) / 2);
+  char byte = 0;
+  file.seekg(middle);
+  file.get(byte);
+  file.seekp(middle);
+  file.put(static_cast<char>(byte ^ 0x10));
+}
+
 /// What a reader does with one damaged file: reads it, or throws.
 using DamagedFileReader = std::function<void(const std::string& path)>;
 

@@ -19,6 +19,7 @@
 #include "gputrain/data/numpy_format.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "support/damaged_copies.hpp"
+#include "support/usage_errors.hpp"
 
 using namespace gputrain;
 using namespace gputrain::data;
@@ -141,16 +142,7 @@ std::string error_reading(const std::string& bytes, const std::string& name, Rea
   test_support::ScratchFolder scratch("overflowing-" + name);
   const auto path = (scratch.path / name).string();
   test_support::write_file_bytes(path, bytes);
-  try {
-    read(path);
-  } catch (const UsageError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << name << ": " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << name << " was read";
-  return "";
+  return test_support::usage_error([&] { read(path); });
 }
 
 }  // namespace

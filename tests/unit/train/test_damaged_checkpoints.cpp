@@ -9,13 +9,12 @@
 
 #include <filesystem>
 #include <functional>
-#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
-#include "gputrain/train/amp.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/train/amp.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
@@ -54,17 +53,6 @@ bool same_state(Model& a, Model& b) {
   for (std::size_t i = 0; i < x.size(); ++i)
     if (x[i].first != y[i].first || !at::equal(x[i].second, y[i].second)) return false;
   return true;
-}
-
-// Flips one bit of the byte in the middle of the file at `path`, where the records are.
-void flip_a_bit_midway(const std::string& path) {
-  std::fstream file(path, std::ios::binary | std::ios::in | std::ios::out);
-  const auto middle = static_cast<std::streamoff>(std::filesystem::file_size(path) / 2);
-  char byte = 0;
-  file.seekg(middle);
-  file.get(byte);
-  file.seekp(middle);
-  file.put(static_cast<char>(byte ^ 0x10));
 }
 
 Error error_of(const std::function<void()>& call) {
@@ -115,7 +103,7 @@ TEST(DamagedCheckpoints, AResumeRefusesAChangedCheckpointAndNamesTheIntactOneBef
   const auto folder = std::filesystem::path(config.checkpoint_dir());
   const auto latest = (folder / "step-00000006.pt").string();
   const auto before = (folder / "step-00000004.pt").string();
-  flip_a_bit_midway(latest);
+  test_support::flip_a_bit_midway(latest);
 
   const auto e = error_of([&] { Trainer(config, test_support::quiet_trainer()).fit(); });
   const std::string said = std::string(e.what()) + "\n" + e.remedy();

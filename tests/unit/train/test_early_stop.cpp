@@ -15,6 +15,7 @@
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/damaged_copies.hpp"
 #include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/scratch_folder.hpp"
@@ -202,15 +203,7 @@ TEST(EarlyStop, ADamagedBestPtLeavesTheLastWeightsAndSaysWhy) {
   const auto first = Trainer(config, test_support::quiet_trainer()).fit();
   ASSERT_NE(first.weights_epoch, 3) << "best.pt should hold an earlier epoch than the last";
   const auto best = config.checkpoint_dir() + "/best.pt";
-  {
-    std::fstream file(best, std::ios::binary | std::ios::in | std::ios::out);
-    const auto middle = static_cast<std::streamoff>(fs::file_size(best) / 2);
-    char byte = 0;
-    file.seekg(middle);
-    file.get(byte);
-    file.seekp(middle);
-    file.put(static_cast<char>(byte ^ 0x10));
-  }
+  test_support::flip_a_bit_midway(best);
 
   const auto again = test_support::fit_capturing_console(small_run("early-stop-damaged", settings, /*fresh=*/false));
   EXPECT_EQ(again.result.weights_epoch, 0);
