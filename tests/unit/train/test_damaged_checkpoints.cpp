@@ -21,6 +21,7 @@
 #include "gputrain/train/optimizer.hpp"
 #include "support/damaged_copies.hpp"
 #include "support/quiet_trainer.hpp"
+#include "support/scratch_folder.hpp"
 #include "support/small_run.hpp"
 
 using namespace gputrain;
@@ -35,8 +36,11 @@ struct WrittenCheckpoint {
 };
 
 const WrittenCheckpoint& written_checkpoint() {
+  // A run folder per process (removed at exit): ctest runs each of these tests in a process of its
+  // own, side by side, and one must not empty the folder another reads.
+  static const test_support::ScratchFolder folder("damaged-checkpoints");
   static const WrittenCheckpoint written = [] {
-    auto config = test_support::small_run("damaged-checkpoints", {"train.epochs=1"});
+    auto config = test_support::small_run("damaged-checkpoints", {"train.epochs=1", "logging.dir=" + (folder.path / "run").string()});
     Trainer trainer(config, test_support::quiet_trainer());
     return WrittenCheckpoint{config, trainer.fit().last_checkpoint};
   }();
