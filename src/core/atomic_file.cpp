@@ -4,18 +4,14 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 
-#include "gputrain/core/error.hpp"
+#include "gputrain/core/write_error.hpp"
 
 namespace gputrain::core {
 namespace {
 
-[[noreturn]] void fail(const std::string& what, const std::string& path, int error) {
-  throw Error("cannot " + what + " '" + path + "': " + std::strerror(error),
-              "check that the folder exists, is writable and its disk is not full");
-}
+[[noreturn]] void fail(const std::string& what, const std::string& path, int error) { throw write_error(what, path, error); }
 
 // Closes the descriptor and removes the partial file unless committed.
 struct PartialFile {

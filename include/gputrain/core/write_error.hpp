@@ -1,0 +1,17 @@
+#pragma once
+// Errors for writes the system refused, with a fix for the reason it gave: a full disk says how much
+// is free, a quota, the file-size limit, a read-only or unwritable folder each say what to change.
+
+#include <string>
+
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::core {
+
+/// What to do about `error_number` (an errno from writing `path`), in the user's terms.
+std::string write_error_remedy(int error_number, const std::string& path);
+
+/// "cannot <what> '<path>': <strerror>", with write_error_remedy() as its fix (exit 1).
+Error write_error(const std::string& what, const std::string& path, int error_number);
+
+}  // namespace gputrain::core

@@ -1,0 +1,66 @@
+#include "gputrain/core/write_error.hpp"
+
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "gputrain/core/units.hpp"
+
+namespace gputrain::core {
+namespace {
+
+// The folder the file goes in: what the user can free, fix or point elsewhere.
+std::string folder_of(const std::string& path) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+
+// Measured on the nearest folder that exists: a run folder not made yet is on its parent's disk.
+std::string free_space(const std::string& folder) {
+  std::error_code ec;
+  auto existing = std::filesystem::absolute(folder, ec);
+  while (!ec && !std::filesystem::exists(existing, ec) && existing.has_relative_path()) existing = existing.parent_path();
+  const auto space = std::filesystem::space(existing, ec);
+  return ec ? std::string("its free space is unknown") : format_bytes(space.available) + " free now";
+}
+
+std::string file_size_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "";
+  return " (now " + format_bytes(limit.rlim_cur) + ")";
+}
+
+}  // namespace
+
+std::string write_error_remedy(int error_number, const std::string& path) {
+  const auto folder = folder_of(path);
+  switch (error_number) {
+    case ENOSPC:
+      return "the disk of '" + folder + "' is full (" + free_space(folder) + "): free space there, or write to another disk";
+    case EDQUOT:
+      return "your disk quota for '" + folder + "' is used up (`quota -s` shows it): free space within it, or write to another disk";
+    case EFBIG:
+      return "the file would outgrow the largest file this process may write" + file_size_limit() +
+             ", the shell's `ulimit -f`: raise it (`ulimit -f unlimited`) before starting gputrain";
+    case EROFS:
+      return "'" + folder + "' is on a read-only filesystem: write to a folder on another one";
+    case EACCES:
+    case EPERM:
+      return "this user may not write in '" + folder + "': change its permissions (`ls -ld " + folder + "`), or write elsewhere";
+    case ENOENT:
+    case ENOTDIR:
+      return "the folder '" + folder + "' does not exist and could not be made: check the path";
+    case EIO:
+      return "the disk reported an input/output error: check it (`dmesg` names the device), and write to another disk meanwhile";
+    default:
+      return "check that the folder '" + folder + "' exists, is writable and its disk is not full";
+  }
+}
+
+Error write_error(const std::string& what, const std::string& path, int error_number) {
+  return Error("cannot " + what + " '" + path + "': " + std::strerror(error_number), write_error_remedy(error_number, path));
+}
+
+}  // namespace gputrain::core
