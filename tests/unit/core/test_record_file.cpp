@@ -1,0 +1,112 @@
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gputrain/core/atomic_file.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/record_file.hpp"
+#include "gputrain/core/write_error.hpp"
+#include "support/file_size_limit.hpp"
+#include "support/scratch_folder.hpp"
+
+using gputrain::core::RecordFile;
+using gputrain::test_support::FileSizeLimit;
+using gputrain::test_support::ScratchFolder;
+
+namespace {
+
+std::string read(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(RecordFile, AppendsToWhatTheFileHeld) {
+  ScratchFolder folder("record-file-append");
+  const auto path = folder.path / "metrics.jsonl";
+  std::ofstream(path) << "{\"step\":1}\n";
+  RecordFile file(path.string());
+  EXPECT_EQ(file.size(), 11u);
+  EXPECT_FALSE(file.append("{\"step\":2}\n"));
+  EXPECT_EQ(file.size(), 22u);
+  EXPECT_EQ(read(path), "{\"step\":1}\n{\"step\":2}\n");
+}
+
+// A record that only part fits is cut back off, not left for the next record to follow: a reader
+// of lines (pandas) or of framed records (TensorBoard) would refuse everything after it.
+TEST(RecordFile, ARefusedRecordIsCutOffAndTheNextOneFollowsTheLastWholeOne) {
+  ScratchFolder folder("record-file-refused");
+  const auto path = folder.path / "training.log";
+  RecordFile file(path.string());
+  FileSizeLimit limit;
+  ASSERT_FALSE(file.append("first line\n"));
+  limit.set(16);  // room for 5 more bytes: half of the next record
+  const auto refused = file.append("second line\n");
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(*refused, EFBIG);
+  EXPECT_EQ(read(path), "first line\n");
+  EXPECT_EQ(file.size(), 11u);
+  limit.lift();
+  EXPECT_FALSE(file.append("third line\n"));
+  EXPECT_EQ(read(path), "first line\nthird line\n");
+}
+
+TEST(RecordFile, AFullDiskIsReturnedAsItsReason) {
+  RecordFile full("/dev/full");  // every write: ENOSPC
+  EXPECT_EQ(full.append("x\n"), ENOSPC);
+}
+
+TEST(RecordFile, AFileThatCannotBeOpenedIsAnErrorNamingIt) {
+  try {
+    RecordFile file("/proc/gputrain-no-such-folder/metrics.jsonl");
+    FAIL() << "expected an error";
+  } catch (const gputrain::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "/proc/gputrain-no-such-folder/metrics.jsonl")) << e.what();
+    EXPECT_TRUE(contains(e.remedy(), "does not exist")) << e.remedy();
+  }
+}
+
+// Each reason the system gives gets the fix for that reason, naming the folder to act on.
+TEST(WriteError, EachReasonGetsItsOwnFix) {
+  using gputrain::core::write_error_remedy;
+  const auto full = write_error_remedy(ENOSPC, "/tmp/gputrain-run-never-made/metrics.jsonl");
+  EXPECT_TRUE(contains(full, "the disk of '/tmp/gputrain-run-never-made' is full")) << full;
+  EXPECT_TRUE(contains(full, "free now")) << full;  // measured on the disk the folder would be on
+  EXPECT_TRUE(contains(write_error_remedy(EDQUOT, "/tmp/run/x"), "quota")) << write_error_remedy(EDQUOT, "/tmp/run/x");
+  EXPECT_TRUE(contains(write_error_remedy(EFBIG, "/tmp/run/x"), "ulimit -f")) << write_error_remedy(EFBIG, "/tmp/run/x");
+  EXPECT_TRUE(contains(write_error_remedy(EROFS, "/mnt/ro/x"), "'/mnt/ro' is on a read-only filesystem"));
+  EXPECT_TRUE(contains(write_error_remedy(EACCES, "/data/x"), "may not write in '/data'"));
+  EXPECT_TRUE(contains(write_error_remedy(EIO, "/data/x"), "input/output error"));
+  EXPECT_TRUE(contains(write_error_remedy(EBUSY, "/data/x"), "exists, is writable and its disk is not full"));
+  const auto error = gputrain::core::write_error("write", "/tmp/run/x", ENOSPC);
+  EXPECT_EQ(std::string(error.what()), "cannot write '/tmp/run/x': No space left on device");
+  EXPECT_EQ(error.remedy().rfind("the disk of '/tmp/run' is full (", 0), 0u) << error.remedy();
+}
+
+// An atomic write past the file-size limit leaves the old file and says which limit, and how high.
+TEST(AtomicFile, AWriteTheSystemRefusesKeepsTheOldFileAndNamesTheReason) {
+  ScratchFolder folder("atomic-refused");
+  const auto path = (folder.path / "best.pt").string();
+  gputrain::core::write_file_atomically(path, "old");
+  FileSizeLimit limit;
+  limit.set(1024);
+  try {
+    gputrain::core::write_file_atomically(path, std::string(4096, 'n'));
+    FAIL() << "expected an error";
+  } catch (const gputrain::Error& e) {
+    EXPECT_TRUE(contains(e.what(), "best.pt.partial': File too large")) << e.what();
+    EXPECT_TRUE(contains(e.remedy(), "ulimit -f")) << e.remedy();
+    EXPECT_TRUE(contains(e.remedy(), "now 1.00 KiB")) << e.remedy();
+  }
+  limit.lift();
+  EXPECT_EQ(read(path), "old");
+  EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+}
