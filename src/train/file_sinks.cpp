@@ -6,19 +6,20 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gputrain/core/error.hpp"
 #include "gputrain/core/log.hpp"
+#include "gputrain/core/record_file.hpp"
 #include "gputrain/train/metrics.hpp"
 #include "gputrain/train/tensorboard_writer.hpp"
 #include "human_lines.hpp"
+#include "refused_writes.hpp"
 
 namespace gputrain::train {
 namespace {
 
-std::ofstream open_append(const std::string& path, const std::string& key) {
-  std::ofstream file(path, std::ios::app);
-  if (!file) throw Error("cannot write '" + path + "'", "make the run directory writable, or turn off " + key);
-  return file;
+// The warnings of a file the disk refuses: to the trainer's notes, or to the log without one.
+RefusedWrites::Warn or_log(RefusedWrites::Warn warn) {
+  if (warn) return warn;
+  return [](const std::string& line) { core::log_warn(line); };
 }
 
 // The bytes after the last '\n' of the file at `path`: a line an earlier run left half-written (a
@@ -43,27 +44,27 @@ std::uintmax_t partial_last_line(const std::string& path) {
 // metrics.jsonl is read by tools that refuse the whole file for one bad line (pandas' read_json
 // with lines=True): a half-written last line is dropped rather than having the next run's first
 // record appended to it.
-std::ofstream open_jsonl(const std::string& path) {
+std::unique_ptr<core::RecordFile> open_jsonl(const std::string& path) {
   if (const auto partial = partial_last_line(path)) {
     std::filesystem::resize_file(path, std::filesystem::file_size(path) - partial);
     core::log_warn(path + " ended in a half-written line (" + std::to_string(partial) +
                    " bytes, from a run that stopped mid-write): dropped, so every line stays a JSON record");
   }
-  return open_append(path, "logging.jsonl");
+  return std::make_unique<core::RecordFile>(path);
 }
 
 // training.log is for people: a half-written last line is kept, and ended, so the next run's first
 // line starts a line of its own.
-std::ofstream open_log(const std::string& path) {
+std::unique_ptr<core::RecordFile> open_log(const std::string& path) {
   const bool partial = partial_last_line(path) > 0;
-  auto file = open_append(path, "the run directory");
-  if (partial) file << "\n";
+  auto file = std::make_unique<core::RecordFile>(path);
+  if (partial) file->append("\n");  // refused: the next line that is written starts after it anyway
   return file;
 }
 
 class JsonlSink final : public MetricSink {
  public:
-  explicit JsonlSink(const std::string& path) : file_(open_jsonl(path)) {}
+  JsonlSink(const std::string& path, RefusedWrites::Warn warn) : file_(open_jsonl(path)), refused_(path, or_log(std::move(warn))) {}
   // Marks where each run (or resumed part of one) begins: the file is appended to, never rewritten.
   void on_start(const RunInfo& i) override {
     write({{"kind", "start"}, {"model", i.model}, {"parameters", i.parameters}, {"device", i.device},
@@ -71,7 +72,7 @@ class JsonlSink final : public MetricSink {
            {"grad_accum", i.grad_accum}, {"num_workers", i.num_workers}, {"data_cache", i.data_cache},
            {"train_samples", i.train_samples}, {"val_samples", i.val_samples}, {"data_read_seconds", i.data_read_seconds}, {"data_load_seconds", i.data_load_seconds},
            {"total_steps", i.total_steps}, {"steps_per_epoch", i.steps_per_epoch}, {"start_step", i.start_step},
-           {"world_size", i.world_size}});
+           {"world_size", i.world_size}}, i.start_step);
   }
   void on_step(const StepMetrics& m) override {
     write({{"kind", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"loss", m.loss},
@@ -79,14 +80,14 @@ class JsonlSink final : public MetricSink {
            {"compute_seconds", m.compute_seconds}, {"data_stall_percent", m.data_stall_percent()}, {"lr", m.lr},
            {"loss_scale", m.loss_scale}, {"skipped_steps", m.skipped_steps},
            {"memory_allocated", m.memory_allocated}, {"memory_reserved", m.memory_reserved},
-           {"memory_peak", m.memory_peak}, {"micro_batch", m.micro_batch}, {"oom_events", m.oom_events}});
+           {"memory_peak", m.memory_peak}, {"micro_batch", m.micro_batch}, {"oom_events", m.oom_events}}, m.step);
   }
   void on_oom(const memory::OomEvent& e) override {
     write({{"kind", "oom"}, {"step", e.step}, {"phase", e.phase}, {"old_micro_batch", e.old_micro_batch},
            {"new_micro_batch", e.new_micro_batch}, {"regrow", e.regrow}, {"recovered", e.new_micro_batch > 0},
            {"memory_allocated", e.memory.allocated}, {"memory_reserved", e.memory.reserved},
            {"memory_peak", e.memory.peak}, {"memory_limit", e.memory.limit}, {"limit_source", e.memory.limit_source},
-           {"recovery_seconds", e.recovery_seconds}, {"message", e.message}});
+           {"recovery_seconds", e.recovery_seconds}, {"message", e.message}}, e.step);
   }
   void on_epoch(const EpochMetrics& m) override {
     nlohmann::json line = {{"kind", "epoch"}, {"epoch", m.epoch}, {"step", m.step}, {"train_loss", m.train_loss}, {"seconds", m.seconds}};
@@ -100,21 +101,23 @@ class JsonlSink final : public MetricSink {
     }
     if (m.val_mse) line["val_mse"] = *m.val_mse;
     if (m.val_mae) line["val_mae"] = *m.val_mae;
-    write(line);
+    write(line, m.step);
   }
+  void on_end() override { refused_.finish(); }
 
  private:
-  void write(nlohmann::json line) {
+  // One write per line, unbuffered: a crash loses at most the line being written.
+  void write(nlohmann::json line, std::int64_t step) {
     line["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    file_ << line.dump() << "\n";
-    file_.flush();  // a crash loses at most the line being written
+    refused_.record(file_->append(line.dump() + "\n"), step);
   }
-  std::ofstream file_;
+  std::unique_ptr<core::RecordFile> file_;
+  RefusedWrites refused_;
 };
 
 class TensorBoardSink final : public MetricSink {
  public:
-  explicit TensorBoardSink(const std::string& dir) : writer_(dir) {}
+  TensorBoardSink(const std::string& dir, RefusedWrites::Warn warn) : writer_(dir), refused_(writer_.path(), or_log(std::move(warn))) {}
   void on_step(const StepMetrics& m) override {
     writer_.add_scalar("train/loss", m.loss, m.step);
     writer_.add_scalar("train/lr", m.lr, m.step);
@@ -123,7 +126,7 @@ class TensorBoardSink final : public MetricSink {
     if (m.loss_scale != 1.0) writer_.add_scalar("train/loss_scale", m.loss_scale, m.step);
     if (m.memory_reserved > 0) writer_.add_scalar("memory/allocated_gib", double(m.memory_allocated) / (1 << 30), m.step);
     if (m.oom_events > 0) writer_.add_scalar("memory/oom_events", double(m.oom_events), m.step);
-    writer_.flush();
+    refused_.record(writer_.flush(), m.step);
   }
   void on_epoch(const EpochMetrics& m) override {
     writer_.add_scalar("epoch/train_loss", m.train_loss, m.step);
@@ -132,45 +135,62 @@ class TensorBoardSink final : public MetricSink {
     if (m.val_balanced_accuracy) writer_.add_scalar("val/balanced_accuracy", *m.val_balanced_accuracy, m.step);
     if (m.val_mse) writer_.add_scalar("val/mse", *m.val_mse, m.step);
     if (m.val_mae) writer_.add_scalar("val/mae", *m.val_mae, m.step);
-    writer_.flush();
+    refused_.record(writer_.flush(), m.step);
   }
+  void on_end() override { refused_.finish(); }
 
  private:
   TensorBoardWriter writer_;
+  RefusedWrites refused_;
 };
 
 class LogFileSink final : public MetricSink {
  public:
-  explicit LogFileSink(const std::string& path) : file_(open_log(path)) {}
+  LogFileSink(const std::string& path, RefusedWrites::Warn warn) : file_(open_log(path)), refused_(path, or_log(std::move(warn))) {}
   void on_start(const RunInfo& info) override {
+    step_ = info.start_step;
     total_steps_ = info.total_steps;
     epochs_ = info.epochs;
     show_balanced_accuracy_ = info.show_balanced_accuracy;
     write(header_line(info));
   }
-  void on_step(const StepMetrics& m) override { write(step_line(m, total_steps_)); }
-  void on_epoch(const EpochMetrics& m) override { write(epoch_line(m, epochs_, show_balanced_accuracy_)); }
+  void on_step(const StepMetrics& m) override {
+    step_ = m.step;
+    write(step_line(m, total_steps_));
+  }
+  void on_epoch(const EpochMetrics& m) override {
+    step_ = m.step;
+    write(epoch_line(m, epochs_, show_balanced_accuracy_));
+  }
   void on_oom(const memory::OomEvent& e) override { write(oom_line(e)); }
   void on_note(const std::string& note) override { write(note); }
   void on_outcome(const std::string& outcome) override { write(outcome); }
+  void on_end() override { refused_.finish(); }
 
  private:
   void write(const std::string& line) {
     const std::time_t now = std::time(nullptr);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-    file_ << stamp << " " << line << "\n";
-    file_.flush();
+    refused_.record(file_->append(std::string(stamp) + " " + line + "\n"), step_);
   }
-  std::ofstream file_;
+  std::unique_ptr<core::RecordFile> file_;
+  RefusedWrites refused_;
+  std::int64_t step_ = 0;  // of the last step or epoch line: notes between them are counted with it
   std::int64_t total_steps_ = 0, epochs_ = 0;
   bool show_balanced_accuracy_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<MetricSink> make_jsonl_sink(const std::string& path) { return std::make_unique<JsonlSink>(path); }
-std::unique_ptr<MetricSink> make_tensorboard_sink(const std::string& dir) { return std::make_unique<TensorBoardSink>(dir); }
-std::unique_ptr<MetricSink> make_log_file_sink(const std::string& path) { return std::make_unique<LogFileSink>(path); }
+std::unique_ptr<MetricSink> make_jsonl_sink(const std::string& path, SinkWarning warn) {
+  return std::make_unique<JsonlSink>(path, std::move(warn));
+}
+std::unique_ptr<MetricSink> make_tensorboard_sink(const std::string& dir, SinkWarning warn) {
+  return std::make_unique<TensorBoardSink>(dir, std::move(warn));
+}
+std::unique_ptr<MetricSink> make_log_file_sink(const std::string& path, SinkWarning warn) {
+  return std::make_unique<LogFileSink>(path, std::move(warn));
+}
 
 }  // namespace gputrain::train

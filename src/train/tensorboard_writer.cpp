@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "crc32c.hpp"
-#include "gputrain/core/error.hpp"
+#include "gputrain/core/write_error.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -58,12 +58,11 @@ TensorBoardWriter::TensorBoardWriter(const std::string& dir) {
   path_ = (std::filesystem::path(dir) /
            ("events.out.tfevents." + std::to_string(static_cast<long long>(wall_time())) + "." + host + ".gputrain"))
               .string();
-  file_.open(path_, std::ios::binary | std::ios::app);
-  if (!file_) throw Error("cannot create TensorBoard event file '" + path_ + "'", "check that " + dir + " is writable, or set logging.tensorboard: false");
+  file_.emplace(path_);
   std::string event = event_header(0);
   put_bytes_field(event, 3, "brain.Event:2");
-  write_record(event);
-  file_.flush();
+  add_record(event);
+  if (const auto error = flush()) throw core::write_error("write", path_, *error);
 }
 
 void TensorBoardWriter::add_scalar(const std::string& tag, double value, std::int64_t step) {
@@ -75,19 +74,26 @@ void TensorBoardWriter::add_scalar(const std::string& tag, double value, std::in
   put_bytes_field(summary, 1, summary_value);
   std::string event = event_header(step);
   put_bytes_field(event, 5, summary);
-  write_record(event);
+  add_record(event);
 }
 
-void TensorBoardWriter::flush() { file_.flush(); }
+TensorBoardWriter::~TensorBoardWriter() { flush(); }
+
+std::optional<int> TensorBoardWriter::flush() {
+  if (pending_.empty()) return std::nullopt;
+  const auto error = file_->append(pending_);
+  pending_.clear();
+  return error;
+}
 
 // TFRecord: uint64 length, uint32 masked_crc32c(length), data, uint32 masked_crc32c(data).
-void TensorBoardWriter::write_record(const std::string& event) {
+void TensorBoardWriter::add_record(const std::string& event) {
   std::string record;
   put_little_endian(record, static_cast<std::uint64_t>(event.size()));
   put_little_endian(record, masked_crc32c(record));
   record += event;
   put_little_endian(record, masked_crc32c(event));
-  file_.write(record.data(), static_cast<std::streamsize>(record.size()));
+  pending_ += record;
 }
 
 }  // namespace gputrain::train

@@ -324,9 +324,11 @@ void Trainer::State::make_sinks(std::int64_t start_step) {
   std::string mode = config.logging.progress;
   if (mode == "auto") mode = options.console_is_terminal ? "bar" : "lines";
   sinks.push_back(make_console_sink(mode, console));
-  sinks.push_back(make_log_file_sink((dir / "training.log").string()));
-  if (config.logging.jsonl) sinks.push_back(make_jsonl_sink((dir / "metrics.jsonl").string()));
-  if (config.logging.tensorboard) sinks.push_back(make_tensorboard_sink(dir.string()));
+  // A run file the disk refuses says so where the user looks: the console and training.log.
+  const SinkWarning warn = [this](const std::string& line) { note(line); };
+  sinks.push_back(make_log_file_sink((dir / "training.log").string(), warn));
+  if (config.logging.jsonl) sinks.push_back(make_jsonl_sink((dir / "metrics.jsonl").string(), warn));
+  if (config.logging.tensorboard) sinks.push_back(make_tensorboard_sink(dir.string(), warn));
   RunInfo info;
   info.run_dir = config.logging.dir;
   info.model = model->name();

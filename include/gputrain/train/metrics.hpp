@@ -3,6 +3,7 @@
 // TensorBoard). Sinks only format and write; they never change the run.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -88,12 +89,17 @@ class MetricSink {
   virtual void on_end() {}
 };
 
+/// Takes a file sink's warning line when the disk refuses its records (full, over quota): the
+/// records are dropped, training goes on, and the warning says which steps miss theirs. Empty: the
+/// warnings go to the log (stderr).
+using SinkWarning = std::function<void(const std::string& line)>;
+
 /// One JSON object per line: {"kind":"start"|"step"|"epoch"|"oom",...}.
-std::unique_ptr<MetricSink> make_jsonl_sink(const std::string& path);
+std::unique_ptr<MetricSink> make_jsonl_sink(const std::string& path, SinkWarning warn = {});
 /// Scalars (train/loss, train/lr, val/loss, ...) in a TensorBoard event file under `dir`.
-std::unique_ptr<MetricSink> make_tensorboard_sink(const std::string& dir);
+std::unique_ptr<MetricSink> make_tensorboard_sink(const std::string& dir, SinkWarning warn = {});
 /// Human lines (header, steps, epochs, notes) appended to a file: training.log.
-std::unique_ptr<MetricSink> make_log_file_sink(const std::string& path);
+std::unique_ptr<MetricSink> make_log_file_sink(const std::string& path, SinkWarning warn = {});
 /// A redrawn progress bar (bar) or one line per report (lines) on `out`.
 std::unique_ptr<MetricSink> make_console_sink(const std::string& mode, std::ostream& out);
 

@@ -3,8 +3,10 @@
 // of Event/Summary that scalars need, so no TensorFlow or protobuf runtime is required.
 
 #include <cstdint>
-#include <fstream>
+#include <optional>
 #include <string>
+
+#include "gputrain/core/record_file.hpp"
 
 namespace gputrain::train {
 
@@ -12,15 +14,20 @@ class TensorBoardWriter {
  public:
   /// Creates `dir` and a new events.out.tfevents.<time>.<host> file in it.
   explicit TensorBoardWriter(const std::string& dir);
-  /// Appends one scalar point.
+  /// Writes what was added since the last flush (a refusal is not reported: flush() first to know).
+  ~TensorBoardWriter();
+  /// Adds one scalar point; it reaches the file at the next flush().
   void add_scalar(const std::string& tag, double value, std::int64_t step);
-  void flush();
+  /// Writes the points added since the last flush, all or none: nullopt when written, else the
+  /// errno of the disk's refusal (the points are dropped, and the file stays readable).
+  std::optional<int> flush();
   const std::string& path() const { return path_; }
 
  private:
-  void write_record(const std::string& event);
+  void add_record(const std::string& event);
   std::string path_;
-  std::ofstream file_;
+  std::optional<core::RecordFile> file_;
+  std::string pending_;  // whole TFRecords not yet written
 };
 
 }  // namespace gputrain::train

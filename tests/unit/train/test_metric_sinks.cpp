@@ -1,13 +1,17 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "gputrain/train/metrics.hpp"
+#include "support/file_size_limit.hpp"
+#include "support/jsonl_records.hpp"
 #include "support/scratch_folder.hpp"
+#include "support/tfrecords.hpp"
 #include "train/human_lines.hpp"  // private: the lines training.log and the console share
 
 using namespace gputrain::train;
@@ -174,4 +178,100 @@ TEST(FileSinks, AHalfWrittenLastLineIsDroppedFromMetricsJsonlAndEndedInTrainingL
   ASSERT_EQ(log_lines.size(), 3u);
   EXPECT_EQ(log_lines[1], "2026-11-24 10:00:01 ste");
   EXPECT_NE(log_lines[2].find(" resumed"), std::string::npos) << log_lines[2];
+}
+
+namespace {
+
+// A sink's warnings, as the trainer would show them.
+struct Warnings {
+  std::vector<std::string> lines;
+  SinkWarning take() {
+    return [this](const std::string& line) { lines.push_back(line); };
+  }
+};
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Steps 1-2 are written, 3-5 refused (the file may not grow), 6 written again; `end_refused`
+// keeps step 6 refused too, so the run ends with the file still refused.
+void run_through_a_refusal(MetricSink& sink, const std::filesystem::path& file, bool end_refused = false) {
+  gputrain::test_support::FileSizeLimit limit;
+  sink.on_start(info());
+  sink.on_step(step(1));
+  sink.on_step(step(2));
+  limit.set(std::filesystem::file_size(file) + 3);  // a few bytes: part of the next record fits
+  for (int n = 3; n <= 5; ++n) sink.on_step(step(n));
+  if (!end_refused) limit.lift();
+  sink.on_step(step(6));
+  sink.on_end();
+}
+
+std::filesystem::path events_file(const std::filesystem::path& folder) {
+  for (const auto& entry : std::filesystem::directory_iterator(folder))
+    if (entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0) return entry.path();
+  return {};
+}
+
+void expect_warned_then_written_again(const Warnings& warnings, const std::string& path) {
+  ASSERT_EQ(warnings.lines.size(), 2u);
+  EXPECT_TRUE(contains(warnings.lines[0], "warning: cannot write '" + path + "' (File too large)")) << warnings.lines[0];
+  EXPECT_TRUE(contains(warnings.lines[0], "records from step 3 on are dropped")) << warnings.lines[0];
+  EXPECT_TRUE(contains(warnings.lines[0], "training goes on. Fix: ")) << warnings.lines[0];
+  EXPECT_TRUE(contains(warnings.lines[0], "ulimit -f")) << warnings.lines[0];
+  EXPECT_EQ(warnings.lines[1], "'" + path + "' is written again from step 6; 3 records of steps 3-5 are missing");
+}
+
+}  // namespace
+
+// A disk that refuses a run file's records (full, over quota) must neither stop the run nor leave
+// it silent: the records are dropped whole, the file stays readable, and the warnings say which
+// steps miss theirs.
+TEST(FileSinks, RecordsTheDiskRefusesAreDroppedWholeWithAWarningAndMetricsJsonlStaysReadable) {
+  gputrain::test_support::ScratchFolder folder("refused-jsonl");
+  const auto path = folder.path / "metrics.jsonl";
+  Warnings warnings;
+  auto sink = make_jsonl_sink(path.string(), warnings.take());
+  run_through_a_refusal(*sink, path);
+  expect_warned_then_written_again(warnings, path.string());
+  std::vector<std::int64_t> steps;
+  for (const auto& record : gputrain::test_support::jsonl_records(path, "step")) steps.push_back(record["step"]);
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{1, 2, 6}));
+}
+
+TEST(FileSinks, RecordsTheDiskRefusesAreDroppedWholeWithAWarningAndTrainingLogKeepsWholeLines) {
+  gputrain::test_support::ScratchFolder folder("refused-log");
+  const auto path = folder.path / "training.log";
+  Warnings warnings;
+  auto sink = make_log_file_sink(path.string(), warnings.take());
+  run_through_a_refusal(*sink, path);
+  expect_warned_then_written_again(warnings, path.string());
+  std::ifstream text(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(text, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u);  // the header, steps 1, 2 and 6
+  EXPECT_TRUE(contains(lines[1], "step 1/100")) << lines[1];
+  EXPECT_TRUE(contains(lines[3], "step 6/100")) << lines[3];
+}
+
+TEST(FileSinks, RecordsTheDiskRefusesAreDroppedWholeWithAWarningAndTensorBoardReadsTheRest) {
+  gputrain::test_support::ScratchFolder folder("refused-tensorboard");
+  Warnings warnings;
+  auto sink = make_tensorboard_sink(folder.path.string(), warnings.take());
+  const auto path = events_file(folder.path);
+  run_through_a_refusal(*sink, path);
+  expect_warned_then_written_again(warnings, path.string());
+  const auto records = gputrain::test_support::read_tfrecords(path);
+  EXPECT_TRUE(records.whole);
+  EXPECT_EQ(records.events.size(), 1u + 3 * 4);  // file_version, then 4 scalars of steps 1, 2 and 6
+}
+
+TEST(FileSinks, AFileStillRefusedAtTheEndSaysWhatItMisses) {
+  gputrain::test_support::ScratchFolder folder("refused-to-the-end");
+  const auto path = folder.path / "metrics.jsonl";
+  Warnings warnings;
+  auto sink = make_jsonl_sink(path.string(), warnings.take());
+  run_through_a_refusal(*sink, path, /*end_refused=*/true);
+  ASSERT_EQ(warnings.lines.size(), 2u);
+  EXPECT_EQ(warnings.lines[1], "warning: '" + path.string() + "' could not be written to the end (File too large): 4 records of steps 3-6 are missing");
+  EXPECT_EQ(gputrain::test_support::jsonl_records(path, "step").size(), 2u);
 }

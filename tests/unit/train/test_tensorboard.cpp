@@ -7,6 +7,7 @@
 
 #include "train/crc32c.hpp"
 #include "gputrain/train/tensorboard_writer.hpp"
+#include "support/tfrecords.hpp"
 
 using namespace gputrain::train;
 
@@ -27,26 +28,10 @@ TEST(TensorBoardWriter, WritesFramedRecordsWithValidChecksums) {
     writer.add_scalar("train/loss", 0.25, 2);
     path = writer.path();
   }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  const std::string bytes = s.str();
-  std::size_t at = 0;
-  int records = 0;
-  while (at < bytes.size()) {
-    ASSERT_LE(at + 12, bytes.size());
-    std::uint64_t length;
-    std::uint32_t length_crc, data_crc;
-    std::memcpy(&length, bytes.data() + at, 8);
-    std::memcpy(&length_crc, bytes.data() + at + 8, 4);
-    EXPECT_EQ(length_crc, masked_crc32c(std::string_view(bytes.data() + at, 8)));
-    ASSERT_LE(at + 12 + length + 4, bytes.size());
-    std::memcpy(&data_crc, bytes.data() + at + 12 + length, 4);
-    EXPECT_EQ(data_crc, masked_crc32c(std::string_view(bytes.data() + at + 12, length)));
-    at += 12 + length + 4;
-    ++records;
-  }
-  EXPECT_EQ(records, 3);  // the file_version event, then two scalars
-  EXPECT_NE(bytes.find("brain.Event:2"), std::string::npos);
-  EXPECT_NE(bytes.find("train/loss"), std::string::npos);
+  const auto records = gputrain::test_support::read_tfrecords(path);
+  EXPECT_TRUE(records.whole);
+  ASSERT_EQ(records.events.size(), 3u);  // the file_version event, then two scalars
+  EXPECT_NE(records.events[0].find("brain.Event:2"), std::string::npos);
+  EXPECT_NE(records.events[1].find("train/loss"), std::string::npos);
+  EXPECT_NE(records.events[2].find("train/loss"), std::string::npos);
 }
