@@ -113,13 +113,33 @@ at::Tensor Trainer::State::train_step(const data::Batch* batch, std::int64_t glo
   return step_loss.defined() ? step_loss : at::zeros({}, at::TensorOptions().device(device));  // a rank with no samples
 }
 
+// A checkpoint the disk refused (full, over quota) ends the run: training on would leave every
+// later step unsaved. The system's reason and fix are kept; added is where the run goes on from
+// once that is fixed, since a failed save leaves the checkpoints before it as they were.
+std::string Trainer::State::refused_saves_explained(const std::function<std::string()>& save) {
+  try {
+    return save();
+  } catch (const Error& e) {
+    const auto latest = store->latest();
+    std::string on_from;
+    if (!latest)
+      on_from = "no checkpoint of this run is on disk yet, so it will start over";
+    else if (config.checkpoint.resume == "auto")
+      on_from = "then the same command resumes from " + *latest + ", the newest checkpoint (checkpoint.resume: auto)";
+    else
+      on_from = "then set checkpoint.resume: " + *latest + " to go on from the newest checkpoint";
+    throw Error(std::string(e.what()) + " (saving the checkpoint of step " + std::to_string(progress.step) + ")",
+                e.remedy() + "; " + on_from, e.exit_code());
+  }
+}
+
 void Trainer::State::checkpoint() {
   if (progress.step == last_saved_step) return;
   if (!ranks.writer()) {  // every rank holds the same state; rank 0's file serves all on resume
     last_saved_step = progress.step;
     return;
   }
-  last_checkpoint = store->save(parts(), progress, config_yaml);
+  last_checkpoint = refused_saves_explained([&] { return store->save(parts(), progress, config_yaml); });
   last_saved_step = progress.step;
   note("checkpoint written: " + last_checkpoint);
 }
@@ -303,7 +323,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
         if (ranks.writer())
           paused([&] {
             note("best " + config.checkpoint.best_metric + " so far: " + metric_text(config.checkpoint.best_metric, *value) + " -> " +
-                 store->save_best(parts(), progress, config_yaml));
+                 refused_saves_explained([&] { return store->save_best(parts(), progress, config_yaml); }));
           });
       }
       // The figures are sums over all ranks: every rank comes to the same decision.
@@ -458,7 +478,16 @@ FitResult Trainer::fit() {
   } else if (s.ranks.writer()) {
     if (ended_early) s.restore_best_weights(result, early_stop.metric);
     result.weights_path = (fs::path(s.config.logging.dir) / "model.safetensors").string();
-    data::write_safetensors(result.weights_path, s.model->named_state(), weights_metadata(s.config, s.data, s.model->name()));
+    try {
+      data::write_safetensors(result.weights_path, s.model->named_state(), weights_metadata(s.config, s.data, s.model->name()));
+    } catch (const Error& e) {  // the disk refused it; the last checkpoint, written just before, holds the same weights
+      const Error error(e.what(), e.remedy() + "; the run's final state is saved (" + s.last_checkpoint + "), so the same command" +
+                                      (s.config.checkpoint.resume == "auto" ? "" : " with checkpoint.resume: auto") +
+                                      " then writes model.safetensors without training again",
+                        e.exit_code());
+      s.end_with_failure(error);
+      throw error;
+    }
     for (auto& sink : s.sinks) sink->on_outcome("final weights: " + result.weights_path);
   }
   for (auto& sink : s.sinks) sink->on_end();

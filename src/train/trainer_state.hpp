@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -125,6 +126,7 @@ struct Trainer::State {
   void run_epochs(FitResult& result, RunTotals& totals);
   void restore_best_weights(FitResult& result, const std::string& metric);  // after an early stop: best.pt's weights
   void checkpoint();
+  std::string refused_saves_explained(const std::function<std::string()>& save);  // returns save()'s path
 };
 
 }  // namespace gputrain::train
