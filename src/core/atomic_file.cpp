@@ -64,4 +64,22 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   write_file_atomically(path, [&](const std::function<void(std::string_view)>& append) { append(bytes); });
 }
 
+void write_named_file(const std::string& path, std::string_view bytes) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status) || std::filesystem::is_regular_file(status)) {
+    write_file_atomically(path, bytes);
+    return;
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) fail("open", path, errno);
+  PartialFile closer{"", fd, true};  // closes it; nothing to remove
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("write", path, errno);
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
 }  // namespace gputrain::core

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 
 #include "gputrain/checks/report.hpp"
@@ -19,12 +18,6 @@ int checks_exit_code(const std::vector<checks::Outcome>& outcomes, bool gpu_requ
 
 ReportStream report_stream(bool json, bool no_color) {
   return ReportStream{json ? std::cerr : std::cout, !no_color && isatty(json ? STDERR_FILENO : STDOUT_FILENO)};
-}
-
-void write_junit_file(const std::string& path, const std::string& xml) {
-  std::ofstream file(path);
-  file << xml;
-  if (!file) throw UsageError("cannot write JUnit XML to '" + path + "'", "pass a writable path to --junit");
 }
 
 int exit_after_checks(int code) {

@@ -22,9 +22,6 @@ struct ReportStream {
 };
 ReportStream report_stream(bool json, bool no_color);
 
-/// Writes JUnit XML to `path`; throws UsageError when it cannot.
-void write_junit_file(const std::string& path, const std::string& xml);
-
 /// Returns `code`, or, when a check thread was left running (a hung driver call), flushes and
 /// ends the process with it at once: normal exit would run destructors that thread may still use.
 int exit_after_checks(int code);

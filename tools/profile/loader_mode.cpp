@@ -1,8 +1,8 @@
 // `gputrain profile` (default mode): the loader sweep.
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
+#include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/device/system_info.hpp"
@@ -11,15 +11,6 @@
 #include "modes.hpp"
 
 namespace gputrain::tools::profile {
-namespace {
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw UsageError("cannot write '" + path + "'", "check that its folder exists and is writable");
-}
-
-}  // namespace
 
 int profile_loader(const train::Config& config, const train::RunDevice& run, const train::RunData& data, const SweepFlags& flags) {
   if (!flags.plot.empty()) {  // refused before a long sweep, not after it
@@ -58,7 +49,7 @@ int profile_loader(const train::Config& config, const train::RunDevice& run, con
   if (!flags.plot.empty()) {
     const auto ext = std::filesystem::path(flags.plot).extension().string();
     if (ext == ".svg") {
-      write_file(flags.plot, gputrain::profile::sweep_svg(sweep));
+      core::write_named_file(flags.plot, gputrain::profile::sweep_svg(sweep));
     } else if (ext == ".png") {
       gputrain::profile::write_svg_as_png(gputrain::profile::sweep_svg(sweep), flags.plot);
     }

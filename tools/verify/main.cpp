@@ -7,6 +7,7 @@
 #include "gputrain/checks/report.hpp"
 #include "gputrain/checks/runner.hpp"
 #include "gputrain/checks/verify.hpp"
+#include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/build_info.hpp"
 
 using namespace gputrain;
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
     const int exit_code = tools::checks_exit_code(outcomes, context->inventory.gpus.empty() && !allow_cpu);
     report << checks::summary_line(outcomes, seconds, exit_code) << "\n";
     if (json) std::cout << checks::to_json(*context, outcomes, seconds, exit_code) << "\n";
-    if (!junit.empty()) tools::write_junit_file(junit, checks::to_junit(outcomes, seconds));
+    if (!junit.empty()) core::write_named_file(junit, checks::to_junit(outcomes, seconds));
     return exit_code;
   });
   return tools::exit_after_checks(code);

@@ -17,4 +17,9 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 void write_file_atomically(const std::string& path,
                            const std::function<void(const std::function<void(std::string_view)>& append)>& write);
 
+/// A file the user named on the command line (--junit, --plot): written as above, except that a
+/// path that exists and is no regular file (/dev/stdout, a pipe) is written straight through, not
+/// replaced. Throws Error naming the path, the system's reason and its fix.
+void write_named_file(const std::string& path, std::string_view bytes);
+
 }  // namespace gputrain::core

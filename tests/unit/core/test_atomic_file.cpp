@@ -58,3 +58,20 @@ TEST(AtomicFile, UnwritableFolderIsAnErrorNamingThePath) {
     EXPECT_NE(std::string(e.what()).find("/proc/gputrain-cannot-write-here/x"), std::string::npos) << e.what();
   }
 }
+
+// --junit /dev/stdout, or a pipe: written through, never replaced by a regular file (as root,
+// renaming over /dev/null would succeed).
+TEST(AtomicFile, ANamedFileThatIsNoRegularFileIsWrittenThroughNotReplaced) {
+  gputrain::core::write_named_file("/dev/null", "<testsuites/>");
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  EXPECT_FALSE(fs::exists("/dev/null.partial"));
+  try {
+    gputrain::core::write_named_file("/dev/full", "<testsuites/>");
+    FAIL() << "expected an error";
+  } catch (const gputrain::Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot write '/dev/full': No space left on device");
+  }
+  const auto path = fresh_dir("gputrain-atomic-named") / "reports" / "verify.xml";
+  gputrain::core::write_named_file(path.string(), "<testsuites/>");
+  EXPECT_EQ(read(path), "<testsuites/>");
+}
