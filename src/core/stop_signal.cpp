@@ -48,6 +48,15 @@ void install_stop_handlers() {
   action.sa_flags = SA_RESTART;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+  // The terminal or ssh session closed: save, do not die. Unless it was started under nohup,
+  // which ignores SIGHUP so that the run goes on: that choice is kept.
+  struct sigaction hangup {};
+  if (sigaction(SIGHUP, nullptr, &hangup) == 0 && hangup.sa_handler != SIG_IGN) sigaction(SIGHUP, &action, nullptr);
+  // With the console gone (a closed terminal, `| tee` that exited), a write fails with EPIPE
+  // instead of killing the run before it has saved its checkpoint.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, nullptr);
 }
 
 bool stop_requested() noexcept { return g_requests.load() > 0; }

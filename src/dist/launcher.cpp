@@ -271,12 +271,18 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
                                r));
   }
 
-  struct sigaction action {}, old_int{}, old_term{};
+  // A hang-up (the terminal or ssh session closed) stops the ranks as Ctrl-C does; a console
+  // that is gone must not end the launcher (SIGPIPE) while the ranks save their checkpoints.
+  struct sigaction action {}, old_int{}, old_term{}, old_hup{}, old_pipe{}, ignore{};
   action.sa_handler = count_signal;
   sigemptyset(&action.sa_mask);
   g_signals = 0;
   sigaction(SIGINT, &action, &old_int);
   sigaction(SIGTERM, &action, &old_term);
+  sigaction(SIGHUP, nullptr, &old_hup);
+  if (old_hup.sa_handler != SIG_IGN) sigaction(SIGHUP, &action, nullptr);  // ignored: started under nohup, to go on
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &old_pipe);
 
   Watch watch(spec.ranks, spec.tail_lines);
   int forwarded = 0;            // signals passed on so far
@@ -332,6 +338,8 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+  sigaction(SIGPIPE, &old_pipe, nullptr);
 
   auto show_tail = [&](int rank) {
     if (watch.tail(rank).empty()) {

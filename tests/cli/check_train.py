@@ -4,6 +4,8 @@
 Usage: check_train.py MODE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
 Modes:
   sigterm      SIGTERM mid-run -> exit 130 and a checkpoint; the same command resumes and finishes.
+  hangup       a closed terminal or ssh session: the console goes (its pipe's reader closes) and
+               SIGHUP comes -> exit 130 and a checkpoint, not a run killed by SIGHUP or SIGPIPE.
   readback     model.safetensors read by `safetensors`, events read by TensorBoard's own reader,
                and init weights written by Python are what C++ starts from.
   torchscript  a module scripted in Python trains, and its weights keep PyTorch's names.
@@ -48,6 +50,53 @@ def step_lines(path):
         return []
     with open(path) as f:
         return [json.loads(line) for line in f if '"kind": "step"' in line or '"kind":"step"' in line]
+
+
+def check_hangup(workdir, command):
+    run_dir = os.path.join(workdir, "run")
+    args = command + ["--set", "logging.dir=" + run_dir, "--set", "logging.every_steps=1",
+                      "--set", "train.epochs=50", "--set", "data.samples=4096"]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while len(step_lines(os.path.join(run_dir, "metrics.jsonl"))) < 3:
+        if process.poll() is not None or time.time() > deadline:
+            fail("the run ended or stalled before 3 steps: " + process.communicate()[1].decode()[-2000:])
+        time.sleep(0.05)
+    # As `| tee` dies with the session: every later console write meets a pipe with no reader.
+    process.stdout.close()
+    process.stderr.close()
+    process.send_signal(signal.SIGHUP)
+    code = process.wait(timeout=120)
+    if code != 130:
+        fail("expected exit 130 after the hang-up, got %d (negative: killed by that signal)" % code)
+    checkpoints = [f for f in os.listdir(os.path.join(run_dir, "checkpoints")) if f.startswith("step-")]
+    if not checkpoints:
+        fail("no checkpoint after the hang-up")
+    with open(os.path.join(run_dir, "training.log")) as f:
+        if "interrupted after step" not in f.read():
+            fail("training.log does not say the run was interrupted")
+    print("ok: a hang-up with the console gone -> exit 130 and %s" % sorted(checkpoints)[-1])
+
+    # Under nohup (SIGHUP ignored), a hang-up is not a stop: the run goes on, as nohup promises.
+    shutil.rmtree(run_dir)
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    while len(step_lines(os.path.join(run_dir, "metrics.jsonl"))) < 3:
+        if process.poll() is not None or time.time() > deadline:
+            fail("the nohup run ended or stalled before 3 steps: " + process.communicate()[1][-2000:])
+        time.sleep(0.05)
+    process.send_signal(signal.SIGHUP)
+    steps_then = len(step_lines(os.path.join(run_dir, "metrics.jsonl")))
+    time.sleep(1.0)
+    if process.poll() is not None:
+        fail("a hang-up under nohup stopped the run (exit %d)" % process.returncode)
+    if len(step_lines(os.path.join(run_dir, "metrics.jsonl"))) <= steps_then:
+        fail("the run under nohup stopped training after the hang-up")
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    if process.returncode != 130:
+        fail("the nohup run did not stop on SIGTERM with 130: %d %s" % (process.returncode, err[-1000:]))
+    print("ok: under nohup a hang-up leaves the run training")
 
 
 def check_sigterm(workdir, command):
@@ -521,7 +570,7 @@ def main():
     mode, workdir, command = sys.argv[1], sys.argv[2], sys.argv[4:]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
-    modes = {"sigterm": check_sigterm, "readback": check_readback, "torchscript": check_torchscript, "cpu-cache": check_cpu_cache,
+    modes = {"sigterm": check_sigterm, "hangup": check_hangup, "readback": check_readback, "torchscript": check_torchscript, "cpu-cache": check_cpu_cache,
              "diverge": check_diverge, "predict": check_predict, "plateau": check_plateau,
              "evaluate": check_evaluate}
     modes[mode](workdir, command)

@@ -102,15 +102,26 @@ TEST(BusBandwidth, IsAlgorithmBandwidthTimesTwoNMinusOneOverN) {
 
 #include <thread>
 
-TEST(Launcher, SigtermToTheLauncherIsForwardedToEveryRank) {
+namespace {
+
+// The launcher's exit code when `sig` reaches it while two ranks run; each rank exits 130 on
+// SIGTERM, as a training rank does after its checkpoint.
+int launch_exit_after(int sig) {
   std::ostringstream report;
-  // Each rank exits 130 on SIGTERM, as a training rank does after its checkpoint.
   auto spec = shell_ranks(2, R"(trap 'exit 130' TERM; echo ready; while true; do sleep 0.05; done)");
-  std::thread signaller([] {
+  std::thread signaller([sig] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    kill(getpid(), SIGTERM);  // the launcher's handler counts it; the process lives on
+    kill(getpid(), sig);  // the launcher's handler counts it; the process lives on
   });
   const int code = launch_local(spec, report);
   signaller.join();
-  EXPECT_EQ(code, 130) << report.str();
+  return code;
 }
+
+}  // namespace
+
+TEST(Launcher, SigtermToTheLauncherIsForwardedToEveryRank) { EXPECT_EQ(launch_exit_after(SIGTERM), 130); }
+
+// The ranks have process groups of their own, so a closed terminal or ssh session reaches the
+// launcher alone: it must stop them as SIGTERM does (they save a checkpoint), not die and leave them.
+TEST(Launcher, AHangUpStopsEveryRankAsSigtermDoes) { EXPECT_EQ(launch_exit_after(SIGHUP), 130); }
