@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "gputrain/core/similar_path.hpp"
+
 namespace gputrain::data {
 
 std::string unusable_path_text(const std::string& path, const std::string& otherwise) {
@@ -14,6 +16,7 @@ std::string unusable_path_text(const std::string& path, const std::string& other
     const auto here = fs::current_path(ec);
     if (!ec) text += " (relative to the current folder " + here.string() + ", not to the config file)";
   }
+  if (const auto similar = core::similar_path(path)) text += "; did you mean '" + *similar + "'?";
   return text;
 }
 

@@ -14,6 +14,7 @@
 #include "config_paths.hpp"
 #include "config_schema.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
 
@@ -239,7 +240,7 @@ void apply_document(Config& config, const std::string& text, const std::string& 
 std::string read_config_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
-    throw UsageError("config file '" + path + "' does not exist", "check the path (configs/ holds ready configs)");
+    throw UsageError("config file '" + path + "' does not exist" + core::did_you_mean(path), "check the path (configs/ holds ready configs)");
   if (std::filesystem::is_directory(path, ec))  // an ifstream opens a folder and reads nothing from it
     throw UsageError("config file '" + path + "' is a folder", "name a YAML file, e.g. " + (std::filesystem::path(path) / "train.yaml").string());
   std::ifstream in(path);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "human_lines.hpp"
@@ -72,7 +73,7 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
   const std::string what_to_give =
       "give a checkpoint (runs/NAME/checkpoints/best.pt or step-*.pt) or the weights a finished run wrote (runs/NAME/model.safetensors)";
   std::error_code ec;
-  if (!fs::exists(weights, ec)) throw UsageError("--evaluate: '" + weights + "' does not exist", what_to_give);
+  if (!fs::exists(weights, ec)) throw UsageError("--evaluate: '" + weights + "' does not exist" + core::did_you_mean(weights), what_to_give);
   if (!fs::is_regular_file(weights, ec)) throw UsageError("--evaluate: '" + weights + "' is a folder, not a weights file", what_to_give);
   const StateOrigin origin{"'" + weights + "'",
                            "evaluate with the config the weights were trained with (config.yaml in their run folder), changing only "

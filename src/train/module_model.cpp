@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/similar_path.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -109,7 +110,7 @@ std::unique_ptr<Model> wrap_module(torch::nn::AnyModule module, std::string name
 
 std::unique_ptr<Model> load_torchscript(const std::string& path) {
   if (!std::filesystem::exists(path))
-    throw UsageError("model.torchscript: file '" + path + "' does not exist",
+    throw UsageError("model.torchscript: file '" + path + "' does not exist" + core::did_you_mean(path),
                      "save one from Python with torch.jit.script(model).save('" + path + "')");
   try {
     return std::make_unique<ScriptModel>(torch::jit::load(path), std::filesystem::path(path).filename().string());

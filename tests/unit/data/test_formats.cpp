@@ -77,6 +77,8 @@ TEST(Npy, MalformedFilesAreClearErrors) {
   EXPECT_NE(object.find("'|O'"), std::string::npos) << object;
   EXPECT_NE(usage_error([] { read_npy(fixture("bad/structured.npy")); }).find("structured"), std::string::npos);
   EXPECT_NE(usage_error([] { read_npy(fixture("no/such.npy")); }).find("'" + fixture("no/such.npy") + "' does not exist"), std::string::npos);
+  const auto typo = usage_error([] { read_npy(fixture("npy/versoin1.npy")); });
+  EXPECT_NE(typo.find("does not exist; did you mean '" + fixture("npy/version1.npy") + "'?"), std::string::npos) << typo;
 }
 
 TEST(Npz, ReadsStoredAndDeflatedArchives) {

@@ -289,6 +289,12 @@ TEST(Config, MissingFileNamesThePath) {
   EXPECT_NE(message.find("'/no/such/config.yaml' does not exist"), std::string::npos) << message;
 }
 
+TEST(Config, AMissingFileNamesTheConfigMeantBesideIt) {
+  const std::string configs = std::string(GPUTRAIN_SOURCE_DIR) + "/configs/";
+  const auto message = error_of({{configs + "mlp.yml"}, {}, ""});
+  EXPECT_NE(message.find("does not exist (did you mean '" + configs + "mlp.yaml'?)"), std::string::npos) << message;
+}
+
 TEST(Config, AFolderGivenAsTheConfigFileIsAnError) {
   const auto folder = std::filesystem::temp_directory_path().string();
   const auto message = error_of({{folder}, {}, ""});

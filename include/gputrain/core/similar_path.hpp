@@ -1,0 +1,20 @@
+#pragma once
+// "did you mean ...?" for a path that does not exist: a typo in a file or folder name
+// (peple.csv), another extension (mlp.yml for mlp.yaml, x.csv for x.csv.gz), or another case.
+
+#include <optional>
+#include <string>
+
+namespace gputrain::core {
+
+/// An existing path that `path` most likely meant, found by correcting each name that does not
+/// exist to the closest name in its folder (at most 3 of them); nullopt when `path` exists or no
+/// correction leads to a path that does. Names differing in their digits alone (step-00000006.pt,
+/// part-0004.csv) are never offered: they are other files of a series.
+std::optional<std::string> similar_path(const std::string& path);
+
+/// " (did you mean 'X'?)" with similar_path(path), or "" when it has none: for the end of a
+/// "does not exist" message.
+std::string did_you_mean(const std::string& path);
+
+}  // namespace gputrain::core
