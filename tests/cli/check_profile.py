@@ -70,8 +70,12 @@ def check_sweep(doc):
     best = [r for r in results if r["best"]]
     if len(best) != 1:
         fail(f"{len(best)} settings marked best")
-    if best[0]["samples_per_second"] != max(r["samples_per_second"] for r in results):
-        fail("the best setting is not the fastest")
+    # The first setting within 5 % of the fastest (src/profile/loader_sweep.cpp: as fast, for fewer
+    # threads and less memory); "the fastest" alone failed whenever timing noise put a later setting ahead.
+    fastest = max(r["samples_per_second"] for r in results)
+    first_as_fast = next(r for r in results if r["samples_per_second"] >= (1 - 0.05) * fastest)
+    if best[0] is not first_as_fast:
+        fail("the best setting is not the first within 5 % of the fastest")
     if best[0] != doc["best"]:
         fail("'best' differs from the result marked best")
     if not doc["yaml"].startswith("data:\n  cache: " + best[0]["cache"]):
