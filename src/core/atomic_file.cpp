@@ -13,6 +13,16 @@ namespace {
 
 [[noreturn]] void fail(const std::string& what, const std::string& path, int error) { throw write_error(what, path, error); }
 
+// All of `bytes` to `fd`, through short writes and interruptions; throws naming `path` otherwise.
+void write_all(int fd, std::string_view bytes, const std::string& path) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("write", path, errno);
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
 // Closes the descriptor and removes the partial file unless committed.
 struct PartialFile {
   std::string path;
@@ -41,14 +51,7 @@ void write_file_atomically(const std::string& path,
   PartialFile partial{path + ".partial"};
   partial.fd = ::open(partial.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (partial.fd < 0) fail("create", partial.path, errno);
-  write([&](std::string_view bytes) {
-    while (!bytes.empty()) {
-      const ssize_t n = ::write(partial.fd, bytes.data(), bytes.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail("write", partial.path, errno);
-      bytes.remove_prefix(static_cast<std::size_t>(n));
-    }
-  });
+  write([&](std::string_view bytes) { write_all(partial.fd, bytes, partial.path); });
   if (::fsync(partial.fd) != 0) fail("flush", partial.path, errno);
   if (::close(partial.fd) != 0) {
     partial.fd = -1;
@@ -73,13 +76,13 @@ void write_named_file(const std::string& path, std::string_view bytes) {
   }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) fail("open", path, errno);
-  PartialFile closer{"", fd, true};  // closes it; nothing to remove
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("write", path, errno);
-    bytes.remove_prefix(static_cast<std::size_t>(n));
+  try {
+    write_all(fd, bytes, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
   }
+  ::close(fd);
 }
 
 }  // namespace gputrain::core

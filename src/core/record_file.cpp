@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "gputrain/core/write_error.hpp"
 
@@ -21,6 +22,9 @@ RecordFile::RecordFile(std::string path) : path_(std::move(path)) {
   }
   size_ = static_cast<std::uint64_t>(info.st_size);
 }
+
+RecordFile::RecordFile(RecordFile&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)), size_(other.size_), ragged_(other.ragged_) {}
 
 RecordFile::~RecordFile() {
   if (fd_ >= 0) ::close(fd_);

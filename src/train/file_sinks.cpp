@@ -44,21 +44,21 @@ std::uintmax_t partial_last_line(const std::string& path) {
 // metrics.jsonl is read by tools that refuse the whole file for one bad line (pandas' read_json
 // with lines=True): a half-written last line is dropped rather than having the next run's first
 // record appended to it.
-std::unique_ptr<core::RecordFile> open_jsonl(const std::string& path) {
+core::RecordFile open_jsonl(const std::string& path) {
   if (const auto partial = partial_last_line(path)) {
     std::filesystem::resize_file(path, std::filesystem::file_size(path) - partial);
     core::log_warn(path + " ended in a half-written line (" + std::to_string(partial) +
                    " bytes, from a run that stopped mid-write): dropped, so every line stays a JSON record");
   }
-  return std::make_unique<core::RecordFile>(path);
+  return core::RecordFile(path);
 }
 
 // training.log is for people: a half-written last line is kept, and ended, so the next run's first
 // line starts a line of its own.
-std::unique_ptr<core::RecordFile> open_log(const std::string& path) {
+core::RecordFile open_log(const std::string& path) {
   const bool partial = partial_last_line(path) > 0;
-  auto file = std::make_unique<core::RecordFile>(path);
-  if (partial) file->append("\n");  // refused: the next line that is written starts after it anyway
+  core::RecordFile file(path);
+  if (partial) file.append("\n");  // refused: the next line that is written starts after it anyway
   return file;
 }
 
@@ -109,9 +109,9 @@ class JsonlSink final : public MetricSink {
   // One write per line, unbuffered: a crash loses at most the line being written.
   void write(nlohmann::json line, std::int64_t step) {
     line["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    refused_.record(file_->append(line.dump() + "\n"), step);
+    refused_.record(file_.append(line.dump() + "\n"), step);
   }
-  std::unique_ptr<core::RecordFile> file_;
+  core::RecordFile file_;
   RefusedWrites refused_;
 };
 
@@ -172,9 +172,9 @@ class LogFileSink final : public MetricSink {
     const std::time_t now = std::time(nullptr);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-    refused_.record(file_->append(std::string(stamp) + " " + line + "\n"), step_);
+    refused_.record(file_.append(std::string(stamp) + " " + line + "\n"), step_);
   }
-  std::unique_ptr<core::RecordFile> file_;
+  core::RecordFile file_;
   RefusedWrites refused_;
   std::int64_t step_ = 0;  // of the last step or epoch line: notes between them are counted with it
   std::int64_t total_steps_ = 0, epochs_ = 0;

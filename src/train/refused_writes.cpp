@@ -18,7 +18,6 @@ RefusedWrites::RefusedWrites(std::string path, Warn warn) : path_(std::move(path
 
 void RefusedWrites::record(std::optional<int> error, std::int64_t step) {
   if (error) {
-    ++dropped_;
     last_dropped_step_ = step;
     if (dropped_now_++ == 0) {
       first_dropped_step_ = step;

@@ -22,16 +22,13 @@ class RefusedWrites {
   /// At the run's end: says so when the file is still refused (nothing otherwise).
   void finish();
 
-  /// Records dropped so far.
-  std::int64_t dropped() const { return dropped_; }
-
  private:
   std::string missing_text() const;  // "3 records of steps 70-110 are missing"
   std::string path_;
   Warn warn_;
   std::optional<int> refusing_;     // the errno while the file is refused
   std::int64_t first_dropped_step_ = 0, last_dropped_step_ = 0;
-  std::int64_t dropped_ = 0, dropped_now_ = 0;  // over the run, and since the last write that worked
+  std::int64_t dropped_now_ = 0;  // since the last write that worked
 };
 
 }  // namespace gputrain::train

@@ -48,17 +48,20 @@ std::string event_header(std::int64_t step) {
   return event;
 }
 
-}  // namespace
-
-TensorBoardWriter::TensorBoardWriter(const std::string& dir) {
+// Makes `dir` and names a new event file in it, as TensorBoard's own writers name theirs.
+std::string new_event_file(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   char host[256] = "localhost";
   ::gethostname(host, sizeof host - 1);
-  path_ = (std::filesystem::path(dir) /
-           ("events.out.tfevents." + std::to_string(static_cast<long long>(wall_time())) + "." + host + ".gputrain"))
-              .string();
-  file_.emplace(path_);
+  return (std::filesystem::path(dir) /
+          ("events.out.tfevents." + std::to_string(static_cast<long long>(wall_time())) + "." + host + ".gputrain"))
+      .string();
+}
+
+}  // namespace
+
+TensorBoardWriter::TensorBoardWriter(const std::string& dir) : path_(new_event_file(dir)), file_(path_) {
   std::string event = event_header(0);
   put_bytes_field(event, 3, "brain.Event:2");
   add_record(event);
@@ -81,7 +84,7 @@ TensorBoardWriter::~TensorBoardWriter() { flush(); }
 
 std::optional<int> TensorBoardWriter::flush() {
   if (pending_.empty()) return std::nullopt;
-  const auto error = file_->append(pending_);
+  const auto error = file_.append(pending_);
   pending_.clear();
   return error;
 }

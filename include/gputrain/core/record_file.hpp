@@ -16,8 +16,10 @@ class RecordFile {
   /// Opens `path` for appending, creating it. Throws Error (with write_error's fix) when it cannot.
   explicit RecordFile(std::string path);
   ~RecordFile();
+  RecordFile(RecordFile&& other) noexcept;
   RecordFile(const RecordFile&) = delete;
   RecordFile& operator=(const RecordFile&) = delete;
+  RecordFile& operator=(RecordFile&&) = delete;
 
   /// Appends `bytes` whole. When the system refuses them, the file is left as it was before the
   /// call and the system's reason (an errno: write_error_remedy() explains it) is returned; a later

@@ -26,7 +26,7 @@ class TensorBoardWriter {
  private:
   void add_record(const std::string& event);
   std::string path_;
-  std::optional<core::RecordFile> file_;
+  core::RecordFile file_;
   std::string pending_;  // whole TFRecords not yet written
 };
 

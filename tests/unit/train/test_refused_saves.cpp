@@ -18,29 +18,35 @@ namespace {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-}  // namespace
-
-TEST(RefusedSaves, ARefusedCheckpointEndsTheRunNamingTheOneItResumesFrom) {
-  // 12 steps, a checkpoint every 3; from step 7 on no file may grow past 2 KiB, a checkpoint's
-  // size is several times that, so the save at step 9 is refused.
-  const std::vector<std::string> settings{"checkpoint.every_steps=3", "logging.tensorboard=false"};
-  auto config = test_support::small_run("refused-save", settings);
-  const auto folder = std::filesystem::path(config.logging.dir) / "checkpoints";
+// The error `config`'s run ends with when, from optimizer step `step` on, no file may grow past
+// 2 KiB (a checkpoint is several times that); the limit is lifted again when it returns.
+Error error_when_files_stop_growing_at(const train::Config& config, std::int64_t step) {
   test_support::FileSizeLimit limit;
   auto options = test_support::quiet_trainer();
-  options.after_step = [&](std::int64_t step) {
-    if (step == 7) limit.set(2048);
+  options.after_step = [&](std::int64_t at) {
+    if (at == step) limit.set(2048);
   };
   try {
     train::Trainer(config, options).fit();
-    FAIL() << "the run went on past a refused checkpoint";
   } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "File too large (saving the checkpoint of step 9)")) << e.what();
-    EXPECT_TRUE(contains(e.remedy(), "ulimit -f")) << e.remedy();
-    EXPECT_TRUE(contains(e.remedy(), "then the same command resumes from " + (folder / "step-00000006.pt").string())) << e.remedy();
-    EXPECT_EQ(e.exit_code(), ExitCode::failure);
+    return e;
   }
-  limit.lift();
+  ADD_FAILURE() << "the run went on past a refused checkpoint";
+  return Error("", "");
+}
+
+}  // namespace
+
+TEST(RefusedSaves, ARefusedCheckpointEndsTheRunNamingTheOneItResumesFrom) {
+  // 12 steps, a checkpoint every 3; files stop growing at step 7, so the save at step 9 is refused.
+  const std::vector<std::string> settings{"checkpoint.every_steps=3", "logging.tensorboard=false"};
+  const auto config = test_support::small_run("refused-save", settings);
+  const auto folder = std::filesystem::path(config.logging.dir) / "checkpoints";
+  const auto e = error_when_files_stop_growing_at(config, 7);
+  EXPECT_TRUE(contains(e.what(), "File too large (saving the checkpoint of step 9)")) << e.what();
+  EXPECT_TRUE(contains(e.remedy(), "ulimit -f")) << e.remedy();
+  EXPECT_TRUE(contains(e.remedy(), "then the same command resumes from " + (folder / "step-00000006.pt").string())) << e.remedy();
+  EXPECT_EQ(e.exit_code(), ExitCode::failure);
   EXPECT_FALSE(std::filesystem::exists(folder / "step-00000009.pt"));
   EXPECT_FALSE(std::filesystem::exists(folder / "step-00000009.pt.partial"));
 
@@ -52,19 +58,10 @@ TEST(RefusedSaves, ARefusedCheckpointEndsTheRunNamingTheOneItResumesFrom) {
 }
 
 TEST(RefusedSaves, ARefusedFirstCheckpointSaysTheRunStartsOver) {
-  auto config = test_support::small_run("refused-first-save", {"checkpoint.every_steps=3", "logging.tensorboard=false"});
-  test_support::FileSizeLimit limit;
-  auto options = test_support::quiet_trainer();
-  options.after_step = [&](std::int64_t step) {
-    if (step == 1) limit.set(2048);
-  };
-  try {
-    train::Trainer(config, options).fit();
-    FAIL() << "the run went on past a refused checkpoint";
-  } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "(saving the checkpoint of step 3)")) << e.what();
-    EXPECT_TRUE(contains(e.remedy(), "no checkpoint of this run is on disk yet, so it will start over")) << e.remedy();
-  }
+  const auto config = test_support::small_run("refused-first-save", {"checkpoint.every_steps=3", "logging.tensorboard=false"});
+  const auto e = error_when_files_stop_growing_at(config, 1);
+  EXPECT_TRUE(contains(e.what(), "(saving the checkpoint of step 3)")) << e.what();
+  EXPECT_TRUE(contains(e.remedy(), "no checkpoint of this run is on disk yet, so it will start over")) << e.remedy();
 }
 
 // The last write of a run: its checkpoint holds the state, and a second run writes the weights.
