@@ -46,12 +46,13 @@ void install_stop_handlers() {
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-  // The terminal or ssh session closed: save, do not die. Unless it was started under nohup,
-  // which ignores SIGHUP so that the run goes on: that choice is kept.
-  struct sigaction hangup {};
-  if (sigaction(SIGHUP, nullptr, &hangup) == 0 && hangup.sa_handler != SIG_IGN) sigaction(SIGHUP, &action, nullptr);
+  for (const int sig : kStopSignals) {
+    // A signal ignored at start stays ignored: under nohup a closed terminal is meant to leave the
+    // run going, and whoever ignored SIGUSR1 for this process chose the same for it.
+    struct sigaction before {};
+    if (sig != SIGINT && sig != SIGTERM && sigaction(sig, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) continue;
+    sigaction(sig, &action, nullptr);
+  }
   // With the console gone (a closed terminal, `| tee` that exited), a write fails with EPIPE
   // instead of killing the run before it has saved its checkpoint.
   struct sigaction ignore {};

@@ -18,8 +18,10 @@
 #include <iostream>
 #include <map>
 #include <regex>
+#include <utility>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/stop_signal.hpp"
 
 namespace gputrain::dist {
 namespace {
@@ -271,18 +273,24 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
                                r));
   }
 
-  // A hang-up (the terminal or ssh session closed) stops the ranks as Ctrl-C does; a console
-  // that is gone must not end the launcher (SIGPIPE) while the ranks save their checkpoints.
-  struct sigaction action {}, old_int{}, old_term{}, old_hup{}, old_pipe{}, ignore{};
+  // Every stop signal (core::kStopSignals: a hang-up, a scheduler's SIGUSR1 warning) stops the
+  // ranks as Ctrl-C does; the ranks have process groups of their own, so only the launcher gets
+  // it. One ignored at start (nohup) stays ignored. A console that is gone must not end the
+  // launcher (SIGPIPE) while the ranks save their checkpoints.
+  struct sigaction action {}, ignore{};
   action.sa_handler = count_signal;
   sigemptyset(&action.sa_mask);
-  g_signals = 0;
-  sigaction(SIGINT, &action, &old_int);
-  sigaction(SIGTERM, &action, &old_term);
-  sigaction(SIGHUP, nullptr, &old_hup);
-  if (old_hup.sa_handler != SIG_IGN) sigaction(SIGHUP, &action, nullptr);  // ignored: started under nohup, to go on
   ignore.sa_handler = SIG_IGN;
-  sigaction(SIGPIPE, &ignore, &old_pipe);
+  g_signals = 0;
+  std::vector<std::pair<int, struct sigaction>> restore;
+  for (const int sig : core::kStopSignals) {
+    struct sigaction before {};
+    sigaction(sig, nullptr, &before);
+    restore.emplace_back(sig, before);
+    if (before.sa_handler != SIG_IGN || sig == SIGINT || sig == SIGTERM) sigaction(sig, &action, nullptr);
+  }
+  restore.emplace_back(SIGPIPE, ignore);
+  sigaction(SIGPIPE, &ignore, &restore.back().second);
 
   Watch watch(spec.ranks, spec.tail_lines);
   int forwarded = 0;            // signals passed on so far
@@ -336,10 +344,7 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
     watch.flush(c);
     if (c.fd >= 0) close(c.fd);
   }
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
-  sigaction(SIGPIPE, &old_pipe, nullptr);
+  for (const auto& [sig, before] : restore) sigaction(sig, &before, nullptr);
 
   auto show_tail = [&](int rank) {
     if (watch.tail(rank).empty()) {

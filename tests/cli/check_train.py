@@ -6,6 +6,8 @@ Modes:
   sigterm      SIGTERM mid-run -> exit 130 and a checkpoint; the same command resumes and finishes.
   hangup       a closed terminal or ssh session: the console goes (its pipe's reader closes) and
                SIGHUP comes -> exit 130 and a checkpoint, not a run killed by SIGHUP or SIGPIPE.
+  scheduler-signal  SIGUSR1 and SIGUSR2, which schedulers send ahead of a time limit (SLURM's
+               --signal), stop the run as SIGTERM does: exit 130 and a checkpoint, not a kill.
   readback     model.safetensors read by `safetensors`, events read by TensorBoard's own reader,
                and init weights written by Python are what C++ starts from.
   torchscript  a module scripted in Python trains, and its weights keep PyTorch's names.
@@ -52,16 +54,22 @@ def step_lines(path):
         return [json.loads(line) for line in f if '"kind": "step"' in line or '"kind":"step"' in line]
 
 
+def wait_for_steps(process, run_dir, count, what="the run", deadline_seconds=120):
+    """Waits until metrics.jsonl in run_dir holds `count` step records; fails if the run ends first."""
+    deadline = time.time() + deadline_seconds
+    while len(step_lines(os.path.join(run_dir, "metrics.jsonl"))) < count:
+        if process.poll() is not None or time.time() > deadline:
+            err = process.communicate()[1] or ""
+            fail("%s ended or stalled before %d steps: %s" % (what, count, (err.decode() if isinstance(err, bytes) else err)[-2000:]))
+        time.sleep(0.05)
+
+
 def check_hangup(workdir, command):
     run_dir = os.path.join(workdir, "run")
     args = command + ["--set", "logging.dir=" + run_dir, "--set", "logging.every_steps=1",
                       "--set", "train.epochs=50", "--set", "data.samples=4096"]
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
-    while len(step_lines(os.path.join(run_dir, "metrics.jsonl"))) < 3:
-        if process.poll() is not None or time.time() > deadline:
-            fail("the run ended or stalled before 3 steps: " + process.communicate()[1].decode()[-2000:])
-        time.sleep(0.05)
+    wait_for_steps(process, run_dir, 3)
     # As `| tee` dies with the session: every later console write meets a pipe with no reader.
     process.stdout.close()
     process.stderr.close()
@@ -81,10 +89,7 @@ def check_hangup(workdir, command):
     shutil.rmtree(run_dir)
     process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
-    while len(step_lines(os.path.join(run_dir, "metrics.jsonl"))) < 3:
-        if process.poll() is not None or time.time() > deadline:
-            fail("the nohup run ended or stalled before 3 steps: " + process.communicate()[1][-2000:])
-        time.sleep(0.05)
+    wait_for_steps(process, run_dir, 3, "the nohup run")
     process.send_signal(signal.SIGHUP)
     steps_then = len(step_lines(os.path.join(run_dir, "metrics.jsonl")))
     time.sleep(1.0)
@@ -99,16 +104,29 @@ def check_hangup(workdir, command):
     print("ok: under nohup a hang-up leaves the run training")
 
 
+def check_scheduler_signal(workdir, command):
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):
+        run_dir = os.path.join(workdir, sig.name)
+        args = command + ["--set", "logging.dir=" + run_dir, "--set", "logging.every_steps=1",
+                          "--set", "train.epochs=50", "--set", "data.samples=4096"]
+        process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_steps(process, run_dir, 3)
+        process.send_signal(sig)
+        _, err = process.communicate(timeout=120)
+        if process.returncode != 130:
+            fail("expected exit 130 after %s, got %d (negative: killed by that signal)\n%s" % (sig.name, process.returncode, err[-1500:]))
+        checkpoints = [f for f in os.listdir(os.path.join(run_dir, "checkpoints")) if f.startswith("step-")]
+        if not checkpoints or "interrupted after step" not in err:
+            fail("no checkpoint, or no 'interrupted after step', after %s:\n%s" % (sig.name, err[-1500:]))
+        print("ok: %s (a scheduler's warning) -> exit 130 and %s" % (sig.name, sorted(checkpoints)[-1]))
+
+
 def check_sigterm(workdir, command):
     run_dir = os.path.join(workdir, "run")
     args = command + ["--set", "logging.dir=" + run_dir, "--set", "logging.every_steps=1",
                       "--set", "train.epochs=50", "--set", "data.samples=4096"]
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while len(step_lines(os.path.join(run_dir, "metrics.jsonl"))) < 3:
-        if process.poll() is not None or time.time() > deadline:
-            fail("the run ended or stalled before 3 steps: " + process.communicate()[1][-2000:])
-        time.sleep(0.05)
+    wait_for_steps(process, run_dir, 3)
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=120)
     print(err[-1500:])
@@ -139,10 +157,7 @@ def check_sigterm(workdir, command):
     process = subprocess.Popen(args + ["--set", "logging.dir=" + run_dir + "-twice", "--set", "train.batch_size=1024",
                                        "--set", "model.width=64"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    while len(step_lines(os.path.join(run_dir + "-twice", "metrics.jsonl"))) < 2:
-        if process.poll() is not None or time.time() > deadline + 120:
-            fail("the second run ended or stalled before 2 steps")
-        time.sleep(0.05)
+    wait_for_steps(process, run_dir + "-twice", 2, "the second run", deadline_seconds=240)
     process.send_signal(signal.SIGINT)
     time.sleep(0.2)
     process.send_signal(signal.SIGINT)
@@ -570,7 +585,8 @@ def main():
     mode, workdir, command = sys.argv[1], sys.argv[2], sys.argv[4:]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
-    modes = {"sigterm": check_sigterm, "hangup": check_hangup, "readback": check_readback, "torchscript": check_torchscript, "cpu-cache": check_cpu_cache,
+    modes = {"sigterm": check_sigterm, "hangup": check_hangup, "scheduler-signal": check_scheduler_signal,
+             "readback": check_readback, "torchscript": check_torchscript, "cpu-cache": check_cpu_cache,
              "diverge": check_diverge, "predict": check_predict, "plateau": check_plateau,
              "evaluate": check_evaluate}
     modes[mode](workdir, command)

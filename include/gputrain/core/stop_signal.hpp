@@ -1,14 +1,24 @@
 #pragma once
-// SIGINT/SIGTERM/SIGHUP handling for long runs: the first signal only sets a flag that the training
-// loop reads at a step boundary (so it can checkpoint and exit 130); a second one exits at once,
+// Stop signals for long runs (SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2): the first only sets a
+// flag that the training loop reads at a step boundary (so it can checkpoint and exit 130); a second one exits at once,
 // unless it comes within 100 ms of the first: then it is the same event delivered twice (GNU
 // timeout signals the command and its process group), and counts once.
 
+#include <signal.h>
+
+#include <array>
+
 namespace gputrain::core {
 
-/// Installs the handlers for SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session; left
-/// ignored under nohup), and ignores SIGPIPE, so a console that is gone cannot end the run before
-/// its checkpoint (idempotent).
+/// The signals that ask a run to stop after its current step, with a checkpoint: Ctrl-C, SIGTERM
+/// (kill, docker stop, a scheduler's time limit), SIGHUP (a closed terminal or ssh session), and
+/// SIGUSR1/SIGUSR2, which schedulers send ahead of a time limit or preemption (SLURM's
+/// `--signal=USR1@120`, Grid Engine's `-notify`). Their default action would kill the run at once.
+inline constexpr std::array<int, 5> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+
+/// Installs the handlers for kStopSignals (SIGHUP, SIGUSR1 and SIGUSR2 stay ignored when they were
+/// ignored at start, as under nohup), and ignores SIGPIPE, so a console that is gone cannot end
+/// the run before its checkpoint (idempotent).
 void install_stop_handlers();
 
 /// True once a stop was requested by a signal or request_stop().

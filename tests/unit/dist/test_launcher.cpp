@@ -125,3 +125,10 @@ TEST(Launcher, SigtermToTheLauncherIsForwardedToEveryRank) { EXPECT_EQ(launch_ex
 // The ranks have process groups of their own, so a closed terminal or ssh session reaches the
 // launcher alone: it must stop them as SIGTERM does (they save a checkpoint), not die and leave them.
 TEST(Launcher, AHangUpStopsEveryRankAsSigtermDoes) { EXPECT_EQ(launch_exit_after(SIGHUP), 130); }
+
+// SLURM's `--signal=USR1@120` (and Grid Engine's -notify) warn the job step before its time limit;
+// the launcher must pass that on as a stop, not die of SIGUSR1's default action and leave the ranks.
+TEST(Launcher, ASchedulerWarningSignalStopsEveryRankAsSigtermDoes) {
+  EXPECT_EQ(launch_exit_after(SIGUSR1), 130);
+  EXPECT_EQ(launch_exit_after(SIGUSR2), 130);
+}
