@@ -186,6 +186,7 @@ TrainingProgress read_progress(torch::serialize::InputArchive& archive) {
     progress.plateau_reference = value.toDouble();
   if (archive.try_read("progress.plateau_epochs_without_improvement", value))
     progress.plateau_epochs_without_improvement = value.toInt();
+  if (archive.try_read("progress.trained_seconds", value)) progress.trained_seconds = value.toDouble();
   return progress;
 }
 
@@ -219,6 +220,7 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
   archive.write("progress.global_batch", c10::IValue(progress.global_batch));
   archive.write("progress.world_size", c10::IValue(progress.world_size));
   archive.write("progress.train_samples", c10::IValue(progress.train_samples));
+  archive.write("progress.trained_seconds", c10::IValue(progress.trained_seconds));
   archive.write("config", c10::IValue(config_yaml));
   std::ostringstream bytes;
   archive.save_to(bytes);

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "config_paths.hpp"
+#include "gputrain/core/duration.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
@@ -368,6 +369,26 @@ Field max_memory_field() {
           [](const Config& c) { return YAML::Node(size_text(c.device.max_memory)); }};
 }
 
+Field max_time_field() {
+  return {"train.max_time",
+          [](Config& c, const FieldValue& v) {
+            const std::string allowed = "a duration such as 45m, 2h, 1h30m, 1d or 11:30:00 (H:MM:SS), or none";
+            const std::string text = scalar(v, allowed);
+            if (text == "none" || text == "0") {
+              c.train.max_time = 0;
+              return;
+            }
+            const auto seconds = core::parse_duration(text);
+            if (!seconds) {
+              // A bare number means minutes to SLURM and seconds to Lightning: the unit says which.
+              const bool bare = text.find_first_not_of("0123456789.") == std::string::npos;
+              reject(v, found_text(v.node), allowed, bare ? "; a number alone has no unit: write " + text + "m or " + text + "s" : "");
+            }
+            c.train.max_time = *seconds;  // "0s" is none, as 0 is
+          },
+          [](const Config& c) { return YAML::Node(c.train.max_time > 0 ? core::duration_text(c.train.max_time) : "none"); }};
+}
+
 // An integer, or `auto` (stored as nullopt).
 template <typename Get>
 Field int_or_auto_field(std::string key, Get get, Int min) {
@@ -439,6 +460,7 @@ std::vector<Field> make_schema() {
 
     int_field("train.epochs", [](auto& c) -> auto& { return c.train.epochs; }, 1),
     int_field("train.max_steps", [](auto& c) -> auto& { return c.train.max_steps; }, 0),
+    max_time_field(),
     int_field("train.early_stop_patience", [](auto& c) -> auto& { return c.train.early_stop_patience; }, 0),
     double_field("train.early_stop_min_delta", [](auto& c) -> auto& { return c.train.early_stop_min_delta; }, 0.0),
     int_or_auto_field("train.batch_size", [](auto& c) -> auto& { return c.train.batch_size; }, 1),

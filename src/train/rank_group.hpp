@@ -22,6 +22,7 @@ namespace gputrain::train {
 struct StepAgreement {
   std::int64_t micro_batch = 0;  ///< the smallest of the ranks' (an OOM on one rank shrinks all)
   bool stop = false;             ///< some rank got SIGINT/SIGTERM: every rank stops before this step
+  bool time_up = false;          ///< train.max_time ran out on some rank's clock: every rank ends the run here
   std::int64_t rows = 0;         ///< samples in this step over all ranks; 0: every rank is through its shard
 };
 
@@ -47,7 +48,7 @@ class RankGroup {
   std::string summary() const;
 
   /// The step-boundary collective (one small all-gather).
-  StepAgreement agree(std::int64_t micro_batch, bool stop, std::int64_t rows, std::int64_t step);
+  StepAgreement agree(std::int64_t micro_batch, bool stop, bool time_up, std::int64_t rows, std::int64_t step);
   /// Element-wise sums over ranks of a few host figures (identity for a plain run).
   std::vector<double> sum(std::vector<double> values, const std::string& what);
   /// The smallest of the ranks' values.

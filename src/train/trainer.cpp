@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gputrain/core/duration.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/data/epoch_sampler.hpp"
@@ -135,6 +137,7 @@ std::string Trainer::State::refused_saves_explained(const std::function<std::str
 
 void Trainer::State::checkpoint() {
   if (progress.step == last_saved_step) return;
+  progress.trained_seconds = trained_seconds();
   if (!ranks.writer()) {  // every rank holds the same state; rank 0's file serves all on resume
     last_saved_step = progress.step;
     return;
@@ -211,7 +214,9 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
   };
 
   const auto early_stop = EarlyStopRule::from(config);
-  while (progress.step < total_steps && !result.interrupted && !stopped_early(early_stop, progress)) {
+  const auto ends_here = [&] { return result.interrupted || result.time_limit_reached; };
+  result.time_limit_reached = time_is_up();  // a resumed run that has used its train.max_time already
+  while (progress.step < total_steps && !ends_here() && !stopped_early(early_stop, progress)) {
     const auto epoch_start = Clock::now();
     auto order = sampler.order(progress.epoch);
     if (config.data.drop_last) order = order.slice(0, 0, order.size(0) / effective_batch * effective_batch);
@@ -230,9 +235,11 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
       const std::int64_t rows = fed ? fed->batch.size() : 0;
       std::int64_t global_rows = rows;
       if (distributed) {
-        const auto agreed = ranks.agree(train_guard->micro_batch(), core::stop_requested(), rows, progress.step);
-        if (agreed.stop) {
-          result.interrupted = true;
+        // Each rank's clock decides for it; one whose time is up ends the run for all.
+        const auto agreed = ranks.agree(train_guard->micro_batch(), core::stop_requested(), time_is_up(), rows, progress.step);
+        if (agreed.stop || agreed.time_up) {
+          result.interrupted = agreed.stop;  // a signal is the stronger reason: the run resumes
+          result.time_limit_reached = !agreed.stop;
           break;
         }
         if (agreed.rows == 0) break;  // the epoch is over on every rank
@@ -261,9 +268,11 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
       // With several ranks, each loss is this rank's share of the global batch's mean: summed over ranks.
       if (!result.first_loss) result.first_loss = ranks.sum({loss.item<double>()}, "the sum of the first step's loss")[0];
 
+      // Ranks agree on it before the next step instead; a plain run's last step is reported.
+      const bool out_of_time = !distributed && time_is_up();
       // The first step is reported too: a slow run (a ResNet-50 on a CPU takes a minute a step)
       // would otherwise say nothing, not even its ETA, until logging.every_steps steps have passed.
-      if (progress.step % log_every == 0 || progress.step == total_steps || totals.steps == 1) {
+      if (progress.step % log_every == 0 || progress.step == total_steps || totals.steps == 1 || out_of_time) {
         StepMetrics m;
         m.step = progress.step;
         m.epoch = progress.epoch;
@@ -281,6 +290,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
         // The ETA keeps the pauses: the validations and checkpoints still ahead take time too.
         m.eta_seconds = static_cast<double>(total_steps - progress.step) * (window_seconds + window_paused) /
                         static_cast<double>(window_steps);
+        if (config.train.max_time > 0) m.eta_seconds = std::min(m.eta_seconds, std::max(0.0, config.train.max_time - trained_seconds()));
         const auto memory = memory::memory_figures(device, /*with_limit=*/false);  // no /proc or driver call per report
         m.memory_allocated = memory.allocated;
         m.memory_reserved = memory.reserved;
@@ -304,9 +314,18 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
         result.interrupted = true;
         break;
       }
+      if (out_of_time) {
+        result.time_limit_reached = true;
+        break;
+      }
     }
     report_skipped();
-    if (progress.position >= n) {
+    // Whether the epoch is over must be the same on every rank: validation is collective. A stop
+    // agreed on while a rank still had a sample left (shards differ by one) leaves the others
+    // through; the epoch then ends after the resume, on every rank at once.
+    const bool epoch_over = distributed ? ranks.min(progress.position >= n ? 1 : 0, "whether epoch " + std::to_string(progress.epoch + 1) + " is over") == 1
+                                        : progress.position >= n;
+    if (epoch_over) {
       const double epoch_loss_sum = ranks.sum({epoch_loss.item<double>()}, "the sum of epoch " + std::to_string(progress.epoch + 1) + "'s loss")[0];
       const double train_loss = epoch_steps > 0 ? epoch_loss_sum / static_cast<double>(epoch_steps) : 0.0;
       EpochMetrics metrics;
@@ -322,6 +341,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
         progress.best_epoch = progress.epoch;
         if (ranks.writer())
           paused([&] {
+            progress.trained_seconds = trained_seconds();
             note("best " + config.checkpoint.best_metric + " so far: " + metric_text(config.checkpoint.best_metric, *value) + " -> " +
                  refused_saves_explained([&] { return store->save_best(parts(), progress, config_yaml); }));
           });
@@ -380,6 +400,9 @@ FitResult Trainer::fit() {
   result.total_steps = s.total_steps;
   result.start_step = progress.step;
   s.make_sinks(progress.step);
+  s.trained_before = progress.trained_seconds;
+  s.fit_start = Clock::now();
+  const double max_time = s.config.train.max_time;
   const auto early_stop = EarlyStopRule::from(s.config);
   if (stopped_early(early_stop, progress) && progress.step < s.total_steps)
     s.note("nothing left to train: this run stopped early after epoch " + std::to_string(progress.epoch) + ", as " +
@@ -391,6 +414,12 @@ FitResult Trainer::fit() {
                                                  std::to_string(s.total_steps) + " steps") +
            "; to train again set checkpoint.resume: never or another logging.dir, to train longer raise "
            "train.epochs or train.max_steps");
+  else if (max_time > 0 && s.trained_before >= max_time)
+    s.note("nothing left to train: this run has trained for " + core::duration_text(std::round(s.trained_before)) +
+           ", its train.max_time of " + core::duration_text(max_time) + "; to train on, raise train.max_time (none: no limit)");
+  else if (max_time > 0 && s.trained_before > 0)
+    s.note("train.max_time " + core::duration_text(max_time) + ": " + core::duration_text(std::round(s.trained_before)) +
+           " of it used before this resume, " + core::duration_text(std::round(max_time - s.trained_before)) + " left");
 
   RunTotals totals;
   try {
@@ -421,7 +450,10 @@ FitResult Trainer::fit() {
     for (auto& sink : s.sinks) sink->on_end();
     throw;
   }
+  // Time that ran out with the last step done changed nothing: the run is simply finished.
+  result.time_limit_reached = result.time_limit_reached && !result.interrupted && progress.step < s.total_steps;
   result.last_checkpoint = s.last_checkpoint;
+  result.trained_seconds = progress.trained_seconds = s.trained_seconds();
   result.steps = progress.step;
   result.epochs_done = progress.epoch;
   const bool ended_early = !result.interrupted && stopped_early(early_stop, progress);
@@ -476,6 +508,10 @@ FitResult Trainer::fit() {
   if (result.interrupted) {
     for (auto& sink : s.sinks) sink->on_outcome("interrupted after step " + std::to_string(progress.step) + "; checkpoint " + result.last_checkpoint);
   } else if (s.ranks.writer()) {
+    if (result.time_limit_reached)
+      for (auto& sink : s.sinks)
+        sink->on_outcome("stopped at train.max_time " + core::duration_text(max_time) + " after step " + std::to_string(progress.step) +
+                         " of " + std::to_string(s.total_steps) + "; checkpoint " + result.last_checkpoint);
     if (ended_early) s.restore_best_weights(result, early_stop.metric);
     result.weights_path = (fs::path(s.config.logging.dir) / "model.safetensors").string();
     try {

@@ -73,6 +73,12 @@ struct Trainer::State {
   TrainingProgress progress;
   std::int64_t micro_batch = 0, effective_batch = 0, steps_per_epoch = 0, total_steps = 0, num_workers = 0;
   std::int64_t last_saved_step = -1;
+  // train.max_time counts the time of fit() calls, those of the runs before a resume included
+  // (as their checkpoints recorded it): what this process's fit() started from, and when.
+  double trained_before = 0;
+  Clock::time_point fit_start = Clock::now();
+  double trained_seconds() const { return trained_before + seconds_since(fit_start); }
+  bool time_is_up() const { return config.train.max_time > 0 && trained_seconds() >= config.train.max_time; }
   std::string last_checkpoint;
   std::vector<std::string> pending_notes;  // said before the sinks exist, shown once they do
   bool classification = true;

@@ -8,6 +8,8 @@ Modes:
   sigterm    SIGTERM to the launcher: both ranks checkpoint and exit 130; the same command resumes.
   early-stop train.early_stop_patience stops both ranks after the same epoch (none waits for the
              other in a collective); rank 0 ends on the best epoch's weights.
+  max-time   train.max_time ends both ranks at the same step (exit 0, rank 0 writes the weights);
+             the same command then has nothing left to train.
 """
 import os
 import shutil
@@ -149,6 +151,27 @@ def main():
             fail(f"the resume failed (exit {again.returncode})", out2)
         print(out[-1500:])
         print(out2[-1500:])
+        return
+    if mode == "max-time":
+        # Shards one sample apart (2047 samples): whether an epoch is over is agreed on, not each
+        # rank's own, so the time can end the run on any step without a rank left in a collective.
+        timed = long_run + ["--set", "data.samples=2047", "--set", "train.max_time=3s"]
+        done = subprocess.run(base + timed, capture_output=True, text=True, timeout=300)
+        out = done.stdout + done.stderr
+        if done.returncode != 0:
+            fail(f"exit {done.returncode}", out)
+        for text in ("done: stopped at train.max_time 3s after step", "time limit: ", "weights: "):
+            if text not in out:
+                fail(f"missing {text!r}", out)
+        if out.count("done: ") != 1:
+            fail("rank 0 alone should report the end", out)
+        if not os.path.exists(os.path.join(workdir, "model.safetensors")):
+            fail("no model.safetensors after the time limit", out)
+        again = subprocess.run(base + timed, capture_output=True, text=True, timeout=300)
+        out2 = again.stdout + again.stderr
+        if again.returncode != 0 or "nothing left to train: this run has trained for" not in out2:
+            fail(f"the rerun should have nothing left to train (exit {again.returncode})", out2)
+        print(out[-1500:])
         return
     fail("unknown mode " + mode)
 

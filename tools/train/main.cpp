@@ -2,10 +2,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
 #include "command.hpp"
+#include "gputrain/core/duration.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
@@ -49,7 +51,8 @@ int main(int argc, char** argv) {
                "A run writes config.yaml, training.log, metrics.jsonl, TensorBoard events, checkpoints and\n"
                "model.safetensors to logging.dir. SIGINT/SIGTERM (and SIGHUP, SIGUSR1/2: a closed terminal, a\n"
                "scheduler's warning) finish the current step, save a checkpoint and exit 130; run the same\n"
-               "command again to resume (checkpoint.resume: auto).\n"
+               "command again to resume (checkpoint.resume: auto). train.max_time: 11h30m ends a run that has\n"
+               "trained that long (over resumes) with a checkpoint and its weights, exit 0: inside a job's limit.\n"
                "Out of memory mid-run, a step is split into smaller micro-batches (same samples, same step);\n"
                "when no smaller one is allowed (oom.*), the run saves a checkpoint and exits 1.\n"
                "A loss that turns nan/inf stops the run (exit 1) before it checkpoints broken weights.\n"
@@ -133,6 +136,9 @@ int main(int argc, char** argv) {
     std::cerr << "done: ";
     if (!result.early_stop_reason.empty())
       std::cerr << "stopped early after epoch " << result.epochs_done << " of " << config.train.epochs << ", ";
+    if (result.time_limit_reached)
+      std::cerr << "stopped at train.max_time " << core::duration_text(config.train.max_time) << " after step " << result.steps << " of "
+                << result.total_steps << ", ";
     std::cerr << core::counted(result.steps, "step") << " in " << train::format_duration(result.run_seconds);
     if (result.last_loss) std::cerr << ", final loss " << core::format_fixed(*result.last_loss, 4);
     if (result.last_epoch && (result.last_epoch->val_accuracy || result.last_epoch->val_mse)) {
@@ -155,7 +161,8 @@ int main(int argc, char** argv) {
       std::cerr << ", " << core::counted(result.skipped_samples, "unreadable sample")
                 << " skipped (named in training.log)";
     if (result.ended_inside_epoch > 0 && result.has_validation)
-      std::cerr << "\n  validation: train.max_steps ended the run " << result.steps_into_epoch << " of " << result.steps_per_epoch
+      std::cerr << "\n  validation: " << (result.time_limit_reached ? "train.max_time" : "train.max_steps") << " ended the run "
+                << result.steps_into_epoch << " of " << result.steps_per_epoch
                 << " steps into epoch " << result.ended_inside_epoch << ", before that epoch's validation";
     if (result.data_cache != "none")
       std::cerr << "\n  data: data.cache " << result.data_cache
@@ -172,6 +179,10 @@ int main(int argc, char** argv) {
                   << "% hidden behind backward";
     }
     if (!result.early_stop_reason.empty()) std::cerr << "\n  early stop: " << result.early_stop_reason;
+    if (result.time_limit_reached)
+      std::cerr << "\n  time limit: " << core::duration_text(std::round(result.trained_seconds)) << " trained in all; "
+                << result.last_checkpoint << " holds the state, so the same command with a larger train.max_time"
+                << (config.checkpoint.resume == "auto" ? "" : " and checkpoint.resume: auto") << " trains on from there";
     std::cerr << "\n  weights: " << result.weights_path;
     if (result.weights_epoch > 0)
       std::cerr << " (epoch " << result.weights_epoch << "'s, the best " << config.checkpoint.best_metric << ": "

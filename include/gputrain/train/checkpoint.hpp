@@ -51,6 +51,9 @@ struct TrainingProgress {
   std::int64_t global_batch = 0;
   std::int64_t world_size = 0;
   std::int64_t train_samples = 0;
+  /// Wall time the run has trained for (steps, validation, checkpoints), summed over resumes:
+  /// what train.max_time counts. 0 in checkpoints written before it was saved.
+  double trained_seconds = 0;
 };
 
 /// The live objects a checkpoint is taken from and restored into.

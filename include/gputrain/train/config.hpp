@@ -71,6 +71,9 @@ struct ClassWeights {
 struct TrainConfig {
   std::int64_t epochs = 1;
   std::int64_t max_steps = 0;          ///< optimizer steps; 0: no limit beyond `epochs`
+  /// Seconds of training (steps, validation, checkpoints; summed over resumes) after which the
+  /// run checkpoints and ends as a finished one does; 0: no limit.
+  double max_time = 0;
   std::int64_t early_stop_patience = 0;  ///< epochs without a better checkpoint.best_metric before the run stops; 0: off
   double early_stop_min_delta = 0.0;   ///< what counts as better: beating the best by more than this
   std::optional<std::int64_t> batch_size = 64;  ///< micro-batch; nullopt means `auto`

@@ -27,14 +27,18 @@ struct FitResult {
   std::int64_t total_steps = 0;           ///< what the run was asked for
   std::int64_t epochs_done = 0;           ///< epochs completed, those before a resume included
   bool interrupted = false;               ///< stopped by a signal; a checkpoint was written
+  /// train.max_time ended the run (or had already, before this resume); it ends as a finished
+  /// run does otherwise: a checkpoint and model.safetensors.
+  bool time_limit_reached = false;
+  double trained_seconds = 0;             ///< what train.max_time counts: this run's time and the runs' before a resume
   std::optional<double> first_loss;       ///< training loss of the first step this process ran
   std::optional<double> last_loss;        ///< training loss of the last step this process ran
   std::optional<EpochMetrics> last_epoch;
   bool has_validation = false;            ///< the run has validation data (validated at each epoch's end)
   bool show_balanced_accuracy = false;    ///< RunInfo's: the val balanced accuracy belongs beside the val accuracy
-  /// When the step budget (train.max_steps) ended the run inside an epoch, before that epoch's end
-  /// and its validation: the epoch (1-based) and the steps of it that ran; 0 when it ended at an
-  /// epoch's end (or was interrupted).
+  /// When a budget (train.max_steps or train.max_time) ended the run inside an epoch, before that
+  /// epoch's end and its validation: the epoch (1-based) and the steps of it that ran; 0 when it
+  /// ended at an epoch's end (or was interrupted).
   std::int64_t ended_inside_epoch = 0, steps_into_epoch = 0, steps_per_epoch = 0;
   /// Why train.early_stop_patience ended the run ("val_loss has not improved on 0.3412 for 5
   /// epochs ..."); empty when it did not.
@@ -91,8 +95,8 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  /// Trains until `train.epochs`/`train.max_steps` or a stop request (SIGINT/SIGTERM or
-  /// core::request_stop()), which finishes the current step and writes a checkpoint first. Every
+  /// Trains until `train.epochs`/`train.max_steps`/`train.max_time` or a stop request (a signal of
+  /// core::kStopSignals or core::request_stop()), which finishes the current step and writes a checkpoint first. Every
   /// step runs inside a memory::OomGuard; when it gives up, fit() writes a checkpoint and throws
   /// memory::OomExhaustedError (exit 1).
   FitResult fit();

@@ -375,6 +375,25 @@ TEST(Config, DataImageSizeIsASquareOrHeightAndWidth) {
     EXPECT_NE(error_of({{}, {bad}, ""}).find("allowed: an integer >= 1 (a square), or [height, width]"), std::string::npos) << bad;
 }
 
+// train.max_time takes a duration with its unit or a clock, prints in the shortest form, and
+// refuses a bare number (minutes to SLURM, seconds elsewhere) with both readings as the fix.
+TEST(Config, MaxTimeIsADurationWithItsUnit) {
+  EXPECT_EQ(load_config({}).train.max_time, 0.0) << "no limit unless asked";
+  EXPECT_EQ(load_config({{}, {"train.max_time=1h30m"}, ""}).train.max_time, 5400.0);
+  EXPECT_EQ(load_config({{}, {"train.max_time=0-11:30:00"}, ""}).train.max_time, 41400.0);
+  EXPECT_EQ(load_config({{}, {"train.max_time=1h", "train.max_time=none"}, ""}).train.max_time, 0.0);
+  const auto text = train::to_yaml(load_config({{}, {"train.max_time=02:30:00"}, ""}));
+  EXPECT_NE(text.find("  max_time: 2h30m\n"), std::string::npos) << text;
+  EXPECT_NE(train::to_yaml(load_config({})).find("  max_time: none\n"), std::string::npos);
+  const auto bare = error_of({{}, {"train.max_time=30"}, ""});
+  EXPECT_NE(bare.find("train.max_time: found '30'; allowed: a duration such as 45m, 2h, 1h30m, 1d or 11:30:00 (H:MM:SS), or none"),
+            std::string::npos) << bare;
+  EXPECT_NE(bare.find("a number alone has no unit: write 30m or 30s"), std::string::npos) << bare;
+  const auto wrong = error_of({{}, {"train.max_time=2 hours"}, ""});
+  EXPECT_NE(wrong.find("found '2 hours'"), std::string::npos) << wrong;
+  EXPECT_EQ(wrong.find("no unit"), std::string::npos) << "the hint is for a bare number only: " << wrong;
+}
+
 // A resumed run names what changed since its checkpoint.
 TEST(Config, DifferencesNameEachChangedKeyWithBothValues) {
   const auto before = train::to_yaml(load_config({{}, {"train.epochs=3", "data.shape=[8]"}, ""}));
