@@ -119,6 +119,7 @@ std::string memory_relevant_yaml(const Config& config) {
   c.oom = {};
   c.train.epochs = 1;
   c.train.max_steps = 0;
+  c.train.max_time = 0;  // raised to resume a run that ran out of time: the batch found still holds
   c.train.seed = 0;
   c.data.shuffle = true;
   c.data.num_workers.reset();  // the loader's settings do not change a step's memory

@@ -62,6 +62,7 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
   const std::int64_t timed = (steps + window - 1) / window * window;
   config.train.max_steps = window + timed;
   config.train.epochs = std::max<std::int64_t>(config.train.epochs, 1000000);  // steps decide
+  config.train.max_time = 0;  // the config's time budget is for training, not for this measurement
   // Everything the probe run writes goes to a folder of its own, removed after: never into the
   // config's run or checkpoint folders, whose checkpoints keep_last would otherwise rotate away.
   config.logging.dir = (std::filesystem::temp_directory_path() / ("gputrain-profile-step-" + std::to_string(::getpid()))).string();

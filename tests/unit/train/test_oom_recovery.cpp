@@ -245,6 +245,7 @@ TEST(AutoBatch, ARunInTheSameDirectoryReusesTheResult) {
   auto options = test_support::quiet_trainer();
   options.console = &console;
   config.train.max_steps = 4;  // not memory-relevant: same key
+  config.train.max_time = 3600;  // raised to train on after a run ran out of time: same key
   Trainer again(config, options);
   const auto result = again.fit();
   EXPECT_EQ(result.batch_size, first);
