@@ -215,7 +215,9 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
 
   const auto early_stop = EarlyStopRule::from(config);
   const auto ends_here = [&] { return result.interrupted || result.time_limit_reached; };
-  result.time_limit_reached = time_is_up();  // a resumed run that has used its train.max_time already
+  // A resumed run that has used its train.max_time already. The checkpoint's figure, not the
+  // clock: every rank read the same one, so none enters a step the others skip.
+  result.time_limit_reached = config.train.max_time > 0 && trained_before >= config.train.max_time;
   while (progress.step < total_steps && !ends_here() && !stopped_early(early_stop, progress)) {
     const auto epoch_start = Clock::now();
     auto order = sampler.order(progress.epoch);
