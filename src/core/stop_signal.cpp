@@ -41,16 +41,20 @@ void on_signal(int) {
 
 }  // namespace
 
+// Under nohup a closed terminal is meant to leave the run going, and whoever ignored SIGUSR1 for
+// this process chose the same for it.
+bool stays_ignored(int sig, const struct sigaction& at_start) {
+  return sig != SIGINT && sig != SIGTERM && at_start.sa_handler == SIG_IGN;
+}
+
 void install_stop_handlers() {
   struct sigaction action {};
   action.sa_handler = on_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
   for (const int sig : kStopSignals) {
-    // A signal ignored at start stays ignored: under nohup a closed terminal is meant to leave the
-    // run going, and whoever ignored SIGUSR1 for this process chose the same for it.
     struct sigaction before {};
-    if (sig != SIGINT && sig != SIGTERM && sigaction(sig, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) continue;
+    if (sigaction(sig, nullptr, &before) == 0 && stays_ignored(sig, before)) continue;
     sigaction(sig, &action, nullptr);
   }
   // With the console gone (a closed terminal, `| tee` that exited), a write fails with EPIPE

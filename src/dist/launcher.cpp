@@ -287,7 +287,7 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
     struct sigaction before {};
     sigaction(sig, nullptr, &before);
     restore.emplace_back(sig, before);
-    if (before.sa_handler != SIG_IGN || sig == SIGINT || sig == SIGTERM) sigaction(sig, &action, nullptr);
+    if (!core::stays_ignored(sig, before)) sigaction(sig, &action, nullptr);
   }
   restore.emplace_back(SIGPIPE, ignore);
   sigaction(SIGPIPE, &ignore, &restore.back().second);

@@ -73,6 +73,20 @@ def wait_for_line(process, text, seconds):
     fail(f"no line with {text!r} within {seconds} s", "".join(lines))
 
 
+def finished_run(command, expected):
+    """Runs `command` to its end: exit 0, every text of `expected` said, and one report (rank 0's)."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    out = done.stdout + done.stderr
+    if done.returncode != 0:
+        fail(f"exit {done.returncode}", out)
+    for text in expected:
+        if text not in out:
+            fail(f"missing {text!r}", out)
+    if out.count("done: ") != 1:
+        fail("rank 0 alone should report the end", out)
+    return out
+
+
 def main():
     mode, workdir = sys.argv[1], sys.argv[2]
     base = sys.argv[sys.argv.index("--") + 1:]
@@ -81,33 +95,20 @@ def main():
               "--set", "data.samples=2048", "--set", "data.val_samples=256", "--nproc-per-node", "2"]
 
     if mode == "ok":
-        done = subprocess.run(base + common + ["--set", "train.epochs=1"], capture_output=True, text=True, timeout=300)
-        out = done.stdout + done.stderr
-        if done.returncode != 0:
-            fail(f"exit {done.returncode}", out)
-        for text in ("launching 2 ranks on the CPU under mpirun", "distributed: 2 ranks over mpi", "2 ranks over mpi (batch per rank)"):
-            if text not in out:
-                fail(f"missing {text!r}", out)
-        if out.count("done: ") != 1:
-            fail("rank 0 alone should report the end", out)
+        out = finished_run(base + common + ["--set", "train.epochs=1"],
+                           ("launching 2 ranks on the CPU under mpirun", "distributed: 2 ranks over mpi", "2 ranks over mpi (batch per rank)"))
         print(out)
         return
 
     if mode == "early-stop":
         # A margin no validation can beat: the first epoch sets the reference, the next two miss it.
-        done = subprocess.run(base + common + ["--set", "train.epochs=50", "--set", "train.early_stop_patience=2",
-                                               "--set", "train.early_stop_min_delta=1000"],
-                              capture_output=True, text=True, timeout=300)
-        out = done.stdout + done.stderr
-        if done.returncode != 0:
-            fail(f"exit {done.returncode}", out)
-        for text in ("done: stopped early after epoch 3 of 50",
-                     "early stop: val_loss has not improved on", "by more than 1000 for 2 epochs (train.early_stop_patience: 2)",
-                     "'s, the best val_loss: "):
-            if text not in out:
-                fail(f"missing {text!r}", out)
-        if out.count("done: ") != 1 or out.count("epoch 4/50") != 0:
-            fail("both ranks should stop after epoch 3, rank 0 alone reporting", out)
+        out = finished_run(base + common + ["--set", "train.epochs=50", "--set", "train.early_stop_patience=2",
+                                            "--set", "train.early_stop_min_delta=1000"],
+                           ("done: stopped early after epoch 3 of 50",
+                            "early stop: val_loss has not improved on", "by more than 1000 for 2 epochs (train.early_stop_patience: 2)",
+                            "'s, the best val_loss: "))
+        if out.count("epoch 4/50") != 0:
+            fail("both ranks should stop after epoch 3", out)
         print(out[-1500:])
         return
 
@@ -156,15 +157,7 @@ def main():
         # Shards one sample apart (2047 samples): whether an epoch is over is agreed on, not each
         # rank's own, so the time can end the run on any step without a rank left in a collective.
         timed = long_run + ["--set", "data.samples=2047", "--set", "train.max_time=3s"]
-        done = subprocess.run(base + timed, capture_output=True, text=True, timeout=300)
-        out = done.stdout + done.stderr
-        if done.returncode != 0:
-            fail(f"exit {done.returncode}", out)
-        for text in ("done: stopped at train.max_time 3s after step", "time limit: ", "weights: "):
-            if text not in out:
-                fail(f"missing {text!r}", out)
-        if out.count("done: ") != 1:
-            fail("rank 0 alone should report the end", out)
+        out = finished_run(base + timed, ("done: stopped at train.max_time 3s after step", "time limit: ", "weights: "))
         if not os.path.exists(os.path.join(workdir, "model.safetensors")):
             fail("no model.safetensors after the time limit", out)
         again = subprocess.run(base + timed, capture_output=True, text=True, timeout=300)

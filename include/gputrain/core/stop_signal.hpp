@@ -21,6 +21,11 @@ inline constexpr std::array<int, 5> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIG
 /// the run before its checkpoint (idempotent).
 void install_stop_handlers();
 
+/// Whether stop signal `sig`, whose action was `at_start`, is to be left ignored rather than
+/// handled: SIGHUP, SIGUSR1 and SIGUSR2 ignored at start (nohup ignores SIGHUP so that the run
+/// goes on) keep that choice; SIGINT and SIGTERM always stop a run.
+bool stays_ignored(int sig, const struct sigaction& at_start);
+
 /// True once a stop was requested by a signal or request_stop().
 bool stop_requested() noexcept;
 

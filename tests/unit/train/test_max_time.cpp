@@ -6,13 +6,12 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <regex>
 #include <thread>
 
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/damaged_copies.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
 
@@ -34,11 +33,6 @@ test_support::ConsoleRun fit_slowly(Config config) {
   Trainer trainer(std::move(config), options);
   auto result = trainer.fit();
   return {std::move(result), console.str()};
-}
-
-std::string file_text(const fs::path& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), {}};
 }
 
 // 50 epochs of 6 steps: far more than 0.6 s of 0.1 s steps.
@@ -67,7 +61,7 @@ TEST(MaxTime, EndsTheRunAsAFinishedOneWithACheckpointAndWeights) {
   // The ETA is what is left of the budget (0:00 or 0:01), not 294 more steps' ~0:29.
   EXPECT_TRUE(std::regex_search(console, std::regex("step 1/300 .* ETA 0:0[01]"))) << console;
   const std::string outcome = "stopped at train.max_time 0.6s after step " + std::to_string(result.steps) + " of 300; checkpoint " + result.last_checkpoint;
-  EXPECT_NE(file_text(fs::path(result.run_dir) / "training.log").find(outcome), std::string::npos) << "training.log keeps why the run ended";
+  EXPECT_NE(test_support::file_bytes((fs::path(result.run_dir) / "training.log").string()).find(outcome), std::string::npos) << "training.log keeps why the run ended";
 }
 
 TEST(MaxTime, CountsTheTimeOfTheRunsBeforeAResume) {
