@@ -8,6 +8,7 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
@@ -62,13 +63,16 @@ class MpiRuntime {
     started_ = true;
   }
   bool started() const { return started_ && !finalized_; }
+  /// A collective was left running (its peers may never join it): while one is, MPI_Finalize
+  /// would wait for it forever, so the process ends without it (mpirun then stops the others).
+  void left_running(int change) { left_running_ += change; }
   MPI_Op sum_for(at::ScalarType type) const {
     if (type == at::kBFloat16) return bf16_sum_;
     if (type == at::kHalf) return fp16_sum_;
     return MPI_SUM;
   }
   ~MpiRuntime() {
-    if (started_ && !finalized_) {
+    if (started_ && !finalized_ && left_running_ == 0) {
       finalized_ = true;
       MPI_Op_free(&bf16_sum_);
       MPI_Op_free(&fp16_sum_);
@@ -79,6 +83,7 @@ class MpiRuntime {
  private:
   std::mutex mutex_;
   bool started_ = false, finalized_ = false;
+  std::atomic<int> left_running_{0};
   MPI_Op bf16_sum_ = MPI_OP_NULL, fp16_sum_ = MPI_OP_NULL;
 };
 
@@ -140,14 +145,29 @@ class MpiCommunicator final : public Communicator {
                        "or WORLD_SIZE by hand");
     // Errors come back as codes (and become exceptions) instead of aborting the job silently.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    thread_ = std::thread([this] { serve(); });
+    thread_ = std::thread([channel = channel_] { serve(*channel); });
   }
+  // Normally every collective issued has been waited for and the thread ends at once. After a
+  // failure it may be inside one that its peers will never join (this rank gave up on it after
+  // distributed.timeout, or threw between issuing and waiting): MPI cannot cancel it, so the
+  // thread is left to it, and the error reaches the caller (whose end_failed_run stops the job)
+  // instead of this destructor waiting forever.
   ~MpiCommunicator() override {
+    std::deque<Task> never_run;  // issued but not started: nobody will wait for them now
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
+      std::unique_lock<std::mutex> lock(channel_->mutex);
+      channel_->stopping = true;
+      never_run.swap(channel_->queue);
+      channel_->ready.notify_all();
+      constexpr auto kGrace = std::chrono::seconds(1);
+      if (!channel_->ended.wait_for(lock, kGrace, [&] { return channel_->finished; })) {
+        channel_->left = true;
+        MpiRuntime::get().left_running(+1);
+        lock.unlock();
+        thread_.detach();  // it owns the channel too, so it may still finish the call safely
+        return;
+      }
     }
-    ready_.notify_all();
     thread_.join();
   }
 
@@ -198,22 +218,36 @@ class MpiCommunicator final : public Communicator {
     std::shared_future<void> done = task.done.get_future().share();
     auto seconds = task.seconds;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back(std::move(task));
+      std::lock_guard<std::mutex> lock(channel_->mutex);
+      channel_->queue.push_back(std::move(task));
     }
-    ready_.notify_one();
+    channel_->ready.notify_one();
     return std::make_shared<MpiWork>(std::move(done), std::move(seconds), what, rank_, timeout_);
   }
 
-  void serve() {
+  // What the communicator and its thread share; the thread holds it too, as it may outlive the
+  // communicator (see the destructor).
+  struct Channel {
+    std::mutex mutex;
+    std::condition_variable ready, ended;
+    std::deque<Task> queue;
+    bool stopping = false, finished = false, left = false;
+  };
+
+  static void serve(Channel& channel) {
     while (true) {
       Task task;
       {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        task = std::move(queue_.front());
-        queue_.pop_front();
+        std::unique_lock<std::mutex> lock(channel.mutex);
+        channel.ready.wait(lock, [&] { return channel.stopping || !channel.queue.empty(); });
+        if (channel.stopping) {
+          channel.finished = true;
+          if (channel.left) MpiRuntime::get().left_running(-1);  // its peers joined late after all
+          channel.ended.notify_all();
+          return;
+        }
+        task = std::move(channel.queue.front());
+        channel.queue.pop_front();
       }
       const auto start = Clock::now();
       try {
@@ -228,10 +262,7 @@ class MpiCommunicator final : public Communicator {
 
   int rank_ = 0, size_ = 1;
   std::chrono::seconds timeout_;
-  mutable std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<Task> queue_;
-  bool stopping_ = false;
+  std::shared_ptr<Channel> channel_ = std::make_shared<Channel>();
   std::thread thread_;
 };
 

@@ -10,6 +10,10 @@ Modes:
              other in a collective); rank 0 ends on the best epoch's weights.
   max-time   train.max_time ends both ranks at the same step (exit 0, rank 0 writes the weights);
              the same command then has nothing left to train.
+  uneven-epoch
+             shards one sample apart and train.max_steps ending the run on the step where one rank
+             is through its shard and the other has a sample left: neither validates (validation is
+             collective), and the resume finishes the epoch on both, validating it once.
 """
 import os
 import shutil
@@ -75,10 +79,16 @@ def wait_for_line(process, text, seconds):
 
 def finished_run(command, expected):
     """Runs `command` to its end: exit 0, every text of `expected` said, and one report (rank 0's)."""
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    out = done.stdout + done.stderr
-    if done.returncode != 0:
-        fail(f"exit {done.returncode}", out)
+    # A session of its own: a run that hangs is killed with its ranks, not only the launcher.
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = run.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        out, _ = run.communicate()
+        fail("still running after 300 s: a rank waits in a collective the others never issue", out)
+    if run.returncode != 0:
+        fail(f"exit {run.returncode}", out)
     for text in expected:
         if text not in out:
             fail(f"missing {text!r}", out)
@@ -165,6 +175,22 @@ def main():
         if again.returncode != 0 or "nothing left to train: this run has trained for" not in out2:
             fail(f"the rerun should have nothing left to train (exit {again.returncode})", out2)
         print(out[-1500:])
+        return
+    if mode == "uneven-epoch":
+        # 257 samples: rank 0's shard is 129, rank 1's 128 = 2 batches of 64. After step 2 rank 1 is
+        # through and rank 0 has one sample left: the epoch is over on one rank only.
+        uneven = common + ["--set", "data.samples=257", "--set", "train.batch_size=64", "--set", "train.epochs=1",
+                           "--set", "checkpoint.every_epochs=0", "--set", "distributed.timeout=20"]
+        out = finished_run(base + uneven + ["--set", "train.max_steps=2"], ("done: 2 steps", "weights: "))
+        if "epoch 1/1 done" in out:
+            fail("epoch 1 is not over on rank 0 (one sample left), so no rank may validate it", out)
+        out2 = finished_run(base + uneven + ["--set", "train.max_steps=3"], ("resuming at step 2", "done: "))
+        if out2.count("epoch 1/1 done") != 1:
+            fail("the resume should finish epoch 1 and validate it once", out2)
+        if "val_loss" not in out2:
+            fail("epoch 1's validation is missing", out2)
+        print(out[-1500:])
+        print(out2[-1500:])
         return
     fail("unknown mode " + mode)
 

@@ -356,8 +356,8 @@ TEST(TwoRanks, Bf16AndFp16GradientsOnTheWireStayCloseAndIdenticalAcrossRanks) {
 TEST(TwoRanks, ACollectiveAPeerNeverJoinsFailsWithinTheTimeoutNamingRankAndOperation) {
   const auto env = dist::read_rank_environment();
   auto quick = dist::connect(*env, dist::CommunicatorOptions{dist::Backend::mpi, c10::Device(c10::kCPU), std::chrono::seconds(2)});
+  const auto start = std::chrono::steady_clock::now();
   if (my_rank() == 0) {
-    const auto start = std::chrono::steady_clock::now();
     try {
       quick->all_gather({1}, "the agreement before step 18");
       FAIL() << "a collective rank 1 never joined returned";
@@ -368,11 +368,18 @@ TEST(TwoRanks, ACollectiveAPeerNeverJoinsFailsWithinTheTimeoutNamingRankAndOpera
       EXPECT_NE(std::string(e.what()).find("rank 0: the agreement before step 18 did not finish within 2 s"), std::string::npos)
           << e.what();
     }
+    // MPI cannot cancel the call: the communicator leaves it running rather than wait on it, so
+    // the error reaches the caller (whose end_failed_run stops the job) instead of a hang.
+    const auto destroyed = std::chrono::steady_clock::now();
+    quick.reset();
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - destroyed).count(), 2.0)
+        << "the communicator waited for a collective its peer had not joined";
   } else {
-    std::this_thread::sleep_for(std::chrono::seconds(3));  // "hangs", then joins, so both processes can end
+    std::this_thread::sleep_until(start + std::chrono::seconds(6));  // "hangs", then joins, so both processes can end
+    quick->all_gather({1}, "the late join");
   }
-  if (my_rank() == 1) quick->all_gather({1}, "the late join");
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Rank 0's call, left running, completes with the late join; MPI_Finalize waits for nothing then.
+  std::this_thread::sleep_until(start + std::chrono::seconds(7));
 }
 
 int main(int argc, char** argv) {
