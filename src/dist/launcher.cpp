@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -65,14 +66,21 @@ std::string find_in_path(const std::string& name) {
 }
 
 // fork + exec with `env` added; the child gets its own process group, so a terminal's Ctrl-C
-// reaches the launcher only, which forwards it as it sees fit.
-Child spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env, int rank) {
+// reaches the launcher only, which forwards it as it sees fit. A launcher killed outright (SIGKILL
+// from a CI job's timeout, the OOM killer) forwards nothing: the kernel sends the child
+// `death_signal` then, which stops the ranks as a SIGTERM would (a checkpoint, exit 130) instead
+// of leaving them to train on unwatched.
+Child spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env, int rank,
+            int death_signal) {
   int fds[2];
   if (pipe(fds) != 0) throw EnvironmentError(std::string("cannot create a pipe: ") + std::strerror(errno), "");
+  const pid_t launcher = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw EnvironmentError(std::string("cannot start a rank: fork: ") + std::strerror(errno), "");
   if (pid == 0) {
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, death_signal);
+    if (getppid() != launcher) _exit(130);  // it died before the line above
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     close(fds[0]);
@@ -259,7 +267,9 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
                                      "--mca", "btl_vader_single_copy_mechanism", "none"};
     if (geteuid() == 0) argv.push_back("--allow-run-as-root");
     argv.insert(argv.end(), spec.command.begin(), spec.command.end());
-    children.push_back(spawn(argv, {}, -1));
+    // mpirun ends the job on SIGTERM with SIGKILL close behind, too soon for a checkpoint; it
+    // passes SIGUSR1 on to the ranks, which stop on it as on SIGTERM.
+    children.push_back(spawn(argv, {}, -1, SIGUSR1));
   } else {
     const int port = spec.master_port > 0 ? spec.master_port : free_local_port();
     for (int r = 0; r < spec.ranks; ++r)
@@ -270,7 +280,7 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
                                 {"LOCAL_WORLD_SIZE", std::to_string(spec.ranks)},
                                 {"MASTER_ADDR", "127.0.0.1"},
                                 {"MASTER_PORT", std::to_string(port)}},
-                               r));
+                               r, SIGTERM));
   }
 
   // Every stop signal (core::kStopSignals: a hang-up, a scheduler's SIGUSR1 warning) stops the

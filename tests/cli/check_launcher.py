@@ -5,6 +5,9 @@ Usage: check_launcher.py MODE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
 Modes:
   ok         two ranks train; rank 0 alone reports; exit 0.
   kill-rank  rank 1 is SIGKILLed mid-run: the launcher exits non-zero at once and names rank 1.
+  kill-launcher
+             the launcher is SIGKILLed mid-run (a CI timeout, the OOM killer): its ranks do not
+             train on unwatched; they stop as on SIGTERM, with a checkpoint the same command resumes.
   sigterm    SIGTERM to the launcher: both ranks checkpoint and exit 130; the same command resumes.
   early-stop train.early_stop_patience stops both ranks after the same epoch (none waits for the
              other in a collective); rank 0 ends on the best epoch's weights.
@@ -58,6 +61,14 @@ def rank_process(launcher_pid, rank):
         if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
             return pid
     return None
+
+
+def zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return False
 
 
 def start(command):
@@ -144,6 +155,36 @@ def main():
             fail("the failed rank is not named", out)
         print(out[-3000:])
         print(f"launcher ended {seconds:.1f} s after rank 1 was killed, exit {launcher.returncode}")
+        return
+
+    if mode == "kill-launcher":
+        # Quiet ranks: a rank that prints learns of its launcher's death from the broken pipe (mpirun
+        # ends the job then); one in a long silent stretch (here an epoch of 2048 slow steps with no
+        # report, a minute on a CPU core) must stop all the same, well before it would print again.
+        quiet = long_run + ["--set", "data.samples=8192", "--set", "train.batch_size=2", "--set", "model.hidden=[4096,4096]",
+                            "--set", "logging.every_steps=10000000"]
+        launcher = start(base + quiet)
+        wait_for_line(launcher, "distributed: 2 ranks", 120)
+        time.sleep(1)
+        ranks = [rank_process(launcher.pid, r) for r in (0, 1)]
+        if None in ranks:
+            fail("the ranks' processes not found among the launcher's descendants")
+        launcher.kill()
+        launcher.wait()
+        killed_at = time.time()
+        while time.time() < killed_at + 15 and any(os.path.exists(f"/proc/{pid}") and not zombie(pid) for pid in ranks):
+            time.sleep(0.1)
+        left = [pid for pid in ranks if os.path.exists(f"/proc/{pid}") and not zombie(pid)]
+        if left:
+            for pid in left:
+                os.kill(pid, signal.SIGKILL)
+            fail(f"ranks {left} still run 15 s after their launcher was killed")
+        print(f"the ranks stopped {time.time() - killed_at:.1f} s after their launcher was killed")
+        again = subprocess.run(base + quiet + ["--set", "train.max_steps=1"], capture_output=True, text=True, timeout=300)
+        out = again.stdout + again.stderr
+        if "resuming at step" not in out:
+            fail("the ranks left no checkpoint to resume from", out)
+        print(out[-1500:])
         return
 
     if mode == "sigterm":

@@ -132,3 +132,48 @@ TEST(Launcher, ASchedulerWarningSignalStopsEveryRankAsSigtermDoes) {
   EXPECT_EQ(launch_exit_after(SIGUSR1), 130);
   EXPECT_EQ(launch_exit_after(SIGUSR2), 130);
 }
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+// A launcher killed outright (a CI job's timeout, the OOM killer) cannot pass anything on: the
+// kernel must stop its ranks instead (as SIGTERM does: they save a checkpoint), not leave them to
+// train on with nobody watching.
+TEST(Launcher, RanksOfALauncherKilledOutrightAreStoppedAsBySigterm) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("gputrain-launcher-killed-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string d = dir.string();
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {  // the launcher, in a process of its own so that it can be killed
+    std::ostringstream report;
+    _exit(launch_local(shell_ranks(2, "trap 'touch " + d + "/stopped$RANK; exit 130' TERM; echo $$ > " + d +
+                                          "/ready$RANK; while true; do sleep 0.05; done"),
+                       report));
+  }
+  const auto wait_for = [&](const std::string& name) {
+    for (int i = 0; i < 200; ++i) {
+      if (fs::exists(dir / (name + "0")) && fs::exists(dir / (name + "1"))) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  const bool ready = wait_for("ready");
+  kill(launcher, SIGKILL);
+  waitpid(launcher, nullptr, 0);
+  EXPECT_TRUE(ready) << "the ranks did not start within 10 s";
+  const bool stopped = wait_for("stopped");
+  EXPECT_TRUE(stopped) << "the ranks got no SIGTERM within 10 s of their launcher's death";
+  if (!stopped)  // not left behind by the test either
+    for (const char* rank : {"0", "1"}) {
+      std::ifstream pid_file(dir / ("ready" + std::string(rank)));
+      pid_t pid = 0;
+      if (pid_file >> pid && pid > 0) kill(pid, SIGKILL);
+    }
+  fs::remove_all(dir);
+}
