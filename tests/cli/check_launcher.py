@@ -90,12 +90,15 @@ def wait_for_line(process, text, seconds):
 
 def finished_run(command, expected):
     """Runs `command` to its end: exit 0, every text of `expected` said, and one report (rank 0's)."""
-    # A session of its own: a run that hangs is killed with its ranks, not only the launcher.
-    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         out, _ = run.communicate(timeout=300)
     except subprocess.TimeoutExpired:
-        os.killpg(run.pid, signal.SIGKILL)
+        for pid in [run.pid] + descendants(run.pid):  # the ranks too: one stuck in a collective stops on no signal
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         out, _ = run.communicate()
         fail("still running after 300 s: a rank waits in a collective the others never issue", out)
     if run.returncode != 0:
