@@ -394,7 +394,8 @@ void Trainer::State::note_config_changes(const std::string& path, const std::str
     if (saved.train.max_steps > 0) saved_total = std::min(saved_total, saved.train.max_steps);
     const auto saved_rate = [&](std::int64_t step) { return learning_rate_at(saved.scheduler, saved.optimizer.lr, step, saved_total, progress.plateau_scale); };
     const double next = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps, progress.plateau_scale);
-    if (short_number(next) != short_number(saved_rate(progress.step))) {
+    // Past the run's end (fewer epochs than the checkpoint did) no step runs at the new rate.
+    if (progress.step < total_steps && short_number(next) != short_number(saved_rate(progress.step))) {
       std::string line = "note: the learning-rate schedule changes with the config (" + config.scheduler.name + " over " +
                          std::to_string(total_steps) + " steps): step " + std::to_string(progress.step + 1) + " runs at lr " + short_number(next);
       if (progress.step > 0) line += ", where step " + std::to_string(progress.step) + " ran at " + short_number(saved_rate(progress.step - 1));

@@ -354,6 +354,15 @@ TEST(Trainer, ResumingWithMoreEpochsNamesTheChangeAndTheLearningRateJump) {
   const auto [again, quiet] = test_support::fit_capturing_console(small_run("longer", reporting, /*fresh=*/false));
   EXPECT_NE(quiet.find("logging.every_steps 2 -> 3"), std::string::npos) << quiet;
   EXPECT_EQ(quiet.find("learning-rate schedule changes"), std::string::npos) << "the schedule did not change: " << quiet;
+
+  // Fewer epochs than the checkpoint has done: the rate changes (a floor where it had reached 0),
+  // but no step runs at it.
+  auto shorter_run = cosine;
+  shorter_run.push_back("scheduler.min_lr=0.01");
+  const auto [none, shorter] = test_support::fit_capturing_console(small_run("longer", shorter_run, /*fresh=*/false));
+  EXPECT_EQ(none.steps, 24);
+  EXPECT_NE(shorter.find("nothing left to train"), std::string::npos) << shorter;
+  EXPECT_EQ(shorter.find("learning-rate schedule changes"), std::string::npos) << "no step runs at the changed rate: " << shorter;
 }
 
 // A folder holding another model's checkpoints is another run's folder: say so, not which tensor
