@@ -252,6 +252,37 @@ TEST(TwoRanks, AStopOnOneRankStopsBothAndTheResumeContinuesExactly) {
   barrier();
 }
 
+// 97 samples: rank 1's 48 are 6 batches of 8, rank 0's 49 need a seventh step. A stop after step 6
+// leaves epoch 1 over on rank 1 alone: neither rank may validate it then (validation is a
+// collective), and the resume must finish it on both, validating it once, to the same weights.
+TEST(TwoRanks, AStopWhereOneRanksShardIsThroughResumesToTheUninterruptedWeights) {
+  const std::vector<std::string> uneven{"data.samples=97"};
+  Trainer reference(run("uneven-reference", uneven), test_support::quiet_trainer());
+  const auto whole = reference.fit();
+  const auto expected = flat_parameters(reference);
+
+  auto options = test_support::quiet_trainer();
+  options.after_step = [&](std::int64_t step) {
+    if (step == 6) core::request_stop();
+  };
+  {
+    Trainer first(run("uneven-stopped", uneven), options);
+    const auto stopped = first.fit();
+    core::clear_stop_request();
+    EXPECT_TRUE(stopped.interrupted);
+    EXPECT_EQ(stopped.steps, 6);
+    EXPECT_FALSE(stopped.last_epoch) << "epoch 1 was validated with a sample of rank 0's shard left";
+  }
+  barrier();
+  Trainer resumed(run("uneven-stopped", uneven, /*fresh=*/false), test_support::quiet_trainer());
+  const auto result = resumed.fit();
+  EXPECT_EQ(result.start_step, 6);
+  EXPECT_EQ(result.steps, whole.steps);
+  EXPECT_EQ(result.epochs_done, whole.epochs_done);
+  EXPECT_TRUE(at::equal(flat_parameters(resumed), expected)) << "the resumed run left the uninterrupted one's path";
+  barrier();
+}
+
 // Fewer GPUs after a preemption: the same global batch on one process continues the two ranks' run
 // (each rank's place in the epoch is rescaled to the new share).
 TEST(TwoRanks, AStoppedRunResumesOnOneProcessWithTheSameGlobalBatch) {
