@@ -44,6 +44,12 @@ void sum_halves(void* in, void* inout, int* count, MPI_Datatype*) {
   for (int i = 0; i < *count; ++i) b[i] = static_cast<Half>(static_cast<float>(a[i]) + static_cast<float>(b[i]));
 }
 
+// Trivially destructible, so still there for a thread that returns from MPI while the process exits.
+std::atomic<int>& collectives_left_running() {
+  static std::atomic<int> count{0};
+  return count;
+}
+
 // MPI_Init_thread once per process, MPI_Finalize at exit after the last communicator is gone.
 class MpiRuntime {
  public:
@@ -65,14 +71,15 @@ class MpiRuntime {
   bool started() const { return started_ && !finalized_; }
   /// A collective was left running (its peers may never join it): while one is, MPI_Finalize
   /// would wait for it forever, so the process ends without it (mpirun then stops the others).
-  void left_running(int change) { left_running_ += change; }
+  /// A plain atomic outside the runtime: the thread left in the call may return during exit.
+  static void left_running(int change) { collectives_left_running() += change; }
   MPI_Op sum_for(at::ScalarType type) const {
     if (type == at::kBFloat16) return bf16_sum_;
     if (type == at::kHalf) return fp16_sum_;
     return MPI_SUM;
   }
   ~MpiRuntime() {
-    if (started_ && !finalized_ && left_running_ == 0) {
+    if (started_ && !finalized_ && collectives_left_running() == 0) {
       finalized_ = true;
       MPI_Op_free(&bf16_sum_);
       MPI_Op_free(&fp16_sum_);
@@ -83,7 +90,6 @@ class MpiRuntime {
  private:
   std::mutex mutex_;
   bool started_ = false, finalized_ = false;
-  std::atomic<int> left_running_{0};
   MPI_Op bf16_sum_ = MPI_OP_NULL, fp16_sum_ = MPI_OP_NULL;
 };
 
@@ -162,7 +168,7 @@ class MpiCommunicator final : public Communicator {
       constexpr auto kGrace = std::chrono::seconds(1);
       if (!channel_->ended.wait_for(lock, kGrace, [&] { return channel_->finished; })) {
         channel_->left = true;
-        MpiRuntime::get().left_running(+1);
+        MpiRuntime::left_running(+1);
         lock.unlock();
         thread_.detach();  // it owns the channel too, so it may still finish the call safely
         return;
@@ -242,7 +248,7 @@ class MpiCommunicator final : public Communicator {
         channel.ready.wait(lock, [&] { return channel.stopping || !channel.queue.empty(); });
         if (channel.stopping) {
           channel.finished = true;
-          if (channel.left) MpiRuntime::get().left_running(-1);  // its peers joined late after all
+          if (channel.left) MpiRuntime::left_running(-1);  // its peers joined late after all
           channel.ended.notify_all();
           return;
         }
