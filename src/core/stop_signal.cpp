@@ -41,28 +41,36 @@ void on_signal(int) {
 
 }  // namespace
 
-// Under nohup a closed terminal is meant to leave the run going, and whoever ignored SIGUSR1 for
-// this process chose the same for it.
-bool stays_ignored(int sig, const struct sigaction& at_start) {
-  return sig != SIGINT && sig != SIGTERM && at_start.sa_handler == SIG_IGN;
-}
-
-void install_stop_handlers() {
+std::vector<SavedAction> catch_stop_signals(void (*handler)(int), int flags) {
   struct sigaction action {};
-  action.sa_handler = on_signal;
+  action.sa_handler = handler;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
+  action.sa_flags = flags;
+  std::vector<SavedAction> saved;
   for (const int sig : kStopSignals) {
-    struct sigaction before {};
-    if (sigaction(sig, nullptr, &before) == 0 && stays_ignored(sig, before)) continue;
+    SavedAction before{sig, {}};
+    sigaction(sig, nullptr, &before.action);
+    saved.push_back(before);
+    // Under nohup a closed terminal is meant to leave the run going, and whoever ignored SIGUSR1
+    // for this process chose the same for it; SIGINT and SIGTERM always stop a run.
+    if (sig != SIGINT && sig != SIGTERM && before.action.sa_handler == SIG_IGN) continue;
     sigaction(sig, &action, nullptr);
   }
   // With the console gone (a closed terminal, `| tee` that exited), a write fails with EPIPE
-  // instead of killing the run before it has saved its checkpoint.
+  // instead of killing the process before it has saved its checkpoint.
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
-  sigaction(SIGPIPE, &ignore, nullptr);
+  SavedAction pipe{SIGPIPE, {}};
+  sigaction(SIGPIPE, &ignore, &pipe.action);
+  saved.push_back(pipe);
+  return saved;
 }
+
+void restore_actions(const std::vector<SavedAction>& saved) {
+  for (const auto& [sig, action] : saved) sigaction(sig, &action, nullptr);
+}
+
+void install_stop_handlers() { catch_stop_signals(on_signal, SA_RESTART); }
 
 bool stop_requested() noexcept { return g_requests.load() > 0; }
 

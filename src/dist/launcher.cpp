@@ -285,22 +285,10 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
 
   // Every stop signal (core::kStopSignals: a hang-up, a scheduler's SIGUSR1 warning) stops the
   // ranks as Ctrl-C does; the ranks have process groups of their own, so only the launcher gets
-  // it. One ignored at start (nohup) stays ignored. A console that is gone must not end the
-  // launcher (SIGPIPE) while the ranks save their checkpoints.
-  struct sigaction action {}, ignore{};
-  action.sa_handler = count_signal;
-  sigemptyset(&action.sa_mask);
-  ignore.sa_handler = SIG_IGN;
+  // it. A console that is gone must not end the launcher (SIGPIPE) while the ranks save their
+  // checkpoints.
   g_signals = 0;
-  std::vector<std::pair<int, struct sigaction>> restore;
-  for (const int sig : core::kStopSignals) {
-    struct sigaction before {};
-    sigaction(sig, nullptr, &before);
-    restore.emplace_back(sig, before);
-    if (!core::stays_ignored(sig, before)) sigaction(sig, &action, nullptr);
-  }
-  restore.emplace_back(SIGPIPE, ignore);
-  sigaction(SIGPIPE, &ignore, &restore.back().second);
+  const auto restore = core::catch_stop_signals(count_signal, 0);
 
   Watch watch(spec.ranks, spec.tail_lines);
   int forwarded = 0;            // signals passed on so far
@@ -354,7 +342,7 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
     watch.flush(c);
     if (c.fd >= 0) close(c.fd);
   }
-  for (const auto& [sig, before] : restore) sigaction(sig, &before, nullptr);
+  core::restore_actions(restore);
 
   auto show_tail = [&](int rank) {
     if (watch.tail(rank).empty()) {

@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <array>
+#include <vector>
 
 namespace gputrain::core {
 
@@ -21,10 +22,20 @@ inline constexpr std::array<int, 5> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIG
 /// the run before its checkpoint (idempotent).
 void install_stop_handlers();
 
-/// Whether stop signal `sig`, whose action was `at_start`, is to be left ignored rather than
-/// handled: SIGHUP, SIGUSR1 and SIGUSR2 ignored at start (nohup ignores SIGHUP so that the run
-/// goes on) keep that choice; SIGINT and SIGTERM always stop a run.
-bool stays_ignored(int sig, const struct sigaction& at_start);
+/// A signal's action as it was, for restore_actions().
+struct SavedAction {
+  int signal;
+  struct sigaction action;
+};
+
+/// What install_stop_handlers() does, with another handler (a launcher forwards the signals):
+/// points kStopSignals at `handler` with sigaction flags `flags`, except SIGHUP, SIGUSR1 and
+/// SIGUSR2 when they were ignored at start (nohup ignores SIGHUP so that the run goes on: that
+/// choice is kept), and ignores SIGPIPE. Returns each one's action before.
+std::vector<SavedAction> catch_stop_signals(void (*handler)(int), int flags);
+
+/// Puts back the actions catch_stop_signals() replaced.
+void restore_actions(const std::vector<SavedAction>& saved);
 
 /// True once a stop was requested by a signal or request_stop().
 bool stop_requested() noexcept;
