@@ -159,11 +159,10 @@ class MpiCommunicator final : public Communicator {
   // thread is left to it, and the error reaches the caller (whose end_failed_run stops the job)
   // instead of this destructor waiting forever.
   ~MpiCommunicator() override {
-    std::deque<Task> never_run;  // issued but not started: nobody will wait for them now
     {
       std::unique_lock<std::mutex> lock(channel_->mutex);
       channel_->stopping = true;
-      never_run.swap(channel_->queue);
+      channel_->queue.clear();  // issued but not started: nobody will wait for them now
       channel_->ready.notify_all();
       constexpr auto kGrace = std::chrono::seconds(1);
       if (!channel_->ended.wait_for(lock, kGrace, [&] { return channel_->finished; })) {
