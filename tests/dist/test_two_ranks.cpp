@@ -48,10 +48,15 @@ dist::Communicator& peers() {
 int my_rank() { return peers().rank(); }
 void barrier() { peers().all_gather({0}, "the test's barrier"); }
 
+// Where the runs write: this build's own test folder, not the shared temp directory, so two builds
+// testing at once never share a run directory. (TMPDIR stays as it is: mpirun keeps its session
+// sockets there, and a deep build folder would make their paths too long.)
+fs::path scratch(const std::string& name) { return fs::path(GPUTRAIN_TEST_TMPDIR) / ("gputrain-two-ranks-" + name); }
+
 // A run directory shared by both ranks; `fresh`: emptied by rank 0 before either starts (a
 // collective: both ranks must ask for it together).
 Config run(const std::string& name, std::vector<std::string> overrides, bool fresh = true) {
-  const auto dir = fs::temp_directory_path() / ("gputrain-two-ranks-" + name);
+  const auto dir = scratch(name);
   if (fresh) {
     if (my_rank() == 0) fs::remove_all(dir);
     barrier();
@@ -106,7 +111,7 @@ TEST(TwoRanks, StayIdenticalAndMatchOneProcessWithTheGlobalBatch) {
 
   if (my_rank() == 0) {
     as_plain_process([&] {
-      fs::remove_all(fs::temp_directory_path() / "gputrain-two-ranks-match-single");
+      fs::remove_all(scratch("match-single"));
       Trainer single(run("match-single", {"train.batch_size=16", "train.class_weights=[1, 2.5, 0.5]"}, /*fresh=*/false),
                      test_support::quiet_trainer());
       const auto single_result = single.fit();
@@ -195,7 +200,7 @@ TEST(TwoRanks, OnlyRankZeroWritesTheRunDirectory) {
 TEST(TwoRanks, EverySampleIsSeenExactlyOncePerEpochEvenWithUnevenShards) {
   // 91 samples: rank 0 holds 46, rank 1 45; batches of 9 make rank 0 take a sixth step that
   // rank 1 joins with no samples. Feature 0 of each CSV row is its index.
-  const auto dir = fs::temp_directory_path() / "gputrain-two-ranks-csv";
+  const auto dir = scratch("csv");
   if (my_rank() == 0) {
     fs::create_directories(dir);
     std::ofstream csv(dir / "rows.csv");
