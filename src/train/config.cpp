@@ -98,6 +98,7 @@ constexpr ForeignName kForeignNames[] = {
     {"dataloader_num_workers", "Hugging Face", "data.num_workers"},
     {"workers", "timm", "data.num_workers"},
     {"lr_scheduler_type", "Hugging Face", "scheduler.name"},
+    {"lr_scheduler", "Lightning", "scheduler.name"},
     {"sched", "timm", "scheduler.name"},
     {"opt", "timm", "optimizer.name"},
     {"optim", "Hugging Face", "optimizer.name"},
@@ -130,6 +131,12 @@ std::string did_you_mean(const std::string& key) {
   const std::string leaf = dot == std::string::npos ? key : key.substr(dot + 1);
   for (const auto& foreign : kForeignNames)
     if (leaf == foreign.name) return "; " + std::string(foreign.tool) + "'s " + foreign.name + " is " + foreign.key + " here";
+  // A whole section written inside another one ("train.scheduler: cosine").
+  if (!section.empty() && std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return k.rfind(leaf + ".", 0) == 0; })) {
+    if (std::find(keys.begin(), keys.end(), leaf + ".name") != keys.end())
+      return "; " + leaf + " is a section of its own: did you mean '" + leaf + ".name'?";
+    return "; " + leaf + " is a section of its own, at the top level";
+  }
   std::vector<std::string> siblings, candidates = keys;
   for (const auto& known : keys) {
     const auto kdot = known.rfind('.');

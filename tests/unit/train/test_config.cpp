@@ -214,6 +214,18 @@ TEST(Config, AnotherToolsNameForAKeyIsTranslated) {
             std::string::npos);
 }
 
+// A section indented under another section is pointed to where it belongs.
+TEST(Config, ASectionWrittenInsideAnotherIsPointedToItsPlace) {
+  EXPECT_NE(error_of({{}, {"train.scheduler=cosine"}, ""})
+                .find("unknown key 'train.scheduler'; scheduler is a section of its own: did you mean 'scheduler.name'?"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.device=cpu"}, ""}).find("unknown key 'train.device'; device is a section of its own: did you mean 'device.name'?"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.logging=x"}, ""}).find("unknown key 'train.logging'; logging is a section of its own, at the top level"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.lr_scheduler=cosine"}, ""}).find("Lightning's lr_scheduler is scheduler.name here"), std::string::npos);
+}
+
 TEST(Config, MisspelledSectionSuggestsTheSection) {
   const auto message = error_of({{fixture("typo_section.yaml")}, {}, ""});
   EXPECT_NE(message.find("typo_section.yaml:3:1"), std::string::npos) << message;
