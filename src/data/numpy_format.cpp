@@ -30,6 +30,10 @@ UsageError malformed(const std::string& name, const std::string& why) {
 // descr is '<f4', '>i8', '|u1', '<c16', ...: byte order, kind, item size.
 void parse_descr(const std::string& descr, const std::string& name, NpyHeader& h) {
   h.numpy_dtype = descr;
+  if (descr.size() >= 2 && descr[1] == 'O')  // numpy.save(..., allow_pickle=True) of objects: pickles, not numbers
+    throw UsageError("'" + name + "' holds Python objects (dtype '" + descr + "'), which gputrain cannot read",
+                     "save a numeric array: numpy.asarray(values, dtype=numpy.float32) (or an integer type for labels); "
+                     "an object array usually means rows of different lengths or a column of strings");
   if (descr.size() < 3) throw malformed(name, "dtype '" + descr + "' is not a plain numeric dtype");
   const char order = descr[0], kind = descr[1];
   const std::string size_text = descr.substr(2);

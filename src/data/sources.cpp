@@ -61,6 +61,10 @@ at::Tensor pick(const Arrays& arrays, const std::string& wanted, const std::vect
 
 // Targets as the loss wants them and inputs in a compact dtype the model can take.
 TensorDataset normalise(TensorDataset set, bool classification, const std::string& what) {
+  for (const auto& [array, role] : {std::pair{set.inputs, "features"}, std::pair{set.targets, "labels"}})
+    if (array.dim() == 0)
+      throw UsageError(what + ": the " + std::string(role) + " are a single value (an array of shape ()), not one per sample",
+                       "save one row per sample: features of shape [samples, ...], labels of shape [samples]");
   if (set.inputs.dim() == 1) set.inputs = set.inputs.unsqueeze(1);
   if (set.inputs.scalar_type() == at::kDouble) set.inputs = set.inputs.to(at::kFloat);
   if (set.inputs.is_complex() || set.inputs.scalar_type() == at::kBool)

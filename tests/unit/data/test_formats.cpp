@@ -74,7 +74,7 @@ TEST(Npy, MalformedFilesAreClearErrors) {
   EXPECT_NE(usage_error([] { read_npy(fixture("bad/header_cut.npy")); }).find("header"), std::string::npos);
   const auto object = usage_error([] { read_npy(fixture("bad/object.npy")); });
   EXPECT_NE(object.find("bad/object.npy"), std::string::npos) << object;
-  EXPECT_NE(object.find("'|O'"), std::string::npos) << object;
+  EXPECT_NE(object.find("holds Python objects (dtype '|O')"), std::string::npos) << object;
   EXPECT_NE(usage_error([] { read_npy(fixture("bad/structured.npy")); }).find("structured"), std::string::npos);
   EXPECT_NE(usage_error([] { read_npy(fixture("no/such.npy")); }).find("'" + fixture("no/such.npy") + "' does not exist"), std::string::npos);
   const auto typo = usage_error([] { read_npy(fixture("npy/versoin1.npy")); });
@@ -818,6 +818,15 @@ TEST(Sources, ArraysByKeyAndDefaults) {
   npy.val_labels = fixture("npy/scalar_per_sample.npy");  // 7 labels for 50 samples
   const auto mismatch = usage_error([&] { open_sources(npy); });
   EXPECT_NE(mismatch.find("50 samples of features but 7 labels"), std::string::npos) << mismatch;
+  for (const bool features : {true, false}) {  // a 0-d array, from either side, is named, not indexed
+    auto one_value = npy;
+    (features ? one_value.val_path : one_value.val_labels) = fixture("bad/zero_dim.npy");
+    one_value.task = features ? "classification" : "regression";
+    const auto message = usage_error([&] { open_sources(one_value); });
+    EXPECT_NE(message.find(std::string("the ") + (features ? "features" : "labels") + " are a single value (an array of shape ())"),
+              std::string::npos) << message;
+    EXPECT_NE(message.find("zero_dim.npy"), std::string::npos) << message;
+  }
 
   SourceSpec st;
   st.source = "safetensors";
