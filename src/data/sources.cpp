@@ -100,6 +100,9 @@ TensorDataset normalise(TensorDataset set, bool classification, const std::strin
   if (set.inputs.size(0) != t.size(0))
     throw UsageError(what + ": " + std::to_string(set.inputs.size(0)) + " samples of features but " + std::to_string(t.size(0)) + " labels",
                      "the first dimension of features and labels must match");
+  if (set.inputs.size(0) == 0)
+    throw UsageError(what + ": no samples (features of shape " + c10::str(set.inputs.sizes()) + ")",
+                     "the arrays were saved empty: check the filter or query that made them");
   return set;
 }
 

@@ -56,6 +56,7 @@ open(path("bad", "header_cut.npy"), "wb").write(good[:20])
 np.save(path("bad", "object.npy"), np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
 np.save(path("bad", "structured.npy"), np.zeros(3, dtype=[("x", "f4"), ("y", "i4")]))
 np.save(path("bad", "zero_dim.npy"), np.float32(3.5))  # one value, shape (): no samples to index
+np.savez(path("bad", "empty.npz"), x=np.zeros((0, 6), np.float32), y=np.zeros(0, np.int64))  # a filter that kept nothing
 
 # --- .npz, stored and deflated; features and labels under several keys ---
 x = np.random.default_rng(0).standard_normal((50, 6)).astype(np.float32)

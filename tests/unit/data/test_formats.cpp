@@ -818,6 +818,12 @@ TEST(Sources, ArraysByKeyAndDefaults) {
   npy.val_labels = fixture("npy/scalar_per_sample.npy");  // 7 labels for 50 samples
   const auto mismatch = usage_error([&] { open_sources(npy); });
   EXPECT_NE(mismatch.find("50 samples of features but 7 labels"), std::string::npos) << mismatch;
+  SourceSpec empty;
+  empty.source = "npz";
+  empty.path = fixture("bad/empty.npz");
+  const auto none = usage_error([&] { open_sources(empty); });
+  EXPECT_NE(none.find("empty.npz': no samples (features of shape [0, 6])"), std::string::npos) << none;
+
   for (const bool features : {true, false}) {  // a 0-d array, from either side, is named, not indexed
     auto one_value = npy;
     (features ? one_value.val_path : one_value.val_labels) = fixture("bad/zero_dim.npy");
