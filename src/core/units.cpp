@@ -68,7 +68,13 @@ std::string lower(std::string text) {
 }
 
 std::string counted(std::int64_t count, const std::string& noun) {
-  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+  if (count == 1) return "1 " + noun;
+  const auto ends_with = [&](const char* tail) {
+    const std::string t(tail);
+    return noun.size() >= t.size() && noun.compare(noun.size() - t.size(), t.size(), t) == 0;
+  };
+  const bool sibilant = ends_with("s") || ends_with("x") || ends_with("ch") || ends_with("sh");  // class -> classes
+  return std::to_string(count) + " " + noun + (sibilant ? "es" : "s");
 }
 
 std::string join(const std::vector<std::string>& words, const std::string& separator) {

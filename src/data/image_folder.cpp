@@ -113,7 +113,8 @@ class ImageFolder final : public Dataset {
   }
   std::string origin(std::int64_t index) const override { return (fs::path(root_) / files_[static_cast<std::size_t>(index)].name).string(); }
   std::string description() const override {
-    std::string text = "image folder " + root_ + " (" + std::to_string(files_.size()) + " images, " + std::to_string(classes_.size()) + " classes";
+    std::string text = "image folder " + root_ + " (" + core::counted(static_cast<std::int64_t>(files_.size()), "image") + ", " +
+                       core::counted(static_cast<std::int64_t>(classes_.size()), "class");
     if (!other_images_.empty()) {
       std::vector<std::string> counts;
       for (const auto& [ext, count] : other_images_) counts.push_back(std::to_string(count) + " " + ext);

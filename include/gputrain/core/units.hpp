@@ -23,7 +23,8 @@ std::string lower(std::string text);
 /// Words for a message: join({"a", "b"}) -> "a, b"; "" for none.
 std::string join(const std::vector<std::string>& words, const std::string& separator = ", ");
 
-/// A count with its noun: counted(1, "bucket") -> "1 bucket", counted(2, "GPU") -> "2 GPUs".
+/// A count with its noun: counted(1, "bucket") -> "1 bucket", counted(2, "GPU") -> "2 GPUs",
+/// counted(2, "class") -> "2 classes" (regular English plurals only).
 std::string counted(std::int64_t count, const std::string& noun);
 
 /// A size as users write it: "8GiB", "8 GiB", "512MiB", "1.5G" (binary, like nvidia-smi),

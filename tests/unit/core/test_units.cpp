@@ -53,4 +53,7 @@ TEST(Counted, PutsTheNounInThePluralExceptForOne) {
   EXPECT_EQ(gputrain::core::counted(1, "bucket"), "1 bucket");
   EXPECT_EQ(gputrain::core::counted(0, "GPU"), "0 GPUs");
   EXPECT_EQ(gputrain::core::counted(8, "GPU"), "8 GPUs");
+  EXPECT_EQ(gputrain::core::counted(2, "class"), "2 classes");
+  EXPECT_EQ(gputrain::core::counted(3, "batch"), "3 batches");
+  EXPECT_EQ(gputrain::core::counted(1, "class"), "1 class");
 }
