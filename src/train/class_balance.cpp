@@ -25,6 +25,22 @@ void refuse_sparse_class_ids(const data::Sources& sources) {
                        " to train with that many classes anyway");
 }
 
+void refuse_single_class(const data::Sources& sources, const std::string& source) {
+  const auto ids = sources.train->class_ids();
+  if (!ids || ids->numel() == 0) return;
+  const auto first = (*ids)[0].item<std::int64_t>();
+  if (!at::equal(*ids, at::full_like(*ids, first))) return;
+  const std::string name = first < static_cast<std::int64_t>(sources.class_names.size())
+                               ? "class " + std::to_string(first) + " ('" + sources.class_names[first] + "')"
+                               : "class " + std::to_string(first);
+  throw UsageError("every training label of " + sources.train->description() + " is " + name +
+                       ": a classifier learns nothing from one class (it would always answer it)",
+                   source == "image_folder" ? "give each class a sub-folder of its own images (" + sources.train->description() +
+                                                  " has one); a folder's name is its class"
+                                            : "check that data.labels names the label column; to predict a number instead, set "
+                                              "data.task: regression");
+}
+
 // How far above an even split the most common class must be before it is worth a line: a
 // 60/40 binary split is ordinary, 95/5 changes what an accuracy means.
 constexpr double kUnbalancedFactor = 1.5;

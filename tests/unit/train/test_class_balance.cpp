@@ -2,6 +2,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "gputrain/core/error.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/data/sources.hpp"
 #include "train/class_balance.hpp"
@@ -77,4 +78,29 @@ TEST(ClassBalance, ASetOfFilesIsJudgedByTheLabelsItKnowsWithoutReadingThem) {
   data::Sources sources;
   sources.train = std::make_shared<LabelsOnly>(two_classes(90, 10));
   EXPECT_NE(class_balance_note(sources, 2, false).find("class 0, is 90.0 % of the training samples (90 of 100)"), std::string::npos);
+}
+
+// Training labels of one class leave a classifier nothing to learn: refused, naming the class and
+// where to look for the mistake.
+TEST(ClassBalance, TrainingLabelsOfOneClassAreRefused) {
+  data::Sources sources;
+  sources.train = labelled(at::full({5}, 1, at::kLong));
+  sources.class_names = {"cat", "dog"};
+  try {
+    refuse_single_class(sources, "csv");
+    ADD_FAILURE() << "one class was trained on";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("every training label of arrays is class 1 ('dog'): a classifier learns nothing from one class"),
+              std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("data.labels names the label column"), std::string::npos) << e.remedy();
+  }
+  sources.train = std::make_shared<LabelsOnly>(at::zeros({4}, at::kLong));  // an image folder of one class folder
+  try {
+    refuse_single_class(sources, "image_folder");
+    ADD_FAILURE() << "one class folder was trained on";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.remedy().find("give each class a sub-folder of its own images"), std::string::npos) << e.remedy();
+  }
+  sources.train = labelled(two_classes(99, 1));
+  EXPECT_NO_THROW(refuse_single_class(sources, "csv"));
 }
