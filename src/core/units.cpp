@@ -73,7 +73,8 @@ std::string counted(std::int64_t count, const std::string& noun) {
     const std::string t(tail);
     return noun.size() >= t.size() && noun.compare(noun.size() - t.size(), t.size(), t) == 0;
   };
-  const bool sibilant = ends_with("s") || ends_with("x") || ends_with("ch") || ends_with("sh");  // class -> classes
+  // class -> classes, batch -> batches; but epoch -> epochs (its "ch" is a k)
+  const bool sibilant = ends_with("s") || ends_with("x") || ends_with("sh") || ends_with("tch");
   return std::to_string(count) + " " + noun + (sibilant ? "es" : "s");
 }
 

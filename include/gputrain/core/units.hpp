@@ -24,7 +24,7 @@ std::string lower(std::string text);
 std::string join(const std::vector<std::string>& words, const std::string& separator = ", ");
 
 /// A count with its noun: counted(1, "bucket") -> "1 bucket", counted(2, "GPU") -> "2 GPUs",
-/// counted(2, "class") -> "2 classes" (regular English plurals only).
+/// counted(2, "class") -> "2 classes", counted(2, "epoch") -> "2 epochs" (regular plurals only).
 std::string counted(std::int64_t count, const std::string& noun);
 
 /// A size as users write it: "8GiB", "8 GiB", "512MiB", "1.5G" (binary, like nvidia-smi),

@@ -56,4 +56,5 @@ TEST(Counted, PutsTheNounInThePluralExceptForOne) {
   EXPECT_EQ(gputrain::core::counted(2, "class"), "2 classes");
   EXPECT_EQ(gputrain::core::counted(3, "batch"), "3 batches");
   EXPECT_EQ(gputrain::core::counted(1, "class"), "1 class");
+  EXPECT_EQ(gputrain::core::counted(3, "epoch"), "3 epochs");
 }
