@@ -25,7 +25,7 @@ void refuse_sparse_class_ids(const data::Sources& sources) {
                        " to train with that many classes anyway");
 }
 
-void refuse_single_class(const data::Sources& sources, const std::string& source) {
+void refuse_single_class(const data::Sources& sources, const data::SourceSpec& spec) {
   const auto ids = sources.train->class_ids();
   if (!ids || ids->numel() == 0) return;
   const auto first = (*ids)[0].item<std::int64_t>();
@@ -33,12 +33,17 @@ void refuse_single_class(const data::Sources& sources, const std::string& source
   const std::string name = first < static_cast<std::int64_t>(sources.class_names.size())
                                ? "class " + std::to_string(first) + " ('" + sources.class_names[first] + "')"
                                : "class " + std::to_string(first);
-  throw UsageError("every training label of " + sources.train->description() + " is " + name +
-                       ": a classifier learns nothing from one class (it would always answer it)",
-                   source == "image_folder" ? "give each class a sub-folder of its own images (" + sources.train->description() +
-                                                  " has one); a folder's name is its class"
-                                            : "check that data.labels names the label column; to predict a number instead, set "
-                                              "data.task: regression");
+  std::string what = "the training labels are all " + name + ": a classifier learns nothing from one class (it would always answer it); data: " +
+                     sources.train->description();
+  // A small file's rare classes can all land in the hold-out: the file is fine, the split is not.
+  const auto val_ids = sources.val && spec.val_fraction > 0 && spec.val_path.empty() ? sources.val->class_ids() : std::nullopt;
+  if (val_ids && (*val_ids != first).any().item<bool>()) {
+    throw UsageError(what + "; holding out data.val_fraction " + c10::str(spec.val_fraction) + " took every sample of the other classes",
+                     "hold out fewer samples (a smaller data.val_fraction) or add samples of the rarer classes");
+  }
+  throw UsageError(what, spec.source == "image_folder"
+                             ? "give each class a sub-folder of its own images in " + spec.path + "; a folder's name is its class"
+                             : "check that data.labels names the label column; to predict a number instead, set data.task: regression");
 }
 
 // How far above an even split the most common class must be before it is worth a line: a

@@ -19,11 +19,11 @@ namespace gputrain::train {
 void refuse_sparse_class_ids(const data::Sources& sources);
 
 /// A file's training labels that are all one class (a wrong label column, a filter that kept one
-/// class, an image folder of one class folder) train a model that always answers it: throws
-/// UsageError naming the class and, by `source` (data.source), where to look. Like
-/// scikit-learn's classifiers, which refuse such data too. Synthetic data is not checked (a tiny
-/// generated set may fall into one class by chance, and the user chose it).
-void refuse_single_class(const data::Sources& sources, const std::string& source);
+/// class, an image folder of one class folder, a hold-out that took every sample of the other
+/// classes) train a model that always answers it: throws UsageError naming the class and, by
+/// `spec`, where to look. scikit-learn's classifiers refuse such data too. Synthetic data is not
+/// checked (a tiny generated set may fall into one class by chance, and the user chose it).
+void refuse_single_class(const data::Sources& sources, const data::SourceSpec& spec);
 
 /// Classification: when the most common class is at least 1.5 times the share an even split
 /// gives (1 / classes), a line naming it and its share of the validation samples (of the training

@@ -119,7 +119,7 @@ RunData open_data(Config& config, bool evaluating) {
     if (d.classes && *d.classes < found)
       throw UsageError("data.classes is " + std::to_string(*d.classes) + " but the labels go up to class id " + std::to_string(found - 1),
                        "set data.classes: auto (or at least " + std::to_string(found) + ")");
-    if (d.source != "synthetic") refuse_single_class(out.sources, d.source);
+    if (d.source != "synthetic") refuse_single_class(out.sources, spec);
     if (!d.classes) {
       refuse_sparse_class_ids(out.sources);
       config.data.classes = std::max<std::int64_t>(2, found);

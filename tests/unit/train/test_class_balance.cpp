@@ -86,21 +86,52 @@ TEST(ClassBalance, TrainingLabelsOfOneClassAreRefused) {
   data::Sources sources;
   sources.train = labelled(at::full({5}, 1, at::kLong));
   sources.class_names = {"cat", "dog"};
+  data::SourceSpec spec;
+  spec.source = "csv";
   try {
-    refuse_single_class(sources, "csv");
+    refuse_single_class(sources, spec);
     ADD_FAILURE() << "one class was trained on";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("every training label of arrays is class 1 ('dog'): a classifier learns nothing from one class"),
+    EXPECT_NE(std::string(e.what()).find("the training labels are all class 1 ('dog'): a classifier learns nothing from one class"),
               std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("; data: arrays"), std::string::npos) << e.what();
     EXPECT_NE(e.remedy().find("data.labels names the label column"), std::string::npos) << e.remedy();
   }
   sources.train = std::make_shared<LabelsOnly>(at::zeros({4}, at::kLong));  // an image folder of one class folder
+  spec.source = "image_folder";
+  spec.path = "photos/train";
   try {
-    refuse_single_class(sources, "image_folder");
+    refuse_single_class(sources, spec);
     ADD_FAILURE() << "one class folder was trained on";
   } catch (const UsageError& e) {
-    EXPECT_NE(e.remedy().find("give each class a sub-folder of its own images"), std::string::npos) << e.remedy();
+    EXPECT_NE(e.remedy().find("give each class a sub-folder of its own images in photos/train"), std::string::npos) << e.remedy();
   }
   sources.train = labelled(two_classes(99, 1));
-  EXPECT_NO_THROW(refuse_single_class(sources, "csv"));
+  EXPECT_NO_THROW(refuse_single_class(sources, spec));
+}
+
+// A small file whose rarer classes all landed in the hold-out: the split is named, not the file.
+TEST(ClassBalance, AHoldOutThatTookEveryOtherClassIsNamed) {
+  data::Sources sources;
+  sources.train = labelled(at::zeros({4}, at::kLong));
+  sources.val = labelled(at::ones({1}, at::kLong));
+  data::SourceSpec spec;
+  spec.source = "csv";
+  spec.val_fraction = 0.2;
+  try {
+    refuse_single_class(sources, spec);
+    ADD_FAILURE() << "one class was trained on";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("holding out data.val_fraction 0.2 took every sample of the other classes"), std::string::npos)
+        << e.what();
+    EXPECT_NE(e.remedy().find("a smaller data.val_fraction"), std::string::npos) << e.remedy();
+  }
+  spec.val_fraction = 0;  // a validation file of its own: the training file is what is wrong
+  spec.val_path = "val.csv";
+  try {
+    refuse_single_class(sources, spec);
+    ADD_FAILURE() << "one class was trained on";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()).find("holding out"), std::string::npos) << e.what();
+  }
 }
