@@ -303,10 +303,24 @@ Sources open_unchecked(const SourceSpec& spec) {
   return out;
 }
 
+// A file read as another format than its name says (data.source csv on x.npy) fails with that
+// format's complaint ("binary data, not text"), whose own fix would mislead: the fix is the
+// source the file's name gives.
+Sources open_as_named(const SourceSpec& spec) {
+  try {
+    return open_unchecked(spec);
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    const auto named = source_for_path(spec.path);
+    if (named.empty() || named == spec.source || what.find("'" + spec.path + "'") == std::string::npos) throw;
+    throw UsageError(what, "data.source is " + spec.source + ", but '" + spec.path + "' looks like " + named + " data: set data.source: " + named);
+  }
+}
+
 }  // namespace
 
 Sources open_sources(const SourceSpec& spec) {
-  auto out = open_unchecked(spec);
+  auto out = open_as_named(spec);
   if (spec.val_fraction > 0) {
     const bool evaluated_elsewhere = spec.evaluate_on_val_path && !spec.val_path.empty();
     if (out.val && !evaluated_elsewhere)

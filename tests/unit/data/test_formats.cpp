@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 
 #include "data/gzip_data.hpp"
 #include "data/image_decode.hpp"
@@ -75,6 +76,8 @@ TEST(Npy, MalformedFilesAreClearErrors) {
   const auto object = usage_error([] { read_npy(fixture("bad/object.npy")); });
   EXPECT_NE(object.find("bad/object.npy"), std::string::npos) << object;
   EXPECT_NE(object.find("holds Python objects (dtype '|O')"), std::string::npos) << object;
+  EXPECT_NE(usage_error_and_fix([] { read_npy(fixture("bad/object.npy")); }).find("\nsave a numeric array: numpy.asarray(values, dtype=numpy.float32)"),
+            std::string::npos);
   EXPECT_NE(usage_error([] { read_npy(fixture("bad/structured.npy")); }).find("structured"), std::string::npos);
   EXPECT_NE(usage_error([] { read_npy(fixture("no/such.npy")); }).find("'" + fixture("no/such.npy") + "' does not exist"), std::string::npos);
   const auto typo = usage_error([] { read_npy(fixture("npy/versoin1.npy")); });
@@ -863,6 +866,22 @@ TEST(Sources, MnistAndCifarFindTheirValidationFiles) {
 
 // A bad validation path is reported under data.val_path, whose value is the one to fix, with the
 // usage exit code; for every source that reads one.
+// A file read as another format than its name says gets the source its name gives as the fix, not
+// the wrong reader's own ("write it with safetensors.torch.save_file").
+TEST(Sources, AFileReadAsAnotherFormatIsNamedByItsOwn) {
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"csv", fixture("npz/x.npy"), "npy"}, {"safetensors", fixture("csv/iris.csv"), "csv"}, {"npy", fixture("npz/stored.npz"), "npz"}};
+  for (const auto& [source, path, named] : cases) {
+    SourceSpec spec;
+    spec.source = source;
+    spec.path = path;
+    spec.labels = {source == "npy" ? fixture("npz/y.npy") : "species"};
+    const auto message = test_support::usage_error_and_fix([&] { open_sources(spec); });
+    EXPECT_NE(message.find("\ndata.source is " + source + ", but '" + path + "' looks like " + named + " data: set data.source: " + named),
+              std::string::npos) << message;
+  }
+}
+
 TEST(Sources, ErrorsInTheValidationDataNameDataValPath) {
   const std::vector<std::pair<std::string, std::string>> sources = {
       {"image_folder", fixture("folder/train")}, {"cifar10", fixture("cifar")}, {"mnist", fixture("mnist")}};
