@@ -296,6 +296,22 @@ TEST(Config, ATabIndentIsNamedAsSuch) {
   EXPECT_NE(message.find("fix: indent with spaces: YAML does not allow tabs, and line 4 starts with one"), std::string::npos) << message;
 }
 
+// A key a space off its section's column: yaml-cpp says "end of map not found" or "illegal map
+// value"; the fix names the columns the keys above it use.
+TEST(Config, AMisalignedKeyIsNamedWithTheColumnsAboveIt) {
+  const auto deeper = error_of({{fixture("misaligned_key.yaml")}, {}, ""});
+  EXPECT_NE(deeper.find("misaligned_key.yaml:6:"), std::string::npos) << deeper;
+  EXPECT_NE(deeper.find("fix: line 6 is indented 3 spaces, but the keys above it are indented 2 (line 3) or 0 (line 2): indent it as "
+                        "the other keys of its section"),
+            std::string::npos)
+      << deeper;
+  const auto shallower = error_of({{fixture("dedented_key.yaml")}, {}, ""});
+  EXPECT_NE(shallower.find("fix: line 4 is indented 2 spaces, but the keys above it are indented 4 (line 3) or 0 (line 2)"), std::string::npos)
+      << shallower;
+  // Other broken YAML keeps the general fix.
+  EXPECT_NE(error_of({{fixture("bad_yaml.yaml")}, {}, ""}).find("fix: fix the YAML syntax at that line"), std::string::npos);
+}
+
 TEST(Config, MissingFileNamesThePath) {
   const auto message = error_of({{"/no/such/config.yaml"}, {}, ""});
   EXPECT_NE(message.find("'/no/such/config.yaml' does not exist"), std::string::npos) << message;
