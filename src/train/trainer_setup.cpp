@@ -366,10 +366,24 @@ void Trainer::State::resume() {
   }
   if (path.empty()) return;
   std::string saved_config;
-  progress = load_checkpoint(path, parts(), [&](const std::string& yaml, const TrainingProgress& at) {
-    saved_config = yaml;
-    refuse_another_run(path, YAML::Load(yaml), at);
-  });
+  try {
+    progress = load_checkpoint(path, parts(), [&](const std::string& yaml, const TrainingProgress& at) {
+      saved_config = yaml;
+      refuse_another_run(path, YAML::Load(yaml), at);
+    });
+  } catch (const Error& e) {
+    // A tensor that does not fit names itself; the settings that resized it say why.
+    std::vector<std::string> model_changes;
+    if (!saved_config.empty())
+      for (const auto& change : config_differences(saved_config, config_yaml))
+        if (change.rfind("model.", 0) == 0 || change.rfind("data.shape ", 0) == 0 || change.rfind("data.classes ", 0) == 0)
+          model_changes.push_back(change);
+    if (model_changes.empty()) throw;
+    const std::string message = std::string(e.what()) + " (the model's settings differ from those " + path +
+                                " was written with: " + core::join(model_changes) + ")";
+    if (e.exit_code() == ExitCode::usage) throw UsageError(message, e.remedy());
+    throw Error(message, e.remedy(), e.exit_code());
+  }
   // Said once the sinks exist (fit() makes them), after the setup's notes: where it resumes, then what changed.
   pending_notes.push_back("resumed from " + path + " at step " + std::to_string(progress.step));
   continue_on_this_shape(path);
