@@ -46,6 +46,31 @@ void refuse_single_class(const data::Sources& sources, const data::SourceSpec& s
                              : "check that data.labels names the label column; to predict a number instead, set data.task: regression");
 }
 
+std::string unseen_classes_note(const data::Sources& sources, std::int64_t classes) {
+  const auto train_ids = sources.train->class_ids();
+  const auto val_ids = sources.val ? sources.val->class_ids() : std::nullopt;
+  if (classes < 2 || !train_ids || !val_ids || val_ids->numel() == 0) return "";
+  const auto trained = at::bincount(*train_ids, {}, classes) > 0;
+  const auto val_counts = at::bincount(*val_ids, {}, classes);
+  const auto unseen = at::nonzero((val_counts > 0).logical_and(trained.logical_not())).flatten();
+  if (unseen.numel() == 0) return "";
+  constexpr std::int64_t kNamed = 5;
+  std::vector<std::string> named;
+  std::int64_t samples = 0;
+  for (std::int64_t i = 0; i < unseen.numel(); ++i) {
+    const auto id = unseen[i].item<std::int64_t>();
+    samples += val_counts[id].item<std::int64_t>();
+    if (i < kNamed)
+      named.push_back(std::to_string(id) + (id < static_cast<std::int64_t>(sources.class_names.size()) ? " ('" + sources.class_names[id] + "')" : ""));
+  }
+  std::string list = core::join(named);
+  if (unseen.numel() > kNamed) list += " and " + std::to_string(unseen.numel() - kNamed) + " more";
+  return "note: the validation labels hold " + std::string(unseen.numel() == 1 ? "class " : "classes ") + list +
+         ", which no training label has (" + core::counted(samples, "validation sample") + " of " + std::to_string(val_ids->numel()) +
+         "): the model cannot learn to answer " + (unseen.numel() == 1 ? "it" : "them") + ", so " +
+         (samples == 1 ? "that sample counts" : "those samples count") + " as errors";
+}
+
 // How far above an even split the most common class must be before it is worth a line: a
 // 60/40 binary split is ordinary, 95/5 changes what an accuracy means.
 constexpr double kUnbalancedFactor = 1.5;

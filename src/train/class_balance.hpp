@@ -25,6 +25,11 @@ void refuse_sparse_class_ids(const data::Sources& sources);
 /// checked (a tiny generated set may fall into one class by chance, and the user chose it).
 void refuse_single_class(const data::Sources& sources, const data::SourceSpec& spec);
 
+/// Classification: a line naming the classes the validation labels hold and no training label does
+/// (a numeric id only the validation file uses, a rare class the hold-out took whole), whose samples
+/// the model cannot get right; empty when there are none or either set does not know its labels.
+std::string unseen_classes_note(const data::Sources& sources, std::int64_t classes);
+
 /// Classification: when the most common class is at least 1.5 times the share an even split
 /// gives (1 / classes), a line naming it and its share of the validation samples (of the training
 /// samples when there is no validation data), pointing at the balanced accuracy and, unless the

@@ -144,6 +144,7 @@ RunData open_data(Config& config, bool evaluating) {
     const auto balance = class_balance_note(out.sources, config.data.classes.value_or(0), weights.any());
     out.unbalanced_classes = !balance.empty();
     note(balance);
+    note(unseen_classes_note(out.sources, config.data.classes.value_or(0)));
     out.class_weights = resolve_class_weights(weights, *out.sources.train, config.data.classes.value_or(0));
     note(class_weights_note(out.class_weights, weights, out.sources.class_names, config.checkpoint.best_metric,
                             out.sources.val != nullptr));

@@ -135,3 +135,18 @@ TEST(ClassBalance, AHoldOutThatTookEveryOtherClassIsNamed) {
     EXPECT_EQ(std::string(e.what()).find("holding out"), std::string::npos) << e.what();
   }
 }
+
+// Validation classes no training label has cannot be answered: named with their samples' count.
+TEST(ClassBalance, ValidationClassesNoTrainingLabelHasAreNamed) {
+  data::Sources sources;
+  sources.train = labelled(two_classes(10, 10));
+  sources.val = labelled(at::tensor({0, 1, 2, 2, 3}, at::kLong));
+  sources.class_names = {"a", "b", "c", "d"};
+  EXPECT_EQ(unseen_classes_note(sources, 4),
+            "note: the validation labels hold classes 2 ('c'), 3 ('d'), which no training label has (3 validation samples of 5): the model "
+            "cannot learn to answer them, so those samples count as errors");
+  sources.val = labelled(two_classes(3, 1));
+  EXPECT_EQ(unseen_classes_note(sources, 4), "");
+  sources.val = nullptr;
+  EXPECT_EQ(unseen_classes_note(sources, 4), "");
+}

@@ -3,12 +3,14 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
@@ -226,6 +228,24 @@ TEST(TrainerData, AFileOfOneClassIsRefusedBeforeTraining) {
   fs::remove(file);
   auto synthetic = data_run("one-class-synthetic", {"data.samples=1", "data.val_samples=0", "data.classes=2"});
   EXPECT_NO_THROW(open_data(synthetic));
+}
+
+// A validation file's class that no training label has is named among the run's data notes.
+TEST(TrainerData, AValidationClassNoTrainingLabelHasIsNoted) {
+  const auto train = fs::temp_directory_path() / "gputrain-unseen-train.safetensors";
+  const auto val = fs::temp_directory_path() / "gputrain-unseen-val.safetensors";
+  data::write_safetensors(train.string(), {{"x", at::randn({40, 4})}, {"y", at::arange(40, at::kLong) % 2}});
+  data::write_safetensors(val.string(), {{"x", at::randn({8, 4})}, {"y", at::tensor({0, 1, 0, 1, 2, 0, 1, 2}, at::kLong)}});
+  auto config = data_run("unseen-class", {"data.source=safetensors", "data.path=" + train.string(), "data.val_path=" + val.string(),
+                                          "data.classes=auto"});
+  const auto data = open_data(config);
+  EXPECT_EQ(config.data.classes, 3);
+  const auto& notes = data.data_notes;
+  EXPECT_TRUE(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.find("the validation labels hold class 2, which no training label has (2 validation samples of 8)") != std::string::npos;
+  })) << core::join(notes, "\n");
+  fs::remove(train);
+  fs::remove(val);
 }
 
 // The error of a Trainer built with a stop already requested (the stop cleared again after).
