@@ -1,8 +1,9 @@
 #pragma once
 // What classification labels say before anything trains: integer values that are not class ids at
-// all, and the accuracy a model gets without learning anything (when one class is most of the
-// samples, always answering it scores its share, and a run's "val accuracy 95 %" means little until
-// that figure is beside it). Private to the train area: open_data (run_setup.cpp) calls these.
+// all, training labels of one class, validation classes training never saw, and the accuracy a
+// model gets without learning anything (when one class is most of the samples, always answering it
+// scores its share, and a run's "val accuracy 95 %" means little until that figure is beside it).
+// Private to the train area: open_data (run_setup.cpp) calls these.
 
 #include <cstdint>
 #include <string>
