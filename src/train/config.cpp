@@ -5,13 +5,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <regex>
-#include <vector>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "config_paths.hpp"
 #include "config_schema.hpp"
@@ -262,7 +262,10 @@ std::string misaligned_key(const std::vector<std::string>& lines, int error_line
 std::string yaml_syntax_remedy(const std::string& text, int error_line) {
   std::istringstream stream(text);
   std::vector<std::string> lines;
-  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  for (std::string line; std::getline(stream, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // a config saved on Windows
+    lines.push_back(line);
+  }
   for (int n = std::max(0, error_line - 1); n <= error_line && n < static_cast<int>(lines.size()); ++n) {
     const auto indent = lines[n].find_first_not_of(" \t");
     if (lines[n].substr(0, indent).find('\t') != std::string::npos)

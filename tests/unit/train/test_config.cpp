@@ -308,6 +308,12 @@ TEST(Config, AMisalignedKeyIsNamedWithTheColumnsAboveIt) {
   const auto shallower = error_of({{fixture("dedented_key.yaml")}, {}, ""});
   EXPECT_NE(shallower.find("fix: line 4 is indented 2 spaces, but the keys above it are indented 4 (line 3) or 0 (line 2)"), std::string::npos)
       << shallower;
+  const auto crlf = std::filesystem::temp_directory_path() / "gputrain-misaligned-crlf.yaml";  // saved on Windows
+  std::ofstream(crlf, std::ios::binary) << "train:\r\n  epochs: 3\r\n   batch_size: 4\r\n";
+  const auto windows = error_of({{crlf.string()}, {}, ""});
+  EXPECT_NE(windows.find("fix: line 3 is indented 3 spaces, but the keys above it are indented 2 (line 2) or 0 (line 1)"), std::string::npos)
+      << windows;
+  std::filesystem::remove(crlf);
   // Other broken YAML keeps the general fix.
   EXPECT_NE(error_of({{fixture("bad_yaml.yaml")}, {}, ""}).find("fix: fix the YAML syntax at that line"), std::string::npos);
 }
