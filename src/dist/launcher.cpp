@@ -123,21 +123,68 @@ std::vector<pid_t> children_of(pid_t parent) {
   return out;
 }
 
+// mpirun's own lines that say nothing the launcher's report does not: the banner of MPI_Abort
+// (which a failed rank calls on purpose to end the job) and the errors of its help system when
+// several ranks abort at once. They are still read for the report (parse_mpirun_failure).
+class MpirunNoise {
+ public:
+  bool is_noise(const std::string& line) {
+    const bool rule = line.size() > 20 && line.find_first_not_of('-') == std::string::npos;
+    if (in_abort_banner_) {
+      if (rule) in_abort_banner_ = false;
+      return true;
+    }
+    if (line.rfind("MPI_ABORT was invoked on rank ", 0) == 0) {
+      in_abort_banner_ = true;  // the rule above it was held back
+      held_rule_.clear();
+      return true;
+    }
+    return line.find("ORTE_ERROR_LOG") != std::string::npos || line.find("has sent help message help-mpi-api.txt / mpi-abort") != std::string::npos ||
+           line.find("orte_base_help_aggregate") != std::string::npos;
+  }
+  // A banner's opening rule is only known for one by the line after it: held until then.
+  bool hold(const std::string& line) {
+    if (line.size() > 20 && line.find_first_not_of('-') == std::string::npos && !in_abort_banner_) {
+      held_rule_ = line;
+      return true;
+    }
+    return false;
+  }
+  std::string release() { return std::exchange(held_rule_, std::string()); }
+
+ private:
+  bool in_abort_banner_ = false;
+  std::string held_rule_;
+};
+
 class Watch {
  public:
-  Watch(int ranks, int tail_lines) : tails_(static_cast<std::size_t>(ranks)), tail_lines_(tail_lines) {}
+  Watch(int ranks, int tail_lines)
+      : tails_(static_cast<std::size_t>(ranks)), on_screen_at_(static_cast<std::size_t>(ranks), 0), tail_lines_(tail_lines) {}
 
-  // One line of a rank's output.
+  // One line of a rank's output. Every rank reads the same config and data, so a mistake in them
+  // stops every rank with the same error: each error and fix line is shown once, by the first
+  // rank to say it.
   void rank_line(int rank, const std::string& body) {
-    if (rank >= 0 && static_cast<std::size_t>(rank) < tails_.size()) {
+    const bool known = rank >= 0 && static_cast<std::size_t>(rank) < tails_.size();
+    if (known) {
       auto& tail = tails_[static_cast<std::size_t>(rank)];
       tail.push_back(body);
       if (static_cast<int>(tail.size()) > tail_lines_) tail.pop_front();
     }
+    const bool error_line = body.rfind("error: ", 0) == 0 || body.rfind("  fix: ", 0) == 0;
+    if (error_line) {
+      if (const auto shown = errors_shown_.find(body); shown != errors_shown_.end()) {
+        if (known) on_screen_at_[static_cast<std::size_t>(rank)] = shown->second;
+        return;
+      }
+    }
     if (rank == 0)
-      std::cerr << body << "\n";
+      echo(body);
     else
-      std::cerr << "[rank " << rank << "] " << body << "\n";
+      echo("[rank " + std::to_string(rank) + "] " + body);
+    if (error_line) errors_shown_[body] = echoed_;
+    if (known) on_screen_at_[static_cast<std::size_t>(rank)] = echoed_;
   }
 
   // One line from a child. mpirun's (--tag-output) puts "[1,R]<stderr>:" before every write of
@@ -148,7 +195,10 @@ class Watch {
     auto it = std::sregex_iterator(text.begin(), text.end(), tag);
     if (it == std::sregex_iterator()) {
       mpirun_text_ += text + "\n";
-      std::cerr << text << "\n";
+      if (noise_.is_noise(text)) return;
+      const auto held = noise_.release();
+      if (!held.empty()) echo(held);
+      if (!noise_.hold(text)) echo(text);
       return;
     }
     int rank = last_rank_;
@@ -188,13 +238,29 @@ class Watch {
   void flush(Child& c) {
     if (!c.partial.empty()) line(c, c.partial);
     c.partial.clear();
+    const auto held = noise_.release();
+    if (!held.empty()) echo(held);
   }
 
   const std::deque<std::string>& tail(int rank) const { return tails_.at(static_cast<std::size_t>(rank)); }
   const std::string& mpirun_text() const { return mpirun_text_; }
+  /// Whether the console's last lines are `rank`'s last lines already: its tail would repeat them.
+  bool last_on_screen(int rank) const {
+    const auto at = on_screen_at_.at(static_cast<std::size_t>(rank));
+    return at > 0 && at == echoed_;
+  }
 
  private:
+  void echo(const std::string& text) {
+    std::cerr << text << "\n";
+    ++echoed_;
+  }
+
   std::vector<std::deque<std::string>> tails_;
+  std::vector<std::size_t> on_screen_at_;            // per rank: the console line its last line is (or repeats)
+  std::map<std::string, std::size_t> errors_shown_;  // error and fix lines on the console, and where
+  std::size_t echoed_ = 0;                           // lines written to the console so far
+  MpirunNoise noise_;
   int tail_lines_;
   std::string mpirun_text_;
   std::map<int, std::string> pieces_;  // a rank's line so far, when mpirun split it
@@ -345,6 +411,8 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
   core::restore_actions(restore);
 
   auto show_tail = [&](int rank) {
+    // On the console the rank's lines went to, lines that are the last ones there are right above.
+    if (&report == &std::cerr && watch.last_on_screen(rank)) return;
     if (watch.tail(rank).empty()) {
       report << "rank " << rank << " wrote nothing before it ended (ranks other than 0 speak only on errors)\n";
       return;

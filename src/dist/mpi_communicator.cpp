@@ -12,6 +12,7 @@
 #include <chrono>
 #include <climits>
 #include <condition_variable>
+#include <csignal>
 #include <deque>
 #include <functional>
 #include <future>
@@ -19,6 +20,7 @@
 #include <thread>
 
 #include "engines.hpp"
+#include "gputrain/core/stop_signal.hpp"
 
 namespace gputrain::dist {
 namespace {
@@ -281,7 +283,11 @@ void abort_mpi(int exit_code) {
   if (!MpiRuntime::get().started()) return;
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);  // alone, there is nobody to stop
+  if (size == 1) return;  // alone, there is nobody to stop
+  // This rank has said its error and is done: the SIGTERM mpirun sends every rank as the job comes
+  // down must end it quietly, not announce a checkpoint it will never write.
+  for (const int signal : core::kStopSignals) std::signal(signal, SIG_DFL);
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
 }
 
 }  // namespace gputrain::dist

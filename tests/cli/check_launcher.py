@@ -13,6 +13,10 @@ Modes:
              other in a collective); rank 0 ends on the best epoch's weights.
   max-time   train.max_time ends both ranks at the same step (exit 0, rank 0 writes the weights);
              the same command then has nothing left to train.
+  setup-error
+             a data file that does not exist stops every rank with the same error: it is shown
+             once, with the launcher's one-line report, and none of mpirun's abort banner or help
+             errors, nor a rank announcing a checkpoint as mpirun brings the job down; exit 2.
   uneven-epoch
              shards one sample apart and train.max_steps ending the run on the step where one rank
              is through its shard and the other has a sample left: neither validates (validation is
@@ -220,6 +224,24 @@ def main():
             fail(f"the rerun should have nothing left to train (exit {again.returncode})", out2)
         print(out[-1500:])
         return
+    if mode == "setup-error":
+        for attempt in range(3):  # which rank aborts first varies: each way must read the same
+            run = subprocess.run(base + common + ["--set", "data.source=csv", "--set", f"data.path={workdir}/missing.csv",
+                                                  "--set", "data.labels=label"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+            out = run.stdout
+            if run.returncode != 2:
+                fail(f"exit {run.returncode}, expected 2 (a usage error)", out)
+            if out.count("missing.csv' does not exist") != 1 or out.count("fix: check data.path") != 1:
+                fail("the ranks' identical error should be shown once", out)
+            for noise in ("MPI_ABORT was invoked", "ORTE_ERROR_LOG", "help message", "stopping after the current step"):
+                if noise in out:
+                    fail(f"{noise!r} should not reach the console", out)
+            if "of 2 failed (exit code 2); mpirun stopped the others" not in out and "the MPI job failed" not in out:
+                fail("the launcher's report is missing", out)
+        print(out)
+        return
+
     if mode == "uneven-epoch":
         # 257 samples: rank 0's shard is 129, rank 1's 128 = 2 batches of 64. After step 2 rank 1 is
         # through and rank 0 has one sample left: the epoch is over on one rank only.

@@ -52,6 +52,14 @@ std::string usage_remedy(const CLI::App& app, const std::string& message) {
   return "`" + command + " --help` lists the options and shows examples";
 }
 
+// "error: ...", then "  fix: ..." when there is one, in one write: a rank under mpirun shares the
+// console with mpirun's own messages, which would otherwise land between the pieces.
+void say_error(const std::string& message, const std::string& remedy) {
+  std::string text = "error: " + message + "\n";
+  if (!remedy.empty()) text += "  fix: " + remedy + "\n";
+  std::cerr << text << std::flush;
+}
+
 }  // namespace
 
 int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
@@ -64,19 +72,18 @@ int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>
     } catch (const CLI::CallForAllHelp& e) {
       return app.exit(e);
     } catch (const CLI::ParseError& e) {
-      std::cerr << "error: " << e.what() << "\n  fix: " << usage_remedy(app, e.what()) << "\n";
+      say_error(e.what(), usage_remedy(app, e.what()));
       return static_cast<int>(ExitCode::usage);
     }
     return body();
   } catch (const Error& error) {
-    std::cerr << "error: " << error.what() << "\n";
-    if (!error.remedy().empty()) std::cerr << "  fix: " << error.remedy() << "\n";
+    say_error(error.what(), error.remedy());
     return static_cast<int>(error.exit_code());
   } catch (const std::exception& error) {
     // LibTorch's errors append a C++ backtrace ("Exception raised from ... frame #0: ..."): the
     // message before it is what a user can act on.
     const std::string message = error.what();
-    std::cerr << "error: " << message.substr(0, message.find("\nException raised from ")) << "\n";
+    say_error(message.substr(0, message.find("\nException raised from ")), "");
     return static_cast<int>(ExitCode::failure);
   }
 }

@@ -43,6 +43,27 @@ TEST(Launcher, AFailedRankStopsTheOthersAndIsNamedWithItsLastLines) {
   EXPECT_NE(report.str().find("| boom: disk full"), std::string::npos) << report.str();
 }
 
+// A mistake in the config or data stops every rank with the same words: the console shows them
+// once, by the first rank to say them, and other lines as each rank says them. (The ranks ignore
+// the launcher's SIGTERM, and fail once all of them have started, so that each says all it has to.)
+TEST(Launcher, AnErrorEveryRankSaysIsShownOnce) {
+  std::ostringstream report;
+  testing::internal::CaptureStderr();
+  const int code = launch_local(shell_ranks(3, R"(trap '' TERM; echo "reading rank $RANK"; sleep 0.3; echo "error: 'x.csv' does not exist"; echo "  fix: check data.path"; exit 2)"),
+                                report);
+  const std::string console = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 2);
+  const auto count = [&](const std::string& text) {
+    std::size_t n = 0;
+    for (auto at = console.find(text); at != std::string::npos; at = console.find(text, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("error: 'x.csv' does not exist"), 1u) << console;
+  EXPECT_EQ(count("fix: check data.path"), 1u) << console;
+  EXPECT_EQ(count("reading rank "), 3u) << console;
+  EXPECT_NE(report.str().find("of 3 failed (exit code 2)"), std::string::npos) << report.str();
+}
+
 TEST(Launcher, ARankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   std::ostringstream report;
   // Rank 0 fails once rank 1 has had time to ignore SIGTERM, so only the SIGKILL can end rank 1.
