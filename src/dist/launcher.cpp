@@ -172,6 +172,10 @@ class Watch {
       tail.push_back(body);
       if (static_cast<int>(tail.size()) > tail_lines_) tail.pop_front();
     }
+    // Once a rank has failed, the launcher's SIGTERM to the others makes each announce a stop
+    // (core/stop_signal.cpp's words, after a blank line): noise beside the failure, which is what
+    // ends the job.
+    if (ending_after_failure_ && (body.empty() || body.rfind("gputrain: stopping after the current step", 0) == 0)) return;
     const bool error_line = body.rfind("error: ", 0) == 0 || body.rfind("  fix: ", 0) == 0;
     if (error_line) {
       if (const auto shown = errors_shown_.find(body); shown != errors_shown_.end()) {
@@ -242,6 +246,9 @@ class Watch {
     if (!held.empty()) echo(held);
   }
 
+  /// A rank failed and the launcher is stopping the others.
+  void ending_after_failure() { ending_after_failure_ = true; }
+
   const std::deque<std::string>& tail(int rank) const { return tails_.at(static_cast<std::size_t>(rank)); }
   const std::string& mpirun_text() const { return mpirun_text_; }
   /// Whether the console's last lines are `rank`'s last lines already: its tail would repeat them.
@@ -260,6 +267,7 @@ class Watch {
   std::vector<std::size_t> on_screen_at_;            // per rank: the console line its last line is (or repeats)
   std::map<std::string, std::size_t> errors_shown_;  // error and fix lines on the console, and where
   std::size_t echoed_ = 0;                           // lines written to the console so far
+  bool ending_after_failure_ = false;
   MpirunNoise noise_;
   int tail_lines_;
   std::string mpirun_text_;
@@ -388,6 +396,7 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
           failed_status = status;
           stopping = true;
           kill_at = Clock::now() + std::chrono::milliseconds(static_cast<long>(spec.grace_seconds * 1000));
+          watch.ending_after_failure();
           signal_all(children, false, SIGTERM);
         }
       } else {

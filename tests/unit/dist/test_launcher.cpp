@@ -64,6 +64,24 @@ TEST(Launcher, AnErrorEveryRankSaysIsShownOnce) {
   EXPECT_NE(report.str().find("of 3 failed (exit code 2)"), std::string::npos) << report.str();
 }
 
+// The others, stopped because one failed, announce a stop as a training rank does on SIGTERM:
+// the console leaves that out, the failure is the news.
+TEST(Launcher, TheOthersStopAnnouncementsAfterAFailureAreLeftOut) {
+  std::ostringstream report;
+  testing::internal::CaptureStderr();
+  const int code = launch_local(
+      shell_ranks(2, R"(if [ "$RANK" = 0 ]; then sleep 0.3; echo "error: out of disk"; exit 1; fi;
+          trap 'printf "
+gputrain: stopping after the current step and saving a checkpoint
+"; exit 130' TERM; sleep 60 & wait)"),
+      report);
+  const std::string console = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(console.find("error: out of disk"), std::string::npos) << console;
+  EXPECT_EQ(console.find("stopping after the current step"), std::string::npos) << console;
+  EXPECT_EQ(console.find("[rank 1] \n"), std::string::npos) << console;
+}
+
 TEST(Launcher, ARankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   std::ostringstream report;
   // Rank 0 fails once rank 1 has had time to ignore SIGTERM, so only the SIGKILL can end rank 1.
