@@ -288,7 +288,9 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
         if (!csv::parse_number(cell, value)) {
           const auto [what, remedy] = foreign_number_text(cell, format);
           throw UsageError(records.where() + "column '" + header[c] + "': '" + shown(cell) + "' is not a number" + what,
-                           remedy.empty() ? "regression labels must be numbers" : remedy);
+                           remedy.empty() ? "regression labels must be numbers; to predict '" + header[c] +
+                                                "' as classes (its values as names), set data.task: classification"
+                                          : remedy);
         }
         require_finite(value, cell);
         out.labels.push_back(value);

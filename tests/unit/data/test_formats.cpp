@@ -122,6 +122,15 @@ TEST(Safetensors, MalformedFilesAreClearErrors) {
             std::string::npos);
 }
 
+// Class names read as regression targets: the other task is the likely fix.
+TEST(Csv, TextLabelsForRegressionPointAtClassification) {
+  const auto message = usage_error_and_fix([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{"sepal_length", "sepal_width"}, {"species"}, false}); });
+  EXPECT_NE(message.find("iris.csv:2: column 'species': 'setosa' is not a number"), std::string::npos) << message;
+  EXPECT_NE(message.find("\nregression labels must be numbers; to predict 'species' as classes (its values as names), set data.task: classification"),
+            std::string::npos)
+      << message;
+}
+
 TEST(Csv, SelectsColumnsAndMapsClassNames) {
   std::vector<std::string> names;
   const auto set = read_csv(fixture("csv/iris.csv"), CsvSpec{{"sepal_length", "sepal_width"}, {"species"}, true}, &names);
