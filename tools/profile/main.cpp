@@ -5,6 +5,7 @@
 
 #include "command.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/sources.hpp"
 #include "gputrain/train/config.hpp"
@@ -85,6 +86,9 @@ int main(int argc, char** argv) {
       throw UsageError("no config and no data to profile", "give a config file, or --source and --path (see --help)");
     if (source.empty() && sources.files.empty() && !path.empty()) {  // --path X.npy: read it as what it is
       source = data::source_for_path(path);
+      std::error_code ec;
+      if (source.empty() && !std::filesystem::exists(path, ec))
+        throw UsageError("'" + path + "' does not exist" + core::did_you_mean(path), "check --path");
       if (source.empty())
         throw UsageError("cannot tell the format of '" + path + "' from its name or contents", "add --source (" + core::join(data::file_source_names()) + ")");
     }
