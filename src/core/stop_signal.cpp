@@ -29,8 +29,7 @@ void on_signal(int) {
   const std::int64_t now = monotonic_ns();
   if (g_requests.fetch_add(1) == 0) {
     g_first_signal_ns.store(now);
-    static const char message[] = "\ngputrain: stopping after the current step and saving a checkpoint (signal again to quit now)\n";
-    [[maybe_unused]] auto n = ::write(STDERR_FILENO, message, sizeof message - 1);
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, kStopAnnouncement, sizeof kStopAnnouncement - 1);
     return;
   }
   if (now - g_first_signal_ns.load() < kEchoNs) return;

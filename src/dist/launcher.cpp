@@ -20,6 +20,7 @@
 #include <map>
 #include <regex>
 #include <utility>
+#include <vector>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
@@ -128,31 +129,37 @@ std::vector<pid_t> children_of(pid_t parent) {
 // several ranks abort at once. They are still read for the report (parse_mpirun_failure).
 class MpirunNoise {
  public:
-  bool is_noise(const std::string& line) {
-    const bool rule = line.size() > 20 && line.find_first_not_of('-') == std::string::npos;
+  /// The lines to show for mpirun's `line`: a rule of dashes is held back until the next line says
+  /// whether it opens the abort banner.
+  std::vector<std::string> shown(const std::string& line) {
     if (in_abort_banner_) {
-      if (rule) in_abort_banner_ = false;
-      return true;
+      in_abort_banner_ = !is_rule(line);
+      return {};
     }
     if (line.rfind("MPI_ABORT was invoked on rank ", 0) == 0) {
-      in_abort_banner_ = true;  // the rule above it was held back
+      in_abort_banner_ = true;
       held_rule_.clear();
-      return true;
+      return {};
     }
-    return line.find("ORTE_ERROR_LOG") != std::string::npos || line.find("has sent help message help-mpi-api.txt / mpi-abort") != std::string::npos ||
-           line.find("orte_base_help_aggregate") != std::string::npos;
-  }
-  // A banner's opening rule is only known for one by the line after it: held until then.
-  bool hold(const std::string& line) {
-    if (line.size() > 20 && line.find_first_not_of('-') == std::string::npos && !in_abort_banner_) {
+    auto out = rest();
+    const bool help_error = line.find("ORTE_ERROR_LOG") != std::string::npos ||
+                            line.find("has sent help message help-mpi-api.txt / mpi-abort") != std::string::npos ||
+                            line.find("orte_base_help_aggregate") != std::string::npos;
+    if (is_rule(line))
       held_rule_ = line;
-      return true;
-    }
-    return false;
+    else if (!help_error)
+      out.push_back(line);
+    return out;
   }
-  std::string release() { return std::exchange(held_rule_, std::string()); }
+  /// A rule still held back when mpirun's output ends.
+  std::vector<std::string> rest() {
+    if (held_rule_.empty()) return {};
+    return {std::exchange(held_rule_, std::string())};
+  }
 
  private:
+  static bool is_rule(const std::string& line) { return line.size() > 20 && line.find_first_not_of('-') == std::string::npos; }
+
   bool in_abort_banner_ = false;
   std::string held_rule_;
 };
@@ -173,9 +180,10 @@ class Watch {
       if (static_cast<int>(tail.size()) > tail_lines_) tail.pop_front();
     }
     // Once a rank has failed, the launcher's SIGTERM to the others makes each announce a stop
-    // (core/stop_signal.cpp's words, after a blank line): noise beside the failure, which is what
-    // ends the job.
-    if (ending_after_failure_ && (body.empty() || body.rfind("gputrain: stopping after the current step", 0) == 0)) return;
+    // (core::kStopAnnouncement: a blank line, then its words): noise beside the failure, which is
+    // what ends the job.
+    static const std::string announcement(core::kStopAnnouncement + 1, sizeof core::kStopAnnouncement - 3);
+    if (ending_after_failure_ && (body.empty() || body == announcement)) return;
     const bool error_line = body.rfind("error: ", 0) == 0 || body.rfind("  fix: ", 0) == 0;
     if (error_line) {
       if (const auto shown = errors_shown_.find(body); shown != errors_shown_.end()) {
@@ -199,10 +207,7 @@ class Watch {
     auto it = std::sregex_iterator(text.begin(), text.end(), tag);
     if (it == std::sregex_iterator()) {
       mpirun_text_ += text + "\n";
-      if (noise_.is_noise(text)) return;
-      const auto held = noise_.release();
-      if (!held.empty()) echo(held);
-      if (!noise_.hold(text)) echo(text);
+      for (const auto& shown : noise_.shown(text)) echo(shown);
       return;
     }
     int rank = last_rank_;
@@ -242,8 +247,7 @@ class Watch {
   void flush(Child& c) {
     if (!c.partial.empty()) line(c, c.partial);
     c.partial.clear();
-    const auto held = noise_.release();
-    if (!held.empty()) echo(held);
+    for (const auto& shown : noise_.rest()) echo(shown);
   }
 
   /// A rank failed and the launcher is stopping the others.

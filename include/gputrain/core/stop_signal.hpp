@@ -17,6 +17,10 @@ namespace gputrain::core {
 /// `--signal=USR1@120`, Grid Engine's `-notify`). Their default action would kill the run at once.
 inline constexpr std::array<int, 5> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
 
+/// What the first stop signal makes a run write (one write(2), so nothing lands inside it): a line
+/// of its own after a blank one. A launcher recognises it in its ranks' output.
+inline constexpr char kStopAnnouncement[] = "\ngputrain: stopping after the current step and saving a checkpoint (signal again to quit now)\n";
+
 /// Installs the handlers for kStopSignals (SIGHUP, SIGUSR1 and SIGUSR2 stay ignored when they were
 /// ignored at start, as under nohup), and ignores SIGPIPE, so a console that is gone cannot end
 /// the run before its checkpoint (idempotent).

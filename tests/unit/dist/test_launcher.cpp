@@ -1,10 +1,17 @@
 // The local launcher with plain shell commands as ranks (the training ranks are tested under
 // tests/dist), and reading Open MPI's own account of a failed job.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
+#include <thread>
 
+#include "gputrain/dist/bus_bandwidth.hpp"
 #include "gputrain/dist/launcher.hpp"
 
 using namespace gputrain::dist;
@@ -70,10 +77,9 @@ TEST(Launcher, TheOthersStopAnnouncementsAfterAFailureAreLeftOut) {
   std::ostringstream report;
   testing::internal::CaptureStderr();
   const int code = launch_local(
-      shell_ranks(2, R"(if [ "$RANK" = 0 ]; then sleep 0.3; echo "error: out of disk"; exit 1; fi;
-          trap 'printf "
-gputrain: stopping after the current step and saving a checkpoint
-"; exit 130' TERM; sleep 60 & wait)"),
+      shell_ranks(2, R"sh(if [ "$RANK" = 0 ]; then sleep 0.3; echo "error: out of disk"; exit 1; fi;
+          trap 'printf "\ngputrain: stopping after the current step and saving a checkpoint (signal again to quit now)\n"; exit 130' TERM;
+          sleep 60 & wait)sh"),
       report);
   const std::string console = testing::internal::GetCapturedStderr();
   EXPECT_EQ(code, 1);
@@ -129,17 +135,11 @@ TEST(Launcher, FreePortIsAUsablePortNumber) {
   EXPECT_LT(port, 65536);
 }
 
-#include "gputrain/dist/bus_bandwidth.hpp"
-
 TEST(BusBandwidth, IsAlgorithmBandwidthTimesTwoNMinusOneOverN) {
   EXPECT_DOUBLE_EQ(all_reduce_bus_bandwidth(100.0, 2), 100.0);
   EXPECT_DOUBLE_EQ(all_reduce_bus_bandwidth(100.0, 8), 175.0);
   EXPECT_DOUBLE_EQ(all_reduce_bus_bandwidth(100.0, 1), 0.0);
 }
-
-#include <signal.h>
-
-#include <thread>
 
 namespace {
 
@@ -171,12 +171,6 @@ TEST(Launcher, ASchedulerWarningSignalStopsEveryRankAsSigtermDoes) {
   EXPECT_EQ(launch_exit_after(SIGUSR1), 130);
   EXPECT_EQ(launch_exit_after(SIGUSR2), 130);
 }
-
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
 
 // A launcher killed outright (a CI job's timeout, the OOM killer) cannot pass anything on: the
 // kernel must stop its ranks instead (as SIGTERM does: they save a checkpoint), not leave them to
