@@ -312,6 +312,7 @@ Sources open_as_named(const SourceSpec& spec) {
   } catch (const UsageError& e) {
     const std::string what = e.what();
     const auto named = source_for_path(spec.path);
+    // Only an error about data.path itself: one about the labels or the validation file names those.
     if (named.empty() || named == spec.source || what.find("'" + spec.path + "'") == std::string::npos) throw;
     throw UsageError(what, "data.source is " + spec.source + ", but '" + spec.path + "' looks like " + named + " data: set data.source: " + named);
   }

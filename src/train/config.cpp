@@ -223,6 +223,7 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
 // what the keys around it are indented by, or "" when the line is not such a key.
 std::string misaligned_key(const std::vector<std::string>& lines, int error_line) {
   static const std::regex key_line(R"(^( *)[A-Za-z_][A-Za-z0-9_.-]*\s*:(.*)$)");
+  static const std::regex no_value(R"(\s*(#.*)?)");  // nothing after the colon but a comment
   const auto is_content = [](const std::string& line) {
     const auto first = line.find_first_not_of(' ');
     return first != std::string::npos && line[first] != '#';
@@ -233,20 +234,18 @@ std::string misaligned_key(const std::vector<std::string>& lines, int error_line
   const auto indent = static_cast<std::size_t>(m[1].length());
   // The keys above, nearest first, each less indented than the one before: the columns a key may use.
   std::vector<std::pair<int, std::size_t>> levels;  // line, indent
+  bool opens_section = false;                       // the key just above has no value ("train:")
   for (int n = error_line - 1; n >= 0; --n) {
     if (!is_content(lines[n])) continue;
     std::smatch above;
     if (!std::regex_match(lines[n], above, key_line)) return "";  // a list or a multi-line value: no guess
     const auto column = static_cast<std::size_t>(above[1].length());
+    if (levels.empty()) opens_section = std::regex_match(above[2].str(), no_value);
     if (levels.empty() || column < levels.back().second) levels.emplace_back(n, column);
     if (column == 0) break;
   }
   if (levels.empty()) return "";
-  const auto [previous, previous_indent] = levels.front();
-  std::smatch above;
-  std::regex_match(lines[previous], above, key_line);
-  const std::string value = std::regex_replace(above[2].str(), std::regex(R"(\s*(#.*)?$)"), "");
-  if (value.empty() && indent > previous_indent) return "";  // "train:" opens a section: deeper is right
+  if (opens_section && indent > levels.front().second) return "";  // deeper under a section is right
   for (const auto& [n, column] : levels)
     if (column == indent) return "";
   std::string columns;
