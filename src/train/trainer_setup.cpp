@@ -80,6 +80,17 @@ std::string saved_batch_settings(const YAML::Node& saved, const TrainingProgress
   return "train.batch_size: " + batch + found + ", train.grad_accum: " + accum;
 }
 
+// Whether a config difference ("data.path a.csv -> b.csv") can change a built model's tensors:
+// the data keys that decide a sample's shape and the number of outputs.
+bool shapes_the_model(const std::string& change) {
+  static const char* const kKeys[] = {"data.source ", "data.task ",        "data.path ",     "data.labels ",
+                                      "data.features ", "data.exclude ", "data.categorical ", "data.image_size ",
+                                      "data.shape ", "data.classes ",   "data.outputs "};
+  for (const char* key : kKeys)
+    if (change.rfind(key, 0) == 0) return true;
+  return false;
+}
+
 // Weights that do not fit come from another architecture: the model keys and the data's shape
 // and classes decide the tensors' shapes.
 StateOrigin init_weights_origin(const Config& config) {
@@ -372,17 +383,18 @@ void Trainer::State::resume() {
       refuse_another_run(path, YAML::Load(yaml), at);
     });
   } catch (const Error& e) {
-    // A tensor that does not fit names itself; the settings that resized it say why.
+    // A tensor that does not fit names itself; the settings that resized it say why. Other data
+    // (a new data.path in a reused logging.dir) resizes the model as surely as model.hidden does.
     std::vector<std::string> model_changes;
     if (!saved_config.empty())
       for (const auto& change : config_differences(saved_config, config_yaml))
-        if (change.rfind("model.", 0) == 0 || change.rfind("data.shape ", 0) == 0 || change.rfind("data.classes ", 0) == 0)
-          model_changes.push_back(change);
+        if (change.rfind("model.", 0) == 0 || shapes_the_model(change)) model_changes.push_back(change);
     if (model_changes.empty()) throw;
-    const std::string message = std::string(e.what()) + " (the model's settings differ from those " + path +
+    const std::string message = std::string(e.what()) + " (the settings that shape the model differ from those " + path +
                                 " was written with: " + core::join(model_changes) + ")";
-    if (e.exit_code() == ExitCode::usage) throw UsageError(message, e.remedy());
-    throw Error(message, e.remedy(), e.exit_code());
+    const std::string remedy = e.remedy() + "; or give this run its own folder (--set logging.dir=runs/NAME)";
+    if (e.exit_code() == ExitCode::usage) throw UsageError(message, remedy);
+    throw Error(message, remedy, e.exit_code());
   }
   // Said once the sinks exist (fit() makes them), after the setup's notes: where it resumes, then what changed.
   pending_notes.push_back("resumed from " + path + " at step " + std::to_string(progress.step));

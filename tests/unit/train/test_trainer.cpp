@@ -384,6 +384,7 @@ TEST(Trainer, ResumingAnotherModelsFolderSaysItIsAnotherRunsAndAResizedModelName
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("in the checkpoint but"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("was written with: model.hidden [32, 16] -> [64, 16])"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("--set logging.dir="), std::string::npos) << e.remedy();
   }
 }
 

@@ -185,6 +185,39 @@ TEST(TrainerData, AnIdColumnAmongTheFeaturesIsNamedUntilItIsLeftOut) {
   fs::remove(file);
 }
 
+// A run folder reused for another table: its checkpoint's first layer has the old table's width.
+// The error names the data.path that changed and offers a folder of the run's own.
+TEST(TrainerData, AFolderReusedForAnotherTableNamesTheDataPathThatChanged) {
+  const auto table = [](const std::string& name, int features) {
+    const auto file = fs::temp_directory_path() / ("gputrain-reused-" + name + ".csv");
+    std::ofstream out(file);
+    for (int f = 0; f < features; ++f) out << 'x' << f << ',';
+    out << "label\n";
+    for (int i = 0; i < 40; ++i) {
+      for (int f = 0; f < features; ++f) out << (i + f) % 5 << ',';
+      out << i % 2 << '\n';
+    }
+    return file.string();
+  };
+  const auto wide = table("wide", 3), narrow = table("narrow", 2);
+  const std::vector<std::string> csv{"data.source=csv", "data.labels=label", "data.classes=auto", "train.max_steps=2"};
+  auto first = csv;
+  first.push_back("data.path=" + wide);
+  Trainer(data_run("reused-folder", first), test_support::quiet_trainer()).fit();
+  auto second = csv;
+  second.push_back("data.path=" + narrow);
+  try {
+    Trainer(test_support::small_run("data-reused-folder", second, /*fresh=*/false), test_support::quiet_trainer());
+    ADD_FAILURE() << "resumed a 3-feature model on a 2-feature table";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("in the checkpoint but"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("data.path " + wide + " -> " + narrow), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("give this run its own folder (--set logging.dir=runs/NAME)"), std::string::npos) << e.remedy();
+  }
+  fs::remove(wide);
+  fs::remove(narrow);
+}
+
 // Integer values (prices) read as class ids would make max + 1 classes, most never a label: the run
 // stops with both ways out, and data.classes set by hand means the user wants them as they are.
 TEST(TrainerData, SparseLargeClassIdsAreTakenForValuesUnlessDataClassesConfirmsThem) {
