@@ -112,7 +112,9 @@ LoaderSweep sweep_loader(std::shared_ptr<const data::Dataset> dataset, c10::Devi
                          const std::function<void(const SweepResult&, std::size_t, std::size_t)>& on_result) {
   LoaderSweep sweep;
   sweep.device = device.str();
-  sweep.batch_size = o.batch_size;
+  // A set smaller than the batch is one batch of every sample: the figures are for that batch.
+  sweep.batch_size = std::min(o.batch_size, dataset->size());
+  sweep.asked_batch_size = o.batch_size;
   sweep.samples = dataset->size();
   sweep.sample_bytes = dataset->layout().input_bytes() + dataset->layout().target_bytes();
   sweep.dataset = dataset->description();

@@ -55,7 +55,9 @@ std::string best_yaml(const LoaderSweep& sweep) {
 
 std::string sweep_table(const LoaderSweep& sweep) {
   std::ostringstream out;
-  out << "loader sweep on " << sweep.device << ": " << sweep.dataset << ", batch " << sweep.batch_size << ", "
+  out << "loader sweep on " << sweep.device << ": " << sweep.dataset << ", batch " << sweep.batch_size
+      << (sweep.asked_batch_size > sweep.batch_size ? " (every sample: fewer than train.batch_size " + std::to_string(sweep.asked_batch_size) + ")" : "")
+      << ", "
       << core::format_bytes(static_cast<std::uint64_t>(sweep.sample_bytes)) << " per sample\n";
   const bool gpu = sweep.device != "cpu";
   char line[200];

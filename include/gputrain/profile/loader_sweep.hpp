@@ -59,7 +59,8 @@ struct LoaderSweep {
   std::size_t best = 0;              ///< the first result within kSameSpeed of the fastest
   std::string device;                ///< "cpu" or "cuda:0"
   double pinned_copy_gbps = 0;       ///< host-to-device ceiling measured with pinned memory (GPU only)
-  std::int64_t batch_size = 0, samples = 0, sample_bytes = 0;
+  std::int64_t batch_size = 0, samples = 0, sample_bytes = 0;  ///< batch_size: as timed, at most `samples`
+  std::int64_t asked_batch_size = 0;                            ///< train.batch_size (64 for auto)
   std::string dataset;               ///< its description
 };
 

@@ -63,6 +63,23 @@ TEST(LoaderSweep, NoSettingIsTimedFasterThanItsThreadsCanReadTheSamples) {
   }
 }
 
+// A set smaller than the batch is timed as one batch of every sample, and the table says that
+// batch, not the train.batch_size that was asked for.
+TEST(LoaderSweep, ASetSmallerThanTheBatchIsTimedAndNamedAsOneBatchOfEverySample) {
+  profile::SweepOptions options;
+  options.workers = {0};
+  options.caches = {};
+  options.batch_size = 64;
+  options.batches = 2;
+  options.repeats = 1;
+  const auto sweep = profile::sweep_loader(std::make_shared<SlowSamples>(12), at::Device(at::kCPU), options);
+  EXPECT_EQ(sweep.batch_size, 12);
+  const auto& only = sweep.results.front();
+  EXPECT_DOUBLE_EQ(only.samples_per_second, only.median_batches_per_second * 12);
+  EXPECT_NE(profile::sweep_table(sweep).find("slow samples, batch 12 (every sample: fewer than train.batch_size 64), "), std::string::npos)
+      << profile::sweep_table(sweep);
+}
+
 // The cache's gather figure reads in the unit that fits it: a small dataset's is MB/s, not "0.0 GB/s".
 TEST(LoaderSweep, TheTableGivesTheGatherInAUnitThatFitsIt) {
   profile::LoaderSweep sweep;
