@@ -132,7 +132,7 @@ TEST(Evaluate, RefusesAConfigWithoutValidationData) {
   }
 }
 
-TEST(Evaluate, RefusesAMissingFileAFolderAndAnotherModelsWeightsWithExitCode2) {
+TEST(Evaluate, RefusesAMissingFileAFolderAConfigAndAnotherModelsWeightsWithExitCode2) {
   Trainer trainer(small_run("evaluate-other", {"train.epochs=1"}), test_support::quiet_trainer());
   const auto weights = trainer.fit().weights_path;
   Trainer wider(small_run("evaluate-wider", {"model.hidden=[64, 16]"}), evaluating());
@@ -150,6 +150,10 @@ TEST(Evaluate, RefusesAMissingFileAFolderAndAnotherModelsWeightsWithExitCode2) {
   EXPECT_NE(refusal(weights).find("fix: evaluate with the config the weights were trained with"), std::string::npos);
   EXPECT_NE(refusal("no-such-weights.pt").find("'no-such-weights.pt' does not exist"), std::string::npos);
   EXPECT_NE(refusal(fs::path(weights).parent_path().string()).find("is a folder, not a weights file"), std::string::npos);
+  // The run's config given in the weights' place: named as holding no weights, with what to give.
+  const auto config = (fs::path(weights).parent_path() / "config.yaml").string();
+  EXPECT_NE(refusal(config).find("'" + config + "' holds no weights: it is neither a checkpoint"), std::string::npos) << refusal(config);
+  EXPECT_NE(refusal(config).find("fix: give a checkpoint"), std::string::npos) << refusal(config);
 }
 
 // A run that held data.val_fraction out, evaluated on a test file: the training samples stay
