@@ -199,11 +199,11 @@ data::CachePlan plan_data_cache(const Config& config, const RunData& data, c10::
 }
 
 DataPlacement place_data(const Config& config, const RunData& data, c10::Device device, const data::CachePlan& plan,
-                         std::int64_t train_batch, std::int64_t val_batch, int workers) {
+                         std::int64_t train_batch, std::int64_t val_batch, int workers, bool evaluating) {
   DataPlacement out;
   out.plan = plan;
   const auto& src = data.sources;
-  std::int64_t samples = src.train->size() + (src.val ? src.val->size() : 0);
+  std::int64_t samples = (evaluating ? 0 : src.train->size()) + (src.val ? src.val->size() : 0);
   if (plan.mode != data::CacheMode::none) {
     const auto start = std::chrono::steady_clock::now();
     const auto load = [&](const data::Dataset& set) {
@@ -232,9 +232,12 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
                   core::format_bytes(left.limit > left.allocated ? left.limit - left.allocated : 0) + " left for training";
   } else {
     const data::LoaderOptions options{workers, static_cast<int>(config.data.prefetch), config.data.pin_memory, config.data.timeout, device};
-    auto train_loader = std::make_unique<data::Loader>(src.train, train_batch, options);
-    std::uint64_t staging = train_loader->staging_bytes();
-    out.train_feed = std::move(train_loader);
+    std::uint64_t staging = 0;
+    if (!evaluating) {  // an evaluation reads the training data for its class names and figures only
+      auto train_loader = std::make_unique<data::Loader>(src.train, train_batch, options);
+      staging = train_loader->staging_bytes();
+      out.train_feed = std::move(train_loader);
+    }
     if (src.val) {
       auto val_loader = std::make_unique<data::Loader>(src.val, val_batch, options);
       staging += val_loader->staging_bytes();

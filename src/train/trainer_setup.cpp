@@ -284,7 +284,7 @@ void Trainer::State::place_the_data(const std::string& device_name) {
   }
   memory::release_cached_memory(device);
   effective_batch = micro_batch * config.train.grad_accum;
-  placement = place_data(config, data, device, plan, effective_batch, micro_batch, static_cast<int>(num_workers));
+  placement = place_data(config, data, device, plan, effective_batch, micro_batch, static_cast<int>(num_workers), evaluating());
   // A cache leaves unreadable samples out, so its size is what the sampler draws from.
   if (placement.train_cache) train_size = placement.train_cache->data().size();
   if (placement.val_cache) val_size = placement.val_cache->data().size();

@@ -89,8 +89,9 @@ struct DataPlacement {
 };
 
 /// Loads the caches (`plan.mode` vram or ram) or starts the loaders (none, `workers` threads each).
+/// `evaluating`: the validation data alone is streamed (no training loader, no train_feed).
 DataPlacement place_data(const Config& config, const RunData& data, c10::Device device, const data::CachePlan& plan,
-                         std::int64_t train_batch, std::int64_t val_batch, int workers);
+                         std::int64_t train_batch, std::int64_t val_batch, int workers, bool evaluating = false);
 
 /// Outputs of the model's last layer: classes or regression targets.
 std::int64_t model_outputs(const Config& config);
