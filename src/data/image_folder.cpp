@@ -133,12 +133,12 @@ class ImageFolder final : public Dataset {
   }
   const std::vector<std::string>& classes() const { return classes_; }
 
-  std::string conversion_note() const {
+  std::string conversion_note(const std::string& left_out_of) const {
     if (other_images_.empty()) return "";
     const auto count = other_image_count();
     return core::counted(count, "image") + " in " + root_ + " " + (count == 1 ? "is " : "are ") + core::join(other_extensions(), " or ") +
-           ", which gputrain does not decode, so " + (count == 1 ? "it is" : "they are") + " not trained on; Pillow writes a .png beside each: " +
-           conversion_command(root_);
+           ", which gputrain does not decode, so " + (count == 1 ? "it is" : "they are") + " not " + left_out_of +
+           "; Pillow writes a .png beside each: " + conversion_command(root_);
   }
 
  private:
@@ -189,9 +189,9 @@ std::shared_ptr<Dataset> open_image_folder(const std::string& root, std::int64_t
   return std::make_shared<ImageFolder>(root, height, width, std::move(classes));
 }
 
-std::string image_folder_conversion_note(const Dataset& dataset) {
+std::string image_folder_conversion_note(const Dataset& dataset, const std::string& left_out_of) {
   const auto* folder = dynamic_cast<const ImageFolder*>(&dataset);
-  return folder ? folder->conversion_note() : std::string();
+  return folder ? folder->conversion_note(left_out_of) : std::string();
 }
 
 std::vector<std::string> image_folder_classes(const Dataset& dataset) {

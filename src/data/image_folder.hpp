@@ -18,9 +18,9 @@ std::shared_ptr<Dataset> open_image_folder(const std::string& root, std::int64_t
                                            std::vector<std::string> classes = {});
 
 /// When a folder made by open_image_folder holds images in formats that are not decoded (.webp,
-/// .bmp, .gif, .tif, .heic, ...): how many, and the Pillow line that writes a .png beside each;
-/// empty otherwise.
-std::string image_folder_conversion_note(const Dataset& dataset);
+/// .bmp, .gif, .tif, .heic, ...): how many, what they are left out of (`left_out_of`: "trained
+/// on", "validated on"), and the Pillow line that writes a .png beside each; empty otherwise.
+std::string image_folder_conversion_note(const Dataset& dataset, const std::string& left_out_of);
 
 /// The class names of an image-folder dataset made by open_image_folder.
 std::vector<std::string> image_folder_classes(const Dataset& dataset);

@@ -248,9 +248,14 @@ Sources open_unchecked(const SourceSpec& spec) {
     if (!spec.val_path.empty())
       out.val = read_for("data.val_path", [&] { return open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names); });
     out.classes = static_cast<std::int64_t>(out.class_names.size());
-    for (const auto* set : {out.train.get(), out.val.get()}) {
-      const auto note = set ? image_folder_conversion_note(*set) : std::string();
-      if (!note.empty()) out.notes.push_back(note);
+    // One note for a folder that is both (an evaluation on the training images, a quick check).
+    std::error_code ec;
+    const bool same_folder = out.val && fs::weakly_canonical(spec.path, ec) == fs::weakly_canonical(spec.val_path, ec) && !ec;
+    if (same_folder) {
+      if (auto note = image_folder_conversion_note(*out.train, "trained or validated on"); !note.empty()) out.notes.push_back(note);
+    } else {
+      if (auto note = image_folder_conversion_note(*out.train, "trained on"); !note.empty()) out.notes.push_back(note);
+      if (auto note = out.val ? image_folder_conversion_note(*out.val, "validated on") : ""; !note.empty()) out.notes.push_back(note);
     }
     return out;
   }

@@ -737,6 +737,12 @@ TEST(ImageFolder, ListsClassesSkipsCorruptFilesAndResizes) {
   const auto dog_blue = loaded.set.inputs.select(0, 5).select(0, 2).to(at::kFloat).mean().item<float>();
   EXPECT_NEAR(cat_red, 200, 4);
   EXPECT_NEAR(dog_blue, 200, 4);
+
+  // The same folder for both (an evaluation on the training images): one note, for both roles.
+  spec.val_path = fixture("folder/train") + "/";
+  const auto both = open_sources(spec);
+  ASSERT_EQ(both.notes.size(), 1U);
+  EXPECT_NE(both.notes[0].find("so they are not trained or validated on; Pillow"), std::string::npos) << both.notes[0];
 }
 
 // A JPEG cut short (an interrupted download or copy) is skipped, as Pillow refuses it; libjpeg
