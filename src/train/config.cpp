@@ -190,15 +190,52 @@ const Field* shorthand_field(const std::string& section) { return find_field(sec
 // theirs out. Null for the built-in config, whose paths are no file's.
 using FileOrigins = std::map<std::string, FileOrigin>;
 
+// YAML 1.1's merge key, which PyYAML (and so most Python configs) honours and yaml-cpp reads as a
+// plain key "<<": the entries of `node`, then those of the mappings `<<` names (`<<: *base` or
+// `<<: [*a, *b]`) that no entry before them has, as PyYAML merges them. Not recursive: a section
+// written out replaces the merged one whole.
+std::vector<std::pair<YAML::Node, YAML::Node>> merged_entries(const YAML::Node& node, const std::string& prefix, const std::string& origin) {
+  std::vector<std::pair<YAML::Node, YAML::Node>> entries, merged;
+  std::set<std::string> names;
+  for (const auto& entry : node) {
+    if (entry.first.Scalar() != "<<") {
+      entries.emplace_back(entry.first, entry.second);
+      names.insert(entry.first.Scalar());
+      continue;
+    }
+    const auto& value = entry.second;
+    std::vector<YAML::Node> sources;
+    if (value.IsMap()) sources.push_back(value);
+    if (value.IsSequence())
+      for (const auto& item : value) sources.push_back(item);
+    if (sources.empty() || std::any_of(sources.begin(), sources.end(), [](const YAML::Node& n) { return !n.IsMap(); }))
+      throw UsageError(where(origin, entry.first.Mark()) + ": '" + (prefix.empty() ? "" : prefix + ".") +
+                           "<<' merges mappings into this one, and it is given something else",
+                       "write <<: *name, where &name marks a mapping (defaults: &name {...}), or <<: [*a, *b]");
+    for (const auto& source : sources)
+      for (const auto& entry_there : source) merged.emplace_back(entry_there.first, entry_there.second);
+  }
+  for (const auto& entry : merged)
+    if (names.insert(entry.first.Scalar()).second) entries.push_back(entry);
+  return entries;
+}
+
+// A top-level key "x-..." holds what the config itself reads nothing from, such as the mappings
+// that merge keys copy (docker compose's extension fields use the same prefix).
+bool is_extension_key(const std::string& prefix, const std::string& name) { return prefix.empty() && name.rfind("x-", 0) == 0; }
+
 void apply_node(Config& config, const std::string& prefix, const YAML::Node& node, const std::string& origin, Problems& problems,
                 FileOrigins* paths) {
-  std::set<std::string> seen;
-  for (const auto& entry : node) problems.check([&] {
+  std::vector<std::pair<YAML::Node, YAML::Node>> entries;
+  problems.check([&] { entries = merged_entries(node, prefix, origin); });
+  std::set<std::string> seen;  // merged entries are each a key no other entry has
+  for (const auto& entry : entries) problems.check([&] {
     const std::string name = entry.first.Scalar();
     const std::string key = prefix.empty() ? name : prefix + "." + name;
     const std::string at = where(origin, entry.first.Mark());
     if (!seen.insert(name).second)
       throw UsageError(at + ": '" + key + "' is set twice in the same mapping", "keep one of the two lines");
+    if (is_extension_key(prefix, name)) return;
     if (const Field* field = find_field(key)) {
       field->assign(config, FieldValue{entry.second, where(origin, entry.second.Mark()), key});
       if (paths && is_input_path_key(key)) (*paths)[key] = {origin, where(origin, entry.second.Mark())};
@@ -213,8 +250,11 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
                          "write its keys under it, indented: " + section_keys(key));
       apply_node(config, key, entry.second, origin, problems, paths);
     } else {
-      throw UsageError(at + ": unknown key '" + key + "'" + did_you_mean(key),
-                       unknown_key_remedy(key, "see docs/configuration.md for every key, or run with --print-config"));
+      const auto guess = did_you_mean(key);
+      // No section's misspelling at the top: perhaps a mapping kept for merge keys to copy.
+      const std::string holder = prefix.empty() && guess.empty() ? "; a key gputrain should not read (one holding anchors for <<: *name) starts with x-, as x-" + name : "";
+      throw UsageError(at + ": unknown key '" + key + "'" + guess,
+                       unknown_key_remedy(key, "see docs/configuration.md for every key, or run with --print-config") + holder);
     }
   });
 }

@@ -371,6 +371,30 @@ TEST(Config, InconsistentKeysAreRejected) {
             std::string::npos);
 }
 
+// YAML merge keys as PyYAML reads them: the keys written out win, then the merged mappings in
+// order; a top-level x- key holds the anchors and is not read.
+TEST(Config, MergeKeysCopyAnAnchoredMappingAndXKeysHoldIt) {
+  const auto config = load_config({{},
+                                   {},
+                                   "x-optimizer: &opt\n  lr: 0.01\n  weight_decay: 0.0001\n"
+                                   "optimizer:\n  <<: *opt\n  name: sgd\n  lr: 0.05\n"
+                                   "train:\n  <<: [{epochs: 3}, {epochs: 9, seed: 7}]\n"});
+  EXPECT_EQ(config.optimizer.name, "sgd");
+  EXPECT_DOUBLE_EQ(config.optimizer.lr, 0.05);
+  EXPECT_DOUBLE_EQ(config.optimizer.weight_decay, 0.0001);
+  EXPECT_EQ(config.train.epochs, 3);
+  EXPECT_EQ(config.train.seed, 7);
+  EXPECT_NE(error_of({{}, {}, "x-lr: &lr 0.01\noptimizer:\n  <<: *lr\n"}).find("'optimizer.<<' merges mappings into this one, and it is given something else"),
+            std::string::npos);
+  // A merged key is not a key set twice; one written twice still is.
+  EXPECT_NE(error_of({{}, {}, "train:\n  epochs: 2\n  epochs: 3\n  <<: {seed: 1}\n"}).find("'train.epochs' is set twice"), std::string::npos);
+  // A holder without the prefix is an unknown key, whose fix names the prefix.
+  const auto holder = error_of({{}, {}, "defaults: &d\n  lr: 0.1\noptimizer:\n  <<: *d\n"});
+  EXPECT_NE(holder.find("unknown key 'defaults'"), std::string::npos) << holder;
+  EXPECT_NE(holder.find("starts with x-, as x-defaults"), std::string::npos) << holder;
+  EXPECT_EQ(error_of({{}, {}, "trian:\n  epochs: 1\n"}).find("x-"), std::string::npos) << "a misspelt section gets its guess alone";
+}
+
 TEST(Config, PrintedConfigLoadsBackToTheSameConfig) {
   const auto original = load_config({{fixture("base.yaml")}, {"optimizer.lr=0.001", "train.batch_size=auto", "scheduler.gamma=0.3"}, ""});
   const auto text = train::to_yaml(original);
