@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "gputrain/core/atomic_file.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/model.hpp"
@@ -148,6 +149,21 @@ nlohmann::json to_json(const sizing::ProbePoint& p) {
 }
 
 }  // namespace
+
+// `auto` finds the largest batch memory allows; on a small dataset (or the CPU's ample RAM) that
+// is most of the data, and an epoch of a handful of huge steps learns little at the usual rates.
+std::string few_steps_note(std::int64_t micro_batch, std::int64_t grad_accum, std::int64_t samples, bool drop_last) {
+  constexpr std::int64_t kFewSteps = 8;
+  const std::int64_t effective = micro_batch * grad_accum;
+  if (effective <= 0 || effective > samples) return "";  // one step of every sample: said on its own
+  const std::int64_t steps = drop_last ? samples / effective : (samples + effective - 1) / effective;
+  if (steps >= kFewSteps) return "";
+  std::int64_t cap = 1;  // a power of two giving about 4 x kFewSteps steps
+  while (cap * 2 <= samples / (4 * kFewSteps)) cap *= 2;
+  return "batch_size auto: " + std::to_string(micro_batch) + " leaves " + core::counted(steps, "step") +
+         " per epoch: memory allows it, but so few steps learn little at the usual learning rates; cap it with "
+         "train.max_batch_size (e.g. " + std::to_string(cap) + ")";
+}
 
 sizing::BatchSearchOptions batch_search_options(const Config& config, std::int64_t dataset_size) {
   sizing::BatchSearchOptions options;

@@ -60,12 +60,6 @@ dist::GradientSyncOptions sync_options(const DistributedConfig& c) {
   return o;
 }
 
-std::int64_t power_of_two_at_most(std::int64_t n) {
-  std::int64_t p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
-
 // "train.batch_size: 256, train.grad_accum: 1" as a checkpoint's config has them; for `auto`, the
 // batch it found, which the checkpoint's global batch tells.
 std::string saved_batch_settings(const YAML::Node& saved, const TrainingProgress& at) {
@@ -209,14 +203,9 @@ void Trainer::State::setup() {
     pending_notes.push_back("the effective batch (" + std::to_string(effective_batch) + ") is larger than the " + std::to_string(shard) +
                             " training samples" + (world > 1 ? " of each rank" : "") +
                             ": every step takes them all, so an epoch is one step of that size");
-  // `auto` finds the largest batch memory allows; on a small dataset (or the CPU's ample RAM) that
-  // is most of the data, and an epoch of a handful of huge steps learns little at the usual rates.
-  constexpr std::int64_t kFewSteps = 8;
-  if (!config.train.batch_size && effective_batch <= shard && steps_per_epoch < kFewSteps)
-    pending_notes.push_back("batch_size auto: " + std::to_string(micro_batch) + " leaves " + std::to_string(steps_per_epoch) +
-                            (steps_per_epoch == 1 ? " step" : " steps") + " per epoch: memory allows it, but so few steps learn little at "
-                            "the usual learning rates; cap it with train.max_batch_size (e.g. " +
-                            std::to_string(power_of_two_at_most(shard / (4 * kFewSteps))) + ")");
+  if (!config.train.batch_size)
+    if (auto note = few_steps_note(micro_batch, config.train.grad_accum, shard, config.data.drop_last); !note.empty())
+      pending_notes.push_back(std::move(note));
   total_steps = steps_per_epoch * config.train.epochs;
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
 

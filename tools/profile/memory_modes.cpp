@@ -117,6 +117,8 @@ int profile_batch(const train::Config& config, const train::RunDevice& run, cons
                 core::format_fixed(100.0 * static_cast<double>(choice.search.memory_batch) / static_cast<double>(truth.largest), 1).c_str());
   std::printf("  use it: --set train.batch_size=%lld, or train.batch_size: auto (remembered in the run directory)\n",
               static_cast<long long>(choice.batch));
+  const auto few = train::few_steps_note(choice.batch, config.train.grad_accum, probe.dataset_size, config.data.drop_last);
+  if (!few.empty()) std::printf("  note: %s\n", few.c_str());
   return int(ExitCode::ok);
 }
 

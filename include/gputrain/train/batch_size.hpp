@@ -71,6 +71,11 @@ struct ExhaustiveResult {
 ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const ProbeData& data,
                                             std::int64_t fits, std::int64_t upper);
 
+/// When `batch_size: auto`'s micro-batch leaves fewer than 8 steps an epoch over `samples` (a
+/// rank's share): the note that says so, with a train.max_batch_size to cap it; "" otherwise.
+/// Memory allows such a batch, but an epoch of a handful of huge steps learns little.
+std::string few_steps_note(std::int64_t micro_batch, std::int64_t grad_accum, std::int64_t samples, bool drop_last);
+
 /// The search options a config asks for (target fraction, objective, upper bounds).
 sizing::BatchSearchOptions batch_search_options(const Config& config, std::int64_t dataset_size);
 
