@@ -34,6 +34,10 @@ void parse_descr(const std::string& descr, const std::string& name, NpyHeader& h
     throw UsageError("'" + name + "' holds Python objects (dtype '" + descr + "'), which gputrain cannot read",
                      "save a numeric array: numpy.asarray(values, dtype=numpy.float32) (or an integer type for labels); "
                      "an object array usually means rows of different lengths or a column of strings");
+  if (descr.size() >= 2 && (descr[1] == 'U' || descr[1] == 'S'))  // numpy.array(['cat', 'dog']): class names, most likely
+    throw UsageError("'" + name + "' holds strings (dtype '" + descr + "'), and gputrain reads numbers",
+                     "for class names as labels, save their ids: names, ids = numpy.unique(y, return_inverse=True) (ids in the "
+                     "names' sorted order; keep names to read predictions); or write a CSV, whose label column may hold class names");
   if (descr.size() < 3) throw malformed(name, "dtype '" + descr + "' is not a plain numeric dtype");
   const char order = descr[0], kind = descr[1];
   const std::string size_text = descr.substr(2);

@@ -59,6 +59,13 @@ at::Tensor pick(const Arrays& arrays, const std::string& wanted, const std::vect
                    "set " + key + " to one of: " + keys_of(arrays));
 }
 
+// Rows of 0s with a single 1 each, as Keras' to_categorical and one-hot encoders write labels.
+bool is_one_hot(const at::Tensor& labels) {
+  if (labels.is_complex()) return false;
+  const auto values = labels.to(at::kDouble);
+  return at::logical_or(values == 0, values == 1).all().item<bool>() && at::equal(values.sum(1), at::ones({values.size(0)}, at::kDouble));
+}
+
 // Targets as the loss wants them and inputs in a compact dtype the model can take.
 TensorDataset normalise(TensorDataset set, bool classification, const std::string& what) {
   for (const auto& [array, role] : {std::pair{set.inputs, "features"}, std::pair{set.targets, "labels"}})
@@ -73,6 +80,9 @@ TensorDataset normalise(TensorDataset set, bool classification, const std::strin
   auto& t = set.targets;
   if (classification) {
     if (t.dim() == 2 && t.size(1) == 1) t = t.squeeze(1);
+    if (t.dim() == 2 && t.size(0) > 0 && is_one_hot(t))
+      throw UsageError(what + ": classification labels must be one class id per sample; they are one-hot rows of shape " + c10::str(t.sizes()),
+                       "save the class ids: y.argmax(1)");
     if (t.dim() != 1)
       throw UsageError(what + ": classification labels must be one class id per sample; they have shape " + c10::str(t.sizes()),
                        "save the labels as a 1-D integer array, or set data.task: regression");

@@ -69,6 +69,10 @@ np.save(path("npz", "y.npy"), y)
 # Labels a classifier cannot take: -1 as a "missing" class (sample 4), and a float mid-way (sample 7).
 np.save(path("bad", "negative_labels.npy"), np.where(np.arange(50) == 4, -1, y))
 np.save(path("bad", "fractional_labels.npy"), np.where(np.arange(50) == 7, 1.5, y.astype(np.float64)))
+# Labels as class names (numpy's fixed-width unicode and bytes strings) and as one-hot rows.
+np.save(path("bad", "name_labels.npy"), np.array(["cat", "dog", "bird"])[y])
+np.save(path("bad", "bytes_labels.npy"), np.array([b"cat", b"dog", b"bird"])[y])
+np.save(path("bad", "one_hot_labels.npy"), np.eye(3, dtype=np.float32)[y])
 deflated = bytearray(open(path("npz", "deflated.npz"), "rb").read())
 open(path("bad", "truncated.npz"), "wb").write(bytes(deflated[: len(deflated) // 2]))
 flipped = bytearray(deflated)

@@ -79,6 +79,12 @@ TEST(Npy, MalformedFilesAreClearErrors) {
   EXPECT_NE(usage_error_and_fix([] { read_npy(fixture("bad/object.npy")); }).find("\nsave a numeric array: numpy.asarray(values, dtype=numpy.float32)"),
             std::string::npos);
   EXPECT_NE(usage_error([] { read_npy(fixture("bad/structured.npy")); }).find("structured"), std::string::npos);
+  // Class names saved as strings: named as strings, with the numpy line that makes ids of them.
+  for (const std::string file : {"bad/name_labels.npy", "bad/bytes_labels.npy"}) {
+    const auto names = usage_error_and_fix([&] { read_npy(fixture(file)); });
+    EXPECT_NE(names.find("holds strings (dtype '"), std::string::npos) << names;
+    EXPECT_NE(names.find("names, ids = numpy.unique(y, return_inverse=True)"), std::string::npos) << names;
+  }
   EXPECT_NE(usage_error([] { read_npy(fixture("no/such.npy")); }).find("'" + fixture("no/such.npy") + "' does not exist"), std::string::npos);
   const auto typo = usage_error([] { read_npy(fixture("npy/versoin1.npy")); });
   EXPECT_NE(typo.find("does not exist; did you mean '" + fixture("npy/version1.npy") + "'?"), std::string::npos) << typo;
@@ -958,7 +964,12 @@ TEST(Sources, LabelsThatAreNoClassIdsNameTheFirstOffender) {
   spec.labels = {fixture("bad/fractional_labels.npy")};
   const auto fractional = usage_error([&] { open_sources(spec); });
   EXPECT_NE(fractional.find("classification labels are not whole numbers (label 7 is 1.5)"), std::string::npos) << fractional;
-  spec.task = "regression";  // as targets, both are fine
+  spec.labels = {fixture("bad/one_hot_labels.npy")};
+  const auto one_hot = usage_error_and_fix([&] { open_sources(spec); });
+  EXPECT_NE(one_hot.find("they are one-hot rows of shape [50, 3]\nsave the class ids: y.argmax(1)"), std::string::npos) << one_hot;
+  spec.task = "regression";  // as targets, all are fine
+  EXPECT_EQ(open_sources(spec).train->size(), 50);
+  spec.labels = {fixture("bad/fractional_labels.npy")};
   EXPECT_EQ(open_sources(spec).train->size(), 50);
 }
 
