@@ -32,10 +32,25 @@ class ModuleModel final : public Model {
   std::string name_;
 };
 
+// "a tuple of 2 values", "a dict": what a scripted forward gave instead of a tensor.
+std::string what_is(const c10::IValue& value) {
+  if (value.isTuple()) return "a tuple of " + std::to_string(value.toTupleRef().elements().size()) + " values";
+  if (value.isList()) return "a list of " + std::to_string(value.toListRef().size()) + " values";
+  if (value.isGenericDict()) return "a dict";
+  return "a " + std::string(value.tagKind());
+}
+
 class ScriptModel final : public Model {
  public:
-  ScriptModel(torch::jit::Module module, std::string name) : module_(std::move(module)), name_(std::move(name)) {}
-  at::Tensor forward(const at::Tensor& input) override { return module_.forward({input}).toTensor(); }
+  ScriptModel(torch::jit::Module module, std::string path)
+      : module_(std::move(module)), path_(std::move(path)), name_(std::filesystem::path(path_).filename().string()) {}
+  at::Tensor forward(const at::Tensor& input) override {
+    auto output = module_.forward({input});
+    if (output.isTensor()) return output.toTensor();
+    // A model scripted as it is used for inference often returns more than the logits.
+    throw UsageError("model.torchscript '" + path_ + "' returns " + what_is(output) + ", not one tensor of [batch, outputs]",
+                     "make forward return the logits alone (return logits, not return logits, features) and script it again");
+  }
   std::vector<at::Tensor> parameters() override {
     std::vector<at::Tensor> params;
     for (const auto& p : module_.parameters()) params.push_back(p);
@@ -53,6 +68,7 @@ class ScriptModel final : public Model {
 
  private:
   torch::jit::Module module_;
+  std::string path_;  // as model.torchscript gives it
   std::string name_;
 };
 
@@ -113,7 +129,7 @@ std::unique_ptr<Model> load_torchscript(const std::string& path) {
     throw UsageError("model.torchscript: file '" + path + "' does not exist" + core::did_you_mean(path),
                      "save one from Python with torch.jit.script(model).save('" + path + "')");
   try {
-    return std::make_unique<ScriptModel>(torch::jit::load(path), std::filesystem::path(path).filename().string());
+    return std::make_unique<ScriptModel>(torch::jit::load(path), path);
   } catch (const c10::Error& e) {
     throw UsageError("model.torchscript: '" + path + "' is not a TorchScript module: " + e.what_without_backtrace(),
                      "save it with torch.jit.script(model).save(path) (a state_dict from torch.save is not enough)");

@@ -43,6 +43,8 @@ void check_scripted_model(const Config& config, const RunData& data, c10::Device
     output = model->forward(model_input(data.transform, channels_last, samples.inputs, /*training=*/false));
   } catch (const c10::Error& e) {
     throw refuse(e.what_without_backtrace());
+  } catch (const Error&) {  // the model's own finding (an output that is no tensor): already in the user's terms
+    throw;
   } catch (const std::runtime_error& e) {  // the TorchScript interpreter's own errors (torch::jit::JITException)
     throw refuse(e.what());
   }

@@ -239,6 +239,14 @@ class ScriptedNet(torch.nn.Module):
         return self.head(torch.relu(self.norm(self.body(x.flatten(1)))))
 
 
+class ScriptedNetWithFeatures(ScriptedNet):
+    """Returns its features beside the logits, as a model scripted for inference often does."""
+
+    def forward(self, x):
+        features = torch.relu(self.norm(self.body(x.flatten(1))))
+        return self.head(features), features
+
+
 def check_torchscript(workdir, command):
     require("safetensors")
     from safetensors.torch import load_file
@@ -264,11 +272,12 @@ def check_torchscript(workdir, command):
     print("ok: TorchScript module trained, loss %.4f -> %.4f" % (epochs[0]["train_loss"], epochs[-1]["train_loss"]))
 
     # A module that does not fit the data is refused before the run starts (exit 2), saying why.
-    for name, features, classes, expected in [
-            ("wrong-input", 13, 3, "cannot take this data's samples, shaped [12]"),
-            ("wrong-output", 12, 2, "gives [2, 2] for a batch of 2 samples shaped [12]")]:
+    for name, net, expected in [
+            ("wrong-input", ScriptedNet(13, 3), "cannot take this data's samples, shaped [12]"),
+            ("wrong-output", ScriptedNet(12, 2), "gives [2, 2] for a batch of 2 samples shaped [12]"),
+            ("tuple-output", ScriptedNetWithFeatures(), "returns a tuple of 2 values, not one tensor of [batch, outputs]")]:
         path = os.path.join(workdir, name + ".pt")
-        torch.jit.script(ScriptedNet(features, classes)).save(path)
+        torch.jit.script(net).save(path)
         run_dir = os.path.join(workdir, name)
         result = run(command + ["--set", "model.torchscript=" + path, "--set", "data.shape=[12]", "--set", "data.classes=3",
                                 "--set", "logging.dir=" + run_dir, "--set", "device=cpu"])
