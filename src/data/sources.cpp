@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "gputrain/core/error.hpp"
@@ -12,6 +13,7 @@
 #include "gputrain/data/idx_format.hpp"
 #include "gputrain/data/numpy_format.hpp"
 #include "gputrain/data/safetensors.hpp"
+#include "gputrain/device/system_info.hpp"
 #include "image_folder.hpp"
 
 namespace gputrain::data {
@@ -237,10 +239,34 @@ std::vector<std::string> file_source_names() { return {source_names().begin() + 
 
 namespace {
 
+// Synthetic samples are made in RAM, all at once: a data.samples too large for it is said so, not
+// met by the allocator's "can't allocate memory" (or by the kernel's OOM killer).
+void refuse_synthetic_beyond_ram(const SourceSpec& spec) {
+  std::int64_t features = 1;
+  for (const auto extent : spec.synthetic.shape) features *= extent;
+  const bool classification = spec.task == "classification";
+  const double per_sample = 4.0 * static_cast<double>(features) + (classification ? 8.0 : 4.0 * static_cast<double>(spec.synthetic.outputs));
+  const double bytes = per_sample * static_cast<double>(spec.samples + spec.val_samples);
+  const auto memory = device::read_memory_info();
+  std::uint64_t available = memory.ram_available;
+  if (memory.memory_limit) available = std::min(available, *memory.memory_limit);
+  if (available == 0 || bytes <= static_cast<double>(available)) return;
+  // A round figure that leaves a fifth of the memory for the rest of the run.
+  auto most = static_cast<std::int64_t>(0.8 * static_cast<double>(available) / per_sample);
+  std::int64_t round = 1;
+  while (most / round >= 100) round *= 10;
+  most = most / round * round;
+  throw UsageError("synthetic data of " + core::counted(spec.samples + spec.val_samples, "sample") + " shaped " +
+                       c10::str(c10::IntArrayRef(spec.synthetic.shape)) + " takes " + core::format_bytes(static_cast<std::uint64_t>(bytes)) +
+                       " of float32 in RAM, and " + core::format_bytes(available) + " is available",
+                   "lower data.samples (and data.val_samples) to about " + std::to_string(most) + " in all, or train on files");
+}
+
 Sources open_unchecked(const SourceSpec& spec) {
   const bool classification = spec.task == "classification";
   Sources out;
   if (spec.source == "synthetic") {
+    refuse_synthetic_beyond_ram(spec);
     const auto train = make_synthetic(spec.synthetic, spec.samples, 0);
     out.train = make_array_dataset(train, "synthetic " + spec.task + " (" + core::counted(spec.samples, "sample") + ")", "synthetic");
     if (spec.val_samples > 0)

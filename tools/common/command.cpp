@@ -1,5 +1,6 @@
 #include "command.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -80,10 +81,10 @@ int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>
     say_error(error.what(), error.remedy());
     return static_cast<int>(error.exit_code());
   } catch (const std::exception& error) {
-    // LibTorch's errors append a C++ backtrace ("Exception raised from ... frame #0: ..."): the
-    // message before it is what a user can act on.
+    // LibTorch's errors append a C++ backtrace ("Exception raised from ... frame #0: ...", or the
+    // frames alone after an enforce): the message before it is what a user can act on.
     const std::string message = error.what();
-    say_error(message.substr(0, message.find("\nException raised from ")), "");
+    say_error(message.substr(0, std::min(message.find("\nException raised from "), message.find("\nframe #0"))), "");
     return static_cast<int>(ExitCode::failure);
   }
 }

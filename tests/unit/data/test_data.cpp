@@ -7,6 +7,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/epoch_sampler.hpp"
 #include "gputrain/data/safetensors.hpp"
+#include "gputrain/data/sources.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
 #include "data/synthetic_teacher.hpp"  // private: what the labels depend on
 
@@ -76,6 +77,24 @@ TEST(Synthetic, DatasetsAreLabelledByTheTeacherOfTheirSeed) {
   const auto set = make_synthetic(spec, 64, 1);
   EXPECT_TRUE(at::equal(SyntheticTeacher(spec).targets(set.inputs), set.targets));
   EXPECT_FALSE(at::equal(SyntheticTeacher({"classification", {3, 8, 8}, 5, 12}).targets(set.inputs), set.targets));
+}
+
+// Synthetic samples are made in RAM at once: more than any machine has (120 TB here) is refused
+// before the allocation, with the bytes and a data.samples that fits.
+TEST(Synthetic, MoreSamplesThanRamHoldsAreRefusedBeforeTheyAreMade) {
+  SourceSpec spec;
+  spec.source = "synthetic";
+  spec.synthetic = {"classification", {3, 1024, 1024}, 10, 1};
+  spec.samples = 10'000'000;
+  try {
+    open_sources(spec);
+    ADD_FAILURE() << "120 TB of synthetic data were accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("synthetic data of 10000000 samples shaped [3, 1024, 1024] takes 114.44 TiB of float32 in RAM"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(e.remedy().find("lower data.samples (and data.val_samples) to about "), std::string::npos) << e.remedy();
+  }
 }
 
 TEST(EpochSampler, ShufflesPerEpochReproducibly) {
