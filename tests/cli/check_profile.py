@@ -9,7 +9,8 @@ Modes:
                     told from the path)
   sweep-csv SVG     --csv output with one row per setting, and the --plot SVG parses with a line
   step-json [DIR]   --step's JSON: the step split into data wait and compute, the stall in percent;
-                    with DIR (the config's checkpoint.dir), nothing was written there
+                    with DIR (the config's checkpoint.dir), nothing was written there; the folder a
+                    killed --step left in TMPDIR is removed
   plot-png PNG      --plot PNG writes a PNG (rendered by librsvg) of twice the SVG's size
 """
 import csv
@@ -112,7 +113,23 @@ def main():
             fail(f"PNG of {width}x{height}, expected 1280x800")
         print(f"ok: PNG {width}x{height}, {len(data)} bytes")
     elif mode == "step-json":
+        # The folder a killed --step left behind (its process gone) is removed by the next one;
+        # a live process's is not.
+        temp = os.environ.get("TMPDIR", "/tmp")
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        stale = os.path.join(temp, f"gputrain-profile-step-{dead.pid}")
+        alive = os.path.join(temp, f"gputrain-profile-step-{os.getpid()}")
+        for folder in (stale, alive):
+            os.makedirs(folder, exist_ok=True)
+            open(os.path.join(folder, "metrics.jsonl"), "w").close()
         doc = json.loads(run(command))
+        if os.path.exists(stale):
+            fail(f"the folder of a killed --step is still there: {stale}")
+        if not os.path.isdir(alive):
+            fail("the folder of a running process was removed")
+        os.remove(os.path.join(alive, "metrics.jsonl"))
+        os.rmdir(alive)
         untouched = sys.argv[2] if sys.argv[2] != "--" else None
         if untouched and os.path.isdir(untouched) and os.listdir(untouched):
             fail(f"profile --step wrote into the config's checkpoint.dir: {os.listdir(untouched)}")

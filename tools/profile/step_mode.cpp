@@ -1,9 +1,13 @@
 // `gputrain profile --step`: real training steps split into data wait, copy and compute, with the
 // GPU's utilisation: "is my GPU starving?"
 #include <nlohmann/json.hpp>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -53,6 +57,30 @@ StepFigures timed_windows(const std::filesystem::path& metrics, std::int64_t fir
   return f;
 }
 
+// The probe runs' folders are removed when they end; one whose process was killed (Ctrl-C, a
+// time limit) is removed by the next --step, once no process of its id is left.
+void remove_folders_of_killed_probes(const std::filesystem::path& temp) {
+  const std::string prefix = "gputrain-profile-step-";
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(temp, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const auto pid_text = name.substr(prefix.size());
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    if (::kill(pid, 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
+// Removes the probe run's folder however profile_steps ends (a step that fails included).
+struct FolderRemover {
+  std::filesystem::path path;
+  ~FolderRemover() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
 }  // namespace
 
 int profile_steps(train::Config config, const train::RunDevice& run, int steps, bool json) {
@@ -65,7 +93,10 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
   config.train.max_time = 0;  // the config's time budget is for training, not for this measurement
   // Everything the probe run writes goes to a folder of its own, removed after: never into the
   // config's run or checkpoint folders, whose checkpoints keep_last would otherwise rotate away.
-  config.logging.dir = (std::filesystem::temp_directory_path() / ("gputrain-profile-step-" + std::to_string(::getpid()))).string();
+  const auto temp = std::filesystem::temp_directory_path();
+  remove_folders_of_killed_probes(temp);
+  config.logging.dir = (temp / ("gputrain-profile-step-" + std::to_string(::getpid()))).string();
+  const FolderRemover remover{config.logging.dir};
   config.checkpoint.dir.clear();
   config.logging.progress = "off";
   config.logging.tensorboard = false;
@@ -80,8 +111,17 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
   std::ostringstream notes;
   train::TrainerOptions options;
   options.console = &notes;
+  // A large model on the CPU takes seconds a step: how far the steps are, every 5 s.
+  auto last_said = std::chrono::steady_clock::now();
+  const auto say_progress = [&, total = config.train.max_steps](std::int64_t step) {
+    if (std::chrono::steady_clock::now() - last_said < std::chrono::seconds(5) || step == total) return;
+    last_said = std::chrono::steady_clock::now();
+    std::cerr << "profile --step: step " << step << " of " << total << (step <= window ? " (warm-up)" : " (timed)") << "\n";
+  };
+  options.after_step = say_progress;
   if (run.device.is_cuda()) {
     options.after_step = [&](std::int64_t step) {
+      say_progress(step);
       if (step != window) return;
       sampler = std::make_unique<device::UtilizationSampler>(static_cast<unsigned>(run.device.index()));
       feed_timer = std::make_unique<gputrain::profile::GpuSpanTimer>(run.device);
@@ -100,7 +140,6 @@ int profile_steps(train::Config config, const train::RunDevice& run, int steps, 
   std::optional<double> gpu_wait;     // seconds per step; none on the CPU
   if (feed_timer && feed_timer->spans() > 0) gpu_wait = feed_timer->seconds() / static_cast<double>(feed_timer->spans());
   const auto figures = timed_windows(std::filesystem::path(config.logging.dir) / "metrics.jsonl", window);
-  std::filesystem::remove_all(config.logging.dir);
   const double per_step = figures.step_seconds, wait = figures.data_seconds, compute = per_step - wait;
   const double stall = per_step > 0 ? 100.0 * wait / per_step : 0;
   std::optional<double> gpu_stall;
