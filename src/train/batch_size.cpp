@@ -8,8 +8,11 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <ostream>
 
 #include "gputrain/core/atomic_file.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/amp.hpp"
@@ -202,8 +205,25 @@ MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, c
   return out;
 }
 
+std::string probe_text(const sizing::ProbePoint& probe) {
+  return std::to_string(probe.batch) + ": " +
+         (probe.fits ? "peak " + core::format_bytes(probe.peak) + " in " + core::format_fixed(probe.seconds, 2) + " s" : "out of memory");
+}
+
+ProbeObserver probe_progress(std::ostream* out, std::chrono::seconds quiet) {
+  return [out, quiet, start = Clock::now(), steps = 0](const sizing::ProbePoint& probe) mutable {
+    ++steps;
+    if (core::stop_requested())
+      throw Error("interrupted while finding batch_size auto (after probe step " + std::to_string(steps) +
+                      "), before any training step: nothing to resume",
+                  "run the same command again to start over, or set train.batch_size to skip the search", ExitCode::interrupted);
+    if (out && Clock::now() - start >= quiet)
+      *out << "batch_size auto: probe step " << steps << ", batch " << probe_text(probe) << "\n" << std::flush;
+  };
+}
+
 BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const std::string& device_name,
-                                const ProbeData& data, const std::string& cache_path) {
+                                const ProbeData& data, const std::string& cache_path, const ProbeObserver& on_probe) {
   BatchSizeChoice choice;
   choice.cache_path = cache_path;
   const auto key = cache_key(config, device_name);
@@ -226,8 +246,13 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
   {
     ProbeRig rig(config, device, data, data.reserve_bytes);
     choice.budget = rig.budget();
-    choice.search = sizing::search_batch_size([&rig](std::int64_t batch) { return rig(batch); }, choice.budget,
-                                              batch_search_options(config, data.dataset_size));
+    choice.search = sizing::search_batch_size(
+        [&](std::int64_t batch) {
+          const auto probe = rig(batch);
+          if (on_probe) on_probe(probe);
+          return probe;
+        },
+        choice.budget, batch_search_options(config, data.dataset_size));
   }
   memory::release_cached_memory(device);
   choice.seconds = std::chrono::duration<double>(Clock::now() - start).count();

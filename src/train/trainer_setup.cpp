@@ -261,7 +261,7 @@ void Trainer::State::place_the_data(const std::string& device_name) {
       probe.reserve_bytes = cache_reserve_bytes(data, plan, device);
       seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
       const auto cache = ranks.writer() ? (fs::path(config.logging.dir) / "auto_batch.json").string() : std::string();
-      const auto choice = find_batch_size(config, device, device_name, probe, cache);
+      const auto choice = find_batch_size(config, device, device_name, probe, cache, probe_progress(ranks.writer() ? &std::cerr : nullptr));
       // Each rank measured its own GPU; all take the smallest, so every rank's steps fit.
       micro_batch = ranks.min(choice.batch, "the agreement on batch_size: auto");
       pending_notes.push_back(

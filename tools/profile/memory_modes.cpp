@@ -21,10 +21,7 @@ std::string device_text(const train::RunDevice& run) {
 
 std::string probe_list(const std::vector<sizing::ProbePoint>& probes) {
   std::string out;
-  for (const auto& p : probes) {
-    out += (out.empty() ? "" : ", ") + std::to_string(p.batch) + " ";
-    out += p.fits ? "peak " + core::format_bytes(p.peak) + " in " + core::format_fixed(p.seconds, 2) + " s" : "out of memory";
-  }
+  for (const auto& p : probes) out += (out.empty() ? "" : ", ") + train::probe_text(p);
   return out;
 }
 
@@ -87,7 +84,7 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
 }
 
 int profile_batch(const train::Config& config, const train::RunDevice& run, const train::ProbeData& probe, bool exhaustive, bool json) {
-  const auto choice = train::find_batch_size(config, run.device, run.name, probe, "");
+  const auto choice = train::find_batch_size(config, run.device, run.name, probe, "", train::probe_progress(&std::cerr));
   const auto options = train::batch_search_options(config, probe.dataset_size);
   train::ExhaustiveResult truth;
   if (exhaustive) truth = train::find_largest_fitting_batch(config, run.device, probe, choice.search.memory_batch, options.max_batch);

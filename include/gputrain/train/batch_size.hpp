@@ -6,7 +6,10 @@
 
 #include <c10/core/Device.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -55,11 +58,23 @@ struct BatchSizeChoice {
   std::string cache_path;                    ///< <logging.dir>/auto_batch.json ("" to skip)
 };
 
+/// Called after each probe step of the search.
+using ProbeObserver = std::function<void(const sizing::ProbePoint&)>;
+
 /// Searches the micro-batch for `config` on `device` (sizing::search_batch_size over real
 /// steps). With a `cache_path`, a result stored there under the same key (GPU model, model and
 /// memory-relevant config hash, LibTorch version) is reused, and a new one is stored.
 BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const std::string& device_name,
-                                const ProbeData& data, const std::string& cache_path);
+                                const ProbeData& data, const std::string& cache_path, const ProbeObserver& on_probe = {});
+
+/// "8848: peak 20.30 GiB in 71.46 s", or "9000: out of memory": one probe step, as reports list them.
+std::string probe_text(const sizing::ProbePoint& probe);
+
+/// A ProbeObserver for a search that may take minutes (a large model on the CPU): once it has run
+/// `quiet` (a GPU's search takes a second or two, said by its result alone), each probe step is
+/// said on `out` (none: nothing is said); a stop signal ends the search (Error, exit 130: no
+/// training step has run).
+ProbeObserver probe_progress(std::ostream* out, std::chrono::seconds quiet = std::chrono::seconds(5));
 
 /// The true largest batch that fits, by bisection with real steps between `fits` (known to fit)
 /// and `upper` (the search's bound): what `gputrain profile --batch --exhaustive` checks the

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
 #include "gputrain/memory/oom_guard.hpp"
@@ -230,6 +231,34 @@ TEST(AutoBatch, UnderACapFindsNearlyTheLargestBatchAndTheRunDoesNotOom) {
   EXPECT_LE(result.batch_size, truth.largest);
   EXPECT_GE(result.batch_size, static_cast<std::int64_t>(0.9 * double(truth.largest)) - 8)
       << "found " << result.batch_size << ", the largest that fits is " << truth.largest;
+}
+
+// A search that takes long (a large model on the CPU) says each probe step once it has run a
+// while (here at once), and a stop signal ends it after the step it is in: exit 130.
+TEST(AutoBatch, ASlowSearchSaysEachProbeStepAndAStopEndsIt) {
+  CapReset reset;
+  const auto config = oom_run("auto-progress", {"train.batch_size=auto", "device.max_memory=48MiB"});
+  const auto run = prepare_device(config);
+  auto resolved = config;
+  const auto data = open_data(resolved);
+  const ProbeData probe{probe_samples(data, run.device), data.transform, data.sources.train->size()};
+  std::ostringstream out;
+  const auto choice = find_batch_size(resolved, run.device, run.name, probe, "", probe_progress(&out, std::chrono::seconds(0)));
+  EXPECT_NE(out.str().find("batch_size auto: probe step 1, batch 16: peak "), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("batch_size auto: probe step " + std::to_string(choice.search.probes.size()) + ", batch "), std::string::npos)
+      << out.str();
+
+  core::request_stop();
+  try {
+    find_batch_size(resolved, run.device, run.name, probe, "", probe_progress(nullptr));
+    ADD_FAILURE() << "the search went on after a stop";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), ExitCode::interrupted);
+    EXPECT_NE(std::string(e.what()).find("interrupted while finding batch_size auto (after probe step 1), before any training step"),
+              std::string::npos)
+        << e.what();
+  }
+  core::clear_stop_request();
 }
 
 TEST(AutoBatch, ARunInTheSameDirectoryReusesTheResult) {
