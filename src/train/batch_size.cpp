@@ -151,6 +151,15 @@ nlohmann::json to_json(const sizing::ProbePoint& p) {
   return {{"batch", p.batch}, {"fits", p.fits}, {"peak_bytes", p.peak}, {"seconds", p.seconds}};
 }
 
+// The rig's probe steps, each handed to `on_probe` too.
+std::function<sizing::ProbePoint(std::int64_t)> observed(ProbeRig& rig, const ProbeObserver& on_probe) {
+  return [&rig, on_probe](std::int64_t batch) {
+    const auto probe = rig(batch);
+    if (on_probe) on_probe(probe);
+    return probe;
+  };
+}
+
 }  // namespace
 
 // `auto` finds the largest batch memory allows; on a small dataset (or the CPU's ample RAM) that
@@ -181,7 +190,7 @@ sizing::BatchSearchOptions batch_search_options(const Config& config, std::int64
   return options;
 }
 
-MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const ProbeData& data) {
+MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const ProbeData& data, const ProbeObserver& on_probe) {
   // The model the batch-size search fits: its first, small probe only sizes a large one, since a
   // small batch's peak is set by gradients and temporaries and a line through it would understate
   // the bytes per sample (see sizing::search_batch_size).
@@ -190,7 +199,7 @@ MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, c
   out.parameter_count = rig.parameter_count();
   auto options = batch_search_options(config, data.dataset_size);
   options.throughput = false;
-  const auto search = sizing::search_batch_size([&rig](std::int64_t batch) { return rig(batch); }, rig.budget(), options);
+  const auto search = sizing::search_batch_size(observed(rig, on_probe), rig.budget(), options);
   out.probes = search.probes;
   const auto& budget = rig.budget();
   out.fitted = search.model.has_value();
@@ -246,13 +255,7 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
   {
     ProbeRig rig(config, device, data, data.reserve_bytes);
     choice.budget = rig.budget();
-    choice.search = sizing::search_batch_size(
-        [&](std::int64_t batch) {
-          const auto probe = rig(batch);
-          if (on_probe) on_probe(probe);
-          return probe;
-        },
-        choice.budget, batch_search_options(config, data.dataset_size));
+    choice.search = sizing::search_batch_size(observed(rig, on_probe), choice.budget, batch_search_options(config, data.dataset_size));
   }
   memory::release_cached_memory(device);
   choice.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -287,9 +290,10 @@ std::uint64_t measure_step_memory(const Config& config, c10::Device device, cons
 }
 
 ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const ProbeData& data,
-                                            std::int64_t fits, std::int64_t upper) {
+                                            std::int64_t fits, std::int64_t upper, const ProbeObserver& on_probe) {
   ExhaustiveResult out;
-  ProbeRig rig(config, device, data, data.reserve_bytes);
+  ProbeRig rig_itself(config, device, data, data.reserve_bytes);
+  const auto rig = observed(rig_itself, on_probe);
   out.steps = 1;
   if (rig(upper).fits) {
     out.largest = upper;

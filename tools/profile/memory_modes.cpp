@@ -39,7 +39,7 @@ void print_row(const std::string& name, const std::string& value, const std::str
 
 int profile_memory(const train::Config& config, const train::RunDevice& run, const train::ProbeData& probe, std::uint64_t data_bytes,
                    bool json) {
-  const auto estimate = train::estimate_model_memory(config, run.device, probe);
+  const auto estimate = train::estimate_model_memory(config, run.device, probe, train::probe_progress(&std::cerr));
   const auto& m = estimate.model;
   const std::int64_t predicted = estimate.fitted ? m.largest_batch(config.sizing.target_fraction) : 0;
   if (json) {
@@ -87,7 +87,9 @@ int profile_batch(const train::Config& config, const train::RunDevice& run, cons
   const auto choice = train::find_batch_size(config, run.device, run.name, probe, "", train::probe_progress(&std::cerr));
   const auto options = train::batch_search_options(config, probe.dataset_size);
   train::ExhaustiveResult truth;
-  if (exhaustive) truth = train::find_largest_fitting_batch(config, run.device, probe, choice.search.memory_batch, options.max_batch);
+  if (exhaustive)
+    truth = train::find_largest_fitting_batch(config, run.device, probe, choice.search.memory_batch, options.max_batch,
+                                              train::probe_progress(&std::cerr));
   if (json) {
     nlohmann::json out = {{"device", run.device.str()}, {"device_name", run.name}, {"model", config.model_label()},
                           {"batch", choice.batch}, {"memory_batch", choice.search.memory_batch},

@@ -30,6 +30,9 @@ struct ProbeData {
   bool distributed = false;                  ///< the run syncs gradients across ranks (its step keeps to autograd)
 };
 
+/// Called after each probe step (train::probe_progress says them and ends a search on a stop signal).
+using ProbeObserver = std::function<void(const sizing::ProbePoint&)>;
+
 /// The memory model of one config on one device (`gputrain profile --memory`).
 struct MemoryEstimate {
   sizing::MemoryModel model;                 ///< fitted when the search fitted one
@@ -41,7 +44,8 @@ struct MemoryEstimate {
 /// Fits the memory model with the probe steps of the batch-size search (3-4 in the usual case:
 /// a small one that sizes a large one, then near the largest that fits). No fit when the whole
 /// dataset fits in the first probe.
-MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const ProbeData& data);
+MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const ProbeData& data,
+                                     const ProbeObserver& on_probe = {});
 
 /// Peak memory one training step at `batch` adds to what was allocated before it (model,
 /// gradients, optimizer state, activations, workspace), from one real step on a throwaway
@@ -57,9 +61,6 @@ struct BatchSizeChoice {
   bool remembered = false;                   ///< read back from `cache_path` instead of searched
   std::string cache_path;                    ///< <logging.dir>/auto_batch.json ("" to skip)
 };
-
-/// Called after each probe step of the search.
-using ProbeObserver = std::function<void(const sizing::ProbePoint&)>;
 
 /// Searches the micro-batch for `config` on `device` (sizing::search_batch_size over real
 /// steps). With a `cache_path`, a result stored there under the same key (GPU model, model and
@@ -84,7 +85,7 @@ struct ExhaustiveResult {
   int steps = 0;
 };
 ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const ProbeData& data,
-                                            std::int64_t fits, std::int64_t upper);
+                                            std::int64_t fits, std::int64_t upper, const ProbeObserver& on_probe = {});
 
 /// When `batch_size: auto`'s micro-batch leaves fewer than 8 steps an epoch over `samples` (a
 /// rank's share): the note that says so, with a train.max_batch_size to cap it; "" otherwise.
