@@ -39,6 +39,23 @@ using csv::missing_text;
 using csv::pandas_rewrite;
 using csv::RowFormat;
 
+// "; did you mean 'virginica'?" for a validation label one slip away from a training class.
+std::string misspelt_class(const std::string& name, const std::map<std::string, std::int64_t>& ids) {
+  std::vector<std::string> names;
+  for (const auto& [known, id] : ids) names.push_back(known);
+  const auto close = core::closest_match(name, names);
+  return close ? "; did you mean '" + *close + "'?" : "";
+}
+
+// "cat, dog" or "a, b, c, ... (40 classes)": the training file's class names, for an error.
+std::string class_list(const std::map<std::string, std::int64_t>& ids) {
+  constexpr std::size_t kShown = 8;
+  std::vector<std::string> names;
+  for (const auto& [name, id] : ids)
+    if (names.size() < kShown) names.push_back("'" + name + "'");
+  return core::join(names) + (ids.size() > kShown ? ", ... (" + std::to_string(ids.size()) + " classes)" : "");
+}
+
 // A header with one column holding ';' or a tab is a file written with that delimiter (spreadsheets
 // in many locales save CSV with ';'); a file whose header has one real column keeps ','.
 char detect_delimiter(std::string_view header_line, char configured) {
@@ -302,8 +319,9 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
     if (format.label_names) {
       std::string name(cell);
       if (format.known && !format.known->count(name))
-        throw UsageError(records.where() + "label '" + shown(name) + "' is not a class of the training file",
-                         "use the training file's class names in the validation file");
+        throw UsageError(records.where() + "label '" + shown(name) + "' is not a class of the training file" + misspelt_class(name, *format.known),
+                         "the model learns the training file's classes only (" + class_list(*format.known) +
+                             "): leave the rows of other classes out of the validation file, or add such rows to the training file");
       out.label_names.push_back(std::move(name));
       continue;
     }

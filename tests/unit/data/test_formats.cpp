@@ -144,10 +144,13 @@ TEST(Csv, SelectsColumnsAndMapsClassNames) {
   EXPECT_TRUE(at::equal(set.targets, at::tensor({0, 1, 2, 0}, at::kLong)));
   EXPECT_TRUE(at::allclose(set.inputs, at::tensor({5.1f, 3.5f, 7.0f, 3.2f, 6.3f, 3.3f, 4.9f, 3.0f}).view({4, 2})));
   // A validation file takes the training file's ids; a name it lacks is named where it is.
-  const auto unknown = usage_error([&] {
+  const auto unknown = usage_error_and_fix([&] {
     read_csv(fixture("csv/iris_val_unknown_class.csv"), CsvSpec{{"sepal_length", "sepal_width"}, {"species"}, true}, &names);
   });
-  EXPECT_NE(unknown.find("iris_val_unknown_class.csv:3: label 'virginca' is not a class of the training file"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("iris_val_unknown_class.csv:3: label 'virginca' is not a class of the training file; did you mean 'virginica'?"),
+            std::string::npos)
+      << unknown;
+  EXPECT_NE(unknown.find("the model learns the training file's classes only ('setosa', 'versicolor', 'virginica')"), std::string::npos) << unknown;
 }
 
 // What spreadsheets export: the byte-order mark of "CSV UTF-8" is not part of the first column's
