@@ -9,6 +9,7 @@
 #include <map>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
 #include "image_decode.hpp"
 #include "path_text.hpp"
@@ -64,8 +65,12 @@ class ImageFolder final : public Dataset {
     if (classes_.empty()) throw UsageError("'" + root_ + "' has no sub-folders", "put each class's images in a sub-folder named after the class");
     for (const auto& folder : folders)
       if (std::find(classes_.begin(), classes_.end(), folder) == classes_.end())
-        throw UsageError("'" + (fs::path(root_) / folder).string() + "' is a class the training folder does not have",
-                         "use the same class sub-folders for training and validation");
+        throw UsageError("'" + (fs::path(root_) / folder).string() + "' is a class the training folder does not have" + [&]() -> std::string {
+                           const auto close = core::closest_match(folder, classes_);
+                           return close ? "; did you mean '" + *close + "'?" : "";
+                         }(),
+                         "the model learns the training folder's classes only (" + core::join(classes_) +
+                             "): rename the folder, or move it out of the validation folder");
     for (std::size_t c = 0; c < classes_.size(); ++c) {
       const fs::path folder = fs::path(root_) / classes_[c];
       if (!fs::is_directory(folder)) continue;  // a validation folder may lack a class

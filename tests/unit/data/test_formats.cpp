@@ -754,6 +754,27 @@ TEST(ImageFolder, ListsClassesSkipsCorruptFilesAndResizes) {
   EXPECT_NE(both.notes[0].find("so they are not trained or validated on; Pillow"), std::string::npos) << both.notes[0];
 }
 
+// A validation class folder the training folder lacks is refused, with its near miss and the
+// training classes: the model has no output for it.
+TEST(ImageFolder, AValidationClassTheTrainingFolderLacksIsNamedWithItsNearMiss) {
+  const auto val = std::filesystem::temp_directory_path() / "gputrain-val-misspelt-class";
+  std::filesystem::remove_all(val);
+  for (const std::string name : {"cat", "dgo"}) {
+    std::filesystem::create_directories(val / name);
+    std::filesystem::copy_file(fixture("images/checker.png"), val / name / "0.png");
+  }
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = fixture("folder/train");
+  spec.val_path = val.string();
+  spec.image_size = {12, 10};
+  const auto error = usage_error_and_fix([&] { open_sources(spec); });
+  EXPECT_NE(error.find("'" + (val / "dgo").string() + "' is a class the training folder does not have; did you mean 'dog'?"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("the model learns the training folder's classes only (cat, dog)"), std::string::npos) << error;
+  std::filesystem::remove_all(val);
+}
+
 // A JPEG cut short (an interrupted download or copy) is skipped, as Pillow refuses it; libjpeg
 // alone would fill the missing rows grey, and the run would train on them.
 TEST(Images, ATruncatedJpegIsSkippedAsPillowRefusesIt) {
