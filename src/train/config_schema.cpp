@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -58,14 +59,28 @@ std::string shortest(double value) {
   return std::to_string(value);
 }
 
-Int parse_int(const FieldValue& v, Int min, Int max = kNoMax) {
-  const std::string allowed = "an integer >= " + std::to_string(min) + (max == kNoMax ? "" : " and <= " + std::to_string(max));
-  const std::string text = scalar(v, allowed);
+// The integer `text` writes, also as configs often write large counts: 1e5, 100_000 (YAML 1.1's
+// and Python's digit separator), 3.0. None for a fraction, or for what is no number.
+std::optional<long long> whole_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
   char* end = nullptr;
   errno = 0;
   const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || value < min || value > max) reject(v, found_text(v.node), allowed);
-  return value;
+  if (*end == '\0') return errno == ERANGE ? std::nullopt : std::optional<long long>(value);
+  std::string digits;
+  for (const char c : text)
+    if (c != '_') digits += c;
+  const double number = std::strtod(digits.c_str(), &end);
+  constexpr double kExactDoubles = 9007199254740992.0;  // 2^53: every whole number up to it is exact
+  if (*end != '\0' || !std::isfinite(number) || number != std::floor(number) || std::abs(number) > kExactDoubles) return std::nullopt;
+  return static_cast<long long>(number);
+}
+
+Int parse_int(const FieldValue& v, Int min, Int max = kNoMax) {
+  const std::string allowed = "an integer >= " + std::to_string(min) + (max == kNoMax ? "" : " and <= " + std::to_string(max));
+  const auto value = whole_number(scalar(v, allowed));
+  if (!value || *value < min || *value > max) reject(v, found_text(v.node), allowed);
+  return *value;
 }
 
 double parse_double(const FieldValue& v, double min, double max = std::numeric_limits<double>::infinity()) {
@@ -139,12 +154,9 @@ std::vector<Int> parse_image_size(const FieldValue& v) {
     if (size.size() != 2) reject(v, found_text(v.node), "[height, width], e.g. [224, 224], or one integer for a square");
     return size;
   }
-  const std::string text = v.node.Scalar();
-  char* end = nullptr;
-  errno = 0;
-  const long long side = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE || side < 1) reject(v, found_text(v.node), "an integer >= 1 (a square), or [height, width], e.g. [224, 224]");
-  return {side, side};
+  const auto side = whole_number(v.node.Scalar());
+  if (!side || *side < 1) reject(v, found_text(v.node), "an integer >= 1 (a square), or [height, width], e.g. [224, 224]");
+  return {*side, *side};
 }
 
 // ---- field builders: `get` is a generic lambda returning a reference into a Config ----
@@ -399,12 +411,9 @@ Field int_or_auto_field(std::string key, Get get, Int min) {
               return;
             }
             const std::string allowed = "an integer >= " + std::to_string(min) + " or auto";
-            const std::string text = scalar(v, allowed);
-            char* end = nullptr;
-            errno = 0;
-            const long long value = std::strtoll(text.c_str(), &end, 10);
-            if (text.empty() || *end != '\0' || errno == ERANGE || value < min) reject(v, found_text(v.node), allowed);
-            get(c) = value;
+            const auto value = whole_number(scalar(v, allowed));
+            if (!value || *value < min) reject(v, found_text(v.node), allowed);
+            get(c) = *value;
           },
           [=](const Config& c) { return get(c) ? YAML::Node(*get(c)) : YAML::Node("auto"); }};
 }

@@ -371,6 +371,19 @@ TEST(Config, InconsistentKeysAreRejected) {
             std::string::npos);
 }
 
+// Counts are often written large: 1e5, 100_000, 3.0 are whole numbers and read as such; a fraction
+// is not, and no more than a word is.
+TEST(Config, IntegerKeysTakeWholeNumbersHoweverTheyAreWritten) {
+  EXPECT_EQ(load_config({{}, {"train.max_steps=1e5"}, ""}).train.max_steps, 100000);
+  EXPECT_EQ(load_config({{}, {"train.max_steps=100_000"}, ""}).train.max_steps, 100000);
+  EXPECT_EQ(load_config({{}, {"train.epochs=3.0"}, ""}).train.epochs, 3);
+  EXPECT_EQ(load_config({{}, {"train.batch_size=5e2"}, ""}).train.batch_size, 500);
+  EXPECT_EQ(load_config({{}, {"data.image_size=1.28e2"}, ""}).data.image_size, (std::vector<std::int64_t>{128, 128}));
+  EXPECT_NE(error_of({{}, {"train.epochs=2.5"}, ""}).find("train.epochs: found '2.5'; allowed: an integer >= 1"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.max_steps=1e400"}, ""}).find("found '1e400'"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.epochs=ten"}, ""}).find("found 'ten'"), std::string::npos);
+}
+
 // YAML merge keys as PyYAML reads them: the keys written out win, then the merged mappings in
 // order; a top-level x- key holds the anchors and is not read.
 TEST(Config, MergeKeysCopyAnAnchoredMappingAndXKeysHoldIt) {
