@@ -93,7 +93,8 @@ double parse_double(const FieldValue& v, double min, double max = std::numeric_l
 }
 
 bool parse_bool(const FieldValue& v, const std::string& allowed = "true or false") {
-  const std::string text = scalar(v, allowed);
+  // YAML's spellings (True and TRUE in 1.2; yes, on and theirs in 1.1, as PyYAML reads them).
+  const std::string text = core::lower(scalar(v, allowed));
   if (text == "true" || text == "yes" || text == "on") return true;
   if (text == "false" || text == "no" || text == "off") return false;
   reject(v, found_text(v.node), allowed);

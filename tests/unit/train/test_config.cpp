@@ -384,6 +384,15 @@ TEST(Config, IntegerKeysTakeWholeNumbersHoweverTheyAreWritten) {
   EXPECT_NE(error_of({{}, {"train.epochs=ten"}, ""}).find("found 'ten'"), std::string::npos);
 }
 
+// A boolean as YAML writes one: true/True/TRUE (1.2), yes/on and their cases (1.1, as PyYAML).
+TEST(Config, BooleansTakeYamlsSpellings) {
+  for (const std::string yes : {"true", "True", "TRUE", "yes", "Yes", "on", "ON"})
+    EXPECT_TRUE(load_config({{}, {"train.deterministic=" + yes}, ""}).train.deterministic) << yes;
+  for (const std::string no : {"false", "False", "FALSE", "no", "No", "off", "OFF"})
+    EXPECT_FALSE(load_config({{}, {"train.deterministic=true", "train.deterministic=" + no}, ""}).train.deterministic) << no;
+  EXPECT_NE(error_of({{}, {"train.deterministic=1"}, ""}).find("train.deterministic: found '1'; allowed: true or false"), std::string::npos);
+}
+
 // YAML merge keys as PyYAML reads them: the keys written out win, then the merged mappings in
 // order; a top-level x- key holds the anchors and is not read.
 TEST(Config, MergeKeysCopyAnAnchoredMappingAndXKeysHoldIt) {
