@@ -57,6 +57,26 @@ TEST(CheckpointErrors, ATextFileIsNotACheckpoint) {
   std::filesystem::remove(path);
 }
 
+// A run's folder (or its checkpoints folder) given for a checkpoint: the fix names the newest
+// checkpoint in it.
+TEST(CheckpointErrors, ARunFolderGetsItsNewestCheckpointAsTheFix) {
+  const auto run = std::filesystem::temp_directory_path() / "gputrain-checkpoint-errors-run";
+  std::filesystem::remove_all(run);
+  std::filesystem::create_directories(run / "checkpoints");
+  for (const char* name : {"step-00000010.pt", "step-00000002.pt", "best.pt"}) std::ofstream(run / "checkpoints" / name) << "x";
+  for (const auto& given : {run, run / "checkpoints"}) {
+    const auto e = error_reading(given.string());
+    EXPECT_EQ(e.exit_code(), ExitCode::usage);
+    EXPECT_NE(text(e).find("it is a folder; checkpoint.resume names a checkpoint file"), std::string::npos) << text(e);
+    EXPECT_NE(e.remedy().find("set checkpoint.resume: " + (run / "checkpoints" / "step-00000010.pt").string() + ", the newest"),
+              std::string::npos)
+        << e.remedy();
+  }
+  std::filesystem::remove_all(run / "checkpoints");
+  EXPECT_NE(error_reading(run.string()).remedy().find("(the folder holds none)"), std::string::npos);
+  std::filesystem::remove_all(run);
+}
+
 // A zip cut short (a full disk, a copy interrupted) is named as such, never with LibTorch's
 // paragraph about miniz.
 TEST(CheckpointErrors, ATruncatedArchiveIsNamedAsCutShort) {
