@@ -11,6 +11,7 @@
 
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/device/system_info.hpp"
@@ -94,6 +95,25 @@ StateOrigin init_weights_origin(const Config& config) {
           "set model.name, " + model_keys + ", data.shape and data.classes as they were for the model these weights were saved from"};
 }
 
+// model.init_weights: a .safetensors file (a finished run's model.safetensors, or one Python
+// saved) or a gputrain checkpoint, whose weights alone start the run (fine-tuning from it).
+void load_init_weights(Model& model, const Config& config) {
+  const auto& path = config.model.init_weights;
+  const std::string what_to_give = "set model.init_weights to a .safetensors file (a finished run's model.safetensors) or a gputrain checkpoint (.pt)";
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw UsageError("model.init_weights: '" + path + "' does not exist" + core::did_you_mean(path), what_to_give);
+  if (fs::is_directory(path, ec)) {
+    const auto weights = fs::path(path) / "model.safetensors";
+    throw UsageError("model.init_weights: '" + path + "' is a folder, not a weights file",
+                     fs::exists(weights, ec) ? "set model.init_weights: " + weights.string() + ", the weights that run finished with" : what_to_give);
+  }
+  if (is_zip_archive(path)) {
+    load_checkpoint_weights(path, model, c10::Device(at::kCPU), init_weights_origin(config));
+  } else {
+    load_named_state(model, data::read_safetensors(path), init_weights_origin(config));
+  }
+}
+
 }  // namespace
 
 void Trainer::State::setup() {
@@ -153,8 +173,7 @@ void Trainer::State::setup() {
   if (!evaluating()) {
     for (const auto& line : unread_settings(config)) pending_notes.push_back("note: " + line);
     if (const auto line = plateau_patience_note(config); !line.empty()) pending_notes.push_back("note: " + line);
-    if (!config.model.init_weights.empty())
-      load_named_state(*model, data::read_safetensors(config.model.init_weights), init_weights_origin(config));
+    if (!config.model.init_weights.empty()) load_init_weights(*model, config);
   }
   model->to(device);
   channels_last = config.uses_channels_last();

@@ -365,6 +365,34 @@ TEST(Trainer, ResumingWithMoreEpochsNamesTheChangeAndTheLearningRateJump) {
   EXPECT_EQ(shorter.find("learning-rate schedule changes"), std::string::npos) << "no step runs at the changed rate: " << shorter;
 }
 
+// model.init_weights starts a new run from a finished run's model.safetensors or from a gputrain
+// checkpoint's weights (fine-tuning from it); a folder or a missing file is named as such.
+TEST(Trainer, InitWeightsComeFromWeightsOrACheckpoint) {
+  Trainer source(small_run("init-source", {"train.epochs=1"}), test_support::quiet_trainer());
+  const auto result = source.fit();
+  const auto trained = final_state(source);
+  for (const auto& weights : {result.weights_path, result.last_checkpoint}) {
+    Trainer started(small_run("init-started", {"model.init_weights=" + weights}), test_support::quiet_trainer());
+    expect_bit_identical(final_state(started), trained);
+  }
+  const auto refusal = [](const std::string& weights) {
+    try {
+      Trainer(small_run("init-refused", {"model.init_weights=" + weights}), test_support::quiet_trainer());
+    } catch (const UsageError& e) {
+      return std::string(e.what()) + " | fix: " + e.remedy();
+    }
+    ADD_FAILURE() << weights << " was taken";
+    return std::string();
+  };
+  const auto folder = fs::path(result.weights_path).parent_path().string();
+  EXPECT_NE(refusal(folder).find("model.init_weights: '" + folder + "' is a folder, not a weights file | fix: set model.init_weights: " +
+                                 result.weights_path),
+            std::string::npos)
+      << refusal(folder);
+  EXPECT_NE(refusal(folder + "/no-such.safetensors").find("does not exist"), std::string::npos);
+  EXPECT_EQ(refusal(folder + "/no-such.safetensors").find("data.path"), std::string::npos) << "not the data's key";
+}
+
 // A folder holding another model's checkpoints is another run's folder: say so, not which tensor
 // does not fit. The same model resized is the same run changed: the tensor is named.
 TEST(Trainer, ResumingAnotherModelsFolderSaysItIsAnotherRunsAndAResizedModelNamesTheTensor) {
