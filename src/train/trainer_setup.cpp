@@ -153,9 +153,14 @@ void Trainer::State::setup() {
                                    {config.checkpoint.dir.empty() ? "logging.dir" : "checkpoint.dir", config.checkpoint_dir()}}) {
       std::error_code ec;
       fs::create_directories(dir, ec);
-      if (ec)
-        throw UsageError(key + ": '" + dir + "' cannot be created: " + ec.message(),
-                         "set " + key + " to a folder this user can write (it is created when missing)");
+      if (!ec) continue;
+      // A file where the folder (or one above it) would go: name it, as "Not a directory" does not.
+      for (auto part = fs::path(dir); !part.empty() && part != part.parent_path(); part = part.parent_path())
+        if (std::error_code ignored; fs::is_regular_file(part, ignored))
+          throw UsageError(key + ": '" + dir + "' cannot be created: '" + part.string() + "' is a file",
+                           "set " + key + " to a folder (it is created when missing), or move the file '" + part.string() + "' away");
+      throw UsageError(key + ": '" + dir + "' cannot be created: " + ec.message(),
+                       "set " + key + " to a folder this user can write (it is created when missing)");
     }
     lock_folders();
   }

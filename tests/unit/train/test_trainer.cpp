@@ -365,6 +365,23 @@ TEST(Trainer, ResumingWithMoreEpochsNamesTheChangeAndTheLearningRateJump) {
   EXPECT_EQ(shorter.find("learning-rate schedule changes"), std::string::npos) << "no step runs at the changed rate: " << shorter;
 }
 
+// A file where the run's folder (or one above it) would go is named, not "Not a directory".
+TEST(Trainer, AFileWhereTheRunFolderGoesIsNamed) {
+  const auto file = fs::temp_directory_path() / "gputrain-a-file-for-a-run-folder";
+  std::ofstream(file) << "x";
+  for (const auto& dir : {file, file / "run"}) {
+    try {
+      Trainer(small_run("a-file", {"logging.dir=" + dir.string()}), test_support::quiet_trainer());
+      ADD_FAILURE() << "a run folder under a file";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("logging.dir: '" + dir.string() + "' cannot be created: '" + file.string() + "' is a file"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  fs::remove(file);
+}
+
 // model.init_weights starts a new run from a finished run's model.safetensors or from a gputrain
 // checkpoint's weights (fine-tuning from it); a folder or a missing file is named as such.
 TEST(Trainer, InitWeightsComeFromWeightsOrACheckpoint) {
@@ -462,7 +479,7 @@ TEST(Trainer, StandardizeRefusesSamplesThatAreNeitherVectorsNorImages) {
 // An unwritable run or checkpoint folder stops the run before its first step, naming the key: a
 // run must not train for an hour and then fail to save.
 TEST(Trainer, UnwritableFoldersStopTheRunBeforeItStarts) {
-  const auto file = fs::temp_directory_path() / "gputrain-trainer-a-file";
+  const auto file = fs::temp_directory_path() / "gputrain-a-file-for-a-run-folder";
   std::ofstream(file) << "not a folder";
   for (const auto& [key, setting] : {std::pair<std::string, std::string>{"logging.dir", "logging.dir=" + file.string()},
                                      {"checkpoint.dir", "checkpoint.dir=" + (file / "checkpoints").string()}}) {
