@@ -13,11 +13,12 @@ WorkerPlan auto_num_workers(double usable_cores, int gpus_per_node, int ranks_pe
   const int per_rank = std::max(1, cores / ranks);
   WorkerPlan plan;
   plan.workers = std::min(kMaxWorkersPerRank, per_rank - 1);
-  plan.reason = core::format_fixed(usable_cores, usable_cores == std::floor(usable_cores) ? 0 : 1) + " usable cores, " +
-                core::counted(ranks, "rank") + " on this node" +
-                (ranks_per_node > 0 || gpus_per_node <= 1 ? "" : " (one per GPU)") + ": " + core::counted(per_rank, "core") +
-                " per rank, one of them for the training thread" +
-                (per_rank - 1 > kMaxWorkersPerRank ? ", at most " + std::to_string(kMaxWorkersPerRank) + " workers" : "");
+  const std::string node = core::format_fixed(usable_cores, usable_cores == std::floor(usable_cores) ? 0 : 1) + " usable cores, " +
+                           core::counted(ranks, "rank") + " on this node" + (ranks_per_node > 0 || gpus_per_node <= 1 ? "" : " (one per GPU)");
+  // More ranks than cores share them: each training thread has less than a core, and no loader thread.
+  plan.reason = ranks > cores ? node + ": fewer cores than ranks, so the training threads share them and no loader threads are added"
+                              : node + ": " + core::counted(per_rank, "core") + " per rank, one of them for the training thread" +
+                                    (per_rank - 1 > kMaxWorkersPerRank ? ", at most " + std::to_string(kMaxWorkersPerRank) + " workers" : "");
   return plan;
 }
 

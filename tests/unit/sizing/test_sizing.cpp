@@ -216,4 +216,9 @@ TEST(AutoWorkers, SharesUsableCoresAmongRanks) {
   EXPECT_EQ(auto_num_workers(32, 4, 0).workers, 7);  // unknown ranks: one per GPU
   EXPECT_EQ(auto_num_workers(2.5, 0, 1).workers, 1);  // a fractional cgroup quota rounds down
   EXPECT_NE(auto_num_workers(32, 4, 0).reason.find("one per GPU"), std::string::npos);
+  // More ranks than cores: none gets a core of its own, which the reason says (not "1 core per rank").
+  const auto crowded = auto_num_workers(2, 0, 4);
+  EXPECT_EQ(crowded.workers, 0);
+  EXPECT_EQ(crowded.reason, "2 usable cores, 4 ranks on this node: fewer cores than ranks, so the training threads share them and no loader "
+                            "threads are added");
 }
