@@ -34,6 +34,12 @@ std::string file_size_limit() {
 
 }  // namespace
 
+std::optional<std::string> file_in_the_way(const std::string& folder) {
+  for (auto part = std::filesystem::path(folder); !part.empty() && part != part.parent_path(); part = part.parent_path())
+    if (std::error_code ec; std::filesystem::is_regular_file(part, ec)) return part.string();
+  return std::nullopt;
+}
+
 std::string write_error_remedy(int error_number, const std::string& path) {
   const auto folder = folder_of(path);
   switch (error_number) {
@@ -49,8 +55,11 @@ std::string write_error_remedy(int error_number, const std::string& path) {
     case EACCES:
     case EPERM:
       return "this user may not write in '" + folder + "': change its permissions (`ls -ld " + folder + "`), or write elsewhere";
-    case ENOENT:
     case ENOTDIR:
+      if (const auto file = file_in_the_way(folder))
+        return "'" + *file + "' is a file, where a folder would go: write elsewhere, or move that file away";
+      [[fallthrough]];
+    case ENOENT:
       return "the folder '" + folder + "' does not exist and could not be made: check the path";
     case EIO:
       return "the disk reported an input/output error: check it (`dmesg` names the device), and write to another disk meanwhile";

@@ -13,6 +13,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/core/write_error.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/device/system_info.hpp"
 #include "gputrain/memory/device_memory.hpp"
@@ -155,10 +156,9 @@ void Trainer::State::setup() {
       fs::create_directories(dir, ec);
       if (!ec) continue;
       // A file where the folder (or one above it) would go: name it, as "Not a directory" does not.
-      for (auto part = fs::path(dir); !part.empty() && part != part.parent_path(); part = part.parent_path())
-        if (std::error_code ignored; fs::is_regular_file(part, ignored))
-          throw UsageError(key + ": '" + dir + "' cannot be created: '" + part.string() + "' is a file",
-                           "set " + key + " to a folder (it is created when missing), or move the file '" + part.string() + "' away");
+      if (const auto file = core::file_in_the_way(dir))
+        throw UsageError(key + ": '" + dir + "' cannot be created: '" + *file + "' is a file",
+                         "set " + key + " to a folder (it is created when missing), or move the file '" + *file + "' away");
       throw UsageError(key + ": '" + dir + "' cannot be created: " + ec.message(),
                        "set " + key + " to a folder this user can write (it is created when missing)");
     }

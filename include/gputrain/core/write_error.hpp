@@ -2,11 +2,15 @@
 // Errors for writes the system refused, with a fix for the reason it gave: a full disk says how much
 // is free, a quota, the file-size limit, a read-only or unwritable folder each say what to change.
 
+#include <optional>
 #include <string>
 
 #include "gputrain/core/error.hpp"
 
 namespace gputrain::core {
+
+/// The file that stands where `folder` or a folder above it would go ("Not a directory"), if any.
+std::optional<std::string> file_in_the_way(const std::string& folder);
 
 /// What to do about `error_number` (an errno from writing `path`), in the user's terms.
 std::string write_error_remedy(int error_number, const std::string& path);

@@ -86,6 +86,13 @@ TEST(WriteError, EachReasonGetsItsOwnFix) {
   EXPECT_TRUE(contains(write_error_remedy(EACCES, "/data/x"), "may not write in '/data'"));
   EXPECT_TRUE(contains(write_error_remedy(EIO, "/data/x"), "input/output error"));
   EXPECT_TRUE(contains(write_error_remedy(EBUSY, "/data/x"), "exists, is writable and its disk is not full"));
+  // "Not a directory": the file standing where a folder would go is named.
+  const auto file = std::filesystem::temp_directory_path() / "gputrain-write-error-a-file";
+  std::ofstream(file) << "x";
+  const auto in_the_way = write_error_remedy(ENOTDIR, (file / "run" / "x.xml").string());
+  EXPECT_TRUE(contains(in_the_way, "'" + file.string() + "' is a file, where a folder would go")) << in_the_way;
+  std::filesystem::remove(file);
+  EXPECT_TRUE(contains(write_error_remedy(ENOTDIR, "/tmp/gputrain-no-such/run/x"), "does not exist and could not be made"));
   const auto error = gputrain::core::write_error("write", "/tmp/run/x", ENOSPC);
   EXPECT_EQ(std::string(error.what()), "cannot write '/tmp/run/x': No space left on device");
   EXPECT_EQ(error.remedy().rfind("the disk of '/tmp/run' is full (", 0), 0u) << error.remedy();
