@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 #include "subset.hpp"
 
 namespace gputrain::data {
@@ -14,7 +15,7 @@ HeldOut hold_out(std::shared_ptr<const Dataset> set, double fraction, std::uint6
   const std::int64_t total = set->size();
   const auto held = static_cast<std::int64_t>(std::llround(fraction * static_cast<double>(total)));
   if (held < 1 || held >= total)
-    throw UsageError("data.val_fraction " + c10::str(fraction) + " of " + std::to_string(total) + " samples leaves " +
+    throw UsageError("data.val_fraction " + c10::str(fraction) + " of " + core::counted(total, "sample") + " leaves " +
                          (held < 1 ? "no validation sample" : "no training sample"),
                      held < 1 ? "raise data.val_fraction, or set it to 0 to train without validation"
                               : "lower data.val_fraction");

@@ -130,6 +130,12 @@ TEST(HoldOut, AnEmptyPartIsAUsageError) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("leaves no training sample"), std::string::npos) << e.what();
   }
+  try {
+    hold_out(numbered(1), 0.5, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("data.val_fraction 0.5 of 1 sample leaves no training sample"), std::string::npos) << e.what();
+  }
 }
 
 TEST(HoldOut, SourcesHoldOutOnlyWhereThereIsNoValidationData) {
