@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -72,7 +73,7 @@ void refuse_nonfinite_samples(const Config& config, const data::Sources& sources
             complete_name(features) + "', x[keep]); np.save('" + complete_name(labels) + "', y[keep])\", then use " + complete_name(features) +
             " and " + complete_name(labels) + "; or fill them in";
     throw UsageError(set->description() + " holds NaN or inf values in " + std::to_string(found.count) + " of its " +
-                         std::to_string(found.samples) + " samples; the first is " + set->origin(found.first) + " (" +
+                         core::counted(found.samples, "sample") + "; the first is " + set->origin(found.first) + " (" +
                          what_it_holds(*whole, found.first) + ")",
                      fix);
   }

@@ -249,7 +249,7 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
       staging += val_loader->staging_bytes();
       out.val_feed = std::move(val_loader);
     }
-    out.summary = std::to_string(samples) + " samples streamed by " + core::counted(workers, "loader thread") +
+    out.summary = core::counted(samples, "sample") + " streamed by " + core::counted(workers, "loader thread") +
                   " (prefetch " + std::to_string(config.data.prefetch) + ", " +
                   (device.is_cuda() && config.data.pin_memory ? "pinned " : "") + core::format_bytes(staging) + " of staging buffers)";
   }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gputrain/core/duration.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/data/epoch_sampler.hpp"
@@ -411,9 +412,9 @@ FitResult Trainer::fit() {
            early_stop_reason(early_stop, progress) + "; to train on, raise train.early_stop_patience (0 turns early stopping off)");
   else if (progress.step > 0 && progress.step >= s.total_steps)
     s.note("nothing left to train: " +
-           (progress.step == s.total_steps ? "this run already finished its " + std::to_string(s.total_steps) + " steps"
+           (progress.step == s.total_steps ? "this run already finished its " + core::counted(s.total_steps, "step")
                                            : "the checkpoint is at step " + std::to_string(progress.step) + ", past this run's " +
-                                                 std::to_string(s.total_steps) + " steps") +
+                                                 core::counted(s.total_steps, "step")) +
            "; to train again set checkpoint.resume: never or another logging.dir, to train longer raise "
            "train.epochs or train.max_steps");
   else if (max_time > 0 && s.trained_before >= max_time)
