@@ -682,6 +682,12 @@ TEST(Cifar10, ReadsRecordsAcrossBatches) {
                                               read_npy(fixture("cifar/data_batch_2.bin.labels.npy"))})));
   const auto bad = usage_error([] { read_cifar10(cifar10_files(fixture("bad/cifar"), true)); });
   EXPECT_NE(bad.find("3073-byte records"), std::string::npos) << bad;
+  // The download given before it was unpacked: the fix is the tar line.
+  const auto archive = (std::filesystem::temp_directory_path() / "cifar-10-binary.tar.gz").string();
+  std::ofstream(archive) << "not unpacked";
+  const auto packed = usage_error_and_fix([&] { cifar10_files(archive, true); });
+  EXPECT_NE(packed.find("'" + archive + "' is not a folder but an archive\nunpack it (tar xzf " + archive), std::string::npos) << packed;
+  std::filesystem::remove(archive);
 }
 
 TEST(Images, DecodeLikePillow) {
