@@ -81,8 +81,9 @@ at::Tensor read_idx(const std::string& path) {
 }
 
 TensorDataset read_mnist(const std::string& folder, const std::string& split) {
-  if (!fs::is_directory(folder)) throw UsageError(unusable_path_text(folder, "'" + folder + "' is not a folder"), "point data.path at the folder holding MNIST's IDX files (train-images-idx3-ubyte.gz and the "
-                     "three others from https://yann.lecun.com/exdb/mnist/ or a mirror; plain or .gz)");
+  if (!fs::is_directory(folder))
+    throw not_a_folder(folder, "point data.path at the folder holding MNIST's IDX files (train-images-idx3-ubyte.gz and the "
+                               "three others from https://yann.lecun.com/exdb/mnist/ or a mirror; plain or .gz)");
   const auto images_path = find_file(folder, image_names(split));
   const auto labels_path = find_file(folder, {split + "-labels-idx1-ubyte", split + "-labels.idx1-ubyte"});
   auto images = read_idx(images_path);
@@ -99,16 +100,9 @@ TensorDataset read_mnist(const std::string& folder, const std::string& split) {
 bool mnist_has_split(const std::string& folder, const std::string& split) { return !existing_file(folder, image_names(split)).empty(); }
 
 std::vector<std::string> cifar10_files(const std::string& folder, bool train) {
-  if (!fs::is_directory(folder)) {
-    // The download itself, given before it was unpacked.
-    const std::string name = fs::path(folder).filename().string();
-    const bool archive = name.size() > 7 && (name.substr(name.size() - 7) == ".tar.gz" || name.substr(name.size() - 4) == ".tgz");
-    throw UsageError(unusable_path_text(folder, "'" + folder + "' is not a folder" + (archive && fs::exists(folder) ? " but an archive" : "")),
-                     archive && fs::exists(folder)
-                         ? "unpack it (tar xzf " + folder + ", which makes cifar-10-batches-bin), then set data.path: cifar-10-batches-bin"
-                         : "point data.path at the cifar-10-batches-bin folder (unpack "
-                           "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, the binary version)");
-  }
+  if (!fs::is_directory(folder))
+    throw not_a_folder(folder, "point data.path at the cifar-10-batches-bin folder (unpack "
+                               "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, the binary version)");
   std::vector<std::string> names;
   if (train) {
     for (int i = 1; i <= 5; ++i) names.push_back("data_batch_" + std::to_string(i) + ".bin");

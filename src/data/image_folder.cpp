@@ -52,7 +52,7 @@ class ImageFolder final : public Dataset {
   ImageFolder(std::string root, std::int64_t height, std::int64_t width, std::vector<std::string> classes)
       : root_(std::move(root)), classes_(std::move(classes)) {
     if (!fs::is_directory(root_))
-      throw UsageError(unusable_path_text(root_, "'" + root_ + "' is not a folder"), "point data.path at a folder with one sub-folder per class");
+      throw not_a_folder(root_, "point data.path at a folder with one sub-folder per class");
     const bool fixed = !classes_.empty();
     std::vector<std::string> folders;  // the visible sub-folders
     for (const auto& entry : fs::directory_iterator(root_)) {

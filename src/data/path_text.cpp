@@ -20,4 +20,19 @@ std::string unusable_path_text(const std::string& path, const std::string& other
   return text;
 }
 
+UsageError not_a_folder(const std::string& path, const std::string& fix) {
+  namespace fs = std::filesystem;
+  const auto ends_with = [&](const std::string& suffix) {
+    return path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  std::string unpack;
+  if (ends_with(".zip")) unpack = "unzip " + path;
+  for (const char* suffix : {".tar", ".tar.gz", ".tgz", ".tar.xz"})
+    if (ends_with(suffix)) unpack = "tar xf " + path;
+  std::error_code ec;
+  if (!unpack.empty() && fs::is_regular_file(path, ec))
+    return UsageError("'" + path + "' is not a folder but an archive", "unpack it (" + unpack + "), then point data.path at the folder it makes");
+  return UsageError(unusable_path_text(path, "'" + path + "' is not a folder"), fix);
+}
+
 }  // namespace gputrain::data

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "gputrain/core/error.hpp"
+
 namespace gputrain::data {
 
 /// When `path` does not exist: "'data/train' does not exist", and for a relative path where it was
@@ -10,5 +12,10 @@ namespace gputrain::data {
 /// surprise, then the path most likely meant (core::similar_path), if any. Otherwise `otherwise`
 /// (the caller's own reason: not a folder, permission denied).
 std::string unusable_path_text(const std::string& path, const std::string& otherwise);
+
+/// A folder source (image_folder, mnist, cifar10) handed a path that is no folder: the error, and
+/// when the path is an archive that exists (.zip, .tar, .tar.gz, .tgz, .tar.xz: the download, not
+/// unpacked yet) the command that unpacks it; else `fix`.
+UsageError not_a_folder(const std::string& path, const std::string& fix);
 
 }  // namespace gputrain::data

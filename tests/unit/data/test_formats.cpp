@@ -686,7 +686,9 @@ TEST(Cifar10, ReadsRecordsAcrossBatches) {
   const auto archive = (std::filesystem::temp_directory_path() / "cifar-10-binary.tar.gz").string();
   std::ofstream(archive) << "not unpacked";
   const auto packed = usage_error_and_fix([&] { cifar10_files(archive, true); });
-  EXPECT_NE(packed.find("'" + archive + "' is not a folder but an archive\nunpack it (tar xzf " + archive), std::string::npos) << packed;
+  EXPECT_NE(packed.find("'" + archive + "' is not a folder but an archive\nunpack it (tar xf " + archive + "), then point data.path at the folder"),
+            std::string::npos)
+      << packed;
   std::filesystem::remove(archive);
 }
 
@@ -779,6 +781,19 @@ TEST(ImageFolder, AValidationClassTheTrainingFolderLacksIsNamedWithItsNearMiss) 
       << error;
   EXPECT_NE(error.find("the model learns the training folder's classes only (cat, dog)"), std::string::npos) << error;
   std::filesystem::remove_all(val);
+}
+
+// A dataset's download given before it was unpacked: the command that unpacks it.
+TEST(ImageFolder, AZipArchiveGetsTheLineThatUnpacksIt) {
+  const auto archive = (std::filesystem::temp_directory_path() / "gputrain-photos.zip").string();
+  std::ofstream(archive) << "PK";
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = archive;
+  spec.image_size = {12, 10};
+  const auto error = usage_error_and_fix([&] { open_sources(spec); });
+  EXPECT_NE(error.find("'" + archive + "' is not a folder but an archive\nunpack it (unzip " + archive + ")"), std::string::npos) << error;
+  std::filesystem::remove(archive);
 }
 
 // A JPEG cut short (an interrupted download or copy) is skipped, as Pillow refuses it; libjpeg
