@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -298,15 +299,23 @@ void Trainer::State::report_skipped() {
 }
 
 void Trainer::State::resolve_workers() {
-  if (config.data.num_workers) {
-    num_workers = *config.data.num_workers;
-    return;
-  }
   const auto system = device::collect_system_info();
   const int gpus = device.is_cuda() ? static_cast<int>(torch::cuda::device_count()) : 0;
   const auto plan = sizing::auto_num_workers(system.usable_cores, gpus, ranks.local_world_size());
-  num_workers = plan.workers;
-  pending_notes.push_back("data.num_workers auto: " + std::to_string(plan.workers) + " (" + plan.reason + ")");
+  if (!config.data.num_workers) {
+    num_workers = plan.workers;
+    pending_notes.push_back("data.num_workers auto: " + std::to_string(plan.workers) + " (" + plan.reason + ")");
+    return;
+  }
+  num_workers = *config.data.num_workers;
+  // A count copied from another machine (DataLoader(num_workers=16) on a 2-core CI box): threads
+  // beyond the cores take turns with each other and with the training thread.
+  const double cores_per_rank = system.usable_cores / std::max(1, ranks.local_world_size());
+  if (num_workers > 1 && static_cast<double>(num_workers) > cores_per_rank)
+    pending_notes.push_back("note: data.num_workers " + std::to_string(num_workers) + " is more loader threads than the " +
+                            core::format_fixed(cores_per_rank, cores_per_rank == std::floor(cores_per_rank) ? 0 : 1) +
+                            " usable cores of a rank here, so they take turns with the training thread; data.num_workers: auto picks " +
+                            std::to_string(plan.workers) + ", and gputrain profile measures the fastest count");
 }
 
 void Trainer::State::make_sinks(std::int64_t start_step) {

@@ -11,11 +11,12 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/device/system_info.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
-#include "gputrain/core/units.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/jsonl_records.hpp"
@@ -364,6 +365,22 @@ TEST(Trainer, ResumingWithMoreEpochsNamesTheChangeAndTheLearningRateJump) {
   EXPECT_EQ(none.steps, 24);
   EXPECT_NE(shorter.find("nothing left to train"), std::string::npos) << shorter;
   EXPECT_EQ(shorter.find("learning-rate schedule changes"), std::string::npos) << "no step runs at the changed rate: " << shorter;
+}
+
+// A loader thread count beyond the cores (copied from a bigger machine) is noted with auto's pick;
+// one within them is not.
+TEST(Trainer, MoreLoaderThreadsThanCoresAreNoted) {
+  const auto cores = static_cast<int>(device::collect_system_info().usable_cores);
+  const auto console_with = [](int workers) {
+    auto config = small_run("many-workers", {"train.max_steps=1", "logging.progress=lines", "data.num_workers=" + std::to_string(workers)});
+    return test_support::fit_capturing_console(config).console;
+  };
+  const auto crowded = console_with(cores + 1);
+  EXPECT_NE(crowded.find("note: data.num_workers " + std::to_string(cores + 1) + " is more loader threads than the "), std::string::npos)
+      << crowded;
+  EXPECT_NE(crowded.find(" usable cores of a rank here, so they take turns with the training thread"), std::string::npos) << crowded;
+  EXPECT_NE(crowded.find("data.num_workers: auto picks "), std::string::npos) << crowded;
+  EXPECT_EQ(console_with(1).find("more loader threads"), std::string::npos);
 }
 
 // fp16 on a CPU runs in scalar loops (a ResNet-18 step took 35x fp32's on a Zen 3): the run says
