@@ -139,6 +139,9 @@ std::string Trainer::State::refused_saves_explained(const std::function<std::str
 void Trainer::State::checkpoint() {
   if (progress.step == last_saved_step) return;
   progress.trained_seconds = trained_seconds();
+  // Ranks stop together once one rank's clock is up; this rank's may be a little short of the
+  // limit, and a checkpoint that said so would have a rerun take one more step.
+  if (time_limit_agreed) progress.trained_seconds = std::max(progress.trained_seconds, config.train.max_time);
   if (!ranks.writer()) {  // every rank holds the same state; rank 0's file serves all on resume
     last_saved_step = progress.step;
     return;
@@ -243,6 +246,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
         if (agreed.stop || agreed.time_up) {
           result.interrupted = agreed.stop;  // a signal is the stronger reason: the run resumes
           result.time_limit_reached = !agreed.stop;
+          time_limit_agreed = !agreed.stop;
           break;
         }
         if (agreed.rows == 0) break;  // the epoch is over on every rank

@@ -79,6 +79,7 @@ struct Trainer::State {
   Clock::time_point fit_start = Clock::now();
   double trained_seconds() const { return trained_before + seconds_since(fit_start); }
   bool time_is_up() const { return config.train.max_time > 0 && trained_seconds() >= config.train.max_time; }
+  bool time_limit_agreed = false;  // the ranks stopped for train.max_time: the run has used all of it
   std::string last_checkpoint;
   std::vector<std::string> pending_notes;  // said before the sinks exist, shown once they do
   bool classification = true;

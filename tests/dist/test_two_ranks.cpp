@@ -8,11 +8,11 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/data/batch.hpp"
@@ -20,6 +20,7 @@
 #include "gputrain/dist/communicator.hpp"
 #include "gputrain/dist/rank_environment.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
+#include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/trainer.hpp"
@@ -254,6 +255,22 @@ TEST(TwoRanks, AStopOnOneRankStopsBothAndTheResumeContinuesExactly) {
   EXPECT_EQ(result.start_step, 3);
   EXPECT_EQ(result.steps, 12);
   EXPECT_TRUE(at::equal(flat_parameters(resumed), expected)) << "the resumed run left the uninterrupted one's path";
+  barrier();
+}
+
+// train.max_time ends both ranks when the first rank's clock is up. Rank 0 starts 0.6 s after
+// rank 1 here, so its own clock is short of the limit then: the checkpoint it writes must still
+// say the time is used up, or the same command would train one more step.
+TEST(TwoRanks, TheCheckpointOfARunEndedByTheTimeLimitRecordsAllOfIt) {
+  const auto config = run("time-limit", {"train.max_time=1s", "train.epochs=100000"});
+  Trainer trainer(config, test_support::quiet_trainer());
+  if (my_rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  const auto result = trainer.fit();
+  EXPECT_TRUE(result.time_limit_reached);
+  if (my_rank() == 0) {  // rank 0 writes the checkpoints
+    const auto progress = load_checkpoint_weights(result.last_checkpoint, trainer.model(), c10::Device(c10::kCPU));
+    EXPECT_GE(progress.trained_seconds, 1.0) << "rank 0 trained " << result.trained_seconds << " s by its own clock";
+  }
   barrier();
 }
 
