@@ -50,8 +50,20 @@ std::vector<fs::path> cgroup_chain(const fs::path& mount, const std::string& cgr
   return chain;
 }
 
+// The CPUs of the nearest cpuset along the chain (a launcher or taskset may narrow a process's
+// affinity below them; a container's cpuset narrows them for every process in it).
+void read_cpuset(const std::vector<fs::path>& chain, const char* file, CgroupLimits& limits) {
+  for (const auto& dir : chain)
+    if (const auto line = read_first_line(dir / file))
+      if (const auto count = cpu_list_count(*line)) {
+        limits.cpuset_cores = *count;
+        return;
+      }
+}
+
 // cgroup v2: cpu.max holds "max 100000" or "<quota> <period>"; memory.max holds "max" or bytes.
 void read_v2(const fs::path& mount, CgroupLimits& limits) {
+  read_cpuset(cgroup_chain(mount, limits.path), "cpuset.cpus.effective", limits);
   for (const auto& dir : cgroup_chain(mount, limits.path)) {
     if (auto line = read_first_line(dir / "cpu.max")) {
       std::istringstream fields(*line);
@@ -71,7 +83,8 @@ void read_v2(const fs::path& mount, CgroupLimits& limits) {
 
 // cgroup v1: cpu.cfs_quota_us (-1 = unlimited) over cpu.cfs_period_us; memory.limit_in_bytes,
 // where "unlimited" is a huge page-aligned number (LONG_MAX rounded down).
-void read_v1(const fs::path& root, const std::string& cpu_path, const std::string& memory_path, CgroupLimits& limits) {
+void read_v1(const fs::path& root, const std::string& cpu_path, const std::string& memory_path, const std::string& cpuset_path,
+             CgroupLimits& limits) {
   constexpr std::uint64_t kUnlimitedAbove = 1ULL << 62;
   for (const char* name : {"cpu,cpuacct", "cpu", "cpuacct,cpu"}) {
     const fs::path mount = root / "sys/fs/cgroup" / name;
@@ -87,8 +100,10 @@ void read_v1(const fs::path& root, const std::string& cpu_path, const std::strin
     }
     break;
   }
-  const fs::path memory_mount = root / "sys/fs/cgroup/memory";
+  const fs::path cpuset_mount = root / "sys/fs/cgroup/cpuset";
   std::error_code ec;
+  if (!cpuset_path.empty() && fs::is_directory(cpuset_mount, ec)) read_cpuset(cgroup_chain(cpuset_mount, cpuset_path), "cpuset.effective_cpus", limits);
+  const fs::path memory_mount = root / "sys/fs/cgroup/memory";
   if (!memory_path.empty() && fs::is_directory(memory_mount, ec)) {
     for (const auto& dir : cgroup_chain(memory_mount, memory_path)) {
       if (auto line = read_first_line(dir / "memory.limit_in_bytes")) {
@@ -111,13 +126,27 @@ bool has_controller(const std::string& list, const std::string& wanted) {
 
 }  // namespace
 
+std::optional<int> cpu_list_count(const std::string& list) {
+  int count = 0;
+  std::istringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const auto dash = item.find('-');
+    const auto first = parse_integer(item.substr(0, dash));
+    const auto last = dash == std::string::npos ? first : parse_integer(item.substr(dash + 1));
+    if (!first || !last || *last < *first) return std::nullopt;
+    count += static_cast<int>(*last - *first + 1);
+  }
+  return count > 0 ? std::optional<int>(count) : std::nullopt;
+}
+
 CgroupLimits read_cgroup_limits(const fs::path& root) {
   CgroupLimits limits;
   std::ifstream self(root / "proc/self/cgroup");
   if (!self) return limits;
 
   // Lines are "<id>:<controllers>:<path>"; v2 has the single line "0::<path>".
-  std::string line, v2_path, cpu_path, memory_path;
+  std::string line, v2_path, cpu_path, memory_path, cpuset_path;
   bool v2 = false;
   while (std::getline(self, line)) {
     const auto first = line.find(':');
@@ -132,6 +161,7 @@ CgroupLimits read_cgroup_limits(const fs::path& root) {
     }
     if (has_controller(controllers, "cpu")) cpu_path = path;
     if (has_controller(controllers, "memory")) memory_path = path;
+    if (has_controller(controllers, "cpuset")) cpuset_path = path;
   }
 
   std::error_code ec;
@@ -139,7 +169,7 @@ CgroupLimits read_cgroup_limits(const fs::path& root) {
   if (!cpu_path.empty() || !memory_path.empty()) {
     limits.version = 1;  // hybrid hosts list v1 controllers and a "0::" line: the controllers win
     limits.path = !cpu_path.empty() ? cpu_path : memory_path;
-    read_v1(root, cpu_path, memory_path, limits);
+    read_v1(root, cpu_path, memory_path, cpuset_path, limits);
   } else if (v2 && v2_mounted) {
     limits.version = 2;
     limits.path = v2_path;

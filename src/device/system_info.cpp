@@ -88,6 +88,7 @@ SystemInfo collect_system_info() {
   if (info.affinity_cores == 0) info.affinity_cores = info.logical_cores;
   info.cgroup = read_cgroup_limits();
   info.usable_cores = usable_cores(info.affinity_cores, info.cgroup.cpu_quota_cores);
+  info.affinity_narrowed = info.affinity_cores < info.cgroup.cpuset_cores.value_or(info.logical_cores);
   info.ram_total = meminfo_bytes("MemTotal");
   info.ram_available = meminfo_bytes("MemAvailable");
   info.memory_limit = tighter_limit(info.cgroup, info.ram_total);

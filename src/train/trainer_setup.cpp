@@ -301,7 +301,7 @@ void Trainer::State::report_skipped() {
 void Trainer::State::resolve_workers() {
   const auto system = device::collect_system_info();
   const int gpus = device.is_cuda() ? static_cast<int>(torch::cuda::device_count()) : 0;
-  const auto plan = sizing::auto_num_workers(system.usable_cores, gpus, ranks.local_world_size());
+  const auto plan = sizing::auto_num_workers(system.usable_cores, gpus, ranks.local_world_size(), system.affinity_narrowed);
   if (!config.data.num_workers) {
     num_workers = plan.workers;
     pending_notes.push_back("data.num_workers auto: " + std::to_string(plan.workers) + " (" + plan.reason + ")");
@@ -310,7 +310,7 @@ void Trainer::State::resolve_workers() {
   num_workers = *config.data.num_workers;
   // A count copied from another machine (DataLoader(num_workers=16) on a 2-core CI box): threads
   // beyond the cores take turns with each other and with the training thread.
-  const double cores_per_rank = system.usable_cores / std::max(1, ranks.local_world_size());
+  const double cores_per_rank = system.affinity_narrowed ? system.usable_cores : system.usable_cores / std::max(1, ranks.local_world_size());
   if (num_workers > 1 && static_cast<double>(num_workers) > cores_per_rank)
     pending_notes.push_back("note: data.num_workers " + std::to_string(num_workers) + " is more loader threads than the " +
                             core::format_fixed(cores_per_rank, cores_per_rank == std::floor(cores_per_rank) ? 0 : 1) +

@@ -38,6 +38,8 @@ struct SystemInfo {
   int affinity_cores = 0;          ///< CPUs in this process's affinity mask (taskset, cpusets)
   CgroupLimits cgroup;
   double usable_cores = 0;         ///< min(affinity, cgroup quota): what workers can really use
+  bool affinity_narrowed = false;  ///< the affinity holds fewer CPUs than the cpuset (or host) allows: a
+                                   ///< launcher (mpirun, srun) or taskset bound this process to its own
   std::uint64_t ram_total = 0;     ///< MemTotal
   std::uint64_t ram_available = 0; ///< MemAvailable
   std::optional<std::uint64_t> memory_limit;  ///< the cgroup limit when tighter than RAM

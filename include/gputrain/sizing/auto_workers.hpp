@@ -18,6 +18,8 @@ constexpr int kMaxWorkersPerRank = 8;
 
 /// `usable_cores`: device::SystemInfo::usable_cores. `ranks_per_node`: training processes on
 /// this node (LOCAL_WORLD_SIZE); 0 means one per GPU (`gpus_per_node`), or 1 without GPUs.
-WorkerPlan auto_num_workers(double usable_cores, int gpus_per_node, int ranks_per_node);
+/// `bound`: device::SystemInfo::affinity_narrowed: a launcher bound this rank to its own cores
+/// (mpirun, srun), so they are this rank's alone and are not shared again.
+WorkerPlan auto_num_workers(double usable_cores, int gpus_per_node, int ranks_per_node, bool bound = false);
 
 }  // namespace gputrain::sizing

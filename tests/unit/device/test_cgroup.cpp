@@ -17,6 +17,7 @@ TEST(CgroupV2, TightestLimitAlongThePathWins) {
   EXPECT_DOUBLE_EQ(*limits.cpu_quota_cores, 2.5);
   ASSERT_TRUE(limits.memory_limit.has_value());
   EXPECT_EQ(*limits.memory_limit, 8589934592ULL);  // the parent's limit, the leaf says max
+  EXPECT_EQ(limits.cpuset_cores, 8);               // the parent's cpuset, 0-3,8-11
 }
 
 TEST(CgroupV2, MaxMeansUnlimited) {
@@ -37,6 +38,7 @@ TEST(CgroupV1, DockerPathMissingUnderTheMountFallsBackToItsRoot) {
   EXPECT_EQ(limits.version, 1);
   EXPECT_DOUBLE_EQ(limits.cpu_quota_cores.value_or(0), 1.5);
   EXPECT_EQ(limits.memory_limit.value_or(0), 2147483648ULL);
+  EXPECT_EQ(limits.cpuset_cores, 6);  // the cpuset mount's root: 0-5
 }
 
 TEST(CgroupV1, MinusOneQuotaAndHugeMemoryLimitMeanUnlimited) {
@@ -50,6 +52,16 @@ TEST(Cgroup, NoProcFileMeansNoCgroup) {
   const auto limits = read_cgroup_limits("/nonexistent-root");
   EXPECT_EQ(limits.version, 0);
   EXPECT_FALSE(limits.cpu_quota_cores.has_value());
+  EXPECT_FALSE(limits.cpuset_cores.has_value());
+  EXPECT_FALSE(fixture("v2_unlimited").cpuset_cores.has_value());
+}
+
+TEST(Cgroup, CpuListsAreCounted) {
+  EXPECT_EQ(cpu_list_count("0-3,8,10-11"), 7);
+  EXPECT_EQ(cpu_list_count("5"), 1);
+  EXPECT_EQ(cpu_list_count(""), std::nullopt);
+  EXPECT_EQ(cpu_list_count("3-1"), std::nullopt);
+  EXPECT_EQ(cpu_list_count("a-b"), std::nullopt);
 }
 
 TEST(UsableCores, AffinityCappedByQuotaNeverBelowOne) {

@@ -221,4 +221,10 @@ TEST(AutoWorkers, SharesUsableCoresAmongRanks) {
   EXPECT_EQ(crowded.workers, 0);
   EXPECT_EQ(crowded.reason, "2 usable cores, 4 ranks on this node: fewer cores than ranks, so the training threads share them and no loader "
                             "threads are added");
+  // A rank that mpirun or srun bound to its own 8 cores sees those alone: they are not shared again.
+  EXPECT_EQ(auto_num_workers(8, 0, 8, /*bound=*/true).workers, 7);
+  EXPECT_EQ(auto_num_workers(8, 0, 8, /*bound=*/false).workers, 0);
+  EXPECT_EQ(auto_num_workers(1, 0, 2, /*bound=*/true).reason,
+            "1 usable core of this rank (the launcher bound it to them): 1 core per rank, one of them for the training thread");
+  EXPECT_EQ(auto_num_workers(4, 0, 1, /*bound=*/true).workers, 3) << "one process: nothing to share either way";
 }
