@@ -379,6 +379,13 @@ Sources open_sources(const SourceSpec& spec) {
     throw UsageError("validation samples are shaped " + c10::str(c10::IntArrayRef(out.val->layout().input_shape)) + " but training samples " +
                          c10::str(c10::IntArrayRef(out.train->layout().input_shape)),
                      "validation and training data must have the same sample shape");
+  // Validating on the training samples (a quick setup, or a slip): the figures would look better
+  // than the model does on data it has not seen, and nothing else would say why.
+  std::error_code ec;
+  if (!spec.val_path.empty() && fs::equivalent(spec.path, spec.val_path, ec) && !ec)
+    out.notes.push_back("note: data.val_path is data.path itself, so validation measures the samples the model learns from: its figures "
+                        "show how well it fits them, not how it does on data it has not seen; data.val_fraction: 0.1 (with no "
+                        "data.val_path) holds a part of them out instead");
   return out;
 }
 

@@ -758,8 +758,14 @@ TEST(ImageFolder, ListsClassesSkipsCorruptFilesAndResizes) {
   // The same folder for both (an evaluation on the training images): one note, for both roles.
   spec.val_path = fixture("folder/train") + "/";
   const auto both = open_sources(spec);
-  ASSERT_EQ(both.notes.size(), 1U);
+  ASSERT_EQ(both.notes.size(), 2U);
   EXPECT_NE(both.notes[0].find("so they are not trained or validated on; Pillow"), std::string::npos) << both.notes[0];
+  // Validating on the training samples is said too: its figures flatter the model.
+  EXPECT_NE(both.notes[1].find("note: data.val_path is data.path itself, so validation measures the samples the model learns from"),
+            std::string::npos)
+      << both.notes[1];
+  spec.val_path = fixture("folder/val");
+  for (const auto& note : open_sources(spec).notes) EXPECT_EQ(note.find("data.val_path is data.path itself"), std::string::npos) << note;
 }
 
 // A validation class folder the training folder lacks is refused, with its near miss and the
