@@ -51,4 +51,9 @@ std::vector<std::string> likely_choices(std::string_view word, const std::vector
   return {};
 }
 
+std::string did_you_mean_among(std::string_view word, const std::vector<std::string>& candidates) {
+  const auto close = closest_match(word, candidates);
+  return close ? "; did you mean '" + *close + "'?" : "";
+}
+
 }  // namespace gputrain::core

@@ -39,21 +39,19 @@ using csv::missing_text;
 using csv::pandas_rewrite;
 using csv::RowFormat;
 
-// "; did you mean 'virginica'?" for a validation label one slip away from a training class.
-std::string misspelt_class(const std::string& name, const std::map<std::string, std::int64_t>& ids) {
+// The training file's class names (a map's keys: sorted).
+std::vector<std::string> class_names_of(const std::map<std::string, std::int64_t>& ids) {
   std::vector<std::string> names;
-  for (const auto& [known, id] : ids) names.push_back(known);
-  const auto close = core::closest_match(name, names);
-  return close ? "; did you mean '" + *close + "'?" : "";
+  for (const auto& [name, id] : ids) names.push_back(name);
+  return names;
 }
 
-// "cat, dog" or "a, b, c, ... (40 classes)": the training file's class names, for an error.
-std::string class_list(const std::map<std::string, std::int64_t>& ids) {
+// "'cat', 'dog'" or "'a', 'b', ... (40 classes)": the training file's class names, for an error.
+std::string class_list(const std::vector<std::string>& names) {
   constexpr std::size_t kShown = 8;
-  std::vector<std::string> names;
-  for (const auto& [name, id] : ids)
-    if (names.size() < kShown) names.push_back("'" + name + "'");
-  return core::join(names) + (ids.size() > kShown ? ", ... (" + std::to_string(ids.size()) + " classes)" : "");
+  std::vector<std::string> shown;
+  for (std::size_t i = 0; i < std::min(kShown, names.size()); ++i) shown.push_back("'" + names[i] + "'");
+  return core::join(shown) + (names.size() > kShown ? ", ... (" + std::to_string(names.size()) + " classes)" : "");
 }
 
 // A header with one column holding ';' or a tab is a file written with that delimiter (spreadsheets
@@ -318,10 +316,12 @@ void parse_rows(const csv::Stretch& stretch, std::size_t index, const RowFormat&
     const auto cell = label_cell(label_column);
     if (format.label_names) {
       std::string name(cell);
-      if (format.known && !format.known->count(name))
-        throw UsageError(records.where() + "label '" + shown(name) + "' is not a class of the training file" + misspelt_class(name, *format.known),
-                         "the model learns the training file's classes only (" + class_list(*format.known) +
+      if (format.known && !format.known->count(name)) {
+        const auto classes = class_names_of(*format.known);
+        throw UsageError(records.where() + "label '" + shown(name) + "' is not a class of the training file" + core::did_you_mean_among(name, classes),
+                         "the model learns the training file's classes only (" + class_list(classes) +
                              "): leave the rows of other classes out of the validation file, or add such rows to the training file");
+      }
       out.label_names.push_back(std::move(name));
       continue;
     }
@@ -484,10 +484,7 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
                            "'" + (key == "data.labels" ? "; on gputrain profile's command line: --labels " + core::join(csv::split(name, ','), " ") : "") +
                            "); the header row names: " + core::join(header));
     }
-    throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")" + [&]() -> std::string {
-                       const auto close = core::closest_match(name, header);
-                       return close ? "; did you mean '" + *close + "'?" : "";
-                     }(),
+    throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")" + core::did_you_mean_among(name, header),
                      "the header row names: " + core::join(header));
   };
   if (spec.labels.empty())

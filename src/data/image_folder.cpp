@@ -65,10 +65,8 @@ class ImageFolder final : public Dataset {
     if (classes_.empty()) throw UsageError("'" + root_ + "' has no sub-folders", "put each class's images in a sub-folder named after the class");
     for (const auto& folder : folders)
       if (std::find(classes_.begin(), classes_.end(), folder) == classes_.end())
-        throw UsageError("'" + (fs::path(root_) / folder).string() + "' is a class the training folder does not have" + [&]() -> std::string {
-                           const auto close = core::closest_match(folder, classes_);
-                           return close ? "; did you mean '" + *close + "'?" : "";
-                         }(),
+        throw UsageError("'" + (fs::path(root_) / folder).string() + "' is a class the training folder does not have" +
+                             core::did_you_mean_among(folder, classes_),
                          "the model learns the training folder's classes only (" + core::join(classes_) +
                              "): rename the folder, or move it out of the validation folder");
     for (std::size_t c = 0; c < classes_.size(); ++c) {

@@ -22,6 +22,11 @@ TEST(Suggest, ClosestMatchOnlyForPlausibleTypos) {
   EXPECT_EQ(closest_match("trian", {"profile", "train", "verify"}), "train");
 }
 
+TEST(Suggest, DidYouMeanAmongIsTheTailOfAnError) {
+  EXPECT_EQ(did_you_mean_among("virginca", {"setosa", "versicolor", "virginica"}), "; did you mean 'virginica'?");
+  EXPECT_EQ(did_you_mean_among("bird", {"cat", "dog"}), "");
+}
+
 TEST(Suggest, LikelyChoicesTriesCaseThenPrefixThenTypo) {
   using gputrain::core::likely_choices;
   const std::vector<std::string> precisions{"fp32", "fp16-mixed", "bf16-mixed"};
