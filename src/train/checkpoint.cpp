@@ -82,18 +82,12 @@ std::string checkpoints_beside(const std::string& path) {
   const std::string what = "checkpoint '" + path + "' cannot be read: ";
   std::error_code ec;
   if (fs::is_directory(path, ec)) {  // a run's folder, or its checkpoints folder
-    static const std::regex step_file("step-[0-9]+\\.pt");
-    std::vector<fs::path> periodic;
-    for (const auto& folder : {fs::path(path) / "checkpoints", fs::path(path)})
-      for (const auto& entry : fs::directory_iterator(folder, ec))
-        if (std::regex_match(entry.path().filename().string(), step_file)) periodic.push_back(entry.path());
-    const auto newest = std::max_element(periodic.begin(), periodic.end(), [](const fs::path& a, const fs::path& b) {
-      return a.filename() < b.filename();  // zero-padded steps
-    });
+    auto newest = CheckpointStore((fs::path(path) / "checkpoints").string(), 0).latest();
+    if (!newest) newest = CheckpointStore(path, 0).latest();
     throw UsageError(what + "it is a folder; checkpoint.resume names a checkpoint file",
-                     newest == periodic.end() ? "point checkpoint.resume at a run's step-*.pt or best.pt (the folder holds none)"
-                                              : "set checkpoint.resume: " + newest->string() + ", the newest checkpoint there (or auto, "
-                                                "with logging.dir: that run's folder, to go on from its newest)");
+                     !newest ? "point checkpoint.resume at a run's step-*.pt or best.pt (the folder holds none)"
+                             : "set checkpoint.resume: " + *newest + ", the newest checkpoint there (or auto, with logging.dir: that "
+                               "run's folder, to go on from its newest)");
   }
   if (!is_zip_archive(path)) {
     if (fs::path(path).extension() == ".safetensors")
