@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
@@ -57,6 +59,13 @@ std::string tensor_line(const std::string& name, const std::string& dtype, const
   return line + '\0' + std::to_string(begin) + ',' + std::to_string(end) + '\n';
 }
 
+// The header length the first 8 bytes give (little-endian).
+std::uint64_t header_length(const unsigned char* bytes) {
+  std::uint64_t length = 0;
+  for (int i = 7; i >= 0; --i) length = (length << 8) | bytes[i];
+  return length;
+}
+
 }  // namespace
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
@@ -104,8 +113,7 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
     throw UsageError("'" + path + "' is not a safetensors file but a zip archive: a .pt file from torch.save or a gputrain checkpoint",
                      "save the weights with safetensors.torch.save_file(model.state_dict(), 'w.safetensors'); to continue a gputrain run "
                      "from its checkpoint, set checkpoint.resume to the .pt file instead");
-  std::uint64_t length = 0;
-  for (int i = 7; i >= 0; --i) length = (length << 8) | bytes[i];
+  const std::uint64_t length = header_length(bytes);
   if (length > size - 8) throw malformed("header length " + std::to_string(length) + " runs past the end of the file");
   nlohmann::ordered_json header;  // keeps the file's order
   try {
@@ -175,6 +183,15 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
   }
   if (metadata) *metadata = std::move(found_metadata);
   return tensors;
+}
+
+bool starts_like_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char bytes[9] = {};
+  if (!in.read(reinterpret_cast<char*>(bytes), sizeof bytes)) return false;
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return !ec && header_length(bytes) <= size - 8 && bytes[8] == '{';
 }
 
 }  // namespace gputrain::data

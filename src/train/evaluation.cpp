@@ -2,7 +2,6 @@
 // same pass that validates each epoch of a run.
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -68,19 +67,6 @@ void check_weights_fit_the_data(const std::string& path, const std::map<std::str
   check("targets", "data.target_mean", "data.target_std", transform.target_mean, transform.target_std);
 }
 
-// Whether `path` starts as a safetensors file does: an 8-byte little-endian header length that
-// fits the file, then the JSON header's '{'. A config or a log given by mistake does not.
-bool starts_like_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  unsigned char bytes[9] = {};
-  if (!in.read(reinterpret_cast<char*>(bytes), sizeof bytes)) return false;
-  std::uint64_t header = 0;
-  for (int i = 7; i >= 0; --i) header = header << 8 | bytes[i];
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  return !ec && header <= size - 8 && bytes[8] == '{';
-}
-
 }  // namespace
 
 EvaluationResult Trainer::State::evaluate(const std::string& weights) {
@@ -89,7 +75,7 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
   std::error_code ec;
   if (!fs::exists(weights, ec)) throw UsageError("--evaluate: '" + weights + "' does not exist" + core::did_you_mean(weights), what_to_give);
   if (!fs::is_regular_file(weights, ec)) throw UsageError("--evaluate: '" + weights + "' is a folder, not a weights file", what_to_give);
-  if (!is_zip_archive(weights) && !starts_like_safetensors(weights))
+  if (!is_zip_archive(weights) && !data::starts_like_safetensors(weights))
     throw UsageError("--evaluate: '" + weights + "' holds no weights: it is neither a checkpoint (a zip archive, as torch.save writes) nor a "
                      "safetensors file", what_to_give);
   const StateOrigin origin{"'" + weights + "'",

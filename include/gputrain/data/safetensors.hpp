@@ -29,4 +29,9 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
 std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::string& path,
                                                                  std::map<std::string, std::string>* metadata = nullptr);
 
+/// Whether `path` begins as a safetensors file does (an 8-byte little-endian header length that fits
+/// the file, then the JSON header's '{'), read from its first 9 bytes: tells weights from a config
+/// or log given in their place without reading them. Never throws.
+bool starts_like_safetensors(const std::string& path);
+
 }  // namespace gputrain::data

@@ -120,6 +120,19 @@ TEST(Safetensors, RoundTripsEveryDtype) {
   }
 }
 
+// The first 9 bytes tell weights from a config given in their place.
+TEST(Safetensors, StartsLikeSafetensorsReadsTheHeaderLengthAndBrace) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto weights = (dir / "gputrain-starts-like.safetensors").string(), text = (dir / "gputrain-starts-like.yaml").string();
+  write_safetensors(weights, {{"w", at::ones({2})}});
+  std::ofstream(text) << "train:\n  epochs: 3\n";
+  EXPECT_TRUE(starts_like_safetensors(weights));
+  EXPECT_FALSE(starts_like_safetensors(text));
+  EXPECT_FALSE(starts_like_safetensors((dir / "gputrain-no-such.safetensors").string()));
+  std::filesystem::remove(weights);
+  std::filesystem::remove(text);
+}
+
 TEST(Safetensors, MalformedFilesAreUsageErrors) {
   EXPECT_THROW(read_safetensors("/no/such/file.safetensors"), UsageError);
   const auto path = (std::filesystem::temp_directory_path() / "gputrain-bad.safetensors").string();
