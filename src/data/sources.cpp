@@ -239,6 +239,12 @@ std::vector<std::string> file_source_names() { return {source_names().begin() + 
 
 namespace {
 
+// data.val_path names the very file or folder data.path does.
+bool validates_on_training_data(const SourceSpec& spec) {
+  std::error_code ec;
+  return !spec.val_path.empty() && fs::equivalent(spec.path, spec.val_path, ec) && !ec;
+}
+
 // Synthetic samples are made in RAM, all at once: a data.samples too large for it is said so, not
 // met by the allocator's "can't allocate memory" (or by the kernel's OOM killer).
 void refuse_synthetic_beyond_ram(const SourceSpec& spec) {
@@ -285,9 +291,7 @@ Sources open_unchecked(const SourceSpec& spec) {
       out.val = read_for("data.val_path", [&] { return open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names); });
     out.classes = static_cast<std::int64_t>(out.class_names.size());
     // One note for a folder that is both (an evaluation on the training images, a quick check).
-    std::error_code ec;
-    const bool same_folder = out.val && fs::weakly_canonical(spec.path, ec) == fs::weakly_canonical(spec.val_path, ec) && !ec;
-    if (same_folder) {
+    if (out.val && validates_on_training_data(spec)) {
       if (auto note = image_folder_conversion_note(*out.train, "trained or validated on"); !note.empty()) out.notes.push_back(note);
     } else {
       if (auto note = image_folder_conversion_note(*out.train, "trained on"); !note.empty()) out.notes.push_back(note);
@@ -381,8 +385,7 @@ Sources open_sources(const SourceSpec& spec) {
                      "validation and training data must have the same sample shape");
   // Validating on the training samples (a quick setup, or a slip): the figures would look better
   // than the model does on data it has not seen, and nothing else would say why.
-  std::error_code ec;
-  if (!spec.val_path.empty() && fs::equivalent(spec.path, spec.val_path, ec) && !ec)
+  if (validates_on_training_data(spec))
     out.notes.push_back("note: data.val_path is data.path itself, so validation measures the samples the model learns from: its figures "
                         "show how well it fits them, not how it does on data it has not seen; data.val_fraction: 0.1 (with no "
                         "data.val_path) holds a part of them out instead");
