@@ -63,8 +63,9 @@ void read_cpuset(const std::vector<fs::path>& chain, const char* file, CgroupLim
 
 // cgroup v2: cpu.max holds "max 100000" or "<quota> <period>"; memory.max holds "max" or bytes.
 void read_v2(const fs::path& mount, CgroupLimits& limits) {
-  read_cpuset(cgroup_chain(mount, limits.path), "cpuset.cpus.effective", limits);
-  for (const auto& dir : cgroup_chain(mount, limits.path)) {
+  const auto chain = cgroup_chain(mount, limits.path);
+  read_cpuset(chain, "cpuset.cpus.effective", limits);
+  for (const auto& dir : chain) {
     if (auto line = read_first_line(dir / "cpu.max")) {
       std::istringstream fields(*line);
       std::string quota, period;

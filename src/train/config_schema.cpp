@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <optional>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <regex>
 #include <utility>
 

@@ -42,8 +42,7 @@ std::string what_is(const c10::IValue& value) {
 
 class ScriptModel final : public Model {
  public:
-  ScriptModel(torch::jit::Module module, std::string path)
-      : module_(std::move(module)), path_(std::move(path)), name_(std::filesystem::path(path_).filename().string()) {}
+  ScriptModel(torch::jit::Module module, std::string path) : module_(std::move(module)), path_(std::move(path)) {}
   at::Tensor forward(const at::Tensor& input) override {
     auto output = module_.forward({input});
     if (output.isTensor()) return output.toTensor();
@@ -64,12 +63,11 @@ class ScriptModel final : public Model {
   }
   void to(c10::Device device) override { module_.to(device); }
   void set_training(bool on) override { module_.train(on); }
-  std::string name() const override { return name_; }
+  std::string name() const override { return std::filesystem::path(path_).filename().string(); }
 
  private:
   torch::jit::Module module_;
   std::string path_;  // as model.torchscript gives it
-  std::string name_;
 };
 
 }  // namespace

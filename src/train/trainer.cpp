@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "gputrain/core/duration.hpp"
-#include "gputrain/core/units.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/data/epoch_sampler.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/memory/device_memory.hpp"

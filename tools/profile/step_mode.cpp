@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <iostream>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "gputrain/core/units.hpp"
