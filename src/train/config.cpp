@@ -13,6 +13,7 @@
 #include <sstream>
 #include <vector>
 
+#include "config_consistency.hpp"
 #include "config_paths.hpp"
 #include "config_schema.hpp"
 #include "gputrain/core/error.hpp"

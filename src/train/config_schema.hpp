@@ -34,7 +34,4 @@ const Field* find_field(const std::string& key);
 /// A value as the printed config shows it: a scalar's text, a list in flow style ("[256, 128]").
 std::string value_text(const YAML::Node& node);
 
-/// Checks that need several keys at once (e.g. best_metric vs data.task); throws UsageError.
-void check_consistency(const Config& config);
-
 }  // namespace gputrain::train

@@ -1,0 +1,127 @@
+// Checks that need several keys at once (best_metric against data.task, a path with synthetic
+// data, ...): run once every key has been read and checked on its own.
+#include "config_consistency.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/data/sources.hpp"
+#include "gputrain/train/metrics.hpp"
+
+namespace gputrain::train {
+namespace {
+
+[[noreturn]] void inconsistent(const std::string& message, const std::string& remedy) {
+  throw UsageError("config: " + message, remedy);
+}
+
+// Synthetic data generates its samples, so a path set with it would be silently ignored: the
+// user meant a file source, most likely the one the path's format names.
+void refuse_files_for_synthetic(const DataConfig& d) {
+  const std::string labels = core::join(d.labels);
+  for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"data.path", d.path}, {"data.labels", labels},
+                                   {"data.val_path", d.val_path}, {"data.val_labels", d.val_labels}}) {
+    if (value.empty()) continue;
+    const std::string data_file = d.path.empty() ? value : d.path;
+    const std::string guess = data::source_for_path(data_file);
+    const std::string remedy = guess.empty() ? "set data.source to the format of your data (" + core::join(data::file_source_names()) + ")"
+                                             : "set data.source: " + guess + " (" + data_file + " looks like " + guess + " data)";
+    inconsistent(std::string(key) + " is set ('" + value + "'), but data.source is synthetic, which generates its samples and reads no files",
+                 remedy + ", or remove " + key + " to train on synthetic data");
+  }
+}
+
+// What can be told from the config alone; open_data checks a list against the classes the labels
+// give when data.classes is auto.
+void check_class_weights(const Config& c) {
+  const auto& weights = c.train.class_weights;
+  if (!weights.any()) return;
+  if (c.data.task != "classification")
+    inconsistent("train.class_weights weighs the classes' samples in the loss, but data.task is regression",
+                 "remove train.class_weights (or set it to none)");
+  if (weights.given.empty()) return;
+  if (c.data.classes && static_cast<std::int64_t>(weights.given.size()) != *c.data.classes)
+    inconsistent("train.class_weights lists " + std::to_string(weights.given.size()) + " weights but data.classes is " +
+                     std::to_string(*c.data.classes),
+                 "give one weight per class (class 0 first), or train.class_weights: balanced to weigh them by their counts");
+  if (std::all_of(weights.given.begin(), weights.given.end(), [](double w) { return w == 0; }))
+    inconsistent("train.class_weights are all 0: no sample would count in the loss",
+                 "give the classes to train on a weight above 0, e.g. 1");
+}
+
+}  // namespace
+
+void check_consistency(const Config& c) {
+  const bool classification = c.data.task == "classification";
+  if (!c.data.exclude.empty() && c.data.source != "csv")
+    inconsistent("data.exclude names CSV columns, but data.source is " + c.data.source,
+                 c.data.features.empty() ? "remove data.exclude" : "remove data.exclude; data.features picks the features' array");
+  if (!c.data.categorical.empty() && c.data.source != "csv")
+    inconsistent("data.categorical names CSV columns of categories, but data.source is " + c.data.source,
+                 "remove data.categorical; one-hot encode the categories into the arrays first");
+  if (!c.data.exclude.empty() && !c.data.features.empty())
+    inconsistent("data.exclude and data.features are both set: the features are either listed or all but some",
+                 "keep one: data.features lists the columns to read, data.exclude the ones to leave out of all the others");
+  const auto& metric = c.checkpoint.best_metric;
+  if (is_accuracy_metric(metric) && !classification)
+    inconsistent("checkpoint.best_metric " + metric + " needs data.task classification (it is regression)",
+                 "use val_loss, val_mse or val_mae for regression");
+  if ((metric == "val_mse" || metric == "val_mae") && classification)
+    inconsistent("checkpoint.best_metric " + metric + " needs data.task regression (it is classification)",
+                 "use val_loss, val_accuracy or val_balanced_accuracy for classification");
+  if (metric != "none" && metric != "val_loss" && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
+    inconsistent("checkpoint.best_metric " + metric + " needs validation data (data.val_samples is 0)",
+                 "set data.val_samples above 0, or checkpoint.best_metric to none");
+  if (c.train.label_smoothing > 0 && !classification)
+    inconsistent("train.label_smoothing softens class targets, but data.task is regression",
+                 "remove train.label_smoothing (or set it to 0)");
+  check_class_weights(c);
+  // Early stopping watches the figure best.pt is kept by, so that the weights it ends with (best.pt's)
+  // are the best by the same measure; scheduler: plateau watches it too.
+  const auto check_watcher = [&](bool on, const std::string& who, const std::string& action, const std::string& off) {
+    if (on && metric == "none")
+      inconsistent(who + " " + action + " when checkpoint.best_metric stops improving, but checkpoint.best_metric is none",
+                   std::string("set checkpoint.best_metric: ") + (classification ? "val_loss, val_accuracy or val_balanced_accuracy" : "val_loss, val_mse or val_mae") +
+                       ", or " + off);
+    if (on && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
+      inconsistent(who + " watches a validation figure, but there is no validation data (data.val_samples is 0)",
+                   "set data.val_samples above 0, or " + off);
+  };
+  check_watcher(c.train.early_stop_patience > 0, "train.early_stop_patience", "stops the run", "train.early_stop_patience: 0");
+  check_watcher(c.scheduler.name == "plateau", "scheduler.name plateau", "lowers the learning rate", "pick another scheduler.name");
+  if (c.train.early_stop_min_delta > 0 && c.train.early_stop_patience == 0)
+    inconsistent("train.early_stop_min_delta is set, but early stopping is off (train.early_stop_patience is 0)",
+                 "set train.early_stop_patience, e.g. 5 (epochs without improvement before the run stops), or remove "
+                 "train.early_stop_min_delta");
+  if (c.model.name == "transformer" && c.model.torchscript.empty() && c.model.d_model % c.model.heads != 0)
+    inconsistent("model.d_model (" + std::to_string(c.model.d_model) + ") must be a multiple of model.heads (" +
+                     std::to_string(c.model.heads) + ")",
+                 "pick heads that divide d_model, e.g. d_model 128 with heads 4");
+  if (c.model.name == "transformer" && c.model.torchscript.empty() && c.data.source == "synthetic" && c.data.shape.size() != 2)
+    inconsistent("the transformer reads samples shaped [sequence, features]; data.shape has " +
+                     std::to_string(c.data.shape.size()) + " dimensions",
+                 "set data.shape to [sequence_length, features], e.g. [32, 16]");
+  if (c.data.source == "synthetic") refuse_files_for_synthetic(c.data);
+  if (c.data.source != "synthetic" && c.data.path.empty())
+    inconsistent("data.source " + c.data.source + " reads files, but data.path is not set",
+                 "set data.path to the training data's file or folder (docs/data.md)");
+  if (c.data.mean.size() != c.data.std.size())
+    inconsistent("data.mean has " + std::to_string(c.data.mean.size()) + " values but data.std has " + std::to_string(c.data.std.size()),
+                 "give one mean and one std per channel, e.g. mean: [0.49, 0.48, 0.45] and std: [0.25, 0.24, 0.26]");
+  if (c.data.standardize && !c.data.mean.empty())
+    inconsistent("data.standardize measures data.mean and data.std on the training set, but they are set too",
+                 "keep one: data.standardize: true, or your own data.mean and data.std");
+  if (c.data.standardize_targets && classification)
+    inconsistent("data.standardize_targets scales regression targets, but data.task is classification (class ids are not scaled)",
+                 "remove data.standardize_targets, or set data.task: regression");
+  if (c.data.image_size.size() != 2)
+    inconsistent("data.image_size has " + std::to_string(c.data.image_size.size()) + " values", "give [height, width], e.g. [224, 224]");
+  if (c.scheduler.name == "onecycle" && c.scheduler.warmup_steps > 0)
+    inconsistent("scheduler.onecycle has its own warm-up (pct_start); scheduler.warmup_steps must be 0",
+                 "remove scheduler.warmup_steps or pick the cosine schedule");
+}
+
+}  // namespace gputrain::train
