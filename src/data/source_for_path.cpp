@@ -30,11 +30,13 @@ std::string source_for_path(const std::string& path) {
   if (path.empty()) return "";
   // A folder of part-*.csv, or a pattern matching them, is a CSV table in parts.
   const auto csv_table = [&] { return csv_parts(path).empty() ? "" : "csv"; };
-  if (!fs::exists(path, ec)) return csv_table();
   if (fs::is_directory(path, ec)) {
     const auto source = source_for_folder(path);
     return source.empty() ? csv_table() : source;
   }
+  // A pattern names CSV parts, the only files read by pattern; a missing file is still told by its
+  // name, so that its reader says it is missing.
+  if (!fs::exists(path, ec) && path.find_first_of("*?[") != std::string::npos) return csv_table();
   const std::string extension = core::lower(fs::path(path).extension().string());
   if (extension == ".npy") return "npy";
   if (extension == ".npz") return "npz";

@@ -357,8 +357,10 @@ Sources open_as_named(const SourceSpec& spec) {
   } catch (const UsageError& e) {
     const std::string what = e.what();
     const auto named = source_for_path(spec.path);
-    // Only an error about data.path itself: one about the labels or the validation file names those.
-    if (named.empty() || named == spec.source || what.find("'" + spec.path + "'") == std::string::npos) throw;
+    // Only an error about data.path itself, and one that exists: one about the labels or the
+    // validation file names those, and a missing file's fix is its path, whatever its name says.
+    std::error_code ec;
+    if (named.empty() || named == spec.source || what.find("'" + spec.path + "'") == std::string::npos || !fs::exists(spec.path, ec)) throw;
     throw UsageError(what, "data.source is " + spec.source + ", but '" + spec.path + "' looks like " + named + " data: set data.source: " + named);
   }
 }

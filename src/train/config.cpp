@@ -191,6 +191,11 @@ const Field* shorthand_field(const std::string& section) { return find_field(sec
 // theirs out. Null for the built-in config, whose paths are no file's.
 using FileOrigins = std::map<std::string, FileOrigin>;
 
+// Where each key was given last ("file:line:column", "--set k=v", "--path x"), so that a key left
+// unset can take a value told from another (data.source from data.path) and an error about that
+// names the line that set the other.
+using GivenKeys = std::map<std::string, std::string>;
+
 // YAML 1.1's merge key, which PyYAML (and so most Python configs) honours and yaml-cpp reads as a
 // plain key "<<": the entries of `node`, then those of the mappings `<<` names (`<<: *base` or
 // `<<: [*a, *b]`) that no entry before them has, as PyYAML merges them. Not recursive: a section
@@ -226,7 +231,7 @@ std::vector<std::pair<YAML::Node, YAML::Node>> merged_entries(const YAML::Node& 
 bool is_extension_key(const std::string& prefix, const std::string& name) { return prefix.empty() && name.rfind("x-", 0) == 0; }
 
 void apply_node(Config& config, const std::string& prefix, const YAML::Node& node, const std::string& origin, Problems& problems,
-                FileOrigins* paths) {
+                FileOrigins* paths, GivenKeys& given) {
   std::vector<std::pair<YAML::Node, YAML::Node>> entries;
   problems.check([&] { entries = merged_entries(node, prefix, origin); });
   std::set<std::string> seen;  // merged entries are each a key no other entry has
@@ -239,17 +244,19 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
     if (is_extension_key(prefix, name)) return;
     if (const Field* field = find_field(key)) {
       field->assign(config, FieldValue{entry.second, where(origin, entry.second.Mark()), key});
+      given[key] = where(origin, entry.second.Mark());
       if (paths && is_input_path_key(key)) (*paths)[key] = {origin, where(origin, entry.second.Mark())};
     } else if (is_section(key)) {
       if (entry.second.IsNull()) return;  // "logging:" with nothing under it
       if (const Field* name_field = shorthand_field(key); name_field && entry.second.IsScalar()) {  // "device: cuda"
         name_field->assign(config, FieldValue{entry.second, where(origin, entry.second.Mark()), key + ".name"});
+        given[key + ".name"] = where(origin, entry.second.Mark());
         return;
       }
       if (!entry.second.IsMap())
         throw UsageError(at + ": '" + key + "' is a section, not a value",
                          "write its keys under it, indented: " + section_keys(key));
-      apply_node(config, key, entry.second, origin, problems, paths);
+      apply_node(config, key, entry.second, origin, problems, paths, given);
     } else {
       const auto guess = did_you_mean(key);
       // No section's misspelling at the top: perhaps a mapping kept for merge keys to copy.
@@ -315,7 +322,8 @@ std::string yaml_syntax_remedy(const std::string& text, int error_line) {
   return misaligned.empty() ? "fix the YAML syntax at that line" : misaligned;
 }
 
-void apply_document(Config& config, const std::string& text, const std::string& origin, Problems& problems, FileOrigins* paths) {
+void apply_document(Config& config, const std::string& text, const std::string& origin, Problems& problems, FileOrigins* paths,
+                    GivenKeys& given) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -326,7 +334,7 @@ void apply_document(Config& config, const std::string& text, const std::string& 
   if (!root.IsMap())
     throw UsageError(where(origin, root.Mark()) + ": a config file must be a mapping of sections (model:, train:, ...)",
                      "start the file with a section such as 'train:'");
-  apply_node(config, "", root, origin, problems, paths);
+  apply_node(config, "", root, origin, problems, paths, given);
 }
 
 std::string read_config_file(const std::string& path) {
@@ -342,7 +350,7 @@ std::string read_config_file(const std::string& path) {
   return text.str();
 }
 
-void apply_override(Config& config, const std::string& assignment) {
+void apply_override(Config& config, const std::string& assignment, GivenKeys& given) {
   const auto eq = assignment.find('=');
   const std::string origin = "--set " + assignment;
   if (eq == std::string::npos || eq == 0)
@@ -363,9 +371,10 @@ void apply_override(Config& config, const std::string& assignment) {
     throw UsageError(origin + ": the value is not valid YAML: " + e.msg, "quote it, or write lists as [1, 2]");
   }
   field->assign(config, FieldValue{value, origin, key});
+  given[field->key] = origin;
 }
 
-void apply_flag(Config& config, const FlagSetting& setting) {
+void apply_flag(Config& config, const FlagSetting& setting, GivenKeys& given) {
   const Field* field = find_field(setting.key);
   if (!field) throw std::logic_error("flag " + setting.flag + " sets unknown key " + setting.key);
   YAML::Node value;
@@ -374,7 +383,9 @@ void apply_flag(Config& config, const FlagSetting& setting) {
   } else {
     for (const auto& item : setting.values) value.push_back(item);
   }
-  field->assign(config, FieldValue{value, setting.flag + " " + core::join(setting.values, " "), setting.key});
+  const std::string origin = setting.flag + " " + core::join(setting.values, " ");
+  field->assign(config, FieldValue{value, origin, setting.key});
+  given[setting.key] = origin;
 }
 
 }  // namespace
@@ -383,18 +394,21 @@ Config load_config(const ConfigSources& sources) {
   Config config;
   Problems problems;
   FileOrigins paths;
-  if (!sources.embedded_yaml.empty()) problems.check([&] { apply_document(config, sources.embedded_yaml, "built-in config", problems, nullptr); });
-  for (const auto& file : sources.files) problems.check([&] { apply_document(config, read_config_file(file), file, problems, &paths); });
+  GivenKeys given;
+  if (!sources.embedded_yaml.empty())
+    problems.check([&] { apply_document(config, sources.embedded_yaml, "built-in config", problems, nullptr, given); });
+  for (const auto& file : sources.files) problems.check([&] { apply_document(config, read_config_file(file), file, problems, &paths, given); });
   for (const auto& assignment : sources.overrides) {
-    problems.check([&] { apply_override(config, assignment); });
+    problems.check([&] { apply_override(config, assignment, given); });
     paths.erase(assignment.substr(0, assignment.find('=')));
   }
   for (const auto& setting : sources.flags) {
-    problems.check([&] { apply_flag(config, setting); });
+    problems.check([&] { apply_flag(config, setting, given); });
     paths.erase(setting.key);
   }
   for (const auto& [key, origin] : paths) problems.check([&] { check_path_beside_config(config, key, origin); });
   problems.throw_if_any();
+  if (!given.count("data.source") && given.count("data.path")) tell_data_source(config, given.at("data.path"));
   check_consistency(config);  // its checks read several keys, so they need each to be valid first
   return config;
 }

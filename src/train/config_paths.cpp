@@ -11,7 +11,10 @@
 
 #include "config_schema.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/similar_path.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/data/csv_parts.hpp"
+#include "gputrain/data/sources.hpp"
 
 namespace gputrain::train {
 namespace fs = std::filesystem;
@@ -94,6 +97,20 @@ void check_path_beside_config(const Config& config, const std::string& key, cons
                      "paths in a config are taken from the folder gputrain runs in: write " + key + ": " + beside.string() +
                          " (or an absolute path), or run gputrain from " + config_folder.string());
   }
+}
+
+void tell_data_source(Config& config, const std::string& path_origin) {
+  const std::string& path = config.data.path;
+  const std::string told = data::source_for_path(path);
+  if (!told.empty()) {
+    config.data.source = told;
+    return;
+  }
+  if (!found(path))
+    throw UsageError(path_origin + ": data.path '" + path + "' does not exist" + core::did_you_mean(path),
+                     "check the path (relative paths start from the folder gputrain runs in)");
+  throw UsageError(path_origin + ": cannot tell the format of '" + path + "' from its name or contents, and data.source is not set",
+                   "set data.source to its format (" + core::join(data::file_source_names()) + ")");
 }
 
 }  // namespace gputrain::train

@@ -29,4 +29,10 @@ bool is_input_path_key(const std::string& key);
 /// exists next to that file.
 void check_path_beside_config(const Config& config, const std::string& key, const FileOrigin& origin);
 
+/// data.source for a config that sets data.path but no source: the format the path names (its
+/// extension, or what its folder holds: data::source_for_path), as `gputrain profile --path` does.
+/// Throws UsageError at `path_origin`, where data.path was set, when the path does not exist and
+/// its name tells nothing, or when its format cannot be told.
+void tell_data_source(Config& config, const std::string& path_origin);
+
 }  // namespace gputrain::train

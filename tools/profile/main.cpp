@@ -5,7 +5,6 @@
 
 #include "command.hpp"
 #include "gputrain/core/error.hpp"
-#include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/sources.hpp"
 #include "gputrain/train/config.hpp"
@@ -56,7 +55,7 @@ int main(int argc, char** argv) {
   app.add_flag("--step", step_mode, "time real training steps: data wait, copy, compute, GPU utilisation");
   app.add_option("--steps", steps, "with --step: how many timed steps (default 50), after 10 warm-up steps (fewer when fewer are asked for)")->check(CLI::Range(2, 100000));
   app.add_flag("--exhaustive", exhaustive, "with --batch: also bisect for the true largest batch (more steps)");
-  app.add_option("--source", source, "without a config: data.source (" + core::join(data::file_source_names()) + "); default: told from --path");
+  app.add_option("--source", source, "without a config: data.source (" + core::join(data::file_source_names()) + "); default: the config's, else told from the path");
   app.add_option("--path", path, "without a config: data.path");
   app.add_option("--labels", labels, "without a config: data.labels (CSV: one or more label columns, --labels y1 y2)");
   app.add_option("--workers", sweep.workers, "sweep only these loader thread counts, e.g. --workers 0 2 4")->check(CLI::NonNegativeNumber);
@@ -84,14 +83,6 @@ int main(int argc, char** argv) {
     }
     if (sources.files.empty() && path.empty() && source.empty())
       throw UsageError("no config and no data to profile", "give a config file, or --source and --path (see --help)");
-    if (source.empty() && sources.files.empty() && !path.empty()) {  // --path X.npy: read it as what it is
-      source = data::source_for_path(path);
-      std::error_code ec;
-      if (source.empty() && !std::filesystem::exists(path, ec))
-        throw UsageError("'" + path + "' does not exist" + core::did_you_mean(path), "check --path");
-      if (source.empty())
-        throw UsageError("cannot tell the format of '" + path + "' from its name or contents", "add --source (" + core::join(data::file_source_names()) + ")");
-    }
     if (!source.empty()) sources.flags.push_back({"--source", "data.source", {source}});
     if (!path.empty()) sources.flags.push_back({"--path", "data.path", {path}});
     if (!labels.empty()) sources.flags.push_back({"--labels", "data.labels", labels});

@@ -19,7 +19,8 @@ std::vector<std::string> file_source_names();
 
 /// The data.source that reads `path`, told from its extension (.npy, .npz, .safetensors, .csv,
 /// .tsv) or, for a folder, from what it holds (CIFAR-10's data_batch_1.bin, MNIST's IDX files,
-/// sub-folders of images); empty when it cannot tell or the path does not exist.
+/// sub-folders of images); a file that does not exist by its extension alone; empty when it cannot
+/// tell.
 std::string source_for_path(const std::string& path);
 
 /// What the data section of a config says (train::Config::data, without depending on train).

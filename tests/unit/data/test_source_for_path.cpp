@@ -36,7 +36,8 @@ TEST(SourceForPath, FilesAreToldByTheirExtensionInAnyCase) {
   EXPECT_EQ(source_for_path(file(s.path, "house.csv.gz")), "csv") << "the CSV reader inflates it";
   EXPECT_EQ(source_for_path(file(s.path, "x.npy.gz")), "") << "the .npy reader does not";
   EXPECT_EQ(source_for_path(file(s.path, "weights.bin")), "") << "an extension no source reads";
-  EXPECT_EQ(source_for_path((s.path / "missing.npy").string()), "") << "a path that does not exist";
+  EXPECT_EQ(source_for_path((s.path / "missing.npy").string()), "npy") << "told by its name, so that its reader says it is missing";
+  EXPECT_EQ(source_for_path((s.path / "missing.bin").string()), "");
   EXPECT_EQ(source_for_path(""), "");
 }
 

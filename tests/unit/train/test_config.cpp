@@ -76,18 +76,54 @@ TEST(Config, AnEmptyValueUnsetsAnOptionalPathOnly) {
 // Synthetic data reads no files: a path set with it was meant for a file source, and training on
 // generated samples instead would look like success.
 TEST(Config, APathWithSyntheticDataIsAnErrorThatNamesTheSourceItLooksLike) {
-  const auto npy = std::filesystem::temp_directory_path() / "gputrain-config-test-features.npy";
+  test_support::ScratchFolder folder("config-synthetic-path");
+  const auto npy = (folder.path / "features.npy").string();
   std::ofstream(npy) << "x";
-  const auto with_npy = error_of({{}, {"data.path=" + npy.string(), "data.labels=y.npy"}, ""});
-  EXPECT_NE(with_npy.find("data.path is set ('" + npy.string() + "'), but data.source is synthetic"), std::string::npos) << with_npy;
-  EXPECT_NE(with_npy.find("fix: set data.source: npy (" + npy.string() + " looks like npy data), or remove data.path"),
-            std::string::npos) << with_npy;
-  std::filesystem::remove(npy);
+  const auto with_npy = error_of({{}, {"data.source=synthetic", "data.path=" + npy, "data.labels=y.npy"}, ""});
+  EXPECT_NE(with_npy.find("data.path is set ('" + npy + "'), but data.source is synthetic"), std::string::npos) << with_npy;
+  EXPECT_NE(with_npy.find("fix: set data.source: npy (" + npy + " looks like npy data), or remove data.path"), std::string::npos) << with_npy;
   const auto unknown = error_of({{}, {"data.val_path=val.bin"}, ""});
   EXPECT_NE(unknown.find("data.val_path is set ('val.bin')"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("set data.source to the format of your data (npy, npz, safetensors, csv, mnist, cifar10, image_folder)"),
             std::string::npos) << unknown;
   EXPECT_NO_THROW(load_config({{}, {"data.source=npy", "data.path=x.npy"}, ""})) << "a file source with its path is fine";
+}
+
+// data.path without data.source reads the path as the format it names, as `gputrain profile
+// --path` does: the source the error's fix would name anyway. One given anywhere (file, --set,
+// flag) is kept, and a path whose format cannot be told is an error at the line that set it.
+TEST(Config, APathWithoutASourceIsReadAsTheFormatItNames) {
+  test_support::ScratchFolder folder("config-told-source");
+  const auto at = [&](const std::string& name) { return (folder.path / name).string(); };
+  std::ofstream(at("x.csv")) << "a,y\n1,0\n";
+  std::ofstream(at("weights.bin")) << "x";
+  std::filesystem::create_directories(folder.path / "images" / "cat");
+  std::filesystem::create_directories(folder.path / "empty");
+  EXPECT_EQ(load_config({{}, {"data.path=" + at("x.csv"), "data.labels=y"}, ""}).data.source, "csv");
+  EXPECT_EQ(load_config({{}, {"data.path=" + at("x.npy"), "data.labels=y.npy"}, ""}).data.source, "npy")
+      << "a missing file is told by its name, so that its reader says it is missing";
+  EXPECT_EQ(load_config({{}, {"data.path=" + at("images")}, ""}).data.source, "image_folder");
+  ConfigSources flagged;
+  flagged.flags = {{"--path", "data.path", {at("x.csv")}}};
+  EXPECT_EQ(load_config(flagged).data.source, "csv");
+  const auto yaml = at("config.yaml");
+  std::ofstream(yaml) << "data:\n  source: npz\n  path: " << at("x.csv") << "\n";
+  EXPECT_EQ(load_config({{yaml}, {}, ""}).data.source, "npz") << "the source given is kept, whatever the path's name says";
+  EXPECT_EQ(load_config({{yaml}, {"data.path=" + at("x.npy")}, ""}).data.source, "npz");
+  EXPECT_EQ(load_config({{}, {}, ""}).data.source, "synthetic") << "no path: the default";
+
+  const auto unknown = error_of({{}, {"data.path=" + at("weights.bin")}, ""});
+  EXPECT_NE(unknown.find("--set data.path=" + at("weights.bin") + ": cannot tell the format of '" + at("weights.bin") +
+                         "' from its name or contents, and data.source is not set"),
+            std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("fix: set data.source to its format (npy, npz, safetensors, csv, mnist, cifar10, image_folder)"), std::string::npos)
+      << unknown;
+  EXPECT_NE(error_of({{}, {"data.path=" + at("empty")}, ""}).find("cannot tell the format of"), std::string::npos);
+  const auto in_file = at("typo.yaml");
+  std::ofstream(in_file) << "data:\n  path: " << at("x.cs") << "\n";
+  const auto missing = error_of({{in_file}, {}, ""});
+  EXPECT_NE(missing.find(in_file + ":2:9: data.path '" + at("x.cs") + "' does not exist (did you mean '" + at("x.csv") + "'?)"),
+            std::string::npos) << missing;
 }
 
 // A command's own flag (gputrain profile --path, --labels) takes its value as written: YAML would
