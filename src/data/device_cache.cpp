@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -148,15 +147,14 @@ CachePlan plan_cache(const std::string& requested, const CacheFigures& f) {
 }
 
 DeviceCache::DeviceCache(TensorDataset cpu_set, CacheMode mode, c10::Device device) : mode_(mode), device_(device) {
-  const auto start = std::chrono::steady_clock::now();
   if (mode == CacheMode::vram || !device.is_cuda()) {
     set_ = {cpu_set.inputs.to(device), cpu_set.targets.to(device)};
     mode_ = CacheMode::vram;  // on the CPU, the in-memory cache is the device cache
   } else {
     set_ = {cpu_set.inputs.pin_memory(), cpu_set.targets.pin_memory()};
   }
-  if (device.is_cuda()) (void)set_.targets.sum().item<double>();  // waits for the copy, so the time is the load's
-  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Waits for the copy, so that the load time the caller reports is the load's, not the first batch's.
+  if (device.is_cuda()) (void)set_.targets.sum().item<double>();
 }
 
 std::uint64_t DeviceCache::bytes() const { return set_.inputs.nbytes() + set_.targets.nbytes(); }

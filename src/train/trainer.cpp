@@ -494,6 +494,7 @@ FitResult Trainer::fit() {
     result.buckets_sent_in_backward = figures.launched_in_backward;
     result.gradient_wait_seconds = figures.wait_seconds;
     result.communication_seconds = figures.communication_seconds;
+    result.communication_hidden_share = figures.hidden_share();
   }
   const double all_samples = s.ranks.sum({static_cast<double>(totals.samples)}, "the sum of the samples trained on")[0];
   if (totals.steps > 0) {

@@ -124,7 +124,8 @@ def main():
 
     if mode == "ok":
         out = finished_run(base + common + ["--set", "train.epochs=1"],
-                           ("launching 2 ranks on the CPU under mpirun", "distributed: 2 ranks over mpi", "2 ranks over mpi (batch per rank)"))
+                           ("launching 2 ranks on the CPU under mpirun", "distributed: 2 ranks over mpi", "2 ranks over mpi (batch per rank)",
+                            "sent while backward ran", "% hidden behind backward"))
         print(out)
         return
 

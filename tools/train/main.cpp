@@ -1,7 +1,6 @@
 // gputrain train CONFIG.yaml: train a model from YAML configs, as fast as the box allows.
 #include <unistd.h>
 
-#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -175,10 +174,9 @@ int main(int argc, char** argv) {
       std::cerr << "\n  distributed: " << core::counted(result.world_size, "rank") << ", "
                 << core::counted(result.gradient_buckets, "gradient bucket") << " per step, " << result.buckets_sent_in_backward << " of " << sent
                 << " sent while backward ran; steps waited " << core::format_fixed(result.gradient_wait_seconds, 3) << " s for them";
-      if (result.communication_seconds && *result.communication_seconds > 0)
+      if (result.communication_hidden_share)
         std::cerr << ", which took " << core::format_fixed(*result.communication_seconds, 3) << " s: "
-                  << core::format_fixed(100 * std::clamp(1 - result.gradient_wait_seconds / *result.communication_seconds, 0.0, 1.0), 0)
-                  << "% hidden behind backward";
+                  << core::format_fixed(100 * *result.communication_hidden_share, 0) << "% hidden behind backward";
     }
     if (!result.early_stop_reason.empty()) std::cerr << "\n  early stop: " << result.early_stop_reason;
     if (result.time_limit_reached)

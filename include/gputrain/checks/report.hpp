@@ -14,6 +14,7 @@ namespace gputrain::checks {
 struct Tally {
   int pass = 0, warn = 0, fail = 0, skip = 0, timeout = 0;
 };
+/// How many outcomes have each status.
 Tally tally(const std::vector<Outcome>& outcomes);
 
 /// The schema version of `to_json` (docs/verify.md). Bumped on any incompatible change.

@@ -26,6 +26,7 @@ class RecordFile {
   /// append may succeed.
   std::optional<int> append(std::string_view bytes);
 
+  /// The file's path, as given.
   const std::string& path() const { return path_; }
   /// Bytes in the file: whole records only.
   std::uint64_t size() const { return size_; }

@@ -24,8 +24,9 @@ struct BatchTransform {
   std::int64_t crop_padding = 0;   ///< random crop of the original size from the padded image
   bool hflip = false;              ///< flip each image left-right with probability 1/2
   std::vector<double> target_mean, target_std;  ///< per regression target (dimension 1); empty: none
+  /// A batch as the model reads it: float (uint8 scaled to [0, 1]), normalised, and when
+  /// `training` augmented (images: the crop, the flip).
   at::Tensor apply(const at::Tensor& inputs, bool training) const;
-  bool augments() const { return crop_padding > 0 || hflip; }
   /// The targets the loss compares the model's output with: standardised when target_mean is set.
   at::Tensor targets(const at::Tensor& stored) const;
   /// The model's outputs in the targets' own units (outputs * target_std + target_mean).

@@ -21,6 +21,7 @@ namespace gputrain::data {
 struct SampleLayout {
   std::vector<std::int64_t> input_shape, target_shape;  ///< target_shape is {} for a class id
   at::ScalarType input_dtype = at::kFloat, target_dtype = at::kLong;
+  /// Bytes of one sample's input, and of its target.
   std::int64_t input_bytes() const;
   std::int64_t target_bytes() const;
 };

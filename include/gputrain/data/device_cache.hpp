@@ -14,7 +14,9 @@
 
 namespace gputrain::data {
 
+/// Where the dataset lives while training: data.cache's values but auto, which resolves to one.
 enum class CacheMode { vram, ram, none };
+/// The mode as data.cache spells it.
 std::string to_string(CacheMode mode);
 
 /// What decides where the data can live.
@@ -58,9 +60,10 @@ class DeviceCache {
  public:
   /// Moves `cpu_set` to `device` (vram) or pins it in host memory (ram; plain RAM on the CPU).
   DeviceCache(TensorDataset cpu_set, CacheMode mode, c10::Device device);
+  /// vram or ram: on the CPU always vram, the in-memory cache being the device's.
   CacheMode mode() const { return mode_; }
+  /// Bytes the cached inputs and targets take.
   std::uint64_t bytes() const;
-  double load_seconds() const { return load_seconds_; }
   /// The samples `indices` (int64, any device) as a batch on the training device.
   Batch gather(const at::Tensor& indices) const;
   /// A Feed over this cache; the cache must outlive it. It gathers `batches_per_gather` batches at
@@ -79,7 +82,6 @@ class DeviceCache {
   TensorDataset set_;
   CacheMode mode_;
   c10::Device device_;
-  double load_seconds_ = 0;
 };
 
 }  // namespace gputrain::data

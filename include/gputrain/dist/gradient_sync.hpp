@@ -65,6 +65,7 @@ class GradientSync {
 
   /// Bucket sizes in parameters, first bucket first (tests and logs).
   std::vector<std::int64_t> bucket_parameter_counts() const;
+  /// What the synchronisation has cost so far.
   SyncFigures figures() const;
 
  private:

@@ -64,6 +64,7 @@ class GradScaler {
 
   /// scale, growth tracker and skip count, for checkpoints.
   NamedTensors state() const;
+  /// Restores what state() saved.
   void load_state(const NamedTensors& state);
 
  private:

@@ -68,6 +68,7 @@ struct FitResult {
   std::int64_t buckets_sent_in_backward = 0;  ///< of all steps' buckets, those started while backward ran
   double gradient_wait_seconds = 0;       ///< time steps waited for their all-reduces after backward
   std::optional<double> communication_seconds;  ///< the gradient all-reduces' own time (MPI can tell)
+  std::optional<double> communication_hidden_share;  ///< of that time, the share hidden behind backward
   std::string run_dir;
   std::string last_checkpoint;            ///< empty when none was written
   std::string weights_path;               ///< model.safetensors (after a complete run)

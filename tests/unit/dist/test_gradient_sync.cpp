@@ -178,3 +178,19 @@ TEST(GradientSync, DiscardBeforeAnyBucketLeftAllowsARetryButNotAfter) {
     EXPECT_NE(std::string(e.what()).find("step 4"), std::string::npos) << e.what();
   }
 }
+
+// The done line's "N% hidden behind backward": the share of the all-reduces' own time that steps
+// did not wait for; unknown when the engine cannot time its all-reduces (NCCL's run on the GPU).
+TEST(SyncFigures, HiddenShareIsTheCommunicationTimeStepsDidNotWaitFor) {
+  SyncFigures figures;
+  figures.wait_seconds = 0.25;
+  EXPECT_FALSE(figures.hidden_share().has_value()) << "no communication time: nothing to compare with";
+  figures.communication_seconds = 0.0;
+  EXPECT_FALSE(figures.hidden_share().has_value());
+  figures.communication_seconds = 1.0;
+  EXPECT_DOUBLE_EQ(*figures.hidden_share(), 0.75);
+  figures.wait_seconds = 2.0;  // waits include the other ranks' lateness: never below none hidden
+  EXPECT_DOUBLE_EQ(*figures.hidden_share(), 0.0);
+  figures.wait_seconds = 0.0;
+  EXPECT_DOUBLE_EQ(*figures.hidden_share(), 1.0);
+}
