@@ -1,5 +1,9 @@
-// The console: a progress bar redrawn in place on a terminal, or plain lines for logs and CI.
+// The console: a progress bar redrawn in place on a terminal, or plain lines for logs and CI; and
+// a watch that says so when a step (or a validation, a checkpoint) runs long without a line.
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "gputrain/train/metrics.hpp"
 #include "human_lines.hpp"
@@ -7,14 +11,20 @@
 namespace gputrain::train {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 class ConsoleSink final : public MetricSink {
  public:
-  ConsoleSink(bool bar, std::ostream& out) : bar_(bar), out_(out) {}
+  ConsoleSink(bool bar, std::ostream& out, std::chrono::milliseconds quiet) : bar_(bar), out_(out), quiet_(quiet) {}
+  ~ConsoleSink() override { stop_watch(); }
+
   void on_start(const RunInfo& info) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     info_ = info;
     out_ << header_line(info) << "\n";
   }
   void on_step(const StepMetrics& m) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (!bar_) {
       out_ << step_line(m, info_.total_steps) << "\n";
       return;
@@ -36,7 +46,18 @@ class ConsoleSink final : public MetricSink {
   void on_epoch(const EpochMetrics& m) override { print(epoch_line(m, info_.epochs, info_.show_balanced_accuracy)); }
   void on_oom(const memory::OomEvent& e) override { print(oom_line(e)); }
   void on_note(const std::string& note) override { print(note); }
+  void on_work(const std::string& what) override {
+    if (quiet_.count() <= 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    work_ = what;
+    work_start_ = Clock::now();
+    next_say_ = quiet_;
+    // Started by the first work, so a sink that is only written to (evaluation's) has no thread.
+    if (!watch_.joinable()) watch_ = std::thread([this] { watch(); });
+  }
   void on_end() override {
+    stop_watch();
+    std::lock_guard<std::mutex> lock(mutex_);
     if (bar_drawn_) out_ << "\n";
     bar_drawn_ = false;
   }
@@ -44,21 +65,57 @@ class ConsoleSink final : public MetricSink {
  private:
   // A line of its own, leaving the bar to be redrawn below it.
   void print(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    print_locked(line);
+  }
+  void print_locked(const std::string& line) {
     if (bar_drawn_) out_ << "\r\x1b[K";
     out_ << line << "\n" << std::flush;
     bar_drawn_ = false;
   }
+
+  // Looks a few times per `quiet` (at most once a second) whether the work has run past its next
+  // mark; the marks double, so a step of an hour says so about seven times, not a hundred.
+  void watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const auto tick = std::clamp<std::chrono::milliseconds>(quiet_ / 4, std::chrono::milliseconds(1), std::chrono::seconds(1));
+    while (!wake_.wait_for(lock, tick, [&] { return stopping_; })) {
+      const auto ran = Clock::now() - work_start_;
+      if (work_.empty() || ran < next_say_) continue;
+      print_locked(work_ + " still running: " + format_duration(std::chrono::duration<double>(ran).count()) + " so far");
+      while (next_say_ <= ran) next_say_ *= 2;
+    }
+  }
+  void stop_watch() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+      work_.clear();
+    }
+    wake_.notify_all();
+    if (watch_.joinable()) watch_.join();
+    stopping_ = false;  // a sink's run may start again (the trainer's fit() once more)
+  }
+
   bool bar_;
   std::ostream& out_;
+  const std::chrono::milliseconds quiet_;
   RunInfo info_;
   bool bar_drawn_ = false;
+  std::mutex mutex_;  // the watch prints from its own thread
+  std::condition_variable wake_;
+  std::thread watch_;
+  bool stopping_ = false;
+  std::string work_;
+  Clock::time_point work_start_;
+  Clock::duration next_say_{};
 };
 
 }  // namespace
 
-std::unique_ptr<MetricSink> make_console_sink(const std::string& mode, std::ostream& out) {
+std::unique_ptr<MetricSink> make_console_sink(const std::string& mode, std::ostream& out, std::chrono::milliseconds quiet) {
   if (mode == "off") return std::make_unique<MetricSink>();
-  return std::make_unique<ConsoleSink>(mode == "bar", out);
+  return std::make_unique<ConsoleSink>(mode == "bar", out, quiet);
 }
 
 }  // namespace gputrain::train

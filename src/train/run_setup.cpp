@@ -147,10 +147,14 @@ RunData open_data(Config& config, bool evaluating) {
   note(scale_targets(config, *out.sources.train, out.transform));
   if (d.task == "classification") {
     const auto& weights = config.train.class_weights;
-    const auto balance = class_balance_note(out.sources, config.data.classes.value_or(0), weights.any());
-    out.unbalanced_classes = !balance.empty();
-    note(balance);
-    note(unseen_classes_note(out.sources, config.data.classes.value_or(0)));
+    // Notes on how the user's classes fall; synthetic classes fall as the generator drew them (a
+    // thousand classes of a dozen samples each are uneven by chance), which no one can act on.
+    if (d.source != "synthetic") {
+      const auto balance = class_balance_note(out.sources, config.data.classes.value_or(0), weights.any());
+      out.unbalanced_classes = !balance.empty();
+      note(balance);
+      note(unseen_classes_note(out.sources, config.data.classes.value_or(0)));
+    }
     out.class_weights = resolve_class_weights(weights, *out.sources.train, config.data.classes.value_or(0));
     note(class_weights_note(out.class_weights, weights, out.sources.class_names, config.checkpoint.best_metric,
                             out.sources.val != nullptr));

@@ -146,6 +146,7 @@ void Trainer::State::checkpoint() {
     last_saved_step = progress.step;
     return;
   }
+  working_on("writing the checkpoint of step " + std::to_string(progress.step));
   last_checkpoint = refused_saves_explained([&] { return store->save(parts(), progress, config_yaml); });
   last_saved_step = progress.step;
   note("checkpoint written: " + last_checkpoint);
@@ -234,6 +235,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
     // A rank whose shard is through keeps joining the steps (with no samples) until all are.
     while ((progress.position < n || distributed) && progress.step < total_steps) {
       if (options.before_batch) options.before_batch();
+      working_on("step " + std::to_string(progress.step + 1) + " of " + std::to_string(total_steps));
       const auto data_start = Clock::now();
       auto fed = progress.position < n ? placement.train_feed->next() : std::nullopt;
       const double data_seconds = seconds_since(data_start);
@@ -349,6 +351,7 @@ void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
         if (ranks.writer())
           paused([&] {
             progress.trained_seconds = trained_seconds();
+            working_on("writing best.pt");
             note("best " + config.checkpoint.best_metric + " so far: " + metric_text(config.checkpoint.best_metric, *value) + " -> " +
                  refused_saves_explained([&] { return store->save_best(parts(), progress, config_yaml); }));
           });
@@ -522,6 +525,7 @@ FitResult Trainer::fit() {
                          " of " + std::to_string(s.total_steps) + "; checkpoint " + result.last_checkpoint);
     if (ended_early) s.restore_best_weights(result, early_stop.metric);
     result.weights_path = (fs::path(s.config.logging.dir) / "model.safetensors").string();
+    s.working_on("writing " + result.weights_path);
     try {
       data::write_safetensors(result.weights_path, s.model->named_state(), weights_metadata(s.config, s.data, s.model->name()));
     } catch (const Error& e) {  // the disk refused it; the last checkpoint, written just before, holds the same weights

@@ -327,7 +327,7 @@ void Trainer::State::make_sinks(std::int64_t start_step) {
   std::ostream& console = options.console ? *options.console : std::cerr;
   std::string mode = config.logging.progress;
   if (mode == "auto") mode = options.console_is_terminal ? "bar" : "lines";
-  sinks.push_back(make_console_sink(mode, console));
+  sinks.push_back(make_console_sink(mode, console, options.console_quiet));
   // A run file the disk refuses says so where the user looks: the console and training.log.
   const SinkWarning warn = [this](const std::string& line) { note(line); };
   sinks.push_back(make_log_file_sink((dir / "training.log").string(), warn));

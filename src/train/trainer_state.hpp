@@ -95,6 +95,10 @@ struct Trainer::State {
   void note(const std::string& line) {
     for (auto& s : sinks) s->on_note(line);
   }
+  // What the run starts on now: the console says it is still running when it runs long.
+  void working_on(const std::string& what) {
+    for (auto& s : sinks) s->on_work(what);
+  }
   // training.log is often all that is kept of a batch job: the error that ends a run goes there
   // too, with its fix, before the sinks close. The command still prints it as "error:".
   void end_with_failure(const std::exception& e) {

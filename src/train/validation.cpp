@@ -16,6 +16,7 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
   m.train_loss = train_loss;
   m.seconds = seconds;
   if (!placement.val_feed) return m;
+  working_on("validation after epoch " + std::to_string(epoch + 1));
   // Gradients keep the ranks' parameters identical, but batch-norm running statistics are updated
   // from each rank's own samples. Every rank validates with rank 0's, as PyTorch DDP's
   // broadcast_buffers does at each forward: so the figures describe the model rank 0 saves (best.pt,

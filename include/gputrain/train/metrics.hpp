@@ -2,6 +2,7 @@
 // What the trainer reports, and the sinks it reports to (console, metrics.jsonl, training.log,
 // TensorBoard). Sinks only format and write; they never change the run.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -86,6 +87,9 @@ class MetricSink {
   /// How the run ended (final weights written, interrupted): for the record (training.log). The
   /// caller reports the outcome from FitResult, so the console does not say it twice.
   virtual void on_outcome(const std::string&) {}
+  /// What the run starts on now ("step 3 of 500", "validation after epoch 2"), before work that
+  /// may take long: the console says it is still running when it runs long without a line.
+  virtual void on_work(const std::string&) {}
   virtual void on_end() {}
 };
 
@@ -100,8 +104,11 @@ std::unique_ptr<MetricSink> make_jsonl_sink(const std::string& path, SinkWarning
 std::unique_ptr<MetricSink> make_tensorboard_sink(const std::string& dir, SinkWarning warn = {});
 /// Human lines (header, steps, epochs, notes) appended to a file: training.log.
 std::unique_ptr<MetricSink> make_log_file_sink(const std::string& path, SinkWarning warn = {});
-/// A redrawn progress bar (bar) or one line per report (lines) on `out`.
-std::unique_ptr<MetricSink> make_console_sink(const std::string& mode, std::ostream& out);
+/// A redrawn progress bar (bar) or one line per report (lines) on `out`. Work (MetricSink::on_work)
+/// that runs `quiet` without a line is said to be still running, again each time its time doubles
+/// (30 s, 1 min, 2 min, ...): a ResNet-50 step on a CPU takes minutes, and silence looks like a hang.
+std::unique_ptr<MetricSink> make_console_sink(const std::string& mode, std::ostream& out,
+                                              std::chrono::milliseconds quiet = std::chrono::seconds(30));
 
 /// "12.3 MiB"-style memory, "1:02:03"-style durations: shared by the human sinks.
 std::string format_duration(double seconds);

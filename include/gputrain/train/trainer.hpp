@@ -2,6 +2,7 @@
 // train::Trainer: the training loop of `gputrain train`: mixed precision, gradient accumulation
 // and clipping, validation, metrics, atomic checkpoints, exact resume, a clean stop on SIGTERM.
 
+#include <chrono>
 #include <functional>
 #include <iosfwd>
 #include <memory>
@@ -78,6 +79,9 @@ struct FitResult {
 struct TrainerOptions {
   std::ostream* console = nullptr;              ///< progress and notes; nullptr: std::cerr
   bool console_is_terminal = false;             ///< progress `auto` draws a bar only on a terminal
+  /// A step, validation or checkpoint that runs this long without a line is said to be still
+  /// running on the console (again at twice, four times, ... as long); tests shorten it.
+  std::chrono::milliseconds console_quiet = std::chrono::seconds(30);
   std::function<void(std::int64_t step)> after_step;  ///< called after every optimizer step (tests)
   std::function<void()> before_batch;  ///< called just before the loop asks its feed for a training batch (profile --step)
   std::function<void(const data::Batch& batch)> on_batch;  ///< called with each training batch before its step (tests)

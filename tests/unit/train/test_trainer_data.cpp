@@ -281,6 +281,18 @@ TEST(TrainerData, AValidationClassNoTrainingLabelHasIsNoted) {
   fs::remove(val);
 }
 
+// Synthetic classes fall as the generator drew them: with a thousand classes of about a dozen
+// samples each they are uneven by chance and some validation class is missing from training,
+// and notes on that would advise the user to reweigh data they did not make.
+TEST(TrainerData, SyntheticClassesGetNoNotesOnTheirBalance) {
+  auto config = data_run("synthetic-balance", {"data.shape=[4]", "data.classes=1000", "data.samples=12800", "data.val_samples=1280"});
+  const auto data = open_data(config);
+  const auto notes = core::join(data.data_notes, "\n");
+  EXPECT_EQ(notes.find("unbalanced"), std::string::npos) << notes;
+  EXPECT_EQ(notes.find("no training label has"), std::string::npos) << notes;
+  EXPECT_FALSE(data.unbalanced_classes);
+}
+
 // The error of a Trainer built with a stop already requested (the stop cleared again after).
 static Error stopped_setup(const Config& config) {
   core::request_stop();

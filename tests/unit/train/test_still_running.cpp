@@ -1,0 +1,94 @@
+// What the console says when a step, a validation or a checkpoint runs long without a line: a
+// ResNet-50 step on a CPU takes minutes, and a run that says nothing for them looks hung.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "gputrain/train/metrics.hpp"
+#include "gputrain/train/trainer.hpp"
+#include "support/quiet_trainer.hpp"
+#include "support/small_run.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+using namespace std::chrono_literals;
+
+namespace {
+
+RunInfo info() {
+  RunInfo i;
+  i.run_dir = "runs/x";
+  i.model = "mlp";
+  i.device = "cpu";
+  i.precision = "fp32";
+  i.total_steps = 100;
+  i.steps_per_epoch = 50;
+  i.epochs = 2;
+  i.batch_size = 32;
+  return i;
+}
+
+int count(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+  return n;
+}
+
+}  // namespace
+
+// Said at the quiet time and again at each doubling of it (20, 40, 80, 160 ms here), not at every
+// look the watch takes; on_end stops the watch.
+TEST(StillRunning, WorkThatRunsLongIsSaidAtEachDoublingOfTheQuietTime) {
+  std::ostringstream out;
+  auto sink = make_console_sink("lines", out, 20ms);
+  sink->on_start(info());
+  sink->on_work("step 3 of 100");
+  std::this_thread::sleep_for(300ms);
+  sink->on_end();
+  const auto text = out.str();
+  const int said = count(text, "step 3 of 100 still running: 0:00 so far\n");
+  EXPECT_GE(said, 1) << text;
+  EXPECT_LE(said, 5) << text;
+}
+
+// Work that ends within the quiet time says nothing; the next work starts the count again, and a
+// line over the bar clears it first.
+TEST(StillRunning, WorkThatEndsInTimeSaysNothingAndTheBarIsClearedFirst) {
+  std::ostringstream quick;
+  auto sink = make_console_sink("lines", quick, 10s);
+  sink->on_start(info());
+  sink->on_work("validation after epoch 1");
+  sink->on_work("step 51 of 100");
+  sink->on_end();
+  EXPECT_EQ(quick.str().find("still running"), std::string::npos) << quick.str();
+
+  std::ostringstream bar;
+  auto bar_sink = make_console_sink("bar", bar, 20ms);
+  bar_sink->on_start(info());
+  StepMetrics m;
+  m.step = 50;
+  bar_sink->on_step(m);
+  bar_sink->on_work("writing the checkpoint of step 50");
+  std::this_thread::sleep_for(100ms);
+  bar_sink->on_end();
+  EXPECT_NE(bar.str().find("\r\x1b[Kwriting the checkpoint of step 50 still running"), std::string::npos) << bar.str();
+}
+
+// The trainer names each step as it starts it: a slow one is said to be still running, by number.
+TEST(StillRunning, ASlowTrainingStepIsNamedWhileItRuns) {
+  auto options = test_support::quiet_trainer();
+  std::ostringstream console;
+  options.console = &console;
+  options.console_quiet = 50ms;
+  int batches = 0;
+  options.on_batch = [&](const data::Batch&) {
+    if (++batches == 2) std::this_thread::sleep_for(300ms);
+  };
+  auto config = test_support::small_run("still-running", {"logging.progress=lines", "train.epochs=1"});
+  Trainer trainer(config, options);
+  trainer.fit();
+  EXPECT_NE(console.str().find("step 2 of 6 still running: 0:00 so far"), std::string::npos) << console.str();
+}
