@@ -18,4 +18,10 @@ std::string unusable_path_text(const std::string& path, const std::string& other
 /// unpacked yet) the command that unpacks it; else `fix`.
 UsageError not_a_folder(const std::string& path, const std::string& fix);
 
+/// The fix for a features .npy given without its labels' file (`key`: data.labels or
+/// data.val_labels): the labels file beside `features` when its name gives it away (x_train.npy
+/// -> y_train.npy, features.npy -> labels.npy, or y.npy, labels.npy, targets.npy), else the other
+/// .npy files beside it (a few), else the key's form.
+std::string npy_labels_fix(const std::string& key, const std::string& features);
+
 }  // namespace gputrain::data

@@ -15,6 +15,7 @@
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/device/system_info.hpp"
 #include "image_folder.hpp"
+#include "path_text.hpp"
 
 namespace gputrain::data {
 namespace fs = std::filesystem;
@@ -147,12 +148,14 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
   if (spec.path.empty()) throw UsageError("data.source " + spec.source + " needs data.path", "set data.path to the dataset's file or folder");
   if (spec.source == "npy") {
     const auto labels = one_label(spec);
-    if (labels.empty()) throw UsageError("data.source npy needs data.labels: the .npy file of the labels", "set data.labels: path/to/labels.npy");
+    if (labels.empty()) throw UsageError("data.source npy needs data.labels: the .npy file of the labels", npy_labels_fix("data.labels", spec.path));
+    // Said before any file is read: the features may take a while.
+    if (!spec.val_path.empty() && spec.val_labels.empty())
+      throw UsageError("data.val_path is set but data.val_labels is not", npy_labels_fix("data.val_labels", spec.val_path));
     p.train = normalise({read_npy(spec.path), read_for("data.labels", [&] { return read_npy(labels); })}, classification,
                         "'" + spec.path + "' with '" + labels + "'");
     p.train_name = base(spec.path);
     if (!spec.val_path.empty()) {
-      if (spec.val_labels.empty()) throw UsageError("data.val_path is set but data.val_labels is not", "set data.val_labels to the validation labels' .npy file");
       p.val = read_for("data.val_path", [&] {
         return normalise({read_npy(spec.val_path), read_for("data.val_labels", [&] { return read_npy(spec.val_labels); })},
                          classification, "'" + spec.val_path + "' with '" + spec.val_labels + "'");

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "gputrain/core/error.hpp"
 #include "gputrain/data/sources.hpp"
 #include "support/scratch_folder.hpp"
 
@@ -59,4 +60,49 @@ TEST(SourceForPath, FoldersAreToldByWhatTheyHold) {
   EXPECT_EQ(source_for_path(folder(s.path, "parts")), "csv");
   EXPECT_EQ(source_for_path((s.path / "parts" / "part-*.csv").string()), "csv");
   EXPECT_EQ(source_for_path((s.path / "parts" / "*.npy").string()), "") << "a pattern that matches no CSV file";
+}
+
+// A features .npy given without its labels: the fix names the labels file beside it when its name
+// gives it away (X_train.npy / y_train.npy, features.npy / labels.npy, y.npy), else lists the
+// other arrays there. The files need not be read: the error comes first.
+TEST(NpyLabels, TheFixNamesTheLabelsFileBesideTheFeatures) {
+  ScratchFolder s("npy-labels");
+  // `val_features`: the training labels are given, the validation labels not.
+  const auto fix_for = [](const std::string& features, const std::string& val_features = "") {
+    gputrain::data::SourceSpec spec;
+    spec.source = "npy";
+    spec.path = features;
+    if (!val_features.empty()) spec.labels = {features};
+    spec.val_path = val_features;
+    try {
+      gputrain::data::open_sources(spec);
+    } catch (const gputrain::UsageError& e) {
+      return e.remedy();
+    }
+    return std::string("no error");
+  };
+  const auto pairs = folder(s.path, "pairs");
+  file(pairs, "X_train.npy");
+  file(pairs, "y_train.npy");
+  file(pairs, "X_test.npy");
+  file(pairs, "y_test.npy");
+  EXPECT_EQ(fix_for(pairs + "/X_train.npy"), "set data.labels: " + pairs + "/y_train.npy (beside X_train.npy)");
+  const auto named = folder(s.path, "named");
+  file(named, "features.npy");
+  file(named, "labels.npy");
+  EXPECT_EQ(fix_for(named + "/features.npy"), "set data.labels: " + named + "/labels.npy (beside features.npy)");
+  const auto usual = folder(s.path, "usual");
+  file(usual, "pixels.npy");
+  file(usual, "y.npy");
+  EXPECT_EQ(fix_for(usual + "/pixels.npy"), "set data.labels: " + usual + "/y.npy (beside pixels.npy)");
+  const auto unclear = folder(s.path, "unclear");
+  file(unclear, "a.npy");
+  file(unclear, "c.npy");
+  file(unclear, "b.npy");
+  EXPECT_EQ(fix_for(unclear + "/a.npy"), "set data.labels to the labels' .npy file; beside a.npy there are b.npy, c.npy");
+  const auto alone = folder(s.path, "alone");
+  file(alone, "x.npy");
+  EXPECT_EQ(fix_for(alone + "/x.npy"), "set data.labels: path/to/labels.npy");
+  // The validation features' labels, beside them.
+  EXPECT_EQ(fix_for(pairs + "/X_train.npy", pairs + "/X_test.npy"), "set data.val_labels: " + pairs + "/y_test.npy (beside X_test.npy)");
 }
