@@ -21,6 +21,7 @@
 #include "gputrain/train/trainer.hpp"
 #include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
+#include "support/scratch_folder.hpp"
 #include "support/small_run.hpp"
 
 using namespace gputrain;
@@ -396,7 +397,8 @@ TEST(Trainer, Fp16MixedOnTheCpuIsNotedAsSlow) {
 
 // A file where the run's folder (or one above it) would go is named, not "Not a directory".
 TEST(Trainer, AFileWhereTheRunFolderGoesIsNamed) {
-  const auto file = fs::temp_directory_path() / "gputrain-a-file-for-a-run-folder";
+  test_support::ScratchFolder scratch("file-where-the-run-folder-goes");  // its own: tests run side by side
+  const auto file = scratch.path / "a-file";
   std::ofstream(file) << "x";
   for (const auto& dir : {file, file / "run"}) {
     try {
@@ -408,7 +410,6 @@ TEST(Trainer, AFileWhereTheRunFolderGoesIsNamed) {
           << e.what();
     }
   }
-  fs::remove(file);
 }
 
 // model.init_weights starts a new run from a finished run's model.safetensors or from a gputrain
@@ -508,7 +509,8 @@ TEST(Trainer, StandardizeRefusesSamplesThatAreNeitherVectorsNorImages) {
 // An unwritable run or checkpoint folder stops the run before its first step, naming the key: a
 // run must not train for an hour and then fail to save.
 TEST(Trainer, UnwritableFoldersStopTheRunBeforeItStarts) {
-  const auto file = fs::temp_directory_path() / "gputrain-a-file-for-a-run-folder";
+  test_support::ScratchFolder scratch("unwritable-run-folders");
+  const auto file = scratch.path / "a-file";
   std::ofstream(file) << "not a folder";
   for (const auto& [key, setting] : {std::pair<std::string, std::string>{"logging.dir", "logging.dir=" + file.string()},
                                      {"checkpoint.dir", "checkpoint.dir=" + (file / "checkpoints").string()}}) {
@@ -520,7 +522,6 @@ TEST(Trainer, UnwritableFoldersStopTheRunBeforeItStarts) {
       EXPECT_EQ(std::string(e.what()).rfind(key + ": ", 0), 0u) << e.what();
     }
   }
-  fs::remove(file);
 }
 
 TEST(Trainer, MaxStepsStopsEarly) {
