@@ -242,15 +242,16 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
     if (!seen.insert(name).second)
       throw UsageError(at + ": '" + key + "' is set twice in the same mapping", "keep one of the two lines");
     if (is_extension_key(prefix, name)) return;
+    const std::string value_at = where(origin, entry.second.Mark());
     if (const Field* field = find_field(key)) {
-      field->assign(config, FieldValue{entry.second, where(origin, entry.second.Mark()), key});
-      given[key] = where(origin, entry.second.Mark());
-      if (paths && is_input_path_key(key)) (*paths)[key] = {origin, where(origin, entry.second.Mark())};
+      field->assign(config, FieldValue{entry.second, value_at, key});
+      given[key] = value_at;
+      if (paths && is_input_path_key(key)) (*paths)[key] = {origin, value_at};
     } else if (is_section(key)) {
       if (entry.second.IsNull()) return;  // "logging:" with nothing under it
       if (const Field* name_field = shorthand_field(key); name_field && entry.second.IsScalar()) {  // "device: cuda"
-        name_field->assign(config, FieldValue{entry.second, where(origin, entry.second.Mark()), key + ".name"});
-        given[key + ".name"] = where(origin, entry.second.Mark());
+        name_field->assign(config, FieldValue{entry.second, value_at, key + ".name"});
+        given[key + ".name"] = value_at;
         return;
       }
       if (!entry.second.IsMap())

@@ -101,6 +101,7 @@ void check_path_beside_config(const Config& config, const std::string& key, cons
 
 void tell_data_source(Config& config, const std::string& path_origin) {
   const std::string& path = config.data.path;
+  if (path.empty()) return;  // set back to none (`--set data.path=`): synthetic, as by default
   const std::string told = data::source_for_path(path);
   if (!told.empty()) {
     config.data.source = told;

@@ -111,6 +111,7 @@ TEST(Config, APathWithoutASourceIsReadAsTheFormatItNames) {
   EXPECT_EQ(load_config({{yaml}, {}, ""}).data.source, "npz") << "the source given is kept, whatever the path's name says";
   EXPECT_EQ(load_config({{yaml}, {"data.path=" + at("x.npy")}, ""}).data.source, "npz");
   EXPECT_EQ(load_config({{}, {}, ""}).data.source, "synthetic") << "no path: the default";
+  EXPECT_EQ(load_config({{}, {"data.path=" + at("x.csv"), "data.path="}, ""}).data.source, "synthetic") << "a path set back to none";
 
   const auto unknown = error_of({{}, {"data.path=" + at("weights.bin")}, ""});
   EXPECT_NE(unknown.find("--set data.path=" + at("weights.bin") + ": cannot tell the format of '" + at("weights.bin") +
