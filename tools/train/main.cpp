@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
                "130 interrupted after a checkpoint.\n\n"
                "Examples:\n"
                "  gputrain train configs/quickstart.yaml\n"
+               "  gputrain train --set data.path=X_train.npy --set data.labels=y_train.npy   (no config: the format told by the path)\n"
                "  gputrain train configs/resnet18-cifar.yaml --set train.precision=bf16-mixed --set train.max_steps=500\n"
                "  gputrain train configs/mlp.yaml --set train.batch_size=auto --max-memory 2GiB\n"
                "  gputrain train configs/mlp.yaml --print-config\n"
