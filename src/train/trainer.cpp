@@ -137,11 +137,14 @@ std::string Trainer::State::refused_saves_explained(const std::function<std::str
 }
 
 void Trainer::State::checkpoint() {
-  if (progress.step == last_saved_step) return;
-  progress.trained_seconds = trained_seconds();
   // Ranks stop together once one rank's clock is up; this rank's may be a little short of the
-  // limit, and a checkpoint that said so would have a rerun take one more step.
+  // limit, and a checkpoint that said so would have a rerun take one more step. So the step's
+  // checkpoint is written again when the time limit ended the run after it was saved (at an
+  // epoch's end or checkpoint.every_steps, just before the ranks agreed the time was up).
+  if (progress.step == last_saved_step && last_saved_time_limit == time_limit_agreed) return;
+  progress.trained_seconds = trained_seconds();
   if (time_limit_agreed) progress.trained_seconds = std::max(progress.trained_seconds, config.train.max_time);
+  last_saved_time_limit = time_limit_agreed;
   if (!ranks.writer()) {  // every rank holds the same state; rank 0's file serves all on resume
     last_saved_step = progress.step;
     return;

@@ -73,6 +73,7 @@ struct Trainer::State {
   TrainingProgress progress;
   std::int64_t micro_batch = 0, effective_batch = 0, steps_per_epoch = 0, total_steps = 0, num_workers = 0;
   std::int64_t last_saved_step = -1;
+  bool last_saved_time_limit = false;  // that checkpoint recorded the whole train.max_time as used
   // train.max_time counts the time of fit() calls, those of the runs before a resume included
   // (as their checkpoints recorded it): what this process's fit() started from, and when.
   double trained_before = 0;

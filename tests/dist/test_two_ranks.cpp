@@ -260,9 +260,11 @@ TEST(TwoRanks, AStopOnOneRankStopsBothAndTheResumeContinuesExactly) {
 
 // train.max_time ends both ranks when the first rank's clock is up. Rank 0 starts 0.6 s after
 // rank 1 here, so its own clock is short of the limit then: the checkpoint it writes must still
-// say the time is used up, or the same command would train one more step.
+// say the time is used up, or the same command would train one more step. A checkpoint every
+// step means the last step is always saved before the ranks agree the time is up (as at an
+// epoch's end), so the end's checkpoint rewrites it with the whole budget.
 TEST(TwoRanks, TheCheckpointOfARunEndedByTheTimeLimitRecordsAllOfIt) {
-  const auto config = run("time-limit", {"train.max_time=1s", "train.epochs=100000"});
+  const auto config = run("time-limit", {"train.max_time=1s", "train.epochs=100000", "checkpoint.every_steps=1"});
   Trainer trainer(config, test_support::quiet_trainer());
   if (my_rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(600));
   const auto result = trainer.fit();
