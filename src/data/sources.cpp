@@ -276,11 +276,17 @@ Sources open_unchecked(const SourceSpec& spec) {
   Sources out;
   if (spec.source == "synthetic") {
     refuse_synthetic_beyond_ram(spec);
-    const auto train = make_synthetic(spec.synthetic, spec.samples, 0);
+    const auto told = [&spec](const std::string& set) -> SyntheticProgress {
+      if (!spec.synthetic_progress) return {};
+      return [&spec, set](const std::string& doing, std::int64_t done, std::int64_t total) {
+        spec.synthetic_progress(doing + " the synthetic " + set + " set", done, total);
+      };
+    };
+    const auto train = make_synthetic(spec.synthetic, spec.samples, 0, told("training"));
     out.train = make_array_dataset(train, "synthetic " + spec.task + " (" + core::counted(spec.samples, "sample") + ")", "synthetic");
     if (spec.val_samples > 0)
-      out.val = make_array_dataset(make_synthetic(spec.synthetic, spec.val_samples, 1), "synthetic validation (" + core::counted(spec.val_samples, "sample") + ")",
-                                   "synthetic validation");
+      out.val = make_array_dataset(make_synthetic(spec.synthetic, spec.val_samples, 1, told("validation")),
+                                   "synthetic validation (" + core::counted(spec.val_samples, "sample") + ")", "synthetic validation");
     out.classes = classification ? spec.synthetic.outputs : 0;
     return out;
   }

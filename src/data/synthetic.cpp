@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "synthetic_teacher.hpp"
 
@@ -84,36 +85,63 @@ at::Tensor SyntheticTeacher::responses(const at::Tensor& inputs) const {  // [n,
   return at::conv2d(coarse_images(inputs), filters_).flatten(2).transpose(1, 2);
 }
 
-at::Tensor SyntheticTeacher::raw_features(const at::Tensor& inputs) const {
+at::Tensor SyntheticTeacher::raw_features(const at::Tensor& inputs, const std::function<void(std::int64_t)>& labelled) const {
   // In chunks of about 64 MiB of responses: a whole image set at once would need 16 feature maps
   // per image.
   const auto positions = responses(inputs.narrow(0, 0, std::min<std::int64_t>(1, inputs.size(0)))).size(1);
   const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / (positions * kViewFeatures * 4));
   std::vector<at::Tensor> parts;
-  for (std::int64_t start = 0; start < inputs.size(0); start += chunk)
+  for (std::int64_t start = 0; start < inputs.size(0); start += chunk) {
     parts.push_back(responses(inputs.narrow(0, start, std::min(chunk, inputs.size(0) - start))).relu().mean(1));
+    if (labelled) labelled(std::min(start + chunk, inputs.size(0)));
+  }
   return parts.empty() ? at::zeros({0, kViewFeatures}) : at::cat(parts);
 }
 
-at::Tensor SyntheticTeacher::features(const at::Tensor& inputs) const {
+at::Tensor SyntheticTeacher::features(const at::Tensor& inputs, const std::function<void(std::int64_t)>& labelled) const {
   if (!filters_.defined()) return inputs.reshape({inputs.size(0), -1});
-  return (raw_features(inputs) - mean_) / scale_;
+  return (raw_features(inputs, labelled) - mean_) / scale_;
 }
 
-at::Tensor SyntheticTeacher::targets(const at::Tensor& inputs) const {
-  const auto projected = features(inputs).matmul(map_);
+at::Tensor SyntheticTeacher::targets(const at::Tensor& inputs, const std::function<void(std::int64_t)>& labelled) const {
+  const auto projected = features(inputs, labelled).matmul(map_);
   return task_ == "classification" ? (projected - offsets_).argmax(1) : projected;
 }
 
 // The seeds and the order of the draws are part of the data's definition (bench/train_vs_pytorch.py
 // rebuilds the same tensors in Python): the teacher from `seed`, split k's inputs from `seed + 1 + k`.
-TensorDataset make_synthetic(const SyntheticSpec& spec, std::int64_t samples, int split) {
-  auto input_gen = at::make_generator<at::CPUGeneratorImpl>(spec.seed + 1 + static_cast<std::uint64_t>(split));
+void fill_standard_normal(at::Tensor& out, at::Generator& gen, std::int64_t chunk_samples, const std::function<void(std::int64_t)>& filled) {
+  const std::int64_t samples = out.size(0);
+  const std::int64_t per_sample = samples > 0 ? out.numel() / samples : 0;
+  if (per_sample == 0) return;
+  // The fewest samples whose values are a multiple of 16, and chunks of a multiple of them.
+  const std::int64_t step = 16 / std::gcd<std::int64_t>(per_sample, 16);
+  const std::int64_t chunk = std::max<std::int64_t>(1, (chunk_samples + step - 1) / step) * step;
+  for (std::int64_t start = 0; start < samples;) {
+    std::int64_t n = std::min(chunk, samples - start);
+    const std::int64_t rest = samples - start - n;
+    if (rest > 0 && rest * per_sample < 16) n += rest;  // a last chunk of under 16 values would draw other ones
+    out.narrow(0, start, n).normal_(0.0, 1.0, gen);
+    start += n;
+    if (filled) filled(start);
+  }
+}
+
+TensorDataset make_synthetic(const SyntheticSpec& spec, std::int64_t samples, int split, const SyntheticProgress& progress) {
+  at::Generator input_gen = at::make_generator<at::CPUGeneratorImpl>(spec.seed + 1 + static_cast<std::uint64_t>(split));
   std::vector<std::int64_t> shape{samples};
   shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
   TensorDataset set;
-  set.inputs = at::randn(shape, input_gen);
-  set.targets = SyntheticTeacher(spec).targets(set.inputs);
+  set.inputs = at::empty(shape, at::kFloat);
+  // About 64 MiB a chunk: 14,000 ImageNet-sized samples (8 GiB) take a quarter of a minute.
+  const std::int64_t per_sample = std::max<std::int64_t>(1, set.inputs.numel() / std::max<std::int64_t>(1, samples));
+  const auto told = [&](const char* doing) {
+    return [&progress, doing, samples](std::int64_t done) {
+      if (progress) progress(doing, done, samples);
+    };
+  };
+  fill_standard_normal(set.inputs, input_gen, std::max<std::int64_t>(1, (std::int64_t{16} << 20) / per_sample), told("generating"));
+  set.targets = SyntheticTeacher(spec).targets(set.inputs, told("labelling"));
   return set;
 }
 

@@ -4,6 +4,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
+
 #include "gputrain/data/tensor_dataset.hpp"
 
 namespace gputrain::data {
@@ -21,12 +23,13 @@ class SyntheticTeacher {
   /// its features and balance the classes on (images and sequences), then the map.
   explicit SyntheticTeacher(const SyntheticSpec& spec);
 
-  /// inputs [n, spec.shape...] -> class ids [n] or regression targets [n, outputs].
-  at::Tensor targets(const at::Tensor& inputs) const;
+  /// inputs [n, spec.shape...] -> class ids [n] or regression targets [n, outputs]; `labelled` is
+  /// told the samples done so far, after each chunk (images and sequences).
+  at::Tensor targets(const at::Tensor& inputs, const std::function<void(std::int64_t)>& labelled = {}) const;
 
  private:
-  at::Tensor features(const at::Tensor& inputs) const;
-  at::Tensor raw_features(const at::Tensor& inputs) const;
+  at::Tensor features(const at::Tensor& inputs, const std::function<void(std::int64_t)>& labelled) const;
+  at::Tensor raw_features(const at::Tensor& inputs, const std::function<void(std::int64_t)>& labelled = {}) const;
   at::Tensor responses(const at::Tensor& inputs) const;
 
   std::string task_;
@@ -35,5 +38,12 @@ class SyntheticTeacher {
   at::Tensor map_;            // [features, outputs]
   at::Tensor offsets_;        // [outputs], subtracted before the argmax (zeros for vectors)
 };
+
+/// Fills `out` (contiguous float32, samples along dimension 0) with what at::randn(out.sizes(),
+/// gen) would draw, about `chunk_samples` samples at a time, telling `filled` the samples done
+/// after each. The values are at::randn's own: its CPU kernel draws every uniform first and turns
+/// them into normals 16 at a time (the last 16 again when the size is no multiple of 16), so chunks
+/// of a multiple of 16 values, and a last one of at least 16, draw and turn the same ones.
+void fill_standard_normal(at::Tensor& out, at::Generator& gen, std::int64_t chunk_samples, const std::function<void(std::int64_t)>& filled);
 
 }  // namespace gputrain::data

@@ -63,8 +63,8 @@ std::int64_t model_outputs(const Config& config) {
 
 namespace {
 
-// Long set-up work (a CSV's parse, the cache's fill) says how far it is every 5 s, and a stop
-// signal ends it there: no step has run, so there is nothing to resume.
+// Long set-up work (a CSV's parse, a large synthetic set, the cache's fill) says how far it is
+// every 5 s, and a stop signal ends it there: no step has run, so there is nothing to resume.
 class SetupProgress {
  public:
   // `doing`: "reading data.csv"; `amounts`: how far, e.g. "408.38 MiB of 1.28 GiB", made only
@@ -107,6 +107,10 @@ RunData open_data(Config& config, bool evaluating) {
   SetupProgress reading;  // a large CSV's parse takes a while
   spec.read_progress = [&reading](const std::string& path, std::uint64_t done, std::uint64_t total) {
     reading("reading " + path, done, total, [&] { return core::format_bytes(done) + " of " + core::format_bytes(total); });
+  };
+  spec.synthetic_progress = [&reading](const std::string& doing, std::int64_t done, std::int64_t total) {
+    reading(doing, static_cast<std::uint64_t>(done), static_cast<std::uint64_t>(total),
+            [&] { return std::to_string(done) + " of " + core::counted(total, "sample"); });
   };
   RunData out;
   const auto start = std::chrono::steady_clock::now();

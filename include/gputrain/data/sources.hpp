@@ -43,6 +43,9 @@ struct SourceSpec {
   /// class weights were measured on them), and val_path is the validation data.
   bool evaluate_on_val_path = false;
   ReadProgress read_progress;              ///< told how far a long parse (a large CSV) is; may throw to stop it
+  /// Told how far making a large synthetic set is ("generating the synthetic training set"); may
+  /// throw to stop it.
+  SyntheticProgress synthetic_progress;
 };
 
 struct Sources {

@@ -4,6 +4,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,13 @@ struct SyntheticSpec {
   std::uint64_t seed = 42;
 };
 
+/// Told how far make_synthetic is: `doing` ("generating", then "labelling"), and samples done of
+/// `total`; may throw to stop it.
+using SyntheticProgress = std::function<void(const std::string& doing, std::int64_t done, std::int64_t total)>;
+
 /// `samples` samples of split `split` (0 train, 1 validation), reproducible from the seed: the same
 /// values as Python's torch.randn(..., generator=torch.Generator().manual_seed(...)) would give.
-TensorDataset make_synthetic(const SyntheticSpec& spec, std::int64_t samples, int split);
+/// A large set is made a chunk at a time, telling `progress` after each.
+TensorDataset make_synthetic(const SyntheticSpec& spec, std::int64_t samples, int split, const SyntheticProgress& progress = {});
 
 }  // namespace gputrain::data

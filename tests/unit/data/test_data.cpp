@@ -1,8 +1,11 @@
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/epoch_sampler.hpp"
@@ -25,6 +28,35 @@ TEST(Synthetic, IsReproducibleAndSplitsShareTheTeacher) {
   EXPECT_EQ(a.targets.scalar_type(), at::kLong);
   EXPECT_GE(a.targets.min().item<std::int64_t>(), 0);
   EXPECT_LT(a.targets.max().item<std::int64_t>(), 5);
+}
+
+// A large set is drawn a chunk at a time (so that it can say how far it is): the values must stay
+// at::randn's own in one call, which is what bench/train_vs_pytorch.py rebuilds in Python. Shapes
+// whose samples are no multiple of 16 values, and chunks that would leave a last one under 16.
+TEST(Synthetic, DrawingInChunksGivesTheValuesOfOneCall) {
+  for (const auto& shape : std::vector<std::vector<std::int64_t>>{{100, 3}, {64, 10}, {33, 7}, {17, 1}, {7, 9}, {5, 2}, {1, 1}, {40, 3, 4, 4}}) {
+    for (const std::int64_t chunk : {1, 2, 3, 5, 8, 1000}) {
+      at::Generator one = at::make_generator<at::CPUGeneratorImpl>(5);
+      const auto expected = at::randn(shape, one);
+      at::Generator chunked = at::make_generator<at::CPUGeneratorImpl>(5);
+      auto drawn = at::empty(shape, at::kFloat);
+      std::vector<std::int64_t> told;
+      fill_standard_normal(drawn, chunked, chunk, [&](std::int64_t done) { told.push_back(done); });
+      EXPECT_TRUE(at::equal(drawn, expected)) << "shape " << c10::IntArrayRef(shape) << ", chunks of " << chunk;
+      ASSERT_FALSE(told.empty());
+      EXPECT_EQ(told.back(), shape[0]);
+    }
+  }
+  // make_synthetic tells its progress: the samples drawn, then the samples labelled.
+  std::vector<std::string> doing;
+  const auto set = make_synthetic({"classification", {3, 8, 8}, 5, 11}, 64, 0,
+                                  [&](const std::string& what, std::int64_t done, std::int64_t total) {
+                                    EXPECT_EQ(total, 64);
+                                    if (done == total) doing.push_back(what);
+                                  });
+  EXPECT_EQ(doing, (std::vector<std::string>{"generating", "labelling"}));
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(11 + 1);
+  EXPECT_TRUE(at::equal(set.inputs, at::randn({64, 3, 8, 8}, gen)));
 }
 
 TEST(Synthetic, RegressionTargetsHaveOneColumnPerOutput) {
