@@ -8,7 +8,6 @@
 #include <iostream>
 
 #include "gputrain/core/error.hpp"
-#include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/loader.hpp"
 #include "gputrain/device/gpu_info.hpp"
@@ -22,6 +21,7 @@
 #include "data_scale.hpp"
 #include "finite_data.hpp"
 #include "id_columns.hpp"
+#include "setup_progress.hpp"
 
 namespace gputrain::train {
 
@@ -61,30 +61,6 @@ std::int64_t model_outputs(const Config& config) {
   return config.data.task == "classification" ? config.data.classes.value_or(10) : config.data.outputs;
 }
 
-namespace {
-
-// Long set-up work (a CSV's parse, a large synthetic set, the cache's fill) says how far it is
-// every 5 s, and a stop signal ends it there: no step has run, so there is nothing to resume.
-class SetupProgress {
- public:
-  // `doing`: "reading data.csv"; `amounts`: how far, e.g. "408.38 MiB of 1.28 GiB", made only
-  // when it is said.
-  template <typename Amounts>
-  void operator()(const std::string& doing, std::uint64_t done, std::uint64_t total, const Amounts& amounts) {
-    if (core::stop_requested())
-      throw Error("interrupted while " + doing + " (" + amounts() + "), before any training step: nothing to resume",
-                  "run the same command again to start over", ExitCode::interrupted);
-    if (std::chrono::steady_clock::now() - last_ < std::chrono::seconds(5)) return;
-    last_ = std::chrono::steady_clock::now();
-    std::cerr << doing << ": " << (total ? 100 * done / total : 100) << " % (" << amounts() << ")\n";
-  }
-
- private:
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
-
-}  // namespace
-
 RunData open_data(Config& config, bool evaluating) {
   const auto& d = config.data;
   data::SourceSpec spec;
@@ -104,7 +80,7 @@ RunData open_data(Config& config, bool evaluating) {
   spec.split_seed = static_cast<std::uint64_t>(config.train.seed);
   spec.evaluate_on_val_path = evaluating;
   spec.synthetic = {d.task, d.shape, model_outputs(config), static_cast<std::uint64_t>(config.train.seed)};
-  SetupProgress reading;  // a large CSV's parse takes a while
+  SetupProgress reading(std::cerr);  // a large CSV's parse takes a while
   spec.read_progress = [&reading](const std::string& path, std::uint64_t done, std::uint64_t total) {
     reading("reading " + path, done, total, [&] { return core::format_bytes(done) + " of " + core::format_bytes(total); });
   };
@@ -222,7 +198,7 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
     const auto start = std::chrono::steady_clock::now();
     const auto load = [&](const data::Dataset& set) {
       // Decoding a large image folder (ImageNet: many minutes) takes a while.
-      SetupProgress loading;
+      SetupProgress loading(std::cerr);
       const auto progress = [&](std::int64_t done, std::int64_t total) {
         loading("loading " + set.description() + " into the cache", static_cast<std::uint64_t>(done), static_cast<std::uint64_t>(total),
                 [&] { return std::to_string(done) + " of " + std::to_string(total) + " samples"; });
