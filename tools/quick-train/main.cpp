@@ -1,5 +1,4 @@
 // gputrain quick-train: the end-to-end smoke test CI runs to prove a GPU training step works here.
-#include <chrono>
 #include <iostream>
 
 #include "check_report.hpp"
@@ -9,6 +8,7 @@
 #include "gputrain/checks/verify.hpp"
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/build_info.hpp"
+#include "gputrain/core/process_time.hpp"
 #include "gputrain/train/quick_train.hpp"
 
 using namespace gputrain;
@@ -35,7 +35,6 @@ int main(int argc, char** argv) {
   tools::add_logging_options(app);
 
   const int code = tools::run_command(app, argc, argv, [&] {
-    const auto started = std::chrono::steady_clock::now();
     options.precision = precision == "fp32"         ? train::Precision::fp32
                         : precision == "bf16-mixed" ? train::Precision::bf16_mixed
                                                     : train::Precision::fp16_mixed;
@@ -46,7 +45,7 @@ int main(int argc, char** argv) {
       checks::write_outcome(report, o, color);
       report.flush();
     });
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double seconds = core::seconds_since_process_start();  // what the user waited, LibTorch's loading included
     const bool gpu_missing = context->inventory.gpus.empty() && !allow_cpu && options.device != "cpu";
     const int exit_code = tools::checks_exit_code(outcomes, gpu_missing);
     report << checks::summary_line(outcomes, seconds, exit_code, "quick-train") << "\n";

@@ -1,5 +1,4 @@
 // gputrain verify: is this box ready to train, and if not, what exactly to fix.
-#include <chrono>
 #include <iostream>
 
 #include "check_report.hpp"
@@ -9,6 +8,7 @@
 #include "gputrain/checks/verify.hpp"
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/build_info.hpp"
+#include "gputrain/core/process_time.hpp"
 
 using namespace gputrain;
 
@@ -30,7 +30,6 @@ int main(int argc, char** argv) {
   tools::add_logging_options(app);
 
   const int code = tools::run_command(app, argc, argv, [&] {
-    const auto started = std::chrono::steady_clock::now();
     const auto lvl = level == "full" ? checks::Level::full : checks::Level::quick;
     auto context = checks::gather_context(lvl, allow_cpu);
     const auto [report, color] = tools::report_stream(json, no_color);
@@ -42,7 +41,7 @@ int main(int argc, char** argv) {
       checks::write_outcome(report, o, color);
       report.flush();
     });
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double seconds = core::seconds_since_process_start();  // what the user waited, LibTorch's loading included
     const int exit_code = tools::checks_exit_code(outcomes, context->inventory.gpus.empty() && !allow_cpu);
     report << checks::summary_line(outcomes, seconds, exit_code) << "\n";
     if (json) std::cout << checks::to_json(*context, outcomes, seconds, exit_code) << "\n";
