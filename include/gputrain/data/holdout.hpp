@@ -13,7 +13,8 @@ struct HeldOut {
 };
 
 /// Splits `set` at random into a training part and a validation part of round(fraction x size)
-/// samples. The split is a pure function of (size, fraction, seed): every rank and every resumed
+/// samples, stratified where the set's class ids are known (each class keeps its share in both
+/// parts, and at least one sample in training). The split is a pure function of (size, fraction, seed): every rank and every resumed
 /// run holds out the same samples. Each part keeps its samples in file order and names them by
 /// their place in the file; array sets stay in memory as arrays. Throws UsageError when a part
 /// would be empty.

@@ -117,6 +117,30 @@ TEST(HoldOut, EachPartKnowsItsClassIdsWhereTheWholeSetDoes) {
   EXPECT_FALSE(regression->class_ids().has_value()) << "float targets are not class ids";
 }
 
+// Classes keep their shares in both parts (a random split of 9 gave one class 1 sample of 3 and
+// another 5), and training keeps at least one sample of every class.
+TEST(HoldOut, ClassesKeepTheirSharesInBothParts) {
+  // 76 of class 0, 20 of class 1 (every fifth), 3 of class 2 and 1 of class 3, interleaved.
+  std::vector<std::int64_t> labels;
+  for (int i = 0; i < 100; ++i) labels.push_back(i % 5 == 4 ? 1 : 0);
+  for (const int i : {7, 33, 61}) labels[static_cast<std::size_t>(i)] = 2;
+  labels[50] = 3;
+  const auto count = [](const std::vector<std::int64_t>& ids, std::int64_t c) { return std::count(ids.begin(), ids.end(), c); };
+  const auto set = make_array_dataset({at::zeros({100, 1}), at::tensor(labels, at::kLong)}, "classes", "classes.npy");
+  for (const std::uint64_t seed : {1, 2, 3}) {
+    const auto parts = hold_out(set, 0.25, seed);
+    const auto val = values_of(parts.val->class_ids()), train = values_of(parts.train->class_ids());
+    ASSERT_EQ(val.size(), 25u);
+    EXPECT_EQ(count(val, 0), 19) << "seed " << seed;  // 25 x 76/100
+    EXPECT_EQ(count(val, 1), 5);                      // 25 x 20/100
+    EXPECT_EQ(count(val, 2), 1);                      // 25 x 3/100 = 0.75: the largest remainder
+    EXPECT_EQ(count(train, 3), 1) << "a class's only sample stays in training";
+  }
+  // Which samples of a class are held out is random: the seed moves them.
+  const auto first = hold_out(set, 0.25, 1).val->origin(0), second = hold_out(set, 0.25, 2).val->origin(0);
+  EXPECT_NE(first, second);
+}
+
 TEST(HoldOut, AnEmptyPartIsAUsageError) {
   try {
     hold_out(numbered(100), 0.001, 1);
