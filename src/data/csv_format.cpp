@@ -138,9 +138,16 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
     throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")" + core::did_you_mean_among(name, header),
                      "the header row names: " + core::join(header));
   };
-  if (spec.labels.empty())
-    throw UsageError("data.labels is not set for the CSV source", "set data.labels to the label column's name; '" + path +
-                                                                       "' has the columns " + core::join(header));
+  if (spec.labels.empty()) {
+    // A column whose name says it is the label is the likely fix.
+    std::string named;
+    for (const auto& column : header)
+      for (const char* usual : {"label", "labels", "target", "targets", "y", "class"})
+        if (named.empty() && core::lower(column) == usual) named = column;
+    throw UsageError("data.labels is not set for the CSV source",
+                     (named.empty() ? "set data.labels to the label column's name" : "set data.labels: " + named + " (the column named like a label)") +
+                         "; '" + path + "' has the columns " + core::join(header));
+  }
   if (spec.classification && spec.labels.size() > 1)
     throw UsageError("data.labels names " + std::to_string(spec.labels.size()) + " columns (" + core::join(spec.labels) +
                          "), but a classification has one label column",

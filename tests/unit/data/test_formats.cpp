@@ -368,7 +368,13 @@ TEST(Csv, BadCellsNameTheLineAndColumn) {
     ADD_FAILURE() << "read a CSV without a label column";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()), "data.labels is not set for the CSV source");
-    EXPECT_NE(e.remedy().find("; '" + fixture("csv/numeric.csv") + "' has the columns a, b, label"), std::string::npos) << e.remedy();
+    EXPECT_EQ(e.remedy(), "set data.labels: label (the column named like a label); '" + fixture("csv/numeric.csv") + "' has the columns a, b, label");
+  }
+  try {  // no column named like a label: the columns alone
+    read_csv(fixture("csv/iris.csv"), CsvSpec{{}, {}, true});
+    ADD_FAILURE() << "read a CSV without a label column";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.remedy().rfind("set data.labels to the label column's name; '", 0), 0u) << e.remedy();
   }
   const auto missing = usage_error([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{}, {"specie"}, true}); });
   EXPECT_NE(missing.find("did you mean 'species'"), std::string::npos) << missing;
