@@ -108,15 +108,14 @@ at::Tensor SyntheticTeacher::targets(const at::Tensor& inputs, const std::functi
   return task_ == "classification" ? (projected - offsets_).argmax(1) : projected;
 }
 
-// The seeds and the order of the draws are part of the data's definition (bench/train_vs_pytorch.py
-// rebuilds the same tensors in Python): the teacher from `seed`, split k's inputs from `seed + 1 + k`.
-void fill_standard_normal(at::Tensor& out, at::Generator& gen, std::int64_t chunk_samples, const std::function<void(std::int64_t)>& filled) {
+void fill_standard_normal(at::Tensor& out, at::Generator& gen, std::int64_t chunk_values, const std::function<void(std::int64_t)>& filled) {
   const std::int64_t samples = out.size(0);
   const std::int64_t per_sample = samples > 0 ? out.numel() / samples : 0;
   if (per_sample == 0) return;
-  // The fewest samples whose values are a multiple of 16, and chunks of a multiple of them.
+  // Whole samples, the fewest whose values are a multiple of 16, and chunks of a multiple of them.
   const std::int64_t step = 16 / std::gcd<std::int64_t>(per_sample, 16);
-  const std::int64_t chunk = std::max<std::int64_t>(1, (chunk_samples + step - 1) / step) * step;
+  const std::int64_t chunk_samples = std::max<std::int64_t>(1, chunk_values / per_sample);
+  const std::int64_t chunk = (chunk_samples + step - 1) / step * step;
   for (std::int64_t start = 0; start < samples;) {
     std::int64_t n = std::min(chunk, samples - start);
     const std::int64_t rest = samples - start - n;
@@ -127,20 +126,21 @@ void fill_standard_normal(at::Tensor& out, at::Generator& gen, std::int64_t chun
   }
 }
 
+// The seeds and the order of the draws are part of the data's definition (bench/train_vs_pytorch.py
+// rebuilds the same tensors in Python): the teacher from `seed`, split k's inputs from `seed + 1 + k`.
 TensorDataset make_synthetic(const SyntheticSpec& spec, std::int64_t samples, int split, const SyntheticProgress& progress) {
   at::Generator input_gen = at::make_generator<at::CPUGeneratorImpl>(spec.seed + 1 + static_cast<std::uint64_t>(split));
   std::vector<std::int64_t> shape{samples};
   shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
   TensorDataset set;
   set.inputs = at::empty(shape, at::kFloat);
-  // About 64 MiB a chunk: 14,000 ImageNet-sized samples (8 GiB) take a quarter of a minute.
-  const std::int64_t per_sample = std::max<std::int64_t>(1, set.inputs.numel() / std::max<std::int64_t>(1, samples));
   const auto told = [&](const char* doing) {
     return [&progress, doing, samples](std::int64_t done) {
       if (progress) progress(doing, done, samples);
     };
   };
-  fill_standard_normal(set.inputs, input_gen, std::max<std::int64_t>(1, (std::int64_t{16} << 20) / per_sample), told("generating"));
+  // Chunks of about 64 MiB: 14,000 ImageNet-sized samples (8 GiB) take a quarter of a minute.
+  fill_standard_normal(set.inputs, input_gen, std::int64_t{16} << 20, told("generating"));
   set.targets = SyntheticTeacher(spec).targets(set.inputs, told("labelling"));
   return set;
 }

@@ -40,10 +40,10 @@ class SyntheticTeacher {
 };
 
 /// Fills `out` (contiguous float32, samples along dimension 0) with what at::randn(out.sizes(),
-/// gen) would draw, about `chunk_samples` samples at a time, telling `filled` the samples done
-/// after each. The values are at::randn's own: its CPU kernel draws every uniform first and turns
+/// gen) would draw, whole samples of about `chunk_values` values at a time, telling `filled` the
+/// samples done after each. The values are at::randn's own: its CPU kernel draws every uniform first and turns
 /// them into normals 16 at a time (the last 16 again when the size is no multiple of 16), so chunks
 /// of a multiple of 16 values, and a last one of at least 16, draw and turn the same ones.
-void fill_standard_normal(at::Tensor& out, at::Generator& gen, std::int64_t chunk_samples, const std::function<void(std::int64_t)>& filled);
+void fill_standard_normal(at::Tensor& out, at::Generator& gen, std::int64_t chunk_values, const std::function<void(std::int64_t)>& filled);
 
 }  // namespace gputrain::data

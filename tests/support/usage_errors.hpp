@@ -21,6 +21,18 @@ std::string usage_error(F&& call) {
   return "";
 }
 
+/// The fix of the UsageError a call throws.
+template <typename F>
+std::string usage_fix(F&& call) {
+  try {
+    call();
+  } catch (const UsageError& e) {
+    return e.remedy();
+  }
+  ADD_FAILURE() << "expected a UsageError";
+  return "";
+}
+
 /// The same, with its fix after a newline.
 template <typename F>
 std::string usage_error_and_fix(F&& call) {

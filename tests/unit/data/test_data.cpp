@@ -35,13 +35,14 @@ TEST(Synthetic, IsReproducibleAndSplitsShareTheTeacher) {
 // whose samples are no multiple of 16 values, and chunks that would leave a last one under 16.
 TEST(Synthetic, DrawingInChunksGivesTheValuesOfOneCall) {
   for (const auto& shape : std::vector<std::vector<std::int64_t>>{{100, 3}, {64, 10}, {33, 7}, {17, 1}, {7, 9}, {5, 2}, {1, 1}, {40, 3, 4, 4}}) {
-    for (const std::int64_t chunk : {1, 2, 3, 5, 8, 1000}) {
+    for (const std::int64_t chunk : {1, 2, 3, 5, 8, 1000}) {  // samples a chunk
       at::Generator one = at::make_generator<at::CPUGeneratorImpl>(5);
       const auto expected = at::randn(shape, one);
       at::Generator chunked = at::make_generator<at::CPUGeneratorImpl>(5);
       auto drawn = at::empty(shape, at::kFloat);
       std::vector<std::int64_t> told;
-      fill_standard_normal(drawn, chunked, chunk, [&](std::int64_t done) { told.push_back(done); });
+      const std::int64_t per_sample = drawn.numel() / shape[0];
+      fill_standard_normal(drawn, chunked, chunk * per_sample, [&](std::int64_t done) { told.push_back(done); });
       EXPECT_TRUE(at::equal(drawn, expected)) << "shape " << c10::IntArrayRef(shape) << ", chunks of " << chunk;
       ASSERT_FALSE(told.empty());
       EXPECT_EQ(told.back(), shape[0]);

@@ -6,6 +6,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/sources.hpp"
 #include "support/scratch_folder.hpp"
+#include "support/usage_errors.hpp"
 
 namespace fs = std::filesystem;
 using gputrain::data::source_for_path;
@@ -74,34 +75,23 @@ TEST(NpyLabels, TheFixNamesTheLabelsFileBesideTheFeatures) {
     spec.path = features;
     if (!val_features.empty()) spec.labels = {features};
     spec.val_path = val_features;
-    try {
-      gputrain::data::open_sources(spec);
-    } catch (const gputrain::UsageError& e) {
-      return e.remedy();
-    }
-    return std::string("no error");
+    return gputrain::test_support::usage_fix([&] { gputrain::data::open_sources(spec); });
   };
-  const auto pairs = folder(s.path, "pairs");
-  file(pairs, "X_train.npy");
-  file(pairs, "y_train.npy");
-  file(pairs, "X_test.npy");
-  file(pairs, "y_test.npy");
+  // A folder of `s` holding one-byte `files`.
+  const auto folder_of = [&](const std::string& name, std::initializer_list<const char*> files) {
+    const auto path = folder(s.path, name);
+    for (const char* f : files) file(path, f);
+    return path;
+  };
+  const auto pairs = folder_of("pairs", {"X_train.npy", "y_train.npy", "X_test.npy", "y_test.npy"});
   EXPECT_EQ(fix_for(pairs + "/X_train.npy"), "set data.labels: " + pairs + "/y_train.npy (beside X_train.npy)");
-  const auto named = folder(s.path, "named");
-  file(named, "features.npy");
-  file(named, "labels.npy");
+  const auto named = folder_of("named", {"features.npy", "labels.npy"});
   EXPECT_EQ(fix_for(named + "/features.npy"), "set data.labels: " + named + "/labels.npy (beside features.npy)");
-  const auto usual = folder(s.path, "usual");
-  file(usual, "pixels.npy");
-  file(usual, "y.npy");
+  const auto usual = folder_of("usual", {"pixels.npy", "y.npy"});
   EXPECT_EQ(fix_for(usual + "/pixels.npy"), "set data.labels: " + usual + "/y.npy (beside pixels.npy)");
-  const auto unclear = folder(s.path, "unclear");
-  file(unclear, "a.npy");
-  file(unclear, "c.npy");
-  file(unclear, "b.npy");
+  const auto unclear = folder_of("unclear", {"a.npy", "c.npy", "b.npy"});
   EXPECT_EQ(fix_for(unclear + "/a.npy"), "set data.labels to the labels' .npy file; beside a.npy there are b.npy, c.npy");
-  const auto alone = folder(s.path, "alone");
-  file(alone, "x.npy");
+  const auto alone = folder_of("alone", {"x.npy"});
   EXPECT_EQ(fix_for(alone + "/x.npy"), "set data.labels: path/to/labels.npy");
   // The validation features' labels, beside them.
   EXPECT_EQ(fix_for(pairs + "/X_train.npy", pairs + "/X_test.npy"), "set data.val_labels: " + pairs + "/y_test.npy (beside X_test.npy)");

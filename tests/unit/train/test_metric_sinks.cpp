@@ -10,27 +10,15 @@
 #include "gputrain/train/metrics.hpp"
 #include "support/file_size_limit.hpp"
 #include "support/jsonl_records.hpp"
+#include "support/run_info.hpp"
 #include "support/scratch_folder.hpp"
 #include "support/tfrecords.hpp"
 #include "train/human_lines.hpp"  // private: the lines training.log and the console share
 
 using namespace gputrain::train;
+using gputrain::test_support::small_run_info;
 
 namespace {
-
-RunInfo info() {
-  RunInfo i;
-  i.run_dir = "runs/x";
-  i.model = "mlp";
-  i.device = "cpu";
-  i.precision = "fp32";
-  i.parameters = 1234;
-  i.total_steps = 100;
-  i.steps_per_epoch = 50;
-  i.epochs = 2;
-  i.batch_size = 32;
-  return i;
-}
 
 StepMetrics step(std::int64_t n) {
   StepMetrics m;
@@ -48,7 +36,7 @@ StepMetrics step(std::int64_t n) {
 TEST(ConsoleSink, BarRedrawsOneLineInPlace) {
   std::ostringstream out;
   auto sink = make_console_sink("bar", out);
-  sink->on_start(info());
+  sink->on_start(small_run_info());
   sink->on_step(step(50));
   sink->on_step(step(100));
   sink->on_end();
@@ -61,7 +49,7 @@ TEST(ConsoleSink, BarRedrawsOneLineInPlace) {
 TEST(ConsoleSink, LinesModePrintsOneLinePerReport) {
   std::ostringstream out;
   auto sink = make_console_sink("lines", out);
-  sink->on_start(info());
+  sink->on_start(small_run_info());
   sink->on_step(step(10));
   EpochMetrics e;
   e.train_loss = 0.4;
@@ -122,7 +110,7 @@ TEST(MetricText, AnAccuracyIsAPercentageAndAnyOtherFigureHasFourDecimals) {
 TEST(ConsoleSink, OffPrintsNothing) {
   std::ostringstream out;
   auto sink = make_console_sink("off", out);
-  sink->on_start(info());
+  sink->on_start(small_run_info());
   sink->on_step(step(1));
   EXPECT_TRUE(out.str().empty());
 }
@@ -155,7 +143,7 @@ TEST(FileSinks, AHalfWrittenLastLineIsDroppedFromMetricsJsonlAndEndedInTrainingL
   std::ofstream(log) << "2026-11-24 10:00:00 step 1\n2026-11-24 10:00:01 ste";
   {
     auto sink = make_jsonl_sink(jsonl);
-    sink->on_start(info());
+    sink->on_start(small_run_info());
     auto log_sink = make_log_file_sink(log);
     log_sink->on_note("resumed");
   }
@@ -196,7 +184,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 // keeps step 6 refused too, so the run ends with the file still refused.
 void run_through_a_refusal(MetricSink& sink, const std::filesystem::path& file, bool end_refused = false) {
   gputrain::test_support::FileSizeLimit limit;
-  sink.on_start(info());
+  sink.on_start(small_run_info());
   sink.on_step(step(1));
   sink.on_step(step(2));
   limit.set(std::filesystem::file_size(file) + 3);  // a few bytes: part of the next record fits

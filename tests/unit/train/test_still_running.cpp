@@ -11,26 +11,15 @@
 #include "gputrain/train/metrics.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/quiet_trainer.hpp"
+#include "support/run_info.hpp"
 #include "support/small_run.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
 using namespace std::chrono_literals;
+using gputrain::test_support::small_run_info;
 
 namespace {
-
-RunInfo info() {
-  RunInfo i;
-  i.run_dir = "runs/x";
-  i.model = "mlp";
-  i.device = "cpu";
-  i.precision = "fp32";
-  i.total_steps = 100;
-  i.steps_per_epoch = 50;
-  i.epochs = 2;
-  i.batch_size = 32;
-  return i;
-}
 
 int count(const std::string& text, const std::string& part) {
   int n = 0;
@@ -45,7 +34,7 @@ int count(const std::string& text, const std::string& part) {
 TEST(StillRunning, WorkThatRunsLongIsSaidAtEachDoublingOfTheQuietTime) {
   std::ostringstream out;
   auto sink = make_console_sink("lines", out, 20ms);
-  sink->on_start(info());
+  sink->on_start(small_run_info());
   const auto start = std::chrono::steady_clock::now();
   sink->on_work("step 3 of 100");
   std::this_thread::sleep_for(300ms);
@@ -64,7 +53,7 @@ TEST(StillRunning, WorkThatRunsLongIsSaidAtEachDoublingOfTheQuietTime) {
 TEST(StillRunning, WorkThatEndsInTimeSaysNothingAndTheBarIsClearedFirst) {
   std::ostringstream quick;
   auto sink = make_console_sink("lines", quick, 10s);
-  sink->on_start(info());
+  sink->on_start(small_run_info());
   sink->on_work("validation after epoch 1");
   sink->on_work("step 51 of 100");
   sink->on_end();
@@ -72,7 +61,7 @@ TEST(StillRunning, WorkThatEndsInTimeSaysNothingAndTheBarIsClearedFirst) {
 
   std::ostringstream bar;
   auto bar_sink = make_console_sink("bar", bar, 20ms);
-  bar_sink->on_start(info());
+  bar_sink->on_start(small_run_info());
   StepMetrics m;
   m.step = 50;
   bar_sink->on_step(m);
