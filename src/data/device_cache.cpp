@@ -107,6 +107,10 @@ std::string to_string(CacheMode mode) {
   return "none";
 }
 
+std::string placement_text(const std::string& mode, bool gpu) {
+  return mode == "vram" && !gpu ? mode + " (in RAM: training on the CPU)" : mode;
+}
+
 std::uint64_t gather_chunk_bytes(std::uint64_t dataset_bytes) { return std::min(kGatherChunkBytes, dataset_bytes / 8); }
 
 std::int64_t batches_per_gather(std::uint64_t batch_bytes, std::uint64_t chunk_bytes) {
@@ -117,7 +121,7 @@ std::int64_t batches_per_gather(std::uint64_t batch_bytes, std::uint64_t chunk_b
 std::uint64_t cache_headroom(std::uint64_t free_bytes) { return std::max<std::uint64_t>(256 * core::kMiB, free_bytes / 20); }
 
 CachePlan plan_cache(const std::string& requested, const CacheFigures& f) {
-  const std::string where = f.gpu ? "GPU memory" : "RAM (training on the CPU, so vram means RAM)";
+  const std::string where = f.gpu ? "GPU memory" : "RAM";
   const std::uint64_t headroom = cache_headroom(f.device_free_bytes);
   const std::uint64_t device_need = f.dataset_bytes + f.step_bytes + headroom;
   const bool fits_device = device_need <= f.device_free_bytes;
@@ -130,7 +134,7 @@ CachePlan plan_cache(const std::string& requested, const CacheFigures& f) {
                                gib(f.host_free_bytes) + " free RAM";
   if (requested == "none") return {CacheMode::none, "data.cache: none (streaming from the files)"};
   if (!f.gpu && f.in_memory && requested != "none")
-    return {CacheMode::vram, "training on the CPU and the arrays already are in memory: batches are gathered from them directly"};
+    return {CacheMode::vram, "the arrays already are in memory: batches are gathered from them directly"};
   if (requested == "vram") {
     if (!fits_device)
       throw UsageError("data.cache: vram, but the dataset does not fit: " + device_sum,
@@ -139,7 +143,7 @@ CachePlan plan_cache(const std::string& requested, const CacheFigures& f) {
   }
   if (requested == "ram") {
     if (!fits_host) throw UsageError("data.cache: ram, but the dataset does not fit: " + host_sum, "set data.cache: none (stream from the files) or auto");
-    return {f.gpu ? CacheMode::ram : CacheMode::vram, f.gpu ? host_sum : host_sum + " (on the CPU, ram is the in-memory cache)"};
+    return {f.gpu ? CacheMode::ram : CacheMode::vram, host_sum};
   }
   if (fits_device) return {CacheMode::vram, device_sum};
   if (f.gpu && fits_host) return {CacheMode::ram, "not in GPU memory (" + device_sum + "); pinned RAM: " + host_sum};

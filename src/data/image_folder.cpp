@@ -58,11 +58,14 @@ class ImageFolder final : public Dataset {
     for (const auto& entry : fs::directory_iterator(root_)) {
       if (is_hidden(entry.path())) continue;
       if (entry.is_directory()) folders.push_back(entry.path().filename().string());
-      else if (entry.is_regular_file()) note_ignored(entry.path());  // an image outside any class folder has no label
+      else if (entry.is_regular_file()) note_outside_classes(entry.path());
     }
     std::sort(folders.begin(), folders.end());
     if (!fixed) classes_ = folders;
-    if (classes_.empty()) throw UsageError("'" + root_ + "' has no sub-folders", "put each class's images in a sub-folder named after the class");
+    if (classes_.empty())
+      throw UsageError("'" + root_ + "' has no sub-folders" +
+                           (outside_classes_ > 0 ? ": its " + core::counted(outside_classes_, "image") + " lie directly in it, where none has a class" : ""),
+                       "put each class's images in a sub-folder named after the class (" + (fs::path(root_) / "CLASS" / "IMAGE.jpg").string() + ")");
     for (const auto& folder : folders)
       if (std::find(classes_.begin(), classes_.end(), folder) == classes_.end())
         throw UsageError("'" + (fs::path(root_) / folder).string() + "' is a class the training folder does not have" +
@@ -123,6 +126,9 @@ class ImageFolder final : public Dataset {
       for (const auto& [ext, count] : other_images_) counts.push_back(std::to_string(count) + " " + ext);
       text += "; " + core::counted(other_image_count(), "image") + " in formats not read (" + core::join(counts) + ")";
     }
+    if (outside_classes_ > 0)
+      text += "; " + core::counted(outside_classes_, "image") + " outside the class sub-folders not read, e.g. '" + first_outside_ +
+              "' (an image's class is the sub-folder it is in)";
     if (ignored_ > 0)
       text += "; " + std::to_string(ignored_) + (ignored_ == 1 ? " other file" : " other files") + " not read, e.g. '" + first_ignored_ + "'";
     if (ignored_ > 0 || !other_images_.empty()) text += ": only .jpg, .jpeg and .png are";
@@ -159,6 +165,12 @@ class ImageFolder final : public Dataset {
     }
     if (ignored_++ == 0 || path.string() < first_ignored_) first_ignored_ = path.string();  // the same example on every file system
   }
+  // An image directly in the root has no class folder, so no label: left out, and said apart from
+  // the files left out for their format.
+  void note_outside_classes(const fs::path& path) {
+    if (!is_image(path) && !is_other_image(path)) return note_ignored(path);
+    if (outside_classes_++ == 0 || path.string() < first_outside_) first_outside_ = path.string();
+  }
   std::vector<std::string> other_extensions() const {
     std::vector<std::string> extensions;
     for (const auto& entry : other_images_) extensions.push_back(entry.first);
@@ -182,6 +194,8 @@ class ImageFolder final : public Dataset {
   std::vector<File> files_;
   std::int64_t ignored_ = 0;
   std::string first_ignored_;
+  std::int64_t outside_classes_ = 0;  // images directly in the root
+  std::string first_outside_;
   std::map<std::string, std::int64_t> other_images_;  // by extension, lower case: images of formats not decoded
   SampleLayout layout_;
 };

@@ -283,7 +283,7 @@ void Trainer::State::place_the_data(const std::string& device_name) {
                           (data.read_seconds >= 0.1 ? "; opened in " + core::format_fixed(data.read_seconds, 2) + " s" : ""));
   for (const auto& note : data.data_notes) pending_notes.push_back(note);
   pending_notes.push_back(evaluating() ? "data: " + placement.summary + " (one pass to evaluate: no cache is filled)"
-                                       : "data.cache " + config.data.cache + " -> " + data::to_string(placement.plan.mode) + ": " +
+                                       : "data.cache " + config.data.cache + " -> " + data::placement_text(data::to_string(placement.plan.mode), device.is_cuda()) + ": " +
                                              placement.summary + " (" + placement.plan.reason + ")");
 }
 

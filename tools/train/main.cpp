@@ -10,6 +10,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/data/device_cache.hpp"
 #include "gputrain/device/gpu_info.hpp"
 #include "gputrain/dist/communicator.hpp"
 #include "gputrain/dist/launcher.hpp"
@@ -167,8 +168,8 @@ int main(int argc, char** argv) {
                 << result.steps_into_epoch << " of " << result.steps_per_epoch
                 << " steps into epoch " << result.ended_inside_epoch << ", before that epoch's validation";
     if (result.data_cache != "none")
-      std::cerr << "\n  data: data.cache " << result.data_cache
-                << (result.data_cache == "vram" && trainer.device() == "cpu" ? " (in RAM: training on the CPU)" : "") << ", loaded once in " << core::format_fixed(result.data_load_seconds, 2)
+      std::cerr << "\n  data: data.cache " << data::placement_text(result.data_cache, trainer.device() != "cpu")
+                << ", loaded once in " << core::format_fixed(result.data_load_seconds, 2)
                 << " s before the first epoch";
     if (result.gradient_buckets > 0) {
       const auto sent = result.gradient_buckets * (result.steps - result.start_step);

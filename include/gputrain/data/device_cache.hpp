@@ -18,6 +18,9 @@ namespace gputrain::data {
 enum class CacheMode { vram, ram, none };
 /// The mode as data.cache spells it.
 std::string to_string(CacheMode mode);
+/// The mode as data.cache spells it, with where that puts the data when it is not where the name
+/// says: "vram (in RAM: training on the CPU)".
+std::string placement_text(const std::string& mode, bool gpu);
 
 /// What decides where the data can live.
 struct CacheFigures {

@@ -875,6 +875,31 @@ TEST(ImageFolder, AClassFolderWithoutImagesIsAnError) {
   EXPECT_EQ(open_sources(spec).val->size(), 1);
 }
 
+// An image directly in the root has no class: left out and said so, apart from files of other
+// formats; a root of images alone says where they belong.
+TEST(ImageFolder, ImagesOutsideTheClassFoldersAreNamedAsSuch) {
+  test_support::ScratchFolder root("outside-classes");
+  std::filesystem::create_directories(root.path / "cat");
+  std::filesystem::copy_file(fixture("images/exact/rgb.jpg"), root.path / "cat" / "0.jpg");
+  std::filesystem::copy_file(fixture("images/exact/rgb.png"), root.path / "stray.png");
+  std::filesystem::copy_file(fixture("images/exact/rgb.jpg"), root.path / "also.jpg");
+  std::ofstream(root.path / "notes.txt") << "labels to come";
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = root.path.string();
+  const auto description = open_sources(spec).train->description();
+  EXPECT_NE(description.find("(1 image, 1 class; 2 images outside the class sub-folders not read, e.g. '" + (root.path / "also.jpg").string() +
+                             "' (an image's class is the sub-folder it is in); 1 other file not read, e.g. '" +
+                             (root.path / "notes.txt").string() + "': only .jpg, .jpeg and .png are)"),
+            std::string::npos)
+      << description;
+
+  std::filesystem::remove_all(root.path / "cat");
+  EXPECT_EQ(usage_error_and_fix([&] { open_sources(spec); }),
+            "'" + root.path.string() + "' has no sub-folders: its 2 images lie directly in it, where none has a class\n" +
+                "put each class's images in a sub-folder named after the class (" + (root.path / "CLASS" / "IMAGE.jpg").string() + ")");
+}
+
 TEST(Sources, ArraysByKeyAndDefaults) {
   SourceSpec spec;
   spec.source = "npz";
