@@ -69,7 +69,7 @@ void check_weights_fit_the_data(const std::string& path, const std::map<std::str
 
 }  // namespace
 
-EvaluationResult Trainer::State::evaluate(const std::string& weights) {
+void check_weights_file(const std::string& weights) {
   const std::string what_to_give =
       "give a checkpoint (runs/NAME/checkpoints/best.pt or step-*.pt) or the weights a finished run wrote (runs/NAME/model.safetensors)";
   std::error_code ec;
@@ -78,6 +78,10 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
   if (!is_zip_archive(weights) && !data::starts_like_safetensors(weights))
     throw UsageError("--evaluate: '" + weights + "' holds no weights: it is neither a checkpoint (a zip archive, as torch.save writes) nor a "
                      "safetensors file", what_to_give);
+}
+
+EvaluationResult Trainer::State::evaluate(const std::string& weights) {
+  check_weights_file(weights);
   const StateOrigin origin{"'" + weights + "'",
                            "evaluate with the config the weights were trained with (config.yaml in their run folder), changing only "
                            "data.val_path"};

@@ -585,7 +585,12 @@ def check_evaluate(workdir, command):
     missing = run(command[:1] + ["train", config, "--evaluate", os.path.join(run_dir, "no-such.pt")])
     if missing.returncode != 2 or "does not exist" not in missing.stderr:
         fail(f"a missing weights file: exit {missing.returncode}:\n{missing.stderr}")
-    print("nothing written; a missing weights file is exit 2")
+    # With ranks to start, the file is checked before any starts: one error, not one per rank.
+    ranks = run(command[:1] + ["train", config, "--evaluate", os.path.join(run_dir, "no-such.pt"), "--set", "device=cpu",
+                               "--nproc-per-node", "2"])
+    if ranks.returncode != 2 or ranks.stderr.count("does not exist") != 1 or "launching" in ranks.stderr:
+        fail(f"a missing weights file with --nproc-per-node 2: exit {ranks.returncode}:\n{ranks.stderr}")
+    print("nothing written; a missing weights file is exit 2, said once before ranks start")
 
 
 def main():

@@ -16,6 +16,7 @@
 #include "gputrain/dist/launcher.hpp"
 #include "gputrain/dist/rank_environment.hpp"
 #include "gputrain/train/config.hpp"
+#include "gputrain/train/evaluation.hpp"
 #include "gputrain/train/metrics.hpp"
 #include "gputrain/train/trainer.hpp"
 
@@ -115,6 +116,8 @@ int main(int argc, char** argv) {
       std::cout << train::to_yaml(config);
       return int(ExitCode::ok);
     }
+    // Said once, before any rank starts, rather than by every rank.
+    if (!evaluate.empty()) train::check_weights_file(evaluate);
     if (config.distributed.nproc_per_node > 0 && !dist::read_rank_environment()) return launch_ranks(config, argc, argv);
     core::install_stop_handlers();
     train::TrainerOptions options;

@@ -29,6 +29,10 @@ struct EvaluationResult {
   std::vector<std::string> class_names; ///< the data's class names by id; empty when the labels are numbers
 };
 
+/// Throws a UsageError with the fix unless `weights` is a file that holds weights: a checkpoint
+/// (a zip archive) or a safetensors file. Whether they fit the model is for Trainer::evaluate.
+void check_weights_file(const std::string& weights);
+
 /// The lines people read: what was evaluated on what, the figures, and each class's recall and
 /// precision (classification).
 std::vector<std::string> evaluation_lines(const EvaluationResult& result);
