@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include <iostream>
 #include <map>
 #include <regex>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -185,6 +187,7 @@ class Watch {
     static const std::string announcement(core::kStopAnnouncement + 1, sizeof core::kStopAnnouncement - 3);
     if (ending_after_failure_ && (body.empty() || body == announcement)) return;
     const bool error_line = body.rfind("error: ", 0) == 0 || body.rfind("  fix: ", 0) == 0;
+    if (known && body.rfind("error: ", 0) == 0) error_ranks_[body].insert(rank);
     if (error_line) {
       if (const auto shown = errors_shown_.find(body); shown != errors_shown_.end()) {
         if (known) on_screen_at_[static_cast<std::size_t>(rank)] = shown->second;
@@ -253,6 +256,12 @@ class Watch {
   /// A rank failed and the launcher is stopping the others.
   void ending_after_failure() { ending_after_failure_ = true; }
 
+  /// Whether every rank said the same error: a mistake in the config or data they share, not
+  /// one rank's failure.
+  bool every_rank_said_one_error() const {
+    return std::any_of(error_ranks_.begin(), error_ranks_.end(), [&](const auto& said) { return said.second.size() == tails_.size(); });
+  }
+
   const std::deque<std::string>& tail(int rank) const { return tails_.at(static_cast<std::size_t>(rank)); }
   const std::string& mpirun_text() const { return mpirun_text_; }
   /// Whether the console's last lines are `rank`'s last lines already: its tail would repeat them.
@@ -270,6 +279,7 @@ class Watch {
   std::vector<std::deque<std::string>> tails_;
   std::vector<std::size_t> on_screen_at_;            // per rank: the console line its last line is (or repeats)
   std::map<std::string, std::size_t> errors_shown_;  // error and fix lines on the console, and where
+  std::map<std::string, std::set<int>> error_ranks_;  // each error line, and the ranks that said it
   std::size_t echoed_ = 0;                           // lines written to the console so far
   bool ending_after_failure_ = false;
   MpirunNoise noise_;
@@ -433,9 +443,15 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
     report << "last lines of rank " << rank << ":\n";
     for (const auto& l : watch.tail(rank)) report << "  | " << l << "\n";
   };
+  // Said in place of one rank's failure, which would read as a fault of that rank.
+  const auto every_rank_failed = [&](int status) {
+    report << "error: all " << spec.ranks << " ranks stopped on the error above (" << describe_status(status) << ")\n";
+    return exit_code_of(status);
+  };
   if (spec.through_mpirun) {
     const int status = children.front().status;
     if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 130)) return WEXITSTATUS(status);
+    if (spec.ranks > 1 && watch.every_rank_said_one_error()) return every_rank_failed(status);
     int rank = -1;
     std::string how;
     if (parse_mpirun_failure(watch.mpirun_text(), rank, how) && rank >= 0 && rank < spec.ranks) {
@@ -446,6 +462,7 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
     }
     return exit_code_of(status);
   }
+  if (failed_rank >= 0 && spec.ranks > 1 && watch.every_rank_said_one_error()) return every_rank_failed(failed_status);
   if (failed_rank >= 0) {
     report << "error: rank " << failed_rank << " of " << spec.ranks << " failed (" << describe_status(failed_status)
            << "); the other ranks were stopped\n";

@@ -68,7 +68,19 @@ TEST(Launcher, AnErrorEveryRankSaysIsShownOnce) {
   EXPECT_EQ(count("error: 'x.csv' does not exist"), 1u) << console;
   EXPECT_EQ(count("fix: check data.path"), 1u) << console;
   EXPECT_EQ(count("reading rank "), 3u) << console;
-  EXPECT_NE(report.str().find("of 3 failed (exit code 2)"), std::string::npos) << report.str();
+  // No rank is to blame: the end says they all stopped on it, and shows no rank's last lines.
+  EXPECT_EQ(report.str(), "error: all 3 ranks stopped on the error above (exit code 2)\n");
+}
+
+// An error only some ranks say is theirs: the first to fail is named, with its last lines.
+TEST(Launcher, AnErrorOnlySomeRanksSayNamesTheRankThatFailed) {
+  std::ostringstream report;
+  testing::internal::CaptureStderr();
+  const int code = launch_local(shell_ranks(3, R"(if [ "$RANK" = 2 ]; then exec sleep 60; fi; sleep 0.3; echo "error: out of disk"; exit 2)"), report);
+  (void)testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(report.str().find(" of 3 failed (exit code 2); the other ranks were stopped"), std::string::npos) << report.str();
+  EXPECT_EQ(report.str().find("all 3 ranks"), std::string::npos) << report.str();
 }
 
 // The others, stopped because one failed, announce a stop as a training rank does on SIGTERM:
