@@ -86,8 +86,9 @@ Child spawn(const std::vector<std::string>& argv, const std::vector<std::pair<st
     if (getppid() != launcher) _exit(130);  // it died before the line above
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
-    close(fds[0]);
-    close(fds[1]);
+    // Nothing else of the launcher's: not the other ranks' pipes, nor a file or pipe it holds
+    // (a rank's leftover child would keep it open: a caller waiting for its end would wait too).
+    close_range(3, ~0U, 0);
     for (const auto& [name, value] : env) setenv(name.c_str(), value.c_str(), 1);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));

@@ -1,6 +1,7 @@
 // The local launcher with plain shell commands as ranks (the training ranks are tested under
 // tests/dist), and reading Open MPI's own account of a failed job.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +49,17 @@ TEST(Launcher, AFailedRankStopsTheOthersAndIsNamedWithItsLastLines) {
   EXPECT_LT(seconds, 5.0) << "the sleeping ranks were not stopped at once";
   EXPECT_NE(report.str().find("rank 1 of 3 failed (exit code 3)"), std::string::npos) << report.str();
   EXPECT_NE(report.str().find("| boom: disk full"), std::string::npos) << report.str();
+}
+
+// A rank gets stdout and stderr from the launcher and no other of its descriptors: a pipe the
+// launcher holds, kept open by a rank's leftover child, would keep whoever reads it waiting.
+TEST(Launcher, RanksInheritNoDescriptorButTheirOutput) {
+  const int held = open("/dev/null", O_RDONLY);  // no O_CLOEXEC, as a library's files may be
+  ASSERT_GE(held, 3);
+  std::ostringstream report;
+  const int code = launch_local(shell_ranks(2, "test ! -e /proc/$$/fd/" + std::to_string(held)), report);
+  close(held);
+  EXPECT_EQ(code, 0) << report.str();
 }
 
 // A mistake in the config or data stops every rank with the same words: the console shows them
