@@ -44,7 +44,8 @@ double round_tick(double top, int ticks) {
 
 std::string best_yaml(const LoaderSweep& sweep) {
   const auto& s = sweep.results[sweep.best].setting;
-  std::string out = "data:\n  cache: " + cache_name(s) + "\n";
+  std::string out = "data:\n  cache: " + cache_name(s) +
+                    (sweep.device == "cpu" && s.cache == data::CacheMode::vram ? "  # training on the CPU, vram is the data in RAM" : "") + "\n";
   if (s.cache == data::CacheMode::none) {
     out += "  num_workers: " + std::to_string(s.workers) + "\n";
     out += "  prefetch: " + std::to_string(s.prefetch) + "\n";

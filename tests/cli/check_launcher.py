@@ -196,7 +196,9 @@ def main():
         return
 
     if mode == "sigterm":
-        launcher = start(base + long_run + ["--set", "train.max_steps=1500"])
+        # 300 steps: seconds of training after the stop (~30 steps/s here), so the resume is quick
+        # and the stop, sent at step 3, still comes long before the end.
+        launcher = start(base + long_run + ["--set", "train.max_steps=300"])
         lines = wait_for_line(launcher, "step 3/", 120)
         launcher.send_signal(signal.SIGTERM)
         rest, _ = launcher.communicate(timeout=120)
@@ -205,7 +207,7 @@ def main():
             fail(f"exit {launcher.returncode} after SIGTERM, expected 130", out)
         if "interrupted after step" not in out:
             fail("no interruption report", out)
-        again = subprocess.run(base + long_run + ["--set", "train.max_steps=1500"], capture_output=True, text=True, timeout=300)
+        again = subprocess.run(base + long_run + ["--set", "train.max_steps=300"], capture_output=True, text=True, timeout=300)
         out2 = again.stdout + again.stderr
         if again.returncode != 0 or "resuming at step" not in out2:
             fail(f"the resume failed (exit {again.returncode})", out2)

@@ -96,6 +96,18 @@ TEST(LoaderSweep, TheTableGivesTheGatherInAUnitThatFitsIt) {
   EXPECT_NE(profile::sweep_table(sweep).find("6.4 GB/s of samples"), std::string::npos) << profile::sweep_table(sweep);
 }
 
+// The lines to paste say what vram means on the CPU, where the name would mislead.
+TEST(LoaderSweep, TheYamlToPasteSaysWhatVramMeansOnTheCpu) {
+  profile::LoaderSweep sweep;
+  sweep.device = "cpu";
+  profile::SweepResult cached;
+  cached.setting.cache = data::CacheMode::vram;
+  sweep.results = {cached};
+  EXPECT_EQ(profile::best_yaml(sweep), "data:\n  cache: vram  # training on the CPU, vram is the data in RAM\n");
+  sweep.device = "cuda:0";
+  EXPECT_EQ(profile::best_yaml(sweep), "data:\n  cache: vram\n");
+}
+
 // The fastest setting is marked unless an earlier one (fewer threads, a smaller prefetch, streaming
 // before caching) is within 5 % of it: the same speed for less, within the timing's noise.
 TEST(LoaderSweep, TheBestIsTheFirstSettingAsFastAsTheFastest) {
