@@ -48,7 +48,7 @@ std::vector<std::string> installed_commands(const fs::path& dir) {
 
 void print_help(const fs::path& dir) {
   std::cout << "gputrain: set up, check and train on NVIDIA GPUs with LibTorch.\n\n"
-               "usage: gputrain <command> [options]      (gputrain <command> --help for its options)\n"
+               "usage: gputrain <command> [options]      (gputrain <command> --help, or gputrain help <command>, for its options)\n"
                "       gputrain --version                versions of gputrain, LibTorch, CUDA, driver, cuDNN, NCCL\n\n"
                "commands:\n";
   for (const auto& command : installed_commands(dir)) {
@@ -91,7 +91,9 @@ void print_versions() {
 
 int main(int argc, char** argv) {
   const fs::path dir = own_directory();
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+  // `gputrain help train` is `gputrain train --help`, as git has it.
+  const bool help_for_command = argc >= 3 && !std::strcmp(argv[1], "help");
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || (!std::strcmp(argv[1], "help") && !help_for_command)) {
     print_help(dir);
     return argc < 2 ? 2 : 0;
   }
@@ -99,7 +101,7 @@ int main(int argc, char** argv) {
     print_versions();
     return 0;
   }
-  const std::string command = argv[1];
+  const std::string command = argv[help_for_command ? 2 : 1];
   const fs::path program = dir / ("gputrain-" + command);
   if (command.empty() || command[0] == '-' || access(program.c_str(), X_OK) != 0) {
     const auto known = installed_commands(dir);
@@ -111,7 +113,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<char*> args{const_cast<char*>(program.c_str())};
-  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  static char help_flag[] = "--help";
+  if (help_for_command) args.push_back(help_flag);
+  else
+    for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
   execv(program.c_str(), args.data());
   std::cerr << "error: cannot run " << program << ": " << std::strerror(errno) << "\n";
