@@ -37,7 +37,7 @@ endif()
 
 # Adds the engines to gputrain_core.
 function(gputrain_add_dist_engines target)
-  target_sources(${target} PRIVATE dist/rank_environment.cpp dist/communicator.cpp dist/gradient_sync.cpp dist/launcher.cpp dist/bus_bandwidth.cpp)
+  target_sources(${target} PRIVATE dist/rank_environment.cpp dist/communicator.cpp dist/gradient_sync.cpp dist/launcher.cpp dist/rank_process.cpp dist/rank_output.cpp dist/bus_bandwidth.cpp)
   if(GPUTRAIN_HAVE_MPI)
     target_sources(${target} PRIVATE dist/mpi_communicator.cpp)
     target_compile_definitions(${target} PRIVATE GPUTRAIN_HAVE_MPI=1)
