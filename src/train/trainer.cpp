@@ -1,11 +1,10 @@
-// Trainer's run: the training step, the epochs and their reports, checkpoints, and fit()'s result.
-// Set-up is in trainer_setup.cpp, the validation pass in validation.cpp.
+// Trainer's run: the training step, checkpoints, and fit()'s result. Set-up is in
+// trainer_setup.cpp, the step loop in epoch_loop.cpp, the validation pass in validation.cpp.
 #include "gputrain/train/trainer.hpp"
 
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -15,16 +14,11 @@
 
 #include "gputrain/core/duration.hpp"
 #include "gputrain/core/error.hpp"
-#include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
-#include "gputrain/data/epoch_sampler.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/memory/device_memory.hpp"
-#include "gputrain/train/lr_schedule.hpp"
-#include "gputrain/train/optimizer.hpp"
 #include "config_schema.hpp"
 #include "early_stop.hpp"
-#include "plateau.hpp"
 #include "human_lines.hpp"
 #include "step_failures.hpp"
 #include "trainer_state.hpp"
@@ -33,16 +27,6 @@ namespace gputrain::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The best-checkpoint metric and whether larger is better.
-std::optional<double> metric_value(const EpochMetrics& m, const std::string& name) {
-  if (name == "val_loss") return m.val_loss;
-  if (name == "val_accuracy") return m.val_accuracy;
-  if (name == "val_balanced_accuracy") return m.val_balanced_accuracy;
-  if (name == "val_mse") return m.val_mse;
-  if (name == "val_mae") return m.val_mae;
-  return std::nullopt;
-}
 
 // model.safetensors says what it needs to be used without the run folder: the config that built
 // the model (config.yaml's text, and each model.* key on its own), the inputs' shape and columns
@@ -180,200 +164,6 @@ Model& Trainer::model() { return *state_->model; }
 std::string Trainer::device() const { return state_->device.str(); }
 
 // The epochs and steps of a run, until the step budget or a stop request; fit() handles the end.
-void Trainer::State::run_epochs(FitResult& result, RunTotals& totals) {
-  const data::EpochSampler sampler(train_size, config.data.shuffle, static_cast<std::uint64_t>(config.train.seed), ranks.rank(),
-                                   ranks.world_size(), config.data.drop_last);
-  const bool distributed = ranks.distributed();
-  const std::int64_t log_every = config.logging.every_steps;
-  model->set_training(true);
-
-  auto window_start = Clock::now();
-  double window_data = 0, window_paused = 0;
-  // Validation and checkpoints are timed apart, so samples/s and the data stall describe the
-  // training steps alone (a long validation would otherwise dilute the stall it is meant to show).
-  const auto paused = [&](const auto& work) {
-    const auto start = Clock::now();
-    work();
-    const double seconds = seconds_since(start);
-    totals.paused_seconds += seconds;
-    window_paused += seconds;
-  };
-  std::int64_t window_steps = 0, window_samples = 0;
-  at::Tensor window_loss = at::zeros({}, at::TensorOptions().device(device));
-  std::int64_t window_skipped_before = scaler->skipped_steps();
-  // A run whose loss turned nan/inf changes nothing for the better: stop before it writes a
-  // checkpoint of broken weights over good ones. With fp16's GradScaler a non-finite loss is
-  // harmless as long as some steps still update (the scaler skips the others); when every step
-  // of the window was skipped, nothing is learning any more either.
-  const auto stop_if_diverged = [&](double mean_loss) {
-    if (std::isfinite(mean_loss)) return;
-    const bool all_skipped = scaler->skipped_steps() - window_skipped_before >= window_steps;
-    if (scaler->enabled() && !all_skipped) return;
-    Divergence divergence{mean_loss, progress.step - window_steps + 1, progress.step, scaler->enabled(), last_checkpoint};
-    divergence.at_first_step = result.start_step == 0 && result.first_loss && !std::isfinite(*result.first_loss);
-    throw divergence_error(divergence, config);  // data with NaN/inf never gets here: open_data refuses it
-  };
-  // Before a checkpoint between two reports: the steps since the last report must be sound too.
-  const auto check_window = [&] {
-    if (window_steps == 0) return;
-    stop_if_diverged(ranks.sum({window_loss.item<double>()}, "the sum of the loss before a checkpoint at step " +
-                                                                 std::to_string(progress.step))[0] /
-                     static_cast<double>(window_steps));
-  };
-
-  const auto early_stop = EarlyStopRule::from(config);
-  const auto ends_here = [&] { return result.interrupted || result.time_limit_reached; };
-  // A resumed run that has used its train.max_time already. The checkpoint's figure, not the
-  // clock: every rank read the same one, so none enters a step the others skip.
-  result.time_limit_reached = config.train.max_time > 0 && trained_before >= config.train.max_time;
-  while (progress.step < total_steps && !ends_here() && !stopped_early(early_stop, progress)) {
-    const auto epoch_start = Clock::now();
-    auto order = sampler.order(progress.epoch);
-    if (config.data.drop_last) order = order.slice(0, 0, order.size(0) / effective_batch * effective_batch);
-    at::Tensor epoch_loss = at::zeros({}, at::TensorOptions().device(device));
-    std::int64_t epoch_steps = 0;
-    const std::int64_t n = order.size(0);
-    // A resumed epoch starts at the saved position, so it sees exactly the samples it had left.
-    placement.train_feed->start(order.slice(0, std::min(progress.position, n)), effective_batch);
-    // A rank whose shard is through keeps joining the steps (with no samples) until all are.
-    while ((progress.position < n || distributed) && progress.step < total_steps) {
-      if (options.before_batch) options.before_batch();
-      working_on("step " + std::to_string(progress.step + 1) + " of " + std::to_string(total_steps));
-      const auto data_start = Clock::now();
-      auto fed = progress.position < n ? placement.train_feed->next() : std::nullopt;
-      const double data_seconds = seconds_since(data_start);
-      if (!fed) progress.position = n;  // through, or only unreadable samples were left
-      const std::int64_t rows = fed ? fed->batch.size() : 0;
-      std::int64_t global_rows = rows;
-      if (distributed) {
-        // Each rank's clock decides for it; one whose time is up ends the run for all.
-        const auto agreed = ranks.agree(train_guard->micro_batch(), core::stop_requested(), time_is_up(), rows, progress.step);
-        if (agreed.stop || agreed.time_up) {
-          result.interrupted = agreed.stop;  // a signal is the stronger reason: the run resumes
-          result.time_limit_reached = !agreed.stop;
-          time_limit_agreed = !agreed.stop;
-          break;
-        }
-        if (agreed.rows == 0) break;  // the epoch is over on every rank
-        agreed_micro_batch = agreed.micro_batch;
-        global_rows = agreed.rows;
-      } else if (!fed) {
-        break;
-      }
-      // The schedule is a function of the step (and, for plateau, of the decays so far, which the
-      // checkpoint keeps), so a resumed run picks it up exactly.
-      const double lr = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps, progress.plateau_scale);
-      set_learning_rate(*optimizer, lr);
-      if (fed && options.on_batch) options.on_batch(fed->batch);
-      const auto loss = train_step(fed ? &fed->batch : nullptr, global_rows);
-      if (fed) progress.position += fed->covered;
-      ++progress.step;
-      ++epoch_steps;
-      ++window_steps;
-      ++totals.steps;
-      window_samples += rows;
-      totals.samples += rows;
-      window_data += data_seconds;
-      totals.data_seconds += data_seconds;
-      window_loss += loss;
-      epoch_loss += loss;
-      // With several ranks, each loss is this rank's share of the global batch's mean: summed over ranks.
-      if (!result.first_loss) result.first_loss = ranks.sum({loss.item<double>()}, "the sum of the first step's loss")[0];
-
-      // Ranks agree on it before the next step instead; a plain run's last step is reported.
-      const bool out_of_time = !distributed && time_is_up();
-      // The first step is reported too: a slow run (a ResNet-50 on a CPU takes a minute a step)
-      // would otherwise say nothing, not even its ETA, until logging.every_steps steps have passed.
-      if (progress.step % log_every == 0 || progress.step == total_steps || totals.steps == 1 || out_of_time) {
-        StepMetrics m;
-        m.step = progress.step;
-        m.epoch = progress.epoch;
-        const auto window = ranks.sum({window_loss.item<double>(), static_cast<double>(window_samples)},  // syncs the device
-                                      "the sum of the logged loss at step " + std::to_string(progress.step));
-        m.loss = window[0] / static_cast<double>(window_steps);
-        stop_if_diverged(m.loss);
-        const double window_seconds = seconds_since(window_start) - window_paused;
-        m.samples_per_second = window[1] / window_seconds;
-        m.data_seconds = window_data / static_cast<double>(window_steps);
-        m.compute_seconds = (window_seconds - window_data) / static_cast<double>(window_steps);
-        m.lr = lr;
-        m.loss_scale = scaler->scale_value();
-        m.skipped_steps = scaler->skipped_steps();
-        // The ETA keeps the pauses: the validations and checkpoints still ahead take time too.
-        m.eta_seconds = static_cast<double>(total_steps - progress.step) * (window_seconds + window_paused) /
-                        static_cast<double>(window_steps);
-        if (config.train.max_time > 0) m.eta_seconds = std::min(m.eta_seconds, std::max(0.0, config.train.max_time - trained_seconds()));
-        const auto memory = memory::memory_figures(device, /*with_limit=*/false);  // no /proc or driver call per report
-        m.memory_allocated = memory.allocated;
-        m.memory_reserved = memory.reserved;
-        m.memory_peak = memory.peak;
-        m.micro_batch = train_guard->micro_batch();
-        m.oom_events = oom_events();
-        for (auto& sink : sinks) sink->on_step(m);
-        result.last_loss = m.loss;
-        window_loss.zero_();
-        window_steps = window_samples = 0;
-        window_skipped_before = scaler->skipped_steps();
-        window_data = window_paused = 0;
-        window_start = Clock::now();
-      }
-      if (config.checkpoint.every_steps > 0 && progress.step % config.checkpoint.every_steps == 0) {
-        check_window();
-        paused([&] { checkpoint(); });
-      }
-      if (options.after_step) options.after_step(progress.step);
-      if (!distributed && core::stop_requested()) {  // ranks stop together, at the next agreement
-        result.interrupted = true;
-        break;
-      }
-      if (out_of_time) {
-        result.time_limit_reached = true;
-        break;
-      }
-    }
-    report_skipped();
-    // Whether the epoch is over must be the same on every rank: validation is collective. A stop
-    // agreed on while a rank still had a sample left (shards differ by one) leaves the others
-    // through; the epoch then ends after the resume, on every rank at once.
-    const bool epoch_over = distributed ? ranks.min(progress.position >= n ? 1 : 0, "whether epoch " + std::to_string(progress.epoch + 1) + " is over") == 1
-                                        : progress.position >= n;
-    if (epoch_over) {
-      const double epoch_loss_sum = ranks.sum({epoch_loss.item<double>()}, "the sum of epoch " + std::to_string(progress.epoch + 1) + "'s loss")[0];
-      const double train_loss = epoch_steps > 0 ? epoch_loss_sum / static_cast<double>(epoch_steps) : 0.0;
-      EpochMetrics metrics;
-      const double epoch_seconds = seconds_since(epoch_start);
-      paused([&] { metrics = validate(progress.epoch, train_loss, epoch_seconds); });
-      for (auto& sink : sinks) sink->on_epoch(metrics);
-      result.last_epoch = metrics;
-      ++progress.epoch;
-      progress.position = 0;
-      const auto value = metric_value(metrics, config.checkpoint.best_metric);
-      if (value && (!progress.best_metric || improves(*value, *progress.best_metric, maximizes(config.checkpoint)))) {
-        progress.best_metric = *value;
-        progress.best_epoch = progress.epoch;
-        if (ranks.writer())
-          paused([&] {
-            progress.trained_seconds = trained_seconds();
-            working_on("writing best.pt");
-            note("best " + config.checkpoint.best_metric + " so far: " + metric_text(config.checkpoint.best_metric, *value) + " -> " +
-                 refused_saves_explained([&] { return store->save_best(parts(), progress, config_yaml); }));
-          });
-      }
-      // The figures are sums over all ranks: every rank comes to the same decision.
-      if (value) {
-        const auto waiting = observe_validation(early_stop, progress, *value);
-        if (!waiting.empty()) note(waiting);
-        const auto decay = observe_plateau(config, progress, *value);
-        if (!decay.empty()) note(decay);
-      }
-      if (config.checkpoint.every_epochs > 0 && progress.epoch % config.checkpoint.every_epochs == 0) {
-        check_window();
-        paused([&] { checkpoint(); });
-      }
-    }
-  }
-}
-
 // A run that stopped early ends on its best epoch's weights, not on the `patience` epochs that did
 // no better: best.pt holds them (kept by the same figure early stopping watches). The run's last
 // checkpoint, written before, keeps the state it stopped in.

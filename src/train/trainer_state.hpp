@@ -136,6 +136,7 @@ struct Trainer::State {
   EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);
   EvaluationResult evaluate(const std::string& weights);
   void run_epochs(FitResult& result, RunTotals& totals);
+  class EpochLoop;  // run_epochs' loop, in epoch_loop.cpp
   void restore_best_weights(FitResult& result, const std::string& metric);  // after an early stop: best.pt's weights
   void checkpoint();
   std::string refused_saves_explained(const std::function<std::string()>& save);  // returns save()'s path
