@@ -50,7 +50,7 @@ Result check_shm(const Context& c) {
   const std::string detail = format_bytes(shm.total) + " total, " + format_bytes(shm.available) + " free";
   std::vector<Figure> figures{{"shm_total", double(shm.total) / double(kGiB), "GiB", {}}};
   if (shm.total < kWarnShm) {
-    return warn(detail + "; data-loader workers share batches here and fail when it is small",
+    return warn(detail + "; NCCL's ranks on one node exchange gradients here (and PyTorch's DataLoader workers their batches), and fail when it is small",
                 "docker run --shm-size=8g (or --ipc=host); in compose: `shm_size: 8gb`", figures);
   }
   return pass(detail, figures);

@@ -43,7 +43,7 @@ struct SystemInfo {
   std::uint64_t ram_total = 0;     ///< MemTotal
   std::uint64_t ram_available = 0; ///< MemAvailable
   std::optional<std::uint64_t> memory_limit;  ///< the cgroup limit when tighter than RAM
-  std::optional<DiskSpace> shm;    ///< /dev/shm, where data-loader workers share tensors
+  std::optional<DiskSpace> shm;    ///< /dev/shm, where NCCL ranks on one node (and DataLoader workers) exchange data
   ContainerInfo container;
 };
 

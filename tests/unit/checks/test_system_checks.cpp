@@ -1,0 +1,68 @@
+// verify's system checks on made-up machines: what each warns about, and the fix it gives.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "checks/check_sets.hpp"
+#include "gputrain/core/units.hpp"
+
+using namespace gputrain;
+using namespace gputrain::checks;
+
+namespace {
+
+Result run_check(const std::string& id, const Context& context) {
+  const auto checks = system_checks();
+  const auto check = std::find_if(checks.begin(), checks.end(), [&](const Check& c) { return c.id == id; });
+  if (check == checks.end()) throw std::runtime_error("no check " + id);
+  return check->run(context);
+}
+
+Context machine() {
+  Context c;
+  c.system.logical_cores = c.system.affinity_cores = 16;
+  c.system.usable_cores = 16;
+  c.system.ram_total = c.system.ram_available = 64 * core::kGiB;
+  c.system.shm = device::DiskSpace{32 * core::kGiB, 32 * core::kGiB};
+  return c;
+}
+
+}  // namespace
+
+TEST(SystemChecks, AHealthyMachinePasses) {
+  for (const std::string id : {"system.cores", "system.memory", "system.shm"}) EXPECT_EQ(run_check(id, machine()).status, Status::pass) << id;
+}
+
+TEST(SystemChecks, FewUsableCoresWarnWithTheQuotaNamed) {
+  auto c = machine();
+  c.system.cgroup.cpu_quota_cores = 2.0;
+  c.system.usable_cores = 2.0;
+  const auto result = run_check("system.cores", c);
+  EXPECT_EQ(result.status, Status::warn);
+  EXPECT_NE(result.detail.find("2.0 usable of 16 logical cores (affinity 16, cgroup quota 2.00)"), std::string::npos) << result.detail;
+  EXPECT_NE(result.remedy.find("--cpus"), std::string::npos) << result.remedy;
+}
+
+TEST(SystemChecks, AContainersMemoryLimitCountsRatherThanTheHostsRam) {
+  auto c = machine();
+  c.system.memory_limit = 4 * core::kGiB;
+  const auto result = run_check("system.memory", c);
+  EXPECT_EQ(result.status, Status::warn);
+  EXPECT_NE(result.detail.find("cgroup limit 4.00 GiB"), std::string::npos) << result.detail;
+  EXPECT_NE(result.remedy.find("--memory"), std::string::npos) << result.remedy;
+}
+
+// Docker's default /dev/shm (64 MiB) is too small for NCCL between ranks on one node.
+TEST(SystemChecks, DockersDefaultSharedMemoryWarnsWithTheFlagThatRaisesIt) {
+  auto c = machine();
+  c.system.shm = device::DiskSpace{64 * core::kMiB, 64 * core::kMiB};
+  const auto small = run_check("system.shm", c);
+  EXPECT_EQ(small.status, Status::warn);
+  EXPECT_NE(small.detail.find("64.00 MiB total"), std::string::npos) << small.detail;
+  EXPECT_NE(small.detail.find("NCCL"), std::string::npos) << small.detail;
+  EXPECT_NE(small.remedy.find("--shm-size=8g"), std::string::npos) << small.remedy;
+  c.system.shm.reset();
+  const auto missing = run_check("system.shm", c);
+  EXPECT_EQ(missing.status, Status::warn);
+  EXPECT_EQ(missing.detail, "/dev/shm is missing");
+}
