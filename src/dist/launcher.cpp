@@ -30,6 +30,11 @@ void count_signal(int) { g_signals = g_signals + 1; }
 
 }  // namespace
 
+bool starts_ranks_here(int nproc_per_node, int nnodes, const EnvLookup& env) {
+  if (nproc_per_node <= 0 || env(kLaunchedVariable)) return false;
+  return nnodes > 1 || !read_rank_environment(env);
+}
+
 int free_local_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) throw EnvironmentError(std::string("cannot open a socket: ") + std::strerror(errno), "");
@@ -69,8 +74,23 @@ bool parse_mpirun_failure(const std::string& text, int& rank, std::string& how) 
   return false;
 }
 
-int launch_local(const LaunchSpec& spec, std::ostream& report) {
+void check_launch(const LaunchSpec& spec) {
   if (spec.ranks < 1) throw UsageError("--nproc-per-node must be at least 1", "");
+  if (spec.nodes < 1 || spec.node_rank < 0 || spec.node_rank >= spec.nodes)
+    throw UsageError("--node-rank " + std::to_string(spec.node_rank) + " is not one of the " + std::to_string(spec.nodes) + " nodes' (0 .. " +
+                         std::to_string(spec.nodes - 1) + ")",
+                     "give each node its own --node-rank, from 0");
+  if (spec.nodes > 1 && spec.through_mpirun)
+    throw UsageError("CPU ranks on several nodes are mpirun's to start, not --nnodes'",
+                     "mpirun -np N --hostfile HOSTS gputrain train ... --set device=cpu");
+  if (spec.nodes > 1 && (spec.master_addr.empty() || spec.master_port == 0))
+    throw UsageError("ranks on several nodes meet at node 0: --master-addr and --master-port must name it",
+                     "give every node the same --master-addr (node 0's host) and --master-port (e.g. 29500)");
+}
+
+int launch_local(const LaunchSpec& spec, std::ostream& report) {
+  check_launch(spec);
+  const int first_rank = spec.node_rank * spec.ranks, world_size = spec.nodes * spec.ranks;
   std::vector<Child> children;
   if (spec.through_mpirun) {
     const auto mpirun = find_in_path("mpirun");
@@ -84,17 +104,20 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
     argv.insert(argv.end(), spec.command.begin(), spec.command.end());
     // mpirun ends the job on SIGTERM with SIGKILL close behind, too soon for a checkpoint; it
     // passes SIGUSR1 on to the ranks, which stop on it as on SIGTERM.
-    children.push_back(spawn(argv, {}, -1, SIGUSR1));
+    children.push_back(spawn(argv, {{kLaunchedVariable, "1"}}, -1, SIGUSR1));
   } else {
     const int port = spec.master_port > 0 ? spec.master_port : free_local_port();
+    // torchrun's variables; ours set over any the node's own launcher left (a pod's RANK counts pods).
     for (int r = 0; r < spec.ranks; ++r)
       children.push_back(spawn(spec.command,
-                               {{"RANK", std::to_string(r)},
+                               {{"RANK", std::to_string(first_rank + r)},
                                 {"LOCAL_RANK", std::to_string(r)},
-                                {"WORLD_SIZE", std::to_string(spec.ranks)},
+                                {"GROUP_RANK", std::to_string(spec.node_rank)},
+                                {"WORLD_SIZE", std::to_string(world_size)},
                                 {"LOCAL_WORLD_SIZE", std::to_string(spec.ranks)},
-                                {"MASTER_ADDR", "127.0.0.1"},
-                                {"MASTER_PORT", std::to_string(port)}},
+                                {"MASTER_ADDR", spec.master_addr.empty() ? "127.0.0.1" : spec.master_addr},
+                                {"MASTER_PORT", std::to_string(port)},
+                                {kLaunchedVariable, "1"}},
                                r, SIGTERM));
   }
 
@@ -105,7 +128,7 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
   g_signals = 0;
   const auto restore = core::catch_stop_signals(count_signal, 0);
 
-  RankOutput output(spec.ranks, spec.tail_lines);
+  RankOutput output(spec.ranks, spec.tail_lines, first_rank);
   int forwarded = 0;            // signals passed on so far
   int failed_rank = -1;         // the first rank that failed (direct launch)
   int failed_status = 0;
@@ -160,19 +183,22 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
   }
   core::restore_actions(restore);
 
-  auto show_tail = [&](int rank) {
+  // `local`: the rank's place on this node; people read its rank in the run.
+  auto show_tail = [&](int local) {
     // On the console the rank's lines went to, lines that are the last ones there are right above.
-    if (&report == &std::cerr && output.last_on_screen(rank)) return;
-    if (output.tail(rank).empty()) {
+    if (&report == &std::cerr && output.last_on_screen(local)) return;
+    const int rank = first_rank + local;
+    if (output.tail(local).empty()) {
       report << "rank " << rank << " wrote nothing before it ended (ranks other than 0 speak only on errors)\n";
       return;
     }
     report << "last lines of rank " << rank << ":\n";
-    for (const auto& l : output.tail(rank)) report << "  | " << l << "\n";
+    for (const auto& l : output.tail(local)) report << "  | " << l << "\n";
   };
   // Said in place of one rank's failure, which would read as a fault of that rank.
   const auto every_rank_failed = [&](int status) {
-    report << "error: all " << spec.ranks << " ranks stopped on the error above (" << describe_status(status) << ")\n";
+    report << "error: all " << spec.ranks << " ranks" << (spec.nodes > 1 ? " of this node" : "") << " stopped on the error above ("
+           << describe_status(status) << ")\n";
     return exit_code_of(status);
   };
   if (spec.through_mpirun) {
@@ -191,7 +217,7 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
   }
   if (failed_rank >= 0 && spec.ranks > 1 && output.every_rank_said_one_error()) return every_rank_failed(failed_status);
   if (failed_rank >= 0) {
-    report << "error: rank " << failed_rank << " of " << spec.ranks << " failed (" << describe_status(failed_status)
+    report << "error: rank " << first_rank + failed_rank << " of " << world_size << " failed (" << describe_status(failed_status)
            << "); the other ranks were stopped\n";
     show_tail(failed_rank);
     return exit_code_of(failed_status);

@@ -41,8 +41,8 @@ std::vector<std::string> MpirunNoise::rest() {
   return {std::exchange(held_rule_, std::string())};
 }
 
-RankOutput::RankOutput(int ranks, int tail_lines)
-    : tails_(static_cast<std::size_t>(ranks)), on_screen_at_(static_cast<std::size_t>(ranks), 0), tail_lines_(tail_lines) {}
+RankOutput::RankOutput(int ranks, int tail_lines, int first_rank)
+    : tails_(static_cast<std::size_t>(ranks)), on_screen_at_(static_cast<std::size_t>(ranks), 0), tail_lines_(tail_lines), first_rank_(first_rank) {}
 
 void RankOutput::rank_line(int rank, const std::string& body) {
   const bool known = rank >= 0 && static_cast<std::size_t>(rank) < tails_.size();
@@ -64,10 +64,10 @@ void RankOutput::rank_line(int rank, const std::string& body) {
       return;
     }
   }
-  if (rank == 0)
+  if (first_rank_ + rank == 0)
     echo(body);
   else
-    echo("[rank " + std::to_string(rank) + "] " + body);
+    echo("[rank " + std::to_string(first_rank_ + rank) + "] " + body);
   if (error_line) errors_shown_[body] = echoed_;
   if (known) on_screen_at_[static_cast<std::size_t>(rank)] = echoed_;
 }

@@ -33,7 +33,8 @@ class MpirunNoise {
 /// The ranks' output on its way to the console (stderr), and what the launcher's report needs of it.
 class RankOutput {
  public:
-  RankOutput(int ranks, int tail_lines);
+  /// `ranks` on this node, the first of them rank `first_rank` of the run (node_rank x ranks).
+  RankOutput(int ranks, int tail_lines, int first_rank = 0);
 
   /// Reads what `c` has written so far, without blocking, and shows its whole lines; closes its
   /// pipe at its end.
@@ -43,7 +44,7 @@ class RankOutput {
   /// One line from a child. mpirun's (--tag-output) puts "[1,R]<stderr>:" before every write of
   /// rank R, so a line written in pieces carries several tags; a line without one is mpirun's own.
   void line(const Child& from, const std::string& text);
-  /// One line of a rank's output. Every rank reads the same config and data, so a mistake in them
+  /// One line of the rank at `rank` on this node. Every rank reads the same config and data, so a mistake in them
   /// stops every rank with the same error: each error and fix line is shown once, by the first
   /// rank to say it.
   void rank_line(int rank, const std::string& body);
@@ -71,6 +72,7 @@ class RankOutput {
   bool ending_after_failure_ = false;
   MpirunNoise noise_;
   int tail_lines_;
+  int first_rank_;  // added to a rank's place on this node to tell people its rank in the run
   std::string mpirun_text_;
   std::map<int, std::string> pieces_;  // a rank's line so far, when mpirun split it
   int last_rank_ = -1;

@@ -52,9 +52,38 @@ void check_class_weights(const Config& c) {
                  "give the classes to train on a weight above 0, e.g. 1");
 }
 
+// Our launcher across nodes is torchrun's static rendezvous: every node's launcher names the same
+// address and port, which rank 0 (on node 0) listens at.
+void check_nodes(const DistributedConfig& d) {
+  if (d.nnodes == 1) {
+    if (d.node_rank != 0)
+      inconsistent("distributed.node_rank is " + std::to_string(d.node_rank) + ", but distributed.nnodes is 1",
+                   "set distributed.nnodes (--nnodes) to the number of nodes, or remove distributed.node_rank");
+    return;
+  }
+  const std::string nodes = "distributed.nnodes is " + std::to_string(d.nnodes);
+  if (d.nproc_per_node == 0)
+    inconsistent(nodes + ", but distributed.nproc_per_node is 0: the launcher that spans nodes starts the ranks of its own",
+                 "set --nproc-per-node to the GPUs of each node, e.g. --nproc-per-node 8 --nnodes " + std::to_string(d.nnodes));
+  if (d.node_rank >= d.nnodes)
+    inconsistent("distributed.node_rank is " + std::to_string(d.node_rank) + ", but " + nodes + " (node ranks are 0 .. " +
+                     std::to_string(d.nnodes - 1) + ")",
+                 "give each node its own --node-rank from 0 to " + std::to_string(d.nnodes - 1));
+  if (d.master_addr.empty() || d.master_port == 0)
+    inconsistent(nodes + ", but distributed.master_" + (d.master_addr.empty() ? "addr" : "port") +
+                     " is not set: every node must name where rank 0 listens",
+                 "give every node the same --master-addr (node 0's host name or address) and --master-port (a free port "
+                 "there, e.g. 29500)");
+  if (d.backend == "mpi")
+    inconsistent(nodes + " with distributed.backend mpi: CPU ranks on several nodes are mpirun's to start",
+                 "start them with mpirun and a host file (mpirun -np 16 --hostfile hosts gputrain train ... --set device=cpu), "
+                 "without --nnodes");
+}
+
 }  // namespace
 
 void check_consistency(const Config& c) {
+  check_nodes(c.distributed);
   const bool classification = c.data.task == "classification";
   if (!c.data.exclude.empty() && c.data.source != "csv")
     inconsistent("data.exclude names CSV columns, but data.source is " + c.data.source,

@@ -527,6 +527,9 @@ std::vector<Field> make_schema() {
 
     choice_field("distributed.backend", [](auto& c) -> auto& { return c.distributed.backend; }, {"auto", "nccl", "mpi"}),
     int_field("distributed.nproc_per_node", [](auto& c) -> auto& { return c.distributed.nproc_per_node; }, 0, 1024),
+    int_field("distributed.nnodes", [](auto& c) -> auto& { return c.distributed.nnodes; }, 1, 100000),
+    int_field("distributed.node_rank", [](auto& c) -> auto& { return c.distributed.node_rank; }, 0, 99999),
+    optional_string_field("distributed.master_addr", [](auto& c) -> auto& { return c.distributed.master_addr; }, "a host name or address"),
     int_field("distributed.master_port", [](auto& c) -> auto& { return c.distributed.master_port; }, 0, 65535),
     double_field("distributed.timeout", [](auto& c) -> auto& { return c.distributed.timeout; }, 1.0),
     double_field("distributed.bucket_mb", [](auto& c) -> auto& { return c.distributed.bucket_mb; }, 0.001),

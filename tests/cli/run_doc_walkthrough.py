@@ -69,8 +69,19 @@ def gputrain_lines(text):
             yield words
 
 
+# What the variables in example commands stand for when they are checked (a node's place, ...).
+EXAMPLE_VARIABLES = {"NODE_RANK": "1"}
+
+
+def with_variables(words):
+    """The words with $NAME and ${NAME} of EXAMPLE_VARIABLES put in, as the shell would."""
+    put = lambda m: EXAMPLE_VARIABLES.get(m.group(1) or m.group(2), m.group(0))
+    return [re.sub(r"\$(\w+)|\$\{(\w+)\}", put, w) for w in words]
+
+
 def check_examples(words, where, bin_dir, cwd, env):
     """An example command that is not run: the command exists, and `train` resolves its config."""
+    words = with_variables(words)
     command = words[1]
     if not os.access(os.path.join(bin_dir, "gputrain-" + command), os.X_OK):
         return ["%s: no command 'gputrain %s'" % (where, command)]

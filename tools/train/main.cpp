@@ -2,19 +2,17 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
 #include <iostream>
 
 #include "command.hpp"
+#include "launch_options.hpp"
 #include "gputrain/core/duration.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/device_cache.hpp"
-#include "gputrain/device/gpu_info.hpp"
 #include "gputrain/dist/communicator.hpp"
 #include "gputrain/dist/launcher.hpp"
-#include "gputrain/dist/rank_environment.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/evaluation.hpp"
 #include "gputrain/train/metrics.hpp"
@@ -22,32 +20,11 @@
 
 using namespace gputrain;
 
-namespace {
-
-// `--nproc-per-node N` outside any launcher: start N ranks of this very command and watch them.
-// GPU ranks meet over NCCL (one GPU each); CPU ranks run under mpirun.
-int launch_ranks(const train::Config& config, int argc, char** argv) {
-  dist::LaunchSpec spec;
-  spec.ranks = static_cast<int>(config.distributed.nproc_per_node);
-  const auto& backend = config.distributed.backend;
-  const bool gpus = config.device.name != "cpu" && !device::discover_gpus().gpus.empty();
-  // A backend that cannot run here is refused once, before any rank starts.
-  const auto chosen = dist::choose_backend(backend, gpus ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU));
-  spec.through_mpirun = chosen == dist::Backend::mpi;
-  spec.master_port = static_cast<int>(config.distributed.master_port);
-  spec.command.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
-  for (int i = 1; i < argc; ++i) spec.command.push_back(argv[i]);
-  std::cerr << "launching " << core::counted(spec.ranks, "rank")
-            << (spec.through_mpirun ? " on the CPU under mpirun (MPI)" : " on this node's GPUs (NCCL)") << "\n";
-  return dist::launch_local(spec, std::cerr);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"gputrain train: train a model from YAML config files.\n\n"
                "Settings resolve as: built-in defaults < CONFIG files (later wins) < --set overrides\n"
-               "< --max-memory and --nproc-per-node.\n"
+               "< --max-memory and the launcher flags (--nproc-per-node, ...).\n"
                "Every key is in docs/configuration.md; configs/ holds ready configs.\n"
                "A run writes config.yaml, training.log, metrics.jsonl, TensorBoard events, checkpoints and\n"
                "model.safetensors to logging.dir. SIGINT/SIGTERM (and SIGHUP, SIGUSR1/2: a closed terminal, a\n"
@@ -80,7 +57,8 @@ int main(int argc, char** argv) {
                "  gputrain train configs/resnet18-cifar.yaml --nproc-per-node 8      (one rank per GPU, NCCL)\n"
                "  gputrain train configs/mlp.yaml --set device=cpu --nproc-per-node 2 (CPU ranks, MPI)\n\n"
                "Distributed: run under torchrun (--no-python), srun or mpirun, or let --nproc-per-node start\n"
-               "the ranks of this node; batch_size is per rank; rank 0 writes the run directory.\n"
+               "the ranks of this node (with --nnodes, --node-rank, --master-addr and --master-port, of each\n"
+               "node, as torchrun does); batch_size is per rank; rank 0 writes the run directory.\n"
                "See docs/distributed.md.",
                "gputrain train"};
   train::ConfigSources sources;
@@ -91,10 +69,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-memory", max_memory, "cap device memory as a smaller GPU would, e.g. 8GiB (= --set device.max_memory=...)")
       ->type_name("SIZE")->envname("GPUTRAIN_MAX_MEMORY");
   app.add_flag("--print-config", print_config, "print the resolved config as YAML and exit");
-  int nproc_per_node = 0;
-  app.add_option("--nproc-per-node", nproc_per_node,
-                 "start N ranks on this node and watch them (= --set distributed.nproc_per_node=N)")
-      ->type_name("N")->check(CLI::Range(1, 1024));
+  tools::LaunchFlags launch;
+  tools::add_launch_options(app, launch);
   std::string evaluate;
   bool json = false;
   auto* evaluate_option = app.add_option("--evaluate", evaluate,
@@ -105,12 +81,12 @@ int main(int argc, char** argv) {
 
   const int code = tools::run_command(app, argc, argv, [&] {
     // A bare `gputrain train` is someone finding their way, not a request for a run on the defaults.
-    if (sources.files.empty() && sources.overrides.empty() && max_memory.empty() && nproc_per_node == 0 && !print_config)
+    if (sources.files.empty() && sources.overrides.empty() && max_memory.empty() && !launch.any() && !print_config)
       throw UsageError("no config given: gputrain train CONFIG.yaml [--set KEY=VALUE ...]",
                        "try gputrain train configs/quickstart.yaml (configs/ holds ready configs; docs/getting-started.md walks "
                        "through a first run); --set alone trains on the built-in defaults");
     if (!max_memory.empty()) sources.flags.push_back({"--max-memory/GPUTRAIN_MAX_MEMORY", "device.max_memory", {max_memory}});
-    if (nproc_per_node > 0) sources.flags.push_back({"--nproc-per-node", "distributed.nproc_per_node", {std::to_string(nproc_per_node)}});
+    launch.add_settings(sources);
     const auto config = train::load_config(sources);
     if (print_config) {
       std::cout << train::to_yaml(config);
@@ -118,7 +94,8 @@ int main(int argc, char** argv) {
     }
     // Said once, before any rank starts, rather than by every rank.
     if (!evaluate.empty()) train::check_weights_file(evaluate);
-    if (config.distributed.nproc_per_node > 0 && !dist::read_rank_environment()) return launch_ranks(config, argc, argv);
+    const auto& d = config.distributed;
+    if (dist::starts_ranks_here(static_cast<int>(d.nproc_per_node), static_cast<int>(d.nnodes))) return tools::launch_ranks(config, argc, argv);
     core::install_stop_handlers();
     train::TrainerOptions options;
     options.console_is_terminal = isatty(STDERR_FILENO) != 0;

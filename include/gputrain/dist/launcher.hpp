@@ -14,22 +14,40 @@
 #include <string>
 #include <vector>
 
+#include "gputrain/dist/rank_environment.hpp"
+
 namespace gputrain::dist {
+
+/// Set in every rank our launcher starts: that process is a rank, not another launcher.
+inline constexpr const char* kLaunchedVariable = "GPUTRAIN_LAUNCHED";
 
 struct LaunchSpec {
   int ranks = 1;                       ///< processes to start on this node
   bool through_mpirun = false;         ///< MPI ranks: start them with mpirun
   std::vector<std::string> command;    ///< the rank's argv (argv[0] an absolute path)
-  int master_port = 0;                 ///< NCCL rendezvous port; 0: a free one
+  int nodes = 1;                       ///< nodes whose launchers start `ranks` each (torchrun's --nnodes)
+  int node_rank = 0;                   ///< this node's place: its ranks are node_rank * ranks + 0 .. ranks-1
+  std::string master_addr;             ///< where rank 0's TCPStore listens; "": 127.0.0.1 (one node)
+  int master_port = 0;                 ///< NCCL rendezvous port; 0: a free one (one node only)
   double grace_seconds = 10;           ///< between SIGTERM and SIGKILL when stopping the others
   int tail_lines = 20;                 ///< lines of a failed rank's output to repeat
 };
 
-/// Runs the ranks to the end. Returns 0 when every rank exited 0, 130 when they stopped on a
+/// Throws UsageError when `spec` cannot start: no ranks, a node rank outside the nodes, several
+/// nodes of MPI ranks (mpirun's to start) or without the address and port they meet at.
+void check_launch(const LaunchSpec& spec);
+
+/// Runs the ranks to the end (check_launch first). Returns 0 when every rank exited 0, 130 when they stopped on a
 /// forwarded signal, else the failed rank's exit code (1 for a rank killed by a signal), after
 /// writing to `report` which rank failed, how, and its last lines. Throws EnvironmentError when
 /// a rank cannot be started (no mpirun, no free port).
 int launch_local(const LaunchSpec& spec, std::ostream& report);
+
+/// Whether `gputrain train` with distributed.nproc_per_node > 0 starts the ranks itself. Not in a
+/// rank our launcher started (kLaunchedVariable), nor under another launcher (torchrun, srun,
+/// mpirun: their variables are set, and --nproc-per-node is theirs), unless `nnodes` > 1 makes this
+/// process its node's launcher: a Kubeflow pod's RANK and WORLD_SIZE count pods, not ranks.
+bool starts_ranks_here(int nproc_per_node, int nnodes, const EnvLookup& env = process_environment());
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick).
 int free_local_port();

@@ -147,7 +147,10 @@ struct DeviceConfig {
 struct DistributedConfig {
   std::string backend = "auto";        ///< auto (nccl on GPUs, mpi on CPUs), nccl, mpi
   std::int64_t nproc_per_node = 0;     ///< `gputrain train` starts this many local ranks itself; 0: run in this process
-  std::int64_t master_port = 0;        ///< the launcher's rendezvous port; 0: a free one
+  std::int64_t nnodes = 1;             ///< nodes our launcher's ranks span (torchrun's --nnodes); each node runs `gputrain train`
+  std::int64_t node_rank = 0;          ///< this node's place, 0 .. nnodes-1: its ranks are node_rank * nproc_per_node + local rank
+  std::string master_addr;             ///< where rank 0's rendezvous listens; "" : 127.0.0.1 (one node)
+  std::int64_t master_port = 0;        ///< the launcher's rendezvous port; 0: a free one (one node only)
   double timeout = 300;                ///< seconds a collective may take before the run fails
   double bucket_mb = 25;               ///< gradient all-reduce bucket size, MiB
   double first_bucket_mb = 1;          ///< the first (last layers') bucket, MiB: starts communication early

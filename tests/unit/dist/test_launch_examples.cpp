@@ -1,6 +1,7 @@
 // The launch examples docs/distributed.md points at are kept working: the Kubernetes PyTorchJob
-// manifest parses and starts `gputrain train` through torchrun with one rank per requested GPU,
-// and the SLURM script starts one task per GPU with srun on a config that exists.
+// manifest parses and starts `gputrain train` as each pod's launcher (no torchrun: the image has no
+// Python) with one rank per requested GPU, and the SLURM script starts one task per GPU with srun
+// on a config that exists.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -24,7 +25,7 @@ std::string read(const fs::path& path) {
 
 }  // namespace
 
-TEST(LaunchExamples, PyTorchJobRunsGputrainThroughTorchrunWithARankPerGpu) {
+TEST(LaunchExamples, PyTorchJobRunsGputrainsLauncherWithARankPerGpu) {
   const auto job = YAML::LoadFile((kExamples / "pytorchjob.yaml").string());
   EXPECT_EQ(job["apiVersion"].as<std::string>(), "kubeflow.org/v1");
   EXPECT_EQ(job["kind"].as<std::string>(), "PyTorchJob");
@@ -36,10 +37,13 @@ TEST(LaunchExamples, PyTorchJobRunsGputrainThroughTorchrunWithARankPerGpu) {
     const auto container = replicas[role]["template"]["spec"]["containers"][0];
     EXPECT_EQ(container["name"].as<std::string>(), "pytorch");  // the operator injects its variables into this one
     const auto args = container["args"][0].as<std::string>();
-    EXPECT_NE(args.find("torchrun --no-python"), std::string::npos) << args;
-    EXPECT_NE(args.find("gputrain train"), std::string::npos) << args;
+    EXPECT_EQ(args.find("torchrun"), std::string::npos) << args;
+    EXPECT_NE(args.find("exec gputrain train"), std::string::npos) << args;
+    // The operator's variables count pods: they make the nodes of gputrain's launcher.
+    for (const char* flag : {"--nnodes $WORLD_SIZE", "--node-rank $RANK", "--master-addr $MASTER_ADDR", "--master-port $MASTER_PORT"})
+      EXPECT_NE(args.find(flag), std::string::npos) << flag << " in " << args;
     std::smatch m;
-    ASSERT_TRUE(std::regex_search(args, m, std::regex(R"(--nproc-per-node=(\d+))"))) << args;
+    ASSERT_TRUE(std::regex_search(args, m, std::regex(R"(--nproc-per-node (\d+))"))) << args;
     EXPECT_EQ(std::stoi(m[1]), container["resources"]["limits"]["nvidia.com/gpu"].as<int>()) << "one rank per GPU";
   }
 }

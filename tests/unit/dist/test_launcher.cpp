@@ -9,9 +9,12 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "gputrain/core/error.hpp"
 #include "gputrain/dist/bus_bandwidth.hpp"
 #include "gputrain/dist/launcher.hpp"
 
@@ -37,6 +40,66 @@ TEST(Launcher, RanksGetTorchrunVariablesAndAllSucceeding) {
                                 report);
   EXPECT_EQ(code, 0) << report.str();
   EXPECT_TRUE(report.str().empty());
+}
+
+// Node 1 of 2, as torchrun --nnodes 2 --node-rank 1 starts it: its ranks are 2 and 3 of 4, meeting
+// at node 0; our variables replace those the node's own launcher set (a pod's RANK counts pods).
+TEST(Launcher, ANodesRanksAreNumberedAfterThoseOfTheNodesBeforeIt) {
+  auto spec = shell_ranks(2, R"(test "$RANK" = $((2 + LOCAL_RANK)) && test "$WORLD_SIZE" = 4 && test "$LOCAL_WORLD_SIZE" = 2 &&
+      test "$GROUP_RANK" = 1 && test "$MASTER_ADDR" = node0.cluster && test "$MASTER_PORT" = 29500 && test "$GPUTRAIN_LAUNCHED" = 1)");
+  spec.nodes = 2;
+  spec.node_rank = 1;
+  spec.master_addr = "node0.cluster";
+  spec.master_port = 29500;
+  setenv("RANK", "1", 1);  // the pod's
+  std::ostringstream report;
+  const int code = launch_local(spec, report);
+  unsetenv("RANK");
+  EXPECT_EQ(code, 0) << report.str();
+
+  // A failure names the rank in the run, not on the node.
+  spec.command = {"/bin/sh", "-c", R"(if [ "$LOCAL_RANK" = 1 ]; then echo "boom"; exit 3; fi; exec sleep 60)"};
+  std::ostringstream failed;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(launch_local(spec, failed), 3);
+  const std::string console = testing::internal::GetCapturedStderr();
+  EXPECT_NE(failed.str().find("rank 3 of 4 failed (exit code 3)"), std::string::npos) << failed.str();
+  EXPECT_NE(console.find("[rank 3] boom"), std::string::npos) << console;
+}
+
+// What cannot start is refused before anything does, with the fix.
+TEST(Launcher, SeveralNodesNeedWhereToMeetAndGpuRanks) {
+  LaunchSpec spec = shell_ranks(2, "true");
+  spec.nodes = 2;
+  spec.node_rank = 1;
+  EXPECT_THROW(check_launch(spec), gputrain::UsageError);  // no address or port
+  spec.master_addr = "node0";
+  spec.master_port = 29500;
+  EXPECT_NO_THROW(check_launch(spec));
+  spec.through_mpirun = true;
+  EXPECT_THROW(check_launch(spec), gputrain::UsageError);
+  spec.through_mpirun = false;
+  spec.node_rank = 2;
+  EXPECT_THROW(check_launch(spec), gputrain::UsageError);
+}
+
+// Who starts the ranks: this command, unless it is a rank itself or another launcher started it;
+// a node's launcher (--nnodes > 1) starts them even where a pod's RANK and WORLD_SIZE are set.
+TEST(Launcher, StartsRanksOnlyWhereNoOtherLauncherDid) {
+  const auto env = [](std::map<std::string, std::string> vars) -> EnvLookup {
+    return [vars](const std::string& name) -> std::optional<std::string> {
+      const auto it = vars.find(name);
+      return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+    };
+  };
+  const auto none = env({});
+  const auto pod = env({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "m"}, {"MASTER_PORT", "23456"}});
+  const auto ours = env({{"RANK", "1"}, {"WORLD_SIZE", "4"}, {"GPUTRAIN_LAUNCHED", "1"}});
+  EXPECT_TRUE(starts_ranks_here(2, 1, none));
+  EXPECT_FALSE(starts_ranks_here(0, 1, none));  // no --nproc-per-node: this process is the run
+  EXPECT_FALSE(starts_ranks_here(2, 1, pod));   // torchrun or srun started it: --nproc-per-node is theirs
+  EXPECT_TRUE(starts_ranks_here(8, 4, pod));    // a node's launcher in a pod
+  EXPECT_FALSE(starts_ranks_here(8, 4, ours));  // one of the ranks it started
 }
 
 TEST(Launcher, AFailedRankStopsTheOthersAndIsNamedWithItsLastLines) {

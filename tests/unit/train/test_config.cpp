@@ -408,6 +408,30 @@ TEST(Config, InconsistentKeysAreRejected) {
             std::string::npos);
 }
 
+// The launcher across nodes: each node's ranks, its place, and where they all meet, or an error
+// naming what is missing before anything starts.
+TEST(Config, SeveralNodesNeedRanksAPlaceAndWhereToMeet) {
+  const auto config = load_config({{}, {"distributed.nproc_per_node=8", "distributed.nnodes=2", "distributed.node_rank=1",
+                                        "distributed.master_addr=node0.cluster", "distributed.master_port=29500"}, ""});
+  EXPECT_EQ(config.distributed.nnodes, 2);
+  EXPECT_EQ(config.distributed.node_rank, 1);
+  EXPECT_EQ(config.distributed.master_addr, "node0.cluster");
+  const std::vector<std::string> meet{"distributed.master_addr=node0", "distributed.master_port=29500"};
+  const auto with = [&](std::vector<std::string> settings, bool meeting = true) {
+    if (meeting) settings.insert(settings.end(), meet.begin(), meet.end());
+    return error_of({{}, settings, ""});
+  };
+  EXPECT_NE(with({"distributed.nnodes=2"}).find("distributed.nnodes is 2, but distributed.nproc_per_node is 0"), std::string::npos);
+  EXPECT_NE(with({"distributed.nproc_per_node=8", "distributed.nnodes=2", "distributed.node_rank=2"})
+                .find("distributed.node_rank is 2, but distributed.nnodes is 2 (node ranks are 0 .. 1)"),
+            std::string::npos);
+  EXPECT_NE(with({"distributed.nproc_per_node=8", "distributed.nnodes=2"}, false).find("distributed.master_addr is not set"), std::string::npos);
+  EXPECT_NE(with({"distributed.nproc_per_node=8", "distributed.nnodes=2", "distributed.backend=mpi"})
+                .find("CPU ranks on several nodes are mpirun's to start"),
+            std::string::npos);
+  EXPECT_NE(with({"distributed.node_rank=1"}, false).find("distributed.node_rank is 1, but distributed.nnodes is 1"), std::string::npos);
+}
+
 // Counts are often written large: 1e5, 100_000, 3.0 are whole numbers and read as such; a fraction
 // is not, and no more than a word is.
 TEST(Config, IntegerKeysTakeWholeNumbersHoweverTheyAreWritten) {
