@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -222,9 +223,13 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
     show_tail(failed_rank);
     return exit_code_of(failed_status);
   }
-  for (const auto& c : children)
-    if (WEXITSTATUS(c.status) == 130) return 130;
-  return 0;
+  const bool stopped = std::any_of(children.begin(), children.end(), [](const Child& c) { return WEXITSTATUS(c.status) == 130; });
+  // Ranks other than 0 speak only on errors: on another node than rank 0's, a pod's log would end
+  // with the launching line alone.
+  if (spec.nodes > 1 && first_rank > 0)
+    report << "ranks " << first_rank << " to " << first_rank + spec.ranks - 1 << " of " << world_size << (stopped ? " stopped" : " finished")
+           << "; rank 0, on node 0, reports the run\n";
+  return stopped ? 130 : 0;
 }
 
 }  // namespace gputrain::dist

@@ -56,6 +56,8 @@ TEST(Launcher, ANodesRanksAreNumberedAfterThoseOfTheNodesBeforeIt) {
   const int code = launch_local(spec, report);
   unsetenv("RANK");
   EXPECT_EQ(code, 0) << report.str();
+  // Ranks other than 0 say nothing unless they fail: the launcher says how they ended.
+  EXPECT_EQ(report.str(), "ranks 2 to 3 of 4 finished; rank 0, on node 0, reports the run\n");
 
   // A failure names the rank in the run, not on the node.
   spec.command = {"/bin/sh", "-c", R"(if [ "$LOCAL_RANK" = 1 ]; then echo "boom"; exit 3; fi; exec sleep 60)"};
