@@ -7,8 +7,10 @@
 // a step boundary with a checkpoint (exit 130).
 //
 // GPU ranks (NCCL) are started directly with torchrun's variables (RANK, LOCAL_RANK, WORLD_SIZE,
-// LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT). CPU ranks (MPI) need MPI's own runtime,
-// so they are started through `mpirun -np N`, whose job is then watched the same way.
+// LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT). Across nodes, as torchrun's static
+// rendezvous: each node's launcher starts its share, ranks node_rank x N and on, all meeting at
+// node 0's address. CPU ranks (MPI) need MPI's own runtime, so they are started through
+// `mpirun -np N` on one node, whose job is then watched the same way.
 
 #include <iosfwd>
 #include <string>
