@@ -10,6 +10,7 @@
 #include <array>
 
 #include "gputrain/train/model.hpp"
+#include "cpu_matmul.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -92,6 +93,7 @@ std::unique_ptr<DirectBackward> DirectBackward::plan(Model& model, const TrainCo
     if (!p.requires_grad()) return nullptr;  // frozen layers: autograd knows which gradients to skip
   auto direct = std::unique_ptr<DirectBackward>(new DirectBackward(std::move(layers)));
   direct->label_smoothing_ = train.label_smoothing;
+  direct->matmul_ = cpu_matmul_for_this_machine();
   return direct;
 }
 
@@ -123,7 +125,7 @@ at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& tar
         break;
       case Kind::linear:
         layer.input = x;
-        x = at::linear(x, layer.linear->weight, layer.linear->bias);
+        x = linear_forward(x, *layer.linear);
         break;
       case Kind::layer_norm: {
         layer.input = x;
@@ -214,9 +216,9 @@ at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& tar
       case Kind::linear: {
         // addmm's backward for weight.t() (column-major): grad.t() @ input, then the bias's sum.
         const auto& weight_tensor = layer.linear->weight;
-        accumulate(weight_tensor, at::mm(grad.t(), layer.input));
+        accumulate(weight_tensor, matmul(grad.t(), layer.input, matmul_));
         if (layer.linear->bias.defined()) accumulate(layer.linear->bias, grad.sum(0));
-        if (input_needs_grad) grad = at::mm(grad, weight_tensor);
+        if (input_needs_grad) grad = matmul(grad, weight_tensor, matmul_);
         break;
       }
       case Kind::layer_norm: {
@@ -250,8 +252,15 @@ at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& tar
   return loss.detach();
 }
 
+// With MKL, at::linear as the module's forward runs it (addmm: the bias is where the sum starts).
+at::Tensor DirectBackward::linear_forward(const at::Tensor& x, const torch::nn::LinearImpl& linear) const {
+  if (matmul_ == CpuMatmul::mkl) return at::linear(x, linear.weight, linear.bias);
+  auto y = matmul(x, linear.weight.t(), matmul_);
+  return linear.bias.defined() ? y.add_(linear.bias) : y;
+}
+
 std::string DirectBackward::describe() const {
-  return std::to_string(layers_.size()) + " layers";
+  return std::to_string(layers_.size()) + " layers" + (matmul_ == CpuMatmul::onednn ? ", oneDNN's matrix products" : "");
 }
 
 }  // namespace gputrain::train

@@ -4,7 +4,10 @@
 // On the 2-core CPU that is ~7 % of an MLP step, the margin between the MLP benchmark and its
 // goal (docs/benchmarks.md). It calls the kernels autograd would call, on the same tensors, so
 // the gradients are bit-identical to autograd's: tests/unit/train/test_direct_backward.cpp
-// compares them for every layer kind, micro-batch splits and both losses.
+// compares them for every layer kind, micro-batch splits and both losses. The one exception is
+// by choice: on AMD processors with AVX-512 its Linears' products run on oneDNN rather than MKL
+// (cpu_matmul.hpp: twice as fast there), which sums in another order, so the gradients are then
+// autograd's within fp32 rounding (tested too).
 //
 // Used only where that comparison runs and where the step is worth it: fp32 on the CPU, in one
 // process (GradientSync starts its all-reduces from autograd hooks), for an nn::Sequential of
@@ -20,6 +23,11 @@
 #include <vector>
 
 #include "gputrain/train/config.hpp"
+#include "cpu_matmul.hpp"
+
+namespace torch::nn {
+class LinearImpl;
+}  // namespace torch::nn
 
 namespace gputrain::train {
 
@@ -45,8 +53,13 @@ class DirectBackward {
   at::Tensor train(const at::Tensor& inputs, const at::Tensor& targets, bool classification, const at::Tensor& class_weights,
                    double weight, const std::function<void()>& after_forward = {});
 
-  /// For the run's notes, e.g. "6 layers".
+  /// For the run's notes, e.g. "6 layers" or "6 layers, oneDNN's matrix products".
   std::string describe() const;
+
+  /// The library of the Linears' matrix products: the machine's choice (cpu_matmul_for_this_machine)
+  /// unless set; CpuMatmul::mkl gives autograd's bits.
+  void use_matmul(CpuMatmul library) { matmul_ = library; }
+  CpuMatmul matmul_library() const { return matmul_; }
 
  private:
   struct Layer;
@@ -55,6 +68,9 @@ class DirectBackward {
   std::size_t first_with_parameters_ = 0;  // backward stops there: nothing before it needs a gradient
   std::int64_t outputs_ = 0;               // the last Linear's width: a regression target's
   double label_smoothing_ = 0;             // train.label_smoothing, in the cross-entropy and its gradient
+  CpuMatmul matmul_ = CpuMatmul::mkl;
+
+  at::Tensor linear_forward(const at::Tensor& x, const torch::nn::LinearImpl& linear) const;
 };
 
 }  // namespace gputrain::train

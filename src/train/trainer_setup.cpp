@@ -177,7 +177,9 @@ void Trainer::State::setup() {
   if (!evaluating()) direct = DirectBackward::plan(*model, config.train, device, ranks.distributed());
   if (direct)
     pending_notes.push_back("training step: " + model->name() + "'s backward by hand, without autograd's graph (" + direct->describe() +
-                            ", fp32 on the CPU; the same gradients as autograd's)");
+                            ", fp32 on the CPU; " +
+                            (direct->matmul_library() == CpuMatmul::mkl ? "the same gradients as autograd's)"
+                                                                         : "autograd's gradients within fp32 rounding)"));
   optimizer = make_optimizer(config.optimizer, params);
   scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
   train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");

@@ -16,6 +16,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
+#include "train/cpu_matmul.hpp"
 #include "train/direct_backward.hpp"  // private: the trainer's step
 #include "train/models/builtin_models.hpp"
 #include "train/module_model.hpp"
@@ -83,8 +84,10 @@ struct StepResult {
 };
 
 // One optimizer step (SGD with momentum), with or without the hand-written backward.
-StepResult one_step(const Case& c, bool direct, std::int64_t micro_batch, bool* planned = nullptr, bool unusual = false) {
-  auto model = unusual ? unusual_stack() : mlp(c);
+// One optimizer step (SGD with momentum) of `model` on `batch`, with or without the hand-written
+// backward, whose products run on `matmul` (MKL: as autograd's do).
+StepResult step_with(std::unique_ptr<Model> model, const data::Batch& batch, const Case& c, bool direct, std::int64_t micro_batch,
+                     bool* planned = nullptr, CpuMatmul matmul = CpuMatmul::mkl) {
   auto params = model->parameters();
   OptimizerConfig opt;
   opt.name = "sgd";
@@ -96,11 +99,11 @@ StepResult one_step(const Case& c, bool direct, std::int64_t micro_batch, bool* 
   train.label_smoothing = c.label_smoothing;
   std::unique_ptr<DirectBackward> plan;
   if (direct) plan = DirectBackward::plan(*model, train, at::kCPU, /*distributed=*/false);
+  if (plan) plan->use_matmul(matmul);
   if (planned) *planned = plan != nullptr;
   const data::BatchTransform transform;
   const auto class_weights = c.class_weights.empty() ? at::Tensor() : at::tensor(c.class_weights, at::kDouble).to(at::kFloat);
   StepParts parts{*model, *optimizer, scaler, params, transform, train, false, c.classification, at::kCPU, 0, nullptr, plan.get(), class_weights};
-  const auto batch = batch_for(c.classification);
   if (plan) {
     EXPECT_TRUE(plan->takes(batch.inputs, batch.targets, c.classification)) << "else both sides ran autograd";
   }
@@ -111,6 +114,10 @@ StepResult one_step(const Case& c, bool direct, std::int64_t micro_batch, bool* 
   apply_gradients(parts);
   for (const auto& p : params) out.params_after.push_back(p.detach().clone());
   return out;
+}
+
+StepResult one_step(const Case& c, bool direct, std::int64_t micro_batch, bool* planned = nullptr, bool unusual = false) {
+  return step_with(unusual ? unusual_stack() : mlp(c), batch_for(c.classification), c, direct, micro_batch, planned);
 }
 
 void expect_identical(const StepResult& a, const StepResult& b, const std::string& what) {
@@ -266,9 +273,46 @@ TEST(DirectBackward, TakesOnlyBatchesShapedAsItsPlanExpects) {
 TEST(DirectBackward, TheTrainerUsesItForAnMlpAndSaysSo) {
   // small_run: flatten, then [Linear, ReLU, Dropout] x 2, then Linear.
   const auto mlp_run = test_support::fit_capturing_console(test_support::small_run("direct-mlp"));
-  EXPECT_NE(mlp_run.console.find("training step: mlp's backward by hand, without autograd's graph (8 layers, fp32 on the CPU; the same gradients as autograd's)"), std::string::npos)
+  const std::string said = cpu_matmul_for_this_machine() == CpuMatmul::mkl
+                               ? "(8 layers, fp32 on the CPU; the same gradients as autograd's)"
+                               : "(8 layers, oneDNN's matrix products, fp32 on the CPU; autograd's gradients within fp32 rounding)";
+  EXPECT_NE(mlp_run.console.find("training step: mlp's backward by hand, without autograd's graph " + said), std::string::npos)
       << mlp_run.console;
   const auto batch_norm_run = test_support::fit_capturing_console(test_support::small_run("direct-bn", {"model.norm=batch"}));
   EXPECT_EQ(batch_norm_run.console.find("backward by hand"), std::string::npos) << batch_norm_run.console;
   EXPECT_EQ(batch_norm_run.result.steps, mlp_run.result.steps);
+}
+
+// With oneDNN's products (AMD processors with AVX-512), the benchmark's MLP (256-512-256-10, batch
+// 256) gets autograd's loss, gradients and step within fp32 rounding, and its Linears really ran on
+// oneDNN: MKL's bits differ (at sums this long; short ones can come out the same).
+TEST(DirectBackward, OneDnnsProductsGiveAutogradsGradientsWithinRounding) {
+  if (!onednn_matmul_available()) GTEST_SKIP() << "this LibTorch has no oneDNN matmul to call";
+  const auto wide_mlp = [] {
+    ModelConfig config;
+    config.name = "mlp";
+    config.hidden = {512, 256};
+    at::manual_seed(7);
+    auto model = build_model(ModelSpec{config, {256}, 10});
+    model->set_training(true);
+    return model;
+  };
+  at::manual_seed(11);
+  const data::Batch batch{at::randn({256, 256}), at::randint(0, 10, {256}, at::kLong)};
+  const Case c{};
+  bool planned = false;
+  const auto reference = step_with(wide_mlp(), batch, c, /*direct=*/false, 256);
+  const auto with_onednn = step_with(wide_mlp(), batch, c, /*direct=*/true, 256, &planned, CpuMatmul::onednn);
+  const auto with_mkl = step_with(wide_mlp(), batch, c, /*direct=*/true, 256, nullptr, CpuMatmul::mkl);
+  ASSERT_TRUE(planned);
+  EXPECT_NEAR(with_onednn.loss.item<double>(), reference.loss.item<double>(), 1e-6);
+  bool any_bit_differs = false;
+  for (std::size_t i = 0; i < reference.grads.size(); ++i) {
+    const double scale = reference.grads[i].abs().max().item<double>();
+    EXPECT_LE((with_onednn.grads[i] - reference.grads[i]).abs().max().item<double>(), 1e-5 * scale + 1e-7) << "gradient " << i;
+    EXPECT_TRUE(at::allclose(with_onednn.params_after[i], reference.params_after[i], 1e-5, 1e-6)) << "parameter " << i;
+    EXPECT_TRUE(at::equal(with_mkl.grads[i], reference.grads[i])) << "gradient " << i << " with MKL's products";
+    any_bit_differs = any_bit_differs || !at::equal(with_onednn.grads[i], reference.grads[i]);
+  }
+  EXPECT_TRUE(any_bit_differs) << "every gradient has MKL's bits: the products did not run on oneDNN";
 }

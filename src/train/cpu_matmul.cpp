@@ -1,0 +1,54 @@
+#include "cpu_matmul.hpp"
+
+#include <ATen/ATen.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace at::native {
+// LibTorch's oneDNN matmul (ATen/native/mkldnn/Matmul.cpp): result = beta * result + alpha * mat1 @ mat2.
+// Its header is not installed; declared weak, so that a LibTorch without it (another version,
+// another signature) leaves it null and MKL runs instead of the link failing.
+__attribute__((weak)) void mkldnn_matmul(const at::Tensor& mat1, const at::Tensor& mat2, const at::Tensor& result, float beta, float alpha);
+}  // namespace at::native
+
+namespace gputrain::train {
+namespace {
+
+constexpr std::int64_t kSmallestOneDnnSide = 64;
+
+bool amd_with_avx512() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  bool amd = false, avx512 = false;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("vendor_id", 0) == 0) amd = line.find("AuthenticAMD") != std::string::npos;
+    if (line.rfind("flags", 0) == 0) {
+      std::istringstream flags(line.substr(line.find(':') + 1));
+      for (std::string flag; flags >> flag;) avx512 = avx512 || flag == "avx512f";
+      break;  // the first processor's flags: every core of one machine has the same
+    }
+  }
+  return amd && avx512;
+}
+
+}  // namespace
+
+bool onednn_matmul_available() { return &at::native::mkldnn_matmul != nullptr && at::hasMKLDNN(); }
+
+CpuMatmul cpu_matmul_for_this_machine() {
+  static const CpuMatmul choice = onednn_matmul_available() && amd_with_avx512() ? CpuMatmul::onednn : CpuMatmul::mkl;
+  return choice;
+}
+
+std::string to_string(CpuMatmul library) { return library == CpuMatmul::onednn ? "onednn" : "mkl"; }
+
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, CpuMatmul library) {
+  const bool small = a.size(0) < kSmallestOneDnnSide || a.size(1) < kSmallestOneDnnSide || b.size(1) < kSmallestOneDnnSide;
+  if (library == CpuMatmul::mkl || small || !onednn_matmul_available()) return at::mm(a, b);
+  auto result = at::empty({a.size(0), b.size(1)}, a.options());
+  at::native::mkldnn_matmul(a, b, result, 0.0f, 1.0f);
+  return result;
+}
+
+}  // namespace gputrain::train

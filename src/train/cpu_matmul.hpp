@@ -1,0 +1,30 @@
+#pragma once
+// The CPU matrix products of the hand-written MLP step (direct_backward.cpp): at::mm, which runs
+// MKL's sgemm, or oneDNN's matmul, which LibTorch carries too. On AMD processors MKL takes its AVX2
+// path even where the processor has AVX-512; oneDNN's AVX-512 kernels ran the benchmark MLP's
+// 256x512x256 products in half MKL's time on a Zen 5 (2026-11-26, docs/benchmarks.md). Both sum in
+// fp32, in different orders, so their results differ in the last bits.
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+namespace gputrain::train {
+
+enum class CpuMatmul { mkl, onednn };
+
+/// oneDNN on an AMD processor with AVX-512 where this LibTorch exports oneDNN's matmul; MKL
+/// (LibTorch's own choice) elsewhere. Decided once per process, from /proc/cpuinfo.
+CpuMatmul cpu_matmul_for_this_machine();
+
+/// Whether this LibTorch exports oneDNN's matmul (and was built with oneDNN).
+bool onednn_matmul_available();
+
+/// "mkl" or "onednn".
+std::string to_string(CpuMatmul library);
+
+/// a @ b for 2-d float CPU tensors (either may be a transposed view). With oneDNN, products with a
+/// side under 64 stay MKL's, which is as fast there or faster.
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, CpuMatmul library);
+
+}  // namespace gputrain::train
