@@ -17,11 +17,15 @@ namespace {
 
 constexpr std::int64_t kSmallestOneDnnSide = 64;
 
-bool amd_with_avx512() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
+}  // namespace
+
+bool onednn_matmul_available() { return &at::native::mkldnn_matmul != nullptr && at::hasMKLDNN(); }
+
+CpuMatmul cpu_matmul_for(const std::string& cpuinfo, bool onednn_available) {
+  std::istringstream lines(cpuinfo);
   std::string line;
   bool amd = false, avx512 = false;
-  while (std::getline(cpuinfo, line)) {
+  while (std::getline(lines, line)) {
     if (line.rfind("vendor_id", 0) == 0) amd = line.find("AuthenticAMD") != std::string::npos;
     if (line.rfind("flags", 0) == 0) {
       std::istringstream flags(line.substr(line.find(':') + 1));
@@ -29,15 +33,16 @@ bool amd_with_avx512() {
       break;  // the first processor's flags: every core of one machine has the same
     }
   }
-  return amd && avx512;
+  return onednn_available && amd && avx512 ? CpuMatmul::onednn : CpuMatmul::mkl;
 }
 
-}  // namespace
-
-bool onednn_matmul_available() { return &at::native::mkldnn_matmul != nullptr && at::hasMKLDNN(); }
-
 CpuMatmul cpu_matmul_for_this_machine() {
-  static const CpuMatmul choice = onednn_matmul_available() && amd_with_avx512() ? CpuMatmul::onednn : CpuMatmul::mkl;
+  static const CpuMatmul choice = [] {
+    std::ifstream file("/proc/cpuinfo");
+    std::stringstream text;
+    text << file.rdbuf();
+    return cpu_matmul_for(text.str(), onednn_matmul_available());
+  }();
   return choice;
 }
 

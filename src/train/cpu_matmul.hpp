@@ -17,6 +17,9 @@ enum class CpuMatmul { mkl, onednn };
 /// (LibTorch's own choice) elsewhere. Decided once per process, from /proc/cpuinfo.
 CpuMatmul cpu_matmul_for_this_machine();
 
+/// The same rule for a processor described as /proc/cpuinfo describes it (its first entry counts).
+CpuMatmul cpu_matmul_for(const std::string& cpuinfo, bool onednn_available);
+
 /// Whether this LibTorch exports oneDNN's matmul (and was built with oneDNN).
 bool onednn_matmul_available();
 

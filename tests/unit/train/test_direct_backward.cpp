@@ -316,3 +316,16 @@ TEST(DirectBackward, OneDnnsProductsGiveAutogradsGradientsWithinRounding) {
   }
   EXPECT_TRUE(any_bit_differs) << "every gradient has MKL's bits: the products did not run on oneDNN";
 }
+
+// oneDNN's products where MKL's are AVX2 alone: AMD processors with AVX-512 (Zen 4 and on); MKL
+// elsewhere, and wherever this LibTorch has no oneDNN matmul.
+TEST(CpuMatmul, OneDnnOnAmdProcessorsWithAvx512Only) {
+  const std::string zen5 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nflags\t\t: fpu sse2 avx2 fma avx512f avx512bw avx512_bf16\n";
+  const std::string zen3 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nflags\t\t: fpu sse2 avx2 fma\n";
+  const std::string xeon = "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu sse2 avx2 fma avx512f avx512bw\n";
+  EXPECT_EQ(cpu_matmul_for(zen5, true), CpuMatmul::onednn);
+  EXPECT_EQ(cpu_matmul_for(zen5, false), CpuMatmul::mkl);
+  EXPECT_EQ(cpu_matmul_for(zen3, true), CpuMatmul::mkl);
+  EXPECT_EQ(cpu_matmul_for(xeon, true), CpuMatmul::mkl) << "MKL has AVX-512 kernels for Intel's processors";
+  EXPECT_EQ(cpu_matmul_for("", true), CpuMatmul::mkl);
+}
