@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <unordered_map>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -52,6 +53,7 @@ struct GradientSync::Impl {
   std::vector<Bucket> buckets;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
   std::vector<std::uintptr_t> hook_keys;
+  std::unordered_map<const c10::TensorImpl*, std::size_t> index_of;  // a parameter's place in params
 
   std::mutex mutex;
   bool armed = false;
@@ -150,6 +152,7 @@ GradientSync::GradientSync(const std::vector<at::Tensor>& parameters, Communicat
   m.figures.buckets = static_cast<std::int64_t>(m.buckets.size());
   m.reset();
   for (std::size_t k = 0; k < m.params.size(); ++k) {
+    m.index_of[m.params[k].unsafeGetTensorImpl()] = k;
     auto accumulator = torch::autograd::impl::grad_accumulator(m.params[k]);
     TORCH_CHECK(accumulator, "GradientSync: parameter ", k, " is not a leaf that requires grad");
     Impl* impl = impl_.get();
@@ -166,6 +169,11 @@ void GradientSync::begin_step(std::int64_t step) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->reset();
   impl_->step = step;
+}
+
+void GradientSync::gradient_ready(const at::Tensor& parameter) {
+  const auto found = impl_->index_of.find(parameter.unsafeGetTensorImpl());
+  if (found != impl_->index_of.end()) impl_->on_gradient_ready(found->second);
 }
 
 void GradientSync::arm() {

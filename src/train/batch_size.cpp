@@ -47,7 +47,7 @@ class ProbeRig {
     if (config.uses_channels_last()) use_channels_last(*model_);
     model_->set_training(true);
     params_ = model_->parameters();
-    direct_ = DirectBackward::plan(*model_, config.train, device, probe.distributed);
+    direct_ = DirectBackward::plan(*model_, config.train, device);
     // The probe samples, the parameters and the dataset's place.
     budget_.resident = memory::memory_figures(device).allocated;
     for (const auto& p : model_->named_state()) budget_.known.parameters += tensor_bytes(p.second);

@@ -9,6 +9,7 @@
 
 #include <array>
 
+#include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/train/model.hpp"
 #include "cpu_matmul.hpp"
 
@@ -50,8 +51,8 @@ DirectBackward::DirectBackward(std::vector<Layer> layers) : layers_(std::move(la
 
 DirectBackward::~DirectBackward() = default;
 
-std::unique_ptr<DirectBackward> DirectBackward::plan(Model& model, const TrainConfig& train, c10::Device device, bool distributed) {
-  if (train.precision != Precision::fp32 || !device.is_cpu() || distributed) return nullptr;
+std::unique_ptr<DirectBackward> DirectBackward::plan(Model& model, const TrainConfig& train, c10::Device device) {
+  if (train.precision != Precision::fp32 || !device.is_cpu()) return nullptr;
   auto* sequential = dynamic_cast<torch::nn::SequentialImpl*>(model.module());
   if (!sequential) return nullptr;
   std::vector<Layer> layers;
@@ -105,7 +106,7 @@ bool DirectBackward::takes(const at::Tensor& inputs, const at::Tensor& targets, 
 }
 
 at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& targets, bool classification, const at::Tensor& class_weights,
-                                 double weight, const std::function<void()>& after_forward) {
+                                 double weight, const std::function<void()>& after_forward, dist::GradientSync* sync) {
   at::NoGradGuard no_graph;  // the point: no graph is recorded, backward below is explicit
   // What the layers keep is dropped however this ends: after an out-of-memory error the OOM
   // handler retries with half the micro-batch and needs this attempt's activations gone.
@@ -206,6 +207,11 @@ at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& tar
   }
   if (weight != 1.0) loss = loss.mul(weight);
 
+  // Each gradient as AccumulateGrad adds it, then to the all-reduce as its hook would.
+  const auto give = [sync](const at::Tensor& parameter, at::Tensor gradient) {
+    accumulate(parameter, std::move(gradient));
+    if (sync) sync->gradient_ready(parameter);
+  };
   // Backward, last layer first, down to the first layer with parameters.
   for (std::size_t i = layers_.size(); i-- > first_with_parameters_;) {
     auto& layer = layers_[i];
@@ -216,8 +222,8 @@ at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& tar
       case Kind::linear: {
         // addmm's backward for weight.t() (column-major): grad.t() @ input, then the bias's sum.
         const auto& weight_tensor = layer.linear->weight;
-        accumulate(weight_tensor, matmul(grad.t(), layer.input, matmul_));
-        if (layer.linear->bias.defined()) accumulate(layer.linear->bias, grad.sum(0));
+        give(weight_tensor, matmul(grad.t(), layer.input, matmul_));
+        if (layer.linear->bias.defined()) give(layer.linear->bias, grad.sum(0));
         if (input_needs_grad) grad = matmul(grad, weight_tensor, matmul_);
         break;
       }
@@ -226,8 +232,8 @@ at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& tar
         const std::array<bool, 3> mask{input_needs_grad, norm.weight.defined(), norm.bias.defined()};
         auto [d_input, d_weight, d_bias] = at::native_layer_norm_backward(grad, layer.input, norm.options.normalized_shape(),
                                                                           layer.mean, layer.rstd, norm.weight, norm.bias, mask);
-        if (mask[1]) accumulate(norm.weight, std::move(d_weight));
-        if (mask[2]) accumulate(norm.bias, std::move(d_bias));
+        if (mask[1]) give(norm.weight, std::move(d_weight));
+        if (mask[2]) give(norm.bias, std::move(d_bias));
         grad = std::move(d_input);
         break;
       }

@@ -9,10 +9,11 @@
 // (cpu_matmul.hpp: twice as fast there), which sums in another order, so the gradients are then
 // autograd's within fp32 rounding (tested too).
 //
-// Used only where that comparison runs and where the step is worth it: fp32 on the CPU, in one
-// process (GradientSync starts its all-reduces from autograd hooks), for an nn::Sequential of
-// Flatten (first), Linear, LayerNorm, ReLU, GELU, SiLU, Tanh and Dropout. Any other model or run
-// trains through autograd, with the same results.
+// Used only where that comparison runs and where the step is worth it: fp32 on the CPU, for an
+// nn::Sequential of Flatten (first), Linear, LayerNorm, ReLU, GELU, SiLU, Tanh and Dropout. With
+// several ranks it hands each gradient to GradientSync as autograd's hook would, so the all-reduces
+// still start while backward runs. Any other model or run trains through autograd, with the same
+// results.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -29,6 +30,10 @@ namespace torch::nn {
 class LinearImpl;
 }  // namespace torch::nn
 
+namespace gputrain::dist {
+class GradientSync;
+}  // namespace gputrain::dist
+
 namespace gputrain::train {
 
 class Model;
@@ -37,7 +42,7 @@ class DirectBackward {
  public:
   /// The plan for `model`, or nullptr when the model or the run is outside what this covers (see
   /// above). The plan reads the model's layers, so it must not outlive the model.
-  static std::unique_ptr<DirectBackward> plan(Model& model, const TrainConfig& train, c10::Device device, bool distributed);
+  static std::unique_ptr<DirectBackward> plan(Model& model, const TrainConfig& train, c10::Device device);
   ~DirectBackward();
   DirectBackward(const DirectBackward&) = delete;
   DirectBackward& operator=(const DirectBackward&) = delete;
@@ -49,9 +54,10 @@ class DirectBackward {
   /// The training-mode forward, the loss times `weight` (cross-entropy for classification, with
   /// train.label_smoothing and `class_weights` when defined, MSE otherwise, as train::loss_of),
   /// then its backward, which adds each parameter's gradient to its .grad() as AccumulateGrad
-  /// would. `after_forward`, when set, runs between the two. Returns the weighted loss, detached.
+  /// would. `after_forward`, when set, runs between the two; `sync`, when set, hears of each
+  /// gradient as it is added (GradientSync::gradient_ready). Returns the weighted loss, detached.
   at::Tensor train(const at::Tensor& inputs, const at::Tensor& targets, bool classification, const at::Tensor& class_weights,
-                   double weight, const std::function<void()>& after_forward = {});
+                   double weight, const std::function<void()>& after_forward = {}, dist::GradientSync* sync = nullptr);
 
   /// For the run's notes, e.g. "6 layers" or "6 layers, oneDNN's matrix products".
   std::string describe() const;

@@ -174,7 +174,7 @@ void Trainer::State::setup() {
                             " of up to " + core::format_fixed(config.distributed.bucket_mb, 0) + " MiB" +
                             (config.distributed.grad_dtype == "none" ? "" : ", sent as " + config.distributed.grad_dtype));
   }
-  if (!evaluating()) direct = DirectBackward::plan(*model, config.train, device, ranks.distributed());
+  if (!evaluating()) direct = DirectBackward::plan(*model, config.train, device);
   if (direct)
     pending_notes.push_back("training step: " + model->name() + "'s backward by hand, without autograd's graph (" + direct->describe() +
                             ", fp32 on the CPU; " +
@@ -244,7 +244,7 @@ void Trainer::State::place_the_data(const std::string& device_name) {
     const bool step_matters = config.data.cache != "none" && (device.is_cuda() || !data.sources.train->tensors());
     const auto samples = auto_batch || step_matters ? probe_samples(data, device) : data::TensorDataset{};
     std::uint64_t step_bytes = 0;
-    ProbeData probe{samples, data.transform, train_size, 0, ranks.distributed()};
+    ProbeData probe{samples, data.transform, train_size, 0};
     if (step_matters) {
       seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
       step_bytes = measure_step_memory(config, device, probe, config.train.batch_size.value_or(std::min<std::int64_t>(16, train_size)));

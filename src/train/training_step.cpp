@@ -36,7 +36,8 @@ at::Tensor accumulate_gradients(const StepParts& p, const data::Batch& batch, st
     const auto targets = p.transform.targets(batch.targets.slice(0, start, end));
     const double share = static_cast<double>(end - start) / share_of;
     if (p.direct && p.direct->takes(inputs, targets, p.classification)) {
-      const auto loss = p.direct->train(inputs, targets, p.classification, p.class_weights, share, after_forward);
+      if (p.sync && end == n) p.sync->arm();  // as below: the last backward's gradients are final
+      const auto loss = p.direct->train(inputs, targets, p.classification, p.class_weights, share, after_forward, p.sync);
       step_loss = step_loss.defined() ? step_loss + loss : loss;
       continue;
     }

@@ -27,7 +27,6 @@ struct ProbeData {
   const data::BatchTransform& transform;
   std::int64_t dataset_size = 0;             ///< the batch never exceeds it
   std::uint64_t reserve_bytes = 0;           ///< memory the data cache will take before training
-  bool distributed = false;                  ///< the run syncs gradients across ranks (its step keeps to autograd)
 };
 
 /// Called after each probe step (train::probe_progress says them and ends a search on a stop signal).

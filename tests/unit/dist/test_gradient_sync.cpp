@@ -111,6 +111,33 @@ TEST(GradientSync, SendsDuringBackwardAndReturnsTheSum) {
   for (std::size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(at::allclose(params[i].grad(), expected[i])) << i;
 }
 
+// A backward run by hand (train::DirectBackward) says each gradient is ready itself: a bucket
+// leaves once its members are all said, before the step's end, and only once armed.
+TEST(GradientSync, GradientsSaidReadyByHandStartTheirBucketsAsHooksWould) {
+  auto net = three_layers();
+  MirrorCommunicator comm(2);
+  GradientSync sync(net->parameters(), comm, several_buckets());
+  const auto params = net->parameters();
+  sync.begin_step(0);
+  for (auto& p : params) p.mutable_grad() = at::ones_like(p);
+  sync.gradient_ready(params.back());
+  EXPECT_TRUE(comm.sent.empty()) << "not armed: an earlier micro-batch's gradient";
+  sync.arm();
+  comm.in_backward = true;
+  // The last layer (4.bias, 4.weight) is the first bucket, as a backward would produce it.
+  sync.gradient_ready(params[5]);
+  EXPECT_TRUE(comm.sent.empty()) << "half a bucket";
+  sync.gradient_ready(params[4]);
+  ASSERT_EQ(comm.sent.size(), 1U) << "the first bucket, once both its members are ready";
+  EXPECT_TRUE(comm.sent.front().during_backward);
+  sync.gradient_ready(torch::ones({3}));  // not one of the parameters: nothing
+  EXPECT_EQ(comm.sent.size(), 1U);
+  comm.in_backward = false;
+  sync.finish();
+  EXPECT_EQ(sync.figures().launched_in_backward, 1);
+  for (const auto& p : params) EXPECT_TRUE(at::equal(p.grad(), at::full_like(p, 2))) << "the sum over 2 ranks";
+}
+
 TEST(GradientSync, EarlierMicroBatchesSendNothing) {
   auto net = three_layers();
   MirrorCommunicator comm(2);

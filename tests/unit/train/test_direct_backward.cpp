@@ -98,7 +98,7 @@ StepResult step_with(std::unique_ptr<Model> model, const data::Batch& batch, con
   TrainConfig train;
   train.label_smoothing = c.label_smoothing;
   std::unique_ptr<DirectBackward> plan;
-  if (direct) plan = DirectBackward::plan(*model, train, at::kCPU, /*distributed=*/false);
+  if (direct) plan = DirectBackward::plan(*model, train, at::kCPU);
   if (plan) plan->use_matmul(matmul);
   if (planned) *planned = plan != nullptr;
   const data::BatchTransform transform;
@@ -238,27 +238,25 @@ TEST(DirectBackward, TheComparedStepReallyTrains) {
 
 TEST(DirectBackward, AnythingItDoesNotCoverStaysWithAutograd) {
   const TrainConfig fp32;
-  EXPECT_EQ(DirectBackward::plan(*mlp({"relu", "batch"}), fp32, at::kCPU, false), nullptr) << "batch norm";
-  EXPECT_EQ(DirectBackward::plan(*mlp({}), fp32, at::kCPU, /*distributed=*/true), nullptr)
-      << "DDP's all-reduces start from autograd hooks";
-  EXPECT_EQ(DirectBackward::plan(*mlp({}), fp32, c10::Device("cuda:0"), false), nullptr) << "measured on the CPU only";
+  EXPECT_EQ(DirectBackward::plan(*mlp({"relu", "batch"}), fp32, at::kCPU), nullptr) << "batch norm";
+  EXPECT_EQ(DirectBackward::plan(*mlp({}), fp32, c10::Device("cuda:0")), nullptr) << "measured on the CPU only";
   TrainConfig bf16;
   bf16.precision = Precision::bf16_mixed;
-  EXPECT_EQ(DirectBackward::plan(*mlp({}), bf16, at::kCPU, false), nullptr) << "autocast";
+  EXPECT_EQ(DirectBackward::plan(*mlp({}), bf16, at::kCPU), nullptr) << "autocast";
 
   ModelConfig cnn;
   cnn.name = "small_cnn";
   cnn.width = 4;
-  EXPECT_EQ(DirectBackward::plan(*build_model(ModelSpec{cnn, {3, 8, 8}, 10}), fp32, at::kCPU, false), nullptr);
+  EXPECT_EQ(DirectBackward::plan(*build_model(ModelSpec{cnn, {3, 8, 8}, 10}), fp32, at::kCPU), nullptr);
 
   auto frozen = mlp({});
   frozen->parameters().front().set_requires_grad(false);
-  EXPECT_EQ(DirectBackward::plan(*frozen, fp32, at::kCPU, false), nullptr) << "a frozen parameter";
+  EXPECT_EQ(DirectBackward::plan(*frozen, fp32, at::kCPU), nullptr) << "a frozen parameter";
 }
 
 TEST(DirectBackward, TakesOnlyBatchesShapedAsItsPlanExpects) {
   auto model = mlp({});
-  const auto plan = DirectBackward::plan(*model, TrainConfig{}, at::kCPU, false);
+  const auto plan = DirectBackward::plan(*model, TrainConfig{}, at::kCPU);
   ASSERT_NE(plan, nullptr);
   const auto x = at::randn({4, kFeatures});
   EXPECT_TRUE(plan->takes(x, at::zeros({4}, at::kLong), true));
