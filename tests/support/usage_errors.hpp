@@ -4,45 +4,44 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "gputrain/core/error.hpp"
 
 namespace gputrain::test_support {
 
+/// The UsageError `call` throws; a test failure and nullopt when it throws none.
+template <typename F>
+std::optional<UsageError> thrown_usage_error(F&& call) {
+  try {
+    call();
+  } catch (const UsageError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected a UsageError";
+  return std::nullopt;
+}
+
+/// Its message.
 template <typename F>
 std::string usage_error(F&& call) {
-  try {
-    call();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a UsageError";
-  return "";
+  const auto error = thrown_usage_error(call);
+  return error ? error->what() : "";
 }
 
-/// The fix of the UsageError a call throws.
+/// Its fix.
 template <typename F>
 std::string usage_fix(F&& call) {
-  try {
-    call();
-  } catch (const UsageError& e) {
-    return e.remedy();
-  }
-  ADD_FAILURE() << "expected a UsageError";
-  return "";
+  const auto error = thrown_usage_error(call);
+  return error ? error->remedy() : "";
 }
 
-/// The same, with its fix after a newline.
+/// The message, with its fix after a newline.
 template <typename F>
 std::string usage_error_and_fix(F&& call) {
-  try {
-    call();
-  } catch (const UsageError& e) {
-    return std::string(e.what()) + "\n" + e.remedy();
-  }
-  ADD_FAILURE() << "expected a UsageError";
-  return "";
+  const auto error = thrown_usage_error(call);
+  return error ? std::string(error->what()) + "\n" + error->remedy() : "";
 }
 
 }  // namespace gputrain::test_support

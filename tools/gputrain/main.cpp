@@ -114,9 +114,11 @@ int main(int argc, char** argv) {
   }
   std::vector<char*> args{const_cast<char*>(program.c_str())};
   static char help_flag[] = "--help";
-  if (help_for_command) args.push_back(help_flag);
-  else
+  if (help_for_command) {
+    args.push_back(help_flag);
+  } else {
     for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  }
   args.push_back(nullptr);
   execv(program.c_str(), args.data());
   std::cerr << "error: cannot run " << program << ": " << std::strerror(errno) << "\n";

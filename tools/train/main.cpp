@@ -92,10 +92,12 @@ int main(int argc, char** argv) {
       std::cout << train::to_yaml(config);
       return int(ExitCode::ok);
     }
-    // Said once, before any rank starts, rather than by every rank.
-    if (!evaluate.empty()) train::check_weights_file(evaluate);
     const auto& d = config.distributed;
-    if (dist::starts_ranks_here(static_cast<int>(d.nproc_per_node), static_cast<int>(d.nnodes))) return tools::launch_ranks(config, argc, argv);
+    if (dist::starts_ranks_here(static_cast<int>(d.nproc_per_node), static_cast<int>(d.nnodes))) {
+      // Said once, before any rank starts, rather than by every rank (Trainer::evaluate checks it too).
+      if (!evaluate.empty()) train::check_weights_file(evaluate);
+      return tools::launch_ranks(config, argc, argv);
+    }
     core::install_stop_handlers();
     train::TrainerOptions options;
     options.console_is_terminal = isatty(STDERR_FILENO) != 0;
