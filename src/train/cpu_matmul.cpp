@@ -17,6 +17,11 @@ namespace {
 
 constexpr std::int64_t kSmallestOneDnnSide = 64;
 
+bool runs_on_onednn(const at::Tensor& a, const at::Tensor& b, CpuMatmul library) {
+  const bool small = a.size(0) < kSmallestOneDnnSide || a.size(1) < kSmallestOneDnnSide || b.size(1) < kSmallestOneDnnSide;
+  return library == CpuMatmul::onednn && !small && onednn_matmul_available();
+}
+
 }  // namespace
 
 bool onednn_matmul_available() { return &at::native::mkldnn_matmul != nullptr && at::hasMKLDNN(); }
@@ -49,10 +54,16 @@ CpuMatmul cpu_matmul_for_this_machine() {
 std::string to_string(CpuMatmul library) { return library == CpuMatmul::onednn ? "onednn" : "mkl"; }
 
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, CpuMatmul library) {
-  const bool small = a.size(0) < kSmallestOneDnnSide || a.size(1) < kSmallestOneDnnSide || b.size(1) < kSmallestOneDnnSide;
-  if (library == CpuMatmul::mkl || small || !onednn_matmul_available()) return at::mm(a, b);
+  if (!runs_on_onednn(a, b, library)) return at::mm(a, b);
   auto result = at::empty({a.size(0), b.size(1)}, a.options());
   at::native::mkldnn_matmul(a, b, result, 0.0f, 1.0f);
+  return result;
+}
+
+at::Tensor addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, CpuMatmul library) {
+  if (!runs_on_onednn(a, b, library)) return at::addmm(bias, a, b);
+  auto result = bias.expand({a.size(0), b.size(1)}).contiguous();
+  at::native::mkldnn_matmul(a, b, result, 1.0f, 1.0f);
   return result;
 }
 

@@ -30,4 +30,8 @@ std::string to_string(CpuMatmul library);
 /// side under 64 stay MKL's, which is as fast there or faster.
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, CpuMatmul library);
 
+/// bias + a @ b, with `bias` a row broadcast over the result's rows (as at::addmm); oneDNN adds it
+/// in the product's own pass.
+at::Tensor addmm(const at::Tensor& bias, const at::Tensor& a, const at::Tensor& b, CpuMatmul library);
+
 }  // namespace gputrain::train
