@@ -13,7 +13,9 @@ within 1e-4), then again with the PyTorch loop on torch.optim.SGD(fused=True), t
 steps with (expected: 0.0).
 
 Usage: bench/train_vs_pytorch.py [--device cpu|cuda] [--runs 5] [--cases mlp,cnn]
-Cases: mlp (batch 256), cnn (small CNN, batch 128), resnet18 (bf16-mixed, batch 256; GPU).
+Cases: mlp (batch 256), cnn (small CNN, batch 128), resnet18 (bf16-mixed, batch 256; GPU),
+transformer (configs/transformer.yaml's: 32 positions, batch 128), transformer512 (512 positions,
+bf16-mixed, batch 64; GPU).
 """
 import argparse
 import json
@@ -57,6 +59,14 @@ CASES = {
                 precision="fp32", window=5),
     "resnet18": dict(model=["model.name=resnet18", "model.stem=cifar"], shape=[3, 32, 32], classes=10, batch=256,
                      precision="bf16-mixed", window=20),
+    # configs/transformer.yaml's model and data: 2 post-norm layers, width 128, 4 heads, dropout 0.1
+    "transformer": dict(model=["model.name=transformer", "model.layers=2", "model.d_model=128", "model.heads=4",
+                               "model.ff_dim=256", "model.dropout=0.1"], shape=[32, 16], classes=4, batch=128,
+                        precision="fp32", window=10),
+    # long sequences, where fused attention matters: 512 positions, width 256, 8 heads (GPU)
+    "transformer512": dict(model=["model.name=transformer", "model.layers=4", "model.d_model=256", "model.heads=8",
+                                  "model.ff_dim=1024", "model.dropout=0.1"], shape=[512, 32], classes=4, batch=64,
+                           precision="bf16-mixed", window=10),
 }
 
 
@@ -179,12 +189,33 @@ def resnet18(classes):
     return ResNet18Cifar(classes)
 
 
+class Transformer(torch.nn.Module):
+    """gputrain's `model.name: transformer` (same layout and names): a linear embedding of each
+    position, learned position vectors, PyTorch's encoder (batch-first, post-norm, ReLU), mean pool."""
+
+    def __init__(self, shape, d_model, heads, ff_dim, layers, dropout, classes):
+        super().__init__()
+        self.embed = torch.nn.Linear(shape[1], d_model)
+        self.positions = torch.nn.Parameter(torch.randn(1, shape[0], d_model) * 0.02)
+        layer = torch.nn.TransformerEncoderLayer(d_model, heads, ff_dim, dropout, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = torch.nn.LayerNorm(d_model)
+        self.head = torch.nn.Linear(d_model, classes)
+
+    def forward(self, x):
+        return self.head(self.norm(self.encoder(self.embed(x) + self.positions).mean(1)))
+
+
 def build(case):
     c = CASES[case]
     if case == "mlp":
         return mlp(c["shape"][0], [512, 256], c["classes"])
     if case == "cnn":
         return small_cnn(c["shape"][0], 32, c["classes"])
+    if case.startswith("transformer"):
+        get = lambda key: float(next(m.split("=")[1] for m in c["model"] if m.startswith("model." + key + "=")))
+        return Transformer(c["shape"], int(get("d_model")), int(get("heads")), int(get("ff_dim")), int(get("layers")),
+                           get("dropout"), c["classes"])
     return resnet18(c["classes"])
 
 

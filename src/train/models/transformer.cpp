@@ -1,16 +1,100 @@
+#include <ATen/ops/scaled_dot_product_attention.h>
+#include <torch/nn/functional/activation.h>
+#include <torch/nn/init.h>
 #include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
-#include <torch/nn/modules/transformercoder.h>
-#include <torch/nn/modules/transformerlayer.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/pimpl.h>
 
+#include <cmath>
+#include <utility>
+
+#include "../cpu_dropout.hpp"
+#include "../cpu_linear.hpp"
 #include "builtin_models.hpp"
 
 namespace gputrain::train::models {
 namespace {
 
 namespace nn = torch::nn;
+
+// A Linear's forward, with its products on oneDNN where this CPU runs them faster (cpu_linear.hpp).
+at::Tensor project(const nn::Linear& layer, const at::Tensor& x) { return linear(x, layer->weight, layer->bias); }
+
+// The encoder is written here rather than taken from LibTorch's nn::TransformerEncoderLayer, whose
+// multi-head attention (a) compares query, key and value with torch::equal on every forward, two
+// host synchronisations per layer on a GPU, (b) materialises the [heads, sequence, sequence]
+// attention weights with two bmm calls and averages them over heads for a caller that discards
+// them, and (c) is sequence-first, so a batch-first model transposes around it. PyTorch's Python
+// module calls scaled_dot_product_attention instead, which runs fused kernels (flash or
+// memory-efficient attention on GPUs, a tiled kernel on CPUs when attention dropout is off) in
+// memory linear in the sequence; this does the same. The parameters keep LibTorch's and Python's
+// names, shapes and initialisation, so weights move between them (and earlier runs) unchanged.
+
+// Self-attention with the three projections in one [3 * d_model, d_model] matrix, as PyTorch's.
+// Cloneable (reset() builds it) so that the encoder can clone a layer as LibTorch's does.
+struct SelfAttentionImpl : nn::Cloneable<SelfAttentionImpl> {
+  SelfAttentionImpl(std::int64_t d_model, std::int64_t head_count, double dropout)
+      : width(d_model), heads(head_count), attention_dropout(dropout) {
+    reset();
+  }
+  void reset() override {
+    // LibTorch's order of random draws: out_proj as a Linear, then in_proj (Xavier), biases zero.
+    in_proj_weight = register_parameter("in_proj_weight", torch::empty({3 * width, width}));
+    in_proj_bias = register_parameter("in_proj_bias", torch::empty({3 * width}));
+    out_proj = register_module("out_proj", nn::Linear(width, width));
+    nn::init::xavier_uniform_(in_proj_weight);
+    nn::init::zeros_(in_proj_bias);
+    nn::init::zeros_(out_proj->bias);
+  }
+  at::Tensor forward(const at::Tensor& x) {  // x: [batch, sequence, d_model]
+    const auto batch = x.size(0), sequence = x.size(1);
+    // [batch, sequence, 3, heads, head_dim] -> 3 x [batch, heads, sequence, head_dim], as views.
+    const auto qkv = linear(x, in_proj_weight, in_proj_bias)
+                         .view({batch, sequence, 3, heads, width / heads})
+                         .permute({2, 0, 3, 1, 4});
+    const auto attended = attend(qkv[0], qkv[1], qkv[2]);
+    return project(out_proj, attended.transpose(1, 2).reshape({batch, sequence, width}));
+  }
+  // scaled_dot_product_attention, but on the CPU with dropout written out: the CPU's fused kernel
+  // has no dropout, so that call would compute the same with at::dropout's one-thread mask.
+  at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const {
+    const double p = is_training() ? attention_dropout : 0.0;
+    if (p == 0.0 || !q.device().is_cpu()) return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, p);
+    const auto scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+    return at::matmul(threaded_dropout(at::softmax(scores, -1), p, true), v);
+  }
+  std::int64_t width, heads;
+  double attention_dropout;
+  at::Tensor in_proj_weight, in_proj_bias;
+  nn::Linear out_proj{nullptr};
+};
+TORCH_MODULE(SelfAttention);
+
+// Post-norm encoder layer with a ReLU feed-forward block: PyTorch's TransformerEncoderLayer defaults.
+struct EncoderLayerImpl : nn::Cloneable<EncoderLayerImpl> {
+  explicit EncoderLayerImpl(ModelConfig config) : c(std::move(config)) { reset(); }
+  void reset() override {
+    self_attn = register_module("self_attn", SelfAttention(c.d_model, c.heads, c.dropout));
+    linear1 = register_module("linear1", nn::Linear(c.d_model, c.ff_dim));
+    linear2 = register_module("linear2", nn::Linear(c.ff_dim, c.d_model));
+    norm1 = register_module("norm1", nn::LayerNorm(nn::LayerNormOptions({c.d_model})));
+    norm2 = register_module("norm2", nn::LayerNorm(nn::LayerNormOptions({c.d_model})));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    const auto h = norm1(x + drop(self_attn(x)));
+    return norm2(h + drop(project(linear2, drop(nn::functional::relu(project(linear1, h))))));
+  }
+  // PyTorch's layer has three Dropout modules (dropout, dropout1, dropout2), with nothing to save.
+  at::Tensor drop(const at::Tensor& t) const { return threaded_dropout(t, c.dropout, is_training()); }
+  ModelConfig c;
+  SelfAttention self_attn{nullptr};
+  nn::Linear linear1{nullptr}, linear2{nullptr};
+  nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+};
+TORCH_MODULE(EncoderLayer);
 
 // A sample is [sequence, features]: each position is embedded linearly, given a learned position
 // vector, encoded, and the sequence is mean-pooled into one vector for the classifier head.
@@ -20,20 +104,22 @@ struct TransformerClassifierImpl : nn::Module {
     const std::int64_t sequence = spec.input_shape[0], features = spec.input_shape[1];
     embed = register_module("embed", nn::Linear(features, c.d_model));
     positions = register_parameter("positions", torch::randn({1, sequence, c.d_model}) * 0.02);
-    auto layer = nn::TransformerEncoderLayer(
-        nn::TransformerEncoderLayerOptions(c.d_model, c.heads).dim_feedforward(c.ff_dim).dropout(c.dropout));
-    encoder = register_module("encoder", nn::TransformerEncoder(nn::TransformerEncoderOptions(layer, c.layers)));
+    // Every layer starts from the same weights, as PyTorch's TransformerEncoder (deep copies of
+    // one layer) and LibTorch's (clones) start them; registered as "encoder.layers.N" like theirs.
+    const EncoderLayer first(c);
+    layers = register_module("encoder", std::make_shared<nn::Module>())->register_module("layers", nn::ModuleList());
+    for (std::int64_t i = 0; i < c.layers; ++i) layers->push_back(first->clone());
     norm = register_module("norm", nn::LayerNorm(nn::LayerNormOptions({c.d_model})));
     head = register_module("head", nn::Linear(c.d_model, spec.outputs));
   }
   at::Tensor forward(const at::Tensor& x) {
-    auto h = embed(x) + positions;                  // [N, S, D]
-    h = encoder(h.transpose(0, 1)).transpose(0, 1);  // LibTorch's encoder is sequence-first
-    return head(norm(h.mean(1)));
+    auto h = project(embed, x) + positions;  // [batch, sequence, d_model]
+    for (const auto& layer : *layers) h = layer->as<EncoderLayerImpl>()->forward(h);
+    return project(head, norm(h.mean(1)));
   }
   nn::Linear embed{nullptr};
   at::Tensor positions;
-  nn::TransformerEncoder encoder{nullptr};
+  nn::ModuleList layers{nullptr};
   nn::LayerNorm norm{nullptr};
   nn::Linear head{nullptr};
 };
