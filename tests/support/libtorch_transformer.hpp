@@ -15,11 +15,11 @@ namespace gputrain::test_support {
 
 struct LibTorchTransformerImpl : torch::nn::Module {
   LibTorchTransformerImpl(std::int64_t sequence, std::int64_t features, std::int64_t d_model, std::int64_t heads,
-                          std::int64_t ff_dim, std::int64_t layers, std::int64_t outputs) {
+                          std::int64_t ff_dim, std::int64_t layers, std::int64_t outputs, double dropout = 0.0) {
     namespace nn = torch::nn;
     embed = register_module("embed", nn::Linear(features, d_model));
-    positions = register_parameter("positions", torch::zeros({1, sequence, d_model}));
-    auto layer = nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(d_model, heads).dim_feedforward(ff_dim).dropout(0.0));
+    positions = register_parameter("positions", torch::randn({1, sequence, d_model}) * 0.02);
+    auto layer = nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(d_model, heads).dim_feedforward(ff_dim).dropout(dropout));
     encoder = register_module("encoder", nn::TransformerEncoder(nn::TransformerEncoderOptions(layer, layers)));
     norm = register_module("norm", nn::LayerNorm(nn::LayerNormOptions({d_model})));
     head = register_module("head", nn::Linear(d_model, outputs));

@@ -79,6 +79,18 @@ TEST(Transformer, ComputesWhatLibTorchsEncoderDoesWithItsParameterNames) {
   }
 }
 
+// The same random draws in the same order as LibTorch's modules: a seed gives the initial weights
+// that the model, written with LibTorch's encoder, gave before.
+TEST(Transformer, ASeedGivesTheInitialWeightsLibTorchsEncoderGives) {
+  at::manual_seed(21);
+  const auto ours = transformer(0.1)->named_state();
+  at::manual_seed(21);
+  auto libtorch = test_support::LibTorchTransformer(kSequence, kFeatures, kWidth, kHeads, kWidth + kWidth / 2, kLayers, kOutputs, 0.1);
+  const auto theirs = libtorch->named_parameters();
+  ASSERT_EQ(ours.size(), theirs.size());
+  for (const auto& [name, tensor] : ours) EXPECT_TRUE(at::equal(tensor, theirs[name])) << name;
+}
+
 TEST(Transformer, LayersStartEqualWithZeroAttentionBiasesAsPyTorchs) {
   const auto state = transformer(0.1)->named_state();
   std::map<std::string, at::Tensor> by_name(state.begin(), state.end());
