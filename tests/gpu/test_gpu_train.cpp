@@ -12,7 +12,9 @@
 #include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
+#include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/libtorch_transformer.hpp"
 #include "support/quiet_trainer.hpp"
 
 using namespace gputrain;
@@ -49,6 +51,39 @@ TEST_F(GpuTrainer, MixedPrecisionTrainsAndReportsMemory) {
     EXPECT_LT(*result.last_loss, *result.first_loss) << precision;
     EXPECT_GT(result.samples_per_second, 0);
   }
+}
+
+// The transformer's attention on the GPU (scaled_dot_product_attention's fused kernels) computes
+// what LibTorch's own encoder (bmm and softmax) does with the same weights, and a bf16 run learns.
+TEST_F(GpuTrainer, TransformerMatchesLibTorchsEncoderAndTrainsInBf16) {
+  at::manual_seed(5);
+  ModelSpec spec;
+  spec.config.name = "transformer";
+  spec.config.d_model = 64;
+  spec.config.heads = 4;
+  spec.config.ff_dim = 96;
+  spec.config.layers = 2;
+  spec.config.dropout = 0.0;
+  spec.input_shape = {48, 8};
+  spec.outputs = 3;
+  auto model = build_model(spec);
+  auto reference = test_support::LibTorchTransformer(48, 8, 64, 4, 96, 2, 3);
+  reference->copy_from(*model);
+  const c10::Device cuda(c10::kCUDA, 0);
+  model->to(cuda);
+  reference->to(cuda);
+  model->set_training(false);
+  reference->eval();
+  const auto x = at::randn({16, 48, 8}, at::TensorOptions().device(cuda));
+  const auto ours = model->forward(x), theirs = reference->forward(x);
+  EXPECT_TRUE(at::allclose(ours, theirs, 1e-3, 1e-4)) << (ours - theirs).abs().max().item<double>();
+
+  Trainer trainer(gpu_run("transformer-bf16", {"model.name=transformer", "data.shape=[64, 16]", "data.classes=4",
+                                               "train.channels_last=false", "train.precision=bf16-mixed", "model.dropout=0.1"}),
+                  test_support::quiet_trainer());
+  const auto result = trainer.fit();
+  EXPECT_EQ(result.steps, 16);
+  EXPECT_LT(*result.last_loss, *result.first_loss);
 }
 
 // The largest difference between two models' tensors, each relative to its tensor's largest value.
