@@ -13,7 +13,7 @@ within 1e-4), then again with the PyTorch loop on torch.optim.SGD(fused=True), t
 steps with (expected: 0.0).
 
 Usage: bench/train_vs_pytorch.py [--device cpu|cuda] [--runs 5] [--cases mlp,cnn]
-Cases: mlp (batch 256), cnn (small CNN, batch 128), resnet18 (bf16-mixed, batch 256; GPU),
+Cases: mlp (batch 256), mlp_yaml (configs/mlp.yaml's: LayerNorm and dropout 0.1), cnn (small CNN, batch 128), resnet18 (bf16-mixed, batch 256; GPU),
 transformer (configs/transformer.yaml's: 32 positions, batch 128), transformer512 (512 positions,
 bf16-mixed, batch 64; GPU).
 """
@@ -55,6 +55,9 @@ CASES = {
     # name: model settings, sample shape, classes, batch, precision, steps per window
     "mlp": dict(model=["model.name=mlp", "model.hidden=[512, 256]"], shape=[256], classes=10, batch=256,
                 precision="fp32", window=20),
+    # configs/mlp.yaml's model: LayerNorm and dropout 0.1 after each hidden layer
+    "mlp_yaml": dict(model=["model.name=mlp", "model.hidden=[512, 256]", "model.norm=layer", "model.dropout=0.1"],
+                     shape=[256], classes=10, batch=256, precision="fp32", window=20),
     "cnn": dict(model=["model.name=small_cnn", "model.width=32"], shape=[3, 32, 32], classes=10, batch=128,
                 precision="fp32", window=5),
     "resnet18": dict(model=["model.name=resnet18", "model.stem=cifar"], shape=[3, 32, 32], classes=10, batch=256,
@@ -123,10 +126,11 @@ def epoch_order(samples, epoch, seed=SEED):
     return torch.randperm(samples, generator=torch.Generator().manual_seed(seed * 1000003 + epoch))
 
 
-def mlp(features, hidden, classes):
+def mlp(features, hidden, classes, norm=False, dropout=0.0):
     layers, width = [torch.nn.Flatten()], features
     for h in hidden:
-        layers += [torch.nn.Linear(width, h), torch.nn.ReLU()]
+        layers += [torch.nn.Linear(width, h)] + ([torch.nn.LayerNorm(h)] if norm else []) + [torch.nn.ReLU()]
+        layers += [torch.nn.Dropout(dropout)] if dropout > 0 else []
         width = h
     return torch.nn.Sequential(*layers, torch.nn.Linear(width, classes))
 
@@ -210,6 +214,8 @@ def build(case):
     c = CASES[case]
     if case == "mlp":
         return mlp(c["shape"][0], [512, 256], c["classes"])
+    if case == "mlp_yaml":
+        return mlp(c["shape"][0], [512, 256], c["classes"], norm=True, dropout=0.1)
     if case == "cnn":
         return small_cnn(c["shape"][0], 32, c["classes"])
     if case.startswith("transformer"):

@@ -68,8 +68,9 @@ std::uint64_t draw_seed() {
   return generator->random64();
 }
 
-// 1 / (1 - p) with probability 1 - p, 0 otherwise, shaped as `like`.
-at::Tensor noise(const at::Tensor& like, double p) {
+}  // namespace
+
+at::Tensor dropout_noise(const at::Tensor& like, double p) {
   auto out = at::empty(like.sizes(), like.options().memory_format(at::MemoryFormat::Contiguous));
   const auto seed = draw_seed();
   const auto keep_below = static_cast<std::uint32_t>(std::min(std::llround((1.0 - p) * 4294967296.0), 4294967295LL));
@@ -92,12 +93,10 @@ at::Tensor noise(const at::Tensor& like, double p) {
   return out;
 }
 
-}  // namespace
-
 at::Tensor threaded_dropout(const at::Tensor& input, double p, bool training) {
   if (!training || p == 0.0) return input;
   if (!input.device().is_cpu() || input.scalar_type() != at::kFloat || p >= 1.0) return at::dropout(input, p, training);
-  return input * noise(input, p);  // autograd keeps the noise for backward, as at::dropout's CPU path does
+  return input * dropout_noise(input, p);  // autograd keeps the noise for backward, as at::dropout's CPU path does
 }
 
 }  // namespace gputrain::train

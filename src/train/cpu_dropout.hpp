@@ -8,11 +8,31 @@
 // generator, so train.seed decides it as it decides at::dropout's.
 
 #include <ATen/core/Tensor.h>
+#include <torch/nn/cloneable.h>
+#include <torch/nn/pimpl.h>
+
+#include <ostream>
 
 namespace gputrain::train {
 
 /// Zeroes each element with probability p and scales the others by 1 / (1 - p) in training; the
 /// input itself otherwise (as at::dropout).
 at::Tensor threaded_dropout(const at::Tensor& input, double p, bool training);
+
+/// What threaded_dropout multiplies a CPU fp32 input by (0 < p < 1): 1 / (1 - p) with
+/// probability 1 - p, else 0, shaped as `like`. The hand-written MLP step draws it as autograd's
+/// path does, so both get the same mask.
+at::Tensor dropout_noise(const at::Tensor& like, double p);
+
+/// threaded_dropout as a module, for the built-in models' nn::Sequential stacks (in place of
+/// nn::Dropout, which calls at::dropout).
+struct ThreadedDropoutImpl : torch::nn::Cloneable<ThreadedDropoutImpl> {
+  explicit ThreadedDropoutImpl(double probability) : p(probability) {}
+  void reset() override {}
+  at::Tensor forward(const at::Tensor& input) { return threaded_dropout(input, p, is_training()); }
+  void pretty_print(std::ostream& stream) const override { stream << "gputrain::ThreadedDropout(p=" << p << ")"; }
+  double p;
+};
+TORCH_MODULE(ThreadedDropout);
 
 }  // namespace gputrain::train

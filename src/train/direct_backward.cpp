@@ -11,6 +11,7 @@
 
 #include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/train/model.hpp"
+#include "cpu_dropout.hpp"
 #include "cpu_matmul.hpp"
 
 namespace gputrain::train {
@@ -33,7 +34,8 @@ struct DirectBackward::Layer {
   std::shared_ptr<torch::nn::Module> module;  // keeps the typed pointers below valid
   torch::nn::LinearImpl* linear = nullptr;
   torch::nn::LayerNormImpl* norm = nullptr;
-  torch::nn::DropoutImpl* dropout = nullptr;
+  torch::nn::DropoutImpl* dropout = nullptr;  // at::dropout's draws; or the built-in models':
+  ThreadedDropoutImpl* threaded_dropout = nullptr;
   std::string gelu_approximate;
   bool relu_in_place = false;  // its input is a fresh tensor that no layer keeps for its backward
   // What forward keeps for backward, as autograd's nodes would keep it.
@@ -83,6 +85,9 @@ std::unique_ptr<DirectBackward> DirectBackward::plan(Model& model, const TrainCo
       layer.kind = Kind::tanh;
     } else if ((layer.dropout = dynamic_cast<torch::nn::DropoutImpl*>(child.get()))) {
       if (layer.dropout->options.p() >= 1.0 || layer.dropout->options.inplace()) return nullptr;
+      layer.kind = Kind::dropout;
+    } else if ((layer.threaded_dropout = dynamic_cast<ThreadedDropoutImpl*>(child.get()))) {
+      if (layer.threaded_dropout->p >= 1.0) return nullptr;
       layer.kind = Kind::dropout;
     } else {
       return nullptr;  // a layer this does not know: autograd trains the model
@@ -154,12 +159,18 @@ at::Tensor DirectBackward::train(const at::Tensor& inputs, const at::Tensor& tar
         layer.output = x;
         break;
       case Kind::dropout: {
-        // at::dropout's CPU path (ATen's _dropout_impl): the same draws from the same generator.
-        const double p = layer.dropout->options.p();
-        if (p == 0 || !layer.dropout->is_training()) break;
-        layer.noise = at::empty_like(x);
-        layer.noise.bernoulli_(1 - p);
-        layer.noise.div_(1 - p);
+        // The same draws from the same generator as the module's forward: threaded_dropout's, or
+        // at::dropout's CPU path (ATen's _dropout_impl) for an nn::Dropout.
+        const double p = layer.threaded_dropout ? layer.threaded_dropout->p : layer.dropout->options.p();
+        const bool training = layer.threaded_dropout ? layer.threaded_dropout->is_training() : layer.dropout->is_training();
+        if (p == 0 || !training) break;
+        if (layer.threaded_dropout) {
+          layer.noise = dropout_noise(x, p);
+        } else {
+          layer.noise = at::empty_like(x);
+          layer.noise.bernoulli_(1 - p);
+          layer.noise.div_(1 - p);
+        }
         x = x.mul(layer.noise);
         break;
       }

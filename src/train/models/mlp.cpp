@@ -1,10 +1,10 @@
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/normalization.h>
 
+#include "../cpu_dropout.hpp"
 #include "builtin_models.hpp"
 
 namespace gputrain::train::models {
@@ -31,7 +31,7 @@ torch::nn::AnyModule make_mlp(const ModelSpec& spec) {
     if (spec.config.norm == "batch") net->push_back(torch::nn::BatchNorm1d(hidden));
     if (spec.config.norm == "layer") net->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
     add_activation(net, spec.config.activation);
-    if (spec.config.dropout > 0) net->push_back(torch::nn::Dropout(spec.config.dropout));
+    if (spec.config.dropout > 0) net->push_back(ThreadedDropout(spec.config.dropout));  // masks drawn by every thread (cpu_dropout.hpp)
     width = hidden;
   }
   net->push_back(torch::nn::Linear(width, spec.outputs));

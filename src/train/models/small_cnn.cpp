@@ -2,10 +2,10 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
-#include <torch/nn/modules/dropout.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
 
+#include "../cpu_dropout.hpp"
 #include "builtin_models.hpp"
 
 namespace gputrain::train::models {
@@ -24,7 +24,7 @@ torch::nn::AnyModule make_small_cnn(const ModelSpec& spec) {
   }
   net->push_back(torch::nn::AdaptiveAvgPool2d(1));
   net->push_back(torch::nn::Flatten());
-  if (spec.config.dropout > 0) net->push_back(torch::nn::Dropout(spec.config.dropout));
+  if (spec.config.dropout > 0) net->push_back(ThreadedDropout(spec.config.dropout));  // masks drawn by every thread (cpu_dropout.hpp)
   net->push_back(torch::nn::Linear(4 * w, spec.outputs));
   return torch::nn::AnyModule(net);
 }

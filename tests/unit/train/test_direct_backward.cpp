@@ -3,6 +3,7 @@
 // for everything it does not cover.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <torch/nn/modules/dropout.h>
 #include <torch/optim/optimizer.h>
 
 #include "gputrain/train/amp.hpp"
@@ -52,6 +53,7 @@ std::unique_ptr<Model> unusual_stack() {
   net->push_back(torch::nn::Linear(torch::nn::LinearOptions(kFeatures, 16).bias(false)));
   net->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions({16}).elementwise_affine(false)));
   net->push_back(torch::nn::GELU(torch::nn::GELUOptions().approximate("tanh")));
+  net->push_back(torch::nn::Dropout(0.25));  // LibTorch's, which draws with at::dropout (the built-ins' draw threaded)
   net->push_back(torch::nn::Linear(16, kOutputs));
   auto model = wrap_module(torch::nn::AnyModule(net), "unusual");
   model->set_training(true);
