@@ -12,7 +12,7 @@ The loss check trains both in fp32 and compares the training loss after each of 
 within 1e-4), then again with the PyTorch loop on torch.optim.SGD(fused=True), the kernel gputrain
 steps with (expected: 0.0).
 
-Usage: bench/train_vs_pytorch.py [--device cpu|cuda] [--runs 5] [--cases mlp,cnn]
+Usage: bench/train_vs_pytorch.py [--device cpu|cuda] [--runs 5] [--cases mlp,cnn,transformer]
 Cases: mlp (batch 256), mlp_yaml (configs/mlp.yaml's: LayerNorm and dropout 0.1), cnn (small CNN, batch 128), resnet18 (bf16-mixed, batch 256; GPU),
 transformer (configs/transformer.yaml's: 32 positions, batch 128), transformer512 (512 positions,
 bf16-mixed, batch 64; GPU).
@@ -339,10 +339,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--cases", default=None, help="comma-separated; default: mlp,cnn on CPU, mlp,resnet18 on GPU")
+    parser.add_argument("--cases", default=None, help="comma-separated; default: mlp,cnn,transformer on CPU, mlp,resnet18,transformer512 on GPU")
     args = parser.parse_args()
     device = torch.device(args.device)
-    cases = (args.cases or ("mlp,resnet18" if device.type == "cuda" else "mlp,cnn")).split(",")
+    cases = (args.cases or ("mlp,resnet18,transformer512" if device.type == "cuda" else "mlp,cnn,transformer")).split(",")
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
