@@ -434,6 +434,7 @@ std::vector<Field> make_schema() {
     int_field("model.d_model", [](auto& c) -> auto& { return c.model.d_model; }, 1),
     int_field("model.heads", [](auto& c) -> auto& { return c.model.heads; }, 1),
     int_field("model.ff_dim", [](auto& c) -> auto& { return c.model.ff_dim; }, 1),
+    bool_field("model.norm_first", [](auto& c) -> auto& { return c.model.norm_first; }),
 
     choice_field("data.source", [](auto& c) -> auto& { return c.data.source; }, data::source_names()),
     choice_field("data.task", [](auto& c) -> auto& { return c.data.task; }, {"classification", "regression"}),

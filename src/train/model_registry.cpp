@@ -21,7 +21,8 @@ struct Registry {
     add("resnet18", [](const ModelSpec& s) { return models::make_resnet(s, 18); }, resnet_keys);
     add("resnet34", [](const ModelSpec& s) { return models::make_resnet(s, 34); }, resnet_keys);
     add("resnet50", [](const ModelSpec& s) { return models::make_resnet(s, 50); }, resnet_keys);
-    add("transformer", models::make_transformer, {"model.layers", "model.d_model", "model.heads", "model.ff_dim", "model.dropout"});
+    add("transformer", models::make_transformer,
+        {"model.layers", "model.d_model", "model.heads", "model.ff_dim", "model.dropout", "model.activation", "model.norm_first"});
   }
   void add(const std::string& name, ModelFactory factory, std::vector<std::string> keys) {
     factories[name] = std::move(factory);

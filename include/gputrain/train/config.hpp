@@ -20,7 +20,7 @@ struct ModelConfig {
   std::string torchscript;            ///< a scripted module file; replaces `name` when set
   std::string init_weights;           ///< a .safetensors file to start from instead of random init
   std::vector<std::int64_t> hidden = {256, 256};  ///< MLP hidden layer widths
-  std::string activation = "relu";    ///< relu, gelu, silu, tanh
+  std::string activation = "relu";    ///< relu, gelu, silu, tanh (MLP hidden layers, transformer feed-forward)
   double dropout = 0.0;               ///< MLP, CNN and transformer dropout probability
   std::string norm = "none";          ///< MLP normalisation: none, batch, layer
   std::int64_t width = 32;            ///< small_cnn: channels of the first conv block
@@ -29,6 +29,7 @@ struct ModelConfig {
   std::int64_t d_model = 128;         ///< transformer width
   std::int64_t heads = 4;             ///< transformer attention heads
   std::int64_t ff_dim = 256;          ///< transformer feed-forward width
+  bool norm_first = false;            ///< transformer: LayerNorm before attention and feed-forward (pre-norm)
 };
 
 struct DataConfig {

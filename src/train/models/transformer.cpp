@@ -1,11 +1,10 @@
 #include <ATen/ops/scaled_dot_product_attention.h>
-#include <torch/nn/functional/activation.h>
+#include <torch/nn/cloneable.h>
 #include <torch/nn/init.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
-#include <torch/nn/cloneable.h>
 #include <torch/nn/pimpl.h>
 
 #include <cmath>
@@ -73,7 +72,8 @@ struct SelfAttentionImpl : nn::Cloneable<SelfAttentionImpl> {
 };
 TORCH_MODULE(SelfAttention);
 
-// Post-norm encoder layer with a ReLU feed-forward block: PyTorch's TransformerEncoderLayer defaults.
+// PyTorch's TransformerEncoderLayer: post-norm with a ReLU feed-forward block by default;
+// model.norm_first and model.activation as its norm_first and activation.
 struct EncoderLayerImpl : nn::Cloneable<EncoderLayerImpl> {
   explicit EncoderLayerImpl(ModelConfig config) : c(std::move(config)) { reset(); }
   void reset() override {
@@ -84,8 +84,22 @@ struct EncoderLayerImpl : nn::Cloneable<EncoderLayerImpl> {
     norm2 = register_module("norm2", nn::LayerNorm(nn::LayerNormOptions({c.d_model})));
   }
   at::Tensor forward(const at::Tensor& x) {
+    if (c.norm_first) {  // pre-norm: x + block(norm(x)), as PyTorch's norm_first=True
+      const auto h = x + drop(self_attn(norm1(x)));
+      return h + feed_forward(norm2(h));
+    }
     const auto h = norm1(x + drop(self_attn(x)));
-    return norm2(h + drop(project(linear2, drop(nn::functional::relu(project(linear1, h))))));
+    return norm2(h + feed_forward(h));
+  }
+  // linear2(dropout(activation(linear1(h)))), then dropout2, as PyTorch's _ff_block and dropout2.
+  at::Tensor feed_forward(const at::Tensor& h) const {
+    return drop(project(linear2, drop(activation(project(linear1, h)))));
+  }
+  at::Tensor activation(const at::Tensor& t) const {
+    if (c.activation == "gelu") return at::gelu(t);
+    if (c.activation == "silu") return at::silu(t);
+    if (c.activation == "tanh") return at::tanh(t);
+    return at::relu(t);
   }
   // PyTorch's layer has three Dropout modules (dropout, dropout1, dropout2), with nothing to save.
   at::Tensor drop(const at::Tensor& t) const { return threaded_dropout(t, c.dropout, is_training()); }

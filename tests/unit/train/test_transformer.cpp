@@ -18,8 +18,11 @@ namespace {
 constexpr std::int64_t kSequence = 7, kFeatures = 5, kWidth = 16, kHeads = 4, kLayers = 2, kOutputs = 3;
 
 // Width 64 and more runs the Linears on oneDNN where this machine prefers it (cpu_linear.hpp).
-std::unique_ptr<Model> transformer(double dropout, std::int64_t width = kWidth) {
+std::unique_ptr<Model> transformer(double dropout, std::int64_t width = kWidth, const std::string& activation = "relu",
+                                   bool norm_first = false) {
   ModelSpec spec;
+  spec.config.activation = activation;
+  spec.config.norm_first = norm_first;
   spec.config.name = "transformer";
   spec.config.d_model = width;
   spec.config.heads = kHeads;
@@ -31,8 +34,10 @@ std::unique_ptr<Model> transformer(double dropout, std::int64_t width = kWidth) 
   return build_model(spec);
 }
 
-test_support::LibTorchTransformer reference(std::int64_t width = kWidth) {
-  return test_support::LibTorchTransformer(kSequence, kFeatures, width, kHeads, width + width / 2, kLayers, kOutputs);
+test_support::LibTorchTransformer reference(std::int64_t width = kWidth, const std::string& activation = "relu",
+                                            bool norm_first = false) {
+  return test_support::LibTorchTransformer(kSequence, kFeatures, width, kHeads, width + width / 2, kLayers, kOutputs, 0.0,
+                                           activation, norm_first);
 }
 
 // Moves every weight off its initial value (zero biases, layers equal to each other), so that a
@@ -51,12 +56,17 @@ std::map<std::string, at::Tensor> gradients(const NamedTensors& parameters) {
 }  // namespace
 
 TEST(Transformer, ComputesWhatLibTorchsEncoderDoesWithItsParameterNames) {
-  for (const std::int64_t width : {kWidth, std::int64_t{64}}) {
-    SCOPED_TRACE("d_model " + std::to_string(width));
+  const struct {
+    std::int64_t width;
+    const char* activation;
+    bool norm_first;
+  } cases[] = {{kWidth, "relu", false}, {64, "relu", false}, {kWidth, "gelu", true}, {64, "gelu", true}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("d_model " + std::to_string(c.width) + ", " + c.activation + (c.norm_first ? ", norm_first" : ""));
     at::manual_seed(3);
-    auto model = transformer(0.0, width);
+    auto model = transformer(0.0, c.width, c.activation, c.norm_first);
     perturb(*model);
-    auto libtorch = reference(width);
+    auto libtorch = reference(c.width, c.activation, c.norm_first);
     libtorch->copy_from(*model);  // throws unless every name and shape is LibTorch's
     const auto x = at::randn({20, kSequence, kFeatures});
 

@@ -67,5 +67,6 @@ TEST(UnreadSettings, SaysNothingOfModelKeysForAUserRegisteredModel) {
   EXPECT_TRUE(unread_with({"model.name=unread_settings_custom", "model.dropout=0.3", "model.width=8"}).empty());
   EXPECT_FALSE(model_keys_read("unread_settings_custom").has_value());
   ASSERT_TRUE(model_keys_read("transformer").has_value());
-  EXPECT_EQ(*model_keys_read("transformer"), (std::vector<std::string>{"model.layers", "model.d_model", "model.heads", "model.ff_dim", "model.dropout"}));
+  EXPECT_EQ(*model_keys_read("transformer"), (std::vector<std::string>{"model.layers", "model.d_model", "model.heads", "model.ff_dim",
+                                                                      "model.dropout", "model.activation", "model.norm_first"}));
 }
