@@ -44,10 +44,15 @@ Lanes seeded(std::uint64_t seed, std::uint64_t block) {
   return lanes;
 }
 
-// One block: out[i] = scale where draw i is under keep_below, else 0. Compiled for AVX-512, AVX2
-// and the baseline; the loader picks the widest this processor runs.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void fill_block(Lanes& l, float* out,
-                                                                             std::uint32_t keep_below, float scale) {
+// One block: out[i] = scale where draw i is under keep_below, else 0. On x86-64 compiled for
+// AVX-512, AVX2 and the baseline, and the loader picks the widest this processor runs (elsewhere,
+// e.g. on an ARM Grace host, for the baseline, whose vectors the compiler uses as it can).
+#if defined(__x86_64__)
+#define GPUTRAIN_WIDEST_VECTORS __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define GPUTRAIN_WIDEST_VECTORS
+#endif
+GPUTRAIN_WIDEST_VECTORS void fill_block(Lanes& l, float* out, std::uint32_t keep_below, float scale) {
   for (std::int64_t step = 0; step < kBlock / kLanes; ++step) {
     for (int lane = 0; lane < kLanes; ++lane) {
       const std::uint32_t draw = l.s0[lane] + l.s3[lane], t = l.s1[lane] << 9;
