@@ -79,6 +79,10 @@ std::vector<std::string> unread_settings(const Config& config) {
       if (!at_default(config, key) && std::find(keys->begin(), keys->end(), key) == keys->end())
         out.push_back(unread(config, key, config.model.name, readers));
   }
+  // NHWC is a layout of images: samples of any other shape train as they are.
+  if (config.train.channels_last.value_or(false) && config.data.shape.size() != 3)
+    out.push_back("train.channels_last is true, but the samples are shaped " + shown(config, "data.shape") +
+                  ", not [channels, height, width]: only images have a channels-last layout");
   return out;
 }
 

@@ -70,3 +70,11 @@ TEST(UnreadSettings, SaysNothingOfModelKeysForAUserRegisteredModel) {
   EXPECT_EQ(*model_keys_read("transformer"), (std::vector<std::string>{"model.layers", "model.d_model", "model.heads", "model.ff_dim",
                                                                       "model.dropout", "model.activation", "model.norm_first"}));
 }
+
+TEST(UnreadSettings, NamesChannelsLastForSamplesThatAreNotImages) {
+  EXPECT_EQ(unread_with({"model.name=transformer", "data.shape=[32, 16]", "train.channels_last=true"}),
+            std::vector<std::string>{"train.channels_last is true, but the samples are shaped [32, 16], not [channels, height, "
+                                     "width]: only images have a channels-last layout"});
+  EXPECT_TRUE(unread_with({"model.name=resnet18", "data.shape=[3, 32, 32]", "train.channels_last=true"}).empty());
+  EXPECT_TRUE(unread_with({"model.name=mlp", "data.shape=[12]", "train.channels_last=false"}).empty());
+}
