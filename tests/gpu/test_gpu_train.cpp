@@ -16,6 +16,7 @@
 #include "gputrain/train/trainer.hpp"
 #include "support/libtorch_transformer.hpp"
 #include "support/quiet_trainer.hpp"
+#include "train/models/builtin_models.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -77,6 +78,11 @@ TEST_F(GpuTrainer, TransformerMatchesLibTorchsEncoderAndTrainsInBf16) {
   const auto x = at::randn({16, 48, 8}, at::TensorOptions().device(cuda));
   const auto ours = model->forward(x), theirs = reference->forward(x);
   EXPECT_TRUE(at::allclose(ours, theirs, 1e-3, 1e-4)) << (ours - theirs).abs().max().item<double>();
+  // bf16 with dropout on a GPU: one of the fused kernels, not the written-out fallback.
+  spec.config.dropout = 0.1;
+  const auto note = models::transformer_attention_note(spec, cuda, at::kBFloat16);
+  EXPECT_EQ(note.find("math fallback"), std::string::npos) << note;
+  EXPECT_EQ(note.find("could not be asked"), std::string::npos) << note;
 
   Trainer trainer(gpu_run("transformer-bf16", {"model.name=transformer", "data.shape=[64, 16]", "data.classes=4",
                                                "train.channels_last=false", "train.precision=bf16-mixed", "model.dropout=0.1"}),

@@ -5,6 +5,9 @@
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
 
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
 #include <cstddef>
 #include <string>
 
@@ -33,5 +36,10 @@ torch::nn::AnyModule make_small_cnn(const ModelSpec& spec);
 torch::nn::AnyModule make_resnet(const ModelSpec& spec, int depth);
 /// transformer: linear embedding of [sequence, features], learned positions, encoder, mean pool.
 torch::nn::AnyModule make_transformer(const ModelSpec& spec);
+
+/// For the run's notes: how the transformer's attention runs in training on `device` with inputs
+/// of `dtype` (the autocast dtype under mixed precision), e.g. "attention: flash attention
+/// (scaled_dot_product_attention's choice for bf16, 4 heads of 32)".
+std::string transformer_attention_note(const ModelSpec& spec, c10::Device device, c10::ScalarType dtype);
 
 }  // namespace gputrain::train::models

@@ -1,3 +1,5 @@
+#include <ATen/ops/_fused_sdp_choice.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
 #include <torch/nn/cloneable.h>
 #include <torch/nn/init.h>
@@ -8,6 +10,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "../cpu_dropout.hpp"
@@ -140,6 +143,28 @@ struct TransformerClassifierImpl : nn::Module {
 TORCH_MODULE(TransformerClassifier);
 
 }  // namespace
+
+std::string transformer_attention_note(const ModelSpec& spec, c10::Device device, c10::ScalarType dtype) {
+  const auto& c = spec.config;
+  if (device.is_cpu() && c.dropout > 0)
+    return "attention: written out, its dropout masks drawn on every thread (the CPU's fused kernel has no dropout)";
+  const std::int64_t head_dim = c.d_model / c.heads, sequence = spec.input_shape.at(0);
+  const std::string layout = dtype == at::kBFloat16 ? "bf16" : dtype == at::kHalf ? "fp16" : "fp32";
+  const std::string shape = std::to_string(c.heads) + " heads of " + std::to_string(head_dim);
+  try {
+    // The backend scaled_dot_product_attention dispatches to, asked with a training step's layout,
+    // dtype and device (one sample: the choice does not depend on the batch).
+    const auto q = at::empty({1, c.heads, sequence, head_dim}, at::TensorOptions().dtype(dtype).device(device)).requires_grad_();
+    const auto backend = at::_fused_sdp_choice(q, q, q, /*attn_mask=*/{}, c.dropout);
+    static const char* const names[] = {"written out (scaled_dot_product_attention's math fallback)", "flash attention",
+                                        "memory-efficient attention", "cuDNN attention"};
+    const std::string name = backend >= 0 && backend < 4 ? names[backend] : "backend " + std::to_string(backend);
+    return "attention: " + name + " (scaled_dot_product_attention's choice for " + layout + ", " + shape +
+           (device.is_cpu() ? ", on the CPU)" : ")");
+  } catch (const std::exception&) {  // a note is not worth a run: the forward pass asks again and says why
+    return "attention: scaled_dot_product_attention (" + layout + ", " + shape + "; its kernel could not be asked in advance)";
+  }
+}
 
 torch::nn::AnyModule make_transformer(const ModelSpec& spec) {
   require_sample_dims(spec, 2, "transformer", "[sequence, features]", "[32, 16]");

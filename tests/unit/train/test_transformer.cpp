@@ -9,6 +9,7 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "support/libtorch_transformer.hpp"
+#include "train/models/builtin_models.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -130,4 +131,22 @@ TEST(Transformer, DropsOutOnlyInTraining) {
   EXPECT_FALSE(at::allclose(model->forward(x), model->forward(x)));
   model->set_training(false);
   EXPECT_TRUE(at::allclose(model->forward(x), libtorch->forward(x), 1e-5, 1e-5));
+}
+
+// The run's note says which attention kernel trains: on the CPU the written-out path when attention
+// drops out, else scaled_dot_product_attention's own choice for the step's dtype and shape.
+TEST(Transformer, TheRunsNoteNamesTheAttentionKernel) {
+  ModelSpec spec;
+  spec.config.name = "transformer";
+  spec.config.d_model = 128;
+  spec.config.heads = 4;
+  spec.input_shape = {32, 16};
+  spec.config.dropout = 0.1;
+  EXPECT_EQ(models::transformer_attention_note(spec, at::kCPU, at::kFloat),
+            "attention: written out, its dropout masks drawn on every thread (the CPU's fused kernel has no dropout)");
+  spec.config.dropout = 0.0;  // LibTorch 2.11's CPU flash kernel, for fp32 and bf16 alike
+  EXPECT_EQ(models::transformer_attention_note(spec, at::kCPU, at::kFloat),
+            "attention: flash attention (scaled_dot_product_attention's choice for fp32, 4 heads of 32, on the CPU)");
+  EXPECT_EQ(models::transformer_attention_note(spec, at::kCPU, at::kBFloat16),
+            "attention: flash attention (scaled_dot_product_attention's choice for bf16, 4 heads of 32, on the CPU)");
 }
