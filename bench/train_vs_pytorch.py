@@ -13,6 +13,7 @@ within 1e-4), then again with the PyTorch loop on torch.optim.SGD(fused=True), t
 steps with (expected: 0.0).
 
 Usage: bench/train_vs_pytorch.py [--device cpu|cuda] [--runs 5] [--cases mlp,cnn,transformer]
+       bench/train_vs_pytorch.py --check   (every case, one step each, on the CPU: for the test suite)
 Cases: mlp (batch 256), mlp_yaml (configs/mlp.yaml's: LayerNorm and dropout 0.1), cnn (small CNN, batch 128), resnet18 (bf16-mixed, batch 256; GPU),
 transformer (configs/transformer.yaml's: 32 positions, batch 128), transformer512 (512 positions,
 bf16-mixed, batch 64; GPU).
@@ -355,12 +356,45 @@ def transformer_parity(workdir, steps=20):
     return max(abs(a - b) for a, b in zip(ours, theirs)), ours[-1], theirs[-1]
 
 
+def check_cases(workdir):
+    """Every case for one step of batch 8 on the CPU, on both sides: the weights Python writes load
+    into gputrain (the same names and shapes) and both loops run; fp32 cases without dropout must
+    start from the same loss. For the test suite, so that a GPU session does not meet a broken case."""
+    cpu = torch.device("cpu")
+    for case, c in CASES.items():
+        saved = c["batch"], c["window"]
+        c["batch"], c["window"] = 8, 1
+        try:
+            model = build(case)
+            init = {k: v.contiguous() for k, v in model.state_dict().items()}
+            init_path = os.path.join(workdir, case + "-check-init.safetensors")
+            save_file(init, init_path)
+            _, ours = gputrain_run(case, cpu, 1, init_path, 0.01, workdir, every=1)
+            _, theirs = pytorch_run(case, cpu, 1, init, 0.01, synthetic(c["shape"], c["classes"], 8, 0))
+        finally:
+            c["batch"], c["window"] = saved
+        if len(ours) != 1 or len(theirs) != 1 or not all(math.isfinite(x) for x in ours + theirs):
+            sys.exit("%s: expected one finite loss from each side, got %s (gputrain) and %s (PyTorch)" % (case, ours, theirs))
+        comparable = c["precision"] == "fp32" and not any(m.startswith("model.dropout=") and float(m.split("=")[1]) > 0
+                                                           for m in c["model"])
+        if comparable and abs(ours[0] - theirs[0]) > 1e-4:
+            sys.exit("%s: the first step's loss differs: %.6f (gputrain) vs %.6f (PyTorch)" % (case, ours[0], theirs[0]))
+        print("%s: one step on both sides, loss %.6f (gputrain) and %.6f (PyTorch)%s"
+              % (case, ours[0], theirs[0], " (the same start)" if comparable else ""), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cases", default=None, help="comma-separated; default: mlp,cnn,transformer on CPU, mlp,resnet18,transformer512 on GPU")
+    parser.add_argument("--check", action="store_true",
+                        help="run every case for one step of batch 8 on the CPU on both sides, and nothing else (for the test suite)")
     args = parser.parse_args()
+    if args.check:
+        with tempfile.TemporaryDirectory() as workdir:
+            check_cases(workdir)
+        return
     device = torch.device(args.device)
     cases = (args.cases or ("mlp,resnet18,transformer512" if device.type == "cuda" else "mlp,cnn,transformer")).split(",")
     torch.backends.cudnn.benchmark = True
