@@ -16,7 +16,8 @@ per second, device synchronised) against the device-to-device copy bandwidth tor
 (bytes copied per second, one way).
 Goals (issue 5): data stall < 2 % with the cache; gathering >= 50 % of device-to-device bandwidth.
 
-Usage: bench/cache_vs_loader.py [--runs 3] [--steps 100] [--cases tabular,cifar]
+Usage: bench/cache_vs_loader.py [--runs 3] [--steps 100] [--cases tabular,cifar] [--check]
+(--check: the same steps on the CPU with small data, for the test suite.)
 """
 import argparse
 import json
@@ -60,25 +61,35 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--cases", default="tabular,cifar")
+    parser.add_argument("--check", action="store_true",
+                        help="the same steps on the CPU with small data, 3 training steps of batch 32, one run: checks the "
+                             "script and the JSON it reads (the test suite runs it)")
     args = parser.parse_args()
-    print(f"# {torch.cuda.get_device_name(0)}, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}")
-    copy = d2d_gbps()
-    print(f"device-to-device copy: {copy:.0f} GB/s (torch, 1 GiB, median of 5)")
+    device = "cpu" if args.check else "cuda"
+    if args.check:
+        args.runs, args.steps = 1, 3
+        print(f"# --check on the CPU, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}")
+        copy = None
+    else:
+        print(f"# {torch.cuda.get_device_name(0)}, torch {torch.__version__}, {time.strftime('%Y-%m-%d')}")
+        copy = d2d_gbps()
+        print(f"device-to-device copy: {copy:.0f} GB/s (torch, 1 GiB, median of 5)")
     with tempfile.TemporaryDirectory() as tmp:
         for case in args.cases.split(","):
             x, y = os.path.join(tmp, case + "_x.npy"), os.path.join(tmp, case + "_y.npy")
             rng = np.random.default_rng(0)
             if case == "tabular":
-                n = 200_000
+                n = 4_096 if args.check else 200_000
                 np.save(x, rng.standard_normal((n, 256), dtype=np.float32))
                 sets = ["model.name=mlp", "model.hidden=[512, 512]", "train.batch_size=1024"]
             else:
-                n = 50_000
+                n = 1_024 if args.check else 50_000
                 np.save(x, rng.integers(0, 256, (n, 3, 32, 32), dtype=np.uint8))
                 sets = ["model.name=resnet18", "train.batch_size=256", "train.precision=bf16-mixed", "train.channels_last=true",
                         "data.crop_padding=4", "data.hflip=true", "data.mean=[0.49, 0.48, 0.45]", "data.std=[0.25, 0.24, 0.26]"]
             np.save(y, (np.arange(n) % 10).astype(np.int64))
-            data = ["--source", "npy", "--path", x, "--labels", y, "--set", "device=cuda",
+            sets += ["train.batch_size=32"] if args.check else []
+            data = ["--source", "npy", "--path", x, "--labels", y, "--set", f"device={device}",
                     *[a for s in sets for a in ("--set", s)]]
             sweep = gputrain(["--json", "--set", "data.cache=none", *data])
             loader = max((r for r in sweep["results"] if r["cache"] == "none"), key=lambda r: r["samples_per_second"])
@@ -96,17 +107,21 @@ def main():
             for name, runs in figures.items():
                 rate[name] = statistics.median(r["samples_per_second"] for r in runs)
                 stall = statistics.median(r["data_stall_percent"] for r in runs)
-                gpu_stall = statistics.median(r["gpu_data_stall_percent"] for r in runs)
-                print(f"| {name} | {n / rate[name]:.2f} | {rate[name]:,.0f} | {stall:.2f} | {gpu_stall:.2f} |")
+                gpu_stalls = [r["gpu_data_stall_percent"] for r in runs]  # null without a GPU
+                gpu_stall = f"{statistics.median(gpu_stalls):.2f}" if None not in gpu_stalls else "-"
+                print(f"| {name} | {n / rate[name]:.2f} | {rate[name]:,.0f} | {stall:.2f} | {gpu_stall} |")
             print(f"| cache / loader | **{rate['vram'] / rate['loader']:.2f}x** | | | |")
             # The caches' gather as training makes it: the training batch, several batches per gather.
             cached = gputrain(["--json", "--workers", "0", *data])
             gather = [r for r in cached["results"] if r["cache"] == "vram"]
             if gather:
                 alone, rows = gather[0]["gather_gbps"], gather[0]["gather_rows"]
-                print(f"gather on the GPU ({rows} samples a gather, as the feed gathers them): {alone:.0f} GB/s = "
-                      f"{100 * alone / copy:.0f} % of device-to-device copy (goal >= 50 %); the whole feed (sampler "
-                      f"and epoch restarts too) {gather[0]['megabytes_per_second'] / 1000:.0f} GB/s")
+                share = f" = {100 * alone / copy:.0f} % of device-to-device copy (goal >= 50 %)" if copy else ""
+                print(f"gather on the {'GPU' if copy else 'CPU'} ({rows} samples a gather, as the feed gathers them): "
+                      f"{alone:.0f} GB/s{share}; the whole feed (sampler and epoch restarts too) "
+                      f"{gather[0]['megabytes_per_second'] / 1000:.0f} GB/s")
+            elif args.check:
+                sys.exit("no vram result in `gputrain profile --workers 0`'s JSON")
 
 if __name__ == "__main__":
     main()
