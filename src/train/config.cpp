@@ -407,7 +407,8 @@ Config load_config(const ConfigSources& sources) {
     problems.check([&] { apply_flag(config, setting, given); });
     paths.erase(setting.key);
   }
-  for (const auto& [key, origin] : paths) problems.check([&] { check_path_beside_config(config, key, origin); });
+  for (const auto& path : paths)  // not a structured binding: C++17 lambdas cannot capture one
+    problems.check([&] { check_path_beside_config(config, path.first, path.second); });
   problems.throw_if_any();
   if (!given.count("data.source") && given.count("data.path")) tell_data_source(config, given.at("data.path"));
   check_consistency(config);  // its checks read several keys, so they need each to be valid first

@@ -32,7 +32,7 @@ std::uint64_t splitmix64(std::uint64_t& x) {
 }
 
 Lanes seeded(std::uint64_t seed, std::uint64_t block) {
-  Lanes lanes;
+  Lanes lanes{};
   std::uint64_t x = seed ^ (block * 0xD1B54A32D192ED03ULL);
   for (int lane = 0; lane < kLanes; ++lane) {
     const auto a = splitmix64(x), b = splitmix64(x);
@@ -89,7 +89,7 @@ at::Tensor dropout_noise(const at::Tensor& like, double p) {
       if (size == kBlock) {
         fill_block(lanes, data + begin, keep_below, scale);
       } else {  // the last, partial block
-        float whole[kBlock];
+        float whole[kBlock] = {};
         fill_block(lanes, whole, keep_below, scale);
         std::copy(whole, whole + size, data + begin);
       }

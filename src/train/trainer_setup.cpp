@@ -162,7 +162,8 @@ void Trainer::State::setup() {
   params = model->parameters();
   if (auto* comm = ranks.communicator()) {
     std::vector<at::Tensor> state;
-    for (auto& [name, tensor] : model->named_state()) {
+    for (const auto& named : model->named_state()) {
+      const auto& tensor = named.second;  // a plain reference: C++17 lambdas cannot capture a structured binding
       state.push_back(tensor);
       const bool parameter = std::any_of(params.begin(), params.end(), [&](const at::Tensor& p) { return p.is_same(tensor); });
       if (!parameter) buffers.push_back(tensor);
