@@ -4,6 +4,8 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "train/cpu_dropout.hpp"
 
 using gputrain::train::threaded_dropout;
@@ -68,4 +70,26 @@ TEST(CpuDropout, IsTheInputOutsideTrainingAndAtDropoutForOtherTypes) {
   at::manual_seed(3);
   EXPECT_TRUE(at::equal(ours, at::dropout(xd, 0.5, true)));
   EXPECT_TRUE(at::equal(threaded_dropout(x, 1.0, true), at::zeros_like(x)));
+}
+
+// Whether autograd records it or not, the output is input * noise for the seed's noise: the same
+// elements kept, an inf or nan dropped still nan (as at::dropout's multiply gives), and the
+// gradient grad * noise (the hand-written MLP step multiplies by dropout_noise's noise).
+TEST(CpuDropout, IsInputTimesTheSeedsNoiseWithOrWithoutAutograd) {
+  const auto x = at::randn({5, 1000});
+  x[0][0] = std::numeric_limits<float>::infinity();
+  x[1][1] = std::numeric_limits<float>::quiet_NaN();
+  at::manual_seed(12);
+  const auto noise = gputrain::train::dropout_noise(x, 0.5);
+  at::manual_seed(12);
+  const auto plain = threaded_dropout(x, 0.5, true);
+  at::manual_seed(12);
+  const auto leaf = x.clone().requires_grad_();
+  const auto recorded = threaded_dropout(leaf, 0.5, true);
+  const auto grad = at::randn_like(x);
+  recorded.backward(grad);
+  EXPECT_TRUE(at::equal(plain.nan_to_num(0, 1, -1), (x * noise).nan_to_num(0, 1, -1)));
+  EXPECT_TRUE(at::equal(recorded.detach().nan_to_num(0, 1, -1), plain.nan_to_num(0, 1, -1)));
+  EXPECT_TRUE(at::equal(at::isnan(plain), at::isnan(x * noise)));
+  EXPECT_TRUE(at::equal(leaf.grad(), grad * noise));
 }
