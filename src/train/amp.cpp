@@ -7,6 +7,15 @@
 
 namespace gputrain::train {
 
+c10::ScalarType compute_dtype(Precision precision) {
+  switch (precision) {
+    case Precision::fp16_mixed: return at::kHalf;
+    case Precision::bf16_mixed: return at::kBFloat16;
+    case Precision::fp32: break;
+  }
+  return at::kFloat;
+}
+
 AutocastScope::AutocastScope(c10::DeviceType device_type, Precision precision)
     : device_type_(device_type), previous_dtype_(at::kFloat) {
   if (precision == Precision::fp32) return;
@@ -14,7 +23,7 @@ AutocastScope::AutocastScope(c10::DeviceType device_type, Precision precision)
   was_enabled_ = at::autocast::is_autocast_enabled(device_type_);
   previous_dtype_ = at::autocast::get_autocast_dtype(device_type_);
   at::autocast::set_autocast_enabled(device_type_, true);
-  at::autocast::set_autocast_dtype(device_type_, precision == Precision::fp16_mixed ? at::kHalf : at::kBFloat16);
+  at::autocast::set_autocast_dtype(device_type_, compute_dtype(precision));
   at::autocast::increment_nesting();
 }
 

@@ -182,13 +182,9 @@ void Trainer::State::setup() {
                             ", fp32 on the CPU; " +
                             (direct->matmul_library() == CpuMatmul::mkl ? "the same gradients as autograd's)"
                                                                          : "autograd's gradients within fp32 rounding)"));
-  if (!evaluating() && config.model.torchscript.empty() && config.model.name == "transformer") {
-    const auto dtype = config.train.precision == Precision::bf16_mixed   ? at::kBFloat16
-                       : config.train.precision == Precision::fp16_mixed ? at::kHalf
-                                                                         : at::kFloat;
+  if (!evaluating() && config.model.torchscript.empty() && config.model.name == "transformer")
     pending_notes.push_back(models::transformer_attention_note(ModelSpec{config.model, config.data.shape, model_outputs(config)},
-                                                               device, dtype));
-  }
+                                                               device, config.train.precision));
   optimizer = make_optimizer(config.optimizer, params);
   scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
   train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");

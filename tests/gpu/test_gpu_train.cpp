@@ -80,7 +80,7 @@ TEST_F(GpuTrainer, TransformerMatchesLibTorchsEncoderAndTrainsInBf16) {
   EXPECT_TRUE(at::allclose(ours, theirs, 1e-3, 1e-4)) << (ours - theirs).abs().max().item<double>();
   // bf16 with dropout on a GPU: one of the fused kernels, not the written-out fallback.
   spec.config.dropout = 0.1;
-  const auto note = models::transformer_attention_note(spec, cuda, at::kBFloat16);
+  const auto note = models::transformer_attention_note(spec, cuda, Precision::bf16_mixed);
   EXPECT_EQ(note.find("math fallback"), std::string::npos) << note;
   EXPECT_EQ(note.find("could not be asked"), std::string::npos) << note;
 

@@ -14,6 +14,9 @@
 
 namespace gputrain::train {
 
+/// The dtype a step computes its autocast ops in: fp16 or bf16 for the mixed precisions, fp32 for fp32.
+c10::ScalarType compute_dtype(Precision precision);
+
 /// Enables autocast for `device_type` at `precision` (fp16 or bf16) for the scope's lifetime;
 /// does nothing for fp32. Leaving the outermost scope clears the autocast weight cache, as
 /// Python's `with torch.autocast(...)` does, so casts of updated weights are never reused.

@@ -6,11 +6,11 @@
 #include <torch/nn/pimpl.h>
 
 #include <c10/core/Device.h>
-#include <c10/core/ScalarType.h>
 
 #include <cstddef>
 #include <string>
 
+#include "gputrain/train/config.hpp"
 #include "gputrain/train/model_registry.hpp"
 
 namespace gputrain::train::models {
@@ -37,9 +37,9 @@ torch::nn::AnyModule make_resnet(const ModelSpec& spec, int depth);
 /// transformer: linear embedding of [sequence, features], learned positions, encoder, mean pool.
 torch::nn::AnyModule make_transformer(const ModelSpec& spec);
 
-/// For the run's notes: how the transformer's attention runs in training on `device` with inputs
-/// of `dtype` (the autocast dtype under mixed precision), e.g. "attention: flash attention
-/// (scaled_dot_product_attention's choice for bf16, 4 heads of 32)".
-std::string transformer_attention_note(const ModelSpec& spec, c10::Device device, c10::ScalarType dtype);
+/// For the run's notes: how the transformer's attention runs in training on `device` at
+/// `precision`, e.g. "attention: flash attention (scaled_dot_product_attention's choice for bf16,
+/// 4 heads of 32)".
+std::string transformer_attention_note(const ModelSpec& spec, c10::Device device, Precision precision);
 
 }  // namespace gputrain::train::models

@@ -15,6 +15,7 @@
 
 #include "../cpu_dropout.hpp"
 #include "../cpu_linear.hpp"
+#include "gputrain/train/amp.hpp"
 #include "builtin_models.hpp"
 
 namespace gputrain::train::models {
@@ -144,12 +145,13 @@ TORCH_MODULE(TransformerClassifier);
 
 }  // namespace
 
-std::string transformer_attention_note(const ModelSpec& spec, c10::Device device, c10::ScalarType dtype) {
+std::string transformer_attention_note(const ModelSpec& spec, c10::Device device, Precision precision) {
   const auto& c = spec.config;
   if (device.is_cpu() && c.dropout > 0)
     return "attention: written out, its dropout masks drawn on every thread (the CPU's fused kernel has no dropout)";
   const std::int64_t head_dim = c.d_model / c.heads, sequence = spec.input_shape.at(0);
-  const std::string layout = dtype == at::kBFloat16 ? "bf16" : dtype == at::kHalf ? "fp16" : "fp32";
+  const auto dtype = compute_dtype(precision);
+  const std::string layout = precision == Precision::bf16_mixed ? "bf16" : precision == Precision::fp16_mixed ? "fp16" : "fp32";
   const std::string shape = std::to_string(c.heads) + " heads of " + std::to_string(head_dim);
   try {
     // The backend scaled_dot_product_attention dispatches to, asked with a training step's layout,
