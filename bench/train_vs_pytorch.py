@@ -19,6 +19,7 @@ transformer (configs/transformer.yaml's: 32 positions, batch 128), transformer51
 bf16-mixed, batch 64; GPU).
 """
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -289,15 +290,50 @@ def gputrain_run(case, device, steps, init_path, lr, workdir, every=None):
     return [l["samples_per_second"] for l in lines], [l["loss"] for l in lines]
 
 
+@contextlib.contextmanager
+def case_changed(case, **changes):
+    """CASES[case] with some entries replaced inside the block (both sides read the case by name)."""
+    c = CASES[case]
+    saved = {key: c[key] for key in changes}
+    c.update(changes)
+    try:
+        yield c
+    finally:
+        c.update(saved)
+
+
+def initial_weights(case, workdir, tag):
+    """A fresh model's weights, as a dict for the PyTorch loop and as the .safetensors file that
+    gputrain starts from (model.init_weights)."""
+    init = {k: v.contiguous() for k, v in build(case).state_dict().items()}
+    path = os.path.join(workdir, "%s-%s.safetensors" % (case, tag))
+    save_file(init, path)
+    return init, path
+
+
+def largest_gap(ours, theirs):
+    return max(abs(a - b) for a, b in zip(ours, theirs))
+
+
+def per_step_losses(case, workdir, steps, peers=({},), lr=0.05):
+    """The training loss after each of `steps` fp32 SGD steps on the CPU, from the same weights on
+    the same batches: gputrain's, and the PyTorch loop's once per entry of `peers` (its extra
+    arguments)."""
+    cpu = torch.device("cpu")
+    with case_changed(case, window=1) as c:  # one loss per step on both sides
+        init, init_path = initial_weights(case, workdir, "parity")
+        data = synthetic(c["shape"], c["classes"], c["batch"] * steps, 0)
+        _, ours = gputrain_run(case, cpu, steps, init_path, lr, workdir, every=1)
+        theirs = [pytorch_run(case, cpu, steps, init, lr, data, **peer)[1] for peer in peers]
+    return ours, theirs
+
+
 def throughput(case, device, runs, workdir):
     c = CASES[case]
     windows = 6
     steps = c["window"] * windows
     data = synthetic(c["shape"], c["classes"], c["batch"] * steps, 0)
-    model = build(case)
-    init = {k: v.contiguous() for k, v in model.state_dict().items()}
-    init_path = os.path.join(workdir, case + "-init.safetensors")
-    save_file(init, init_path)
+    init, init_path = initial_weights(case, workdir, "init")
     # The peer as the model is usually written (NCHW); for convolutional models also the peer
     # given channels_last by hand, which gputrain's `train.channels_last: auto` picks for them.
     peers = [False, True] if len(c["shape"]) == 3 else [False]
@@ -312,48 +348,23 @@ def throughput(case, device, runs, workdir):
 
 
 def loss_parity(workdir, steps=20):
-    c = CASES["mlp"]
-    model = build("mlp")
-    init = {k: v.contiguous() for k, v in model.state_dict().items()}
-    init_path = os.path.join(workdir, "parity-init.safetensors")
-    save_file(init, init_path)
-    data = synthetic(c["shape"], c["classes"], c["batch"] * steps, 0)
-    saved = c["window"]
-    c["window"] = 1  # one loss per step on both sides
-    try:
-        _, ours = gputrain_run("mlp", torch.device("cpu"), steps, init_path, 0.05, workdir, every=1)
-        _, theirs = pytorch_run("mlp", torch.device("cpu"), steps, init, 0.05, data)
-        # gputrain steps with PyTorch's fused SGD kernel, which rounds the elements past a tensor's
-        # last whole vector (the output bias's 10th) apart from the per-parameter ops, so the two
-        # default loops may part in the last digit; with the same kernel they must not part at all.
-        _, theirs_fused = pytorch_run("mlp", torch.device("cpu"), steps, init, 0.05, data, fused_sgd=True)
-    finally:
-        c["window"] = saved
-    worst = lambda peer: max(abs(a - b) for a, b in zip(ours, peer))
+    # gputrain steps with PyTorch's fused SGD kernel, which rounds the elements past a tensor's
+    # last whole vector (the output bias's 10th) apart from the per-parameter ops, so the two
+    # default loops may part in the last digit; with the same kernel they must not part at all.
+    ours, (theirs, theirs_fused) = per_step_losses("mlp", workdir, steps, peers=({}, {"fused_sgd": True}))
     # On AMD processors with AVX-512 gputrain runs the MLP's products on oneDNN (src/train/cpu_matmul.hpp),
     # whose sums differ from MKL's in the last bits: then the fused kernel's parity is not 0.0.
     onednn = "oneDNN's matrix products" in open(os.path.join(workdir, "gputrain-mlp", "training.log")).read()
-    return worst(theirs), worst(theirs_fused), ours[-1], theirs[-1], onednn
+    return largest_gap(ours, theirs), largest_gap(ours, theirs_fused), ours[-1], theirs[-1], onednn
 
 
 def transformer_parity(workdir, steps=20):
-    """The transformer with dropout off (the two sides draw their masks differently), fp32 on the
-    CPU: the training loss after each of `steps` SGD steps on both sides, and the largest gap."""
-    c = CASES["transformer"]
-    saved = c["model"], c["window"]
-    c["model"] = [m if not m.startswith("model.dropout=") else "model.dropout=0.0" for m in c["model"]]
-    c["window"] = 1
-    try:
-        model = build("transformer")
-        init = {k: v.contiguous() for k, v in model.state_dict().items()}
-        init_path = os.path.join(workdir, "transformer-parity-init.safetensors")
-        save_file(init, init_path)
-        data = synthetic(c["shape"], c["classes"], c["batch"] * steps, 0)
-        _, ours = gputrain_run("transformer", torch.device("cpu"), steps, init_path, 0.05, workdir, every=1)
-        _, theirs = pytorch_run("transformer", torch.device("cpu"), steps, init, 0.05, data)
-    finally:
-        c["model"], c["window"] = saved
-    return max(abs(a - b) for a, b in zip(ours, theirs)), ours[-1], theirs[-1]
+    """The transformer with dropout off (the two sides draw their masks differently): the largest
+    gap between the two sides' per-step losses, and each side's last."""
+    model = [m if not m.startswith("model.dropout=") else "model.dropout=0.0" for m in CASES["transformer"]["model"]]
+    with case_changed("transformer", model=model):
+        ours, (theirs,) = per_step_losses("transformer", workdir, steps)
+    return largest_gap(ours, theirs), ours[-1], theirs[-1]
 
 
 def check_cases(workdir):
@@ -361,18 +372,11 @@ def check_cases(workdir):
     into gputrain (the same names and shapes) and both loops run; fp32 cases without dropout must
     start from the same loss. For the test suite, so that a GPU session does not meet a broken case."""
     cpu = torch.device("cpu")
-    for case, c in CASES.items():
-        saved = c["batch"], c["window"]
-        c["batch"], c["window"] = 8, 1
-        try:
-            model = build(case)
-            init = {k: v.contiguous() for k, v in model.state_dict().items()}
-            init_path = os.path.join(workdir, case + "-check-init.safetensors")
-            save_file(init, init_path)
+    for case in CASES:
+        with case_changed(case, batch=8, window=1) as c:
+            init, init_path = initial_weights(case, workdir, "check")
             _, ours = gputrain_run(case, cpu, 1, init_path, 0.01, workdir, every=1)
             _, theirs = pytorch_run(case, cpu, 1, init, 0.01, synthetic(c["shape"], c["classes"], 8, 0))
-        finally:
-            c["batch"], c["window"] = saved
         if len(ours) != 1 or len(theirs) != 1 or not all(math.isfinite(x) for x in ours + theirs):
             sys.exit("%s: expected one finite loss from each side, got %s (gputrain) and %s (PyTorch)" % (case, ours, theirs))
         comparable = c["precision"] == "fp32" and not any(m.startswith("model.dropout=") and float(m.split("=")[1]) > 0
