@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <initializer_list>
+#include <string>
 
 #include "checks/check_sets.hpp"
 #include "gputrain/core/units.hpp"
@@ -27,6 +29,13 @@ Context machine() {
   return c;
 }
 
+// A warning whose detail names each of `in_detail` and whose fix names `in_remedy`.
+void expect_warning(const Result& result, std::initializer_list<std::string> in_detail, const std::string& in_remedy) {
+  EXPECT_EQ(result.status, Status::warn);
+  for (const auto& text : in_detail) EXPECT_NE(result.detail.find(text), std::string::npos) << result.detail;
+  EXPECT_NE(result.remedy.find(in_remedy), std::string::npos) << result.remedy;
+}
+
 }  // namespace
 
 TEST(SystemChecks, AHealthyMachinePasses) {
@@ -37,30 +46,20 @@ TEST(SystemChecks, FewUsableCoresWarnWithTheQuotaNamed) {
   auto c = machine();
   c.system.cgroup.cpu_quota_cores = 2.0;
   c.system.usable_cores = 2.0;
-  const auto result = run_check("system.cores", c);
-  EXPECT_EQ(result.status, Status::warn);
-  EXPECT_NE(result.detail.find("2.0 usable of 16 logical cores (affinity 16, cgroup quota 2.00)"), std::string::npos) << result.detail;
-  EXPECT_NE(result.remedy.find("--cpus"), std::string::npos) << result.remedy;
+  expect_warning(run_check("system.cores", c), {"2.0 usable of 16 logical cores (affinity 16, cgroup quota 2.00)"}, "--cpus");
 }
 
 TEST(SystemChecks, AContainersMemoryLimitCountsRatherThanTheHostsRam) {
   auto c = machine();
   c.system.memory_limit = 4 * core::kGiB;
-  const auto result = run_check("system.memory", c);
-  EXPECT_EQ(result.status, Status::warn);
-  EXPECT_NE(result.detail.find("cgroup limit 4.00 GiB"), std::string::npos) << result.detail;
-  EXPECT_NE(result.remedy.find("--memory"), std::string::npos) << result.remedy;
+  expect_warning(run_check("system.memory", c), {"cgroup limit 4.00 GiB"}, "--memory");
 }
 
 // Docker's default /dev/shm (64 MiB) is too small for NCCL between ranks on one node.
 TEST(SystemChecks, DockersDefaultSharedMemoryWarnsWithTheFlagThatRaisesIt) {
   auto c = machine();
   c.system.shm = device::DiskSpace{64 * core::kMiB, 64 * core::kMiB};
-  const auto small = run_check("system.shm", c);
-  EXPECT_EQ(small.status, Status::warn);
-  EXPECT_NE(small.detail.find("64.00 MiB total"), std::string::npos) << small.detail;
-  EXPECT_NE(small.detail.find("NCCL"), std::string::npos) << small.detail;
-  EXPECT_NE(small.remedy.find("--shm-size=8g"), std::string::npos) << small.remedy;
+  expect_warning(run_check("system.shm", c), {"64.00 MiB total", "NCCL"}, "--shm-size=8g");
   c.system.shm.reset();
   const auto missing = run_check("system.shm", c);
   EXPECT_EQ(missing.status, Status::warn);
