@@ -143,9 +143,11 @@ print(json.dumps({"batch": found, "trial_steps": trial_steps, "seconds": seconds
 
 def lightning_side(cap_mib, mode, device):
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", LIGHTNING_CHILD, str(cap_mib * 1024 * 1024), mode, device], check=True,
-                         capture_output=True, text=True).stdout
-    result = json.loads(out.strip().splitlines()[-1])
+    child = subprocess.run([sys.executable, "-c", LIGHTNING_CHILD, str(cap_mib * 1024 * 1024), mode, device],
+                           capture_output=True, text=True)
+    if child.returncode != 0:  # its traceback, not only an exit status
+        sys.exit(f"Lightning's {mode} search failed (exit {child.returncode}):\n{child.stderr[-4000:]}")
+    result = json.loads(child.stdout.strip().splitlines()[-1])
     result["wall"] = time.perf_counter() - start
     return result
 
@@ -170,10 +172,13 @@ def main():
     if not os.path.exists(FRONT):
         sys.exit(f"{FRONT} not found: build first (scripts/bootstrap.sh build) or set GPUTRAIN_BUILD")
     sides = {"gputrain": [], "lightning power": [], "lightning binsearch": []}
-    for _ in range(args.runs):  # alternating, so drift hits every side alike
-        sides["gputrain"].append(gputrain_side(args.cap_mib, args.device))
-        sides["lightning power"].append(lightning_side(args.cap_mib, "power", args.device))
-        sides["lightning binsearch"].append(lightning_side(args.cap_mib, "binsearch", args.device))
+    search = {"gputrain": lambda: gputrain_side(args.cap_mib, args.device),
+              "lightning power": lambda: lightning_side(args.cap_mib, "power", args.device),
+              "lightning binsearch": lambda: lightning_side(args.cap_mib, "binsearch", args.device)}
+    for run in range(args.runs):  # alternating, so drift hits every side alike
+        for name, side in search.items():
+            sides[name].append(side())
+            print(f"run {run + 1}, {name}: {json.dumps(sides[name][-1])}", file=sys.stderr, flush=True)
     rows = [median_row(name, runs) for name, runs in sides.items()]
     if args.device == "cuda":
         import torch

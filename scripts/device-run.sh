@@ -13,8 +13,8 @@
 #   probe  profile --batch alone (the search's probe steps, seconds)
 #   lightning  batch_size auto vs Lightning's Tuner on the GPU (the image has lightning 2.6.6)
 #   open   what issues #4 and #5 still need measured: the GPU data tests, cache vs loader (stall,
-#          gather bandwidth), the auto-batch search's probe steps against the true largest, and
-#          batch_size auto vs Lightning's Tuner in what is left of the stage's time
+#          gather bandwidth), batch_size auto vs Lightning's Tuner, the auto-batch search's probe
+#          steps against the true largest; then the transformer's GPU test and transformer512 bench
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
@@ -117,13 +117,15 @@ lightning)
   GPUTRAIN_BUILD=$build run_bench lightning 400 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 3
   ;;
 open)
-  # The issues' figures first, so a call cut short still brings them back.
-  step "ctest GpuData"
-  ctest --test-dir $build -R "^GpuData" -V --timeout 120 > "$out/ctest-data.log" 2>&1; echo "rc=$?"
-  grep -E "Passed|Failed" "$out/ctest-data.log"
+  # The issues' figures first, so a call cut short still brings them back; then the transformer's
+  # GPU test and benchmark (never run on a GPU yet) in what is left of the stage's time.
+  step "ctest GpuData, GpuTrainer.Transformer"
+  ctest --test-dir $build -R "^(GpuData|GpuTrainer\.Transformer)" -V --timeout 120 > "$out/ctest-data.log" 2>&1; echo "rc=$?"
+  grep -E "Passed|Failed|Not Run" "$out/ctest-data.log"
   GPUTRAIN_BUILD=$build run_bench cache 150 "$python" bench/cache_vs_loader.py --runs 3
+  GPUTRAIN_BUILD=$build run_bench lightning 180 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 3
   run_auto_batch
-  GPUTRAIN_BUILD=$build run_bench lightning 400 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 3
+  GPUTRAIN_BUILD=$build run_bench transformer 120 "$python" bench/train_vs_pytorch.py --device cuda --runs 3 --cases transformer512
   ;;
 probe)
   run_bench probe 60 bash -c "$build/bin/gputrain profile --batch configs/resnet18-cifar.yaml --set data.samples=8192 \
