@@ -44,10 +44,19 @@ jpeg=; lib=/usr/lib/x86_64-linux-gnu/libjpeg.so
 [ -e /usr/include/jpeglib.h ] && [ -e $lib ] && jpeg="-DJPEG_INCLUDE_DIR=/usr/include -DJPEG_LIBRARY=$lib -DJPEG_LIBRARY_RELEASE=$lib"
 echo "zlib: ${zlib:-carried}; jpeg: ${jpeg:-carried}"
 step build
-cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUTRAIN_PYTHON="$python" \
-      -DCMAKE_PREFIX_PATH="$deps" -DGPUTRAIN_WARNINGS_AS_ERRORS=ON $zlib $jpeg > "$out/configure.log" 2>&1 \
-  && cmake --build $build -j "$(nproc)" > "$out/build.log" 2>&1 \
-  || { tail -n 50 "$out/configure.log" "$out/build.log"; pack; exit 1; }
+configure() {
+  cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUTRAIN_PYTHON="$python" \
+        -DCMAKE_PREFIX_PATH="$deps" -DGPUTRAIN_WARNINGS_AS_ERRORS=$1 $zlib $jpeg > "$out/configure.log" 2>&1 \
+    && cmake --build $build -j "$(nproc)" -k 0 > "$out/build.log" 2>&1
+}
+# This machine's compiler is newer than the CI's: a warning only it gives is reported (the build's
+# warnings are errors here, so it is seen) but must not cost the call its measurements, so the
+# build is then repeated with warnings as warnings.
+if ! configure ON; then
+  grep -E "error:|warning:" "$out/build.log" | sort | uniq -c | head -20 | tee "$out/werror.txt"
+  echo "== the build failed with warnings as errors (above); building again without -Werror"
+  configure OFF || { tail -n 50 "$out/configure.log" "$out/build.log"; pack; exit 1; }
+fi
 
 # Every stage ends within the device tool's 10-minute limit (GPUTRAIN_STAGE_SECONDS, from this
 # script's start, build included): a benchmark gets its own limit or what is left, whichever is
