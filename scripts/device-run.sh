@@ -47,7 +47,7 @@ step build
 configure() {
   cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUTRAIN_PYTHON="$python" \
         -DCMAKE_PREFIX_PATH="$deps" -DGPUTRAIN_WARNINGS_AS_ERRORS=$1 $zlib $jpeg > "$out/configure.log" 2>&1 \
-    && cmake --build $build -j "$(nproc)" -k 0 > "$out/build.log" 2>&1
+    && cmake --build $build -j "$(nproc)" -- -k 0 > "$out/build.log" 2>&1
 }
 # This machine's compiler is newer than the CI's: a warning only it gives is reported (the build's
 # warnings are errors here, so it is seen) but must not cost the call its measurements, so the
