@@ -12,6 +12,8 @@
 #   batch  the auto-batch GPU test and profile --batch --exhaustive alone
 #   probe  profile --batch alone (the search's probe steps, seconds)
 #   lightning  batch_size auto vs Lightning's Tuner on the GPU (the image has lightning 2.6.6)
+#   mlp-batch  the Lightning bench's search alone (configs/mlp.yaml under 128 and 512 MiB caps, each
+#          probe's peak shown), then the GPU tests in what is left of the stage's time
 #   open   what issues #4 and #5 still need measured: the GPU data tests, cache vs loader (stall,
 #          gather bandwidth), batch_size auto vs Lightning's Tuner, the auto-batch search's probe
 #          steps against the true largest; then the transformer's GPU test and transformer512 bench
@@ -20,7 +22,7 @@
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-stages="test|bench|bench2|batch|probe|lightning|open|full|suite"
+stages="test|bench|bench2|batch|probe|lightning|mlp-batch|open|full|suite"
 case "|$stages|" in *"|$stage|"*) ;; *) [ "$stage" = quick ] && stage=test || { echo "usage: $0 $stages" >&2; exit 2; } ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
@@ -124,6 +126,17 @@ batch)
   ;;
 lightning)
   GPUTRAIN_BUILD=$build run_bench lightning 400 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 3
+  ;;
+mlp-batch)
+  for cap in 128MiB 512MiB; do
+    run_bench "mlp-batch-$cap" 40 bash -c "$build/bin/gputrain profile --batch --exhaustive configs/mlp.yaml --set data.samples=16384 \
+        --set data.val_samples=512 --set device=cuda --max-memory $cap 2>&1; $build/bin/gputrain profile --memory configs/mlp.yaml \
+        --set data.samples=16384 --set data.val_samples=512 --set device=cuda --max-memory $cap 2>&1"
+  done
+  step "ctest -L gpu"
+  ctest --test-dir $build -L gpu --output-on-failure --timeout 60 --stop-time "$(date -d "+$((stage_seconds - SECONDS - 5)) seconds" +%T)" \
+    > "$out/ctest-gpu.log" 2>&1; echo "rc=$?"
+  grep -E "Passed|Failed|Not Run|tests passed" "$out/ctest-gpu.log"
   ;;
 open)
   # The issues' figures first, so a call cut short still brings them back; then the transformer's
