@@ -33,11 +33,14 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
   std::int64_t best = 0;           // largest batch that fitted within the target
   std::int64_t lowest_failure = max_batch + 1;
   // At the end of the forward pass, where large batches peak, gradients do not exist yet (they
-  // are set to none after every step): what is fixed there is resident memory and optimizer state.
-  const double anchor = static_cast<double>(budget.resident + budget.known.optimizer_state);
+  // are set to none after every step): what is fixed there is resident memory and optimizer state,
+  // and the workspaces libraries made in the first step and keep (cuBLAS's is tens of MiB, more
+  // than a small model's activations).
+  double anchor = static_cast<double>(budget.resident + budget.known.optimizer_state);
   auto run = [&](std::int64_t batch) {
     const auto point = probe(batch);
     result.probes.push_back(point);
+    if (point.fits) anchor += static_cast<double>(point.persistent);
     return point;
   };
   // The peak a batch may reach: the fixed part plus the target fraction of what is left.
@@ -93,15 +96,24 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
       // rough bytes-per-sample; the next probe goes halfway to the maximum it predicts, where
       // activations set the peak.
       const auto& top = fitted.back();
-      const double per_sample = 2.0 * static_cast<double>(top.activations) / static_cast<double>(top.batch);
+      const double kept = static_cast<double>(top.activations) - static_cast<double>(std::min(top.activations, top.persistent));
+      const double per_sample = 2.0 * kept / static_cast<double>(top.batch);
       const double rough_max = per_sample > 0 ? options.target_fraction * (static_cast<double>(budget.limit) - anchor) / per_sample : 1e18;
       next = std::max(2 * candidate, static_cast<std::int64_t>(std::min(rough_max / 2, 1e18)));
       next = std::min(next, max_batch);
     }
-    if (next >= lowest_failure) {  // back off: 90 % of what failed, or halfway to what fitted
+    if (next >= lowest_failure) {
+      // Back off: 90 % of what failed, or halfway to what fitted. When what fitted is far below
+      // (the prediction was off by more than 2x), 90 % steps would take many OOMs to get there:
+      // halve the gap on a log scale instead.
       predicted = false;
+      // Already within the target fraction of a batch that does not fit, so of the largest that does.
+      if (best > 0 && static_cast<double>(best) >= options.target_fraction * static_cast<double>(lowest_failure)) break;
       const auto backoff = static_cast<std::int64_t>(0.9 * static_cast<double>(lowest_failure));
-      next = round_batch(std::max((best + lowest_failure) / 2, backoff), options.multiple);
+      next = best > 0 && lowest_failure > 2 * best
+                 ? static_cast<std::int64_t>(std::sqrt(static_cast<double>(best) * static_cast<double>(lowest_failure)))
+                 : std::max((best + lowest_failure) / 2, backoff);
+      next = round_batch(next, options.multiple);
       if (next >= lowest_failure) next = round_batch(lowest_failure - 1, options.multiple);
     }
     if (next <= best) break;  // confirmed: nothing larger is worth a step

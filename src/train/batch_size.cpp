@@ -49,7 +49,8 @@ class ProbeRig {
     params_ = model_->parameters();
     direct_ = DirectBackward::plan(*model_, config.train, device);
     // The probe samples, the parameters and the dataset's place.
-    budget_.resident = memory::memory_figures(device).allocated;
+    memory::release_cached_memory(device);
+    budget_.resident = memory::memory_figures(device).counted;
     for (const auto& p : model_->named_state()) budget_.known.parameters += tensor_bytes(p.second);
     for (const auto& p : params_)
       if (p.requires_grad()) budget_.known.gradients += tensor_bytes(p);
@@ -69,6 +70,7 @@ class ProbeRig {
     const auto indices = at::arange(batch, at::TensorOptions().dtype(at::kLong).device(device_)).remainder(data_.size());
     memory::release_cached_memory(device_);
     memory::reset_peak_memory(device_);
+    const auto held_before = memory::memory_figures(device_, /*with_limit=*/false).counted;
     const auto start = Clock::now();
     try {
       const auto before = memory::memory_figures(device_, /*with_limit=*/false).allocated;
@@ -76,11 +78,11 @@ class ProbeRig {
       const auto loss = accumulate_gradients(parts(), samples, batch, [&] {
         point.activations = memory::memory_figures(device_, /*with_limit=*/false).allocated - before;
       });
-      point.peak = memory::memory_figures(device_, /*with_limit=*/false).peak;
+      point.peak = memory::memory_figures(device_, /*with_limit=*/false).counted_peak;
       memory::reset_peak_memory(device_);
       apply_gradients(parts());
       (void)loss.item<float>();  // waits for the device, so the time is the step's
-      point.optimizer_peak = memory::memory_figures(device_, /*with_limit=*/false).peak;
+      point.optimizer_peak = memory::memory_figures(device_, /*with_limit=*/false).counted_peak;
     } catch (const c10::OutOfMemoryError&) {
       optimizer_->zero_grad(/*set_to_none=*/true);
       memory::release_cached_memory(device_);
@@ -88,6 +90,9 @@ class ProbeRig {
     }
     point.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     point.fits = true;
+    memory::release_cached_memory(device_);  // what stays is what the step made to keep
+    const auto held_after = memory::memory_figures(device_, /*with_limit=*/false).counted;
+    point.persistent = held_after > held_before ? held_after - held_before : 0;
     return point;
   }
 
@@ -278,7 +283,7 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
 
 std::uint64_t measure_step_memory(const Config& config, c10::Device device, const ProbeData& data, std::int64_t batch) {
   memory::release_cached_memory(device);
-  const auto before = memory::memory_figures(device, /*with_limit=*/false).allocated;
+  const auto before = memory::memory_figures(device, /*with_limit=*/false).counted;
   std::uint64_t peak = 0;
   {
     ProbeRig rig(config, device, data);

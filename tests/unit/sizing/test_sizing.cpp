@@ -135,6 +135,69 @@ TEST(BatchSearch, AcceptsTheRefitBelowABatchThatRanWithoutAnotherStep) {
   EXPECT_GE(result.batch, static_cast<std::int64_t>(0.9 * 908.0) - 8);
 }
 
+// The MLP of bench/auto_batch_vs_lightning.py on an H200 under a 128 MiB cap (2026-11-26): the
+// first step made cuBLAS's workspaces (tens of MiB, kept), which its activations counted; read as
+// activations they sized the second probe at twice the first; small batches peak where a
+// batch-independent temporary dominates (16, 32, 48 peaked at 69.12, 69.16, 69.21 MiB: 3 KiB a
+// sample, a quarter of the true slope), so the line through them predicted 16,384, and 90 % steps
+// down from there ran out of probes: batch 48 of a largest 2918. The workspace now joins the fixed
+// part, the second probe is sized from the rest, and a far-off failure is bisected on a log scale.
+TEST(BatchSearch, WorkspacesTheFirstStepMakesCountAsFixedNotPerSample) {
+  struct FirstStepWorkspace : FakeStep {
+    bool made = false;
+    ProbePoint operator()(std::int64_t b) {
+      ++calls;
+      const double peak = std::max(69.07 * kMiB + 3.0 * 1024 * double(b), 60.0 * kMiB + 20.7 * 1024 * double(b));
+      ProbePoint p{b, peak <= double(limit), 0, 0, 0, 0};
+      if (!p.fits) return p;
+      p.peak = p.optimizer_peak = static_cast<std::uint64_t>(peak);
+      p.activations = static_cast<std::uint64_t>(0.95 * 20.7 * 1024 * double(b));
+      if (!made) {  // cuBLAS's workspace, made in the first step's forward pass and kept
+        made = true;
+        p.activations += 48 * kMiB;
+        p.persistent = 48 * kMiB;
+      }
+      p.seconds = 0.01;
+      return p;
+    }
+  } step;
+  step.limit = 128 * kMiB;
+  auto budget = step.budget();
+  budget.resident = 20 * kMiB;
+  budget.known = {1 * kMiB, 1 * kMiB, 1 * kMiB};
+  const auto result = search_batch_size(std::ref(step), budget, options(16384));
+  const std::int64_t truth = 3363;  // 60 MiB + 20.7 KiB x batch <= 128 MiB
+  std::vector<std::int64_t> sizes;
+  for (const auto& p : result.probes) sizes.push_back(p.batch);
+  EXPECT_GT(sizes.at(1), 8 * sizes.at(0)) << testing::PrintToString(sizes);  // not twice the first
+  EXPECT_LE(result.probes.size(), 6U) << testing::PrintToString(sizes);
+  EXPECT_LE(result.batch, truth);
+  EXPECT_GE(result.batch, static_cast<std::int64_t>(0.9 * double(truth)) - 8) << testing::PrintToString(sizes);
+}
+
+// A first probe that shows no activations (nothing kept for backward, or all recomputed) sends
+// the second to the dataset size, far past the truth. Stepping down by 90 % from there would
+// spend every probe out of memory; the search halves the gap on a log scale instead.
+TEST(BatchSearch, AFarOffFailureIsBisectedOnALogScale) {
+  struct NoActivationsShown : FakeStep {
+    ProbePoint operator()(std::int64_t b) {
+      ProbePoint p = FakeStep::operator()(b);
+      p.activations = 0;
+      return p;
+    }
+  } step;
+  const auto result = search_batch_size(std::ref(step), step.budget(), options(100000));
+  const auto truth = step.truth();  // 924
+  std::vector<std::int64_t> sizes;
+  for (const auto& p : result.probes) sizes.push_back(p.batch);
+  ASSERT_GE(sizes.size(), 3U);
+  EXPECT_EQ(sizes[1], 100000);  // the second probe: the dataset size, out of memory
+  EXPECT_LT(sizes[2], 2000) << testing::PrintToString(sizes);  // sqrt(16 x 100000) = 1264
+  EXPECT_LE(result.probes.size(), 6U) << testing::PrintToString(sizes);
+  EXPECT_LE(result.batch, truth);
+  EXPECT_GE(result.batch, static_cast<std::int64_t>(0.9 * double(truth)) - 8) << testing::PrintToString(sizes);
+}
+
 TEST(BatchSearch, NeverExceedsTheDatasetOrTheConfiguredMaximum) {
   FakeStep step;
   auto o = options(200);
