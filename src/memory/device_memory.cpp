@@ -56,8 +56,7 @@ MemoryFigures memory_figures(c10::Device device, bool with_limit) {
     f.allocated = static_cast<std::uint64_t>(stats.allocated_bytes[all].current);
     f.reserved = static_cast<std::uint64_t>(stats.reserved_bytes[all].current);
     f.peak = static_cast<std::uint64_t>(stats.allocated_bytes[all].peak);
-    f.counted = f.reserved;
-    f.counted_peak = static_cast<std::uint64_t>(stats.reserved_bytes[all].peak);
+    f.reserved_peak = static_cast<std::uint64_t>(stats.reserved_bytes[all].peak);
     if (!with_limit) return f;
     // What we reserve is ours to reuse; what is free we may still take.
     const auto memory = gpu_free_and_total(device.index());
@@ -73,8 +72,6 @@ MemoryFigures memory_figures(c10::Device device, bool with_limit) {
   f.allocated = cpu.allocated;
   f.reserved = cpu.allocated + cpu.cached;
   f.peak = cpu.peak;
-  f.counted = f.allocated;
-  f.counted_peak = f.peak;
   if (!with_limit) return f;
   if (cpu.cap != 0) {
     f.limit = cpu.cap;

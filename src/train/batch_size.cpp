@@ -49,8 +49,7 @@ class ProbeRig {
     params_ = model_->parameters();
     direct_ = DirectBackward::plan(*model_, config.train, device);
     // The probe samples, the parameters and the dataset's place.
-    memory::release_cached_memory(device);
-    budget_.resident = memory::memory_figures(device).counted;
+    budget_.resident = memory::memory_figures(device).allocated;
     for (const auto& p : model_->named_state()) budget_.known.parameters += tensor_bytes(p.second);
     for (const auto& p : params_)
       if (p.requires_grad()) budget_.known.gradients += tensor_bytes(p);
@@ -70,19 +69,22 @@ class ProbeRig {
     const auto indices = at::arange(batch, at::TensorOptions().dtype(at::kLong).device(device_)).remainder(data_.size());
     memory::release_cached_memory(device_);
     memory::reset_peak_memory(device_);
-    const auto held_before = memory::memory_figures(device_, /*with_limit=*/false).counted;
     const auto start = Clock::now();
+    const auto before = memory::memory_figures(device_, /*with_limit=*/false).allocated;
     try {
-      const auto before = memory::memory_figures(device_, /*with_limit=*/false).allocated;
       const data::Batch samples{data_.inputs.index_select(0, indices), data_.targets.index_select(0, indices)};
       const auto loss = accumulate_gradients(parts(), samples, batch, [&] {
         point.activations = memory::memory_figures(device_, /*with_limit=*/false).allocated - before;
       });
-      point.peak = memory::memory_figures(device_, /*with_limit=*/false).counted_peak;
+      const auto forward_backward = memory::memory_figures(device_, /*with_limit=*/false);
+      point.peak = forward_backward.peak;
+      point.reserved_peak = forward_backward.reserved_peak;
       memory::reset_peak_memory(device_);
       apply_gradients(parts());
       (void)loss.item<float>();  // waits for the device, so the time is the step's
-      point.optimizer_peak = memory::memory_figures(device_, /*with_limit=*/false).counted_peak;
+      const auto optimizer_step = memory::memory_figures(device_, /*with_limit=*/false);
+      point.optimizer_peak = optimizer_step.peak;
+      point.reserved_peak = std::max(point.reserved_peak, optimizer_step.reserved_peak);
     } catch (const c10::OutOfMemoryError&) {
       optimizer_->zero_grad(/*set_to_none=*/true);
       memory::release_cached_memory(device_);
@@ -90,9 +92,8 @@ class ProbeRig {
     }
     point.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     point.fits = true;
-    memory::release_cached_memory(device_);  // what stays is what the step made to keep
-    const auto held_after = memory::memory_figures(device_, /*with_limit=*/false).counted;
-    point.persistent = held_after > held_before ? held_after - held_before : 0;
+    const auto after = memory::memory_figures(device_, /*with_limit=*/false).allocated;  // the step's tensors are gone
+    point.persistent = after > before ? after - before : 0;
     return point;
   }
 
@@ -152,9 +153,6 @@ nlohmann::json cache_key(const Config& config, const std::string& device_name) {
           {"config_hash", fnv1a_hex(memory_relevant_yaml(config))}, {"libtorch", TORCH_VERSION}};
 }
 
-nlohmann::json to_json(const sizing::ProbePoint& p) {
-  return {{"batch", p.batch}, {"fits", p.fits}, {"peak_bytes", p.peak}, {"seconds", p.seconds}};
-}
 
 // The rig's probe steps, each handed to `on_probe` too.
 std::function<sizing::ProbePoint(std::int64_t)> observed(ProbeRig& rig, const ProbeObserver& on_probe) {
@@ -220,8 +218,16 @@ MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, c
 }
 
 std::string probe_text(const sizing::ProbePoint& probe) {
-  return std::to_string(probe.batch) + ": " +
-         (probe.fits ? "peak " + core::format_bytes(probe.peak) + " in " + core::format_fixed(probe.seconds, 2) + " s" : "out of memory");
+  if (!probe.fits) return std::to_string(probe.batch) + ": out of memory";
+  std::string text = std::to_string(probe.batch) + ": peak " + core::format_bytes(probe.peak);
+  if (probe.reserved_peak != 0) text += " (reserved " + core::format_bytes(probe.reserved_peak) + ")";
+  return text + " in " + core::format_fixed(probe.seconds, 2) + " s";
+}
+
+nlohmann::json probe_json(const sizing::ProbePoint& p) {
+  nlohmann::json out = {{"batch", p.batch}, {"fits", p.fits}, {"peak_bytes", p.peak}, {"seconds", p.seconds}};
+  if (p.reserved_peak != 0) out["reserved_peak_bytes"] = p.reserved_peak;
+  return out;
 }
 
 ProbeObserver probe_progress(std::ostream* out, std::chrono::seconds quiet) {
@@ -267,7 +273,7 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
   choice.batch = choice.search.batch;
   if (!cache_path.empty()) {
     nlohmann::json probes = nlohmann::json::array();
-    for (const auto& p : choice.search.probes) probes.push_back(to_json(p));
+    for (const auto& p : choice.search.probes) probes.push_back(probe_json(p));
     const nlohmann::json record = {{"key", key},
                                    {"batch", choice.batch},
                                    {"memory_batch", choice.search.memory_batch},
@@ -283,7 +289,7 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
 
 std::uint64_t measure_step_memory(const Config& config, c10::Device device, const ProbeData& data, std::int64_t batch) {
   memory::release_cached_memory(device);
-  const auto before = memory::memory_figures(device, /*with_limit=*/false).counted;
+  const auto before = memory::memory_figures(device, /*with_limit=*/false).allocated;
   std::uint64_t peak = 0;
   {
     ProbeRig rig(config, device, data);

@@ -5,6 +5,8 @@
 #include <torch/cuda.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/memory/device_memory.hpp"
@@ -175,6 +177,9 @@ TEST_F(GpuTrainer, AutoBatchUnderAMemoryCapIsNearTheLargestAndDoesNotOom) {
     EXPECT_LE(result.batch_size, truth.largest) << model[0];
     EXPECT_GE(result.batch_size, static_cast<std::int64_t>(0.9 * double(truth.largest)) - 8) << model[0];
     std::cerr << model[0] << ": found " << result.batch_size << ", largest " << truth.largest << "\n";
+    // The search's probes (allocated and reserved peaks), for the benchmark notes.
+    std::ifstream record(std::filesystem::path(config.logging.dir) / "auto_batch.json");
+    std::cerr << std::string(std::istreambuf_iterator<char>(record), std::istreambuf_iterator<char>()) << "\n";
   }
 }
 

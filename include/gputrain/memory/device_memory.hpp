@@ -14,12 +14,9 @@ struct MemoryFigures {
   std::uint64_t allocated = 0;  ///< held by live tensors
   std::uint64_t reserved = 0;   ///< allocated + the allocator's cache of freed blocks
   std::uint64_t peak = 0;       ///< highest `allocated` since the last reset_peak_memory()
-  /// What device.max_memory's cap counts: on CUDA `reserved` (the caching allocator's memory
-  /// fraction limits its segments, so rounding and fragmentation count), on the CPU `allocated`
-  /// (the counting allocator gives its cache back before the cap is passed). A step fits under
-  /// the cap when its `counted_peak` does.
-  std::uint64_t counted = 0;
-  std::uint64_t counted_peak = 0;  ///< highest `counted` since the last reset_peak_memory()
+  /// Highest `reserved` since the last reset_peak_memory(), on CUDA (0 on the CPU): what the
+  /// caching allocator's memory fraction limits, its rounding and cached blocks included.
+  std::uint64_t reserved_peak = 0;
   std::uint64_t limit = 0;      ///< what this process may hold in all (see limit_source)
   std::string limit_source;     ///< device.max_memory, free GPU memory, cgroup limit, available RAM
 };

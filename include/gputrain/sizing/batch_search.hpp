@@ -28,7 +28,7 @@ struct BatchSearchOptions {
 /// Memory known before the search: what it is measured against.
 struct MemoryBudget {
   StaticMemory known;
-  std::uint64_t resident = 0;      ///< held before the first probe (the bytes the cap counts)
+  std::uint64_t resident = 0;      ///< allocated before the first probe
   std::uint64_t limit = 0;
   std::string limit_source;
 };

@@ -25,25 +25,26 @@ std::uint64_t optimizer_state_bytes(const std::string& optimizer, double momentu
 /// forward and backward hold the activations, which grow with the batch; the optimizer step
 /// holds temporaries the size of the parameters, which do not. Fitting the first alone keeps a
 /// small batch's constant optimizer peak from hiding the activations' slope.
-/// Bytes are those the memory cap counts (memory::MemoryFigures::counted): on CUDA what the
-/// caching allocator reserved, so that its rounding and fragmentation, which decide an OOM under
-/// the cap, are in the model.
 struct ProbePoint {
   std::int64_t batch = 0;
   bool fits = false;               ///< false: it raised c10::OutOfMemoryError
-  std::uint64_t peak = 0;          ///< highest bytes held in forward and backward (fits only)
-  std::uint64_t optimizer_peak = 0;  ///< highest bytes held in the optimizer step (fits only)
+  std::uint64_t peak = 0;          ///< highest allocated bytes in forward and backward (fits only)
+  std::uint64_t optimizer_peak = 0;  ///< highest allocated bytes in the optimizer step (fits only)
   std::uint64_t activations = 0;   ///< bytes the forward pass kept for backward (fits only)
   double seconds = 0;              ///< wall time of the whole step (fits only)
   /// Bytes still held after the step that were not before it, whatever the batch: libraries'
   /// workspaces made on first use (cuBLAS's, for one), in `activations` of the step that made them.
   std::uint64_t persistent = 0;
+  /// CUDA: the caching allocator's highest reserved bytes in the step (0 on the CPU). The memory
+  /// fraction limits these, so under a small cap its rounding can decide an OOM the model of
+  /// allocated bytes does not see; shown beside the peak, not fitted.
+  std::uint64_t reserved_peak = 0;
 };
 
 /// The fitted model, and the memory it is measured against.
 struct MemoryModel {
   StaticMemory known;
-  std::uint64_t resident = 0;  ///< held before the probes: data kept on the device, parameters
+  std::uint64_t resident = 0;  ///< allocated before the probes: data kept on the device, parameters
   double fixed = 0;            ///< fitted peak at batch 0
   double per_sample = 0;       ///< fitted bytes per sample (activations and their gradients)
   std::uint64_t optimizer_peak = 0;  ///< peak of the optimizer step, the same at any batch

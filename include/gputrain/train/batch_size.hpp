@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "gputrain/data/batch.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
 #include "gputrain/sizing/batch_search.hpp"
@@ -67,8 +69,12 @@ struct BatchSizeChoice {
 BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const std::string& device_name,
                                 const ProbeData& data, const std::string& cache_path, const ProbeObserver& on_probe = {});
 
-/// "8848: peak 20.30 GiB in 71.46 s", or "9000: out of memory": one probe step, as reports list them.
+/// "8848: peak 20.30 GiB in 71.46 s", or "9000: out of memory": one probe step, as reports list
+/// them; on CUDA with the allocator's reserved peak beside it ("peak 69.12 MiB (reserved 72.00 MiB)").
 std::string probe_text(const sizing::ProbePoint& probe);
+
+/// The same for machines: batch, fits, peak_bytes, seconds, and on CUDA reserved_peak_bytes.
+nlohmann::json probe_json(const sizing::ProbePoint& probe);
 
 /// A ProbeObserver for a search that may take minutes (a large model on the CPU): once it has run
 /// `quiet` (a GPU's search takes a second or two, said by its result alone), each probe step is

@@ -175,6 +175,45 @@ TEST(BatchSearch, WorkspacesTheFirstStepMakesCountAsFixedNotPerSample) {
   EXPECT_GE(result.batch, static_cast<std::int64_t>(0.9 * double(truth)) - 8) << testing::PrintToString(sizes);
 }
 
+// The same step as the probes see it on CUDA: they fit allocated bytes, while the allocator's
+// memory fraction limits reserved ones, which its rounding into segments makes 20.7 KiB a sample
+// against 12.6 allocated under this cap. The model then predicts batches that run out of memory;
+// each OOM brings the search down, and it ends on a batch that ran, within the goal.
+TEST(BatchSearch, AnOomTheModelDidNotPredictStillEndsOnABatchThatRan) {
+  struct ReservedDecides : FakeStep {
+    bool made = false;
+    ProbePoint operator()(std::int64_t b) {
+      const double allocated = std::max(69.07 * kMiB + 3.0 * 1024 * double(b), 60.0 * kMiB + 12.57 * 1024 * double(b));
+      const double reserved = 69.07 * kMiB + 20.7 * 1024 * double(b);
+      ProbePoint p{b, reserved <= double(limit), 0, 0, 0, 0};
+      if (!p.fits) return p;
+      p.peak = p.optimizer_peak = static_cast<std::uint64_t>(allocated);
+      p.reserved_peak = static_cast<std::uint64_t>(reserved);
+      p.activations = static_cast<std::uint64_t>(0.95 * 12.57 * 1024 * double(b));
+      if (!made) {
+        made = true;
+        p.activations += 48 * kMiB;
+        p.persistent = 48 * kMiB;
+      }
+      return p;
+    }
+  } step;
+  step.limit = 128 * kMiB;
+  auto budget = step.budget();
+  budget.resident = 20 * kMiB;
+  budget.known = {1 * kMiB, 1 * kMiB, 1 * kMiB};
+  const auto result = search_batch_size(std::ref(step), budget, options(16384));
+  const std::int64_t truth = 2915;  // 69.07 MiB + 20.7 KiB x batch <= 128 MiB
+  std::vector<std::int64_t> sizes;
+  for (const auto& p : result.probes) sizes.push_back(p.fits ? p.batch : -p.batch);
+  EXPECT_LE(result.probes.size(), 8U) << testing::PrintToString(sizes);
+  EXPECT_LE(result.batch, truth);
+  EXPECT_GE(result.batch, static_cast<std::int64_t>(0.9 * double(truth)) - 8) << testing::PrintToString(sizes);
+  EXPECT_TRUE(std::any_of(result.probes.begin(), result.probes.end(),
+                          [&](const ProbePoint& p) { return p.fits && p.batch >= result.batch; }))
+      << "the batch found is at most one that ran: " << testing::PrintToString(sizes);
+}
+
 // A first probe that shows no activations (nothing kept for backward, or all recomputed) sends
 // the second to the dataset size, far past the truth. Stepping down by 90 % from there would
 // spend every probe out of memory; the search halves the gap on a log scale instead.
