@@ -43,10 +43,21 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
     if (point.fits) anchor += static_cast<double>(point.persistent);
     return point;
   };
+  // The bytes the model is fitted to: allocated ones, until a probe runs out of memory where the
+  // allocator reports reserved bytes too (CUDA). Its memory fraction limits those, so from then on
+  // the model is fitted to them: they overstate a step's need when no cap presses (freed blocks
+  // stay cached), which is why they are not the first choice, but an OOM the allocated bytes did
+  // not foresee says the allocator's rounding is what decides.
+  auto peak_of = [&](const ProbePoint& p) {
+    return result.reserved_bytes ? ProbePoint{p.batch, p.fits, std::max(p.peak, p.reserved_peak),
+                                              std::max(p.optimizer_peak, p.reserved_peak), p.activations, p.seconds,
+                                              p.persistent, p.reserved_peak}
+                                 : p;
+  };
   // The peak a batch may reach: the fixed part plus the target fraction of what is left.
   auto within_target = [&](const ProbePoint& p) {
     const double fixed = result.model ? result.model->fixed : anchor;
-    return static_cast<double>(p.peak) <= fixed + options.target_fraction * (static_cast<double>(budget.limit) - fixed);
+    return static_cast<double>(peak_of(p).peak) <= fixed + options.target_fraction * (static_cast<double>(budget.limit) - fixed);
   };
 
   // The memory model from the probes so far. The first, small probe only sizes the second: its
@@ -54,7 +65,9 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
   // understates the bytes per sample. With one larger probe, the line from the anchor to it
   // (conservative: constants above the anchor count per sample); with more, least squares through
   // the large ones (a quarter of the largest or more; at least the two largest).
-  auto model_from = [&](const std::vector<ProbePoint>& points) -> std::optional<MemoryModel> {
+  auto model_from = [&](const std::vector<ProbePoint>& probes) -> std::optional<MemoryModel> {
+    std::vector<ProbePoint> points;
+    for (const auto& p : probes) points.push_back(peak_of(p));
     if (points.size() >= 3) {
       std::vector<ProbePoint> large;
       for (std::size_t i = 1; i < points.size(); ++i)
@@ -73,6 +86,14 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
     const auto point = run(candidate);
     if (!point.fits) {
       lowest_failure = std::min(lowest_failure, candidate);
+      if (!result.reserved_bytes &&
+          std::any_of(fitted.begin(), fitted.end(), [](const ProbePoint& p) { return p.reserved_peak > p.peak; })) {
+        result.reserved_bytes = true;
+        result.model = model_from(fitted);
+        best = 0;
+        for (const auto& p : fitted)
+          if (within_target(p)) best = std::max(best, p.batch);
+      }
     } else {
       fitted.push_back(point);
       std::sort(fitted.begin(), fitted.end(), [](const auto& x, const auto& y) { return x.batch < y.batch; });
@@ -142,7 +163,8 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
     result.reason = core::format_fixed(options.target_fraction * 100, 0) + "% of the " +
                     core::format_bytes(static_cast<std::uint64_t>(std::max(0.0, static_cast<double>(budget.limit) - result.model->fixed))) +
                     " left after " + core::format_bytes(static_cast<std::uint64_t>(result.model->fixed)) + " fixed, at " +
-                    core::format_bytes(static_cast<std::uint64_t>(result.model->per_sample)) + " per sample";
+                    core::format_bytes(static_cast<std::uint64_t>(result.model->per_sample)) + " per sample" +
+                    (result.reserved_bytes ? " (reserved by the allocator: a probe ran out of memory)" : "");
   } else {
     result.reason = "the largest probe that fitted";
   }

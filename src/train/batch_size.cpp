@@ -204,6 +204,7 @@ MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, c
   options.throughput = false;
   const auto search = sizing::search_batch_size(observed(rig, on_probe), rig.budget(), options);
   out.probes = search.probes;
+  out.reserved_bytes = search.reserved_bytes;
   const auto& budget = rig.budget();
   out.fitted = search.model.has_value();
   if (out.fitted) {

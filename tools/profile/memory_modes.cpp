@@ -54,6 +54,7 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
       out["per_sample_bytes"] = m.per_sample;
       out["workspace_bytes"] = m.workspace();
       out["predicted_largest_batch"] = predicted;
+      out["fitted_to_reserved_bytes"] = estimate.reserved_bytes;
     }
     std::cout << out.dump(2) << "\n";
     return int(ExitCode::ok);
@@ -77,6 +78,8 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
   print_row("limit", core::format_bytes(m.limit), m.limit_source);
   std::printf("  peak(batch) = %s + %s x batch, from probes: %s\n", bytes(m.fixed).c_str(), bytes(m.per_sample).c_str(),
               probe_list(estimate.probes).c_str());
+  if (estimate.reserved_bytes)
+    std::printf("  fitted to the bytes the allocator reserved: a probe ran out of memory where the allocated bytes said it fits\n");
   std::printf("  largest batch at %s%% of the memory left (sizing.target_fraction): %lld before rounding; "
               "`gputrain profile --batch` confirms it with real steps\n",
               core::format_fixed(config.sizing.target_fraction * 100, 0).c_str(), static_cast<long long>(predicted));

@@ -39,6 +39,7 @@ struct BatchSearchResult {
   std::vector<ProbePoint> probes;      ///< every step run, in order
   int memory_probes = 0;               ///< steps spent on the memory search (the rest timed throughput)
   std::optional<MemoryModel> model;    ///< when two probes of different size fitted
+  bool reserved_bytes = false;         ///< the model fits reserved bytes (CUDA, after an out-of-memory probe)
   std::string reason;                  ///< one line: why this batch
 };
 

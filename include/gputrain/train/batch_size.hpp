@@ -38,6 +38,7 @@ using ProbeObserver = std::function<void(const sizing::ProbePoint&)>;
 struct MemoryEstimate {
   sizing::MemoryModel model;                 ///< fitted when the search fitted one
   bool fitted = false;
+  bool reserved_bytes = false;               ///< fitted to the allocator's reserved bytes (sizing::BatchSearchResult)
   std::vector<sizing::ProbePoint> probes;
   std::int64_t parameter_count = 0;
 };
