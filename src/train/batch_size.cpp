@@ -153,7 +153,6 @@ nlohmann::json cache_key(const Config& config, const std::string& device_name) {
           {"config_hash", fnv1a_hex(memory_relevant_yaml(config))}, {"libtorch", TORCH_VERSION}};
 }
 
-
 // The rig's probe steps, each handed to `on_probe` too.
 std::function<sizing::ProbePoint(std::int64_t)> observed(ProbeRig& rig, const ProbeObserver& on_probe) {
   return [&rig, on_probe](std::int64_t batch) {

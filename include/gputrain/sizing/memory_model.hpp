@@ -37,7 +37,7 @@ struct ProbePoint {
   std::uint64_t persistent = 0;
   /// CUDA: the caching allocator's highest reserved bytes in the step (0 on the CPU). The memory
   /// fraction limits these, so under a small cap its rounding can decide an OOM the model of
-  /// allocated bytes does not see; shown beside the peak, not fitted.
+  /// allocated bytes does not see; search_batch_size fits them after such an OOM.
   std::uint64_t reserved_peak = 0;
 };
 
