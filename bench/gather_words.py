@@ -5,7 +5,8 @@ batch gathering at >= 50 % of the copy's bandwidth).
 gputrain's cache gathers a chunk of rows with `index_select` over the rows viewed as 8-byte words
 (src/data/device_cache.cpp: one element per GPU thread, so the word is what one thread moves).
 This times the same kernel from PyTorch (LibTorch's, the one gputrain calls) on the rows viewed as
-bytes, 8-byte words and 16-byte words (complex128: a view, the bits copied unchanged), at the
+bytes, 8-byte words and 16-byte words (complex128: a view, the bits copied unchanged), and
+advanced indexing (`rows[indices]`, another of LibTorch's gather kernels), at the
 chunk sizes the feed uses and larger, in a CUDA graph of gathers from 8 index sets replayed back
 to back, timed with CUDA events (so neither Python's launch time nor one cached index set counts). Bandwidth counts the bytes
 of the rows gathered, as the copy counts the bytes copied.
@@ -24,6 +25,17 @@ import torch
 CASES = {"tabular": (200_000, 1024), "cifar": (50_000, 3072)}  # rows, bytes a row
 CHUNKS = (1024, 6144, 24576, 65536)
 WORDS = {"bytes": torch.uint8, "8-byte": torch.int64, "16-byte": torch.complex128}
+# (label, word, how): index_select is what gputrain calls; advanced indexing (rows[indices]) is
+# another of LibTorch's gather kernels (TensorIterator's, several elements a thread).
+VARIANTS = [("index_select, bytes", "bytes", "index_select"), ("index_select, 8-byte", "8-byte", "index_select"),
+            ("index_select, 16-byte", "16-byte", "index_select"), ("rows[i], 8-byte", "8-byte", "index"),
+            ("rows[i], 16-byte", "16-byte", "index")]
+
+
+def gather(words, indices, how, out=None):
+    if how == "index_select":
+        return torch.index_select(words, 0, indices, out=out)
+    return words[indices]
 
 
 def as_words(rows, dtype):
@@ -62,11 +74,11 @@ def check():
         table = torch.randint(0, 256, (rows // 100, row_bytes), dtype=torch.uint8, generator=gen)
         index = torch.randperm(table.size(0), generator=gen)[:257]
         want = table.index_select(0, index)
-        for word, dtype in WORDS.items():
-            got = as_words(table, dtype).index_select(0, index).view(torch.uint8).view(want.shape)
+        for label, word, how in VARIANTS:
+            got = gather(as_words(table, WORDS[word]), index, how).view(torch.uint8).view(want.shape)
             if not torch.equal(got, want):
-                sys.exit(f"{name}: the {word} gather changed the bytes")
-        print(f"{name}: every word width gathers the same {want.numel()} bytes")
+                sys.exit(f"{name}: {label} changed the bytes")
+        print(f"{name}: every variant gathers the same {want.numel()} bytes")
 
 
 def main():
@@ -86,18 +98,18 @@ def main():
     del big, copy_to
     print(f"# gather by word width, {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
           f"{time.strftime('%Y-%m-%d')}; device-to-device copy {copy_gbps:.0f} GB/s (1 GiB, CUDA events)")
-    print("| case | rows a gather | MiB | " + " | ".join(f"{w} GB/s (% of copy)" for w in WORDS) + " |")
-    print("| --- | ---: | ---: | " + " | ".join("---:" for _ in WORDS) + " |")
+    print("| case | rows a gather | MiB | " + " | ".join(f"{label}: GB/s (% of copy)" for label, _, _ in VARIANTS) + " |")
+    print("| --- | ---: | ---: | " + " | ".join("---:" for _ in VARIANTS) + " |")
     gen = torch.Generator().manual_seed(0)
     for name, (rows, row_bytes) in CASES.items():
         table = torch.randint(0, 256, (rows, row_bytes), dtype=torch.uint8, generator=gen).to(device)
         for chunk in CHUNKS:
             sets = [torch.randperm(rows, generator=gen)[:chunk].to(device) for _ in range(8)]
             cells = []
-            for dtype in WORDS.values():
-                words = as_words(table, dtype)
-                out = torch.empty((chunk, words.size(1)), dtype=dtype, device=device)
-                calls = [lambda i=i: torch.index_select(words, 0, i, out=out) for i in sets]
+            for _, word, how in VARIANTS:
+                words = as_words(table, WORDS[word])
+                out = torch.empty((chunk, words.size(1)), dtype=words.dtype, device=device) if how == "index_select" else None
+                calls = [lambda i=i, words=words, out=out, how=how: gather(words, i, how, out) for i in sets]
                 ms = gather_ms(calls, args.reps)
                 gbps = chunk * row_bytes / 1e6 / ms
                 cells.append(f"{gbps:.0f} ({100 * gbps / copy_gbps:.0f} %)")
