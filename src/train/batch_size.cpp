@@ -280,6 +280,7 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
                                    {"reason", choice.search.reason},
                                    {"probes", probes},
                                    {"limit_bytes", choice.budget.limit},
+                                   {"data_reserve_bytes", data.reserve_bytes},
                                    {"limit_source", choice.budget.limit_source},
                                    {"seconds", choice.seconds}};
     core::write_file_atomically(cache_path, record.dump(2) + "\n");

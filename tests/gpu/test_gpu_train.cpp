@@ -2,11 +2,11 @@
 // Skipped without a GPU.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/memory/device_memory.hpp"
@@ -170,16 +170,17 @@ TEST_F(GpuTrainer, AutoBatchUnderAMemoryCapIsNearTheLargestAndDoesNotOom) {
     auto resolved = config;
     const auto data = open_data(resolved);
     const auto samples = probe_samples(data, run.device);
-    // The trainer held the dataset in GPU memory (data.cache auto) while it searched: the truth
-    // reserves as much.
-    const ProbeData probe{samples, data.transform, data.sources.train->size(), dataset_bytes(data)};
+    // The search's record: its probes (allocated and reserved peaks) and what it held for the
+    // data cache (data.cache auto put the dataset, and the chunk its feed gathers into, in GPU
+    // memory). The truth holds as much, so both are measured against the same free memory.
+    std::ifstream record_file(std::filesystem::path(config.logging.dir) / "auto_batch.json");
+    const auto record = nlohmann::json::parse(record_file);
+    std::cerr << record.dump() << "\n";
+    const ProbeData probe{samples, data.transform, data.sources.train->size(), record.at("data_reserve_bytes").get<std::uint64_t>()};
     const auto truth = find_largest_fitting_batch(resolved, run.device, probe, result.batch_size, probe.dataset_size);
     EXPECT_LE(result.batch_size, truth.largest) << model[0];
     EXPECT_GE(result.batch_size, static_cast<std::int64_t>(0.9 * double(truth.largest)) - 8) << model[0];
     std::cerr << model[0] << ": found " << result.batch_size << ", largest " << truth.largest << "\n";
-    // The search's probes (allocated and reserved peaks), for the benchmark notes.
-    std::ifstream record(std::filesystem::path(config.logging.dir) / "auto_batch.json");
-    std::cerr << std::string(std::istreambuf_iterator<char>(record), std::istreambuf_iterator<char>()) << "\n";
   }
 }
 

@@ -270,6 +270,13 @@ TEST(AutoBatch, ARunInTheSameDirectoryReusesTheResult) {
     Trainer trainer(config, test_support::quiet_trainer());
     first = trainer.fit().batch_size;
   }
+  {  // the record: the batch, its probes, and what was held for a GPU data cache (none on the CPU)
+    std::ifstream in(fs::path(config.logging.dir) / "auto_batch.json");
+    const auto record = nlohmann::json::parse(in);
+    EXPECT_EQ(record.at("batch").get<std::int64_t>(), first);
+    EXPECT_FALSE(record.at("probes").empty());
+    EXPECT_EQ(record.at("data_reserve_bytes").get<std::uint64_t>(), 0U);
+  }
   std::ostringstream console;
   auto options = test_support::quiet_trainer();
   options.console = &console;
