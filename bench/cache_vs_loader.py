@@ -111,6 +111,10 @@ def main():
                 gpu_stall = f"{statistics.median(gpu_stalls):.2f}" if None not in gpu_stalls else "-"
                 print(f"| {name} | {n / rate[name]:.2f} | {rate[name]:,.0f} | {stall:.2f} | {gpu_stall} |")
             print(f"| cache / loader | **{rate['vram'] / rate['loader']:.2f}x** | | | |")
+            # Each run's rate, to tell a difference between the feeds from one between processes
+            # (cuDNN's autotuning picks per process).
+            by_run = {name: ", ".join(f"{r['samples_per_second']:.0f}" for r in runs) for name, runs in figures.items()}
+            print("<!-- samples/s by run: " + "; ".join(f"{name} {rates}" for name, rates in by_run.items()) + " -->")
             # The caches' gather as training makes it: the training batch, several batches per gather.
             cached = gputrain(["--json", "--workers", "0", *data])
             gather = [r for r in cached["results"] if r["cache"] == "vram"]
