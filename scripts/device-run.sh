@@ -80,6 +80,13 @@ run_auto_batch() {
       --set train.precision=bf16-mixed --max-memory 4GiB 2>&1"
 }
 
+# The MLP of bench/auto_batch_vs_lightning.py under the cap $1: its search, every probe shown,
+# against the true largest, and the memory table.
+run_mlp_batch() {
+  local sets="configs/mlp.yaml --set data.samples=16384 --set data.val_samples=512 --set device=cuda --max-memory $1"
+  run_bench "mlp-batch-$1" 40 bash -c "$build/bin/gputrain profile --batch --exhaustive $sets 2>&1; $build/bin/gputrain profile --memory $sets 2>&1"
+}
+
 case "$stage" in
 test)
   step "ctest -L gpu"
@@ -128,11 +135,8 @@ lightning)
   GPUTRAIN_BUILD=$build run_bench lightning 400 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 3
   ;;
 mlp-batch)
-  for cap in 128MiB 512MiB; do
-    run_bench "mlp-batch-$cap" 40 bash -c "$build/bin/gputrain profile --batch --exhaustive configs/mlp.yaml --set data.samples=16384 \
-        --set data.val_samples=512 --set device=cuda --max-memory $cap 2>&1; $build/bin/gputrain profile --memory configs/mlp.yaml \
-        --set data.samples=16384 --set data.val_samples=512 --set device=cuda --max-memory $cap 2>&1"
-  done
+  run_mlp_batch 128MiB
+  run_mlp_batch 512MiB
   step "ctest -L gpu"
   ctest --test-dir $build -L gpu --output-on-failure --timeout 60 --stop-time "$(date -d "+$((stage_seconds - SECONDS - 5)) seconds" +%T)" \
     > "$out/ctest-gpu.log" 2>&1; echo "rc=$?"
@@ -140,14 +144,13 @@ mlp-batch)
   ;;
 open)
   # What issues #4 and #5 still need measured, the most wanted first, so a call cut short still
-  # brings them back: the auto-batch GPU test and the MLP's search under 128 MiB (both failed on
-  # the H200 before the reserved-bytes probes), the Lightning comparison, the cache's gather by
+  # brings them back: the auto-batch GPU test and the MLP's search under 128 MiB (both fell short
+  # on the H200 on 2026-11-26, changed since), the Lightning comparison, the cache's gather by
   # word width, cache vs loader, ResNet's search against the true largest.
   step "ctest GpuTrainer.AutoBatch, GpuData"
   ctest --test-dir $build -R "^(GpuTrainer\.AutoBatch|GpuData)" -V --timeout 120 > "$out/ctest-open.log" 2>&1; echo "rc=$?"
   grep -E "Passed|Failed|Not Run|found [0-9]+, largest|probe step" "$out/ctest-open.log"
-  run_bench mlp-batch 30 bash -c "$build/bin/gputrain profile --batch --exhaustive configs/mlp.yaml --set data.samples=16384 \
-      --set data.val_samples=512 --set device=cuda --max-memory 128MiB 2>&1"
+  run_mlp_batch 128MiB
   GPUTRAIN_BUILD=$build run_bench lightning 150 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 3
   run_bench gather-words 40 "$python" bench/gather_words.py
   GPUTRAIN_BUILD=$build run_bench cache 150 "$python" bench/cache_vs_loader.py --runs 3
