@@ -71,7 +71,7 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
                                 const ProbeData& data, const std::string& cache_path, const ProbeObserver& on_probe = {});
 
 /// "8848: peak 20.30 GiB in 71.46 s", or "9000: out of memory": one probe step, as reports list
-/// them; on CUDA with the allocator's reserved peak beside it ("peak 69.12 MiB (reserved 72.00 MiB)").
+/// them; on CUDA with the allocator's reserved peak beside it ("peak <allocated> (reserved <reserved>)").
 std::string probe_text(const sizing::ProbePoint& probe);
 
 /// The same for machines: batch, fits, peak_bytes, seconds, and on CUDA reserved_peak_bytes.
