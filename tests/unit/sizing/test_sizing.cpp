@@ -47,6 +47,43 @@ struct FakeStep {
   }
 };
 
+// configs/mlp.yaml's MLP as its probes saw it on an H200 under a 128 MiB cap (2026-11-26): small
+// batches peak where a batch-independent temporary dominates (16, 32, 48 peaked at 69.12, 69.16,
+// 69.21 MiB: 3 KiB a sample), large ones at `per_sample` (allocated); the first step makes
+// cuBLAS's workspace (48 MiB, kept), which its activations count. With `reserved_per_sample`, the
+// allocator's reserved bytes grow at that rate and decide the OOM, as its memory fraction does.
+struct H200MlpStep : FakeStep {
+  double reserved_per_sample = 0;  // 0: allocated bytes decide
+  bool made = false;
+  H200MlpStep(double allocated_per_sample, double reserved = 0) : reserved_per_sample(reserved) {
+    per_sample = allocated_per_sample;
+    limit = 128 * kMiB;
+  }
+  ProbePoint operator()(std::int64_t b) {
+    ++calls;
+    const double allocated = std::max(69.07 * kMiB + 3.0 * 1024 * double(b), 60.0 * kMiB + per_sample * double(b));
+    const double reserved = 69.07 * kMiB + reserved_per_sample * double(b);
+    ProbePoint p{b, (reserved_per_sample > 0 ? reserved : allocated) <= double(limit), 0, 0, 0, 0};
+    if (!p.fits) return p;
+    p.peak = p.optimizer_peak = static_cast<std::uint64_t>(allocated);
+    if (reserved_per_sample > 0) p.reserved_peak = static_cast<std::uint64_t>(reserved);
+    p.activations = static_cast<std::uint64_t>(0.95 * per_sample * double(b));
+    if (!made) {  // cuBLAS's workspace, made in the first step's forward pass and kept
+      made = true;
+      p.activations += 48 * kMiB;
+      p.persistent = 48 * kMiB;
+    }
+    p.seconds = 0.01;
+    return p;
+  }
+  MemoryBudget budget() const {  // resident 20 MiB; 1 MiB each of parameters, gradients, state
+    MemoryBudget b = FakeStep::budget();
+    b.resident = 20 * kMiB;
+    b.known = {1 * kMiB, 1 * kMiB, 1 * kMiB};
+    return b;
+  }
+};
+
 BatchSearchOptions options(std::int64_t max_batch) {
   BatchSearchOptions o;
   o.max_batch = max_batch;
@@ -138,34 +175,13 @@ TEST(BatchSearch, AcceptsTheRefitBelowABatchThatRanWithoutAnotherStep) {
 // The MLP of bench/auto_batch_vs_lightning.py on an H200 under a 128 MiB cap (2026-11-26): the
 // first step made cuBLAS's workspaces (tens of MiB, kept), which its activations counted; read as
 // activations they sized the second probe at twice the first; small batches peak where a
-// batch-independent temporary dominates (16, 32, 48 peaked at 69.12, 69.16, 69.21 MiB: 3 KiB a
-// sample, a quarter of the true slope), so the line through them predicted 16,384, and 90 % steps
-// down from there ran out of probes: batch 48 of a largest 2918. The workspace now joins the fixed
-// part, the second probe is sized from the rest, and a far-off failure is bisected on a log scale.
+// batch-independent temporary dominates (3 KiB a sample, a quarter of the true slope), so the line
+// through 16, 32 and 48 predicted 16,384, and 90 % steps down from there ran out of probes: batch
+// 48 of a largest 2918. The workspace now joins the fixed part, the second probe is sized from the
+// rest, and a far-off failure is bisected on a log scale.
 TEST(BatchSearch, WorkspacesTheFirstStepMakesCountAsFixedNotPerSample) {
-  struct FirstStepWorkspace : FakeStep {
-    bool made = false;
-    ProbePoint operator()(std::int64_t b) {
-      ++calls;
-      const double peak = std::max(69.07 * kMiB + 3.0 * 1024 * double(b), 60.0 * kMiB + 20.7 * 1024 * double(b));
-      ProbePoint p{b, peak <= double(limit), 0, 0, 0, 0};
-      if (!p.fits) return p;
-      p.peak = p.optimizer_peak = static_cast<std::uint64_t>(peak);
-      p.activations = static_cast<std::uint64_t>(0.95 * 20.7 * 1024 * double(b));
-      if (!made) {  // cuBLAS's workspace, made in the first step's forward pass and kept
-        made = true;
-        p.activations += 48 * kMiB;
-        p.persistent = 48 * kMiB;
-      }
-      p.seconds = 0.01;
-      return p;
-    }
-  } step;
-  step.limit = 128 * kMiB;
-  auto budget = step.budget();
-  budget.resident = 20 * kMiB;
-  budget.known = {1 * kMiB, 1 * kMiB, 1 * kMiB};
-  const auto result = search_batch_size(std::ref(step), budget, options(16384));
+  H200MlpStep step(20.7 * 1024);
+  const auto result = search_batch_size(std::ref(step), step.budget(), options(16384));
   const std::int64_t truth = 3363;  // 60 MiB + 20.7 KiB x batch <= 128 MiB
   std::vector<std::int64_t> sizes;
   for (const auto& p : result.probes) sizes.push_back(p.batch);
@@ -181,29 +197,8 @@ TEST(BatchSearch, WorkspacesTheFirstStepMakesCountAsFixedNotPerSample) {
 // memory; from then on the search fits the reserved bytes, and its next prediction is the answer.
 // (Fitting allocated bytes throughout: 8 probes, 4 out of memory, 2696.)
 TEST(BatchSearch, AnOomTheAllocatedBytesDidNotForeseeSwitchesTheModelToReservedBytes) {
-  struct ReservedDecides : FakeStep {
-    bool made = false;
-    ProbePoint operator()(std::int64_t b) {
-      const double allocated = std::max(69.07 * kMiB + 3.0 * 1024 * double(b), 60.0 * kMiB + 12.57 * 1024 * double(b));
-      const double reserved = 69.07 * kMiB + 20.7 * 1024 * double(b);
-      ProbePoint p{b, reserved <= double(limit), 0, 0, 0, 0};
-      if (!p.fits) return p;
-      p.peak = p.optimizer_peak = static_cast<std::uint64_t>(allocated);
-      p.reserved_peak = static_cast<std::uint64_t>(reserved);
-      p.activations = static_cast<std::uint64_t>(0.95 * 12.57 * 1024 * double(b));
-      if (!made) {
-        made = true;
-        p.activations += 48 * kMiB;
-        p.persistent = 48 * kMiB;
-      }
-      return p;
-    }
-  } step;
-  step.limit = 128 * kMiB;
-  auto budget = step.budget();
-  budget.resident = 20 * kMiB;
-  budget.known = {1 * kMiB, 1 * kMiB, 1 * kMiB};
-  const auto result = search_batch_size(std::ref(step), budget, options(16384));
+  H200MlpStep step(12.57 * 1024, 20.7 * 1024);
+  const auto result = search_batch_size(std::ref(step), step.budget(), options(16384));
   const std::int64_t truth = 2915;  // 69.07 MiB + 20.7 KiB x batch <= 128 MiB
   std::vector<std::int64_t> sizes;
   for (const auto& p : result.probes) sizes.push_back(p.fits ? p.batch : -p.batch);
