@@ -13,7 +13,8 @@ events too: the host's figure also holds launches that blocked on a full queue).
 bandwidth: the sweep's vram cache at the training batch, its gather alone as the feed makes it
 (`gather_gbps` over `gather_rows` samples, several batches per gather: bytes of gathered samples
 per second, device synchronised) against the device-to-device copy bandwidth torch measures here
-(bytes copied per second, one way).
+(bytes copied per second, one way), and PyTorch eager's index_select of the same samples timed
+the same way (the peer).
 Goals (issue 5): data stall < 2 % with the cache; gathering >= 50 % of device-to-device bandwidth.
 
 Usage: bench/cache_vs_loader.py [--runs 3] [--steps 100] [--cases tabular,cifar] [--check]
@@ -53,6 +54,36 @@ def d2d_gbps():
         y.copy_(x)
         torch.cuda.synchronize()
         rates.append(x.numel() / 1e9 / (time.perf_counter() - start))
+    return statistics.median(rates)
+
+
+def index_select_gbps(x_path, y_path, rows, device):
+    """The peer: PyTorch eager gathering the same samples from GPU-resident tables (index_select of
+    inputs and targets, the seeds' VRAM cache and what gputrain called before its own kernel),
+    timed as `gputrain profile` times its gather: `rows` random samples, 10 gathers back to back
+    between synchronisations, median of 5, bytes of samples per second. Python's launch cost is in
+    it, as LibTorch's is in gputrain's."""
+    inputs = torch.from_numpy(np.load(x_path)).to(device)
+    targets = torch.from_numpy(np.load(y_path)).to(device)
+    index = torch.randperm(len(inputs), generator=torch.Generator().manual_seed(0))[:rows].to(device)
+    sample_bytes = (inputs.nbytes + targets.nbytes) / len(inputs)
+
+    def gather():
+        return inputs.index_select(0, index), targets.index_select(0, index)
+
+    def sync():
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    gather()  # warm-up: kernel load, allocator
+    rates = []
+    for _ in range(5):
+        sync()
+        start = time.perf_counter()
+        for _ in range(10):
+            gather()
+        sync()
+        rates.append(10 * rows * sample_bytes / 1e9 / (time.perf_counter() - start))
     return statistics.median(rates)
 
 
@@ -121,8 +152,10 @@ def main():
             if gather:
                 alone, rows = gather[0]["gather_gbps"], gather[0]["gather_rows"]
                 share = f" = {100 * alone / copy:.0f} % of device-to-device copy (goal >= 50 %)" if copy else ""
+                peer = index_select_gbps(x, y, rows, device)
                 print(f"gather on the {'GPU' if copy else 'CPU'} ({rows} samples a gather, as the feed gathers them): "
-                      f"{alone:.0f} GB/s{share}; the whole feed (sampler and epoch restarts too) "
+                      f"{alone:.0f} GB/s{share}; PyTorch eager index_select of the same samples {peer:.0f} GB/s "
+                      f"(gputrain / PyTorch {alone / peer:.2f}x); the whole feed (sampler and epoch restarts too) "
                       f"{gather[0]['megabytes_per_second'] / 1000:.0f} GB/s")
             elif args.check:
                 sys.exit("no vram result in `gputrain profile --workers 0`'s JSON")

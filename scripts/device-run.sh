@@ -15,8 +15,9 @@
 #   mlp-batch  the Lightning bench's search alone (configs/mlp.yaml under 128 and 512 MiB caps, each
 #          probe's peak shown), then the GPU tests in what is left of the stage's time
 #   open   what issues #4 and #5 still need measured: the auto-batch and data GPU tests, the MLP's
-#          search under 128 MiB, batch_size auto vs Lightning's Tuner, the gather by word width,
-#          cache vs loader (stall, gather bandwidth), ResNet's search against the true largest
+#          search under 128 MiB, batch_size auto vs Lightning's Tuner, cache vs loader (stall, the
+#          gather kernel's bandwidth against the copy and PyTorch's index_select), ResNet's search
+#          against the true largest
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
@@ -145,14 +146,14 @@ mlp-batch)
 open)
   # What issues #4 and #5 still need measured, the most wanted first, so a call cut short still
   # brings them back: the auto-batch GPU test and the MLP's search under 128 MiB (both fell short
-  # on the H200 on 2026-11-26, changed since), the Lightning comparison, the cache's gather by
-  # word width, cache vs loader, ResNet's search against the true largest.
+  # on the H200 on 2026-11-26, changed since), the data GPU tests (gputrain's own gather kernel
+  # since), the Lightning comparison, cache vs loader (the kernel's bandwidth against the copy and
+  # PyTorch's index_select), ResNet's search against the true largest.
   step "ctest GpuTrainer.AutoBatch, GpuData"
   ctest --test-dir $build -R "^(GpuTrainer\.AutoBatch|GpuData)" -V --timeout 120 > "$out/ctest-open.log" 2>&1; echo "rc=$?"
   grep -E "Passed|Failed|Not Run|found [0-9]+, largest|probe step" "$out/ctest-open.log"
   run_mlp_batch 128MiB
   GPUTRAIN_BUILD=$build run_bench lightning 150 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 3
-  run_bench gather-words 40 "$python" bench/gather_words.py
   GPUTRAIN_BUILD=$build run_bench cache 150 "$python" bench/cache_vs_loader.py --runs 3
   run_auto_batch
   ;;

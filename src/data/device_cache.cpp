@@ -2,57 +2,52 @@
 
 #include <ATen/ATen.h>
 
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
 #include <algorithm>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
+#include "row_gather.hpp"
 
 namespace gputrain::data {
 namespace {
 
 std::string gib(std::uint64_t bytes) { return core::format_bytes(bytes); }
 
-// index_select on a GPU moves one element per thread, so a uint8 image row goes byte by byte, far
-// below what the memory can deliver. Viewed as the widest word that divides the row (8, 4 or 2
-// bytes) the same row moves in a fraction of the loads; the bits are copied unchanged, whatever the
-// dtype. The word must also align with every tensor involved. The host's index_select already
-// copies whole rows, so there the view gains nothing (docs/benchmarks.md); the host keeps the same
-// path so that the CPU tests check the one the GPU takes.
-at::ScalarType row_word(const at::Tensor& rows, std::initializer_list<at::Tensor> involved) {
-  const std::int64_t n = rows.size(0);
-  const auto item = static_cast<std::int64_t>(rows.element_size());
-  const std::int64_t row_bytes = n > 0 ? rows.numel() / n * item : 0;
-  for (const auto word : {at::kLong, at::kInt, at::kShort}) {
-    const auto width = static_cast<std::int64_t>(c10::elementSize(word));
-    if (width <= item || row_bytes == 0) break;
-    if (row_bytes % width != 0) continue;
-    const bool aligned = std::all_of(involved.begin(), involved.end(), [&](const at::Tensor& t) {
-      return t.is_contiguous() && reinterpret_cast<std::uintptr_t>(t.data_ptr()) % static_cast<std::uintptr_t>(width) == 0;
-    });
-    if (aligned) return word;
-  }
-  return rows.scalar_type();
-}
-
-// [n, ...] rows as [n, row_bytes / word size] words (a view: nothing is copied).
-at::Tensor as_words(const at::Tensor& rows, at::ScalarType word) { return rows.view({rows.size(0), -1}).view(word); }
-
-// The rows `indices` of `rows` into `out` (the same row shape and dtype, indices.size(0) rows).
-void gather_rows_into(at::Tensor& out, const at::Tensor& rows, const at::Tensor& indices) {
-  const auto word = out.size(0) > 0 ? row_word(rows, {rows, out}) : rows.scalar_type();
-  if (word == rows.scalar_type()) {
-    at::index_select_out(out, rows, 0, indices);
-  } else {
-    auto out_words = as_words(out, word);
-    at::index_select_out(out_words, as_words(rows, word), 0, indices);
-  }
-}
-
-at::Tensor gather_rows(const at::Tensor& rows, const at::Tensor& indices) {
+// `n` rows shaped and typed like those of `rows`, not yet written.
+at::Tensor empty_rows(const at::Tensor& rows, std::int64_t n, const at::TensorOptions& options) {
   auto shape = rows.sizes().vec();
-  shape[0] = indices.size(0);
-  auto out = at::empty(shape, rows.options());
-  gather_rows_into(out, rows, indices);
+  shape[0] = n;
+  return at::empty(shape, options.dtype(rows.scalar_type()));
+}
+
+// One table of row_gather's kernel: `rows` gathered into `out`, as the widest word both allow.
+row_gather::Table gather_table(const at::Tensor& rows, at::Tensor& out) {
+  const std::int64_t n = rows.size(0);
+  const std::int64_t row_bytes = n > 0 ? rows.numel() / n * static_cast<std::int64_t>(rows.element_size()) : 0;
+  return row_gather::table_for(rows.data_ptr(), out.data_ptr(), n, row_bytes);
+}
+
+// A batch's inputs and targets gathered on their GPU by one launch of row_gather's kernel, on the
+// current stream (where the step that reads them runs). Rows that are not contiguous, which
+// nothing in gputrain makes, go through index_select.
+Batch gather_on_gpu(const TensorDataset& set, const at::Tensor& indices) {
+  const auto idx = indices.to(at::kLong).contiguous();
+  const auto on = set.inputs.options();
+  Batch out{empty_rows(set.inputs, idx.size(0), on), empty_rows(set.targets, idx.size(0), on)};
+  if (!set.inputs.is_contiguous() || !set.targets.is_contiguous()) {
+    at::index_select_out(out.inputs, set.inputs, 0, idx);
+    at::index_select_out(out.targets, set.targets, 0, idx);
+    return out;
+  }
+  const row_gather::Table tables[] = {gather_table(set.inputs, out.inputs), gather_table(set.targets, out.targets)};
+  const c10::cuda::CUDAGuard on_device(set.inputs.device());
+  const auto stream = c10::cuda::getCurrentCUDAStream(set.inputs.device().index());
+  if (const char* error = row_gather::gather_rows_on_gpu(tables, 2, idx.data_ptr<std::int64_t>(), idx.size(0), stream.stream()))
+    throw Error("the VRAM cache's gather kernel did not start on " + set.inputs.device().str() + ": " + error,
+                "set data.cache: ram (the rows are then gathered on the host); `gputrain verify` checks that this GPU runs CUDA kernels");
   return out;
 }
 
@@ -164,21 +159,17 @@ DeviceCache::DeviceCache(TensorDataset cpu_set, CacheMode mode, c10::Device devi
 std::uint64_t DeviceCache::bytes() const { return set_.inputs.nbytes() + set_.targets.nbytes(); }
 
 Batch DeviceCache::gather(const at::Tensor& indices) const {
-  if (mode_ == CacheMode::vram) {
-    const auto idx = indices.device() == set_.inputs.device() ? indices : indices.to(set_.inputs.device());
-    return {gather_rows(set_.inputs, idx), gather_rows(set_.targets, idx)};
-  }
-  // ram on a GPU: gather into pinned memory (the caching host allocator reuses it once the copy
+  if (mode_ == CacheMode::vram && set_.inputs.is_cuda()) return gather_on_gpu(set_, indices.to(set_.inputs.device()));
+  // On the host index_select copies whole rows. vram on the CPU gathers from the RAM it lives in;
+  // ram on a GPU gathers into pinned memory (the caching host allocator reuses it once the copy
   // that read it has finished), then one asynchronous copy each.
   const auto idx = indices.to(at::kCPU);
-  const auto pinned = at::TensorOptions().pinned_memory(true);
-  std::vector<std::int64_t> shape = set_.inputs.sizes().vec(), tshape = set_.targets.sizes().vec();
-  shape[0] = tshape[0] = idx.size(0);
-  auto inputs = at::empty(shape, pinned.dtype(set_.inputs.scalar_type()));
-  auto targets = at::empty(tshape, pinned.dtype(set_.targets.scalar_type()));
-  gather_rows_into(inputs, set_.inputs, idx);
-  gather_rows_into(targets, set_.targets, idx);
-  return {inputs.to(device_, /*non_blocking=*/true), targets.to(device_, /*non_blocking=*/true)};
+  const auto options = mode_ == CacheMode::vram ? at::TensorOptions() : at::TensorOptions().pinned_memory(true);
+  Batch out{empty_rows(set_.inputs, idx.size(0), options), empty_rows(set_.targets, idx.size(0), options)};
+  at::index_select_out(out.inputs, set_.inputs, 0, idx);
+  at::index_select_out(out.targets, set_.targets, 0, idx);
+  if (mode_ == CacheMode::vram) return out;
+  return {out.inputs.to(device_, /*non_blocking=*/true), out.targets.to(device_, /*non_blocking=*/true)};
 }
 
 std::uint64_t DeviceCache::sample_bytes() const {

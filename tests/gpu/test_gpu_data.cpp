@@ -5,6 +5,8 @@
 #include <torch/cuda.h>
 
 #include <filesystem>
+#include <limits>
+#include <vector>
 
 #include "gputrain/data/device_cache.hpp"
 #include "gputrain/data/epoch_sampler.hpp"
@@ -75,7 +77,52 @@ TEST_F(GpuData, VramAndRamCachesGatherTheSameBatches) {
   EXPECT_EQ(a.inputs.scalar_type(), at::kByte);  // uint8 stays uint8 until the transform
 }
 
-// On a GPU the vram feed gathers many batches per launch (as 8-byte words) and hands out views:
+// The gather kernel moves each table as the widest word it allows: every width, a view that starts
+// off the word boundary, and rows that are not contiguous (index_select's), bit for bit.
+TEST_F(GpuData, TheGatherKernelMovesRowsOfEveryDtypeBitForBit) {
+  const c10::Device gpu(c10::kCUDA, 0);
+  const auto indices = at::tensor({4, 0, 4, 2, 1}, at::kLong);
+  const auto bits = [](const at::Tensor& t) { return t.contiguous().view({-1}).view(at::kByte).cpu(); };
+  const auto off_boundary = at::randint(0, 256, {1 + 5 * 64}, at::TensorOptions().dtype(at::kByte).device(gpu));
+  std::vector<at::Tensor> inputs{
+      at::randint(0, 256, {5, 3, 32, 32}, at::kByte),  // 16-byte words
+      at::randn({5, 256}),                             // 16
+      at::randn({5, 6}).to(at::kDouble),               // 16
+      at::randint(0, 2, {5, 8}, at::kBool),            // 8
+      at::randn({5, 3}),                               // 4
+      at::randn({5, 6}).to(at::kBFloat16),             // 4
+      at::randint(0, 256, {5, 6}, at::kByte),          // 2
+      at::randint(0, 256, {5, 3, 5, 5}, at::kByte),    // 1
+      off_boundary.slice(0, 1).view({5, 64}),          // on the GPU already, one byte past the boundary: 1
+      at::randn({4, 5}).t(),                           // not contiguous: index_select
+  };
+  inputs[1][1][7] = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    const auto& x = inputs[k];
+    const DeviceCache cache({x, at::arange(5, at::kFloat)}, CacheMode::vram, gpu);
+    const auto got = cache.gather(indices.to(gpu));
+    ASSERT_TRUE(got.inputs.is_cuda());
+    EXPECT_EQ(got.inputs.sizes(), x.index_select(0, indices.to(x.device())).sizes()) << "case " << k;
+    EXPECT_EQ(got.inputs.scalar_type(), x.scalar_type()) << "case " << k;
+    EXPECT_TRUE(at::equal(bits(got.inputs), bits(x.index_select(0, indices.to(x.device()))))) << "case " << k;
+    EXPECT_TRUE(at::equal(got.targets.cpu(), at::tensor({4.0f, 0.0f, 4.0f, 2.0f, 1.0f}))) << "case " << k;
+  }
+}
+
+// Past 2^31 words the kernel counts in 64 bits: 600,000 rows of 4,097 bytes move byte by byte,
+// 2.46e9 words (about 7.4 GB of GPU memory with index_select's reference).
+TEST_F(GpuData, TheGatherKernelCountsPastTwoToTheThirtyOneWords) {
+  const auto on_gpu = at::TensorOptions().device(c10::Device(c10::kCUDA, 0));
+  const std::int64_t n = 600000;
+  const TensorDataset set{at::randint(0, 256, {n, 4097}, on_gpu.dtype(at::kByte)), at::arange(n, on_gpu.dtype(at::kLong))};
+  const DeviceCache cache(set, CacheMode::vram, set.inputs.device());
+  const auto indices = at::randperm(n, on_gpu.dtype(at::kLong));
+  const auto got = cache.gather(indices);
+  EXPECT_TRUE(at::equal(got.targets, indices));
+  EXPECT_TRUE(at::equal(got.inputs, set.inputs.index_select(0, indices)));
+}
+
+// On a GPU the vram feed gathers many batches per launch (row_gather's kernel) and hands out views:
 // every batch must be what the CPU gathers for the same order, a short last batch and a pass
 // restarted mid-epoch included.
 TEST_F(GpuData, ChunkedVramGathersMatchTheCpuBatchForBatch) {

@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <limits>
 #include <set>
 #include <thread>
 
@@ -285,35 +284,6 @@ TEST(DeviceCache, AChunkIsFreedWithItsLastBatch) {
     fed.reset();  // the step is done with its batch
     // The feed still needs the chunk for its next batches, and only for those.
     EXPECT_EQ(memory.expired(), i == 2) << "batch " << i;
-  }
-}
-
-// The gather moves rows as wide words where it can; the bits must come out as they went in, for
-// every dtype and row length, NaN payloads and layouts it must leave to index_select included.
-TEST(DeviceCache, GathersRowsOfEveryDtypeBitForBit) {
-  const auto indices = at::tensor({4, 0, 4, 2}, at::kLong);
-  const auto bits = [](const at::Tensor& t) { return t.contiguous().view({-1}).view(at::kByte); };
-  std::vector<at::Tensor> inputs{
-      at::randint(0, 256, {5, 3, 4, 4}, at::kByte),   // 48-byte rows: 8-byte words
-      at::randint(0, 256, {5, 3, 5, 5}, at::kByte),   // 75 bytes: byte by byte
-      at::randint(0, 256, {5, 6}, at::kByte),         // 6 bytes: 2-byte words
-      at::randn({5, 3}),                              // 12 bytes of float: as they are
-      at::randn({5, 4}),                              // 16 bytes: 8-byte words
-      at::randn({5, 6}).to(at::kBFloat16),            // 12 bytes of bf16: 4-byte words
-      at::randint(0, 2, {5, 8}, at::kBool),           // 8 bytes: one word
-      at::randn({4, 5}).t(),                          // not contiguous: as it is
-      at::randn({5, 4}).to(at::kDouble),
-  };
-  inputs[4][1][2] = std::numeric_limits<float>::quiet_NaN();
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    const auto& x = inputs[k];
-    const DeviceCache cache({x, at::arange(5, at::kFloat)}, CacheMode::vram, c10::kCPU);
-    const auto got = cache.gather(indices);
-    const auto expected = x.index_select(0, indices);
-    EXPECT_EQ(got.inputs.sizes(), expected.sizes()) << "case " << k;
-    EXPECT_EQ(got.inputs.scalar_type(), x.scalar_type()) << "case " << k;
-    EXPECT_TRUE(at::equal(bits(got.inputs), bits(expected))) << "case " << k;
-    EXPECT_TRUE(at::equal(got.targets, at::tensor({4.0f, 0.0f, 4.0f, 2.0f})));
   }
 }
 
