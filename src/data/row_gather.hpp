@@ -28,11 +28,11 @@ struct Table {
 /// A launch gathers this many tables with the same indices: a batch's inputs and its targets.
 inline constexpr int kMaxTables = 2;
 
-/// The widest word of at most `widest` bytes (16, 8, 4, 2, 1) that divides `row_bytes` and that
-/// every address in `addresses` is aligned to: one GPU thread moves one word, so a uint8 image row
-/// moved as 16-byte words takes a sixteenth of the loads.
-inline int widest_word(std::int64_t row_bytes, std::initializer_list<const void*> addresses, int widest = 16) {
-  for (int width = widest; width > 1; width /= 2) {
+/// The widest word (16, 8, 4, 2 or 1 bytes) that divides `row_bytes` and that every address in
+/// `addresses` is aligned to: one GPU thread moves one word, so a uint8 image row moved as 16-byte
+/// words takes a sixteenth of the loads.
+inline int widest_word(std::int64_t row_bytes, std::initializer_list<const void*> addresses) {
+  for (int width = 16; width > 1; width /= 2) {
     if (row_bytes % width != 0) continue;
     bool aligned = true;
     for (const void* a : addresses) aligned = aligned && reinterpret_cast<std::uintptr_t>(a) % static_cast<std::uintptr_t>(width) == 0;

@@ -52,7 +52,6 @@ TEST(RowGather, TheWordIsTheWidestThatDividesTheRowAndAlignsEveryAddress) {
   EXPECT_EQ(row_gather::widest_word(1024, {a, buffer + 4}), 4);  // one address 4 past a 16-byte boundary
   EXPECT_EQ(row_gather::widest_word(1024, {buffer + 8, a}), 8);
   EXPECT_EQ(row_gather::widest_word(1024, {a, buffer + 1}), 1);
-  EXPECT_EQ(row_gather::widest_word(48, {a, a}, 8), 8);  // never wider than asked
 }
 
 // Every dtype and row length, duplicate indices and NaN payloads: the bits come out as they went in,
