@@ -108,6 +108,23 @@ double measure_pinned_copy_gbps(c10::Device device) {
   return median(rates);
 }
 
+double measure_device_copy_gbps(c10::Device device) {
+  if (!device.is_cuda()) return 0;
+  const std::int64_t bytes = 256LL << 20;
+  const auto source = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+  auto target = at::empty_like(source);
+  target.copy_(source);  // warm-up
+  std::vector<double> rates;
+  for (int i = 0; i < 5; ++i) {
+    wait_for_device(device);
+    const auto start = Clock::now();
+    target.copy_(source);
+    wait_for_device(device);
+    rates.push_back(static_cast<double>(bytes) / 1e9 / std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return median(rates);
+}
+
 LoaderSweep sweep_loader(std::shared_ptr<const data::Dataset> dataset, c10::Device device, const SweepOptions& o,
                          const std::function<void(const SweepResult&, std::size_t, std::size_t)>& on_result) {
   LoaderSweep sweep;
@@ -119,6 +136,7 @@ LoaderSweep sweep_loader(std::shared_ptr<const data::Dataset> dataset, c10::Devi
   sweep.sample_bytes = dataset->layout().input_bytes() + dataset->layout().target_bytes();
   sweep.dataset = dataset->description();
   sweep.pinned_copy_gbps = measure_pinned_copy_gbps(device);
+  sweep.device_copy_gbps = measure_device_copy_gbps(device);
 
   std::vector<SweepSetting> settings;
   for (const int workers : o.workers)

@@ -76,10 +76,16 @@ std::string sweep_table(const LoaderSweep& sweep) {
     out << line;
   }
   for (const auto& r : sweep.results)
-    if (r.gather_gbps > 0)
+    if (r.gather_gbps > 0) {
       out << "  " << cache_name(r.setting) << " cache, the gather alone (" << r.gather_rows
           << " samples a gather, as its feed gathers them; device synchronised): "
-          << (r.gather_gbps >= 1 ? fixed(r.gather_gbps, 1) + " GB/s" : fixed(r.gather_gbps * 1000, 1) + " MB/s") << " of samples\n";
+          << (r.gather_gbps >= 1 ? fixed(r.gather_gbps, 1) + " GB/s" : fixed(r.gather_gbps * 1000, 1) + " MB/s") << " of samples";
+      // A gather on the GPU reads and writes what a copy does: the copy's bandwidth is its ceiling.
+      if (r.setting.cache == data::CacheMode::vram && sweep.device_copy_gbps > 0)
+        out << ", " << fixed(100 * r.gather_gbps / sweep.device_copy_gbps, 0) << " % of a device-to-device copy ("
+            << fixed(sweep.device_copy_gbps, 0) << " GB/s, measured)";
+      out << "\n";
+    }
   if (gpu)
     out << "  host-to-device ceiling (pinned copies, measured): " << fixed(sweep.pinned_copy_gbps * 1000, 0) << " MB/s; the best setting uses "
         << fixed(100 * sweep.results[sweep.best].megabytes_per_second / (sweep.pinned_copy_gbps * 1000), 1) << " % of it\n";
@@ -113,6 +119,7 @@ std::string sweep_json(const LoaderSweep& sweep) {
                               {"sample_bytes", sweep.sample_bytes},
                               {"batch_size", sweep.batch_size},
                               {"pinned_copy_gbps", sweep.pinned_copy_gbps},
+                              {"device_copy_gbps", sweep.device_copy_gbps},
                               {"results", results},
                               {"best", results[sweep.best]},
                               {"yaml", best_yaml(sweep)}};

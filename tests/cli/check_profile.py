@@ -40,7 +40,7 @@ def run(command):
 def check_sweep(doc):
     if doc.get("schema") != "gputrain.profile.loader/1":
         fail("schema: " + str(doc.get("schema")))
-    for key in ["device", "dataset", "samples", "sample_bytes", "batch_size", "pinned_copy_gbps", "results", "best", "yaml"]:
+    for key in ["device", "dataset", "samples", "sample_bytes", "batch_size", "pinned_copy_gbps", "device_copy_gbps", "results", "best", "yaml"]:
         if key not in doc:
             fail("missing key " + key)
     results = doc["results"]

@@ -59,6 +59,7 @@ struct LoaderSweep {
   std::size_t best = 0;              ///< the first result within kSameSpeed of the fastest
   std::string device;                ///< "cpu" or "cuda:0"
   double pinned_copy_gbps = 0;       ///< host-to-device ceiling measured with pinned memory (GPU only)
+  double device_copy_gbps = 0;       ///< a copy within the GPU's memory, the vram gather's ceiling (GPU only)
   std::int64_t batch_size = 0, samples = 0, sample_bytes = 0;  ///< batch_size: as timed, at most `samples`
   std::int64_t asked_batch_size = 0;                            ///< train.batch_size (64 for auto)
   std::string dataset;               ///< its description
@@ -73,6 +74,10 @@ std::vector<int> worker_counts(int usable_cores);
 /// The host-to-device bandwidth of pinned copies on `device`, in GB/s (median of 5 copies of 256
 /// MiB): the ceiling a loader's copies can reach. 0 on the CPU.
 double measure_pinned_copy_gbps(c10::Device device);
+
+/// The bandwidth of a copy within `device`'s memory, in GB/s of bytes copied (median of 5 copies
+/// of 256 MiB): the ceiling of the vram cache's gather, which reads and writes as much. 0 on the CPU.
+double measure_device_copy_gbps(c10::Device device);
 
 /// Runs the sweep; `on_result` is told of each setting as it finishes (progress on long sweeps).
 LoaderSweep sweep_loader(std::shared_ptr<const data::Dataset> dataset, c10::Device device, const SweepOptions& options,

@@ -93,7 +93,26 @@ TEST(LoaderSweep, TheTableGivesTheGatherInAUnitThatFitsIt) {
   EXPECT_NE(profile::sweep_table(sweep).find("the gather alone (5 samples a gather"), std::string::npos);
   EXPECT_NE(profile::sweep_table(sweep).find("3.6 MB/s of samples"), std::string::npos) << profile::sweep_table(sweep);
   sweep.results[1].gather_gbps = 6.44;
-  EXPECT_NE(profile::sweep_table(sweep).find("6.4 GB/s of samples"), std::string::npos) << profile::sweep_table(sweep);
+  EXPECT_NE(profile::sweep_table(sweep).find("6.4 GB/s of samples\n"), std::string::npos) << profile::sweep_table(sweep);
+}
+
+// On a GPU the vram gather is set against the copy within the GPU's memory, its ceiling.
+TEST(LoaderSweep, TheTableSetsTheGpuGatherAgainstTheDeviceCopy) {
+  profile::LoaderSweep sweep;
+  sweep.device = "cuda:0";
+  sweep.pinned_copy_gbps = 50;
+  sweep.device_copy_gbps = 2072;
+  profile::SweepResult streamed, vram, ram;
+  vram.setting.cache = data::CacheMode::vram;
+  vram.gather_gbps = 1243;
+  ram.setting.cache = data::CacheMode::ram;
+  ram.gather_gbps = 20;
+  sweep.results = {streamed, vram, ram};
+  const auto table = profile::sweep_table(sweep);
+  EXPECT_NE(table.find("1243.0 GB/s of samples, 60 % of a device-to-device copy (2072 GB/s, measured)\n"), std::string::npos) << table;
+  // The pinned cache's gather is host work and a host-to-device copy: the device copy is not its ceiling.
+  EXPECT_NE(table.find("20.0 GB/s of samples\n"), std::string::npos) << table;
+  EXPECT_NE(profile::sweep_json(sweep).find("\"device_copy_gbps\": 2072"), std::string::npos);
 }
 
 // The lines to paste say what vram means on the CPU, where the name would mislead.
