@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -16,6 +17,36 @@ std::string figures(const MemoryBudget& budget) {
          core::format_bytes(budget.known.parameters) + ", gradients " + core::format_bytes(budget.known.gradients) +
          ", optimizer state " + core::format_bytes(budget.known.optimizer_state) + ", already allocated " +
          core::format_bytes(budget.resident);
+}
+
+// The next probe between `ran` (the largest batch that ran) and `failed` (the smallest that ran
+// out of memory) while the answer, `fraction` of `failed`, is above `ran`. Two probes end the
+// search at once: the answer, if it runs, and `ran` / `fraction`, if it fails (the answer then is
+// at most `ran`). Where the model puts the batch that fills memory decides which to try: at or
+// above the answer, the answer; below ran / fraction, that; between the two, just above where
+// it fills (a failure there brings the answer down to what the model says runs). A model that
+// contradicts what ran or failed is passed over: the gap is halved on a log scale until one probe
+// can close it (failed <= ran / fraction^2), then the answer is tried.
+std::int64_t bracket_probe(std::int64_t ran, std::int64_t failed, double fraction, const std::optional<MemoryModel>& model,
+                           std::int64_t multiple) {
+  const auto answer = round_batch(static_cast<std::int64_t>(fraction * static_cast<double>(failed)), multiple);
+  const auto proves = static_cast<std::int64_t>(static_cast<double>(ran) / fraction);  // a failure here ends it
+  const double fills = model ? static_cast<double>(model->largest_batch(1.0)) : 0;
+  double next = 0;
+  if (fills <= static_cast<double>(ran) || fills >= static_cast<double>(failed))
+    next = static_cast<double>(failed) * fraction * fraction > static_cast<double>(ran)
+               ? std::sqrt(static_cast<double>(ran) * static_cast<double>(failed))
+               : static_cast<double>(answer);
+  else if (fills >= static_cast<double>(answer))
+    next = static_cast<double>(answer);
+  else if (fills < static_cast<double>(proves))
+    next = static_cast<double>(proves);
+  else
+    next = std::ceil(fills * 1.02);
+  // Rounded to the multiple, except a proving probe, whose failure must be at most ran / fraction.
+  auto batch = next == static_cast<double>(proves) ? proves : round_batch(static_cast<std::int64_t>(next), multiple);
+  if (batch <= ran || batch >= failed) batch = answer;
+  return batch;
 }
 
 }  // namespace
@@ -81,6 +112,7 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
     return fit_memory_model(budget.known, budget.resident, origin, points.back(), budget.limit, budget.limit_source);
   };
 
+  bool bracketed = false;  // reserved bytes: the answer is between a batch that ran and one that failed
   std::int64_t candidate = std::min(max_batch, options.first_batch);
   while (static_cast<int>(result.probes.size()) < options.max_probes) {
     const auto point = run(candidate);
@@ -99,6 +131,24 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
       std::sort(fitted.begin(), fitted.end(), [](const auto& x, const auto& y) { return x.batch < y.batch; });
       result.model = model_from(fitted);
       if (within_target(point)) best = std::max(best, candidate);
+    }
+    if (result.reserved_bytes) {
+      // Reserved bytes grow in the allocator's segments (2 MiB; 20 MiB for blocks of 1-10 MiB), a
+      // staircase that a line through a few probes follows only roughly. So from here the answer
+      // is bracketed by steps that ran and failed: the target fraction of the smallest batch that
+      // failed, once a batch at least that large has run (so it runs too, and is within the target
+      // fraction of the largest batch that does).
+      const std::int64_t ran = fitted.back().batch;
+      const auto answer = round_batch(static_cast<std::int64_t>(options.target_fraction * static_cast<double>(lowest_failure)), options.multiple);
+      if (ran >= answer) {
+        best = answer;
+        bracketed = true;
+        break;
+      }
+      const auto next = bracket_probe(ran, lowest_failure, options.target_fraction, result.model, options.multiple);
+      if (std::any_of(result.probes.begin(), result.probes.end(), [&](const auto& p) { return p.batch == next; })) break;
+      candidate = next;
+      continue;
     }
     // The next batch worth a step.
     std::int64_t next = 0;
@@ -147,6 +197,11 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
     }
     if (std::any_of(result.probes.begin(), result.probes.end(), [&](const auto& p) { return p.batch == next; })) break;
     candidate = next;
+  }
+  if (result.reserved_bytes && !bracketed && !fitted.empty()) {
+    // Out of probes before the bracket closed: the largest batch that ran, at most the answer.
+    best = round_batch(std::min(fitted.back().batch, static_cast<std::int64_t>(options.target_fraction * static_cast<double>(lowest_failure))),
+                       options.multiple);
   }
   if (best == 0) {  // every fitting probe exceeded the target: take the smallest that fitted
     if (fitted.empty())

@@ -22,7 +22,7 @@ struct BatchSearchOptions {
   std::int64_t multiple = 8;       ///< round down to a multiple of this (batches >= it)
   bool throughput = false;         ///< sizing.objective: throughput
   std::int64_t first_batch = 16;   ///< the first probe (smaller when max_batch is)
-  int max_probes = 8;              ///< memory probes, a bound for unusual memory curves
+  int max_probes = 10;             ///< memory probes, a bound for unusual memory curves (reserved-byte staircases)
 };
 
 /// Memory known before the search: what it is measured against.

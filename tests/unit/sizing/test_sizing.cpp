@@ -194,16 +194,19 @@ TEST(BatchSearch, WorkspacesTheFirstStepMakesCountAsFixedNotPerSample) {
 // The same step as the probes see it on CUDA: they fit allocated bytes, while the allocator's
 // memory fraction limits reserved ones, which its rounding into segments makes 20.7 KiB a sample
 // against 12.6 allocated under this cap. The allocated model predicts a batch that runs out of
-// memory; from then on the search fits the reserved bytes, and its next prediction is the answer.
-// (Fitting allocated bytes throughout: 8 probes, 4 out of memory, 2696.)
+// memory; from then on the search fits the reserved bytes to place its last two probes: just
+// above where memory fills (out of memory), then 90 % of that (runs), which brackets the answer.
+// (Fitting allocated bytes throughout: 8 probes, 4 out of memory, 2696; fitting reserved bytes
+// and taking the model's prediction without a bracket: 4 probes, 2616, under 90 % of the truth.)
 TEST(BatchSearch, AnOomTheAllocatedBytesDidNotForeseeSwitchesTheModelToReservedBytes) {
   H200MlpStep step(12.57 * 1024, 20.7 * 1024);
   const auto result = search_batch_size(std::ref(step), step.budget(), options(16384));
   const std::int64_t truth = 2915;  // 69.07 MiB + 20.7 KiB x batch <= 128 MiB
   std::vector<std::int64_t> sizes;
   for (const auto& p : result.probes) sizes.push_back(p.fits ? p.batch : -p.batch);
-  EXPECT_LE(result.probes.size(), 4U) << testing::PrintToString(sizes);
-  EXPECT_EQ(std::count_if(sizes.begin(), sizes.end(), [](std::int64_t b) { return b < 0; }), 1) << testing::PrintToString(sizes);
+  EXPECT_LE(result.probes.size(), 5U) << testing::PrintToString(sizes);
+  EXPECT_EQ(std::count_if(sizes.begin(), sizes.end(), [](std::int64_t b) { return b < 0; }), 2) << testing::PrintToString(sizes);
+  EXPECT_GE(result.batch, 0.9 * double(truth)) << testing::PrintToString(sizes);
   EXPECT_TRUE(result.reserved_bytes);
   EXPECT_NE(result.reason.find("reserved by the allocator"), std::string::npos) << result.reason;
   ASSERT_TRUE(result.model.has_value());
@@ -213,6 +216,55 @@ TEST(BatchSearch, AnOomTheAllocatedBytesDidNotForeseeSwitchesTheModelToReservedB
   EXPECT_TRUE(std::any_of(result.probes.begin(), result.probes.end(),
                           [&](const ProbePoint& p) { return p.fits && p.batch >= result.batch; }))
       << "the batch found is at most one that ran: " << testing::PrintToString(sizes);
+}
+
+// The allocator reserves memory in segments (2 MiB; 20 MiB for blocks of 1-10 MiB, which a small
+// model's activations are), so its reserved bytes grow as a staircase that a line through a few
+// probes misplaces by a step: fitted and trusted, such lines found as little as 58 % of the truth
+// in this grid. Bracketed by steps that ran and failed, every case finds at least 90 % of the
+// largest batch that runs and never more, within the probe bound.
+TEST(BatchSearch, ReservedBytesThatGrowInSegmentsAreBracketedByStepsThatRanAndFailed) {
+  struct Segmented : H200MlpStep {
+    double base, segment, growth;  // reserved = base + whole segments for `growth` x the allocated bytes a sample
+    Segmented(double b, double s, double g, std::uint64_t cap) : H200MlpStep(12.57 * 1024), base(b), segment(s), growth(g) { limit = cap; }
+    double reserved(std::int64_t b) const { return base + segment * std::ceil(per_sample * growth * double(b) / segment); }
+    ProbePoint operator()(std::int64_t b) {
+      ProbePoint p = H200MlpStep::operator()(b);
+      p.fits = reserved(b) <= double(limit);
+      if (p.fits) p.reserved_peak = static_cast<std::uint64_t>(std::max(double(p.peak), reserved(b)));
+      return p;
+    }
+    std::int64_t truth() const {
+      std::int64_t b = 0;
+      while (reserved(b + 1) <= double(limit)) ++b;
+      return b;
+    }
+    MemoryBudget budget() const {
+      MemoryBudget m = H200MlpStep::budget();
+      m.limit = limit;
+      return m;
+    }
+  };
+  std::vector<std::size_t> probe_counts;
+  for (const double segment : {2.0 * kMiB, 20.0 * kMiB})
+    for (const double growth : {1.0, 1.3, 1.65, 2.0})
+      for (const double base : {60.0 * kMiB, 69.07 * kMiB, 80.0 * kMiB})
+        for (const std::uint64_t cap : {128 * kMiB, 160 * kMiB, 256 * kMiB}) {
+          Segmented step(base, segment, growth, cap);
+          const auto truth = step.truth();
+          const auto result = search_batch_size(std::ref(step), step.budget(), options(16384));
+          std::vector<std::int64_t> sizes;
+          for (const auto& p : result.probes) sizes.push_back(p.fits ? p.batch : -p.batch);
+          const std::string at = "segment " + std::to_string(int(segment / kMiB)) + " MiB, growth " + std::to_string(growth) + ", base " +
+                                 std::to_string(int(base / kMiB)) + " MiB, cap " + std::to_string(cap / kMiB) + " MiB, truth " +
+                                 std::to_string(truth) + ": " + testing::PrintToString(sizes);
+          EXPECT_LE(result.batch, truth) << at;
+          EXPECT_GE(result.batch, static_cast<std::int64_t>(0.9 * double(truth)) - 8) << at;
+          EXPECT_LE(result.probes.size(), 10U) << at;
+          probe_counts.push_back(result.probes.size());
+        }
+  std::sort(probe_counts.begin(), probe_counts.end());
+  EXPECT_LE(probe_counts[probe_counts.size() / 2], 6U) << "the median search";
 }
 
 // Without an OOM the model stays on allocated bytes, whatever the allocator reserved: reserved
