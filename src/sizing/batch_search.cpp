@@ -19,6 +19,11 @@ std::string figures(const MemoryBudget& budget) {
          core::format_bytes(budget.resident);
 }
 
+// The answer once memory has run out at `failed`: `fraction` of it, rounded down to the multiple.
+std::int64_t bracket_answer(std::int64_t failed, double fraction, std::int64_t multiple) {
+  return round_batch(static_cast<std::int64_t>(fraction * static_cast<double>(failed)), multiple);
+}
+
 // The next probe between `ran` (the largest batch that ran) and `failed` (the smallest that ran
 // out of memory) while the answer, `fraction` of `failed`, is above `ran`. Two probes end the
 // search at once: the answer, if it runs, and `ran` / `fraction`, if it fails (the answer then is
@@ -29,7 +34,7 @@ std::string figures(const MemoryBudget& budget) {
 // can close it (failed <= ran / fraction^2), then the answer is tried.
 std::int64_t bracket_probe(std::int64_t ran, std::int64_t failed, double fraction, const std::optional<MemoryModel>& model,
                            std::int64_t multiple) {
-  const auto answer = round_batch(static_cast<std::int64_t>(fraction * static_cast<double>(failed)), multiple);
+  const auto answer = bracket_answer(failed, fraction, multiple);
   const auto proves = static_cast<std::int64_t>(static_cast<double>(ran) / fraction);  // a failure here ends it
   const double fills = model ? static_cast<double>(model->largest_batch(1.0)) : 0;
   double next = 0;
@@ -139,7 +144,7 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
       // failed, once a batch at least that large has run (so it runs too, and is within the target
       // fraction of the largest batch that does).
       const std::int64_t ran = fitted.back().batch;
-      const auto answer = round_batch(static_cast<std::int64_t>(options.target_fraction * static_cast<double>(lowest_failure)), options.multiple);
+      const auto answer = bracket_answer(lowest_failure, options.target_fraction, options.multiple);
       if (ran >= answer) {
         best = answer;
         bracketed = true;
@@ -200,8 +205,7 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
   }
   if (result.reserved_bytes && !bracketed && !fitted.empty()) {
     // Out of probes before the bracket closed: the largest batch that ran, at most the answer.
-    best = round_batch(std::min(fitted.back().batch, static_cast<std::int64_t>(options.target_fraction * static_cast<double>(lowest_failure))),
-                       options.multiple);
+    best = round_batch(std::min(fitted.back().batch, bracket_answer(lowest_failure, options.target_fraction, 1)), options.multiple);
   }
   if (best == 0) {  // every fitting probe exceeded the target: take the smallest that fitted
     if (fitted.empty())
