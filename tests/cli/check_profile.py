@@ -43,6 +43,10 @@ def check_sweep(doc):
     for key in ["device", "dataset", "samples", "sample_bytes", "batch_size", "pinned_copy_gbps", "device_copy_gbps", "results", "best", "yaml"]:
         if key not in doc:
             fail("missing key " + key)
+    # The two copy ceilings are a GPU's: measured there, 0 on the CPU.
+    for key in ["pinned_copy_gbps", "device_copy_gbps"]:
+        if (doc[key] > 0) != (doc["device"] != "cpu"):
+            fail(f"{key} {doc[key]} on {doc['device']}")
     results = doc["results"]
     if len(results) < 2:
         fail("fewer than two settings were tried")
