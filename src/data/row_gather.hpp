@@ -92,6 +92,8 @@ inline bool fits_32_bits(const Table* tables, int count, std::int64_t rows) {
   return true;
 }
 
+#undef GPUTRAIN_HOST_DEVICE  // the templates above are parsed: the macro stays this header's
+
 /// Gathers `rows` rows of each of `count` (1..kMaxTables) tables in one kernel launch on `stream`
 /// (a cudaStream_t) of the current CUDA device. `indices` lives on that device. Returns nullptr, or
 /// CUDA's message when the launch failed.

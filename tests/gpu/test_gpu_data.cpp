@@ -8,9 +8,11 @@
 #include <limits>
 #include <vector>
 
+#include "gputrain/core/units.hpp"
 #include "gputrain/data/device_cache.hpp"
 #include "gputrain/data/epoch_sampler.hpp"
 #include "gputrain/data/loader.hpp"
+#include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/trainer.hpp"
@@ -112,7 +114,10 @@ TEST_F(GpuData, TheGatherKernelMovesRowsOfEveryDtypeBitForBit) {
 // Past 2^31 words the kernel counts in 64 bits: 600,000 rows of 4,097 bytes move byte by byte,
 // 2.46e9 words (about 7.4 GB of GPU memory with index_select's reference).
 TEST_F(GpuData, TheGatherKernelCountsPastTwoToTheThirtyOneWords) {
-  const auto on_gpu = at::TensorOptions().device(c10::Device(c10::kCUDA, 0));
+  const c10::Device gpu(c10::kCUDA, 0);
+  if (const auto free = memory::memory_figures(gpu).limit; free < 8 * core::kGiB)
+    GTEST_SKIP() << "needs 8 GiB of GPU memory, " << core::format_bytes(free) << " free";
+  const auto on_gpu = at::TensorOptions().device(gpu);
   const std::int64_t n = 600000;
   const TensorDataset set{at::randint(0, 256, {n, 4097}, on_gpu.dtype(at::kByte)), at::arange(n, on_gpu.dtype(at::kLong))};
   const DeviceCache cache(set, CacheMode::vram, set.inputs.device());
