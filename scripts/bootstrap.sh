@@ -58,13 +58,15 @@ fi
 toolkit_args=()
 if [ -z "${CUDAToolkit_ROOT:-}" ] && ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   tk=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/nvidia/cu13
-  if [ ! -f "$venv/.toolkit-complete" ]; then
+  # Keyed to the pinned list, so a machine whose venv has an older list's wheels gets the new ones.
+  toolkit_done=$venv/.toolkit-complete-$(sha256sum "$root/scripts/requirements-toolkit.txt" | cut -c1-12)
+  if [ ! -f "$toolkit_done" ]; then
     say "no CUDA toolkit on this machine: installing CUDA 13.0 toolkit wheels into $venv"
     "$venv/bin/pip" install --quiet --progress-bar off -r "$root/scripts/requirements-toolkit.txt"
     # The layout nvcc and CMake expect of a toolkit: lib64 and unversioned library names.
     ln -sfn lib "$tk/lib64"
     for so in libcudart.so.13 libnvrtc.so.13; do ln -sf "$so" "$tk/lib/${so%.13}"; done
-    touch "$venv/.toolkit-complete"
+    touch "$toolkit_done"
   fi
   toolkit_args=(-DCUDAToolkit_ROOT="$tk")
 fi
