@@ -155,8 +155,8 @@ open)
   # on the H200 on 2026-11-26, changed since), the data GPU tests (gputrain's own gather kernel
   # since), the Lightning comparison, cache vs loader (the kernel's bandwidth against the copy and
   # PyTorch's index_select), ResNet's search against the true largest.
-  step "ctest GpuTrainer.AutoBatch, GpuData"
-  ctest --test-dir $build -R "^(GpuTrainer\.AutoBatch|GpuData)" -V --timeout 120 > "$out/ctest-open.log" 2>&1; echo "rc=$?"
+  step "ctest GpuTrainer.AutoBatch, GpuData, GpuChecks.Functional"
+  ctest --test-dir $build -R "^(GpuTrainer\.AutoBatch|GpuData|GpuChecks\.Functional)" -V --timeout 120 > "$out/ctest-open.log" 2>&1; echo "rc=$?"
   grep -E "Passed|Failed|Not Run|found [0-9]+, largest|probe step" "$out/ctest-open.log"
   run_mlp_batch 128MiB
   GPUTRAIN_BUILD=$build run_bench lightning 150 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 3

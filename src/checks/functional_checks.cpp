@@ -1,5 +1,5 @@
 // functional.*: the GPU really computes: allocator, bit-exact copies, cuDNN, a mixed-precision
-// training step, and NCCL all-reduce across local GPUs.
+// training step, gputrain's own gather kernel, and NCCL all-reduce across local GPUs.
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -9,6 +9,7 @@
 #include "check_sets.hpp"
 #include "tensor_options.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/data/device_cache.hpp"
 #include "gputrain/memory/device_memory.hpp"
 
 namespace gputrain::checks {
@@ -52,6 +53,23 @@ Result check_round_trip(int index) {
                 "memory or PCIe faults: run `nvidia-smi -q -d ECC` and `dmesg | grep -i xid`; service the GPU if it repeats");
   }
   return pass("64 MiB host -> GPU -> host copy is bit-exact");
+}
+
+// The VRAM cache's batches come from gputrain's own kernel (src/data/row_gather.cu), not LibTorch's:
+// CIFAR-sized uint8 images and their labels gathered on this GPU, against the CPU's index_select.
+Result check_cache_gather(int index) {
+  constexpr std::int64_t kRows = 4096;
+  const auto cpu = at::TensorOptions().dtype(at::kByte);
+  const data::TensorDataset set{at::randint(0, 256, {kRows, 3, 32, 32}, cpu), at::randint(0, 10, {kRows}, cpu.dtype(at::kLong))};
+  const data::DeviceCache cache(set, data::CacheMode::vram, c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)));
+  const auto indices = at::randperm(kRows, cpu.dtype(at::kLong));
+  const auto got = cache.gather(indices);
+  const bool same = at::equal(got.inputs.cpu(), set.inputs.index_select(0, indices)) &&
+                    at::equal(got.targets.cpu(), set.targets.index_select(0, indices));
+  if (!same)
+    return fail("the VRAM cache's gather kernel moved 4096 images of 3 KiB and got some bytes wrong",
+                "set data.cache: ram (batches are then gathered on the host) and report this with `gputrain --version`");
+  return pass("the VRAM cache's gather kernel moved 4096 images of 3 KiB and their labels bit-exactly");
 }
 
 Result check_cudnn_conv(int index) {
@@ -205,6 +223,8 @@ std::vector<Check> functional_checks(const Context& context) {
                       std::chrono::seconds(10), [i](const Context&) { return check_round_trip(i); }});
     checks.push_back({prefix + "cudnn_conv", "functional", "cuDNN convolution vs CPU" + label,
                       std::chrono::seconds(15), [i](const Context&) { return check_cudnn_conv(i); }});
+    checks.push_back({prefix + "cache_gather", "functional", "the VRAM cache's gather kernel vs CPU" + label,
+                      std::chrono::seconds(10), [i](const Context&) { return check_cache_gather(i); }});
     checks.push_back({prefix + "amp_fp16", "functional", "fp16 mixed-precision step with loss scaling" + label,
                       std::chrono::seconds(15), [i](const Context&) { return check_mixed_precision(i, at::kHalf); }});
     const bool bf16 = gpu.cc_major >= 8;
