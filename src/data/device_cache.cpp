@@ -47,7 +47,7 @@ Batch gather_on_gpu(const TensorDataset& set, const at::Tensor& indices) {
   const auto stream = c10::cuda::getCurrentCUDAStream(set.inputs.device().index());
   if (const char* error = row_gather::gather_rows_on_gpu(tables, 2, idx.data_ptr<std::int64_t>(), idx.size(0), stream.stream()))
     throw Error("the VRAM cache's gather kernel did not start on " + set.inputs.device().str() + ": " + error,
-                "set data.cache: ram (the rows are then gathered on the host); `gputrain verify` checks that this GPU runs CUDA kernels");
+                "set data.cache: ram (the rows are then gathered on the host); `gputrain verify` tries the kernel on each GPU");
   return out;
 }
 
