@@ -154,7 +154,7 @@ open)
   # brings them back: the auto-batch GPU test and the MLP's search under 128 MiB (both fell short
   # on the H200 on 2026-11-26, changed since), the data GPU tests (gputrain's own gather kernel
   # since), the Lightning comparison, cache vs loader (the kernel's bandwidth against the copy and
-  # PyTorch's index_select), ResNet's search against the true largest.
+  # PyTorch's index_select), ResNet's search against the true largest, the kernel under memcheck.
   step "ctest GpuTrainer.AutoBatch, GpuData, GpuChecks.Functional"
   ctest --test-dir $build -R "^(GpuTrainer\.AutoBatch|GpuData|GpuChecks\.Functional)" -V --timeout 120 > "$out/ctest-open.log" 2>&1; echo "rc=$?"
   grep -E "Passed|Failed|Not Run|found [0-9]+, largest|probe step" "$out/ctest-open.log"
@@ -162,6 +162,10 @@ open)
   GPUTRAIN_BUILD=$build run_bench lightning 150 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 3
   GPUTRAIN_BUILD=$build run_bench cache 150 "$python" bench/cache_vs_loader.py --runs 3
   run_auto_batch
+  # The gather kernel under compute-sanitizer's memcheck (it works on the Firecracker machines, not
+  # on the gVisor ones), last: it only adds to what the tests showed.
+  run_bench sanitizer 60 bash -c "compute-sanitizer --tool memcheck --error-exitcode 1 $build/bin/test_gpu_train \
+      --gtest_filter='GpuData.TheGatherKernelMovesRowsOfEveryDtypeBitForBit:GpuData.ChunkedVramGathersMatchTheCpuBatchForBatch' 2>&1 | tail -20"
   ;;
 probe)
   run_bench probe 60 bash -c "$build/bin/gputrain profile --batch configs/resnet18-cifar.yaml --set data.samples=8192 \
