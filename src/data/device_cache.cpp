@@ -31,8 +31,8 @@ row_gather::Table gather_table(const at::Tensor& rows, at::Tensor& out) {
 }
 
 // A batch's inputs and targets gathered on their GPU by one launch of row_gather's kernel, on the
-// current stream (where the step that reads them runs). Rows that are not contiguous, which
-// nothing in gputrain makes, go through index_select.
+// current stream (where the step that reads them runs). Rows that are not contiguous (a caller's
+// strided tensors; gputrain's sources make contiguous ones) go through index_select.
 Batch gather_on_gpu(const TensorDataset& set, const at::Tensor& indices) {
   const auto idx = indices.to(at::kLong).contiguous();
   const auto on = set.inputs.options();
