@@ -218,12 +218,17 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
   result.batch = best;
   if (best == max_batch && !options.max_batch_reason.empty()) {
     result.reason = "capped by " + options.max_batch_reason;
+  } else if (result.reserved_bytes) {
+    const auto percent = core::format_fixed(options.target_fraction * 100, 0) + "% of " + std::to_string(lowest_failure);
+    result.reason = (bracketed ? percent + ", the smallest batch that ran out of memory, and no larger than one that ran"
+                               : "the largest batch that ran within " + std::to_string(options.max_probes) + " probes, at most " +
+                                     percent + ", the smallest that ran out of memory") +
+                    " (the memory reserved by the allocator decides here, not the bytes allocated)";
   } else if (result.model) {
     result.reason = core::format_fixed(options.target_fraction * 100, 0) + "% of the " +
                     core::format_bytes(static_cast<std::uint64_t>(std::max(0.0, static_cast<double>(budget.limit) - result.model->fixed))) +
                     " left after " + core::format_bytes(static_cast<std::uint64_t>(result.model->fixed)) + " fixed, at " +
-                    core::format_bytes(static_cast<std::uint64_t>(result.model->per_sample)) + " per sample" +
-                    (result.reserved_bytes ? " (reserved by the allocator: a probe ran out of memory)" : "");
+                    core::format_bytes(static_cast<std::uint64_t>(result.model->per_sample)) + " per sample";
   } else {
     result.reason = "the largest probe that fitted";
   }

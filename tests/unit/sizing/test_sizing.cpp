@@ -208,7 +208,8 @@ TEST(BatchSearch, AnOomTheAllocatedBytesDidNotForeseeSwitchesTheModelToReservedB
   EXPECT_EQ(std::count_if(sizes.begin(), sizes.end(), [](std::int64_t b) { return b < 0; }), 2) << testing::PrintToString(sizes);
   EXPECT_GE(result.batch, 0.9 * double(truth)) << testing::PrintToString(sizes);
   EXPECT_TRUE(result.reserved_bytes);
-  EXPECT_NE(result.reason.find("reserved by the allocator"), std::string::npos) << result.reason;
+  EXPECT_EQ(result.reason, "90% of 2968, the smallest batch that ran out of memory, and no larger than one that ran "
+                           "(the memory reserved by the allocator decides here, not the bytes allocated)");
   ASSERT_TRUE(result.model.has_value());
   EXPECT_NEAR(result.model->per_sample, 20.7 * 1024, 1.0);
   EXPECT_LE(result.batch, truth);
@@ -261,10 +262,23 @@ TEST(BatchSearch, ReservedBytesThatGrowInSegmentsAreBracketedByStepsThatRanAndFa
           EXPECT_LE(result.batch, truth) << at;
           EXPECT_GE(result.batch, static_cast<std::int64_t>(0.9 * double(truth)) - 8) << at;
           EXPECT_LE(result.probes.size(), 10U) << at;
+          EXPECT_NE(result.reason.find("the memory reserved by the allocator decides here"), std::string::npos) << at;
           probe_counts.push_back(result.probes.size());
         }
   std::sort(probe_counts.begin(), probe_counts.end());
   EXPECT_LE(probe_counts[probe_counts.size() / 2], 6U) << "the median search";
+}
+
+// Probes that run out before the bracket closes leave the largest batch that ran, said as such.
+TEST(BatchSearch, ProbesThatRunOutBeforeTheBracketClosesLeaveTheLargestBatchThatRan) {
+  H200MlpStep step(12.57 * 1024, 20.7 * 1024);
+  auto o = options(16384);
+  o.max_probes = 4;  // 16, 1138, 12152 and 2968 out of memory: no batch of 90 % of 2968 has run
+  const auto result = search_batch_size(std::ref(step), step.budget(), o);
+  ASSERT_EQ(result.probes.size(), 4U);
+  EXPECT_EQ(result.batch, 1136);  // 1138, rounded down to a multiple of 8
+  EXPECT_EQ(result.reason, "the largest batch that ran within 4 probes, at most 90% of 2968, the smallest that ran out of memory "
+                           "(the memory reserved by the allocator decides here, not the bytes allocated)");
 }
 
 // Without an OOM the model stays on allocated bytes, whatever the allocator reserved: reserved
