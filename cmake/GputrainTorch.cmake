@@ -41,7 +41,8 @@ if(CUDAToolkit_ROOT)
   endif()
 endif()
 find_package(CUDAToolkit 13 REQUIRED)
-# Torch's config warns about CMAKE_CUDA_ARCHITECTURES; we compile no CUDA through it.
+# Torch's config warns that it ignores CMAKE_CUDA_ARCHITECTURES: its own kernels are built. Ours set
+# theirs on their target (gputrain_kernels, src/CMakeLists.txt).
 find_package(Torch REQUIRED)
 if(NOT Torch_VERSION AND TORCH_VERSION)
   set(Torch_VERSION ${TORCH_VERSION})
