@@ -83,7 +83,8 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
   // allocator reports reserved bytes too (CUDA). Its memory fraction limits those, so from then on
   // the model is fitted to them: they overstate a step's need when no cap presses (freed blocks
   // stay cached), which is why they are not the first choice, but an OOM the allocated bytes did
-  // not foresee says the allocator's rounding is what decides.
+  // not foresee says the allocator's rounding is what decides. That model then only places the
+  // bracket's probes (below).
   auto peak_of = [&](const ProbePoint& p) {
     return result.reserved_bytes ? ProbePoint{p.batch, p.fits, std::max(p.peak, p.reserved_peak),
                                               std::max(p.optimizer_peak, p.reserved_peak), p.activations, p.seconds,
@@ -93,7 +94,7 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
   // The peak a batch may reach: the fixed part plus the target fraction of what is left.
   auto within_target = [&](const ProbePoint& p) {
     const double fixed = result.model ? result.model->fixed : anchor;
-    return static_cast<double>(peak_of(p).peak) <= fixed + options.target_fraction * (static_cast<double>(budget.limit) - fixed);
+    return static_cast<double>(p.peak) <= fixed + options.target_fraction * (static_cast<double>(budget.limit) - fixed);
   };
 
   // The memory model from the probes so far. The first, small probe only sizes the second: its
@@ -125,11 +126,8 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
       lowest_failure = std::min(lowest_failure, candidate);
       if (!result.reserved_bytes &&
           std::any_of(fitted.begin(), fitted.end(), [](const ProbePoint& p) { return p.reserved_peak > p.peak; })) {
-        result.reserved_bytes = true;
+        result.reserved_bytes = true;  // from here the answer is bracketed (below), not read off the line
         result.model = model_from(fitted);
-        best = 0;
-        for (const auto& p : fitted)
-          if (within_target(p)) best = std::max(best, p.batch);
       }
     } else {
       fitted.push_back(point);
@@ -203,7 +201,7 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
     if (std::any_of(result.probes.begin(), result.probes.end(), [&](const auto& p) { return p.batch == next; })) break;
     candidate = next;
   }
-  if (result.reserved_bytes && !bracketed && !fitted.empty()) {
+  if (result.reserved_bytes && !bracketed) {
     // Out of probes before the bracket closed: the largest batch that ran, at most the answer.
     best = round_batch(std::min(fitted.back().batch, bracket_answer(lowest_failure, options.target_fraction, 1)), options.multiple);
   }
