@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "gputrain/data/epoch_sampler.hpp"
 #include "gputrain/data/loader.hpp"
@@ -54,6 +55,21 @@ double time_feed(data::Feed& feed, c10::Device device, std::int64_t size, const 
   return done / std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// GB/s of `work`, which moves `bytes` a call: one call to warm up (kernel load, allocator), then
+// the median of 5 timings of `calls` calls each, the device synchronised around every timing.
+double median_gbps(c10::Device device, double bytes, int calls, const std::function<void()>& work) {
+  work();
+  std::vector<double> rates;
+  for (int r = 0; r < 5; ++r) {
+    wait_for_device(device);
+    const auto start = Clock::now();
+    for (int i = 0; i < calls; ++i) work();
+    wait_for_device(device);
+    rates.push_back(calls * bytes / 1e9 / std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return median(rates);
+}
+
 // The cache's gather alone, `n` random samples a gather (as its feed gathers them in training:
 // several batches at once on a GPU), after a warm-up; median of 5 timings of 10 gathers each, in
 // sample bytes per second / 1e9.
@@ -61,16 +77,7 @@ double time_gather(const data::DeviceCache& cache, c10::Device device, std::int6
   const auto size = cache.data().size();
   auto gen = at::make_generator<at::CPUGeneratorImpl>(0);
   const auto indices = at::randperm(size, gen, at::TensorOptions().dtype(at::kLong)).slice(0, 0, n).to(cache.data().inputs.device());
-  (void)cache.gather(indices);  // warm-up: kernel load, allocator
-  std::vector<double> rates;
-  for (int r = 0; r < 5; ++r) {
-    wait_for_device(device);
-    const auto start = Clock::now();
-    for (int i = 0; i < 10; ++i) (void)cache.gather(indices);
-    wait_for_device(device);
-    rates.push_back(10.0 * static_cast<double>(n) * sample_bytes / 1e9 / std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  return median(rates);
+  return median_gbps(device, static_cast<double>(n) * sample_bytes, 10, [&] { (void)cache.gather(indices); });
 }
 
 }  // namespace
@@ -96,16 +103,7 @@ double measure_pinned_copy_gbps(c10::Device device) {
   const std::int64_t bytes = 256LL << 20;
   const auto host = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
   auto target = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
-  target.copy_(host, true);  // warm-up
-  std::vector<double> rates;
-  for (int i = 0; i < 5; ++i) {
-    wait_for_device(device);
-    const auto start = Clock::now();
-    target.copy_(host, true);
-    wait_for_device(device);
-    rates.push_back(static_cast<double>(bytes) / 1e9 / std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  return median(rates);
+  return median_gbps(device, static_cast<double>(bytes), 1, [&] { target.copy_(host, true); });
 }
 
 double measure_device_copy_gbps(c10::Device device) {
@@ -113,16 +111,7 @@ double measure_device_copy_gbps(c10::Device device) {
   const std::int64_t bytes = 256LL << 20;
   const auto source = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
   auto target = at::empty_like(source);
-  target.copy_(source);  // warm-up
-  std::vector<double> rates;
-  for (int i = 0; i < 5; ++i) {
-    wait_for_device(device);
-    const auto start = Clock::now();
-    target.copy_(source);
-    wait_for_device(device);
-    rates.push_back(static_cast<double>(bytes) / 1e9 / std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  return median(rates);
+  return median_gbps(device, static_cast<double>(bytes), 1, [&] { target.copy_(source); });
 }
 
 LoaderSweep sweep_loader(std::shared_ptr<const data::Dataset> dataset, c10::Device device, const SweepOptions& o,
