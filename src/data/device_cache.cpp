@@ -30,25 +30,15 @@ row_gather::Table gather_table(const at::Tensor& rows, at::Tensor& out) {
   return row_gather::table_for(rows.data_ptr(), out.data_ptr(), n, row_bytes);
 }
 
-// A batch's inputs and targets gathered on their GPU by one launch of row_gather's kernel, on the
-// current stream (where the step that reads them runs). Rows that are not contiguous (a caller's
-// strided tensors; gputrain's sources make contiguous ones) go through index_select.
-Batch gather_on_gpu(const TensorDataset& set, const at::Tensor& indices) {
-  const auto idx = indices.to(at::kLong).contiguous();
-  const auto on = set.inputs.options();
-  Batch out{empty_rows(set.inputs, idx.size(0), on), empty_rows(set.targets, idx.size(0), on)};
-  if (!set.inputs.is_contiguous() || !set.targets.is_contiguous()) {
-    at::index_select_out(out.inputs, set.inputs, 0, idx);
-    at::index_select_out(out.targets, set.targets, 0, idx);
-    return out;
-  }
+// `set`'s rows `indices` (on the set's GPU, int64, contiguous) into `out`, inputs and targets by one
+// launch of row_gather's kernel on the current stream (where the step that reads them runs).
+void gather_on_gpu(const TensorDataset& set, const at::Tensor& indices, Batch& out) {
   const row_gather::Table tables[] = {gather_table(set.inputs, out.inputs), gather_table(set.targets, out.targets)};
   const c10::cuda::CUDAGuard on_device(set.inputs.device());
   const auto stream = c10::cuda::getCurrentCUDAStream(set.inputs.device().index());
-  if (const char* error = row_gather::gather_rows_on_gpu(tables, 2, idx.data_ptr<std::int64_t>(), idx.size(0), stream.stream()))
+  if (const char* error = row_gather::gather_rows_on_gpu(tables, 2, indices.data_ptr<std::int64_t>(), indices.size(0), stream.stream()))
     throw Error("the VRAM cache's gather kernel did not start on " + set.inputs.device().str() + ": " + error,
                 "set data.cache: ram (the rows are then gathered on the host); `gputrain verify` tries the kernel on each GPU");
-  return out;
 }
 
 class CacheFeed final : public Feed {
@@ -159,15 +149,21 @@ DeviceCache::DeviceCache(TensorDataset cpu_set, CacheMode mode, c10::Device devi
 std::uint64_t DeviceCache::bytes() const { return set_.inputs.nbytes() + set_.targets.nbytes(); }
 
 Batch DeviceCache::gather(const at::Tensor& indices) const {
-  if (mode_ == CacheMode::vram && set_.inputs.is_cuda()) return gather_on_gpu(set_, indices.to(set_.inputs.device()));
-  // On the host index_select copies whole rows. vram on the CPU gathers from the RAM it lives in;
-  // ram on a GPU gathers into pinned memory (the caching host allocator reuses it once the copy
-  // that read it has finished), then one asynchronous copy each.
-  const auto idx = indices.to(at::kCPU);
-  const auto options = mode_ == CacheMode::vram ? at::TensorOptions() : at::TensorOptions().pinned_memory(true);
+  // vram on a GPU: gathered there, by gputrain's kernel where the rows are contiguous (a caller's
+  // strided tensors go through index_select; gputrain's sources make contiguous ones). vram on the
+  // CPU: from the RAM it lives in (index_select copies whole rows there). ram on a GPU: into pinned
+  // memory (the caching host allocator reuses it once the copy that read it has finished), then
+  // one asynchronous copy each.
+  const bool on_gpu = mode_ == CacheMode::vram && set_.inputs.is_cuda();
+  const auto idx = indices.to(on_gpu ? set_.inputs.device() : c10::Device(c10::kCPU), at::kLong).contiguous();
+  const auto options = on_gpu ? set_.inputs.options() : at::TensorOptions().pinned_memory(mode_ == CacheMode::ram);
   Batch out{empty_rows(set_.inputs, idx.size(0), options), empty_rows(set_.targets, idx.size(0), options)};
-  at::index_select_out(out.inputs, set_.inputs, 0, idx);
-  at::index_select_out(out.targets, set_.targets, 0, idx);
+  if (on_gpu && set_.inputs.is_contiguous() && set_.targets.is_contiguous()) {
+    gather_on_gpu(set_, idx, out);
+  } else {
+    at::index_select_out(out.inputs, set_.inputs, 0, idx);
+    at::index_select_out(out.targets, set_.targets, 0, idx);
+  }
   if (mode_ == CacheMode::vram) return out;
   return {out.inputs.to(device_, /*non_blocking=*/true), out.targets.to(device_, /*non_blocking=*/true)};
 }
