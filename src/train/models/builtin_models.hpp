@@ -28,6 +28,10 @@ TORCH_MODULE(PlainSequential);
 void require_sample_dims(const ModelSpec& spec, std::size_t dims, const std::string& model, const std::string& layout,
                          const std::string& example);
 
+/// model.activation's module (relu, gelu, silu, tanh), as the MLP's hidden layers and the
+/// transformer's feed-forward blocks apply it; the MLP's direct backward recognises these types.
+torch::nn::AnyModule make_activation(const std::string& name);
+
 /// mlp: flatten, then [Linear, norm, activation, dropout] per model.hidden width, then Linear.
 torch::nn::AnyModule make_mlp(const ModelSpec& spec);
 /// small_cnn: three conv-BN-ReLU blocks (width, 2x, 4x channels), global pool, Linear.

@@ -1,4 +1,3 @@
-#include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/batchnorm.h>
@@ -8,16 +7,6 @@
 #include "builtin_models.hpp"
 
 namespace gputrain::train::models {
-namespace {
-
-void add_activation(PlainSequential& net, const std::string& name) {
-  if (name == "gelu") net->push_back(torch::nn::GELU());
-  else if (name == "silu") net->push_back(torch::nn::SiLU());
-  else if (name == "tanh") net->push_back(torch::nn::Tanh());
-  else net->push_back(torch::nn::ReLU());
-}
-
-}  // namespace
 
 // Layer order and names match a Python nn.Sequential built the same way, so state_dict keys
 // ("1.weight", ...) are the same on both sides (the benchmarks rely on it).
@@ -30,7 +19,7 @@ torch::nn::AnyModule make_mlp(const ModelSpec& spec) {
     net->push_back(torch::nn::Linear(width, hidden));
     if (spec.config.norm == "batch") net->push_back(torch::nn::BatchNorm1d(hidden));
     if (spec.config.norm == "layer") net->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
-    add_activation(net, spec.config.activation);
+    net->push_back(make_activation(spec.config.activation));
     if (spec.config.dropout > 0) net->push_back(ThreadedDropout(spec.config.dropout));  // masks drawn by every thread (cpu_dropout.hpp)
     width = hidden;
   }

@@ -86,6 +86,7 @@ struct EncoderLayerImpl : nn::Cloneable<EncoderLayerImpl> {
     linear2 = register_module("linear2", nn::Linear(c.ff_dim, c.d_model));
     norm1 = register_module("norm1", nn::LayerNorm(nn::LayerNormOptions({c.d_model})));
     norm2 = register_module("norm2", nn::LayerNorm(nn::LayerNormOptions({c.d_model})));
+    activation = make_activation(c.activation);  // no parameters: not registered, as in PyTorch's layer
   }
   at::Tensor forward(const at::Tensor& x) {
     if (c.norm_first) {  // pre-norm: x + block(norm(x)), as PyTorch's norm_first=True
@@ -96,14 +97,8 @@ struct EncoderLayerImpl : nn::Cloneable<EncoderLayerImpl> {
     return norm2(h + feed_forward(h));
   }
   // linear2(dropout(activation(linear1(h)))), then dropout2, as PyTorch's _ff_block and dropout2.
-  at::Tensor feed_forward(const at::Tensor& h) const {
-    return drop(project(linear2, drop(activation(project(linear1, h)))));
-  }
-  at::Tensor activation(const at::Tensor& t) const {
-    if (c.activation == "gelu") return at::gelu(t);
-    if (c.activation == "silu") return at::silu(t);
-    if (c.activation == "tanh") return at::tanh(t);
-    return at::relu(t);
+  at::Tensor feed_forward(const at::Tensor& h) {
+    return drop(project(linear2, drop(activation.forward(project(linear1, h)))));
   }
   // PyTorch's layer has three Dropout modules (dropout, dropout1, dropout2), with nothing to save.
   at::Tensor drop(const at::Tensor& t) const { return threaded_dropout(t, c.dropout, is_training()); }
@@ -111,6 +106,7 @@ struct EncoderLayerImpl : nn::Cloneable<EncoderLayerImpl> {
   SelfAttention self_attn{nullptr};
   nn::Linear linear1{nullptr}, linear2{nullptr};
   nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+  nn::AnyModule activation;
 };
 TORCH_MODULE(EncoderLayer);
 
