@@ -43,18 +43,29 @@ def gputrain(args):
     return json.loads(result.stdout)
 
 
+def median_gbps(device, nbytes, calls, work):
+    """GB/s of `work`, which moves `nbytes` a call: one warm-up call (kernel load, allocator), then
+    the median of 5 timings of `calls` calls, synchronised around each (as `gputrain profile`)."""
+    def sync():
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    work()
+    rates = []
+    for _ in range(5):
+        sync()
+        start = time.perf_counter()
+        for _ in range(calls):
+            work()
+        sync()
+        rates.append(calls * nbytes / 1e9 / (time.perf_counter() - start))
+    return statistics.median(rates)
+
+
 def d2d_gbps():
     x = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)
-    y.copy_(x)
-    rates = []
-    for _ in range(5):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        y.copy_(x)
-        torch.cuda.synchronize()
-        rates.append(x.numel() / 1e9 / (time.perf_counter() - start))
-    return statistics.median(rates)
+    return median_gbps("cuda", x.numel(), 1, lambda: y.copy_(x))
 
 
 def index_select_gbps(x_path, y_path, rows, device):
@@ -67,27 +78,11 @@ def index_select_gbps(x_path, y_path, rows, device):
     targets = torch.from_numpy(np.load(y_path)).to(device)
     index = torch.randperm(len(inputs), generator=torch.Generator().manual_seed(0))[:rows].to(device)
     sample_bytes = (inputs.nbytes + targets.nbytes) / len(inputs)
-
-    def gather():
-        return inputs.index_select(0, index), targets.index_select(0, index)
-
-    def sync():
-        if device == "cuda":
-            torch.cuda.synchronize()
-
-    gather()  # warm-up: kernel load, allocator
-    rates = []
-    for _ in range(5):
-        sync()
-        start = time.perf_counter()
-        for _ in range(10):
-            gather()
-        sync()
-        rates.append(10 * rows * sample_bytes / 1e9 / (time.perf_counter() - start))
+    rate = median_gbps(device, rows * sample_bytes, 10, lambda: (inputs.index_select(0, index), targets.index_select(0, index)))
     del inputs, targets, index
     if device == "cuda":
         torch.cuda.empty_cache()  # the next gputrain processes get this GPU's memory back
-    return statistics.median(rates)
+    return rate
 
 
 def main():
