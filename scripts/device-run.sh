@@ -14,6 +14,8 @@
 #   lightning  batch_size auto vs Lightning's Tuner on the GPU (the image has lightning 2.6.6)
 #   mlp-batch  the Lightning bench's search alone (configs/mlp.yaml under 128 and 512 MiB caps, each
 #          probe's peak shown), then the GPU tests in what is left of the stage's time
+#   search the MLP's search under 128 MiB and batch_size auto vs Lightning's Tuner (2 runs): the
+#          commands alone are built, no tests, for a call on what is left of a device budget
 #   open   what issues #4 and #5 still need measured: the auto-batch and data GPU tests, the MLP's
 #          search under 128 MiB, batch_size auto vs Lightning's Tuner, cache vs loader (stall, the
 #          gather kernel's bandwidth against the copy and PyTorch's index_select), ResNet's search
@@ -23,7 +25,7 @@
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-stages="test|bench|bench2|batch|probe|lightning|mlp-batch|open|full|suite"
+stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|full|suite"
 case "|$stages|" in *"|$stage|"*) ;; *) [ "$stage" = quick ] && stage=test || { echo "usage: $0 $stages" >&2; exit 2; } ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
@@ -50,8 +52,10 @@ step build
 # The measuring stages need the commands and the GPU tests only: a third fewer files to compile
 # than the whole tree (the CPU tests are the rest), which a 15-minute device budget feels.
 targets=()
-case "$stage" in open|probe|lightning|mlp-batch)
+case "$stage" in
+open|probe|lightning|mlp-batch)
   targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train gputrain-quick-train test_gpu_train test_gpu_checks) ;;
+search) targets=(--target gputrain gputrain-profile gputrain-train) ;;
 esac
 configure() {
   cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUTRAIN_PYTHON="$python" \
@@ -154,18 +158,23 @@ open)
   # brings them back: the auto-batch GPU test and the MLP's search under 128 MiB (both fell short
   # on the H200 on 2026-11-26, changed since), the data GPU tests (gputrain's own gather kernel
   # since), the Lightning comparison, cache vs loader (the kernel's bandwidth against the copy and
-  # PyTorch's index_select), ResNet's search against the true largest, the kernel under memcheck.
+  # PyTorch's index_select), the kernel under memcheck, ResNet's search against the true largest.
   step "ctest GpuTrainer.AutoBatch, GpuData, GpuChecks.Functional"
   ctest --test-dir $build -R "^(GpuTrainer\.AutoBatch|GpuData|GpuChecks\.Functional)" -V --timeout 120 > "$out/ctest-open.log" 2>&1; echo "rc=$?"
   grep -E "Passed|Failed|Not Run|found [0-9]+, largest|probe step" "$out/ctest-open.log"
   run_mlp_batch 128MiB
   GPUTRAIN_BUILD=$build run_bench lightning 150 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 3
   GPUTRAIN_BUILD=$build run_bench cache 150 "$python" bench/cache_vs_loader.py --runs 3
-  run_auto_batch
   # The gather kernel under compute-sanitizer's memcheck (it works on the Firecracker machines, not
-  # on the gVisor ones), last: it only adds to what the tests showed.
-  run_bench sanitizer 60 bash -c "compute-sanitizer --tool memcheck --error-exitcode 1 $build/bin/test_gpu_train \
+  # on the gVisor ones): it only adds to what the tests showed.
+  run_bench sanitizer 45 bash -c "compute-sanitizer --tool memcheck --error-exitcode 1 $build/bin/test_gpu_train \
       --gtest_filter='GpuData.TheGatherKernelMovesRowsOfEveryDtypeBitForBit:GpuData.ChunkedVramGathersMatchTheCpuBatchForBatch' 2>&1 | tail -20"
+  # Last: ResNet's search runs into no OOM, so it is the one the batch search's change left alone.
+  run_auto_batch
+  ;;
+search)
+  run_mlp_batch 128MiB
+  GPUTRAIN_BUILD=$build run_bench lightning 150 "$python" bench/auto_batch_vs_lightning.py --device cuda --cap-mib 128 --runs 2
   ;;
 probe)
   run_bench probe 60 bash -c "$build/bin/gputrain profile --batch configs/resnet18-cifar.yaml --set data.samples=8192 \
