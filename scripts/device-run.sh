@@ -16,7 +16,7 @@
 #          probe's peak shown), then the GPU tests in what is left of the stage's time
 #   search the MLP's search under 128 MiB and batch_size auto vs Lightning's Tuner (2 runs): the
 #          commands alone are built, no tests, for a call on what is left of a device budget
-#   open   what issues #4 and #5 still need measured: the auto-batch and data GPU tests, the MLP's
+#   open   the figures issues #4 and #5 named, measured: the auto-batch and data GPU tests, the MLP's
 #          search under 128 MiB, batch_size auto vs Lightning's Tuner, cache vs loader (stall, the
 #          gather kernel's bandwidth against the copy and PyTorch's index_select), ResNet's search
 #          against the true largest
@@ -154,11 +154,11 @@ mlp-batch)
   grep -E "Passed|Failed|Not Run|tests passed" "$out/ctest-gpu.log"
   ;;
 open)
-  # What issues #4 and #5 still need measured, the most wanted first, so a call cut short still
-  # brings them back: the auto-batch GPU test and the MLP's search under 128 MiB (both fell short
-  # on the H200 on 2026-11-26, changed since), the data GPU tests (gputrain's own gather kernel
-  # since), the Lightning comparison, cache vs loader (the kernel's bandwidth against the copy and
-  # PyTorch's index_select), the kernel under memcheck, ResNet's search against the true largest.
+  # The figures issues #4 and #5 named, the ones a change to the search or the gather moves first,
+  # so a call cut short still brings them back: the auto-batch GPU test and the MLP's search under
+  # 128 MiB, the data GPU tests (gputrain's own gather kernel), the Lightning comparison, cache vs
+  # loader (the kernel's bandwidth against the copy and PyTorch's index_select), the kernel under
+  # memcheck, ResNet's search against the true largest (~420 s on an H200 with the build).
   step "ctest GpuTrainer.AutoBatch, GpuData, GpuChecks.Functional"
   ctest --test-dir $build -R "^(GpuTrainer\.AutoBatch|GpuData|GpuChecks\.Functional)" -V --timeout 120 > "$out/ctest-open.log" 2>&1; echo "rc=$?"
   grep -E "Passed|Failed|Not Run|found [0-9]+, largest|probe step" "$out/ctest-open.log"
