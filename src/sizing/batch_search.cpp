@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
