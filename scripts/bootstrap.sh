@@ -74,7 +74,8 @@ fi
 # 4. Configure and build (ccache keeps rebuilds of fresh clones short: paths under the clone are
 #    hashed relative to it, so a clone in another folder hits the same cache entries).
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
-if [ ! -f "$build/CMakeCache.txt" ]; then
+# An interrupted configure leaves a CMakeCache.txt and no build.ninja: configure again then too.
+if [ ! -f "$build/build.ninja" ]; then
   say "configuring $build"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGPUTRAIN_PYTHON="$root/.venv/bin/python" "${toolkit_args[@]}"
