@@ -66,21 +66,16 @@ double reserved_fills(const std::vector<ProbePoint>& ran, double limit, const st
 std::int64_t bracket_probe(std::int64_t ran, std::int64_t failed, double fraction, double fills, std::int64_t multiple) {
   const auto answer = bracket_answer(failed, fraction, multiple);
   const auto proves = static_cast<std::int64_t>(static_cast<double>(ran) / fraction);  // a failure here ends it
-  double next = 0;
-  if (fills <= static_cast<double>(ran) || fills >= static_cast<double>(failed))
-    next = static_cast<double>(failed) * fraction * fraction > static_cast<double>(ran)
-               ? std::sqrt(static_cast<double>(ran) * static_cast<double>(failed))
-               : static_cast<double>(answer);
-  else if (fills >= static_cast<double>(answer))
-    next = static_cast<double>(answer);
-  else if (fills < static_cast<double>(proves))
-    next = static_cast<double>(proves);
-  else
-    next = std::ceil(fills * kAboveFills);
-  // Rounded to the multiple, except a proving probe, whose failure must be at most ran / fraction.
-  auto batch = next == static_cast<double>(proves) ? proves : round_batch(static_cast<std::int64_t>(next), multiple);
-  if (batch <= ran || batch >= failed) batch = answer;
-  return batch;
+  const auto rounded = [&](double batch) { return round_batch(static_cast<std::int64_t>(batch), multiple); };
+  std::int64_t batch = answer;
+  if (fills <= static_cast<double>(ran) || fills >= static_cast<double>(failed)) {
+    if (static_cast<double>(failed) * fraction * fraction > static_cast<double>(ran))
+      batch = rounded(std::sqrt(static_cast<double>(ran) * static_cast<double>(failed)));
+  } else if (fills < static_cast<double>(answer)) {
+    // Not rounded to the multiple when proving: its failure must be at most ran / fraction.
+    batch = fills < static_cast<double>(proves) ? proves : rounded(std::ceil(fills * kAboveFills));
+  }
+  return batch <= ran || batch >= failed ? answer : batch;
 }
 
 }  // namespace
@@ -114,11 +109,12 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
   // stay cached), which is why they are not the first choice, but an OOM the allocated bytes did
   // not foresee says the allocator's rounding is what decides. That model then only places the
   // bracket's probes (below).
-  auto peak_of = [&](const ProbePoint& p) {
-    return result.reserved_bytes ? ProbePoint{p.batch, p.fits, std::max(p.peak, p.reserved_peak),
-                                              std::max(p.optimizer_peak, p.reserved_peak), p.activations, p.seconds,
-                                              p.persistent, p.reserved_peak}
-                                 : p;
+  auto peak_of = [&](ProbePoint p) {
+    if (result.reserved_bytes) {
+      p.peak = std::max(p.peak, p.reserved_peak);
+      p.optimizer_peak = std::max(p.optimizer_peak, p.reserved_peak);
+    }
+    return p;
   };
   // The peak a batch may reach: the fixed part plus the target fraction of what is left.
   auto within_target = [&](const ProbePoint& p) {
