@@ -175,7 +175,7 @@ TEST_F(GpuTrainer, AutoBatchUnderAMemoryCapIsNearTheLargestAndDoesNotOom) {
     // memory). The truth holds as much, so both are measured against the same free memory.
     std::ifstream record_file(std::filesystem::path(config.logging.dir) / "auto_batch.json");
     const auto record = nlohmann::json::parse(record_file);
-    std::cerr << record.dump() << "\n";
+    std::cerr << record.dump() << "\n";  // the probes in the test's log: the GPU runs' record of the search
     const ProbeData probe{samples, data.transform, data.sources.train->size(), record.at("data_reserve_bytes").get<std::uint64_t>()};
     const auto truth = find_largest_fitting_batch(resolved, run.device, probe, result.batch_size, probe.dataset_size);
     EXPECT_LE(result.batch_size, truth.largest) << model[0];
