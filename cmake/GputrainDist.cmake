@@ -1,4 +1,4 @@
-# The two engines of dist::Communicator.
+# Finds the two engines of dist::Communicator; src/CMakeLists.txt adds the sources of those found.
 #
 # MPI (CPU ranks): Open MPI from Debian's packages (libopenmpi-dev). Optional: without it the build
 # still works and `distributed.backend: mpi` says how to get it. GPUTRAIN_HAVE_MPI records which.
@@ -34,19 +34,3 @@ if(GPUTRAIN_NCCL_INCLUDE_DIR AND EXISTS "${GPUTRAIN_NCCL_INCLUDE_DIR}/nccl.h")
 else()
   message(STATUS "gputrain: no nccl.h beside LibTorch: GPU ranks unavailable (set GPUTRAIN_NCCL_INCLUDE_DIR)")
 endif()
-
-# Adds the engines to gputrain_core.
-function(gputrain_add_dist_engines target)
-  target_sources(${target} PRIVATE dist/rank_environment.cpp dist/communicator.cpp dist/gradient_sync.cpp dist/launcher.cpp dist/rank_process.cpp dist/rank_output.cpp dist/bus_bandwidth.cpp)
-  if(GPUTRAIN_HAVE_MPI)
-    target_sources(${target} PRIVATE dist/mpi_communicator.cpp)
-    target_compile_definitions(${target} PRIVATE GPUTRAIN_HAVE_MPI=1)
-    target_link_libraries(${target} PRIVATE MPI::MPI_CXX)
-  endif()
-  if(GPUTRAIN_HAVE_NCCL)
-    target_sources(${target} PRIVATE dist/nccl_communicator.cpp)
-    target_compile_definitions(${target} PRIVATE GPUTRAIN_HAVE_NCCL=1)
-    set_source_files_properties(dist/nccl_communicator.cpp dist/bus_bandwidth.cpp PROPERTIES
-      COMPILE_DEFINITIONS USE_C10D_NCCL INCLUDE_DIRECTORIES "${GPUTRAIN_NCCL_INCLUDE_DIR};${CUDAToolkit_INCLUDE_DIRS}")
-  endif()
-endfunction()

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "train/crc32c.hpp"  // private: the checksum the writer uses
+#include "train/report/crc32c.hpp"  // private: the checksum the writer uses
 
 namespace gputrain::test_support {
 

@@ -9,7 +9,7 @@
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/build_info.hpp"
 #include "gputrain/core/process_time.hpp"
-#include "gputrain/train/quick_train.hpp"
+#include "gputrain/quick_train/quick_train.hpp"
 
 using namespace gputrain;
 
@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
                "Synthetic data and a small CNN are built in: no files needed.\n\n"
                "Exit codes: 0 all steps pass, 1 a step failed, 2 bad usage, 3 no usable GPU (see --allow-cpu).",
                "gputrain quick-train"};
-  train::QuickTrainOptions options;
+  quick_train::QuickTrainOptions options;
   std::string precision = "fp16-mixed", junit;
   bool json = false, allow_cpu = false, no_color = false;
   app.add_option("--device", options.device, "auto (default), cpu, cuda or cuda:N")->envname("GPUTRAIN_DEVICE");
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     auto context = checks::gather_context(checks::Level::quick, allow_cpu);
     const auto [report, color] = tools::report_stream(json, no_color);
     report << "gputrain " << core::build_info().gputrain_version << " quick-train\n";
-    const auto outcomes = checks::run_checks(train::quick_train_steps(options), context, [&](const checks::Outcome& o) {
+    const auto outcomes = checks::run_checks(quick_train::quick_train_steps(options), context, [&](const checks::Outcome& o) {
       checks::write_outcome(report, o, color);
       report.flush();
     });

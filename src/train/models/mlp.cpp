@@ -3,7 +3,7 @@
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/normalization.h>
 
-#include "../cpu_dropout.hpp"
+#include "train/models/layers/cpu_dropout.hpp"
 #include "builtin_models.hpp"
 
 namespace gputrain::train::models {

@@ -5,7 +5,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
 
-#include "../cpu_dropout.hpp"
+#include "train/models/layers/cpu_dropout.hpp"
 #include "builtin_models.hpp"
 
 namespace gputrain::train::models {

@@ -13,8 +13,8 @@
 #include <string>
 #include <utility>
 
-#include "../cpu_dropout.hpp"
-#include "../cpu_linear.hpp"
+#include "train/models/layers/cpu_dropout.hpp"
+#include "train/models/layers/cpu_linear.hpp"
 #include "gputrain/train/amp.hpp"
 #include "builtin_models.hpp"
 

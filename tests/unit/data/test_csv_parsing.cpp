@@ -12,8 +12,8 @@
 #include <random>
 #include <sstream>
 
-#include "data/csv_number.hpp"
-#include "data/csv_records.hpp"
+#include "data/csv/csv_number.hpp"
+#include "data/csv/csv_records.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/csv_format.hpp"
 

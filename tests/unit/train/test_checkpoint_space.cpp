@@ -8,7 +8,7 @@
 #include "gputrain/train/trainer.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
-#include "train/checkpoint_space.hpp"  // private: the trainer's pre-flight check
+#include "train/checkpoint/checkpoint_space.hpp"  // private: the trainer's pre-flight check
 
 using namespace gputrain;
 using namespace gputrain::train;

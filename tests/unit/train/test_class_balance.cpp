@@ -5,7 +5,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/data/sources.hpp"
-#include "train/class_balance.hpp"
+#include "train/data_checks/class_balance.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;

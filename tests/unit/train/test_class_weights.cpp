@@ -14,8 +14,8 @@
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
 #include "support/usage_errors.hpp"
-#include "train/class_weights.hpp"
-#include "train/training_step.hpp"
+#include "train/data_checks/class_weights.hpp"
+#include "train/step/training_step.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;

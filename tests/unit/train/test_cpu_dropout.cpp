@@ -6,7 +6,7 @@
 
 #include <limits>
 
-#include "train/cpu_dropout.hpp"
+#include "train/models/layers/cpu_dropout.hpp"
 
 using gputrain::train::threaded_dropout;
 

@@ -4,7 +4,7 @@
 #include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 
-#include "train/cpu_linear.hpp"
+#include "train/models/layers/cpu_linear.hpp"
 
 using namespace gputrain::train;
 

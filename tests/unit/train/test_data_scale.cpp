@@ -7,7 +7,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/train/config.hpp"
-#include "train/data_scale.hpp"
+#include "train/data_checks/data_scale.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;

@@ -17,11 +17,11 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
 
-#include "train/cpu_matmul.hpp"
-#include "train/direct_backward.hpp"  // private: the trainer's step
+#include "train/models/layers/cpu_matmul.hpp"
+#include "train/step/direct_backward.hpp"  // private: the trainer's step
 #include "train/models/builtin_models.hpp"
-#include "train/module_model.hpp"
-#include "train/training_step.hpp"
+#include "train/models/module_model.hpp"
+#include "train/step/training_step.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "train/early_stop.hpp"
+#include "train/loop/callbacks/early_stop.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/config.hpp"

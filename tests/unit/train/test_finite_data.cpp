@@ -7,7 +7,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/train/config.hpp"
-#include "train/finite_data.hpp"
+#include "train/data_checks/finite_data.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;

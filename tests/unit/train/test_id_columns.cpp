@@ -6,7 +6,7 @@
 
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/train/config.hpp"
-#include "train/id_columns.hpp"
+#include "train/data_checks/id_columns.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;

@@ -13,7 +13,7 @@
 #include "support/run_info.hpp"
 #include "support/scratch_folder.hpp"
 #include "support/tfrecords.hpp"
-#include "train/human_lines.hpp"  // private: the lines training.log and the console share
+#include "train/report/human_lines.hpp"  // private: the lines training.log and the console share
 
 using namespace gputrain::train;
 using gputrain::test_support::small_run_info;

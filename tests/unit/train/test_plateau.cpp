@@ -12,7 +12,7 @@
 #include "support/scratch_folder.hpp"
 #include "support/small_run.hpp"
 #include "support/usage_errors.hpp"
-#include "train/plateau.hpp"
+#include "train/loop/callbacks/plateau.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;

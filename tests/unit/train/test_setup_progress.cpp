@@ -9,7 +9,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
-#include "train/setup_progress.hpp"  // private
+#include "train/setup/setup_progress.hpp"  // private
 
 using namespace gputrain;
 using namespace std::chrono_literals;

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "gputrain/train/config.hpp"
-#include "train/step_failures.hpp"  // private: the trainer's stop messages
+#include "train/step/step_failures.hpp"  // private: the trainer's stop messages
 
 using namespace gputrain;
 using namespace gputrain::train;

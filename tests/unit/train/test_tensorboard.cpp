@@ -5,7 +5,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "train/crc32c.hpp"
+#include "train/report/crc32c.hpp"
 #include "gputrain/train/tensorboard_writer.hpp"
 #include "support/tfrecords.hpp"
 

@@ -9,7 +9,7 @@
 
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model_registry.hpp"
-#include "train/unread_settings.hpp"
+#include "train/config/unread_settings.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;

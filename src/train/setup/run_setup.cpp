@@ -16,11 +16,11 @@
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/model_registry.hpp"
 
-#include "class_balance.hpp"
-#include "class_weights.hpp"
-#include "data_scale.hpp"
-#include "finite_data.hpp"
-#include "id_columns.hpp"
+#include "train/data_checks/class_balance.hpp"
+#include "train/data_checks/class_weights.hpp"
+#include "train/data_checks/data_scale.hpp"
+#include "train/data_checks/finite_data.hpp"
+#include "train/data_checks/id_columns.hpp"
 #include "setup_progress.hpp"
 
 namespace gputrain::train {

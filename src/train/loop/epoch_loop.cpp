@@ -12,9 +12,9 @@
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/lr_schedule.hpp"
 #include "gputrain/train/optimizer.hpp"
-#include "early_stop.hpp"
-#include "plateau.hpp"
-#include "step_failures.hpp"
+#include "train/loop/callbacks/early_stop.hpp"
+#include "train/loop/callbacks/plateau.hpp"
+#include "train/step/step_failures.hpp"
 #include "trainer_state.hpp"
 
 namespace gputrain::train {

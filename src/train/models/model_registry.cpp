@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "gputrain/core/error.hpp"
-#include "models/builtin_models.hpp"
+#include "builtin_models.hpp"
 #include "module_model.hpp"
 
 namespace gputrain::train {

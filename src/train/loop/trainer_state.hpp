@@ -23,9 +23,9 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
-#include "direct_backward.hpp"
+#include "train/step/direct_backward.hpp"
 #include "rank_group.hpp"
-#include "training_step.hpp"
+#include "train/step/training_step.hpp"
 
 namespace YAML {
 class Node;  // a checkpoint's config, in resume()'s checks

@@ -9,7 +9,7 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/sample_stats.hpp"
 #include "gputrain/device/system_info.hpp"
-#include "human_lines.hpp"
+#include "train/report/human_lines.hpp"
 
 namespace gputrain::train {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/train/model.hpp"
-#include "cpu_dropout.hpp"
-#include "cpu_matmul.hpp"
+#include "train/models/layers/cpu_dropout.hpp"
+#include "train/models/layers/cpu_matmul.hpp"
 
 namespace gputrain::train {
 namespace {

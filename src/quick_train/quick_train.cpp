@@ -1,4 +1,4 @@
-#include "gputrain/train/quick_train.hpp"
+#include "gputrain/quick_train/quick_train.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
@@ -18,9 +18,11 @@
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
-#include "device_settings.hpp"
+#include "train/setup/device_settings.hpp"
 
-namespace gputrain::train {
+namespace gputrain::quick_train {
+
+using namespace train;
 namespace {
 
 using checks::Check;
@@ -177,4 +179,4 @@ std::vector<checks::Check> quick_train_steps(const QuickTrainOptions& options) {
                std::chrono::seconds(120))};
 }
 
-}  // namespace gputrain::train
+}  // namespace gputrain::quick_train

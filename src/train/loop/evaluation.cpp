@@ -10,7 +10,7 @@
 #include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
-#include "human_lines.hpp"
+#include "train/report/human_lines.hpp"
 #include "trainer_state.hpp"
 
 namespace gputrain::train {

@@ -17,10 +17,10 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/memory/device_memory.hpp"
-#include "config_schema.hpp"
-#include "early_stop.hpp"
-#include "human_lines.hpp"
-#include "step_failures.hpp"
+#include "train/config/config_schema.hpp"
+#include "train/loop/callbacks/early_stop.hpp"
+#include "train/report/human_lines.hpp"
+#include "train/step/step_failures.hpp"
 #include "trainer_state.hpp"
 
 namespace gputrain::train {

@@ -10,11 +10,11 @@
 #include "gputrain/checks/check.hpp"
 #include "gputrain/train/config.hpp"
 
-namespace gputrain::train {
+namespace gputrain::quick_train {
 
 struct QuickTrainOptions {
   std::string device = "auto";            ///< auto, cpu, cuda, cuda:N
-  Precision precision = Precision::fp16_mixed;  ///< fp16 exercises the GradScaler
+  train::Precision precision = train::Precision::fp16_mixed;  ///< fp16 exercises the GradScaler
   std::int64_t batch_size = 32;
   std::int64_t iterations = 10;
 };
@@ -23,4 +23,4 @@ struct QuickTrainOptions {
 /// A missing GPU fails the first step unless `context.allow_cpu` (then it warns and runs on CPU).
 std::vector<checks::Check> quick_train_steps(const QuickTrainOptions& options);
 
-}  // namespace gputrain::train
+}  // namespace gputrain::quick_train

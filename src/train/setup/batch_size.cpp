@@ -20,8 +20,8 @@
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/optimizer.hpp"
 #include "gputrain/train/run_setup.hpp"
-#include "direct_backward.hpp"
-#include "training_step.hpp"
+#include "train/step/direct_backward.hpp"
+#include "train/step/training_step.hpp"
 
 namespace gputrain::train {
 namespace {

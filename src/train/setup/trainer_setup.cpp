@@ -21,14 +21,14 @@
 #include "gputrain/train/lr_schedule.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/optimizer.hpp"
-#include "checkpoint_space.hpp"
+#include "train/checkpoint/checkpoint_space.hpp"
 #include "device_settings.hpp"
-#include "human_lines.hpp"
+#include "train/report/human_lines.hpp"
 #include "init_weights.hpp"
-#include "models/builtin_models.hpp"
-#include "trainer_state.hpp"
-#include "plateau.hpp"
-#include "unread_settings.hpp"
+#include "train/models/builtin_models.hpp"
+#include "train/loop/trainer_state.hpp"
+#include "train/loop/callbacks/plateau.hpp"
+#include "train/config/unread_settings.hpp"
 
 namespace gputrain::train {
 namespace {

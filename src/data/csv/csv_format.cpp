@@ -19,7 +19,7 @@
 #include "csv_row_format.hpp"
 #include "csv_rows.hpp"
 #include "csv_table.hpp"
-#include "text_file.hpp"
+#include "data/text_file.hpp"
 
 namespace gputrain::data {
 namespace {

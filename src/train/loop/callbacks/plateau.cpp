@@ -4,7 +4,7 @@
 #include "gputrain/train/lr_schedule.hpp"
 #include "gputrain/train/metrics.hpp"
 #include "early_stop.hpp"
-#include "human_lines.hpp"
+#include "train/report/human_lines.hpp"
 
 namespace gputrain::train {
 

@@ -4,7 +4,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
-#include "human_lines.hpp"
+#include "train/report/human_lines.hpp"
 
 namespace gputrain::train {
 namespace {

@@ -6,7 +6,7 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/run_setup.hpp"
-#include "training_step.hpp"
+#include "train/step/training_step.hpp"
 
 namespace gputrain::train {
 namespace {

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "gputrain/train/config.hpp"
-#include "cpu_matmul.hpp"
+#include "train/models/layers/cpu_matmul.hpp"
 
 namespace torch::nn {
 class LinearImpl;
