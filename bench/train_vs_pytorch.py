@@ -269,12 +269,12 @@ def pytorch_run(case, device, steps, init, lr, data, channels_last=False, fused_
     return windows, losses
 
 
-def gputrain_run(case, device, steps, init_path, lr, workdir, every=None):
+def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=None):
     c = CASES[case]
     run_dir = os.path.join(workdir, "gputrain-" + case)
     shutil.rmtree(run_dir, ignore_errors=True)  # metrics.jsonl appends across runs
     samples = c["batch"] * steps
-    args = [GPUTRAIN, "train", "--set", "logging.dir=" + run_dir, "--set", "checkpoint.resume=never",
+    args = [front or GPUTRAIN, "train", "--set", "logging.dir=" + run_dir, "--set", "checkpoint.resume=never",
             "--set", "checkpoint.every_epochs=0", "--set", "checkpoint.best_metric=none", "--set", "logging.progress=off",
             "--set", "logging.tensorboard=false", "--set", "data.val_samples=0", "--set", "data.samples=%d" % samples,
             "--set", "data.shape=%s" % json.dumps(c["shape"]), "--set", "data.classes=%d" % c["classes"],
@@ -311,6 +311,16 @@ def initial_weights(case, workdir, tag):
     return init, path
 
 
+def amd_with_avx512():
+    """Whether gputrain's CPU Linears run on oneDNN here: src/train/models/layers/cpu_matmul.cpp's rule."""
+    try:
+        info = open("/proc/cpuinfo").read()
+    except OSError:
+        return False
+    flags = next((line for line in info.splitlines() if line.startswith("flags")), "")
+    return "AuthenticAMD" in info and "avx512f" in flags.split()
+
+
 def largest_gap(ours, theirs):
     return max(abs(a - b) for a, b in zip(ours, theirs))
 
@@ -328,7 +338,7 @@ def per_step_losses(case, workdir, steps, peers=({},), lr=0.05):
     return ours, theirs
 
 
-def throughput(case, device, runs, workdir):
+def throughput(case, device, runs, workdir, baseline=None):
     c = CASES[case]
     windows = 6
     steps = c["window"] * windows
@@ -337,14 +347,17 @@ def throughput(case, device, runs, workdir):
     # The peer as the model is usually written (NCHW); for convolutional models also the peer
     # given channels_last by hand, which gputrain's `train.channels_last: auto` picks for them.
     peers = [False, True] if len(c["shape"]) == 3 else [False]
-    ours, theirs = [], {p: [] for p in peers}
+    ours, theirs, before = [], {p: [] for p in peers}, []
     for _ in range(runs):  # alternate, so drift in machine state hits every side alike
         rates, _ = gputrain_run(case, device, steps, init_path, 0.01, workdir)
         ours.append(statistics.median(rates[1:]))  # the first window holds the warm-up
+        if baseline:
+            rates, _ = gputrain_run(case, device, steps, init_path, 0.01, workdir, front=os.path.join(baseline, "bin", "gputrain"))
+            before.append(statistics.median(rates[1:]))
         for channels_last in peers:
             rates, _ = pytorch_run(case, device, steps, init, 0.01, data, channels_last)
             theirs[channels_last].append(statistics.median(rates[1:]))
-    return ours, theirs
+    return ours, theirs, before
 
 
 def loss_parity(workdir, steps=20):
@@ -352,9 +365,9 @@ def loss_parity(workdir, steps=20):
     # last whole vector (the output bias's 10th) apart from the per-parameter ops, so the two
     # default loops may part in the last digit; with the same kernel they must not part at all.
     ours, (theirs, theirs_fused) = per_step_losses("mlp", workdir, steps, peers=({}, {"fused_sgd": True}))
-    # On AMD processors with AVX-512 gputrain runs the MLP's products on oneDNN (src/train/cpu_matmul.hpp),
+    # On AMD processors with AVX-512 gputrain runs the MLP's products on oneDNN (src/train/models/layers/cpu_matmul.hpp),
     # whose sums differ from MKL's in the last bits: then the fused kernel's parity is not 0.0.
-    onednn = "oneDNN's matrix products" in open(os.path.join(workdir, "gputrain-mlp", "training.log")).read()
+    onednn = amd_with_avx512()
     return largest_gap(ours, theirs), largest_gap(ours, theirs_fused), ours[-1], theirs[-1], onednn
 
 
@@ -392,6 +405,8 @@ def main():
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cases", default=None, help="comma-separated; default: mlp,cnn,transformer on CPU, mlp,resnet18,transformer512 on GPU")
+    parser.add_argument("--baseline-build", metavar="DIR",
+                        help="also time the gputrain of another build folder (DIR/bin/gputrain), interleaved: this build / that one")
     parser.add_argument("--check", action="store_true",
                         help="run every case for one step of batch 8 on the CPU on both sides, and nothing else (for the test suite)")
     args = parser.parse_args()
@@ -407,12 +422,12 @@ def main():
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     print("# gputrain train vs PyTorch %s eager, %s (%s), %d threads, %s, medians of %d runs"
           % (torch.__version__, device, name, torch.get_num_threads(), time.strftime("%Y-%m-%d"), args.runs))
-    print("| case | gputrain samples/s | PyTorch samples/s | ratio | PyTorch channels_last samples/s | ratio |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    baseline_head = " baseline build samples/s | this / baseline |" if args.baseline_build else ""
+    print("| case | gputrain samples/s | PyTorch samples/s | ratio | PyTorch channels_last samples/s | ratio |" + baseline_head)
+    print("| --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if args.baseline_build else ""))
     with tempfile.TemporaryDirectory() as workdir:
         for case in cases:
-            measured = throughput(case, device, args.runs, workdir)
-            ours, theirs = measured
+            ours, theirs, before = throughput(case, device, args.runs, workdir, args.baseline_build)
             ours_median = statistics.median(ours)
             cells = []
             for channels_last in (False, True):
@@ -421,8 +436,12 @@ def main():
                     cells += ["%.0f" % peer, "%.2fx" % (ours_median / peer)]
                 else:
                     cells += ["-", "-"]
+            if before:
+                cells += ["%.0f" % statistics.median(before), "%.2fx" % (ours_median / statistics.median(before))]
             print("| %s (batch %d, %s) | %.0f | %s |" % (case, CASES[case]["batch"], CASES[case]["precision"],
                                                        ours_median, " | ".join(cells)), flush=True)
+            if before:
+                print("<!-- %s baseline build runs: %s -->" % (case, [round(x) for x in before]))
             print("<!-- %s runs: gputrain %s, %s -->" % (case, [round(x) for x in ours], ", ".join(
                 "pytorch%s %s" % (" channels_last" if k else "", [round(x) for x in v]) for k, v in theirs.items())))
         if "transformer" in cases and device.type == "cpu":

@@ -6,7 +6,8 @@
 #   scripts/bootstrap.sh build   build only
 # Idempotent: a second run downloads nothing and takes seconds.
 # Environment: GPUTRAIN_CACHE (default ~/.cache/gputrain) holds the Python environment with the
-# torch wheel, shared by every clone; GPUTRAIN_BUILD_DIR (default ./build); GPUTRAIN_JOBS.
+# torch wheel, shared by every clone; GPUTRAIN_BUILD_DIR (default ./build); GPUTRAIN_JOBS;
+# GPUTRAIN_WARNINGS_AS_ERRORS=ON (CI's) makes compiler warnings errors, at the first configure.
 set -euo pipefail
 
 job=${1:-build}
@@ -78,7 +79,8 @@ export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
 if [ ! -f "$build/build.ninja" ]; then
   say "configuring $build"
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-        -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGPUTRAIN_PYTHON="$root/.venv/bin/python" "${toolkit_args[@]}"
+        -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGPUTRAIN_PYTHON="$root/.venv/bin/python" "${toolkit_args[@]}" \
+        -DGPUTRAIN_WARNINGS_AS_ERRORS="${GPUTRAIN_WARNINGS_AS_ERRORS:-OFF}"
 fi
 say "building"
 cmake --build "$build" -j "$jobs"

@@ -13,8 +13,7 @@
 
 #include "gputrain/core/build_info.hpp"
 #include "gputrain/core/suggest.hpp"
-#include "gputrain/device/gpu_info.hpp"
-#include "gputrain/device/runtime_libraries.hpp"
+#include "gputrain/device/version_report.hpp"
 
 namespace fs = std::filesystem;
 using namespace gputrain;
@@ -59,34 +58,6 @@ void print_help(const fs::path& dir) {
                "            130 interrupted after a clean checkpoint\n";
 }
 
-void print_versions() {
-  const auto& build = core::build_info();
-  std::cout << "gputrain       " << build.gputrain_version << " (" << build.build_type << ", " << build.compiler << ")\n";
-  std::cout << "LibTorch       " << build.torch_version << " (built for CUDA " << build.torch_cuda_version << ")\n";
-  const auto driver = device::probe_driver();
-  const auto libraries = device::probe_runtime_libraries();
-  for (const auto& library : libraries) {
-    std::string label = library.name == "cudart" ? "CUDA runtime" : library.name;
-    label.resize(14, ' ');
-    std::cout << label << " ";
-    if (!library.available) {
-      std::cout << "not loadable (" << library.error << ")\n";
-      continue;
-    }
-    std::cout << (library.version.empty() ? "?" : library.version) << "  " << library.path;
-    if (library.name == "cudart") std::cout << "  (gputrain compiled with toolkit " << build.cuda_toolkit_version << ")";
-    std::cout << "\n";
-  }
-  std::cout << "NVIDIA driver  ";
-  if (!driver.cuda_loaded) {
-    std::cout << "none: " << driver.cuda_error << "\n";
-  } else {
-    std::cout << (driver.driver_version.empty() ? "version unknown" : driver.driver_version)
-              << ", supports CUDA up to " << device::format_cuda_version(driver.cuda_driver_api_version)
-              << " (nvidia-smi's \"CUDA Version\")\n";
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,7 +69,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V")) {
-    print_versions();
+    std::cout << device::version_report();
     return 0;
   }
   const std::string command = argv[help_for_command ? 2 : 1];

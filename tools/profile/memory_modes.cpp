@@ -27,7 +27,7 @@ std::string probe_list(const std::vector<sizing::ProbePoint>& probes) {
 
 nlohmann::json probes_json(const std::vector<sizing::ProbePoint>& probes) {
   auto out = nlohmann::json::array();
-  for (const auto& p : probes) out.push_back(train::probe_json(p));
+  for (const auto& p : probes) out.push_back(nlohmann::json::parse(train::probe_json(p)));
   return out;
 }
 

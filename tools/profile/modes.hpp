@@ -21,8 +21,6 @@ struct SweepFlags {
 
 /// Default mode: threads x pinning x prefetch x caches, the fastest marked (loader_mode.cpp).
 int profile_loader(const train::Config& config, const train::RunDevice& run, const train::RunData& data, const SweepFlags& flags);
-/// --step: real training steps split into data wait, copy and compute (step_mode.cpp).
-int profile_steps(train::Config config, const train::RunDevice& run, int steps, bool json);
 /// --memory: the memory model of one step (memory_modes.cpp).
 int profile_memory(const train::Config& config, const train::RunDevice& run, const train::ProbeData& probe, std::uint64_t data_bytes,
                    bool json);

@@ -55,7 +55,7 @@ class GradientSync {
   /// With gradient accumulation, earlier micro-batches' backwards communicate nothing.
   void arm();
   /// `parameter`'s gradient of this backward is in its .grad(): what the hooks say when autograd
-  /// ran the backward, for a backward run by hand (train::DirectBackward). Quiet until arm().
+  /// ran the backward, for a backward whose gradients autograd's hooks do not see. Quiet until arm().
   void gradient_ready(const at::Tensor& parameter);
   /// Starts the buckets not started yet (zeros for parameters without a gradient, e.g. a rank
   /// with no samples in this step, or layers the forward skipped), waits for every all-reduce and

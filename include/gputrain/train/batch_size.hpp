@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
 
 #include "gputrain/data/batch.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
@@ -74,8 +73,9 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
 /// them; on CUDA with the allocator's reserved peak beside it ("peak <allocated> (reserved <reserved>)").
 std::string probe_text(const sizing::ProbePoint& probe);
 
-/// The same for machines: batch, fits, peak_bytes, seconds, and on CUDA reserved_peak_bytes.
-nlohmann::json probe_json(const sizing::ProbePoint& probe);
+/// The same for machines, as a JSON object's text: batch, fits, peak_bytes, seconds, and on CUDA
+/// reserved_peak_bytes. Text, so that the public headers need no JSON library.
+std::string probe_json(const sizing::ProbePoint& probe);
 
 /// A ProbeObserver for a search that may take minutes (a large model on the CPU): once it has run
 /// `quiet` (a GPU's search takes a second or two, said by its result alone), each probe step is

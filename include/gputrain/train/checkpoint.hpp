@@ -1,17 +1,19 @@
 #pragma once
 // Checkpoints: everything a run needs to continue exactly where it stopped (model, optimizer,
-// loss scaler, RNG states, data position, step, epoch, best metric, resolved config), written
+// loss scaler, RNG states, data position, step, epoch, the callbacks' states, resolved config), written
 // atomically so a crash mid-write leaves the previous checkpoint intact.
 
 #include <c10/core/Device.h>
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/train/callback.hpp"
 #include "gputrain/train/model.hpp"
 
 namespace torch::optim {
@@ -34,17 +36,10 @@ struct TrainingProgress {
   std::int64_t step = 0;
   std::int64_t epoch = 0;
   std::int64_t position = 0;          ///< of this rank's share of the epoch
-  std::optional<double> best_metric;  ///< best value of checkpoint.best_metric so far
-  std::int64_t best_epoch = 0;        ///< the epoch (1-based) best_metric is from; 0: unknown or none
-  /// Early stopping (train.early_stop_patience): the value the next validation must beat by more
-  /// than train.early_stop_min_delta, and the validations in a row that have not.
-  std::optional<double> early_stop_reference;
-  std::int64_t epochs_without_improvement = 0;
-  /// scheduler: plateau: the factor the learning rate is at (each decay multiplies it by
-  /// scheduler.gamma), the value the next validation must beat, and the validations since it was set.
-  double plateau_scale = 1.0;
-  std::optional<double> plateau_reference;
-  std::int64_t plateau_epochs_without_improvement = 0;
+  /// The factor callbacks scale the schedule's learning rate by (scheduler: plateau's decays).
+  double lr_scale = 1.0;
+  /// Each callback's state_dict, by its name: early stopping's count, best.pt's best value, ...
+  std::map<std::string, CallbackState> callbacks;
   /// What a step and a position mean: samples per optimizer step over all ranks, the ranks, and
   /// the training samples the epoch orders permute (0 in checkpoints written before they were
   /// saved: unknown).
@@ -85,6 +80,9 @@ TrainingProgress load_checkpoint_weights(const std::string& path, Model& model, 
 /// Whether `path` is a zip archive, as every checkpoint is (LibTorch writes them so); a safetensors
 /// weights file is not.
 bool is_zip_archive(const std::string& path);
+
+/// Where the run a checkpoint holds was (step, epoch, the callbacks' states), restoring nothing.
+TrainingProgress checkpoint_progress(const std::string& path);
 
 /// The resolved config (YAML) stored in a checkpoint.
 std::string checkpoint_config(const std::string& path);

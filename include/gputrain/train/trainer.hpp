@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/evaluation.hpp"
@@ -19,6 +20,7 @@ struct Batch;
 
 namespace gputrain::train {
 
+class Callback;
 class Model;
 
 /// What a finished (or stopped) run did.
@@ -82,6 +84,9 @@ struct TrainerOptions {
   /// A step, validation or checkpoint that runs this long without a line is said to be still
   /// running on the console (again at twice, four times, ... as long); tests shorten it.
   std::chrono::milliseconds console_quiet = std::chrono::seconds(30);
+  /// The user's callbacks (train::Callback), run after the built-in ones in this order; each
+  /// one's state_dict is saved in checkpoints under its name() and restored on resume.
+  std::vector<std::shared_ptr<Callback>> callbacks;
   std::function<void(std::int64_t step)> after_step;  ///< called after every optimizer step (tests)
   std::function<void()> before_batch;  ///< called just before the loop asks its feed for a training batch (profile --step)
   std::function<void(const data::Batch& batch)> on_batch;  ///< called with each training batch before its step (tests)

@@ -1,6 +1,7 @@
 #include "gputrain/train/checkpoint.hpp"
 
 #include <ATen/Context.h>
+#include <nlohmann/json.hpp>
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>
 
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -23,7 +25,8 @@ namespace gputrain::train {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr std::int64_t kFormatVersion = 1;
+// 2: the callbacks' states in one JSON record (1 kept early stopping's, plateau's and best.pt's as progress fields).
+constexpr std::int64_t kFormatVersion = 2;
 
 at::Generator default_generator(c10::Device device) {
   return device.is_cuda() ? at::globalContext().defaultGenerator(device) : at::globalContext().defaultGenerator(at::kCPU);
@@ -170,32 +173,65 @@ std::string read_config(torch::serialize::InputArchive& archive) {
   return config.toStringRef();
 }
 
+// Checkpoints of format 1 kept the state of early stopping, the plateau schedule and best.pt as
+// progress fields; the callbacks that own it now read it under their names.
+std::map<std::string, CallbackState> format1_callback_states(torch::serialize::InputArchive& archive) {
+  std::map<std::string, CallbackState> states;
+  c10::IValue value;
+  const auto number = [&](const char* key) -> std::optional<double> {
+    if (!archive.try_read(key, value)) return std::nullopt;
+    return value.isInt() ? static_cast<double>(value.toInt()) : value.toDouble();  // counts were written as integers
+  };
+  const auto flag = [&](const char* key) { return archive.try_read(key, value) && value.toInt() != 0; };
+  const auto put = [](CallbackState& state, const char* key, std::optional<double> v) {
+    if (v) state[key] = *v;
+  };
+  auto& best = states["best_checkpoint"];
+  if (flag("progress.has_best")) put(best, "best", number("progress.best"));
+  put(best, "best_epoch", number("progress.best_epoch"));
+  auto& early_stop = states["early_stop"];
+  if (flag("progress.has_early_stop_reference")) put(early_stop, "reference", number("progress.early_stop_reference"));
+  put(early_stop, "epochs_without_improvement", number("progress.epochs_without_improvement"));
+  auto& plateau = states["plateau"];
+  if (flag("progress.has_plateau_reference")) put(plateau, "reference", number("progress.plateau_reference"));
+  put(plateau, "epochs_without_improvement", number("progress.plateau_epochs_without_improvement"));
+  return states;
+}
+
+// {"early_stop": {"reference": 0.41, ...}, ...}: the callbacks' states as one JSON text.
+std::string callback_states_text(const std::map<std::string, CallbackState>& states) {
+  nlohmann::json all = nlohmann::json::object();
+  for (const auto& [name, state] : states) all[name] = state;
+  return all.dump();
+}
+
+std::map<std::string, CallbackState> read_callback_states(const std::string& path, const std::string& text) {
+  try {
+    return nlohmann::json::parse(text).get<std::map<std::string, CallbackState>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointDamaged("checkpoint '" + path + "' has an unreadable callbacks record: " + e.what(),
+                            "resume from another checkpoint of the run (checkpoint.resume: PATH), or set checkpoint.resume: never");
+  }
+}
+
 // The progress fields, those that earlier versions did not write left at their defaults.
-TrainingProgress read_progress(torch::serialize::InputArchive& archive) {
+TrainingProgress read_progress(torch::serialize::InputArchive& archive, const std::string& path) {
   TrainingProgress progress;
+  c10::IValue value;
+  const std::int64_t version = archive.try_read("format_version", value) ? value.toInt() : 1;
+  if (version > kFormatVersion)
+    throw UsageError("checkpoint '" + path + "' is of format " + std::to_string(version) + ", written by a newer gputrain (this one reads up to " +
+                         std::to_string(kFormatVersion) + ")",
+                     "resume with the gputrain version that wrote it, or set checkpoint.resume: never");
   progress.step = read_int(archive, "progress.step");
   progress.epoch = read_int(archive, "progress.epoch");
   progress.position = read_int(archive, "progress.position");
-  if (read_int(archive, "progress.has_best") != 0) {
-    c10::IValue best;
-    archive.read("progress.best", best);
-    progress.best_metric = best.toDouble();
-  }
-  c10::IValue value;  // absent from checkpoints of earlier versions
   if (archive.try_read("progress.global_batch", value)) progress.global_batch = value.toInt();
   if (archive.try_read("progress.world_size", value)) progress.world_size = value.toInt();
   if (archive.try_read("progress.train_samples", value)) progress.train_samples = value.toInt();
-  if (archive.try_read("progress.best_epoch", value)) progress.best_epoch = value.toInt();
-  if (archive.try_read("progress.has_early_stop_reference", value) && value.toInt() != 0 &&
-      archive.try_read("progress.early_stop_reference", value))
-    progress.early_stop_reference = value.toDouble();
-  if (archive.try_read("progress.epochs_without_improvement", value)) progress.epochs_without_improvement = value.toInt();
-  if (archive.try_read("progress.plateau_scale", value)) progress.plateau_scale = value.toDouble();
-  if (archive.try_read("progress.has_plateau_reference", value) && value.toInt() != 0 && archive.try_read("progress.plateau_reference", value))
-    progress.plateau_reference = value.toDouble();
-  if (archive.try_read("progress.plateau_epochs_without_improvement", value))
-    progress.plateau_epochs_without_improvement = value.toInt();
+  if (archive.try_read("progress.lr_scale", value) || archive.try_read("progress.plateau_scale", value)) progress.lr_scale = value.toDouble();
   if (archive.try_read("progress.trained_seconds", value)) progress.trained_seconds = value.toDouble();
+  progress.callbacks = archive.try_read("callbacks", value) ? read_callback_states(path, value.toStringRef()) : format1_callback_states(archive);
   return progress;
 }
 
@@ -216,16 +252,8 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
   archive.write("progress.step", c10::IValue(progress.step));
   archive.write("progress.epoch", c10::IValue(progress.epoch));
   archive.write("progress.position", c10::IValue(progress.position));
-  archive.write("progress.has_best", c10::IValue(static_cast<std::int64_t>(progress.best_metric.has_value())));
-  archive.write("progress.best", c10::IValue(progress.best_metric.value_or(0.0)));
-  archive.write("progress.best_epoch", c10::IValue(progress.best_epoch));
-  archive.write("progress.has_early_stop_reference", c10::IValue(static_cast<std::int64_t>(progress.early_stop_reference.has_value())));
-  archive.write("progress.early_stop_reference", c10::IValue(progress.early_stop_reference.value_or(0.0)));
-  archive.write("progress.epochs_without_improvement", c10::IValue(progress.epochs_without_improvement));
-  archive.write("progress.plateau_scale", c10::IValue(progress.plateau_scale));
-  archive.write("progress.has_plateau_reference", c10::IValue(static_cast<std::int64_t>(progress.plateau_reference.has_value())));
-  archive.write("progress.plateau_reference", c10::IValue(progress.plateau_reference.value_or(0.0)));
-  archive.write("progress.plateau_epochs_without_improvement", c10::IValue(progress.plateau_epochs_without_improvement));
+  archive.write("progress.lr_scale", c10::IValue(progress.lr_scale));
+  archive.write("callbacks", c10::IValue(callback_states_text(progress.callbacks)));
   archive.write("progress.global_batch", c10::IValue(progress.global_batch));
   archive.write("progress.world_size", c10::IValue(progress.world_size));
   archive.write("progress.train_samples", c10::IValue(progress.train_samples));
@@ -245,7 +273,7 @@ bool is_zip_archive(const std::string& path) {
 
 TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, const CheckpointCheck& check) {
   auto archive = open(path, parts.device);
-  const auto progress = read_progress(archive);
+  const auto progress = read_progress(archive, path);
   if (check) check(read_config(archive), progress);
 
   load_named_state(parts.model, read_named(archive, "model"));
@@ -270,7 +298,12 @@ TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts&
 TrainingProgress load_checkpoint_weights(const std::string& path, Model& model, c10::Device device, const StateOrigin& origin) {
   auto archive = open(path, device);
   load_named_state(model, read_named(archive, "model"), origin);
-  return read_progress(archive);
+  return read_progress(archive, path);
+}
+
+TrainingProgress checkpoint_progress(const std::string& path) {
+  auto archive = open(path, c10::Device(at::kCPU));
+  return read_progress(archive, path);
 }
 
 std::string checkpoint_config(const std::string& path) {

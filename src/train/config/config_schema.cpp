@@ -1,6 +1,8 @@
 // The schema: every key, its type, its allowed values. Defaults live in config.hpp's structs.
 #include "config_schema.hpp"
 
+#include "config_fields.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -22,255 +24,7 @@
 namespace gputrain::train {
 namespace {
 
-using Int = std::int64_t;
-constexpr Int kNoMax = std::numeric_limits<Int>::max();
-
-// `guess`: "; did you mean 'x'?" or empty.
-[[noreturn]] void reject(const FieldValue& v, const std::string& found, const std::string& allowed, const std::string& guess = "") {
-  throw UsageError(v.where + ": " + v.key + ": found " + found + "; allowed: " + allowed + guess,
-                   "set " + v.key + " to " + allowed + " (docs/configuration.md)");
-}
-
-std::string found_text(const YAML::Node& node) {
-  if (node.IsNull()) return "no value";
-  if (node.IsScalar()) return "'" + node.Scalar() + "'";
-  return node.IsSequence() ? "a list" : "a mapping";
-}
-
-std::string scalar(const FieldValue& v, const std::string& allowed) {
-  if (!v.node.IsScalar()) reject(v, found_text(v.node), allowed);
-  return v.node.Scalar();
-}
-
-// The shortest text that reads back as exactly `value` (0.001, not 0.0010000000000000000208), and
-// whole numbers as people write them (300, not %g's 3e+02).
-std::string shortest(double value) {
-  for (int digits = 1; digits <= 17; ++digits) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.*g", digits, value);
-    if (std::strtod(buf, nullptr) != value) continue;
-    if (std::strchr(buf, 'e') != nullptr && std::fabs(value) >= 1 && std::fabs(value) < 1e15) {
-      const int decimals = std::max(0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(value)))));
-      std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-    }
-    return buf;
-  }
-  return std::to_string(value);
-}
-
-// The integer `text` writes, also as configs often write large counts: 1e5, 100_000 (YAML 1.1's
-// and Python's digit separator), 3.0. None for a fraction, or for what is no number.
-std::optional<long long> whole_number(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (*end == '\0') return errno == ERANGE ? std::nullopt : std::optional<long long>(value);
-  std::string digits;
-  for (const char c : text)
-    if (c != '_') digits += c;
-  const double number = std::strtod(digits.c_str(), &end);
-  constexpr double kExactDoubles = 9007199254740992.0;  // 2^53: every whole number up to it is exact
-  if (*end != '\0' || !std::isfinite(number) || number != std::floor(number) || std::abs(number) > kExactDoubles) return std::nullopt;
-  return static_cast<long long>(number);
-}
-
-Int parse_int(const FieldValue& v, Int min, Int max = kNoMax) {
-  const std::string allowed = "an integer >= " + std::to_string(min) + (max == kNoMax ? "" : " and <= " + std::to_string(max));
-  const auto value = whole_number(scalar(v, allowed));
-  if (!value || *value < min || *value > max) reject(v, found_text(v.node), allowed);
-  return *value;
-}
-
-double parse_double(const FieldValue& v, double min, double max = std::numeric_limits<double>::infinity()) {
-  const std::string allowed = "a number >= " + shortest(min) + (std::isinf(max) ? "" : " and <= " + shortest(max));
-  const std::string text = scalar(v, allowed);
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(value) || value < min || value > max) reject(v, found_text(v.node), allowed);
-  return value;
-}
-
-bool parse_bool(const FieldValue& v, const std::string& allowed = "true or false") {
-  // YAML's spellings (True and TRUE in 1.2; yes, on and theirs in 1.1, as PyYAML reads them).
-  const std::string text = core::lower(scalar(v, allowed));
-  if (text == "true" || text == "yes" || text == "on") return true;
-  if (text == "false" || text == "no" || text == "off") return false;
-  reject(v, found_text(v.node), allowed);
-}
-
-// What a near-miss of a choice most likely meant: another case ("Adam"), a prefix that fits one
-// value only ("bf16", "cos"), or a typo ("cosin"); several values a prefix fits are all named.
-std::string guess_choice(const std::string& text, const std::vector<std::string>& allowed) {
-  std::vector<std::string> quoted;
-  for (const auto& choice : core::likely_choices(text, allowed)) quoted.push_back("'" + choice + "'");
-  if (quoted.empty()) return "";
-  return quoted.size() == 1 ? "; did you mean " + quoted.front() + "?" : "; did you mean one of " + core::join(quoted) + "?";
-}
-
-std::string parse_choice(const FieldValue& v, const std::vector<std::string>& allowed) {
-  const std::string text = scalar(v, "one of " + core::join(allowed));
-  for (const auto& a : allowed)
-    if (text == a) return text;
-  reject(v, found_text(v.node), "one of " + core::join(allowed), guess_choice(text, allowed));
-}
-
-std::string parse_string(const FieldValue& v, const std::string& what) {
-  if (!v.node.IsScalar()) reject(v, found_text(v.node), what);
-  return v.node.Scalar();
-}
-
-std::vector<std::string> parse_string_list(const FieldValue& v, const std::string& allowed = "a list of names, e.g. [x1, x2]") {
-  if (v.node.IsNull()) return {};                                                 // unset
-  if (v.node.IsScalar() && !v.node.Scalar().empty()) return {v.node.Scalar()};  // one name
-  if (!v.node.IsSequence()) reject(v, found_text(v.node), allowed);
-  std::vector<std::string> out;
-  for (const auto& item : v.node) {
-    if (!item.IsScalar()) reject(v, found_text(item), allowed);
-    out.push_back(item.Scalar());
-  }
-  return out;
-}
-
-std::vector<double> parse_double_list(const FieldValue& v, double min) {
-  if (!v.node.IsSequence()) reject(v, found_text(v.node), "a list of numbers, e.g. [0.485, 0.456, 0.406]");
-  std::vector<double> out;
-  for (const auto& item : v.node) out.push_back(parse_double(FieldValue{item, v.where, v.key}, min));
-  return out;
-}
-
-std::vector<Int> parse_int_list(const FieldValue& v, Int min, bool allow_empty) {
-  const std::string allowed = std::string(allow_empty ? "a list" : "a non-empty list") + " of integers >= " + std::to_string(min) + ", e.g. [256, 128]";
-  if (!v.node.IsSequence() || (!allow_empty && v.node.size() == 0)) reject(v, found_text(v.node), allowed);
-  std::vector<Int> out;
-  for (const auto& item : v.node) out.push_back(parse_int(FieldValue{item, v.where, v.key}, min));
-  return out;
-}
-
-// An image size: [height, width], or one integer for a square, as torchvision's transforms take it.
-std::vector<Int> parse_image_size(const FieldValue& v) {
-  if (!v.node.IsScalar()) {
-    const auto size = parse_int_list(v, 1, false);
-    if (size.size() != 2) reject(v, found_text(v.node), "[height, width], e.g. [224, 224], or one integer for a square");
-    return size;
-  }
-  const auto side = whole_number(v.node.Scalar());
-  if (!side || *side < 1) reject(v, found_text(v.node), "an integer >= 1 (a square), or [height, width], e.g. [224, 224]");
-  return {*side, *side};
-}
-
-// ---- field builders: `get` is a generic lambda returning a reference into a Config ----
-
-template <typename Get>
-Field int_field(std::string key, Get get, Int min, Int max = kNoMax) {
-  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_int(v, min, max); },
-          [=](const Config& c) { return YAML::Node(get(c)); }};
-}
-
-template <typename Get>
-Field double_field(std::string key, Get get, double min, double max = std::numeric_limits<double>::infinity()) {
-  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_double(v, min, max); },
-          [=](const Config& c) { return YAML::Node(shortest(get(c))); }};
-}
-
-template <typename Get>
-Field bool_field(std::string key, Get get) {
-  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_bool(v); },
-          [=](const Config& c) { return YAML::Node(get(c)); }};
-}
-
-// true, false, or `auto` (stored as nullopt).
-template <typename Get>
-Field bool_or_auto_field(std::string key, Get get) {
-  return {std::move(key),
-          [=](Config& c, const FieldValue& v) {
-            if (v.node.IsScalar() && v.node.Scalar() == "auto") {
-              get(c).reset();
-              return;
-            }
-            get(c) = parse_bool(v, "true, false or auto");
-          },
-          [=](const Config& c) { return get(c) ? YAML::Node(*get(c)) : YAML::Node("auto"); }};
-}
-
-template <typename Get>
-Field choice_field(std::string key, Get get, std::vector<std::string> allowed) {
-  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_choice(v, allowed); },
-          [=](const Config& c) { return YAML::Node(get(c)); }};
-}
-
-template <typename Get>
-Field string_field(std::string key, Get get, std::string what) {
-  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_string(v, what); },
-          [=](const Config& c) { return YAML::Node(get(c)); }};
-}
-
-// A path or name that may be left unset: no value (`val_path:` in a file, `--set data.val_path=`)
-// sets it back to "" (none), as its default is.
-template <typename Get>
-Field optional_string_field(std::string key, Get get, std::string what) {
-  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = v.node.IsNull() ? "" : parse_string(v, what); },
-          [=](const Config& c) { return YAML::Node(get(c)); }};
-}
-
-YAML::Node flow_list(const std::vector<Int>& values) {
-  YAML::Node list(YAML::NodeType::Sequence);
-  for (Int x : values) list.push_back(x);
-  list.SetStyle(YAML::EmitterStyle::Flow);
-  return list;
-}
-
-// A path: `~` and environment variables expanded as a shell would (expand_path), since a YAML file
-// and `--set k=~/x` reach gputrain with them unexpanded. `optional`: no value sets it back to ""
-// (none), as optional_string_field does.
-template <typename Get>
-Field path_field(std::string key, Get get, std::string what, bool optional = true) {
-  return {key,
-          [=](Config& c, const FieldValue& v) { get(c) = optional && v.node.IsNull() ? "" : expand_path(parse_string(v, what), key, v.where); },
-          [=](const Config& c) { return YAML::Node(get(c)); }};
-}
-
-template <typename Get>
-Field int_list_field(std::string key, Get get, Int min, bool allow_empty) {
-  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_int_list(v, min, allow_empty); },
-          [=](const Config& c) { return flow_list(get(c)); }};
-}
-
-template <typename Get>
-Field string_list_field(std::string key, Get get) {
-  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_string_list(v); },
-          [=](const Config& c) {
-            YAML::Node list(YAML::NodeType::Sequence);
-            for (const auto& x : get(c)) list.push_back(x);
-            list.SetStyle(YAML::EmitterStyle::Flow);
-            return list;
-          }};
-}
-
-// One name, or a list of them (data.labels: a file or key, or CSV columns); one prints as a scalar.
-template <typename Get>
-Field name_or_names_field(std::string key, Get get, std::string what) {
-  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_string_list(v, what); },
-          [=](const Config& c) {
-            const auto& names = get(c);
-            if (names.size() == 1) return YAML::Node(names.front());
-            YAML::Node list(YAML::NodeType::Sequence);
-            for (const auto& x : names) list.push_back(x);
-            list.SetStyle(YAML::EmitterStyle::Flow);
-            return list;
-          }};
-}
-
-template <typename Get>
-Field double_list_field(std::string key, Get get, double min) {
-  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_double_list(v, min); },
-          [=](const Config& c) {
-            YAML::Node list(YAML::NodeType::Sequence);
-            for (double x : get(c)) list.push_back(shortest(x));
-            list.SetStyle(YAML::EmitterStyle::Flow);
-            return list;
-          }};
-}
+using namespace fields;
 
 // none, balanced, or one weight per class.
 Field class_weights_field() {
@@ -401,24 +155,8 @@ Field max_time_field() {
           [](const Config& c) { return YAML::Node(c.train.max_time > 0 ? core::duration_text(c.train.max_time) : "none"); }};
 }
 
-// An integer, or `auto` (stored as nullopt).
-template <typename Get>
-Field int_or_auto_field(std::string key, Get get, Int min) {
-  return {std::move(key),
-          [=](Config& c, const FieldValue& v) {
-            if (v.node.IsScalar() && v.node.Scalar() == "auto") {
-              get(c).reset();
-              return;
-            }
-            const std::string allowed = "an integer >= " + std::to_string(min) + " or auto";
-            const auto value = whole_number(scalar(v, allowed));
-            if (!value || *value < min) reject(v, found_text(v.node), allowed);
-            get(c) = *value;
-          },
-          [=](const Config& c) { return get(c) ? YAML::Node(*get(c)) : YAML::Node("auto"); }};
-}
-
-std::vector<Field> make_schema() {
+// The model.* keys.
+std::vector<Field> model_fields() {
   // clang-format off
   return {
     model_name_field(),
@@ -435,7 +173,14 @@ std::vector<Field> make_schema() {
     int_field("model.heads", [](auto& c) -> auto& { return c.model.heads; }, 1),
     int_field("model.ff_dim", [](auto& c) -> auto& { return c.model.ff_dim; }, 1),
     bool_field("model.norm_first", [](auto& c) -> auto& { return c.model.norm_first; }),
+  };
+  // clang-format on
+}
 
+// The data.* keys.
+std::vector<Field> data_fields() {
+  // clang-format off
+  return {
     choice_field("data.source", [](auto& c) -> auto& { return c.data.source; }, data::source_names()),
     choice_field("data.task", [](auto& c) -> auto& { return c.data.task; }, {"classification", "regression"}),
     path_field("data.path", [](auto& c) -> auto& { return c.data.path; }, "a path to the data's file or folder"),
@@ -467,7 +212,14 @@ std::vector<Field> make_schema() {
     bool_field("data.standardize_targets", [](auto& c) -> auto& { return c.data.standardize_targets; }),
     int_field("data.crop_padding", [](auto& c) -> auto& { return c.data.crop_padding; }, 0),
     bool_field("data.hflip", [](auto& c) -> auto& { return c.data.hflip; }),
+  };
+  // clang-format on
+}
 
+// The train.* keys.
+std::vector<Field> train_fields() {
+  // clang-format off
+  return {
     int_field("train.epochs", [](auto& c) -> auto& { return c.train.epochs; }, 1),
     int_field("train.max_steps", [](auto& c) -> auto& { return c.train.max_steps; }, 0),
     max_time_field(),
@@ -485,7 +237,14 @@ std::vector<Field> make_schema() {
     class_weights_field(),
     int_field("train.seed", [](auto& c) -> auto& { return c.train.seed; }, 0),
     bool_field("train.deterministic", [](auto& c) -> auto& { return c.train.deterministic; }),
+  };
+  // clang-format on
+}
 
+// The optimizer.* keys.
+std::vector<Field> optimizer_fields() {
+  // clang-format off
+  return {
     choice_field("optimizer.name", [](auto& c) -> auto& { return c.optimizer.name; }, {"sgd", "adam", "adamw"}),
     double_field("optimizer.lr", [](auto& c) -> auto& { return c.optimizer.lr; }, 0.0),
     double_field("optimizer.momentum", [](auto& c) -> auto& { return c.optimizer.momentum; }, 0.0, 1.0),
@@ -493,7 +252,14 @@ std::vector<Field> make_schema() {
     double_field("optimizer.weight_decay", [](auto& c) -> auto& { return c.optimizer.weight_decay; }, 0.0),
     betas_field(),
     double_field("optimizer.eps", [](auto& c) -> auto& { return c.optimizer.eps; }, 0.0),
+  };
+  // clang-format on
+}
 
+// The scheduler.* keys.
+std::vector<Field> scheduler_fields() {
+  // clang-format off
+  return {
     choice_field("scheduler.name", [](auto& c) -> auto& { return c.scheduler.name; }, {"none", "step", "cosine", "onecycle", "plateau"}),
     int_field("scheduler.warmup_steps", [](auto& c) -> auto& { return c.scheduler.warmup_steps; }, 0),
     int_field("scheduler.step_size", [](auto& c) -> auto& { return c.scheduler.step_size; }, 1),
@@ -501,7 +267,14 @@ std::vector<Field> make_schema() {
     int_field("scheduler.patience", [](auto& c) -> auto& { return c.scheduler.patience; }, 0),
     double_field("scheduler.min_lr", [](auto& c) -> auto& { return c.scheduler.min_lr; }, 0.0),
     double_field("scheduler.pct_start", [](auto& c) -> auto& { return c.scheduler.pct_start; }, 0.0, 1.0),
+  };
+  // clang-format on
+}
 
+// The checkpoint.* keys.
+std::vector<Field> checkpoint_fields() {
+  // clang-format off
+  return {
     path_field("checkpoint.dir", [](auto& c) -> auto& { return c.checkpoint.dir; }, "a directory path"),
     int_field("checkpoint.every_steps", [](auto& c) -> auto& { return c.checkpoint.every_steps; }, 0),
     int_field("checkpoint.every_epochs", [](auto& c) -> auto& { return c.checkpoint.every_epochs; }, 0),
@@ -509,23 +282,58 @@ std::vector<Field> make_schema() {
     choice_field("checkpoint.best_metric", [](auto& c) -> auto& { return c.checkpoint.best_metric; }, {"val_loss", "val_accuracy", "val_balanced_accuracy", "val_mse", "val_mae", "none"}),
     choice_field("checkpoint.best_mode", [](auto& c) -> auto& { return c.checkpoint.best_mode; }, {"auto", "min", "max"}),
     path_field("checkpoint.resume", [](auto& c) -> auto& { return c.checkpoint.resume; }, "auto, never, or a checkpoint file", false),
+  };
+  // clang-format on
+}
 
+// The logging.* keys.
+std::vector<Field> logging_fields() {
+  // clang-format off
+  return {
     path_field("logging.dir", [](auto& c) -> auto& { return c.logging.dir; }, "a directory path", false),
     int_field("logging.every_steps", [](auto& c) -> auto& { return c.logging.every_steps; }, 1),
     bool_field("logging.jsonl", [](auto& c) -> auto& { return c.logging.jsonl; }),
     bool_field("logging.tensorboard", [](auto& c) -> auto& { return c.logging.tensorboard; }),
     choice_field("logging.progress", [](auto& c) -> auto& { return c.logging.progress; }, {"auto", "bar", "lines", "off"}),
+  };
+  // clang-format on
+}
 
+// The sizing.* keys.
+std::vector<Field> sizing_fields() {
+  // clang-format off
+  return {
     double_field("sizing.target_fraction", [](auto& c) -> auto& { return c.sizing.target_fraction; }, 0.05, 1.0),
     choice_field("sizing.objective", [](auto& c) -> auto& { return c.sizing.objective; }, {"memory", "throughput"}),
+  };
+  // clang-format on
+}
 
+// The oom.* keys.
+std::vector<Field> oom_fields() {
+  // clang-format off
+  return {
     int_field("oom.max_halvings", [](auto& c) -> auto& { return c.oom.max_halvings; }, 0, 20),
     int_field("oom.min_micro_batch", [](auto& c) -> auto& { return c.oom.min_micro_batch; }, 1),
     int_field("oom.regrow_after", [](auto& c) -> auto& { return c.oom.regrow_after; }, 0),
+  };
+  // clang-format on
+}
 
+// The device.* keys.
+std::vector<Field> device_fields() {
+  // clang-format off
+  return {
     device_name_field(),
     max_memory_field(),
+  };
+  // clang-format on
+}
 
+// The distributed.* keys.
+std::vector<Field> distributed_fields() {
+  // clang-format off
+  return {
     choice_field("distributed.backend", [](auto& c) -> auto& { return c.distributed.backend; }, {"auto", "nccl", "mpi"}),
     int_field("distributed.nproc_per_node", [](auto& c) -> auto& { return c.distributed.nproc_per_node; }, 0, 1024),
     int_field("distributed.nnodes", [](auto& c) -> auto& { return c.distributed.nnodes; }, 1, 100000),
@@ -536,8 +344,17 @@ std::vector<Field> make_schema() {
     double_field("distributed.bucket_mb", [](auto& c) -> auto& { return c.distributed.bucket_mb; }, 0.001),
     double_field("distributed.first_bucket_mb", [](auto& c) -> auto& { return c.distributed.first_bucket_mb; }, 0.001),
     choice_field("distributed.grad_dtype", [](auto& c) -> auto& { return c.distributed.grad_dtype; }, {"none", "bf16", "fp16"}),
+  
   };
   // clang-format on
+}
+
+// Every key, section by section, in the order --print-config shows them.
+std::vector<Field> make_schema() {
+  std::vector<Field> all;
+  for (auto section : {model_fields(), data_fields(), train_fields(), optimizer_fields(), scheduler_fields(), checkpoint_fields(), logging_fields(), sizing_fields(), oom_fields(), device_fields(), distributed_fields()})
+    for (auto& field : section) all.push_back(std::move(field));
+  return all;
 }
 
 }  // namespace

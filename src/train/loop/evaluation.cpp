@@ -109,18 +109,20 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
   result.rank = ranks.rank();
   result.class_names = data.sources.class_names;
   // The console alone, in plain lines: the set-up's notes, out-of-memory events, unreadable images.
-  if (ranks.writer())
-    sinks.push_back(make_console_sink(config.logging.progress == "off" ? "off" : "lines", options.console ? *options.console : std::cerr));
-  for (const auto& line : pending_notes) note(line);
-  pending_notes.clear();
+  if (ranks.writer()) {
+    std::vector<std::unique_ptr<MetricSink>> console;
+    console.push_back(make_console_sink(config.logging.progress == "off" ? "off" : "lines", options.console ? *options.console : std::cerr));
+    reporter.attach(std::move(console));
+  } else {
+    reporter.stay_silent();
+  }
   const auto start = Clock::now();
   result.metrics = validate(progress.epoch, 0.0, 0.0);
   result.seconds = seconds_since(start);
   result.metrics.seconds = result.seconds;
   result.samples = result.metrics.val_samples;
   report_skipped();
-  for (auto& sink : sinks) sink->on_end();
-  sinks.clear();
+  reporter.end();
   return result;
 }
 

@@ -46,15 +46,15 @@ std::string RankGroup::summary() const {
   return core::counted(comm_->size(), "rank") + " over " + dist::to_string(comm_->backend());
 }
 
-StepAgreement RankGroup::agree(std::int64_t micro_batch, bool stop, bool time_up, std::int64_t rows, std::int64_t step) {
-  StepAgreement a{micro_batch, stop, time_up, rows};
+StepAgreement RankGroup::agree(std::int64_t micro_batch, bool stop, int end_request, std::int64_t rows, std::int64_t step) {
+  StepAgreement a{micro_batch, stop, end_request, rows};
   if (!comm_) return a;
-  const auto all = comm_->all_gather({micro_batch, stop ? 1 : 0, time_up ? 1 : 0, rows}, "the agreement before step " + std::to_string(step + 1));
+  const auto all = comm_->all_gather({micro_batch, stop ? 1 : 0, end_request, rows}, "the agreement before step " + std::to_string(step + 1));
   a.rows = 0;
   for (std::size_t r = 0; r < all.size(); r += 4) {
     a.micro_batch = std::min(a.micro_batch, all[r]);
     a.stop = a.stop || all[r + 1] != 0;
-    a.time_up = a.time_up || all[r + 2] != 0;
+    a.end_request = std::max(a.end_request, static_cast<int>(all[r + 2]));
     a.rows += all[r + 3];
   }
   return a;

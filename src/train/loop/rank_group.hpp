@@ -22,7 +22,9 @@ namespace gputrain::train {
 struct StepAgreement {
   std::int64_t micro_batch = 0;  ///< the smallest of the ranks' (an OOM on one rank shrinks all)
   bool stop = false;             ///< some rank got SIGINT/SIGTERM: every rank stops before this step
-  bool time_up = false;          ///< train.max_time ran out on some rank's clock: every rank ends the run here
+  /// A callback's stop on some rank (train.max_time on its clock, ...): every rank ends the run here.
+  /// The largest of the ranks' requests (a StopReason + 1; 0: none), so all take the same reason.
+  int end_request = 0;
   std::int64_t rows = 0;         ///< samples in this step over all ranks; 0: every rank is through its shard
 };
 
@@ -48,7 +50,7 @@ class RankGroup {
   std::string summary() const;
 
   /// The step-boundary collective (one small all-gather).
-  StepAgreement agree(std::int64_t micro_batch, bool stop, bool time_up, std::int64_t rows, std::int64_t step);
+  StepAgreement agree(std::int64_t micro_batch, bool stop, int end_request, std::int64_t rows, std::int64_t step);
   /// Element-wise sums over ranks of a few host figures (identity for a plain run).
   std::vector<double> sum(std::vector<double> values, const std::string& what);
   /// The smallest of the ranks' values.

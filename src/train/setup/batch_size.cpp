@@ -20,8 +20,7 @@
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/optimizer.hpp"
 #include "gputrain/train/run_setup.hpp"
-#include "train/step/direct_backward.hpp"
-#include "train/step/training_step.hpp"
+#include "train/step/step_engine.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -47,7 +46,6 @@ class ProbeRig {
     if (config.uses_channels_last()) use_channels_last(*model_);
     model_->set_training(true);
     params_ = model_->parameters();
-    direct_ = DirectBackward::plan(*model_, config.train, device);
     // The probe samples, the parameters and the dataset's place.
     budget_.resident = memory::memory_figures(device).allocated;
     for (const auto& p : model_->named_state()) budget_.known.parameters += tensor_bytes(p.second);
@@ -60,7 +58,10 @@ class ProbeRig {
     budget_.limit_source = figures.limit_source;
     optimizer_ = make_optimizer(config.optimizer, params_);
     scaler_ = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
-    create_optimizer_state(parts());
+    // Without train.class_weights: they change the loss's value, not the step's memory or time.
+    engine_ = std::make_unique<StepEngine>(StepParts{*model_, *optimizer_, *scaler_, params_, transform_, config_.train,
+                                                     config_.uses_channels_last(), config_.data.task == "classification", device_, nullptr, {}});
+    engine_->create_optimizer_state();
   }
 
   sizing::ProbePoint operator()(std::int64_t batch) {
@@ -73,14 +74,14 @@ class ProbeRig {
     const auto before = memory::memory_figures(device_, /*with_limit=*/false).allocated;
     try {
       const data::Batch samples{data_.inputs.index_select(0, indices), data_.targets.index_select(0, indices)};
-      const auto loss = accumulate_gradients(parts(), samples, batch, [&] {
+      const auto loss = engine_->accumulate(samples, batch, [&] {
         point.activations = memory::memory_figures(device_, /*with_limit=*/false).allocated - before;
       });
       const auto forward_backward = memory::memory_figures(device_, /*with_limit=*/false);
       point.peak = forward_backward.peak;
       point.reserved_peak = forward_backward.reserved_peak;
       memory::reset_peak_memory(device_);
-      apply_gradients(parts());
+      engine_->apply();
       (void)loss.item<float>();  // waits for the device, so the time is the step's
       const auto optimizer_step = memory::memory_figures(device_, /*with_limit=*/false);
       point.optimizer_peak = optimizer_step.peak;
@@ -101,12 +102,6 @@ class ProbeRig {
   std::int64_t parameter_count() { return train::parameter_count(*model_); }
 
  private:
-  // Without train.class_weights: they change the loss's value, not the step's memory or time.
-  StepParts parts() {
-    return StepParts{*model_, *optimizer_, *scaler_, params_, transform_, config_.train, config_.uses_channels_last(),
-                     config_.data.task == "classification", device_, 0, nullptr, direct_.get(), {}};
-  }
-
   const Config& config_;
   c10::Device device_;
   const data::TensorDataset& data_;
@@ -116,7 +111,7 @@ class ProbeRig {
   std::vector<at::Tensor> params_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<GradScaler> scaler_;
-  std::unique_ptr<DirectBackward> direct_;  // as the run's step: the probes measure what it will run
+  std::unique_ptr<StepEngine> engine_;  // the run's: the probes measure what it will run
   sizing::MemoryBudget budget_;
 };
 
@@ -224,11 +219,17 @@ std::string probe_text(const sizing::ProbePoint& probe) {
   return text + " in " + core::format_fixed(probe.seconds, 2) + " s";
 }
 
-nlohmann::json probe_json(const sizing::ProbePoint& p) {
+namespace {
+
+nlohmann::json probe_object(const sizing::ProbePoint& p) {
   nlohmann::json out = {{"batch", p.batch}, {"fits", p.fits}, {"peak_bytes", p.peak}, {"seconds", p.seconds}};
   if (p.reserved_peak != 0) out["reserved_peak_bytes"] = p.reserved_peak;
   return out;
 }
+
+}  // namespace
+
+std::string probe_json(const sizing::ProbePoint& p) { return probe_object(p).dump(); }
 
 ProbeObserver probe_progress(std::ostream* out, std::chrono::seconds quiet) {
   return [out, quiet, start = Clock::now(), steps = 0](const sizing::ProbePoint& probe) mutable {
@@ -273,7 +274,7 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
   choice.batch = choice.search.batch;
   if (!cache_path.empty()) {
     nlohmann::json probes = nlohmann::json::array();
-    for (const auto& p : choice.search.probes) probes.push_back(probe_json(p));
+    for (const auto& p : choice.search.probes) probes.push_back(probe_object(p));
     const nlohmann::json record = {{"key", key},
                                    {"batch", choice.batch},
                                    {"memory_batch", choice.search.memory_batch},

@@ -61,7 +61,10 @@ std::int64_t model_outputs(const Config& config) {
   return config.data.task == "classification" ? config.data.classes.value_or(10) : config.data.outputs;
 }
 
-RunData open_data(Config& config, bool evaluating) {
+namespace {
+
+// What data::open_sources reads: the data.* keys, and how far a long read is.
+data::SourceSpec source_spec(const Config& config, bool evaluating, SetupProgress& reading) {
   const auto& d = config.data;
   data::SourceSpec spec;
   spec.source = d.source;
@@ -80,7 +83,6 @@ RunData open_data(Config& config, bool evaluating) {
   spec.split_seed = static_cast<std::uint64_t>(config.train.seed);
   spec.evaluate_on_val_path = evaluating;
   spec.synthetic = {d.task, d.shape, model_outputs(config), static_cast<std::uint64_t>(config.train.seed)};
-  SetupProgress reading(std::cerr);  // a large CSV's parse takes a while
   spec.read_progress = [&reading](const std::string& path, std::uint64_t done, std::uint64_t total) {
     reading("reading " + path, done, total, [&] { return core::format_bytes(done) + " of " + core::format_bytes(total); });
   };
@@ -88,18 +90,13 @@ RunData open_data(Config& config, bool evaluating) {
     reading(doing, static_cast<std::uint64_t>(done), static_cast<std::uint64_t>(total),
             [&] { return std::to_string(done) + " of " + core::counted(total, "sample"); });
   };
-  RunData out;
-  const auto start = std::chrono::steady_clock::now();
-  out.sources = data::open_sources(spec);
-  out.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  refuse_nonfinite_samples(config, out.sources);
+  return spec;
+}
+
+// data.classes against the labels (or found from them), and the regression's outputs.
+void check_the_classes(Config& config, RunData& out, const data::SourceSpec& spec) {
+  const auto& d = config.data;
   const auto& layout = out.sources.train->layout();
-  config.data.shape = layout.input_shape;
-  if (config.model.name == "auto" && config.model.torchscript.empty()) {
-    config.model.name = model_for_samples(layout.input_shape);
-    out.model_choice = "model.name auto: " + config.model.name + ", for samples shaped " + c10::str(c10::IntArrayRef(layout.input_shape)) +
-                       (config.model.name == "small_cnn" ? " ([channels, height, width])" : " (small_cnn is for [channels, height, width] images)");
-  }
   if (d.task == "classification") {
     const auto found = out.sources.classes;
     if (d.classes && *d.classes < found)
@@ -113,10 +110,11 @@ RunData open_data(Config& config, bool evaluating) {
   } else if (d.source != "synthetic") {
     config.data.outputs = layout.target_shape.empty() ? 1 : layout.target_shape[0];
   }
-  if (!d.mean.empty() && (layout.input_shape.empty() || layout.input_shape[0] != static_cast<std::int64_t>(d.mean.size())))
-    throw UsageError("data.mean has " + std::to_string(d.mean.size()) + " values but samples have " +
-                         std::to_string(layout.input_shape.empty() ? 0 : layout.input_shape[0]) + " channels (shape " + c10::str(c10::IntArrayRef(layout.input_shape)) + ")",
-                     "give one mean and one std per channel");
+}
+
+// The notes on the data before training: scale, id columns, class balance and weights.
+void note_what_the_data_says(Config& config, RunData& out) {
+  const auto& d = config.data;
   const auto note = [&out](std::string text) {
     if (!text.empty()) out.data_notes.push_back(std::move(text));
   };
@@ -139,6 +137,32 @@ RunData open_data(Config& config, bool evaluating) {
     note(class_weights_note(out.class_weights, weights, out.sources.class_names, config.checkpoint.best_metric,
                             out.sources.val != nullptr));
   }
+}
+
+}  // namespace
+
+RunData open_data(Config& config, bool evaluating) {
+  const auto& d = config.data;
+  SetupProgress reading(std::cerr);  // a large CSV's parse takes a while
+  const auto spec = source_spec(config, evaluating, reading);
+  RunData out;
+  const auto start = std::chrono::steady_clock::now();
+  out.sources = data::open_sources(spec);
+  out.read_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  refuse_nonfinite_samples(config, out.sources);
+  const auto& layout = out.sources.train->layout();
+  config.data.shape = layout.input_shape;
+  if (config.model.name == "auto" && config.model.torchscript.empty()) {
+    config.model.name = model_for_samples(layout.input_shape);
+    out.model_choice = "model.name auto: " + config.model.name + ", for samples shaped " + c10::str(c10::IntArrayRef(layout.input_shape)) +
+                       (config.model.name == "small_cnn" ? " ([channels, height, width])" : " (small_cnn is for [channels, height, width] images)");
+  }
+  check_the_classes(config, out, spec);
+  if (!d.mean.empty() && (layout.input_shape.empty() || layout.input_shape[0] != static_cast<std::int64_t>(d.mean.size())))
+    throw UsageError("data.mean has " + std::to_string(d.mean.size()) + " values but samples have " +
+                         std::to_string(layout.input_shape.empty() ? 0 : layout.input_shape[0]) + " channels (shape " + c10::str(c10::IntArrayRef(layout.input_shape)) + ")",
+                     "give one mean and one std per channel");
+  note_what_the_data_says(config, out);
   out.transform.mean = d.mean;
   out.transform.std = d.std;
   out.transform.crop_padding = d.crop_padding;

@@ -111,7 +111,7 @@ TEST(GradientSync, SendsDuringBackwardAndReturnsTheSum) {
   for (std::size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(at::allclose(params[i].grad(), expected[i])) << i;
 }
 
-// A backward run by hand (train::DirectBackward) says each gradient is ready itself: a bucket
+// A backward whose gradients autograd's hooks do not see says each gradient is ready itself: a bucket
 // leaves once its members are all said, before the step's end, and only once armed.
 TEST(GradientSync, GradientsSaidReadyByHandStartTheirBucketsAsHooksWould) {
   auto net = three_layers();

@@ -31,8 +31,16 @@ void expect_within_rounding(const at::Tensor& ours, const at::Tensor& reference,
 
 }  // namespace
 
+// The oneDNN path calls a LibTorch symbol declared weak (cpu_matmul.cpp): a LibTorch upgrade that
+// drops or renames it must fail here, loudly, not silently fall back to MKL everywhere.
+TEST(CpuLinear, TheWeakOneDnnSymbolIsThereInThisLibTorch) {
+  ASSERT_TRUE(onednn_matmul_available()) << "this LibTorch does not export at::native::mkldnn_matmul (or was built without oneDNN): "
+                                            "cpu_linear's oneDNN path is gone; declare the symbol it exports now in cpu_matmul.cpp, "
+                                            "or remove cpu_matmul and measure bench/train_vs_pytorch.py without it";
+}
+
 TEST(CpuLinear, OneDnnsProductsGiveAtLinearsOutputsAndGradientsWithinRounding) {
-  if (!onednn_matmul_available()) GTEST_SKIP() << "this LibTorch has no oneDNN matmul to call";
+  ASSERT_TRUE(onednn_matmul_available()) << "see TheWeakOneDnnSymbolIsThereInThisLibTorch";
   at::manual_seed(5);
   const auto x = at::randn({4, 70, 96}), weight = at::randn({80, 96}) * 0.1, bias = at::randn({80}), w = at::randn({4, 70, 80});
   for (const bool with_bias : {true, false}) {

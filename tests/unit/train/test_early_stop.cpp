@@ -71,7 +71,7 @@ TEST(EarlyStop, AnImprovementMustBeatTheReferenceByMoreThanMinDeltaInTheMetricsD
 
 TEST(EarlyStop, CountsEpochsWithoutImprovementAndStartsAgainOnAnImprovement) {
   const auto r = rule("val_loss", false, 2, 0);
-  TrainingProgress progress;
+  EarlyStopState progress;
   EXPECT_EQ(observe_validation(r, progress, 0.9), "");  // the first validation sets the reference
   EXPECT_EQ(progress.early_stop_reference, 0.9);
   EXPECT_EQ(observe_validation(r, progress, 0.95),
@@ -90,7 +90,7 @@ TEST(EarlyStop, CountsEpochsWithoutImprovementAndStartsAgainOnAnImprovement) {
   // A margin keeps the reference where it was while the figure creeps: 0.695 and 0.69 are better
   // than 0.7, but not by more than 0.05.
   const auto margin = rule("val_loss", false, 2, 0.05);
-  TrainingProgress creeping;
+  EarlyStopState creeping;
   observe_validation(margin, creeping, 0.7);
   EXPECT_NE(observe_validation(margin, creeping, 0.695).find("has not improved on 0.7000 by more than 0.05: 1 of 2"), std::string::npos);
   observe_validation(margin, creeping, 0.69);
@@ -99,14 +99,14 @@ TEST(EarlyStop, CountsEpochsWithoutImprovementAndStartsAgainOnAnImprovement) {
 
   // An accuracy is said as the epoch lines say it, and its margin in percentage points.
   const auto accuracy = rule("val_balanced_accuracy", true, 3, 0.005);
-  TrainingProgress flat;
+  EarlyStopState flat;
   observe_validation(accuracy, flat, 0.72);
   EXPECT_EQ(observe_validation(accuracy, flat, 0.7231),
             "val_balanced_accuracy 72.31% has not improved on 72.00% by more than 0.5 points: 1 of 3 epochs without improvement "
             "before the run stops (train.early_stop_patience)");
 
   const auto off = rule("val_loss", false, 0, 0);  // patience 0: nothing counted, never stops
-  TrainingProgress untouched;
+  EarlyStopState untouched;
   for (double v : {0.5, 0.6, 0.7}) EXPECT_EQ(observe_validation(off, untouched, v), "");
   EXPECT_FALSE(untouched.early_stop_reference);
   EXPECT_FALSE(stopped_early(off, untouched));

@@ -303,10 +303,10 @@ TEST(AutoBatch, ARunInTheSameDirectoryReusesTheResult) {
 TEST(AutoBatch, AProbeIsSaidWithItsReservedPeakWhereTheAllocatorHasOne) {
   sizing::ProbePoint cpu{1024, true, 3 * core::kMiB, 0, 0, 0.5};
   EXPECT_EQ(train::probe_text(cpu), "1024: peak 3.00 MiB in 0.50 s");
-  EXPECT_FALSE(train::probe_json(cpu).contains("reserved_peak_bytes"));
+  EXPECT_FALSE(nlohmann::json::parse(train::probe_json(cpu)).contains("reserved_peak_bytes"));
   auto cuda = cpu;
   cuda.reserved_peak = 6 * core::kMiB;
   EXPECT_EQ(train::probe_text(cuda), "1024: peak 3.00 MiB (reserved 6.00 MiB) in 0.50 s");
-  EXPECT_EQ(train::probe_json(cuda).at("reserved_peak_bytes").get<std::uint64_t>(), 6 * core::kMiB);
+  EXPECT_EQ(nlohmann::json::parse(train::probe_json(cuda)).at("reserved_peak_bytes").get<std::uint64_t>(), 6 * core::kMiB);
   EXPECT_EQ(train::probe_text(sizing::ProbePoint{2048, false, 0, 0, 0, 0}), "2048: out of memory");
 }

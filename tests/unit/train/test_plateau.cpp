@@ -33,7 +33,7 @@ Config plateau(std::int64_t patience, double gamma, const std::string& metric = 
 
 TEST(Plateau, DecaysAfterMoreThanPatienceValidationsWithoutABetterValueAndCountsAgain) {
   const auto c = plateau(2, 0.5);
-  TrainingProgress p;
+  PlateauState p;
   EXPECT_EQ(observe_plateau(c, p, 1.0), "");  // the first value is the reference
   EXPECT_EQ(observe_plateau(c, p, 0.9), "");  // better
   EXPECT_EQ(observe_plateau(c, p, 0.9), "");  // equal is not better: 1
@@ -53,7 +53,7 @@ TEST(Plateau, DecaysAfterMoreThanPatienceValidationsWithoutABetterValueAndCounts
 
 TEST(Plateau, PatienceZeroDecaysOnTheFirstValidationThatIsNotBetterAndAnAccuracyMustRise) {
   const auto c = plateau(0, 0.1, "val_accuracy");
-  TrainingProgress p;
+  PlateauState p;
   observe_plateau(c, p, 0.70);
   EXPECT_EQ(observe_plateau(c, p, 0.72), "");
   EXPECT_EQ(observe_plateau(c, p, 0.71),
@@ -64,7 +64,7 @@ TEST(Plateau, PatienceZeroDecaysOnTheFirstValidationThatIsNotBetterAndAnAccuracy
 TEST(Plateau, TheFloorHoldsTheRateAndThenNothingMoreIsSaid) {
   auto c = plateau(0, 0.5);
   c.scheduler.min_lr = 0.004;
-  TrainingProgress p;
+  PlateauState p;
   observe_plateau(c, p, 1.0);
   EXPECT_NE(observe_plateau(c, p, 1.0).find("learning rate 0.01 -> 0.005 (x scheduler.gamma 0.5)"), std::string::npos);
   EXPECT_EQ(observe_plateau(c, p, 1.0),
@@ -75,7 +75,7 @@ TEST(Plateau, TheFloorHoldsTheRateAndThenNothingMoreIsSaid) {
 TEST(Plateau, OtherSchedulersLeaveTheProgressAsItIs) {
   auto c = plateau(0, 0.5);
   c.scheduler.name = "cosine";
-  TrainingProgress p;
+  PlateauState p;
   for (const double value : {1.0, 2.0, 3.0}) EXPECT_EQ(observe_plateau(c, p, value), "");
   EXPECT_FALSE(p.plateau_reference.has_value());
   EXPECT_EQ(p.plateau_scale, 1.0);

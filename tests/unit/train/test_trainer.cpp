@@ -554,8 +554,7 @@ TEST(Trainer, LossFallsOnALearnableTask) {
 
 // train.label_smoothing softens the training loss only: validation reports the plain cross-entropy,
 // comparable with runs without it. With lr 0 the weights stay the initial ones, so both runs
-// validate the same model; batch norm puts the step on autograd's path, the MLP's own backward is
-// compared with autograd in test_direct_backward.cpp.
+// validate the same model.
 TEST(Trainer, LabelSmoothingSoftensTheTrainingLossButNotTheValidationLoss) {
   FitResult results[2];
   for (int smoothed = 0; smoothed < 2; ++smoothed) {

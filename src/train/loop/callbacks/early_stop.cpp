@@ -3,7 +3,9 @@
 #include <cstdio>
 
 #include "gputrain/core/units.hpp"
+#include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/metrics.hpp"
+#include "builtin_callbacks.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -37,26 +39,75 @@ bool improves(double value, double reference, bool maximize, double margin) {
 
 bool EarlyStopRule::improves(double value, double reference) const { return train::improves(value, reference, maximize, min_delta); }
 
-std::string observe_validation(const EarlyStopRule& rule, TrainingProgress& progress, double value) {
+std::string observe_validation(const EarlyStopRule& rule, EarlyStopState& state, double value) {
   if (!rule.on()) return "";
-  if (!progress.early_stop_reference || rule.improves(value, *progress.early_stop_reference)) {
-    progress.early_stop_reference = value;
-    progress.epochs_without_improvement = 0;
+  if (!state.early_stop_reference || rule.improves(value, *state.early_stop_reference)) {
+    state.early_stop_reference = value;
+    state.epochs_without_improvement = 0;
     return "";
   }
-  ++progress.epochs_without_improvement;
-  return rule.metric + " " + metric_text(rule.metric, value) + " has not improved on " + against(rule, *progress.early_stop_reference) + ": " +
-         std::to_string(progress.epochs_without_improvement) + " of " + std::to_string(rule.patience) +
+  ++state.epochs_without_improvement;
+  return rule.metric + " " + metric_text(rule.metric, value) + " has not improved on " + against(rule, *state.early_stop_reference) + ": " +
+         std::to_string(state.epochs_without_improvement) + " of " + std::to_string(rule.patience) +
          " epochs without improvement before the run stops (train.early_stop_patience)";
 }
 
-bool stopped_early(const EarlyStopRule& rule, const TrainingProgress& progress) {
-  return rule.on() && progress.epochs_without_improvement >= rule.patience;
+bool stopped_early(const EarlyStopRule& rule, const EarlyStopState& state) {
+  return rule.on() && state.epochs_without_improvement >= rule.patience;
 }
 
-std::string early_stop_reason(const EarlyStopRule& rule, const TrainingProgress& progress) {
-  return rule.metric + " has not improved on " + against(rule, progress.early_stop_reference.value_or(0.0)) + " for " +
-         core::counted(progress.epochs_without_improvement, "epoch") + " (train.early_stop_patience: " + std::to_string(rule.patience) + ")";
+std::string early_stop_reason(const EarlyStopRule& rule, const EarlyStopState& state) {
+  return rule.metric + " has not improved on " + against(rule, state.early_stop_reference.value_or(0.0)) + " for " +
+         core::counted(state.epochs_without_improvement, "epoch") + " (train.early_stop_patience: " + std::to_string(rule.patience) + ")";
+}
+
+namespace {
+
+class EarlyStop final : public Callback {
+ public:
+  explicit EarlyStop(const Config& config) : rule_(EarlyStopRule::from(config)) {}
+
+  std::string name() const override { return "early_stop"; }
+
+  // A resumed run that had stopped early has nothing left to train, unless the patience was raised.
+  void on_fit_start(RunControl& run) override {
+    if (!stopped_early(rule_, state_)) return;
+    if (run.progress().step < run.total_steps())
+      run.note("nothing left to train: this run stopped early after epoch " + std::to_string(run.progress().epoch) + ", as " +
+               early_stop_reason(rule_, state_) + "; to train on, raise train.early_stop_patience (0 turns early stopping off)");
+    run.request_stop(StopReason::early_stop, early_stop_reason(rule_, state_));
+  }
+
+  // The figures are sums over all ranks: every rank comes to the same decision.
+  void on_validation_end(RunControl& run, const EpochMetrics& metrics) override {
+    const auto value = watched_value(metrics, rule_.metric);
+    if (!value) return;
+    const auto waiting = observe_validation(rule_, state_, *value);
+    if (!waiting.empty()) run.note(waiting);
+    if (stopped_early(rule_, state_)) run.request_stop(StopReason::early_stop, early_stop_reason(rule_, state_));
+  }
+
+  CallbackState state_dict() const override {
+    CallbackState state{{"epochs_without_improvement", static_cast<double>(state_.epochs_without_improvement)}};
+    put(state, "reference", state_.early_stop_reference);
+    return state;
+  }
+
+  void load_state_dict(const CallbackState& state) override {
+    state_.early_stop_reference = get(state, "reference");
+    state_.epochs_without_improvement = static_cast<std::int64_t>(get(state, "epochs_without_improvement").value_or(0));
+  }
+
+ private:
+  const EarlyStopRule rule_;
+  EarlyStopState state_;
+};
+
+}  // namespace
+
+std::unique_ptr<Callback> early_stop_callback(const Config& config) {
+  if (config.train.early_stop_patience <= 0) return nullptr;
+  return std::make_unique<EarlyStop>(config);
 }
 
 }  // namespace gputrain::train

@@ -1,13 +1,13 @@
 #pragma once
 // Early stopping (train.early_stop_patience): after each epoch's validation, whether the figure
 // best.pt is kept by (checkpoint.best_metric) improved by more than train.early_stop_min_delta,
-// and when the run has waited long enough for it. Private to the train area: the trainer's epoch
-// end and fit() call these. The state lives in TrainingProgress, so a resumed run keeps counting.
+// and when the run has waited long enough for it. The rule is here for the callback
+// (early_stop_callback) and its tests; its state is the callback's, saved in checkpoints.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
-#include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/config.hpp"
 
 namespace gputrain::train {
@@ -31,17 +31,24 @@ struct EarlyStopRule {
   bool improves(double value, double reference) const;
 };
 
-/// Counts this validation's `value` into progress' early-stop fields: a value that improves on the
-/// reference becomes it and restarts the count, any other adds an epoch without improvement.
-/// Returns the line to say for an epoch without improvement ("" for an improvement or when off).
-std::string observe_validation(const EarlyStopRule& rule, TrainingProgress& progress, double value);
+/// What early stopping has counted: the value the next validation must beat by more than
+/// train.early_stop_min_delta, and the validations in a row that have not.
+struct EarlyStopState {
+  std::optional<double> early_stop_reference;
+  std::int64_t epochs_without_improvement = 0;
+};
+
+/// Counts this validation's `value` into `state`: a value that improves on the reference becomes
+/// it and restarts the count, any other adds an epoch without improvement. Returns the line to
+/// say for an epoch without improvement ("" for an improvement or when off).
+std::string observe_validation(const EarlyStopRule& rule, EarlyStopState& state, double value);
 
 /// Whether the run has stopped early: `patience` epochs in a row without improvement. A resumed
 /// run that had stopped has nothing left to train, unless the patience was raised.
-bool stopped_early(const EarlyStopRule& rule, const TrainingProgress& progress);
+bool stopped_early(const EarlyStopRule& rule, const EarlyStopState& state);
 
 /// Why the run stopped, for its end line: "val_loss has not improved on 0.3412 for 5 epochs
 /// (train.early_stop_patience: 5)".
-std::string early_stop_reason(const EarlyStopRule& rule, const TrainingProgress& progress);
+std::string early_stop_reason(const EarlyStopRule& rule, const EarlyStopState& state);
 
 }  // namespace gputrain::train

@@ -3,32 +3,33 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/train/lr_schedule.hpp"
 #include "gputrain/train/metrics.hpp"
-#include "early_stop.hpp"
 #include "train/report/human_lines.hpp"
+#include "builtin_callbacks.hpp"
+#include "early_stop.hpp"
 
 namespace gputrain::train {
 
-std::string observe_plateau(const Config& config, TrainingProgress& progress, double value) {
+std::string observe_plateau(const Config& config, PlateauState& state, double value) {
   const auto& scheduler = config.scheduler;
   if (scheduler.name != "plateau") return "";
-  if (!progress.plateau_reference || improves(value, *progress.plateau_reference, maximizes(config.checkpoint))) {
-    progress.plateau_reference = value;
-    progress.plateau_epochs_without_improvement = 0;
+  if (!state.plateau_reference || improves(value, *state.plateau_reference, maximizes(config.checkpoint))) {
+    state.plateau_reference = value;
+    state.plateau_epochs_without_improvement = 0;
     return "";
   }
-  if (++progress.plateau_epochs_without_improvement <= scheduler.patience) return "";
+  if (++state.plateau_epochs_without_improvement <= scheduler.patience) return "";
   const auto& metric = config.checkpoint.best_metric;
-  const auto waited = progress.plateau_epochs_without_improvement;
+  const auto waited = state.plateau_epochs_without_improvement;
   // The rate after warm-up, before and after the decay: the floor may hold it where it was.
   const auto rate = [&](double scale) { return learning_rate_at(scheduler, config.optimizer.lr, scheduler.warmup_steps, 0, scale); };
-  const double before = rate(progress.plateau_scale);
-  progress.plateau_scale *= scheduler.gamma;
-  progress.plateau_epochs_without_improvement = 0;
-  const double after = rate(progress.plateau_scale);
+  const double before = rate(state.plateau_scale);
+  state.plateau_scale *= scheduler.gamma;
+  state.plateau_epochs_without_improvement = 0;
+  const double after = rate(state.plateau_scale);
   if (after >= before) return "";
-  return metric + " has not improved on " + metric_text(metric, *progress.plateau_reference) + " for " + core::counted(waited, "epoch") +
+  return metric + " has not improved on " + metric_text(metric, *state.plateau_reference) + " for " + core::counted(waited, "epoch") +
          " (scheduler.patience: " + std::to_string(scheduler.patience) + "): learning rate " + short_number(before) + " -> " + short_number(after) +
-         (after > config.optimizer.lr * progress.plateau_scale ? ", the floor (scheduler.min_lr)" : " (x scheduler.gamma " + short_number(scheduler.gamma) + ")");
+         (after > config.optimizer.lr * state.plateau_scale ? ", the floor (scheduler.min_lr)" : " (x scheduler.gamma " + short_number(scheduler.gamma) + ")");
 }
 
 std::string plateau_patience_note(const Config& config) {
@@ -39,6 +40,46 @@ std::string plateau_patience_note(const Config& config) {
          core::counted(decay_after, "epoch") + ", scheduler.patience " + std::to_string(config.scheduler.patience) +
          " + 1), so no epoch trains at the lowered rate; set train.early_stop_patience: " + std::to_string(2 * decay_after) +
          " or a smaller scheduler.patience";
+}
+
+namespace {
+
+class Plateau final : public Callback {
+ public:
+  explicit Plateau(const Config& config) : config_(config) {}
+
+  std::string name() const override { return "plateau"; }
+
+  void on_validation_end(RunControl& run, const EpochMetrics& metrics) override {
+    const auto value = watched_value(metrics, config_.checkpoint.best_metric);
+    if (!value) return;
+    state_.plateau_scale = run.lr_scale();
+    const auto decay = observe_plateau(config_, state_, *value);
+    run.set_lr_scale(state_.plateau_scale);
+    if (!decay.empty()) run.note(decay);
+  }
+
+  CallbackState state_dict() const override {
+    CallbackState state{{"epochs_without_improvement", static_cast<double>(state_.plateau_epochs_without_improvement)}};
+    put(state, "reference", state_.plateau_reference);
+    return state;
+  }
+
+  void load_state_dict(const CallbackState& state) override {
+    state_.plateau_reference = get(state, "reference");
+    state_.plateau_epochs_without_improvement = static_cast<std::int64_t>(get(state, "epochs_without_improvement").value_or(0));
+  }
+
+ private:
+  const Config config_;
+  PlateauState state_;
+};
+
+}  // namespace
+
+std::unique_ptr<Callback> plateau_callback(const Config& config) {
+  if (config.scheduler.name != "plateau") return nullptr;
+  return std::make_unique<Plateau>(config);
 }
 
 }  // namespace gputrain::train

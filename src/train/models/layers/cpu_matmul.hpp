@@ -1,5 +1,5 @@
 #pragma once
-// The CPU matrix products of the hand-written MLP step (direct_backward.cpp): at::mm, which runs
+// The CPU matrix products of the models' Linears (cpu_linear.hpp): at::mm, which runs
 // MKL's sgemm, or oneDNN's matmul, which LibTorch carries too. On AMD processors MKL takes its AVX2
 // path even where the processor has AVX-512; oneDNN's AVX-512 kernels ran the benchmark MLP's
 // 256x512x256 products in half MKL's time on a Zen 5 (2026-11-26, docs/benchmarks.md). Both sum in

@@ -1,0 +1,111 @@
+#pragma once
+// train::Callback: the seam features plug into. The loop calls each registered callback at fit,
+// step, validation and epoch boundaries; a callback reads the run through RunControl and may act
+// on it (stop the run, save a checkpoint, scale the learning rate, say a line). Its state_dict is
+// saved in every checkpoint under its name, so a resumed run continues exactly. Early stopping,
+// the plateau schedule, best.pt, periodic checkpoints, the divergence stop and train.max_time are
+// callbacks (src/train/loop/callbacks/); a C++ program adds its own through TrainerOptions.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "gputrain/train/metrics.hpp"
+
+namespace gputrain::train {
+
+struct Config;
+struct FitResult;
+struct TrainingProgress;
+
+/// A callback's saved state: named numbers (integers are exact up to 2^53). Absent keys are what
+/// a callback finds in checkpoints written before it existed.
+using CallbackState = std::map<std::string, double>;
+
+/// Why a callback ended the run; the loop reports it in FitResult.
+enum class StopReason {
+  early_stop,  ///< the watched figure stopped improving: the run is done (FitResult::early_stop_reason)
+  time_limit,  ///< train.max_time: ends as a finished run does (FitResult::time_limit_reached)
+  request,     ///< any other reason of a user's callback: ends as a finished run does, with the reason noted
+};
+
+/// The loop's means of the steps since the last step line (or checkpoint check): what a watch on
+/// the loss sees. Sums over ranks, so every rank sees the same figures.
+struct LossWindow {
+  double mean_loss = 0;
+  std::int64_t first_step = 0, last_step = 0;  ///< 1-based optimizer steps the window covers
+  std::int64_t skipped_steps = 0;              ///< of them, those the GradScaler skipped (inf/nan)
+};
+
+/// The run as a callback sees and steers it. Actions take effect at the next step boundary.
+class RunControl {
+ public:
+  virtual ~RunControl() = default;
+  virtual const Config& config() const = 0;
+  /// Step, epoch and position; read-only.
+  virtual const TrainingProgress& progress() const = 0;
+  /// Steps the run is asked for in total.
+  virtual std::int64_t total_steps() const = 0;
+  /// Rank 0 writes files; every rank runs every callback (the figures they see are global).
+  virtual bool writer() const = 0;
+  /// Wall time the run has trained for, the runs' before a resume included (train.max_time counts it).
+  virtual double trained_seconds() const = 0;
+  /// Whether the loss scaler is on (fp16): it skips inf/nan steps instead of applying them.
+  virtual bool loss_scaling() const = 0;
+  /// The newest checkpoint this run wrote or resumed from ("" when none).
+  virtual std::string last_checkpoint() const = 0;
+  /// A line for the console and training.log (rank 0 speaks for the run).
+  virtual void note(const std::string& line) = 0;
+  /// A line for training.log only: how the run ended, which the command reports itself.
+  virtual void record(const std::string& line) = 0;
+  /// Ends the run at the next step boundary, with a checkpoint. With several ranks, a request
+  /// made at a step's end is agreed on before the next step, so all ranks stop on the same one.
+  virtual void request_stop(StopReason reason, const std::string& why) = 0;
+  /// The stop already requested, if any.
+  virtual std::optional<StopReason> stop_requested() const = 0;
+  /// Writes a periodic checkpoint (step-N.pt) once every callback has had the current hook, so it
+  /// holds their states after it (rank 0 writes; every rank may ask).
+  virtual void save_checkpoint() = 0;
+  /// Writes best.pt the same way.
+  virtual void save_best() = 0;
+  /// Loads the model's weights from a checkpoint (best.pt) into the live model.
+  virtual void load_weights(const std::string& checkpoint) = 0;
+  /// Where best.pt is (or would be).
+  virtual std::string best_path() const = 0;
+  /// The factor the schedule's learning rate is multiplied by (1 until a callback changes it);
+  /// saved in checkpoints with the progress.
+  virtual double lr_scale() const = 0;
+  virtual void set_lr_scale(double scale) = 0;
+};
+
+/// Hooks around the training loop, all optional. Lightning's Callback, in C++.
+class Callback {
+ public:
+  virtual ~Callback() = default;
+  /// The key its state is saved under in checkpoints: unique among a run's callbacks.
+  virtual std::string name() const = 0;
+  /// After set-up and resume, before the first step.
+  virtual void on_fit_start(RunControl&) {}
+  /// After every optimizer step (`step`: steps done), after its step line when it made one.
+  virtual void on_step_end(RunControl&, std::int64_t /*step*/) {}
+  /// After a step line (logging.every_steps, the first and the last step): the figures it shows
+  /// and the loss of the steps it covers. The loss is read from the device only for these lines.
+  virtual void on_log(RunControl&, const StepMetrics&, const LossWindow&) {}
+  /// Before a checkpoint is written: the loss of the steps since the last step line (null when none ran).
+  virtual void on_before_checkpoint(RunControl&, const LossWindow*) {}
+  /// After each epoch's validation, once the epoch counts as done (progress().epoch includes it).
+  /// Every epoch ends so; the validation figures are absent without validation data.
+  virtual void on_validation_end(RunControl&, const EpochMetrics&) {}
+  /// After every callback's on_validation_end for the epoch.
+  virtual void on_epoch_end(RunControl&, const EpochMetrics&) {}
+  /// After the last checkpoint, before model.safetensors is written: `result` may still be changed.
+  virtual void on_fit_end(RunControl&, FitResult&) {}
+  /// What a resumed run needs to go on exactly.
+  virtual CallbackState state_dict() const { return {}; }
+  /// Restores what state_dict() returned (from a checkpoint); may be empty for a checkpoint that predates the callback.
+  virtual void load_state_dict(const CallbackState&) {}
+};
+
+}  // namespace gputrain::train

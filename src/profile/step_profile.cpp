@@ -1,0 +1,206 @@
+#include "gputrain/profile/step_profile.hpp"
+
+#include <nlohmann/json.hpp>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "gputrain/core/units.hpp"
+#include "gputrain/device/utilization.hpp"
+#include "gputrain/profile/gpu_span_timer.hpp"
+#include "gputrain/profile/loader_sweep.hpp"
+#include "gputrain/train/callback.hpp"
+#include "gputrain/train/trainer.hpp"
+
+namespace gputrain::profile {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The step lines' figures of the timed windows (each line is one window), as the loop reports
+// them: a callback on the run, so nothing goes through a file.
+class TimedWindows final : public train::Callback {
+ public:
+  explicit TimedWindows(std::int64_t first_timed_step) : first_timed_step_(first_timed_step) {}
+  std::string name() const override { return "profile_step_windows"; }
+
+  void on_log(train::RunControl&, const train::StepMetrics& m, const train::LossWindow& window) override {
+    if (m.step <= first_timed_step_) return;  // windows wholly after the warm-up
+    steps_ += window.last_step - window.first_step + 1;
+    data_seconds_ += m.data_seconds;
+    step_seconds_ += m.data_seconds + m.compute_seconds;
+    samples_per_second_ += m.samples_per_second;
+    ++windows_;
+  }
+
+  // Per step (each window's figures already are), averaged over the windows.
+  void fill(StepProfile& p) const {
+    p.steps = steps_;
+    if (windows_ == 0) return;
+    p.data_wait_seconds = data_seconds_ / windows_;
+    p.step_seconds = step_seconds_ / windows_;
+    p.samples_per_second = samples_per_second_ / windows_;
+  }
+
+ private:
+  const std::int64_t first_timed_step_;
+  std::int64_t steps_ = 0;
+  int windows_ = 0;
+  double data_seconds_ = 0, step_seconds_ = 0, samples_per_second_ = 0;
+};
+
+// The probe runs' folders are removed when they end; one whose process was killed (Ctrl-C, a
+// time limit) is removed by the next --step, once no process of its id is left.
+void remove_folders_of_killed_probes(const fs::path& temp) {
+  const std::string prefix = "gputrain-profile-step-";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(temp, ec)) {
+    const auto name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const auto pid_text = name.substr(prefix.size());
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    if (::kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(entry.path(), ec);
+  }
+}
+
+// Removes the probe run's folder however profile_steps ends (a step that fails included).
+struct FolderRemover {
+  fs::path path;
+  ~FolderRemover() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+// The config as the probe run trains it: `window + timed` steps, nothing kept.
+void probe_run_config(train::Config& config, std::int64_t window, std::int64_t timed, const std::string& dir) {
+  config.train.max_steps = window + timed;
+  config.train.epochs = std::max<std::int64_t>(config.train.epochs, 1000000);  // steps decide
+  config.train.max_time = 0;  // the config's time budget is for training, not for this measurement
+  // Everything the probe run writes goes to a folder of its own, removed after: never into the
+  // config's run or checkpoint folders, whose checkpoints keep_last would otherwise rotate away.
+  config.logging.dir = dir;
+  config.checkpoint.dir.clear();
+  config.logging.progress = "off";
+  config.logging.tensorboard = false;
+  config.logging.jsonl = false;
+  config.logging.every_steps = window;
+  config.checkpoint.every_steps = 0;
+  config.checkpoint.every_epochs = 0;
+  config.checkpoint.resume = "never";
+  config.checkpoint.best_metric = "none";
+}
+
+}  // namespace
+
+StepProfile profile_steps(train::Config config, const train::RunDevice& run, int steps) {
+  // The first window is warm-up (cuDNN autotuning, the allocator growing its pool, first-use
+  // library loads): it is run, and neither timed nor sampled.
+  const std::int64_t window = std::min(steps, 10);
+  const std::int64_t timed = (steps + window - 1) / window * window;
+  const auto temp = fs::temp_directory_path();
+  remove_folders_of_killed_probes(temp);
+  const FolderRemover remover{temp / ("gputrain-profile-step-" + std::to_string(::getpid()))};
+  probe_run_config(config, window, timed, remover.path.string());
+  std::unique_ptr<device::UtilizationSampler> sampler;
+  std::unique_ptr<GpuSpanTimer> feed_timer;  // the feed, timed on the GPU
+  std::ostringstream notes;
+  train::TrainerOptions options;
+  options.console = &notes;
+  auto windows = std::make_shared<TimedWindows>(window);
+  options.callbacks.push_back(windows);
+  // A large model on the CPU takes seconds a step: how far the steps are, every 5 s.
+  auto last_said = std::chrono::steady_clock::now();
+  options.after_step = [&, total = config.train.max_steps](std::int64_t step) {
+    if (run.device.is_cuda() && step == window) {
+      sampler = std::make_unique<device::UtilizationSampler>(static_cast<unsigned>(run.device.index()));
+      feed_timer = std::make_unique<GpuSpanTimer>(run.device);
+    }
+    if (std::chrono::steady_clock::now() - last_said < std::chrono::seconds(5) || step == total) return;
+    last_said = std::chrono::steady_clock::now();
+    std::cerr << "profile --step: step " << step << " of " << total << (step <= window ? " (warm-up)" : " (timed)") << "\n";
+  };
+  options.before_batch = [&] {
+    if (feed_timer) feed_timer->begin();
+  };
+  options.on_batch = [&](const data::Batch&) {
+    if (feed_timer) feed_timer->end();
+  };
+  const auto result = train::Trainer(config, options).fit();
+
+  StepProfile p;
+  p.device = run.device.str();
+  p.model = result.model;
+  p.data_cache = result.data_cache;
+  p.warmup_steps = window;
+  p.batch_size = result.batch_size;
+  windows->fill(p);
+  if (sampler) {
+    p.gpu_utilization_percent = sampler->stop();
+    if (!p.gpu_utilization_percent) p.utilization_unavailable = sampler->unavailable();
+  }
+  if (feed_timer && feed_timer->spans() > 0) p.gpu_data_wait_seconds = feed_timer->seconds() / static_cast<double>(feed_timer->spans());
+  p.compute_seconds = p.step_seconds - p.data_wait_seconds;
+  p.data_stall_percent = p.step_seconds > 0 ? 100.0 * p.data_wait_seconds / p.step_seconds : 0;
+  if (p.gpu_data_wait_seconds) p.gpu_data_stall_percent = p.step_seconds > 0 ? 100.0 * *p.gpu_data_wait_seconds / p.step_seconds : 0;
+  // The copy to the GPU overlaps compute on a side stream; its share is estimated from the bytes
+  // of a batch and the pinned-copy ceiling measured here.
+  p.pinned_copy_gbps = measure_pinned_copy_gbps(run.device);
+  p.batch_bytes = static_cast<std::uint64_t>(result.sample_bytes * result.batch_size * config.train.grad_accum);
+  if (run.device.is_cuda() && result.data_cache != "vram" && p.pinned_copy_gbps > 0)
+    p.h2d_copy_seconds_estimate = static_cast<double>(p.batch_bytes) / (p.pinned_copy_gbps * 1e9);
+  // On a GPU, the GPU's own account of its wait decides: the host's also holds launches that
+  // blocked on a full queue, which is compute, not data.
+  p.verdict = judge_step(p.gpu_data_stall_percent.value_or(p.data_stall_percent), p.gpu_utilization_percent);
+  return p;
+}
+
+std::string step_profile_json(const StepProfile& p) {
+  nlohmann::json out = {{"schema", "gputrain.profile.step/1"}, {"device", p.device}, {"warmup_steps", p.warmup_steps},
+                        {"steps", p.steps}, {"batch_size", p.batch_size}, {"data_cache", p.data_cache},
+                        {"step_seconds", p.step_seconds}, {"data_wait_seconds", p.data_wait_seconds}, {"compute_seconds", p.compute_seconds},
+                        {"h2d_copy_seconds_estimate", p.h2d_copy_seconds_estimate}, {"data_stall_percent", p.data_stall_percent},
+                        {"samples_per_second", p.samples_per_second}, {"pinned_copy_gbps", p.pinned_copy_gbps},
+                        {"verdict", to_string(p.verdict)}};
+  const auto or_null = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  out["gpu_data_wait_seconds"] = or_null(p.gpu_data_wait_seconds);
+  out["gpu_data_stall_percent"] = or_null(p.gpu_data_stall_percent);
+  out["gpu_utilization_percent"] = or_null(p.gpu_utilization_percent);
+  return out.dump(2);
+}
+
+std::string step_profile_text(const StepProfile& p) {
+  const bool gpu = p.device.rfind("cuda", 0) == 0;
+  char line[256];
+  std::string out;
+  const auto add = [&](int n) { out.append(line, static_cast<std::size_t>(std::max(0, std::min<int>(n, sizeof line - 1)))); };
+  add(std::snprintf(line, sizeof line, "%lld training steps of %s on %s after %lld warm-up steps, batch %lld, data.cache %s\n",
+                    static_cast<long long>(p.steps), p.model.c_str(), p.device.c_str(), static_cast<long long>(p.warmup_steps),
+                    static_cast<long long>(p.batch_size), p.data_cache.c_str()));
+  add(std::snprintf(line, sizeof line, "  per step            %9.2f ms\n", p.step_seconds * 1e3));
+  add(std::snprintf(line, sizeof line, "  waiting for data    %9.2f ms  (%s %% of the time: the data stall)\n", p.data_wait_seconds * 1e3,
+                    core::format_fixed(p.data_stall_percent, 1).c_str()));
+  add(std::snprintf(line, sizeof line, "  compute             %9.2f ms\n", p.compute_seconds * 1e3));
+  if (p.gpu_data_wait_seconds)
+    add(std::snprintf(line, sizeof line, "  GPU waiting for data%9.2f ms  (%s %% of the step, on the GPU's clock: decides the verdict)\n",
+                      *p.gpu_data_wait_seconds * 1e3, core::format_fixed(*p.gpu_data_stall_percent, 1).c_str()));
+  if (gpu)
+    add(std::snprintf(line, sizeof line, "  host-to-device copy %9.2f ms  (estimated: %s per step at the measured %s GB/s pinned ceiling; overlaps compute)\n",
+                      p.h2d_copy_seconds_estimate * 1e3, core::format_bytes(p.batch_bytes).c_str(), core::format_fixed(p.pinned_copy_gbps, 1).c_str()));
+  add(std::snprintf(line, sizeof line, "  throughput          %9s samples/s\n", core::format_fixed(p.samples_per_second, 0).c_str()));
+  if (p.gpu_utilization_percent)
+    add(std::snprintf(line, sizeof line, "  GPU utilisation     %9s %%  (NVML, sampled every 100 ms)\n", core::format_fixed(*p.gpu_utilization_percent, 0).c_str()));
+  else if (gpu)
+    add(std::snprintf(line, sizeof line, "  GPU utilisation         n/a  (%s)\n", p.utilization_unavailable.c_str()));
+  return out + "  verdict: " + advice(p.verdict) + "\n";
+}
+
+}  // namespace gputrain::profile

@@ -1,0 +1,156 @@
+// The parsers behind every config field (config_fields.hpp).
+#include "config_fields.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <regex>
+#include <utility>
+
+#include "gputrain/core/duration.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/suggest.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/data/sources.hpp"
+#include "gputrain/train/model_registry.hpp"
+
+namespace gputrain::train::fields {
+
+[[noreturn]] void reject(const FieldValue& v, const std::string& found, const std::string& allowed, const std::string& guess) {
+  throw UsageError(v.where + ": " + v.key + ": found " + found + "; allowed: " + allowed + guess,
+                   "set " + v.key + " to " + allowed + " (docs/configuration.md)");
+}
+
+std::string found_text(const YAML::Node& node) {
+  if (node.IsNull()) return "no value";
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  return node.IsSequence() ? "a list" : "a mapping";
+}
+
+std::string scalar(const FieldValue& v, const std::string& allowed) {
+  if (!v.node.IsScalar()) reject(v, found_text(v.node), allowed);
+  return v.node.Scalar();
+}
+
+std::string shortest(double value) {
+  for (int digits = 1; digits <= 17; ++digits) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.*g", digits, value);
+    if (std::strtod(buf, nullptr) != value) continue;
+    if (std::strchr(buf, 'e') != nullptr && std::fabs(value) >= 1 && std::fabs(value) < 1e15) {
+      const int decimals = std::max(0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(value)))));
+      std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
+    }
+    return buf;
+  }
+  return std::to_string(value);
+}
+
+std::optional<long long> whole_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (*end == '\0') return errno == ERANGE ? std::nullopt : std::optional<long long>(value);
+  std::string digits;
+  for (const char c : text)
+    if (c != '_') digits += c;
+  const double number = std::strtod(digits.c_str(), &end);
+  constexpr double kExactDoubles = 9007199254740992.0;  // 2^53: every whole number up to it is exact
+  if (*end != '\0' || !std::isfinite(number) || number != std::floor(number) || std::abs(number) > kExactDoubles) return std::nullopt;
+  return static_cast<long long>(number);
+}
+
+Int parse_int(const FieldValue& v, Int min, Int max) {
+  const std::string allowed = "an integer >= " + std::to_string(min) + (max == kNoMax ? "" : " and <= " + std::to_string(max));
+  const auto value = whole_number(scalar(v, allowed));
+  if (!value || *value < min || *value > max) reject(v, found_text(v.node), allowed);
+  return *value;
+}
+
+double parse_double(const FieldValue& v, double min, double max) {
+  const std::string allowed = "a number >= " + shortest(min) + (std::isinf(max) ? "" : " and <= " + shortest(max));
+  const std::string text = scalar(v, allowed);
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value) || value < min || value > max) reject(v, found_text(v.node), allowed);
+  return value;
+}
+
+bool parse_bool(const FieldValue& v, const std::string& allowed) {
+  // YAML's spellings (True and TRUE in 1.2; yes, on and theirs in 1.1, as PyYAML reads them).
+  const std::string text = core::lower(scalar(v, allowed));
+  if (text == "true" || text == "yes" || text == "on") return true;
+  if (text == "false" || text == "no" || text == "off") return false;
+  reject(v, found_text(v.node), allowed);
+}
+
+std::string guess_choice(const std::string& text, const std::vector<std::string>& allowed) {
+  std::vector<std::string> quoted;
+  for (const auto& choice : core::likely_choices(text, allowed)) quoted.push_back("'" + choice + "'");
+  if (quoted.empty()) return "";
+  return quoted.size() == 1 ? "; did you mean " + quoted.front() + "?" : "; did you mean one of " + core::join(quoted) + "?";
+}
+
+std::string parse_choice(const FieldValue& v, const std::vector<std::string>& allowed) {
+  const std::string text = scalar(v, "one of " + core::join(allowed));
+  for (const auto& a : allowed)
+    if (text == a) return text;
+  reject(v, found_text(v.node), "one of " + core::join(allowed), guess_choice(text, allowed));
+}
+
+std::string parse_string(const FieldValue& v, const std::string& what) {
+  if (!v.node.IsScalar()) reject(v, found_text(v.node), what);
+  return v.node.Scalar();
+}
+
+std::vector<std::string> parse_string_list(const FieldValue& v, const std::string& allowed) {
+  if (v.node.IsNull()) return {};                                                 // unset
+  if (v.node.IsScalar() && !v.node.Scalar().empty()) return {v.node.Scalar()};  // one name
+  if (!v.node.IsSequence()) reject(v, found_text(v.node), allowed);
+  std::vector<std::string> out;
+  for (const auto& item : v.node) {
+    if (!item.IsScalar()) reject(v, found_text(item), allowed);
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
+std::vector<double> parse_double_list(const FieldValue& v, double min) {
+  if (!v.node.IsSequence()) reject(v, found_text(v.node), "a list of numbers, e.g. [0.485, 0.456, 0.406]");
+  std::vector<double> out;
+  for (const auto& item : v.node) out.push_back(parse_double(FieldValue{item, v.where, v.key}, min));
+  return out;
+}
+
+std::vector<Int> parse_int_list(const FieldValue& v, Int min, bool allow_empty) {
+  const std::string allowed = std::string(allow_empty ? "a list" : "a non-empty list") + " of integers >= " + std::to_string(min) + ", e.g. [256, 128]";
+  if (!v.node.IsSequence() || (!allow_empty && v.node.size() == 0)) reject(v, found_text(v.node), allowed);
+  std::vector<Int> out;
+  for (const auto& item : v.node) out.push_back(parse_int(FieldValue{item, v.where, v.key}, min));
+  return out;
+}
+
+std::vector<Int> parse_image_size(const FieldValue& v) {
+  if (!v.node.IsScalar()) {
+    const auto size = parse_int_list(v, 1, false);
+    if (size.size() != 2) reject(v, found_text(v.node), "[height, width], e.g. [224, 224], or one integer for a square");
+    return size;
+  }
+  const auto side = whole_number(v.node.Scalar());
+  if (!side || *side < 1) reject(v, found_text(v.node), "an integer >= 1 (a square), or [height, width], e.g. [224, 224]");
+  return {*side, *side};
+}
+
+YAML::Node flow_list(const std::vector<Int>& values) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (Int x : values) list.push_back(x);
+  list.SetStyle(YAML::EmitterStyle::Flow);
+  return list;
+}
+
+}  // namespace gputrain::train::fields

@@ -1,0 +1,37 @@
+#include "builtin_callbacks.hpp"
+
+namespace gputrain::train {
+
+std::optional<double> watched_value(const EpochMetrics& m, const std::string& metric) {
+  if (metric == "val_loss") return m.val_loss;
+  if (metric == "val_accuracy") return m.val_accuracy;
+  if (metric == "val_balanced_accuracy") return m.val_balanced_accuracy;
+  if (metric == "val_mse") return m.val_mse;
+  if (metric == "val_mae") return m.val_mae;
+  return std::nullopt;
+}
+
+void put(CallbackState& state, const std::string& key, const std::optional<double>& value) {
+  if (value) state[key] = *value;
+}
+
+std::optional<double> get(const CallbackState& state, const std::string& key) {
+  const auto found = state.find(key);
+  return found == state.end() ? std::nullopt : std::optional<double>(found->second);
+}
+
+std::vector<std::shared_ptr<Callback>> builtin_callbacks(const Config& config) {
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  const auto add = [&](std::unique_ptr<Callback> callback) {
+    if (callback) callbacks.push_back(std::move(callback));
+  };
+  add(best_checkpoint_callback(config));
+  add(early_stop_callback(config));
+  add(plateau_callback(config));
+  add(periodic_checkpoint_callback(config));
+  add(divergence_stop_callback());
+  add(time_limit_callback(config));
+  return callbacks;
+}
+
+}  // namespace gputrain::train

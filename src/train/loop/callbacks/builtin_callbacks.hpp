@@ -1,0 +1,34 @@
+#pragma once
+// The callbacks gputrain itself runs, one file each beside this one. The list in
+// builtin_callbacks.cpp is the one place a new built-in callback is registered.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gputrain/train/callback.hpp"
+#include "gputrain/train/config.hpp"
+
+namespace gputrain::train {
+
+/// The figure a callback watches (checkpoint.best_metric) out of an epoch's, when it has one.
+std::optional<double> watched_value(const EpochMetrics& metrics, const std::string& metric);
+
+/// Saves a callback's optional number under `key`: absent when unset.
+void put(CallbackState& state, const std::string& key, const std::optional<double>& value);
+/// Reads what put() saved.
+std::optional<double> get(const CallbackState& state, const std::string& key);
+
+std::unique_ptr<Callback> best_checkpoint_callback(const Config& config);
+std::unique_ptr<Callback> early_stop_callback(const Config& config);
+std::unique_ptr<Callback> plateau_callback(const Config& config);
+std::unique_ptr<Callback> periodic_checkpoint_callback(const Config& config);
+std::unique_ptr<Callback> divergence_stop_callback();
+std::unique_ptr<Callback> time_limit_callback(const Config& config);
+
+/// The built-in callbacks this config turns on, in the order they run: best.pt before early
+/// stopping and the plateau schedule (as a resumed run must find them), checkpoints after.
+std::vector<std::shared_ptr<Callback>> builtin_callbacks(const Config& config);
+
+}  // namespace gputrain::train

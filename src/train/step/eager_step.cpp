@@ -1,0 +1,60 @@
+// The eager step backend: autograd's backward, then unscale, clip and the fused optimizer, each
+// launched as the host reaches it.
+#include <ATen/ATen.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/optimizer.h>
+
+#include "gputrain/dist/gradient_sync.hpp"
+#include "gputrain/train/amp.hpp"
+#include "gputrain/train/model.hpp"
+#include "step_engine.hpp"
+
+namespace gputrain::train {
+namespace {
+
+class EagerStep final : public StepBackend {
+ public:
+  std::string name() const override { return "eager"; }
+
+  at::Tensor accumulate(const StepParts& p, const data::Batch& batch, std::int64_t micro_batch, std::int64_t global_rows,
+                        const std::function<void()>& after_forward) override {
+    const std::int64_t n = batch.size();
+    const double share_of = static_cast<double>(global_rows > 0 ? global_rows : n);
+    at::Tensor step_loss;
+    for (std::int64_t start = 0; start < n; start += micro_batch) {
+      const std::int64_t end = std::min(n, start + micro_batch);
+      const auto inputs = model_input(p.transform, p.channels_last, batch.inputs.slice(0, start, end), /*training=*/true);
+      const auto targets = p.transform.targets(batch.targets.slice(0, start, end));
+      const double share = static_cast<double>(end - start) / share_of;
+      at::Tensor loss;
+      {
+        AutocastScope autocast(p.device.type(), p.train.precision);
+        loss = loss_of(p.classification, p.model.forward(inputs), targets, p.train.label_smoothing, p.class_weights);
+        if (share != 1.0) loss = loss * share;  // the whole batch in one piece needs no weighting (one op less each way)
+      }
+      if (after_forward) after_forward();
+      // Only the last backward's gradients are final: its hooks send them while it runs.
+      if (p.sync && end == n) p.sync->arm();
+      p.scaler.scale(loss).backward();
+      const auto detached = loss.detach().to(at::kFloat);
+      step_loss = step_loss.defined() ? step_loss + detached : detached;
+    }
+    return step_loss.defined() ? step_loss : at::zeros({}, at::TensorOptions().device(p.device));
+  }
+
+  void apply(const StepParts& p) override {
+    if (p.train.clip_grad_norm > 0) {
+      p.scaler.unscale(p.params);
+      torch::nn::utils::clip_grad_norm_(p.params, p.train.clip_grad_norm);
+    }
+    p.scaler.step(p.params, [&] { p.optimizer.step(); });
+    p.scaler.update();
+    p.optimizer.zero_grad(/*set_to_none=*/true);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<StepBackend> make_eager_backend() { return std::make_unique<EagerStep>(); }
+
+}  // namespace gputrain::train

@@ -1,0 +1,57 @@
+#include "step_engine.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/optim/optimizer.h>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/dist/gradient_sync.hpp"
+#include "gputrain/memory/device_memory.hpp"
+#include "gputrain/memory/oom_guard.hpp"
+
+namespace gputrain::train {
+
+StepEngine::StepEngine(StepParts parts, std::unique_ptr<StepBackend> backend) : parts_(std::move(parts)), backend_(std::move(backend)) {}
+
+at::Tensor StepEngine::step(const data::Batch* batch, std::int64_t global_rows, std::int64_t step, memory::OomGuard& guard) {
+  at::Tensor step_loss;
+  if (parts_.sync) parts_.sync->begin_step(step);
+  if (batch)
+    guard.run(
+        step, batch->size(),
+        [&](std::int64_t micro) { step_loss = backend_->accumulate(parts_, *batch, micro, global_rows, {}); },
+        [&] {
+          parts_.optimizer.zero_grad(/*set_to_none=*/true);
+          if (parts_.sync) parts_.sync->discard();
+        });
+  if (parts_.sync) parts_.sync->finish();
+  try {
+    backend_->apply(parts_);
+  } catch (const c10::OutOfMemoryError& e) {
+    // Past the micro-batches nothing scales with the batch: parameters, gradients and optimizer
+    // state alone do not fit, and the parameters may be half-updated, so no checkpoint is written.
+    throw Error("out of memory in the optimizer step (step " + std::to_string(step + 1) +
+                    "): the parameters, gradients and optimizer state alone do not fit; " +
+                    memory::describe(memory::memory_figures(parts_.device)) + ". The allocator said: " + e.what_without_backtrace(),
+                "use optimizer.name: sgd (less state than adam/adamw), a smaller model, or allow more memory (device.max_memory); "
+                "the last periodic checkpoint is intact");
+  }
+  return step_loss.defined() ? step_loss : at::zeros({}, at::TensorOptions().device(parts_.device));  // a rank with no samples
+}
+
+at::Tensor StepEngine::accumulate(const data::Batch& batch, std::int64_t micro_batch, const std::function<void()>& after_forward) {
+  return backend_->accumulate(parts_, batch, micro_batch, 0, after_forward);
+}
+
+void StepEngine::apply() { backend_->apply(parts_); }
+
+void StepEngine::create_optimizer_state() {
+  {
+    at::NoGradGuard no_grad;
+    for (const auto& param : parts_.params) param.mutable_grad() = at::zeros_like(param);
+  }
+  parts_.optimizer.step();
+  parts_.optimizer.zero_grad(/*set_to_none=*/true);
+}
+
+}  // namespace gputrain::train

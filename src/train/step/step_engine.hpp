@@ -1,0 +1,66 @@
+#pragma once
+// The one way an optimizer step runs, shared by the training loop and the batch-size probes, so
+// the probes measure exactly what training will run. The engine keeps what every step needs
+// (the out-of-memory split, the gradient all-reduce, the errors' wording); a StepBackend runs the
+// step's work: today's eager autograd step, and behind the same interface a captured CUDA graph.
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "training_step.hpp"
+
+namespace gputrain::memory {
+class OomGuard;
+}
+
+namespace gputrain::train {
+
+/// How one optimizer step's work is done.
+class StepBackend {
+ public:
+  virtual ~StepBackend() = default;
+  /// What the run's notes call it ("eager").
+  virtual std::string name() const = 0;
+  /// Forward and backward over `batch`, `micro_batch` samples at a time (each prepared by the
+  /// transform), each micro-batch's mean loss weighted by its share of `global_rows` (the step's
+  /// samples over all ranks; 0: the batch's own), so the gradient equals one big batch's whatever
+  /// the split. Returns the step's mean loss (a device scalar, not synced). `after_forward`, when
+  /// set, runs after each micro-batch's forward and before its backward (the probes measure there).
+  virtual at::Tensor accumulate(const StepParts& parts, const data::Batch& batch, std::int64_t micro_batch, std::int64_t global_rows,
+                                const std::function<void()>& after_forward) = 0;
+  /// Unscale (fp16), clip, optimizer step (skipped on inf/nan), scaler update, gradients to none.
+  virtual void apply(const StepParts& parts) = 0;
+};
+
+/// Autograd's backward and the fused optimizer, op by op: the step on every device.
+std::unique_ptr<StepBackend> make_eager_backend();
+
+class StepEngine {
+ public:
+  explicit StepEngine(StepParts parts, std::unique_ptr<StepBackend> backend = make_eager_backend());
+
+  /// One training step over `batch` (this rank's share of `global_rows` samples; nullptr when the
+  /// rank has none left this epoch), numbered `step` (0-based) in errors. `guard` may split the
+  /// batch into smaller micro-batches after an out-of-memory error; the loss weighting keeps the
+  /// gradient that of the whole (global) batch. Returns the step's mean loss on the device.
+  at::Tensor step(const data::Batch* batch, std::int64_t global_rows, std::int64_t step, memory::OomGuard& guard);
+  /// The step's two halves, for the probes that measure memory between them.
+  at::Tensor accumulate(const data::Batch& batch, std::int64_t micro_batch, const std::function<void()>& after_forward = {});
+  void apply();
+  /// Creates the optimizer's state (momentum buffers, Adam's moments) without a forward pass, by
+  /// stepping once on zero gradients: the probes then measure it as the run will hold it. It
+  /// changes the parameters (weight decay), so use it only on a model that is thrown away.
+  void create_optimizer_state();
+  /// The backend's name.
+  std::string backend() const { return backend_->name(); }
+
+ private:
+  StepParts parts_;
+  std::unique_ptr<StepBackend> backend_;
+};
+
+}  // namespace gputrain::train
