@@ -311,16 +311,6 @@ def initial_weights(case, workdir, tag):
     return init, path
 
 
-def amd_with_avx512():
-    """Whether gputrain's CPU Linears run on oneDNN here: src/train/models/layers/cpu_matmul.cpp's rule."""
-    try:
-        info = open("/proc/cpuinfo").read()
-    except OSError:
-        return False
-    flags = next((line for line in info.splitlines() if line.startswith("flags")), "")
-    return "AuthenticAMD" in info and "avx512f" in flags.split()
-
-
 def largest_gap(ours, theirs):
     return max(abs(a - b) for a, b in zip(ours, theirs))
 
@@ -365,10 +355,7 @@ def loss_parity(workdir, steps=20):
     # last whole vector (the output bias's 10th) apart from the per-parameter ops, so the two
     # default loops may part in the last digit; with the same kernel they must not part at all.
     ours, (theirs, theirs_fused) = per_step_losses("mlp", workdir, steps, peers=({}, {"fused_sgd": True}))
-    # On AMD processors with AVX-512 gputrain runs the MLP's products on oneDNN (src/train/models/layers/cpu_matmul.hpp),
-    # whose sums differ from MKL's in the last bits: then the fused kernel's parity is not 0.0.
-    onednn = amd_with_avx512()
-    return largest_gap(ours, theirs), largest_gap(ours, theirs_fused), ours[-1], theirs[-1], onednn
+    return largest_gap(ours, theirs), largest_gap(ours, theirs_fused), ours[-1], theirs[-1]
 
 
 def transformer_parity(workdir, steps=20):
@@ -448,17 +435,11 @@ def main():
             worst, ours, theirs = transformer_parity(workdir)
             print("\nfp32 loss parity, transformer (dropout 0), 20 SGD steps on CPU: largest per-step difference %.2e "
                   "(final loss %.6f vs %.6f); goal <= 1e-4: %s" % (worst, ours, theirs, "met" if worst <= 1e-4 else "NOT met"))
-        worst, worst_fused, ours, theirs, onednn = loss_parity(workdir)
+        worst, worst_fused, ours, theirs = loss_parity(workdir)
         print("\nfp32 loss parity, MLP, 20 SGD steps on CPU: largest per-step difference %.2e "
               "(final loss %.6f vs %.6f); goal <= 1e-4: %s" % (worst, ours, theirs, "met" if worst <= 1e-4 else "NOT met"))
-        if onednn:
-            print("the same against torch.optim.SGD(fused=True), the kernel gputrain steps with: %.2e (gputrain's Linears ran on "
-                  "oneDNN's matrix products here, PyTorch's on MKL's: the last bits differ; 0.0 is expected where both use MKL)"
-                  % worst_fused)
-        else:
-            print("the same against torch.optim.SGD(fused=True), the kernel gputrain steps with: %.2e%s"
-                  % (worst_fused, "" if worst_fused == 0 else " (expected 0.0: the two sides no longer compute the same thing)"))
-
+        print("the same against torch.optim.SGD(fused=True), the kernel gputrain steps with: %.2e%s"
+              % (worst_fused, "" if worst_fused == 0 else " (expected 0.0: the two sides no longer compute the same thing)"))
 
 if __name__ == "__main__":
     main()

@@ -100,6 +100,53 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   });
 }
 
+namespace {
+
+// One tensor of the header: its dtype, shape and byte range checked against the file, then a view
+// of the mapping (or a copy, where the data is not aligned for its type). Adds its line to `tensor_lines`.
+template <typename Malformed>
+at::Tensor read_entry(const std::string& name, const nlohmann::ordered_json& entry, const std::shared_ptr<const MappedFile>& file,
+                      std::size_t data_start, std::string& tensor_lines, const Malformed& malformed) {
+  const auto* bytes = file->data();
+  const std::size_t size = file->size();
+  std::string dtype;
+  std::vector<std::int64_t> shape;
+  std::vector<std::size_t> offsets;
+  try {
+    dtype = entry.at("dtype").get<std::string>();
+    shape = entry.at("shape").get<std::vector<std::int64_t>>();
+    offsets = entry.at("data_offsets").get<std::vector<std::size_t>>();
+  } catch (const nlohmann::json::exception&) {
+    throw malformed("tensor '" + name + "' lacks a string dtype, an integer shape or two data_offsets");
+  }
+  at::ScalarType type = at::kFloat;
+  bool known = false;
+  for (const auto& [dname, t] : dtype_names())
+    if (dtype == dname) type = t, known = true;
+  if (!known) throw malformed("tensor '" + name + "' has unsupported dtype " + dtype);
+  for (const auto d : shape)
+    if (d < 0) throw malformed("tensor '" + name + "' has a negative dimension");
+  const std::size_t item = c10::elementSize(type);
+  const auto bytes_needed = array_bytes(shape, item);
+  if (!bytes_needed) throw malformed("tensor '" + name + "': its shape " + shape_text(shape) + " is too large for any file");
+  const std::size_t count = *bytes_needed / item;
+  if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] - offsets[0] != *bytes_needed || offsets[1] > size - data_start)
+    throw malformed("tensor '" + name + "' has data offsets that do not match its shape" +
+                    (offsets.size() == 2 && offsets[1] > size - data_start ? " (the file is truncated)" : ""));
+  tensor_lines += tensor_line(name, dtype, shape, offsets[0], offsets[1]);
+  const auto* data = bytes + data_start + offsets[0];
+  at::Tensor t;
+  if (reinterpret_cast<std::uintptr_t>(data) % item == 0) {  // a view of the mapping: read lazily by the OS
+    t = at::from_blob(const_cast<unsigned char*>(data), shape, [file](void*) {}, at::TensorOptions().dtype(type));
+  } else {
+    t = at::empty(shape, at::TensorOptions().dtype(type));
+    if (count > 0) std::memcpy(t.data_ptr(), data, count * item);  // an empty tensor has no data pointer
+  }
+  return t;
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::string& path, std::map<std::string, std::string>* metadata) {
   const auto file = MappedFile::open(path);
   const auto* bytes = file->data();
@@ -135,40 +182,7 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
       }
       continue;
     }
-    std::string dtype;
-    std::vector<std::int64_t> shape;
-    std::vector<std::size_t> offsets;
-    try {
-      dtype = entry.at("dtype").get<std::string>();
-      shape = entry.at("shape").get<std::vector<std::int64_t>>();
-      offsets = entry.at("data_offsets").get<std::vector<std::size_t>>();
-    } catch (const nlohmann::json::exception&) {
-      throw malformed("tensor '" + name + "' lacks a string dtype, an integer shape or two data_offsets");
-    }
-    at::ScalarType type = at::kFloat;
-    bool known = false;
-    for (const auto& [dname, t] : dtype_names())
-      if (dtype == dname) type = t, known = true;
-    if (!known) throw malformed("tensor '" + name + "' has unsupported dtype " + dtype);
-    for (const auto d : shape)
-      if (d < 0) throw malformed("tensor '" + name + "' has a negative dimension");
-    const std::size_t item = c10::elementSize(type);
-    const auto bytes_needed = array_bytes(shape, item);
-    if (!bytes_needed) throw malformed("tensor '" + name + "': its shape " + shape_text(shape) + " is too large for any file");
-    const std::size_t count = *bytes_needed / item;
-    if (offsets.size() != 2 || offsets[1] < offsets[0] || offsets[1] - offsets[0] != *bytes_needed || offsets[1] > size - data_start)
-      throw malformed("tensor '" + name + "' has data offsets that do not match its shape" +
-                      (offsets.size() == 2 && offsets[1] > size - data_start ? " (the file is truncated)" : ""));
-    tensor_lines += tensor_line(name, dtype, shape, offsets[0], offsets[1]);
-    const auto* data = bytes + data_start + offsets[0];
-    at::Tensor t;
-    if (reinterpret_cast<std::uintptr_t>(data) % item == 0) {  // a view of the mapping: read lazily by the OS
-      t = at::from_blob(const_cast<unsigned char*>(data), shape, [file](void*) {}, at::TensorOptions().dtype(type));
-    } else {
-      t = at::empty(shape, at::TensorOptions().dtype(type));
-      if (count > 0) std::memcpy(t.data_ptr(), data, count * item);  // an empty tensor has no data pointer
-    }
-    tensors.emplace_back(name, std::move(t));
+    tensors.emplace_back(name, read_entry(name, entry, file, data_start, tensor_lines, malformed));
   }
   // A file gputrain wrote records a CRC-32 of its metadata, tensor table and data: a byte a disk or
   // a copy changed since is refused here rather than loaded as a wrong weight (the format itself

@@ -271,82 +271,95 @@ void refuse_synthetic_beyond_ram(const SourceSpec& spec) {
                    "lower data.samples (and data.val_samples) to about " + std::to_string(most) + " in all, or train on files");
 }
 
-Sources open_unchecked(const SourceSpec& spec) {
+// data.source synthetic: samples a teacher network labels, made in memory.
+Sources open_synthetic(const SourceSpec& spec) {
   const bool classification = spec.task == "classification";
   Sources out;
-  if (spec.source == "synthetic") {
-    refuse_synthetic_beyond_ram(spec);
-    const auto told = [&spec](const std::string& set) -> SyntheticProgress {
-      if (!spec.synthetic_progress) return {};
-      return [&spec, set](const std::string& doing, std::int64_t done, std::int64_t total) {
-        spec.synthetic_progress(doing + " the synthetic " + set + " set", done, total);
-      };
+  refuse_synthetic_beyond_ram(spec);
+  const auto told = [&spec](const std::string& set) -> SyntheticProgress {
+    if (!spec.synthetic_progress) return {};
+    return [&spec, set](const std::string& doing, std::int64_t done, std::int64_t total) {
+      spec.synthetic_progress(doing + " the synthetic " + set + " set", done, total);
     };
-    const auto train = make_synthetic(spec.synthetic, spec.samples, 0, told("training"));
-    out.train = make_array_dataset(train, "synthetic " + spec.task + " (" + core::counted(spec.samples, "sample") + ")", "synthetic");
-    if (spec.val_samples > 0)
-      out.val = make_array_dataset(make_synthetic(spec.synthetic, spec.val_samples, 1, told("validation")),
-                                   "synthetic validation (" + core::counted(spec.val_samples, "sample") + ")", "synthetic validation");
-    out.classes = classification ? spec.synthetic.outputs : 0;
-    return out;
+  };
+  const auto train = make_synthetic(spec.synthetic, spec.samples, 0, told("training"));
+  out.train = make_array_dataset(train, "synthetic " + spec.task + " (" + core::counted(spec.samples, "sample") + ")", "synthetic");
+  if (spec.val_samples > 0)
+    out.val = make_array_dataset(make_synthetic(spec.synthetic, spec.val_samples, 1, told("validation")),
+                                 "synthetic validation (" + core::counted(spec.val_samples, "sample") + ")", "synthetic validation");
+  out.classes = classification ? spec.synthetic.outputs : 0;
+  return out;
+}
+
+// data.source image_folder: one sub-folder per class.
+Sources open_images(const SourceSpec& spec) {
+  const bool classification = spec.task == "classification";
+  Sources out;
+  if (!classification) throw UsageError("data.source image_folder is for classification (one sub-folder per class)", "set data.task: classification");
+  if (spec.path.empty()) throw UsageError("data.source image_folder needs data.path", "set data.path to the folder of class sub-folders");
+  if (spec.image_size.size() != 2) throw UsageError("data.image_size must be [height, width]", "e.g. data.image_size: [224, 224]");
+  out.train = open_image_folder(spec.path, spec.image_size[0], spec.image_size[1]);
+  out.class_names = image_folder_classes(*out.train);
+  if (!spec.val_path.empty())
+    out.val = read_for("data.val_path", [&] { return open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names); });
+  out.classes = static_cast<std::int64_t>(out.class_names.size());
+  // One note for a folder that is both (an evaluation on the training images, a quick check).
+  if (out.val && validates_on_training_data(spec)) {
+    if (auto note = image_folder_conversion_note(*out.train, "trained or validated on"); !note.empty()) out.notes.push_back(note);
+  } else {
+    if (auto note = image_folder_conversion_note(*out.train, "trained on"); !note.empty()) out.notes.push_back(note);
+    if (auto note = out.val ? image_folder_conversion_note(*out.val, "validated on") : ""; !note.empty()) out.notes.push_back(note);
   }
-  if (spec.source == "image_folder") {
-    if (!classification) throw UsageError("data.source image_folder is for classification (one sub-folder per class)", "set data.task: classification");
-    if (spec.path.empty()) throw UsageError("data.source image_folder needs data.path", "set data.path to the folder of class sub-folders");
-    if (spec.image_size.size() != 2) throw UsageError("data.image_size must be [height, width]", "e.g. data.image_size: [224, 224]");
-    out.train = open_image_folder(spec.path, spec.image_size[0], spec.image_size[1]);
-    out.class_names = image_folder_classes(*out.train);
-    if (!spec.val_path.empty())
-      out.val = read_for("data.val_path", [&] { return open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names); });
-    out.classes = static_cast<std::int64_t>(out.class_names.size());
-    // One note for a folder that is both (an evaluation on the training images, a quick check).
-    if (out.val && validates_on_training_data(spec)) {
-      if (auto note = image_folder_conversion_note(*out.train, "trained or validated on"); !note.empty()) out.notes.push_back(note);
-    } else {
-      if (auto note = image_folder_conversion_note(*out.train, "trained on"); !note.empty()) out.notes.push_back(note);
-      if (auto note = out.val ? image_folder_conversion_note(*out.val, "validated on") : ""; !note.empty()) out.notes.push_back(note);
-    }
-    return out;
+  return out;
+}
+
+// data.source csv: one file or a table in parts, and its validation file read with its columns.
+Sources open_csv(const SourceSpec& spec) {
+  const bool classification = spec.task == "classification";
+  Sources out;
+  if (spec.path.empty()) throw UsageError("data.source csv needs data.path", "set data.path to the CSV file");
+  // One file, or a table in parts: a folder of them or a pattern matching them. `what` begins
+  // its description: "CSV parts (2 files, ".
+  const auto read_table = [&](const std::string& path, const CsvSpec& csv, CsvColumns* columns, std::string& what) {
+    const auto parts = csv_parts(path);
+    what = "CSV " + path + (parts.empty() ? " (" : " (" + core::counted(static_cast<std::int64_t>(parts.size()), "file") + ", ");
+    return parts.empty() ? read_csv(path, csv, &out.class_names, columns, spec.read_progress)
+                         : read_csv_parts(parts, csv, &out.class_names, columns, spec.read_progress);
+  };
+  CsvSpec csv{spec.features, spec.labels, classification};
+  csv.exclude = spec.exclude;
+  csv.categorical = spec.categorical;
+  CsvColumns columns;
+  std::string what;
+  const auto train = read_table(spec.path, csv, &columns, what);
+  // The columns read, so a column that should not be a feature (an id, a second target) shows.
+  out.train = make_array_dataset(train, what + core::counted(train.size(), "sample") + "; " + csv_columns_text(columns, spec.labels) + ")",
+                                 base(spec.path));
+  std::int64_t classes = classification ? classes_of(train) : 0;
+  if (!spec.val_path.empty()) {
+    // The training file's feature columns, by name: a validation file whose columns are in
+    // another order must still give the model each feature in its place.
+    // Its categories are the training file's, each input column in its place.
+    const CsvSpec val_csv{columns.features, spec.labels, classification, ',', "a feature column of data.path", spec.exclude, spec.categorical,
+                          columns.categories};
+    CsvColumns val_columns;
+    const auto val = read_for("data.val_path", [&] { return read_table(spec.val_path, val_csv, &val_columns, what); });
+    classes = classification ? std::max(classes, classes_of(val)) : 0;
+    out.val = make_array_dataset(val, what + core::counted(val.size(), "sample") + ")", base(spec.val_path));
+    for (const auto& column : val_columns.categories)
+      if (column.unseen_rows > 0) out.notes.push_back(unseen_categories_note(column, val.size()));
   }
-  if (spec.source == "csv") {
-    if (spec.path.empty()) throw UsageError("data.source csv needs data.path", "set data.path to the CSV file");
-    // One file, or a table in parts: a folder of them or a pattern matching them. `what` begins
-    // its description: "CSV parts (2 files, ".
-    const auto read_table = [&](const std::string& path, const CsvSpec& csv, CsvColumns* columns, std::string& what) {
-      const auto parts = csv_parts(path);
-      what = "CSV " + path + (parts.empty() ? " (" : " (" + core::counted(static_cast<std::int64_t>(parts.size()), "file") + ", ");
-      return parts.empty() ? read_csv(path, csv, &out.class_names, columns, spec.read_progress)
-                           : read_csv_parts(parts, csv, &out.class_names, columns, spec.read_progress);
-    };
-    CsvSpec csv{spec.features, spec.labels, classification};
-    csv.exclude = spec.exclude;
-    csv.categorical = spec.categorical;
-    CsvColumns columns;
-    std::string what;
-    const auto train = read_table(spec.path, csv, &columns, what);
-    // The columns read, so a column that should not be a feature (an id, a second target) shows.
-    out.train = make_array_dataset(train, what + core::counted(train.size(), "sample") + "; " + csv_columns_text(columns, spec.labels) + ")",
-                                   base(spec.path));
-    std::int64_t classes = classification ? classes_of(train) : 0;
-    if (!spec.val_path.empty()) {
-      // The training file's feature columns, by name: a validation file whose columns are in
-      // another order must still give the model each feature in its place.
-      // Its categories are the training file's, each input column in its place.
-      const CsvSpec val_csv{columns.features, spec.labels, classification, ',', "a feature column of data.path", spec.exclude, spec.categorical,
-                            columns.categories};
-      CsvColumns val_columns;
-      const auto val = read_for("data.val_path", [&] { return read_table(spec.val_path, val_csv, &val_columns, what); });
-      classes = classification ? std::max(classes, classes_of(val)) : 0;
-      out.val = make_array_dataset(val, what + core::counted(val.size(), "sample") + ")", base(spec.val_path));
-      for (const auto& column : val_columns.categories)
-        if (column.unseen_rows > 0) out.notes.push_back(unseen_categories_note(column, val.size()));
-    }
-    out.classes = out.class_names.empty() ? classes : static_cast<std::int64_t>(out.class_names.size());
-    out.feature_names = columns.inputs;
-    out.feature_columns = columns.features;
-    out.categories = columns.categories;
-    return out;
-  }
+  out.classes = out.class_names.empty() ? classes : static_cast<std::int64_t>(out.class_names.size());
+  out.feature_names = columns.inputs;
+  out.feature_columns = columns.features;
+  out.categories = columns.categories;
+  return out;
+}
+
+// The array formats: npy, npz, safetensors, MNIST's idx, CIFAR's binary batches.
+Sources open_arrays(const SourceSpec& spec) {
+  const bool classification = spec.task == "classification";
+  Sources out;
   bool known = false;
   for (const auto& name : source_names()) known = known || name == spec.source;
   if (!known) throw UsageError("unknown data.source '" + spec.source + "'", "use one of the sources in docs/data.md");
@@ -355,6 +368,13 @@ Sources open_unchecked(const SourceSpec& spec) {
   if (p.has_val) out.val = make_array_dataset(p.val, spec.source + " " + p.val_name + " (" + core::counted(p.val.size(), "sample") + ")", p.val_name);
   if (classification) out.classes = std::max(classes_of(p.train), p.has_val ? classes_of(p.val) : 0);
   return out;
+}
+
+Sources open_unchecked(const SourceSpec& spec) {
+  if (spec.source == "synthetic") return open_synthetic(spec);
+  if (spec.source == "image_folder") return open_images(spec);
+  if (spec.source == "csv") return open_csv(spec);
+  return open_arrays(spec);
 }
 
 // A file read as another format than its name says (data.source csv on x.npy) fails with that

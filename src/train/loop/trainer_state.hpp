@@ -89,10 +89,14 @@ struct Trainer::State {
   }
   std::int64_t oom_events() const { return train_guard->oom_count() + val_guard->oom_count(); }
   void setup();
+  void prepare_to_train(const std::string& device_name);
+  void prepare_to_evaluate(const std::string& device_name);
   void open_the_data();
   void make_run_folders();
-  void build_the_model();
-  void share_the_model();
+  void make_the_model();
+  void place_the_model();
+  void share_the_weights();
+  void make_the_step();
   void count_the_steps();
   void make_step_engine();
   void lock_folders();  // throws UsageError when another run holds them

@@ -76,50 +76,15 @@ void Trainer::State::setup() {
   ranks.connect(config.distributed, device);
   apply_backend_settings(config.train);
   open_the_data();
-  if (ranks.writer() && !evaluating()) {  // before any step: a run must not train for an hour, then fail to save it
-    make_run_folders();
-    lock_folders();
-  }
-  resolve_workers();
-  check_scripted_model(config, data, device);  // before the probes and the cache plan run it
-  // One pass over the validation data: loading the training set into a cache first would cost
-  // more than streaming what is evaluated.
-  if (evaluating()) config.data.cache = "none";
-  place_the_data(run_device.name);
-  build_the_model();
-  share_the_model();
-  if (!evaluating() && config.model.torchscript.empty() && config.model.name == "transformer")
-    reporter.later(models::transformer_attention_note(ModelSpec{config.model, config.data.shape, model_outputs(config)}, device,
-                                                      config.train.precision));
-  optimizer = make_optimizer(config.optimizer, params);
-  scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
-  engine = std::make_unique<StepEngine>(
-      StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last, classification, device, sync.get(), class_weights});
-  train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
-  val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");
-  // Every rank issues the same collectives only if every rank splits its step alike.
-  if (ranks.distributed()) train_guard->set_agreement([this](std::int64_t) { return agreed_micro_batch; });
-  if (evaluating()) return;  // the rest is about the training steps and their checkpoints
-  count_the_steps();
-  store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
-  if (ranks.writer()) check_disk_space();
+  if (evaluating())
+    prepare_to_evaluate(run_device.name);
+  else
+    prepare_to_train(run_device.name);
 }
 
-// The data, and what watches a validation figure refuses to run without one.
-void Trainer::State::open_the_data() {
-  classification = config.data.task == "classification";
-  data = open_data(config, evaluating());
-  if (data.class_weights.defined()) class_weights = data.class_weights.to(device);
-  if (!data.model_choice.empty()) reporter.later(data.model_choice);
-  train_size = data.sources.train->size();
-  val_size = data.sources.val ? data.sources.val->size() : 0;
-  if (evaluating() && val_size == 0)
-    throw UsageError("--evaluate measures the weights on the config's validation data, and it has none",
-                     config.data.source == "synthetic"
-                         ? "set data.val_samples above 0"
-                         : "set data.val_path to the labelled data to evaluate on (in the training data's format; keep data.path "
-                           "as it was trained, since data.standardize and the class names are read from it), or data.val_fraction "
-                           "as the run had it");
+// Training: its folders, the batch found or given, the model from its initial weights, and
+// what the steps and checkpoints need.
+void Trainer::State::prepare_to_train(const std::string& device_name) {
   // What watches a validation figure needs one: the config check caught synthetic data already.
   const auto refuse_without_validation = [&](bool on, const std::string& who, const std::string& off) {
     if (on && val_size == 0)
@@ -131,6 +96,76 @@ void Trainer::State::open_the_data() {
                             "train.early_stop_patience: " + std::to_string(config.train.early_stop_patience) + " stops the run",
                             "train.early_stop_patience: 0");
   refuse_without_validation(config.scheduler.name == "plateau", "scheduler.name plateau lowers the learning rate", "pick another scheduler.name");
+  if (ranks.writer()) {  // before any step: a run must not train for an hour, then fail to save it
+    make_run_folders();
+    lock_folders();
+  }
+  resolve_workers();
+  check_scripted_model(config, data, device);  // before the probes and the cache plan run it
+  place_the_data(device_name);
+  make_the_model();
+  // Training's settings, not worth a note before an evaluation, whose weights come from its file.
+  for (const auto& line : unread_settings(config)) reporter.later("note: " + line);
+  if (const auto line = plateau_patience_note(config); !line.empty()) reporter.later("note: " + line);
+  if (!config.model.init_weights.empty()) load_init_weights(*model, config);
+  place_the_model();
+  share_the_weights();
+  if (auto* comm = ranks.communicator()) {
+    sync = std::make_unique<dist::GradientSync>(params, *comm, sync_options(config.distributed));
+    reporter.later("distributed: " + ranks.summary() + ", gradients in " + core::counted(sync->figures().buckets, "bucket") + " of up to " +
+                   core::format_fixed(config.distributed.bucket_mb, 0) + " MiB" +
+                   (config.distributed.grad_dtype == "none" ? "" : ", sent as " + config.distributed.grad_dtype));
+  }
+  if (config.model.torchscript.empty() && config.model.name == "transformer")
+    reporter.later(models::transformer_attention_note(ModelSpec{config.model, config.data.shape, model_outputs(config)}, device,
+                                                      config.train.precision));
+  make_the_step();
+  count_the_steps();
+  store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
+  if (ranks.writer()) check_disk_space();
+}
+
+// An evaluation (--evaluate): one pass over the validation data, nothing written.
+void Trainer::State::prepare_to_evaluate(const std::string& device_name) {
+  if (val_size == 0)
+    throw UsageError("--evaluate measures the weights on the config's validation data, and it has none",
+                     config.data.source == "synthetic"
+                         ? "set data.val_samples above 0"
+                         : "set data.val_path to the labelled data to evaluate on (in the training data's format; keep data.path "
+                           "as it was trained, since data.standardize and the class names are read from it), or data.val_fraction "
+                           "as the run had it");
+  resolve_workers();
+  check_scripted_model(config, data, device);
+  // One pass over the validation data: loading the training set into a cache first would cost
+  // more than streaming what is evaluated.
+  config.data.cache = "none";
+  place_the_data(device_name);
+  make_the_model();
+  place_the_model();
+  share_the_weights();
+  make_the_step();
+}
+
+// Optimizer, loss scaler and the step engine over them, and the out-of-memory guards.
+void Trainer::State::make_the_step() {
+  optimizer = make_optimizer(config.optimizer, params);
+  scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
+  engine = std::make_unique<StepEngine>(
+      StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last, classification, device, sync.get(), class_weights});
+  train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
+  val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");
+  // Every rank issues the same collectives only if every rank splits its step alike.
+  if (ranks.distributed()) train_guard->set_agreement([this](std::int64_t) { return agreed_micro_batch; });
+}
+
+// The data, its sizes, and the class weights on the device.
+void Trainer::State::open_the_data() {
+  classification = config.data.task == "classification";
+  data = open_data(config, evaluating());
+  if (data.class_weights.defined()) class_weights = data.class_weights.to(device);
+  if (!data.model_choice.empty()) reporter.later(data.model_choice);
+  train_size = data.sources.train->size();
+  val_size = data.sources.val ? data.sources.val->size() : 0;
 }
 
 // logging.dir and checkpoint.dir, made before anything else is: a folder that cannot be is said now.
@@ -149,18 +184,16 @@ void Trainer::State::make_run_folders() {
   }
 }
 
-// The model from the registry (or its TorchScript file), on the device, from its initial weights.
-void Trainer::State::build_the_model() {
+// The model from the registry (or its TorchScript file), with its initial weights.
+void Trainer::State::make_the_model() {
   // Seeded right before the model is built, so a run with `batch_size: auto` starts from the same
   // weights as one with the found size written in the config.
   seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
   model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
-  // Training's settings, not worth a note before an evaluation, whose weights come from its file.
-  if (!evaluating()) {
-    for (const auto& line : unread_settings(config)) reporter.later("note: " + line);
-    if (const auto line = plateau_patience_note(config); !line.empty()) reporter.later("note: " + line);
-    if (!config.model.init_weights.empty()) load_init_weights(*model, config);
-  }
+}
+
+// The model on the device, in the memory format its convolutions run fastest in.
+void Trainer::State::place_the_model() {
   model->to(device);
   channels_last = config.uses_channels_last();
   if (channels_last) {
@@ -170,24 +203,19 @@ void Trainer::State::build_the_model() {
   params = model->parameters();
 }
 
-// With several ranks: every rank starts from rank 0's weights, and its gradients are summed in buckets.
-void Trainer::State::share_the_model() {
-  if (auto* comm = ranks.communicator()) {
-    std::vector<at::Tensor> state;
-    for (const auto& named : model->named_state()) {
-      const auto& tensor = named.second;  // a plain reference: C++17 lambdas cannot capture a structured binding
-      state.push_back(tensor);
-      const bool parameter = std::any_of(params.begin(), params.end(), [&](const at::Tensor& p) { return p.is_same(tensor); });
-      if (!parameter) buffers.push_back(tensor);
-    }
-    dist::broadcast_from_rank0(*comm, state, {});
+// With several ranks every rank starts from rank 0's weights; the buffers that are not parameters
+// (batch-norm statistics) are kept apart, for validation to make them rank 0's.
+void Trainer::State::share_the_weights() {
+  auto* comm = ranks.communicator();
+  if (!comm) return;
+  std::vector<at::Tensor> state;
+  for (const auto& named : model->named_state()) {
+    const auto& tensor = named.second;  // a plain reference: C++17 lambdas cannot capture a structured binding
+    state.push_back(tensor);
+    const bool parameter = std::any_of(params.begin(), params.end(), [&](const at::Tensor& p) { return p.is_same(tensor); });
+    if (!parameter) buffers.push_back(tensor);
   }
-  if (auto* comm = ranks.communicator(); comm && !evaluating()) {
-    sync = std::make_unique<dist::GradientSync>(params, *comm, sync_options(config.distributed));
-    reporter.later("distributed: " + ranks.summary() + ", gradients in " + core::counted(sync->figures().buckets, "bucket") +
-                            " of up to " + core::format_fixed(config.distributed.bucket_mb, 0) + " MiB" +
-                            (config.distributed.grad_dtype == "none" ? "" : ", sent as " + config.distributed.grad_dtype));
-  }
+  dist::broadcast_from_rank0(*comm, state, {});
 }
 
 // Steps per epoch and in all: each rank takes every world-th sample; the largest shard sets the

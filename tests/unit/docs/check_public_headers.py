@@ -10,13 +10,15 @@ import os
 import re
 import sys
 
+from source_rules import finish, repo_root
+
 ALLOWED_PREFIXES = ("ATen/", "c10/", "torch/", "gputrain/")
 # The C++ standard headers have no extension and no folder; the few C headers used are POSIX's.
 ALLOWED_C_HEADERS = {"signal.h", "unistd.h", "sys/types.h"}
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    root = repo_root()
     include = os.path.join(root, "include")
     problems = []
     for dirpath, _, files in os.walk(include):
@@ -33,10 +35,7 @@ def main():
                     continue
                 problems.append(f"{rel}:{number}: includes <{header}>, which an installed gputrain's consumers may not have: "
                                 "keep it in the .cpp (or a private header under src/)")
-    for p in problems:
-        print(p)
-    print(f"{0 if problems else 1} passed, {1 if problems else 0} failed")
-    return 1 if problems else 0
+    return finish(problems)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,17 @@ std::optional<double> get(const CallbackState& state, const std::string& key) {
   return found == state.end() ? std::nullopt : std::optional<double>(found->second);
 }
 
+CallbackState watch_state(const std::optional<double>& reference, std::int64_t epochs_without_improvement) {
+  CallbackState state{{"epochs_without_improvement", static_cast<double>(epochs_without_improvement)}};
+  put(state, "reference", reference);
+  return state;
+}
+
+void load_watch_state(const CallbackState& state, std::optional<double>& reference, std::int64_t& epochs_without_improvement) {
+  reference = get(state, "reference");
+  epochs_without_improvement = static_cast<std::int64_t>(get(state, "epochs_without_improvement").value_or(0));
+}
+
 std::vector<std::shared_ptr<Callback>> builtin_callbacks(const Config& config) {
   std::vector<std::shared_ptr<Callback>> callbacks;
   const auto add = [&](std::unique_ptr<Callback> callback) {

@@ -20,6 +20,12 @@ void put(CallbackState& state, const std::string& key, const std::optional<doubl
 /// Reads what put() saved.
 std::optional<double> get(const CallbackState& state, const std::string& key);
 
+/// The state of a watch on a validation figure (early stopping, the plateau schedule): the value
+/// to beat and the validations in a row that have not.
+CallbackState watch_state(const std::optional<double>& reference, std::int64_t epochs_without_improvement);
+/// Reads what watch_state() saved.
+void load_watch_state(const CallbackState& state, std::optional<double>& reference, std::int64_t& epochs_without_improvement);
+
 std::unique_ptr<Callback> best_checkpoint_callback(const Config& config);
 std::unique_ptr<Callback> early_stop_callback(const Config& config);
 std::unique_ptr<Callback> plateau_callback(const Config& config);

@@ -87,16 +87,8 @@ class EarlyStop final : public Callback {
     if (stopped_early(rule_, state_)) run.request_stop(StopReason::early_stop, early_stop_reason(rule_, state_));
   }
 
-  CallbackState state_dict() const override {
-    CallbackState state{{"epochs_without_improvement", static_cast<double>(state_.epochs_without_improvement)}};
-    put(state, "reference", state_.early_stop_reference);
-    return state;
-  }
-
-  void load_state_dict(const CallbackState& state) override {
-    state_.early_stop_reference = get(state, "reference");
-    state_.epochs_without_improvement = static_cast<std::int64_t>(get(state, "epochs_without_improvement").value_or(0));
-  }
+  CallbackState state_dict() const override { return watch_state(state_.early_stop_reference, state_.epochs_without_improvement); }
+  void load_state_dict(const CallbackState& state) override { load_watch_state(state, state_.early_stop_reference, state_.epochs_without_improvement); }
 
  private:
   const EarlyStopRule rule_;

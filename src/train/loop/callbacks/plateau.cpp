@@ -59,16 +59,8 @@ class Plateau final : public Callback {
     if (!decay.empty()) run.note(decay);
   }
 
-  CallbackState state_dict() const override {
-    CallbackState state{{"epochs_without_improvement", static_cast<double>(state_.plateau_epochs_without_improvement)}};
-    put(state, "reference", state_.plateau_reference);
-    return state;
-  }
-
-  void load_state_dict(const CallbackState& state) override {
-    state_.plateau_reference = get(state, "reference");
-    state_.plateau_epochs_without_improvement = static_cast<std::int64_t>(get(state, "epochs_without_improvement").value_or(0));
-  }
+  CallbackState state_dict() const override { return watch_state(state_.plateau_reference, state_.plateau_epochs_without_improvement); }
+  void load_state_dict(const CallbackState& state) override { load_watch_state(state, state_.plateau_reference, state_.plateau_epochs_without_improvement); }
 
  private:
   const Config config_;

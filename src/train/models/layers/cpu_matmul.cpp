@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -43,6 +44,9 @@ CpuMatmul cpu_matmul_for(const std::string& cpuinfo, bool onednn_available) {
 
 CpuMatmul cpu_matmul_for_this_machine() {
   static const CpuMatmul choice = [] {
+    // GPUTRAIN_CPU_MATMUL=mkl keeps LibTorch's own products: what bench/train_vs_pytorch.py
+    // compares against to tell whether the oneDNN path still pays (docs/benchmarks.md).
+    if (const char* forced = std::getenv("GPUTRAIN_CPU_MATMUL"); forced && std::string(forced) == "mkl") return CpuMatmul::mkl;
     std::ifstream file("/proc/cpuinfo");
     std::stringstream text;
     text << file.rdbuf();

@@ -14,7 +14,8 @@ namespace gputrain::train {
 enum class CpuMatmul { mkl, onednn };
 
 /// oneDNN on an AMD processor with AVX-512 where this LibTorch exports oneDNN's matmul; MKL
-/// (LibTorch's own choice) elsewhere. Decided once per process, from /proc/cpuinfo.
+/// (LibTorch's own choice) elsewhere, or where GPUTRAIN_CPU_MATMUL=mkl says so. Decided once per
+/// process, from /proc/cpuinfo.
 CpuMatmul cpu_matmul_for_this_machine();
 
 /// The same rule for a processor described as /proc/cpuinfo describes it (its first entry counts).
