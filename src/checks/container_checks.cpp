@@ -38,8 +38,7 @@ Result check_inside(const Context& c) {
       "`deploy.resources.reservations.devices: [{driver: nvidia, count: all, capabilities: [gpu]}]`; "
       "the host needs the NVIDIA Container Toolkit (`nvidia-ctk runtime configure --runtime=docker`)";
   if (requested.kind == Kind::none || requested.kind == Kind::void_) {
-    const std::string detail = where + "; NVIDIA_VISIBLE_DEVICES=" + core::env("NVIDIA_VISIBLE_DEVICES").value_or("") +
-                               " asks for no GPUs";
+    const std::string detail = where + "; NVIDIA_VISIBLE_DEVICES=" + core::env("NVIDIA_VISIBLE_DEVICES").value_or("") + " asks for no GPUs";
     return c.allow_cpu ? warn(detail, remedy) : fail(detail, remedy);
   }
   if (!has_gpu_device_nodes()) {

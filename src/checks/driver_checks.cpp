@@ -23,8 +23,8 @@ Result check_present(const Context& c) {
                 "check `dmesg | grep -i -E 'nvrm|xid'`; reset the GPU (`nvidia-smi -r`) or reboot");
   }
   if (d.cuda_loaded) {
-    return pass("NVIDIA driver " + (d.driver_version.empty() ? std::string("(version unknown)") : d.driver_version) +
-                " loaded" + (d.nvml_loaded ? "" : "; NVML unavailable (" + d.nvml_error + "), some GPU facts are missing"));
+    return pass("NVIDIA driver " + (d.driver_version.empty() ? std::string("(version unknown)") : d.driver_version) + " loaded" +
+                (d.nvml_loaded ? "" : "; NVML unavailable (" + d.nvml_error + "), some GPU facts are missing"));
   }
   const std::string detail = d.cuda_error;
   if (c.allow_cpu) return warn(detail + " (--allow-cpu: running on the CPU)", no_gpu_remedy(c));
@@ -50,8 +50,8 @@ Result check_cuda_compat(const Context& c) {
   if (supported == 0) return skip("the CUDA driver API is not available");
   const auto* cudart = find_library(c, "cudart");
   const std::string max_text = device::format_cuda_version(supported);
-  const std::string explain = "driver supports CUDA up to " + max_text +
-                              " (the \"CUDA Version\" nvidia-smi shows is this maximum, not the runtime in use)";
+  const std::string explain =
+      "driver supports CUDA up to " + max_text + " (the \"CUDA Version\" nvidia-smi shows is this maximum, not the runtime in use)";
   if (cudart == nullptr || !cudart->available || cudart->version.empty()) {
     return fail(explain + "; the CUDA runtime library could not be loaded",
                 "reinstall the torch wheel into .venv (scripts/bootstrap.sh) so libcudart.so.13 is present");

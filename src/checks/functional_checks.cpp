@@ -7,10 +7,10 @@
 #include <dlfcn.h>
 
 #include "check_sets.hpp"
-#include "tensor_options.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/device_cache.hpp"
 #include "gputrain/memory/device_memory.hpp"
+#include "tensor_options.hpp"
 
 namespace gputrain::checks {
 namespace {
@@ -38,8 +38,9 @@ Result check_allocator(int index) {
   const std::string detail = "allocated 256 MiB: allocator stats went " + std::to_string(before >> 20) + " -> " +
                              std::to_string(during >> 20) + " -> " + std::to_string(after >> 20) + " MiB";
   if (during - before < kBytes || after != before) {
-    return fail(detail + " (expected +256 MiB, then back)", "the caching allocator misbehaves: check for another process "
-                                                            "corrupting memory, update the driver, report with `gputrain --version`");
+    return fail(detail + " (expected +256 MiB, then back)",
+                "the caching allocator misbehaves: check for another process "
+                "corrupting memory, update the driver, report with `gputrain --version`");
   }
   return pass(detail);
 }
@@ -154,8 +155,8 @@ Result check_mixed_precision(int index, at::ScalarType dtype) {
   }
   const std::string name = dtype == at::kHalf ? "fp16" : "bf16";
   const std::vector<Figure> figures{{"loss_first", first, "", {}}, {"loss_last", last, "", {}}};
-  const std::string detail = name + " autocast step" + (scaled ? " with loss scaling" : "") + ": loss " +
-                             format_fixed(first, 4) + " -> " + format_fixed(last, 4) + " in 60 steps" +
+  const std::string detail = name + " autocast step" + (scaled ? " with loss scaling" : "") + ": loss " + format_fixed(first, 4) + " -> " +
+                             format_fixed(last, 4) + " in 60 steps" +
                              (skipped ? " (" + std::to_string(skipped) + " skipped for inf/nan)" : "");
   if (!(last < first * 0.5)) {
     return fail(detail + "; the loss did not fall", "mixed precision is broken here: update the driver and torch wheel", figures);
@@ -218,26 +219,25 @@ std::vector<Check> functional_checks(const Context& context) {
     const int i = gpu.index;
     const std::string prefix = "functional." + std::to_string(i) + ".";
     const std::string label = " (GPU " + std::to_string(i) + ")";
-    checks.push_back({prefix + "allocator", "functional", "allocate, free, allocator statistics" + label,
-                      std::chrono::seconds(20), [i](const Context&) { return check_allocator(i); }});
-    checks.push_back({prefix + "round_trip", "functional", "bit-exact host-device round trip" + label,
-                      std::chrono::seconds(10), [i](const Context&) { return check_round_trip(i); }});
-    checks.push_back({prefix + "cudnn_conv", "functional", "cuDNN convolution vs CPU" + label,
-                      std::chrono::seconds(15), [i](const Context&) { return check_cudnn_conv(i); }});
-    checks.push_back({prefix + "cache_gather", "functional", "the VRAM cache's gather kernel vs CPU" + label,
-                      std::chrono::seconds(10), [i](const Context&) { return check_cache_gather(i); }});
-    checks.push_back({prefix + "amp_fp16", "functional", "fp16 mixed-precision step with loss scaling" + label,
-                      std::chrono::seconds(15), [i](const Context&) { return check_mixed_precision(i, at::kHalf); }});
+    checks.push_back({prefix + "allocator", "functional", "allocate, free, allocator statistics" + label, std::chrono::seconds(20),
+                      [i](const Context&) { return check_allocator(i); }});
+    checks.push_back({prefix + "round_trip", "functional", "bit-exact host-device round trip" + label, std::chrono::seconds(10),
+                      [i](const Context&) { return check_round_trip(i); }});
+    checks.push_back({prefix + "cudnn_conv", "functional", "cuDNN convolution vs CPU" + label, std::chrono::seconds(15),
+                      [i](const Context&) { return check_cudnn_conv(i); }});
+    checks.push_back({prefix + "cache_gather", "functional", "the VRAM cache's gather kernel vs CPU" + label, std::chrono::seconds(10),
+                      [i](const Context&) { return check_cache_gather(i); }});
+    checks.push_back({prefix + "amp_fp16", "functional", "fp16 mixed-precision step with loss scaling" + label, std::chrono::seconds(15),
+                      [i](const Context&) { return check_mixed_precision(i, at::kHalf); }});
     const bool bf16 = gpu.cc_major >= 8;
-    checks.push_back({prefix + "amp_bf16", "functional", "bf16 mixed-precision step" + label, std::chrono::seconds(15),
-                      [i, bf16](const Context&) {
-                        return bf16 ? check_mixed_precision(i, at::kBFloat16)
-                                    : skip("bf16 needs compute capability 8.0 or newer");
-                      }});
+    checks.push_back(
+        {prefix + "amp_bf16", "functional", "bf16 mixed-precision step" + label, std::chrono::seconds(15), [i, bf16](const Context&) {
+           return bf16 ? check_mixed_precision(i, at::kBFloat16) : skip("bf16 needs compute capability 8.0 or newer");
+         }});
   }
   if (context.inventory.gpus.size() >= 2) {
-    checks.push_back({"functional.nccl_all_reduce", "functional", "NCCL all-reduce across local GPUs",
-                      std::chrono::seconds(60), check_nccl_all_reduce});
+    checks.push_back(
+        {"functional.nccl_all_reduce", "functional", "NCCL all-reduce across local GPUs", std::chrono::seconds(60), check_nccl_all_reduce});
   }
   return checks;
 }

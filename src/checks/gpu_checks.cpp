@@ -24,8 +24,8 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 Result check_count(const Context& c) {
   const auto& gpus = c.inventory.gpus;
   if (gpus.empty()) {
-    const std::string detail = "no usable CUDA GPU" +
-                               (c.inventory.driver.cuda_loaded ? std::string() : " (" + c.inventory.driver.cuda_error + ")");
+    const std::string detail =
+        "no usable CUDA GPU" + (c.inventory.driver.cuda_loaded ? std::string() : " (" + c.inventory.driver.cuda_error + ")");
     if (c.allow_cpu) return warn(detail + "; --allow-cpu: continuing on the CPU", no_gpu_remedy(c));
     return fail(detail, no_gpu_remedy(c));
   }
@@ -85,11 +85,13 @@ Result check_ecc(const device::GpuInfo& gpu) {
     return fail("row remapping failed: memory errors could not be repaired", "drain the node and have the GPU serviced; " + inspect);
   }
   if (ecc.uncorrected_volatile.value_or(0) > 0) {
-    return fail(std::to_string(*ecc.uncorrected_volatile) + " uncorrected ECC errors since boot",
-                "stop jobs on this GPU, reset it (`nvidia-smi -r -i " + std::to_string(gpu.index) + "`); if errors return, service it; " + inspect);
+    return fail(
+        std::to_string(*ecc.uncorrected_volatile) + " uncorrected ECC errors since boot",
+        "stop jobs on this GPU, reset it (`nvidia-smi -r -i " + std::to_string(gpu.index) + "`); if errors return, service it; " + inspect);
   }
   if (ecc.remap_pending.value_or(false)) {
-    return warn("a memory row remap is pending", "reset the GPU when idle (`nvidia-smi -r -i " + std::to_string(gpu.index) + "`) to finish it");
+    return warn("a memory row remap is pending",
+                "reset the GPU when idle (`nvidia-smi -r -i " + std::to_string(gpu.index) + "`) to finish it");
   }
   if (ecc.uncorrected_aggregate.value_or(0) > 0) {
     return warn(std::to_string(*ecc.uncorrected_aggregate) + " uncorrected ECC errors over the GPU's life", "watch for more; " + inspect);
@@ -100,14 +102,13 @@ Result check_ecc(const device::GpuInfo& gpu) {
 Result check_pcie(const device::GpuInfo& gpu) {
   if (!gpu.pcie) return skip("PCIe link unknown (needs NVML)");
   const auto& link = *gpu.pcie;
-  const std::string detail = "PCIe gen " + std::to_string(link.generation) + " x" + std::to_string(link.width) +
-                             " (max gen " + std::to_string(link.max_generation) + " x" + std::to_string(link.max_width) + ")";
+  const std::string detail = "PCIe gen " + std::to_string(link.generation) + " x" + std::to_string(link.width) + " (max gen " +
+                             std::to_string(link.max_generation) + " x" + std::to_string(link.max_width) + ")";
   std::vector<Figure> figures{{"pcie_width", double(link.width), "lanes", double(link.max_width)},
                               {"pcie_generation", double(link.generation), "", double(link.max_generation)}};
   if (link.width < link.max_width) {
     return warn(detail + "; the link runs narrower than it can, cutting host-device bandwidth",
-                "reseat the card or move it to a full x" + std::to_string(link.max_width) + " slot; check BIOS lane settings",
-                figures);
+                "reseat the card or move it to a full x" + std::to_string(link.max_width) + " slot; check BIOS lane settings", figures);
   }
   if (link.generation < link.max_generation) {
     return pass(detail + "; idle GPUs lower their link generation to save power (the bandwidth checks measure it under load)", figures);
@@ -124,13 +125,13 @@ Result check_throttling(const device::GpuInfo& gpu) {
   }
   if (gpu.temperature_c) clocks += (clocks.empty() ? "" : ", ") + std::to_string(*gpu.temperature_c) + " C";
   if (gpu.power_draw_w && gpu.power_limit_w) {
-    clocks += (clocks.empty() ? "" : ", ") + core::format_fixed(*gpu.power_draw_w, 0) + "/" +
-              core::format_fixed(*gpu.power_limit_w, 0) + " W";
+    clocks +=
+        (clocks.empty() ? "" : ", ") + core::format_fixed(*gpu.power_draw_w, 0) + "/" + core::format_fixed(*gpu.power_limit_w, 0) + " W";
   }
   if (harmful != 0) {
     return warn(clocks + "; throttled: " + join(device::throttle_reason_names(harmful), ", "),
-                "thermal: improve cooling/airflow; power: check `nvidia-smi -q -d PERFORMANCE,POWER -i " +
-                    std::to_string(gpu.index) + "` and the power limit");
+                "thermal: improve cooling/airflow; power: check `nvidia-smi -q -d PERFORMANCE,POWER -i " + std::to_string(gpu.index) +
+                    "` and the power limit");
   }
   return pass(clocks.empty() ? "not throttled" : clocks + "; not throttled");
 }
@@ -152,11 +153,9 @@ std::vector<Check> gpu_checks(const Context& context) {
   for (const auto& gpu : context.inventory.gpus) {
     const std::string prefix = "gpu." + std::to_string(gpu.index) + ".";
     const std::string label = " (GPU " + std::to_string(gpu.index) + ")";
-    auto per_gpu = [gpu](Result (*fn)(const device::GpuInfo&)) {
-      return [gpu, fn](const Context&) { return fn(gpu); };
-    };
-    checks.push_back({prefix + "compute_capability", "gpu", "compute capability and LibTorch kernels" + label,
-                      std::chrono::seconds(5), per_gpu(check_capability)});
+    auto per_gpu = [gpu](Result (*fn)(const device::GpuInfo&)) { return [gpu, fn](const Context&) { return fn(gpu); }; };
+    checks.push_back({prefix + "compute_capability", "gpu", "compute capability and LibTorch kernels" + label, std::chrono::seconds(5),
+                      per_gpu(check_capability)});
     checks.push_back({prefix + "memory", "gpu", "memory" + label, std::chrono::seconds(2), per_gpu(check_memory)});
     checks.push_back({prefix + "ecc", "gpu", "ECC errors" + label, std::chrono::seconds(2), per_gpu(check_ecc)});
     checks.push_back({prefix + "pcie", "gpu", "PCIe link" + label, std::chrono::seconds(2), per_gpu(check_pcie)});

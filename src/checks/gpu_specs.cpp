@@ -10,7 +10,7 @@ constexpr std::array<GpuSpec, 15> kSpecs = {{
     {"H200", 67, 494.7, 989.4, 989.4, 4800},
     {"H100 PCIe", 51, 378, 756, 756, 2000},
     {"H100 NVL", 60, 417.5, 835, 835, 3900},
-    {"H100", 67, 494.7, 989.4, 989.4, 3350},   // SXM5: "NVIDIA H100 80GB HBM3"
+    {"H100", 67, 494.7, 989.4, 989.4, 3350},  // SXM5: "NVIDIA H100 80GB HBM3"
     {"A100-SXM4-80GB", 19.5, 156, 312, 312, 2039},
     {"A100 80GB PCIe", 19.5, 156, 312, 312, 1935},
     {"A100-SXM4-40GB", 19.5, 156, 312, 312, 1555},
@@ -37,13 +37,26 @@ double pcie_bandwidth_gbps(int generation, int width) {
   // GT/s per lane and encoding: gen1/2 8b/10b, gen3+ 128b/130b (gen6 FLIT, ~242/256).
   double per_lane = 0;
   switch (generation) {
-    case 1: per_lane = 2.5 * 0.8 / 8; break;
-    case 2: per_lane = 5.0 * 0.8 / 8; break;
-    case 3: per_lane = 8.0 * 128 / 130 / 8; break;
-    case 4: per_lane = 16.0 * 128 / 130 / 8; break;
-    case 5: per_lane = 32.0 * 128 / 130 / 8; break;
-    case 6: per_lane = 64.0 * 242 / 256 / 8; break;
-    default: return 0;
+    case 1:
+      per_lane = 2.5 * 0.8 / 8;
+      break;
+    case 2:
+      per_lane = 5.0 * 0.8 / 8;
+      break;
+    case 3:
+      per_lane = 8.0 * 128 / 130 / 8;
+      break;
+    case 4:
+      per_lane = 16.0 * 128 / 130 / 8;
+      break;
+    case 5:
+      per_lane = 32.0 * 128 / 130 / 8;
+      break;
+    case 6:
+      per_lane = 64.0 * 242 / 256 / 8;
+      break;
+    default:
+      return 0;
   }
   return per_lane * width;
 }

@@ -10,10 +10,10 @@
 #include <numeric>
 
 #include "check_sets.hpp"
-#include "tensor_options.hpp"
 #include "gputrain/checks/gpu_specs.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/dist/bus_bandwidth.hpp"
+#include "tensor_options.hpp"
 
 namespace gputrain::checks {
 namespace {
@@ -41,8 +41,7 @@ double median_ms(int index, int repeats, const std::function<void()>& body) {
   return times[times.size() / 2];
 }
 
-Result judge(const std::string& what, double value, const std::string& unit, std::optional<double> expected,
-             const std::string& remedy) {
+Result judge(const std::string& what, double value, const std::string& unit, std::optional<double> expected, const std::string& remedy) {
   std::vector<Figure> figures{{"measured", value, unit, expected}};
   std::string detail = what + ": " + format_fixed(value, 1) + " " + unit;
   if (!expected || *expected <= 0) return pass(detail + " (no reference figure for this GPU model)", figures);
@@ -71,9 +70,11 @@ Result check_matmul(const device::GpuInfo& gpu, Precision precision, Level level
     const at::Tensor b = at::randn({n, n}, on_gpu(index, dtype));
     at::Tensor c = at::empty({n, n}, on_gpu(index, dtype));
     const int per_run = low ? 20 : 5;
-    ms = median_ms(index, level == Level::full ? 10 : 3, [&] {
-      for (int i = 0; i < per_run; ++i) at::mm_out(c, a, b);
-    }) / per_run;
+    ms = median_ms(index, level == Level::full ? 10 : 3,
+                   [&] {
+                     for (int i = 0; i < per_run; ++i) at::mm_out(c, a, b);
+                   }) /
+         per_run;
   } catch (...) {
     context.setAllowTF32CuBLAS(tf32_before);
     throw;
@@ -84,10 +85,21 @@ Result check_matmul(const device::GpuInfo& gpu, Precision precision, Level level
   const char* name = "fp32";
   if (spec) {
     switch (precision) {
-      case Precision::fp32: expected = spec->fp32_tflops; break;
-      case Precision::tf32: expected = spec->tf32_tflops; name = "tf32"; break;
-      case Precision::bf16: expected = spec->bf16_tflops; name = "bf16"; break;
-      case Precision::fp16: expected = spec->fp16_tflops; name = "fp16"; break;
+      case Precision::fp32:
+        expected = spec->fp32_tflops;
+        break;
+      case Precision::tf32:
+        expected = spec->tf32_tflops;
+        name = "tf32";
+        break;
+      case Precision::bf16:
+        expected = spec->bf16_tflops;
+        name = "bf16";
+        break;
+      case Precision::fp16:
+        expected = spec->fp16_tflops;
+        name = "fp16";
+        break;
     }
   } else {
     name = precision == Precision::tf32 ? "tf32" : precision == Precision::bf16 ? "bf16" : precision == Precision::fp16 ? "fp16" : "fp32";
@@ -164,11 +176,11 @@ Result check_sustained(const device::GpuInfo& gpu) {
   auto mean = [](auto begin, auto end) { return std::accumulate(begin, end, 0.0) / double(std::distance(begin, end)); };
   const double early = mean(tflops_per_second.begin(), tflops_per_second.begin() + fifth);
   const double late = mean(tflops_per_second.end() - fifth, tflops_per_second.end());
-  std::vector<Figure> figures{{"tflops_start", early, "TFLOPS", {}}, {"tflops_end", late, "TFLOPS", {}},
-                              {"max_temperature", double(max_temp), "C", {}}};
+  std::vector<Figure> figures{
+      {"tflops_start", early, "TFLOPS", {}}, {"tflops_end", late, "TFLOPS", {}}, {"max_temperature", double(max_temp), "C", {}}};
   if (min_clock < (1 << 30)) figures.push_back({"min_sm_clock", double(min_clock), "MHz", {}});
-  std::string detail = "40 s burn: " + format_fixed(early, 0) + " -> " + format_fixed(late, 0) + " TFLOPS, max " +
-                       std::to_string(max_temp) + " C";
+  std::string detail =
+      "40 s burn: " + format_fixed(early, 0) + " -> " + format_fixed(late, 0) + " TFLOPS, max " + std::to_string(max_temp) + " C";
   if (min_clock < (1 << 30)) detail += ", SM clock >= " + std::to_string(min_clock) + " MHz";
   // At full load a GPU holds its power limit by design; a fall in throughput below says whether it costs.
   if (power_capped != 0) detail += "; held at its power limit (sw_power_cap), as a fully loaded GPU is";
@@ -207,19 +219,30 @@ std::vector<Check> performance_checks(const Context& context) {
     const std::string prefix = "performance." + std::to_string(gpu.index) + ".";
     const std::string label = " (GPU " + std::to_string(gpu.index) + ")";
     auto add = [&](const std::string& id, const std::string& title, std::function<Result()> body, int seconds) {
-      checks.push_back({prefix + id, "performance", title + label, std::chrono::seconds(seconds),
-                        [body](const Context&) { return body(); }});
+      checks.push_back(
+          {prefix + id, "performance", title + label, std::chrono::seconds(seconds), [body](const Context&) { return body(); }});
     };
-    add("matmul_fp32", "fp32 matmul TFLOPS", [gpu, level] { return check_matmul(gpu, Precision::fp32, level); }, 30);
-    add("matmul_tf32", "tf32 matmul TFLOPS", [gpu, level] { return check_matmul(gpu, Precision::tf32, level); }, 30);
-    add("matmul_bf16", "bf16 matmul TFLOPS", [gpu, level] { return check_matmul(gpu, Precision::bf16, level); }, 30);
-    add("matmul_fp16", "fp16 matmul TFLOPS", [gpu, level] { return check_matmul(gpu, Precision::fp16, level); }, 30);
-    add("d2d_bandwidth", "device memory bandwidth", [gpu, level] { return check_device_copy(gpu, level); }, 20);
-    add("h2d_pinned", "host-to-device bandwidth, pinned", [gpu, level] { return check_host_copy(gpu, true, true, level); }, 20);
-    add("d2h_pinned", "device-to-host bandwidth, pinned", [gpu, level] { return check_host_copy(gpu, false, true, level); }, 20);
-    add("h2d_pageable", "host-to-device bandwidth, pageable", [gpu, level] { return check_host_copy(gpu, true, false, level); }, 30);
-    add("d2h_pageable", "device-to-host bandwidth, pageable", [gpu, level] { return check_host_copy(gpu, false, false, level); }, 30);
-    if (level == Level::full) add("sustained", "sustained load: clocks, heat, ECC", [gpu] { return check_sustained(gpu); }, 90);
+    add(
+        "matmul_fp32", "fp32 matmul TFLOPS", [gpu, level] { return check_matmul(gpu, Precision::fp32, level); }, 30);
+    add(
+        "matmul_tf32", "tf32 matmul TFLOPS", [gpu, level] { return check_matmul(gpu, Precision::tf32, level); }, 30);
+    add(
+        "matmul_bf16", "bf16 matmul TFLOPS", [gpu, level] { return check_matmul(gpu, Precision::bf16, level); }, 30);
+    add(
+        "matmul_fp16", "fp16 matmul TFLOPS", [gpu, level] { return check_matmul(gpu, Precision::fp16, level); }, 30);
+    add(
+        "d2d_bandwidth", "device memory bandwidth", [gpu, level] { return check_device_copy(gpu, level); }, 20);
+    add(
+        "h2d_pinned", "host-to-device bandwidth, pinned", [gpu, level] { return check_host_copy(gpu, true, true, level); }, 20);
+    add(
+        "d2h_pinned", "device-to-host bandwidth, pinned", [gpu, level] { return check_host_copy(gpu, false, true, level); }, 20);
+    add(
+        "h2d_pageable", "host-to-device bandwidth, pageable", [gpu, level] { return check_host_copy(gpu, true, false, level); }, 30);
+    add(
+        "d2h_pageable", "device-to-host bandwidth, pageable", [gpu, level] { return check_host_copy(gpu, false, false, level); }, 30);
+    if (level == Level::full)
+      add(
+          "sustained", "sustained load: clocks, heat, ECC", [gpu] { return check_sustained(gpu); }, 90);
   }
   if (!context.inventory.gpus.empty())
     checks.push_back({"performance.nccl_allreduce", "performance", "NCCL all-reduce bus bandwidth between the GPUs",

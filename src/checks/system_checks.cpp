@@ -9,22 +9,21 @@ using core::format_bytes;
 using core::format_fixed;
 using core::kGiB;
 
-constexpr double kMinCores = 4;                       // below: data loading starves even one GPU
+constexpr double kMinCores = 4;  // below: data loading starves even one GPU
 constexpr std::uint64_t kWarnMemory = 8 * kGiB;
-constexpr std::uint64_t kWarnShm = 1 * kGiB;           // Docker's default is 64 MiB
+constexpr std::uint64_t kWarnShm = 1 * kGiB;  // Docker's default is 64 MiB
 constexpr std::uint64_t kWarnDisk = 10 * kGiB;
 constexpr std::uint64_t kFailDisk = 1 * kGiB;
 
 Result check_cores(const Context& c) {
   const auto& s = c.system;
-  std::string detail = format_fixed(s.usable_cores, 1) + " usable of " + std::to_string(s.logical_cores) +
-                       " logical cores (affinity " + std::to_string(s.affinity_cores);
+  std::string detail = format_fixed(s.usable_cores, 1) + " usable of " + std::to_string(s.logical_cores) + " logical cores (affinity " +
+                       std::to_string(s.affinity_cores);
   detail += s.cgroup.cpu_quota_cores ? ", cgroup quota " + format_fixed(*s.cgroup.cpu_quota_cores, 2) + ")" : ", no cgroup quota)";
   std::vector<Figure> figures{{"usable_cores", s.usable_cores, "cores", {}}, {"logical_cores", double(s.logical_cores), "cores", {}}};
   if (s.usable_cores < kMinCores) {
     return warn(detail + "; data loading may starve the GPU",
-                "give the job more CPUs (docker run --cpus=8, SLURM --cpus-per-task=8) or use the VRAM-cached dataset",
-                figures);
+                "give the job more CPUs (docker run --cpus=8, SLURM --cpus-per-task=8) or use the VRAM-cached dataset", figures);
   }
   return pass(detail, figures);
 }
@@ -50,7 +49,9 @@ Result check_shm(const Context& c) {
   const std::string detail = format_bytes(shm.total) + " total, " + format_bytes(shm.available) + " free";
   std::vector<Figure> figures{{"shm_total", double(shm.total) / double(kGiB), "GiB", {}}};
   if (shm.total < kWarnShm) {
-    return warn(detail + "; NCCL's ranks on one node exchange gradients here (and PyTorch's DataLoader workers their batches), and fail when it is small",
+    return warn(detail +
+                    "; NCCL's ranks on one node exchange gradients here (and PyTorch's DataLoader workers their batches), and fail when it "
+                    "is small",
                 "docker run --shm-size=8g (or --ipc=host); in compose: `shm_size: 8gb`", figures);
   }
   return pass(detail, figures);

@@ -43,8 +43,7 @@ void sync_folder(const std::filesystem::path& folder) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path,
-                           const std::function<void(const std::function<void(std::string_view)>&)>& write) {
+void write_file_atomically(const std::string& path, const std::function<void(const std::function<void(std::string_view)>&)>& write) {
   const std::filesystem::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);

@@ -18,12 +18,18 @@ constexpr std::array<std::string_view, 6> kLevelNames = {"trace", "debug", "info
 
 spdlog::level::level_enum to_spdlog(LogLevel level) {
   switch (level) {
-    case LogLevel::trace: return spdlog::level::trace;
-    case LogLevel::debug: return spdlog::level::debug;
-    case LogLevel::info: return spdlog::level::info;
-    case LogLevel::warn: return spdlog::level::warn;
-    case LogLevel::error: return spdlog::level::err;
-    case LogLevel::off: return spdlog::level::off;
+    case LogLevel::trace:
+      return spdlog::level::trace;
+    case LogLevel::debug:
+      return spdlog::level::debug;
+    case LogLevel::info:
+      return spdlog::level::info;
+    case LogLevel::warn:
+      return spdlog::level::warn;
+    case LogLevel::error:
+      return spdlog::level::err;
+    case LogLevel::off:
+      return spdlog::level::off;
   }
   return spdlog::level::info;
 }
@@ -52,14 +58,11 @@ LogLevel parse_log_level(std::string_view text) {
   for (std::size_t i = 0; i < kLevelNames.size(); ++i) {
     if (text == kLevelNames[i]) return static_cast<LogLevel>(i);
   }
-  throw UsageError("unknown log level '" + std::string(text) + "'",
-                   "use one of: trace, debug, info, warn, error, off");
+  throw UsageError("unknown log level '" + std::string(text) + "'", "use one of: trace, debug, info, warn, error, off");
 }
 
 void set_log_level(LogLevel level) { logger().set_level(to_spdlog(level)); }
 
-void log(LogLevel level, std::string_view message) {
-  logger().log(to_spdlog(level), "{}", message);
-}
+void log(LogLevel level, std::string_view message) { logger().log(to_spdlog(level), "{}", message); }
 
 }  // namespace gputrain::core

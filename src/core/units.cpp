@@ -34,11 +34,23 @@ std::optional<std::uint64_t> parse_bytes(const std::string& text) {
   };
   // Single letters and "iB" suffixes are binary (as nvidia-smi and Kubernetes' Gi mean); "KB",
   // "MB", "GB", "TB" are decimal.
-  static constexpr std::array<Unit, 17> kUnits = {{{"", 1.0}, {"B", 1.0},
-      {"K", 0x1p10}, {"KiB", 0x1p10}, {"Ki", 0x1p10}, {"KB", 1e3},
-      {"M", 0x1p20}, {"MiB", 0x1p20}, {"Mi", 0x1p20}, {"MB", 1e6},
-      {"G", 0x1p30}, {"GiB", 0x1p30}, {"Gi", 0x1p30}, {"GB", 1e9},
-      {"T", 0x1p40}, {"TiB", 0x1p40}, {"TB", 1e12}}};
+  static constexpr std::array<Unit, 17> kUnits = {{{"", 1.0},
+                                                   {"B", 1.0},
+                                                   {"K", 0x1p10},
+                                                   {"KiB", 0x1p10},
+                                                   {"Ki", 0x1p10},
+                                                   {"KB", 1e3},
+                                                   {"M", 0x1p20},
+                                                   {"MiB", 0x1p20},
+                                                   {"Mi", 0x1p20},
+                                                   {"MB", 1e6},
+                                                   {"G", 0x1p30},
+                                                   {"GiB", 0x1p30},
+                                                   {"Gi", 0x1p30},
+                                                   {"GB", 1e9},
+                                                   {"T", 0x1p40},
+                                                   {"TiB", 0x1p40},
+                                                   {"TB", 1e12}}};
   const char* begin = text.c_str();
   char* end = nullptr;
   const double value = std::strtod(begin, &end);

@@ -15,7 +15,7 @@ at::Tensor random_crop(const at::Tensor& x, std::int64_t pad) {
   const auto opts = at::TensorOptions().dtype(at::kLong).device(x.device());
   const auto dy = at::randint(0, 2 * pad + 1, {n, 1}, opts), dx = at::randint(0, 2 * pad + 1, {n, 1}, opts);
   const auto rows = (dy + at::arange(h, opts)).view({n, 1, h, 1}).expand({n, x.size(1), h, w + 2 * pad});
-  const auto picked_rows = padded.gather(2, rows);                       // [n, c, h, w + 2p]
+  const auto picked_rows = padded.gather(2, rows);  // [n, c, h, w + 2p]
   const auto cols = (dx + at::arange(w, opts)).view({n, 1, 1, w}).expand({n, x.size(1), h, w});
   return picked_rows.gather(3, cols);
 }

@@ -23,9 +23,9 @@ class ArrayDataset final : public Dataset {
   ArrayDataset(TensorDataset set, std::string description, std::string origin_name)
       : set_{set.inputs.contiguous(), set.targets.contiguous()}, description_(std::move(description)), origin_(std::move(origin_name)) {
     if (set_.inputs.size(0) != set_.targets.size(0))
-      throw UsageError(description_ + ": " + std::to_string(set_.inputs.size(0)) + " inputs but " +
-                           std::to_string(set_.targets.size(0)) + " labels",
-                       "give as many labels as samples (the first dimension of both arrays)");
+      throw UsageError(
+          description_ + ": " + std::to_string(set_.inputs.size(0)) + " inputs but " + std::to_string(set_.targets.size(0)) + " labels",
+          "give as many labels as samples (the first dimension of both arrays)");
     layout_.input_shape = set_.inputs.sizes().slice(1).vec();
     layout_.target_shape = set_.targets.sizes().slice(1).vec();
     layout_.input_dtype = set_.inputs.scalar_type();
@@ -36,8 +36,10 @@ class ArrayDataset final : public Dataset {
   std::int64_t size() const override { return set_.inputs.size(0); }
   const SampleLayout& layout() const override { return layout_; }
   void read(std::int64_t index, void* input, void* target) const override {
-    std::memcpy(input, static_cast<const char*>(set_.inputs.const_data_ptr()) + index * input_bytes_, static_cast<std::size_t>(input_bytes_));
-    std::memcpy(target, static_cast<const char*>(set_.targets.const_data_ptr()) + index * target_bytes_, static_cast<std::size_t>(target_bytes_));
+    std::memcpy(input, static_cast<const char*>(set_.inputs.const_data_ptr()) + index * input_bytes_,
+                static_cast<std::size_t>(input_bytes_));
+    std::memcpy(target, static_cast<const char*>(set_.targets.const_data_ptr()) + index * target_bytes_,
+                static_cast<std::size_t>(target_bytes_));
   }
   std::string origin(std::int64_t index) const override { return origin_ + " sample " + std::to_string(index); }
   std::optional<TensorDataset> tensors() const override { return set_; }

@@ -85,9 +85,12 @@ class CacheFeed final : public Feed {
 
 std::string to_string(CacheMode mode) {
   switch (mode) {
-    case CacheMode::vram: return "vram";
-    case CacheMode::ram: return "ram";
-    case CacheMode::none: return "none";
+    case CacheMode::vram:
+      return "vram";
+    case CacheMode::ram:
+      return "ram";
+    case CacheMode::none:
+      return "none";
   }
   return "none";
 }
@@ -110,9 +113,8 @@ CachePlan plan_cache(const std::string& requested, const CacheFigures& f) {
   const std::uint64_t headroom = cache_headroom(f.device_free_bytes);
   const std::uint64_t device_need = f.dataset_bytes + f.step_bytes + headroom;
   const bool fits_device = device_need <= f.device_free_bytes;
-  const std::string device_sum = gib(f.dataset_bytes) + " of data + " + gib(f.step_bytes) + " for the training step + " +
-                                 gib(headroom) + " headroom " + (fits_device ? "<= " : "> ") + gib(f.device_free_bytes) +
-                                 " free " + where;
+  const std::string device_sum = gib(f.dataset_bytes) + " of data + " + gib(f.step_bytes) + " for the training step + " + gib(headroom) +
+                                 " headroom " + (fits_device ? "<= " : "> ") + gib(f.device_free_bytes) + " free " + where;
   const std::uint64_t host_headroom = cache_headroom(f.host_free_bytes);
   const bool fits_host = f.dataset_bytes + host_headroom <= f.host_free_bytes;
   const std::string host_sum = gib(f.dataset_bytes) + " of data + " + gib(host_headroom) + " headroom " + (fits_host ? "<= " : "> ") +
@@ -127,7 +129,9 @@ CachePlan plan_cache(const std::string& requested, const CacheFigures& f) {
     return {CacheMode::vram, device_sum};
   }
   if (requested == "ram") {
-    if (!fits_host) throw UsageError("data.cache: ram, but the dataset does not fit: " + host_sum, "set data.cache: none (stream from the files) or auto");
+    if (!fits_host)
+      throw UsageError("data.cache: ram, but the dataset does not fit: " + host_sum,
+                       "set data.cache: none (stream from the files) or auto");
     return {f.gpu ? CacheMode::ram : CacheMode::vram, host_sum};
   }
   if (fits_device) return {CacheMode::vram, device_sum};

@@ -7,8 +7,7 @@
 
 namespace gputrain::data {
 
-EpochSampler::EpochSampler(std::int64_t size, bool shuffle, std::uint64_t seed, std::int64_t rank, std::int64_t world_size,
-                           bool drop_last)
+EpochSampler::EpochSampler(std::int64_t size, bool shuffle, std::uint64_t seed, std::int64_t rank, std::int64_t world_size, bool drop_last)
     : size_(size), rank_(rank), world_(world_size), shuffle_(shuffle), drop_last_(drop_last), seed_(seed) {
   if (world_size < 1 || rank < 0 || rank >= world_size)
     throw Error("sampler: rank " + std::to_string(rank) + " of world size " + std::to_string(world_size) + " is impossible",

@@ -67,11 +67,13 @@ std::string inflate_gzip(const unsigned char* bytes, std::size_t size, const std
       if (std::all_of(bytes + read, bytes + size, [](unsigned char b) { return b == 0; })) break;
       throw bad_gzip(path, "bytes that are not gzip follow its end at byte " + std::to_string(read));
     }
-    if (code == Z_DATA_ERROR) throw bad_gzip(path, std::string(z.stream.msg ? z.stream.msg : "corrupt data") + " at byte " + std::to_string(read));
+    if (code == Z_DATA_ERROR)
+      throw bad_gzip(path, std::string(z.stream.msg ? z.stream.msg : "corrupt data") + " at byte " + std::to_string(read));
     if (code == Z_MEM_ERROR) throw std::bad_alloc();
     if (code != Z_OK && code != Z_BUF_ERROR) throw bad_gzip(path, z.stream.msg ? z.stream.msg : "zlib error " + std::to_string(code));
     if (read == size && z.stream.avail_out != 0)
-      throw bad_gzip(path, "it is cut short: the stream stops at byte " + std::to_string(size) + " before its end (an unfinished copy or download)");
+      throw bad_gzip(
+          path, "it is cut short: the stream stops at byte " + std::to_string(size) + " before its end (an unfinished copy or download)");
   }
   if (progress) progress(size, size);
   out.resize(written);

@@ -69,8 +69,7 @@ HeldOut hold_out(std::shared_ptr<const Dataset> set, double fraction, std::uint6
   if (held < 1 || held >= total)
     throw UsageError("data.val_fraction " + c10::str(fraction) + " of " + core::counted(total, "sample") + " leaves " +
                          (held < 1 ? "no validation sample" : "no training sample"),
-                     held < 1 ? "raise data.val_fraction, or set it to 0 to train without validation"
-                              : "lower data.val_fraction");
+                     held < 1 ? "raise data.val_fraction, or set it to 0 to train without validation" : "lower data.val_fraction");
   // A generator of its own, seeded apart from the epoch orders' (EpochSampler), so that the split
   // does not move when the training order does.
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed ^ 0x9e3779b97f4a7c15ULL);

@@ -22,13 +22,31 @@ at::Tensor idx_from_bytes(const unsigned char* bytes, std::size_t size, const st
   if (size < 4 || bytes[0] != 0 || bytes[1] != 0) throw bad_idx(path, "it does not start with the IDX magic bytes 0x00 0x00");
   at::ScalarType type;
   switch (bytes[2]) {
-    case 0x08: type = at::kByte; break;
-    case 0x09: type = at::kChar; break;
-    case 0x0B: type = at::kShort; break;
-    case 0x0C: type = at::kInt; break;
-    case 0x0D: type = at::kFloat; break;
-    case 0x0E: type = at::kDouble; break;
-    default: throw bad_idx(path, "unknown element type 0x" + [&] { char b[8]; std::snprintf(b, sizeof b, "%02x", bytes[2]); return std::string(b); }());
+    case 0x08:
+      type = at::kByte;
+      break;
+    case 0x09:
+      type = at::kChar;
+      break;
+    case 0x0B:
+      type = at::kShort;
+      break;
+    case 0x0C:
+      type = at::kInt;
+      break;
+    case 0x0D:
+      type = at::kFloat;
+      break;
+    case 0x0E:
+      type = at::kDouble;
+      break;
+    default:
+      throw bad_idx(
+          path, "unknown element type 0x" + [&] {
+            char b[8];
+            std::snprintf(b, sizeof b, "%02x", bytes[2]);
+            return std::string(b);
+          }());
   }
   const int dims = bytes[3];
   if (dims == 0 || size < 4 + 4 * static_cast<std::size_t>(dims)) throw bad_idx(path, "the file ends inside its header");
@@ -42,10 +60,11 @@ at::Tensor idx_from_bytes(const unsigned char* bytes, std::size_t size, const st
   if (!promised) throw bad_idx(path, "its shape " + shape_text(shape) + " is too large for any file");
   const std::size_t count = *promised / item;
   if (size - offset != *promised)
-    throw bad_idx(path, "its header promises " + std::to_string(*promised) + " bytes of data, the file has " + std::to_string(size - offset) +
-                            (size - offset < *promised ? " (truncated)" : " (trailing bytes)"));
+    throw bad_idx(path, "its header promises " + std::to_string(*promised) + " bytes of data, the file has " +
+                            std::to_string(size - offset) + (size - offset < *promised ? " (truncated)" : " (trailing bytes)"));
   if (owner && item == 1)
-    return at::from_blob(const_cast<unsigned char*>(bytes + offset), shape, [owner](void*) {}, at::TensorOptions().dtype(type));
+    return at::from_blob(
+        const_cast<unsigned char*>(bytes + offset), shape, [owner](void*) {}, at::TensorOptions().dtype(type));
   auto t = at::empty(shape, at::TensorOptions().dtype(type));
   auto* out = static_cast<unsigned char*>(t.data_ptr());
   for (std::size_t i = 0; i < count; ++i)  // IDX is big-endian
@@ -82,13 +101,15 @@ at::Tensor read_idx(const std::string& path) {
 
 TensorDataset read_mnist(const std::string& folder, const std::string& split) {
   if (!fs::is_directory(folder))
-    throw not_a_folder(folder, "point data.path at the folder holding MNIST's IDX files (train-images-idx3-ubyte.gz and the "
-                               "three others from https://yann.lecun.com/exdb/mnist/ or a mirror; plain or .gz)");
+    throw not_a_folder(folder,
+                       "point data.path at the folder holding MNIST's IDX files (train-images-idx3-ubyte.gz and the "
+                       "three others from https://yann.lecun.com/exdb/mnist/ or a mirror; plain or .gz)");
   const auto images_path = find_file(folder, image_names(split));
   const auto labels_path = find_file(folder, {split + "-labels-idx1-ubyte", split + "-labels.idx1-ubyte"});
   auto images = read_idx(images_path);
   auto labels = read_idx(labels_path);
-  if (images.dim() != 3) throw bad_idx(images_path, "MNIST images have 3 dimensions [N, rows, columns], this file has " + std::to_string(images.dim()));
+  if (images.dim() != 3)
+    throw bad_idx(images_path, "MNIST images have 3 dimensions [N, rows, columns], this file has " + std::to_string(images.dim()));
   if (labels.dim() != 1) throw bad_idx(labels_path, "MNIST labels have 1 dimension, this file has " + std::to_string(labels.dim()));
   if (images.size(0) != labels.size(0))
     throw UsageError("'" + images_path + "' has " + std::to_string(images.size(0)) + " images but '" + labels_path + "' has " +
@@ -101,8 +122,9 @@ bool mnist_has_split(const std::string& folder, const std::string& split) { retu
 
 std::vector<std::string> cifar10_files(const std::string& folder, bool train) {
   if (!fs::is_directory(folder))
-    throw not_a_folder(folder, "point data.path at the cifar-10-batches-bin folder (unpack "
-                               "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, the binary version)");
+    throw not_a_folder(folder,
+                       "point data.path at the cifar-10-batches-bin folder (unpack "
+                       "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz, the binary version)");
   std::vector<std::string> names;
   if (train) {
     for (int i = 1; i <= 5; ++i) names.push_back("data_batch_" + std::to_string(i) + ".bin");
@@ -115,7 +137,8 @@ std::vector<std::string> cifar10_files(const std::string& folder, bool train) {
     if (fs::exists(path)) files.push_back(path.string());
   }
   if (files.empty())
-    throw UsageError("no " + names.front() + " in '" + folder + "'", "point data.path at the cifar-10-batches-bin folder (data_batch_1.bin ... test_batch.bin)");
+    throw UsageError("no " + names.front() + " in '" + folder + "'",
+                     "point data.path at the cifar-10-batches-bin folder (data_batch_1.bin ... test_batch.bin)");
   return files;
 }
 
@@ -140,8 +163,9 @@ TensorDataset read_cifar10(const std::vector<std::string>& files) {
     for (std::int64_t r = 0; r < static_cast<std::int64_t>(map->size()) / kRecord; ++r, ++row) {
       const auto* record = map->data() + r * kRecord;
       if (record[0] > 9)
-        throw UsageError("'" + map->path() + "' record " + std::to_string(r) + " has label " + std::to_string(record[0]) + "; CIFAR-10 has 0-9",
-                         "this is not a CIFAR-10 batch (CIFAR-100's binary files have two label bytes)");
+        throw UsageError(
+            "'" + map->path() + "' record " + std::to_string(r) + " has label " + std::to_string(record[0]) + "; CIFAR-10 has 0-9",
+            "this is not a CIFAR-10 batch (CIFAR-100's binary files have two label bytes)");
       labels[row] = record[0];
       std::memcpy(pixels + row * kPixels, record + 1, kPixels);
     }

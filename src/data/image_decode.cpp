@@ -2,9 +2,9 @@
 
 #include <png.h>
 // jpeglib.h needs FILE and size_t declared first.
-#include <cstdio>
-#include <jpeglib.h>
 #include <jerror.h>  // JWRN_JPEG_EOF
+#include <jpeglib.h>
+#include <cstdio>
 
 #include <algorithm>
 #include <csetjmp>
@@ -145,7 +145,8 @@ RgbImage box_downsample(const RgbImage& image, int f) {
 // Bilinear scale to cover height x width, centre crop, HWC -> CHW.
 void resize_crop(const RgbImage& image, std::int64_t height, std::int64_t width, std::uint8_t* chw) {
   const double scale = std::max(static_cast<double>(height) / image.height, static_cast<double>(width) / image.width);
-  const double off_y = (image.height * scale - static_cast<double>(height)) / 2, off_x = (image.width * scale - static_cast<double>(width)) / 2;
+  const double off_y = (image.height * scale - static_cast<double>(height)) / 2,
+               off_x = (image.width * scale - static_cast<double>(width)) / 2;
   const std::size_t plane = static_cast<std::size_t>(height * width);
   std::vector<int> x0(static_cast<std::size_t>(width)), x1(static_cast<std::size_t>(width));
   std::vector<float> fx(static_cast<std::size_t>(width));

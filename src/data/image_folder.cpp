@@ -25,7 +25,8 @@ bool is_image(const fs::path& path) {
 
 // Images in formats gputrain does not decode: said apart from other files, with a conversion.
 bool is_other_image(const fs::path& path) {
-  static const char* const kFormats[] = {".webp", ".bmp", ".gif", ".tif", ".tiff", ".heic", ".heif", ".avif", ".jxl", ".ppm", ".pgm", ".jp2"};
+  static const char* const kFormats[] = {".webp", ".bmp",  ".gif", ".tif", ".tiff", ".heic",
+                                         ".heif", ".avif", ".jxl", ".ppm", ".pgm",  ".jp2"};
   const std::string ext = core::lower(path.extension().string());
   return std::find(std::begin(kFormats), std::end(kFormats), ext) != std::end(kFormats);
 }
@@ -51,21 +52,24 @@ class ImageFolder final : public Dataset {
  public:
   ImageFolder(std::string root, std::int64_t height, std::int64_t width, std::vector<std::string> classes)
       : root_(std::move(root)), classes_(std::move(classes)) {
-    if (!fs::is_directory(root_))
-      throw not_a_folder(root_, "point data.path at a folder with one sub-folder per class");
+    if (!fs::is_directory(root_)) throw not_a_folder(root_, "point data.path at a folder with one sub-folder per class");
     const bool fixed = !classes_.empty();
     std::vector<std::string> folders;  // the visible sub-folders
     for (const auto& entry : fs::directory_iterator(root_)) {
       if (is_hidden(entry.path())) continue;
-      if (entry.is_directory()) folders.push_back(entry.path().filename().string());
-      else if (entry.is_regular_file()) note_outside_classes(entry.path());
+      if (entry.is_directory())
+        folders.push_back(entry.path().filename().string());
+      else if (entry.is_regular_file())
+        note_outside_classes(entry.path());
     }
     std::sort(folders.begin(), folders.end());
     if (!fixed) classes_ = folders;
     if (classes_.empty())
-      throw UsageError("'" + root_ + "' has no sub-folders" +
-                           (outside_classes_ > 0 ? ": its " + core::counted(outside_classes_, "image") + " lie directly in it, where none has a class" : ""),
-                       "put each class's images in a sub-folder named after the class (" + (fs::path(root_) / "CLASS" / "IMAGE.jpg").string() + ")");
+      throw UsageError(
+          "'" + root_ + "' has no sub-folders" +
+              (outside_classes_ > 0 ? ": its " + core::counted(outside_classes_, "image") + " lie directly in it, where none has a class"
+                                    : ""),
+          "put each class's images in a sub-folder named after the class (" + (fs::path(root_) / "CLASS" / "IMAGE.jpg").string() + ")");
     for (const auto& folder : folders)
       if (std::find(classes_.begin(), classes_.end(), folder) == classes_.end())
         throw UsageError("'" + (fs::path(root_) / folder).string() + "' is a class the training folder does not have" +
@@ -83,14 +87,17 @@ class ImageFolder final : public Dataset {
           continue;
         }
         if (!it->is_regular_file()) continue;
-        if (is_image(it->path())) names.push_back(fs::relative(it->path(), root_).string());
-        else note_ignored(it->path());
+        if (is_image(it->path()))
+          names.push_back(fs::relative(it->path(), root_).string());
+        else
+          note_ignored(it->path());
       }
       if (names.empty() && !fixed) {
         const auto others = other_image_count() - other_images_before;
         if (others > 0)
-          throw UsageError("class '" + classes_[c] + "' has no images gputrain decodes: '" + folder.string() + "' holds no .jpg, .jpeg or .png files, but " +
-                               core::counted(others, "image") + " in other formats (" + core::join(other_extensions(), " or ") + ")",
+          throw UsageError("class '" + classes_[c] + "' has no images gputrain decodes: '" + folder.string() +
+                               "' holds no .jpg, .jpeg or .png files, but " + core::counted(others, "image") + " in other formats (" +
+                               core::join(other_extensions(), " or ") + ")",
                            "convert them: Pillow writes a .png beside each with " + conversion_command(folder.string()));
         throw UsageError("class '" + classes_[c] + "' has no images: '" + folder.string() + "' holds no .jpg, .jpeg or .png files",
                          "add its images, or move the folder out of '" + root_ + "' if it is not a class");
@@ -117,7 +124,9 @@ class ImageFolder final : public Dataset {
     decode_image_into(bytes.data(), bytes.size(), layout_.input_shape[1], layout_.input_shape[2], static_cast<std::uint8_t*>(input));
     *static_cast<std::int64_t*>(target) = file.label;
   }
-  std::string origin(std::int64_t index) const override { return (fs::path(root_) / files_[static_cast<std::size_t>(index)].name).string(); }
+  std::string origin(std::int64_t index) const override {
+    return (fs::path(root_) / files_[static_cast<std::size_t>(index)].name).string();
+  }
   std::string description() const override {
     std::string text = "image folder " + root_ + " (" + core::counted(static_cast<std::int64_t>(files_.size()), "image") + ", " +
                        core::counted(static_cast<std::int64_t>(classes_.size()), "class");
@@ -130,7 +139,8 @@ class ImageFolder final : public Dataset {
       text += "; " + core::counted(outside_classes_, "image") + " outside the class sub-folders not read, e.g. '" + first_outside_ +
               "' (an image's class is the sub-folder it is in)";
     if (ignored_ > 0)
-      text += "; " + std::to_string(ignored_) + (ignored_ == 1 ? " other file" : " other files") + " not read, e.g. '" + first_ignored_ + "'";
+      text +=
+          "; " + std::to_string(ignored_) + (ignored_ == 1 ? " other file" : " other files") + " not read, e.g. '" + first_ignored_ + "'";
     if (ignored_ > 0 || !other_images_.empty()) text += ": only .jpg, .jpeg and .png are";
     return text + ")";
   }
@@ -202,7 +212,8 @@ class ImageFolder final : public Dataset {
 
 }  // namespace
 
-std::shared_ptr<Dataset> open_image_folder(const std::string& root, std::int64_t height, std::int64_t width, std::vector<std::string> classes) {
+std::shared_ptr<Dataset> open_image_folder(const std::string& root, std::int64_t height, std::int64_t width,
+                                           std::vector<std::string> classes) {
   return std::make_shared<ImageFolder>(root, height, width, std::move(classes));
 }
 

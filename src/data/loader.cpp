@@ -22,7 +22,7 @@ enum class SlotState { free, filling, ready };
 
 // One staging buffer of the ring, filled by one worker at a time.
 struct Slot {
-  at::Tensor inputs, targets;       // max_batch rows, host memory
+  at::Tensor inputs, targets;  // max_batch rows, host memory
   SlotState state = SlotState::free;
   std::int64_t batch = -1, rows = 0, covered = 0;
   std::exception_ptr error;
@@ -42,7 +42,7 @@ struct Loader::Impl {
   mutable std::mutex mutex;
   std::condition_variable work_ready, batch_ready;  // for the workers / for the consumer
   bool stopping = false;
-  std::uint64_t generation = 0;        // bumped by start(): older fills are discarded
+  std::uint64_t generation = 0;  // bumped by start(): older fills are discarded
   at::Tensor order;
   std::int64_t batch_size = 1, batches = 0, claimed = 0, consumed = 0;
   std::vector<std::string> skipped_all;  // each unreadable sample once, however many epochs met it
@@ -70,12 +70,13 @@ struct Loader::Impl {
       } catch (const SkippedSample& e) {
         slot.skipped.push_back(dataset->origin(index) + ": " + e.what());
       } catch (const Error& e) {
-        slot.error = std::make_exception_ptr(
-            Error("data loader: sample " + std::to_string(index) + " (" + dataset->origin(index) + "): " + e.what(), e.remedy(), e.exit_code()));
+        slot.error = std::make_exception_ptr(Error(
+            "data loader: sample " + std::to_string(index) + " (" + dataset->origin(index) + "): " + e.what(), e.remedy(), e.exit_code()));
         return;
       } catch (const std::exception& e) {
-        slot.error = std::make_exception_ptr(Error("data loader: sample " + std::to_string(index) + " (" + dataset->origin(index) + "): " + e.what(),
-                                                   "check that file; the loader stops at the first sample it cannot read"));
+        slot.error =
+            std::make_exception_ptr(Error("data loader: sample " + std::to_string(index) + " (" + dataset->origin(index) + "): " + e.what(),
+                                          "check that file; the loader stops at the first sample it cannot read"));
         return;
       }
     }

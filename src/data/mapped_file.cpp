@@ -16,7 +16,8 @@ namespace gputrain::data {
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    throw UsageError(unusable_path_text(path, "cannot open '" + path + "': " + std::strerror(errno)), "check data.path and the file's permissions");
+    throw UsageError(unusable_path_text(path, "cannot open '" + path + "': " + std::strerror(errno)),
+                     "check data.path and the file's permissions");
   struct stat info {};
   if (::fstat(fd, &info) != 0 || S_ISDIR(info.st_mode)) {
     ::close(fd);

@@ -46,11 +46,16 @@ void parse_descr(const std::string& descr, const std::string& name, NpyHeader& h
                      "save a numeric array (bool, int, uint, float or complex): structured, string and object arrays are not supported");
   const int size = std::stoi(size_text);
   h.big_endian = order == '>' && size > 1;
-  struct Kind { char kind; int size; at::ScalarType type; bool widen; };
-  static const Kind kinds[] = {{'b', 1, at::kBool, false},  {'i', 1, at::kChar, false},   {'i', 2, at::kShort, false},
-                               {'i', 4, at::kInt, false},   {'i', 8, at::kLong, false},   {'u', 1, at::kByte, false},
-                               {'u', 2, at::kUInt16, true}, {'u', 4, at::kUInt32, true},  {'u', 8, at::kUInt64, true},
-                               {'f', 2, at::kHalf, false},  {'f', 4, at::kFloat, false},  {'f', 8, at::kDouble, false},
+  struct Kind {
+    char kind;
+    int size;
+    at::ScalarType type;
+    bool widen;
+  };
+  static const Kind kinds[] = {{'b', 1, at::kBool, false},         {'i', 1, at::kChar, false},          {'i', 2, at::kShort, false},
+                               {'i', 4, at::kInt, false},          {'i', 8, at::kLong, false},          {'u', 1, at::kByte, false},
+                               {'u', 2, at::kUInt16, true},        {'u', 4, at::kUInt32, true},         {'u', 8, at::kUInt64, true},
+                               {'f', 2, at::kHalf, false},         {'f', 4, at::kFloat, false},         {'f', 8, at::kDouble, false},
                                {'c', 8, at::kComplexFloat, false}, {'c', 16, at::kComplexDouble, false}};
   for (const auto& k : kinds)
     if (k.kind == kind && k.size == size) {
@@ -72,8 +77,8 @@ NpyHeader parse_header(const unsigned char* bytes, std::size_t size, const std::
     prefix = 10;
   } else if (major == 2 || major == 3) {
     if (size < 12) throw malformed(name, "the file ends inside its header");
-    length = static_cast<std::size_t>(bytes[8]) | (static_cast<std::size_t>(bytes[9]) << 8) |
-             (static_cast<std::size_t>(bytes[10]) << 16) | (static_cast<std::size_t>(bytes[11]) << 24);
+    length = static_cast<std::size_t>(bytes[8]) | (static_cast<std::size_t>(bytes[9]) << 8) | (static_cast<std::size_t>(bytes[10]) << 16) |
+             (static_cast<std::size_t>(bytes[11]) << 24);
     prefix = 12;
   } else {
     throw malformed(name, "format version " + std::to_string(major) + "." + std::to_string(bytes[7]) + " is unknown (1, 2 and 3 are)");
@@ -124,7 +129,8 @@ at::Tensor array_of(const unsigned char* bytes, std::size_t size, const std::str
   const bool aligned = reinterpret_cast<std::uintptr_t>(data) % item == 0;
   at::Tensor t;
   if (owner && aligned && !h.big_endian && !h.fortran_order && !h.widen_unsigned) {
-    return at::from_blob(const_cast<unsigned char*>(data), stored, [owner](void*) {}, at::TensorOptions().dtype(h.dtype));
+    return at::from_blob(
+        const_cast<unsigned char*>(data), stored, [owner](void*) {}, at::TensorOptions().dtype(h.dtype));
   }
   t = at::empty(stored, at::TensorOptions().dtype(h.dtype));
   if (need > 0) std::memcpy(t.data_ptr(), data, need);  // an empty tensor has no data pointer

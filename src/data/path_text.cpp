@@ -34,7 +34,8 @@ UsageError not_a_folder(const std::string& path, const std::string& fix) {
     if (ends_with(suffix)) unpack = "tar xf " + path;
   std::error_code ec;
   if (!unpack.empty() && fs::is_regular_file(path, ec))
-    return UsageError("'" + path + "' is not a folder but an archive", "unpack it (" + unpack + "), then point data.path at the folder it makes");
+    return UsageError("'" + path + "' is not a folder but an archive",
+                      "unpack it (" + unpack + "), then point data.path at the folder it makes");
   return UsageError(unusable_path_text(path, "'" + path + "' is not a folder"), fix);
 }
 
@@ -46,15 +47,19 @@ std::string npy_labels_fix(const std::string& key, const std::string& features) 
   std::error_code ec;
   constexpr int kLooked = 1000;  // a folder of many thousand arrays is no pair of files
   int looked = 0;
-  for (fs::directory_iterator it(folder.empty() ? fs::path(".") : folder, ec), end; !ec && it != end && looked < kLooked; it.increment(ec), ++looked) {
+  for (fs::directory_iterator it(folder.empty() ? fs::path(".") : folder, ec), end; !ec && it != end && looked < kLooked;
+       it.increment(ec), ++looked) {
     const std::string other = it->path().filename().string();
     if (other != name && core::lower(it->path().extension().string()) == ".npy") others.push_back(other);
   }
   std::sort(others.begin(), others.end());
-  const auto beside = [&](const std::string& labels) { return "set " + key + ": " + (folder / labels).string() + " (beside " + name + ")"; };
+  const auto beside = [&](const std::string& labels) {
+    return "set " + key + ": " + (folder / labels).string() + " (beside " + name + ")";
+  };
   const auto has = [&](const std::string& file) { return std::find(others.begin(), others.end(), file) != others.end(); };
   // The twin by name: X_train.npy / y_train.npy, features.npy / labels.npy, inputs.npy / targets.npy.
-  const std::vector<std::pair<std::string, std::string>> twins{{"x", "y"}, {"X", "y"}, {"features", "labels"}, {"inputs", "targets"}, {"data", "labels"}};
+  const std::vector<std::pair<std::string, std::string>> twins{
+      {"x", "y"}, {"X", "y"}, {"features", "labels"}, {"inputs", "targets"}, {"data", "labels"}};
   for (const auto& [from, to] : twins)
     if (name.rfind(from, 0) == 0 && has(to + name.substr(from.size()))) return beside(to + name.substr(from.size()));
   for (const char* usual : {"y.npy", "labels.npy", "label.npy", "targets.npy", "target.npy"})

@@ -6,8 +6,8 @@
 #ifdef NDEBUG
 #undef NDEBUG  // the kernel's index check is an assert, and must stay in Release builds
 #endif
-#include <cassert>
 #include <cuda_runtime.h>
+#include <cassert>
 
 #include <algorithm>
 
@@ -46,7 +46,8 @@ const char* gather_rows_on_gpu(const Table* tables, int count, const std::int64_
   if (const auto e = cudaGetDevice(&device); e != cudaSuccess) return cudaGetErrorString(e);
   if (const auto e = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess)
     return cudaGetErrorString(e);
-  const std::int64_t blocks = std::min<std::int64_t>((most_words + kThreads - 1) / kThreads, std::int64_t{multiprocessors} * kBlocksPerMultiprocessor);
+  const std::int64_t blocks =
+      std::min<std::int64_t>((most_words + kThreads - 1) / kThreads, std::int64_t{multiprocessors} * kBlocksPerMultiprocessor);
   const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(count));
   const Tables both{tables[0], count > 1 ? tables[1] : Table{}};
   auto* on = static_cast<cudaStream_t>(stream);

@@ -76,11 +76,21 @@ template <typename Index>
 GPUTRAIN_HOST_DEVICE inline void copy_thread_words(const Table& table, const std::int64_t* indices, Index rows, Index first, Index stride) {
   const Index words = rows * static_cast<Index>(table.row_words);
   switch (table.word_bytes) {  // one width for the whole table: a warp's threads never split here
-    case 16: for (Index i = first; i < words; i += stride) copy_word<Word16>(table, indices, i); break;
-    case 8: for (Index i = first; i < words; i += stride) copy_word<std::uint64_t>(table, indices, i); break;
-    case 4: for (Index i = first; i < words; i += stride) copy_word<std::uint32_t>(table, indices, i); break;
-    case 2: for (Index i = first; i < words; i += stride) copy_word<std::uint16_t>(table, indices, i); break;
-    default: for (Index i = first; i < words; i += stride) copy_word<std::uint8_t>(table, indices, i); break;
+    case 16:
+      for (Index i = first; i < words; i += stride) copy_word<Word16>(table, indices, i);
+      break;
+    case 8:
+      for (Index i = first; i < words; i += stride) copy_word<std::uint64_t>(table, indices, i);
+      break;
+    case 4:
+      for (Index i = first; i < words; i += stride) copy_word<std::uint32_t>(table, indices, i);
+      break;
+    case 2:
+      for (Index i = first; i < words; i += stride) copy_word<std::uint16_t>(table, indices, i);
+      break;
+    default:
+      for (Index i = first; i < words; i += stride) copy_word<std::uint8_t>(table, indices, i);
+      break;
   }
 }
 

@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "array_bytes.hpp"
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
-#include "array_bytes.hpp"
 #include "mapped_file.hpp"
 
 namespace gputrain::data {
@@ -137,7 +137,8 @@ at::Tensor read_entry(const std::string& name, const nlohmann::ordered_json& ent
   const auto* data = bytes + data_start + offsets[0];
   at::Tensor t;
   if (reinterpret_cast<std::uintptr_t>(data) % item == 0) {  // a view of the mapping: read lazily by the OS
-    t = at::from_blob(const_cast<unsigned char*>(data), shape, [file](void*) {}, at::TensorOptions().dtype(type));
+    t = at::from_blob(
+        const_cast<unsigned char*>(data), shape, [file](void*) {}, at::TensorOptions().dtype(type));
   } else {
     t = at::empty(shape, at::TensorOptions().dtype(type));
     if (count > 0) std::memcpy(t.data_ptr(), data, count * item);  // an empty tensor has no data pointer

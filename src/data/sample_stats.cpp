@@ -10,8 +10,7 @@
 
 namespace gputrain::data {
 
-MeasuredStats measure_sample_stats(const std::shared_ptr<const Dataset>& set, std::int64_t max_samples, int threads,
-                                   std::uint64_t seed) {
+MeasuredStats measure_sample_stats(const std::shared_ptr<const Dataset>& set, std::int64_t max_samples, int threads, std::uint64_t seed) {
   const std::int64_t total = set->size();
   at::Tensor chosen = at::arange(total, at::kLong);
   if (total > max_samples) {
@@ -19,7 +18,8 @@ MeasuredStats measure_sample_stats(const std::shared_ptr<const Dataset>& set, st
     chosen = std::get<0>(at::randperm(total, gen, at::kLong).slice(0, 0, max_samples).sort());
   }
   constexpr std::uint64_t kChunkBytes = 256ULL << 20;
-  const auto per_chunk = static_cast<std::int64_t>(std::max<std::uint64_t>(1, kChunkBytes / std::max<std::uint64_t>(1, static_cast<std::uint64_t>(set->layout().input_bytes()))));
+  const auto per_chunk = static_cast<std::int64_t>(
+      std::max<std::uint64_t>(1, kChunkBytes / std::max<std::uint64_t>(1, static_cast<std::uint64_t>(set->layout().input_bytes()))));
   ChannelSums sums;
   MeasuredStats out;
   for (std::int64_t start = 0; start < chosen.size(0); start += per_chunk) {
@@ -29,9 +29,9 @@ MeasuredStats measure_sample_stats(const std::shared_ptr<const Dataset>& set, st
     if (part.set.size() > 0) sums.add(part.set.inputs);
   }
   if (sums.samples() == 0)
-    throw UsageError("data.standardize: none of the " + std::to_string(chosen.size(0)) + " samples chosen from " + set->description() +
-                         " can be read",
-                     "check the files, or set data.mean and data.std instead");
+    throw UsageError(
+        "data.standardize: none of the " + std::to_string(chosen.size(0)) + " samples chosen from " + set->description() + " can be read",
+        "check the files, or set data.mean and data.std instead");
   out.stats = sums.stats();
   out.measured = sums.samples();
   return out;

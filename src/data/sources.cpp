@@ -51,8 +51,7 @@ at::Tensor pick(const Arrays& arrays, const std::string& wanted, const std::vect
                 const std::string& key) {
   for (const auto& [name, t] : arrays)
     if (!wanted.empty() && name == wanted) return t;
-  if (!wanted.empty())
-    throw UsageError("'" + path + "' has no array '" + wanted + "' (" + key + ")", "it has: " + keys_of(arrays));
+  if (!wanted.empty()) throw UsageError("'" + path + "' has no array '" + wanted + "' (" + key + ")", "it has: " + keys_of(arrays));
   for (const auto& u : usual)
     for (const auto& [name, t] : arrays)
       if (name == u) return t;
@@ -84,8 +83,9 @@ TensorDataset normalise(TensorDataset set, bool classification, const std::strin
   if (classification) {
     if (t.dim() == 2 && t.size(1) == 1) t = t.squeeze(1);
     if (t.dim() == 2 && t.size(0) > 0 && is_one_hot(t))
-      throw UsageError(what + ": classification labels must be one class id per sample; they are one-hot rows of shape " + c10::str(t.sizes()),
-                       "save the class ids: y.argmax(1)");
+      throw UsageError(
+          what + ": classification labels must be one class id per sample; they are one-hot rows of shape " + c10::str(t.sizes()),
+          "save the class ids: y.argmax(1)");
     if (t.dim() != 1)
       throw UsageError(what + ": classification labels must be one class id per sample; they have shape " + c10::str(t.sizes()),
                        "save the labels as a 1-D integer array, or set data.task: regression");
@@ -97,14 +97,15 @@ TensorDataset normalise(TensorDataset set, bool classification, const std::strin
                          "save class ids (0, 1, 2, ...), or set data.task: regression");
       }
     } else if (t.is_complex() || t.scalar_type() == at::kBool) {
-      throw UsageError(what + ": labels of dtype " + std::string(c10::toString(t.scalar_type())) + " are not class ids", "save the labels as integers");
+      throw UsageError(what + ": labels of dtype " + std::string(c10::toString(t.scalar_type())) + " are not class ids",
+                       "save the labels as integers");
     }
     t = t.to(at::kLong);
     if (t.numel() > 0 && t.min().item<std::int64_t>() < 0) {
       const auto first = at::nonzero(t < 0)[0][0].item<std::int64_t>();
-      throw UsageError(what + ": a class id is negative (label " + std::to_string(first) + " is " + std::to_string(t[first].item<std::int64_t>()) +
-                           ")",
-                       "class ids are 0, 1, 2, ...: shift the labels (y - y.min()), or set data.task: regression");
+      throw UsageError(
+          what + ": a class id is negative (label " + std::to_string(first) + " is " + std::to_string(t[first].item<std::int64_t>()) + ")",
+          "class ids are 0, 1, 2, ...: shift the labels (y - y.min()), or set data.task: regression");
     }
   } else {
     if (t.dim() == 1) t = t.unsqueeze(1);
@@ -130,7 +131,8 @@ std::string one_label(const SourceSpec& spec) {
 }
 
 TensorDataset from_arrays(const Arrays& arrays, const SourceSpec& spec, const std::string& path, bool classification) {
-  const auto inputs = pick(arrays, spec.features.empty() ? "" : spec.features.front(), {"x", "features", "inputs", "data", "images"}, path, "data.features");
+  const auto inputs = pick(arrays, spec.features.empty() ? "" : spec.features.front(), {"x", "features", "inputs", "data", "images"}, path,
+                           "data.features");
   const auto targets = pick(arrays, one_label(spec), {"y", "labels", "label", "targets", "target"}, path, "data.labels");
   return normalise({inputs, targets}, classification, "'" + path + "'");
 }
@@ -145,10 +147,12 @@ struct Pair {
 
 Pair read_arrays(const SourceSpec& spec, bool classification) {
   Pair p;
-  if (spec.path.empty()) throw UsageError("data.source " + spec.source + " needs data.path", "set data.path to the dataset's file or folder");
+  if (spec.path.empty())
+    throw UsageError("data.source " + spec.source + " needs data.path", "set data.path to the dataset's file or folder");
   if (spec.source == "npy") {
     const auto labels = one_label(spec);
-    if (labels.empty()) throw UsageError("data.source npy needs data.labels: the .npy file of the labels", npy_labels_fix("data.labels", spec.path));
+    if (labels.empty())
+      throw UsageError("data.source npy needs data.labels: the .npy file of the labels", npy_labels_fix("data.labels", spec.path));
     // Said before any file is read: the features may take a while.
     if (!spec.val_path.empty() && spec.val_labels.empty())
       throw UsageError("data.val_path is set but data.val_labels is not", npy_labels_fix("data.val_labels", spec.val_path));
@@ -157,8 +161,8 @@ Pair read_arrays(const SourceSpec& spec, bool classification) {
     p.train_name = base(spec.path);
     if (!spec.val_path.empty()) {
       p.val = read_for("data.val_path", [&] {
-        return normalise({read_npy(spec.val_path), read_for("data.val_labels", [&] { return read_npy(spec.val_labels); })},
-                         classification, "'" + spec.val_path + "' with '" + spec.val_labels + "'");
+        return normalise({read_npy(spec.val_path), read_for("data.val_labels", [&] { return read_npy(spec.val_labels); })}, classification,
+                         "'" + spec.val_path + "' with '" + spec.val_labels + "'");
       });
       p.has_val = true;
       p.val_name = base(spec.val_path);
@@ -203,12 +207,15 @@ std::string csv_columns_text(const CsvColumns& columns, const std::vector<std::s
   constexpr std::size_t kShown = 8, kWhenCut = 6;
   std::vector<std::string> features;  // a column of categories with their count: "Sex (2 categories)"
   for (const auto& name : columns.features) {
-    const auto column = std::find_if(columns.categories.begin(), columns.categories.end(), [&](const CsvCategories& c) { return c.column == name; });
+    const auto column =
+        std::find_if(columns.categories.begin(), columns.categories.end(), [&](const CsvCategories& c) { return c.column == name; });
     features.push_back(column == columns.categories.end() ? name
-                                                          : name + " (" + std::to_string(column->values.size()) + (column->values.size() == 1 ? " category)" : " categories)"));
+                                                          : name + " (" + std::to_string(column->values.size()) +
+                                                                (column->values.size() == 1 ? " category)" : " categories)"));
   }
   std::string names;
-  const auto inputs = columns.inputs.size() == features.size() ? "" : core::counted(static_cast<std::int64_t>(columns.inputs.size()), "input");
+  const auto inputs =
+      columns.inputs.size() == features.size() ? "" : core::counted(static_cast<std::int64_t>(columns.inputs.size()), "input");
   if (features.size() <= kShown) {
     names = core::join(features) + (inputs.empty() ? "" : ": " + inputs);
   } else {
@@ -224,9 +231,9 @@ std::string csv_columns_text(const CsvColumns& columns, const std::vector<std::s
 // A validation file's categories the training file lacks: read as none of its categories, which
 // the model has not learnt from.
 std::string unseen_categories_note(const CsvCategories& column, std::int64_t rows) {
-  return "data.val_path: " + core::counted(column.unseen_rows, "row") + " of " + std::to_string(rows) + " hold" + (column.unseen_rows == 1 ? "s" : "") +
-         " a category of '" + column.column + "' that the training data lacks (such as '" + column.unseen_example +
-         "'): read as none of its categories, all of its one-hot columns 0";
+  return "data.val_path: " + core::counted(column.unseen_rows, "row") + " of " + std::to_string(rows) + " hold" +
+         (column.unseen_rows == 1 ? "s" : "") + " a category of '" + column.column + "' that the training data lacks (such as '" +
+         column.unseen_example + "'): read as none of its categories, all of its one-hot columns 0";
 }
 
 std::int64_t classes_of(const TensorDataset& set) { return set.size() > 0 ? set.targets.max().item<std::int64_t>() + 1 : 0; }
@@ -254,7 +261,8 @@ void refuse_synthetic_beyond_ram(const SourceSpec& spec) {
   std::int64_t features = 1;
   for (const auto extent : spec.synthetic.shape) features *= extent;
   const bool classification = spec.task == "classification";
-  const double per_sample = 4.0 * static_cast<double>(features) + (classification ? 8.0 : 4.0 * static_cast<double>(spec.synthetic.outputs));
+  const double per_sample =
+      4.0 * static_cast<double>(features) + (classification ? 8.0 : 4.0 * static_cast<double>(spec.synthetic.outputs));
   const double bytes = per_sample * static_cast<double>(spec.samples + spec.val_samples);
   const auto memory = device::read_memory_info();
   std::uint64_t available = memory.ram_available;
@@ -266,8 +274,9 @@ void refuse_synthetic_beyond_ram(const SourceSpec& spec) {
   while (most / round >= 100) round *= 10;
   most = most / round * round;
   throw UsageError("synthetic data of " + core::counted(spec.samples + spec.val_samples, "sample") + " shaped " +
-                       c10::str(c10::IntArrayRef(spec.synthetic.shape)) + " takes " + core::format_bytes(static_cast<std::uint64_t>(bytes)) +
-                       " of float32 in RAM, and " + core::format_bytes(available) + " is available",
+                       c10::str(c10::IntArrayRef(spec.synthetic.shape)) + " takes " +
+                       core::format_bytes(static_cast<std::uint64_t>(bytes)) + " of float32 in RAM, and " + core::format_bytes(available) +
+                       " is available",
                    "lower data.samples (and data.val_samples) to about " + std::to_string(most) + " in all, or train on files");
 }
 
@@ -295,13 +304,15 @@ Sources open_synthetic(const SourceSpec& spec) {
 Sources open_images(const SourceSpec& spec) {
   const bool classification = spec.task == "classification";
   Sources out;
-  if (!classification) throw UsageError("data.source image_folder is for classification (one sub-folder per class)", "set data.task: classification");
+  if (!classification)
+    throw UsageError("data.source image_folder is for classification (one sub-folder per class)", "set data.task: classification");
   if (spec.path.empty()) throw UsageError("data.source image_folder needs data.path", "set data.path to the folder of class sub-folders");
   if (spec.image_size.size() != 2) throw UsageError("data.image_size must be [height, width]", "e.g. data.image_size: [224, 224]");
   out.train = open_image_folder(spec.path, spec.image_size[0], spec.image_size[1]);
   out.class_names = image_folder_classes(*out.train);
   if (!spec.val_path.empty())
-    out.val = read_for("data.val_path", [&] { return open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names); });
+    out.val = read_for("data.val_path",
+                       [&] { return open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names); });
   out.classes = static_cast<std::int64_t>(out.class_names.size());
   // One note for a folder that is both (an evaluation on the training images, a quick check).
   if (out.val && validates_on_training_data(spec)) {
@@ -340,8 +351,8 @@ Sources open_csv(const SourceSpec& spec) {
     // The training file's feature columns, by name: a validation file whose columns are in
     // another order must still give the model each feature in its place.
     // Its categories are the training file's, each input column in its place.
-    const CsvSpec val_csv{columns.features, spec.labels, classification, ',', "a feature column of data.path", spec.exclude, spec.categorical,
-                          columns.categories};
+    const CsvSpec val_csv{columns.features, spec.labels,      classification,    ',', "a feature column of data.path",
+                          spec.exclude,     spec.categorical, columns.categories};
     CsvColumns val_columns;
     const auto val = read_for("data.val_path", [&] { return read_table(spec.val_path, val_csv, &val_columns, what); });
     classes = classification ? std::max(classes, classes_of(val)) : 0;
@@ -364,8 +375,10 @@ Sources open_arrays(const SourceSpec& spec) {
   for (const auto& name : source_names()) known = known || name == spec.source;
   if (!known) throw UsageError("unknown data.source '" + spec.source + "'", "use one of the sources in docs/data.md");
   const auto p = read_arrays(spec, classification);
-  out.train = make_array_dataset(p.train, spec.source + " " + p.train_name + " (" + core::counted(p.train.size(), "sample") + ")", p.train_name);
-  if (p.has_val) out.val = make_array_dataset(p.val, spec.source + " " + p.val_name + " (" + core::counted(p.val.size(), "sample") + ")", p.val_name);
+  out.train =
+      make_array_dataset(p.train, spec.source + " " + p.train_name + " (" + core::counted(p.train.size(), "sample") + ")", p.train_name);
+  if (p.has_val)
+    out.val = make_array_dataset(p.val, spec.source + " " + p.val_name + " (" + core::counted(p.val.size(), "sample") + ")", p.val_name);
   if (classification) out.classes = std::max(classes_of(p.train), p.has_val ? classes_of(p.val) : 0);
   return out;
 }
@@ -390,7 +403,8 @@ Sources open_as_named(const SourceSpec& spec) {
     // validation file names those, and a missing file's fix is its path, whatever its name says.
     std::error_code ec;
     if (named.empty() || named == spec.source || what.find("'" + spec.path + "'") == std::string::npos || !fs::exists(spec.path, ec)) throw;
-    throw UsageError(what, "data.source is " + spec.source + ", but '" + spec.path + "' looks like " + named + " data: set data.source: " + named);
+    throw UsageError(
+        what, "data.source is " + spec.source + ", but '" + spec.path + "' looks like " + named + " data: set data.source: " + named);
   }
 }
 
@@ -411,15 +425,16 @@ Sources open_sources(const SourceSpec& spec) {
     if (!evaluated_elsewhere) out.val = std::move(parts.val);
   }
   if (out.val && out.val->layout().input_shape != out.train->layout().input_shape)
-    throw UsageError("validation samples are shaped " + c10::str(c10::IntArrayRef(out.val->layout().input_shape)) + " but training samples " +
-                         c10::str(c10::IntArrayRef(out.train->layout().input_shape)),
+    throw UsageError("validation samples are shaped " + c10::str(c10::IntArrayRef(out.val->layout().input_shape)) +
+                         " but training samples " + c10::str(c10::IntArrayRef(out.train->layout().input_shape)),
                      "validation and training data must have the same sample shape");
   // Validating on the training samples (a quick setup, or a slip): the figures would look better
   // than the model does on data it has not seen, and nothing else would say why.
   if (validates_on_training_data(spec))
-    out.notes.push_back("note: data.val_path is data.path itself, so validation measures the samples the model learns from: its figures "
-                        "show how well it fits them, not how it does on data it has not seen; data.val_fraction: 0.1 (with no "
-                        "data.val_path) holds a part of them out instead");
+    out.notes.push_back(
+        "note: data.val_path is data.path itself, so validation measures the samples the model learns from: its figures "
+        "show how well it fits them, not how it does on data it has not seen; data.val_fraction: 0.1 (with no "
+        "data.val_path) holds a part of them out instead");
   return out;
 }
 

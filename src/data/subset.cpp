@@ -7,7 +7,8 @@ class Subset final : public Dataset {
  public:
   Subset(std::shared_ptr<const Dataset> base, at::Tensor indices, std::string description)
       : base_(std::move(base)), indices_(std::move(indices)), description_(std::move(description)) {
-    if (auto whole = base_->tensors()) selected_ = TensorDataset{whole->inputs.index_select(0, indices_), whole->targets.index_select(0, indices_)};
+    if (auto whole = base_->tensors())
+      selected_ = TensorDataset{whole->inputs.index_select(0, indices_), whole->targets.index_select(0, indices_)};
   }
   std::int64_t size() const override { return indices_.size(0); }
   const SampleLayout& layout() const override { return base_->layout(); }

@@ -73,8 +73,8 @@ SyntheticTeacher::SyntheticTeacher(const SyntheticSpec& spec) : task_(spec.task)
     // without changing which features matter (whitening did, and made the task much harder).
     const auto logits = reference_features.mm(map_);
     for (int round = 0; round < 200; ++round) {
-      const auto share = at::bincount((logits - offsets_).argmax(1), {}, spec.outputs).to(at::kDouble) /
-                         static_cast<double>(kReferenceSamples);
+      const auto share =
+          at::bincount((logits - offsets_).argmax(1), {}, spec.outputs).to(at::kDouble) / static_cast<double>(kReferenceSamples);
       offsets_ += (share - 1.0 / static_cast<double>(spec.outputs)).to(at::kFloat);
     }
   }

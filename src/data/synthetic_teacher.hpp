@@ -33,10 +33,10 @@ class SyntheticTeacher {
   at::Tensor responses(const at::Tensor& inputs) const;
 
   std::string task_;
-  at::Tensor filters_;        // undefined for vectors
-  at::Tensor mean_, scale_;   // of the raw features on the reference set
-  at::Tensor map_;            // [features, outputs]
-  at::Tensor offsets_;        // [outputs], subtracted before the argmax (zeros for vectors)
+  at::Tensor filters_;       // undefined for vectors
+  at::Tensor mean_, scale_;  // of the raw features on the reference set
+  at::Tensor map_;           // [features, outputs]
+  at::Tensor offsets_;       // [outputs], subtracted before the argmax (zeros for vectors)
 };
 
 /// Fills `out` (contiguous float32, samples along dimension 0) with what at::randn(out.sizes(),

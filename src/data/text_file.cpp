@@ -23,11 +23,15 @@ constexpr const char* kUtf16Fix = "export it as \"CSV UTF-8\" (or convert it: ic
 const std::vector<NotText>& not_text_kinds() {
   static const std::vector<NotText> kinds{
       {"BZh", "bzip2-compressed", "decompress it first: bunzip2 -k %s"},
-      {std::string_view("\xFD" "7zXZ\0", 6), "xz-compressed", "decompress it first: xz -dk %s"},
+      {std::string_view("\xFD"
+                        "7zXZ\0",
+                        6),
+       "xz-compressed", "decompress it first: xz -dk %s"},
       {"\x28\xB5\x2F\xFD", "zstd-compressed", "decompress it first: zstd -d %s"},
       {"PK\x03\x04", "a zip archive (an Excel .xlsx workbook is one too)", "unzip it, or save the sheet as \"CSV UTF-8\""},
       {"PAR1", "a Parquet file", "write it as CSV: python -c \"import pandas as p; p.read_parquet('%s').to_csv('data.csv', index=False)\""},
-      {"ARROW1", "an Arrow/Feather file", "write it as CSV: python -c \"import pandas as p; p.read_feather('%s').to_csv('data.csv', index=False)\""},
+      {"ARROW1", "an Arrow/Feather file",
+       "write it as CSV: python -c \"import pandas as p; p.read_feather('%s').to_csv('data.csv', index=False)\""},
       {"\xFF\xFE", kUtf16, kUtf16Fix},  // little-endian
       {"\xFE\xFF", kUtf16, kUtf16Fix},  // big-endian
   };

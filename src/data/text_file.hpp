@@ -30,7 +30,7 @@ class TextFile {
 
  private:
   std::shared_ptr<const MappedFile> mapped_;  // the file as it is; null once the text is owned_
-  std::string owned_;  // the text inflated, or with '\r' line breaks made '\n'
+  std::string owned_;                         // the text inflated, or with '\r' line breaks made '\n'
   bool gzipped_ = false;
   std::size_t bom_ = 0;  // bytes of byte-order mark before the text
 };

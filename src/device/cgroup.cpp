@@ -28,9 +28,7 @@ std::optional<long long> parse_integer(const std::string& text) {
   }
 }
 
-void keep_smaller(std::optional<double>& current, double candidate) {
-  current = current ? std::min(*current, candidate) : candidate;
-}
+void keep_smaller(std::optional<double>& current, double candidate) { current = current ? std::min(*current, candidate) : candidate; }
 void keep_smaller(std::optional<std::uint64_t>& current, std::uint64_t candidate) {
   current = current ? std::min(*current, candidate) : candidate;
 }
@@ -103,7 +101,8 @@ void read_v1(const fs::path& root, const std::string& cpu_path, const std::strin
   }
   const fs::path cpuset_mount = root / "sys/fs/cgroup/cpuset";
   std::error_code ec;
-  if (!cpuset_path.empty() && fs::is_directory(cpuset_mount, ec)) read_cpuset(cgroup_chain(cpuset_mount, cpuset_path), "cpuset.effective_cpus", limits);
+  if (!cpuset_path.empty() && fs::is_directory(cpuset_mount, ec))
+    read_cpuset(cgroup_chain(cpuset_mount, cpuset_path), "cpuset.effective_cpus", limits);
   const fs::path memory_mount = root / "sys/fs/cgroup/memory";
   if (!memory_path.empty() && fs::is_directory(memory_mount, ec)) {
     for (const auto& dir : cgroup_chain(memory_mount, memory_path)) {

@@ -26,8 +26,8 @@ ContainerInfo detect_container(const std::filesystem::path& root) {
   std::stringstream content;
   content << init_cgroup.rdbuf();
   const std::string text = content.str();
-  constexpr std::array<std::pair<const char*, const char*>, 4> kMarkers = {{
-      {"/docker", "docker"}, {"/kubepods", "kubernetes"}, {"/containerd", "containerd"}, {"/lxc", "lxc"}}};
+  constexpr std::array<std::pair<const char*, const char*>, 4> kMarkers = {
+      {{"/docker", "docker"}, {"/kubepods", "kubernetes"}, {"/containerd", "containerd"}, {"/lxc", "lxc"}}};
   for (const auto& [marker, runtime] : kMarkers) {
     if (text.find(marker) != std::string::npos) found(runtime, std::string("/proc/1/cgroup mentions ") + (marker + 1));
   }

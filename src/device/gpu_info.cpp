@@ -92,8 +92,7 @@ std::optional<nvml::Device> nvml_handle_for(const nvml::Library& lib, const GpuI
   if (lib.api().handle_by_uuid != nullptr && lib.api().handle_by_uuid(gpu.uuid.c_str(), &device) == nvml::kSuccess) {
     return device;
   }
-  if (lib.api().handle_by_pci_bus_id != nullptr &&
-      lib.api().handle_by_pci_bus_id(gpu.pci_bus_id.c_str(), &device) == nvml::kSuccess) {
+  if (lib.api().handle_by_pci_bus_id != nullptr && lib.api().handle_by_pci_bus_id(gpu.pci_bus_id.c_str(), &device) == nvml::kSuccess) {
     return device;
   }
   return std::nullopt;
@@ -176,9 +175,8 @@ void explain_visibility(GpuInventory& inventory, const std::vector<PhysicalGpu>&
   if (order.order == DeviceOrder::fastest_first && !visible.restricted) {
     for (const auto& gpu : inventory.gpus) {
       if (gpu.nvml_index && *gpu.nvml_index != gpu.index) {
-        inventory.notes.push_back("CUDA numbers GPUs fastest first, so CUDA device " + std::to_string(gpu.index) +
-                                  " is nvidia-smi's GPU " + std::to_string(*gpu.nvml_index) +
-                                  "; set CUDA_DEVICE_ORDER=PCI_BUS_ID to make the numbers agree");
+        inventory.notes.push_back("CUDA numbers GPUs fastest first, so CUDA device " + std::to_string(gpu.index) + " is nvidia-smi's GPU " +
+                                  std::to_string(*gpu.nvml_index) + "; set CUDA_DEVICE_ORDER=PCI_BUS_ID to make the numbers agree");
         break;
       }
     }
@@ -254,10 +252,15 @@ GpuInventory discover_gpus() {
 
 namespace {
 // NVML clocks-event reason bits (nvmlClocksEventReason*), in bit order.
-constexpr std::array<std::pair<std::uint64_t, const char*>, 9> kThrottleBits = {{
-    {0x1, "gpu_idle"}, {0x2, "applications_clocks_setting"}, {0x4, "sw_power_cap"}, {0x8, "hw_slowdown"},
-    {0x10, "sync_boost"}, {0x20, "sw_thermal_slowdown"}, {0x40, "hw_thermal_slowdown"},
-    {0x80, "hw_power_brake_slowdown"}, {0x100, "display_clock_setting"}}};
+constexpr std::array<std::pair<std::uint64_t, const char*>, 9> kThrottleBits = {{{0x1, "gpu_idle"},
+                                                                                 {0x2, "applications_clocks_setting"},
+                                                                                 {0x4, "sw_power_cap"},
+                                                                                 {0x8, "hw_slowdown"},
+                                                                                 {0x10, "sync_boost"},
+                                                                                 {0x20, "sw_thermal_slowdown"},
+                                                                                 {0x40, "hw_thermal_slowdown"},
+                                                                                 {0x80, "hw_power_brake_slowdown"},
+                                                                                 {0x100, "display_clock_setting"}}};
 }  // namespace
 
 std::vector<std::string> throttle_reason_names(std::uint64_t mask) {

@@ -22,10 +22,10 @@ struct Memory {  // nvmlMemory_t
   unsigned long long total, free, used;
 };
 
-enum ClockType { kGraphics = 0, kSm = 1, kMem = 2 };           // nvmlClockType_t
-enum MemoryErrorType { kCorrected = 0, kUncorrected = 1 };      // nvmlMemoryErrorType_t
-enum EccCounterType { kVolatile = 0, kAggregate = 1 };          // nvmlEccCounterType_t
-constexpr int kTemperatureGpu = 0;                              // NVML_TEMPERATURE_GPU
+enum ClockType { kGraphics = 0, kSm = 1, kMem = 2 };        // nvmlClockType_t
+enum MemoryErrorType { kCorrected = 0, kUncorrected = 1 };  // nvmlMemoryErrorType_t
+enum EccCounterType { kVolatile = 0, kAggregate = 1 };      // nvmlEccCounterType_t
+constexpr int kTemperatureGpu = 0;                          // NVML_TEMPERATURE_GPU
 
 /// The functions we call; any may be null when the driver is older than the symbol.
 struct Api {

@@ -33,9 +33,12 @@ OsRelease parse_os_release(std::string_view text) {
     if (eq == std::string::npos) continue;
     const std::string key = line.substr(0, eq);
     const std::string value = unquote(std::string_view(line).substr(eq + 1));
-    if (key == "ID") release.id = value;
-    else if (key == "VERSION_ID") release.version_id = value;
-    else if (key == "PRETTY_NAME") release.pretty_name = value;
+    if (key == "ID")
+      release.id = value;
+    else if (key == "VERSION_ID")
+      release.version_id = value;
+    else if (key == "PRETTY_NAME")
+      release.pretty_name = value;
   }
   return release;
 }

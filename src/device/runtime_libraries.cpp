@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
-#include <sstream>
 #include <map>
+#include <sstream>
 
 #include "shared_library.hpp"
 
@@ -19,8 +19,7 @@ namespace {
 
 // major*10000 + minor*100 + patch, as cuDNN, NCCL and cuBLASLt report themselves.
 std::string format_mmp(long version) {
-  return std::to_string(version / 10000) + "." + std::to_string((version % 10000) / 100) + "." +
-         std::to_string(version % 100);
+  return std::to_string(version / 10000) + "." + std::to_string((version % 10000) / 100) + "." + std::to_string(version % 100);
 }
 
 struct Probe {
@@ -73,9 +72,7 @@ int collect_path(dl_phdr_info* info, size_t, void* out) {
 
 }  // namespace
 
-std::string format_cuda_version(int version) {
-  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
-}
+std::string format_cuda_version(int version) { return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10); }
 
 std::vector<RuntimeLibrary> probe_runtime_libraries() {
   std::vector<RuntimeLibrary> found;
@@ -101,14 +98,12 @@ std::vector<RuntimeLibrary> probe_runtime_libraries() {
 }
 
 const std::vector<std::string>& cuda_library_families() {
-  static const std::vector<std::string> kFamilies = {"libcudart", "libcublas", "libcublasLt", "libcudnn",
-                                                     "libnccl", "libnvrtc", "libcusparse", "libcufft",
-                                                     "libcurand", "libcusolver", "libnvJitLink"};
+  static const std::vector<std::string> kFamilies = {"libcudart",   "libcublas", "libcublasLt", "libcudnn",    "libnccl",     "libnvrtc",
+                                                     "libcusparse", "libcufft",  "libcurand",   "libcusolver", "libnvJitLink"};
   return kFamilies;
 }
 
-std::vector<LoadedCopies> group_library_copies(const std::vector<std::string>& mapped_paths,
-                                               const std::vector<std::string>& families) {
+std::vector<LoadedCopies> group_library_copies(const std::vector<std::string>& mapped_paths, const std::vector<std::string>& families) {
   std::map<std::string, LoadedCopies> by_family;
   for (const auto& path : mapped_paths) {
     const std::string file = std::filesystem::path(path).filename().string();
@@ -174,12 +169,10 @@ std::vector<std::string> foreign_cuda_files(const std::vector<LoadedCopies>& cop
   return foreign;
 }
 
-std::vector<std::string> rival_cuda_library_folders(const std::string& ld_library_path,
-                                                    const std::vector<std::string>& our_folders) {
+std::vector<std::string> rival_cuda_library_folders(const std::string& ld_library_path, const std::vector<std::string>& our_folders) {
   namespace fs = std::filesystem;
-  static const std::vector<std::string> kSonames = {"libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13",
-                                                    "libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_ops.so.9",
-                                                    "libnccl.so.2", "libnvrtc.so.13"};
+  static const std::vector<std::string> kSonames = {"libcudart.so.13",     "libcublas.so.13",   "libcublasLt.so.13", "libcudnn.so.9",
+                                                    "libcudnn_graph.so.9", "libcudnn_ops.so.9", "libnccl.so.2",      "libnvrtc.so.13"};
   std::vector<std::string> rivals;
   std::size_t start = 0;
   while (start <= ld_library_path.size()) {

@@ -34,8 +34,8 @@ DeviceChoice select_device(std::string_view spec, const GpuInventory& inventory)
   int index = 0;
   if (spec.substr(0, 5) == "cuda:") {
     const std::string_view digits = spec.substr(5);
-    const bool numeric = !digits.empty() && digits.size() < 6 &&
-                         std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); });
+    const bool numeric =
+        !digits.empty() && digits.size() < 6 && std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); });
     if (!numeric) {
       throw UsageError("invalid device '" + std::string(spec) + "'", "write cuda:N with N a GPU number, e.g. cuda:0");
     }
@@ -45,14 +45,12 @@ DeviceChoice select_device(std::string_view spec, const GpuInventory& inventory)
                      "use one of: auto, cpu, cuda, cuda:N (available here: " + available_devices(inventory) + ")");
   }
   if (!have_gpu) {
-    throw EnvironmentError("device '" + std::string(spec) + "' asked for, but no CUDA GPU is usable here: " +
-                               why_no_gpu(inventory),
+    throw EnvironmentError("device '" + std::string(spec) + "' asked for, but no CUDA GPU is usable here: " + why_no_gpu(inventory),
                            "run `gputrain verify` to see what is missing, or train on the CPU (device: cpu in the config, "
                            "--set device=cpu on the command line, --device cpu for quick-train)");
   }
   if (index >= int(inventory.gpus.size())) {
-    throw UsageError("device 'cuda:" + std::to_string(index) + "' does not exist",
-                     "available here: " + available_devices(inventory));
+    throw UsageError("device 'cuda:" + std::to_string(index) + "' does not exist", "available here: " + available_devices(inventory));
   }
   return DeviceChoice{DeviceChoice::Kind::cuda, index};
 }

@@ -32,8 +32,6 @@ std::string SharedLibrary::path() const {
   return ec ? std::filesystem::path(map->l_name).lexically_normal().string() : real.string();
 }
 
-void* SharedLibrary::raw_symbol(const char* name) const {
-  return handle_ != nullptr ? dlsym(handle_, name) : nullptr;
-}
+void* SharedLibrary::raw_symbol(const char* name) const { return handle_ != nullptr ? dlsym(handle_, name) : nullptr; }
 
 }  // namespace gputrain::device

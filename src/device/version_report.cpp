@@ -33,9 +33,8 @@ std::string version_report() {
   if (!driver.cuda_loaded) {
     out << "none: " << driver.cuda_error << "\n";
   } else {
-    out << (driver.driver_version.empty() ? "version unknown" : driver.driver_version)
-              << ", supports CUDA up to " << format_cuda_version(driver.cuda_driver_api_version)
-              << " (nvidia-smi's \"CUDA Version\")\n";
+    out << (driver.driver_version.empty() ? "version unknown" : driver.driver_version) << ", supports CUDA up to "
+        << format_cuda_version(driver.cuda_driver_api_version) << " (nvidia-smi's \"CUDA Version\")\n";
   }
   return out.str();
 }

@@ -31,9 +31,7 @@ bool all_digits(const std::string& text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); });
 }
 
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return text.compare(0, prefix.size(), prefix) == 0;
-}
+bool starts_with(const std::string& text, const std::string& prefix) { return text.compare(0, prefix.size(), prefix) == 0; }
 
 // UUID entries match a unique prefix of "GPU-<uuid>"; the "GPU-" itself may be left out.
 std::vector<int> match_uuid(const std::string& entry, const std::vector<PhysicalGpu>& gpus) {
@@ -55,8 +53,7 @@ std::string hidden_after(const std::vector<std::string>& entries, std::size_t po
 
 }  // namespace
 
-VisibleDevices parse_cuda_visible_devices(const std::optional<std::string>& value,
-                                          const std::vector<PhysicalGpu>& gpus) {
+VisibleDevices parse_cuda_visible_devices(const std::optional<std::string>& value, const std::vector<PhysicalGpu>& gpus) {
   VisibleDevices result;
   if (!value) {
     for (const auto& gpu : gpus) result.physical.push_back(gpu.index);
@@ -83,16 +80,18 @@ VisibleDevices parse_cuda_visible_devices(const std::optional<std::string>& valu
       problem = entry.empty() ? "empty entry" : "'" + entry + "' is not a GPU (a common way to hide all GPUs)";
     } else {
       const auto matches = match_uuid(entry, gpus);
-      if (matches.empty()) problem = "no GPU has a UUID starting with '" + entry + "'";
-      else if (matches.size() > 1) problem = "'" + entry + "' matches the UUIDs of several GPUs";
-      else index = matches.front();
+      if (matches.empty())
+        problem = "no GPU has a UUID starting with '" + entry + "'";
+      else if (matches.size() > 1)
+        problem = "'" + entry + "' matches the UUIDs of several GPUs";
+      else
+        index = matches.front();
     }
     if (problem.empty() && std::find(result.physical.begin(), result.physical.end(), index) != result.physical.end()) {
       problem = "GPU " + std::to_string(index) + " is listed twice";
     }
     if (!problem.empty()) {
-      result.problems.push_back("CUDA_VISIBLE_DEVICES entry " + std::to_string(i + 1) + ": " + problem +
-                                hidden_after(entries, i));
+      result.problems.push_back("CUDA_VISIBLE_DEVICES entry " + std::to_string(i + 1) + ": " + problem + hidden_after(entries, i));
       break;
     }
     result.physical.push_back(index);

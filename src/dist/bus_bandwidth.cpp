@@ -19,9 +19,7 @@
 
 namespace gputrain::dist {
 
-double all_reduce_bus_bandwidth(double algbw, int ranks) {
-  return ranks <= 1 ? 0.0 : algbw * 2.0 * (ranks - 1) / ranks;
-}
+double all_reduce_bus_bandwidth(double algbw, int ranks) { return ranks <= 1 ? 0.0 : algbw * 2.0 * (ranks - 1) / ranks; }
 
 #if GPUTRAIN_HAVE_NCCL
 namespace {

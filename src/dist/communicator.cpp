@@ -38,11 +38,11 @@ Backend choose_backend(const std::string& setting, c10::Device device) {
     throw UsageError("distributed.backend: '" + setting + "' is not one of auto, nccl, mpi", "use auto, nccl or mpi");
   }
   if (!backend_available(backend))
-    throw EnvironmentError(
-        "this build of gputrain has no " + to_string(backend) + " support",
-        backend == Backend::mpi ? "install Open MPI (apt-get install libopenmpi-dev openmpi-bin) and rebuild (scripts/bootstrap.sh build)"
-                                : "rebuild against the torch wheel (its nvidia-nccl package holds nccl.h), or pass "
-                                  "-DGPUTRAIN_NCCL_INCLUDE_DIR=<the include folder of the NCCL LibTorch loads>");
+    throw EnvironmentError("this build of gputrain has no " + to_string(backend) + " support",
+                           backend == Backend::mpi
+                               ? "install Open MPI (apt-get install libopenmpi-dev openmpi-bin) and rebuild (scripts/bootstrap.sh build)"
+                               : "rebuild against the torch wheel (its nvidia-nccl package holds nccl.h), or pass "
+                                 "-DGPUTRAIN_NCCL_INCLUDE_DIR=<the include folder of the NCCL LibTorch loads>");
   return backend;
 }
 

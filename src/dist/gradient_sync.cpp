@@ -47,9 +47,9 @@ struct GradientSync::Impl {
 
   Communicator& comm;
   GradientSyncOptions options;
-  std::vector<at::Tensor> params;               // the ones with requires_grad, registration order
-  std::vector<std::size_t> bucket_of;           // per param
-  std::vector<std::int64_t> offset_of;          // per param, elements into its bucket's flat buffer
+  std::vector<at::Tensor> params;       // the ones with requires_grad, registration order
+  std::vector<std::size_t> bucket_of;   // per param
+  std::vector<std::int64_t> offset_of;  // per param, elements into its bucket's flat buffer
   std::vector<Bucket> buckets;
   std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
   std::vector<std::uintptr_t> hook_keys;
@@ -58,7 +58,7 @@ struct GradientSync::Impl {
   std::mutex mutex;
   bool armed = false;
   std::size_t next_launch = 0;
-  std::vector<char> ready;                      // per param, this step
+  std::vector<char> ready;  // per param, this step
   std::int64_t step = 0;
   SyncFigures figures;
 
@@ -131,8 +131,8 @@ GradientSync::GradientSync(const std::vector<at::Tensor>& parameters, Communicat
     const auto wire = options.wire_dtype.value_or(p.scalar_type());
     const std::int64_t cap = m.buckets.size() <= 1 ? options.first_bucket_bytes : options.bucket_bytes;
     const auto& last = m.params[m.buckets.empty() ? k : m.buckets.back().members.front()];
-    const bool fits = !m.buckets.empty() && filled < cap && options.wire_dtype.value_or(last.scalar_type()) == wire &&
-                      last.device() == p.device();
+    const bool fits =
+        !m.buckets.empty() && filled < cap && options.wire_dtype.value_or(last.scalar_type()) == wire && last.device() == p.device();
     if (!fits) {
       m.buckets.emplace_back();
       elements.push_back(0);
@@ -195,7 +195,8 @@ void GradientSync::finish() {
   m.figures.wait_seconds += std::chrono::duration<double>(Clock::now() - start).count();
   for (auto& b : m.buckets) {
     const auto seconds = b.work->seconds();
-    m.figures.communication_seconds = seconds ? std::optional<double>(m.figures.communication_seconds.value_or(0) + *seconds) : std::nullopt;
+    m.figures.communication_seconds =
+        seconds ? std::optional<double>(m.figures.communication_seconds.value_or(0) + *seconds) : std::nullopt;
   }
   at::NoGradGuard no_grad;
   for (std::size_t k = 0; k < m.params.size(); ++k) {
@@ -220,7 +221,8 @@ void GradientSync::discard() {
   auto& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mutex);
   if (m.next_launch > 0)
-    throw Error("out of memory in the backward of step " + std::to_string(m.step + 1) + " after " + core::counted(m.next_launch, "gradient bucket") +
+    throw Error("out of memory in the backward of step " + std::to_string(m.step + 1) + " after " +
+                    core::counted(m.next_launch, "gradient bucket") +
                     " had been sent to the other ranks: the step cannot run again without pairing them wrongly",
                 "lower train.batch_size on every rank (raise train.grad_accum to keep the effective batch); then resume from the "
                 "last checkpoint");

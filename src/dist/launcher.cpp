@@ -78,8 +78,8 @@ bool parse_mpirun_failure(const std::string& text, int& rank, std::string& how) 
 void check_launch(const LaunchSpec& spec) {
   if (spec.ranks < 1) throw UsageError("--nproc-per-node must be at least 1", "");
   if (spec.nodes < 1 || spec.node_rank < 0 || spec.node_rank >= spec.nodes)
-    throw UsageError("--node-rank " + std::to_string(spec.node_rank) + " is not one of the " + std::to_string(spec.nodes) + " nodes' (0 .. " +
-                         std::to_string(spec.nodes - 1) + ")",
+    throw UsageError("--node-rank " + std::to_string(spec.node_rank) + " is not one of the " + std::to_string(spec.nodes) +
+                         " nodes' (0 .. " + std::to_string(spec.nodes - 1) + ")",
                      "give each node its own --node-rank, from 0");
   if (spec.nodes > 1 && spec.through_mpirun)
     throw UsageError("CPU ranks on several nodes are mpirun's to start, not --nnodes'",
@@ -130,8 +130,8 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
   const auto restore = core::catch_stop_signals(count_signal, 0);
 
   RankOutput output(spec.ranks, spec.tail_lines, first_rank);
-  int forwarded = 0;            // signals passed on so far
-  int failed_rank = -1;         // the first rank that failed (direct launch)
+  int forwarded = 0;     // signals passed on so far
+  int failed_rank = -1;  // the first rank that failed (direct launch)
   int failed_status = 0;
   bool stopping = false;
   Clock::time_point kill_at{};
@@ -227,8 +227,8 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
   // Ranks other than 0 speak only on errors: on another node than rank 0's, a pod's log would end
   // with the launching line alone.
   if (spec.nodes > 1 && first_rank > 0)
-    report << "ranks " << first_rank << " to " << first_rank + spec.ranks - 1 << " of " << world_size << (stopped ? " stopped" : " finished")
-           << "; rank 0, on node 0, reports the run\n";
+    report << "ranks " << first_rank << " to " << first_rank + spec.ranks - 1 << " of " << world_size
+           << (stopped ? " stopped" : " finished") << "; rank 0, on node 0, reports the run\n";
   return stopped ? 130 : 0;
 }
 

@@ -97,15 +97,23 @@ class MpiRuntime {
 
 MPI_Datatype mpi_type(at::ScalarType type, const std::string& what) {
   switch (type) {
-    case at::kFloat: return MPI_FLOAT;
-    case at::kDouble: return MPI_DOUBLE;
-    case at::kLong: return MPI_INT64_T;
-    case at::kInt: return MPI_INT32_T;
-    case at::kByte: return MPI_UINT8_T;
-    case at::kBool: return MPI_C_BOOL;
+    case at::kFloat:
+      return MPI_FLOAT;
+    case at::kDouble:
+      return MPI_DOUBLE;
+    case at::kLong:
+      return MPI_INT64_T;
+    case at::kInt:
+      return MPI_INT32_T;
+    case at::kByte:
+      return MPI_UINT8_T;
+    case at::kBool:
+      return MPI_C_BOOL;
     case at::kBFloat16:
-    case at::kHalf: return MPI_UINT16_T;
-    default: throw CommunicationError(what + ": MPI cannot reduce " + std::string(c10::toString(type)) + " tensors", "");
+    case at::kHalf:
+      return MPI_UINT16_T;
+    default:
+      throw CommunicationError(what + ": MPI cannot reduce " + std::string(c10::toString(type)) + " tensors", "");
   }
 }
 
@@ -147,10 +155,10 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     if (rank_ != env.rank || size_ != env.world_size)
-      throw UsageError("MPI says this is rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ", the environment says " +
-                           describe(env),
-                       "start CPU ranks with mpirun (or gputrain train --nproc-per-node N, which uses it), and do not set RANK "
-                       "or WORLD_SIZE by hand");
+      throw UsageError(
+          "MPI says this is rank " + std::to_string(rank_) + " of " + std::to_string(size_) + ", the environment says " + describe(env),
+          "start CPU ranks with mpirun (or gputrain train --nproc-per-node N, which uses it), and do not set RANK "
+          "or WORLD_SIZE by hand");
     // Errors come back as codes (and become exceptions) instead of aborting the job silently.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     thread_ = std::thread([channel = channel_] { serve(*channel); });

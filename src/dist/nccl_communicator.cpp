@@ -46,8 +46,7 @@ void wait_on_host(const c10::intrusive_ptr<c10d::Work>& work, const std::string&
 
 class NcclWork final : public Work {
  public:
-  NcclWork(c10::intrusive_ptr<c10d::Work> work, std::string what, int rank)
-      : work_(std::move(work)), what_(std::move(what)), rank_(rank) {}
+  NcclWork(c10::intrusive_ptr<c10d::Work> work, std::string what, int rank) : work_(std::move(work)), what_(std::move(what)), rank_(rank) {}
   // Orders the current stream after the collective; the host goes on (a hang surfaces at the
   // next host-side wait, the step agreement, or through the watchdog).
   void wait() override {
@@ -89,11 +88,11 @@ class NcclCommunicator final : public Communicator {
     try {
       store_ = c10::make_intrusive<c10d::TCPStore>(host, store_options);
     } catch (const std::exception& e) {
-      throw CommunicationError("rank " + std::to_string(rank_) + ": rendezvous at " + host + ":" + std::to_string(store_options.port) +
-                                   " failed: " + e.what(),
-                               env.rank == 0 ? "is the port free? pick another MASTER_PORT"
-                                             : "is rank 0 running, and is " + host + ":" + std::to_string(store_options.port) +
-                                                   " reachable from this node (firewall)?");
+      throw CommunicationError(
+          "rank " + std::to_string(rank_) + ": rendezvous at " + host + ":" + std::to_string(store_options.port) + " failed: " + e.what(),
+          env.rank == 0
+              ? "is the port free? pick another MASTER_PORT"
+              : "is rank 0 running, and is " + host + ":" + std::to_string(store_options.port) + " reachable from this node (firewall)?");
     }
     auto pg_options = c10d::ProcessGroupNCCL::Options::create();
     // The watchdog's limit sits past ours, so our message (operation, step, rank) comes first.

@@ -70,8 +70,9 @@ std::optional<RankEnvironment> read_rank_environment(const EnvLookup& lookup) {
       const std::string& missing = rank ? s.world_size : s.rank;
       const std::string& present = rank ? s.rank : s.world_size;
       throw UsageError(present + " is set but " + missing + " is not: a " + s.launcher + " rank needs both",
-                       "set both (" + s.rank + ", " + s.world_size + ") or neither; launchers set them for you: torchrun, srun, "
-                       "mpirun or gputrain train --nproc-per-node N");
+                       "set both (" + s.rank + ", " + s.world_size +
+                           ") or neither; launchers set them for you: torchrun, srun, "
+                           "mpirun or gputrain train --nproc-per-node N");
     }
     RankEnvironment env;
     env.launcher = s.launcher;

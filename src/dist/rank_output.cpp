@@ -42,7 +42,10 @@ std::vector<std::string> MpirunNoise::rest() {
 }
 
 RankOutput::RankOutput(int ranks, int tail_lines, int first_rank)
-    : tails_(static_cast<std::size_t>(ranks)), on_screen_at_(static_cast<std::size_t>(ranks), 0), tail_lines_(tail_lines), first_rank_(first_rank) {}
+    : tails_(static_cast<std::size_t>(ranks)),
+      on_screen_at_(static_cast<std::size_t>(ranks), 0),
+      tail_lines_(tail_lines),
+      first_rank_(first_rank) {}
 
 void RankOutput::rank_line(int rank, const std::string& body) {
   const bool known = rank >= 0 && static_cast<std::size_t>(rank) < tails_.size();

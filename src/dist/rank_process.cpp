@@ -20,7 +20,8 @@ namespace gputrain::dist {
 namespace fs = std::filesystem;
 
 std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  if (WIFSIGNALED(status))
+    return std::string("killed by signal ") + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
   return "exit code " + std::to_string(WEXITSTATUS(status));
 }
 
@@ -41,8 +42,7 @@ std::string find_in_path(const std::string& name) {
   return "";
 }
 
-Child spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env, int rank,
-            int death_signal) {
+Child spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env, int rank, int death_signal) {
   int fds[2];
   if (pipe(fds) != 0) throw EnvironmentError(std::string("cannot create a pipe: ") + std::strerror(errno), "");
   const pid_t launcher = getpid();

@@ -13,11 +13,11 @@ namespace gputrain::dist {
 /// A started process and what it has said so far.
 struct Child {
   pid_t pid = -1;
-  int fd = -1;            // its stdout and stderr, merged
-  int rank = -1;          // -1: mpirun, whose output is tagged per rank
+  int fd = -1;    // its stdout and stderr, merged
+  int rank = -1;  // -1: mpirun, whose output is tagged per rank
   bool running = true;
-  int status = 0;         // from waitpid
-  std::string partial;    // an unfinished last line
+  int status = 0;       // from waitpid
+  std::string partial;  // an unfinished last line
 };
 
 /// fork + exec of `argv` with `env` added, its stdout and stderr on one pipe (Child::fd, read

@@ -49,7 +49,7 @@ class BlockCache {
 
  private:
   using Position = std::list<Block>::iterator;
-  std::list<Block> blocks_;  // front: most recently kept
+  std::list<Block> blocks_;                                          // front: most recently kept
   std::unordered_map<std::uint64_t, std::deque<Position>> by_size_;  // per size, oldest first
   std::uint64_t bytes_ = 0;
 };

@@ -122,9 +122,9 @@ class CountingCpuAllocator final : public c10::Allocator {
     if (cap != 0 && now > cap) {
       g_allocated.fetch_sub(bytes, std::memory_order_relaxed);
       g_refused.fetch_add(1, std::memory_order_relaxed);
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", core::format_bytes(bytes),
-                       "; ", core::format_bytes(now - bytes), " already allocated under a cap of ",
-                       core::format_bytes(cap), " (device.max_memory)");
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", core::format_bytes(bytes), "; ",
+                       core::format_bytes(now - bytes), " already allocated under a cap of ", core::format_bytes(cap),
+                       " (device.max_memory)");
     }
     raise_to(g_peak, now);
     raise_to(g_high_water, now);
@@ -234,8 +234,8 @@ std::uint64_t release_cpu_cache() {
 
 CpuMemoryStats cpu_memory_stats() {
   return {g_allocated.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed),
-          g_cached.load(std::memory_order_relaxed), footprint_bound(), g_cap.load(std::memory_order_relaxed),
-          g_refused.load(std::memory_order_relaxed)};
+          g_cached.load(std::memory_order_relaxed),    footprint_bound(),
+          g_cap.load(std::memory_order_relaxed),       g_refused.load(std::memory_order_relaxed)};
 }
 
 void reset_cpu_peak() { g_peak.store(g_allocated.load(std::memory_order_relaxed), std::memory_order_relaxed); }

@@ -117,8 +117,7 @@ void cap_memory(c10::Device device, std::uint64_t bytes) {
   }
   const auto total = gpu_free_and_total(device.index()).total;
   if (total != 0 && bytes > total)
-    throw UsageError("device.max_memory is " + core::format_bytes(bytes) + " but " + device.str() + " has " +
-                         core::format_bytes(total),
+    throw UsageError("device.max_memory is " + core::format_bytes(bytes) + " but " + device.str() + " has " + core::format_bytes(total),
                      "set device.max_memory to at most " + core::format_bytes(total) + ", or 0 for no cap");
   const double fraction = bytes == 0 || total == 0 ? 1.0 : static_cast<double>(bytes) / static_cast<double>(total);
   init_cuda_allocator();

@@ -30,8 +30,7 @@ OomGuard::OomGuard(c10::Device device, std::int64_t micro_batch, OomPolicy polic
       phase_(std::move(phase)),
       regrow_interval_(policy.regrow_after) {}
 
-OomEvent OomGuard::record(std::int64_t step, std::int64_t old_micro, std::int64_t new_micro, bool regrow,
-                          const std::string& what) {
+OomEvent OomGuard::record(std::int64_t step, std::int64_t old_micro, std::int64_t new_micro, bool regrow, const std::string& what) {
   OomEvent event;
   event.step = step;
   event.phase = phase_;
@@ -86,9 +85,9 @@ void OomGuard::run(std::int64_t step, std::int64_t rows, const std::function<voi
                               ? "oom.min_micro_batch is " + std::to_string(policy_.min_micro_batch)
                               : "oom.max_halvings (" + std::to_string(policy_.max_halvings) + ") are used up";
         throw OomExhaustedError(
-            "out of memory in " + phase_ + " step " + std::to_string(step + 1) + " with a micro-batch of " +
-                std::to_string(used) + " (started at " + std::to_string(preferred_) + "; " + why + "): " +
-                describe(event.memory) + ". The allocator said: " + what,
+            "out of memory in " + phase_ + " step " + std::to_string(step + 1) + " with a micro-batch of " + std::to_string(used) +
+                " (started at " + std::to_string(preferred_) + "; " + why + "): " + describe(event.memory) +
+                ". The allocator said: " + what,
             "lower train.batch_size and raise train.grad_accum to keep the effective batch, use "
             "train.precision: bf16-mixed, pick a smaller model, or allow more memory (device.max_memory, oom.max_halvings)",
             event);

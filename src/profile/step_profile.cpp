@@ -1,8 +1,8 @@
 #include "gputrain/profile/step_profile.hpp"
 
-#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <chrono>
@@ -164,11 +164,19 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
 }
 
 std::string step_profile_json(const StepProfile& p) {
-  nlohmann::json out = {{"schema", "gputrain.profile.step/1"}, {"device", p.device}, {"warmup_steps", p.warmup_steps},
-                        {"steps", p.steps}, {"batch_size", p.batch_size}, {"data_cache", p.data_cache},
-                        {"step_seconds", p.step_seconds}, {"data_wait_seconds", p.data_wait_seconds}, {"compute_seconds", p.compute_seconds},
-                        {"h2d_copy_seconds_estimate", p.h2d_copy_seconds_estimate}, {"data_stall_percent", p.data_stall_percent},
-                        {"samples_per_second", p.samples_per_second}, {"pinned_copy_gbps", p.pinned_copy_gbps},
+  nlohmann::json out = {{"schema", "gputrain.profile.step/1"},
+                        {"device", p.device},
+                        {"warmup_steps", p.warmup_steps},
+                        {"steps", p.steps},
+                        {"batch_size", p.batch_size},
+                        {"data_cache", p.data_cache},
+                        {"step_seconds", p.step_seconds},
+                        {"data_wait_seconds", p.data_wait_seconds},
+                        {"compute_seconds", p.compute_seconds},
+                        {"h2d_copy_seconds_estimate", p.h2d_copy_seconds_estimate},
+                        {"data_stall_percent", p.data_stall_percent},
+                        {"samples_per_second", p.samples_per_second},
+                        {"pinned_copy_gbps", p.pinned_copy_gbps},
                         {"verdict", to_string(p.verdict)}};
   const auto or_null = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   out["gpu_data_wait_seconds"] = or_null(p.gpu_data_wait_seconds);
@@ -193,11 +201,14 @@ std::string step_profile_text(const StepProfile& p) {
     add(std::snprintf(line, sizeof line, "  GPU waiting for data%9.2f ms  (%s %% of the step, on the GPU's clock: decides the verdict)\n",
                       *p.gpu_data_wait_seconds * 1e3, core::format_fixed(*p.gpu_data_stall_percent, 1).c_str()));
   if (gpu)
-    add(std::snprintf(line, sizeof line, "  host-to-device copy %9.2f ms  (estimated: %s per step at the measured %s GB/s pinned ceiling; overlaps compute)\n",
-                      p.h2d_copy_seconds_estimate * 1e3, core::format_bytes(p.batch_bytes).c_str(), core::format_fixed(p.pinned_copy_gbps, 1).c_str()));
+    add(std::snprintf(line, sizeof line,
+                      "  host-to-device copy %9.2f ms  (estimated: %s per step at the measured %s GB/s pinned ceiling; overlaps compute)\n",
+                      p.h2d_copy_seconds_estimate * 1e3, core::format_bytes(p.batch_bytes).c_str(),
+                      core::format_fixed(p.pinned_copy_gbps, 1).c_str()));
   add(std::snprintf(line, sizeof line, "  throughput          %9s samples/s\n", core::format_fixed(p.samples_per_second, 0).c_str()));
   if (p.gpu_utilization_percent)
-    add(std::snprintf(line, sizeof line, "  GPU utilisation     %9s %%  (NVML, sampled every 100 ms)\n", core::format_fixed(*p.gpu_utilization_percent, 0).c_str()));
+    add(std::snprintf(line, sizeof line, "  GPU utilisation     %9s %%  (NVML, sampled every 100 ms)\n",
+                      core::format_fixed(*p.gpu_utilization_percent, 0).c_str()));
   else if (gpu)
     add(std::snprintf(line, sizeof line, "  GPU utilisation         n/a  (%s)\n", p.utilization_unavailable.c_str()));
   return out + "  verdict: " + advice(p.verdict) + "\n";

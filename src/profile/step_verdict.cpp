@@ -13,9 +13,12 @@ StepVerdict judge_step(double data_stall_percent, std::optional<double> gpu_util
 
 const char* to_string(StepVerdict verdict) {
   switch (verdict) {
-    case StepVerdict::data_starved: return "data-starved";
-    case StepVerdict::host_bound: return "host-bound";
-    case StepVerdict::compute_bound: break;
+    case StepVerdict::data_starved:
+      return "data-starved";
+    case StepVerdict::host_bound:
+      return "host-bound";
+    case StepVerdict::compute_bound:
+      break;
   }
   return "compute-bound";
 }
@@ -28,7 +31,8 @@ std::string advice(StepVerdict verdict) {
     case StepVerdict::host_bound:
       return "the data keeps up, but the GPU is idle between kernels: the host cannot queue work fast enough (small kernels, "
              "per-step host work); a larger train.batch_size usually helps, a faster loader will not";
-    case StepVerdict::compute_bound: break;
+    case StepVerdict::compute_bound:
+      break;
   }
   return "the data keeps up; the step is compute-bound";
 }

@@ -99,7 +99,9 @@ void write_svg_as_png(const std::string& svg, const std::string& path, double sc
   r.surface_destroy(surface);
   r.object_unref(handle);
   if (!rendered) throw fail("librsvg cannot render the chart");
-  if (status != 0) throw Error("cannot write '" + path + "' (cairo status " + std::to_string(status) + ")", "check that its folder exists and is writable");
+  if (status != 0)
+    throw Error("cannot write '" + path + "' (cairo status " + std::to_string(status) + ")",
+                "check that its folder exists and is writable");
 }
 
 }  // namespace gputrain::profile

@@ -45,7 +45,8 @@ double round_tick(double top, int ticks) {
 std::string best_yaml(const LoaderSweep& sweep) {
   const auto& s = sweep.results[sweep.best].setting;
   std::string out = "data:\n  cache: " + cache_name(s) +
-                    (sweep.device == "cpu" && s.cache == data::CacheMode::vram ? "  # training on the CPU, vram is the data in RAM" : "") + "\n";
+                    (sweep.device == "cpu" && s.cache == data::CacheMode::vram ? "  # training on the CPU, vram is the data in RAM" : "") +
+                    "\n";
   if (s.cache == data::CacheMode::none) {
     out += "  num_workers: " + std::to_string(s.workers) + "\n";
     out += "  prefetch: " + std::to_string(s.prefetch) + "\n";
@@ -57,13 +58,14 @@ std::string best_yaml(const LoaderSweep& sweep) {
 std::string sweep_table(const LoaderSweep& sweep) {
   std::ostringstream out;
   out << "loader sweep on " << sweep.device << ": " << sweep.dataset << ", batch " << sweep.batch_size
-      << (sweep.asked_batch_size > sweep.batch_size ? " (every sample: fewer than train.batch_size " + std::to_string(sweep.asked_batch_size) + ")" : "")
-      << ", "
-      << core::format_bytes(static_cast<std::uint64_t>(sweep.sample_bytes)) << " per sample\n";
+      << (sweep.asked_batch_size > sweep.batch_size
+              ? " (every sample: fewer than train.batch_size " + std::to_string(sweep.asked_batch_size) + ")"
+              : "")
+      << ", " << core::format_bytes(static_cast<std::uint64_t>(sweep.sample_bytes)) << " per sample\n";
   const bool gpu = sweep.device != "cpu";
   char line[200];
-  std::snprintf(line, sizeof line, "  %-2s %7s %5s %8s %6s %10s %11s %10s %8s\n", "", "workers", "pin", "prefetch", "cache",
-                "batches/s", "samples/s", gpu ? "H2D MB/s" : "MB/s", "speed-up");
+  std::snprintf(line, sizeof line, "  %-2s %7s %5s %8s %6s %10s %11s %10s %8s\n", "", "workers", "pin", "prefetch", "cache", "batches/s",
+                "samples/s", gpu ? "H2D MB/s" : "MB/s", "speed-up");
   out << line;
   for (std::size_t i = 0; i < sweep.results.size(); ++i) {
     const auto& r = sweep.results[i];
@@ -87,9 +89,11 @@ std::string sweep_table(const LoaderSweep& sweep) {
       out << "\n";
     }
   if (gpu)
-    out << "  host-to-device ceiling (pinned copies, measured): " << fixed(sweep.pinned_copy_gbps * 1000, 0) << " MB/s; the best setting uses "
+    out << "  host-to-device ceiling (pinned copies, measured): " << fixed(sweep.pinned_copy_gbps * 1000, 0)
+        << " MB/s; the best setting uses "
         << fixed(100 * sweep.results[sweep.best].megabytes_per_second / (sweep.pinned_copy_gbps * 1000), 1) << " % of it\n";
-  out << "  medians of the repeats; * marks the fastest, or the first setting within 5 % of it (as fast, for fewer threads and less memory)."
+  out << "  medians of the repeats; * marks the fastest, or the first setting within 5 % of it (as fast, for fewer threads and less "
+         "memory)."
          " Paste into the config:\n\n"
       << best_yaml(sweep);
   return out.str();
@@ -130,8 +134,8 @@ std::string sweep_csv(const LoaderSweep& sweep) {
   std::string out = "workers,pin_memory,prefetch,cache,batches_per_second,samples_per_second,megabytes_per_second,speedup,best\n";
   for (std::size_t i = 0; i < sweep.results.size(); ++i) {
     const auto& r = sweep.results[i];
-    out += std::to_string(r.setting.workers) + "," + (r.setting.pin_memory ? "true" : "false") + "," + std::to_string(r.setting.prefetch) + "," +
-           cache_name(r.setting) + "," + fixed(r.median_batches_per_second, 3) + "," + fixed(r.samples_per_second, 1) + "," +
+    out += std::to_string(r.setting.workers) + "," + (r.setting.pin_memory ? "true" : "false") + "," + std::to_string(r.setting.prefetch) +
+           "," + cache_name(r.setting) + "," + fixed(r.median_batches_per_second, 3) + "," + fixed(r.samples_per_second, 1) + "," +
            fixed(r.megabytes_per_second, 3) + "," + fixed(r.speedup, 3) + "," + (i == sweep.best ? "true" : "false") + "\n";
   }
   return out;
@@ -150,7 +154,8 @@ std::string sweep_svg(const LoaderSweep& sweep) {
       continue;
     }
     max_workers = std::max(max_workers, r.setting.workers);
-    const std::string name = std::string("pin ") + (r.setting.pin_memory ? "on" : "off") + ", prefetch " + std::to_string(r.setting.prefetch);
+    const std::string name =
+        std::string("pin ") + (r.setting.pin_memory ? "on" : "off") + ", prefetch " + std::to_string(r.setting.prefetch);
     lines[name].emplace_back(r.setting.workers, r.samples_per_second);
   }
   // Workers 0 has one setting (prefetch 1): it starts every line.
@@ -168,9 +173,11 @@ std::string sweep_svg(const LoaderSweep& sweep) {
   const auto y_of = [&](double rate) { return top + ph * (1 - rate / axis_top); };
   static const char* colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << w << "\" height=\"" << h
+      << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg << "<text x=\"" << left << "\" y=\"22\" font-size=\"14\">samples/s by loader threads (" << sweep.device << ", batch " << sweep.batch_size << ")</text>\n";
+  svg << "<text x=\"" << left << "\" y=\"22\" font-size=\"14\">samples/s by loader threads (" << sweep.device << ", batch "
+      << sweep.batch_size << ")</text>\n";
   svg << "<line x1=\"" << left << "\" y1=\"" << top + ph << "\" x2=\"" << left + pw << "\" y2=\"" << top + ph << "\" stroke=\"black\"/>\n";
   svg << "<line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\"" << top + ph << "\" stroke=\"black\"/>\n";
   for (const int workers : worker_counts(max_workers))
@@ -188,7 +195,8 @@ std::string sweep_svg(const LoaderSweep& sweep) {
     svg << "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" << colour << "\" points=\"";
     for (const auto& [workers, rate] : points) svg << x_of(workers) << "," << y_of(rate) << " ";
     svg << "\"/>\n";
-    for (const auto& [workers, rate] : points) svg << "<circle r=\"3\" fill=\"" << colour << "\" cx=\"" << x_of(workers) << "\" cy=\"" << y_of(rate) << "\"/>\n";
+    for (const auto& [workers, rate] : points)
+      svg << "<circle r=\"3\" fill=\"" << colour << "\" cx=\"" << x_of(workers) << "\" cy=\"" << y_of(rate) << "\"/>\n";
     svg << "<text x=\"" << left + pw + 12 << "\" y=\"" << top + 16 * index + 4 << "\" fill=\"" << colour << "\">" << name << "</text>\n";
     ++index;
   }
@@ -196,7 +204,8 @@ std::string sweep_svg(const LoaderSweep& sweep) {
     const char* colour = colours[index % 8];
     svg << "<line stroke-dasharray=\"6 4\" stroke=\"" << colour << "\" x1=\"" << left << "\" x2=\"" << left + pw << "\" y1=\"" << y_of(rate)
         << "\" y2=\"" << y_of(rate) << "\"/>\n";
-    svg << "<text x=\"" << left + pw + 12 << "\" y=\"" << top + 16 * index + 4 << "\" fill=\"" << colour << "\">" << name << " (dashed)</text>\n";
+    svg << "<text x=\"" << left + pw + 12 << "\" y=\"" << top + 16 * index + 4 << "\" fill=\"" << colour << "\">" << name
+        << " (dashed)</text>\n";
     ++index;
   }
   svg << "</svg>\n";

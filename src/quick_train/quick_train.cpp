@@ -85,8 +85,8 @@ Result cuda_settings(Run& run, const Context&) {
   apply_backend_settings(TrainConfig{});  // the defaults: TF32 and cuDNN benchmark on
   auto& ctx = at::globalContext();
   if (!run.device.is_cuda())
-    return checks::pass("CPU run: autocast " + to_string(run.options.precision) + ", " +
-                        std::to_string(at::get_num_threads()) + " intra-op threads");
+    return checks::pass("CPU run: autocast " + to_string(run.options.precision) + ", " + std::to_string(at::get_num_threads()) +
+                        " intra-op threads");
   return checks::pass("TF32 on, cuDNN benchmark on, cuDNN " + std::to_string(ctx.versionCuDNN()) + ", autocast " +
                       to_string(run.options.precision));
 }
@@ -155,10 +155,11 @@ Result short_loop(Run& run, const Context&) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double rate = static_cast<double>(run.options.iterations * run.options.batch_size) / seconds;
-  std::vector<Figure> figures{{"first_loss", first, "", std::nullopt}, {"last_loss", last, "", std::nullopt},
+  std::vector<Figure> figures{{"first_loss", first, "", std::nullopt},
+                              {"last_loss", last, "", std::nullopt},
                               {"samples_per_second", rate, "samples/s", std::nullopt}};
-  const std::string detail = std::to_string(run.options.iterations) + " iterations, loss " + core::format_fixed(first, 4) +
-                             " -> " + core::format_fixed(last, 4) + ", " + core::format_fixed(rate, 0) + " samples/s";
+  const std::string detail = std::to_string(run.options.iterations) + " iterations, loss " + core::format_fixed(first, 4) + " -> " +
+                             core::format_fixed(last, 4) + ", " + core::format_fixed(rate, 0) + " samples/s";
   if (!(last < first))
     return checks::fail(detail + ": the loss did not fall", "run `gputrain verify`; a numerics problem (driver, cuDNN) is likely", figures);
   return checks::pass(detail, figures);

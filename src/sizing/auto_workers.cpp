@@ -18,8 +18,8 @@ WorkerPlan auto_num_workers(double usable_cores, int gpus_per_node, int ranks_pe
   const std::string usable = core::format_fixed(usable_cores, usable_cores == std::floor(usable_cores) ? 0 : 1) +
                              (usable_cores == 1 ? " usable core" : " usable cores");
   const std::string node = own_cores ? usable + " of this rank (the launcher bound it to them)"
-                                 : usable + ", " + core::counted(ranks, "rank") + " on this node" +
-                                       (ranks_per_node > 0 || gpus_per_node <= 1 ? "" : " (one per GPU)");
+                                     : usable + ", " + core::counted(ranks, "rank") + " on this node" +
+                                           (ranks_per_node > 0 || gpus_per_node <= 1 ? "" : " (one per GPU)");
   // More ranks than cores share them: each training thread has less than a core, and no loader thread.
   plan.reason = !own_cores && ranks > cores
                     ? node + ": fewer cores than ranks, so the training threads share them and no loader threads are added"

@@ -20,9 +20,8 @@ constexpr double kAboveFills = 1.06;
 
 std::string figures(const MemoryBudget& budget) {
   return "limit " + core::format_bytes(budget.limit) + " (" + budget.limit_source + "), parameters " +
-         core::format_bytes(budget.known.parameters) + ", gradients " + core::format_bytes(budget.known.gradients) +
-         ", optimizer state " + core::format_bytes(budget.known.optimizer_state) + ", already allocated " +
-         core::format_bytes(budget.resident);
+         core::format_bytes(budget.known.parameters) + ", gradients " + core::format_bytes(budget.known.gradients) + ", optimizer state " +
+         core::format_bytes(budget.known.optimizer_state) + ", already allocated " + core::format_bytes(budget.resident);
 }
 
 // The answer once memory has run out at `failed`: `fraction` of it, rounded down to the multiple.
@@ -49,7 +48,7 @@ double reserved_fills(const std::vector<ProbePoint>& ran, double limit, const st
   const auto [x0, y0] = at(2);
   const double low_slope = (y1 - y0) / (x1 - x0), high_slope = (y2 - y1) / (x2 - x1);
   const double bend = std::max(0.0, (high_slope - low_slope) / ((x2 - x0) / 2));  // bytes a sample, per sample
-  const double slope = high_slope + bend * (x2 - x1) / 2;                          // at x2
+  const double slope = high_slope + bend * (x2 - x1) / 2;                         // at x2
   if (slope <= 0 || y2 >= limit) return line;
   const double left = limit - y2;
   const double beyond = bend > 0 ? (std::sqrt(slope * slope + 2 * bend * left) - slope) / bend : left / slope;
@@ -245,8 +244,8 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
   } else if (result.reserved_bytes) {
     const auto percent = core::format_fixed(options.target_fraction * 100, 0) + "% of " + std::to_string(lowest_failure);
     result.reason = (bracketed ? percent + ", the smallest batch that ran out of memory, and no larger than one that ran"
-                               : "the largest batch that ran within " + std::to_string(options.max_probes) + " probes, at most " +
-                                     percent + ", the smallest that ran out of memory") +
+                               : "the largest batch that ran within " + std::to_string(options.max_probes) + " probes, at most " + percent +
+                                     ", the smallest that ran out of memory") +
                     " (the memory reserved by the allocator decides here, not the bytes allocated)";
   } else if (result.model) {
     result.reason = core::format_fixed(options.target_fraction * 100, 0) + "% of the " +
@@ -272,9 +271,8 @@ BatchSearchResult search_batch_size(const std::function<ProbePoint(std::int64_t)
         if (s.second > chosen.second * kFasterBy) chosen = s;
       if (chosen.first != best) {
         result.batch = chosen.first;
-        result.reason = "throughput: " + std::to_string(chosen.first) + " samples/step ran " +
-                        core::format_fixed(chosen.second, 0) + " samples/s; larger ones were not >3% faster (memory allows " +
-                        std::to_string(best) + ")";
+        result.reason = "throughput: " + std::to_string(chosen.first) + " samples/step ran " + core::format_fixed(chosen.second, 0) +
+                        " samples/s; larger ones were not >3% faster (memory allows " + std::to_string(best) + ")";
       }
     }
   }

@@ -29,8 +29,8 @@ std::int64_t MemoryModel::largest_batch(double target_fraction) const {
   return batch >= 9.2e18 ? INT64_MAX : static_cast<std::int64_t>(batch);
 }
 
-MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const std::vector<ProbePoint>& points,
-                             std::uint64_t limit, std::string limit_source) {
+MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const std::vector<ProbePoint>& points, std::uint64_t limit,
+                             std::string limit_source) {
   MemoryModel model;
   model.known = known;
   model.resident = resident;
@@ -71,8 +71,8 @@ MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, 
   return model;
 }
 
-MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const ProbePoint& a,
-                             const ProbePoint& b, std::uint64_t limit, std::string limit_source) {
+MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const ProbePoint& a, const ProbePoint& b,
+                             std::uint64_t limit, std::string limit_source) {
   return fit_memory_model(known, resident, std::vector<ProbePoint>{a, b}, limit, std::move(limit_source));
 }
 

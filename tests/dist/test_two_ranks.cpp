@@ -62,10 +62,22 @@ Config run(const std::string& name, std::vector<std::string> overrides, bool fre
     if (my_rank() == 0) fs::remove_all(dir);
     barrier();
   }
-  std::vector<std::string> all{"model.name=mlp", "model.hidden=[32, 16]", "model.dropout=0", "data.shape=[10]",
-                               "data.classes=3", "data.samples=96", "data.val_samples=32", "train.epochs=2",
-                               "train.batch_size=8", "train.deterministic=true", "device=cpu", "optimizer.name=sgd",
-                               "optimizer.lr=0.1", "logging.progress=off", "logging.every_steps=1", "distributed.timeout=60",
+  std::vector<std::string> all{"model.name=mlp",
+                               "model.hidden=[32, 16]",
+                               "model.dropout=0",
+                               "data.shape=[10]",
+                               "data.classes=3",
+                               "data.samples=96",
+                               "data.val_samples=32",
+                               "train.epochs=2",
+                               "train.batch_size=8",
+                               "train.deterministic=true",
+                               "device=cpu",
+                               "optimizer.name=sgd",
+                               "optimizer.lr=0.1",
+                               "logging.progress=off",
+                               "logging.every_steps=1",
+                               "distributed.timeout=60",
                                "logging.dir=" + dir.string()};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return load_config({{}, all, ""});
@@ -209,9 +221,8 @@ TEST(TwoRanks, EverySampleIsSeenExactlyOncePerEpochEvenWithUnevenShards) {
     for (int i = 0; i < 91; ++i) csv << i << "," << (i % 7) * 0.1 << "," << i % 3 << "\n";
   }
   barrier();
-  auto config = run("coverage", {"data.source=csv", "data.path=" + (dir / "rows.csv").string(), "data.labels=label",
-                                 "train.batch_size=9", "train.epochs=2", "data.val_samples=0",
-                                 "checkpoint.best_metric=none"});
+  auto config = run("coverage", {"data.source=csv", "data.path=" + (dir / "rows.csv").string(), "data.labels=label", "train.batch_size=9",
+                                 "train.epochs=2", "data.val_samples=0", "checkpoint.best_metric=none"});
   auto seen = at::zeros({2, 91}, at::kFloat);  // per epoch
   const std::int64_t steps_per_epoch = 6;
   std::int64_t epoch = 0;
@@ -351,9 +362,9 @@ TEST(TwoRanks, AStoppedRunResumesOnOneProcessWithTheSameGlobalBatch) {
 TEST(TwoRanks, AnOomOnOneRankHalvesTheMicroBatchOnBothWithoutDeadlock) {
   memory::set_cpu_memory_cap(0);
   // As in tests/unit/train/test_oom_recovery.cpp: activations outweigh the parameters.
-  const std::vector<std::string> big{"model.hidden=[128, 128]", "data.shape=[64]", "data.classes=4", "data.samples=2048",
-                                     "data.val_samples=0", "checkpoint.best_metric=none", "train.epochs=2", "train.batch_size=256",
-                                     "optimizer.lr=0.05", "logging.tensorboard=false"};
+  const std::vector<std::string> big{
+      "model.hidden=[128, 128]",     "data.shape=[64]", "data.classes=4",       "data.samples=2048", "data.val_samples=0",
+      "checkpoint.best_metric=none", "train.epochs=2",  "train.batch_size=256", "optimizer.lr=0.05", "logging.tensorboard=false"};
   // The step's peak above its boundary at 256 and at 128 per rank, measured on this rank.
   auto peak_of = [&](std::int64_t batch) {
     std::uint64_t boundary = 0, peak = 0;

@@ -39,11 +39,11 @@ class StopAtAccuracy : public Callback {
 int main() {
   const auto run_dir = std::filesystem::temp_directory_path() / "gputrain-custom-callback";
   std::filesystem::remove_all(run_dir);
-  const Config config = load_config({{},
-                                     {"model.name=mlp", "data.shape=[20]", "data.classes=4", "data.samples=512", "train.epochs=50",
-                                      "train.batch_size=32", "optimizer.lr=0.01", "device=cpu", "checkpoint.every_epochs=1",
-                                      "logging.progress=lines", "logging.dir=" + run_dir.string()},
-                                     ""});
+  const Config config = load_config(
+      {{},
+       {"model.name=mlp", "data.shape=[20]", "data.classes=4", "data.samples=512", "train.epochs=50", "train.batch_size=32",
+        "optimizer.lr=0.01", "device=cpu", "checkpoint.every_epochs=1", "logging.progress=lines", "logging.dir=" + run_dir.string()},
+       ""});
   auto stop = std::make_shared<StopAtAccuracy>(0.6);
   TrainerOptions options;
   options.callbacks.push_back(stop);  // the one registration line

@@ -14,8 +14,7 @@
 
 // Any module whose forward maps a batch tensor to [N, outputs] will do.
 struct LinearProbeImpl : torch::nn::Module {
-  LinearProbeImpl(std::int64_t features, std::int64_t outputs)
-      : linear(register_module("linear", torch::nn::Linear(features, outputs))) {}
+  LinearProbeImpl(std::int64_t features, std::int64_t outputs) : linear(register_module("linear", torch::nn::Linear(features, outputs))) {}
   at::Tensor forward(const at::Tensor& x) { return linear(x.flatten(1)); }
   torch::nn::Linear linear;
 };
@@ -31,11 +30,11 @@ int main() {
 
   const auto run_dir = std::filesystem::temp_directory_path() / "gputrain-custom-model";
   std::filesystem::remove_all(run_dir);
-  const Config config = load_config({{},
-                                     {"model.name=linear_probe", "data.shape=[20]", "data.classes=4", "data.samples=512",
-                                      "train.epochs=5", "train.batch_size=32", "optimizer.lr=0.01", "device=cpu",
-                                      "logging.progress=lines", "logging.dir=" + run_dir.string()},
-                                     ""});
+  const Config config =
+      load_config({{},
+                   {"model.name=linear_probe", "data.shape=[20]", "data.classes=4", "data.samples=512", "train.epochs=5",
+                    "train.batch_size=32", "optimizer.lr=0.01", "device=cpu", "logging.progress=lines", "logging.dir=" + run_dir.string()},
+                   ""});
   Trainer trainer(config);
   const FitResult result = trainer.fit();
   const bool learned = result.last_epoch && result.last_epoch->val_accuracy && *result.last_epoch->val_accuracy > 0.6;

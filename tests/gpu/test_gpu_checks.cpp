@@ -22,8 +22,8 @@ std::vector<Outcome> run_area(const std::string& area) {
   return run_checks(selected, context);
 }
 
-#define SKIP_WITHOUT_GPU()                                                                                   \
-  if (gpu_context()->inventory.gpus.empty())                                                                 \
+#define SKIP_WITHOUT_GPU()                   \
+  if (gpu_context()->inventory.gpus.empty()) \
   GTEST_SKIP() << "no CUDA GPU here (" << gpu_context()->inventory.driver.cuda_error << "); runs on the GPU machine"
 
 }  // namespace

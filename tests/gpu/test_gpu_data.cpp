@@ -162,10 +162,12 @@ TEST_F(GpuData, TrainingIsTheSameThroughEveryCacheMode) {
   for (const std::string cache : {"vram", "ram", "none"}) {
     const auto dir = fs::temp_directory_path() / ("gputrain-gpu-data-" + cache);
     fs::remove_all(dir);
-    const auto config = train::load_config({{}, {"model.name=mlp", "model.hidden=[64]", "data.shape=[32]", "data.samples=1000",
-                                                  "data.val_samples=200", "train.epochs=2", "train.batch_size=100", "device=cuda",
-                                                  "train.deterministic=true", "train.tf32=false", "data.cache=" + cache,
-                                                  "data.num_workers=2", "logging.progress=off", "logging.dir=" + dir.string()}, ""});
+    const auto config =
+        train::load_config({{},
+                            {"model.name=mlp", "model.hidden=[64]", "data.shape=[32]", "data.samples=1000", "data.val_samples=200",
+                             "train.epochs=2", "train.batch_size=100", "device=cuda", "train.deterministic=true", "train.tf32=false",
+                             "data.cache=" + cache, "data.num_workers=2", "logging.progress=off", "logging.dir=" + dir.string()},
+                            ""});
     train::Trainer trainer(config, test_support::quiet_trainer());
     const auto result = trainer.fit();
     EXPECT_EQ(result.data_cache, cache);

@@ -24,9 +24,9 @@ namespace {
 Config nccl_run(const std::string& name, std::vector<std::string> overrides = {}) {
   const auto dir = fs::temp_directory_path() / ("gputrain-gpu-dist-" + name);
   fs::remove_all(dir);
-  std::vector<std::string> all{"model.name=mlp", "model.hidden=[256, 256]", "model.dropout=0", "data.shape=[64]",
-                               "data.classes=4", "data.samples=2048", "data.val_samples=256", "train.epochs=2",
-                               "train.batch_size=128", "train.deterministic=true", "optimizer.name=sgd", "device=cuda",
+  std::vector<std::string> all{"model.name=mlp",       "model.hidden=[256, 256]",    "model.dropout=0",      "data.shape=[64]",
+                               "data.classes=4",       "data.samples=2048",          "data.val_samples=256", "train.epochs=2",
+                               "train.batch_size=128", "train.deterministic=true",   "optimizer.name=sgd",   "device=cuda",
                                "logging.progress=off", "logging.dir=" + dir.string()};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return load_config({{}, all, ""});

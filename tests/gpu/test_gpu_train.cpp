@@ -2,8 +2,8 @@
 // Skipped without a GPU.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/cuda.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -11,10 +11,10 @@
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/batch_size.hpp"
-#include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
+#include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/libtorch_transformer.hpp"
 #include "support/quiet_trainer.hpp"
@@ -29,9 +29,9 @@ namespace {
 Config gpu_run(const std::string& name, std::vector<std::string> overrides) {
   const auto dir = fs::temp_directory_path() / ("gputrain-gpu-trainer-" + name);
   fs::remove_all(dir);
-  std::vector<std::string> all{"model.name=resnet18", "data.shape=[3, 32, 32]", "data.samples=512", "data.val_samples=128",
-                               "train.epochs=2", "train.batch_size=64", "train.channels_last=true", "device=cuda",
-                               "logging.progress=off", "logging.every_steps=4", "logging.dir=" + dir.string()};
+  std::vector<std::string> all{"model.name=resnet18",  "data.shape=[3, 32, 32]", "data.samples=512",           "data.val_samples=128",
+                               "train.epochs=2",       "train.batch_size=64",    "train.channels_last=true",   "device=cuda",
+                               "logging.progress=off", "logging.every_steps=4",  "logging.dir=" + dir.string()};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return load_config({{}, all, ""});
 }
@@ -187,9 +187,9 @@ TEST_F(GpuTrainer, AutoBatchUnderAMemoryCapIsNearTheLargestAndDoesNotOom) {
 // A real CUDA OOM mid-run (the memory fraction lowered after step 3) is survived: same steps and
 // samples as the run without it.
 TEST_F(GpuTrainer, ARealCudaOomMidRunIsSurvived) {
-  const std::vector<std::string> common{"model.name=mlp", "data.shape=[1024]", "model.hidden=[4096, 4096]",
-                                        "data.samples=16384", "data.val_samples=0", "checkpoint.best_metric=none",
-                                        "train.batch_size=4096", "train.epochs=1", "train.tf32=false"};
+  const std::vector<std::string> common{"model.name=mlp",        "data.shape=[1024]",  "model.hidden=[4096, 4096]",
+                                        "data.samples=16384",    "data.val_samples=0", "checkpoint.best_metric=none",
+                                        "train.batch_size=4096", "train.epochs=1",     "train.tf32=false"};
   const c10::Device gpu(c10::kCUDA, 0);
   FitResult expected;
   std::uint64_t peak = 0;
@@ -218,9 +218,10 @@ TEST_F(GpuTrainer, ARealCudaOomMidRunIsSurvived) {
 // per-class validation counts (index_add_ on the device) add up to the figures beside them and
 // count the same samples per class as the CPU does on the same data.
 TEST_F(GpuTrainer, ClassWeightsTrainAndThePerClassCountsAddUp) {
-  const std::vector<std::string> common{"model.name=mlp", "data.shape=[32]", "data.classes=3", "data.samples=1024",
-                                        "data.val_samples=256", "train.class_weights=[1, 2.5, 0.5]", "train.tf32=false",
-                                        "checkpoint.best_metric=val_balanced_accuracy"};
+  const std::vector<std::string> common{"model.name=mlp",       "data.shape=[32]",
+                                        "data.classes=3",       "data.samples=1024",
+                                        "data.val_samples=256", "train.class_weights=[1, 2.5, 0.5]",
+                                        "train.tf32=false",     "checkpoint.best_metric=val_balanced_accuracy"};
   auto on_cpu = common;
   on_cpu.emplace_back("device=cpu");
   on_cpu.emplace_back("train.precision=fp32");

@@ -95,9 +95,15 @@ inline std::vector<std::string> overwritten_copies(const std::string& bytes, int
     for (int i = 0; i < count; ++i) {
       std::size_t at = 0;
       switch (random() % 4) {
-        case 0: at = random() % changed.size(); break;                      // anywhere
-        case 1: at = changed.size() - 1 - random() % edge; break;          // the end
-        default: at = random() % edge; break;                              // the start
+        case 0:
+          at = random() % changed.size();
+          break;  // anywhere
+        case 1:
+          at = changed.size() - 1 - random() % edge;
+          break;  // the end
+        default:
+          at = random() % edge;
+          break;  // the start
       }
       changed[at] = static_cast<char>(random() % 2 ? extremes[random() % 4] : static_cast<std::uint8_t>(random()));
     }

@@ -19,9 +19,9 @@
 namespace gputrain::test_support {
 
 struct LibTorchTransformerImpl : torch::nn::Module {
-  LibTorchTransformerImpl(std::int64_t sequence, std::int64_t features, std::int64_t d_model, std::int64_t heads,
-                          std::int64_t ff_dim, std::int64_t layers, std::int64_t outputs, double dropout = 0.0,
-                          const std::string& activation = "relu", bool pre_norm = false)
+  LibTorchTransformerImpl(std::int64_t sequence, std::int64_t features, std::int64_t d_model, std::int64_t heads, std::int64_t ff_dim,
+                          std::int64_t layers, std::int64_t outputs, double dropout = 0.0, const std::string& activation = "relu",
+                          bool pre_norm = false)
       : norm_first(pre_norm) {
     namespace nn = torch::nn;
     embed = register_module("embed", nn::Linear(features, d_model));
@@ -43,8 +43,8 @@ struct LibTorchTransformerImpl : torch::nn::Module {
         auto normed = layer.norm1(h);
         h = h + layer.dropout1(std::get<0>(layer.self_attn(normed, normed, normed)));
         const auto inner = layer.linear1(layer.norm2(h));
-        const auto activated = std::holds_alternative<torch::enumtype::kGELU>(layer.options.activation()) ? torch::gelu(inner)
-                                                                                                          : torch::relu(inner);
+        const auto activated =
+            std::holds_alternative<torch::enumtype::kGELU>(layer.options.activation()) ? torch::gelu(inner) : torch::relu(inner);
         h = h + layer.dropout2(layer.linear2(layer.dropout(activated)));
       }
     }

@@ -14,10 +14,20 @@ namespace gputrain::test_support {
 inline train::Config small_run(const std::string& name, std::vector<std::string> overrides = {}, bool fresh = true) {
   const auto dir = std::filesystem::temp_directory_path() / ("gputrain-trainer-" + name);
   if (fresh) std::filesystem::remove_all(dir);
-  std::vector<std::string> all{"model.name=mlp", "model.hidden=[32, 16]", "model.dropout=0.2", "data.shape=[10]",
-                               "data.classes=3", "data.samples=96", "data.val_samples=32", "train.epochs=2",
-                               "train.batch_size=16", "train.deterministic=true", "device=cpu",
-                               "logging.progress=off", "logging.every_steps=2", "logging.dir=" + dir.string()};
+  std::vector<std::string> all{"model.name=mlp",
+                               "model.hidden=[32, 16]",
+                               "model.dropout=0.2",
+                               "data.shape=[10]",
+                               "data.classes=3",
+                               "data.samples=96",
+                               "data.val_samples=32",
+                               "train.epochs=2",
+                               "train.batch_size=16",
+                               "train.deterministic=true",
+                               "device=cpu",
+                               "logging.progress=off",
+                               "logging.every_steps=2",
+                               "logging.dir=" + dir.string()};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return train::load_config({{}, all, ""});
 }

@@ -15,7 +15,8 @@ namespace gputrain::tools::profile {
 int profile_loader(const train::Config& config, const train::RunDevice& run, const train::RunData& data, const SweepFlags& flags) {
   if (!flags.plot.empty()) {  // refused before a long sweep, not after it
     const auto ext = std::filesystem::path(flags.plot).extension().string();
-    if (ext != ".svg" && ext != ".png") throw UsageError("--plot writes .svg or .png; '" + flags.plot + "' is neither", "e.g. --plot loader.svg");
+    if (ext != ".svg" && ext != ".png")
+      throw UsageError("--plot writes .svg or .png; '" + flags.plot + "' is neither", "e.g. --plot loader.svg");
     if (ext == ".png" && !gputrain::profile::can_write_png())
       throw EnvironmentError("--plot " + flags.plot + " needs librsvg (librsvg-2.so.2) to render the chart as PNG",
                              "apt-get install librsvg2-2, or use --plot with a .svg name");
@@ -40,12 +41,13 @@ int profile_loader(const train::Config& config, const train::RunDevice& run, con
     std::cerr << "sweeping the loader over " << data.sources.train->description() << " on " << run.device.str() << " ("
               << core::counted(std::int64_t(options.workers.size()), "thread count") << ", " << core::counted(options.repeats, "repeat")
               << " each)\n";
-  const auto sweep = gputrain::profile::sweep_loader(data.sources.train, run.device, options, [&](const gputrain::profile::SweepResult& r, std::size_t done, std::size_t total) {
-    if (!quiet)
-      std::cerr << "  [" << done << "/" << total << "] workers " << r.setting.workers << ", pin " << (r.setting.pin_memory ? "on" : "off")
-                << ", prefetch " << r.setting.prefetch << ", cache " << data::to_string(r.setting.cache) << ": "
-                << core::format_fixed(r.samples_per_second, 0) << " samples/s\n";
-  });
+  const auto sweep = gputrain::profile::sweep_loader(
+      data.sources.train, run.device, options, [&](const gputrain::profile::SweepResult& r, std::size_t done, std::size_t total) {
+        if (!quiet)
+          std::cerr << "  [" << done << "/" << total << "] workers " << r.setting.workers << ", pin "
+                    << (r.setting.pin_memory ? "on" : "off") << ", prefetch " << r.setting.prefetch << ", cache "
+                    << data::to_string(r.setting.cache) << ": " << core::format_fixed(r.samples_per_second, 0) << " samples/s\n";
+      });
   if (!flags.plot.empty()) {
     const auto ext = std::filesystem::path(flags.plot).extension().string();
     if (ext == ".svg") {
@@ -55,7 +57,9 @@ int profile_loader(const train::Config& config, const train::RunDevice& run, con
     }
     if (!quiet) std::cerr << "chart written to " << flags.plot << "\n";
   }
-  std::cout << (flags.json ? gputrain::profile::sweep_json(sweep) : flags.csv ? gputrain::profile::sweep_csv(sweep) : gputrain::profile::sweep_table(sweep));
+  std::cout << (flags.json  ? gputrain::profile::sweep_json(sweep)
+                : flags.csv ? gputrain::profile::sweep_csv(sweep)
+                            : gputrain::profile::sweep_table(sweep));
   return int(ExitCode::ok);
 }
 

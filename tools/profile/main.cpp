@@ -4,13 +4,13 @@
 #include <iostream>
 
 #include "command.hpp"
-#include "help.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/sources.hpp"
 #include "gputrain/profile/step_profile.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/run_setup.hpp"
+#include "help.hpp"
 #include "modes.hpp"
 
 using namespace gputrain;
@@ -28,9 +28,13 @@ int main(int argc, char** argv) {
   app.add_flag("--memory", memory_mode, "print the memory model of one training step");
   app.add_flag("--batch", batch_mode, "find the micro-batch batch_size: auto would pick");
   app.add_flag("--step", step_mode, "time real training steps: data wait, copy, compute, GPU utilisation");
-  app.add_option("--steps", steps, "with --step: how many timed steps (default 50), after 10 warm-up steps (fewer when fewer are asked for)")->check(CLI::Range(2, 100000));
+  app.add_option("--steps", steps,
+                 "with --step: how many timed steps (default 50), after 10 warm-up steps (fewer when fewer are asked for)")
+      ->check(CLI::Range(2, 100000));
   app.add_flag("--exhaustive", exhaustive, "with --batch: also bisect for the true largest batch (more steps)");
-  app.add_option("--source", source, "without a config: data.source (" + core::join(data::file_source_names()) + "); default: the config's, else told from the path");
+  app.add_option(
+      "--source", source,
+      "without a config: data.source (" + core::join(data::file_source_names()) + "); default: the config's, else told from the path");
   app.add_option("--path", path, "without a config: data.path");
   app.add_option("--labels", labels, "without a config: data.labels (CSV: one or more label columns, --labels y1 y2)");
   app.add_option("--workers", sweep.workers, "sweep only these loader thread counts, e.g. --workers 0 2 4")->check(CLI::NonNegativeNumber);
@@ -38,23 +42,27 @@ int main(int argc, char** argv) {
   app.add_option("--batches", sweep.batches, "timed batches per repeat (default 30, fewer after 2 s)")->check(CLI::Range(1, 100000));
   app.add_flag("--json", sweep.json, "print JSON instead of text");
   app.add_flag("--csv", sweep.csv, "sweep: print CSV, one row per setting");
-  app.add_option("--plot", sweep.plot, "sweep: also write a chart of samples/s by thread count (.svg, or .png via librsvg)")->type_name("FILE.svg|FILE.png");
-  app.add_option("--set", sources.overrides, "override one key, e.g. --set train.precision=bf16-mixed (repeatable)")->type_name("KEY=VALUE");
+  app.add_option("--plot", sweep.plot, "sweep: also write a chart of samples/s by thread count (.svg, or .png via librsvg)")
+      ->type_name("FILE.svg|FILE.png");
+  app.add_option("--set", sources.overrides, "override one key, e.g. --set train.precision=bf16-mixed (repeatable)")
+      ->type_name("KEY=VALUE");
   app.add_option("--max-memory", max_memory, "cap device memory, e.g. 8GiB (same as --set device.max_memory=...)")
-      ->type_name("SIZE")->envname("GPUTRAIN_MAX_MEMORY");
+      ->type_name("SIZE")
+      ->envname("GPUTRAIN_MAX_MEMORY");
   tools::add_logging_options(app);
 
   return tools::run_command(app, argc, argv, [&] {
     if (int(memory_mode) + int(batch_mode) + int(step_mode) > 1)
-      throw UsageError("choose one of --memory, --batch and --step (or none, for the loader sweep)", "e.g. gputrain profile --step CONFIG.yaml");
+      throw UsageError("choose one of --memory, --batch and --step (or none, for the loader sweep)",
+                       "e.g. gputrain profile --step CONFIG.yaml");
     if (exhaustive && !batch_mode) throw UsageError("--exhaustive goes with --batch", "gputrain profile --batch --exhaustive CONFIG.yaml");
     if (sweep.json && sweep.csv) throw UsageError("--json or --csv, not both", "pick one output format");
     // --labels takes every word up to the next option, so a config named after it lands there.
     for (const auto& label : labels) {
       const auto extension = std::filesystem::path(label).extension();
       if (extension == ".yaml" || extension == ".yml")
-        throw UsageError("--labels took the config file '" + label + "' as a label", "put the config first: gputrain profile " + label +
-                                                                                     " --labels ..., or end the labels with --");
+        throw UsageError("--labels took the config file '" + label + "' as a label",
+                         "put the config first: gputrain profile " + label + " --labels ..., or end the labels with --");
     }
     if (sources.files.empty() && path.empty() && source.empty())
       throw UsageError("no config and no data to profile", "give a config file, or --source and --path (see --help)");
@@ -78,6 +86,7 @@ int main(int argc, char** argv) {
     // What training will do: with the data cached in GPU memory, the batch gets what is left.
     const auto plan = train::plan_data_cache(config, data, run.device, 0);
     const train::ProbeData probe{samples, data.transform, data.sources.train->size(), train::cache_reserve_bytes(data, plan, run.device)};
-    return memory_mode ? profile_memory(config, run, probe, data_bytes, sweep.json) : profile_batch(config, run, probe, exhaustive, sweep.json);
+    return memory_mode ? profile_memory(config, run, probe, data_bytes, sweep.json)
+                       : profile_batch(config, run, probe, exhaustive, sweep.json);
   });
 }

@@ -43,12 +43,21 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
   const auto& m = estimate.model;
   const std::int64_t predicted = estimate.fitted ? m.largest_batch(config.sizing.target_fraction) : 0;
   if (json) {
-    nlohmann::json out = {{"device", run.device.str()}, {"device_name", run.name}, {"model", config.model_label()},
-                          {"parameters", estimate.parameter_count}, {"precision", train::to_string(config.train.precision)},
-                          {"optimizer", config.optimizer.name}, {"parameter_bytes", m.known.parameters},
-                          {"gradient_bytes", m.known.gradients}, {"optimizer_state_bytes", m.known.optimizer_state},
-                          {"data_bytes", data_bytes}, {"resident_bytes", m.resident}, {"fitted", estimate.fitted},
-                          {"limit_bytes", m.limit}, {"limit_source", m.limit_source}, {"probes", probes_json(estimate.probes)}};
+    nlohmann::json out = {{"device", run.device.str()},
+                          {"device_name", run.name},
+                          {"model", config.model_label()},
+                          {"parameters", estimate.parameter_count},
+                          {"precision", train::to_string(config.train.precision)},
+                          {"optimizer", config.optimizer.name},
+                          {"parameter_bytes", m.known.parameters},
+                          {"gradient_bytes", m.known.gradients},
+                          {"optimizer_state_bytes", m.known.optimizer_state},
+                          {"data_bytes", data_bytes},
+                          {"resident_bytes", m.resident},
+                          {"fitted", estimate.fitted},
+                          {"limit_bytes", m.limit},
+                          {"limit_source", m.limit_source},
+                          {"probes", probes_json(estimate.probes)}};
     if (estimate.fitted) {
       out["fixed_bytes"] = m.fixed;
       out["per_sample_bytes"] = m.per_sample;
@@ -80,9 +89,10 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
               probe_list(estimate.probes).c_str());
   if (estimate.reserved_bytes)
     std::printf("  fitted to the bytes the allocator reserved: a probe ran out of memory where the allocated bytes said it fits\n");
-  std::printf("  largest batch at %s%% of the memory left (sizing.target_fraction): %lld before rounding; "
-              "`gputrain profile --batch` confirms it with real steps\n",
-              core::format_fixed(config.sizing.target_fraction * 100, 0).c_str(), static_cast<long long>(predicted));
+  std::printf(
+      "  largest batch at %s%% of the memory left (sizing.target_fraction): %lld before rounding; "
+      "`gputrain profile --batch` confirms it with real steps\n",
+      core::format_fixed(config.sizing.target_fraction * 100, 0).c_str(), static_cast<long long>(predicted));
   return int(ExitCode::ok);
 }
 
@@ -94,12 +104,19 @@ int profile_batch(const train::Config& config, const train::RunDevice& run, cons
     truth = train::find_largest_fitting_batch(config, run.device, probe, choice.search.memory_batch, options.max_batch,
                                               train::probe_progress(&std::cerr));
   if (json) {
-    nlohmann::json out = {{"device", run.device.str()}, {"device_name", run.name}, {"model", config.model_label()},
-                          {"batch", choice.batch}, {"memory_batch", choice.search.memory_batch},
-                          {"probe_steps", choice.search.probes.size()}, {"memory_probe_steps", choice.search.memory_probes},
-                          {"probes", probes_json(choice.search.probes)}, {"seconds", choice.seconds},
-                          {"reason", choice.search.reason}, {"limit_bytes", choice.budget.limit},
-                          {"limit_source", choice.budget.limit_source}, {"max_batch", options.max_batch}};
+    nlohmann::json out = {{"device", run.device.str()},
+                          {"device_name", run.name},
+                          {"model", config.model_label()},
+                          {"batch", choice.batch},
+                          {"memory_batch", choice.search.memory_batch},
+                          {"probe_steps", choice.search.probes.size()},
+                          {"memory_probe_steps", choice.search.memory_probes},
+                          {"probes", probes_json(choice.search.probes)},
+                          {"seconds", choice.seconds},
+                          {"reason", choice.search.reason},
+                          {"limit_bytes", choice.budget.limit},
+                          {"limit_source", choice.budget.limit_source},
+                          {"max_batch", options.max_batch}};
     if (exhaustive) {
       out["largest_fitting_batch"] = truth.largest;
       out["exhaustive_steps"] = truth.steps;
@@ -114,15 +131,15 @@ int profile_batch(const train::Config& config, const train::RunDevice& run, cons
               probe_list(choice.search.probes).c_str());
   std::printf("  memory limit: %s (%s)\n", core::format_bytes(choice.budget.limit).c_str(), choice.budget.limit_source.c_str());
   if (exhaustive)
-    std::printf("  exhaustive check: the largest batch that fits is %lld (%d more steps); the search found %s%% of it\n",
-                static_cast<long long>(truth.largest), truth.steps,
-                core::format_fixed(100.0 * static_cast<double>(choice.search.memory_batch) / static_cast<double>(truth.largest), 1).c_str());
+    std::printf(
+        "  exhaustive check: the largest batch that fits is %lld (%d more steps); the search found %s%% of it\n",
+        static_cast<long long>(truth.largest), truth.steps,
+        core::format_fixed(100.0 * static_cast<double>(choice.search.memory_batch) / static_cast<double>(truth.largest), 1).c_str());
   std::printf("  use it: --set train.batch_size=%lld, or train.batch_size: auto (remembered in the run directory)\n",
               static_cast<long long>(choice.batch));
   const auto few = train::few_steps_note(choice.batch, config.train.grad_accum, probe.dataset_size, config.data.drop_last);
   if (!few.empty()) std::printf("  note: %s\n", few.c_str());
   return int(ExitCode::ok);
 }
-
 
 }  // namespace gputrain::tools::profile

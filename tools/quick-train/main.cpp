@@ -14,12 +14,13 @@
 using namespace gputrain;
 
 int main(int argc, char** argv) {
-  CLI::App app{"gputrain quick-train: six steps that prove end-to-end GPU training works on this machine:\n"
-               "device detection, CUDA settings, model creation and transfer, forward pass with autocast,\n"
-               "backward pass with the GradScaler, and a short training loop whose loss must fall.\n"
-               "Synthetic data and a small CNN are built in: no files needed.\n\n"
-               "Exit codes: 0 all steps pass, 1 a step failed, 2 bad usage, 3 no usable GPU (see --allow-cpu).",
-               "gputrain quick-train"};
+  CLI::App app{
+      "gputrain quick-train: six steps that prove end-to-end GPU training works on this machine:\n"
+      "device detection, CUDA settings, model creation and transfer, forward pass with autocast,\n"
+      "backward pass with the GradScaler, and a short training loop whose loss must fall.\n"
+      "Synthetic data and a small CNN are built in: no files needed.\n\n"
+      "Exit codes: 0 all steps pass, 1 a step failed, 2 bad usage, 3 no usable GPU (see --allow-cpu).",
+      "gputrain quick-train"};
   quick_train::QuickTrainOptions options;
   std::string precision = "fp16-mixed", junit;
   bool json = false, allow_cpu = false, no_color = false;

@@ -4,8 +4,6 @@
 #include <iostream>
 
 #include "command.hpp"
-#include "help.hpp"
-#include "launch_options.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/dist/communicator.hpp"
@@ -14,27 +12,31 @@
 #include "gputrain/train/evaluation.hpp"
 #include "gputrain/train/fit_summary.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "help.hpp"
+#include "launch_options.hpp"
 
 using namespace gputrain;
-
 
 int main(int argc, char** argv) {
   CLI::App app{tools::kTrainHelp, "gputrain train"};
   train::ConfigSources sources;
   bool print_config = false;
   app.add_option("config", sources.files, "YAML config files; later files override earlier ones");
-  app.add_option("--set", sources.overrides, "override one key, e.g. --set optimizer.lr=3e-4 (repeatable; the value is YAML)")->type_name("KEY=VALUE");
+  app.add_option("--set", sources.overrides, "override one key, e.g. --set optimizer.lr=3e-4 (repeatable; the value is YAML)")
+      ->type_name("KEY=VALUE");
   std::string max_memory;
   app.add_option("--max-memory", max_memory, "cap device memory as a smaller GPU would, e.g. 8GiB (= --set device.max_memory=...)")
-      ->type_name("SIZE")->envname("GPUTRAIN_MAX_MEMORY");
+      ->type_name("SIZE")
+      ->envname("GPUTRAIN_MAX_MEMORY");
   app.add_flag("--print-config", print_config, "print the resolved config as YAML and exit");
   tools::LaunchFlags launch;
   tools::add_launch_options(app, launch);
   std::string evaluate;
   bool json = false;
-  auto* evaluate_option = app.add_option("--evaluate", evaluate,
-                                         "measure these weights (a checkpoint .pt or model.safetensors) on the validation data; no training")
-                              ->type_name("WEIGHTS");
+  auto* evaluate_option =
+      app.add_option("--evaluate", evaluate,
+                     "measure these weights (a checkpoint .pt or model.safetensors) on the validation data; no training")
+          ->type_name("WEIGHTS");
   app.add_flag("--json", json, "with --evaluate: print the figures as one JSON object on stdout")->needs(evaluate_option);
   tools::add_logging_options(app);
 

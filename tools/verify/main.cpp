@@ -13,10 +13,11 @@
 using namespace gputrain;
 
 int main(int argc, char** argv) {
-  CLI::App app{"gputrain verify: check that this machine is ready to train on its GPUs, and say what to fix.\n\n"
-               "Exit codes: 0 all checks pass (warnings allowed), 1 a check failed or timed out,\n"
-               "2 bad usage, 3 no usable GPU (see --allow-cpu). The JSON schema is in docs/verify.md.",
-               "gputrain verify"};
+  CLI::App app{
+      "gputrain verify: check that this machine is ready to train on its GPUs, and say what to fix.\n\n"
+      "Exit codes: 0 all checks pass (warnings allowed), 1 a check failed or timed out,\n"
+      "2 bad usage, 3 no usable GPU (see --allow-cpu). The JSON schema is in docs/verify.md.",
+      "gputrain verify"};
   std::string level = "quick";
   bool json = false, allow_cpu = false, no_color = false;
   std::string junit;

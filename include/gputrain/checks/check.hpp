@@ -22,10 +22,10 @@ std::string_view to_string(Status status);
 
 /// A measured figure, with the figure expected for this GPU model when known.
 struct Figure {
-  std::string name;                 ///< e.g. "tflops", "bandwidth"
+  std::string name;  ///< e.g. "tflops", "bandwidth"
   double value = 0;
-  std::string unit;                 ///< e.g. "TFLOPS", "GB/s", "GiB"
-  std::optional<double> expected;   ///< datasheet or link figure to compare with
+  std::string unit;                ///< e.g. "TFLOPS", "GB/s", "GiB"
+  std::optional<double> expected;  ///< datasheet or link figure to compare with
 };
 
 /// What a check found: a status, a one-line detail, a fix for warn/fail, and figures.
@@ -49,19 +49,19 @@ enum class Level { quick, full };
 /// Everything the checks read, gathered once before they run.
 struct Context {
   Level level = Level::quick;
-  bool allow_cpu = false;                     ///< "no GPU" is a warning, not a failure
+  bool allow_cpu = false;  ///< "no GPU" is a warning, not a failure
   device::SystemInfo system;
   device::GpuInventory inventory;
-  bool discovery_timed_out = false;           ///< the driver did not answer in time
+  bool discovery_timed_out = false;  ///< the driver did not answer in time
   std::vector<device::RuntimeLibrary> libraries;
-  std::string work_dir = ".";                 ///< where free disk space matters
+  std::string work_dir = ".";  ///< where free disk space matters
 };
 
 /// One check. `run` may throw: the runner turns an exception into a fail with its message.
 struct Check {
-  std::string id;                    ///< stable, dotted: "gpu.0.memory"
-  std::string area;                  ///< "system", "driver", "container", "gpu", "libraries", "functional", "performance"
-  std::string title;                 ///< what is checked, for people
+  std::string id;     ///< stable, dotted: "gpu.0.memory"
+  std::string area;   ///< "system", "driver", "container", "gpu", "libraries", "functional", "performance"
+  std::string title;  ///< what is checked, for people
   std::chrono::milliseconds time_limit{std::chrono::seconds(5)};
   std::function<Result(const Context&)> run;
 };

@@ -28,8 +28,7 @@ void write_area_heading(std::ostream& out, const std::string& area, bool color);
 
 /// The one-line summary: "verify: 21 pass, 2 warn, 0 fail, 5 skip, 0 timeout in 0.41 s -> exit 0"
 /// (`command` names the command that ran the checks).
-std::string summary_line(const std::vector<Outcome>& outcomes, double seconds, int exit_code,
-                         const std::string& command = "verify");
+std::string summary_line(const std::vector<Outcome>& outcomes, double seconds, int exit_code, const std::string& command = "verify");
 
 /// The whole run as JSON (schema kVerifySchemaVersion; see docs/verify.md); `tool` is
 /// "gputrain <command>".

@@ -14,8 +14,7 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 
 /// As above, but `write` produces the content through `append` (which may be called many times).
 /// If `write` throws, the partial temporary file is removed and the exception propagates.
-void write_file_atomically(const std::string& path,
-                           const std::function<void(const std::function<void(std::string_view)>& append)>& write);
+void write_file_atomically(const std::string& path, const std::function<void(const std::function<void(std::string_view)>& append)>& write);
 
 /// A file the user named on the command line (--junit, --plot): written as above, except that a
 /// path that exists and is no regular file (/dev/stdout, a pipe) is written straight through, not

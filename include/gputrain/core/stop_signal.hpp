@@ -19,7 +19,8 @@ inline constexpr std::array<int, 5> kStopSignals = {SIGINT, SIGTERM, SIGHUP, SIG
 
 /// What the first stop signal makes a run write (one write(2), so nothing lands inside it): a line
 /// of its own after a blank one. A launcher recognises it in its ranks' output.
-inline constexpr char kStopAnnouncement[] = "\ngputrain: stopping after the current step and saving a checkpoint (signal again to quit now)\n";
+inline constexpr char kStopAnnouncement[] =
+    "\ngputrain: stopping after the current step and saving a checkpoint (signal again to quit now)\n";
 
 /// Installs the handlers for kStopSignals (SIGHUP, SIGUSR1 and SIGUSR2 stay ignored when they were
 /// ignored at start, as under nohup), and ignores SIGPIPE, so a console that is gone cannot end

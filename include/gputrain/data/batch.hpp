@@ -20,9 +20,9 @@ struct Batch {
 /// Regression targets may be standardised too (data.standardize_targets): the model learns
 /// (y - target_mean) / target_std, and predictions() maps its outputs back to the targets' units.
 struct BatchTransform {
-  std::vector<double> mean, std;   ///< per channel (dimension 1); empty: none
-  std::int64_t crop_padding = 0;   ///< random crop of the original size from the padded image
-  bool hflip = false;              ///< flip each image left-right with probability 1/2
+  std::vector<double> mean, std;                ///< per channel (dimension 1); empty: none
+  std::int64_t crop_padding = 0;                ///< random crop of the original size from the padded image
+  bool hflip = false;                           ///< flip each image left-right with probability 1/2
   std::vector<double> target_mean, target_std;  ///< per regression target (dimension 1); empty: none
   /// A batch as the model reads it: float (uint8 scaled to [0, 1]), normalised, and when
   /// `training` augmented (images: the crop, the flip).
@@ -41,8 +41,8 @@ struct BatchTransform {
 /// (uint8 scaled to [0, 1]), over every other dimension: what `data.standardize` normalises with.
 /// Summed in float64 a chunk of samples at a time, so a large uint8 set is never copied whole.
 struct ChannelStats {
-  std::vector<double> mean, std;                 ///< std is the population standard deviation
-  std::vector<std::int64_t> constant_channels;   ///< no spread: std set to 1, so they are only centred
+  std::vector<double> mean, std;                ///< std is the population standard deviation
+  std::vector<std::int64_t> constant_channels;  ///< no spread: std set to 1, so they are only centred
 };
 ChannelStats measure_channel_stats(const at::Tensor& inputs);
 
@@ -51,7 +51,7 @@ class ChannelSums {
  public:
   void add(const at::Tensor& inputs);  ///< [N, C, ...], N >= 1
   std::int64_t samples() const { return samples_; }
-  ChannelStats stats() const;          ///< needs samples() > 0
+  ChannelStats stats() const;  ///< needs samples() > 0
 
  private:
   at::Tensor sum_, sum_sq_;  // float64 [C]

@@ -25,19 +25,19 @@ struct CsvSpec {
   bool classification = true;         ///< labels are class ids (int64), else float32 targets
   char delimiter = ',';
   std::string features_origin = "data.features";  ///< where `features` came from, for a missing column's error
-  std::vector<std::string> exclude{};  ///< columns left out of the default features (an id, a date)
-  std::vector<std::string> categorical{};  ///< feature columns of categories, read as one-hot columns in their place
-  std::vector<CsvCategories> categories{};  ///< a validation file: the training file's categories; empty: found in the file
+  std::vector<std::string> exclude{};             ///< columns left out of the default features (an id, a date)
+  std::vector<std::string> categorical{};         ///< feature columns of categories, read as one-hot columns in their place
+  std::vector<CsvCategories> categories{};        ///< a validation file: the training file's categories; empty: found in the file
 };
 
 /// The columns read_csv chose, for the run's data line: which columns the model reads.
 struct CsvColumns {
-  std::vector<std::string> features;  ///< the feature columns' names, in the model's order
-  std::vector<std::string> inputs;    ///< the inputs' names: the features, a column of categories as its one-hot
-                                      ///< columns ("Sex=female", "Sex=male")
+  std::vector<std::string> features;      ///< the feature columns' names, in the model's order
+  std::vector<std::string> inputs;        ///< the inputs' names: the features, a column of categories as its one-hot
+                                          ///< columns ("Sex=female", "Sex=male")
   std::vector<CsvCategories> categories;  ///< the columns of categories, in the features' order
-  std::vector<std::size_t> unnamed;   ///< 1-based positions of header cells with no name (pandas' index,
-                                      ///< a trailing delimiter), left out of the default features
+  std::vector<std::size_t> unnamed;       ///< 1-based positions of header cells with no name (pandas' index,
+                                          ///< a trailing delimiter), left out of the default features
 };
 
 /// How far a long read is: the file, the bytes parsed and its size. Called on the reading thread

@@ -20,7 +20,6 @@ struct MeasuredStats {
 /// has no more; else a random choice seeded by `seed`, read in file order), decoded `threads` at a
 /// time in chunks of at most 256 MiB, so memory stays bounded whatever the dataset's size. Throws
 /// UsageError when no chosen sample can be read.
-MeasuredStats measure_sample_stats(const std::shared_ptr<const Dataset>& set, std::int64_t max_samples, int threads,
-                                   std::uint64_t seed);
+MeasuredStats measure_sample_stats(const std::shared_ptr<const Dataset>& set, std::int64_t max_samples, int threads, std::uint64_t seed);
 
 }  // namespace gputrain::data

@@ -26,23 +26,23 @@ std::string source_for_path(const std::string& path);
 /// What the data section of a config says (train::Config::data, without depending on train).
 struct SourceSpec {
   std::string source = "synthetic";
-  std::string task = "classification";     ///< classification or regression
-  std::string path;                        ///< meaning per source: docs/data.md
-  std::vector<std::string> labels;         ///< npy: one file; npz/safetensors: one key; csv: one column, or several (regression)
+  std::string task = "classification";  ///< classification or regression
+  std::string path;                     ///< meaning per source: docs/data.md
+  std::vector<std::string> labels;      ///< npy: one file; npz/safetensors: one key; csv: one column, or several (regression)
   std::string val_path, val_labels;
   std::vector<std::string> features;
-  std::vector<std::string> exclude;        ///< csv: columns left out of the default features
-  std::vector<std::string> categorical;    ///< csv: feature columns of categories, read as one-hot columns
+  std::vector<std::string> exclude;                ///< csv: columns left out of the default features
+  std::vector<std::string> categorical;            ///< csv: feature columns of categories, read as one-hot columns
   std::vector<std::int64_t> image_size{224, 224};  ///< image_folder: height, width
-  SyntheticSpec synthetic;                 ///< synthetic only
+  SyntheticSpec synthetic;                         ///< synthetic only
   std::int64_t samples = 0, val_samples = 0;
-  double val_fraction = 0;                 ///< > 0: hold this part of the training samples out for validation
-  std::uint64_t split_seed = 0;            ///< seeds that hold-out
+  double val_fraction = 0;       ///< > 0: hold this part of the training samples out for validation
+  std::uint64_t split_seed = 0;  ///< seeds that hold-out
   /// An evaluation (`train --evaluate`) of a run that held val_fraction out, on other data given as
   /// val_path: the hold-out still leaves the training samples that run had (its standardisation and
   /// class weights were measured on them), and val_path is the validation data.
   bool evaluate_on_val_path = false;
-  ReadProgress read_progress;              ///< told how far a long parse (a large CSV) is; may throw to stop it
+  ReadProgress read_progress;  ///< told how far a long parse (a large CSV) is; may throw to stop it
   /// Told how far making a large synthetic set is ("generating the synthetic training set"); may
   /// throw to stop it.
   SyntheticProgress synthetic_progress;

@@ -22,9 +22,9 @@ struct TensorDataset {
 /// projection, so models that pool over positions can learn it. The teacher depends only on
 /// `seed`, so a training and a validation set made with different `split` share the task.
 struct SyntheticSpec {
-  std::string task = "classification";   ///< classification or regression
-  std::vector<std::int64_t> shape;        ///< one sample
-  std::int64_t outputs = 10;              ///< classes, or regression targets
+  std::string task = "classification";  ///< classification or regression
+  std::vector<std::int64_t> shape;      ///< one sample
+  std::int64_t outputs = 10;            ///< classes, or regression targets
   std::uint64_t seed = 42;
 };
 

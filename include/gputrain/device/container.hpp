@@ -11,8 +11,8 @@ namespace gputrain::device {
 /// Whether this process runs in a container, the runtime when it can be told, and the evidence.
 struct ContainerInfo {
   bool inside = false;
-  std::string runtime;                 ///< "docker", "podman", "kubernetes", "containerd", "lxc", or ""
-  std::vector<std::string> evidence;   ///< what gave it away, e.g. "/.dockerenv exists"
+  std::string runtime;                ///< "docker", "podman", "kubernetes", "containerd", "lxc", or ""
+  std::vector<std::string> evidence;  ///< what gave it away, e.g. "/.dockerenv exists"
 };
 
 /// Looks for /.dockerenv, /run/.containerenv, the `container` and KUBERNETES_SERVICE_HOST

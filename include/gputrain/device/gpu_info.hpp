@@ -29,12 +29,12 @@ struct EccState {
 
 /// One GPU as CUDA numbers it, enriched with NVML's view when the driver offers it.
 struct GpuInfo {
-  int index = 0;                       ///< CUDA ordinal (after CUDA_VISIBLE_DEVICES)
-  std::optional<int> nvml_index;       ///< nvidia-smi's index
+  int index = 0;                  ///< CUDA ordinal (after CUDA_VISIBLE_DEVICES)
+  std::optional<int> nvml_index;  ///< nvidia-smi's index
   std::string name;
-  std::string uuid;                    ///< "GPU-..." (or "MIG-..." for a MIG instance)
-  std::string pci_bus_id;              ///< "0000:65:00.0"
-  int cc_major = 0, cc_minor = 0;      ///< compute capability
+  std::string uuid;                ///< "GPU-..." (or "MIG-..." for a MIG instance)
+  std::string pci_bus_id;          ///< "0000:65:00.0"
+  int cc_major = 0, cc_minor = 0;  ///< compute capability
   int sm_count = 0;
   std::uint64_t memory_total = 0;
   std::optional<std::uint64_t> memory_free;
@@ -54,20 +54,20 @@ struct GpuInfo {
 
 /// The driver as the process sees it.
 struct DriverInfo {
-  bool cuda_loaded = false;            ///< libcuda.so.1 loaded and cuInit succeeded
-  std::string cuda_error;              ///< why not, in words
-  int cuda_driver_api_version = 0;     ///< cuDriverGetVersion: the newest CUDA the driver supports, e.g. 13000
+  bool cuda_loaded = false;         ///< libcuda.so.1 loaded and cuInit succeeded
+  std::string cuda_error;           ///< why not, in words
+  int cuda_driver_api_version = 0;  ///< cuDriverGetVersion: the newest CUDA the driver supports, e.g. 13000
   bool nvml_loaded = false;
   std::string nvml_error;
-  std::string driver_version;          ///< e.g. "580.95.05" (NVML, else /proc/driver/nvidia/version)
+  std::string driver_version;  ///< e.g. "580.95.05" (NVML, else /proc/driver/nvidia/version)
 };
 
 /// All visible GPUs plus the driver facts and anything worth telling about visibility.
 struct GpuInventory {
   DriverInfo driver;
   std::vector<GpuInfo> gpus;
-  int nvml_device_count = 0;           ///< GPUs on the machine, before CUDA_VISIBLE_DEVICES
-  std::vector<std::string> notes;      ///< e.g. CUDA_VISIBLE_DEVICES problems, order mismatches
+  int nvml_device_count = 0;       ///< GPUs on the machine, before CUDA_VISIBLE_DEVICES
+  std::vector<std::string> notes;  ///< e.g. CUDA_VISIBLE_DEVICES problems, order mismatches
 };
 
 /// Finds every visible GPU. Honours CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER (as the driver

@@ -10,12 +10,12 @@ namespace gputrain::device {
 
 /// One CUDA library as found by the loader.
 struct RuntimeLibrary {
-  std::string name;         ///< "cudart", "cublas", "cublasLt", "cudnn", "nccl"
-  std::string soname;       ///< e.g. "libcudnn.so.9"
-  bool available = false;   ///< it could be loaded (or was already)
-  std::string version;      ///< reported by the library itself, e.g. "9.19.0"
-  std::string path;         ///< the file the loader picked
-  std::string error;        ///< why it is not available
+  std::string name;        ///< "cudart", "cublas", "cublasLt", "cudnn", "nccl"
+  std::string soname;      ///< e.g. "libcudnn.so.9"
+  bool available = false;  ///< it could be loaded (or was already)
+  std::string version;     ///< reported by the library itself, e.g. "9.19.0"
+  std::string path;        ///< the file the loader picked
+  std::string error;       ///< why it is not available
 };
 
 /// Asks each library for its version; reuses a copy the process already has (e.g. LibTorch's),
@@ -40,8 +40,7 @@ std::vector<LoadedCopies> loaded_cuda_library_copies();
 /// Groups mapped object paths by family (the file name up to ".so", with a "_suffix" folded into
 /// its family: libcudnn_graph -> libcudnn); exposed for tests. Paths are made canonical so a
 /// symlinked path is not a second copy.
-std::vector<LoadedCopies> group_library_copies(const std::vector<std::string>& mapped_paths,
-                                               const std::vector<std::string>& families);
+std::vector<LoadedCopies> group_library_copies(const std::vector<std::string>& mapped_paths, const std::vector<std::string>& families);
 
 /// The folders of the libraries LibTorch links directly (libcudart, libcublas, libcublasLt,
 /// libcudnn, libnccl; not their sub-libraries): found through RPATHs that outrank LD_LIBRARY_PATH,
@@ -54,8 +53,7 @@ std::vector<std::string> foreign_cuda_files(const std::vector<LoadedCopies>& cop
 
 /// Folders on `ld_library_path` that hold another build of a CUDA library we load (e.g. a toolkit's
 /// /usr/local/cuda/lib64), i.e. that contain one of our sonames and are not among `our_folders`.
-std::vector<std::string> rival_cuda_library_folders(const std::string& ld_library_path,
-                                                    const std::vector<std::string>& our_folders);
+std::vector<std::string> rival_cuda_library_folders(const std::string& ld_library_path, const std::vector<std::string>& our_folders);
 
 /// cuDNN dlopens its sub-libraries (libcudnn_graph.so.9, ...) by soname, already while LibTorch
 /// loads, and its RUNPATH ranks below LD_LIBRARY_PATH: a toolkit folder there mixes two cuDNN

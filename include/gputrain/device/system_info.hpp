@@ -20,8 +20,8 @@ struct DiskSpace {
 
 /// RAM and the cgroup's memory limit: all that memory sizing needs, read without the rest of SystemInfo.
 struct MemoryInfo {
-  std::uint64_t ram_total = 0;     ///< MemTotal
-  std::uint64_t ram_available = 0; ///< MemAvailable
+  std::uint64_t ram_total = 0;                ///< MemTotal
+  std::uint64_t ram_available = 0;            ///< MemAvailable
   std::optional<std::uint64_t> memory_limit;  ///< the cgroup limit when tighter than RAM
 };
 
@@ -31,19 +31,19 @@ MemoryInfo read_memory_info();
 /// OS, CPU, memory, shared memory and container facts of this machine.
 struct SystemInfo {
   OsRelease os;
-  std::string kernel;              ///< uname -r
-  std::string architecture;        ///< uname -m
-  std::string cpu_model;           ///< /proc/cpuinfo "model name"
-  int logical_cores = 0;           ///< online CPUs of the host
-  int affinity_cores = 0;          ///< CPUs in this process's affinity mask (taskset, cpusets)
+  std::string kernel;        ///< uname -r
+  std::string architecture;  ///< uname -m
+  std::string cpu_model;     ///< /proc/cpuinfo "model name"
+  int logical_cores = 0;     ///< online CPUs of the host
+  int affinity_cores = 0;    ///< CPUs in this process's affinity mask (taskset, cpusets)
   CgroupLimits cgroup;
-  double usable_cores = 0;         ///< min(affinity, cgroup quota): what workers can really use
-  bool affinity_narrowed = false;  ///< the affinity holds fewer CPUs than the cpuset (or host) allows: a
-                                   ///< launcher (mpirun, srun) or taskset bound this process to its own
-  std::uint64_t ram_total = 0;     ///< MemTotal
-  std::uint64_t ram_available = 0; ///< MemAvailable
+  double usable_cores = 0;                    ///< min(affinity, cgroup quota): what workers can really use
+  bool affinity_narrowed = false;             ///< the affinity holds fewer CPUs than the cpuset (or host) allows: a
+                                              ///< launcher (mpirun, srun) or taskset bound this process to its own
+  std::uint64_t ram_total = 0;                ///< MemTotal
+  std::uint64_t ram_available = 0;            ///< MemAvailable
   std::optional<std::uint64_t> memory_limit;  ///< the cgroup limit when tighter than RAM
-  std::optional<DiskSpace> shm;    ///< /dev/shm, where NCCL ranks on one node (and DataLoader workers) exchange data
+  std::optional<DiskSpace> shm;               ///< /dev/shm, where NCCL ranks on one node (and DataLoader workers) exchange data
   ContainerInfo container;
 };
 

@@ -17,17 +17,16 @@ struct PhysicalGpu {
 
 /// The outcome of parsing CUDA_VISIBLE_DEVICES against the machine's GPUs.
 struct VisibleDevices {
-  bool restricted = false;           ///< the variable is set (even to "")
-  std::vector<int> physical;         ///< physical indices, in CUDA ordinal order
-  std::vector<std::string> mig;      ///< MIG instance UUIDs, resolved by the driver
-  std::vector<std::string> problems; ///< entries that were ignored, and why
+  bool restricted = false;            ///< the variable is set (even to "")
+  std::vector<int> physical;          ///< physical indices, in CUDA ordinal order
+  std::vector<std::string> mig;       ///< MIG instance UUIDs, resolved by the driver
+  std::vector<std::string> problems;  ///< entries that were ignored, and why
 };
 
 /// Applies the CUDA runtime's rules: comma-separated ordinals or UUIDs (with or without "GPU-",
 /// any unique prefix); unset shows all GPUs; "" shows none; the first invalid, out-of-range,
 /// ambiguous or repeated entry ends the list, hiding every entry after it.
-VisibleDevices parse_cuda_visible_devices(const std::optional<std::string>& value,
-                                          const std::vector<PhysicalGpu>& gpus);
+VisibleDevices parse_cuda_visible_devices(const std::optional<std::string>& value, const std::vector<PhysicalGpu>& gpus);
 
 /// CUDA_DEVICE_ORDER: FASTEST_FIRST (the driver's default) or PCI_BUS_ID (nvidia-smi's order).
 enum class DeviceOrder { fastest_first, pci_bus_id };

@@ -9,10 +9,10 @@ namespace gputrain::dist {
 
 struct AllReduceFigures {
   int gpus = 0;
-  std::int64_t bytes = 0;        ///< per GPU, per all-reduce
-  double seconds = 0;            ///< one all-reduce, the slowest rank's average
-  double algbw_gbps = 0;         ///< bytes / seconds, GB/s (10^9)
-  double busbw_gbps = 0;         ///< algbw x 2(n-1)/n
+  std::int64_t bytes = 0;  ///< per GPU, per all-reduce
+  double seconds = 0;      ///< one all-reduce, the slowest rank's average
+  double algbw_gbps = 0;   ///< bytes / seconds, GB/s (10^9)
+  double busbw_gbps = 0;   ///< algbw x 2(n-1)/n
 };
 
 /// busbw for an all-reduce over `ranks` ranks at algorithm bandwidth `algbw`.

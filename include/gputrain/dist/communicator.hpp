@@ -69,8 +69,8 @@ class Communicator {
 /// How to connect.
 struct CommunicatorOptions {
   Backend backend = Backend::mpi;
-  c10::Device device{c10::kCPU};           ///< cuda:LOCAL_RANK for NCCL
-  std::chrono::seconds timeout{300};       ///< a collective (or the rendezvous) that takes longer is an error
+  c10::Device device{c10::kCPU};      ///< cuda:LOCAL_RANK for NCCL
+  std::chrono::seconds timeout{300};  ///< a collective (or the rendezvous) that takes longer is an error
 };
 
 /// Joins the run described by `env`. NCCL: rank 0 hosts a TCPStore at MASTER_ADDR:MASTER_PORT and

@@ -31,10 +31,10 @@ struct GradientSyncOptions {
 /// What the synchronisation cost, for the benchmark and the logs.
 struct SyncFigures {
   std::int64_t steps = 0;
-  std::int64_t buckets = 0;                ///< per step
-  std::int64_t bytes_per_step = 0;         ///< sent by the all-reduces, on the wire
-  std::int64_t launched_in_backward = 0;   ///< buckets started while backward ran (overlapped), all steps
-  double wait_seconds = 0;                 ///< time finish() waited for the all-reduces (exposed communication)
+  std::int64_t buckets = 0;                     ///< per step
+  std::int64_t bytes_per_step = 0;              ///< sent by the all-reduces, on the wire
+  std::int64_t launched_in_backward = 0;        ///< buckets started while backward ran (overlapped), all steps
+  double wait_seconds = 0;                      ///< time finish() waited for the all-reduces (exposed communication)
   std::optional<double> communication_seconds;  ///< the all-reduces' own time, when the engine can tell (MPI)
   /// The share of the all-reduces' time hidden behind backward, when known.
   std::optional<double> hidden_share() const;
@@ -77,7 +77,6 @@ class GradientSync {
 };
 
 /// Copies rank 0's parameters and buffers to every rank, so all start from the same model.
-void broadcast_from_rank0(Communicator& communicator, const std::vector<at::Tensor>& parameters,
-                          const std::vector<at::Tensor>& buffers);
+void broadcast_from_rank0(Communicator& communicator, const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& buffers);
 
 }  // namespace gputrain::dist

@@ -24,15 +24,15 @@ namespace gputrain::dist {
 inline constexpr const char* kLaunchedVariable = "GPUTRAIN_LAUNCHED";
 
 struct LaunchSpec {
-  int ranks = 1;                       ///< processes to start on this node
-  bool through_mpirun = false;         ///< MPI ranks: start them with mpirun
-  std::vector<std::string> command;    ///< the rank's argv (argv[0] an absolute path)
-  int nodes = 1;                       ///< nodes whose launchers start `ranks` each (torchrun's --nnodes)
-  int node_rank = 0;                   ///< this node's place: its ranks are node_rank * ranks + 0 .. ranks-1
-  std::string master_addr;             ///< where rank 0's TCPStore listens; "": 127.0.0.1 (one node)
-  int master_port = 0;                 ///< NCCL rendezvous port; 0: a free one (one node only)
-  double grace_seconds = 10;           ///< between SIGTERM and SIGKILL when stopping the others
-  int tail_lines = 20;                 ///< lines of a failed rank's output to repeat
+  int ranks = 1;                     ///< processes to start on this node
+  bool through_mpirun = false;       ///< MPI ranks: start them with mpirun
+  std::vector<std::string> command;  ///< the rank's argv (argv[0] an absolute path)
+  int nodes = 1;                     ///< nodes whose launchers start `ranks` each (torchrun's --nnodes)
+  int node_rank = 0;                 ///< this node's place: its ranks are node_rank * ranks + 0 .. ranks-1
+  std::string master_addr;           ///< where rank 0's TCPStore listens; "": 127.0.0.1 (one node)
+  int master_port = 0;               ///< NCCL rendezvous port; 0: a free one (one node only)
+  double grace_seconds = 10;         ///< between SIGTERM and SIGKILL when stopping the others
+  int tail_lines = 20;               ///< lines of a failed rank's output to repeat
 };
 
 /// Throws UsageError when `spec` cannot start: no ranks, a node rank outside the nodes, several

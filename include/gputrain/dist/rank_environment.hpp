@@ -11,13 +11,13 @@ namespace gputrain::dist {
 
 /// One rank's place in the run.
 struct RankEnvironment {
-  int rank = 0;               ///< 0 .. world_size-1; rank 0 writes logs, metrics and checkpoints
-  int local_rank = 0;         ///< the rank on this node; picks the GPU (cuda:LOCAL_RANK)
+  int rank = 0;        ///< 0 .. world_size-1; rank 0 writes logs, metrics and checkpoints
+  int local_rank = 0;  ///< the rank on this node; picks the GPU (cuda:LOCAL_RANK)
   int world_size = 1;
-  int local_world_size = 1;   ///< ranks on this node
-  std::string master_addr;    ///< where rank 0's TCPStore listens (NCCL rendezvous); may be empty for MPI
-  int master_port = 0;        ///< 0 when not given
-  std::string launcher;       ///< "torchrun", "slurm" or "mpirun": whose variables these were
+  int local_world_size = 1;  ///< ranks on this node
+  std::string master_addr;   ///< where rank 0's TCPStore listens (NCCL rendezvous); may be empty for MPI
+  int master_port = 0;       ///< 0 when not given
+  std::string launcher;      ///< "torchrun", "slurm" or "mpirun": whose variables these were
 };
 
 /// Looks a variable up; nullopt when unset. The default reads the process environment.

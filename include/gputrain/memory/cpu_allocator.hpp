@@ -13,11 +13,12 @@ namespace gputrain::memory {
 /// Bytes held by CPU tensors allocated since the counting allocator was installed.
 struct CpuMemoryStats {
   std::uint64_t allocated = 0;
-  std::uint64_t peak = 0;      ///< highest `allocated` since install or reset_cpu_peak()
-  std::uint64_t cached = 0;    ///< freed blocks kept for reuse (not in `allocated`)
-  std::uint64_t cache_bound = 0;  ///< allocated + cached stay under this: the cap, else 90 % of the memory available at install (0: unknown)
-  std::uint64_t cap = 0;       ///< 0: no cap
-  std::uint64_t refused = 0;   ///< allocations refused by the cap
+  std::uint64_t peak = 0;    ///< highest `allocated` since install or reset_cpu_peak()
+  std::uint64_t cached = 0;  ///< freed blocks kept for reuse (not in `allocated`)
+  std::uint64_t cache_bound =
+      0;                      ///< allocated + cached stay under this: the cap, else 90 % of the memory available at install (0: unknown)
+  std::uint64_t cap = 0;      ///< 0: no cap
+  std::uint64_t refused = 0;  ///< allocations refused by the cap
 };
 
 /// Makes the counting allocator LibTorch's CPU allocator (idempotent, thread-safe). Tensors

@@ -17,8 +17,8 @@ struct MemoryFigures {
   /// Highest `reserved` since the last reset_peak_memory(), on CUDA (0 on the CPU): what the
   /// caching allocator's memory fraction limits, its rounding and cached blocks included.
   std::uint64_t reserved_peak = 0;
-  std::uint64_t limit = 0;      ///< what this process may hold in all (see limit_source)
-  std::string limit_source;     ///< device.max_memory, free GPU memory, cgroup limit, available RAM
+  std::uint64_t limit = 0;   ///< what this process may hold in all (see limit_source)
+  std::string limit_source;  ///< device.max_memory, free GPU memory, cgroup limit, available RAM
 };
 
 /// The figures now. On the CPU they count tensors allocated after install_counting_cpu_allocator().

@@ -26,8 +26,8 @@ struct OomPolicy {
 
 /// One out-of-memory event, as metrics.jsonl records it.
 struct OomEvent {
-  std::int64_t step = 0;             ///< the optimizer step it happened in (0-based: steps done before it)
-  std::string phase;                 ///< "train" or "validation"
+  std::int64_t step = 0;  ///< the optimizer step it happened in (0-based: steps done before it)
+  std::string phase;      ///< "train" or "validation"
   std::int64_t old_micro_batch = 0;
   std::int64_t new_micro_batch = 0;  ///< 0 when recovery gave up
   bool regrow = false;               ///< it happened while trying a larger micro-batch again
@@ -79,9 +79,9 @@ class OomGuard {
   std::int64_t preferred_, micro_batch_;
   OomPolicy policy_;
   std::string phase_;
-  std::int64_t halvings_ = 0;        // in effect now
-  std::int64_t clean_steps_ = 0;     // since the last OOM or regrowth
-  std::int64_t regrow_interval_ = 0; // doubles after each failed regrowth
+  std::int64_t halvings_ = 0;         // in effect now
+  std::int64_t clean_steps_ = 0;      // since the last OOM or regrowth
+  std::int64_t regrow_interval_ = 0;  // doubles after each failed regrowth
   std::int64_t oom_count_ = 0;
   std::vector<OomEvent> events_;
   std::function<std::int64_t(std::int64_t)> agree_;

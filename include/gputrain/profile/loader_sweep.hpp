@@ -38,15 +38,15 @@ struct SweepResult {
 };
 
 struct SweepOptions {
-  std::vector<int> workers;         ///< thread counts to try (worker_counts())
+  std::vector<int> workers;  ///< thread counts to try (worker_counts())
   std::vector<int> prefetch{1, 2, 4};
   std::vector<data::CacheMode> caches;  ///< cache modes that fit, besides streaming (none)
   std::int64_t batch_size = 64;
   int warmup_batches = 3;
-  int batches = 30;                 ///< timed batches per repeat (fewer when max_seconds runs out)
+  int batches = 30;  ///< timed batches per repeat (fewer when max_seconds runs out)
   int repeats = 3;
-  double min_seconds = 0.2;         ///< per repeat: more batches when `batches` take less (microseconds a batch time noise)
-  double max_seconds = 2.0;         ///< per repeat
+  double min_seconds = 0.2;  ///< per repeat: more batches when `batches` take less (microseconds a batch time noise)
+  double max_seconds = 2.0;  ///< per repeat
   std::uint64_t seed = 0;
 };
 
@@ -55,14 +55,14 @@ struct SweepOptions {
 constexpr double kSameSpeed = 0.05;
 
 struct LoaderSweep {
-  std::vector<SweepResult> results;  ///< in the order they ran; results[0] is the baseline
-  std::size_t best = 0;              ///< the first result within kSameSpeed of the fastest
-  std::string device;                ///< "cpu" or "cuda:0"
-  double pinned_copy_gbps = 0;       ///< host-to-device ceiling measured with pinned memory (GPU only)
-  double device_copy_gbps = 0;       ///< a copy within the GPU's memory, the vram gather's ceiling (GPU only)
+  std::vector<SweepResult> results;                            ///< in the order they ran; results[0] is the baseline
+  std::size_t best = 0;                                        ///< the first result within kSameSpeed of the fastest
+  std::string device;                                          ///< "cpu" or "cuda:0"
+  double pinned_copy_gbps = 0;                                 ///< host-to-device ceiling measured with pinned memory (GPU only)
+  double device_copy_gbps = 0;                                 ///< a copy within the GPU's memory, the vram gather's ceiling (GPU only)
   std::int64_t batch_size = 0, samples = 0, sample_bytes = 0;  ///< batch_size: as timed, at most `samples`
-  std::int64_t asked_batch_size = 0;                            ///< train.batch_size (64 for auto)
-  std::string dataset;               ///< its description
+  std::int64_t asked_batch_size = 0;                           ///< train.batch_size (64 for auto)
+  std::string dataset;                                         ///< its description
 };
 
 /// The first of `results` whose samples/s is within kSameSpeed of the fastest; 0 when empty.

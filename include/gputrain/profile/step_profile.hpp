@@ -22,7 +22,7 @@ struct StepProfile {
   double data_stall_percent = 0, samples_per_second = 0, pinned_copy_gbps = 0;
   std::optional<double> gpu_data_wait_seconds, gpu_data_stall_percent;  ///< the GPU's own clock (GPU only)
   std::optional<double> gpu_utilization_percent;                        ///< NVML (GPU only)
-  std::string utilization_unavailable;  ///< why there is no utilisation on a GPU ("" otherwise)
+  std::string utilization_unavailable;                                  ///< why there is no utilisation on a GPU ("" otherwise)
   StepVerdict verdict = StepVerdict::compute_bound;
 };
 

@@ -13,7 +13,7 @@
 namespace gputrain::quick_train {
 
 struct QuickTrainOptions {
-  std::string device = "auto";            ///< auto, cpu, cuda, cuda:N
+  std::string device = "auto";                                ///< auto, cpu, cuda, cuda:N
   train::Precision precision = train::Precision::fp16_mixed;  ///< fp16 exercises the GradScaler
   std::int64_t batch_size = 32;
   std::int64_t iterations = 10;

@@ -10,8 +10,8 @@
 namespace gputrain::sizing {
 
 struct WorkerPlan {
-  int workers = 0;          ///< worker threads per rank (0: the training thread loads)
-  std::string reason;       ///< "2 usable cores, 1 rank on this node: 1 core per rank for training"
+  int workers = 0;     ///< worker threads per rank (0: the training thread loads)
+  std::string reason;  ///< "2 usable cores, 1 rank on this node: 1 core per rank for training"
 };
 
 constexpr int kMaxWorkersPerRank = 8;

@@ -27,11 +27,11 @@ std::uint64_t optimizer_state_bytes(const std::string& optimizer, double momentu
 /// small batch's constant optimizer peak from hiding the activations' slope.
 struct ProbePoint {
   std::int64_t batch = 0;
-  bool fits = false;               ///< false: it raised c10::OutOfMemoryError
-  std::uint64_t peak = 0;          ///< highest allocated bytes in forward and backward (fits only)
+  bool fits = false;                 ///< false: it raised c10::OutOfMemoryError
+  std::uint64_t peak = 0;            ///< highest allocated bytes in forward and backward (fits only)
   std::uint64_t optimizer_peak = 0;  ///< highest allocated bytes in the optimizer step (fits only)
-  std::uint64_t activations = 0;   ///< bytes the forward pass kept for backward (fits only)
-  double seconds = 0;              ///< wall time of the whole step (fits only)
+  std::uint64_t activations = 0;     ///< bytes the forward pass kept for backward (fits only)
+  double seconds = 0;                ///< wall time of the whole step (fits only)
   /// Bytes still held after the step that were not before it, whatever the batch: libraries'
   /// workspaces made on first use (cuBLAS's, for one), in `activations` of the step that made them.
   std::uint64_t persistent = 0;
@@ -44,12 +44,12 @@ struct ProbePoint {
 /// The fitted model, and the memory it is measured against.
 struct MemoryModel {
   StaticMemory known;
-  std::uint64_t resident = 0;  ///< allocated before the probes: data kept on the device, parameters
-  double fixed = 0;            ///< fitted peak at batch 0
-  double per_sample = 0;       ///< fitted bytes per sample (activations and their gradients)
+  std::uint64_t resident = 0;        ///< allocated before the probes: data kept on the device, parameters
+  double fixed = 0;                  ///< fitted peak at batch 0
+  double per_sample = 0;             ///< fitted bytes per sample (activations and their gradients)
   std::uint64_t optimizer_peak = 0;  ///< peak of the optimizer step, the same at any batch
-  std::uint64_t limit = 0;     ///< what the process may hold in all
-  std::string limit_source;    ///< device.max_memory, free GPU memory, cgroup limit, available RAM
+  std::uint64_t limit = 0;           ///< what the process may hold in all
+  std::string limit_source;          ///< device.max_memory, free GPU memory, cgroup limit, available RAM
 
   /// The fixed part not explained by resident memory, gradients and optimizer state: allocator
   /// and library workspaces, autocast weight copies, temporaries (never negative).
@@ -63,11 +63,11 @@ struct MemoryModel {
 
 /// Fits peak = fixed + per_sample * batch by least squares through probes that fit (at least two
 /// different batches); the optimizer peak is the largest of theirs.
-MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const std::vector<ProbePoint>& points,
-                             std::uint64_t limit, std::string limit_source);
+MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const std::vector<ProbePoint>& points, std::uint64_t limit,
+                             std::string limit_source);
 
 /// The line through two probes.
-MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const ProbePoint& a,
-                             const ProbePoint& b, std::uint64_t limit, std::string limit_source);
+MemoryModel fit_memory_model(const StaticMemory& known, std::uint64_t resident, const ProbePoint& a, const ProbePoint& b,
+                             std::uint64_t limit, std::string limit_source);
 
 }  // namespace gputrain::sizing

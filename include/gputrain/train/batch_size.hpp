@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-
 #include "gputrain/data/batch.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
 #include "gputrain/sizing/batch_search.hpp"
@@ -24,10 +23,10 @@ namespace gputrain::train {
 /// What the probe steps train on: real samples of the dataset (train::probe_samples), repeated to
 /// make larger batches, prepared as training prepares them.
 struct ProbeData {
-  const data::TensorDataset& samples;        ///< on the device
+  const data::TensorDataset& samples;  ///< on the device
   const data::BatchTransform& transform;
-  std::int64_t dataset_size = 0;             ///< the batch never exceeds it
-  std::uint64_t reserve_bytes = 0;           ///< memory the data cache will take before training
+  std::int64_t dataset_size = 0;    ///< the batch never exceeds it
+  std::uint64_t reserve_bytes = 0;  ///< memory the data cache will take before training
 };
 
 /// Called after each probe step (train::probe_progress says them and ends a search on a stop signal).
@@ -35,9 +34,9 @@ using ProbeObserver = std::function<void(const sizing::ProbePoint&)>;
 
 /// The memory model of one config on one device (`gputrain profile --memory`).
 struct MemoryEstimate {
-  sizing::MemoryModel model;                 ///< fitted when the search fitted one
+  sizing::MemoryModel model;  ///< fitted when the search fitted one
   bool fitted = false;
-  bool reserved_bytes = false;               ///< fitted to the allocator's reserved bytes (sizing::BatchSearchResult)
+  bool reserved_bytes = false;  ///< fitted to the allocator's reserved bytes (sizing::BatchSearchResult)
   std::vector<sizing::ProbePoint> probes;
   std::int64_t parameter_count = 0;
 };
@@ -45,8 +44,7 @@ struct MemoryEstimate {
 /// Fits the memory model with the probe steps of the batch-size search (3-4 in the usual case:
 /// a small one that sizes a large one, then near the largest that fits). No fit when the whole
 /// dataset fits in the first probe.
-MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const ProbeData& data,
-                                     const ProbeObserver& on_probe = {});
+MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, const ProbeData& data, const ProbeObserver& on_probe = {});
 
 /// Peak memory one training step at `batch` adds to what was allocated before it (model,
 /// gradients, optimizer state, activations, workspace), from one real step on a throwaway
@@ -56,18 +54,18 @@ std::uint64_t measure_step_memory(const Config& config, c10::Device device, cons
 /// What `batch_size: auto` settled on.
 struct BatchSizeChoice {
   std::int64_t batch = 0;
-  sizing::BatchSearchResult search;          ///< empty probes when remembered
+  sizing::BatchSearchResult search;  ///< empty probes when remembered
   sizing::MemoryBudget budget;
-  double seconds = 0;                        ///< wall time of the search
-  bool remembered = false;                   ///< read back from `cache_path` instead of searched
-  std::string cache_path;                    ///< <logging.dir>/auto_batch.json ("" to skip)
+  double seconds = 0;       ///< wall time of the search
+  bool remembered = false;  ///< read back from `cache_path` instead of searched
+  std::string cache_path;   ///< <logging.dir>/auto_batch.json ("" to skip)
 };
 
 /// Searches the micro-batch for `config` on `device` (sizing::search_batch_size over real
 /// steps). With a `cache_path`, a result stored there under the same key (GPU model, model and
 /// memory-relevant config hash, LibTorch version) is reused, and a new one is stored.
-BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const std::string& device_name,
-                                const ProbeData& data, const std::string& cache_path, const ProbeObserver& on_probe = {});
+BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const std::string& device_name, const ProbeData& data,
+                                const std::string& cache_path, const ProbeObserver& on_probe = {});
 
 /// "8848: peak 20.30 GiB in 71.46 s", or "9000: out of memory": one probe step, as reports list
 /// them; on CUDA with the allocator's reserved peak beside it ("peak <allocated> (reserved <reserved>)").
@@ -90,8 +88,8 @@ struct ExhaustiveResult {
   std::int64_t largest = 0;
   int steps = 0;
 };
-ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const ProbeData& data,
-                                            std::int64_t fits, std::int64_t upper, const ProbeObserver& on_probe = {});
+ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const ProbeData& data, std::int64_t fits,
+                                            std::int64_t upper, const ProbeObserver& on_probe = {});
 
 /// When `batch_size: auto`'s micro-batch leaves fewer than 8 steps an epoch over `samples` (a
 /// rank's share): the note that says so, with a train.max_batch_size to cap it; "" otherwise.

@@ -35,7 +35,7 @@ class CheckpointDamaged : public Error {
 struct TrainingProgress {
   std::int64_t step = 0;
   std::int64_t epoch = 0;
-  std::int64_t position = 0;          ///< of this rank's share of the epoch
+  std::int64_t position = 0;  ///< of this rank's share of the epoch
   /// The factor callbacks scale the schedule's learning rate by (scheduler: plateau's decays).
   double lr_scale = 1.0;
   /// Each callback's state_dict, by its name: early stopping's count, best.pt's best value, ...

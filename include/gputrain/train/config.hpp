@@ -16,146 +16,146 @@ enum class Precision { fp32, fp16_mixed, bf16_mixed };
 std::string to_string(Precision precision);
 
 struct ModelConfig {
-  std::string name = "auto";          ///< a registered model (see model_registry.hpp), or auto: chosen by the samples' shape
-  std::string torchscript;            ///< a scripted module file; replaces `name` when set
-  std::string init_weights;           ///< a .safetensors file to start from instead of random init
+  std::string name = "auto";                      ///< a registered model (see model_registry.hpp), or auto: chosen by the samples' shape
+  std::string torchscript;                        ///< a scripted module file; replaces `name` when set
+  std::string init_weights;                       ///< a .safetensors file to start from instead of random init
   std::vector<std::int64_t> hidden = {256, 256};  ///< MLP hidden layer widths
-  std::string activation = "relu";    ///< relu, gelu, silu, tanh (MLP hidden layers, transformer feed-forward)
-  double dropout = 0.0;               ///< MLP, CNN and transformer dropout probability
-  std::string norm = "none";          ///< MLP normalisation: none, batch, layer
-  std::int64_t width = 32;            ///< small_cnn: channels of the first conv block
-  std::string stem = "cifar";         ///< ResNets: cifar (3x3, no pool) or imagenet (7x7 + pool)
-  std::int64_t layers = 2;            ///< transformer encoder layers
-  std::int64_t d_model = 128;         ///< transformer width
-  std::int64_t heads = 4;             ///< transformer attention heads
-  std::int64_t ff_dim = 256;          ///< transformer feed-forward width
-  bool norm_first = false;            ///< transformer: LayerNorm before attention and feed-forward (pre-norm)
+  std::string activation = "relu";                ///< relu, gelu, silu, tanh (MLP hidden layers, transformer feed-forward)
+  double dropout = 0.0;                           ///< MLP, CNN and transformer dropout probability
+  std::string norm = "none";                      ///< MLP normalisation: none, batch, layer
+  std::int64_t width = 32;                        ///< small_cnn: channels of the first conv block
+  std::string stem = "cifar";                     ///< ResNets: cifar (3x3, no pool) or imagenet (7x7 + pool)
+  std::int64_t layers = 2;                        ///< transformer encoder layers
+  std::int64_t d_model = 128;                     ///< transformer width
+  std::int64_t heads = 4;                         ///< transformer attention heads
+  std::int64_t ff_dim = 256;                      ///< transformer feed-forward width
+  bool norm_first = false;                        ///< transformer: LayerNorm before attention and feed-forward (pre-norm)
 };
 
 struct DataConfig {
-  std::string source = "synthetic";   ///< synthetic, npy, npz, safetensors, csv, mnist, cifar10, image_folder
-  std::string task = "classification";  ///< classification or regression
-  std::string path;                   ///< the training data's file or folder (every source but synthetic)
-  std::vector<std::string> labels;    ///< npy: the labels' .npy file; npz/safetensors: key; csv: column(s), several for regression
-  std::vector<std::string> features;  ///< npz/safetensors: the features' key; csv: columns (empty: all but the label)
-  std::vector<std::string> exclude;   ///< csv: columns left out of the default features (an id, a date)
+  std::string source = "synthetic";      ///< synthetic, npy, npz, safetensors, csv, mnist, cifar10, image_folder
+  std::string task = "classification";   ///< classification or regression
+  std::string path;                      ///< the training data's file or folder (every source but synthetic)
+  std::vector<std::string> labels;       ///< npy: the labels' .npy file; npz/safetensors: key; csv: column(s), several for regression
+  std::vector<std::string> features;     ///< npz/safetensors: the features' key; csv: columns (empty: all but the label)
+  std::vector<std::string> exclude;      ///< csv: columns left out of the default features (an id, a date)
   std::vector<std::string> categorical;  ///< csv: feature columns of categories, one-hot encoded ("Sex=female", "Sex=male")
-  std::string val_path, val_labels;   ///< validation data in the same format (mnist/cifar10: found beside)
+  std::string val_path, val_labels;      ///< validation data in the same format (mnist/cifar10: found beside)
   std::vector<std::int64_t> image_size = {224, 224};  ///< image_folder: height, width after resize and centre crop
-  std::vector<std::int64_t> shape = {3, 32, 32};  ///< synthetic: shape of one sample (files: read from the data)
-  std::optional<std::int64_t> classes;  ///< classification: number of classes; nullopt means `auto`
-  std::int64_t outputs = 1;           ///< regression: number of targets (synthetic)
-  std::int64_t samples = 4096;        ///< synthetic: training samples
-  std::int64_t val_samples = 1024;    ///< synthetic: validation samples (0: no validation)
-  double val_fraction = 0;            ///< > 0: hold this fraction of the training samples out for validation (seeded by train.seed)
-  bool shuffle = true;                ///< reshuffle every epoch (seeded, resumable)
-  bool drop_last = false;             ///< skip each epoch's last, smaller batch
-  std::string cache = "auto";         ///< auto, vram, ram or none
+  std::vector<std::int64_t> shape = {3, 32, 32};      ///< synthetic: shape of one sample (files: read from the data)
+  std::optional<std::int64_t> classes;                ///< classification: number of classes; nullopt means `auto`
+  std::int64_t outputs = 1;                           ///< regression: number of targets (synthetic)
+  std::int64_t samples = 4096;                        ///< synthetic: training samples
+  std::int64_t val_samples = 1024;                    ///< synthetic: validation samples (0: no validation)
+  double val_fraction = 0;                  ///< > 0: hold this fraction of the training samples out for validation (seeded by train.seed)
+  bool shuffle = true;                      ///< reshuffle every epoch (seeded, resumable)
+  bool drop_last = false;                   ///< skip each epoch's last, smaller batch
+  std::string cache = "auto";               ///< auto, vram, ram or none
   std::optional<std::int64_t> num_workers;  ///< loader threads per rank; nullopt means `auto`
-  std::int64_t prefetch = 2;          ///< batches in flight per loader thread
-  bool pin_memory = true;             ///< page-locked staging buffers for GPU copies
-  double timeout = 120;               ///< seconds a batch may take before the loader gives up
-  std::vector<double> mean, std;      ///< per-channel normalisation after uint8 -> [0, 1]; empty: none
-  bool standardize = false;           ///< measure mean and std on the training set instead (in-memory data)
-  bool standardize_targets = false;   ///< regression: train on (y - mean) / std of the training targets
-  std::int64_t crop_padding = 0;      ///< random crop with this zero padding (images, training only)
-  bool hflip = false;                 ///< random horizontal flip (images, training only)
+  std::int64_t prefetch = 2;                ///< batches in flight per loader thread
+  bool pin_memory = true;                   ///< page-locked staging buffers for GPU copies
+  double timeout = 120;                     ///< seconds a batch may take before the loader gives up
+  std::vector<double> mean, std;            ///< per-channel normalisation after uint8 -> [0, 1]; empty: none
+  bool standardize = false;                 ///< measure mean and std on the training set instead (in-memory data)
+  bool standardize_targets = false;         ///< regression: train on (y - mean) / std of the training targets
+  std::int64_t crop_padding = 0;            ///< random crop with this zero padding (images, training only)
+  bool hflip = false;                       ///< random horizontal flip (images, training only)
 };
 
 /// train.class_weights: how much each class's samples count in the training loss (classification).
 struct ClassWeights {
-  bool balanced = false;       ///< from the training labels: samples / (classes present * the class's count), scikit-learn's rule
-  std::vector<double> given;   ///< one weight per class, as the config lists them
+  bool balanced = false;      ///< from the training labels: samples / (classes present * the class's count), scikit-learn's rule
+  std::vector<double> given;  ///< one weight per class, as the config lists them
   bool any() const { return balanced || !given.empty(); }
 };
 
 struct TrainConfig {
   std::int64_t epochs = 1;
-  std::int64_t max_steps = 0;          ///< optimizer steps; 0: no limit beyond `epochs`
+  std::int64_t max_steps = 0;  ///< optimizer steps; 0: no limit beyond `epochs`
   /// Seconds of training (steps, validation, checkpoints; summed over resumes) after which the
   /// run checkpoints and ends as a finished one does; 0: no limit.
   double max_time = 0;
-  std::int64_t early_stop_patience = 0;  ///< epochs without a better checkpoint.best_metric before the run stops; 0: off
-  double early_stop_min_delta = 0.0;   ///< what counts as better: beating the best by more than this
+  std::int64_t early_stop_patience = 0;         ///< epochs without a better checkpoint.best_metric before the run stops; 0: off
+  double early_stop_min_delta = 0.0;            ///< what counts as better: beating the best by more than this
   std::optional<std::int64_t> batch_size = 64;  ///< micro-batch; nullopt means `auto`
-  std::int64_t max_batch_size = 0;     ///< upper bound for `batch_size: auto`; 0: none
-  std::int64_t grad_accum = 1;         ///< micro-batches per optimizer step
+  std::int64_t max_batch_size = 0;              ///< upper bound for `batch_size: auto`; 0: none
+  std::int64_t grad_accum = 1;                  ///< micro-batches per optimizer step
   Precision precision = Precision::fp32;
-  bool tf32 = true;                    ///< TF32 matmul/conv on Ampere or newer
-  std::optional<bool> channels_last;   ///< NHWC for 4-d weights and inputs; nullopt: auto (Config::uses_channels_last)
-  bool cudnn_benchmark = true;         ///< let cuDNN pick the fastest algorithms
-  double clip_grad_norm = 0.0;         ///< 0: off
-  double label_smoothing = 0.0;        ///< classification: the training loss's target mixes in this share of the uniform distribution
-  ClassWeights class_weights;          ///< classification: none (every sample 1), balanced, or one number per class
+  bool tf32 = true;                   ///< TF32 matmul/conv on Ampere or newer
+  std::optional<bool> channels_last;  ///< NHWC for 4-d weights and inputs; nullopt: auto (Config::uses_channels_last)
+  bool cudnn_benchmark = true;        ///< let cuDNN pick the fastest algorithms
+  double clip_grad_norm = 0.0;        ///< 0: off
+  double label_smoothing = 0.0;       ///< classification: the training loss's target mixes in this share of the uniform distribution
+  ClassWeights class_weights;         ///< classification: none (every sample 1), balanced, or one number per class
   std::int64_t seed = 42;
-  bool deterministic = false;          ///< deterministic algorithms only (bit-exact resume on CPU)
+  bool deterministic = false;  ///< deterministic algorithms only (bit-exact resume on CPU)
 };
 
 struct OptimizerConfig {
-  std::string name = "adamw";          ///< sgd, adam, adamw
+  std::string name = "adamw";  ///< sgd, adam, adamw
   double lr = 1e-3;
-  double momentum = 0.9;               ///< sgd
-  bool nesterov = false;               ///< sgd
+  double momentum = 0.9;  ///< sgd
+  bool nesterov = false;  ///< sgd
   double weight_decay = 0.0;
   std::vector<double> betas = {0.9, 0.999};  ///< adam, adamw
-  double eps = 1e-8;                   ///< adam, adamw
+  double eps = 1e-8;                         ///< adam, adamw
 };
 
 struct SchedulerConfig {
-  std::string name = "none";           ///< none, step, cosine, onecycle, plateau
-  std::int64_t warmup_steps = 0;       ///< linear warm-up from 0 before the schedule
-  std::int64_t step_size = 1000;       ///< step: steps between decays
-  double gamma = 0.1;                  ///< step, plateau: decay factor
-  std::int64_t patience = 10;          ///< plateau: epochs without a better checkpoint.best_metric allowed before a decay
-  double min_lr = 0.0;                 ///< cosine, plateau: floor
-  double pct_start = 0.3;              ///< onecycle: fraction of steps spent rising
+  std::string name = "none";      ///< none, step, cosine, onecycle, plateau
+  std::int64_t warmup_steps = 0;  ///< linear warm-up from 0 before the schedule
+  std::int64_t step_size = 1000;  ///< step: steps between decays
+  double gamma = 0.1;             ///< step, plateau: decay factor
+  std::int64_t patience = 10;     ///< plateau: epochs without a better checkpoint.best_metric allowed before a decay
+  double min_lr = 0.0;            ///< cosine, plateau: floor
+  double pct_start = 0.3;         ///< onecycle: fraction of steps spent rising
 };
 
 struct CheckpointConfig {
-  std::string dir;                     ///< empty: <logging.dir>/checkpoints
-  std::int64_t every_steps = 0;        ///< 0: off
-  std::int64_t every_epochs = 1;       ///< 0: off
-  std::int64_t keep_last = 3;          ///< older periodic checkpoints are deleted
+  std::string dir;                       ///< empty: <logging.dir>/checkpoints
+  std::int64_t every_steps = 0;          ///< 0: off
+  std::int64_t every_epochs = 1;         ///< 0: off
+  std::int64_t keep_last = 3;            ///< older periodic checkpoints are deleted
   std::string best_metric = "val_loss";  ///< val_loss, val_accuracy, val_balanced_accuracy, val_mse, val_mae, none
-  std::string best_mode = "auto";      ///< min, max, auto (max for the accuracies, min otherwise)
-  std::string resume = "auto";         ///< auto, never, or a checkpoint file
+  std::string best_mode = "auto";        ///< min, max, auto (max for the accuracies, min otherwise)
+  std::string resume = "auto";           ///< auto, never, or a checkpoint file
 };
 
 struct LoggingConfig {
-  std::string dir = "runs/default";    ///< the run directory
+  std::string dir = "runs/default";  ///< the run directory
   std::int64_t every_steps = 10;
-  bool jsonl = true;                   ///< metrics.jsonl in the run directory
-  bool tensorboard = true;             ///< TensorBoard event file in the run directory
-  std::string progress = "auto";       ///< auto (bar on a terminal), bar, lines, off
+  bool jsonl = true;              ///< metrics.jsonl in the run directory
+  bool tensorboard = true;        ///< TensorBoard event file in the run directory
+  std::string progress = "auto";  ///< auto (bar on a terminal), bar, lines, off
 };
 
 struct SizingConfig {
-  double target_fraction = 0.90;       ///< `batch_size: auto` fills this share of the memory left after the fixed part
-  std::string objective = "memory";    ///< memory (largest batch that fits) or throughput (fastest of those)
+  double target_fraction = 0.90;     ///< `batch_size: auto` fills this share of the memory left after the fixed part
+  std::string objective = "memory";  ///< memory (largest batch that fits) or throughput (fastest of those)
 };
 
 struct OomConfig {
-  std::int64_t max_halvings = 3;       ///< micro-batch halvings in effect at once; 0: an OOM ends the run
-  std::int64_t min_micro_batch = 1;    ///< never split below this
-  std::int64_t regrow_after = 0;       ///< clean steps before trying the larger micro-batch again; 0: never
+  std::int64_t max_halvings = 3;     ///< micro-batch halvings in effect at once; 0: an OOM ends the run
+  std::int64_t min_micro_batch = 1;  ///< never split below this
+  std::int64_t regrow_after = 0;     ///< clean steps before trying the larger micro-batch again; 0: never
 };
 
 struct DeviceConfig {
-  std::string name = "auto";           ///< auto, cpu, cuda, cuda:N
-  std::uint64_t max_memory = 0;        ///< bytes this process may use on the device; 0: no cap
+  std::string name = "auto";     ///< auto, cpu, cuda, cuda:N
+  std::uint64_t max_memory = 0;  ///< bytes this process may use on the device; 0: no cap
 };
 
 struct DistributedConfig {
-  std::string backend = "auto";        ///< auto (nccl on GPUs, mpi on CPUs), nccl, mpi
-  std::int64_t nproc_per_node = 0;     ///< `gputrain train` starts this many local ranks itself; 0: run in this process
-  std::int64_t nnodes = 1;             ///< nodes our launcher's ranks span (torchrun's --nnodes); each node runs `gputrain train`
-  std::int64_t node_rank = 0;          ///< this node's place, 0 .. nnodes-1: its ranks are node_rank * nproc_per_node + local rank
-  std::string master_addr;             ///< where rank 0's rendezvous listens; "" : 127.0.0.1 (one node)
-  std::int64_t master_port = 0;        ///< the launcher's rendezvous port; 0: a free one (one node only)
-  double timeout = 300;                ///< seconds a collective may take before the run fails
-  double bucket_mb = 25;               ///< gradient all-reduce bucket size, MiB
-  double first_bucket_mb = 1;          ///< the first (last layers') bucket, MiB: starts communication early
-  std::string grad_dtype = "none";     ///< none (the gradients' own), bf16 or fp16: compress the all-reduce
+  std::string backend = "auto";     ///< auto (nccl on GPUs, mpi on CPUs), nccl, mpi
+  std::int64_t nproc_per_node = 0;  ///< `gputrain train` starts this many local ranks itself; 0: run in this process
+  std::int64_t nnodes = 1;          ///< nodes our launcher's ranks span (torchrun's --nnodes); each node runs `gputrain train`
+  std::int64_t node_rank = 0;       ///< this node's place, 0 .. nnodes-1: its ranks are node_rank * nproc_per_node + local rank
+  std::string master_addr;          ///< where rank 0's rendezvous listens; "" : 127.0.0.1 (one node)
+  std::int64_t master_port = 0;     ///< the launcher's rendezvous port; 0: a free one (one node only)
+  double timeout = 300;             ///< seconds a collective may take before the run fails
+  double bucket_mb = 25;            ///< gradient all-reduce bucket size, MiB
+  double first_bucket_mb = 1;       ///< the first (last layers') bucket, MiB: starts communication early
+  std::string grad_dtype = "none";  ///< none (the gradients' own), bf16 or fp16: compress the all-reduce
 };
 
 /// The whole resolved configuration.

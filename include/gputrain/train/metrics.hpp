@@ -21,15 +21,15 @@ struct RunInfo {
   std::int64_t parameters = 0;
   std::int64_t total_steps = 0, steps_per_epoch = 0, epochs = 0;
   std::int64_t batch_size = 0, grad_accum = 1;  ///< the micro-batch the run starts with
-  bool batch_size_auto = false;  ///< found by `batch_size: auto`
-  std::int64_t num_workers = 0;  ///< data.num_workers after `auto` is resolved
-  std::string data_cache = "none";  ///< where the data lives: vram, ram or none (streamed)
+  bool batch_size_auto = false;                 ///< found by `batch_size: auto`
+  std::int64_t num_workers = 0;                 ///< data.num_workers after `auto` is resolved
+  std::string data_cache = "none";              ///< where the data lives: vram, ram or none (streamed)
   std::int64_t train_samples = 0, val_samples = 0;
   double data_read_seconds = 0;  ///< opening the data files (a CSV's parse), before the cache load
   double data_load_seconds = 0;  ///< the one-time load into the cache, apart from any epoch
-  std::int64_t start_step = 0;  ///< above 0 when resumed
-  std::int64_t world_size = 1;  ///< data-parallel ranks (batch_size is per rank)
-  std::string distributed;      ///< "2 ranks over mpi", or empty for a plain run
+  std::int64_t start_step = 0;   ///< above 0 when resumed
+  std::int64_t world_size = 1;   ///< data-parallel ranks (batch_size is per rank)
+  std::string distributed;       ///< "2 ranks over mpi", or empty for a plain run
   /// Epoch lines give the val balanced accuracy beside the val accuracy: the classes are
   /// unbalanced, train.class_weights is set, or best.pt is kept by it (metrics.jsonl always has it).
   bool show_balanced_accuracy = false;
@@ -37,18 +37,18 @@ struct RunInfo {
 
 /// Averages over the steps since the previous report.
 struct StepMetrics {
-  std::int64_t step = 0;        ///< optimizer steps done (1-based after the first step)
-  std::int64_t epoch = 0;       ///< 0-based
+  std::int64_t step = 0;   ///< optimizer steps done (1-based after the first step)
+  std::int64_t epoch = 0;  ///< 0-based
   double loss = 0;
   double samples_per_second = 0;
-  double data_seconds = 0;      ///< per step: waiting for the batch
-  double compute_seconds = 0;   ///< per step: forward, backward, optimizer
+  double data_seconds = 0;     ///< per step: waiting for the batch
+  double compute_seconds = 0;  ///< per step: forward, backward, optimizer
   double lr = 0;
   double loss_scale = 1;
-  std::int64_t skipped_steps = 0;  ///< total so far (inf/nan gradients)
+  std::int64_t skipped_steps = 0;                                            ///< total so far (inf/nan gradients)
   std::uint64_t memory_allocated = 0, memory_reserved = 0, memory_peak = 0;  ///< bytes; on the CPU, counted tensors
-  std::int64_t micro_batch = 0;    ///< in effect now (smaller than the run's after an OOM)
-  std::int64_t oom_events = 0;     ///< total so far
+  std::int64_t micro_batch = 0;                                              ///< in effect now (smaller than the run's after an OOM)
+  std::int64_t oom_events = 0;                                               ///< total so far
   double eta_seconds = 0;
   /// Share of step time spent waiting for data, in percent: a GPU starved by its input shows here.
   double data_stall_percent() const {

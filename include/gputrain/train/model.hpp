@@ -47,7 +47,8 @@ void use_channels_last(Model& model);
 /// Where named tensors come from, for the errors of load_named_state.
 struct StateOrigin {
   std::string name = "the checkpoint";  ///< "the checkpoint", "model.init_weights (w.safetensors)"
-  std::string remedy = "resume with the config the checkpoint was written with (it is stored in the checkpoint), or set checkpoint.resume: never";
+  std::string remedy =
+      "resume with the config the checkpoint was written with (it is stored in the checkpoint), or set checkpoint.resume: never";
 };
 
 /// Copies `state` into the model's tensors by name. Throws Error naming any missing, unexpected

@@ -21,8 +21,8 @@ namespace gputrain::train {
 /// The device a config runs on.
 struct RunDevice {
   c10::Device device{c10::kCPU};
-  std::string name;                 ///< "cpu", or the GPU's name ("NVIDIA H100 80GB HBM3")
-  std::vector<std::string> notes;   ///< worth telling the user (e.g. auto fell back to the CPU)
+  std::string name;                ///< "cpu", or the GPU's name ("NVIDIA H100 80GB HBM3")
+  std::vector<std::string> notes;  ///< worth telling the user (e.g. auto fell back to the CPU)
 };
 
 /// Selects `device.name`, counts CPU allocations from here on, and applies `device.max_memory`.
@@ -32,7 +32,7 @@ RunDevice prepare_device(const Config& config);
 /// A config's data, opened: array files memory-mapped or parsed, image folders listed.
 struct RunData {
   data::Sources sources;
-  data::BatchTransform transform;   ///< uint8 -> float, normalisation, augmentation
+  data::BatchTransform transform;  ///< uint8 -> float, normalisation, augmentation
   /// For the run's log: what data.standardize and data.standardize_targets measured, or without
   /// them a hint when features or regression targets are far from unit scale; and when one class
   /// is most of the samples, the accuracy of always answering it.
@@ -82,10 +82,10 @@ data::CachePlan plan_data_cache(const Config& config, const RunData& data, c10::
 struct DataPlacement {
   data::CachePlan plan;
   std::unique_ptr<data::DeviceCache> train_cache, val_cache;
-  std::unique_ptr<data::Feed> train_feed, val_feed;   ///< val_feed is null without validation data
-  double load_seconds = 0;                             ///< one-time load into the cache
-  std::vector<std::string> skipped;                    ///< unreadable samples left out while loading
-  std::string summary;  ///< "12000 samples, 351.6 MiB in GPU memory (load 0.42 s), 9.1 GiB left for training"
+  std::unique_ptr<data::Feed> train_feed, val_feed;  ///< val_feed is null without validation data
+  double load_seconds = 0;                           ///< one-time load into the cache
+  std::vector<std::string> skipped;                  ///< unreadable samples left out while loading
+  std::string summary;                               ///< "12000 samples, 351.6 MiB in GPU memory (load 0.42 s), 9.1 GiB left for training"
 };
 
 /// Loads the caches (`plan.mode` vram or ram) or starts the loaders (none, `workers` threads each).

@@ -25,20 +25,20 @@ class Model;
 
 /// What a finished (or stopped) run did.
 struct FitResult {
-  std::int64_t start_step = 0;            ///< 0, or the step a resumed run began at
-  std::int64_t steps = 0;                 ///< optimizer steps done, in total
-  std::int64_t total_steps = 0;           ///< what the run was asked for
-  std::int64_t epochs_done = 0;           ///< epochs completed, those before a resume included
-  bool interrupted = false;               ///< stopped by a signal; a checkpoint was written
+  std::int64_t start_step = 0;   ///< 0, or the step a resumed run began at
+  std::int64_t steps = 0;        ///< optimizer steps done, in total
+  std::int64_t total_steps = 0;  ///< what the run was asked for
+  std::int64_t epochs_done = 0;  ///< epochs completed, those before a resume included
+  bool interrupted = false;      ///< stopped by a signal; a checkpoint was written
   /// train.max_time ended the run (or had already, before this resume); it ends as a finished
   /// run does otherwise: a checkpoint and model.safetensors.
   bool time_limit_reached = false;
-  double trained_seconds = 0;             ///< what train.max_time counts: this run's time and the runs' before a resume
-  std::optional<double> first_loss;       ///< training loss of the first step this process ran
-  std::optional<double> last_loss;        ///< training loss of the last step this process ran
+  double trained_seconds = 0;        ///< what train.max_time counts: this run's time and the runs' before a resume
+  std::optional<double> first_loss;  ///< training loss of the first step this process ran
+  std::optional<double> last_loss;   ///< training loss of the last step this process ran
   std::optional<EpochMetrics> last_epoch;
-  bool has_validation = false;            ///< the run has validation data (validated at each epoch's end)
-  bool show_balanced_accuracy = false;    ///< RunInfo's: the val balanced accuracy belongs beside the val accuracy
+  bool has_validation = false;          ///< the run has validation data (validated at each epoch's end)
+  bool show_balanced_accuracy = false;  ///< RunInfo's: the val balanced accuracy belongs beside the val accuracy
   /// When a budget (train.max_steps or train.max_time) ended the run inside an epoch, before that
   /// epoch's end and its validation: the epoch (1-based) and the steps of it that ran; 0 when it
   /// ended at an epoch's end (or was interrupted).
@@ -50,37 +50,37 @@ struct FitResult {
   /// early stop ends on the best epoch's), with checkpoint.best_metric's value there; 0: the last.
   std::int64_t weights_epoch = 0;
   std::optional<double> weights_metric;
-  std::int64_t skipped_steps = 0;         ///< inf/nan gradient steps (fp16)
-  std::int64_t samples = 0;               ///< training samples this process ran through
-  std::int64_t batch_size = 0;            ///< the micro-batch the run started with (found, when auto)
-  std::int64_t micro_batch = 0;           ///< the micro-batch in effect at the end (smaller after OOMs)
-  std::int64_t oom_events = 0;            ///< out-of-memory events survived (or the one that ended it)
-  double samples_per_second = 0;          ///< over the steps this process ran, every rank's samples
-  double data_stall_percent = 0;          ///< share of step_seconds spent waiting for batches
-  double step_seconds = 0;                ///< wall time of this process's steps (validation and checkpoints excluded)
-  double run_seconds = 0;                 ///< wall time of fit(): steps, validation and checkpoints
-  double data_seconds = 0;                ///< of which waiting for batches
-  std::string model;                      ///< what was trained: model.name (chosen, when auto) or the TorchScript file
-  std::string data_cache;                 ///< where the data lived: vram, ram or none (streamed)
-  double data_load_seconds = 0;           ///< the one-time load into the cache (not in any epoch)
-  std::int64_t sample_bytes = 0;          ///< one stored sample, input and target
-  std::int64_t skipped_samples = 0;       ///< unreadable samples left out (corrupt images)
-  int world_size = 1;                     ///< ranks in the run (1: a plain run)
+  std::int64_t skipped_steps = 0;    ///< inf/nan gradient steps (fp16)
+  std::int64_t samples = 0;          ///< training samples this process ran through
+  std::int64_t batch_size = 0;       ///< the micro-batch the run started with (found, when auto)
+  std::int64_t micro_batch = 0;      ///< the micro-batch in effect at the end (smaller after OOMs)
+  std::int64_t oom_events = 0;       ///< out-of-memory events survived (or the one that ended it)
+  double samples_per_second = 0;     ///< over the steps this process ran, every rank's samples
+  double data_stall_percent = 0;     ///< share of step_seconds spent waiting for batches
+  double step_seconds = 0;           ///< wall time of this process's steps (validation and checkpoints excluded)
+  double run_seconds = 0;            ///< wall time of fit(): steps, validation and checkpoints
+  double data_seconds = 0;           ///< of which waiting for batches
+  std::string model;                 ///< what was trained: model.name (chosen, when auto) or the TorchScript file
+  std::string data_cache;            ///< where the data lived: vram, ram or none (streamed)
+  double data_load_seconds = 0;      ///< the one-time load into the cache (not in any epoch)
+  std::int64_t sample_bytes = 0;     ///< one stored sample, input and target
+  std::int64_t skipped_samples = 0;  ///< unreadable samples left out (corrupt images)
+  int world_size = 1;                ///< ranks in the run (1: a plain run)
   int rank = 0;
-  std::int64_t gradient_buckets = 0;      ///< all-reduce buckets per step (distributed runs)
-  std::int64_t buckets_sent_in_backward = 0;  ///< of all steps' buckets, those started while backward ran
-  double gradient_wait_seconds = 0;       ///< time steps waited for their all-reduces after backward
-  std::optional<double> communication_seconds;  ///< the gradient all-reduces' own time (MPI can tell)
+  std::int64_t gradient_buckets = 0;                 ///< all-reduce buckets per step (distributed runs)
+  std::int64_t buckets_sent_in_backward = 0;         ///< of all steps' buckets, those started while backward ran
+  double gradient_wait_seconds = 0;                  ///< time steps waited for their all-reduces after backward
+  std::optional<double> communication_seconds;       ///< the gradient all-reduces' own time (MPI can tell)
   std::optional<double> communication_hidden_share;  ///< of that time, the share hidden behind backward
   std::string run_dir;
-  std::string last_checkpoint;            ///< empty when none was written
-  std::string weights_path;               ///< model.safetensors (after a complete run)
+  std::string last_checkpoint;  ///< empty when none was written
+  std::string weights_path;     ///< model.safetensors (after a complete run)
 };
 
 /// How the trainer talks to its surroundings; the defaults suit a command-line run.
 struct TrainerOptions {
-  std::ostream* console = nullptr;              ///< progress and notes; nullptr: std::cerr
-  bool console_is_terminal = false;             ///< progress `auto` draws a bar only on a terminal
+  std::ostream* console = nullptr;   ///< progress and notes; nullptr: std::cerr
+  bool console_is_terminal = false;  ///< progress `auto` draws a bar only on a terminal
   /// A step, validation or checkpoint that runs this long without a line is said to be still
   /// running on the console (again at twice, four times, ... as long); tests shorten it.
   std::chrono::milliseconds console_quiet = std::chrono::seconds(30);
@@ -88,7 +88,7 @@ struct TrainerOptions {
   /// one's state_dict is saved in checkpoints under its name() and restored on resume.
   std::vector<std::shared_ptr<Callback>> callbacks;
   std::function<void(std::int64_t step)> after_step;  ///< called after every optimizer step (tests)
-  std::function<void()> before_batch;  ///< called just before the loop asks its feed for a training batch (profile --step)
+  std::function<void()> before_batch;                 ///< called just before the loop asks its feed for a training batch (profile --step)
   std::function<void(const data::Batch& batch)> on_batch;  ///< called with each training batch before its step (tests)
   /// Set up for evaluate() only: nothing in logging.dir is created, locked or written, no
   /// checkpoint is resumed, and the settings that only training reads are not checked; fit() refuses.

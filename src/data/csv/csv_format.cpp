@@ -9,9 +9,6 @@
 #include <string_view>
 #include <utility>
 
-#include "gputrain/core/error.hpp"
-#include "gputrain/core/suggest.hpp"
-#include "gputrain/core/units.hpp"
 #include "csv_categories.hpp"
 #include "csv_missing.hpp"
 #include "csv_number.hpp"
@@ -20,6 +17,9 @@
 #include "csv_rows.hpp"
 #include "csv_table.hpp"
 #include "data/text_file.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/suggest.hpp"
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -62,10 +62,12 @@ bool labels_are_names(std::string_view rows, const std::string& path, char delim
 // data.categorical's columns, in the features' order. Each must be a feature: not a label (a
 // label holds classes already), not left out, and listed when the features are.
 template <typename ColumnOf>
-std::vector<std::size_t> categorical_columns(const CsvSpec& spec, const std::vector<std::string>& header, const std::vector<std::size_t>& features,
-                                             const std::vector<std::size_t>& labels, const std::vector<std::size_t>& excluded, bool features_listed,
-                                             const ColumnOf& column_of) {
-  const auto has = [](const std::vector<std::size_t>& columns, std::size_t c) { return std::find(columns.begin(), columns.end(), c) != columns.end(); };
+std::vector<std::size_t> categorical_columns(const CsvSpec& spec, const std::vector<std::string>& header,
+                                             const std::vector<std::size_t>& features, const std::vector<std::size_t>& labels,
+                                             const std::vector<std::size_t>& excluded, bool features_listed, const ColumnOf& column_of) {
+  const auto has = [](const std::vector<std::size_t>& columns, std::size_t c) {
+    return std::find(columns.begin(), columns.end(), c) != columns.end();
+  };
   std::vector<std::size_t> named;
   for (const auto& name : spec.categorical) {
     const auto c = column_of(name, "data.categorical");
@@ -106,7 +108,8 @@ const std::vector<std::string>* known_categories(const CsvSpec& spec, const std:
 
 }  // namespace
 
-csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names, const ReadProgress& progress) {
+csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names,
+                           const ReadProgress& progress) {
   const auto file = TextFile::open(path, [&](std::uint64_t read, std::uint64_t total) {
     if (progress) progress(path + ", inflating", read, total);
   });
@@ -130,10 +133,11 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
     // "a,b" for [a, b]: YAML reads it as one name.
     if (name.find(',') != std::string::npos) {
       const auto list = "[" + core::join(csv::split(name, ',')) + "]";
-      throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")",
-                       "several columns are a YAML list: " + key + ": " + list + " (with --set, quote it: --set '" + key + "=" + list +
-                           "'" + (key == "data.labels" ? "; on gputrain profile's command line: --labels " + core::join(csv::split(name, ','), " ") : "") +
-                           "); the header row names: " + core::join(header));
+      throw UsageError(
+          "'" + path + "' has no column '" + name + "' (" + key + ")",
+          "several columns are a YAML list: " + key + ": " + list + " (with --set, quote it: --set '" + key + "=" + list + "'" +
+              (key == "data.labels" ? "; on gputrain profile's command line: --labels " + core::join(csv::split(name, ','), " ") : "") +
+              "); the header row names: " + core::join(header));
     }
     throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")" + core::did_you_mean_among(name, header),
                      "the header row names: " + core::join(header));
@@ -144,9 +148,10 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
     for (const auto& column : header)
       for (const char* usual : {"label", "labels", "target", "targets", "y", "class"})
         if (named.empty() && core::lower(column) == usual) named = column;
-    throw UsageError("data.labels is not set for the CSV source",
-                     (named.empty() ? "set data.labels to the label column's name" : "set data.labels: " + named + " (the column named like a label)") +
-                         "; '" + path + "' has the columns " + core::join(header));
+    throw UsageError(
+        "data.labels is not set for the CSV source",
+        (named.empty() ? "set data.labels to the label column's name" : "set data.labels: " + named + " (the column named like a label)") +
+            "; '" + path + "' has the columns " + core::join(header));
   }
   if (spec.classification && spec.labels.size() > 1)
     throw UsageError("data.labels names " + std::to_string(spec.labels.size()) + " columns (" + core::join(spec.labels) +
@@ -183,7 +188,8 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
       throw UsageError("data.labels names column '" + header[label_columns[i]] + "' twice", "list each label column once");
   for (std::size_t i = 0; i < feature_columns.size(); ++i) {
     if (is_label(feature_columns[i]))
-      throw UsageError("column '" + header[feature_columns[i]] + "' of '" + path + "' is in data.features and data.labels: the model would read its answer",
+      throw UsageError("column '" + header[feature_columns[i]] + "' of '" + path +
+                           "' is in data.features and data.labels: the model would read its answer",
                        "leave the label column out of data.features");
     if (std::count(feature_columns.begin(), feature_columns.end(), feature_columns[i]) > 1)
       throw UsageError("data.features names column '" + header[feature_columns[i]] + "' twice", "list each feature column once");

@@ -4,9 +4,9 @@
 #include <thread>
 #include <vector>
 
-#include "gputrain/core/units.hpp"
 #include "csv_number.hpp"
 #include "csv_records.hpp"
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::data::csv {
 namespace {
@@ -84,10 +84,12 @@ void count_missing(const Stretch& stretch, const RowFormat& format, MissingCount
     if (per_column[c] > 0) columns.push_back(c);
   std::stable_sort(columns.begin(), columns.end(), [&](std::size_t a, std::size_t b) { return per_column[a] > per_column[b]; });
   std::vector<std::string> where;
-  for (std::size_t i = 0; i < columns.size() && i < 4; ++i) where.push_back("'" + header[columns[i]] + "' " + std::to_string(per_column[columns[i]]));
+  for (std::size_t i = 0; i < columns.size() && i < 4; ++i)
+    where.push_back("'" + header[columns[i]] + "' " + std::to_string(per_column[columns[i]]));
   if (columns.size() > 4) where.push_back("and " + std::to_string(columns.size() - 4) + " more columns");
   const auto of_rows = std::to_string(with_missing) + " of " + (counted_all ? "its " : "the first ") + std::to_string(total) + " rows";
-  const auto what = std::string(first.what()) + "; " + of_rows + (with_missing == 1 ? " misses" : " miss") + " a value (" + core::join(where) + ")";
+  const auto what =
+      std::string(first.what()) + "; " + of_rows + (with_missing == 1 ? " misses" : " miss") + " a value (" + core::join(where) + ")";
 
   // Drop the rows that miss a value gputrain reads, keeping rows that miss one only elsewhere.
   std::string subset;
@@ -108,7 +110,8 @@ void count_missing(const Stretch& stretch, const RowFormat& format, MissingCount
   const bool only_features = feature_columns.size() == columns.size();
   const bool one = feature_columns.size() == 1;
   const auto setting = leaving_out(format, feature_columns);  // empty when no feature would be left
-  const auto leave_out = only_features && !setting.empty() ? ", or leave the " + std::string(one ? "column" : "columns") + " out" + setting : "";
+  const auto leave_out =
+      only_features && !setting.empty() ? ", or leave the " + std::string(one ? "column" : "columns") + " out" + setting : "";
   if (counted_all && with_missing == total)
     throw UsageError(what, "missing values are not filled in for you, and every row misses one: fill them in" + leave_out);
   const auto [command, complete] = pandas_rewrite(format, "", ".dropna(" + subset + ")", "-complete");

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "gputrain/core/error.hpp"
 #include "csv_row_format.hpp"
+#include "gputrain/core/error.hpp"
 
 namespace gputrain::data::csv {
 

@@ -146,8 +146,9 @@ bool is_date_or_time(std::string_view text) {
 
 bool is_missing(std::string_view text) {
   // pandas' default na_values (pandas.read_csv's documentation), the empty cell among them.
-  static constexpr std::string_view kMarkers[] = {"",     "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
-                                                  "<NA>", "N/A",  "NA",       "NULL", "NaN",    "None",     "n/a",  "nan",  "null"};
+  static constexpr std::string_view kMarkers[] = {"",     "#N/A",   "#N/A N/A", "#NA",  "-1.#IND", "-1.#QNAN", "-NaN",
+                                                  "-nan", "1.#IND", "1.#QNAN",  "<NA>", "N/A",     "NA",       "NULL",
+                                                  "NaN",  "None",   "n/a",      "nan",  "null"};
   return std::find(std::begin(kMarkers), std::end(kMarkers), text) != std::end(kMarkers);
 }
 

@@ -8,9 +8,9 @@
 #include <filesystem>
 #include <system_error>
 
+#include "csv_table.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
-#include "csv_table.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -31,7 +31,9 @@ std::vector<std::string> matches(const std::string& pattern) {
 
 bool is_csv_name(const std::string& file_name) {
   const auto name = core::lower(file_name);
-  const auto ends = [&](const std::string& end) { return name.size() > end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0; };
+  const auto ends = [&](const std::string& end) {
+    return name.size() > end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0;
+  };
   return ends(".csv") || ends(".csv.gz") || ends(".tsv") || ends(".tsv.gz");
 }
 

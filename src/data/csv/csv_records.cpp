@@ -77,7 +77,7 @@ std::size_t unquote_into(std::string_view record, char delimiter, std::vector<st
       i = close + 1;
       cell_start = false;
     } else if (cell_start && (c == ' ' || c == '\t')) {
-      ++i;  // a blank before the cell
+      ++i;    // a blank before the cell
     } else {  // a plain stretch to the delimiter; a quote in it is text
       const auto end = std::min(record.find(delimiter, i), record.size());
       cell->append(record.data() + i, end - i);

@@ -16,7 +16,7 @@ struct RowFormat {
   const std::string& path;
   char delimiter;
   const std::vector<std::string>& header;
-  const std::vector<std::size_t>& feature_columns;   // the features read as numbers
+  const std::vector<std::size_t>& feature_columns;  // the features read as numbers
   const std::vector<std::size_t>& label_columns;
   bool classification;
   bool label_names;                                  // classes by name ("setosa"), not id: the first row decides

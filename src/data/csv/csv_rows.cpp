@@ -12,12 +12,12 @@
 #include <unordered_set>
 #include <utility>
 
-#include "gputrain/core/error.hpp"
-#include "gputrain/core/suggest.hpp"
-#include "gputrain/core/units.hpp"
 #include "csv_missing.hpp"
 #include "csv_number.hpp"
 #include "csv_records.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/suggest.hpp"
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::data::csv {
 namespace {
@@ -135,7 +135,8 @@ std::string text_columns_remedy(const RowFormat& format, const Stretch& stretch)
     if (others.empty()) return remedy + ", or leave " + them(categories) + " out" + leaving_out(format, categories);
     remedy += "; ";
   }
-  remedy += "leave " + (categories.empty() ? std::string(them(others)) : core::join(other_names, ", ")) + " out" + leaving_out(format, others);
+  remedy +=
+      "leave " + (categories.empty() ? std::string(them(others)) : core::join(other_names, ", ")) + " out" + leaving_out(format, others);
   if (free_text) remedy += " (a new value in most rows: names, ids or free text)";
   if (dates.empty()) return remedy;
   return remedy + ", or turn the dates in '" + core::join(dates, "', '") +
@@ -150,9 +151,10 @@ std::pair<std::string, std::string> foreign_number_text(std::string_view cell, c
   if (kind == ForeignNumber::none) return {};
   const bool comma = kind == ForeignNumber::decimal_comma;
   const auto [command, converted] = pandas_rewrite(format, comma ? ", decimal=','" : ", thousands=','", "", "-converted");
-  return {comma ? ": it has a decimal comma, as spreadsheets in many locales save numbers" : ": it has thousands separators",
-          std::string(comma ? "save the file with decimal points, or convert it" : "save the numbers without separators, or convert the file") +
-              ": " + command + ", then use " + converted};
+  return {
+      comma ? ": it has a decimal comma, as spreadsheets in many locales save numbers" : ": it has thousands separators",
+      std::string(comma ? "save the file with decimal points, or convert it" : "save the numbers without separators, or convert the file") +
+          ": " + command + ", then use " + converted};
 }
 
 // The usual row in one pass: no quotes, no blanks, every feature cell a short decimal, every cell
@@ -242,9 +244,9 @@ void parse_rows(const Stretch& stretch, std::size_t index, const RowFormat& form
         }
         // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
         if (!std::isfinite(static_cast<float>(value)))
-          throw UsageError(records.where() + column_text(header, c) + ": '" + shown(cells[c]) +
-                               "' is not a finite float32 number",
-                           "fill in or remove that row (missing values are not filled in for you), or leave the column out" + leaving_out(format, c));
+          throw UsageError(
+              records.where() + column_text(header, c) + ": '" + shown(cells[c]) + "' is not a finite float32 number",
+              "fill in or remove that row (missing values are not filled in for you), or leave the column out" + leaving_out(format, c));
         out.features.push_back(static_cast<float>(value));
       }
     }
@@ -282,9 +284,10 @@ void parse_rows(const Stretch& stretch, std::size_t index, const RowFormat& form
       std::string name(cell);
       if (format.known && !format.known->count(name)) {
         const auto classes = class_names_of(*format.known);
-        throw UsageError(records.where() + "label '" + shown(name) + "' is not a class of the training file" + core::did_you_mean_among(name, classes),
-                         "the model learns the training file's classes only (" + class_list(classes) +
-                             "): leave the rows of other classes out of the validation file, or add such rows to the training file");
+        throw UsageError(
+            records.where() + "label '" + shown(name) + "' is not a class of the training file" + core::did_you_mean_among(name, classes),
+            "the model learns the training file's classes only (" + class_list(classes) +
+                "): leave the rows of other classes out of the validation file, or add such rows to the training file");
       }
       out.label_names.push_back(std::move(name));
       continue;
@@ -294,7 +297,8 @@ void parse_rows(const Stretch& stretch, std::size_t index, const RowFormat& form
       throw UsageError(records.where() + "column '" + header[label_column] + "': '" + shown(cell) + "' is not a number",
                        "use either class ids or class names in the whole label column");
     if (value < 0 || value != std::floor(value))
-      throw UsageError(records.where() + "label '" + shown(cell) + "' is not a class id", "class ids are integers >= 0; or set data.task: regression");
+      throw UsageError(records.where() + "label '" + shown(cell) + "' is not a class id",
+                       "class ids are integers >= 0; or set data.task: regression");
     require_finite(value, cell);
     out.labels.push_back(value);
   }
@@ -308,7 +312,8 @@ void parse_rows(const Stretch& stretch, std::size_t index, const RowFormat& form
 // `progress` and passes a stop on. The first bad row in the file is the one thrown, as one thread
 // would throw it. Plain threads: at::parallel_for is inline OpenMP, serial in a file built
 // without -fopenmp.
-std::vector<ParsedRows> parse_in_stretches(std::string_view text, std::int64_t first_line, const RowFormat& format, const ReadProgress& progress) {
+std::vector<ParsedRows> parse_in_stretches(std::string_view text, std::int64_t first_line, const RowFormat& format,
+                                           const ReadProgress& progress) {
   const auto stretches = cut_into_stretches(text, format.delimiter, first_line, stretches_for(text.size()));
   std::vector<ParsedRows> parts(stretches.size());
   ParseControl control;

@@ -7,9 +7,9 @@
 #include <iterator>
 #include <thread>
 
+#include "csv_records.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
-#include "csv_records.hpp"
 
 namespace gputrain::data::csv {
 namespace {
@@ -35,20 +35,22 @@ std::string leaving_out_category(const std::string& column, const CsvSpec& spec,
 
 // A column found to hold no categories worth one-hot columns each.
 void check_categories(const Table& table, const std::string& column, const Coded& coded, const CsvSpec& spec) {
-  const auto with_value = static_cast<std::int64_t>(std::count_if(coded.codes.begin(), coded.codes.end(), [](std::int32_t c) { return c >= 0; }));
+  const auto with_value =
+      static_cast<std::int64_t>(std::count_if(coded.codes.begin(), coded.codes.end(), [](std::int32_t c) { return c >= 0; }));
   const auto values = coded.values.size();
   const auto where = "column '" + column + "' of '" + table.path + "' (data.categorical) ";
   const auto leave = leaving_out_category(column, spec, table.features);
   if (values == 0)
-    throw UsageError(where + "has no value: each of its " + core::counted(static_cast<std::int64_t>(coded.codes.size()), "row") + " misses one",
-                     "leave it out: " + leave);
+    throw UsageError(
+        where + "has no value: each of its " + core::counted(static_cast<std::int64_t>(coded.codes.size()), "row") + " misses one",
+        "leave it out: " + leave);
   if (reads_as_categories(values, with_value)) return;
-  const auto counts = core::counted(static_cast<std::int64_t>(values), "different value") + " in its " +
-                      core::counted(with_value, "row") + (with_value < static_cast<std::int64_t>(coded.codes.size()) ? " with one" : "");
+  const auto counts = core::counted(static_cast<std::int64_t>(values), "different value") + " in its " + core::counted(with_value, "row") +
+                      (with_value < static_cast<std::int64_t>(coded.codes.size()) ? " with one" : "");
   if (values > kMostCategories && static_cast<std::int64_t>(2 * values) <= with_value)
-    throw UsageError(where + "has " + counts + ": more than " + std::to_string(kMostCategories) +
-                         " categories, each an input column",
-                     "turn it into fewer numbers first (group its rare categories, or use each category's frequency), or leave it out: " + leave);
+    throw UsageError(
+        where + "has " + counts + ": more than " + std::to_string(kMostCategories) + " categories, each an input column",
+        "turn it into fewer numbers first (group its rare categories, or use each category's frequency), or leave it out: " + leave);
   throw UsageError(where + "has " + counts + ": a new value in most rows, as names, ids and free text have, not categories",
                    "leave it out: " + leave);
 }
@@ -74,11 +76,34 @@ Table join_tables(std::vector<Table> parts, const CsvSpec& spec) {
     std::vector<Coded> pieces;
     for (auto& part : parts) pieces.push_back(std::move(part.categories[static_cast<std::size_t>(k)]));
     // A validation table's: the training table's categories of that column (read_table found them by name).
-    const auto known = std::find_if(spec.categories.begin(), spec.categories.end(), [&](const CsvCategories& c) { return c.column == joined.features[f]; });
+    const auto known = std::find_if(spec.categories.begin(), spec.categories.end(),
+                                    [&](const CsvCategories& c) { return c.column == joined.features[f]; });
     joined.categories.push_back(merge_categories(std::move(pieces), known == spec.categories.end() ? nullptr : &known->values));
   }
   return joined;
 }
+
+namespace {
+
+// The columns as the model sees them: each number column, and each category's one-hot columns ("Sex=male").
+void describe_columns(const Table& table, CsvColumns& columns) {
+  columns.features = table.features;
+  columns.unnamed = table.unnamed;
+  columns.inputs.clear();
+  columns.categories.clear();
+  for (std::size_t f = 0; f < table.features.size(); ++f) {
+    const auto k = table.category_of[f];
+    if (k < 0) {
+      columns.inputs.push_back(table.features[f]);
+      continue;
+    }
+    const auto& coded = table.categories[static_cast<std::size_t>(k)];
+    for (const auto& value : coded.values) columns.inputs.push_back(table.features[f] + "=" + value);
+    columns.categories.push_back({table.features[f], coded.values, coded.unseen_rows, coded.unseen_example});
+  }
+}
+
+}  // namespace
 
 TensorDataset finish_table(Table table, const CsvSpec& spec, CsvColumns* columns) {
   std::vector<std::string> names;  // the categorical columns', in the features' order
@@ -86,22 +111,7 @@ TensorDataset finish_table(Table table, const CsvSpec& spec, CsvColumns* columns
     if (table.category_of[f] >= 0) names.push_back(table.features[f]);
   if (spec.categories.empty())
     for (std::size_t k = 0; k < table.categories.size(); ++k) check_categories(table, names[k], table.categories[k], spec);
-  if (columns) {
-    columns->features = table.features;
-    columns->unnamed = table.unnamed;
-    columns->inputs.clear();
-    columns->categories.clear();
-    for (std::size_t f = 0; f < table.features.size(); ++f) {
-      const auto k = table.category_of[f];
-      if (k < 0) {
-        columns->inputs.push_back(table.features[f]);
-        continue;
-      }
-      const auto& coded = table.categories[static_cast<std::size_t>(k)];
-      for (const auto& value : coded.values) columns->inputs.push_back(table.features[f] + "=" + value);
-      columns->categories.push_back({table.features[f], coded.values, coded.unseen_rows, coded.unseen_example});
-    }
-  }
+  if (columns) describe_columns(table, *columns);
   // Each row is its runs of number columns, copied whole (a table without categories: one run),
   // and each category's one-hot columns: a branch per feature per row would cost more than the copy.
   struct Run {
@@ -153,7 +163,8 @@ TensorDataset finish_table(Table table, const CsvSpec& spec, CsvColumns* columns
   const auto writer = [&] {
     for (auto c = next++; c < table.chunks.size(); c = next++) write(c);
   };
-  const auto threads = std::min(table.chunks.size(), static_cast<std::size_t>(stretches_for(static_cast<std::size_t>(table.rows * width) * sizeof(float))));
+  const auto threads =
+      std::min(table.chunks.size(), static_cast<std::size_t>(stretches_for(static_cast<std::size_t>(table.rows * width) * sizeof(float))));
   std::vector<std::thread> writers;
   for (std::size_t i = 1; i < threads; ++i) writers.emplace_back(writer);
   writer();

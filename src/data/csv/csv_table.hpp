@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "csv_categories.hpp"
 #include "gputrain/data/csv_format.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
-#include "csv_categories.hpp"
 
 namespace gputrain::data::csv {
 
@@ -19,8 +19,8 @@ struct Chunk {
 };
 
 struct Table {
-  std::string path;                   // the file (a table in parts: its first part), for errors
-  std::vector<Chunk> chunks;          // the rows, in order: copied once, into the inputs, by finish_table
+  std::string path;           // the file (a table in parts: its first part), for errors
+  std::vector<Chunk> chunks;  // the rows, in order: copied once, into the inputs, by finish_table
   std::int64_t rows = 0;
   at::Tensor targets;
   std::vector<std::string> features;  // every feature column, in the model's order

@@ -1,9 +1,9 @@
 #include "gputrain/train/checkpoint.hpp"
 
 #include <ATen/Context.h>
-#include <nlohmann/json.hpp>
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -89,26 +89,29 @@ std::string checkpoints_beside(const std::string& path) {
     if (!newest) newest = CheckpointStore(path, 0).latest();
     throw UsageError(what + "it is a folder; checkpoint.resume names a checkpoint file",
                      !newest ? "point checkpoint.resume at a run's step-*.pt or best.pt (the folder holds none)"
-                             : "set checkpoint.resume: " + *newest + ", the newest checkpoint there (or auto, with logging.dir: that "
-                               "run's folder, to go on from its newest)");
+                             : "set checkpoint.resume: " + *newest +
+                                   ", the newest checkpoint there (or auto, with logging.dir: that "
+                                   "run's folder, to go on from its newest)");
   }
   if (!is_zip_archive(path)) {
     if (fs::path(path).extension() == ".safetensors")
       throw UsageError(what + "it is a safetensors weights file, which holds no optimizer state or step to resume from",
-                        "to start a new run from these weights, set model.init_weights: " + path + " and checkpoint.resume: never");
+                       "to start a new run from these weights, set model.init_weights: " + path + " and checkpoint.resume: never");
     throw UsageError(what + "it is not a checkpoint (gputrain's are zip archives, as LibTorch writes them)",
-                      "point checkpoint.resume at a run's step-*.pt or best.pt, or set it to auto or never; to start a new run "
-                      "from weights, set model.init_weights: a .safetensors file, and checkpoint.resume: never");
+                     "point checkpoint.resume at a run's step-*.pt or best.pt, or set it to auto or never; to start a new run "
+                     "from weights, set model.init_weights: a .safetensors file, and checkpoint.resume: never");
   }
   // LibTorch's reader appends a paragraph about miniz to every failure; its first sentence says it.
   const std::string reason = libtorch_message.substr(0, libtorch_message.find(". This is an internal miniz error"));
   if (reason.find("constants.pkl") != std::string::npos || reason.find("data.pkl") != std::string::npos)
-    throw UsageError(what + "it is a zip archive, but not one LibTorch's C++ serializer wrote (Python's torch.save writes a pickle, which "
-                             "C++ cannot read)",
-                      "resume from a checkpoint gputrain wrote; to start from a Python model's weights, save them with "
-                      "safetensors.torch.save_file(model.state_dict(), 'w.safetensors') and set model.init_weights: w.safetensors");
-  throw Error(what + reason, "if another LibTorch version wrote it, read it with that version; else delete it to resume from the checkpoint "
-                              "before it, or set checkpoint.resume: never");
+    throw UsageError(what +
+                         "it is a zip archive, but not one LibTorch's C++ serializer wrote (Python's torch.save writes a pickle, which "
+                         "C++ cannot read)",
+                     "resume from a checkpoint gputrain wrote; to start from a Python model's weights, save them with "
+                     "safetensors.torch.save_file(model.state_dict(), 'w.safetensors') and set model.init_weights: w.safetensors");
+  throw Error(what + reason,
+              "if another LibTorch version wrote it, read it with that version; else delete it to resume from the checkpoint "
+              "before it, or set checkpoint.resume: never");
 }
 
 // The newest periodic checkpoint beside `path` whose records are all intact, if any.
@@ -129,12 +132,11 @@ std::optional<std::string> newest_intact_beside(const std::string& path) {
 // A checkpoint whose bytes changed after it was written (a disk or a copy error) or that was cut
 // short: the damage, and the intact checkpoint to go on from instead.
 [[noreturn]] void throw_damaged(const std::string& path, const ArchiveDamage& damage) {
-  const std::string what =
-      damage.record.empty()
-          ? "checkpoint '" + path + "' is damaged: its zip directory cannot be read (" + damage.why +
-                "): the file was cut short (a full disk, a copy interrupted) or changed after it was written"
-          : "checkpoint '" + path + "' is damaged: its record '" + damage.record + "' is not what was written (" + damage.why +
-                "): a disk or a copy changed the file after it was written";
+  const std::string what = damage.record.empty()
+                               ? "checkpoint '" + path + "' is damaged: its zip directory cannot be read (" + damage.why +
+                                     "): the file was cut short (a full disk, a copy interrupted) or changed after it was written"
+                               : "checkpoint '" + path + "' is damaged: its record '" + damage.record + "' is not what was written (" +
+                                     damage.why + "): a disk or a copy changed the file after it was written";
   const auto intact = newest_intact_beside(path);
   throw CheckpointDamaged(what, intact ? "delete it, and checkpoint.resume: auto resumes from " + *intact +
                                              ", the newest intact checkpoint beside it; or point checkpoint.resume (or --evaluate) at "
@@ -220,8 +222,8 @@ TrainingProgress read_progress(torch::serialize::InputArchive& archive, const st
   c10::IValue value;
   const std::int64_t version = archive.try_read("format_version", value) ? value.toInt() : 1;
   if (version > kFormatVersion)
-    throw UsageError("checkpoint '" + path + "' is of format " + std::to_string(version) + ", written by a newer gputrain (this one reads up to " +
-                         std::to_string(kFormatVersion) + ")",
+    throw UsageError("checkpoint '" + path + "' is of format " + std::to_string(version) +
+                         ", written by a newer gputrain (this one reads up to " + std::to_string(kFormatVersion) + ")",
                      "resume with the gputrain version that wrote it, or set checkpoint.resume: never");
   progress.step = read_int(archive, "progress.step");
   progress.epoch = read_int(archive, "progress.epoch");
@@ -229,9 +231,11 @@ TrainingProgress read_progress(torch::serialize::InputArchive& archive, const st
   if (archive.try_read("progress.global_batch", value)) progress.global_batch = value.toInt();
   if (archive.try_read("progress.world_size", value)) progress.world_size = value.toInt();
   if (archive.try_read("progress.train_samples", value)) progress.train_samples = value.toInt();
-  if (archive.try_read("progress.lr_scale", value) || archive.try_read("progress.plateau_scale", value)) progress.lr_scale = value.toDouble();
+  if (archive.try_read("progress.lr_scale", value) || archive.try_read("progress.plateau_scale", value))
+    progress.lr_scale = value.toDouble();
   if (archive.try_read("progress.trained_seconds", value)) progress.trained_seconds = value.toDouble();
-  progress.callbacks = archive.try_read("callbacks", value) ? read_callback_states(path, value.toStringRef()) : format1_callback_states(archive);
+  progress.callbacks =
+      archive.try_read("callbacks", value) ? read_callback_states(path, value.toStringRef()) : format1_callback_states(archive);
   return progress;
 }
 

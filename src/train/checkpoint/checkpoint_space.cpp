@@ -33,8 +33,8 @@ void check_checkpoint_space(const CheckpointSpace& space, std::uint64_t availabl
   const std::string kept = std::to_string(space.keep_last) + " kept (checkpoint.keep_last), the next one while it is written" +
                            (space.keeps_best ? ", best.pt" : "") + " and the final weights";
   throw UsageError("the checkpoints of this run need about " + core::format_bytes(needed) + " free on the disk of '" + dir +
-                       "', and it has " + core::format_bytes(available) + ": " + core::format_bytes(space.checkpoint_bytes) +
-                       " each, " + kept + ". The run would train until its first save and then stop with nothing saved",
+                       "', and it has " + core::format_bytes(available) + ": " + core::format_bytes(space.checkpoint_bytes) + " each, " +
+                       kept + ". The run would train until its first save and then stop with nothing saved",
                    "free space there, point checkpoint.dir at a larger disk, or lower checkpoint.keep_last");
 }
 

@@ -24,9 +24,9 @@ struct CheckpointSpace {
   std::uint64_t checkpoint_bytes = 0;  ///< one checkpoint (estimate_checkpoint_bytes)
   std::int64_t keep_last = 1;
   bool keeps_best = false;
-  std::uint64_t weights_bytes = 0;     ///< model.safetensors at the end
-  std::uint64_t already_there = 0;     ///< this run's checkpoints already on that disk (a resume)
-  std::uint64_t needed() const;        ///< more free bytes the run needs at its fullest
+  std::uint64_t weights_bytes = 0;  ///< model.safetensors at the end
+  std::uint64_t already_there = 0;  ///< this run's checkpoints already on that disk (a resume)
+  std::uint64_t needed() const;     ///< more free bytes the run needs at its fullest
 };
 
 /// Throws UsageError naming the figures and the three fixes when `available` bytes are fewer

@@ -25,9 +25,12 @@ namespace gputrain::train {
 
 std::string to_string(Precision precision) {
   switch (precision) {
-    case Precision::fp16_mixed: return "fp16-mixed";
-    case Precision::bf16_mixed: return "bf16-mixed";
-    case Precision::fp32: break;
+    case Precision::fp16_mixed:
+      return "fp16-mixed";
+    case Precision::bf16_mixed:
+      return "bf16-mixed";
+    case Precision::fp32:
+      break;
   }
   return "fp32";
 }
@@ -200,7 +203,8 @@ using GivenKeys = std::map<std::string, std::string>;
 // plain key "<<": the entries of `node`, then those of the mappings `<<` names (`<<: *base` or
 // `<<: [*a, *b]`) that no entry before them has, as PyYAML merges them. Not recursive: a section
 // written out replaces the merged one whole.
-std::vector<std::pair<YAML::Node, YAML::Node>> merged_entries(const YAML::Node& node, const std::string& prefix, const std::string& origin) {
+std::vector<std::pair<YAML::Node, YAML::Node>> merged_entries(const YAML::Node& node, const std::string& prefix,
+                                                              const std::string& origin) {
   std::vector<std::pair<YAML::Node, YAML::Node>> entries, merged;
   std::set<std::string> names;
   for (const auto& entry : node) {
@@ -235,37 +239,38 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
   std::vector<std::pair<YAML::Node, YAML::Node>> entries;
   problems.check([&] { entries = merged_entries(node, prefix, origin); });
   std::set<std::string> seen;  // merged entries are each a key no other entry has
-  for (const auto& entry : entries) problems.check([&] {
-    const std::string name = entry.first.Scalar();
-    const std::string key = prefix.empty() ? name : prefix + "." + name;
-    const std::string at = where(origin, entry.first.Mark());
-    if (!seen.insert(name).second)
-      throw UsageError(at + ": '" + key + "' is set twice in the same mapping", "keep one of the two lines");
-    if (is_extension_key(prefix, name)) return;
-    const std::string value_at = where(origin, entry.second.Mark());
-    if (const Field* field = find_field(key)) {
-      field->assign(config, FieldValue{entry.second, value_at, key});
-      given[key] = value_at;
-      if (paths && is_input_path_key(key)) (*paths)[key] = {origin, value_at};
-    } else if (is_section(key)) {
-      if (entry.second.IsNull()) return;  // "logging:" with nothing under it
-      if (const Field* name_field = shorthand_field(key); name_field && entry.second.IsScalar()) {  // "device: cuda"
-        name_field->assign(config, FieldValue{entry.second, value_at, key + ".name"});
-        given[key + ".name"] = value_at;
-        return;
+  for (const auto& entry : entries)
+    problems.check([&] {
+      const std::string name = entry.first.Scalar();
+      const std::string key = prefix.empty() ? name : prefix + "." + name;
+      const std::string at = where(origin, entry.first.Mark());
+      if (!seen.insert(name).second) throw UsageError(at + ": '" + key + "' is set twice in the same mapping", "keep one of the two lines");
+      if (is_extension_key(prefix, name)) return;
+      const std::string value_at = where(origin, entry.second.Mark());
+      if (const Field* field = find_field(key)) {
+        field->assign(config, FieldValue{entry.second, value_at, key});
+        given[key] = value_at;
+        if (paths && is_input_path_key(key)) (*paths)[key] = {origin, value_at};
+      } else if (is_section(key)) {
+        if (entry.second.IsNull()) return;                                                            // "logging:" with nothing under it
+        if (const Field* name_field = shorthand_field(key); name_field && entry.second.IsScalar()) {  // "device: cuda"
+          name_field->assign(config, FieldValue{entry.second, value_at, key + ".name"});
+          given[key + ".name"] = value_at;
+          return;
+        }
+        if (!entry.second.IsMap())
+          throw UsageError(at + ": '" + key + "' is a section, not a value", "write its keys under it, indented: " + section_keys(key));
+        apply_node(config, key, entry.second, origin, problems, paths, given);
+      } else {
+        const auto guess = did_you_mean(key);
+        // No section's misspelling at the top: perhaps a mapping kept for merge keys to copy.
+        const std::string holder = prefix.empty() && guess.empty()
+                                       ? "; a key gputrain should not read (one holding anchors for <<: *name) starts with x-, as x-" + name
+                                       : "";
+        throw UsageError(at + ": unknown key '" + key + "'" + guess,
+                         unknown_key_remedy(key, "see docs/configuration.md for every key, or run with --print-config") + holder);
       }
-      if (!entry.second.IsMap())
-        throw UsageError(at + ": '" + key + "' is a section, not a value",
-                         "write its keys under it, indented: " + section_keys(key));
-      apply_node(config, key, entry.second, origin, problems, paths, given);
-    } else {
-      const auto guess = did_you_mean(key);
-      // No section's misspelling at the top: perhaps a mapping kept for merge keys to copy.
-      const std::string holder = prefix.empty() && guess.empty() ? "; a key gputrain should not read (one holding anchors for <<: *name) starts with x-, as x-" + name : "";
-      throw UsageError(at + ": unknown key '" + key + "'" + guess,
-                       unknown_key_remedy(key, "see docs/configuration.md for every key, or run with --print-config") + holder);
-    }
-  });
+    });
 }
 
 // A key indented to a column no key above it uses ("illegal map value", "end of map not found"):
@@ -341,9 +346,11 @@ void apply_document(Config& config, const std::string& text, const std::string& 
 std::string read_config_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
-    throw UsageError("config file '" + path + "' does not exist" + core::did_you_mean(path), "check the path (configs/ holds ready configs)");
+    throw UsageError("config file '" + path + "' does not exist" + core::did_you_mean(path),
+                     "check the path (configs/ holds ready configs)");
   if (std::filesystem::is_directory(path, ec))  // an ifstream opens a folder and reads nothing from it
-    throw UsageError("config file '" + path + "' is a folder", "name a YAML file, e.g. " + (std::filesystem::path(path) / "train.yaml").string());
+    throw UsageError("config file '" + path + "' is a folder",
+                     "name a YAML file, e.g. " + (std::filesystem::path(path) / "train.yaml").string());
   std::ifstream in(path);
   if (!in) throw UsageError("cannot read config file '" + path + "'", "check its permissions");
   std::stringstream text;
@@ -360,8 +367,7 @@ void apply_override(Config& config, const std::string& assignment, GivenKeys& gi
   const Field* field = find_field(key);
   if (!field) field = shorthand_field(key);
   if (!field) {
-    if (is_section(key))
-      throw UsageError(origin + ": '" + key + "' is a section; set one of its keys", "its keys: " + section_keys(key));
+    if (is_section(key)) throw UsageError(origin + ": '" + key + "' is a section; set one of its keys", "its keys: " + section_keys(key));
     throw UsageError(origin + ": unknown key '" + key + "'" + did_you_mean(key),
                      unknown_key_remedy(key, "see docs/configuration.md for every key"));
   }
@@ -398,7 +404,8 @@ Config load_config(const ConfigSources& sources) {
   GivenKeys given;
   if (!sources.embedded_yaml.empty())
     problems.check([&] { apply_document(config, sources.embedded_yaml, "built-in config", problems, nullptr, given); });
-  for (const auto& file : sources.files) problems.check([&] { apply_document(config, read_config_file(file), file, problems, &paths, given); });
+  for (const auto& file : sources.files)
+    problems.check([&] { apply_document(config, read_config_file(file), file, problems, &paths, given); });
   for (const auto& assignment : sources.overrides) {
     problems.check([&] { apply_override(config, assignment, given); });
     paths.erase(assignment.substr(0, assignment.find('=')));
@@ -443,7 +450,8 @@ std::vector<std::string> config_differences(const std::string& before_yaml, cons
     const auto was = pick(before), is = pick(after);
     if (!was.IsDefined() || !is.IsDefined()) continue;  // a key one of the two versions did not have
     const auto was_text = value_text(was), is_text = value_text(is);
-    if (was_text != is_text) out.push_back(key + " " + (was_text.empty() ? "\"\"" : was_text) + " -> " + (is_text.empty() ? "\"\"" : is_text));
+    if (was_text != is_text)
+      out.push_back(key + " " + (was_text.empty() ? "\"\"" : was_text) + " -> " + (is_text.empty() ? "\"\"" : is_text));
   }
   return out;
 }

@@ -14,23 +14,24 @@
 namespace gputrain::train {
 namespace {
 
-[[noreturn]] void inconsistent(const std::string& message, const std::string& remedy) {
-  throw UsageError("config: " + message, remedy);
-}
+[[noreturn]] void inconsistent(const std::string& message, const std::string& remedy) { throw UsageError("config: " + message, remedy); }
 
 // Synthetic data generates its samples, so a path set with it would be silently ignored: the
 // user meant a file source, most likely the one the path's format names.
 void refuse_files_for_synthetic(const DataConfig& d) {
   const std::string labels = core::join(d.labels);
-  for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"data.path", d.path}, {"data.labels", labels},
-                                   {"data.val_path", d.val_path}, {"data.val_labels", d.val_labels}}) {
+  for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"data.path", d.path},
+                                   {"data.labels", labels},
+                                   {"data.val_path", d.val_path},
+                                   {"data.val_labels", d.val_labels}}) {
     if (value.empty()) continue;
     const std::string data_file = d.path.empty() ? value : d.path;
     const std::string guess = data::source_for_path(data_file);
     const std::string remedy = guess.empty() ? "set data.source to the format of your data (" + core::join(data::file_source_names()) + ")"
                                              : "set data.source: " + guess + " (" + data_file + " looks like " + guess + " data)";
-    inconsistent(std::string(key) + " is set ('" + value + "'), but data.source is synthetic, which generates its samples and reads no files",
-                 remedy + ", or remove " + key + " to train on synthetic data");
+    inconsistent(
+        std::string(key) + " is set ('" + value + "'), but data.source is synthetic, which generates its samples and reads no files",
+        remedy + ", or remove " + key + " to train on synthetic data");
   }
 }
 
@@ -113,8 +114,9 @@ void check_consistency(const Config& c) {
   const auto check_watcher = [&](bool on, const std::string& who, const std::string& action, const std::string& off) {
     if (on && metric == "none")
       inconsistent(who + " " + action + " when checkpoint.best_metric stops improving, but checkpoint.best_metric is none",
-                   std::string("set checkpoint.best_metric: ") + (classification ? "val_loss, val_accuracy or val_balanced_accuracy" : "val_loss, val_mse or val_mae") +
-                       ", or " + off);
+                   std::string("set checkpoint.best_metric: ") +
+                       (classification ? "val_loss, val_accuracy or val_balanced_accuracy" : "val_loss, val_mse or val_mae") + ", or " +
+                       off);
     if (on && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)
       inconsistent(who + " watches a validation figure, but there is no validation data (data.val_samples is 0)",
                    "set data.val_samples above 0, or " + off);
@@ -126,13 +128,13 @@ void check_consistency(const Config& c) {
                  "set train.early_stop_patience, e.g. 5 (epochs without improvement before the run stops), or remove "
                  "train.early_stop_min_delta");
   if (c.model.name == "transformer" && c.model.torchscript.empty() && c.model.d_model % c.model.heads != 0)
-    inconsistent("model.d_model (" + std::to_string(c.model.d_model) + ") must be a multiple of model.heads (" +
-                     std::to_string(c.model.heads) + ")",
-                 "pick heads that divide d_model, e.g. d_model 128 with heads 4");
+    inconsistent(
+        "model.d_model (" + std::to_string(c.model.d_model) + ") must be a multiple of model.heads (" + std::to_string(c.model.heads) + ")",
+        "pick heads that divide d_model, e.g. d_model 128 with heads 4");
   if (c.model.name == "transformer" && c.model.torchscript.empty() && c.data.source == "synthetic" && c.data.shape.size() != 2)
-    inconsistent("the transformer reads samples shaped [sequence, features]; data.shape has " +
-                     std::to_string(c.data.shape.size()) + " dimensions",
-                 "set data.shape to [sequence_length, features], e.g. [32, 16]");
+    inconsistent(
+        "the transformer reads samples shaped [sequence, features]; data.shape has " + std::to_string(c.data.shape.size()) + " dimensions",
+        "set data.shape to [sequence_length, features], e.g. [32, 16]");
   if (c.data.source == "synthetic") refuse_files_for_synthetic(c.data);
   if (c.data.source != "synthetic" && c.data.path.empty())
     inconsistent("data.source " + c.data.source + " reads files, but data.path is not set",

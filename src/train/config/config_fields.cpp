@@ -109,7 +109,7 @@ std::string parse_string(const FieldValue& v, const std::string& what) {
 }
 
 std::vector<std::string> parse_string_list(const FieldValue& v, const std::string& allowed) {
-  if (v.node.IsNull()) return {};                                                 // unset
+  if (v.node.IsNull()) return {};                                               // unset
   if (v.node.IsScalar() && !v.node.Scalar().empty()) return {v.node.Scalar()};  // one name
   if (!v.node.IsSequence()) reject(v, found_text(v.node), allowed);
   std::vector<std::string> out;
@@ -128,7 +128,8 @@ std::vector<double> parse_double_list(const FieldValue& v, double min) {
 }
 
 std::vector<Int> parse_int_list(const FieldValue& v, Int min, bool allow_empty) {
-  const std::string allowed = std::string(allow_empty ? "a list" : "a non-empty list") + " of integers >= " + std::to_string(min) + ", e.g. [256, 128]";
+  const std::string allowed =
+      std::string(allow_empty ? "a list" : "a non-empty list") + " of integers >= " + std::to_string(min) + ", e.g. [256, 128]";
   if (!v.node.IsSequence() || (!allow_empty && v.node.size() == 0)) reject(v, found_text(v.node), allowed);
   std::vector<Int> out;
   for (const auto& item : v.node) out.push_back(parse_int(FieldValue{item, v.where, v.key}, min));

@@ -64,7 +64,6 @@ YAML::Node flow_list(const std::vector<Int>& values);
 
 // ---- field builders: `get` is a generic lambda returning a reference into a Config ----
 
-
 template <typename Get>
 Field int_field(std::string key, Get get, Int min, Int max = kNoMax) {
   return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_int(v, min, max); },
@@ -122,9 +121,10 @@ Field optional_string_field(std::string key, Get get, std::string what) {
 // (none), as optional_string_field does.
 template <typename Get>
 Field path_field(std::string key, Get get, std::string what, bool optional = true) {
-  return {key,
-          [=](Config& c, const FieldValue& v) { get(c) = optional && v.node.IsNull() ? "" : expand_path(parse_string(v, what), key, v.where); },
-          [=](const Config& c) { return YAML::Node(get(c)); }};
+  return {
+      key,
+      [=](Config& c, const FieldValue& v) { get(c) = optional && v.node.IsNull() ? "" : expand_path(parse_string(v, what), key, v.where); },
+      [=](const Config& c) { return YAML::Node(get(c)); }};
 }
 
 template <typename Get>

@@ -50,8 +50,7 @@ std::string expand_path(const std::string& text, const std::string& key, const s
     if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '{') {
       const auto close = text.find('}', i + 2);
       const auto name = close == std::string::npos ? "" : text.substr(i + 2, close - i - 2);
-      if (!name.empty() && name_char(name[0], true) &&
-          std::all_of(name.begin(), name.end(), [&](char c) { return name_char(c, false); })) {
+      if (!name.empty() && name_char(name[0], true) && std::all_of(name.begin(), name.end(), [&](char c) { return name_char(c, false); })) {
         out += variable(name);
         i = close + 1;
         continue;
@@ -71,8 +70,8 @@ std::string expand_path(const std::string& text, const std::string& key, const s
 bool is_input_path_key(const std::string& key) {
   // data.labels and data.val_labels are files for the array sources (and column names for a CSV,
   // which no file next to the config is named like).
-  static const std::set<std::string> keys = {"data.path", "data.val_path", "data.labels", "data.val_labels", "model.torchscript",
-                                             "model.init_weights"};
+  static const std::set<std::string> keys = {"data.path",       "data.val_path",     "data.labels",
+                                             "data.val_labels", "model.torchscript", "model.init_weights"};
   return keys.count(key) > 0;
 }
 

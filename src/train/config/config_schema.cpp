@@ -53,13 +53,13 @@ Field class_weights_field() {
 }
 
 Field precision_field() {
-  return {"train.precision",
-          [](Config& c, const FieldValue& v) {
-            const auto text = parse_choice(v, {"fp32", "fp16-mixed", "bf16-mixed"});
-            c.train.precision = text == "fp16-mixed" ? Precision::fp16_mixed
-                                : text == "bf16-mixed" ? Precision::bf16_mixed : Precision::fp32;
-          },
-          [](const Config& c) { return YAML::Node(to_string(c.train.precision)); }};
+  return {
+      "train.precision",
+      [](Config& c, const FieldValue& v) {
+        const auto text = parse_choice(v, {"fp32", "fp16-mixed", "bf16-mixed"});
+        c.train.precision = text == "fp16-mixed" ? Precision::fp16_mixed : text == "bf16-mixed" ? Precision::bf16_mixed : Precision::fp32;
+      },
+      [](const Config& c) { return YAML::Node(to_string(c.train.precision)); }};
 }
 
 Field betas_field() {
@@ -104,7 +104,8 @@ Field device_name_field() {
               static const std::regex gpu("(gpu|cuda)(:?)([0-9]*)", std::regex::icase);
               std::smatch m;
               const bool near = std::regex_match(text, m, gpu);
-              reject(v, found_text(v.node), allowed, near ? "; did you mean '" + std::string(m[3].length() ? "cuda:" + m[3].str() : "cuda") + "'?" : "");
+              reject(v, found_text(v.node), allowed,
+                     near ? "; did you mean '" + std::string(m[3].length() ? "cuda:" + m[3].str() : "cuda") + "'?" : "");
             }
             c.device.name = text;
           },
@@ -352,7 +353,8 @@ std::vector<Field> distributed_fields() {
 // Every key, section by section, in the order --print-config shows them.
 std::vector<Field> make_schema() {
   std::vector<Field> all;
-  for (auto section : {model_fields(), data_fields(), train_fields(), optimizer_fields(), scheduler_fields(), checkpoint_fields(), logging_fields(), sizing_fields(), oom_fields(), device_fields(), distributed_fields()})
+  for (auto section : {model_fields(), data_fields(), train_fields(), optimizer_fields(), scheduler_fields(), checkpoint_fields(),
+                       logging_fields(), sizing_fields(), oom_fields(), device_fields(), distributed_fields()})
     for (auto& field : section) all.push_back(std::move(field));
   return all;
 }

@@ -20,9 +20,9 @@ struct FieldValue {
 };
 
 struct Field {
-  std::string key;                                              ///< "train.batch_size"
-  std::function<void(Config&, const FieldValue&)> assign;       ///< parses, checks, stores; throws UsageError
-  std::function<YAML::Node(const Config&)> show;                ///< the resolved value, for --print-config
+  std::string key;                                         ///< "train.batch_size"
+  std::function<void(Config&, const FieldValue&)> assign;  ///< parses, checks, stores; throws UsageError
+  std::function<YAML::Node(const Config&)> show;           ///< the resolved value, for --print-config
 };
 
 /// Every key, in the order --print-config shows them.

@@ -73,7 +73,8 @@ std::vector<std::string> unread_settings(const Config& config) {
   if (!config.model.torchscript.empty()) {
     for (const auto& [key, readers] : readers_of_model_keys)
       if (!at_default(config, key))
-        out.push_back(key + " is " + shown(config, key) + ", but a TorchScript model (model.torchscript) is built by its file, not by this key");
+        out.push_back(key + " is " + shown(config, key) +
+                      ", but a TorchScript model (model.torchscript) is built by its file, not by this key");
   } else if (const auto keys = model_keys_read(config.model.name)) {
     for (const auto& [key, readers] : readers_of_model_keys)
       if (!at_default(config, key) && std::find(keys->begin(), keys->end(), key) == keys->end())

@@ -17,10 +17,10 @@ void refuse_sparse_class_ids(const data::Sources& sources) {
   const auto& labels = *ids;
   const auto distinct = std::get<0>(at::_unique(labels, /*sorted=*/false)).numel();
   if (2 * distinct >= classes) return;
-  throw UsageError("the labels of " + sources.train->description() + " look like values to predict, not class ids: " + std::to_string(distinct) +
-                       " different values from " + std::to_string(labels.min().item<std::int64_t>()) + " to " + std::to_string(classes - 1) +
-                       " among " + std::to_string(labels.numel()) + " samples, which as class ids make " + std::to_string(classes) +
-                       " classes (an output of " + std::to_string(classes) + " units, most never a label)",
+  throw UsageError("the labels of " + sources.train->description() + " look like values to predict, not class ids: " +
+                       std::to_string(distinct) + " different values from " + std::to_string(labels.min().item<std::int64_t>()) + " to " +
+                       std::to_string(classes - 1) + " among " + std::to_string(labels.numel()) + " samples, which as class ids make " +
+                       std::to_string(classes) + " classes (an output of " + std::to_string(classes) + " units, most never a label)",
                    "set data.task: regression to predict them; if they are class ids, set data.classes: " + std::to_string(classes) +
                        " to train with that many classes anyway");
 }
@@ -33,8 +33,8 @@ void refuse_single_class(const data::Sources& sources, const data::SourceSpec& s
   const std::string name = first < static_cast<std::int64_t>(sources.class_names.size())
                                ? "class " + std::to_string(first) + " ('" + sources.class_names[first] + "')"
                                : "class " + std::to_string(first);
-  std::string what = "the training labels are all " + name + ": a classifier learns nothing from one class (it would always answer it); data: " +
-                     sources.train->description();
+  std::string what = "the training labels are all " + name +
+                     ": a classifier learns nothing from one class (it would always answer it); data: " + sources.train->description();
   // A small file's rare classes can all land in the hold-out: the file is fine, the split is not.
   const auto val_ids = sources.val && spec.val_fraction > 0 && spec.val_path.empty() ? sources.val->class_ids() : std::nullopt;
   if (val_ids && (*val_ids != first).any().item<bool>()) {
@@ -61,7 +61,8 @@ std::string unseen_classes_note(const data::Sources& sources, std::int64_t class
     const auto id = unseen[i].item<std::int64_t>();
     samples += val_counts[id].item<std::int64_t>();
     if (i < kNamed)
-      named.push_back(std::to_string(id) + (id < static_cast<std::int64_t>(sources.class_names.size()) ? " ('" + sources.class_names[id] + "')" : ""));
+      named.push_back(std::to_string(id) +
+                      (id < static_cast<std::int64_t>(sources.class_names.size()) ? " ('" + sources.class_names[id] + "')" : ""));
   }
   std::string list = core::join(named);
   if (unseen.numel() > kNamed) list += " and " + std::to_string(unseen.numel() - kNamed) + " more";
@@ -86,12 +87,13 @@ std::string class_balance_note(const data::Sources& sources, std::int64_t classe
   const auto count = counts[most].item<std::int64_t>();
   const double share = static_cast<double>(count) / static_cast<double>(samples);
   if (share < kUnbalancedFactor / static_cast<double>(classes)) return "";
-  const std::string name = most < static_cast<std::int64_t>(sources.class_names.size()) ? "'" + sources.class_names[most] + "' (class " +
-                                                                                               std::to_string(most) + ")"
-                                                                                         : "class " + std::to_string(most);
+  const std::string name = most < static_cast<std::int64_t>(sources.class_names.size())
+                               ? "'" + sources.class_names[most] + "' (class " + std::to_string(most) + ")"
+                               : "class " + std::to_string(most);
   return "classes are unbalanced: the most common, " + name + ", is " + core::format_fixed(100 * share, 1) + " % of the " +
          (on_val ? "validation" : "training") + " samples (" + std::to_string(count) + " of " + std::to_string(samples) + "), the " +
-         (on_val ? "val accuracy of always answering it; the balanced accuracy (each class's accuracy, averaged) shows what the rarer classes get"
+         (on_val ? "val accuracy of always answering it; the balanced accuracy (each class's accuracy, averaged) shows what the rarer "
+                   "classes get"
                  // Without validation data there is no balanced accuracy to point at: say how to get one.
                  : "accuracy of always answering it; hold some out (data.val_fraction: 0.2) to see the balanced accuracy (each class's "
                    "accuracy, averaged), what the rarer classes get") +

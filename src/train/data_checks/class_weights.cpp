@@ -47,7 +47,8 @@ std::string class_weights_note(const at::Tensor& weights, const ClassWeights& se
   const auto values = weights.to(at::kDouble).contiguous();
   const auto* w = values.data_ptr<double>();
   const std::int64_t classes = values.numel();
-  std::string line = std::string("class weights (train.class_weights: ") + (setting.balanced ? "balanced, from the training labels' counts" : "as given") + "): ";
+  std::string line = std::string("class weights (train.class_weights: ") +
+                     (setting.balanced ? "balanced, from the training labels' counts" : "as given") + "): ";
   if (classes <= kListedClasses) {
     std::vector<std::string> each;
     for (std::int64_t c = 0; c < classes; ++c) each.push_back(class_label(c, class_names) + " " + short_number(w[c]));
@@ -59,8 +60,9 @@ std::string class_weights_note(const at::Tensor& weights, const ClassWeights& se
   }
   // best.pt kept by the plain val loss would prefer the unweighted model the weights move away from.
   if (validated && best_metric == "val_loss")
-    line += "; they weigh the training loss only: val loss is the plain cross-entropy, and checkpoint.best_metric: "
-            "val_balanced_accuracy keeps best.pt by what the weights aim at";
+    line +=
+        "; they weigh the training loss only: val loss is the plain cross-entropy, and checkpoint.best_metric: "
+        "val_balanced_accuracy keeps best.pt by what the weights aim at";
   return line;
 }
 

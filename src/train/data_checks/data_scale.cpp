@@ -52,14 +52,16 @@ std::string standardize_inputs(Config& config, const std::shared_ptr<const data:
     const auto threads = std::max(1, static_cast<int>(device::collect_system_info().usable_cores));
     const auto measured = data::measure_sample_stats(train, kStandardizeSamples, threads, static_cast<std::uint64_t>(config.train.seed));
     stats = measured.stats;
-    of = std::to_string(measured.measured) + (measured.measured + measured.skipped < train->size()
-                                                  ? " training samples chosen at random (seeded by train.seed) of " + std::to_string(train->size())
-                                                  : " training samples");
+    of = std::to_string(measured.measured) +
+         (measured.measured + measured.skipped < train->size()
+              ? " training samples chosen at random (seeded by train.seed) of " + std::to_string(train->size())
+              : " training samples");
   }
   config.data.mean = stats.mean;
   config.data.std = stats.std;
   const std::string per = shape.size() == 1 ? "feature" : "channel";
-  std::string note = "data.standardize: per-" + per + " mean " + first_values(stats.mean) + " and std " + first_values(stats.std) + " of " + of;
+  std::string note =
+      "data.standardize: per-" + per + " mean " + first_values(stats.mean) + " and std " + first_values(stats.std) + " of " + of;
   if (!stats.constant_channels.empty())
     note += "; " + std::to_string(stats.constant_channels.size()) + " " + per + (stats.constant_channels.size() == 1 ? " is" : "s are") +
             " constant (e.g. " + per + " " + std::to_string(stats.constant_channels[0]) + "): only centred";
@@ -81,7 +83,8 @@ std::string feature_scale_hint(const data::Dataset& train, const std::vector<std
     large.push_back(name + " mean " + core::format_fixed(stats.mean[i], 1) + ", std " + core::format_fixed(spread(stats, i), 1));
   }
   if (count == 0) return "";
-  return "features far from unit scale: " + core::join(large, "; ") + (count > 3 ? " (" + std::to_string(count) + " features in all)" : "") +
+  return "features far from unit scale: " + core::join(large, "; ") +
+         (count > 3 ? " (" + std::to_string(count) + " features in all)" : "") +
          "; data.standardize: true trains on (x - mean) / std per feature, measured on the training set";
 }
 
@@ -90,8 +93,9 @@ std::string scale_targets(const Config& config, const data::Dataset& train, data
   const auto whole = train.tensors();
   if (!whole || whole->size() == 0) {
     if (config.data.standardize_targets)
-      throw UsageError("data.standardize_targets needs the training targets in memory, and " + train.description() + " reads them per batch",
-                       "remove data.standardize_targets");
+      throw UsageError(
+          "data.standardize_targets needs the training targets in memory, and " + train.description() + " reads them per batch",
+          "remove data.standardize_targets");
     return "";
   }
   const auto stats = data::measure_channel_stats(whole->targets);  // regression targets are [N, targets]
@@ -100,7 +104,8 @@ std::string scale_targets(const Config& config, const data::Dataset& train, data
   if (config.data.standardize_targets) {
     transform.target_mean = stats.mean;
     transform.target_std = stats.std;
-    return "data.standardize_targets: per-target " + figures + "; the loss is on standardised targets, val mse and mae are in the targets' units";
+    return "data.standardize_targets: per-target " + figures +
+           "; the loss is on standardised targets, val mse and mae are in the targets' units";
   }
   // The MSE of predicting 0: about where an untrained model's loss starts.
   double largest_rms = 0, mse_of_zero = 0;
@@ -111,7 +116,8 @@ std::string scale_targets(const Config& config, const data::Dataset& train, data
   }
   if (largest_rms <= kLargeRms) return "";
   return "regression targets far from unit scale (" + figures + "): the MSE loss starts near " + core::format_fixed(mse_of_zero, 0) +
-         " and falls slowly; data.standardize_targets: true trains on (y - mean) / std and still reports val mse and mae in the targets' units";
+         " and falls slowly; data.standardize_targets: true trains on (y - mean) / std and still reports val mse and mae in the targets' "
+         "units";
 }
 
 }  // namespace gputrain::train

@@ -68,10 +68,11 @@ void refuse_nonfinite_samples(const Config& config, const data::Sources& sources
     const std::string features = own_file ? d.val_path : d.path;
     const std::string labels = own_file ? d.val_labels : d.labels.empty() ? "" : d.labels.front();
     if (d.source == "npy" && !features.empty() && !labels.empty())
-      fix = "drop those samples from features and labels alike: python3 -c \"import numpy as np; x = np.load('" + features + "'); y = np.load('" +
-            labels + "'); keep = np.isfinite(x.reshape(len(x), -1)).all(1) & np.isfinite(y.reshape(len(y), -1)).all(1); np.save('" +
-            complete_name(features) + "', x[keep]); np.save('" + complete_name(labels) + "', y[keep])\", then use " + complete_name(features) +
-            " and " + complete_name(labels) + "; or fill them in";
+      fix = "drop those samples from features and labels alike: python3 -c \"import numpy as np; x = np.load('" + features +
+            "'); y = np.load('" + labels +
+            "'); keep = np.isfinite(x.reshape(len(x), -1)).all(1) & np.isfinite(y.reshape(len(y), -1)).all(1); np.save('" +
+            complete_name(features) + "', x[keep]); np.save('" + complete_name(labels) + "', y[keep])\", then use " +
+            complete_name(features) + " and " + complete_name(labels) + "; or fill them in";
     throw UsageError(set->description() + " holds NaN or inf values in " + std::to_string(found.count) + " of its " +
                          core::counted(found.samples, "sample") + "; the first is " + set->origin(found.first) + " (" +
                          what_it_holds(*whole, found.first) + ")",

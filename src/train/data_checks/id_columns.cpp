@@ -25,7 +25,8 @@ bool named_like_id(const std::string& name) {
   const auto lower = core::lower(name);
   if (lower == "id" || lower == "index" || ends_with(lower, "_id") || ends_with(lower, " id")) return true;
   // camelCase: "userId", "customerID"
-  return name.size() > 2 && (ends_with(name, "Id") || ends_with(name, "ID")) && std::islower(static_cast<unsigned char>(name[name.size() - 3]));
+  return name.size() > 2 && (ends_with(name, "Id") || ends_with(name, "ID")) &&
+         std::islower(static_cast<unsigned char>(name[name.size() - 3]));
 }
 
 }  // namespace
@@ -59,7 +60,8 @@ std::string id_column_hint(const Config& config, const data::Dataset& train, con
     if (!by_order && !(named && named_like_id(name) && all_different(column))) continue;
     const auto first = [&](std::int64_t row) { return core::format_fixed(x[row][i].item<double>(), 0); };
     shown.push_back((named ? "'" + name + "'" : "feature " + std::to_string(i)) +
-                    (by_order ? " (" + first(0) + ", " + first(1) + ", " + first(2) + ", ... down the file)" : " (a different whole number in every row)"));
+                    (by_order ? " (" + first(0) + ", " + first(1) + ", " + first(2) + ", ... down the file)"
+                              : " (a different whole number in every row)"));
     left_out.push_back(named ? name : std::to_string(i));
   }
   if (shown.empty()) return "";
@@ -81,7 +83,8 @@ std::string id_column_hint(const Config& config, const data::Dataset& train, con
   }
   return std::string(one ? "feature " : "features ") + core::join(shown, ", ") + (one ? " looks" : " look") +
          " like a row number or an id, which says nothing about new rows, yet makes validation look better than it is when the file is "
-         "sorted (by date, by the label): " + fix;
+         "sorted (by date, by the label): " +
+         fix;
 }
 
 }  // namespace gputrain::train

@@ -44,8 +44,9 @@ bool same_figures(const std::vector<double>& a, const std::vector<double>& b) {
 void check_weights_fit_the_data(const std::string& path, const std::map<std::string, std::string>& metadata,
                                 const std::vector<std::string>& class_names, const data::BatchTransform& transform) {
   if (metadata.find("config") == metadata.end()) return;  // not written by gputrain: nothing recorded to compare
-  const std::string keep = "evaluate with the run's config.yaml unchanged but for data.val_path: data.path and data.labels decide the "
-                           "class ids, and data.standardize measures its figures on data.path's training rows";
+  const std::string keep =
+      "evaluate with the run's config.yaml unchanged but for data.val_path: data.path and data.labels decide the "
+      "class ids, and data.standardize measures its figures on data.path's training rows";
   const auto names = metadata_list<std::string>(metadata, "data.class_names", path);
   if (names != class_names)
     throw UsageError("'" + path + "' was trained on the classes [" + core::join(names) + "], and this config's data has [" +
@@ -55,8 +56,9 @@ void check_weights_fit_the_data(const std::string& path, const std::map<std::str
                          const std::vector<double>& std) {
     const auto saved_mean = metadata_list<double>(metadata, mean_key, path), saved_std = metadata_list<double>(metadata, std_key, path);
     if (same_figures(saved_mean, mean) && same_figures(saved_std, std)) return;
-    const auto trained = saved_mean.empty() ? what + " that were not standardised"
-                                            : what + " standardised by mean " + first_values(saved_mean) + " and std " + first_values(saved_std);
+    const auto trained = saved_mean.empty()
+                             ? what + " that were not standardised"
+                             : what + " standardised by mean " + first_values(saved_mean) + " and std " + first_values(saved_std);
     const auto given = mean.empty() ? "this config does not standardise them"
                                     : "this config gives mean " + first_values(mean) + " and std " + first_values(std);
     throw UsageError("'" + path + "' was trained on " + trained + ", and " + given + ": the figures would describe other " + what +
@@ -73,11 +75,14 @@ void check_weights_file(const std::string& weights) {
   const std::string what_to_give =
       "give a checkpoint (runs/NAME/checkpoints/best.pt or step-*.pt) or the weights a finished run wrote (runs/NAME/model.safetensors)";
   std::error_code ec;
-  if (!fs::exists(weights, ec)) throw UsageError("--evaluate: '" + weights + "' does not exist" + core::did_you_mean(weights), what_to_give);
+  if (!fs::exists(weights, ec))
+    throw UsageError("--evaluate: '" + weights + "' does not exist" + core::did_you_mean(weights), what_to_give);
   if (!fs::is_regular_file(weights, ec)) throw UsageError("--evaluate: '" + weights + "' is a folder, not a weights file", what_to_give);
   if (!is_zip_archive(weights) && !data::starts_like_safetensors(weights))
-    throw UsageError("--evaluate: '" + weights + "' holds no weights: it is neither a checkpoint (a zip archive, as torch.save writes) nor a "
-                     "safetensors file", what_to_give);
+    throw UsageError("--evaluate: '" + weights +
+                         "' holds no weights: it is neither a checkpoint (a zip archive, as torch.save writes) nor a "
+                         "safetensors file",
+                     what_to_give);
 }
 
 EvaluationResult Trainer::State::evaluate(const std::string& weights) {
@@ -111,7 +116,8 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
   // The console alone, in plain lines: the set-up's notes, out-of-memory events, unreadable images.
   if (ranks.writer()) {
     std::vector<std::unique_ptr<MetricSink>> console;
-    console.push_back(make_console_sink(config.logging.progress == "off" ? "off" : "lines", options.console ? *options.console : std::cerr));
+    console.push_back(
+        make_console_sink(config.logging.progress == "off" ? "off" : "lines", options.console ? *options.console : std::cerr));
     reporter.attach(std::move(console));
   } else {
     reporter.stay_silent();

@@ -2,9 +2,9 @@
 // what a finished fit() reports.
 #include <algorithm>
 
+#include "fit_loop.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/checkpoint.hpp"
-#include "fit_loop.hpp"
 
 namespace gputrain::train {
 
@@ -29,8 +29,8 @@ void Trainer::State::FitLoop::write_due_checkpoints() {
   // The steps since the last step line must be sound too: the callbacks see their loss first.
   std::optional<LossWindow> window;
   if (window_.steps > 0)
-    window = window_loss(s_.ranks.sum({window_.loss.item<double>()}, "the sum of the loss before a checkpoint at step " +
-                                                                          std::to_string(s_.progress.step))[0] /
+    window = window_loss(s_.ranks.sum({window_.loss.item<double>()},
+                                      "the sum of the loss before a checkpoint at step " + std::to_string(s_.progress.step))[0] /
                          static_cast<double>(window_.steps));
   each_callback([&](Callback& c) { c.on_before_checkpoint(*this, window ? &*window : nullptr); });
   paused([&] { write_checkpoint(); });

@@ -115,10 +115,12 @@ void Trainer::State::FitLoop::run_epoch() {
   // Whether the epoch is over must be the same on every rank: validation is collective. A stop
   // agreed on while a rank still had a sample left (shards differ by one) leaves the others
   // through; the epoch then ends after the resume, on every rank at once.
-  const bool epoch_over = distributed ? s_.ranks.min(progress.position >= n ? 1 : 0, "whether epoch " + std::to_string(progress.epoch + 1) + " is over") == 1
-                                      : progress.position >= n;
+  const bool epoch_over =
+      distributed ? s_.ranks.min(progress.position >= n ? 1 : 0, "whether epoch " + std::to_string(progress.epoch + 1) + " is over") == 1
+                  : progress.position >= n;
   if (!epoch_over) return;
-  const double epoch_loss_sum = s_.ranks.sum({epoch_loss.item<double>()}, "the sum of epoch " + std::to_string(progress.epoch + 1) + "'s loss")[0];
+  const double epoch_loss_sum =
+      s_.ranks.sum({epoch_loss.item<double>()}, "the sum of epoch " + std::to_string(progress.epoch + 1) + "'s loss")[0];
   end_epoch(epoch_steps > 0 ? epoch_loss_sum / static_cast<double>(epoch_steps) : 0.0, seconds_since(epoch_start));
 }
 
@@ -169,8 +171,8 @@ void Trainer::State::FitLoop::report_steps(double lr) {
   m.loss_scale = s_.scaler->scale_value();
   m.skipped_steps = s_.scaler->skipped_steps();
   // The ETA keeps the pauses: the validations and checkpoints still ahead take time too.
-  m.eta_seconds = static_cast<double>(s_.total_steps - progress.step) * (window_seconds + window_.paused_seconds) /
-                  static_cast<double>(window_.steps);
+  m.eta_seconds =
+      static_cast<double>(s_.total_steps - progress.step) * (window_seconds + window_.paused_seconds) / static_cast<double>(window_.steps);
   if (s_.config.train.max_time > 0) m.eta_seconds = std::min(m.eta_seconds, std::max(0.0, s_.config.train.max_time - trained_seconds()));
   const auto memory = memory::memory_figures(s_.device, /*with_limit=*/false);  // no /proc or driver call per report
   m.memory_allocated = memory.allocated;

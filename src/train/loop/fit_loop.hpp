@@ -105,7 +105,7 @@ class Trainer::State::FitLoop final : public RunControl {
   // The ranks agreed that train.max_time ran out on some rank's clock: the run has used all of it,
   // though this rank's clock may be a little short of it.
   bool time_up_agreed_ = false;
-  bool last_saved_time_limit_ = false;  // that checkpoint recorded the whole train.max_time as used
+  bool last_saved_time_limit_ = false;              // that checkpoint recorded the whole train.max_time as used
   bool checkpoint_due_ = false, best_due_ = false;  // asked for by a callback in the current hook round
 };
 

@@ -49,7 +49,8 @@ std::string RankGroup::summary() const {
 StepAgreement RankGroup::agree(std::int64_t micro_batch, bool stop, int end_request, std::int64_t rows, std::int64_t step) {
   StepAgreement a{micro_batch, stop, end_request, rows};
   if (!comm_) return a;
-  const auto all = comm_->all_gather({micro_batch, stop ? 1 : 0, end_request, rows}, "the agreement before step " + std::to_string(step + 1));
+  const auto all =
+      comm_->all_gather({micro_batch, stop ? 1 : 0, end_request, rows}, "the agreement before step " + std::to_string(step + 1));
   a.rows = 0;
   for (std::size_t r = 0; r < all.size(); r += 4) {
     a.micro_batch = std::min(a.micro_batch, all[r]);

@@ -36,9 +36,9 @@ std::string saved_batch_settings(const YAML::Node& saved, const TrainingProgress
 // Whether a config difference ("data.path a.csv -> b.csv") can change a built model's tensors:
 // the data keys that decide a sample's shape and the number of outputs.
 bool shapes_the_model(const std::string& change) {
-  static const char* const kKeys[] = {"data.source ", "data.task ",        "data.path ",     "data.labels ",
+  static const char* const kKeys[] = {"data.source ",   "data.task ",    "data.path ",        "data.labels ",
                                       "data.features ", "data.exclude ", "data.categorical ", "data.image_size ",
-                                      "data.shape ", "data.classes ",   "data.outputs "};
+                                      "data.shape ",    "data.classes ", "data.outputs "};
   for (const char* key : kKeys)
     if (change.rfind(key, 0) == 0) return true;
   return false;
@@ -94,20 +94,24 @@ void Trainer::State::note_config_changes(const std::string& path, const std::str
   constexpr std::size_t kListed = 4;
   std::string listed = core::join(std::vector<std::string>(changes.begin(), changes.begin() + std::min(changes.size(), kListed)));
   if (changes.size() > kListed) listed += " and " + std::to_string(changes.size() - kListed) + " more";
-  reporter.later("note: the config differs from the one " + path + " was written with" +
-                          (changes.empty() ? "" : ": " + listed) + " (both are kept: config.yaml and the checkpoint)");
+  reporter.later("note: the config differs from the one " + path + " was written with" + (changes.empty() ? "" : ": " + listed) +
+                 " (both are kept: config.yaml and the checkpoint)");
   try {
     // The rate the checkpoint's run would have used at this step: its config, the same steps per epoch.
     const auto saved = load_config({{}, {}, saved_yaml});
     std::int64_t saved_total = steps_per_epoch * saved.train.epochs;
     if (saved.train.max_steps > 0) saved_total = std::min(saved_total, saved.train.max_steps);
-    const auto saved_rate = [&](std::int64_t step) { return learning_rate_at(saved.scheduler, saved.optimizer.lr, step, saved_total, progress.lr_scale); };
+    const auto saved_rate = [&](std::int64_t step) {
+      return learning_rate_at(saved.scheduler, saved.optimizer.lr, step, saved_total, progress.lr_scale);
+    };
     const double next = learning_rate_at(config.scheduler, config.optimizer.lr, progress.step, total_steps, progress.lr_scale);
     // Past the run's end (fewer epochs than the checkpoint did) no step runs at the new rate.
     if (progress.step < total_steps && short_number(next) != short_number(saved_rate(progress.step))) {
       std::string line = "note: the learning-rate schedule changes with the config (" + config.scheduler.name + " over " +
-                         std::to_string(total_steps) + " steps): step " + std::to_string(progress.step + 1) + " runs at lr " + short_number(next);
-      if (progress.step > 0) line += ", where step " + std::to_string(progress.step) + " ran at " + short_number(saved_rate(progress.step - 1));
+                         std::to_string(total_steps) + " steps): step " + std::to_string(progress.step + 1) + " runs at lr " +
+                         short_number(next);
+      if (progress.step > 0)
+        line += ", where step " + std::to_string(progress.step) + " ran at " + short_number(saved_rate(progress.step - 1));
       reporter.later(line);
     }
   } catch (const UsageError&) {
@@ -148,20 +152,22 @@ void Trainer::State::refuse_another_run(const std::string& path, const YAML::Nod
   if (!saved_optimizer.empty() && saved_optimizer != config.optimizer.name)
     throw UsageError("cannot resume from " + path + ": it holds the state of optimizer.name " + saved_optimizer +
                          ", and this config asks for " + config.optimizer.name,
-                     "set optimizer.name: " + saved_optimizer + " to continue that run, or checkpoint.resume: never (or "
-                     "another logging.dir) to start a new one");
+                     "set optimizer.name: " + saved_optimizer +
+                         " to continue that run, or checkpoint.resume: never (or "
+                         "another logging.dir) to start a new one");
   // A step of the checkpoint must mean a step of this run: the schedule, the step budget and the
   // epoch's position all count them.
   const std::int64_t global_batch = effective_batch * ranks.world_size();
   if (at.global_batch != 0 && at.global_batch != global_batch)
-    throw UsageError(path + " was trained with a global batch of " + std::to_string(at.global_batch) + " samples per step (" +
-                         core::counted(at.world_size, "rank") + "), and this run's is " + std::to_string(micro_batch) + " x " +
-                         std::to_string(config.train.grad_accum) + " accumulation x " + core::counted(ranks.world_size(), "rank") + " = " +
-                         std::to_string(global_batch) + ": its steps, schedule and epoch position would mean other samples",
-                     "resume with train.batch_size x train.grad_accum x ranks = " + std::to_string(at.global_batch) + " (it ran " +
-                         saved_batch_settings(saved, at) +
-                         "; on a smaller device the out-of-memory handler splits a batch too large into micro-batches, up to oom.max_halvings), "
-                         "or start a new run with checkpoint.resume: never or another logging.dir");
+    throw UsageError(
+        path + " was trained with a global batch of " + std::to_string(at.global_batch) + " samples per step (" +
+            core::counted(at.world_size, "rank") + "), and this run's is " + std::to_string(micro_batch) + " x " +
+            std::to_string(config.train.grad_accum) + " accumulation x " + core::counted(ranks.world_size(), "rank") + " = " +
+            std::to_string(global_batch) + ": its steps, schedule and epoch position would mean other samples",
+        "resume with train.batch_size x train.grad_accum x ranks = " + std::to_string(at.global_batch) + " (it ran " +
+            saved_batch_settings(saved, at) +
+            "; on a smaller device the out-of-memory handler splits a batch too large into micro-batches, up to oom.max_halvings), "
+            "or start a new run with checkpoint.resume: never or another logging.dir");
 }
 
 // The restored progress, carried over to this run. The same global batch on another number of
@@ -172,8 +178,8 @@ void Trainer::State::continue_on_this_shape(const std::string& path) {
   if (progress.world_size != 0 && progress.world_size != world) {
     const auto position = progress.position * progress.world_size / world;
     reporter.later("resuming on " + core::counted(world, "rank") + " a run written by " + core::counted(progress.world_size, "rank") +
-                            ", with the same global batch: each rank continues at sample " + std::to_string(position) +
-                            " of its share of epoch " + std::to_string(progress.epoch + 1));
+                   ", with the same global batch: each rank continues at sample " + std::to_string(position) + " of its share of epoch " +
+                   std::to_string(progress.epoch + 1));
     progress.position = position;
   }
   // Files that gained or lost samples since: the epoch order is a permutation of another count,
@@ -181,8 +187,8 @@ void Trainer::State::continue_on_this_shape(const std::string& path) {
   // between runs), but said.
   if (progress.train_samples != 0 && progress.train_samples != train_size)
     reporter.later("note: the training data has " + std::to_string(train_size) + " samples, and " + path + "'s run had " +
-                            std::to_string(progress.train_samples) + ": the epoch order changes with the count, so the rest of epoch " +
-                            std::to_string(progress.epoch + 1) + " is not exactly the samples that run had left");
+                   std::to_string(progress.train_samples) + ": the epoch order changes with the count, so the rest of epoch " +
+                   std::to_string(progress.epoch + 1) + " is not exactly the samples that run had left");
   stamp_progress();
 }
 

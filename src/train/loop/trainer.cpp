@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fit_loop.hpp"
 #include "gputrain/core/duration.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -21,7 +22,6 @@
 #include "train/loop/callbacks/builtin_callbacks.hpp"
 #include "train/report/human_lines.hpp"
 #include "train/step/step_failures.hpp"
-#include "fit_loop.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -34,7 +34,9 @@ namespace fs = std::filesystem;
 // outputs. Lists are JSON; docs/examples/predict.py reads them.
 std::map<std::string, std::string> weights_metadata(const Config& config, const RunData& data, const std::string& model_name) {
   const auto& transform = data.transform;
-  std::map<std::string, std::string> metadata{{"format", "pt"}, {"model", model_name}, {"config", to_yaml(config)},
+  std::map<std::string, std::string> metadata{{"format", "pt"},
+                                              {"model", model_name},
+                                              {"config", to_yaml(config)},
                                               {"data.task", config.data.task},
                                               {"data.shape", nlohmann::json(config.data.shape).dump()}};
   for (const auto& field : schema())  // what builds the model, key by key: a reader needs no YAML parser
@@ -102,9 +104,8 @@ Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_uniqu
       state_->write_config_file();
     }
   } catch (const c10::OutOfMemoryError& e) {
-    throw Error("out of memory before the first step, while placing the data, the model and its optimizer on " +
-                    state_->device.str() + ": " + memory::describe(memory::memory_figures(state_->device)) +
-                    ". The allocator said: " + e.what_without_backtrace(),
+    throw Error("out of memory before the first step, while placing the data, the model and its optimizer on " + state_->device.str() +
+                    ": " + memory::describe(memory::memory_figures(state_->device)) + ". The allocator said: " + e.what_without_backtrace(),
                 "allow more memory (device.max_memory), use fewer samples (data.samples) or a smaller model");
   }
 }
@@ -211,8 +212,8 @@ void Trainer::State::say_how_it_went(const FitResult& result, const FitLoop& loo
   if (result.interrupted) {
     reporter.record("interrupted after step " + std::to_string(progress.step) + "; checkpoint " + result.last_checkpoint);
   } else if (ranks.writer() && result.time_limit_reached) {
-    reporter.record("stopped at train.max_time " + core::duration_text(config.train.max_time) + " after step " + std::to_string(progress.step) +
-                    " of " + std::to_string(total_steps) + "; checkpoint " + result.last_checkpoint);
+    reporter.record("stopped at train.max_time " + core::duration_text(config.train.max_time) + " after step " +
+                    std::to_string(progress.step) + " of " + std::to_string(total_steps) + "; checkpoint " + result.last_checkpoint);
   }
 }
 
@@ -223,9 +224,10 @@ void Trainer::State::write_final_weights(FitResult& result) {
   try {
     data::write_safetensors(result.weights_path, model->named_state(), weights_metadata(config, data, model->name()));
   } catch (const Error& e) {  // the disk refused it; the last checkpoint, written just before, holds the same weights
-    const Error error(e.what(), e.remedy() + "; the run's final state is saved (" + last_checkpoint + "), so the same command" +
-                                    (config.checkpoint.resume == "auto" ? "" : " with checkpoint.resume: auto") +
-                                    " then writes model.safetensors without training again",
+    const Error error(e.what(),
+                      e.remedy() + "; the run's final state is saved (" + last_checkpoint + "), so the same command" +
+                          (config.checkpoint.resume == "auto" ? "" : " with checkpoint.resume: auto") +
+                          " then writes model.safetensors without training again",
                       e.exit_code());
     reporter.fail(error);
     throw error;

@@ -24,9 +24,9 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "rank_group.hpp"
 #include "train/report/reporter.hpp"
 #include "train/step/step_engine.hpp"
-#include "rank_group.hpp"
 
 namespace YAML {
 class Node;  // a checkpoint's config, in resume()'s checks
@@ -50,9 +50,9 @@ struct Trainer::State {
   class FitLoop;  // one fit() call's loop and the callbacks' RunControl, in fit_loop.cpp
   Config config;
   TrainerOptions options;
-  RankGroup ranks;                        // world size 1 and no communicator in a plain run
+  RankGroup ranks;  // world size 1 and no communicator in a plain run
   std::unique_ptr<dist::GradientSync> sync;
-  std::int64_t agreed_micro_batch = 0;    // what the last step agreement settled on
+  std::int64_t agreed_micro_batch = 0;  // what the last step agreement settled on
   std::string config_yaml;
   // The writer's hold on logging.dir (and checkpoint.dir): from construction until fit() returns.
   std::vector<std::unique_ptr<core::DirectoryLock>> folder_locks;
@@ -78,14 +78,15 @@ struct Trainer::State {
   std::int64_t last_saved_step = -1;
   std::string last_checkpoint;
   bool classification = true;
-  at::Tensor class_weights;  // data.class_weights on the device (undefined: none)
+  at::Tensor class_weights;    // data.class_weights on the device (undefined: none)
   bool channels_last = false;  // config.uses_channels_last(), resolved once
   bool evaluating() const { return options.evaluate_only; }
 
   CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
   // The balanced accuracy is worth a place beside the accuracy in the lines people read (RunInfo's).
   bool shows_balanced_accuracy() const {
-    return classification && (data.unbalanced_classes || config.train.class_weights.any() || config.checkpoint.best_metric == "val_balanced_accuracy");
+    return classification &&
+           (data.unbalanced_classes || config.train.class_weights.any() || config.checkpoint.best_metric == "val_balanced_accuracy");
   }
   std::int64_t oom_events() const { return train_guard->oom_count() + val_guard->oom_count(); }
   void setup();
@@ -99,7 +100,7 @@ struct Trainer::State {
   void make_the_step();
   void count_the_steps();
   void make_step_engine();
-  void lock_folders();  // throws UsageError when another run holds them
+  void lock_folders();      // throws UsageError when another run holds them
   void check_disk_space();  // throws UsageError when the checkpoints would not fit
   void place_the_data(const std::string& device_name);
   void report_skipped();

@@ -97,7 +97,9 @@ void fill_figures(EpochMetrics& m, const std::vector<double>& sums, bool classif
   // scikit-learn's balanced_accuracy_score: the mean recall over the classes that have samples.
   double recall_sum = 0;
   std::int64_t present = 0;
-  const auto per_class_sum = [&](std::int64_t part, std::int64_t c) { return std::llround(sums[kPerClass + static_cast<std::size_t>(part * classes + c)]); };
+  const auto per_class_sum = [&](std::int64_t part, std::int64_t c) {
+    return std::llround(sums[kPerClass + static_cast<std::size_t>(part * classes + c)]);
+  };
   for (std::int64_t c = 0; c < classes; ++c) {
     const auto samples = per_class_sum(0, c), right = per_class_sum(1, c);
     m.val_class_samples.push_back(samples);
@@ -139,7 +141,8 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
     n += chunk.size();
     std::optional<ValidationSums> chunk_sums;
     // An OOM here shrinks the validation batch only; the chunk is summed again from scratch.
-    val_guard->run(progress.step, chunk.size(), [&](std::int64_t micro) { chunk_sums = step.sums_of(chunk, micro, classes, f64); }, [] {});
+    val_guard->run(
+        progress.step, chunk.size(), [&](std::int64_t micro) { chunk_sums = step.sums_of(chunk, micro, classes, f64); }, [] {});
     reporter.oom_events(*val_guard);
     total.add(*chunk_sums, classification);
   }

@@ -1,10 +1,10 @@
+#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
-#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/normalization.h>
 
-#include "train/models/layers/cpu_dropout.hpp"
 #include "builtin_models.hpp"
+#include "train/models/layers/cpu_dropout.hpp"
 
 namespace gputrain::train::models {
 

@@ -3,8 +3,8 @@
 #include <map>
 #include <mutex>
 
-#include "gputrain/core/error.hpp"
 #include "builtin_models.hpp"
+#include "gputrain/core/error.hpp"
 #include "module_model.hpp"
 
 namespace gputrain::train {
@@ -18,9 +18,12 @@ struct Registry {
     const std::vector<std::string> resnet_keys{"model.stem"};
     add("mlp", models::make_mlp, {"model.hidden", "model.activation", "model.dropout", "model.norm"});
     add("small_cnn", models::make_small_cnn, {"model.width", "model.dropout"});
-    add("resnet18", [](const ModelSpec& s) { return models::make_resnet(s, 18); }, resnet_keys);
-    add("resnet34", [](const ModelSpec& s) { return models::make_resnet(s, 34); }, resnet_keys);
-    add("resnet50", [](const ModelSpec& s) { return models::make_resnet(s, 50); }, resnet_keys);
+    add(
+        "resnet18", [](const ModelSpec& s) { return models::make_resnet(s, 18); }, resnet_keys);
+    add(
+        "resnet34", [](const ModelSpec& s) { return models::make_resnet(s, 34); }, resnet_keys);
+    add(
+        "resnet50", [](const ModelSpec& s) { return models::make_resnet(s, 50); }, resnet_keys);
     add("transformer", models::make_transformer,
         {"model.layers", "model.d_model", "model.heads", "model.ff_dim", "model.dropout", "model.activation", "model.norm_first"});
   }
@@ -39,16 +42,15 @@ Registry& registry() {
 
 void register_model(const std::string& name, ModelFactory factory) {
   if (name == "auto")
-    throw UsageError("register_model: 'auto' cannot name a model", "model.name: auto picks a built-in model by the samples' shape; give yours another name");
+    throw UsageError("register_model: 'auto' cannot name a model",
+                     "model.name: auto picks a built-in model by the samples' shape; give yours another name");
   auto& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.factories[name] = std::move(factory);
   r.builtin_keys.erase(name);  // a replaced built-in reads what its new factory reads
 }
 
-std::string model_for_samples(const std::vector<std::int64_t>& sample_shape) {
-  return sample_shape.size() == 3 ? "small_cnn" : "mlp";
-}
+std::string model_for_samples(const std::vector<std::int64_t>& sample_shape) { return sample_shape.size() == 3 ? "small_cnn" : "mlp"; }
 
 std::optional<std::vector<std::string>> model_keys_read(const std::string& name) {
   auto& r = registry();

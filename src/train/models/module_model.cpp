@@ -92,16 +92,20 @@ void load_named_state(Model& model, const NamedTensors& state, const StateOrigin
   for (const auto& [name, tensor] : own) {
     if (given.count(name)) continue;
     for (const auto& [key, unused] : given) {
-      if (key.size() <= name.size() || key.compare(key.size() - name.size(), name.size(), name) != 0 || key[key.size() - name.size() - 1] != '.')
+      if (key.size() <= name.size() || key.compare(key.size() - name.size(), name.size(), name) != 0 ||
+          key[key.size() - name.size() - 1] != '.')
         continue;
       const auto prefix = key.substr(0, key.size() - name.size());
       throw Error(origin.name + " names model " + model.name() + "'s tensor '" + name + "' as '" + key + "': its names carry the prefix '" +
                       prefix + "'",
-                  "save the weights without it, e.g. in Python {k.removeprefix('" + prefix + "'): v for k, v in state_dict.items()} (a model "
-                  "wrapped by DDP or another module adds it)");
+                  "save the weights without it, e.g. in Python {k.removeprefix('" + prefix +
+                      "'): v for k, v in state_dict.items()} (a model "
+                      "wrapped by DDP or another module adds it)");
     }
     throw Error(origin.name + " has no tensor '" + name + "' for model " + model.name() + " (" +
-                    (given.empty() ? std::string("it has none") : "it has " + std::to_string(given.size()) + ", e.g. '" + given.begin()->first + "'") + ")",
+                    (given.empty() ? std::string("it has none")
+                                   : "it has " + std::to_string(given.size()) + ", e.g. '" + given.begin()->first + "'") +
+                    ")",
                 origin.remedy);
   }
   torch::NoGradGuard no_grad;

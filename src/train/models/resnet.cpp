@@ -54,8 +54,7 @@ struct BottleneckImpl : nn::Module {
         bn2(register_module("bn2", nn::BatchNorm2d(planes))),
         conv3(register_module("conv3", conv(planes, planes * kExpansion, 1, 1))),
         bn3(register_module("bn3", nn::BatchNorm2d(planes * kExpansion))) {
-    if (stride != 1 || in != planes * kExpansion)
-      shortcut = register_module("downsample", downsample(in, planes * kExpansion, stride));
+    if (stride != 1 || in != planes * kExpansion) shortcut = register_module("downsample", downsample(in, planes * kExpansion, stride));
   }
   at::Tensor forward(const at::Tensor& x) {
     auto y = torch::relu(bn1(conv1(x)));
@@ -86,8 +85,10 @@ struct ResNetImpl : nn::Module {
       nn::Sequential layer;
       for (std::int64_t b = 0; b < blocks[stage]; ++b) {
         const std::int64_t stride = (stage > 0 && b == 0) ? 2 : 1;
-        if (bottleneck) layer->push_back(Bottleneck(in, planes, stride));
-        else layer->push_back(BasicBlock(in, planes, stride));
+        if (bottleneck)
+          layer->push_back(Bottleneck(in, planes, stride));
+        else
+          layer->push_back(BasicBlock(in, planes, stride));
         in = planes * expansion;
       }
       layers.push_back(register_module("layer" + std::to_string(stage + 1), layer));
@@ -113,9 +114,12 @@ TORCH_MODULE(ResNet);
 torch::nn::AnyModule make_resnet(const ModelSpec& spec, int depth) {
   require_sample_dims(spec, 3, "resnet" + std::to_string(depth), "[channels, height, width]", "[3, 32, 32]");
   switch (depth) {
-    case 18: return torch::nn::AnyModule(ResNet(spec, std::vector<std::int64_t>{2, 2, 2, 2}, false));
-    case 34: return torch::nn::AnyModule(ResNet(spec, std::vector<std::int64_t>{3, 4, 6, 3}, false));
-    default: return torch::nn::AnyModule(ResNet(spec, std::vector<std::int64_t>{3, 4, 6, 3}, true));
+    case 18:
+      return torch::nn::AnyModule(ResNet(spec, std::vector<std::int64_t>{2, 2, 2, 2}, false));
+    case 34:
+      return torch::nn::AnyModule(ResNet(spec, std::vector<std::int64_t>{3, 4, 6, 3}, false));
+    default:
+      return torch::nn::AnyModule(ResNet(spec, std::vector<std::int64_t>{3, 4, 6, 3}, true));
   }
 }
 

@@ -10,10 +10,9 @@ namespace gputrain::train::models {
 void require_sample_dims(const ModelSpec& spec, std::size_t dims, const std::string& model, const std::string& layout,
                          const std::string& example) {
   if (spec.input_shape.size() == dims) return;
-  throw UsageError(model + " reads samples shaped " + layout + "; this data's samples are shaped " +
-                       c10::str(c10::IntArrayRef(spec.input_shape)),
-                   "give it such samples (synthetic data: data.shape: " + example +
-                       "), or use model.name: mlp, which flattens samples of any shape");
+  throw UsageError(
+      model + " reads samples shaped " + layout + "; this data's samples are shaped " + c10::str(c10::IntArrayRef(spec.input_shape)),
+      "give it such samples (synthetic data: data.shape: " + example + "), or use model.name: mlp, which flattens samples of any shape");
 }
 
 }  // namespace gputrain::train::models

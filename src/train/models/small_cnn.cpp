@@ -5,8 +5,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
 
-#include "train/models/layers/cpu_dropout.hpp"
 #include "builtin_models.hpp"
+#include "train/models/layers/cpu_dropout.hpp"
 
 namespace gputrain::train::models {
 

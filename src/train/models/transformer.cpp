@@ -13,10 +13,10 @@
 #include <string>
 #include <utility>
 
+#include "builtin_models.hpp"
+#include "gputrain/train/amp.hpp"
 #include "train/models/layers/cpu_dropout.hpp"
 #include "train/models/layers/cpu_linear.hpp"
-#include "gputrain/train/amp.hpp"
-#include "builtin_models.hpp"
 
 namespace gputrain::train::models {
 namespace {
@@ -55,9 +55,7 @@ struct SelfAttentionImpl : nn::Cloneable<SelfAttentionImpl> {
   at::Tensor forward(const at::Tensor& x) {  // x: [batch, sequence, d_model]
     const auto batch = x.size(0), sequence = x.size(1);
     // [batch, sequence, 3, heads, head_dim] -> 3 x [batch, heads, sequence, head_dim], as views.
-    const auto qkv = linear(x, in_proj_weight, in_proj_bias)
-                         .view({batch, sequence, 3, heads, width / heads})
-                         .permute({2, 0, 3, 1, 4});
+    const auto qkv = linear(x, in_proj_weight, in_proj_bias).view({batch, sequence, 3, heads, width / heads}).permute({2, 0, 3, 1, 4});
     const auto attended = attend(qkv[0], qkv[1], qkv[2]);
     return project(out_proj, attended.transpose(1, 2).reshape({batch, sequence, width}));
   }
@@ -97,9 +95,7 @@ struct EncoderLayerImpl : nn::Cloneable<EncoderLayerImpl> {
     return norm2(h + feed_forward(h));
   }
   // linear2(dropout(activation(linear1(h)))), then dropout2, as PyTorch's _ff_block and dropout2.
-  at::Tensor feed_forward(const at::Tensor& h) {
-    return drop(project(linear2, drop(activation.forward(project(linear1, h)))));
-  }
+  at::Tensor feed_forward(const at::Tensor& h) { return drop(project(linear2, drop(activation.forward(project(linear1, h))))); }
   // PyTorch's layer has three Dropout modules (dropout, dropout1, dropout2), with nothing to save.
   at::Tensor drop(const at::Tensor& t) const { return threaded_dropout(t, c.dropout, is_training()); }
   ModelConfig c;

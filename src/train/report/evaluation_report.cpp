@@ -13,7 +13,8 @@ std::vector<std::string> evaluation_lines(const EvaluationResult& r) {
   if (r.from_checkpoint)
     weights += " (a checkpoint at step " + std::to_string(r.checkpoint_step) +
                (r.checkpoint_inside_epoch ? ", inside epoch " + std::to_string(r.checkpoint_epochs_done + 1)
-                                          : ", after epoch " + std::to_string(r.checkpoint_epochs_done)) + ")";
+                                          : ", after epoch " + std::to_string(r.checkpoint_epochs_done)) +
+               ")";
   // The data's description gives its count; samples differs from it only by unreadable images.
   std::vector<std::string> lines{weights, "evaluated on " + r.data + ", on " + r.device + " in " + core::format_fixed(r.seconds, 2) + " s"};
   const auto& m = r.metrics;

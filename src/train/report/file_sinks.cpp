@@ -67,27 +67,61 @@ class JsonlSink final : public MetricSink {
   JsonlSink(const std::string& path, RefusedWrites::Warn warn) : file_(open_jsonl(path)), refused_(path, or_log(std::move(warn))) {}
   // Marks where each run (or resumed part of one) begins: the file is appended to, never rewritten.
   void on_start(const RunInfo& i) override {
-    write({{"kind", "start"}, {"model", i.model}, {"parameters", i.parameters}, {"device", i.device},
-           {"precision", i.precision}, {"batch_size", i.batch_size}, {"batch_size_auto", i.batch_size_auto},
-           {"grad_accum", i.grad_accum}, {"num_workers", i.num_workers}, {"data_cache", i.data_cache},
-           {"train_samples", i.train_samples}, {"val_samples", i.val_samples}, {"data_read_seconds", i.data_read_seconds}, {"data_load_seconds", i.data_load_seconds},
-           {"total_steps", i.total_steps}, {"steps_per_epoch", i.steps_per_epoch}, {"start_step", i.start_step},
-           {"world_size", i.world_size}}, i.start_step);
+    write({{"kind", "start"},
+           {"model", i.model},
+           {"parameters", i.parameters},
+           {"device", i.device},
+           {"precision", i.precision},
+           {"batch_size", i.batch_size},
+           {"batch_size_auto", i.batch_size_auto},
+           {"grad_accum", i.grad_accum},
+           {"num_workers", i.num_workers},
+           {"data_cache", i.data_cache},
+           {"train_samples", i.train_samples},
+           {"val_samples", i.val_samples},
+           {"data_read_seconds", i.data_read_seconds},
+           {"data_load_seconds", i.data_load_seconds},
+           {"total_steps", i.total_steps},
+           {"steps_per_epoch", i.steps_per_epoch},
+           {"start_step", i.start_step},
+           {"world_size", i.world_size}},
+          i.start_step);
   }
   void on_step(const StepMetrics& m) override {
-    write({{"kind", "step"}, {"step", m.step}, {"epoch", m.epoch}, {"loss", m.loss},
-           {"samples_per_second", m.samples_per_second}, {"data_seconds", m.data_seconds},
-           {"compute_seconds", m.compute_seconds}, {"data_stall_percent", m.data_stall_percent()}, {"lr", m.lr},
-           {"loss_scale", m.loss_scale}, {"skipped_steps", m.skipped_steps},
-           {"memory_allocated", m.memory_allocated}, {"memory_reserved", m.memory_reserved},
-           {"memory_peak", m.memory_peak}, {"micro_batch", m.micro_batch}, {"oom_events", m.oom_events}}, m.step);
+    write({{"kind", "step"},
+           {"step", m.step},
+           {"epoch", m.epoch},
+           {"loss", m.loss},
+           {"samples_per_second", m.samples_per_second},
+           {"data_seconds", m.data_seconds},
+           {"compute_seconds", m.compute_seconds},
+           {"data_stall_percent", m.data_stall_percent()},
+           {"lr", m.lr},
+           {"loss_scale", m.loss_scale},
+           {"skipped_steps", m.skipped_steps},
+           {"memory_allocated", m.memory_allocated},
+           {"memory_reserved", m.memory_reserved},
+           {"memory_peak", m.memory_peak},
+           {"micro_batch", m.micro_batch},
+           {"oom_events", m.oom_events}},
+          m.step);
   }
   void on_oom(const memory::OomEvent& e) override {
-    write({{"kind", "oom"}, {"step", e.step}, {"phase", e.phase}, {"old_micro_batch", e.old_micro_batch},
-           {"new_micro_batch", e.new_micro_batch}, {"regrow", e.regrow}, {"recovered", e.new_micro_batch > 0},
-           {"memory_allocated", e.memory.allocated}, {"memory_reserved", e.memory.reserved},
-           {"memory_peak", e.memory.peak}, {"memory_limit", e.memory.limit}, {"limit_source", e.memory.limit_source},
-           {"recovery_seconds", e.recovery_seconds}, {"message", e.message}}, e.step);
+    write({{"kind", "oom"},
+           {"step", e.step},
+           {"phase", e.phase},
+           {"old_micro_batch", e.old_micro_batch},
+           {"new_micro_batch", e.new_micro_batch},
+           {"regrow", e.regrow},
+           {"recovered", e.new_micro_batch > 0},
+           {"memory_allocated", e.memory.allocated},
+           {"memory_reserved", e.memory.reserved},
+           {"memory_peak", e.memory.peak},
+           {"memory_limit", e.memory.limit},
+           {"limit_source", e.memory.limit_source},
+           {"recovery_seconds", e.recovery_seconds},
+           {"message", e.message}},
+          e.step);
   }
   void on_epoch(const EpochMetrics& m) override {
     nlohmann::json line = {{"kind", "epoch"}, {"epoch", m.epoch}, {"step", m.step}, {"train_loss", m.train_loss}, {"seconds", m.seconds}};

@@ -14,11 +14,10 @@ namespace {
 // "done: 200 steps in 0:12, final loss 0.1234, val accuracy 95.00%, 1234 samples/s, ..."
 void done_line(std::ostream& out, const FitResult& result, const Config& config) {
   out << "done: ";
-  if (!result.early_stop_reason.empty())
-    out << "stopped early after epoch " << result.epochs_done << " of " << config.train.epochs << ", ";
+  if (!result.early_stop_reason.empty()) out << "stopped early after epoch " << result.epochs_done << " of " << config.train.epochs << ", ";
   if (result.time_limit_reached)
     out << "stopped at train.max_time " << core::duration_text(config.train.max_time) << " after step " << result.steps << " of "
-              << result.total_steps << ", ";
+        << result.total_steps << ", ";
   out << core::counted(result.steps, "step") << " in " << train::format_duration(result.run_seconds);
   if (result.last_loss) out << ", final loss " << core::format_fixed(*result.last_loss, 4);
   if (result.last_epoch && (result.last_epoch->val_accuracy || result.last_epoch->val_mse)) {
@@ -33,43 +32,41 @@ void done_line(std::ostream& out, const FitResult& result, const Config& config)
   }
   if (result.samples_per_second > 0)
     out << ", " << core::format_fixed(result.samples_per_second, 0) << " samples/s, data stall "
-              << core::format_fixed(result.data_stall_percent, 1) << "%";
+        << core::format_fixed(result.data_stall_percent, 1) << "%";
   if (result.oom_events > 0)
-    out << ", " << result.oom_events << " out-of-memory events survived (micro-batch " << result.batch_size << " -> "
-              << result.micro_batch << ")";
+    out << ", " << result.oom_events << " out-of-memory events survived (micro-batch " << result.batch_size << " -> " << result.micro_batch
+        << ")";
   if (result.skipped_samples > 0)
-    out << ", " << core::counted(result.skipped_samples, "unreadable sample")
-              << " skipped (named in training.log)";
+    out << ", " << core::counted(result.skipped_samples, "unreadable sample") << " skipped (named in training.log)";
 }
 
 // The lines under it: what ended the run, the data, the ranks, the weights.
 void detail_lines(std::ostream& out, const FitResult& result, const Config& config, bool on_gpu) {
   if (result.ended_inside_epoch > 0 && result.has_validation)
     out << "\n  validation: " << (result.time_limit_reached ? "train.max_time" : "train.max_steps") << " ended the run "
-              << result.steps_into_epoch << " of " << result.steps_per_epoch
-              << " steps into epoch " << result.ended_inside_epoch << ", before that epoch's validation";
+        << result.steps_into_epoch << " of " << result.steps_per_epoch << " steps into epoch " << result.ended_inside_epoch
+        << ", before that epoch's validation";
   if (result.data_cache != "none")
-    out << "\n  data: data.cache " << data::placement_text(result.data_cache, on_gpu)
-              << ", loaded once in " << core::format_fixed(result.data_load_seconds, 2)
-              << " s before the first epoch";
+    out << "\n  data: data.cache " << data::placement_text(result.data_cache, on_gpu) << ", loaded once in "
+        << core::format_fixed(result.data_load_seconds, 2) << " s before the first epoch";
   if (result.gradient_buckets > 0) {
     const auto sent = result.gradient_buckets * (result.steps - result.start_step);
     out << "\n  distributed: " << core::counted(result.world_size, "rank") << ", "
-              << core::counted(result.gradient_buckets, "gradient bucket") << " per step, " << result.buckets_sent_in_backward << " of " << sent
-              << " sent while backward ran; steps waited " << core::format_fixed(result.gradient_wait_seconds, 3) << " s for them";
+        << core::counted(result.gradient_buckets, "gradient bucket") << " per step, " << result.buckets_sent_in_backward << " of " << sent
+        << " sent while backward ran; steps waited " << core::format_fixed(result.gradient_wait_seconds, 3) << " s for them";
     if (result.communication_hidden_share)
-      out << ", which took " << core::format_fixed(*result.communication_seconds, 3) << " s: "
-                << core::format_fixed(100 * *result.communication_hidden_share, 0) << "% hidden behind backward";
+      out << ", which took " << core::format_fixed(*result.communication_seconds, 3)
+          << " s: " << core::format_fixed(100 * *result.communication_hidden_share, 0) << "% hidden behind backward";
   }
   if (!result.early_stop_reason.empty()) out << "\n  early stop: " << result.early_stop_reason;
   if (result.time_limit_reached)
-    out << "\n  time limit: " << core::duration_text(std::round(result.trained_seconds)) << " trained in all; "
-              << result.last_checkpoint << " holds the state, so the same command with a larger train.max_time"
-              << (config.checkpoint.resume == "auto" ? "" : " and checkpoint.resume: auto") << " trains on from there";
+    out << "\n  time limit: " << core::duration_text(std::round(result.trained_seconds)) << " trained in all; " << result.last_checkpoint
+        << " holds the state, so the same command with a larger train.max_time"
+        << (config.checkpoint.resume == "auto" ? "" : " and checkpoint.resume: auto") << " trains on from there";
   out << "\n  weights: " << result.weights_path;
   if (result.weights_epoch > 0)
     out << " (epoch " << result.weights_epoch << "'s, the best " << config.checkpoint.best_metric << ": "
-              << train::metric_text(config.checkpoint.best_metric, result.weights_metric.value_or(0.0)) << ")";
+        << train::metric_text(config.checkpoint.best_metric, result.weights_metric.value_or(0.0)) << ")";
   out << "\n  run dir: " << result.run_dir << "\n";
 }
 

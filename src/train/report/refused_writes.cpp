@@ -24,9 +24,8 @@ void RefusedWrites::record(std::optional<int> error, std::int64_t step) {
       refusing_ = error;
       // The warning may be written to this very file (training.log): by now it is marked refused,
       // so a refusal of the warning itself only counts.
-      warn_("warning: cannot write '" + path_ + "' (" + std::strerror(*error) + "): its records from step " +
-            std::to_string(step) + " on are dropped until the disk takes them again; training goes on. Fix: " +
-            core::write_error_remedy(*error, path_));
+      warn_("warning: cannot write '" + path_ + "' (" + std::strerror(*error) + "): its records from step " + std::to_string(step) +
+            " on are dropped until the disk takes them again; training goes on. Fix: " + core::write_error_remedy(*error, path_));
     }
     return;
   }

@@ -26,7 +26,7 @@ class RefusedWrites {
   std::string missing_text() const;  // "3 records of steps 70-110 are missing"
   std::string path_;
   Warn warn_;
-  std::optional<int> refusing_;     // the errno while the file is refused
+  std::optional<int> refusing_;  // the errno while the file is refused
   std::int64_t first_dropped_step_ = 0, last_dropped_step_ = 0;
   std::int64_t dropped_now_ = 0;  // since the last write that worked
 };

@@ -34,9 +34,7 @@ void put_bytes_field(std::string& out, int field, const std::string& bytes) {
   out += bytes;
 }
 
-double wall_time() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double wall_time() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 // Event { double wall_time = 1; int64 step = 2; oneof { string file_version = 3; Summary summary = 5; } }
 std::string event_header(std::int64_t step) {

@@ -1,9 +1,9 @@
 #include "gputrain/train/batch_size.hpp"
 
 #include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
 #include <torch/optim/optimizer.h>
 #include <torch/version.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -59,8 +59,17 @@ class ProbeRig {
     optimizer_ = make_optimizer(config.optimizer, params_);
     scaler_ = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
     // Without train.class_weights: they change the loss's value, not the step's memory or time.
-    engine_ = std::make_unique<StepEngine>(StepParts{*model_, *optimizer_, *scaler_, params_, transform_, config_.train,
-                                                     config_.uses_channels_last(), config_.data.task == "classification", device_, nullptr, {}});
+    engine_ = std::make_unique<StepEngine>(StepParts{*model_,
+                                                     *optimizer_,
+                                                     *scaler_,
+                                                     params_,
+                                                     transform_,
+                                                     config_.train,
+                                                     config_.uses_channels_last(),
+                                                     config_.data.task == "classification",
+                                                     device_,
+                                                     nullptr,
+                                                     {}});
     engine_->create_optimizer_state();
   }
 
@@ -74,9 +83,8 @@ class ProbeRig {
     const auto before = memory::memory_figures(device_, /*with_limit=*/false).allocated;
     try {
       const data::Batch samples{data_.inputs.index_select(0, indices), data_.targets.index_select(0, indices)};
-      const auto loss = engine_->accumulate(samples, batch, [&] {
-        point.activations = memory::memory_figures(device_, /*with_limit=*/false).allocated - before;
-      });
+      const auto loss = engine_->accumulate(
+          samples, batch, [&] { point.activations = memory::memory_figures(device_, /*with_limit=*/false).allocated - before; });
       const auto forward_backward = memory::memory_figures(device_, /*with_limit=*/false);
       point.peak = forward_backward.peak;
       point.reserved_peak = forward_backward.reserved_peak;
@@ -144,8 +152,10 @@ std::string fnv1a_hex(const std::string& text) {
 }
 
 nlohmann::json cache_key(const Config& config, const std::string& device_name) {
-  return {{"device", device_name}, {"model", config.model_label()},
-          {"config_hash", fnv1a_hex(memory_relevant_yaml(config))}, {"libtorch", TORCH_VERSION}};
+  return {{"device", device_name},
+          {"model", config.model_label()},
+          {"config_hash", fnv1a_hex(memory_relevant_yaml(config))},
+          {"libtorch", TORCH_VERSION}};
 }
 
 // The rig's probe steps, each handed to `on_probe` too.
@@ -171,7 +181,8 @@ std::string few_steps_note(std::int64_t micro_batch, std::int64_t grad_accum, st
   while (cap * 2 <= samples / (4 * kFewSteps)) cap *= 2;
   return "batch_size auto: " + std::to_string(micro_batch) + " leaves " + core::counted(steps, "step") +
          " per epoch: memory allows it, but so few steps learn little at the usual learning rates; cap it with "
-         "train.max_batch_size (e.g. " + std::to_string(cap) + ")";
+         "train.max_batch_size (e.g. " +
+         std::to_string(cap) + ")";
 }
 
 sizing::BatchSearchOptions batch_search_options(const Config& config, std::int64_t dataset_size) {
@@ -243,8 +254,8 @@ ProbeObserver probe_progress(std::ostream* out, std::chrono::seconds quiet) {
   };
 }
 
-BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const std::string& device_name,
-                                const ProbeData& data, const std::string& cache_path, const ProbeObserver& on_probe) {
+BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const std::string& device_name, const ProbeData& data,
+                                const std::string& cache_path, const ProbeObserver& on_probe) {
   BatchSizeChoice choice;
   choice.cache_path = cache_path;
   const auto key = cache_key(config, device_name);
@@ -302,8 +313,8 @@ std::uint64_t measure_step_memory(const Config& config, c10::Device device, cons
   return peak > before ? peak - before : 0;
 }
 
-ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const ProbeData& data,
-                                            std::int64_t fits, std::int64_t upper, const ProbeObserver& on_probe) {
+ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const ProbeData& data, std::int64_t fits,
+                                            std::int64_t upper, const ProbeObserver& on_probe) {
   ExhaustiveResult out;
   ProbeRig rig_itself(config, device, data, data.reserve_bytes);
   const auto rig = observed(rig_itself, on_probe);

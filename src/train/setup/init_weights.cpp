@@ -27,13 +27,15 @@ StateOrigin init_weights_origin(const Config& config) {
 
 void load_init_weights(Model& model, const Config& config) {
   const auto& path = config.model.init_weights;
-  const std::string what_to_give = "set model.init_weights to a .safetensors file (a finished run's model.safetensors) or a gputrain checkpoint (.pt)";
+  const std::string what_to_give =
+      "set model.init_weights to a .safetensors file (a finished run's model.safetensors) or a gputrain checkpoint (.pt)";
   std::error_code ec;
   if (!fs::exists(path, ec)) throw UsageError("model.init_weights: '" + path + "' does not exist" + core::did_you_mean(path), what_to_give);
   if (fs::is_directory(path, ec)) {
     const auto weights = fs::path(path) / "model.safetensors";
-    throw UsageError("model.init_weights: '" + path + "' is a folder, not a weights file",
-                     fs::exists(weights, ec) ? "set model.init_weights: " + weights.string() + ", the weights that run finished with" : what_to_give);
+    throw UsageError(
+        "model.init_weights: '" + path + "' is a folder, not a weights file",
+        fs::exists(weights, ec) ? "set model.init_weights: " + weights.string() + ", the weights that run finished with" : what_to_give);
   }
   if (is_zip_archive(path)) {
     load_checkpoint_weights(path, model, c10::Device(at::kCPU), init_weights_origin(config));

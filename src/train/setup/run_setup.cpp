@@ -16,12 +16,12 @@
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/model_registry.hpp"
 
+#include "setup_progress.hpp"
 #include "train/data_checks/class_balance.hpp"
 #include "train/data_checks/class_weights.hpp"
 #include "train/data_checks/data_scale.hpp"
 #include "train/data_checks/finite_data.hpp"
 #include "train/data_checks/id_columns.hpp"
-#include "setup_progress.hpp"
 
 namespace gputrain::train {
 
@@ -51,9 +51,10 @@ RunDevice prepare_device(const Config& config) {
   // fp16 is a GPU format: most CPUs (all without AVX512-FP16) compute it in LibTorch's scalar
   // fallback loops, where a step takes many times fp32's.
   if (!run.device.is_cuda() && config.train.precision == Precision::fp16_mixed)
-    run.notes.push_back("train.precision fp16-mixed on the CPU: LibTorch computes fp16 there without vector instructions on most CPUs, "
-                        "so steps take many times longer than in fp32 (a ResNet-18 step 35x as long on an AMD Zen 3); "
-                        "--set train.precision=bf16-mixed (or fp32) trains faster on a CPU");
+    run.notes.push_back(
+        "train.precision fp16-mixed on the CPU: LibTorch computes fp16 there without vector instructions on most CPUs, "
+        "so steps take many times longer than in fp32 (a ResNet-18 step 35x as long on an AMD Zen 3); "
+        "--set train.precision=bf16-mixed (or fp32) trains faster on a CPU");
   return run;
 }
 
@@ -134,8 +135,8 @@ void note_what_the_data_says(Config& config, RunData& out) {
       note(unseen_classes_note(out.sources, config.data.classes.value_or(0)));
     }
     out.class_weights = resolve_class_weights(weights, *out.sources.train, config.data.classes.value_or(0));
-    note(class_weights_note(out.class_weights, weights, out.sources.class_names, config.checkpoint.best_metric,
-                            out.sources.val != nullptr));
+    note(
+        class_weights_note(out.class_weights, weights, out.sources.class_names, config.checkpoint.best_metric, out.sources.val != nullptr));
   }
 }
 
@@ -154,13 +155,15 @@ RunData open_data(Config& config, bool evaluating) {
   config.data.shape = layout.input_shape;
   if (config.model.name == "auto" && config.model.torchscript.empty()) {
     config.model.name = model_for_samples(layout.input_shape);
-    out.model_choice = "model.name auto: " + config.model.name + ", for samples shaped " + c10::str(c10::IntArrayRef(layout.input_shape)) +
-                       (config.model.name == "small_cnn" ? " ([channels, height, width])" : " (small_cnn is for [channels, height, width] images)");
+    out.model_choice =
+        "model.name auto: " + config.model.name + ", for samples shaped " + c10::str(c10::IntArrayRef(layout.input_shape)) +
+        (config.model.name == "small_cnn" ? " ([channels, height, width])" : " (small_cnn is for [channels, height, width] images)");
   }
   check_the_classes(config, out, spec);
   if (!d.mean.empty() && (layout.input_shape.empty() || layout.input_shape[0] != static_cast<std::int64_t>(d.mean.size())))
     throw UsageError("data.mean has " + std::to_string(d.mean.size()) + " values but samples have " +
-                         std::to_string(layout.input_shape.empty() ? 0 : layout.input_shape[0]) + " channels (shape " + c10::str(c10::IntArrayRef(layout.input_shape)) + ")",
+                         std::to_string(layout.input_shape.empty() ? 0 : layout.input_shape[0]) + " channels (shape " +
+                         c10::str(c10::IntArrayRef(layout.input_shape)) + ")",
                      "give one mean and one std per channel");
   note_what_the_data_says(config, out);
   out.transform.mean = d.mean;
@@ -241,9 +244,11 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
     const std::uint64_t bytes = out.train_cache->bytes() + (out.val_cache ? out.val_cache->bytes() : 0);
     const auto left = memory::memory_figures(device);
     // On the CPU the caller says where the data is ("vram (in RAM: training on the CPU)").
-    const std::string where = !device.is_cuda() ? "" : out.train_cache->mode() == data::CacheMode::vram ? " in GPU memory" : " in pinned RAM";
-    out.summary = std::to_string(samples - static_cast<std::int64_t>(out.skipped.size())) + " samples, " + core::format_bytes(bytes) + where +
-                  " (loaded in " + core::format_fixed(out.load_seconds, 2) + " s), " +
+    const std::string where = !device.is_cuda()                                  ? ""
+                              : out.train_cache->mode() == data::CacheMode::vram ? " in GPU memory"
+                                                                                 : " in pinned RAM";
+    out.summary = std::to_string(samples - static_cast<std::int64_t>(out.skipped.size())) + " samples, " + core::format_bytes(bytes) +
+                  where + " (loaded in " + core::format_fixed(out.load_seconds, 2) + " s), " +
                   core::format_bytes(left.limit > left.allocated ? left.limit - left.allocated : 0) + " left for training";
   } else {
     const data::LoaderOptions options{workers, static_cast<int>(config.data.prefetch), config.data.pin_memory, config.data.timeout, device};
@@ -258,9 +263,9 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
       staging += val_loader->staging_bytes();
       out.val_feed = std::move(val_loader);
     }
-    out.summary = core::counted(samples, "sample") + " streamed by " + core::counted(workers, "loader thread") +
-                  " (prefetch " + std::to_string(config.data.prefetch) + ", " +
-                  (device.is_cuda() && config.data.pin_memory ? "pinned " : "") + core::format_bytes(staging) + " of staging buffers)";
+    out.summary = core::counted(samples, "sample") + " streamed by " + core::counted(workers, "loader thread") + " (prefetch " +
+                  std::to_string(config.data.prefetch) + ", " + (device.is_cuda() && config.data.pin_memory ? "pinned " : "") +
+                  core::format_bytes(staging) + " of staging buffers)";
   }
   return out;
 }

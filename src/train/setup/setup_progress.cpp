@@ -8,7 +8,8 @@ namespace gputrain::train {
 
 SetupProgress::SetupProgress(std::ostream& out, bool speaks, std::chrono::milliseconds every) : out_(out), speaks_(speaks), every_(every) {}
 
-void SetupProgress::operator()(const std::string& doing, std::uint64_t done, std::uint64_t total, const std::function<std::string()>& amounts) {
+void SetupProgress::operator()(const std::string& doing, std::uint64_t done, std::uint64_t total,
+                               const std::function<std::string()>& amounts) {
   if (core::stop_requested())
     throw Error("interrupted while " + doing + " (" + amounts() + "), before any training step: nothing to resume",
                 "run the same command again to start over", ExitCode::interrupted);

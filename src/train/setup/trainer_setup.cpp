@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "device_settings.hpp"
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -21,14 +22,13 @@
 #include "gputrain/train/lr_schedule.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/optimizer.hpp"
-#include "train/checkpoint/checkpoint_space.hpp"
-#include "device_settings.hpp"
-#include "train/report/human_lines.hpp"
 #include "init_weights.hpp"
-#include "train/models/builtin_models.hpp"
+#include "train/checkpoint/checkpoint_space.hpp"
 #include "train/config/unread_settings.hpp"
 #include "train/loop/callbacks/plateau.hpp"
 #include "train/loop/trainer_state.hpp"
+#include "train/models/builtin_models.hpp"
+#include "train/report/human_lines.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -63,8 +63,6 @@ dist::GradientSyncOptions sync_options(const DistributedConfig& c) {
   return o;
 }
 
-
-
 }  // namespace
 
 void Trainer::State::setup() {
@@ -90,12 +88,14 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
     if (on && val_size == 0)
       throw UsageError(who + " when its validation figure stops improving, but this run has no validation data",
                        "set data.val_path (a validation file in the training data's format) or data.val_fraction: 0.1 (hold out "
-                       "a tenth of the training samples), or " + off);
+                       "a tenth of the training samples), or " +
+                           off);
   };
   refuse_without_validation(config.train.early_stop_patience > 0,
                             "train.early_stop_patience: " + std::to_string(config.train.early_stop_patience) + " stops the run",
                             "train.early_stop_patience: 0");
-  refuse_without_validation(config.scheduler.name == "plateau", "scheduler.name plateau lowers the learning rate", "pick another scheduler.name");
+  refuse_without_validation(config.scheduler.name == "plateau", "scheduler.name plateau lowers the learning rate",
+                            "pick another scheduler.name");
   if (ranks.writer()) {  // before any step: a run must not train for an hour, then fail to save it
     make_run_folders();
     lock_folders();
@@ -150,8 +150,8 @@ void Trainer::State::prepare_to_evaluate(const std::string& device_name) {
 void Trainer::State::make_the_step() {
   optimizer = make_optimizer(config.optimizer, params);
   scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
-  engine = std::make_unique<StepEngine>(
-      StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last, classification, device, sync.get(), class_weights});
+  engine = std::make_unique<StepEngine>(StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last,
+                                                  classification, device, sync.get(), class_weights});
   train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
   val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");
   // Every rank issues the same collectives only if every rank splits its step alike.
@@ -230,14 +230,13 @@ void Trainer::State::count_the_steps() {
                      "lower train.batch_size or train.grad_accum, or set data.drop_last: false");
   if (effective_batch > shard)
     reporter.later("the effective batch (" + std::to_string(effective_batch) + ") is larger than the " + std::to_string(shard) +
-                            " training samples" + (world > 1 ? " of each rank" : "") +
-                            ": every step takes them all, so an epoch is one step of that size");
+                   " training samples" + (world > 1 ? " of each rank" : "") +
+                   ": every step takes them all, so an epoch is one step of that size");
   if (!config.train.batch_size)
     if (auto note = few_steps_note(micro_batch, config.train.grad_accum, shard, config.data.drop_last); !note.empty())
       reporter.later(std::move(note));
   total_steps = steps_per_epoch * config.train.epochs;
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
-
 }
 
 void Trainer::State::check_disk_space() {
@@ -283,7 +282,7 @@ void Trainer::State::place_the_data(const std::string& device_name) {
       micro_batch = config.train.batch_size.value_or(kEvaluationBatch);
       if (!config.train.batch_size)
         reporter.later("batch_size auto: evaluating in batches of " + std::to_string(micro_batch) +
-                                " (no training step to size; an out-of-memory error halves them)");
+                       " (no training step to size; an out-of-memory error halves them)");
     } else {
       probe.reserve_bytes = cache_reserve_bytes(data, plan, device);
       seed_everything(static_cast<std::uint64_t>(config.train.seed), device);
@@ -291,11 +290,11 @@ void Trainer::State::place_the_data(const std::string& device_name) {
       const auto choice = find_batch_size(config, device, device_name, probe, cache, probe_progress(ranks.writer() ? &std::cerr : nullptr));
       // Each rank measured its own GPU; all take the smallest, so every rank's steps fit.
       micro_batch = ranks.min(choice.batch, "the agreement on batch_size: auto");
-      reporter.later(
-          choice.remembered
-              ? "batch_size auto: " + std::to_string(micro_batch) + ", remembered in " + choice.cache_path + " (" + choice.search.reason + ")"
-              : "batch_size auto: " + std::to_string(micro_batch) + " after " + std::to_string(choice.search.probes.size()) +
-                    " probe steps in " + core::format_fixed(choice.seconds, 1) + " s: " + choice.search.reason);
+      reporter.later(choice.remembered
+                         ? "batch_size auto: " + std::to_string(micro_batch) + ", remembered in " + choice.cache_path + " (" +
+                               choice.search.reason + ")"
+                         : "batch_size auto: " + std::to_string(micro_batch) + " after " + std::to_string(choice.search.probes.size()) +
+                               " probe steps in " + core::format_fixed(choice.seconds, 1) + " s: " + choice.search.reason);
     }
   }
   memory::release_cached_memory(device);
@@ -305,17 +304,18 @@ void Trainer::State::place_the_data(const std::string& device_name) {
   if (placement.train_cache) train_size = placement.train_cache->data().size();
   if (placement.val_cache) val_size = placement.val_cache->data().size();
   reporter.later("data: " + data.sources.train->description() +
-                          (data.sources.val ? "; validation: " + data.sources.val->description()
-                                            : "; no validation data, so epochs report the training loss only (" +
-                                                  std::string(config.data.source == "synthetic" ? "data.val_samples"
-                                                                                                : "data.val_path or data.val_fraction") +
-                                                  " adds some)") +
-                          // Parsing a large CSV takes a while; it is part of the start-up, not of any epoch.
-                          (data.read_seconds >= 0.1 ? "; opened in " + core::format_fixed(data.read_seconds, 2) + " s" : ""));
+                 (data.sources.val
+                      ? "; validation: " + data.sources.val->description()
+                      : "; no validation data, so epochs report the training loss only (" +
+                            std::string(config.data.source == "synthetic" ? "data.val_samples" : "data.val_path or data.val_fraction") +
+                            " adds some)") +
+                 // Parsing a large CSV takes a while; it is part of the start-up, not of any epoch.
+                 (data.read_seconds >= 0.1 ? "; opened in " + core::format_fixed(data.read_seconds, 2) + " s" : ""));
   for (const auto& note : data.data_notes) reporter.later(note);
   reporter.later(evaluating() ? "data: " + placement.summary + " (one pass to evaluate: no cache is filled)"
-                                       : "data.cache " + config.data.cache + " -> " + data::placement_text(data::to_string(placement.plan.mode), device.is_cuda()) + ": " +
-                                             placement.summary + " (" + placement.plan.reason + ")");
+                              : "data.cache " + config.data.cache + " -> " +
+                                    data::placement_text(data::to_string(placement.plan.mode), device.is_cuda()) + ": " +
+                                    placement.summary + " (" + placement.plan.reason + ")");
 }
 
 void Trainer::State::report_skipped() {
@@ -324,8 +324,8 @@ void Trainer::State::report_skipped() {
     if (feed)
       for (auto& line : feed->skipped()) skipped.push_back(line);
   if (skipped.size() <= skipped_reported) return;
-  reporter.note(core::counted(std::int64_t(skipped.size() - skipped_reported), "unreadable sample") +
-       " skipped, e.g. " + skipped[skipped_reported] + " (" + std::to_string(skipped.size()) + " in all)");
+  reporter.note(core::counted(std::int64_t(skipped.size() - skipped_reported), "unreadable sample") + " skipped, e.g. " +
+                skipped[skipped_reported] + " (" + std::to_string(skipped.size()) + " in all)");
   skipped_reported = skipped.size();
 }
 
@@ -341,12 +341,13 @@ void Trainer::State::resolve_workers() {
   num_workers = *config.data.num_workers;
   // A count copied from another machine (DataLoader(num_workers=16) on a 2-core CI box): threads
   // beyond the cores take turns with each other and with the training thread.
-  const double cores_per_rank = system.affinity_narrowed ? system.usable_cores : system.usable_cores / std::max(1, ranks.local_world_size());
+  const double cores_per_rank =
+      system.affinity_narrowed ? system.usable_cores : system.usable_cores / std::max(1, ranks.local_world_size());
   if (num_workers > 1 && static_cast<double>(num_workers) > cores_per_rank)
     reporter.later("note: data.num_workers " + std::to_string(num_workers) + " is more loader threads than the " +
-                            core::format_fixed(cores_per_rank, cores_per_rank == std::floor(cores_per_rank) ? 0 : 1) +
-                            " usable cores of a rank here, so they take turns with the training thread; data.num_workers: auto picks " +
-                            std::to_string(plan.workers) + ", and gputrain profile measures the fastest count");
+                   core::format_fixed(cores_per_rank, cores_per_rank == std::floor(cores_per_rank) ? 0 : 1) +
+                   " usable cores of a rank here, so they take turns with the training thread; data.num_workers: auto picks " +
+                   std::to_string(plan.workers) + ", and gputrain profile measures the fastest count");
 }
 
 void Trainer::State::open_reporter(std::int64_t start_step) {

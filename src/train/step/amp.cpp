@@ -9,15 +9,17 @@ namespace gputrain::train {
 
 c10::ScalarType compute_dtype(Precision precision) {
   switch (precision) {
-    case Precision::fp16_mixed: return at::kHalf;
-    case Precision::bf16_mixed: return at::kBFloat16;
-    case Precision::fp32: break;
+    case Precision::fp16_mixed:
+      return at::kHalf;
+    case Precision::bf16_mixed:
+      return at::kBFloat16;
+    case Precision::fp32:
+      break;
   }
   return at::kFloat;
 }
 
-AutocastScope::AutocastScope(c10::DeviceType device_type, Precision precision)
-    : device_type_(device_type), previous_dtype_(at::kFloat) {
+AutocastScope::AutocastScope(c10::DeviceType device_type, Precision precision) : device_type_(device_type), previous_dtype_(at::kFloat) {
   if (precision == Precision::fp32) return;
   active_ = true;
   was_enabled_ = at::autocast::is_autocast_enabled(device_type_);
@@ -34,17 +36,14 @@ AutocastScope::~AutocastScope() {
   at::autocast::set_autocast_dtype(device_type_, previous_dtype_);
 }
 
-GradScaler::GradScaler(bool enabled, c10::Device device, GradScalerOptions options)
-    : enabled_(enabled), options_(options) {
+GradScaler::GradScaler(bool enabled, c10::Device device, GradScalerOptions options) : enabled_(enabled), options_(options) {
   const auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
   scale_ = at::full({1}, enabled ? options.init_scale : 1.0, f32);
   growth_tracker_ = at::zeros({1}, f32.dtype(at::kInt));
   found_inf_ = at::zeros({1}, f32);
 }
 
-at::Tensor GradScaler::scale(const at::Tensor& loss) const {
-  return enabled_ ? loss * scale_.to(loss.device()) : loss;
-}
+at::Tensor GradScaler::scale(const at::Tensor& loss) const { return enabled_ ? loss * scale_.to(loss.device()) : loss; }
 
 void GradScaler::unscale(const std::vector<at::Tensor>& params) {
   if (!enabled_ || unscaled_) return;
@@ -75,8 +74,7 @@ bool GradScaler::step(const std::vector<at::Tensor>& params, const std::function
 void GradScaler::update() {
   if (!enabled_) return;
   if (!unscaled_) found_inf_.zero_();  // a step without gradients counts as clean
-  at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, options_.growth_factor, options_.backoff_factor,
-                         options_.growth_interval);
+  at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, options_.growth_factor, options_.backoff_factor, options_.growth_interval);
   unscaled_ = false;
 }
 
@@ -88,9 +86,12 @@ NamedTensors GradScaler::state() const {
 
 void GradScaler::load_state(const NamedTensors& state) {
   for (const auto& [name, tensor] : state) {
-    if (name == "scale") scale_.copy_(tensor);
-    else if (name == "growth_tracker") growth_tracker_.copy_(tensor);
-    else if (name == "skipped") skipped_ = tensor.item<std::int64_t>();
+    if (name == "scale")
+      scale_.copy_(tensor);
+    else if (name == "growth_tracker")
+      growth_tracker_.copy_(tensor);
+    else if (name == "skipped")
+      skipped_ = tensor.item<std::int64_t>();
   }
 }
 

@@ -16,8 +16,7 @@ bool fusable(const torch::optim::OptimizerParamGroup& group) {
     const auto& grad = p.grad();
     if (!grad.defined()) continue;
     if (!at::isFloatingType(p.scalar_type()) || p.is_sparse() || grad.is_sparse()) return false;
-    if (!p.is_non_overlapping_and_dense() || grad.strides() != p.strides() || grad.scalar_type() != p.scalar_type())
-      return false;
+    if (!p.is_non_overlapping_and_dense() || grad.strides() != p.strides() || grad.scalar_type() != p.scalar_type()) return false;
     if (first == nullptr) first = &p;
     if (p.device() != first->device() || p.scalar_type() != first->scalar_type()) return false;
   }
@@ -106,8 +105,8 @@ at::Tensor FusedSGD::step(LossClosure closure) {
     }
     for (int first = 0; first < 2; ++first)
       if (!params[first].empty())
-        at::_fused_sgd_(params[first], grads[first], buffers[first], o.weight_decay(), o.momentum(), o.lr(), o.dampening(),
-                        o.nesterov(), /*maximize=*/false, /*is_first_step=*/first == 1);
+        at::_fused_sgd_(params[first], grads[first], buffers[first], o.weight_decay(), o.momentum(), o.lr(), o.dampening(), o.nesterov(),
+                        /*maximize=*/false, /*is_first_step=*/first == 1);
   }
   return {};
 }

@@ -8,9 +8,7 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-double cosine_anneal(double start, double end, double fraction) {
-  return end + (start - end) / 2.0 * (std::cos(kPi * fraction) + 1.0);
-}
+double cosine_anneal(double start, double end, double fraction) { return end + (start - end) / 2.0 * (std::cos(kPi * fraction) + 1.0); }
 
 // torch.optim.lr_scheduler.OneCycleLR (three_phase=False, anneal_strategy="cos",
 // div_factor=25, final_div_factor=1e4), step for step.

@@ -11,15 +11,14 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& c
       throw UsageError("optimizer.nesterov needs optimizer.momentum above 0 (it is 0)",
                        "set optimizer.momentum, e.g. 0.9, or optimizer.nesterov: false");
     return std::make_unique<FusedSGD>(
-        std::move(params),
-        torch::optim::SGDOptions(c.lr).momentum(c.momentum).nesterov(c.nesterov).weight_decay(c.weight_decay));
+        std::move(params), torch::optim::SGDOptions(c.lr).momentum(c.momentum).nesterov(c.nesterov).weight_decay(c.weight_decay));
   }
   const auto betas = std::make_tuple(c.betas.at(0), c.betas.at(1));
   if (c.name == "adam")
-    return std::make_unique<FusedAdam>(
-        std::move(params), torch::optim::AdamOptions(c.lr).betas(betas).eps(c.eps).weight_decay(c.weight_decay));
-  return std::make_unique<FusedAdamW>(
-      std::move(params), torch::optim::AdamWOptions(c.lr).betas(betas).eps(c.eps).weight_decay(c.weight_decay));
+    return std::make_unique<FusedAdam>(std::move(params),
+                                       torch::optim::AdamOptions(c.lr).betas(betas).eps(c.eps).weight_decay(c.weight_decay));
+  return std::make_unique<FusedAdamW>(std::move(params),
+                                      torch::optim::AdamWOptions(c.lr).betas(betas).eps(c.eps).weight_decay(c.weight_decay));
 }
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {

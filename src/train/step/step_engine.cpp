@@ -18,8 +18,7 @@ at::Tensor StepEngine::step(const data::Batch* batch, std::int64_t global_rows, 
   if (parts_.sync) parts_.sync->begin_step(step);
   if (batch)
     guard.run(
-        step, batch->size(),
-        [&](std::int64_t micro) { step_loss = backend_->accumulate(parts_, *batch, micro, global_rows, {}); },
+        step, batch->size(), [&](std::int64_t micro) { step_loss = backend_->accumulate(parts_, *batch, micro, global_rows, {}); },
         [&] {
           parts_.optimizer.zero_grad(/*set_to_none=*/true);
           if (parts_.sync) parts_.sync->discard();

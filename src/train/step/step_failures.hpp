@@ -12,11 +12,11 @@ namespace gputrain::train {
 
 /// Where a run stood when its loss turned nan/inf: the steps of the report window it was seen in.
 struct Divergence {
-  double mean_loss = 0;               ///< nan or inf
+  double mean_loss = 0;  ///< nan or inf
   std::int64_t first_step = 0, last_step = 0;
-  bool scaler_skipped_all = false;    ///< fp16: the GradScaler skipped every step of the window
-  std::string last_checkpoint;        ///< empty when none was written yet
-  bool at_first_step = false;         ///< the run's very first loss was already nan/inf: before any update
+  bool scaler_skipped_all = false;  ///< fp16: the GradScaler skipped every step of the window
+  std::string last_checkpoint;      ///< empty when none was written yet
+  bool at_first_step = false;       ///< the run's very first loss was already nan/inf: before any update
 };
 
 /// The error that stops a diverged run (exit 1): the steps, lr, precision and what to change.

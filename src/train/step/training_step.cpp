@@ -2,7 +2,6 @@
 
 #include <ATen/ATen.h>
 
-
 namespace gputrain::train {
 
 at::Tensor loss_of(bool classification, const at::Tensor& output, const at::Tensor& target, double label_smoothing,

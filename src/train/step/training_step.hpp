@@ -33,7 +33,7 @@ struct StepParts {
   const std::vector<at::Tensor>& params;
   const data::BatchTransform& transform;
   const TrainConfig& train;
-  bool channels_last;                  ///< Config::uses_channels_last()
+  bool channels_last;  ///< Config::uses_channels_last()
   bool classification;
   c10::Device device;
   dist::GradientSync* sync = nullptr;  ///< armed before the last micro-batch's backward (distributed runs)

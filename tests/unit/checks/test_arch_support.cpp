@@ -14,8 +14,8 @@ TEST(ArchFlags, ParsesGencodeLists) {
 
 TEST(ArchCoverage, SassRunsOnTheSameMajorWithEqualOrHigherMinor) {
   const std::vector<std::string> wheel{"sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"};
-  EXPECT_TRUE(targets_cover(wheel, 8, 9));   // L4/4090 run sm_86 code
-  EXPECT_TRUE(targets_cover(wheel, 9, 0));   // H100/H200
+  EXPECT_TRUE(targets_cover(wheel, 8, 9));  // L4/4090 run sm_86 code
+  EXPECT_TRUE(targets_cover(wheel, 9, 0));  // H100/H200
   EXPECT_TRUE(targets_cover(wheel, 7, 5));
   EXPECT_FALSE(targets_cover(wheel, 7, 0));  // V100: not in this build
   EXPECT_FALSE(targets_cover({"sm_80"}, 9, 0));

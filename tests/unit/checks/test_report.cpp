@@ -37,8 +37,8 @@ TEST(Report, JsonFollowsTheDocumentedSchema) {
   EXPECT_EQ(doc.at("level"), "quick");
   EXPECT_EQ(doc.at("summary").at("status"), "fail");
   EXPECT_EQ(doc.at("summary").at("timeout"), 1);
-  for (const char* key : {"tool", "gputrain_version", "duration_s", "system", "driver", "gpus", "gpu_notes", "libraries",
-                          "libtorch", "checks", "allow_cpu"}) {
+  for (const char* key : {"tool", "gputrain_version", "duration_s", "system", "driver", "gpus", "gpu_notes", "libraries", "libtorch",
+                          "checks", "allow_cpu"}) {
     EXPECT_TRUE(doc.contains(key)) << key;
   }
   const auto& first = doc.at("checks").at(0);

@@ -41,10 +41,8 @@ TEST(Runner, AHungCheckBecomesATimeoutAndTheRunGoesOn) {
 
 TEST(Runner, ExceptionsBecomeFailuresWithTheirRemedy) {
   const std::vector<Check> checks{
-      {"err", "x", "throws gputrain::Error", std::chrono::seconds(2),
-       [](const Context&) -> Result { throw Error("broken", "fix it"); }},
-      {"std", "x", "throws std::exception", std::chrono::seconds(2),
-       [](const Context&) -> Result { throw std::runtime_error("boom"); }},
+      {"err", "x", "throws gputrain::Error", std::chrono::seconds(2), [](const Context&) -> Result { throw Error("broken", "fix it"); }},
+      {"std", "x", "throws std::exception", std::chrono::seconds(2), [](const Context&) -> Result { throw std::runtime_error("boom"); }},
   };
   const auto outcomes = run_checks(checks, std::make_shared<Context>());
   EXPECT_EQ(outcomes[0].result.status, Status::fail);

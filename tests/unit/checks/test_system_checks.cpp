@@ -39,7 +39,8 @@ void expect_warning(const Result& result, std::initializer_list<std::string> in_
 }  // namespace
 
 TEST(SystemChecks, AHealthyMachinePasses) {
-  for (const std::string id : {"system.cores", "system.memory", "system.shm"}) EXPECT_EQ(run_check(id, machine()).status, Status::pass) << id;
+  for (const std::string id : {"system.cores", "system.memory", "system.shm"})
+    EXPECT_EQ(run_check(id, machine()).status, Status::pass) << id;
 }
 
 TEST(SystemChecks, FewUsableCoresWarnWithTheQuotaNamed) {

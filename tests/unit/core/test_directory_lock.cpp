@@ -23,7 +23,8 @@ TEST(DirectoryLock, ASecondHolderIsRefusedWithTheFirstsPidAndTheKeyToChange) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("another gputrain run (pid " + std::to_string(::getpid()) + ") is writing to '" +
                                          folder.path.string() + "' (logging.dir)"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
     EXPECT_NE(e.remedy().find("--set logging.dir=<another folder>"), std::string::npos) << e.remedy();
   }
   first.reset();

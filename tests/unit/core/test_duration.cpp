@@ -19,15 +19,15 @@ TEST(ParseDuration, ReadsNumbersWithUnits) {
 TEST(ParseDuration, ReadsTheClockFormsOfSlurmAndLightning) {
   EXPECT_EQ(parse_duration("2:30:00"), 9000.0);
   EXPECT_EQ(parse_duration("02:30:00"), 9000.0);
-  EXPECT_EQ(parse_duration("1-12:00:00"), 129600.0);    // SLURM's D-HH:MM:SS
-  EXPECT_EQ(parse_duration("00:12:00:00"), 43200.0);    // Lightning's DD:HH:MM:SS
-  EXPECT_EQ(parse_duration("48:00:00"), 172800.0);      // hours past a day
+  EXPECT_EQ(parse_duration("1-12:00:00"), 129600.0);  // SLURM's D-HH:MM:SS
+  EXPECT_EQ(parse_duration("00:12:00:00"), 43200.0);  // Lightning's DD:HH:MM:SS
+  EXPECT_EQ(parse_duration("48:00:00"), 172800.0);    // hours past a day
 }
 
 TEST(ParseDuration, RefusesWhatIsAmbiguousOrNotADuration) {
   // A bare number is minutes to SLURM and seconds to others; "MM:SS" and "HH:MM" are read both ways too.
-  for (const char* bad : {"", "30", "2:30", "h", "1x", "1h30", "30m1h", "1h1h", "-1h", "+1h", "1e3s", "1:60:00", "1:00:60",
-                          "1.5:00:00", "1-2", "a-1:00:00", "1.5-1:00:00", "1:2:3:4:5", "1..5h"})
+  for (const char* bad : {"", "30", "2:30", "h", "1x", "1h30", "30m1h", "1h1h", "-1h", "+1h", "1e3s", "1:60:00", "1:00:60", "1.5:00:00",
+                          "1-2", "a-1:00:00", "1.5-1:00:00", "1:2:3:4:5", "1..5h"})
     EXPECT_FALSE(parse_duration(bad).has_value()) << bad;
 }
 

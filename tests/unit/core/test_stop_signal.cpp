@@ -39,6 +39,4 @@ TEST(StopSignal, ASignalEchoedAtOnceCountsAsOneRequest) {
   EXPECT_EQ(exit_code_after_two_signals(std::chrono::milliseconds(0)), 0) << "the echo ended the run without a checkpoint";
 }
 
-TEST(StopSignal, ASecondSignalLaterExitsAtOnceWith130) {
-  EXPECT_EQ(exit_code_after_two_signals(std::chrono::milliseconds(300)), 130);
-}
+TEST(StopSignal, ASecondSignalLaterExitsAtOnceWith130) { EXPECT_EQ(exit_code_after_two_signals(std::chrono::milliseconds(300)), 130); }

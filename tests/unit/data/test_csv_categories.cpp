@@ -41,14 +41,15 @@ at::Tensor rows(std::vector<float> values, std::int64_t width) {
 
 TEST(CsvCategories, EachCategoryIsAnInputColumnInItsColumnsPlace) {
   ScratchFolder root("csv-categories");
-  const auto file = written(root.path / "pets.csv", "size,colour,grade,w,label\n1.5,red,10,7,0\n2.5, blue ,2,8,1\n3.5,,1,9,0\n4.5,red,NA,10,1\n");
+  const auto file =
+      written(root.path / "pets.csv", "size,colour,grade,w,label\n1.5,red,10,7,0\n2.5, blue ,2,8,1\n3.5,,1,9,0\n4.5,red,NA,10,1\n");
   CsvColumns columns;
   const auto set = read_csv(file, with_categories({"grade", "colour"}), nullptr, &columns);
   EXPECT_EQ(columns.features, (std::vector<std::string>{"size", "colour", "grade", "w"}));
   EXPECT_EQ(columns.inputs, (std::vector<std::string>{"size", "colour=blue", "colour=red", "grade=1", "grade=2", "grade=10", "w"}));
   ASSERT_EQ(columns.categories.size(), 2U);
   EXPECT_EQ(columns.categories[0].column, "colour");
-  EXPECT_EQ(columns.categories[0].values, (std::vector<std::string>{"blue", "red"}));  // cells are trimmed, as numbers are
+  EXPECT_EQ(columns.categories[0].values, (std::vector<std::string>{"blue", "red"}));   // cells are trimmed, as numbers are
   EXPECT_EQ(columns.categories[1].values, (std::vector<std::string>{"1", "2", "10"}));  // numbers sort as numbers
   // A missing value (empty, "NA") is none of the categories: 0 in each, not an error.
   EXPECT_TRUE(at::equal(set.inputs, rows({1.5F, 0, 1, 0, 0, 1, 7,  //
@@ -70,7 +71,8 @@ TEST(CsvCategories, EachCategoryIsAnInputColumnInItsColumnsPlace) {
   EXPECT_EQ(sources.train->layout().input_shape, (std::vector<std::int64_t>{5}));
   EXPECT_EQ(sources.feature_columns, (std::vector<std::string>{"colour", "grade"}));
   EXPECT_EQ(sources.feature_names.front(), "colour=blue");
-  EXPECT_NE(sources.train->description().find("features colour (2 categories), grade (3 categories): 5 inputs; label label"), std::string::npos)
+  EXPECT_NE(sources.train->description().find("features colour (2 categories), grade (3 categories): 5 inputs; label label"),
+            std::string::npos)
       << sources.train->description();
 }
 
@@ -121,7 +123,8 @@ TEST(CsvCategories, ATableInPartsNumbersThemOverAllParts) {
   ASSERT_TRUE(val);
   EXPECT_TRUE(at::equal(val->inputs, rows({0, 1, 0, 0, 0, 0, 1, 0, 0}, 3))) << val->inputs;
   ASSERT_EQ(sources.notes.size(), 1U);
-  EXPECT_NE(sources.notes.front().find("1 row of 3 holds a category of 'colour' that the training data lacks (such as 'pink')"), std::string::npos)
+  EXPECT_NE(sources.notes.front().find("1 row of 3 holds a category of 'colour' that the training data lacks (such as 'pink')"),
+            std::string::npos)
       << sources.notes.front();
 }
 
@@ -134,18 +137,23 @@ TEST(CsvCategories, ColumnsThatAreNotCategoriesAreRefusedWithTheSettingsThatLeav
   for (int i = 0; i < 2500; ++i) many += std::to_string(10000 + i % 1200) + ",1\n";
   for (int i = 0; i < 3; ++i) none += ",1,0\n";
   const auto names_file = written(root.path / "names.csv", names);
-  EXPECT_EQ(usage_error_and_fix([&] { read_csv(names_file, with_categories({"colour", "name"})); }),
-            "column 'name' of '" + names_file + "' (data.categorical) has 60 different values in its 60 rows: a new value in most rows, as "
-            "names, ids and free text have, not categories\nleave it out: data.categorical: [colour] and data.exclude: [name]");
+  EXPECT_EQ(usage_error_and_fix([&] {
+              read_csv(names_file, with_categories({"colour", "name"}));
+            }),
+            "column 'name' of '" + names_file +
+                "' (data.categorical) has 60 different values in its 60 rows: a new value in most rows, as "
+                "names, ids and free text have, not categories\nleave it out: data.categorical: [colour] and data.exclude: [name]");
   const auto listed = usage_error_and_fix([&] { read_csv(names_file, with_categories({"name", "colour"}, {"name", "colour"})); });
   EXPECT_NE(listed.find("\nleave it out: data.categorical: [colour] and data.features: [colour]"), std::string::npos) << listed;
-  EXPECT_NE(usage_error_and_fix([&] { read_csv(names_file, with_categories({"name"}, {"name"})); })
-                .find("\nleave it out: remove data.categorical, and give the model other features"),
+  EXPECT_NE(usage_error_and_fix([&] {
+              read_csv(names_file, with_categories({"name"}, {"name"}));
+            }).find("\nleave it out: remove data.categorical, and give the model other features"),
             std::string::npos);
   const auto many_file = written(root.path / "many.csv", many);
   const auto too_many = usage_error_and_fix([&] { read_csv(many_file, with_categories({"zip"})); });
-  EXPECT_NE(too_many.find("has 1200 different values in its 2500 rows: more than 1000 categories, each an input column\nturn it into fewer"),
-            std::string::npos)
+  EXPECT_NE(
+      too_many.find("has 1200 different values in its 2500 rows: more than 1000 categories, each an input column\nturn it into fewer"),
+      std::string::npos)
       << too_many;
   const auto none_file = written(root.path / "none.csv", none);
   EXPECT_NE(usage_error([&] { read_csv(none_file, with_categories({"colour"})); }).find("has no value: each of its 3 rows misses one"),
@@ -155,16 +163,22 @@ TEST(CsvCategories, ColumnsThatAreNotCategoriesAreRefusedWithTheSettingsThatLeav
 TEST(CsvCategories, EachColumnNamedIsAFeature) {
   ScratchFolder root("csv-categories-named");
   const auto file = written(root.path / "pets.csv", "colour,size,label\nred,1,0\nblue,2,1\n");
-  EXPECT_NE(usage_error([&] { read_csv(file, with_categories({"color"})); }).find("has no column 'color' (data.categorical); did you mean 'colour'?"),
+  EXPECT_NE(usage_error([&] {
+              read_csv(file, with_categories({"color"}));
+            }).find("has no column 'color' (data.categorical); did you mean 'colour'?"),
             std::string::npos);
   EXPECT_EQ(usage_error_and_fix([&] { read_csv(file, with_categories({"label"})); }),
-            "column 'label' is in data.categorical and data.labels\nleave it out of data.categorical: a label column holds classes already, by name or by id");
+            "column 'label' is in data.categorical and data.labels\nleave it out of data.categorical: a label column holds classes "
+            "already, by name or by id");
   auto excluded = with_categories({"colour"});
   excluded.exclude = {"colour"};
-  EXPECT_NE(usage_error([&] { read_csv(file, excluded); }).find("column 'colour' is in data.categorical and data.exclude"), std::string::npos);
+  EXPECT_NE(usage_error([&] { read_csv(file, excluded); }).find("column 'colour' is in data.categorical and data.exclude"),
+            std::string::npos);
   EXPECT_EQ(usage_error_and_fix([&] { read_csv(file, with_categories({"colour"}, {"size"})); }),
             "data.categorical names column 'colour', which data.features does not list\nadd it to data.features: [size, colour]");
-  EXPECT_NE(usage_error([&] { read_csv(file, with_categories({"colour", "colour"})); }).find("data.categorical names column 'colour' twice"),
+  EXPECT_NE(usage_error([&] {
+              read_csv(file, with_categories({"colour", "colour"}));
+            }).find("data.categorical names column 'colour' twice"),
             std::string::npos);
 }
 
@@ -175,17 +189,22 @@ TEST(CsvCategories, TextColumnsAreToldApartAsCategoriesOrFreeText) {
   ScratchFolder root("csv-categories-text");
   std::string text = "id,name,sex,age,cabin,port,label\n";
   for (int i = 0; i < 120; ++i)
-    text += std::to_string(i) + ",\"Person, Mr. " + std::to_string(i) + "\"," + (i % 3 ? "male" : "female") + "," + std::to_string(20 + i % 40) + "," +
-            (i < 5 ? "" : "C" + std::to_string(i)) + "," + "SCQ"[i % 3] + "," + std::to_string(i % 2) + "\n";
+    text += std::to_string(i) + ",\"Person, Mr. " + std::to_string(i) + "\"," + (i % 3 ? "male" : "female") + "," +
+            std::to_string(20 + i % 40) + "," + (i < 5 ? "" : "C" + std::to_string(i)) + "," + "SCQ"[i % 3] + "," + std::to_string(i % 2) +
+            "\n";
   const auto file = written(root.path / "people.csv", text);
-  EXPECT_EQ(usage_error_and_fix([&] { read_csv(file, CsvSpec{{}, {"label"}, true}); }),
-            file + ":2: column 'name' (2): 'Person, Mr. 0' is not a number\n"
-                   "columns 'name', 'sex', 'cabin', 'port' hold text: one-hot encode 'sex', 'port' with data.categorical: [sex, port]; "
-                   "leave 'name', 'cabin' out with data.exclude: [name, cabin] (a new value in most rows: names, ids or free text)");
+  EXPECT_EQ(usage_error_and_fix([&] {
+              read_csv(file, CsvSpec{{}, {"label"}, true});
+            }),
+            file +
+                ":2: column 'name' (2): 'Person, Mr. 0' is not a number\n"
+                "columns 'name', 'sex', 'cabin', 'port' hold text: one-hot encode 'sex', 'port' with data.categorical: [sex, port]; "
+                "leave 'name', 'cabin' out with data.exclude: [name, cabin] (a new value in most rows: names, ids or free text)");
   // Once the categories are read as such, the others are what is left; the key is the one in use.
   auto after = with_categories({"sex", "port"}, {"age", "sex", "name", "port"});
-  EXPECT_NE(usage_error_and_fix([&] { read_csv(file, after); })
-                .find("column 'name' holds text: leave it out with data.features: [age, sex, port] (a new value in most rows"),
+  EXPECT_NE(usage_error_and_fix([&] {
+              read_csv(file, after);
+            }).find("column 'name' holds text: leave it out with data.features: [age, sex, port] (a new value in most rows"),
             std::string::npos);
 }
 
@@ -195,7 +214,8 @@ TEST(CsvCategories, RowsMissingOnlyACategoryAreNotDropped) {
   ScratchFolder root("csv-categories-missing");
   const auto file = written(root.path / "pets.csv", "colour,size,label\nred,1,0\n,,1\nblue,3,0\n");
   const auto missing = usage_error_and_fix([&] { read_csv(file, with_categories({"colour"})); });
-  EXPECT_NE(missing.find("pets.csv:3: column 'size' (2) is empty: a missing value; 1 of its 3 rows misses a value ('size' 1)"), std::string::npos)
+  EXPECT_NE(missing.find("pets.csv:3: column 'size' (2) is empty: a missing value; 1 of its 3 rows misses a value ('size' 1)"),
+            std::string::npos)
       << missing;
   EXPECT_NE(missing.find("df.dropna(subset=df.columns.difference(['colour']))"), std::string::npos) << missing;
 }

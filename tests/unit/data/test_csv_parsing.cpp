@@ -89,7 +89,10 @@ TEST(Csv, ALargeFileReadsTheSameOnSeveralThreads) {
       const bool bad = std::find(bad_rows.begin(), bad_rows.end(), i) != bad_rows.end();
       if (bad && bad_lines) bad_lines->push_back(line);
       out << i << ',' << i * 0.25 << ',' << (bad ? "oops" : std::to_string(-i)) << ','
-          << (i % 9 == 0 ? "\"a note,\nover two lines\"" : i < 150000 ? "plain text" : "later text") << ',' << (i % 5 == 0 ? "cat" : "dog") << '\n';
+          << (i % 9 == 0   ? "\"a note,\nover two lines\""
+              : i < 150000 ? "plain text"
+                           : "later text")
+          << ',' << (i % 5 == 0 ? "cat" : "dog") << '\n';
       line += i % 9 == 0 ? 2 : 1;
     }
   };
@@ -144,10 +147,30 @@ TEST(Csv, ALargeFileReadsTheSameOnSeveralThreads) {
 // and everything the general parser takes over (long mantissas, large exponents, inf, nan).
 TEST(CsvNumber, ReadsEveryNumberAsStrtodDoes) {
   std::mt19937_64 random(7);
-  std::vector<std::string> texts = {"0",      "-0",        "1.",       ".5",         "-.25",      "1e5",       "1E-5",  "+3",
-                                    "2.5e+3", "9007199254740993", "123456789012345678901", "0.30000000000000004",
-                                    "1e22",   "1e23",      "1e-22",    "1e-23",      "4.9e-324",  "1.7976931348623157e308",
-                                    "1e400",  "1e-400",    "inf",      "-Infinity",  "nan",       "00000000000000000000001.5"};
+  std::vector<std::string> texts = {"0",
+                                    "-0",
+                                    "1.",
+                                    ".5",
+                                    "-.25",
+                                    "1e5",
+                                    "1E-5",
+                                    "+3",
+                                    "2.5e+3",
+                                    "9007199254740993",
+                                    "123456789012345678901",
+                                    "0.30000000000000004",
+                                    "1e22",
+                                    "1e23",
+                                    "1e-22",
+                                    "1e-23",
+                                    "4.9e-324",
+                                    "1.7976931348623157e308",
+                                    "1e400",
+                                    "1e-400",
+                                    "inf",
+                                    "-Infinity",
+                                    "nan",
+                                    "00000000000000000000001.5"};
   for (int i = 0; i < 20000; ++i) {
     std::ostringstream text;
     const auto mantissa = random() % (i % 3 == 0 ? 1000000000000000000ULL : 100000000ULL);
@@ -191,7 +214,8 @@ TEST(CsvNumber, BooleansAreOneAndZeroInTheSpellingsToolsWrite) {
 
 TEST(CsvNumber, NumbersWrittenForPeopleAreToldApartFromText) {
   using csv::ForeignNumber;
-  for (const char* text : {"3,5", "-0,25", "+12,0001", "1234,5"}) EXPECT_EQ(csv::foreign_number(text, ';'), ForeignNumber::decimal_comma) << text;
+  for (const char* text : {"3,5", "-0,25", "+12,0001", "1234,5"})
+    EXPECT_EQ(csv::foreign_number(text, ';'), ForeignNumber::decimal_comma) << text;
   for (const char* text : {"3,5", "1234,567", "1,2345"}) EXPECT_EQ(csv::foreign_number(text, ','), ForeignNumber::decimal_comma) << text;
   for (const char* text : {"1,234.5", "12,345,678", "-1,000", "999,999.", "1,234,567.125"})
     EXPECT_EQ(csv::foreign_number(text, ','), ForeignNumber::thousands_separators) << text;
@@ -213,8 +237,8 @@ TEST(CsvNumber, DatesAndTimesAreToldApartFromOtherText) {
   for (const char* text : {"2024-03-01", "2024/3/1", "01/03/2024", "1.3.2024", "1.3.24", "2024-03-01 14:05:00", "2024-03-01T14:05:00.5Z",
                            "2024-03-01T14:05:00+01:00", "2024-03-01 14:05:00-0130", "14:05", "9:30:15", "2024-03-01 9:30"})
     EXPECT_TRUE(csv::is_date_or_time(text)) << text;
-  for (const char* text : {"", "2024", "1.5", "3.14", "1-2-3", "2024-03", "2024-03/01", "Paris", "14:5", "2024-03-01 noon",
-                           "2024-03-01T", "12345-01-01", "1:2:3", "2024-03-01 14:05:00 UTC"})
+  for (const char* text : {"", "2024", "1.5", "3.14", "1-2-3", "2024-03", "2024-03/01", "Paris", "14:5", "2024-03-01 noon", "2024-03-01T",
+                           "12345-01-01", "1:2:3", "2024-03-01 14:05:00 UTC"})
     EXPECT_FALSE(csv::is_date_or_time(text)) << text;
 }
 
@@ -229,11 +253,11 @@ TEST(Csv, ProgressIsReportedAndAThrowFromItStopsTheRead) {
   }
   const auto size = std::filesystem::file_size(path);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> reports;
-  const auto set = read_csv(path, CsvSpec{{}, {"label"}, true}, nullptr, nullptr,
-                            [&](const std::string& file, std::uint64_t done, std::uint64_t total) {
-                              EXPECT_EQ(file, path);
-                              reports.emplace_back(done, total);
-                            });
+  const auto set =
+      read_csv(path, CsvSpec{{}, {"label"}, true}, nullptr, nullptr, [&](const std::string& file, std::uint64_t done, std::uint64_t total) {
+        EXPECT_EQ(file, path);
+        reports.emplace_back(done, total);
+      });
   EXPECT_EQ(set.size(), 200000);
   ASSERT_FALSE(reports.empty());
   EXPECT_EQ(reports.front().first, 0u);
@@ -242,7 +266,8 @@ TEST(Csv, ProgressIsReportedAndAThrowFromItStopsTheRead) {
     EXPECT_LE(done, total);
   }
   struct Stop {};
-  EXPECT_THROW(read_csv(path, CsvSpec{{}, {"label"}, true}, nullptr, nullptr, [](const std::string&, std::uint64_t, std::uint64_t) { throw Stop{}; }),
+  EXPECT_THROW(read_csv(path, CsvSpec{{}, {"label"}, true}, nullptr, nullptr,
+                        [](const std::string&, std::uint64_t, std::uint64_t) { throw Stop{}; }),
                Stop);
   std::filesystem::remove(path);
 }

@@ -148,7 +148,8 @@ std::string error_reading(const std::string& bytes, const std::string& name, Rea
 }  // namespace
 
 TEST(DamagedFiles, SizesThatOverflowAreRefused) {
-  EXPECT_NE(error_reading(npy_with_shape("4294967296, 4294967296"), "square.npy", read_and_touch_npy).find("is too large"), std::string::npos);
+  EXPECT_NE(error_reading(npy_with_shape("4294967296, 4294967296"), "square.npy", read_and_touch_npy).find("is too large"),
+            std::string::npos);
   EXPECT_NE(error_reading(npy_with_shape("123456789012345678901234567890,"), "long.npy", read_and_touch_npy).find("is too large"),
             std::string::npos);
   EXPECT_NE(error_reading(idx_of_dims({65536, 65536, 65536, 65536}), "dims-idx3-ubyte", read_and_touch_idx).find("is too large"),
@@ -187,13 +188,13 @@ TEST(DamagedFiles, ASafetensorsFileGputrainWroteIsRefusedOrExactlyAsWritten) {
   std::string bytes = test_support::file_bytes(path);
   bytes[bytes.size() - 5] ^= 0x01;  // the last weight's lowest bits
   const auto error = error_reading(bytes, "model.safetensors", read_and_touch_safetensors);
-  EXPECT_NE(error.find("is damaged: it does not match the CRC-32 gputrain recorded in its metadata"), std::string::npos)
-      << error;
+  EXPECT_NE(error.find("is damaged: it does not match the CRC-32 gputrain recorded in its metadata"), std::string::npos) << error;
 
   test_support::read_damaged_copies(path, [&](const std::string& copy) {
     const auto read = read_safetensors(copy);
     bool same = read.size() == written.size();
-    for (std::size_t i = 0; same && i < read.size(); ++i) same = read[i].first == written[i].first && at::equal(read[i].second, written[i].second);
+    for (std::size_t i = 0; same && i < read.size(); ++i)
+      same = read[i].first == written[i].first && at::equal(read[i].second, written[i].second);
     if (!same) {
       std::string names;
       for (const auto& [name, t] : read) names += name + " " + std::to_string(t.numel()) + "; ";

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "data/synthetic_teacher.hpp"  // private: what the labels depend on
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/epoch_sampler.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/data/sources.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
-#include "data/synthetic_teacher.hpp"  // private: what the labels depend on
 #include "support/usage_errors.hpp"
 
 using namespace gputrain;
@@ -34,7 +34,8 @@ TEST(Synthetic, IsReproducibleAndSplitsShareTheTeacher) {
 // at::randn's own in one call, which is what bench/train_vs_pytorch.py rebuilds in Python. Shapes
 // whose samples are no multiple of 16 values, and chunks that would leave a last one under 16.
 TEST(Synthetic, DrawingInChunksGivesTheValuesOfOneCall) {
-  for (const auto& shape : std::vector<std::vector<std::int64_t>>{{100, 3}, {64, 10}, {33, 7}, {17, 1}, {7, 9}, {5, 2}, {1, 1}, {40, 3, 4, 4}}) {
+  for (const auto& shape :
+       std::vector<std::vector<std::int64_t>>{{100, 3}, {64, 10}, {33, 7}, {17, 1}, {7, 9}, {5, 2}, {1, 1}, {40, 3, 4, 4}}) {
     for (const std::int64_t chunk : {1, 2, 3, 5, 8, 1000}) {  // samples a chunk
       at::Generator one = at::make_generator<at::CPUGeneratorImpl>(5);
       const auto expected = at::randn(shape, one);
@@ -50,11 +51,11 @@ TEST(Synthetic, DrawingInChunksGivesTheValuesOfOneCall) {
   }
   // make_synthetic tells its progress: the samples drawn, then the samples labelled.
   std::vector<std::string> doing;
-  const auto set = make_synthetic({"classification", {3, 8, 8}, 5, 11}, 64, 0,
-                                  [&](const std::string& what, std::int64_t done, std::int64_t total) {
-                                    EXPECT_EQ(total, 64);
-                                    if (done == total) doing.push_back(what);
-                                  });
+  const auto set =
+      make_synthetic({"classification", {3, 8, 8}, 5, 11}, 64, 0, [&](const std::string& what, std::int64_t done, std::int64_t total) {
+        EXPECT_EQ(total, 64);
+        if (done == total) doing.push_back(what);
+      });
   EXPECT_EQ(doing, (std::vector<std::string>{"generating", "labelling"}));
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(11 + 1);
   EXPECT_TRUE(at::equal(set.inputs, at::randn({64, 3, 8, 8}, gen)));
@@ -75,8 +76,8 @@ TEST(Synthetic, ClassSharesAndTargetScaleForEveryKindOfSample) {
     std::vector<std::int64_t> shape;
     double min_share, max_share;  // of an even share
   };
-  for (const auto& c : std::vector<Case>{{{32}, 0.1, 3.0}, {{3, 16, 16}, 0.7, 1.3}, {{1, 28, 28}, 0.7, 1.3},
-                                         {{12, 8}, 0.7, 1.3}, {{1, 4, 4, 4}, 0.7, 1.3}}) {
+  for (const auto& c : std::vector<Case>{
+           {{32}, 0.1, 3.0}, {{3, 16, 16}, 0.7, 1.3}, {{1, 28, 28}, 0.7, 1.3}, {{12, 8}, 0.7, 1.3}, {{1, 4, 4, 4}, 0.7, 1.3}}) {
     const auto labels = make_synthetic({"classification", c.shape, 10, 7}, 4000, 0).targets;
     const auto counts = at::bincount(labels, {}, 10);
     EXPECT_GE(counts.min().item<std::int64_t>(), c.min_share * 400) << "shape of rank " << c.shape.size() << ": " << counts;
@@ -137,9 +138,9 @@ TEST(EpochSampler, ShufflesPerEpochReproducibly) {
 TEST(Safetensors, RoundTripsEveryDtype) {
   const auto path = (std::filesystem::temp_directory_path() / "gputrain-roundtrip.safetensors").string();
   std::vector<std::pair<std::string, at::Tensor>> tensors{
-      {"f32", at::randn({2, 3})}, {"f16", at::randn({5}).to(at::kHalf)}, {"bf16", at::randn({1, 1, 2}).to(at::kBFloat16)},
-      {"i64", at::arange(7, at::kLong)}, {"u8", at::arange(3, at::kByte)}, {"b", at::ones({2}, at::kBool)},
-      {"scalar", at::full({}, 3.5)}, {"strided", at::randn({4, 4}).t()}};
+      {"f32", at::randn({2, 3})},        {"f16", at::randn({5}).to(at::kHalf)}, {"bf16", at::randn({1, 1, 2}).to(at::kBFloat16)},
+      {"i64", at::arange(7, at::kLong)}, {"u8", at::arange(3, at::kByte)},      {"b", at::ones({2}, at::kBool)},
+      {"scalar", at::full({}, 3.5)},     {"strided", at::randn({4, 4}).t()}};
   write_safetensors(path, tensors, {{"format", "pt"}});
   const auto back = read_safetensors(path);
   ASSERT_EQ(back.size(), tensors.size());

@@ -56,7 +56,7 @@ TEST(Npy, ReadsEveryNumericDtypeInBothByteOrdersAndBothLayouts) {
 TEST(Npy, MapsDtypesToCompactTorchTypes) {
   EXPECT_EQ(read_npy(fixture("npy/u1_le_c.npy")).scalar_type(), at::kByte);
   EXPECT_EQ(read_npy(fixture("npy/f2_le_c.npy")).scalar_type(), at::kHalf);
-  EXPECT_EQ(read_npy(fixture("npy/u2_le_c.npy")).scalar_type(), at::kInt);   // widened: lossless
+  EXPECT_EQ(read_npy(fixture("npy/u2_le_c.npy")).scalar_type(), at::kInt);  // widened: lossless
   EXPECT_EQ(read_npy(fixture("npy/u4_be_c.npy")).scalar_type(), at::kLong);
   EXPECT_EQ(read_npy(fixture("npy/c16_be_f.npy")).scalar_type(), at::kComplexDouble);
   EXPECT_EQ(read_npy(fixture("npy/b1_le_c.npy")).scalar_type(), at::kBool);
@@ -76,7 +76,9 @@ TEST(Npy, MalformedFilesAreClearErrors) {
   const auto object = usage_error([] { read_npy(fixture("bad/object.npy")); });
   EXPECT_NE(object.find("bad/object.npy"), std::string::npos) << object;
   EXPECT_NE(object.find("holds Python objects (dtype '|O')"), std::string::npos) << object;
-  EXPECT_NE(usage_error_and_fix([] { read_npy(fixture("bad/object.npy")); }).find("\nsave a numeric array: numpy.asarray(values, dtype=numpy.float32)"),
+  EXPECT_NE(usage_error_and_fix([] {
+              read_npy(fixture("bad/object.npy"));
+            }).find("\nsave a numeric array: numpy.asarray(values, dtype=numpy.float32)"),
             std::string::npos);
   EXPECT_NE(usage_error([] { read_npy(fixture("bad/structured.npy")); }).find("structured"), std::string::npos);
   // Class names saved as strings: named as strings, with the numpy line that makes ids of them.
@@ -85,7 +87,8 @@ TEST(Npy, MalformedFilesAreClearErrors) {
     EXPECT_NE(names.find("holds strings (dtype '"), std::string::npos) << names;
     EXPECT_NE(names.find("names, ids = numpy.unique(y, return_inverse=True)"), std::string::npos) << names;
   }
-  EXPECT_NE(usage_error([] { read_npy(fixture("no/such.npy")); }).find("'" + fixture("no/such.npy") + "' does not exist"), std::string::npos);
+  EXPECT_NE(usage_error([] { read_npy(fixture("no/such.npy")); }).find("'" + fixture("no/such.npy") + "' does not exist"),
+            std::string::npos);
   const auto typo = usage_error([] { read_npy(fixture("npy/versoin1.npy")); });
   EXPECT_NE(typo.find("does not exist; did you mean '" + fixture("npy/version1.npy") + "'?"), std::string::npos) << typo;
 }
@@ -123,17 +126,22 @@ TEST(Safetensors, MalformedFilesAreClearErrors) {
   EXPECT_NE(usage_error([] { read_safetensors(fixture("bad/huge_header.safetensors")); }).find("header length"), std::string::npos);
   EXPECT_NE(usage_error([] { read_safetensors(fixture("bad/not_json.safetensors")); }).find("not JSON"), std::string::npos);
   // The usual mix-up: a .pt file (torch.save writes a zip) where safetensors belongs.
-  EXPECT_NE(usage_error([] { read_safetensors(fixture("checkpoints/python_torch_save.pt")); })
-                .find("is not a safetensors file but a zip archive: a .pt file from torch.save or a gputrain checkpoint"),
+  EXPECT_NE(usage_error([] {
+              read_safetensors(fixture("checkpoints/python_torch_save.pt"));
+            }).find("is not a safetensors file but a zip archive: a .pt file from torch.save or a gputrain checkpoint"),
             std::string::npos);
 }
 
 // Class names read as regression targets: the other task is the likely fix.
 TEST(Csv, TextLabelsForRegressionPointAtClassification) {
-  const auto message = usage_error_and_fix([] { read_csv(fixture("csv/iris.csv"), CsvSpec{{"sepal_length", "sepal_width"}, {"species"}, false}); });
+  const auto message = usage_error_and_fix([] {
+    read_csv(fixture("csv/iris.csv"), CsvSpec{{"sepal_length", "sepal_width"}, {"species"}, false});
+  });
   EXPECT_NE(message.find("iris.csv:2: column 'species': 'setosa' is not a number"), std::string::npos) << message;
-  EXPECT_NE(message.find("\nregression labels must be numbers; to predict 'species' as classes (its values as names), set data.task: classification"),
-            std::string::npos)
+  EXPECT_NE(
+      message.find(
+          "\nregression labels must be numbers; to predict 'species' as classes (its values as names), set data.task: classification"),
+      std::string::npos)
       << message;
 }
 
@@ -150,7 +158,8 @@ TEST(Csv, SelectsColumnsAndMapsClassNames) {
   EXPECT_NE(unknown.find("iris_val_unknown_class.csv:3: label 'virginca' is not a class of the training file; did you mean 'virginica'?"),
             std::string::npos)
       << unknown;
-  EXPECT_NE(unknown.find("the model learns the training file's classes only ('setosa', 'versicolor', 'virginica')"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("the model learns the training file's classes only ('setosa', 'versicolor', 'virginica')"), std::string::npos)
+      << unknown;
 }
 
 // What spreadsheets export: the byte-order mark of "CSV UTF-8" is not part of the first column's
@@ -208,7 +217,8 @@ TEST(Csv, CompressedAndBinaryFilesAreRefusedWithTheWayToText) {
   EXPECT_NE(refusal("bad/numeric.csv.xz").second.find("xz -dk "), std::string::npos);
   EXPECT_NE(refusal("bad/numeric.zip").first.find("is a zip archive (an Excel .xlsx workbook is one too)"), std::string::npos);
   const auto array = refusal("bad/array_named.csv");
-  EXPECT_NE(array.first.find("array_named.csv' is binary data, not text: its first line has a zero byte"), std::string::npos) << array.first;
+  EXPECT_NE(array.first.find("array_named.csv' is binary data, not text: its first line has a zero byte"), std::string::npos)
+      << array.first;
 }
 
 // The run's data line names the columns the model reads: an id or a second target left among the
@@ -287,12 +297,14 @@ TEST(Csv, RegressionTakesEachLabelColumnAsATarget) {
   EXPECT_TRUE(at::equal(set.targets, at::stack({i * 0.5, i.remainder(2)}, 1)));
 
   const auto classes = usage_error([] { read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"b", "label"}, true}); });
-  EXPECT_NE(classes.find("data.labels names 2 columns (b, label), but a classification has one label column"), std::string::npos) << classes;
+  EXPECT_NE(classes.find("data.labels names 2 columns (b, label), but a classification has one label column"), std::string::npos)
+      << classes;
 
   const auto twice = usage_error([] { read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"b", "b"}, false}); });
   EXPECT_NE(twice.find("data.labels names column 'b' twice"), std::string::npos) << twice;
   const auto leak = usage_error([] { read_csv(fixture("csv/numeric.csv"), CsvSpec{{"a", "label"}, {"label"}, true}); });
-  EXPECT_NE(leak.find("column 'label' of '" + fixture("csv/numeric.csv") + "' is in data.features and data.labels"), std::string::npos) << leak;
+  EXPECT_NE(leak.find("column 'label' of '" + fixture("csv/numeric.csv") + "' is in data.features and data.labels"), std::string::npos)
+      << leak;
   const auto feature_twice = usage_error([] { read_csv(fixture("csv/numeric.csv"), CsvSpec{{"a", "a"}, {"label"}, true}); });
   EXPECT_NE(feature_twice.find("data.features names column 'a' twice"), std::string::npos) << feature_twice;
 
@@ -368,7 +380,8 @@ TEST(Csv, BadCellsNameTheLineAndColumn) {
     ADD_FAILURE() << "read a CSV without a label column";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()), "data.labels is not set for the CSV source");
-    EXPECT_EQ(e.remedy(), "set data.labels: label (the column named like a label); '" + fixture("csv/numeric.csv") + "' has the columns a, b, label");
+    EXPECT_EQ(e.remedy(),
+              "set data.labels: label (the column named like a label); '" + fixture("csv/numeric.csv") + "' has the columns a, b, label");
   }
   try {  // no column named like a label: the columns alone
     read_csv(fixture("csv/iris.csv"), CsvSpec{{}, {}, true});
@@ -383,7 +396,8 @@ TEST(Csv, BadCellsNameTheLineAndColumn) {
     read_csv(fixture("csv/numeric.csv"), CsvSpec{{}, {"b,label"}, false});
     ADD_FAILURE() << "read a column named 'b,label'";
   } catch (const UsageError& e) {
-    EXPECT_NE(e.remedy().find("several columns are a YAML list: data.labels: [b, label] (with --set, quote it: --set 'data.labels=[b, label]'; on gputrain profile's command line: --labels b label)"),
+    EXPECT_NE(e.remedy().find("several columns are a YAML list: data.labels: [b, label] (with --set, quote it: --set 'data.labels=[b, "
+                              "label]'; on gputrain profile's command line: --labels b label)"),
               std::string::npos)
         << e.remedy();
   }
@@ -394,7 +408,8 @@ TEST(Csv, BadCellsNameTheLineAndColumn) {
 TEST(Csv, NonFiniteCellsNameTheLineAndColumn) {
   // 'nan', as Python's csv writes a NaN, is pandas' mark of a missing value: named as one.
   const auto nan = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{}, {"label"}, true}); });
-  EXPECT_NE(nan.find("not_finite.csv:3: column 'b' (2): 'nan' marks a missing value; 1 of its 3 rows misses a value ('b' 1)"), std::string::npos)
+  EXPECT_NE(nan.find("not_finite.csv:3: column 'b' (2): 'nan' marks a missing value; 1 of its 3 rows misses a value ('b' 1)"),
+            std::string::npos)
       << nan;
   const auto huge = usage_error([] { read_csv(fixture("bad/not_finite.csv"), CsvSpec{{"a"}, {"label"}, true}); });
   EXPECT_NE(huge.find("not_finite.csv:4: column 'a' (1): '1e+39' is not a finite float32 number"), std::string::npos) << huge;
@@ -434,11 +449,14 @@ TEST(Csv, MissingValuesAreCountedWithThePandasLineThatDropsThoseRows) {
   const auto complete = path.substr(0, path.size() - 4) + "-complete.csv";
   const auto [what, fix] = error_of(CsvSpec{{}, {"label"}, true});
   EXPECT_EQ(what, path + ":4: column 'b' (2) is empty: a missing value; 3 of its 10 rows miss a value ('b' 2, 'c' 1)");
-  EXPECT_EQ(fix, "missing values are not filled in for you: fill them in, or drop those rows with python3 -c \"import pandas as pd; df = "
-                 "pd.read_csv('" + path + "'); df.dropna().to_csv('" + complete + "', index=False)\" and use " + complete +
-                 ", or leave the columns out with data.exclude: [b, c]");
+  EXPECT_EQ(fix,
+            "missing values are not filled in for you: fill them in, or drop those rows with python3 -c \"import pandas as pd; df = "
+            "pd.read_csv('" +
+                path + "'); df.dropna().to_csv('" + complete + "', index=False)\" and use " + complete +
+                ", or leave the columns out with data.exclude: [b, c]");
   // R's NA is a missing value too, wherever it is the first.
-  EXPECT_NE(error_of(CsvSpec{{"c"}, {"label"}, true}).first.find(":9: column 'c' (3): 'NA' marks a missing value; 1 of its 10 rows misses a value ('c' 1)"),
+  EXPECT_NE(error_of(CsvSpec{{"c"}, {"label"}, true})
+                .first.find(":9: column 'c' (3): 'NA' marks a missing value; 1 of its 10 rows misses a value ('c' 1)"),
             std::string::npos);
   // Columns left out do not count, and the pandas line leaves their missing values alone.
   CsvSpec excluding{{}, {"label"}, true};
@@ -460,11 +478,11 @@ TEST(Csv, ATableInPartsIsReadAsOne) {
   std::filesystem::create_directories(parts);
   std::ofstream(parts / "part-0.csv") << "a,b,species\n1,2,rose\n3,4,iris\n";
   std::ofstream(parts / "part-1.csv") << "species,b,a\nlily,6,5\nrose,8,7\n";  // columns in another order
-  std::ofstream(parts / "_SUCCESS") << "";                                         // Spark's marker: not a part
+  std::ofstream(parts / "_SUCCESS") << "";                                     // Spark's marker: not a part
   EXPECT_EQ(csv_parts(parts.string()), (std::vector<std::string>{(parts / "part-0.csv").string(), (parts / "part-1.csv").string()}));
   EXPECT_EQ(csv_parts((parts / "part-*.csv").string()).size(), 2U);
   EXPECT_TRUE(csv_parts((parts / "part-0.csv").string()).empty());  // a file is read as itself
-  EXPECT_TRUE(csv_parts(root.path.string()).empty());              // a folder without CSV files
+  EXPECT_TRUE(csv_parts(root.path.string()).empty());               // a folder without CSV files
 
   SourceSpec spec;
   spec.source = "csv";
@@ -483,8 +501,9 @@ TEST(Csv, ATableInPartsIsReadAsOne) {
   std::ofstream(parts / "part-2.csv") << "a,b,species\n9,oops,rose\n";
   EXPECT_NE(usage_error([&] { open_sources(spec); }).find("part-2.csv:2: column 'b' (2): 'oops' is not a number"), std::string::npos);
   std::ofstream(parts / "part-2.csv") << "a,b,species\n9,10,1\n";
-  EXPECT_NE(usage_error([&] { open_sources(spec); }).find("part-0.csv' has class names in its label column, but '" + (parts / "part-2.csv").string() +
-                                                          "' has class ids"),
+  EXPECT_NE(usage_error([&] {
+              open_sources(spec);
+            }).find("part-0.csv' has class names in its label column, but '" + (parts / "part-2.csv").string() + "' has class ids"),
             std::string::npos);
 }
 
@@ -514,7 +533,8 @@ TEST(Csv, QuotedCellsMaySpanLinesAndUnclosedQuotesAreNamed) {
   EXPECT_TRUE(at::equal(set.inputs, at::arange(1, 11, at::kFloat).view({5, 2}))) << set.inputs;
   EXPECT_TRUE(at::equal(set.targets, at::tensor({0L, 1L, 0L, 1L, 0L}))) << set.targets;
   const auto note = usage_error([] { read_csv(fixture("csv/free_text.csv"), CsvSpec{{}, {"label"}, true}); });
-  EXPECT_NE(note.find("free_text.csv:2-3: column 'note' (2): 'line one\\nline two, with a comma' is not a number"), std::string::npos) << note;
+  EXPECT_NE(note.find("free_text.csv:2-3: column 'note' (2): 'line one\\nline two, with a comma' is not a number"), std::string::npos)
+      << note;
   const auto spanning = usage_error([] { read_csv(fixture("bad/free_text_bad_cell.csv"), CsvSpec{{"a", "b"}, {"label"}, true}); });
   EXPECT_NE(spanning.find("free_text_bad_cell.csv:2-4: column 'b' (3): 'oops' is not a number"), std::string::npos) << spanning;
   const auto unclosed = usage_error([] { read_csv(fixture("bad/unclosed_quote.csv"), CsvSpec{{}, {"label"}, true}); });
@@ -567,7 +587,10 @@ TEST(Csv, RowsOfDelimitersAloneAreSkippedAsBlankLines) {
   EXPECT_NE(error.find(path + ":3: column 'b' (2): 'x' is not a number"), std::string::npos) << error;
   // A row with some cells filled is a row with missing values, as before.
   std::ofstream(path, std::ios::binary) << "a;b;label\n1;2;0\n;;1\n";
-  EXPECT_NE(usage_error([&] { read_csv(path, CsvSpec{{}, {"label"}, true}); }).find(path + ":3: column 'a' (1) is empty"), std::string::npos);
+  EXPECT_NE(usage_error([&] {
+              read_csv(path, CsvSpec{{}, {"label"}, true});
+            }).find(path + ":3: column 'a' (1) is empty"),
+            std::string::npos);
 }
 
 // Columns are found by name (in a validation file, the weights' data.features, predict.py), so a
@@ -581,13 +604,19 @@ TEST(Csv, AColumnNameGivenTwiceIsRefusedWhereItIsRead) {
     return path;
   };
   const auto features = write("features.csv", "a,a,label\n1,2,0\n3,4,1\n");
-  EXPECT_EQ(usage_error_and_fix([&] { read_csv(features, CsvSpec{{}, {"label"}, true}); }),
-            "'" + features + "' names column 'a' 2 times in its header (columns 1, 2), and gputrain finds columns by name\n"
-            "give each its own name in the header (pandas reads them as 'a' and 'a.1'), or leave them out with data.exclude: [a]");
+  EXPECT_EQ(usage_error_and_fix([&] {
+              read_csv(features, CsvSpec{{}, {"label"}, true});
+            }),
+            "'" + features +
+                "' names column 'a' 2 times in its header (columns 1, 2), and gputrain finds columns by name\n"
+                "give each its own name in the header (pandas reads them as 'a' and 'a.1'), or leave them out with data.exclude: [a]");
   const auto labels = write("labels.csv", "a,b,label,label\n1,2,0,0\n3,4,1,1\n");
-  EXPECT_EQ(usage_error_and_fix([&] { read_csv(labels, CsvSpec{{}, {"label"}, true}); }),
-            "'" + labels + "' names column 'label' 2 times in its header (columns 3, 4), and gputrain finds columns by name\n"
-            "give each its own name in the header (pandas reads them as 'label' and 'label.1')");
+  EXPECT_EQ(usage_error_and_fix([&] {
+              read_csv(labels, CsvSpec{{}, {"label"}, true});
+            }),
+            "'" + labels +
+                "' names column 'label' 2 times in its header (columns 3, 4), and gputrain finds columns by name\n"
+                "give each its own name in the header (pandas reads them as 'label' and 'label.1')");
   const auto unread = write("unread.csv", "a,note,b,note,label\n1,x,2,y,0\n3,z,4,w,1\n");
   EXPECT_EQ(read_csv(unread, CsvSpec{{"a", "b"}, {"label"}, true}).inputs.size(1), 2);
   CsvSpec excluded{{}, {"label"}, true};
@@ -664,8 +693,9 @@ TEST(Gzip, PaddingIsSkippedAndCorruptOrTrailingBytesAreNamed) {
   EXPECT_FALSE(is_gzip(reinterpret_cast<const unsigned char*>(plain.data()), plain.size()));
   EXPECT_EQ(inflate(packed), plain);
   EXPECT_EQ(inflate(packed + std::string(512, '\0')), plain);
-  EXPECT_NE(usage_error([&] { inflate(packed + "junk"); }).find("'x.gz' is not a valid gzip file: bytes that are not gzip follow its end at byte " +
-                                                                std::to_string(packed.size())),
+  EXPECT_NE(usage_error([&] {
+              inflate(packed + "junk");
+            }).find("'x.gz' is not a valid gzip file: bytes that are not gzip follow its end at byte " + std::to_string(packed.size())),
             std::string::npos);
   auto corrupt = packed;
   for (std::size_t i = 12; i < corrupt.size() - 8; ++i) corrupt[i] = static_cast<char>(0xFF);  // past the header, before the trailer
@@ -692,7 +722,8 @@ TEST(Cifar10, ReadsRecordsAcrossBatches) {
   const auto archive = (std::filesystem::temp_directory_path() / "cifar-10-binary.tar.gz").string();
   std::ofstream(archive) << "not unpacked";
   const auto packed = usage_error_and_fix([&] { cifar10_files(archive, true); });
-  EXPECT_NE(packed.find("'" + archive + "' is not a folder but an archive\nunpack it (tar xf " + archive + "), then point data.path at the folder"),
+  EXPECT_NE(packed.find("'" + archive + "' is not a folder but an archive\nunpack it (tar xf " + archive +
+                        "), then point data.path at the folder"),
             std::string::npos)
       << packed;
   std::filesystem::remove(archive);
@@ -739,10 +770,12 @@ TEST(ImageFolder, ListsClassesSkipsCorruptFilesAndResizes) {
       << description;
   EXPECT_EQ(sources.val->description().find("not read"), std::string::npos) << sources.val->description();
   ASSERT_EQ(sources.notes.size(), 1U);
-  EXPECT_EQ(sources.notes[0], "2 images in " + fixture("folder/train") +
-                                  " are .bmp or .webp, which gputrain does not decode, so they are not trained on; Pillow writes a .png beside "
-                                  "each: python3 -c \"import pathlib, PIL.Image as I; [I.open(p).convert('RGB').save(p.with_suffix('.png')) for "
-                                  "p in pathlib.Path('" + fixture("folder/train") + "').rglob('*') if p.suffix.lower() in ('.bmp', '.webp')]\"");
+  EXPECT_EQ(sources.notes[0],
+            "2 images in " + fixture("folder/train") +
+                " are .bmp or .webp, which gputrain does not decode, so they are not trained on; Pillow writes a .png beside "
+                "each: python3 -c \"import pathlib, PIL.Image as I; [I.open(p).convert('RGB').save(p.with_suffix('.png')) for "
+                "p in pathlib.Path('" +
+                fixture("folder/train") + "').rglob('*') if p.suffix.lower() in ('.bmp', '.webp')]\"");
   EXPECT_EQ(sources.val->size(), 2);
   // The labels are the folders, known without decoding a file (the unreadable ones included).
   const auto ids = sources.train->class_ids();
@@ -789,7 +822,8 @@ TEST(ImageFolder, AValidationClassTheTrainingFolderLacksIsNamedWithItsNearMiss) 
   spec.val_path = val.string();
   spec.image_size = {12, 10};
   const auto error = usage_error_and_fix([&] { open_sources(spec); });
-  EXPECT_NE(error.find("'" + (val / "dgo").string() + "' is a class the training folder does not have; did you mean 'dog'?"), std::string::npos)
+  EXPECT_NE(error.find("'" + (val / "dgo").string() + "' is a class the training folder does not have; did you mean 'dog'?"),
+            std::string::npos)
       << error;
   EXPECT_NE(error.find("the model learns the training folder's classes only (cat, dog)"), std::string::npos) << error;
   std::filesystem::remove_all(val);
@@ -853,7 +887,8 @@ TEST(ImageFolder, AClassFolderWithoutImagesIsAnError) {
   spec.source = "image_folder";
   spec.path = root.path.string();
   const auto error = usage_error([&] { open_sources(spec); });
-  EXPECT_NE(error.find("class 'dog' has no images: '" + (root.path / "dog").string() + "' holds no .jpg, .jpeg or .png files"), std::string::npos)
+  EXPECT_NE(error.find("class 'dog' has no images: '" + (root.path / "dog").string() + "' holds no .jpg, .jpeg or .png files"),
+            std::string::npos)
       << error;
   // Its images are in a format not decoded: the fix converts them.
   std::filesystem::remove(root.path / "dog" / "notes.txt");
@@ -888,10 +923,11 @@ TEST(ImageFolder, ImagesOutsideTheClassFoldersAreNamedAsSuch) {
   spec.source = "image_folder";
   spec.path = root.path.string();
   const auto description = open_sources(spec).train->description();
-  EXPECT_NE(description.find("(1 image, 1 class; 2 images outside the class sub-folders not read, e.g. '" + (root.path / "also.jpg").string() +
-                             "' (an image's class is the sub-folder it is in); 1 other file not read, e.g. '" +
-                             (root.path / "notes.txt").string() + "': only .jpg, .jpeg and .png are)"),
-            std::string::npos)
+  EXPECT_NE(
+      description.find("(1 image, 1 class; 2 images outside the class sub-folders not read, e.g. '" + (root.path / "also.jpg").string() +
+                       "' (an image's class is the sub-folder it is in); 1 other file not read, e.g. '" +
+                       (root.path / "notes.txt").string() + "': only .jpg, .jpeg and .png are)"),
+      std::string::npos)
       << description;
 
   std::filesystem::remove_all(root.path / "cat");
@@ -936,7 +972,8 @@ TEST(Sources, ArraysByKeyAndDefaults) {
     one_value.task = features ? "classification" : "regression";
     const auto message = usage_error([&] { open_sources(one_value); });
     EXPECT_NE(message.find(std::string("the ") + (features ? "features" : "labels") + " are a single value (an array of shape ())"),
-              std::string::npos) << message;
+              std::string::npos)
+        << message;
     EXPECT_NE(message.find("zero_dim.npy"), std::string::npos) << message;
   }
 
@@ -981,7 +1018,8 @@ TEST(Sources, AFileReadAsAnotherFormatIsNamedByItsOwn) {
     spec.labels = {source == "npy" ? fixture("npz/y.npy") : "species"};
     const auto message = test_support::usage_error_and_fix([&] { open_sources(spec); });
     EXPECT_NE(message.find("\ndata.source is " + source + ", but '" + path + "' looks like " + named + " data: set data.source: " + named),
-              std::string::npos) << message;
+              std::string::npos)
+        << message;
   }
 }
 
@@ -1029,8 +1067,8 @@ TEST(Sources, AMissingRelativePathSaysWhereItWasLookedFor) {
     if (source == "npy") spec.labels = {fixture("npz/y.npy")};
     if (source == "csv") spec.labels = {"label"};
     const auto error = usage_error([&] { open_sources(spec); });
-    EXPECT_NE(error.find("'no-such-folder/data' does not exist (relative to the current folder " + std::filesystem::current_path().string() +
-                         ", not to the config file)"),
+    EXPECT_NE(error.find("'no-such-folder/data' does not exist (relative to the current folder " +
+                         std::filesystem::current_path().string() + ", not to the config file)"),
               std::string::npos)
         << source << ": " << error;
   }

@@ -185,7 +185,8 @@ TEST(Loader, AStalledWorkerHitsTheTimeout) {
     loader.next();
     ADD_FAILURE() << "no timeout";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("batch 1 of 2 not ready after 0 s (its first sample: probe/file0.bin)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("batch 1 of 2 not ready after 0 s (its first sample: probe/file0.bin)"), std::string::npos)
+        << e.what();
     EXPECT_NE(e.remedy().find("data.timeout"), std::string::npos);
   }
 }
@@ -200,7 +201,8 @@ TEST(CachePlan, ChoosesVramThenRamThenStreaming) {
   auto plan = plan_cache("auto", f);
   EXPECT_EQ(plan.mode, CacheMode::vram);
   EXPECT_NE(plan.reason.find("1.00 GiB of data + 2.00 GiB for the training step + 512.00 MiB headroom <= 10.00 GiB free GPU memory"),
-            std::string::npos) << plan.reason;
+            std::string::npos)
+      << plan.reason;
   f.step_bytes = 9 * core::kGiB;  // the step leaves no room: pinned RAM
   EXPECT_EQ(plan_cache("auto", f).mode, CacheMode::ram);
   f.dataset_bytes = 30 * core::kGiB;  // larger than RAM too: stream
@@ -291,10 +293,10 @@ TEST(DeviceCache, GathersUpTo32MiBOfBatchesAtOnceOnAGpu) {
   EXPECT_EQ(gather_chunk_bytes(10 * core::kGiB), 32 * core::kMiB);
   EXPECT_EQ(gather_chunk_bytes(200000 * 1024), 200000 * 1024 / 8);  // the tabular case: an eighth of its 195 MiB
   EXPECT_EQ(gather_chunk_bytes(0), 0u);
-  EXPECT_EQ(batches_per_gather(core::kMiB, 32 * core::kMiB), 32);  // batches of 1024 rows of 1 KiB
-  EXPECT_EQ(batches_per_gather(256 * 3072, 32 * core::kMiB), 42);  // CIFAR-sized uint8 images, batch 256
-  EXPECT_EQ(batches_per_gather(4 * 1024, 32 * core::kMiB), 64);    // tiny batches: at most 64
-  EXPECT_EQ(batches_per_gather(256 * 150528, 32 * core::kMiB), 1); // ImageNet-sized: one at a time
+  EXPECT_EQ(batches_per_gather(core::kMiB, 32 * core::kMiB), 32);   // batches of 1024 rows of 1 KiB
+  EXPECT_EQ(batches_per_gather(256 * 3072, 32 * core::kMiB), 42);   // CIFAR-sized uint8 images, batch 256
+  EXPECT_EQ(batches_per_gather(4 * 1024, 32 * core::kMiB), 64);     // tiny batches: at most 64
+  EXPECT_EQ(batches_per_gather(256 * 150528, 32 * core::kMiB), 1);  // ImageNet-sized: one at a time
   EXPECT_EQ(batches_per_gather(0, 32 * core::kMiB), 1);
   EXPECT_EQ(batches_per_gather(core::kMiB, 0), 1);
   // On the CPU the cache's feed gathers batch by batch.
@@ -334,7 +336,8 @@ TEST(BatchTransform, ScalesNormalisesAndAugments) {
 // more samples than one chunk; normalising with them gives mean 0 and std 1 per channel.
 TEST(ChannelStats, MeasuresWhatTheTransformNormalises) {
   at::manual_seed(3);
-  const auto vectors = at::randn({9000, 3}, at::kDouble) * at::tensor({1.0, 10.0, 0.1}, at::kDouble) + at::tensor({5.0, -2.0, 0.0}, at::kDouble);
+  const auto vectors =
+      at::randn({9000, 3}, at::kDouble) * at::tensor({1.0, 10.0, 0.1}, at::kDouble) + at::tensor({5.0, -2.0, 0.0}, at::kDouble);
   auto stats = measure_channel_stats(vectors.to(at::kFloat));
   ASSERT_EQ(stats.mean.size(), 3u);
   for (std::size_t c = 0; c < 3; ++c) {

@@ -15,7 +15,9 @@ using namespace gputrain::data;
 
 namespace {
 
-std::int64_t row_bytes(const at::Tensor& rows) { return rows.size(0) > 0 ? rows.numel() / rows.size(0) * static_cast<std::int64_t>(rows.element_size()) : 0; }
+std::int64_t row_bytes(const at::Tensor& rows) {
+  return rows.size(0) > 0 ? rows.numel() / rows.size(0) * static_cast<std::int64_t>(rows.element_size()) : 0;
+}
 
 // Runs thread 0 .. threads-1 of a grid of `threads` threads, as the kernel's launch would.
 template <typename Index>
@@ -42,8 +44,8 @@ void expect_gathered(const at::Tensor& rows, const at::Tensor& indices, Index th
 TEST(RowGather, TheWordIsTheWidestThatDividesTheRowAndAlignsEveryAddress) {
   alignas(64) static unsigned char buffer[128];
   const void* a = buffer;
-  EXPECT_EQ(row_gather::widest_word(3072, {a, a}), 16);     // a CIFAR image in uint8
-  EXPECT_EQ(row_gather::widest_word(1024, {a, a}), 16);     // 256 floats
+  EXPECT_EQ(row_gather::widest_word(3072, {a, a}), 16);  // a CIFAR image in uint8
+  EXPECT_EQ(row_gather::widest_word(1024, {a, a}), 16);  // 256 floats
   EXPECT_EQ(row_gather::widest_word(48, {a, a}), 16);
   EXPECT_EQ(row_gather::widest_word(24, {a, a}), 8);
   EXPECT_EQ(row_gather::widest_word(12, {a, a}), 4);
@@ -65,15 +67,15 @@ TEST(RowGather, EveryThreadOfTheGridCopiesItsWordsBitForBit) {
   };
   std::vector<Case> cases{
       {at::randint(0, 256, {5, 3, 32, 32}, at::kByte), 16},  // CIFAR-sized uint8 images
-      {at::randn({5, 256}), 16},                            // the tabular case: 1 KiB of float
-      {at::randint(0, 256, {5, 3, 4, 4}, at::kByte), 16},   // 48 bytes
-      {at::randint(0, 256, {5, 3, 5, 5}, at::kByte), 1},    // 75 bytes: byte by byte
-      {at::randint(0, 256, {5, 6}, at::kByte), 2},          // 6 bytes
-      {at::randn({5, 3}), 4},                               // 12 bytes of float
-      {at::randn({5, 6}).to(at::kBFloat16), 4},             // 12 bytes of bf16
-      {at::randn({5, 6}).to(at::kDouble), 16},              // 48 bytes of double
+      {at::randn({5, 256}), 16},                             // the tabular case: 1 KiB of float
+      {at::randint(0, 256, {5, 3, 4, 4}, at::kByte), 16},    // 48 bytes
+      {at::randint(0, 256, {5, 3, 5, 5}, at::kByte), 1},     // 75 bytes: byte by byte
+      {at::randint(0, 256, {5, 6}, at::kByte), 2},           // 6 bytes
+      {at::randn({5, 3}), 4},                                // 12 bytes of float
+      {at::randn({5, 6}).to(at::kBFloat16), 4},              // 12 bytes of bf16
+      {at::randn({5, 6}).to(at::kDouble), 16},               // 48 bytes of double
       {at::randint(0, 2, {5, 8}, at::kBool), 8},
-      {at::arange(5, at::kLong), 8},                        // class labels: one word a row
+      {at::arange(5, at::kLong), 8},  // class labels: one word a row
       {at::randn({5, 1}).to(at::kHalf), 2},
   };
   cases[1].rows[1][7] = std::numeric_limits<float>::quiet_NaN();
@@ -103,7 +105,7 @@ TEST(RowGather, ThirtyTwoBitIndexingOnlyWhereTheWordsFit) {
   const std::int64_t limit = std::int64_t{1} << 31;
   EXPECT_TRUE(row_gather::fits_32_bits(tables(1, 1).data(), 2, limit));
   EXPECT_FALSE(row_gather::fits_32_bits(tables(1, 1).data(), 2, limit + 1));
-  EXPECT_TRUE(row_gather::fits_32_bits(tables(192, 1).data(), 2, limit / 192));  // 32 MiB chunks of CIFAR rows: far inside
+  EXPECT_TRUE(row_gather::fits_32_bits(tables(192, 1).data(), 2, limit / 192));       // 32 MiB chunks of CIFAR rows: far inside
   EXPECT_FALSE(row_gather::fits_32_bits(tables(1, 192).data(), 2, limit / 192 + 1));  // the second table counts too
   EXPECT_TRUE(row_gather::fits_32_bits(tables(1, 0).data(), 1, 1000));
   EXPECT_TRUE(row_gather::fits_32_bits(tables(0, 0).data(), 2, limit * 4));  // empty rows: no words at all

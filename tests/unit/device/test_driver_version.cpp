@@ -5,10 +5,8 @@
 using namespace gputrain::device;
 
 TEST(ProcDriverVersion, ReadsProprietaryAndOpenKernelModules) {
-  EXPECT_EQ(parse_proc_driver_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Thu Sep 25 2025\n"),
-            "580.95.05");
-  EXPECT_EQ(parse_proc_driver_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release Build"),
-            "575.57.08");
+  EXPECT_EQ(parse_proc_driver_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Thu Sep 25 2025\n"), "580.95.05");
+  EXPECT_EQ(parse_proc_driver_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release Build"), "575.57.08");
   EXPECT_EQ(parse_proc_driver_version("garbage"), "");
 }
 

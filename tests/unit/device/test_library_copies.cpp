@@ -23,8 +23,7 @@ TEST(LibraryCopies, GroupsByFamilyAndCountsFilesAndFolders) {
 }
 
 TEST(LibraryCopies, ASubLibraryFromAnotherFolderIsAConflict) {
-  const auto copies = group_library_copies({"/venv/cudnn/lib/libcudnn.so.9", "/usr/local/cuda/lib64/libcudnn_graph.so.9"},
-                                           {"libcudnn"});
+  const auto copies = group_library_copies({"/venv/cudnn/lib/libcudnn.so.9", "/usr/local/cuda/lib64/libcudnn_graph.so.9"}, {"libcudnn"});
   EXPECT_EQ(copies[0].folders.size(), 2u);
 }
 
@@ -53,8 +52,8 @@ TEST(RivalFolders, FoldersHoldingOurSonamesOutsideOurFoldersAreRivals) {
   std::ofstream(root / "wheel" / "libcudnn.so.9") << "x";
   std::ofstream(root / "toolkit" / "libcudnn_graph.so.9") << "x";
   std::ofstream(root / "unrelated" / "libfoo.so.1") << "x";
-  const std::string path = (root / "unrelated").string() + ":" + (root / "toolkit").string() + "::/nonexistent:" +
-                           (root / "wheel").string();
+  const std::string path =
+      (root / "unrelated").string() + ":" + (root / "toolkit").string() + "::/nonexistent:" + (root / "wheel").string();
   const auto rivals = rival_cuda_library_folders(path, {fs::canonical(root / "wheel").string()});
   ASSERT_EQ(rivals.size(), 1u);
   EXPECT_EQ(rivals[0], (root / "toolkit").string());
@@ -63,13 +62,12 @@ TEST(RivalFolders, FoldersHoldingOurSonamesOutsideOurFoldersAreRivals) {
 }
 
 TEST(ForeignFiles, SubLibrariesOutsideTheAnchorFoldersAreForeign) {
-  const auto copies = group_library_copies(
-      {"/wheel/cu13/lib/libcudart.so.13", "/wheel/cudnn/lib/libcudnn.so.9", "/wheel/cudnn/lib/libcudnn_ops.so.9",
-       "/toolkit/lib64/libnvJitLink.so.13", "/toolkit/lib64/libcudnn_graph.so.9"},
-      cuda_library_families());
+  const auto copies =
+      group_library_copies({"/wheel/cu13/lib/libcudart.so.13", "/wheel/cudnn/lib/libcudnn.so.9", "/wheel/cudnn/lib/libcudnn_ops.so.9",
+                            "/toolkit/lib64/libnvJitLink.so.13", "/toolkit/lib64/libcudnn_graph.so.9"},
+                           cuda_library_families());
   EXPECT_EQ(anchor_cuda_folders(copies), (std::vector<std::string>{"/wheel/cu13/lib", "/wheel/cudnn/lib"}));
   auto foreign = foreign_cuda_files(copies);
   std::sort(foreign.begin(), foreign.end());
-  EXPECT_EQ(foreign, (std::vector<std::string>{"/toolkit/lib64/libcudnn_graph.so.9",
-                                               "/toolkit/lib64/libnvJitLink.so.13"}));
+  EXPECT_EQ(foreign, (std::vector<std::string>{"/toolkit/lib64/libcudnn_graph.so.9", "/toolkit/lib64/libnvJitLink.so.13"}));
 }

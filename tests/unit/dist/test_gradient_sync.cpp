@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
-#include <torch/nn/modules/linear.h>
-#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/dist/communicator.hpp"
@@ -75,8 +75,8 @@ TEST(GradientSync, BucketsFollowReverseRegistrationOrderWithASmallFirstBucket) {
   auto net = three_layers();
   MirrorCommunicator comm(2);
   GradientSyncOptions options;
-  options.first_bucket_bytes = 4 * (16 * 4 + 4);   // exactly the last layer's weight and bias
-  options.bucket_bytes = 4 * (64 * 16);             // the middle weight fills one bucket
+  options.first_bucket_bytes = 4 * (16 * 4 + 4);  // exactly the last layer's weight and bias
+  options.bucket_bytes = 4 * (64 * 16);           // the middle weight fills one bucket
   GradientSync sync(net->parameters(), comm, options);
   // Bucket 1: last layer (bias, weight); then 2.bias + 2.weight; then 0.bias + 0.weight.
   EXPECT_EQ(sync.bucket_parameter_counts(), (std::vector<std::int64_t>{2, 2, 2}));

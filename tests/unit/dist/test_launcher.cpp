@@ -1,7 +1,7 @@
 // The local launcher with plain shell commands as ranks (the training ranks are tested under
 // tests/dist), and reading Open MPI's own account of a failed job.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -107,8 +107,8 @@ TEST(Launcher, StartsRanksOnlyWhereNoOtherLauncherDid) {
 TEST(Launcher, AFailedRankStopsTheOthersAndIsNamedWithItsLastLines) {
   std::ostringstream report;
   const auto start = std::chrono::steady_clock::now();
-  const int code = launch_local(shell_ranks(3, R"(if [ "$RANK" = 1 ]; then echo "loading data"; echo "boom: disk full"; exit 3; fi; exec sleep 60)"),
-                                report);
+  const int code = launch_local(
+      shell_ranks(3, R"(if [ "$RANK" = 1 ]; then echo "loading data"; echo "boom: disk full"; exit 3; fi; exec sleep 60)"), report);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(code, 3);
   EXPECT_LT(seconds, 5.0) << "the sleeping ranks were not stopped at once";
@@ -133,8 +133,11 @@ TEST(Launcher, RanksInheritNoDescriptorButTheirOutput) {
 TEST(Launcher, AnErrorEveryRankSaysIsShownOnce) {
   std::ostringstream report;
   testing::internal::CaptureStderr();
-  const int code = launch_local(shell_ranks(3, R"(trap '' TERM; echo "reading rank $RANK"; sleep 0.3; echo "error: 'x.csv' does not exist"; echo "  fix: check data.path"; exit 2)"),
-                                report);
+  const int code = launch_local(
+      shell_ranks(
+          3,
+          R"(trap '' TERM; echo "reading rank $RANK"; sleep 0.3; echo "error: 'x.csv' does not exist"; echo "  fix: check data.path"; exit 2)"),
+      report);
   const std::string console = testing::internal::GetCapturedStderr();
   EXPECT_EQ(code, 2);
   const auto count = [&](const std::string& text) {
@@ -153,7 +156,8 @@ TEST(Launcher, AnErrorEveryRankSaysIsShownOnce) {
 TEST(Launcher, AnErrorOnlySomeRanksSayNamesTheRankThatFailed) {
   std::ostringstream report;
   testing::internal::CaptureStderr();
-  const int code = launch_local(shell_ranks(3, R"(if [ "$RANK" = 2 ]; then exec sleep 60; fi; sleep 0.3; echo "error: out of disk"; exit 2)"), report);
+  const int code =
+      launch_local(shell_ranks(3, R"(if [ "$RANK" = 2 ]; then exec sleep 60; fi; sleep 0.3; echo "error: out of disk"; exit 2)"), report);
   (void)testing::internal::GetCapturedStderr();
   EXPECT_EQ(code, 2);
   EXPECT_NE(report.str().find(" of 3 failed (exit code 2); the other ranks were stopped"), std::string::npos) << report.str();
@@ -165,11 +169,10 @@ TEST(Launcher, AnErrorOnlySomeRanksSayNamesTheRankThatFailed) {
 TEST(Launcher, TheOthersStopAnnouncementsAfterAFailureAreLeftOut) {
   std::ostringstream report;
   testing::internal::CaptureStderr();
-  const int code = launch_local(
-      shell_ranks(2, R"sh(if [ "$RANK" = 0 ]; then sleep 0.3; echo "error: out of disk"; exit 1; fi;
+  const int code = launch_local(shell_ranks(2, R"sh(if [ "$RANK" = 0 ]; then sleep 0.3; echo "error: out of disk"; exit 1; fi;
           trap 'printf "\ngputrain: stopping after the current step and saving a checkpoint (signal again to quit now)\n"; exit 130' TERM;
           sleep 60 & wait)sh"),
-      report);
+                                report);
   const std::string console = testing::internal::GetCapturedStderr();
   EXPECT_EQ(code, 1);
   EXPECT_NE(console.find("error: out of disk"), std::string::npos) << console;

@@ -46,29 +46,41 @@ void expect_environment(const std::optional<RankEnvironment>& got, const RankEnv
 TEST(RankEnvironment, NoLauncherVariablesMeansAPlainRun) { EXPECT_FALSE(read_rank_environment(vars({{"PATH", "/bin"}}))); }
 
 TEST(RankEnvironment, ReadsTorchrun) {
-  const auto env = read_rank_environment(vars({{"RANK", "5"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "4"},
-                                               {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29501"}}));
+  const auto env = read_rank_environment(vars({{"RANK", "5"},
+                                               {"LOCAL_RANK", "1"},
+                                               {"WORLD_SIZE", "8"},
+                                               {"LOCAL_WORLD_SIZE", "4"},
+                                               {"MASTER_ADDR", "node0"},
+                                               {"MASTER_PORT", "29501"}}));
   expect_environment(env, {5, 1, 8, 4, "node0", 29501, "torchrun"});
   EXPECT_EQ(describe(*env), "rank 5 of 8 (local 1 of 4, from torchrun)");
 }
 
 TEST(RankEnvironment, AKubeflowPodWithoutLocalRankIsOneProcessPerPod) {
-  const auto env = read_rank_environment(vars({{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "job-master-0"}, {"MASTER_PORT", "23456"}}));
+  const auto env =
+      read_rank_environment(vars({{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "job-master-0"}, {"MASTER_PORT", "23456"}}));
   ASSERT_TRUE(env);
   EXPECT_EQ(env->local_rank, 0);
   EXPECT_EQ(env->local_world_size, 1);
 }
 
 TEST(RankEnvironment, ReadsSlurmAndTakesTheFirstNodeAsMaster) {
-  const auto env = read_rank_environment(vars({{"SLURM_PROCID", "3"}, {"SLURM_LOCALID", "1"}, {"SLURM_NTASKS", "4"},
-                                               {"SLURM_TASKS_PER_NODE", "2(x2)"}, {"SLURM_JOB_NODELIST", "gpu[07-08]"}}));
+  const auto env = read_rank_environment(vars({{"SLURM_PROCID", "3"},
+                                               {"SLURM_LOCALID", "1"},
+                                               {"SLURM_NTASKS", "4"},
+                                               {"SLURM_TASKS_PER_NODE", "2(x2)"},
+                                               {"SLURM_JOB_NODELIST", "gpu[07-08]"}}));
   expect_environment(env, {3, 1, 4, 2, "gpu07", 0, "slurm"});
 }
 
 TEST(RankEnvironment, SlurmKeepsAnExplicitMasterAddress) {
-  const auto env = read_rank_environment(vars({{"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"}, {"SLURM_NTASKS", "2"},
-                                               {"SLURM_NTASKS_PER_NODE", "2"}, {"SLURM_JOB_NODELIST", "a1,b2"},
-                                               {"MASTER_ADDR", "10.0.0.5"}, {"MASTER_PORT", "4000"}}));
+  const auto env = read_rank_environment(vars({{"SLURM_PROCID", "0"},
+                                               {"SLURM_LOCALID", "0"},
+                                               {"SLURM_NTASKS", "2"},
+                                               {"SLURM_NTASKS_PER_NODE", "2"},
+                                               {"SLURM_JOB_NODELIST", "a1,b2"},
+                                               {"MASTER_ADDR", "10.0.0.5"},
+                                               {"MASTER_PORT", "4000"}}));
   ASSERT_TRUE(env);
   EXPECT_EQ(env->master_addr, "10.0.0.5");
   EXPECT_EQ(env->master_port, 4000);
@@ -83,13 +95,16 @@ TEST(RankEnvironment, FirstSlurmHostHandlesRangesListsAndSuffixes) {
 }
 
 TEST(RankEnvironment, ReadsOpenMpi) {
-  const auto env = read_rank_environment(vars({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-                                               {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}));
+  const auto env = read_rank_environment(vars({{"OMPI_COMM_WORLD_RANK", "1"},
+                                               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                               {"OMPI_COMM_WORLD_SIZE", "2"},
+                                               {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}));
   expect_environment(env, {1, 1, 2, 2, "", 0, "mpirun"});  // MPI needs no master address
 }
 
 TEST(RankEnvironment, TorchrunVariablesWinOverMpiOnes) {
-  const auto env = read_rank_environment(vars({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}}));
+  const auto env =
+      read_rank_environment(vars({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}}));
   ASSERT_TRUE(env);
   EXPECT_EQ(env->launcher, "torchrun");
   EXPECT_EQ(env->world_size, 1);
@@ -102,8 +117,10 @@ TEST(RankEnvironment, PartialOrInconsistentVariablesAreClearErrors) {
   EXPECT_NE(error_of({{"RANK", "2"}, {"WORLD_SIZE", "2"}}).find("RANK=2 is not below WORLD_SIZE=2"), std::string::npos);
   EXPECT_NE(error_of({{"RANK", "x"}, {"WORLD_SIZE", "2"}}).find("RANK='x' is not a rank"), std::string::npos);
   EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "0"}}).find("WORLD_SIZE='0' is not a size"), std::string::npos);
-  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}}).find("LOCAL_RANK=2 is not below"),
+  EXPECT_NE(
+      error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}}).find("LOCAL_RANK=2 is not below"),
+      std::string::npos);
+  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "4"}}).find("larger than the world size"),
             std::string::npos);
-  EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "4"}}).find("larger than the world size"), std::string::npos);
   EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "70000"}}).find("MASTER_PORT"), std::string::npos);
 }

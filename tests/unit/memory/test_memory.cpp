@@ -171,7 +171,8 @@ TEST(DeviceMemory, CpuFiguresNameTheirLimit) {
 TEST(OomGuard, RunsOnceWhenNothingFails) {
   OomGuard guard(kCpu, 64, {});
   std::vector<std::int64_t> sizes;
-  guard.run(0, 64, [&](std::int64_t micro) { sizes.push_back(micro); }, [] {});
+  guard.run(
+      0, 64, [&](std::int64_t micro) { sizes.push_back(micro); }, [] {});
   EXPECT_EQ(sizes, std::vector<std::int64_t>({64}));
   EXPECT_EQ(guard.oom_count(), 0);
   EXPECT_TRUE(guard.take_events().empty());
@@ -207,8 +208,12 @@ TEST(OomGuard, HalvesOnOomAndKeepsTheSmallerSize) {
 
 TEST(OomGuard, OtherErrorsPassThroughUntouched) {
   OomGuard guard(kCpu, 64, {});
-  EXPECT_THROW(guard.run(0, 64, [](std::int64_t) { throw std::runtime_error("not memory"); }, [] {}), std::runtime_error);
-  EXPECT_THROW(guard.run(0, 64, [](std::int64_t) { TORCH_CHECK(false, "shape mismatch"); }, [] {}), c10::Error);
+  EXPECT_THROW(guard.run(
+                   0, 64, [](std::int64_t) { throw std::runtime_error("not memory"); }, [] {}),
+               std::runtime_error);
+  EXPECT_THROW(guard.run(
+                   0, 64, [](std::int64_t) { TORCH_CHECK(false, "shape mismatch"); }, [] {}),
+               c10::Error);
   EXPECT_EQ(guard.oom_count(), 0);
   EXPECT_EQ(guard.micro_batch(), 64);
 }
@@ -216,7 +221,8 @@ TEST(OomGuard, OtherErrorsPassThroughUntouched) {
 TEST(OomGuard, GivesUpAfterMaxHalvingsWithTheFigures) {
   OomGuard guard(kCpu, 64, {/*max_halvings=*/2, /*min_micro_batch=*/1, /*regrow_after=*/0});
   try {
-    guard.run(9, 64, [](std::int64_t) { raise_oom(); }, [] {});
+    guard.run(
+        9, 64, [](std::int64_t) { raise_oom(); }, [] {});
     FAIL() << "expected OomExhaustedError";
   } catch (const OomExhaustedError& e) {
     const std::string message = e.what();
@@ -235,17 +241,22 @@ TEST(OomGuard, GivesUpAfterMaxHalvingsWithTheFigures) {
 TEST(OomGuard, RespectsTheMinimumMicroBatch) {
   OomGuard guard(kCpu, 64, {/*max_halvings=*/10, /*min_micro_batch=*/32, /*regrow_after=*/0});
   std::vector<std::int64_t> sizes;
-  EXPECT_THROW(guard.run(0, 64, [&](std::int64_t micro) { sizes.push_back(micro), raise_oom(); }, [] {}), OomExhaustedError);
+  EXPECT_THROW(guard.run(
+                   0, 64, [&](std::int64_t micro) { sizes.push_back(micro), raise_oom(); }, [] {}),
+               OomExhaustedError);
   EXPECT_EQ(sizes, std::vector<std::int64_t>({64, 32}));
 }
 
 TEST(OomGuard, AShortLastBatchHalvesFromItsOwnSize) {
   OomGuard guard(kCpu, 64, {});
   std::vector<std::int64_t> sizes;
-  guard.run(0, 20, [&](std::int64_t micro) {
-    sizes.push_back(micro);
-    if (micro > 10) raise_oom();
-  }, [] {});
+  guard.run(
+      0, 20,
+      [&](std::int64_t micro) {
+        sizes.push_back(micro);
+        if (micro > 10) raise_oom();
+      },
+      [] {});
   EXPECT_EQ(sizes, std::vector<std::int64_t>({64, 10}));  // 64 covers all 20 rows; half of 20 is 10
 }
 
@@ -277,6 +288,7 @@ TEST(OomGuard, AgreementPicksTheSizeForAllRanks) {
   OomGuard guard(kCpu, 64, {});
   guard.set_agreement([](std::int64_t local) { return std::min<std::int64_t>(local, 16); });  // another rank is at 16
   std::vector<std::int64_t> sizes;
-  guard.run(0, 64, [&](std::int64_t micro) { sizes.push_back(micro); }, [] {});
+  guard.run(
+      0, 64, [&](std::int64_t micro) { sizes.push_back(micro); }, [] {});
   EXPECT_EQ(sizes, std::vector<std::int64_t>({16}));
 }

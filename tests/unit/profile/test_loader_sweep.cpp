@@ -136,7 +136,7 @@ TEST(LoaderSweep, TheBestIsTheFirstSettingAsFastAsTheFastest) {
     return profile::best_result(results);
   };
   EXPECT_EQ(best_of({100, 110}), 1U);
-  EXPECT_EQ(best_of({100, 104, 98}), 0U);       // 4 % slower than the fastest: as fast
+  EXPECT_EQ(best_of({100, 104, 98}), 0U);  // 4 % slower than the fastest: as fast
   EXPECT_EQ(best_of({100, 104, 98, 200, 195}), 3U);
   EXPECT_EQ(best_of({100, 120, 195, 200}), 2U);
   EXPECT_EQ(best_of({}), 0U);

@@ -103,7 +103,7 @@ TEST(MemoryModel, FitsALineThroughTwoProbes) {
   EXPECT_EQ(m.workspace(), 20 * kMiB);  // 100 fixed - (50 resident + 10 gradients + 20 state)
   EXPECT_DOUBLE_EQ(m.predicted_peak(10), 120.0 * kMiB);
   EXPECT_DOUBLE_EQ(m.predicted_peak(0), 100.0 * kMiB);
-  EXPECT_EQ(m.largest_batch(1.0), 974);   // (2048 - 100) / 2
+  EXPECT_EQ(m.largest_batch(1.0), 974);  // (2048 - 100) / 2
   EXPECT_EQ(m.largest_batch(0.5), 487);
 }
 
@@ -208,14 +208,15 @@ TEST(BatchSearch, AnOomTheAllocatedBytesDidNotForeseeSwitchesTheModelToReservedB
   EXPECT_EQ(std::count_if(sizes.begin(), sizes.end(), [](std::int64_t b) { return b < 0; }), 2) << testing::PrintToString(sizes);
   EXPECT_GE(result.batch, 0.9 * double(truth)) << testing::PrintToString(sizes);
   EXPECT_TRUE(result.reserved_bytes);
-  EXPECT_EQ(result.reason, "90% of 3080, the smallest batch that ran out of memory, and no larger than one that ran "
-                           "(the memory reserved by the allocator decides here, not the bytes allocated)");
+  EXPECT_EQ(result.reason,
+            "90% of 3080, the smallest batch that ran out of memory, and no larger than one that ran "
+            "(the memory reserved by the allocator decides here, not the bytes allocated)");
   ASSERT_TRUE(result.model.has_value());
   EXPECT_NEAR(result.model->per_sample, 20.7 * 1024, 1.0);
   EXPECT_LE(result.batch, truth);
   EXPECT_GE(result.batch, static_cast<std::int64_t>(0.9 * double(truth)) - 8) << testing::PrintToString(sizes);
-  EXPECT_TRUE(std::any_of(result.probes.begin(), result.probes.end(),
-                          [&](const ProbePoint& p) { return p.fits && p.batch >= result.batch; }))
+  EXPECT_TRUE(
+      std::any_of(result.probes.begin(), result.probes.end(), [&](const ProbePoint& p) { return p.fits && p.batch >= result.batch; }))
       << "the batch found is at most one that ran: " << testing::PrintToString(sizes);
 }
 
@@ -322,8 +323,9 @@ TEST(BatchSearch, ProbesThatRunOutBeforeTheBracketClosesLeaveTheLargestBatchThat
   const auto result = search_batch_size(std::ref(step), step.budget(), o);
   ASSERT_EQ(result.probes.size(), 4U);
   EXPECT_EQ(result.batch, 1136);  // 1138, rounded down to a multiple of 8
-  EXPECT_EQ(result.reason, "the largest batch that ran within 4 probes, at most 90% of 3080, the smallest that ran out of memory "
-                           "(the memory reserved by the allocator decides here, not the bytes allocated)");
+  EXPECT_EQ(result.reason,
+            "the largest batch that ran within 4 probes, at most 90% of 3080, the smallest that ran out of memory "
+            "(the memory reserved by the allocator decides here, not the bytes allocated)");
 }
 
 // Without an OOM the model stays on allocated bytes, whatever the allocator reserved: reserved
@@ -359,7 +361,7 @@ TEST(BatchSearch, AFarOffFailureIsBisectedOnALogScale) {
   std::vector<std::int64_t> sizes;
   for (const auto& p : result.probes) sizes.push_back(p.batch);
   ASSERT_GE(sizes.size(), 3U);
-  EXPECT_EQ(sizes[1], 100000);  // the second probe: the dataset size, out of memory
+  EXPECT_EQ(sizes[1], 100000);                                 // the second probe: the dataset size, out of memory
   EXPECT_LT(sizes[2], 2000) << testing::PrintToString(sizes);  // sqrt(16 x 100000) = 1264
   EXPECT_LE(result.probes.size(), 6U) << testing::PrintToString(sizes);
   EXPECT_LE(result.batch, truth);
@@ -444,14 +446,15 @@ TEST(AutoWorkers, SharesUsableCoresAmongRanks) {
   EXPECT_EQ(auto_num_workers(16, 8, 8).workers, 1);
   EXPECT_EQ(auto_num_workers(64, 8, 8).workers, 7);
   EXPECT_EQ(auto_num_workers(64, 1, 1).workers, kMaxWorkersPerRank);
-  EXPECT_EQ(auto_num_workers(32, 4, 0).workers, 7);  // unknown ranks: one per GPU
+  EXPECT_EQ(auto_num_workers(32, 4, 0).workers, 7);   // unknown ranks: one per GPU
   EXPECT_EQ(auto_num_workers(2.5, 0, 1).workers, 1);  // a fractional cgroup quota rounds down
   EXPECT_NE(auto_num_workers(32, 4, 0).reason.find("one per GPU"), std::string::npos);
   // More ranks than cores: none gets a core of its own, which the reason says (not "1 core per rank").
   const auto crowded = auto_num_workers(2, 0, 4);
   EXPECT_EQ(crowded.workers, 0);
-  EXPECT_EQ(crowded.reason, "2 usable cores, 4 ranks on this node: fewer cores than ranks, so the training threads share them and no loader "
-                            "threads are added");
+  EXPECT_EQ(crowded.reason,
+            "2 usable cores, 4 ranks on this node: fewer cores than ranks, so the training threads share them and no loader "
+            "threads are added");
   // A rank that mpirun or srun bound to its own 8 cores sees those alone: they are not shared again.
   EXPECT_EQ(auto_num_workers(8, 0, 8, /*bound=*/true).workers, 7);
   EXPECT_EQ(auto_num_workers(8, 0, 8, /*bound=*/false).workers, 0);

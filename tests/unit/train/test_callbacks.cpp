@@ -81,7 +81,7 @@ TEST(Callbacks, GetEveryHookInTheLoopsOrder) {
   EXPECT_EQ(result.steps, 12);
   EXPECT_EQ(recorder->steps_seen, 12);
   EXPECT_EQ(recorder->last_step, 12);
-  const std::vector<std::string> expected{"fit_start@0", "log@1[1-1]",   "log@2[2-2]",     "log@4[3-4]",  "log@6[5-6]",
+  const std::vector<std::string> expected{"fit_start@0",      "log@1[1-1]",  "log@2[2-2]", "log@4[3-4]",   "log@6[5-6]",
                                           "validation@1+val", "epoch_end@1", "log@8[7-8]", "log@10[9-10]", "log@12[11-12]",
                                           "validation@2+val", "epoch_end@2", "fit_end@12"};
   EXPECT_EQ(recorder->calls, expected);

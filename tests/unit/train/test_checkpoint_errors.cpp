@@ -1,8 +1,8 @@
 // checkpoint.resume pointed at something that is not a checkpoint gputrain wrote: each mistake
 // users make gets its own message and fix, never LibTorch's paragraph about miniz.
 
-#include <gtest/gtest.h>
 #include <ATen/ops/zeros.h>
+#include <gtest/gtest.h>
 #include <torch/serialize/output-archive.h>
 
 #include <filesystem>
@@ -35,7 +35,8 @@ std::string text(const Error& e) { return std::string(e.what()) + "\n  fix: " + 
 TEST(CheckpointErrors, AWeightsFileGetsInitWeightsAsTheFix) {
   const auto e = error_reading(kFixtures + "weights.safetensors");
   EXPECT_EQ(e.exit_code(), ExitCode::usage);
-  EXPECT_NE(text(e).find("it is a safetensors weights file, which holds no optimizer state or step to resume from"), std::string::npos) << text(e);
+  EXPECT_NE(text(e).find("it is a safetensors weights file, which holds no optimizer state or step to resume from"), std::string::npos)
+      << text(e);
   EXPECT_NE(e.remedy().find("set model.init_weights: " + kFixtures + "weights.safetensors and checkpoint.resume: never"), std::string::npos)
       << e.remedy();
 }

@@ -50,7 +50,8 @@ TEST(CheckpointSpace, TooLittleRoomIsAnErrorWithTheFiguresAndTheFixes) {
     ADD_FAILURE() << "5 MiB taken for enough";
   } catch (const UsageError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("need about 6.00 MiB free on the disk of 'runs/x/checkpoints', and it has 5.00 MiB: 2.00 MiB each"), std::string::npos)
+    EXPECT_NE(what.find("need about 6.00 MiB free on the disk of 'runs/x/checkpoints', and it has 5.00 MiB: 2.00 MiB each"),
+              std::string::npos)
         << what;
     EXPECT_NE(std::string(e.remedy()).find("lower checkpoint.keep_last"), std::string::npos) << e.remedy();
   }

@@ -57,10 +57,11 @@ TEST(ClassBalance, TheMostCommonClassIsNamedWithItsShareOfTheValidationSamples) 
   sources.val = nullptr;
   sources.class_names.clear();
   sources.train = labelled(two_classes(80, 20));
-  EXPECT_EQ(class_balance_note(sources, 2, false),
-            "classes are unbalanced: the most common, class 0, is 80.0 % of the training samples (80 of 100), "
-            "the accuracy of always answering it; hold some out (data.val_fraction: 0.2) to see the balanced accuracy (each "
-            "class's accuracy, averaged), what the rarer classes get, and train.class_weights: balanced weighs them up in the training loss");
+  EXPECT_EQ(
+      class_balance_note(sources, 2, false),
+      "classes are unbalanced: the most common, class 0, is 80.0 % of the training samples (80 of 100), "
+      "the accuracy of always answering it; hold some out (data.val_fraction: 0.2) to see the balanced accuracy (each "
+      "class's accuracy, averaged), what the rarer classes get, and train.class_weights: balanced weighs them up in the training loss");
 }
 
 TEST(ClassBalance, NothingIsSaidOfANearlyEvenSplit) {
@@ -68,7 +69,8 @@ TEST(ClassBalance, NothingIsSaidOfANearlyEvenSplit) {
   sources.train = labelled(two_classes(60, 40));  // 60 % < 1.5 x 50 %
   EXPECT_EQ(class_balance_note(sources, 2, false), "");
   // Ten classes: 14 % of the samples in one is under 1.5 x 10 %; 15 % is not.
-  sources.train = labelled(at::cat({at::zeros({14}, at::kLong), at::arange(1, 10, at::kLong).repeat_interleave(86 / 9 + 1).slice(0, 0, 86)}));
+  sources.train =
+      labelled(at::cat({at::zeros({14}, at::kLong), at::arange(1, 10, at::kLong).repeat_interleave(86 / 9 + 1).slice(0, 0, 86)}));
   EXPECT_EQ(class_balance_note(sources, 10, false), "");
   sources.train = labelled(at::cat({at::zeros({15}, at::kLong), at::arange(1, 10, at::kLong).repeat_interleave(10).slice(0, 0, 85)}));
   EXPECT_NE(class_balance_note(sources, 10, false).find("class 0, is 15.0 %"), std::string::npos);
@@ -93,7 +95,8 @@ TEST(ClassBalance, TrainingLabelsOfOneClassAreRefused) {
     ADD_FAILURE() << "one class was trained on";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("the training labels are all class 1 ('dog'): a classifier learns nothing from one class"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("; data: arrays"), std::string::npos) << e.what();
     EXPECT_NE(e.remedy().find("data.labels names the label column"), std::string::npos) << e.remedy();
   }

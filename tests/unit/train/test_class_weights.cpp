@@ -70,10 +70,14 @@ TEST(ClassWeights, AListIsTakenAsGivenAndNoneIsNothing) {
 }
 
 TEST(ClassWeights, WeightsThatCannotWorkAreRefusedWithTheFix) {
-  EXPECT_EQ(usage_error_and_fix([] { resolve_class_weights(given({1, 2}), *labelled(labels_with({5, 5, 5})), 3); }),
+  EXPECT_EQ(usage_error_and_fix([] {
+              resolve_class_weights(given({1, 2}), *labelled(labels_with({5, 5, 5})), 3);
+            }),
             "train.class_weights lists 2 weights but the labels of labels.npy (15 samples) give 3 classes\n"
             "give one weight per class (class 0 first), or train.class_weights: balanced to weigh them by their counts");
-  EXPECT_EQ(usage_error_and_fix([] { resolve_class_weights(given({0, 0, 3}), *labelled(labels_with({5, 5, 0})), 3); }),
+  EXPECT_EQ(usage_error_and_fix([] {
+              resolve_class_weights(given({0, 0, 3}), *labelled(labels_with({5, 5, 0})), 3);
+            }),
             "train.class_weights give every training sample's class the weight 0: nothing would train\n"
             "give the classes in the training labels a weight above 0");
 }
@@ -91,7 +95,8 @@ TEST(ClassWeights, TheNoteNamesEachClassOrTheRangeAndWhatBestPtShouldBeKeptBy) {
   counts[7] = 2;
   const auto twelve = resolve_class_weights(balanced(), *labelled(labels_with(counts)), 12);
   EXPECT_EQ(class_weights_note(twelve, balanced(), {}, "val_accuracy", true),
-            "class weights (train.class_weights: balanced, from the training labels' counts): from 0.296 (class 3) to 5.92 (class 7) over 12 classes");
+            "class weights (train.class_weights: balanced, from the training labels' counts): from 0.296 (class 3) to 5.92 (class 7) over "
+            "12 classes");
   EXPECT_EQ(class_weights_note(at::Tensor(), {}, {}, "val_loss", true), "");
   // Without validation data there is no best.pt to keep by a metric.
   EXPECT_EQ(class_weights_note(two, balanced(), {}, "val_loss", false),
@@ -126,7 +131,8 @@ TEST(ClassWeights, TheyWeighTheTrainingLossButNotTheValidationLoss) {
   ASSERT_TRUE(plain.first_loss && doubled.first_loss && plain.last_epoch && doubled.last_epoch);
   EXPECT_NEAR(*doubled.first_loss, 2 * *plain.first_loss, 1e-5);
   EXPECT_NEAR(*doubled.last_epoch->val_loss, *plain.last_epoch->val_loss, 1e-3);
-  EXPECT_NE(doubled_run.console.find("class weights (train.class_weights: as given): class 0 2, class 1 2, class 2 2; they weigh the training loss only"),
+  EXPECT_NE(doubled_run.console.find(
+                "class weights (train.class_weights: as given): class 0 2, class 1 2, class 2 2; they weigh the training loss only"),
             std::string::npos)
       << doubled_run.console;
 }
@@ -165,7 +171,7 @@ TEST(ClassWeights, TheBalancedAccuracyIsRecordedAndShownWhereItMatters) {
     recalls += static_cast<double>(right[c]) / static_cast<double>(samples[c]);
     ++present;
   }
-  EXPECT_EQ(all, 32);  // small_run's validation samples
+  EXPECT_EQ(all, 32);            // small_run's validation samples
   EXPECT_EQ(all_predicted, 32);  // one prediction each
   EXPECT_NEAR(static_cast<double>(all_right) / 32, last["val_accuracy"].get<double>(), 1e-12);
   EXPECT_NEAR(recalls / present, balanced_accuracy, 1e-12);
@@ -176,8 +182,8 @@ TEST(ClassWeights, TheBalancedAccuracyIsRecordedAndShownWhereItMatters) {
   EXPECT_NE(kept_by_it.console.find("% (balanced "), std::string::npos) << kept_by_it.console;
   // The first epoch is the best so far, said as a percentage like the epoch line beside it.
   const auto first = test_support::jsonl_records(kept_by_it.result.run_dir + "/metrics.jsonl", "epoch").front();
-  EXPECT_NE(kept_by_it.console.find("best val_balanced_accuracy so far: " + metric_text("val_balanced_accuracy", first["val_balanced_accuracy"].get<double>()) +
-                                    " -> "),
+  EXPECT_NE(kept_by_it.console.find("best val_balanced_accuracy so far: " +
+                                    metric_text("val_balanced_accuracy", first["val_balanced_accuracy"].get<double>()) + " -> "),
             std::string::npos)
       << kept_by_it.console;
   EXPECT_NE(kept_by_it.console.find("val per class after epoch 2: class 0 "), std::string::npos) << kept_by_it.console;

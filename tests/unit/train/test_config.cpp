@@ -81,11 +81,13 @@ TEST(Config, APathWithSyntheticDataIsAnErrorThatNamesTheSourceItLooksLike) {
   std::ofstream(npy) << "x";
   const auto with_npy = error_of({{}, {"data.source=synthetic", "data.path=" + npy, "data.labels=y.npy"}, ""});
   EXPECT_NE(with_npy.find("data.path is set ('" + npy + "'), but data.source is synthetic"), std::string::npos) << with_npy;
-  EXPECT_NE(with_npy.find("fix: set data.source: npy (" + npy + " looks like npy data), or remove data.path"), std::string::npos) << with_npy;
+  EXPECT_NE(with_npy.find("fix: set data.source: npy (" + npy + " looks like npy data), or remove data.path"), std::string::npos)
+      << with_npy;
   const auto unknown = error_of({{}, {"data.val_path=val.bin"}, ""});
   EXPECT_NE(unknown.find("data.val_path is set ('val.bin')"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("set data.source to the format of your data (npy, npz, safetensors, csv, mnist, cifar10, image_folder)"),
-            std::string::npos) << unknown;
+            std::string::npos)
+      << unknown;
   EXPECT_NO_THROW(load_config({{}, {"data.source=npy", "data.path=x.npy"}, ""})) << "a file source with its path is fine";
 }
 
@@ -116,15 +118,18 @@ TEST(Config, APathWithoutASourceIsReadAsTheFormatItNames) {
   const auto unknown = error_of({{}, {"data.path=" + at("weights.bin")}, ""});
   EXPECT_NE(unknown.find("--set data.path=" + at("weights.bin") + ": cannot tell the format of '" + at("weights.bin") +
                          "' from its name or contents, and data.source is not set"),
-            std::string::npos) << unknown;
-  EXPECT_NE(unknown.find("fix: set data.source to its format (npy, npz, safetensors, csv, mnist, cifar10, image_folder)"), std::string::npos)
+            std::string::npos)
+      << unknown;
+  EXPECT_NE(unknown.find("fix: set data.source to its format (npy, npz, safetensors, csv, mnist, cifar10, image_folder)"),
+            std::string::npos)
       << unknown;
   EXPECT_NE(error_of({{}, {"data.path=" + at("empty")}, ""}).find("cannot tell the format of"), std::string::npos);
   const auto in_file = at("typo.yaml");
   std::ofstream(in_file) << "data:\n  path: " << at("x.cs") << "\n";
   const auto missing = error_of({{in_file}, {}, ""});
   EXPECT_NE(missing.find(in_file + ":2:9: data.path '" + at("x.cs") + "' does not exist (did you mean '" + at("x.csv") + "'?)"),
-            std::string::npos) << missing;
+            std::string::npos)
+      << missing;
 }
 
 // A command's own flag (gputrain profile --path, --labels) takes its value as written: YAML would
@@ -142,7 +147,8 @@ TEST(Config, FlagValuesAreTakenAsWrittenAndBeatSet) {
   ConfigSources bad;
   bad.flags = {{"--max-memory", "device.max_memory", {"lots"}}};
   const auto error = error_of(bad);
-  EXPECT_NE(error.find("--max-memory lots: device.max_memory: found 'lots'"), std::string::npos) << "the error names the flag, not --set: " << error;
+  EXPECT_NE(error.find("--max-memory lots: device.max_memory: found 'lots'"), std::string::npos)
+      << "the error names the flag, not --set: " << error;
 }
 
 TEST(Config, EmbeddedConfigIsOverriddenByFiles) {
@@ -151,9 +157,7 @@ TEST(Config, EmbeddedConfigIsOverriddenByFiles) {
   EXPECT_EQ(c.train.epochs, 7);
 }
 
-TEST(Config, BatchSizeAcceptsAuto) {
-  EXPECT_FALSE(load_config({{}, {"train.batch_size=auto"}, ""}).train.batch_size.has_value());
-}
+TEST(Config, BatchSizeAcceptsAuto) { EXPECT_FALSE(load_config({{}, {"train.batch_size=auto"}, ""}).train.batch_size.has_value()); }
 
 TEST(Config, ChannelsLastAutoPicksNhwcForTheBuiltInConvolutionalModelsOnly) {
   const auto resolved = [](std::vector<std::string> sets) { return load_config({{}, std::move(sets), ""}).uses_channels_last(); };
@@ -214,10 +218,11 @@ TEST(Config, ClassWeightsAreNoneBalancedOrOnePerClass) {
   // A list when data.classes is auto is checked once the labels give the classes (open_data).
   EXPECT_EQ(load_config({{}, {"data.classes=auto", "train.class_weights=[1, 2]"}, ""}).train.class_weights.given.size(), 2U);
 
-  EXPECT_NE(error_of({{}, {"train.class_weights=balance"}, ""})
-                .find("train.class_weights: found 'balance'; allowed: none, balanced, or a list of numbers >= 0, one per class (e.g. [1, 4.5]); "
-                      "did you mean 'balanced'?"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of({{}, {"train.class_weights=balance"}, ""})
+          .find("train.class_weights: found 'balance'; allowed: none, balanced, or a list of numbers >= 0, one per class (e.g. [1, 4.5]); "
+                "did you mean 'balanced'?"),
+      std::string::npos);
   EXPECT_NE(error_of({{}, {"train.class_weights=[1, -2]"}, ""}).find("found '-2'; allowed: a number >= 0"), std::string::npos);
   EXPECT_NE(error_of({{}, {"data.classes=3", "train.class_weights=[1, 2]"}, ""})
                 .find("train.class_weights lists 2 weights but data.classes is 3\n  fix: give one weight per class (class 0 first)"),
@@ -239,9 +244,11 @@ TEST(Config, DataCategoricalIsForCsv) {
 
 // Users bring other tools' names along; those whose meaning is the same here are translated.
 TEST(Config, AnotherToolsNameForAKeyIsTranslated) {
-  EXPECT_NE(error_of({{}, {"max_epochs=3"}, ""}).find("unknown key 'max_epochs'; Lightning's max_epochs is train.epochs here"), std::string::npos);
-  EXPECT_NE(error_of({{}, {"train.fp16=true"}, ""}).find("unknown key 'train.fp16'; Hugging Face's fp16 is train.precision: fp16-mixed here"),
+  EXPECT_NE(error_of({{}, {"max_epochs=3"}, ""}).find("unknown key 'max_epochs'; Lightning's max_epochs is train.epochs here"),
             std::string::npos);
+  EXPECT_NE(
+      error_of({{}, {"train.fp16=true"}, ""}).find("unknown key 'train.fp16'; Hugging Face's fp16 is train.precision: fp16-mixed here"),
+      std::string::npos);
   EXPECT_NE(error_of({{}, {"output_dir=runs/x"}, ""}).find("Hugging Face's output_dir is logging.dir here"), std::string::npos);
   EXPECT_NE(error_of({{}, {"label_smoothing_factor=0.1"}, ""}).find("Hugging Face's label_smoothing_factor is train.label_smoothing here"),
             std::string::npos);
@@ -256,7 +263,8 @@ TEST(Config, ASectionWrittenInsideAnotherIsPointedToItsPlace) {
   EXPECT_NE(error_of({{}, {"train.scheduler=cosine"}, ""})
                 .find("unknown key 'train.scheduler'; scheduler is a section of its own: did you mean 'scheduler.name'?"),
             std::string::npos);
-  EXPECT_NE(error_of({{}, {"train.device=cpu"}, ""}).find("unknown key 'train.device'; device is a section of its own: did you mean 'device.name'?"),
+  EXPECT_NE(error_of({{}, {"train.device=cpu"}, ""})
+                .find("unknown key 'train.device'; device is a section of its own: did you mean 'device.name'?"),
             std::string::npos);
   EXPECT_NE(error_of({{}, {"train.logging=x"}, ""}).find("unknown key 'train.logging'; logging is a section of its own, at the top level"),
             std::string::npos);
@@ -343,12 +351,14 @@ TEST(Config, AMisalignedKeyIsNamedWithTheColumnsAboveIt) {
             std::string::npos)
       << deeper;
   const auto shallower = error_of({{fixture("dedented_key.yaml")}, {}, ""});
-  EXPECT_NE(shallower.find("fix: line 4 is indented 2 spaces, but the keys above it are indented 4 (line 3) or 0 (line 2)"), std::string::npos)
+  EXPECT_NE(shallower.find("fix: line 4 is indented 2 spaces, but the keys above it are indented 4 (line 3) or 0 (line 2)"),
+            std::string::npos)
       << shallower;
   const auto crlf = std::filesystem::temp_directory_path() / "gputrain-misaligned-crlf.yaml";  // saved on Windows
   std::ofstream(crlf, std::ios::binary) << "train:\r\n  epochs: 3\r\n   batch_size: 4\r\n";
   const auto windows = error_of({{crlf.string()}, {}, ""});
-  EXPECT_NE(windows.find("fix: line 3 is indented 3 spaces, but the keys above it are indented 2 (line 2) or 0 (line 1)"), std::string::npos)
+  EXPECT_NE(windows.find("fix: line 3 is indented 3 spaces, but the keys above it are indented 2 (line 2) or 0 (line 1)"),
+            std::string::npos)
       << windows;
   std::filesystem::remove(crlf);
   // Other broken YAML keeps the general fix.
@@ -387,10 +397,10 @@ TEST(Config, EveryMistakeIsReportedAtOnce) {
   const auto message = error_of({{fixture("three_mistakes.yaml")}, {"train.batch_size=0"}, ""});
   EXPECT_EQ(message.rfind("4 problems in the config:\n", 0), 0U) << message;
   std::size_t at = 0;
-  for (const std::string expected :
-       {"/three_mistakes.yaml:3:11: model.hidden: found '512'", "\n    fix: set model.hidden to a list",
-        "/three_mistakes.yaml:5:11: train.epochs: found 'three'", "/three_mistakes.yaml:6:3: unknown key 'train.lr'; did you mean 'optimizer.lr'?",
-        "\n  --set train.batch_size=0: train.batch_size: found '0'", "\n  fix: fix all 4, then run again"}) {
+  for (const std::string expected : {"/three_mistakes.yaml:3:11: model.hidden: found '512'", "\n    fix: set model.hidden to a list",
+                                     "/three_mistakes.yaml:5:11: train.epochs: found 'three'",
+                                     "/three_mistakes.yaml:6:3: unknown key 'train.lr'; did you mean 'optimizer.lr'?",
+                                     "\n  --set train.batch_size=0: train.batch_size: found '0'", "\n  fix: fix all 4, then run again"}) {
     const auto found = message.find(expected, at);
     EXPECT_NE(found, std::string::npos) << "missing or out of order: " << expected << "\n" << message;
     if (found != std::string::npos) at = found;
@@ -404,15 +414,18 @@ TEST(Config, InconsistentKeysAreRejected) {
             std::string::npos);
   EXPECT_NE(error_of({{}, {"data.standardize=true", "data.mean=[0.5]", "data.std=[0.2]"}, ""}).find("data.standardize measures"),
             std::string::npos);
-  EXPECT_NE(error_of({{}, {"data.standardize_targets=true"}, ""}).find("data.standardize_targets scales regression targets, but data.task is classification"),
+  EXPECT_NE(error_of({{}, {"data.standardize_targets=true"}, ""})
+                .find("data.standardize_targets scales regression targets, but data.task is classification"),
             std::string::npos);
 }
 
 // The launcher across nodes: each node's ranks, its place, and where they all meet, or an error
 // naming what is missing before anything starts.
 TEST(Config, SeveralNodesNeedRanksAPlaceAndWhereToMeet) {
-  const auto config = load_config({{}, {"distributed.nproc_per_node=8", "distributed.nnodes=2", "distributed.node_rank=1",
-                                        "distributed.master_addr=node0.cluster", "distributed.master_port=29500"}, ""});
+  const auto config = load_config({{},
+                                   {"distributed.nproc_per_node=8", "distributed.nnodes=2", "distributed.node_rank=1",
+                                    "distributed.master_addr=node0.cluster", "distributed.master_port=29500"},
+                                   ""});
   EXPECT_EQ(config.distributed.nnodes, 2);
   EXPECT_EQ(config.distributed.node_rank, 1);
   EXPECT_EQ(config.distributed.master_addr, "node0.cluster");
@@ -425,7 +438,8 @@ TEST(Config, SeveralNodesNeedRanksAPlaceAndWhereToMeet) {
   EXPECT_NE(with({"distributed.nproc_per_node=8", "distributed.nnodes=2", "distributed.node_rank=2"})
                 .find("distributed.node_rank is 2, but distributed.nnodes is 2 (node ranks are 0 .. 1)"),
             std::string::npos);
-  EXPECT_NE(with({"distributed.nproc_per_node=8", "distributed.nnodes=2"}, false).find("distributed.master_addr is not set"), std::string::npos);
+  EXPECT_NE(with({"distributed.nproc_per_node=8", "distributed.nnodes=2"}, false).find("distributed.master_addr is not set"),
+            std::string::npos);
   EXPECT_NE(with({"distributed.nproc_per_node=8", "distributed.nnodes=2", "distributed.backend=mpi"})
                 .find("CPU ranks on several nodes are mpirun's to start"),
             std::string::npos);
@@ -451,7 +465,8 @@ TEST(Config, BooleansTakeYamlsSpellings) {
     EXPECT_TRUE(load_config({{}, {"train.deterministic=" + yes}, ""}).train.deterministic) << yes;
   for (const std::string no : {"false", "False", "FALSE", "no", "No", "off", "OFF"})
     EXPECT_FALSE(load_config({{}, {"train.deterministic=true", "train.deterministic=" + no}, ""}).train.deterministic) << no;
-  EXPECT_NE(error_of({{}, {"train.deterministic=1"}, ""}).find("train.deterministic: found '1'; allowed: true or false"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.deterministic=1"}, ""}).find("train.deterministic: found '1'; allowed: true or false"),
+            std::string::npos);
 }
 
 // YAML merge keys as PyYAML reads them: the keys written out win, then the merged mappings in
@@ -467,10 +482,12 @@ TEST(Config, MergeKeysCopyAnAnchoredMappingAndXKeysHoldIt) {
   EXPECT_DOUBLE_EQ(config.optimizer.weight_decay, 0.0001);
   EXPECT_EQ(config.train.epochs, 3);
   EXPECT_EQ(config.train.seed, 7);
-  EXPECT_NE(error_of({{}, {}, "x-lr: &lr 0.01\noptimizer:\n  <<: *lr\n"}).find("'optimizer.<<' merges mappings into this one, and it is given something else"),
+  EXPECT_NE(error_of({{}, {}, "x-lr: &lr 0.01\noptimizer:\n  <<: *lr\n"})
+                .find("'optimizer.<<' merges mappings into this one, and it is given something else"),
             std::string::npos);
   // A merged key is not a key set twice; one written twice still is.
-  EXPECT_NE(error_of({{}, {}, "train:\n  epochs: 2\n  epochs: 3\n  <<: {seed: 1}\n"}).find("'train.epochs' is set twice"), std::string::npos);
+  EXPECT_NE(error_of({{}, {}, "train:\n  epochs: 2\n  epochs: 3\n  <<: {seed: 1}\n"}).find("'train.epochs' is set twice"),
+            std::string::npos);
   // A holder without the prefix is an unknown key, whose fix names the prefix.
   const auto holder = error_of({{}, {}, "defaults: &d\n  lr: 0.1\noptimizer:\n  <<: *d\n"});
   EXPECT_NE(holder.find("unknown key 'defaults'"), std::string::npos) << holder;
@@ -499,9 +516,11 @@ TEST(Config, DataLabelsIsANameOrAListOfColumns) {
   const auto two = load_config({{}, {"data.source=csv", "data.path=t.csv", "data.labels=[y1, y2]"}, ""});
   EXPECT_EQ(two.data.labels, (std::vector<std::string>{"y1", "y2"}));
   EXPECT_NE(train::to_yaml(two).find("  labels: [y1, y2]\n"), std::string::npos) << train::to_yaml(two);
-  EXPECT_TRUE(load_config({{}, {"data.source=csv", "data.path=t.csv", "data.labels=y", "data.labels="}, ""}).data.labels.empty()) << "no value unsets it";
-  EXPECT_NE(error_of({{}, {"data.labels={a: 1}"}, ""}).find("allowed: a file (npy), key (npz, safetensors), or column or list of columns (csv)"),
-            std::string::npos);
+  EXPECT_TRUE(load_config({{}, {"data.source=csv", "data.path=t.csv", "data.labels=y", "data.labels="}, ""}).data.labels.empty())
+      << "no value unsets it";
+  EXPECT_NE(
+      error_of({{}, {"data.labels={a: 1}"}, ""}).find("allowed: a file (npy), key (npz, safetensors), or column or list of columns (csv)"),
+      std::string::npos);
 }
 
 // One integer is a square, as torchvision's transforms take a size; a list is [height, width].
@@ -528,7 +547,8 @@ TEST(Config, MaxTimeIsADurationWithItsUnit) {
   EXPECT_NE(train::to_yaml(load_config({})).find("  max_time: none\n"), std::string::npos);
   const auto bare = error_of({{}, {"train.max_time=30"}, ""});
   EXPECT_NE(bare.find("train.max_time: found '30'; allowed: a duration such as 45m, 2h, 1h30m, 1d or 11:30:00 (H:MM:SS), or none"),
-            std::string::npos) << bare;
+            std::string::npos)
+      << bare;
   EXPECT_NE(bare.find("a number alone has no unit: write 30m or 30s"), std::string::npos) << bare;
   const auto wrong = error_of({{}, {"train.max_time=2 hours"}, ""});
   EXPECT_NE(wrong.find("found '2 hours'"), std::string::npos) << wrong;
@@ -548,8 +568,10 @@ TEST(Config, DifferencesNameEachChangedKeyWithBothValues) {
 
 // Numbers print as people write them, and read back exactly.
 TEST(Config, PrintedNumbersAreShortAndPlain) {
-  const auto config = load_config({{}, {"distributed.timeout=300", "data.timeout=120.5", "optimizer.eps=1e-08", "optimizer.lr=3e-4",
-                                        "optimizer.weight_decay=0.1"}, ""});
+  const auto config = load_config(
+      {{},
+       {"distributed.timeout=300", "data.timeout=120.5", "optimizer.eps=1e-08", "optimizer.lr=3e-4", "optimizer.weight_decay=0.1"},
+       ""});
   const auto text = train::to_yaml(config);
   for (const char* line : {"timeout: 300\n", "timeout: 120.5\n", "eps: 1e-08\n", "lr: 0.0003\n", "weight_decay: 0.1\n"})
     EXPECT_NE(text.find(line), std::string::npos) << line << " in\n" << text;
@@ -581,9 +603,10 @@ TEST(Config, ARelativePathFoundOnlyNextToTheConfigFileIsNamedWithBothFixes) {
   std::ofstream(folder.path / "beside_labels.npy") << "";
   ASSERT_FALSE(std::filesystem::exists("beside.csv"));
   const auto error = error_of({{config.string()}, {}, ""});
-  EXPECT_NE(error.find(config.string() + ":2:9: data.path 'beside.csv' is not in the current folder (" + std::filesystem::current_path().string() +
-                       "), but is next to the config file: " + (folder.path / "beside.csv").string()),
-            std::string::npos)
+  EXPECT_NE(
+      error.find(config.string() + ":2:9: data.path 'beside.csv' is not in the current folder (" +
+                 std::filesystem::current_path().string() + "), but is next to the config file: " + (folder.path / "beside.csv").string()),
+      std::string::npos)
       << error;
   EXPECT_NE(error.find("write data.path: " + (folder.path / "beside.csv").string() + " (or an absolute path), or run gputrain from " +
                        folder.path.string()),
@@ -609,22 +632,25 @@ TEST(Config, PathsExpandTildeAndEnvironmentVariables) {
   ::setenv("GPUTRAIN_TEST_DATA_DIR", "/srv/data", 1);
   ::unsetenv("GPUTRAIN_TEST_UNSET");
   const std::string home = std::getenv("HOME");
-  const auto c = load_config({{}, {"data.source=csv", "data.path=~/people.csv", "data.val_path=${GPUTRAIN_TEST_DATA_DIR}/val.csv",
-                                   "logging.dir=$GPUTRAIN_TEST_DATA_DIR/runs/a", "checkpoint.dir=~/ckpt", "model.init_weights=w$1.safetensors",
-                                   "data.labels=price$usd"},
+  const auto c = load_config({{},
+                              {"data.source=csv", "data.path=~/people.csv", "data.val_path=${GPUTRAIN_TEST_DATA_DIR}/val.csv",
+                               "logging.dir=$GPUTRAIN_TEST_DATA_DIR/runs/a", "checkpoint.dir=~/ckpt", "model.init_weights=w$1.safetensors",
+                               "data.labels=price$usd"},
                               ""});
   EXPECT_EQ(c.data.path, home + "/people.csv");
   EXPECT_EQ(c.data.val_path, "/srv/data/val.csv");
   EXPECT_EQ(c.logging.dir, "/srv/data/runs/a");
   EXPECT_EQ(c.checkpoint.dir, home + "/ckpt");
-  EXPECT_EQ(c.model.init_weights, "w$1.safetensors");  // no name after '$': as written
+  EXPECT_EQ(c.model.init_weights, "w$1.safetensors");                 // no name after '$': as written
   EXPECT_EQ(c.data.labels, (std::vector<std::string>{"price$usd"}));  // a column's name, not a path
 
   gputrain::test_support::ScratchFolder folder("config-env");
   const auto file = (folder.path / "run.yaml").string();
   std::ofstream(file) << "data:\n  source: csv\n  path: ${GPUTRAIN_TEST_UNSET}/x.csv\n";
-  EXPECT_EQ(error_of({{file}, {}, ""}), file + ":3:9: data.path '${GPUTRAIN_TEST_UNSET}/x.csv' names $GPUTRAIN_TEST_UNSET, which is not set in "
-                                                  "this environment\n  fix: set it (export GPUTRAIN_TEST_UNSET=...) before running "
-                                                  "gputrain, or write the path out");
+  EXPECT_EQ(error_of({{file}, {}, ""}),
+            file +
+                ":3:9: data.path '${GPUTRAIN_TEST_UNSET}/x.csv' names $GPUTRAIN_TEST_UNSET, which is not set in "
+                "this environment\n  fix: set it (export GPUTRAIN_TEST_UNSET=...) before running "
+                "gputrain, or write the path out");
   ::unsetenv("GPUTRAIN_TEST_DATA_DIR");
 }

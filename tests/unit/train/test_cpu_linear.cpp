@@ -46,8 +46,9 @@ TEST(CpuLinear, OneDnnsProductsGiveAtLinearsOutputsAndGradientsWithinRounding) {
   for (const bool with_bias : {true, false}) {
     const auto b = with_bias ? bias : at::Tensor();
     const auto reference = run([](auto&&... a) { return at::linear(a...); }, x, weight, b, w);
-    const auto ours = run([](const at::Tensor& i, const at::Tensor& wt, const at::Tensor& bs) { return linear(i, wt, bs, CpuMatmul::onednn); },
-                          x, weight, b, w);
+    const auto ours =
+        run([](const at::Tensor& i, const at::Tensor& wt, const at::Tensor& bs) { return linear(i, wt, bs, CpuMatmul::onednn); }, x, weight,
+            b, w);
     ASSERT_EQ(ours.output.sizes(), reference.output.sizes());
     expect_within_rounding(ours.output, reference.output, "output");
     expect_within_rounding(ours.input_grad, reference.input_grad, "input's gradient");

@@ -47,9 +47,7 @@ const WrittenCheckpoint& written_checkpoint() {
   return written;
 }
 
-std::unique_ptr<Model> small_model() {
-  return build_model({written_checkpoint().config.model, {10}, 3});
-}
+std::unique_ptr<Model> small_model() { return build_model({written_checkpoint().config.model, {10}, 3}); }
 
 bool same_state(Model& a, Model& b) {
   const auto x = a.named_state(), y = b.named_state();

@@ -36,7 +36,8 @@ TEST(DataScale, FeaturesFarFromUnitScaleAreNamedWithTheSettingThatFixesThem) {
   x.select(1, 4).fill_(-40);                                             // a large offset alone counts too
   const auto set = arrays(x, at::zeros({200}, at::kLong));
   const auto named = feature_scale_hint(*set, {"a", "height", "c", "d", "offset", "f"});
-  EXPECT_TRUE(has(named, "features far from unit scale: 'height' mean 170.0, std 50.0; 'offset' mean -40.0, std 0.0; data.standardize: true"))
+  EXPECT_TRUE(
+      has(named, "features far from unit scale: 'height' mean 170.0, std 50.0; 'offset' mean -40.0, std 0.0; data.standardize: true"))
       << named;
   EXPECT_FALSE(has(named, "'a'")) << named;
   // Arrays have no column names: features are named by index.

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <string>
 
-#include "train/loop/callbacks/early_stop.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/config.hpp"
@@ -21,6 +20,7 @@
 #include "support/scratch_folder.hpp"
 #include "support/small_run.hpp"
 #include "support/usage_errors.hpp"
+#include "train/loop/callbacks/early_stop.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -113,22 +113,26 @@ TEST(EarlyStop, CountsEpochsWithoutImprovementAndStartsAgainOnAnImprovement) {
 }
 
 TEST(EarlyStop, SettingsThatCannotWorkAreRefusedWithTheFix) {
-  EXPECT_EQ(usage_error_and_fix([] { small_run("es-no-metric", {"train.early_stop_patience=3", "checkpoint.best_metric=none"}); }),
+  EXPECT_EQ(usage_error_and_fix([] {
+              small_run("es-no-metric", {"train.early_stop_patience=3", "checkpoint.best_metric=none"});
+            }),
             "config: train.early_stop_patience stops the run when checkpoint.best_metric stops improving, but checkpoint.best_metric is "
             "none\nset checkpoint.best_metric: val_loss, val_accuracy or val_balanced_accuracy, or train.early_stop_patience: 0");
-  EXPECT_NE(usage_error_and_fix([] { small_run("es-no-val", {"train.early_stop_patience=3", "data.val_samples=0"}); })
-                .find("there is no validation data (data.val_samples is 0)\nset data.val_samples above 0, or train.early_stop_patience: 0"),
+  EXPECT_NE(usage_error_and_fix([] {
+              small_run("es-no-val", {"train.early_stop_patience=3", "data.val_samples=0"});
+            }).find("there is no validation data (data.val_samples is 0)\nset data.val_samples above 0, or train.early_stop_patience: 0"),
             std::string::npos);
-  EXPECT_NE(usage_error_and_fix([] { small_run("es-delta-alone", {"train.early_stop_min_delta=0.01"}); })
-                .find("early stopping is off (train.early_stop_patience is 0)\nset train.early_stop_patience"),
+  EXPECT_NE(usage_error_and_fix([] {
+              small_run("es-delta-alone", {"train.early_stop_min_delta=0.01"});
+            }).find("early stopping is off (train.early_stop_patience is 0)\nset train.early_stop_patience"),
             std::string::npos);
 
   // Files without validation data: known once the data is open.
   test_support::ScratchFolder folder("early-stop-csv");
   const auto csv = folder.path / "rows.csv";
   std::ofstream(csv) << "a,b,y\n1,2,0\n2,3,1\n3,4,0\n4,5,1\n";
-  const auto config = small_run("es-csv", {"data.source=csv", "data.path=" + csv.string(), "data.labels=y",
-                                           "data.classes=auto", "data.val_samples=0", "train.early_stop_patience=2"});
+  const auto config = small_run("es-csv", {"data.source=csv", "data.path=" + csv.string(), "data.labels=y", "data.classes=auto",
+                                           "data.val_samples=0", "train.early_stop_patience=2"});
   EXPECT_EQ(usage_error_and_fix([&] { Trainer(config, test_support::quiet_trainer()); }),
             "train.early_stop_patience: 2 stops the run when its validation figure stops improving, but this run has no validation "
             "data\nset data.val_path (a validation file in the training data's format) or data.val_fraction: 0.1 (hold out a tenth "
@@ -139,8 +143,9 @@ TEST(EarlyStop, SettingsThatCannotWorkAreRefusedWithTheFix) {
 // next `patience` do not beat it. best.pt is kept by the highest val_loss (best_mode max): the
 // first epoch's, before the loss fell, so the weights the run ends on are not its last ones.
 TEST(EarlyStop, ARunStopsAfterPatienceEpochsOnItsBestEpochsWeightsAndAResumeCarriesOnCounting) {
-  const std::vector<std::string> settings{"train.epochs=10", "train.early_stop_patience=2", "train.early_stop_min_delta=1000",
-                                          "checkpoint.best_mode=max", "model.dropout=0", "optimizer.lr=0.01"};
+  const std::vector<std::string> settings{
+      "train.epochs=10",  "train.early_stop_patience=2", "train.early_stop_min_delta=1000", "checkpoint.best_mode=max", "model.dropout=0",
+      "optimizer.lr=0.01"};
   const auto config = small_run("early-stop", settings);
   Trainer trainer(config, test_support::quiet_trainer());
   const auto result = trainer.fit();
@@ -153,7 +158,8 @@ TEST(EarlyStop, ARunStopsAfterPatienceEpochsOnItsBestEpochsWeightsAndAResumeCarr
   EXPECT_EQ(result.early_stop_reason, "val_loss has not improved on " + std::string(first_val_loss) +
                                           " by more than 1000 for 2 epochs (train.early_stop_patience: 2)");
 
-  const auto highest = std::max_element(epochs.begin(), epochs.end(), [](const auto& a, const auto& b) { return a["val_loss"] < b["val_loss"]; });
+  const auto highest =
+      std::max_element(epochs.begin(), epochs.end(), [](const auto& a, const auto& b) { return a["val_loss"] < b["val_loss"]; });
   EXPECT_EQ(result.weights_epoch, highest - epochs.begin() + 1);
   ASSERT_LT(result.weights_epoch, 3) << "the loss should fall on this learnable task, leaving the best (highest) val_loss behind";
   EXPECT_EQ(result.weights_metric, (*highest)["val_loss"].get<double>());
@@ -197,8 +203,9 @@ TEST(EarlyStop, ARunStopsAfterPatienceEpochsOnItsBestEpochsWeightsAndAResumeCarr
 // A best.pt damaged on disk is refused before any weight is read from it, and the run ends on its
 // last epoch's weights, saying why, as it does when best.pt is missing: the training is not lost.
 TEST(EarlyStop, ADamagedBestPtLeavesTheLastWeightsAndSaysWhy) {
-  const std::vector<std::string> settings{"train.epochs=10", "train.early_stop_patience=2", "train.early_stop_min_delta=1000",
-                                          "checkpoint.best_mode=max", "model.dropout=0", "optimizer.lr=0.01"};
+  const std::vector<std::string> settings{
+      "train.epochs=10",  "train.early_stop_patience=2", "train.early_stop_min_delta=1000", "checkpoint.best_mode=max", "model.dropout=0",
+      "optimizer.lr=0.01"};
   const auto config = small_run("early-stop-damaged", settings);
   const auto first = Trainer(config, test_support::quiet_trainer()).fit();
   ASSERT_NE(first.weights_epoch, 3) << "best.pt should hold an earlier epoch than the last";

@@ -10,13 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../support/quiet_trainer.hpp"
+#include "../../support/scratch_folder.hpp"
+#include "../../support/small_run.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/evaluation.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
-#include "../../support/quiet_trainer.hpp"
-#include "../../support/scratch_folder.hpp"
-#include "../../support/small_run.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -128,7 +128,8 @@ TEST(Evaluate, RefusesAConfigWithoutValidationData) {
     Trainer evaluator(small_run("evaluate-no-val", {"data.val_samples=0"}), evaluating());
     FAIL() << "an evaluation without validation data has nothing to measure";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("--evaluate measures the weights on the config's validation data, and it has none"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("--evaluate measures the weights on the config's validation data, and it has none"),
+              std::string::npos)
         << e.what();
     EXPECT_EQ(e.remedy(), "set data.val_samples above 0");
   }
@@ -199,12 +200,11 @@ TEST(EvaluationReport, SaysWhatWasEvaluatedOnWhatTheFiguresAndEachClass) {
   r.metrics.val_class_predicted = {25, 175};
   r.class_names = {"churn", "stay"};
   EXPECT_EQ(evaluation_lines(r),
-            (std::vector<std::string>{
-                "weights: runs/churn/checkpoints/best.pt (a checkpoint at step 320, after epoch 4)",
-                "evaluated on CSV test.csv (200 samples), on cpu in 0.25 s",
-                "val loss 0.4123, accuracy 87.50%, balanced accuracy 70.00%",
-                "per class: 'churn' 10 of 20 found (recall 50.0 %), 10 of 25 predictions right (precision 40.0 %); "
-                "'stay' 165 of 180 found (recall 91.7 %), 165 of 175 predictions right (precision 94.3 %)"}));
+            (std::vector<std::string>{"weights: runs/churn/checkpoints/best.pt (a checkpoint at step 320, after epoch 4)",
+                                      "evaluated on CSV test.csv (200 samples), on cpu in 0.25 s",
+                                      "val loss 0.4123, accuracy 87.50%, balanced accuracy 70.00%",
+                                      "per class: 'churn' 10 of 20 found (recall 50.0 %), 10 of 25 predictions right (precision 40.0 %); "
+                                      "'stay' 165 of 180 found (recall 91.7 %), 165 of 175 predictions right (precision 94.3 %)"}));
   r.checkpoint_inside_epoch = true;
   EXPECT_EQ(evaluation_lines(r)[0], "weights: runs/churn/checkpoints/best.pt (a checkpoint at step 320, inside epoch 5)");
 

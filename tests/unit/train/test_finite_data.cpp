@@ -53,9 +53,11 @@ TEST(FiniteData, NpyArraysWithNanAreRefusedWithTheNumpyLineThatDropsThoseSamples
   config.data.path = "data/x.npy";
   config.data.labels = {"data/y.npy"};
   const auto text = refusal(config, sources);
-  EXPECT_TRUE(contains(text, "npy data/x.npy (50 samples) holds NaN or inf values in 2 of its 50 samples; the first is x.npy sample 7 (nan in its inputs)"))
+  EXPECT_TRUE(contains(
+      text, "npy data/x.npy (50 samples) holds NaN or inf values in 2 of its 50 samples; the first is x.npy sample 7 (nan in its inputs)"))
       << text;
-  EXPECT_TRUE(contains(text, "x = np.load('data/x.npy'); y = np.load('data/y.npy'); keep = np.isfinite(x.reshape(len(x), -1)).all(1)")) << text;
+  EXPECT_TRUE(contains(text, "x = np.load('data/x.npy'); y = np.load('data/y.npy'); keep = np.isfinite(x.reshape(len(x), -1)).all(1)"))
+      << text;
   EXPECT_TRUE(contains(text, "then use data/x-complete.npy and data/y-complete.npy")) << text;
 
   // Validation data is searched too; other sources get the fix in words.
@@ -65,7 +67,8 @@ TEST(FiniteData, NpyArraysWithNanAreRefusedWithTheNumpyLineThatDropsThoseSamples
   sources.val = data::make_array_dataset({at::randn({10, 4}), y}, "safetensors v.safetensors (10 samples)", "v.safetensors");
   config.data.source = "safetensors";
   const auto val = refusal(config, sources);
-  EXPECT_TRUE(contains(val, "holds NaN or inf values in 1 of its 10 samples; the first is v.safetensors sample 3 (inf in its targets)")) << val;
+  EXPECT_TRUE(contains(val, "holds NaN or inf values in 1 of its 10 samples; the first is v.safetensors sample 3 (inf in its targets)"))
+      << val;
   EXPECT_TRUE(contains(val, "fill them in or drop those samples")) << val;
 
   sources.val = nullptr;  // finite data, and class ids that are never NaN, pass

@@ -34,10 +34,11 @@ TEST(IdColumns, ARowNumberAndANamedIdAreNamedWithTheSettingThatLeavesThemOut) {
   Config config;
   config.data.exclude = {"date"};
   const auto hint = id_column_hint(config, *features(table()), {"row", "temp", "customer_id"});
-  EXPECT_EQ(hint,
-            "features 'row' (0, 1, 2, ... down the file), 'customer_id' (a different whole number in every row) look like a row number or an "
-            "id, which says nothing about new rows, yet makes validation look better than it is when the file is sorted (by date, by the "
-            "label): if they are, leave them out with data.exclude: [date, row, customer_id]");
+  EXPECT_EQ(
+      hint,
+      "features 'row' (0, 1, 2, ... down the file), 'customer_id' (a different whole number in every row) look like a row number or an "
+      "id, which says nothing about new rows, yet makes validation look better than it is when the file is sorted (by date, by the "
+      "label): if they are, leave them out with data.exclude: [date, row, customer_id]");
   // Features listed by hand: the fix is the list without them.
   config.data.features = {"row", "temp", "customer_id"};
   EXPECT_TRUE(has(id_column_hint(config, *features(table()), {"row", "temp", "customer_id"}), "leave them out of data.features: [temp]"));

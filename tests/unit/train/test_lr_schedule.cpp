@@ -52,7 +52,7 @@ TEST(LrSchedule, PlateauIsTheRateTimesItsDecaysButNeverBelowTheFloor) {
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 50, 100, 0.1), 0.1);
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 50, 100, 0.01), 0.05);  // held at min_lr
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 1, 100, 0.01), 0.025);  // warm-up's rate is not raised
-  c.min_lr = 2.0;  // a floor above the rate does not raise it either
+  c.min_lr = 2.0;                                                   // a floor above the rate does not raise it either
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 50, 100, 0.5), 1.0);
   c.name = "none";  // the scale is plateau's alone
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 50, 100, 0.1), 1.0);

@@ -60,8 +60,10 @@ TEST(MaxTime, EndsTheRunAsAFinishedOneWithACheckpointAndWeights) {
   EXPECT_LE(saved.trained_seconds, result.trained_seconds);
   // The ETA is what is left of the budget (0:00 or 0:01), not 294 more steps' ~0:29.
   EXPECT_TRUE(std::regex_search(console, std::regex("step 1/300 .* ETA 0:0[01]"))) << console;
-  const std::string outcome = "stopped at train.max_time 0.6s after step " + std::to_string(result.steps) + " of 300; checkpoint " + result.last_checkpoint;
-  EXPECT_NE(test_support::file_bytes((fs::path(result.run_dir) / "training.log").string()).find(outcome), std::string::npos) << "training.log keeps why the run ended";
+  const std::string outcome =
+      "stopped at train.max_time 0.6s after step " + std::to_string(result.steps) + " of 300; checkpoint " + result.last_checkpoint;
+  EXPECT_NE(test_support::file_bytes((fs::path(result.run_dir) / "training.log").string()).find(outcome), std::string::npos)
+      << "training.log keeps why the run ended";
 }
 
 TEST(MaxTime, CountsTheTimeOfTheRunsBeforeAResume) {
@@ -76,7 +78,8 @@ TEST(MaxTime, CountsTheTimeOfTheRunsBeforeAResume) {
                                                  "to train on, raise train.max_time \\(none: no limit\\)")))
       << said;
   // A larger budget trains on from the checkpoint and says how much of it the earlier run used.
-  const auto [longer, noted] = fit_slowly(budgeted_run("max-time-resume", {"train.max_time=1h", "train.max_steps=" + std::to_string(first.steps + 2)}, false));
+  const auto [longer, noted] =
+      fit_slowly(budgeted_run("max-time-resume", {"train.max_time=1h", "train.max_steps=" + std::to_string(first.steps + 2)}, false));
   EXPECT_EQ(longer.start_step, first.steps);
   EXPECT_EQ(longer.steps, first.steps + 2);
   EXPECT_FALSE(longer.time_limit_reached);

@@ -59,7 +59,8 @@ TEST(ConsoleSink, LinesModePrintsOneLinePerReport) {
   const auto text = out.str();
   EXPECT_EQ(text.find('\r'), std::string::npos);
   EXPECT_NE(text.find("training mlp (1,234 parameters) on cpu, fp32, batch 32 x 1 accumulation, 100 steps (50 per epoch)"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("step 10/100 epoch 1 loss 0.5000 lr 0 1000 samples/s data stall 10.0% ETA 1:02\n"), std::string::npos) << text;
   EXPECT_NE(text.find("epoch 1/2 done in 0:00: train loss 0.4000, val loss 0.3000, val accuracy 87.50%"), std::string::npos) << text;
 }
@@ -260,6 +261,7 @@ TEST(FileSinks, AFileStillRefusedAtTheEndSaysWhatItMisses) {
   auto sink = make_jsonl_sink(path.string(), warnings.take());
   run_through_a_refusal(*sink, path, /*end_refused=*/true);
   ASSERT_EQ(warnings.lines.size(), 2u);
-  EXPECT_EQ(warnings.lines[1], "warning: '" + path.string() + "' could not be written to the end (File too large): 4 records of steps 3-6 are missing");
+  EXPECT_EQ(warnings.lines[1],
+            "warning: '" + path.string() + "' could not be written to the end (File too large): 4 records of steps 3-6 are missing");
   EXPECT_EQ(gputrain::test_support::jsonl_records(path, "step").size(), 2u);
 }

@@ -42,8 +42,12 @@ TEST(Models, EachBuiltInMapsABatchToOutputs) {
     std::string name;
     std::vector<std::int64_t> shape;
   };
-  for (const auto& c : std::vector<Case>{{"mlp", {12}}, {"small_cnn", {3, 16, 16}}, {"resnet18", {3, 16, 16}},
-                                         {"resnet34", {1, 16, 16}}, {"resnet50", {3, 32, 32}}, {"transformer", {6, 5}}}) {
+  for (const auto& c : std::vector<Case>{{"mlp", {12}},
+                                         {"small_cnn", {3, 16, 16}},
+                                         {"resnet18", {3, 16, 16}},
+                                         {"resnet34", {1, 16, 16}},
+                                         {"resnet50", {3, 32, 32}},
+                                         {"transformer", {6, 5}}}) {
     auto model = build_model(spec(c.name, c.shape, 7));
     std::vector<std::int64_t> batch{3};
     batch.insert(batch.end(), c.shape.begin(), c.shape.end());
@@ -77,8 +81,8 @@ TEST(Models, MlpFollowsTheConfig) {
   s.config.dropout = 0.5;
   auto model = build_model(s);
   // Flatten(0), Linear(1), LayerNorm(2), ReLU(3), Dropout(4), Linear(5), ...
-  EXPECT_EQ(names(*model), (std::set<std::string>{"1.weight", "1.bias", "2.weight", "2.bias", "5.weight", "5.bias",
-                                                  "6.weight", "6.bias", "9.weight", "9.bias"}));
+  EXPECT_EQ(names(*model), (std::set<std::string>{"1.weight", "1.bias", "2.weight", "2.bias", "5.weight", "5.bias", "6.weight", "6.bias",
+                                                  "9.weight", "9.bias"}));
   EXPECT_EQ(parameter_count(*model), (8 * 16 + 16) + 32 + (16 * 8 + 8) + 16 + (8 * 10 + 10));
 }
 
@@ -112,9 +116,7 @@ TEST(Models, UnknownNameAndMissingTorchScriptAreUsageErrors) {
 }
 
 TEST(Models, RegisteredModelIsBuiltByName) {
-  register_model("tiny_linear", [](const ModelSpec& s) {
-    return torch::nn::AnyModule(torch::nn::Linear(s.input_shape.at(0), s.outputs));
-  });
+  register_model("tiny_linear", [](const ModelSpec& s) { return torch::nn::AnyModule(torch::nn::Linear(s.input_shape.at(0), s.outputs)); });
   auto model = build_model(spec("tiny_linear", {5}, 2));
   EXPECT_EQ(parameter_count(*model), 12);
   EXPECT_EQ(model->forward(at::randn({4, 5})).sizes(), (std::vector<std::int64_t>{4, 2}));
@@ -154,12 +156,16 @@ TEST(Models, LoadNamedStateErrorsNameTheOriginAndAPrefix) {
   for (const auto& [name, tensor] : model->named_state()) prefixed.emplace_back("module." + name, tensor);
   EXPECT_NE(error_of(prefixed).find("model.init_weights (w.safetensors) names model mlp's tensor '1.weight' as 'module.1.weight': its "
                                     "names carry the prefix 'module.' | fix: "),
-            std::string::npos) << error_of(prefixed);
+            std::string::npos)
+      << error_of(prefixed);
   EXPECT_NE(error_of(prefixed).find("{k.removeprefix('module.'): v for k, v in state_dict.items()}"), std::string::npos);
-  EXPECT_EQ(error_of({}), "model.init_weights (w.safetensors) has no tensor '1.weight' for model mlp (it has none) | fix: set the model keys");
-  EXPECT_EQ(error_of(build_model(spec("mlp", {6}))->named_state()),
-            "tensor '1.weight' has shape [256, 6] in model.init_weights (w.safetensors) but [256, 4] in model mlp | fix: set the model keys");
+  EXPECT_EQ(error_of({}),
+            "model.init_weights (w.safetensors) has no tensor '1.weight' for model mlp (it has none) | fix: set the model keys");
+  EXPECT_EQ(
+      error_of(build_model(spec("mlp", {6}))->named_state()),
+      "tensor '1.weight' has shape [256, 6] in model.init_weights (w.safetensors) but [256, 4] in model mlp | fix: set the model keys");
   auto extra = model->named_state();
   extra.emplace_back("head.weight", at::zeros({1}));
-  EXPECT_EQ(error_of(extra), "model.init_weights (w.safetensors) has tensor 'head.weight' that model mlp does not | fix: set the model keys");
+  EXPECT_EQ(error_of(extra),
+            "model.init_weights (w.safetensors) has tensor 'head.weight' that model mlp does not | fix: set the model keys");
 }

@@ -2,11 +2,11 @@
 // memory cap (device.max_memory), which raises the same typed error a GPU does.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -41,11 +41,23 @@ struct CapReset {
 Config oom_run(const std::string& name, std::vector<std::string> overrides = {}) {
   const auto dir = fs::temp_directory_path() / ("gputrain-oom-" + name);
   fs::remove_all(dir);
-  std::vector<std::string> all{"model.name=mlp", "model.hidden=[128, 128]", "data.shape=[64]", "data.classes=4",
-                               "data.samples=2048", "data.val_samples=0", "checkpoint.best_metric=none",
-                               "train.epochs=2", "train.batch_size=256", "train.deterministic=true", "optimizer.name=sgd",
-                               "optimizer.lr=0.05", "device=cpu", "logging.progress=off", "logging.every_steps=1",
-                               "logging.tensorboard=false", "logging.dir=" + dir.string()};
+  std::vector<std::string> all{"model.name=mlp",
+                               "model.hidden=[128, 128]",
+                               "data.shape=[64]",
+                               "data.classes=4",
+                               "data.samples=2048",
+                               "data.val_samples=0",
+                               "checkpoint.best_metric=none",
+                               "train.epochs=2",
+                               "train.batch_size=256",
+                               "train.deterministic=true",
+                               "optimizer.name=sgd",
+                               "optimizer.lr=0.05",
+                               "device=cpu",
+                               "logging.progress=off",
+                               "logging.every_steps=1",
+                               "logging.tensorboard=false",
+                               "logging.dir=" + dir.string()};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return load_config({{}, all, ""});
 }
@@ -70,12 +82,10 @@ std::uint64_t step_peak(std::int64_t batch) {
       peak = memory::cpu_memory_stats().peak;
     }
   };
-  Trainer trainer(oom_run("peak-" + std::to_string(batch), {"train.max_steps=3", "train.batch_size=" + std::to_string(batch)}),
-                  options);
+  Trainer trainer(oom_run("peak-" + std::to_string(batch), {"train.max_steps=3", "train.batch_size=" + std::to_string(batch)}), options);
   trainer.fit();
   return peak - boundary;
 }
-
 
 }  // namespace
 
@@ -154,7 +164,8 @@ TEST(OomRecovery, ExhaustedHalvingsStopWithACheckpointAndTheFigures) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(log, line);) lines.push_back(line);
   ASSERT_GE(lines.size(), 2U);
-  EXPECT_NE(lines[lines.size() - 2].find("stopped: out of memory with no smaller micro-batch allowed"), std::string::npos) << lines[lines.size() - 2];
+  EXPECT_NE(lines[lines.size() - 2].find("stopped: out of memory with no smaller micro-batch allowed"), std::string::npos)
+      << lines[lines.size() - 2];
   EXPECT_NE(lines.back().find("failed: out of memory"), std::string::npos) << lines.back();
   EXPECT_NE(lines.back().find("; fix: "), std::string::npos) << lines.back();
 }
@@ -162,8 +173,7 @@ TEST(OomRecovery, ExhaustedHalvingsStopWithACheckpointAndTheFigures) {
 // An MLP whose evaluation forward holds a large temporary: validation needs far more memory than
 // training, so a cap can make validation alone run out.
 struct EvalHungryImpl : torch::nn::Module {
-  EvalHungryImpl(std::int64_t features, std::int64_t outputs)
-      : linear(register_module("linear", torch::nn::Linear(features, outputs))) {}
+  EvalHungryImpl(std::int64_t features, std::int64_t outputs) : linear(register_module("linear", torch::nn::Linear(features, outputs))) {}
   at::Tensor forward(const at::Tensor& x) {
     const auto flat = x.flatten(1);
     if (is_training()) return linear(flat);
@@ -176,9 +186,7 @@ TORCH_MODULE(EvalHungry);
 
 TEST(OomRecovery, AnOomInValidationShrinksTheValidationBatchOnly) {
   CapReset reset;
-  register_model("eval_hungry", [](const ModelSpec& spec) {
-    return torch::nn::AnyModule(EvalHungry(spec.input_shape[0], spec.outputs));
-  });
+  register_model("eval_hungry", [](const ModelSpec& spec) { return torch::nn::AnyModule(EvalHungry(spec.input_shape[0], spec.outputs)); });
   const std::vector<std::string> common{"model.name=eval_hungry", "data.val_samples=256", "train.epochs=1", "train.batch_size=64"};
   Trainer reference(oom_run("val-reference", common), test_support::quiet_trainer());
   const auto expected = reference.fit();
@@ -204,8 +212,8 @@ TEST(OomRecovery, AnOomInValidationShrinksTheValidationBatchOnly) {
 
 TEST(AutoBatch, UnderACapFindsNearlyTheLargestBatchAndTheRunDoesNotOom) {
   CapReset reset;
-  const auto config = oom_run("auto", {"train.batch_size=auto", "data.samples=16384", "data.val_samples=512",
-                                       "device.max_memory=24MiB", "train.epochs=1", "checkpoint.every_epochs=1"});
+  const auto config = oom_run("auto", {"train.batch_size=auto", "data.samples=16384", "data.val_samples=512", "device.max_memory=24MiB",
+                                       "train.epochs=1", "checkpoint.every_epochs=1"});
   std::ostringstream console;
   auto options = test_support::quiet_trainer();
   options.console = &console;
@@ -263,8 +271,8 @@ TEST(AutoBatch, ASlowSearchSaysEachProbeStepAndAStopEndsIt) {
 
 TEST(AutoBatch, ARunInTheSameDirectoryReusesTheResult) {
   CapReset reset;
-  auto config = oom_run("auto-remembered", {"train.batch_size=auto", "device.max_memory=48MiB", "train.max_steps=2",
-                                            "logging.progress=lines"});
+  auto config =
+      oom_run("auto-remembered", {"train.batch_size=auto", "device.max_memory=48MiB", "train.max_steps=2", "logging.progress=lines"});
   std::int64_t first = 0;
   {
     Trainer trainer(config, test_support::quiet_trainer());
@@ -280,7 +288,7 @@ TEST(AutoBatch, ARunInTheSameDirectoryReusesTheResult) {
   std::ostringstream console;
   auto options = test_support::quiet_trainer();
   options.console = &console;
-  config.train.max_steps = 4;  // not memory-relevant: same key
+  config.train.max_steps = 4;    // not memory-relevant: same key
   config.train.max_time = 3600;  // raised to train on after a run ran out of time: same key
   Trainer again(config, options);
   const auto result = again.fit();

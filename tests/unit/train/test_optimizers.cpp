@@ -55,8 +55,10 @@ std::unique_ptr<torch::optim::Optimizer> libtorch_optimizer(const OptimizerConfi
     return std::make_unique<torch::optim::SGD>(
         params, torch::optim::SGDOptions(c.lr).momentum(c.momentum).nesterov(c.nesterov).weight_decay(c.weight_decay));
   if (c.name == "adam")
-    return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(c.lr).betas(betas).eps(c.eps).weight_decay(c.weight_decay));
-  return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(c.lr).betas(betas).eps(c.eps).weight_decay(c.weight_decay));
+    return std::make_unique<torch::optim::Adam>(params,
+                                                torch::optim::AdamOptions(c.lr).betas(betas).eps(c.eps).weight_decay(c.weight_decay));
+  return std::make_unique<torch::optim::AdamW>(params,
+                                               torch::optim::AdamWOptions(c.lr).betas(betas).eps(c.eps).weight_decay(c.weight_decay));
 }
 
 OptimizerConfig config(const std::string& name, double momentum = 0.9, bool nesterov = false, double weight_decay = 0.01) {
@@ -105,11 +107,11 @@ std::set<std::string> operators_of_one_step(torch::optim::Optimizer& optimizer, 
   std::set<std::string> names;
   set_grads(params, 0);
   sink = &names;
-  const auto handle = at::addThreadLocalCallback(
-      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-        if (sink) sink->insert(fn.name());
-        return nullptr;
-      }).scopes({at::RecordScope::FUNCTION}));
+  const auto handle =
+      at::addThreadLocalCallback(at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+                                   if (sink) sink->insert(fn.name());
+                                   return nullptr;
+                                 }).scopes({at::RecordScope::FUNCTION}));
   optimizer.step();
   at::removeCallback(handle);
   sink = nullptr;
@@ -217,4 +219,3 @@ TEST(FusedOptimizers, StateInAnotherLayoutIsReLaidOutNotMisread) {
     EXPECT_TRUE(close(run.ours[2], run.theirs[2])) << describe(c);
   }
 }
-

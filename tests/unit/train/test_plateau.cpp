@@ -34,13 +34,14 @@ Config plateau(std::int64_t patience, double gamma, const std::string& metric = 
 TEST(Plateau, DecaysAfterMoreThanPatienceValidationsWithoutABetterValueAndCountsAgain) {
   const auto c = plateau(2, 0.5);
   PlateauState p;
-  EXPECT_EQ(observe_plateau(c, p, 1.0), "");  // the first value is the reference
-  EXPECT_EQ(observe_plateau(c, p, 0.9), "");  // better
-  EXPECT_EQ(observe_plateau(c, p, 0.9), "");  // equal is not better: 1
+  EXPECT_EQ(observe_plateau(c, p, 1.0), "");   // the first value is the reference
+  EXPECT_EQ(observe_plateau(c, p, 0.9), "");   // better
+  EXPECT_EQ(observe_plateau(c, p, 0.9), "");   // equal is not better: 1
   EXPECT_EQ(observe_plateau(c, p, 0.95), "");  // 2 = patience: still allowed
   EXPECT_EQ(p.plateau_scale, 1.0);
-  EXPECT_EQ(observe_plateau(c, p, 0.91),
-            "val_loss has not improved on 0.9000 for 3 epochs (scheduler.patience: 2): learning rate 0.01 -> 0.005 (x scheduler.gamma 0.5)");
+  EXPECT_EQ(
+      observe_plateau(c, p, 0.91),
+      "val_loss has not improved on 0.9000 for 3 epochs (scheduler.patience: 2): learning rate 0.01 -> 0.005 (x scheduler.gamma 0.5)");
   EXPECT_EQ(p.plateau_scale, 0.5);
   EXPECT_EQ(p.plateau_epochs_without_improvement, 0);  // the count starts again after a decay
   EXPECT_EQ(p.plateau_reference, 0.9);                 // the reference stays the best value
@@ -56,8 +57,9 @@ TEST(Plateau, PatienceZeroDecaysOnTheFirstValidationThatIsNotBetterAndAnAccuracy
   PlateauState p;
   observe_plateau(c, p, 0.70);
   EXPECT_EQ(observe_plateau(c, p, 0.72), "");
-  EXPECT_EQ(observe_plateau(c, p, 0.71),
-            "val_accuracy has not improved on 72.00% for 1 epoch (scheduler.patience: 0): learning rate 0.01 -> 0.001 (x scheduler.gamma 0.1)");
+  EXPECT_EQ(
+      observe_plateau(c, p, 0.71),
+      "val_accuracy has not improved on 72.00% for 1 epoch (scheduler.patience: 0): learning rate 0.01 -> 0.001 (x scheduler.gamma 0.1)");
   EXPECT_NEAR(p.plateau_scale, 0.1, 1e-15);
 }
 
@@ -68,7 +70,8 @@ TEST(Plateau, TheFloorHoldsTheRateAndThenNothingMoreIsSaid) {
   observe_plateau(c, p, 1.0);
   EXPECT_NE(observe_plateau(c, p, 1.0).find("learning rate 0.01 -> 0.005 (x scheduler.gamma 0.5)"), std::string::npos);
   EXPECT_EQ(observe_plateau(c, p, 1.0),
-            "val_loss has not improved on 1.0000 for 1 epoch (scheduler.patience: 0): learning rate 0.005 -> 0.004, the floor (scheduler.min_lr)");
+            "val_loss has not improved on 1.0000 for 1 epoch (scheduler.patience: 0): learning rate 0.005 -> 0.004, the floor "
+            "(scheduler.min_lr)");
   EXPECT_EQ(observe_plateau(c, p, 1.0), "") << "at the floor already";
 }
 
@@ -84,12 +87,15 @@ TEST(Plateau, OtherSchedulersLeaveTheProgressAsItIs) {
 TEST(Plateau, SettingsThatCannotWorkAreRefusedWithTheFix) {
   using test_support::small_run;
   using test_support::usage_error_and_fix;
-  EXPECT_EQ(usage_error_and_fix([] { small_run("plateau-no-metric", {"scheduler.name=plateau", "checkpoint.best_metric=none"}); }),
+  EXPECT_EQ(usage_error_and_fix([] {
+              small_run("plateau-no-metric", {"scheduler.name=plateau", "checkpoint.best_metric=none"});
+            }),
             "config: scheduler.name plateau lowers the learning rate when checkpoint.best_metric stops improving, but "
             "checkpoint.best_metric is none\nset checkpoint.best_metric: val_loss, val_accuracy or val_balanced_accuracy, or pick "
             "another scheduler.name");
-  EXPECT_NE(usage_error_and_fix([] { small_run("plateau-no-val", {"scheduler.name=plateau", "data.val_samples=0"}); })
-                .find("there is no validation data (data.val_samples is 0)\nset data.val_samples above 0, or pick another scheduler.name"),
+  EXPECT_NE(usage_error_and_fix([] {
+              small_run("plateau-no-val", {"scheduler.name=plateau", "data.val_samples=0"});
+            }).find("there is no validation data (data.val_samples is 0)\nset data.val_samples above 0, or pick another scheduler.name"),
             std::string::npos);
   // Files without validation data: known once the data is open.
   test_support::ScratchFolder folder("plateau-csv");

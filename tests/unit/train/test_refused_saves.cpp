@@ -51,8 +51,8 @@ TEST(RefusedSaves, ARefusedCheckpointEndsTheRunNamingTheOneItResumesFrom) {
   EXPECT_FALSE(std::filesystem::exists(folder / "step-00000009.pt.partial"));
 
   // Fixed: the same config goes on from step 6 and finishes.
-  const auto result = train::Trainer(test_support::small_run("refused-save", settings, /*fresh=*/false),
-                                     test_support::quiet_trainer()).fit();
+  const auto result =
+      train::Trainer(test_support::small_run("refused-save", settings, /*fresh=*/false), test_support::quiet_trainer()).fit();
   EXPECT_EQ(result.start_step, 6);
   EXPECT_EQ(result.steps, 12);
 }

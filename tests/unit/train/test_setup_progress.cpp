@@ -43,8 +43,9 @@ TEST(SetupProgress, AStopEndsTheWorkWithExit130OnEveryRank) {
       ADD_FAILURE() << "a stop went unheard";
     } catch (const Error& e) {
       EXPECT_EQ(e.exit_code(), ExitCode::interrupted);
-      EXPECT_EQ(std::string(e.what()),
-                "interrupted while generating the synthetic training set (7437 of 12800 samples), before any training step: nothing to resume");
+      EXPECT_EQ(
+          std::string(e.what()),
+          "interrupted while generating the synthetic training set (7437 of 12800 samples), before any training step: nothing to resume");
     }
     core::clear_stop_request();
   }

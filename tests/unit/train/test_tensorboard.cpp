@@ -1,13 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <cstring>
 #include <sstream>
 
-#include "train/report/crc32c.hpp"
 #include "gputrain/train/tensorboard_writer.hpp"
 #include "support/tfrecords.hpp"
+#include "train/report/crc32c.hpp"
 
 using namespace gputrain::train;
 

@@ -12,8 +12,8 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
-#include "gputrain/device/system_info.hpp"
 #include "gputrain/data/safetensors.hpp"
+#include "gputrain/device/system_info.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
@@ -83,7 +83,8 @@ TEST(Trainer, TrainsAndWritesEverythingToTheRunDirectory) {
   EXPECT_EQ(count_lines(dir / "metrics.jsonl", "\"kind\":\"step\""), 7);  // steps 1, 2, 4, ..., 12
   EXPECT_EQ(count_lines(dir / "metrics.jsonl", "\"kind\":\"epoch\""), 2);
   bool has_events = false;
-  for (const auto& entry : fs::directory_iterator(dir)) has_events |= entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  for (const auto& entry : fs::directory_iterator(dir))
+    has_events |= entry.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
   EXPECT_TRUE(has_events);
   EXPECT_EQ(checkpoint_config(result.last_checkpoint), to_yaml(config));
 }
@@ -102,8 +103,8 @@ TEST(Trainer, TheOutcomeIsRecordedInTheLogButNotSaidOnTheConsole) {
     Trainer trainer(config, options);
     const auto result = trainer.fit();
     core::clear_stop_request();
-    const std::string outcome = interrupt ? "interrupted after step 3; checkpoint " + result.last_checkpoint
-                                          : "final weights: " + result.weights_path;
+    const std::string outcome =
+        interrupt ? "interrupted after step 3; checkpoint " + result.last_checkpoint : "final weights: " + result.weights_path;
     EXPECT_EQ(count_lines(fs::path(config.logging.dir) / "training.log", outcome), 1) << outcome;
     EXPECT_EQ(console.str().find(interrupt ? "interrupted" : "final weights"), std::string::npos) << console.str();
   }
@@ -203,8 +204,9 @@ TEST(Trainer, StandardizeTargetsTrainsAsTargetsStandardisedByHandAndReportsError
                           {"data.standardize_targets=true"});
   Trainer measured(config, test_support::quiet_trainer());
   const auto result = measured.fit();
-  Trainer hand(run("targets-by-hand", write("train-hand.safetensors", x, by_hand(y)), write("val-hand.safetensors", val_x, by_hand(val_y)), {}),
-               test_support::quiet_trainer());
+  Trainer hand(
+      run("targets-by-hand", write("train-hand.safetensors", x, by_hand(y)), write("val-hand.safetensors", val_x, by_hand(val_y)), {}),
+      test_support::quiet_trainer());
   const auto reference = hand.fit();
 
   const auto a = final_state(measured), b = final_state(hand);
@@ -243,8 +245,9 @@ TEST(Trainer, NanInTheDataIsRefusedBeforeTheFirstStep) {
     Trainer trainer(small_run("nan-data", {"data.source=safetensors", "data.path=" + file.string()}), test_support::quiet_trainer());
     ADD_FAILURE() << "a run on NaN data started";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("holds NaN or inf values in 1 of its 64 samples; the first is gputrain-nan-data.safetensors sample 5 (nan in "
-                                         "its inputs)"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "holds NaN or inf values in 1 of its 64 samples; the first is gputrain-nan-data.safetensors sample 5 (nan in "
+                  "its inputs)"),
               std::string::npos)
         << e.what();
     EXPECT_EQ(e.remedy().find("optimizer.lr"), std::string::npos) << e.remedy();
@@ -276,8 +279,9 @@ TEST(Trainer, ResumingWithAnotherGlobalBatchIsRefusedButAnotherSplitOfItIsNot) {
     ADD_FAILURE() << "resumed a batch-16 run at batch 8";
   } catch (const UsageError& e) {
     const std::string what = e.what(), fix = e.remedy();
-    EXPECT_NE(what.find("was trained with a global batch of 16 samples per step (1 rank), and this run's is 8 x 1 accumulation x 1 rank = 8"),
-              std::string::npos)
+    EXPECT_NE(
+        what.find("was trained with a global batch of 16 samples per step (1 rank), and this run's is 8 x 1 accumulation x 1 rank = 8"),
+        std::string::npos)
         << what;
     EXPECT_NE(fix.find("train.batch_size x train.grad_accum x ranks = 16 (it ran train.batch_size: 16, train.grad_accum: 1;"),
               std::string::npos)
@@ -285,12 +289,13 @@ TEST(Trainer, ResumingWithAnotherGlobalBatchIsRefusedButAnotherSplitOfItIsNot) {
   }
   // The refused run left the run's config.yaml as it was.
   EXPECT_EQ(count_lines(fs::path(first.logging.dir) / "config.yaml", "batch_size: 16"), 1);
-  const auto [result, console] =
-      test_support::fit_capturing_console(small_run("other-batch", {"train.batch_size=8", "train.grad_accum=2", "train.max_steps=5"}, false));
+  const auto [result, console] = test_support::fit_capturing_console(
+      small_run("other-batch", {"train.batch_size=8", "train.grad_accum=2", "train.max_steps=5"}, false));
   EXPECT_EQ(result.start_step, 3);
   EXPECT_EQ(result.steps, 5);
   const auto resumed = console.find("resumed from " + first.checkpoint_dir() + "/step-00000003.pt at step 3\n");
-  const auto differs = console.find("note: the config differs from the one " + first.checkpoint_dir() + "/step-00000003.pt was written with");
+  const auto differs =
+      console.find("note: the config differs from the one " + first.checkpoint_dir() + "/step-00000003.pt was written with");
   EXPECT_NE(resumed, std::string::npos) << console;
   EXPECT_NE(differs, std::string::npos) << console;  // this note used to be made before the console was there to say it
   EXPECT_LT(resumed, differs) << console;
@@ -311,7 +316,8 @@ TEST(Trainer, AnAutoBatchOfAlmostAllTheDataIsNotedAndItsResumeNamesWhatItFound) 
     Trainer(small_run("auto-whole", {"train.batch_size=auto", "train.max_batch_size=32"}, /*fresh=*/false), test_support::quiet_trainer());
     ADD_FAILURE() << "resumed a batch-96 run at batch 32";
   } catch (const UsageError& e) {
-    EXPECT_NE(e.remedy().find("(it ran train.batch_size: auto (which found 96), train.grad_accum: 1; on a smaller device"), std::string::npos)
+    EXPECT_NE(e.remedy().find("(it ran train.batch_size: auto (which found 96), train.grad_accum: 1; on a smaller device"),
+              std::string::npos)
         << e.remedy();
   }
 }
@@ -340,7 +346,8 @@ TEST(Trainer, ResumingWithMoreEpochsNamesTheChangeAndTheLearningRateJump) {
   const auto [result, console] = test_support::fit_capturing_console(small_run("longer", longer, /*fresh=*/false));
   EXPECT_EQ(result.start_step, 12);
   const auto checkpoint = first.checkpoint_dir() + "/step-00000012.pt";
-  EXPECT_NE(console.find("note: the config differs from the one " + checkpoint + " was written with: train.epochs 2 -> 4, "
+  EXPECT_NE(console.find("note: the config differs from the one " + checkpoint +
+                         " was written with: train.epochs 2 -> 4, "
                          "logging.progress off -> lines (both are kept"),
             std::string::npos)
       << console;
@@ -432,8 +439,8 @@ TEST(Trainer, InitWeightsComeFromWeightsOrACheckpoint) {
     return std::string();
   };
   const auto folder = fs::path(result.weights_path).parent_path().string();
-  EXPECT_NE(refusal(folder).find("model.init_weights: '" + folder + "' is a folder, not a weights file | fix: set model.init_weights: " +
-                                 result.weights_path),
+  EXPECT_NE(refusal(folder).find("model.init_weights: '" + folder +
+                                 "' is a folder, not a weights file | fix: set model.init_weights: " + result.weights_path),
             std::string::npos)
       << refusal(folder);
   EXPECT_NE(refusal(folder + "/no-such.safetensors").find("does not exist"), std::string::npos);
@@ -486,7 +493,8 @@ TEST(Trainer, ModelNameAutoPicksTheSmallCnnForImagesAndTheMlpForAnythingElse) {
   EXPECT_TRUE(open_data(scripted).model_choice.empty());
   EXPECT_EQ(scripted.model.name, "auto");
 
-  const auto [first, first_console] = test_support::fit_capturing_console(small_run("auto-resume", {"model.name=auto", "train.max_steps=2"}));
+  const auto [first, first_console] =
+      test_support::fit_capturing_console(small_run("auto-resume", {"model.name=auto", "train.max_steps=2"}));
   EXPECT_EQ(first.model, "mlp");
   EXPECT_NE(first_console.find("model.name auto: mlp"), std::string::npos) << first_console;
   std::int64_t steps = 2;
@@ -534,8 +542,8 @@ TEST(Trainer, MaxStepsStopsEarly) {
 // is counted as a step's.
 TEST(Trainer, StepFiguresLeaveOutValidationAndCheckpoints) {
   const auto start = std::chrono::steady_clock::now();
-  Trainer trainer(small_run("step-figures", {"data.samples=32", "data.val_samples=64000", "model.hidden=[512, 512]",
-                                             "train.epochs=2", "checkpoint.every_epochs=1"}),
+  Trainer trainer(small_run("step-figures", {"data.samples=32", "data.val_samples=64000", "model.hidden=[512, 512]", "train.epochs=2",
+                                             "checkpoint.every_epochs=1"}),
                   test_support::quiet_trainer());
   const auto result = trainer.fit();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -558,10 +566,10 @@ TEST(Trainer, LossFallsOnALearnableTask) {
 TEST(Trainer, LabelSmoothingSoftensTheTrainingLossButNotTheValidationLoss) {
   FitResult results[2];
   for (int smoothed = 0; smoothed < 2; ++smoothed) {
-    Trainer trainer(small_run("label-smoothing-" + std::to_string(smoothed),
-                              {"optimizer.lr=0", "model.dropout=0", "model.norm=batch", "train.epochs=1",
-                               "train.label_smoothing=" + std::string(smoothed ? "0.2" : "0")}),
-                    test_support::quiet_trainer());
+    Trainer trainer(
+        small_run("label-smoothing-" + std::to_string(smoothed), {"optimizer.lr=0", "model.dropout=0", "model.norm=batch", "train.epochs=1",
+                                                                  "train.label_smoothing=" + std::string(smoothed ? "0.2" : "0")}),
+        test_support::quiet_trainer());
     results[smoothed] = trainer.fit();
   }
   ASSERT_TRUE(results[0].first_loss && results[1].first_loss && results[0].last_epoch && results[1].last_epoch);
@@ -592,8 +600,9 @@ TEST(Trainer, StoppedAndResumedRunMatchesAnUninterruptedOneExactly) {
 // trains at the rate the uninterrupted run does. best.pt kept by the highest val_loss makes each
 // epoch whose val loss falls one "without improvement", so patience 0 decays after epoch 2.
 TEST(Trainer, APlateauDecayIsKeptAcrossAResume) {
-  const std::vector<std::string> plateau{"scheduler.name=plateau", "scheduler.patience=0", "scheduler.gamma=0.5", "checkpoint.best_mode=max",
-                                         "optimizer.lr=0.002", "train.epochs=4", "logging.every_steps=1"};
+  const std::vector<std::string> plateau{"scheduler.name=plateau",   "scheduler.patience=0", "scheduler.gamma=0.5",
+                                         "checkpoint.best_mode=max", "optimizer.lr=0.002",   "train.epochs=4",
+                                         "logging.every_steps=1"};
   Trainer straight(small_run("plateau-straight", plateau), test_support::quiet_trainer());
   const auto done = straight.fit();
   const auto expected = final_state(straight);
@@ -620,7 +629,8 @@ TEST(Trainer, APlateauDecayIsKeptAcrossAResume) {
 TEST(Trainer, GradientAccumulationMatchesTheLargerBatch) {
   Trainer big(small_run("accum-big", {"model.dropout=0", "train.max_steps=3"}), test_support::quiet_trainer());
   big.fit();
-  Trainer accumulated(small_run("accum-small", {"model.dropout=0", "train.max_steps=3", "train.batch_size=8", "train.grad_accum=2"}), test_support::quiet_trainer());
+  Trainer accumulated(small_run("accum-small", {"model.dropout=0", "train.max_steps=3", "train.batch_size=8", "train.grad_accum=2"}),
+                      test_support::quiet_trainer());
   accumulated.fit();
   const auto a = final_state(big), b = final_state(accumulated);
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::allclose(a[i].second, b[i].second, 1e-5, 1e-6)) << a[i].first;
@@ -639,7 +649,8 @@ TEST(Trainer, KeepsOnlyTheLastCheckpoints) {
 
 TEST(Trainer, ResumeNeverStartsOver) {
   Trainer(small_run("resume-never", {"train.max_steps=3"}), test_support::quiet_trainer()).fit();
-  Trainer trainer(small_run("resume-never", {"train.max_steps=3", "checkpoint.resume=never"}, /*fresh=*/false), test_support::quiet_trainer());
+  Trainer trainer(small_run("resume-never", {"train.max_steps=3", "checkpoint.resume=never"}, /*fresh=*/false),
+                  test_support::quiet_trainer());
   EXPECT_EQ(trainer.fit().start_step, 0);
 }
 
@@ -663,7 +674,8 @@ TEST(Trainer, AMissingCheckpointToResumeFromNamesTheOnesThatExist) {
     Trainer(small_run("resume-missing", {"checkpoint.resume=" + missing}, /*fresh=*/false), test_support::quiet_trainer());
     ADD_FAILURE() << "resumed from a file that does not exist";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("'" + missing + "' does not exist; " + first.checkpoint_dir() + " has step-00000002.pt, step-00000003.pt"),
+    EXPECT_NE(std::string(e.what()).find("'" + missing + "' does not exist; " + first.checkpoint_dir() +
+                                         " has step-00000002.pt, step-00000003.pt"),
               std::string::npos)
         << e.what();
   }
@@ -687,12 +699,11 @@ TEST(Trainer, ASecondRunInTheSameFolderIsRefusedWhileTheFirstLives) {
 
 TEST(Trainer, Fp16AndBf16MixedPrecisionTrainOnCpu) {
   for (const char* precision : {"fp16-mixed", "bf16-mixed"}) {
-    Trainer trainer(small_run(std::string("amp-") + precision, {std::string("train.precision=") + precision, "train.max_steps=4",
-                                                                 "train.deterministic=false"}),
+    Trainer trainer(small_run(std::string("amp-") + precision,
+                              {std::string("train.precision=") + precision, "train.max_steps=4", "train.deterministic=false"}),
                     test_support::quiet_trainer());
     const auto result = trainer.fit();
     EXPECT_EQ(result.steps, 4) << precision;
     EXPECT_TRUE(std::isfinite(*result.last_loss)) << precision;
   }
 }
-

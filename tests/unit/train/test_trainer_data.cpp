@@ -114,8 +114,8 @@ TEST(TrainerData, BeforeBatchPrecedesEveryTrainingBatch) {
 
 TEST(TrainerData, TrainsOnNpyFilesWithShapeAndClassesFromTheData) {
   const auto config = data_run("npy", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
-                                 "data.val_path=" + fixture("npz/x.npy"), "data.val_labels=" + fixture("npz/y.npy"),
-                                 "data.classes=auto", "data.shape=[99]", "train.batch_size=10"});
+                                       "data.val_path=" + fixture("npz/x.npy"), "data.val_labels=" + fixture("npz/y.npy"),
+                                       "data.classes=auto", "data.shape=[99]", "train.batch_size=10"});
   const auto [result, console] = test_support::fit_capturing_console(config);
   EXPECT_EQ(result.steps, 10);  // 50 samples, batch 10, 2 epochs
   ASSERT_TRUE(result.last_epoch);
@@ -129,8 +129,9 @@ TEST(TrainerData, TrainsOnNpyFilesWithShapeAndClassesFromTheData) {
 // One file and no validation set of its own: data.val_fraction holds a part out, streamed or cached.
 TEST(TrainerData, ValFractionValidatesOnSamplesHeldOutOfTraining) {
   for (const std::string cache : {"vram", "none"}) {
-    const auto config = data_run("holdout-" + cache, {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
-                                                "data.val_fraction=0.2", "data.cache=" + cache, "train.batch_size=10"});
+    const auto config =
+        data_run("holdout-" + cache, {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
+                                      "data.val_fraction=0.2", "data.cache=" + cache, "train.batch_size=10"});
     const auto [result, console] = test_support::fit_capturing_console(config);
     EXPECT_EQ(result.steps, 8) << cache;  // 40 of the 50 samples train, batch 10, 2 epochs
     ASSERT_TRUE(result.last_epoch);
@@ -141,7 +142,7 @@ TEST(TrainerData, ValFractionValidatesOnSamplesHeldOutOfTraining) {
 
 TEST(TrainerData, ARunWithoutValidationDataSaysHowToAddSome) {
   const auto config = data_run("no-val", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
-                                    "train.batch_size=25", "checkpoint.best_metric=none"});
+                                          "train.batch_size=25", "checkpoint.best_metric=none"});
   const auto console = test_support::fit_capturing_console(config).console;
   EXPECT_NE(console.find("no validation data, so epochs report the training loss only (data.val_path or data.val_fraction adds some)"),
             std::string::npos)
@@ -150,7 +151,7 @@ TEST(TrainerData, ARunWithoutValidationDataSaysHowToAddSome) {
 
 TEST(TrainerData, ABatchLargerThanTheDataTakesItAllAndSaysSo) {
   const auto config = data_run("batch-over", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
-                                        "train.batch_size=64", "checkpoint.best_metric=none"});
+                                              "train.batch_size=64", "checkpoint.best_metric=none"});
   const auto [result, console] = test_support::fit_capturing_console(config);
   EXPECT_EQ(result.steps, 2);  // 2 epochs of one 50-sample step
   EXPECT_NE(console.find("the effective batch (64) is larger than the 50 training samples"), std::string::npos) << console;
@@ -180,7 +181,8 @@ TEST(TrainerData, AnIdColumnAmongTheFeaturesIsNamedUntilItIsLeftOut) {
     return test_support::fit_capturing_console(data_run(name, extra)).console;
   };
   const auto with_id = run("id-column", {});
-  EXPECT_NE(with_id.find("feature 'id' (1000, 1001, 1002, ... down the file) looks like a row number or an id"), std::string::npos) << with_id;
+  EXPECT_NE(with_id.find("feature 'id' (1000, 1001, 1002, ... down the file) looks like a row number or an id"), std::string::npos)
+      << with_id;
   EXPECT_NE(with_id.find("leave it out with data.exclude: [id]"), std::string::npos) << with_id;
   const auto without = run("id-left-out", {"data.exclude=[id]"});
   EXPECT_EQ(without.find("row number"), std::string::npos) << without;
@@ -258,7 +260,9 @@ TEST(TrainerData, AFileOfOneClassIsRefusedBeforeTraining) {
     open_data(config);
     ADD_FAILURE() << "labels of one class were trained on";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("the training labels are all class 2: a classifier learns nothing from one class"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the training labels are all class 2: a classifier learns nothing from one class"),
+              std::string::npos)
+        << e.what();
   }
   fs::remove(file);
   auto synthetic = data_run("one-class-synthetic", {"data.samples=1", "data.val_samples=0", "data.classes=2"});
@@ -271,8 +275,8 @@ TEST(TrainerData, AValidationClassNoTrainingLabelHasIsNoted) {
   const auto val = fs::temp_directory_path() / "gputrain-unseen-val.safetensors";
   data::write_safetensors(train.string(), {{"x", at::randn({40, 4})}, {"y", at::arange(40, at::kLong) % 2}});
   data::write_safetensors(val.string(), {{"x", at::randn({8, 4})}, {"y", at::tensor({0, 1, 0, 1, 2, 0, 1, 2}, at::kLong)}});
-  auto config = data_run("unseen-class", {"data.source=safetensors", "data.path=" + train.string(), "data.val_path=" + val.string(),
-                                          "data.classes=auto"});
+  auto config = data_run("unseen-class",
+                         {"data.source=safetensors", "data.path=" + train.string(), "data.val_path=" + val.string(), "data.classes=auto"});
   const auto data = open_data(config);
   EXPECT_EQ(config.data.classes, 3);
   const auto& notes = data.data_notes;
@@ -321,32 +325,34 @@ TEST(TrainerData, AStopWhileTheCacheLoadsEndsTheRunThereWithExit130) {
 
 // Parsing a large CSV takes a while too: a stop meanwhile ends the read and the run there.
 TEST(TrainerData, AStopWhileACsvIsReadEndsTheRunThereWithExit130) {
-  const auto e = stopped_setup(data_run("csv-stopped", {"data.source=csv", "data.path=" + fixture("csv/numeric.csv"), "data.labels=label"}));
+  const auto e =
+      stopped_setup(data_run("csv-stopped", {"data.source=csv", "data.path=" + fixture("csv/numeric.csv"), "data.labels=label"}));
   EXPECT_EQ(e.exit_code(), ExitCode::interrupted);
   EXPECT_NE(std::string(e.what()).find("interrupted while reading " + fixture("csv/numeric.csv")), std::string::npos) << e.what();
 }
 
 TEST(TrainerData, ImageFolderRunSkipsTheCorruptImageAndSaysSo) {
   for (const std::string cache : {"vram", "none"}) {
-    const auto config = data_run("images-" + cache, {"data.source=image_folder", "data.path=" + fixture("folder/train"),
-                                               "data.val_path=" + fixture("folder/val"), "data.image_size=[16, 16]",
-                                               "data.classes=auto", "model.name=small_cnn", "train.batch_size=4",
-                                               "data.cache=" + cache, "data.num_workers=2", "data.mean=[0.5, 0.5, 0.5]",
-                                               "data.std=[0.25, 0.25, 0.25]", "data.hflip=true", "data.crop_padding=2"});
+    const auto config =
+        data_run("images-" + cache, {"data.source=image_folder", "data.path=" + fixture("folder/train"),
+                                     "data.val_path=" + fixture("folder/val"), "data.image_size=[16, 16]", "data.classes=auto",
+                                     "model.name=small_cnn", "train.batch_size=4", "data.cache=" + cache, "data.num_workers=2",
+                                     "data.mean=[0.5, 0.5, 0.5]", "data.std=[0.25, 0.25, 0.25]", "data.hflip=true", "data.crop_padding=2"});
     const auto [result, console] = test_support::fit_capturing_console(config);
     EXPECT_EQ(result.skipped_samples, 2) << cache;  // broken.jpg and empty.png
     EXPECT_EQ(result.samples, 12) << cache;         // 6 readable images, 2 epochs
     EXPECT_NE(console.find("broken.jpg: corrupt JPEG"), std::string::npos) << console;
     EXPECT_NE(console.find("2 images in formats not read (1 .bmp, 1 .webp)"), std::string::npos) << console;
-    EXPECT_NE(console.find("which gputrain does not decode, so they are not trained on; Pillow writes a .png beside each"), std::string::npos)
+    EXPECT_NE(console.find("which gputrain does not decode, so they are not trained on; Pillow writes a .png beside each"),
+              std::string::npos)
         << console;
   }
 }
 
 TEST(TrainerData, StandardizeMeasuresAnImageFolderFromItsImages) {
-  const auto config = data_run("images-standardized", {"data.source=image_folder", "data.path=" + fixture("folder/train"),
-                                                       "data.image_size=[16, 16]", "model.name=small_cnn", "train.batch_size=4",
-                                                       "data.standardize=true", "logging.progress=lines"});
+  const auto config =
+      data_run("images-standardized", {"data.source=image_folder", "data.path=" + fixture("folder/train"), "data.image_size=[16, 16]",
+                                       "model.name=small_cnn", "train.batch_size=4", "data.standardize=true", "logging.progress=lines"});
   const auto [result, console] = test_support::fit_capturing_console(config);
   EXPECT_GT(result.steps, 0);
   EXPECT_NE(console.find("data.standardize: per-channel mean ["), std::string::npos) << console;

@@ -35,10 +35,9 @@ std::unique_ptr<Model> transformer(double dropout, std::int64_t width = kWidth, 
   return build_model(spec);
 }
 
-test_support::LibTorchTransformer reference(std::int64_t width = kWidth, const std::string& activation = "relu",
-                                            bool norm_first = false) {
-  return test_support::LibTorchTransformer(kSequence, kFeatures, width, kHeads, width + width / 2, kLayers, kOutputs, 0.0,
-                                           activation, norm_first);
+test_support::LibTorchTransformer reference(std::int64_t width = kWidth, const std::string& activation = "relu", bool norm_first = false) {
+  return test_support::LibTorchTransformer(kSequence, kFeatures, width, kHeads, width + width / 2, kLayers, kOutputs, 0.0, activation,
+                                           norm_first);
 }
 
 // Moves every weight off its initial value (zero biases, layers equal to each other), so that a

@@ -55,8 +55,9 @@ TEST(UnreadSettings, NamesModelKeysTheBuiltInModelIgnores) {
             std::vector<std::string>{"model.dropout is 0.2, but resnet18 does not read it (mlp, small_cnn and transformer do)"});
   EXPECT_EQ(unread_with({"model.name=mlp", "model.hidden=[64]", "model.width=16"}),
             std::vector<std::string>{"model.width is 16, but mlp does not read it (only small_cnn does)"});
-  EXPECT_EQ(unread_with({"model.torchscript=net.pt", "model.hidden=[64]"}),
-            std::vector<std::string>{"model.hidden is [64], but a TorchScript model (model.torchscript) is built by its file, not by this key"});
+  EXPECT_EQ(
+      unread_with({"model.torchscript=net.pt", "model.hidden=[64]"}),
+      std::vector<std::string>{"model.hidden is [64], but a TorchScript model (model.torchscript) is built by its file, not by this key"});
 }
 
 // A factory the user registered may read any model key, so nothing is said of them; that includes
@@ -68,7 +69,7 @@ TEST(UnreadSettings, SaysNothingOfModelKeysForAUserRegisteredModel) {
   EXPECT_FALSE(model_keys_read("unread_settings_custom").has_value());
   ASSERT_TRUE(model_keys_read("transformer").has_value());
   EXPECT_EQ(*model_keys_read("transformer"), (std::vector<std::string>{"model.layers", "model.d_model", "model.heads", "model.ff_dim",
-                                                                      "model.dropout", "model.activation", "model.norm_first"}));
+                                                                       "model.dropout", "model.activation", "model.norm_first"}));
 }
 
 TEST(UnreadSettings, NamesChannelsLastForSamplesThatAreNotImages) {

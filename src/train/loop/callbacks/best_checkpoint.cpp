@@ -3,10 +3,10 @@
 // no better (the run's last checkpoint, written before, keeps the state it stopped in).
 #include <filesystem>
 
-#include "gputrain/train/checkpoint.hpp"
-#include "gputrain/train/trainer.hpp"
 #include "builtin_callbacks.hpp"
 #include "early_stop.hpp"
+#include "gputrain/train/checkpoint.hpp"
+#include "gputrain/train/trainer.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -61,7 +61,7 @@ class BestCheckpoint final : public Callback {
  private:
   const std::string metric_;
   const bool maximize_;
-  std::optional<double> best_;  // the best value so far
+  std::optional<double> best_;   // the best value so far
   std::int64_t best_epoch_ = 0;  // the epoch (1-based) it is from; 0: unknown or none
 };
 

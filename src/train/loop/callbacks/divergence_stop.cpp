@@ -4,9 +4,9 @@
 // the window was skipped, nothing is learning any more either.
 #include <cmath>
 
+#include "builtin_callbacks.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "train/step/step_failures.hpp"
-#include "builtin_callbacks.hpp"
 
 namespace gputrain::train {
 namespace {

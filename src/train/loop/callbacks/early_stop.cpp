@@ -2,10 +2,10 @@
 
 #include <cstdio>
 
+#include "builtin_callbacks.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/metrics.hpp"
-#include "builtin_callbacks.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -29,8 +29,7 @@ bool maximizes(const CheckpointConfig& checkpoint) {
 }
 
 EarlyStopRule EarlyStopRule::from(const Config& config) {
-  return {config.checkpoint.best_metric, maximizes(config.checkpoint), config.train.early_stop_patience,
-          config.train.early_stop_min_delta};
+  return {config.checkpoint.best_metric, maximizes(config.checkpoint), config.train.early_stop_patience, config.train.early_stop_min_delta};
 }
 
 bool improves(double value, double reference, bool maximize, double margin) {
@@ -88,7 +87,9 @@ class EarlyStop final : public Callback {
   }
 
   CallbackState state_dict() const override { return watch_state(state_.early_stop_reference, state_.epochs_without_improvement); }
-  void load_state_dict(const CallbackState& state) override { load_watch_state(state, state_.early_stop_reference, state_.epochs_without_improvement); }
+  void load_state_dict(const CallbackState& state) override {
+    load_watch_state(state, state_.early_stop_reference, state_.epochs_without_improvement);
+  }
 
  private:
   const EarlyStopRule rule_;

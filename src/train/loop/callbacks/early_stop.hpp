@@ -20,9 +20,9 @@ bool maximizes(const CheckpointConfig& checkpoint);
 bool improves(double value, double reference, bool maximize, double margin = 0);
 
 struct EarlyStopRule {
-  std::string metric;           ///< checkpoint.best_metric
+  std::string metric;  ///< checkpoint.best_metric
   bool maximize = false;
-  std::int64_t patience = 0;    ///< 0: off
+  std::int64_t patience = 0;  ///< 0: off
   double min_delta = 0;
 
   static EarlyStopRule from(const Config& config);

@@ -1,6 +1,6 @@
 // checkpoint.every_steps and checkpoint.every_epochs: step-N.pt files, the newest keep_last kept.
-#include "gputrain/train/checkpoint.hpp"
 #include "builtin_callbacks.hpp"
+#include "gputrain/train/checkpoint.hpp"
 
 namespace gputrain::train {
 namespace {

@@ -1,11 +1,11 @@
 #include "plateau.hpp"
 
+#include "builtin_callbacks.hpp"
+#include "early_stop.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/train/lr_schedule.hpp"
 #include "gputrain/train/metrics.hpp"
 #include "train/report/human_lines.hpp"
-#include "builtin_callbacks.hpp"
-#include "early_stop.hpp"
 
 namespace gputrain::train {
 
@@ -28,8 +28,10 @@ std::string observe_plateau(const Config& config, PlateauState& state, double va
   const double after = rate(state.plateau_scale);
   if (after >= before) return "";
   return metric + " has not improved on " + metric_text(metric, *state.plateau_reference) + " for " + core::counted(waited, "epoch") +
-         " (scheduler.patience: " + std::to_string(scheduler.patience) + "): learning rate " + short_number(before) + " -> " + short_number(after) +
-         (after > config.optimizer.lr * state.plateau_scale ? ", the floor (scheduler.min_lr)" : " (x scheduler.gamma " + short_number(scheduler.gamma) + ")");
+         " (scheduler.patience: " + std::to_string(scheduler.patience) + "): learning rate " + short_number(before) + " -> " +
+         short_number(after) +
+         (after > config.optimizer.lr * state.plateau_scale ? ", the floor (scheduler.min_lr)"
+                                                            : " (x scheduler.gamma " + short_number(scheduler.gamma) + ")");
 }
 
 std::string plateau_patience_note(const Config& config) {
@@ -60,7 +62,9 @@ class Plateau final : public Callback {
   }
 
   CallbackState state_dict() const override { return watch_state(state_.plateau_reference, state_.plateau_epochs_without_improvement); }
-  void load_state_dict(const CallbackState& state) override { load_watch_state(state, state_.plateau_reference, state_.plateau_epochs_without_improvement); }
+  void load_state_dict(const CallbackState& state) override {
+    load_watch_state(state, state_.plateau_reference, state_.plateau_epochs_without_improvement);
+  }
 
  private:
   const Config config_;

@@ -2,10 +2,10 @@
 // has trained that long, the time of the runs before a resume included (their checkpoints keep it).
 #include <cmath>
 
+#include "builtin_callbacks.hpp"
 #include "gputrain/core/duration.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/train/checkpoint.hpp"
-#include "builtin_callbacks.hpp"
 
 namespace gputrain::train {
 namespace {

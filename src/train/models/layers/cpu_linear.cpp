@@ -47,11 +47,11 @@ bool is_cpu_fp32(const at::Tensor& t) { return !t.defined() || (t.device().is_cp
 }  // namespace
 
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, CpuMatmul library) {
-  const bool onednn = library == CpuMatmul::onednn && is_cpu_fp32(input) && is_cpu_fp32(weight) && is_cpu_fp32(bias) &&
-                      input.dim() >= 2 && !at::autocast::is_autocast_enabled(at::kCPU);
+  const bool onednn = library == CpuMatmul::onednn && is_cpu_fp32(input) && is_cpu_fp32(weight) && is_cpu_fp32(bias) && input.dim() >= 2 &&
+                      !at::autocast::is_autocast_enabled(at::kCPU);
   if (!onednn) return at::linear(input, weight, bias);
-  const bool records = at::GradMode::is_enabled() &&
-                       (input.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
+  const bool records =
+      at::GradMode::is_enabled() && (input.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad()));
   if (!records) return product(input, weight, bias, library);
   // An autograd function's inputs must be defined tensors: no bias is a zero one without a gradient.
   const auto bias_or_zero = bias.defined() ? bias : at::zeros({weight.size(0)}, weight.options());
