@@ -12,6 +12,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/gputrain
 install(EXPORT gputrainTargets NAMESPACE gputrain::
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/gputrain)
 
+# The real folder of the LibTorch package, not a path through the clone's .venv link.
+get_filename_component(GPUTRAIN_TORCH_DIR_REAL "${Torch_DIR}" REALPATH)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/gputrainConfig.cmake.in
   ${PROJECT_BINARY_DIR}/gputrainConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/gputrain)

@@ -51,6 +51,8 @@ endif()
 # TORCH_INSTALL_PREFIX is .../site-packages/torch for the wheel; its CUDA libraries sit in
 # .../site-packages/nvidia/<pkg>/lib. An official libtorch archive bundles them in lib/ instead.
 get_filename_component(_torch_lib_dir "${TORCH_LIBRARY}" DIRECTORY)
+# The real folder, never a path through the clone's .venv link: binaries must not name the clone.
+get_filename_component(_torch_lib_dir "${_torch_lib_dir}" REALPATH)
 set(GPUTRAIN_TORCH_LIBRARY_DIR "${_torch_lib_dir}")
 file(GLOB _wheel_cuda_dirs LIST_DIRECTORIES true "${_torch_lib_dir}/../../nvidia/*/lib")
 set(GPUTRAIN_CUDA_RUNTIME_DIRS "")
@@ -79,5 +81,12 @@ endif()
 # user's LD_LIBRARY_PATH=/usr/local/cuda/lib64 cannot slip the toolkit's copies in.
 add_link_options(LINKER:--disable-new-dtags)
 set(CMAKE_BUILD_RPATH "${GPUTRAIN_CUDA_RUNTIME_DIRS}")
-set(CMAKE_INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR};${GPUTRAIN_CUDA_RUNTIME_DIRS}")
-set(CMAKE_INSTALL_RPATH_USE_LINK_PATH ON)
+# Installed binaries find gputrain's libraries beside them ($ORIGIN/../lib), then LibTorch and its
+# CUDA libraries where GPUTRAIN_INSTALL_RPATH says: by default the real folders of the LibTorch this
+# build links; a package whose LibTorch sits elsewhere at run time (a container's fixed path, a
+# distribution's) sets its own. Nothing else: no link folder of the build (the build tree, the
+# clone's .venv link, LibTorch's config's stray /lib/intel64) ends up in an installed binary.
+set(GPUTRAIN_INSTALL_RPATH "${GPUTRAIN_CUDA_RUNTIME_DIRS}" CACHE STRING
+    "Folders of LibTorch and its CUDA libraries that installed binaries search (after $ORIGIN/../lib)")
+set(CMAKE_INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR};${GPUTRAIN_INSTALL_RPATH}")
+set(CMAKE_INSTALL_RPATH_USE_LINK_PATH OFF)

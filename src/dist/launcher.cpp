@@ -89,9 +89,10 @@ void check_launch(const LaunchSpec& spec) {
                      "give every node the same --master-addr (node 0's host) and --master-port (e.g. 29500)");
 }
 
-int launch_local(const LaunchSpec& spec, std::ostream& report) {
-  check_launch(spec);
-  const int first_rank = spec.node_rank * spec.ranks, world_size = spec.nodes * spec.ranks;
+namespace {
+
+// The ranks of this node: one mpirun for CPU ranks, or one process per rank with torchrun's variables.
+std::vector<Child> start_ranks(const LaunchSpec& spec, int first_rank, int world_size) {
   std::vector<Child> children;
   if (spec.through_mpirun) {
     const auto mpirun = find_in_path("mpirun");
@@ -121,18 +122,20 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
                                 {kLaunchedVariable, "1"}},
                                r, SIGTERM));
   }
+  return children;
+}
 
-  // Every stop signal (core::kStopSignals: a hang-up, a scheduler's SIGUSR1 warning) stops the
-  // ranks as Ctrl-C does; the ranks have process groups of their own, so only the launcher gets
-  // it. A console that is gone must not end the launcher (SIGPIPE) while the ranks save their
-  // checkpoints.
-  g_signals = 0;
-  const auto restore = core::catch_stop_signals(count_signal, 0);
-
-  RankOutput output(spec.ranks, spec.tail_lines, first_rank);
-  int forwarded = 0;     // signals passed on so far
-  int failed_rank = -1;  // the first rank that failed (direct launch)
+// How the ranks ended: the first rank that failed (a direct launch), and how.
+struct Ending {
+  int failed_rank = -1;
   int failed_status = 0;
+};
+
+// Passes the console's stop signals on, shows the ranks' output, and when one rank fails stops
+// the others (SIGTERM, then SIGKILL after the grace period); returns once every rank has ended.
+Ending watch_ranks(std::vector<Child>& children, const LaunchSpec& spec, RankOutput& output) {
+  Ending ending;
+  int forwarded = 0;  // signals passed on so far
   bool stopping = false;
   Clock::time_point kill_at{};
   while (true) {
@@ -157,8 +160,8 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
         c.status = status;
         const bool ok = WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 130);
         if (!ok && !stopping && c.rank >= 0) {
-          failed_rank = c.rank;
-          failed_status = status;
+          ending.failed_rank = c.rank;
+          ending.failed_status = status;
           stopping = true;
           kill_at = Clock::now() + std::chrono::milliseconds(static_cast<long>(spec.grace_seconds * 1000));
           output.ending_after_failure();
@@ -171,7 +174,11 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
     if (stopping && any_running && Clock::now() > kill_at) signal_all(children, false, SIGKILL);
     if (!any_running) break;
   }
-  // What the ranks wrote last, up to EOF (bounded: a leftover grandchild may hold a pipe open).
+  return ending;
+}
+
+// What the ranks wrote last, up to EOF (bounded: a leftover grandchild may hold a pipe open).
+void drain_ranks(std::vector<Child>& children, RankOutput& output) {
   const auto drain_until = Clock::now() + std::chrono::seconds(2);
   for (auto& c : children) {
     while (c.fd >= 0 && Clock::now() < drain_until) {
@@ -182,8 +189,13 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
     output.flush(c);
     if (c.fd >= 0) close(c.fd);
   }
-  core::restore_actions(restore);
+}
 
+// What the launcher says of the ranks' end, and its exit code.
+int report_ending(const LaunchSpec& spec, const std::vector<Child>& children, const RankOutput& output, const Ending& ending,
+                  std::ostream& report) {
+  const int first_rank = spec.node_rank * spec.ranks, world_size = spec.nodes * spec.ranks;
+  const int failed_rank = ending.failed_rank, failed_status = ending.failed_status;
   // `local`: the rank's place on this node; people read its rank in the run.
   auto show_tail = [&](int local) {
     // On the console the rank's lines went to, lines that are the last ones there are right above.
@@ -230,6 +242,25 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
     report << "ranks " << first_rank << " to " << first_rank + spec.ranks - 1 << " of " << world_size
            << (stopped ? " stopped" : " finished") << "; rank 0, on node 0, reports the run\n";
   return stopped ? 130 : 0;
+}
+
+}  // namespace
+
+int launch_local(const LaunchSpec& spec, std::ostream& report) {
+  check_launch(spec);
+  const int first_rank = spec.node_rank * spec.ranks, world_size = spec.nodes * spec.ranks;
+  auto children = start_ranks(spec, first_rank, world_size);
+  // Every stop signal (core::kStopSignals: a hang-up, a scheduler's SIGUSR1 warning) stops the
+  // ranks as Ctrl-C does; the ranks have process groups of their own, so only the launcher gets
+  // it. A console that is gone must not end the launcher (SIGPIPE) while the ranks save their
+  // checkpoints.
+  g_signals = 0;
+  const auto restore = core::catch_stop_signals(count_signal, 0);
+  RankOutput output(spec.ranks, spec.tail_lines, first_rank);
+  const auto ending = watch_ranks(children, spec, output);
+  drain_ranks(children, output);
+  core::restore_actions(restore);
+  return report_ending(spec, children, output, ending, report);
 }
 
 }  // namespace gputrain::dist

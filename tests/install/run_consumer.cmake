@@ -1,4 +1,5 @@
-# Script mode: install, configure the consumer against the prefix, build it, run it.
+# Script mode: install; check the installed binaries name neither the source nor the build tree and
+# that an installed command starts; then configure the consumer against the prefix, build it, run it.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 function(run)
@@ -8,6 +9,29 @@ function(run)
   endif()
 endfunction()
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+# Both trees may be gone when an installed binary runs: no RPATH may lead into them.
+file(GLOB installed ${prefix}/bin/* ${prefix}/lib/*.so*)
+foreach(binary IN LISTS installed)
+  if(IS_SYMLINK ${binary})
+    continue()
+  endif()
+  execute_process(COMMAND readelf -d ${binary} OUTPUT_VARIABLE dynamic)
+  foreach(tree IN ITEMS ${SOURCE_DIR} ${BUILD_DIR})
+    string(FIND "${dynamic}" "${tree}/" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "installed ${binary} names ${tree} in its RPATH:\n${dynamic}")
+    endif()
+  endforeach()
+endforeach()
+file(GLOB package_files ${prefix}/lib/cmake/gputrain/*.cmake)
+foreach(package_file IN LISTS package_files)
+  file(READ ${package_file} text)
+  string(FIND "${text}" "${SOURCE_DIR}/" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "installed ${package_file} names the source tree ${SOURCE_DIR}")
+  endif()
+endforeach()
+run(${prefix}/bin/gputrain-train --help)  # loads LibTorch through the installed RPATH
 run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G Ninja -DCMAKE_BUILD_TYPE=Release
     -DCMAKE_PREFIX_PATH=${prefix} -DTorch_DIR=${TORCH_DIR} -Wno-dev)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)

@@ -86,7 +86,8 @@ class Callback {
   virtual ~Callback() = default;
   /// The key its state is saved under in checkpoints: unique among a run's callbacks.
   virtual std::string name() const = 0;
-  /// After set-up and resume, before the first step.
+  /// After set-up and resume, before the first step. A stop asked for here ends the run before its
+  /// first step on every rank at once: decide it from what every rank reads alike (config, checkpoint).
   virtual void on_fit_start(RunControl&) {}
   /// After every optimizer step (`step`: steps done), after its step line when it made one.
   virtual void on_step_end(RunControl&, std::int64_t /*step*/) {}

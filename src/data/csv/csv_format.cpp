@@ -108,13 +108,16 @@ const std::vector<std::string>* known_categories(const CsvSpec& spec, const std:
 
 }  // namespace
 
-csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names,
-                           const ReadProgress& progress) {
-  const auto file = TextFile::open(path, [&](std::uint64_t read, std::uint64_t total) {
-    if (progress) progress(path + ", inflating", read, total);
-  });
-  const std::string_view text = file.text();
-  csv::Records records(text, path, spec.delimiter);
+namespace {
+
+// The header row, after the "sep=;" line that Excel reads (and some exports write) to name the
+// delimiter, and the delimiter its cells are split by.
+struct Header {
+  std::vector<std::string> names;
+  char delimiter = ',';
+};
+
+Header read_header(csv::Records& records, const std::string& path, const CsvSpec& spec) {
   std::string_view line;
   if (!records.next(line)) throw UsageError("'" + path + "' is empty", "write a header row, then one row per sample");
   // Excel reads, and some exports write, a first line "sep=;" that names the delimiter, before the header.
@@ -126,8 +129,15 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
   }
   const char delimiter = named_delimiter ? *named_delimiter : detect_delimiter(line, spec.delimiter);
   records.set_delimiter(delimiter);
-  const auto header = csv::split(line, delimiter);
-  const auto column_of = [&](const std::string& name, const std::string& key) {
+  return {csv::split(line, delimiter), delimiter};
+}
+
+// A header's columns by name: a name it lacks is an error that lists what it has.
+struct FindColumn {
+  const std::string& path;
+  const std::vector<std::string>& header;
+
+  std::size_t operator()(const std::string& name, const std::string& key) const {
     for (std::size_t i = 0; i < header.size(); ++i)
       if (header[i] == name) return i;
     // "a,b" for [a, b]: YAML reads it as one name.
@@ -141,7 +151,15 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
     }
     throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")" + core::did_you_mean_among(name, header),
                      "the header row names: " + core::join(header));
-  };
+  }
+};
+
+// The label and feature columns, and those left out (data.exclude) or without a name.
+struct Columns {
+  std::vector<std::size_t> labels, features, unnamed, excluded;
+};
+
+Columns choose_columns(const std::string& path, const CsvSpec& spec, const std::vector<std::string>& header, const FindColumn& column_of) {
   if (spec.labels.empty()) {
     // A column whose name says it is the label is the likely fix.
     std::string named;
@@ -157,10 +175,11 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
     throw UsageError("data.labels names " + std::to_string(spec.labels.size()) + " columns (" + core::join(spec.labels) +
                          "), but a classification has one label column",
                      "set data.labels to the class column, or data.task: regression to predict each column as a target");
-  std::vector<std::size_t> label_columns;
+  Columns chosen;
+  auto& label_columns = chosen.labels;
   for (const auto& name : spec.labels) label_columns.push_back(column_of(name, "data.labels"));
   const auto is_label = [&](std::size_t i) { return std::find(label_columns.begin(), label_columns.end(), i) != label_columns.end(); };
-  std::vector<std::size_t> feature_columns, unnamed, excluded;
+  auto &feature_columns = chosen.features, &unnamed = chosen.unnamed, &excluded = chosen.excluded;
   if (spec.features.empty()) {
     for (const auto& name : spec.exclude) {  // by name: every column so named
       column_of(name, "data.exclude");       // names a missing one
@@ -182,7 +201,15 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
   if (feature_columns.empty())
     throw UsageError("'" + path + "' has no feature columns besides the label" + (spec.exclude.empty() ? "" : " and data.exclude"),
                      spec.exclude.empty() ? "add feature columns" : "leave some columns out of data.exclude");
-  // A column read twice is a slip; a label among the features hands the model its answer.
+  return chosen;
+}
+
+// A column read twice is a slip; a label among the features hands the model its answer; a name
+// the header gives twice would be read from the first column of that name everywhere.
+void check_columns(const std::string& path, const CsvSpec& spec, const std::vector<std::string>& header, const Columns& chosen) {
+  const auto& label_columns = chosen.labels;
+  const auto& feature_columns = chosen.features;
+  const auto is_label = [&](std::size_t i) { return std::find(label_columns.begin(), label_columns.end(), i) != label_columns.end(); };
   for (std::size_t i = 0; i < label_columns.size(); ++i)
     if (std::count(label_columns.begin(), label_columns.end(), label_columns[i]) > 1)
       throw UsageError("data.labels names column '" + header[label_columns[i]] + "' twice", "list each label column once");
@@ -210,14 +237,62 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
                      "give each its own name in the header (pandas reads them as '" + name + "' and '" + name + ".1')" +
                          (a_label || !spec.features.empty() ? "" : ", or leave them out with data.exclude: [" + name + "]"));
   }
+}
+
+// The parsed stretches as the table's chunks, its categories numbered over the file, and the
+// targets (class ids, class names still to number, or regression values).
+std::vector<std::string> gather_rows(std::vector<ParsedRows>& parts, const CsvSpec& spec, const RowFormat& format,
+                                     const std::vector<std::string>& header, const std::vector<std::size_t>& category_columns,
+                                     csv::Table& table) {
+  const auto& path = table.path;
+  const auto& label_columns = format.label_columns;
+  std::int64_t rows = 0;
+  for (const auto& part : parts) rows += part.rows;
+  if (rows == 0) throw UsageError("'" + path + "' has a header but no rows", "add one row per sample");
+  for (std::size_t k = 0; k < category_columns.size(); ++k) {  // the stretches' categories, numbered over the file
+    std::vector<csv::Coded> pieces;
+    for (auto& part : parts) pieces.push_back(part.categories[k].take());
+    table.categories.push_back(csv::merge_categories(std::move(pieces), known_categories(spec, header[category_columns[k]])));
+  }
+  const auto targets_per_row = static_cast<std::int64_t>(spec.classification ? 1 : label_columns.size());
+  table.rows = rows;
+  auto values = at::empty({format.label_names ? 0 : rows, targets_per_row}, at::kDouble);
+  std::vector<std::string> label_names;
+  auto* value_at = values.data_ptr<double>();
+  for (auto& part : parts) {  // the features stay where the parse put them, until finish_table copies them
+    table.chunks.push_back({std::move(part.features), part.rows});
+    value_at = std::copy(part.labels.begin(), part.labels.end(), value_at);
+    std::move(part.label_names.begin(), part.label_names.end(), std::back_inserter(label_names));
+    part = ParsedRows{};
+  }
+  if (!format.label_names) table.targets = spec.classification ? values.squeeze(1).to(at::kLong) : values.to(at::kFloat);
+  return label_names;
+}
+
+}  // namespace
+
+csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::vector<std::string>* class_names,
+                           const ReadProgress& progress) {
+  const auto file = TextFile::open(path, [&](std::uint64_t read, std::uint64_t total) {
+    if (progress) progress(path + ", inflating", read, total);
+  });
+  const std::string_view text = file.text();
+  csv::Records records(text, path, spec.delimiter);
+  const auto [header, delimiter] = read_header(records, path, spec);
+  const FindColumn column_of{path, header};
+  const auto chosen = choose_columns(path, spec, header, column_of);
+  check_columns(path, spec, header, chosen);
+  const auto& label_columns = chosen.labels;
+  const auto& feature_columns = chosen.features;
   const bool features_listed = spec.features_origin == "data.features" && !spec.features.empty();
-  const auto category_columns = categorical_columns(spec, header, feature_columns, label_columns, excluded, features_listed, column_of);
+  const auto category_columns =
+      categorical_columns(spec, header, feature_columns, label_columns, chosen.excluded, features_listed, column_of);
   std::vector<std::size_t> number_columns;
   for (const auto c : feature_columns)
     if (std::find(category_columns.begin(), category_columns.end(), c) == category_columns.end()) number_columns.push_back(c);
   csv::Table table;
   table.path = path;
-  table.unnamed = unnamed;
+  table.unnamed = chosen.unnamed;
   for (const auto c : feature_columns) {
     table.features.push_back(header[c]);
     const auto k = std::find(category_columns.begin(), category_columns.end(), c) - category_columns.begin();
@@ -252,29 +327,8 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
     csv::throw_missing_values(first, rows_text, records.next_line(), format);
   }
 
-  std::int64_t rows = 0;
-  for (const auto& part : parts) rows += part.rows;
-  if (rows == 0) throw UsageError("'" + path + "' has a header but no rows", "add one row per sample");
-  for (std::size_t k = 0; k < category_columns.size(); ++k) {  // the stretches' categories, numbered over the file
-    std::vector<csv::Coded> pieces;
-    for (auto& part : parts) pieces.push_back(part.categories[k].take());
-    table.categories.push_back(csv::merge_categories(std::move(pieces), known_categories(spec, header[category_columns[k]])));
-  }
-  const auto targets_per_row = static_cast<std::int64_t>(spec.classification ? 1 : label_columns.size());
-  table.rows = rows;
-  auto values = at::empty({format.label_names ? 0 : rows, targets_per_row}, at::kDouble);
-  std::vector<std::string> label_names;
-  auto* value_at = values.data_ptr<double>();
-  for (auto& part : parts) {  // the features stay where the parse put them, until finish_table copies them
-    table.chunks.push_back({std::move(part.features), part.rows});
-    value_at = std::copy(part.labels.begin(), part.labels.end(), value_at);
-    std::move(part.label_names.begin(), part.label_names.end(), std::back_inserter(label_names));
-    part = ParsedRows{};
-  }
-  if (!format.label_names) {
-    table.targets = spec.classification ? values.squeeze(1).to(at::kLong) : values.to(at::kFloat);
-    return table;
-  }
+  auto label_names = gather_rows(parts, spec, format, header, category_columns, table);
+  if (!format.label_names) return table;
   if (ids.empty()) {  // a training file: ids in the sorted order of the names
     for (const auto& n : label_names) ids.emplace(n, 0);
     std::int64_t next = 0;
@@ -283,9 +337,9 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
       if (class_names) class_names->push_back(name);
     }
   }
-  table.targets = at::empty({rows}, at::kLong);
+  table.targets = at::empty({table.rows}, at::kLong);
   auto* t = table.targets.data_ptr<std::int64_t>();
-  for (std::int64_t i = 0; i < rows; ++i) t[i] = ids.at(label_names[static_cast<std::size_t>(i)]);
+  for (std::int64_t i = 0; i < table.rows; ++i) t[i] = ids.at(label_names[static_cast<std::size_t>(i)]);
   return table;
 }
 

@@ -205,6 +205,89 @@ struct ParseControl {
   std::atomic<std::size_t> first_failed{std::numeric_limits<std::size_t>::max()};
 };
 
+// The feature cells of a row the one-pass reader left (quoted cells, another cell count, a value
+// it does not take), each checked; `first_row`: the file's first, where text means text columns.
+void read_checked_features(const std::vector<std::string_view>& cells, const Records& records, const RowFormat& format,
+                           const Stretch& stretch, bool first_row, std::vector<float>& features) {
+  const auto& header = format.header;
+  const auto cell_count = cells.size();
+  if (cell_count != header.size())
+    throw UsageError(records.where() + core::counted(static_cast<std::int64_t>(cell_count), "cell") + ", but the header has " +
+                         core::counted(static_cast<std::int64_t>(header.size()), "column"),
+                     "give every row one cell per header column");
+  for (const auto c : format.feature_columns) {
+    double value = 0;
+    if (is_missing(cells[c])) throw MissingValue(records.where() + column_text(header, c) + missing_text(cells[c]), "");
+    // A bool column (pandas writes True/False) is a 0/1 feature.
+    if (!parse_number(cells[c], value) && !parse_boolean(cells[c], value)) {
+      auto [what, remedy] = foreign_number_text(cells[c], format);
+      if (remedy.empty()) remedy = "fix or remove that row; feature cells must be numbers";
+      if (what.empty() && first_row) remedy = text_columns_remedy(format, stretch);  // text columns, not a bad row
+      throw UsageError(records.where() + column_text(header, c) + ": '" + shown(cells[c]) + "' is not a number" + what, remedy);
+    }
+    // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
+    if (!std::isfinite(static_cast<float>(value)))
+      throw UsageError(
+          records.where() + column_text(header, c) + ": '" + shown(cells[c]) + "' is not a finite float32 number",
+          "fill in or remove that row (missing values are not filled in for you), or leave the column out" + leaving_out(format, c));
+    features.push_back(static_cast<float>(value));
+  }
+}
+
+// A row's labels: one float per label column (regression), a class name, or a class id.
+void read_labels(const std::vector<std::string_view>& cells, const Records& records, const RowFormat& format, ParsedRows& out) {
+  const auto& header = format.header;
+  const auto label_cell = [&](std::size_t c) -> std::string_view {
+    // A class named "None" or "NA" is a name; a number's marker of a missing one is not.
+    if (format.label_names ? cells[c].empty() : is_missing(cells[c]))
+      throw MissingValue(records.where() + "the label (column '" + header[c] + "')" + missing_text(cells[c]), "");
+    return cells[c];
+  };
+  const auto require_finite = [&](double value, std::string_view cell) {
+    if (!std::isfinite(static_cast<float>(value)))
+      throw UsageError(records.where() + "label '" + shown(cell) + "' is not a finite float32 number", "fill in or remove that row");
+  };
+  if (!format.classification) {  // one float target per label column
+    for (const auto c : format.label_columns) {
+      const auto cell = label_cell(c);
+      double value = 0;
+      if (!parse_number(cell, value)) {
+        const auto [what, remedy] = foreign_number_text(cell, format);
+        throw UsageError(records.where() + "column '" + header[c] + "': '" + shown(cell) + "' is not a number" + what,
+                         remedy.empty() ? "regression labels must be numbers; to predict '" + header[c] +
+                                              "' as classes (its values as names), set data.task: classification"
+                                        : remedy);
+      }
+      require_finite(value, cell);
+      out.labels.push_back(value);
+    }
+    return;
+  }
+  const auto label_column = format.label_columns.front();
+  const auto cell = label_cell(label_column);
+  if (format.label_names) {
+    std::string name(cell);
+    if (format.known && !format.known->count(name)) {
+      const auto classes = class_names_of(*format.known);
+      throw UsageError(
+          records.where() + "label '" + shown(name) + "' is not a class of the training file" + core::did_you_mean_among(name, classes),
+          "the model learns the training file's classes only (" + class_list(classes) +
+              "): leave the rows of other classes out of the validation file, or add such rows to the training file");
+    }
+    out.label_names.push_back(std::move(name));
+    return;
+  }
+  double value = 0;
+  if (!parse_number(cell, value))
+    throw UsageError(records.where() + "column '" + header[label_column] + "': '" + shown(cell) + "' is not a number",
+                     "use either class ids or class names in the whole label column");
+  if (value < 0 || value != std::floor(value))
+    throw UsageError(records.where() + "label '" + shown(cell) + "' is not a class id",
+                     "class ids are integers >= 0; or set data.task: regression");
+  require_finite(value, cell);
+  out.labels.push_back(value);
+}
+
 void parse_rows(const Stretch& stretch, std::size_t index, const RowFormat& format, ParsedRows& out, ParseControl& control) {
   const auto& header = format.header;
   Records records(stretch.text, format.path, format.delimiter, stretch.first_line);
@@ -226,81 +309,10 @@ void parse_rows(const Stretch& stretch, std::size_t index, const RowFormat& form
     }
     const bool plain = read_plain_row(record, format, out.features, plain_cells);
     const auto& cells = plain ? plain_cells : splitter.split(record, format.delimiter);
-    if (!plain) {  // every check, for the rows the one-pass reader leaves
-      const auto cell_count = cells.size();
-      if (cell_count != header.size())
-        throw UsageError(records.where() + core::counted(static_cast<std::int64_t>(cell_count), "cell") + ", but the header has " +
-                             core::counted(static_cast<std::int64_t>(header.size()), "column"),
-                         "give every row one cell per header column");
-      for (const auto c : format.feature_columns) {
-        double value = 0;
-        if (is_missing(cells[c])) throw MissingValue(records.where() + column_text(header, c) + missing_text(cells[c]), "");
-        // A bool column (pandas writes True/False) is a 0/1 feature.
-        if (!parse_number(cells[c], value) && !parse_boolean(cells[c], value)) {
-          auto [what, remedy] = foreign_number_text(cells[c], format);
-          if (remedy.empty()) remedy = "fix or remove that row; feature cells must be numbers";
-          if (what.empty() && index == 0 && n == 0) remedy = text_columns_remedy(format, stretch);  // text columns, not a bad row
-          throw UsageError(records.where() + column_text(header, c) + ": '" + shown(cells[c]) + "' is not a number" + what, remedy);
-        }
-        // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
-        if (!std::isfinite(static_cast<float>(value)))
-          throw UsageError(
-              records.where() + column_text(header, c) + ": '" + shown(cells[c]) + "' is not a finite float32 number",
-              "fill in or remove that row (missing values are not filled in for you), or leave the column out" + leaving_out(format, c));
-        out.features.push_back(static_cast<float>(value));
-      }
-    }
+    if (!plain) read_checked_features(cells, records, format, stretch, index == 0 && n == 0, out.features);
     for (std::size_t k = 0; k < format.category_columns.size(); ++k) out.categories[k].add(cells[format.category_columns[k]]);
     ++out.rows;
-    const auto label_cell = [&](std::size_t c) -> std::string_view {
-      // A class named "None" or "NA" is a name; a number's marker of a missing one is not.
-      if (format.label_names ? cells[c].empty() : is_missing(cells[c]))
-        throw MissingValue(records.where() + "the label (column '" + header[c] + "')" + missing_text(cells[c]), "");
-      return cells[c];
-    };
-    const auto require_finite = [&](double value, std::string_view cell) {
-      if (!std::isfinite(static_cast<float>(value)))
-        throw UsageError(records.where() + "label '" + shown(cell) + "' is not a finite float32 number", "fill in or remove that row");
-    };
-    if (!format.classification) {  // one float target per label column
-      for (const auto c : format.label_columns) {
-        const auto cell = label_cell(c);
-        double value = 0;
-        if (!parse_number(cell, value)) {
-          const auto [what, remedy] = foreign_number_text(cell, format);
-          throw UsageError(records.where() + "column '" + header[c] + "': '" + shown(cell) + "' is not a number" + what,
-                           remedy.empty() ? "regression labels must be numbers; to predict '" + header[c] +
-                                                "' as classes (its values as names), set data.task: classification"
-                                          : remedy);
-        }
-        require_finite(value, cell);
-        out.labels.push_back(value);
-      }
-      continue;
-    }
-    const auto label_column = format.label_columns.front();
-    const auto cell = label_cell(label_column);
-    if (format.label_names) {
-      std::string name(cell);
-      if (format.known && !format.known->count(name)) {
-        const auto classes = class_names_of(*format.known);
-        throw UsageError(
-            records.where() + "label '" + shown(name) + "' is not a class of the training file" + core::did_you_mean_among(name, classes),
-            "the model learns the training file's classes only (" + class_list(classes) +
-                "): leave the rows of other classes out of the validation file, or add such rows to the training file");
-      }
-      out.label_names.push_back(std::move(name));
-      continue;
-    }
-    double value = 0;
-    if (!parse_number(cell, value))
-      throw UsageError(records.where() + "column '" + header[label_column] + "': '" + shown(cell) + "' is not a number",
-                       "use either class ids or class names in the whole label column");
-    if (value < 0 || value != std::floor(value))
-      throw UsageError(records.where() + "label '" + shown(cell) + "' is not a class id",
-                       "class ids are integers >= 0; or set data.task: regression");
-    require_finite(value, cell);
-    out.labels.push_back(value);
+    read_labels(cells, records, format, out);
   }
 }
 

@@ -25,6 +25,7 @@
 #include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "rank_group.hpp"
+#include "run_context.hpp"
 #include "train/report/reporter.hpp"
 #include "train/step/step_engine.hpp"
 
@@ -46,17 +47,11 @@ struct RunTotals {
   std::int64_t samples = 0, steps = 0;
 };
 
-struct Trainer::State {
+// The run context (config, rank, device), the step engine, the reporter, and what they work on.
+struct Trainer::State : RunContext {
   class FitLoop;  // one fit() call's loop and the callbacks' RunControl, in fit_loop.cpp
-  Config config;
-  TrainerOptions options;
-  RankGroup ranks;  // world size 1 and no communicator in a plain run
   std::unique_ptr<dist::GradientSync> sync;
   std::int64_t agreed_micro_batch = 0;  // what the last step agreement settled on
-  std::string config_yaml;
-  // The writer's hold on logging.dir (and checkpoint.dir): from construction until fit() returns.
-  std::vector<std::unique_ptr<core::DirectoryLock>> folder_locks;
-  c10::Device device{at::kCPU};
   RunData data;
   DataPlacement placement;
   std::int64_t train_size = 0, val_size = 0;
@@ -80,7 +75,6 @@ struct Trainer::State {
   bool classification = true;
   at::Tensor class_weights;    // data.class_weights on the device (undefined: none)
   bool channels_last = false;  // config.uses_channels_last(), resolved once
-  bool evaluating() const { return options.evaluate_only; }
 
   CheckpointParts parts() { return CheckpointParts{*model, *optimizer, *scaler, device}; }
   // The balanced accuracy is worth a place beside the accuracy in the lines people read (RunInfo's).

@@ -1,9 +1,6 @@
 #!/usr/bin/env python3
 """The size rules of docs/architecture.md: no source file over 500 lines, no function over 80.
 
-Functions still to be split are listed in code_size_debt.txt beside this file, each file with the
-longest function it may keep until then: the list can only shrink.
-
 Counts every .cpp/.hpp/.cu under src/, include/ and tools/. A function is a brace block opened at
 namespace or class level after a ')' (its parameter list); its length runs from the line its
 signature starts on to its closing brace. Prints each file or function over its limit, with the
@@ -94,20 +91,8 @@ def long_functions(text):
     return found
 
 
-def debt():
-    """{file: the longest function it may keep} from code_size_debt.txt."""
-    allowed = {}
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "code_size_debt.txt")) as f:
-        for line in f:
-            if line.strip() and not line.startswith("#"):
-                path, length = line.split()
-                allowed[path] = int(length)
-    return allowed
-
-
 def main():
     root = repo_root()
-    allowed = debt()
     problems = []
     for folder in FOLDERS:
         for dirpath, _, files in os.walk(os.path.join(root, folder)):
@@ -122,10 +107,7 @@ def main():
                 if lines > MAX_FILE_LINES:
                     problems.append(f"{rel}: {lines} lines (at most {MAX_FILE_LINES}): split it by concern")
                 for first, length in long_functions(text):
-                    if length <= allowed.get(rel, 0):
-                        continue  # listed as debt, and no longer than it was
-                    limit = max(MAX_FUNCTION_LINES, allowed.get(rel, 0))
-                    problems.append(f"{rel}:{first}: a function of {length} lines (at most {limit}): split it into named steps")
+                    problems.append(f"{rel}:{first}: a function of {length} lines (at most {MAX_FUNCTION_LINES}): split it into named steps")
     return finish(problems)
 
 
