@@ -277,7 +277,7 @@ bool is_zip_archive(const std::string& path) {
 
 TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts& parts, const CheckpointCheck& check) {
   auto archive = open(path, parts.device);
-  const auto progress = read_progress(archive, path);
+  auto progress = read_progress(archive, path);  // not const: returned by move
   if (check) check(read_config(archive), progress);
 
   load_named_state(parts.model, read_named(archive, "model"));
@@ -353,7 +353,7 @@ std::optional<std::string> CheckpointStore::latest() const {
 std::string CheckpointStore::save(const CheckpointParts& parts, const TrainingProgress& progress, const std::string& config_yaml) {
   char name[32];
   std::snprintf(name, sizeof name, "step-%08lld.pt", static_cast<long long>(progress.step));
-  const std::string path = (fs::path(dir_) / name).string();
+  std::string path = (fs::path(dir_) / name).string();
   save_checkpoint(path, parts, progress, config_yaml);
   auto all = periodic();
   for (std::size_t i = 0; i + static_cast<std::size_t>(keep_last_) < all.size(); ++i) fs::remove(all[i]);
@@ -363,7 +363,7 @@ std::string CheckpointStore::save(const CheckpointParts& parts, const TrainingPr
 std::string CheckpointStore::best_path() const { return (fs::path(dir_) / "best.pt").string(); }
 
 std::string CheckpointStore::save_best(const CheckpointParts& parts, const TrainingProgress& progress, const std::string& config_yaml) {
-  const std::string path = best_path();
+  std::string path = best_path();
   save_checkpoint(path, parts, progress, config_yaml);
   return path;
 }
