@@ -7,6 +7,7 @@
 
 #include "gputrain/checks/report.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/terminal.hpp"
 
 namespace gputrain::tools {
 
@@ -17,7 +18,7 @@ int checks_exit_code(const std::vector<checks::Outcome>& outcomes, bool gpu_requ
 }
 
 ReportStream report_stream(bool json, bool no_color) {
-  return ReportStream{json ? std::cerr : std::cout, !no_color && isatty(json ? STDERR_FILENO : STDOUT_FILENO)};
+  return ReportStream{json ? std::cerr : std::cout, core::color_wanted(isatty(json ? STDERR_FILENO : STDOUT_FILENO) != 0, no_color)};
 }
 
 int exit_after_checks(int code) {

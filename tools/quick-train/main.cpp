@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "write the results as JSON to stdout (the report goes to stderr)");
   app.add_option("--junit", junit, "also write JUnit XML to this file, for CI systems");
   app.add_flag("--allow-cpu", allow_cpu, "run on the CPU when there is no GPU, and pass")->envname("GPUTRAIN_ALLOW_CPU");
-  app.add_flag("--no-color", no_color, "plain text even on a terminal")->envname("NO_COLOR");
+  app.add_flag("--no-color", no_color, "plain text even on a terminal (TERM=dumb too; FORCE_COLOR=1 colours a pipe)")->envname("NO_COLOR");
   tools::add_logging_options(app);
 
   const int code = tools::run_command(app, argc, argv, [&] {
