@@ -4,7 +4,7 @@
 #   scripts/format.sh --check   list the files that are not formatted; exit 1 if any (CI runs this)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mapfile -t files < <(git ls-files '*.cpp' '*.hpp' '*.cu' '*.h')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp' '*.cu' '*.h')  # new files too
 if [ "${1:-}" = "--check" ]; then
   bad=0
   for f in "${files[@]}"; do

@@ -24,9 +24,7 @@ TEST(Terminal, ColourOnATerminalOnlyUnlessTheEnvironmentSaysOtherwise) {
   EXPECT_FALSE(color_wanted(true, true, environment({})));    // --no-color, or NO_COLOR through its twin
 }
 
-TEST(Terminal, ADumbTerminalGetsNoColour) {
-  EXPECT_FALSE(color_wanted(true, false, environment({{"TERM", "dumb"}})));
-}
+TEST(Terminal, ADumbTerminalGetsNoColour) { EXPECT_FALSE(color_wanted(true, false, environment({{"TERM", "dumb"}}))); }
 
 TEST(Terminal, ForceColorAndCliColorForceColourEvenAPipe) {
   EXPECT_TRUE(color_wanted(false, false, environment({{"FORCE_COLOR", "1"}})));
