@@ -7,7 +7,7 @@
 // backward computes the next ones. finish() starts what is left, waits, and writes the sums back.
 //
 // The loss of each rank's share is weighted by its share of the global batch (see
-// train::accumulate_gradients), so a plain sum gives the global batch's gradient even when ranks
+// train::StepBackend::accumulate), so a plain sum gives the global batch's gradient even when ranks
 // hold different numbers of samples (the last batch of an epoch).
 
 #include <ATen/core/Tensor.h>

@@ -14,8 +14,6 @@ namespace {
 
 class EagerStep final : public StepBackend {
  public:
-  std::string name() const override { return "eager"; }
-
   at::Tensor accumulate(const StepParts& p, const data::Batch& batch, std::int64_t micro_batch, std::int64_t global_rows,
                         const std::function<void()>& after_forward) override {
     const std::int64_t n = batch.size();

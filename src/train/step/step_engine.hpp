@@ -23,8 +23,6 @@ namespace gputrain::train {
 class StepBackend {
  public:
   virtual ~StepBackend() = default;
-  /// What the run's notes call it ("eager").
-  virtual std::string name() const = 0;
   /// Forward and backward over `batch`, `micro_batch` samples at a time (each prepared by the
   /// transform), each micro-batch's mean loss weighted by its share of `global_rows` (the step's
   /// samples over all ranks; 0: the batch's own), so the gradient equals one big batch's whatever
@@ -55,8 +53,6 @@ class StepEngine {
   /// stepping once on zero gradients: the probes then measure it as the run will hold it. It
   /// changes the parameters (weight decay), so use it only on a model that is thrown away.
   void create_optimizer_state();
-  /// The backend's name.
-  std::string backend() const { return backend_->name(); }
 
  private:
   StepParts parts_;
