@@ -125,12 +125,11 @@ Result backward(Run& run, const Context&) {
   for (const auto& p : params)
     if (p.grad().defined() && !at::isfinite(p.grad()).all().item<bool>())
       return checks::fail("a gradient holds inf or NaN after unscaling", "run `gputrain verify`");
-  const bool stepped = run.scaler->step(params, [&] { run.optimizer->step(); });
+  run.scaler->step(params, *run.optimizer);  // taken: the gradients were found finite above
   run.scaler->update();
   run.optimizer->zero_grad(true);
   std::string detail = "loss " + core::format_fixed(loss.item<double>(), 4);
-  detail += run.scaler->enabled() ? ", GradScaler scale " + core::format_fixed(run.scaler->scale_value(), 0) +
-                                        (stepped ? ", step taken" : ", step skipped (inf/NaN)")
+  detail += run.scaler->enabled() ? ", GradScaler scale " + core::format_fixed(run.scaler->scale_value(), 0) + ", step taken"
                                   : ", no loss scaling needed for " + to_string(run.options.precision);
   return checks::pass(detail);
 }
@@ -146,7 +145,7 @@ Result short_loop(Run& run, const Context&) {
       loss = at::cross_entropy_loss(run.model->forward(run.batch.inputs).to(at::kFloat), run.batch.targets);
     }
     run.scaler->scale(loss).backward();
-    run.scaler->step(params, [&] { run.optimizer->step(); });
+    run.scaler->step(params, *run.optimizer);
     run.scaler->update();
     run.optimizer->zero_grad(true);
     const double value = loss.item<double>();

@@ -6,11 +6,14 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
+
+namespace torch::optim {
+class Optimizer;
+}
 
 namespace gputrain::train {
 
@@ -45,6 +48,8 @@ struct GradScalerOptions {
 /// Dynamic loss scaling for fp16: scale the loss, unscale gradients (finding inf/nan), skip the
 /// optimizer step when any gradient is not finite, then grow or back off the scale.
 /// A disabled scaler (fp32, bf16) passes everything through.
+/// Nothing here waits for the device: the verdict stays on it (a DeviceStepped optimizer skips
+/// the update in its kernel), and so does the count of skipped steps until someone reads it.
 class GradScaler {
  public:
   GradScaler(bool enabled, c10::Device device, GradScalerOptions options = {});
@@ -55,15 +60,20 @@ class GradScaler {
   /// Divides the gradients of `params` by the scale in place and records whether any is inf/nan.
   /// Called at most once per step; step() calls it when the caller did not (e.g. to clip first).
   void unscale(const std::vector<at::Tensor>& params);
-  /// Runs `optimizer_step` unless the gradients held inf/nan; returns whether it ran.
-  bool step(const std::vector<at::Tensor>& params, const std::function<void()>& optimizer_step);
+  /// Steps `optimizer` over `params` (unscaling first if the caller did not), except where the
+  /// gradients held inf/nan: a DeviceStepped optimizer is told to skip on the device; any other
+  /// is skipped by the host, which then waits for the verdict.
+  void step(const std::vector<at::Tensor>& params, torch::optim::Optimizer& optimizer);
   /// Grows the scale after `growth_interval` clean steps in a row, or backs it off after a skip.
   void update();
+  /// Forgets a step that did not complete (a CUDA-graph capture that failed part-way): the next
+  /// step unscales its own gradients.
+  void forget_step() { unscaled_ = false; }
 
-  /// The current scale (1 when disabled).
+  /// The current scale (1 when disabled). Waits for the device.
   double scale_value() const;
-  /// Steps skipped so far because of inf/nan gradients.
-  std::int64_t skipped_steps() const { return skipped_; }
+  /// Steps skipped so far because of inf/nan gradients. Waits for the device.
+  std::int64_t skipped_steps() const;
 
   /// scale, growth tracker and skip count, for checkpoints.
   NamedTensors state() const;
@@ -75,9 +85,9 @@ class GradScaler {
   GradScalerOptions options_;
   at::Tensor scale_;           // float32 [1], on the device
   at::Tensor growth_tracker_;  // int32 [1], on the device
-  at::Tensor found_inf_;       // float32 [1], on the device
+  at::Tensor found_inf_;       // float32 [], on the device: 1 when this step's gradients held inf/nan
+  at::Tensor skipped_;         // float64 [], on the device
   bool unscaled_ = false;
-  std::int64_t skipped_ = 0;
 };
 
 }  // namespace gputrain::train

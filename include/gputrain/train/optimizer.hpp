@@ -1,6 +1,6 @@
 #pragma once
 // Optimizers from the `optimizer` section: LibTorch's SGD, Adam and AdamW, each stepping all its
-// parameters in one fused kernel (src/train/fused_optimizers.hpp).
+// parameters in one fused kernel (src/train/step/fused_optimizers.hpp).
 
 #include <torch/optim/optimizer.h>
 
@@ -17,5 +17,29 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& c
 
 /// Sets the learning rate of every parameter group.
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
+
+/// An optimizer whose step reads no value from the host, so that it makes no host sync and can be
+/// captured in a CUDA graph: the learning rate comes from a device tensor per group (sync_lr writes
+/// the options' rate there), and the GradScaler's found-inf flag makes the kernel skip the update.
+/// make_optimizer's optimizers are all such.
+class DeviceStepped {
+ public:
+  virtual ~DeviceStepped() = default;
+  /// The flag the next steps read: a step whose flag is 1 leaves parameters and state as they were
+  /// (the gradients held inf/nan). Undefined: never skip.
+  virtual void skip_when(at::Tensor found_inf) = 0;
+  /// Writes each group's learning rate into its device tensor where the options changed it. Every
+  /// step does this first; a replayed CUDA graph does not, so its owner calls it before each replay.
+  virtual void sync_lr() = 0;
+  /// Copies state kept on the device (Adam's step counts) into LibTorch's state objects, which is
+  /// what save() writes. save() calls it itself.
+  virtual void flush_host_state() {}
+  /// Whether the last step ran in the fused kernels (false: LibTorch's own step, which reads the
+  /// host and cannot be captured).
+  virtual bool last_step_fused() const = 0;
+};
+
+/// `optimizer` as a DeviceStepped, or nullptr when it is not one of make_optimizer's.
+DeviceStepped* device_stepped(torch::optim::Optimizer& optimizer);
 
 }  // namespace gputrain::train

@@ -4,6 +4,7 @@
 #include <ATen/autocast_mode.h>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/train/optimizer.hpp"
 
 namespace gputrain::train {
 
@@ -40,7 +41,8 @@ GradScaler::GradScaler(bool enabled, c10::Device device, GradScalerOptions optio
   const auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
   scale_ = at::full({1}, enabled ? options.init_scale : 1.0, f32);
   growth_tracker_ = at::zeros({1}, f32.dtype(at::kInt));
-  found_inf_ = at::zeros({1}, f32);
+  found_inf_ = at::zeros({}, f32);
+  skipped_ = at::zeros({}, f32.dtype(at::kDouble));
 }
 
 at::Tensor GradScaler::scale(const at::Tensor& loss) const { return enabled_ ? loss * scale_.to(loss.device()) : loss; }
@@ -57,18 +59,21 @@ void GradScaler::unscale(const std::vector<at::Tensor>& params) {
   unscaled_ = true;
 }
 
-bool GradScaler::step(const std::vector<at::Tensor>& params, const std::function<void()>& optimizer_step) {
+void GradScaler::step(const std::vector<at::Tensor>& params, torch::optim::Optimizer& optimizer) {
+  auto* on_device = device_stepped(optimizer);
   if (!enabled_) {
-    optimizer_step();
-    return true;
+    if (on_device) on_device->skip_when({});
+    optimizer.step();
+    return;
   }
   unscale(params);
-  if (found_inf_.item<float>() != 0.0f) {
-    ++skipped_;
-    return false;
+  skipped_.add_(found_inf_);
+  if (on_device) {
+    on_device->skip_when(found_inf_);
+    optimizer.step();
+  } else if (found_inf_.item<float>() == 0.0f) {
+    optimizer.step();
   }
-  optimizer_step();
-  return true;
 }
 
 void GradScaler::update() {
@@ -80,8 +85,10 @@ void GradScaler::update() {
 
 double GradScaler::scale_value() const { return scale_.item<double>(); }
 
+std::int64_t GradScaler::skipped_steps() const { return static_cast<std::int64_t>(skipped_.item<double>()); }
+
 NamedTensors GradScaler::state() const {
-  return {{"scale", scale_}, {"growth_tracker", growth_tracker_}, {"skipped", at::full({1}, skipped_, at::kLong)}};
+  return {{"scale", scale_}, {"growth_tracker", growth_tracker_}, {"skipped", at::full({1}, skipped_steps(), at::kLong)}};
 }
 
 void GradScaler::load_state(const NamedTensors& state) {
@@ -91,7 +98,7 @@ void GradScaler::load_state(const NamedTensors& state) {
     else if (name == "growth_tracker")
       growth_tracker_.copy_(tensor);
     else if (name == "skipped")
-      skipped_ = tensor.item<std::int64_t>();
+      skipped_.fill_(static_cast<double>(tensor.item<std::int64_t>()));
   }
 }
 

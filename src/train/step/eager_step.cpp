@@ -1,12 +1,12 @@
 // The eager step backend: autograd's backward, then unscale, clip and the fused optimizer, each
 // launched as the host reaches it.
 #include <ATen/ATen.h>
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/optimizer.h>
 
 #include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/model.hpp"
+#include "grad_clip.hpp"
 #include "step_engine.hpp"
 
 namespace gputrain::train {
@@ -43,9 +43,9 @@ class EagerStep final : public StepBackend {
   void apply(const StepParts& p) override {
     if (p.train.clip_grad_norm > 0) {
       p.scaler.unscale(p.params);
-      torch::nn::utils::clip_grad_norm_(p.params, p.train.clip_grad_norm);
+      clip_grad_norm(p.params, p.train.clip_grad_norm);
     }
-    p.scaler.step(p.params, [&] { p.optimizer.step(); });
+    p.scaler.step(p.params, p.optimizer);
     p.scaler.update();
     p.optimizer.zero_grad(/*set_to_none=*/true);
   }

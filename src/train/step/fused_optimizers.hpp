@@ -6,32 +6,65 @@
 // dtypes, layouts that differ between a parameter and its gradient, amsgrad) falls back to
 // LibTorch's own step.
 //
-// The Adam kernels read each parameter's step count from a float tensor; it is made from the
-// LibTorch state's integer `step` (what checkpoints keep) at each step, one for all parameters at
-// the same count, so there is no second copy of the count to keep in sync.
+// Their steps read nothing from the host (DeviceStepped, optimizer.hpp): the learning rate from a
+// device tensor per group, the GradScaler's verdict from its found-inf flag, and Adam's step counts
+// from device tensors per parameter (PyTorch's capturable=True layout), which are copied into
+// LibTorch's integer `step` only when the state is saved.
 
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <vector>
+
+#include "gputrain/train/optimizer.hpp"
+
 namespace gputrain::train {
 
-class FusedSGD final : public torch::optim::SGD {
+/// What the three share: each group's learning rate on the device, the found-inf flag, and
+/// whether the last step was fused.
+class DeviceInputs : public DeviceStepped {
+ public:
+  void skip_when(at::Tensor found_inf) override { found_inf_ = std::move(found_inf); }
+  bool last_step_fused() const override { return fused_; }
+
+ protected:
+  // Group `g`'s learning rate as a device scalar, written first when the options changed.
+  const at::Tensor& lr_tensor(std::size_t g, const torch::optim::OptimizerParamGroup& group, const at::Tensor& like);
+  // The fallback (LibTorch's step) reads the host: it skips here when the flag says so.
+  bool skip_on_host() const;
+  void sync_lr_of(std::vector<torch::optim::OptimizerParamGroup>& groups);
+
+  std::vector<at::Tensor> lrs_;
+  std::vector<double> lr_values_;  // what each of lrs_ holds
+  at::Tensor found_inf_;
+  bool fused_ = true;
+};
+
+class FusedSGD final : public torch::optim::SGD, public DeviceInputs {
  public:
   using torch::optim::SGD::SGD;
   at::Tensor step(LossClosure closure = nullptr) override;
+  void sync_lr() override { sync_lr_of(param_groups()); }
 };
 
-class FusedAdam final : public torch::optim::Adam {
+/// Adam and AdamW: `Base` is LibTorch's optimizer, `Options` and `State` its types.
+template <typename Base, typename Options, typename State>
+class FusedAdamBase final : public Base, public DeviceInputs {
  public:
-  using torch::optim::Adam::Adam;
-  at::Tensor step(LossClosure closure = nullptr) override;
+  using Base::Base;
+  at::Tensor step(typename Base::LossClosure closure = nullptr) override;
+  void sync_lr() override { sync_lr_of(this->param_groups()); }
+  void flush_host_state() override;
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+ private:
+  // Each parameter's step count as a float device scalar (the kernels read them), by parameter.
+  ska::flat_hash_map<void*, at::Tensor> steps_;
 };
 
-class FusedAdamW final : public torch::optim::AdamW {
- public:
-  using torch::optim::AdamW::AdamW;
-  at::Tensor step(LossClosure closure = nullptr) override;
-};
+using FusedAdam = FusedAdamBase<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState>;
+using FusedAdamW = FusedAdamBase<torch::optim::AdamW, torch::optim::AdamWOptions, torch::optim::AdamWParamState>;
 
 }  // namespace gputrain::train
