@@ -107,6 +107,11 @@ class Callback {
   virtual CallbackState state_dict() const { return {}; }
   /// Restores what state_dict() returned (from a checkpoint); may be empty for a checkpoint that predates the callback.
   virtual void load_state_dict(const CallbackState&) {}
+  /// True when the callback changes the model or optimizer between steps in a way a replayed CUDA
+  /// graph would not see: it replaces a parameter tensor, or freezes or unfreezes one
+  /// (requires_grad). Reading weights, scaling the learning rate and stopping are all fine. The run
+  /// then steps eagerly (train.cuda_graphs: auto, said in its start record) or refuses to start (on).
+  virtual bool needs_eager_steps() const { return false; }
 };
 
 }  // namespace gputrain::train

@@ -84,9 +84,12 @@ struct TrainConfig {
   bool tf32 = true;                   ///< TF32 matmul/conv on Ampere or newer
   std::optional<bool> channels_last;  ///< NHWC for 4-d weights and inputs; nullopt: auto (Config::uses_channels_last)
   bool cudnn_benchmark = true;        ///< let cuDNN pick the fastest algorithms
-  double clip_grad_norm = 0.0;        ///< 0: off
-  double label_smoothing = 0.0;       ///< classification: the training loss's target mixes in this share of the uniform distribution
-  ClassWeights class_weights;         ///< classification: none (every sample 1), balanced, or one number per class
+  /// auto, on, off: replay each step as one captured CUDA graph (train/step/graph_step.cpp);
+  /// auto falls back to eager steps where capture cannot work, on makes that an error.
+  std::string cuda_graphs = "auto";
+  double clip_grad_norm = 0.0;   ///< 0: off
+  double label_smoothing = 0.0;  ///< classification: the training loss's target mixes in this share of the uniform distribution
+  ClassWeights class_weights;    ///< classification: none (every sample 1), balanced, or one number per class
   std::int64_t seed = 42;
   bool deterministic = false;  ///< deterministic algorithms only (bit-exact resume on CPU)
 };

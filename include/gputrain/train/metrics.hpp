@@ -25,11 +25,12 @@ struct RunInfo {
   std::int64_t num_workers = 0;                 ///< data.num_workers after `auto` is resolved
   std::string data_cache = "none";              ///< where the data lives: vram, ram or none (streamed)
   std::int64_t train_samples = 0, val_samples = 0;
-  double data_read_seconds = 0;  ///< opening the data files (a CSV's parse), before the cache load
-  double data_load_seconds = 0;  ///< the one-time load into the cache, apart from any epoch
-  std::int64_t start_step = 0;   ///< above 0 when resumed
-  std::int64_t world_size = 1;   ///< data-parallel ranks (batch_size is per rank)
-  std::string distributed;       ///< "2 ranks over mpi", or empty for a plain run
+  double data_read_seconds = 0;     ///< opening the data files (a CSV's parse), before the cache load
+  double data_load_seconds = 0;     ///< the one-time load into the cache, apart from any epoch
+  std::int64_t start_step = 0;      ///< above 0 when resumed
+  std::int64_t world_size = 1;      ///< data-parallel ranks (batch_size is per rank)
+  std::string distributed;          ///< "2 ranks over mpi", or empty for a plain run
+  std::string cuda_graphs = "off";  ///< "on", or "off (why)": train.cuda_graphs as the run resolved it
   /// Epoch lines give the val balanced accuracy beside the val accuracy: the classes are
   /// unbalanced, train.class_weights is set, or best.pt is kept by it (metrics.jsonl always has it).
   bool show_balanced_accuracy = false;

@@ -233,6 +233,7 @@ std::vector<Field> train_fields() {
     bool_field("train.tf32", [](auto& c) -> auto& { return c.train.tf32; }),
     bool_or_auto_field("train.channels_last", [](auto& c) -> auto& { return c.train.channels_last; }),
     bool_field("train.cudnn_benchmark", [](auto& c) -> auto& { return c.train.cudnn_benchmark; }),
+    choice_field("train.cuda_graphs", [](auto& c) -> auto& { return c.train.cuda_graphs; }, {"auto", "on", "off"}),
     double_field("train.clip_grad_norm", [](auto& c) -> auto& { return c.train.clip_grad_norm; }, 0.0),
     double_field("train.label_smoothing", [](auto& c) -> auto& { return c.train.label_smoothing; }, 0.0, 1.0),
     class_weights_field(),

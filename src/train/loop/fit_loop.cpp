@@ -81,8 +81,14 @@ void Trainer::State::FitLoop::run_epoch() {
     // checkpoint keeps), so a resumed run picks it up exactly.
     const double lr = learning_rate_at(s_.config.scheduler, s_.config.optimizer.lr, progress.step, s_.total_steps, progress.lr_scale);
     set_learning_rate(*s_.optimizer, lr);
+    const auto step_start = Clock::now();
     if (fed && s_.options.on_batch) s_.options.on_batch(fed->batch);
     const auto loss = s_.engine->step(fed ? &fed->batch : nullptr, global_rows, progress.step, *s_.train_guard);
+    if (batch_sizes_seen_.insert(rows).second || s_.engine->last_step_was_setup()) {
+      window_.setup_seconds += seconds_since(step_start);
+      window_.setup_samples += rows;
+      ++window_.setup_steps;
+    }
     s_.reporter.oom_events(*s_.train_guard);
     if (fed) progress.position += fed->covered;
     ++progress.step;
@@ -163,16 +169,26 @@ void Trainer::State::FitLoop::report_steps(double lr) {
   const auto window = s_.ranks.sum({window_.loss.item<double>(), static_cast<double>(window_.samples)},  // syncs the device
                                    "the sum of the logged loss at step " + std::to_string(progress.step));
   m.loss = window[0] / static_cast<double>(window_.steps);
-  const double window_seconds = seconds_since(window_.start) - window_.paused_seconds;
-  m.samples_per_second = window[1] / window_seconds;
+  double window_seconds = seconds_since(window_.start) - window_.paused_seconds;
+  double window_samples = window[1];
+  // Set-up steps are left out, unless the window holds nothing else (the first step's line).
+  const bool setup_apart = window_.setup_steps < window_.steps && window_.setup_seconds < window_seconds;
+  if (setup_apart) {
+    window_seconds -= window_.setup_seconds;
+    if (window_.samples > 0)
+      window_samples *= static_cast<double>(window_.samples - window_.setup_samples) / static_cast<double>(window_.samples);
+  }
+  m.samples_per_second = window_samples / window_seconds;
   m.data_seconds = window_.data_seconds / static_cast<double>(window_.steps);
-  m.compute_seconds = (window_seconds - window_.data_seconds) / static_cast<double>(window_.steps);
   m.lr = lr;
   m.loss_scale = s_.scaler->scale_value();
   m.skipped_steps = s_.scaler->skipped_steps();
-  // The ETA keeps the pauses: the validations and checkpoints still ahead take time too.
-  m.eta_seconds =
-      static_cast<double>(s_.total_steps - progress.step) * (window_seconds + window_.paused_seconds) / static_cast<double>(window_.steps);
+  // The ETA keeps the pauses (the validations and checkpoints still ahead take time too), not the
+  // one-time set-up, at the pace of the window's other steps.
+  const auto paced_steps = static_cast<double>(window_.steps - (setup_apart ? window_.setup_steps : 0));
+  const double per_step = (window_seconds + window_.paused_seconds) / paced_steps;
+  m.compute_seconds = (window_seconds - window_.data_seconds) / paced_steps;
+  m.eta_seconds = static_cast<double>(s_.total_steps - progress.step) * per_step;
   if (s_.config.train.max_time > 0) m.eta_seconds = std::min(m.eta_seconds, std::max(0.0, s_.config.train.max_time - trained_seconds()));
   const auto memory = memory::memory_figures(s_.device, /*with_limit=*/false);  // no /proc or driver call per report
   m.memory_allocated = memory.allocated;
@@ -188,7 +204,8 @@ void Trainer::State::FitLoop::report_steps(double lr) {
   window_.loss.zero_();
   window_.steps = window_.samples = 0;
   window_.skipped_before = s_.scaler->skipped_steps();
-  window_.data_seconds = window_.paused_seconds = 0;
+  window_.data_seconds = window_.paused_seconds = window_.setup_seconds = 0;
+  window_.setup_samples = window_.setup_steps = 0;
   window_.start = Clock::now();
 }
 

@@ -6,6 +6,7 @@
 #include <ATen/Tensor.h>
 
 #include <optional>
+#include <set>
 #include <string>
 
 #include "gputrain/data/epoch_sampler.hpp"
@@ -85,6 +86,11 @@ class Trainer::State::FitLoop final : public RunControl {
     Clock::time_point start = Clock::now();
     double data_seconds = 0;
     double paused_seconds = 0;  // validation and checkpoints inside the window: not step time
+    // One-time set-up steps (the first at each batch shape, where cuDNN's benchmark times its
+    // algorithms; a CUDA graph's capture): left out of samples/s and the ETA, which would
+    // otherwise extrapolate them.
+    double setup_seconds = 0;
+    std::int64_t setup_steps = 0, setup_samples = 0;
     std::int64_t steps = 0, samples = 0;
     std::int64_t skipped_before = 0;  // the GradScaler's skipped steps when the window opened
     at::Tensor loss;
@@ -102,6 +108,7 @@ class Trainer::State::FitLoop final : public RunControl {
   // A callback's stop: in effect (the loop ends), or waiting for the ranks to agree on it.
   std::optional<StopReason> stop_, pending_;
   std::string stop_why_;
+  std::set<std::int64_t> batch_sizes_seen_;  // a step at a size not seen yet is a set-up step
   // The ranks agreed that train.max_time ran out on some rank's clock: the run has used all of it,
   // though this rank's clock may be a little short of it.
   bool time_up_agreed_ = false;

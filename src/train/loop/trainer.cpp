@@ -100,6 +100,7 @@ Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_uniqu
     if (!state_->evaluating()) {
       state_->callbacks = builtin_callbacks(state_->config);
       for (const auto& callback : state_->options.callbacks) state_->callbacks.push_back(callback);
+      state_->choose_step_backend();
       state_->resume();
       state_->write_config_file();
     }

@@ -72,6 +72,7 @@ struct Trainer::State : RunContext {
   std::int64_t micro_batch = 0, effective_batch = 0, steps_per_epoch = 0, total_steps = 0, num_workers = 0;
   std::int64_t last_saved_step = -1;
   std::string last_checkpoint;
+  std::string cuda_graphs = "off";  // train.cuda_graphs as resolved: "on" or "off (why)"
   bool classification = true;
   at::Tensor class_weights;    // data.class_weights on the device (undefined: none)
   bool channels_last = false;  // config.uses_channels_last(), resolved once
@@ -92,6 +93,8 @@ struct Trainer::State : RunContext {
   void place_the_model();
   void share_the_weights();
   void make_the_step();
+  // After the callbacks are known: the CUDA-graph backend where the steps can be captured.
+  void choose_step_backend();
   void count_the_steps();
   void make_step_engine();
   void lock_folders();      // throws UsageError when another run holds them

@@ -84,7 +84,8 @@ class JsonlSink final : public MetricSink {
            {"total_steps", i.total_steps},
            {"steps_per_epoch", i.steps_per_epoch},
            {"start_step", i.start_step},
-           {"world_size", i.world_size}},
+           {"world_size", i.world_size},
+           {"cuda_graphs", i.cuda_graphs}},
           i.start_step);
   }
   void on_step(const StepMetrics& m) override {

@@ -11,7 +11,8 @@
 namespace gputrain::train {
 namespace {
 
-// "done: 200 steps in 0:12, final loss 0.1234, val accuracy 95.00%, 1234 samples/s, ..."
+// "done: 200 steps in 0:12, final loss 0.1234, val accuracy 95.00%, 1234 samples/s in the training
+// steps, ...": the time is the whole run's, the rate the steps' alone (validation and checkpoints apart).
 void done_line(std::ostream& out, const FitResult& result, const Config& config) {
   out << "done: ";
   if (!result.early_stop_reason.empty()) out << "stopped early after epoch " << result.epochs_done << " of " << config.train.epochs << ", ";
@@ -31,7 +32,7 @@ void done_line(std::ostream& out, const FitResult& result, const Config& config)
     if (result.ended_inside_epoch > 0) out << " (at the end of epoch " << e.epoch + 1 << ")";
   }
   if (result.samples_per_second > 0)
-    out << ", " << core::format_fixed(result.samples_per_second, 0) << " samples/s, data stall "
+    out << ", " << core::format_fixed(result.samples_per_second, 0) << " samples/s in the training steps, data stall "
         << core::format_fixed(result.data_stall_percent, 1) << "%";
   if (result.oom_events > 0)
     out << ", " << result.oom_events << " out-of-memory events survived (micro-batch " << result.batch_size << " -> " << result.micro_batch

@@ -29,6 +29,7 @@
 #include "train/loop/trainer_state.hpp"
 #include "train/models/builtin_models.hpp"
 #include "train/report/human_lines.hpp"
+#include "train/step/graph_plan.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -156,6 +157,22 @@ void Trainer::State::make_the_step() {
   val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");
   // Every rank issues the same collectives only if every rank splits its step alike.
   if (ranks.distributed()) train_guard->set_agreement([this](std::int64_t) { return agreed_micro_batch; });
+}
+
+void Trainer::State::choose_step_backend() {
+  GraphConditions conditions;
+  conditions.setting = config.train.cuda_graphs;
+  conditions.cuda = device.is_cuda();
+  conditions.gradient_sync = sync != nullptr;
+  for (const auto& callback : callbacks)
+    if (conditions.eager_callback.empty() && callback->needs_eager_steps()) conditions.eager_callback = callback->name();
+  conditions.device_stepped = device_stepped(*optimizer) != nullptr;
+  const auto decision = decide_cuda_graphs(conditions);
+  cuda_graphs = decision.summary();
+  // On a CPU the eager step is the only one: said in metrics.jsonl, not on the console.
+  if (device.is_cuda() || config.train.cuda_graphs != "auto") reporter.later("cuda graphs: " + cuda_graphs);
+  if (decision.capture)
+    engine->use(make_graph_backend(config.train.cuda_graphs == "on", [this](const std::string& line) { reporter.note(line); }));
 }
 
 // The data, its sizes, and the class weights on the device.
@@ -387,6 +404,7 @@ void Trainer::State::open_reporter(std::int64_t start_step) {
   info.start_step = start_step;
   info.world_size = ranks.world_size();
   info.distributed = ranks.summary();
+  info.cuda_graphs = cuda_graphs;
   info.show_balanced_accuracy = shows_balanced_accuracy();
   reporter.open(std::move(sinks), info);
 }

@@ -32,14 +32,25 @@ class StepBackend {
                                 const std::function<void()>& after_forward) = 0;
   /// Unscale (fp16), clip, optimizer step (skipped on inf/nan), scaler update, gradients to none.
   virtual void apply(const StepParts& parts) = 0;
+  /// Whether the last step did one-time set-up work besides the step (a CUDA graph's capture):
+  /// the loop's throughput figures leave such steps out.
+  virtual bool last_step_was_setup() const { return false; }
 };
 
 /// Autograd's backward and the fused optimizer, op by op: the step on every device.
 std::unique_ptr<StepBackend> make_eager_backend();
 
+/// The step captured in a CUDA graph per step shape and replayed (graph_step.cpp), eager where
+/// CapturePlan says so. `required` (train.cuda_graphs: on) makes a capture that turns out
+/// impossible an error; otherwise the run goes on eagerly and `say` gets one line on why.
+/// The loss a replayed step returns is the graph's own buffer: read it before the next step.
+std::unique_ptr<StepBackend> make_graph_backend(bool required, std::function<void(const std::string&)> say);
+
 class StepEngine {
  public:
   explicit StepEngine(StepParts parts, std::unique_ptr<StepBackend> backend = make_eager_backend());
+  /// Steps from now on run on `backend`.
+  void use(std::unique_ptr<StepBackend> backend) { backend_ = std::move(backend); }
 
   /// One training step over `batch` (this rank's share of `global_rows` samples; nullptr when the
   /// rank has none left this epoch), numbered `step` (0-based) in errors. `guard` may split the
@@ -49,6 +60,7 @@ class StepEngine {
   /// The step's two halves, for the probes that measure memory between them.
   at::Tensor accumulate(const data::Batch& batch, std::int64_t micro_batch, const std::function<void()>& after_forward = {});
   void apply();
+  bool last_step_was_setup() const { return backend_->last_step_was_setup(); }
   /// Creates the optimizer's state (momentum buffers, Adam's moments) without a forward pass, by
   /// stepping once on zero gradients: the probes then measure it as the run will hold it. It
   /// changes the parameters (weight decay), so use it only on a model that is thrown away.

@@ -390,6 +390,9 @@ TEST(Config, BadOverrides) {
   EXPECT_NE(error_of({{}, {"model.name=resnet19"}, ""}).find("resnet18"), std::string::npos);
   EXPECT_NE(error_of({{}, {"model.name=resnet19"}, ""}).find("allowed: one of auto, mlp,"), std::string::npos);
   EXPECT_EQ(load_config({{}, {"model.name=auto"}, ""}).model.name, "auto");
+  EXPECT_NE(error_of({{}, {"train.cuda_graphs=yes"}, ""}).find("allowed: one of auto, on, off"), std::string::npos);
+  EXPECT_EQ(load_config({{}, {"train.cuda_graphs=off"}, ""}).train.cuda_graphs, "off");
+  EXPECT_EQ(load_config({{}, {}, ""}).train.cuda_graphs, "auto");
 }
 
 // A user fixing a config should meet all its mistakes in one run, each where it is, with its fix.

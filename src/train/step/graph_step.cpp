@@ -1,0 +1,217 @@
+// The CUDA-graph step backend: a whole optimizer step (the copy into static input buffers aside:
+// augmentation, forward under autocast, loss, backward, the GradScaler's unscale, inf check and
+// update, clipping, the fused optimizer) captured once per step shape and replayed after that, so
+// the host launches one graph instead of hundreds of kernels. What it replays is the eager
+// backend's own code, captured: the two cannot drift apart. Which step is eager, captured or
+// replayed is CapturePlan's decision (graph_plan.hpp); this file is the CUDA side of it.
+//
+// Capture, as PyTorch's whole-network capture does it: eager warm-up steps first (cuDNN's
+// benchmark, the optimizer state), then gradients set to none so backward allocates them inside
+// the graph's private memory pool, capture on a side stream, and one replay for the step itself
+// (capture runs nothing). The learning rate and the found-inf flag are device tensors the graph
+// reads (DeviceStepped); the host writes the rate before each replay. Random ops (augmentation,
+// dropout) draw from the CUDA generator, which advances its offset at each replay as eager steps do.
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <ATen/core/CachingHostAllocator.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/optim/optimizer.h>
+
+#include <chrono>
+#include <list>
+
+#include "gputrain/core/units.hpp"
+#include "gputrain/train/amp.hpp"
+#include "gputrain/train/optimizer.hpp"
+#include "graph_plan.hpp"
+#include "step_engine.hpp"
+
+namespace gputrain::train {
+namespace {
+
+// One captured step: the graph and the tensors it reads and writes at fixed addresses.
+struct CapturedStep {
+  GraphKey key;
+  std::unique_ptr<at::cuda::CUDAGraph> graph;
+  at::Tensor inputs, targets;  // the host copies each batch in before a replay
+  at::Tensor loss;             // the step's mean loss, rewritten by each replay
+  c10::MempoolId_t graph_pool{0, 0};
+  bool recorded = false;  // capture_end succeeded: the graph owns its pool and frees it itself
+};
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+class GraphStep final : public StepBackend {
+ public:
+  GraphStep(std::unique_ptr<StepBackend> eager, bool required, std::function<void(const std::string&)> say)
+      : eager_(std::move(eager)), required_(required), say_(std::move(say)) {}
+
+  at::Tensor accumulate(const StepParts& p, const data::Batch& batch, std::int64_t micro_batch, std::int64_t global_rows,
+                        const std::function<void()>& after_forward) override {
+    replayed_ = captured_now_ = false;
+    if (after_forward || !batch.inputs.is_cuda()) return eager_->accumulate(p, batch, micro_batch, global_rows, after_forward);
+    const GraphKey key{batch.inputs.sizes().vec(), micro_batch, global_rows};
+    const bool was_on = plan_.off_reason().empty();
+    const auto action = plan_.next(key, batch.size());
+    if (was_on && !plan_.off_reason().empty()) stop_capturing();
+    switch (action) {
+      case CapturePlan::Action::replay:
+        return replay(p, batch, find(key));
+      case CapturePlan::Action::capture:
+        return capture(p, batch, key);
+      case CapturePlan::Action::eager:
+        break;
+    }
+    return eager_->accumulate(p, batch, micro_batch, global_rows, after_forward);
+  }
+
+  void apply(const StepParts& p) override {
+    // A replayed graph has stepped already; its gradients live in the graph's pool, and the host
+    // holds none (set to none inside the capture, as an eager step ends).
+    if (replayed_) return;
+    eager_->apply(p);
+  }
+
+  bool last_step_was_setup() const override { return captured_now_; }
+
+ private:
+  CapturedStep& find(const GraphKey& key) {
+    for (auto& captured : graphs_)
+      if (captured->key == key) return *captured;
+    throw std::logic_error("CapturePlan asked to replay a graph that was not captured");
+  }
+
+  at::Tensor replay(const StepParts& p, const data::Batch& batch, CapturedStep& step) {
+    step.inputs.copy_(batch.inputs, /*non_blocking=*/true);
+    step.targets.copy_(batch.targets, /*non_blocking=*/true);
+    if (auto* on_device = device_stepped(p.optimizer)) on_device->sync_lr();
+    step.graph->replay();
+    replayed_ = true;
+    return step.loss;
+  }
+
+  at::Tensor capture(const StepParts& p, const data::Batch& batch, const GraphKey& key);
+  void record(const StepParts& p, CapturedStep& step, c10::cuda::CUDAStream stream);
+  void abandon(const StepParts& p, CapturedStep& step, c10::MempoolId_t pool, c10::cuda::CUDAStream stream);
+  at::Tensor eager_instead(const StepParts& p, const data::Batch& batch, const GraphKey& key, const std::string& reason);
+  void stop_capturing() {
+    if (required_) refuse_cuda_graphs(plan_.off_reason());
+    graphs_.clear();
+    say_("cuda graphs: off from here on (" + plan_.off_reason() + "); the steps run eagerly");
+  }
+
+  std::unique_ptr<StepBackend> eager_;
+  bool required_;
+  std::function<void(const std::string&)> say_;
+  CapturePlan plan_;
+  std::list<std::unique_ptr<CapturedStep>> graphs_;
+  std::optional<c10::cuda::CUDAStream> side_;
+  bool replayed_ = false;      // this step's work was a replay: nothing left for apply()
+  bool captured_now_ = false;  // this step captured its graph
+};
+
+// The step's work, recorded into step.graph on `stream` (nothing runs).
+void GraphStep::record(const StepParts& p, CapturedStep& step, c10::cuda::CUDAStream stream) {
+  c10::cuda::CUDAStreamGuard on_side(stream);
+  // Autocast's cache of cast weights would hold casts made inside the capture past its end.
+  const bool cache = at::autocast::is_autocast_cache_enabled();
+  at::autocast::set_autocast_cache_enabled(false);
+  struct RestoreCache {
+    bool enabled;
+    ~RestoreCache() { at::autocast::set_autocast_cache_enabled(enabled); }
+  } restore{cache};
+  // Thread-local mode: the data loader's threads may use CUDA while the main thread captures.
+  step.graph->capture_begin(step.graph_pool, cudaStreamCaptureModeThreadLocal);
+  step.loss = eager_->accumulate(p, data::Batch{step.inputs, step.targets}, step.key.micro_batch, step.key.global_rows, {});
+  eager_->apply(p);
+  step.graph->capture_end();
+  step.recorded = true;
+}
+
+at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, const GraphKey& key) {
+  const auto started = std::chrono::steady_clock::now();
+  auto step = std::make_unique<CapturedStep>();
+  step->key = key;
+  step->graph = std::make_unique<at::cuda::CUDAGraph>();
+  step->inputs = at::empty_like(batch.inputs).copy_(batch.inputs);
+  step->targets = at::empty_like(batch.targets).copy_(batch.targets);
+  auto* on_device = device_stepped(p.optimizer);
+  if (on_device) on_device->sync_lr();  // before capture: a rate written inside would replay as a constant
+  p.optimizer.zero_grad(/*set_to_none=*/true);
+  const auto caller = at::cuda::getCurrentCUDAStream();
+  if (!side_) side_ = at::cuda::getStreamFromPool();
+  // As torch.cuda.graph: settle the queue and hand cached blocks back, so the pool can grow.
+  c10::cuda::device_synchronize();
+  c10::cuda::CUDACachingAllocator::emptyCache();
+  const auto pool = at::cuda::graph_pool_handle();
+  step->graph_pool = pool;
+  c10::cuda::CUDAEvent ready;
+  ready.record(caller);
+  ready.block(*side_);
+  try {
+    record(p, *step, *side_);
+  } catch (const c10::OutOfMemoryError&) {
+    abandon(p, *step, pool, *side_);
+    throw;  // the OOM guard splits the batch; the smaller micro-batch warms up and is captured in turn
+  } catch (const std::exception& e) {
+    abandon(p, *step, pool, *side_);
+    return eager_instead(p, batch, key, "capture failed: " + first_line(e.what()));
+  }
+  if (on_device && !on_device->last_step_fused()) {
+    abandon(p, *step, pool, *side_);
+    return eager_instead(p, batch, key, "the optimizer's step is not fused (its parameters differ in dtype, device or layout)");
+  }
+  c10::cuda::CUDAEvent done;
+  done.record(*side_);
+  done.block(caller);
+  if (const auto evicted = plan_.captured(key)) graphs_.remove_if([&](const auto& g) { return g->key == *evicted; });
+  graphs_.push_back(std::move(step));
+  auto& captured = *graphs_.back();
+  captured.graph->replay();  // the capture ran nothing: this is the step's work
+  replayed_ = captured_now_ = true;
+  say_("cuda graphs: the step at micro-batch " + std::to_string(key.micro_batch) + " is captured (" +
+       core::format_fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 2) +
+       " s) and replayed from here on");
+  return captured.loss;
+}
+
+// Leaves a failed capture: ends it on the stream, frees what it allocated, and forgets the host
+// state the half-recorded step changed.
+void GraphStep::abandon(const StepParts& p, CapturedStep& step, c10::MempoolId_t pool, c10::cuda::CUDAStream stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t partial = nullptr;
+    if (cudaStreamEndCapture(stream.stream(), &partial) == cudaSuccess && partial) cudaGraphDestroy(partial);
+  }
+  (void)cudaGetLastError();  // the capture's error is reported by the caller, not left for the next launch
+  p.optimizer.zero_grad(/*set_to_none=*/true);
+  p.scaler.forget_step();
+  step.loss = at::Tensor();
+  step.graph.reset();
+  if (step.recorded) return;
+  const auto device = c10::cuda::current_device();
+  c10::cuda::CUDACachingAllocator::endAllocateToPool(device, pool);
+  c10::cuda::CUDACachingAllocator::releasePool(device, pool);
+  auto* pinned = at::getHostAllocator(at::kCUDA);
+  pinned->end_allocate_to_pool(pool);
+  pinned->release_pool(pool);
+}
+
+at::Tensor GraphStep::eager_instead(const StepParts& p, const data::Batch& batch, const GraphKey& key, const std::string& reason) {
+  plan_.give_up(reason);
+  stop_capturing();
+  return eager_->accumulate(p, batch, key.micro_batch, key.global_rows, {});
+}
+
+}  // namespace
+
+std::unique_ptr<StepBackend> make_graph_backend(bool required, std::function<void(const std::string&)> say) {
+  return std::make_unique<GraphStep>(make_eager_backend(), required, std::move(say));
+}
+
+}  // namespace gputrain::train
