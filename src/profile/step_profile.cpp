@@ -4,10 +4,14 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <ATen/record_function.h>
+
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -28,11 +32,12 @@ namespace fs = std::filesystem;
 // them: a callback on the run, so nothing goes through a file.
 class TimedWindows final : public train::Callback {
  public:
-  explicit TimedWindows(std::int64_t first_timed_step) : first_timed_step_(first_timed_step) {}
+  TimedWindows(std::int64_t first_timed_step, std::int64_t last_timed_step)
+      : first_timed_step_(first_timed_step), last_timed_step_(last_timed_step) {}
   std::string name() const override { return "profile_step_windows"; }
 
   void on_log(train::RunControl&, const train::StepMetrics& m, const train::LossWindow& window) override {
-    if (m.step <= first_timed_step_) return;  // windows wholly after the warm-up
+    if (m.step <= first_timed_step_ || m.step > last_timed_step_) return;  // wholly after the warm-up, before the counted steps
     steps_ += window.last_step - window.first_step + 1;
     data_seconds_ += m.data_seconds;
     step_seconds_ += m.data_seconds + m.compute_seconds;
@@ -50,11 +55,49 @@ class TimedWindows final : public train::Callback {
   }
 
  private:
-  const std::int64_t first_timed_step_;
+  const std::int64_t first_timed_step_, last_timed_step_;
   std::int64_t steps_ = 0;
   int windows_ = 0;
   double data_seconds_ = 0, step_seconds_ = 0, samples_per_second_ = 0;
 };
+
+// Counts the ATen operators dispatched on any thread (autograd's included) while it lives.
+class OpCounter {
+ public:
+  OpCounter() {
+    count_ = 0;
+    handle_ = at::addGlobalCallback(at::RecordFunctionCallback([](const at::RecordFunction&) -> std::unique_ptr<at::ObserverContext> {
+                                      count_.fetch_add(1, std::memory_order_relaxed);
+                                      return nullptr;
+                                    }).scopes({at::RecordScope::FUNCTION}));
+  }
+  ~OpCounter() { at::removeCallback(handle_); }
+  OpCounter(const OpCounter&) = delete;
+  OpCounter& operator=(const OpCounter&) = delete;
+  std::int64_t count() const { return count_.load(); }
+
+ private:
+  static inline std::atomic<std::int64_t> count_{0};
+  at::CallbackHandle handle_;
+};
+
+// The host's time per step, from its batch to the step's end, over the timed steps that made
+// no step line (a line waits for the device).
+struct HostTime {
+  std::chrono::steady_clock::time_point batch_at;
+  double seconds = 0;
+  std::int64_t steps = 0;
+};
+
+// "on" or "off (why)", from the probe run's start record.
+std::string cuda_graphs_of(const fs::path& run_dir) {
+  std::ifstream in(run_dir / "metrics.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const auto record = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (record.is_object() && record.value("kind", "") == "start") return record.value("cuda_graphs", "");
+  }
+  return "";
+}
 
 // The probe runs' folders are removed when they end; one whose process was killed (Ctrl-C, a
 // time limit) is removed by the next --step, once no process of its id is left.
@@ -91,7 +134,7 @@ void probe_run_config(train::Config& config, std::int64_t window, std::int64_t t
   config.checkpoint.dir.clear();
   config.logging.progress = "off";
   config.logging.tensorboard = false;
-  config.logging.jsonl = false;
+  config.logging.jsonl = true;  // its start record says whether the steps were captured
   config.logging.every_steps = window;
   config.checkpoint.every_steps = 0;
   config.checkpoint.every_epochs = 0;
@@ -106,20 +149,34 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
   // library loads): it is run, and neither timed nor sampled.
   const std::int64_t window = std::min(steps, 10);
   const std::int64_t timed = (steps + window - 1) / window * window;
+  const std::int64_t counted = 5;  // steps after the timed ones, their operators counted (the count slows them)
   const auto temp = fs::temp_directory_path();
   remove_folders_of_killed_probes(temp);
   const FolderRemover remover{temp / ("gputrain-profile-step-" + std::to_string(::getpid()))};
   probe_run_config(config, window, timed, remover.path.string());
+  config.train.max_steps += counted;
   std::unique_ptr<device::UtilizationSampler> sampler;
   std::unique_ptr<GpuSpanTimer> feed_timer;  // the feed, timed on the GPU
   std::ostringstream notes;
   train::TrainerOptions options;
   options.console = &notes;
-  auto windows = std::make_shared<TimedWindows>(window);
+  auto windows = std::make_shared<TimedWindows>(window, window + timed);
+  std::unique_ptr<OpCounter> ops;
+  std::int64_t ops_counted = 0;
+  HostTime host;
   options.callbacks.push_back(windows);
   // A large model on the CPU takes seconds a step: how far the steps are, every 5 s.
   auto last_said = std::chrono::steady_clock::now();
   options.after_step = [&, total = config.train.max_steps](std::int64_t step) {
+    if (step > window && step <= window + timed && step % window != 0) {
+      host.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - host.batch_at).count();
+      ++host.steps;
+    }
+    if (step == window + timed) ops = std::make_unique<OpCounter>();
+    if (step == total && ops) {
+      ops_counted = ops->count();
+      ops.reset();
+    }
     if (run.device.is_cuda() && step == window) {
       sampler = std::make_unique<device::UtilizationSampler>(static_cast<unsigned>(run.device.index()));
       feed_timer = std::make_unique<GpuSpanTimer>(run.device);
@@ -133,6 +190,7 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
   };
   options.on_batch = [&](const data::Batch&) {
     if (feed_timer) feed_timer->end();
+    host.batch_at = std::chrono::steady_clock::now();
   };
   const auto result = train::Trainer(config, options).fit();
 
@@ -143,6 +201,9 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
   p.warmup_steps = window;
   p.batch_size = result.batch_size;
   windows->fill(p);
+  p.cuda_graphs = cuda_graphs_of(remover.path);
+  if (host.steps > 0) p.host_seconds_per_step = host.seconds / static_cast<double>(host.steps);
+  p.host_ops_per_step = static_cast<double>(ops_counted) / static_cast<double>(counted);
   if (sampler) {
     p.gpu_utilization_percent = sampler->stop();
     if (!p.gpu_utilization_percent) p.utilization_unavailable = sampler->unavailable();
@@ -177,6 +238,9 @@ std::string step_profile_json(const StepProfile& p) {
                         {"data_stall_percent", p.data_stall_percent},
                         {"samples_per_second", p.samples_per_second},
                         {"pinned_copy_gbps", p.pinned_copy_gbps},
+                        {"host_seconds_per_step", p.host_seconds_per_step},
+                        {"host_ops_per_step", p.host_ops_per_step},
+                        {"cuda_graphs", p.cuda_graphs},
                         {"verdict", to_string(p.verdict)}};
   const auto or_null = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
   out["gpu_data_wait_seconds"] = or_null(p.gpu_data_wait_seconds);
@@ -205,6 +269,11 @@ std::string step_profile_text(const StepProfile& p) {
                       "  host-to-device copy %9.2f ms  (estimated: %s per step at the measured %s GB/s pinned ceiling; overlaps compute)\n",
                       p.h2d_copy_seconds_estimate * 1e3, core::format_bytes(p.batch_bytes).c_str(),
                       core::format_fixed(p.pinned_copy_gbps, 1).c_str()));
+  add(std::snprintf(line, sizeof line,
+                    "  host per step       %9.2f ms  (the host's own work; near the step when the host keeps the %s waiting)\n",
+                    p.host_seconds_per_step * 1e3, gpu ? "GPU" : "device"));
+  add(std::snprintf(line, sizeof line, "  host ops per step   %9.0f     (ATen operators dispatched; cuda graphs %s)\n", p.host_ops_per_step,
+                    p.cuda_graphs.c_str()));
   add(std::snprintf(line, sizeof line, "  throughput          %9s samples/s\n", core::format_fixed(p.samples_per_second, 0).c_str()));
   if (p.gpu_utilization_percent)
     add(std::snprintf(line, sizeof line, "  GPU utilisation     %9s %%  (NVML, sampled every 100 ms)\n",

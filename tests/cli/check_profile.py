@@ -8,7 +8,8 @@ Modes:
                     with NAME, the dataset it names starts with NAME (e.g. "npy x.npy": the source
                     told from the path)
   sweep-csv SVG     --csv output with one row per setting, and the --plot SVG parses with a line
-  step-json [DIR]   --step's JSON: the step split into data wait and compute, the stall in percent;
+  step-json [DIR]   --step's JSON: the step split into data wait and compute, the stall in percent,
+                    the host's time and operators per step, whether the steps were captured;
                     with DIR (the config's checkpoint.dir), nothing was written there; the folder a
                     killed --step left in TMPDIR is removed
   plot-png PNG      --plot PNG writes a PNG (rendered by librsvg) of twice the SVG's size
@@ -147,6 +148,14 @@ def main():
             fail("stall percent")
         if doc["warmup_steps"] < 1:
             fail("no warm-up before the timed steps")
+        # The host's side of a step: its time, and the operators it dispatched (an eager step
+        # of the MLP dispatches dozens; a CPU run never captures, and says why).
+        if not 0 < doc["host_seconds_per_step"] <= doc["step_seconds"] * 1.5:
+            fail(f"host time per step {doc['host_seconds_per_step']} against a {doc['step_seconds']} s step")
+        if doc["host_ops_per_step"] < 20:
+            fail(f"{doc['host_ops_per_step']} operators per eager step")
+        if not doc["device"].startswith("cuda") and doc["cuda_graphs"] != "off (the device is not a CUDA GPU)":
+            fail(f"cuda_graphs {doc['cuda_graphs']!r} on the CPU")
         # The GPU's own account of its wait exists on a GPU only, and is a share of the step there.
         on_gpu = doc["device"].startswith("cuda")
         for key in ("gpu_data_wait_seconds", "gpu_data_stall_percent"):

@@ -23,6 +23,13 @@ struct StepProfile {
   std::optional<double> gpu_data_wait_seconds, gpu_data_stall_percent;  ///< the GPU's own clock (GPU only)
   std::optional<double> gpu_utilization_percent;                        ///< NVML (GPU only)
   std::string utilization_unavailable;                                  ///< why there is no utilisation on a GPU ("" otherwise)
+  /// The host's own time in a step (from its batch to its end, step lines left out): on a GPU,
+  /// launching the work; near step_seconds when the host keeps the GPU waiting.
+  double host_seconds_per_step = 0;
+  /// ATen operators the host dispatched per step (nested ones included), counted over a few steps
+  /// after the timed ones: a replayed CUDA graph needs a handful, an eager step hundreds.
+  double host_ops_per_step = 0;
+  std::string cuda_graphs;  ///< as the run resolved train.cuda_graphs: "on" or "off (why)"
   StepVerdict verdict = StepVerdict::compute_bound;
 };
 
