@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
-"""gputrain train vs the same training loop in PyTorch eager Python, side by side in one run.
+"""gputrain train vs the same training loop in PyTorch, side by side in one run.
 
 Both sides train the same model (same initial weights: Python writes them, gputrain loads them
 with model.init_weights), on the same synthetic data (rebuilt here exactly as gputrain makes it),
 in the same shuffled order, with the same batch and optimizer, data already in memory. Throughput
 is samples/s over timed windows of steps after a warm-up window; each side runs --runs times,
-alternating, and the figure is the ratio of the medians. gputrain runs with its defaults
-(`train.channels_last: auto`: NHWC for convolutional models); convolutional models are compared
-with the PyTorch loop as usually written (NCHW) and with the same loop given channels_last by hand.
+interleaved, and the figure is the ratio of the medians, with the runs' spread beside it.
+The sides: gputrain with its defaults (train.cuda_graphs: auto, channels_last: auto) and, on a GPU,
+with cuda_graphs off; PyTorch eager as usually written (NCHW, foreach SGD) and as the strongest
+eager loop (fused SGD, channels_last for convolutions); on a GPU (or with --compile) that loop under
+torch.compile in default and "reduce-overhead" (CUDA graphs) modes. Compilation and capture stay
+out of the samples/s (the first window is left out) and show in "to the first window's end":
+seconds from the start (gputrain: the command's start, process and data included; PyTorch: its
+loop's start) to the end of the first window of steps.
 The loss check trains both in fp32 and compares the training loss after each of N steps (goal:
-within 1e-4), then again with the PyTorch loop on torch.optim.SGD(fused=True), the kernel gputrain
-steps with (expected: 0.0).
+within 1e-4), then again with the PyTorch loop on torch.optim.SGD(fused=True) with the rate as a
+float32 tensor, the kernel and rate gputrain steps with (expected: 0.0).
 
 Usage: bench/train_vs_pytorch.py [--device cpu|cuda] [--runs 5] [--cases mlp,cnn,transformer]
        bench/train_vs_pytorch.py --check   (every case, one step each, on the CPU: for the test suite)
 Cases: mlp (batch 256), mlp_yaml (configs/mlp.yaml's: LayerNorm and dropout 0.1), cnn (small CNN, batch 128), resnet18 (bf16-mixed, batch 256; GPU),
-transformer (configs/transformer.yaml's: 32 positions, batch 128), transformer512 (512 positions,
+resnet18_1024 (the same at batch 1024; GPU), transformer (configs/transformer.yaml's: 32 positions,
+batch 128), transformer_bf16 (the same in bf16-mixed; GPU), transformer512 (512 positions,
 bf16-mixed, batch 64; GPU).
 """
 import argparse
@@ -64,10 +70,15 @@ CASES = {
                 precision="fp32", window=5),
     "resnet18": dict(model=["model.name=resnet18", "model.stem=cifar"], shape=[3, 32, 32], classes=10, batch=256,
                      precision="bf16-mixed", window=20),
+    "resnet18_1024": dict(model=["model.name=resnet18", "model.stem=cifar"], shape=[3, 32, 32], classes=10, batch=1024,
+                          precision="bf16-mixed", window=10),
     # configs/transformer.yaml's model and data: 2 post-norm layers, width 128, 4 heads, dropout 0.1
     "transformer": dict(model=["model.name=transformer", "model.layers=2", "model.d_model=128", "model.heads=4",
                                "model.ff_dim=256", "model.dropout=0.1"], shape=[32, 16], classes=4, batch=128,
                         precision="fp32", window=10),
+    "transformer_bf16": dict(model=["model.name=transformer", "model.layers=2", "model.d_model=128", "model.heads=4",
+                                    "model.ff_dim=256", "model.dropout=0.1"], shape=[32, 16], classes=4, batch=128,
+                             precision="bf16-mixed", window=10),
     # long sequences, where fused attention matters: 512 positions, width 256, 8 heads (GPU)
     "transformer512": dict(model=["model.name=transformer", "model.layers=4", "model.d_model=256", "model.heads=8",
                                   "model.ff_dim=1024", "model.dropout=0.1"], shape=[512, 32], classes=4, batch=64,
@@ -229,7 +240,10 @@ def build(case):
 
 # ---- the two sides ----
 
-def pytorch_run(case, device, steps, init, lr, data, channels_last=False, fused_sgd=None):
+def pytorch_run(case, device, steps, init, lr, data, channels_last=False, fused_sgd=None, compile_mode=None, tensor_lr=False):
+    """The PyTorch loop: eager, or the step under torch.compile (`compile_mode`: "default" or
+    "reduce-overhead", CUDA graphs). Returns samples/s per window, the windows' losses, and the
+    seconds until the first window's steps were done (compilation included)."""
     c = CASES[case]
     torch.manual_seed(SEED)
     model = build(case)
@@ -237,12 +251,25 @@ def pytorch_run(case, device, steps, init, lr, data, channels_last=False, fused_
     model.to(device)
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, fused=fused_sgd)
+    # tensor_lr: the rate as a float32 tensor, as gputrain keeps it for its capturable step
+    rate = torch.tensor(lr, dtype=torch.float32, device=device) if tensor_lr else lr
+    optimizer = torch.optim.SGD(model.parameters(), lr=rate, momentum=0.9, fused=fused_sgd)
     x_all, y_all = data[0].to(device), data[1].to(device)
     n, batch = x_all.shape[0], c["batch"]
     amp = c["precision"] == "bf16-mixed"
-    losses, windows = [], []
-    step, epoch, window_start, window_loss = 0, 0, time.perf_counter(), torch.zeros((), device=device)
+
+    def train_step(x, y):
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.detach().float()
+
+    step_fn = torch.compile(train_step, mode=compile_mode) if compile_mode else train_step
+    losses, windows, first_window_seconds = [], [], None
+    started = time.perf_counter()
+    step, epoch, window_start, window_loss = 0, 0, started, torch.zeros((), device=device)
     while step < steps:
         order = epoch_order(n, epoch).to(device)
         for pos in range(0, n, batch):
@@ -250,12 +277,9 @@ def pytorch_run(case, device, steps, init, lr, data, channels_last=False, fused_
             x, y = x_all.index_select(0, idx), y_all.index_select(0, idx)
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
-            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=amp):
-                loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            window_loss += loss.detach().float()
+            if compile_mode == "reduce-overhead":
+                torch.compiler.cudagraph_mark_step_begin()  # the last step's outputs are read already
+            window_loss += step_fn(x, y)
             step += 1
             if step % c["window"] == 0:
                 losses.append(window_loss.item() / c["window"])  # syncs, as gputrain's report does
@@ -263,13 +287,18 @@ def pytorch_run(case, device, steps, init, lr, data, channels_last=False, fused_
                 now = time.perf_counter()
                 windows.append(c["window"] * batch / (now - window_start))
                 window_start = now
+                if first_window_seconds is None:
+                    first_window_seconds = now - started
             if step == steps:
                 break
         epoch += 1
-    return windows, losses
+    return windows, losses, first_window_seconds
 
 
-def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=None):
+def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=None, graphs="auto"):
+    """gputrain train on the case: samples/s and loss per step line, and the seconds from the
+    command's start to the end of its first window of steps (start-up, data, warm-up and capture
+    included)."""
     c = CASES[case]
     run_dir = os.path.join(workdir, "gputrain-" + case)
     shutil.rmtree(run_dir, ignore_errors=True)  # metrics.jsonl appends across runs
@@ -282,12 +311,20 @@ def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=
             "--set", "train.precision=" + c["precision"], "--set", "train.seed=%d" % SEED,
             "--set", "optimizer.name=sgd", "--set", "optimizer.lr=%r" % lr, "--set", "optimizer.momentum=0.9",
             "--set", "model.init_weights=" + init_path, "--set", "device=" + str(device),
+            "--set", "train.cuda_graphs=" + graphs,
             "--set", "logging.every_steps=%d" % (every or c["window"])] + sum((["--set", m] for m in c["model"]), [])
+    if front:  # another build may predate the key
+        args = [a for a in args if not a.startswith("train.cuda_graphs=")]
+        args = [a for i, a in enumerate(args) if not (a == "--set" and i + 1 < len(args) and args[i + 1].startswith("train.cuda"))]
+    started = time.time()
     result = subprocess.run(args, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit("gputrain failed:\n" + result.stderr)
-    lines = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl")) if '"kind":"step"' in l]
-    return [l["samples_per_second"] for l in lines], [l["loss"] for l in lines]
+    records = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl"))]
+    lines = [r for r in records if r["kind"] == "step"]
+    first = [r for r in lines if r["step"] == (every or c["window"])]
+    first_window_seconds = first[0]["time"] - started if first and "time" in first[0] else None
+    return [l["samples_per_second"] for l in lines], [l["loss"] for l in lines], first_window_seconds
 
 
 @contextlib.contextmanager
@@ -323,38 +360,88 @@ def per_step_losses(case, workdir, steps, peers=({},), lr=0.05):
     with case_changed(case, window=1) as c:  # one loss per step on both sides
         init, init_path = initial_weights(case, workdir, "parity")
         data = synthetic(c["shape"], c["classes"], c["batch"] * steps, 0)
-        _, ours = gputrain_run(case, cpu, steps, init_path, lr, workdir, every=1)
+        _, ours, _ = gputrain_run(case, cpu, steps, init_path, lr, workdir, every=1)
         theirs = [pytorch_run(case, cpu, steps, init, lr, data, **peer)[1] for peer in peers]
     return ours, theirs
 
 
-def throughput(case, device, runs, workdir, baseline=None):
+# Dense bf16 tensor-core peaks from NVIDIA's datasheets (TFLOPS, without sparsity), by the name
+# torch reports: how far the achieved figure is from what the chip can do.
+BF16_PEAK_TFLOPS = {"H100 80GB HBM3": 989.0, "H100 PCIe": 756.0, "H200": 989.0, "A100": 312.0}
+
+
+def training_flops_per_sample(case):
+    """Forward and backward FLOPs of one training sample (matmuls and convolutions, as
+    torch.utils.flop_counter counts them), from one fp32 CPU step at the case's batch."""
+    from torch.utils.flop_counter import FlopCounterMode
+    c = CASES[case]
+    model = build(case)
+    batch = min(c["batch"], 16)
+    x, y = synthetic(c["shape"], c["classes"], batch, 0)
+    with FlopCounterMode(display=False) as counter:
+        F.cross_entropy(model(x), y).backward()
+    return counter.get_total_flops() / batch
+
+
+def peak_of(device):
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((peak for key, peak in BF16_PEAK_TFLOPS.items() if key in name), None)
+
+
+def sides_of(case, device, baseline, compiled):
+    """Each side of the comparison: a name and a function of (steps, init, init_path, data,
+    workdir) returning (samples/s per window, seconds to the end of the first window)."""
+    convolutional = len(CASES[case]["shape"]) == 3
+
+    def ours(graphs="auto", front=None):
+        return lambda steps, init, path, data, workdir: gputrain_run(case, device, steps, path, 0.01, workdir, front=front,
+                                                                     graphs=graphs)[::2]
+
+    def theirs(**peer):
+        return lambda steps, init, path, data, workdir: pytorch_run(case, device, steps, init, 0.01, data, **peer)[::2]
+
+    sides = [("gputrain", ours())]
+    if device.type == "cuda":
+        sides.append(("gputrain, cuda_graphs: off", ours("off")))
+    if baseline:
+        sides.append(("gputrain, baseline build", ours(front=os.path.join(baseline, "bin", "gputrain"))))
+    # The strongest eager loop a user writes: fused SGD, and channels_last for convolutions; and
+    # the loop as usually written (NCHW, foreach SGD).
+    sides.append(("PyTorch eager", theirs()))
+    sides.append(("PyTorch eager, fused SGD" + (", channels_last" if convolutional else ""),
+                  theirs(fused_sgd=True, channels_last=convolutional)))
+    if compiled:
+        for mode in ("default", "reduce-overhead"):
+            sides.append(("torch.compile " + mode, theirs(fused_sgd=True, channels_last=convolutional, compile_mode=mode)))
+    return sides
+
+
+def throughput(case, device, runs, workdir, baseline=None, compiled=False):
+    """Each side's median samples/s per run (the first window, warm-up and compilation, left out)
+    and its seconds to the first window's end, run after run, sides interleaved."""
     c = CASES[case]
     windows = 6
     steps = c["window"] * windows
     data = synthetic(c["shape"], c["classes"], c["batch"] * steps, 0)
     init, init_path = initial_weights(case, workdir, "init")
-    # The peer as the model is usually written (NCHW); for convolutional models also the peer
-    # given channels_last by hand, which gputrain's `train.channels_last: auto` picks for them.
-    peers = [False, True] if len(c["shape"]) == 3 else [False]
-    ours, theirs, before = [], {p: [] for p in peers}, []
+    sides = sides_of(case, device, baseline, compiled)
+    rates, first = {name: [] for name, _ in sides}, {name: [] for name, _ in sides}
     for _ in range(runs):  # alternate, so drift in machine state hits every side alike
-        rates, _ = gputrain_run(case, device, steps, init_path, 0.01, workdir)
-        ours.append(statistics.median(rates[1:]))  # the first window holds the warm-up
-        if baseline:
-            rates, _ = gputrain_run(case, device, steps, init_path, 0.01, workdir, front=os.path.join(baseline, "bin", "gputrain"))
-            before.append(statistics.median(rates[1:]))
-        for channels_last in peers:
-            rates, _ = pytorch_run(case, device, steps, init, 0.01, data, channels_last)
-            theirs[channels_last].append(statistics.median(rates[1:]))
-    return ours, theirs, before
+        for name, run in sides:
+            windows_seen, first_step = run(steps, init, init_path, data, workdir)
+            rates[name].append(statistics.median(windows_seen[1:]))
+            if first_step is not None:
+                first[name].append(first_step)
+    return rates, first
 
 
 def loss_parity(workdir, steps=20):
     # gputrain steps with PyTorch's fused SGD kernel, which rounds the elements past a tensor's
     # last whole vector (the output bias's 10th) apart from the per-parameter ops, so the two
     # default loops may part in the last digit; with the same kernel they must not part at all.
-    ours, (theirs, theirs_fused) = per_step_losses("mlp", workdir, steps, peers=({}, {"fused_sgd": True}))
+    ours, (theirs, theirs_fused) = per_step_losses("mlp", workdir, steps, peers=({}, {"fused_sgd": True, "tensor_lr": True}))
     return largest_gap(ours, theirs), largest_gap(ours, theirs_fused), ours[-1], theirs[-1]
 
 
@@ -375,8 +462,8 @@ def check_cases(workdir):
     for case in CASES:
         with case_changed(case, batch=8, window=1) as c:
             init, init_path = initial_weights(case, workdir, "check")
-            _, ours = gputrain_run(case, cpu, 1, init_path, 0.01, workdir, every=1)
-            _, theirs = pytorch_run(case, cpu, 1, init, 0.01, synthetic(c["shape"], c["classes"], 8, 0))
+            _, ours, _ = gputrain_run(case, cpu, 1, init_path, 0.01, workdir, every=1)
+            _, theirs, _ = pytorch_run(case, cpu, 1, init, 0.01, synthetic(c["shape"], c["classes"], 8, 0))
         if len(ours) != 1 or len(theirs) != 1 or not all(math.isfinite(x) for x in ours + theirs):
             sys.exit("%s: expected one finite loss from each side, got %s (gputrain) and %s (PyTorch)" % (case, ours, theirs))
         comparable = c["precision"] == "fp32" and not any(m.startswith("model.dropout=") and float(m.split("=")[1]) > 0
@@ -394,6 +481,8 @@ def main():
     parser.add_argument("--cases", default=None, help="comma-separated; default: mlp,cnn,transformer on CPU, mlp,resnet18,transformer512 on GPU")
     parser.add_argument("--baseline-build", metavar="DIR",
                         help="also time the gputrain of another build folder (DIR/bin/gputrain), interleaved: this build / that one")
+    parser.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                        help="also time torch.compile, default and reduce-overhead modes (default: on a GPU only)")
     parser.add_argument("--check", action="store_true",
                         help="run every case for one step of batch 8 on the CPU on both sides, and nothing else (for the test suite)")
     args = parser.parse_args()
@@ -403,34 +492,29 @@ def main():
         return
     device = torch.device(args.device)
     cases = (args.cases or ("mlp,resnet18,transformer512" if device.type == "cuda" else "mlp,cnn,transformer")).split(",")
+    compiled = args.compile if args.compile is not None else device.type == "cuda"
     torch.backends.cudnn.benchmark = True
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
-    print("# gputrain train vs PyTorch %s eager, %s (%s), %d threads, %s, medians of %d runs"
+    print("# gputrain train vs PyTorch %s, %s (%s), %d threads, %s, medians of %d runs"
           % (torch.__version__, device, name, torch.get_num_threads(), time.strftime("%Y-%m-%d"), args.runs))
-    baseline_head = " baseline build samples/s | this / baseline |" if args.baseline_build else ""
-    print("| case | gputrain samples/s | PyTorch samples/s | ratio | PyTorch channels_last samples/s | ratio |" + baseline_head)
-    print("| --- | --- | --- | --- | --- | --- |" + (" --- | --- |" if args.baseline_build else ""))
     with tempfile.TemporaryDirectory() as workdir:
         for case in cases:
-            ours, theirs, before = throughput(case, device, args.runs, workdir, args.baseline_build)
-            ours_median = statistics.median(ours)
-            cells = []
-            for channels_last in (False, True):
-                if channels_last in theirs:
-                    peer = statistics.median(theirs[channels_last])
-                    cells += ["%.0f" % peer, "%.2fx" % (ours_median / peer)]
-                else:
-                    cells += ["-", "-"]
-            if before:
-                cells += ["%.0f" % statistics.median(before), "%.2fx" % (ours_median / statistics.median(before))]
-            print("| %s (batch %d, %s) | %.0f | %s |" % (case, CASES[case]["batch"], CASES[case]["precision"],
-                                                       ours_median, " | ".join(cells)), flush=True)
-            if before:
-                print("<!-- %s baseline build runs: %s -->" % (case, [round(x) for x in before]))
-            print("<!-- %s runs: gputrain %s, %s -->" % (case, [round(x) for x in ours], ", ".join(
-                "pytorch%s %s" % (" channels_last" if k else "", [round(x) for x in v]) for k, v in theirs.items())))
+            rates, first = throughput(case, device, args.runs, workdir, args.baseline_build, compiled)
+            ours = statistics.median(rates["gputrain"])
+            print("\n%s (batch %d, %s)\n" % (case, CASES[case]["batch"], CASES[case]["precision"]))
+            print("| side | samples/s | runs' spread | gputrain / side | to the first window's end |")
+            print("| --- | ---: | ---: | ---: | ---: |")
+            for side, values in rates.items():
+                median = statistics.median(values)
+                to_first = "%.1f s" % statistics.median(first[side]) if first[side] else "-"
+                print("| %s | %.0f | %.0f-%.0f | %.2fx | %s |" % (side, median, min(values), max(values), ours / median, to_first), flush=True)
+            flops, peak = training_flops_per_sample(case), peak_of(device)
+            achieved = ours * flops / 1e12
+            print("\ngputrain computes %.3g TFLOPS (%.3g GFLOP a training sample)%s"
+                  % (achieved, flops / 1e9, ", %.1f %% of the chip's %.0f bf16 TFLOPS" % (100 * achieved / peak, peak) if peak else ""))
+            print("<!-- %s runs: %s -->" % (case, {k: [round(x) for x in v] for k, v in rates.items()}))
         if "transformer" in cases and device.type == "cpu":
             worst, ours, theirs = transformer_parity(workdir)
             print("\nfp32 loss parity, transformer (dropout 0), 20 SGD steps on CPU: largest per-step difference %.2e "

@@ -20,12 +20,15 @@
 #          search under 128 MiB, batch_size auto vs Lightning's Tuner, cache vs loader (stall, the
 #          gather kernel's bandwidth against the copy and PyTorch's index_select), ResNet's search
 #          against the true largest
+#   graphs the CUDA-graph step (train.cuda_graphs): its GPU tests, profile --step with graphs on and off,
+#          ResNet-18 batch 256 against PyTorch eager and torch.compile (default, reduce-overhead)
+#   graphs2 the rest of its figures: ResNet-18 batch 1024, configs/mlp.yaml's MLP, the transformer in bf16
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|full|suite"
+stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|graphs|graphs2|full|suite"
 case "|$stages|" in *"|$stage|"*) ;; *) [ "$stage" = quick ] && stage=test || { echo "usage: $0 $stages" >&2; exit 2; } ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
@@ -55,7 +58,8 @@ targets=()
 case "$stage" in
 open|probe|lightning|mlp-batch)
   targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train gputrain-quick-train test_gpu_train test_gpu_checks) ;;
-search) targets=(--target gputrain gputrain-profile gputrain-train) ;;
+search|graphs2) targets=(--target gputrain gputrain-profile gputrain-train) ;;
+graphs) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train) ;;
 esac
 configure() {
   cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGPUTRAIN_PYTHON="$python" \
@@ -179,6 +183,20 @@ search)
 probe)
   run_bench probe 60 bash -c "$build/bin/gputrain profile --batch configs/resnet18-cifar.yaml --set data.samples=8192 \
       --set train.precision=bf16-mixed --max-memory 4GiB 2>&1"
+  ;;
+graphs)
+  step "ctest GpuGraphs"
+  ctest --test-dir $build -R "^GpuGraphs" -V --timeout 120 > "$out/ctest-graphs.log" 2>&1; echo "rc=$?"
+  grep -E "Passed|Failed|Not Run|captured|cuda graphs" "$out/ctest-graphs.log" | head -30
+  for graphs in on off; do
+    run_bench "profile-step-graphs-$graphs" 60 bash -c "$build/bin/gputrain profile --step configs/resnet18-cifar.yaml \
+        --set train.cuda_graphs=$graphs 2>&1"
+  done
+  GPUTRAIN_BUILD=$build run_bench train-graphs 300 "$python" bench/train_vs_pytorch.py --runs 3 --cases resnet18
+  ;;
+graphs2)
+  GPUTRAIN_BUILD=$build run_bench train-graphs2 500 "$python" bench/train_vs_pytorch.py --runs 3 \
+      --cases resnet18_1024,mlp_yaml,transformer_bf16
   ;;
 full)
   step "verify full"
