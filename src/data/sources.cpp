@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "data/postgres/pg_source.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/csv_format.hpp"
@@ -12,6 +13,7 @@
 #include "gputrain/data/holdout.hpp"
 #include "gputrain/data/idx_format.hpp"
 #include "gputrain/data/numpy_format.hpp"
+#include "gputrain/data/postgres.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/device/system_info.hpp"
 #include "image_folder.hpp"
@@ -241,11 +243,13 @@ std::int64_t classes_of(const TensorDataset& set) { return set.size() > 0 ? set.
 }  // namespace
 
 const std::vector<std::string>& source_names() {
-  static const std::vector<std::string> names{"synthetic", "npy", "npz", "safetensors", "csv", "mnist", "cifar10", "image_folder"};
+  static const std::vector<std::string> names{"synthetic", "npy",     "npz",          "safetensors", "csv",
+                                              "mnist",     "cifar10", "image_folder", "postgres"};
   return names;
 }
 
-std::vector<std::string> file_source_names() { return {source_names().begin() + 1, source_names().end()}; }  // synthetic leads
+// Synthetic leads, postgres ends: neither reads files.
+std::vector<std::string> file_source_names() { return {source_names().begin() + 1, source_names().end() - 1}; }
 
 namespace {
 
@@ -387,6 +391,14 @@ Sources open_unchecked(const SourceSpec& spec) {
   if (spec.source == "synthetic") return open_synthetic(spec);
   if (spec.source == "image_folder") return open_images(spec);
   if (spec.source == "csv") return open_csv(spec);
+  if (spec.source == "postgres") {
+#ifdef GPUTRAIN_HAVE_POSTGRES
+    return postgres::open_postgres(spec);
+#else
+    throw EnvironmentError("this gputrain was built without PostgreSQL support (libpq-dev was missing when it was built)",
+                           "install libpq-dev and build again (scripts/bootstrap.sh installs it)");
+#endif
+  }
   return open_arrays(spec);
 }
 
@@ -409,6 +421,13 @@ Sources open_as_named(const SourceSpec& spec) {
 }
 
 }  // namespace
+
+#ifndef GPUTRAIN_HAVE_POSTGRES
+CopyThroughput raw_copy_throughput(const SourceSpec&) {
+  throw EnvironmentError("this gputrain was built without PostgreSQL support (libpq-dev was missing when it was built)",
+                         "install libpq-dev and build again (scripts/bootstrap.sh installs it)");
+}
+#endif
 
 Sources open_sources(const SourceSpec& spec) {
   auto out = open_as_named(spec);

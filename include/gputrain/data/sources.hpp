@@ -2,6 +2,7 @@
 // `data.source` and its keys, turned into the training and validation datasets.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,7 +43,12 @@ struct SourceSpec {
   /// val_path: the hold-out still leaves the training samples that run had (its standardisation and
   /// class weights were measured on them), and val_path is the validation data.
   bool evaluate_on_val_path = false;
-  ReadProgress read_progress;  ///< told how far a long parse (a large CSV) is; may throw to stop it
+  std::string dsn, query, val_query;  ///< postgres: the connection string and the queries of the training and validation rows
+  ReadProgress read_progress;         ///< told how far a long parse (a large CSV) is; may throw to stop it
+  /// Told how far a query's rows are (postgres, ~5 times a second): the key it reads ("data.query"),
+  /// rows and bytes received, and the planner's estimate of the rows; may throw to stop (the query
+  /// is then cancelled on the server).
+  std::function<void(const std::string& what, std::int64_t rows, std::int64_t estimated_rows, std::uint64_t bytes)> row_progress;
   /// Told how far making a large synthetic set is ("generating the synthetic training set"); may
   /// throw to stop it.
   SyntheticProgress synthetic_progress;
@@ -56,6 +62,10 @@ struct Sources {
   std::vector<std::string> feature_columns;   ///< CSV: the feature columns read, in the model's order
   std::vector<CsvCategories> categories;      ///< CSV: data.categorical's columns and their categories
   std::vector<std::string> notes;             ///< what a run says of the files before training (images in formats not read)
+  /// Where the rows came from, for checkpoints and model.safetensors' metadata (postgres: the
+  /// queries, their row counts and checksums of the rows, as "data.query", "data.rows",
+  /// "data.checksum", "data.val_..."); empty for files.
+  std::map<std::string, std::string> provenance;
 };
 
 /// Opens (memory-maps, parses or scans) the source; throws UsageError naming the file and what is

@@ -49,6 +49,9 @@ struct TrainingProgress {
   /// Wall time the run has trained for (steps, validation, checkpoints), summed over resumes:
   /// what train.max_time counts. 0 in checkpoints written before it was saved.
   double trained_seconds = 0;
+  /// Which rows a database source read: "data.query: 800 rows, checksum 1f...; data.val_query: ..."
+  /// (empty for files, and in checkpoints written before it was saved).
+  std::string data_rows;
 };
 
 /// The live objects a checkpoint is taken from and restored into.

@@ -33,7 +33,7 @@ struct ModelConfig {
 };
 
 struct DataConfig {
-  std::string source = "synthetic";      ///< synthetic, npy, npz, safetensors, csv, mnist, cifar10, image_folder
+  std::string source = "synthetic";      ///< synthetic, npy, npz, safetensors, csv, mnist, cifar10, image_folder, postgres
   std::string task = "classification";   ///< classification or regression
   std::string path;                      ///< the training data's file or folder (every source but synthetic)
   std::vector<std::string> labels;       ///< npy: the labels' .npy file; npz/safetensors: key; csv: column(s), several for regression
@@ -41,6 +41,10 @@ struct DataConfig {
   std::vector<std::string> exclude;      ///< csv: columns left out of the default features (an id, a date)
   std::vector<std::string> categorical;  ///< csv: feature columns of categories, one-hot encoded ("Sex=female", "Sex=male")
   std::string val_path, val_labels;      ///< validation data in the same format (mnist/cifar10: found beside)
+  std::string dsn;            ///< postgres: libpq's URI or key=value string (empty: PG* variables); a password is masked when shown
+  std::string query;          ///< postgres: the SELECT whose rows are the training samples
+  std::string val_query;      ///< postgres: the validation rows' SELECT, read in the same snapshot
+  bool require_same = false;  ///< postgres: a resumed run whose rows changed stops (exit 2) instead of saying so
   std::vector<std::int64_t> image_size = {224, 224};  ///< image_folder: height, width after resize and centre crop
   std::vector<std::int64_t> shape = {3, 32, 32};      ///< synthetic: shape of one sample (files: read from the data)
   std::optional<std::int64_t> classes;                ///< classification: number of classes; nullopt means `auto`

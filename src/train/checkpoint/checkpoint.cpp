@@ -234,6 +234,7 @@ TrainingProgress read_progress(torch::serialize::InputArchive& archive, const st
   if (archive.try_read("progress.lr_scale", value) || archive.try_read("progress.plateau_scale", value))
     progress.lr_scale = value.toDouble();
   if (archive.try_read("progress.trained_seconds", value)) progress.trained_seconds = value.toDouble();
+  if (archive.try_read("progress.data_rows", value)) progress.data_rows = value.toStringRef();
   progress.callbacks =
       archive.try_read("callbacks", value) ? read_callback_states(path, value.toStringRef()) : format1_callback_states(archive);
   return progress;
@@ -260,6 +261,7 @@ void save_checkpoint(const std::string& path, const CheckpointParts& parts, cons
   archive.write("callbacks", c10::IValue(callback_states_text(progress.callbacks)));
   archive.write("progress.global_batch", c10::IValue(progress.global_batch));
   archive.write("progress.world_size", c10::IValue(progress.world_size));
+  archive.write("progress.data_rows", c10::IValue(progress.data_rows));
   archive.write("progress.train_samples", c10::IValue(progress.train_samples));
   archive.write("progress.trained_seconds", c10::IValue(progress.trained_seconds));
   archive.write("config", c10::IValue(config_yaml));

@@ -35,6 +35,19 @@ void refuse_files_for_synthetic(const DataConfig& d) {
   }
 }
 
+// data.source postgres reads a query's rows: the keys of files mean nothing to it, and a query
+// it needs.
+void check_postgres(const DataConfig& d) {
+  if (d.query.empty())
+    inconsistent("data.source postgres reads the rows of data.query, which is not set",
+                 "set data.query to the SELECT of your samples, e.g. \"SELECT f1, f2, label FROM samples WHERE split = 'train'\"");
+  for (const auto& [key, value] : {std::pair<const char*, const std::string&>{"data.path", d.path}, {"data.val_path", d.val_path}})
+    if (!value.empty())
+      inconsistent(
+          std::string(key) + " is set ('" + value + "'), but data.source postgres reads no files",
+          std::string("remove ") + key + (std::string(key) == "data.val_path" ? "; validation rows come from data.val_query" : ""));
+}
+
 // What can be told from the config alone; open_data checks a list against the classes the labels
 // give when data.classes is auto.
 void check_class_weights(const Config& c) {
@@ -86,10 +99,11 @@ void check_nodes(const DistributedConfig& d) {
 void check_consistency(const Config& c) {
   check_nodes(c.distributed);
   const bool classification = c.data.task == "classification";
-  if (!c.data.exclude.empty() && c.data.source != "csv")
+  const bool columns = c.data.source == "csv" || c.data.source == "postgres";  // sources of named columns
+  if (!c.data.exclude.empty() && !columns)
     inconsistent("data.exclude names CSV columns, but data.source is " + c.data.source,
                  c.data.features.empty() ? "remove data.exclude" : "remove data.exclude; data.features picks the features' array");
-  if (!c.data.categorical.empty() && c.data.source != "csv")
+  if (!c.data.categorical.empty() && !columns)
     inconsistent("data.categorical names CSV columns of categories, but data.source is " + c.data.source,
                  "remove data.categorical; one-hot encode the categories into the arrays first");
   if (!c.data.exclude.empty() && !c.data.features.empty())
@@ -136,7 +150,8 @@ void check_consistency(const Config& c) {
         "the transformer reads samples shaped [sequence, features]; data.shape has " + std::to_string(c.data.shape.size()) + " dimensions",
         "set data.shape to [sequence_length, features], e.g. [32, 16]");
   if (c.data.source == "synthetic") refuse_files_for_synthetic(c.data);
-  if (c.data.source != "synthetic" && c.data.path.empty())
+  if (c.data.source == "postgres") check_postgres(c.data);
+  if (c.data.source != "synthetic" && c.data.source != "postgres" && c.data.path.empty())
     inconsistent("data.source " + c.data.source + " reads files, but data.path is not set",
                  "set data.path to the training data's file or folder (docs/data.md)");
   if (c.data.mean.size() != c.data.std.size())

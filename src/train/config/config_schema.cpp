@@ -2,6 +2,7 @@
 #include "config_schema.hpp"
 
 #include "config_fields.hpp"
+#include "data/postgres/dsn.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -192,6 +193,12 @@ std::vector<Field> data_fields() {
     string_list_field("data.categorical", [](auto& c) -> auto& { return c.data.categorical; }),
     path_field("data.val_path", [](auto& c) -> auto& { return c.data.val_path; }, "a path to the validation data"),
     path_field("data.val_labels", [](auto& c) -> auto& { return c.data.val_labels; }, "a path to the validation labels' .npy file"),
+    // Shown (config.yaml, logs) with its password masked: a password belongs in ~/.pgpass or PGPASSWORD.
+    {"data.dsn", [](Config& c, const FieldValue& v) { c.data.dsn = v.node.IsNull() ? "" : parse_string(v, "a libpq connection string"); },
+     [](const Config& c) { return YAML::Node(data::postgres::mask_password(c.data.dsn)); }},
+    optional_string_field("data.query", [](auto& c) -> auto& { return c.data.query; }, "an SQL query"),
+    optional_string_field("data.val_query", [](auto& c) -> auto& { return c.data.val_query; }, "an SQL query"),
+    bool_field("data.require_same", [](auto& c) -> auto& { return c.data.require_same; }),
     {"data.image_size", [](Config& c, const FieldValue& v) { c.data.image_size = parse_image_size(v); },
      [](const Config& c) { return flow_list(c.data.image_size); }},
     int_list_field("data.shape", [](auto& c) -> auto& { return c.data.shape; }, 1, false),

@@ -80,6 +80,10 @@ std::vector<std::string> unread_settings(const Config& config) {
       if (!at_default(config, key) && std::find(keys->begin(), keys->end(), key) == keys->end())
         out.push_back(unread(config, key, config.model.name, readers));
   }
+  if (config.data.source != "postgres")
+    for (const char* key : {"data.dsn", "data.query", "data.val_query", "data.require_same"})
+      if (!at_default(config, key))
+        out.push_back(std::string(key) + " is set, but data.source is " + config.data.source + ": only data.source postgres reads it");
   // NHWC is a layout of images: samples of any other shape train as they are.
   if (config.train.channels_last.value_or(false) && config.data.shape.size() != 3)
     out.push_back("train.channels_last is true, but the samples are shaped " + shown(config, "data.shape") +

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
@@ -119,11 +120,28 @@ void Trainer::State::note_config_changes(const std::string& path, const std::str
   }
 }
 
+namespace {
+
+// "data.query: 800 rows, checksum 1f...; data.val_query: 200 rows, checksum 2e..." (empty for files).
+std::string data_rows_of(const std::map<std::string, std::string>& provenance) {
+  std::string out;
+  for (const char* side : {"", "val_"}) {
+    const auto rows = provenance.find(std::string("data.") + side + "rows");
+    if (rows == provenance.end()) continue;
+    out += (out.empty() ? "" : "; ") + std::string("data.") + side + "query: " + rows->second + " rows, checksum " +
+           provenance.at(std::string("data.") + side + "checksum");
+  }
+  return out;
+}
+
+}  // namespace
+
 // What a step and a position mean in this run; saved with every checkpoint.
 void Trainer::State::stamp_progress() {
   progress.global_batch = effective_batch * ranks.world_size();
   progress.world_size = ranks.world_size();
   progress.train_samples = train_size;
+  progress.data_rows = data_rows_of(data.sources.provenance);
 }
 
 // Checks made before anything is restored from the checkpoint at `path`.
@@ -189,6 +207,16 @@ void Trainer::State::continue_on_this_shape(const std::string& path) {
     reporter.later("note: the training data has " + std::to_string(train_size) + " samples, and " + path + "'s run had " +
                    std::to_string(progress.train_samples) + ": the epoch order changes with the count, so the rest of epoch " +
                    std::to_string(progress.epoch + 1) + " is not exactly the samples that run had left");
+  // Rows of a database that changed under the run: the epochs ahead read other samples.
+  const auto rows_now = data_rows_of(data.sources.provenance);
+  if (!progress.data_rows.empty() && progress.data_rows != rows_now) {
+    const auto what = "the rows of the database changed since " + path + " was written: its run read " + progress.data_rows +
+                      ", and this one reads " + rows_now;
+    if (config.data.require_same)
+      throw UsageError(what + " (data.require_same: true)",
+                       "restore the rows the run trained on, or set data.require_same: false to go on with the rows as they are now");
+    reporter.later("note: " + what + "; training goes on with the rows as they are now (data.require_same: true stops instead)");
+  }
   stamp_progress();
 }
 

@@ -51,6 +51,7 @@ std::map<std::string, std::string> weights_metadata(const Config& config, const 
     metadata["data.categories"] = categories.dump();
   }
   if (!data.sources.class_names.empty()) metadata["data.class_names"] = nlohmann::json(data.sources.class_names).dump();
+  for (const auto& [key, value] : data.sources.provenance) metadata[key] = value;  // a database's queries, rows and checksums
   const auto list = [](const std::vector<double>& values) {
     std::ostringstream text;
     text.precision(9);

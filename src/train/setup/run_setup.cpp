@@ -7,6 +7,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "gputrain/core/duration.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/loader.hpp"
@@ -77,6 +78,9 @@ data::SourceSpec source_spec(const Config& config, bool evaluating, SetupProgres
   spec.categorical = d.categorical;
   spec.val_path = d.val_path;
   spec.val_labels = d.val_labels;
+  spec.dsn = d.dsn;
+  spec.query = d.query;
+  spec.val_query = d.val_query;
   spec.image_size = d.image_size;
   spec.samples = d.samples;
   spec.val_samples = d.val_samples;
@@ -86,6 +90,18 @@ data::SourceSpec source_spec(const Config& config, bool evaluating, SetupProgres
   spec.synthetic = {d.task, d.shape, model_outputs(config), static_cast<std::uint64_t>(config.train.seed)};
   spec.read_progress = [&reading](const std::string& path, std::uint64_t done, std::uint64_t total) {
     reading("reading " + path, done, total, [&] { return core::format_bytes(done) + " of " + core::format_bytes(total); });
+  };
+  // A query's rows: how many of the planner's estimate, the bytes, their rate and what is left.
+  spec.row_progress = [&reading, start = std::chrono::steady_clock::now()](const std::string& what, std::int64_t rows,
+                                                                           std::int64_t estimate, std::uint64_t bytes) {
+    reading("reading the rows of " + what, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(estimate), [&] {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::string text = std::to_string(rows) + " of ~" + core::counted(estimate, "row") + ", " + core::format_bytes(bytes);
+      if (seconds > 0.5) text += ", " + core::format_bytes(static_cast<std::uint64_t>(static_cast<double>(bytes) / seconds)) + "/s";
+      if (seconds > 0.5 && rows > 0 && estimate > rows)
+        text += ", ~" + core::duration_text(seconds * static_cast<double>(estimate - rows) / static_cast<double>(rows)) + " left";
+      return text;
+    });
   };
   spec.synthetic_progress = [&reading](const std::string& doing, std::int64_t done, std::int64_t total) {
     reading(doing, static_cast<std::uint64_t>(done), static_cast<std::uint64_t>(total),

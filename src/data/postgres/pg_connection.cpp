@@ -1,0 +1,206 @@
+#include "pg_connection.hpp"
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "dsn.hpp"
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::data::postgres {
+namespace {
+
+std::string trimmed(const char* text) {
+  std::string s = text ? text : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Connection::Connection(const std::string& dsn) : dsn_masked_(mask_password(dsn)) {
+  // Our defaults first: the DSN's own settings, expanded from dbname, override them. Keepalives
+  // notice a server that vanished mid-read instead of waiting on it for ever.
+  const char* keys[] = {
+      "connect_timeout", "application_name", "keepalives_idle", "keepalives_interval", "keepalives_count", "dbname", nullptr};
+  const char* values[] = {"10", "gputrain", "30", "10", "3", dsn.c_str(), nullptr};
+  conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+  if (!conn_) throw Error("libpq could not allocate a connection", "", ExitCode::environment);
+  if (PQstatus(conn_) == CONNECTION_OK) return;
+  const auto message = trimmed(PQerrorMessage(conn_));
+  const std::string host = trimmed(PQhost(conn_)), port = trimmed(PQport(conn_)), user = trimmed(PQuser(conn_));
+  const auto who =
+      "user '" + user + "' at " + host + ":" + port + " (data.dsn " + (dsn.empty() ? "empty: PG* variables" : dsn_masked_) + ")";
+  PQfinish(conn_);
+  conn_ = nullptr;
+  const auto has = [&](const char* text) { return message.find(text) != std::string::npos; };
+  if (has("invalid ") || has("missing \"=\"") || has("unterminated quoted"))
+    throw UsageError("data.dsn is not a libpq connection string: " + message,
+                     "write it as postgresql://user@host:5432/dbname or 'host=... port=... dbname=... user=...'");
+  if (has("authentication failed") || has("no password supplied") || has("does not exist") || has("not permitted to log in") ||
+      has("no pg_hba.conf entry"))
+    throw UsageError("PostgreSQL refused the login of " + who + ": " + message,
+                     "check the user and database in data.dsn, and the password: give it in ~/.pgpass or PGPASSWORD, never in the config");
+  throw EnvironmentError("cannot reach PostgreSQL for " + who + ": " + message,
+                         "start the server, or correct data.dsn's host and port; `pg_isready -h " + host + " -p " + port +
+                             "` says whether it accepts connections");
+}
+
+Connection::~Connection() {
+  if (conn_) PQfinish(conn_);
+}
+
+std::string Connection::where() const {
+  return trimmed(PQuser(conn_)) + "@" + trimmed(PQhost(conn_)) + ":" + trimmed(PQport(conn_)) + "/" + trimmed(PQdb(conn_));
+}
+
+void Connection::fail_query(pg_result* result, const std::string& sql, std::size_t offset, const std::string& query,
+                            const std::string& what) {
+  std::string message = trimmed(PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
+  if (message.empty()) message = trimmed(PQerrorMessage(conn_));
+  const std::string hint = trimmed(PQresultErrorField(result, PG_DIAG_MESSAGE_HINT));
+  const std::string state = trimmed(PQresultErrorField(result, PG_DIAG_SQLSTATE));
+  const char* position = PQresultErrorField(result, PG_DIAG_STATEMENT_POSITION);
+  PQclear(result);
+  // The server's own trouble, not the query's: an administrator's or a crash's shutdown (57),
+  // a connection fault (08), resources (53), the system (58), an internal error (XX).
+  for (const char* server_side : {"57", "08", "53", "58", "XX"})
+    if (state.rfind(server_side, 0) == 0)
+      throw Error(
+          "the PostgreSQL server at " + where() + " stopped while sending " + what + "'s rows: " + message + " (SQLSTATE " + state + ")",
+          "nothing was trained; check the server's log, and run again once it is back");
+  // The place the server points at, in the query as the user wrote it, with a caret under it.
+  std::string caret;
+  if (position && !query.empty()) {
+    const auto at = static_cast<std::size_t>(std::atol(position));
+    if (at > offset && at - offset - 1 < query.size()) {
+      const auto index = at - offset - 1;
+      const auto line_start = query.rfind('\n', index) == std::string::npos ? 0 : query.rfind('\n', index) + 1;
+      const auto line_end = std::min(query.find('\n', index), query.size());
+      caret = "\n    " + query.substr(line_start, line_end - line_start) + "\n    " + std::string(index - line_start, ' ') + "^";
+    }
+  }
+  (void)sql;
+  throw UsageError(what + ": PostgreSQL says: " + message + caret,
+                   (hint.empty() ? "" : hint + "; ") + "fix " + what + " (psql runs it as it is: psql '" + dsn_masked_ + "' -c '...')");
+}
+
+void Connection::run(const std::string& sql) {
+  auto* result = PQexec(conn_, sql.c_str());
+  if (PQresultStatus(result) != PGRES_COMMAND_OK) fail_query(result, sql, 0, "", sql);
+  PQclear(result);
+}
+
+std::vector<Column> Connection::columns_of(const std::string& query, const std::string& what) {
+  auto* prepared = PQprepare(conn_, "", query.c_str(), 0, nullptr);
+  if (PQresultStatus(prepared) != PGRES_COMMAND_OK) fail_query(prepared, query, 0, query, what);
+  PQclear(prepared);
+  auto* described = PQdescribePrepared(conn_, "");
+  if (PQresultStatus(described) != PGRES_COMMAND_OK) fail_query(described, query, 0, query, what);
+  std::vector<Column> columns;
+  for (int i = 0; i < PQnfields(described); ++i) columns.push_back({PQfname(described, i), PQftype(described, i)});
+  PQclear(described);
+  return columns;
+}
+
+std::string Connection::type_name(std::uint32_t type) {
+  const auto text = std::to_string(type);
+  const char* values[] = {text.c_str()};
+  auto* result = PQexecParams(conn_, "SELECT format_type($1::oid, NULL)", 1, nullptr, values, nullptr, nullptr, 0);
+  std::string name = PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1 ? PQgetvalue(result, 0, 0) : "type " + text;
+  PQclear(result);
+  return name;
+}
+
+std::pair<std::int64_t, std::uint64_t> Connection::estimate(const std::string& query) {
+  auto* result = PQexec(conn_, ("EXPLAIN (FORMAT JSON) " + query).c_str());
+  std::pair<std::int64_t, std::uint64_t> out{0, 0};
+  if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1) {
+    const std::string plan = PQgetvalue(result, 0, 0);
+    const auto number_after = [&](const std::string& key) -> double {
+      const auto at = plan.find("\"" + key + "\": ");
+      return at == std::string::npos ? 0.0 : std::atof(plan.c_str() + at + key.size() + 4);
+    };
+    out.first = static_cast<std::int64_t>(number_after("Plan Rows"));
+    out.second = static_cast<std::uint64_t>(number_after("Plan Rows") * number_after("Plan Width"));
+  }
+  PQclear(result);
+  return out;
+}
+
+void Connection::copy_out(const std::string& query, const std::string& what, const std::function<void(const char*, std::size_t)>& piece,
+                          const std::function<void()>& tick) {
+  const std::string prefix = "COPY (";
+  const auto sql = prefix + query + ") TO STDOUT (FORMAT binary)";
+  std::uint64_t received = 0;
+  const auto lost = [&] {
+    return Error("the PostgreSQL server at " + where() + " closed the connection while sending " + what + "'s rows (after " +
+                     std::to_string(received) + " bytes): " + trimmed(PQerrorMessage(conn_)),
+                 "nothing was trained; check the server's log, and run again once it is back");
+  };
+  // A stop request (Ctrl-C) thrown from `tick` cancels the query on the server first.
+  auto last_tick = std::chrono::steady_clock::now();
+  const auto ticked = [&](bool now) {
+    if (!now && std::chrono::steady_clock::now() - last_tick < std::chrono::milliseconds(200)) return;
+    last_tick = std::chrono::steady_clock::now();
+    try {
+      tick();
+    } catch (...) {
+      cancel();
+      throw;
+    }
+  };
+  const auto wait = [&] {
+    ticked(true);
+    pollfd fd{PQsocket(conn_), POLLIN, 0};
+    ::poll(&fd, 1, 200);
+    if (!PQconsumeInput(conn_)) throw lost();
+  };
+  if (!PQsendQuery(conn_, sql.c_str())) throw lost();
+  for (;;) {  // until the server starts the COPY, or refuses the query
+    while (PQisBusy(conn_)) wait();
+    auto* result = PQgetResult(conn_);
+    if (!result) throw lost();
+    if (PQresultStatus(result) == PGRES_COPY_OUT) {
+      PQclear(result);
+      break;
+    }
+    fail_query(result, sql, prefix.size(), query, what);
+  }
+  for (;;) {
+    char* buffer = nullptr;
+    const int n = PQgetCopyData(conn_, &buffer, /*async=*/1);
+    if (n > 0) {
+      received += static_cast<std::uint64_t>(n);
+      piece(buffer, static_cast<std::size_t>(n));
+      PQfreemem(buffer);
+      ticked(false);
+    } else if (n == 0) {
+      wait();
+    } else if (n == -1) {
+      break;
+    } else {
+      throw lost();
+    }
+  }
+  // The COPY's own end: an error the server met part-way (a division by zero in row 90,000) comes here.
+  while (auto* result = PQgetResult(conn_)) {
+    if (PQresultStatus(result) != PGRES_COMMAND_OK) {
+      if (PQstatus(conn_) != CONNECTION_OK) throw lost();
+      fail_query(result, sql, prefix.size(), query, what);
+    }
+    PQclear(result);
+  }
+}
+
+void Connection::cancel() {
+  if (auto* handle = PQgetCancel(conn_)) {
+    char error[256];
+    PQcancel(handle, error, sizeof error);
+    PQfreeCancel(handle);
+  }
+}
+
+}  // namespace gputrain::data::postgres

@@ -1,0 +1,61 @@
+#pragma once
+// A libpq connection for reading training data: opened with a connect timeout, its failures
+// turned into errors that name host, port and user (never the password) with the fix, and SQL
+// errors shown with the server's message and where in the query it points.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct pg_conn;
+struct pg_result;
+
+namespace gputrain::data::postgres {
+
+/// A column of a query's result: its name and type OID.
+struct Column {
+  std::string name;
+  std::uint32_t type = 0;
+};
+
+class Connection {
+ public:
+  /// Connects to `dsn` (a libpq URI or key=value string; PG* variables and ~/.pgpass apply).
+  /// Throws EnvironmentError (exit 3) when the server cannot be reached, UsageError (exit 2) when
+  /// it refuses the login; both name host, port and user and say what to check.
+  explicit Connection(const std::string& dsn);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Runs a statement that returns no rows (BEGIN, SET); throws UsageError with the server's message.
+  void run(const std::string& sql);
+  /// The columns `query` returns (described by the server, no rows read); throws UsageError with
+  /// the server's message and a caret under the place it names (`what`: "data.query").
+  std::vector<Column> columns_of(const std::string& query, const std::string& what);
+  /// A type's name as SQL writes it ("timestamp with time zone"), for errors.
+  std::string type_name(std::uint32_t type);
+  /// The planner's estimate of the rows and bytes `query` returns (EXPLAIN); 0 when unknown.
+  std::pair<std::int64_t, std::uint64_t> estimate(const std::string& query);
+
+  /// Streams `COPY (query) TO STDOUT (FORMAT binary)`: each piece of data goes to `piece`, and
+  /// `tick` is called about 5 times a second while it waits (a stop request thrown from it
+  /// cancels the query on the server, then propagates). A server that dies mid-stream, or an
+  /// error it sends, throws Error (exit 1) or UsageError (an error in the query).
+  void copy_out(const std::string& query, const std::string& what, const std::function<void(const char*, std::size_t)>& piece,
+                const std::function<void()>& tick);
+
+  /// "user@host:port/db", for the run's data line and errors.
+  std::string where() const;
+
+ private:
+  [[noreturn]] void fail_query(pg_result* result, const std::string& sql, std::size_t offset, const std::string& query,
+                               const std::string& what);
+  void cancel();
+  pg_conn* conn_ = nullptr;
+  std::string dsn_masked_;
+};
+
+}  // namespace gputrain::data::postgres

@@ -1,0 +1,199 @@
+#include "pg_rows.hpp"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "data/image_decode.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/data/dataset.hpp"
+
+namespace gputrain::data::postgres {
+namespace {
+
+constexpr std::int64_t kChunkRows = 65536;      // rows of numbers per chunk (a few MB)
+constexpr std::int64_t kImageChunkRows = 1024;  // decoded images per chunk
+
+}  // namespace
+
+RowDecoder::RowDecoder(const Selected& selected, DecodeSpec spec) : selected_(selected), spec_(std::move(spec)) {
+  lengths_.assign(selected_.features.size(), 0);
+  if (spec_.vector_lengths) lengths_ = *spec_.vector_lengths;
+  length_set_.assign(selected_.features.size(), spec_.vector_lengths != nullptr);
+  for (const auto& use : selected_.features)
+    if (use.kind == ColumnKind::text) codes_.emplace_back();
+}
+
+void RowDecoder::add(const std::vector<Field>& fields) {
+  bool has_null = false;
+  for (const auto* uses : {&selected_.features, &selected_.labels})
+    for (const auto& use : *uses)
+      if (fields[use.index].null()) {
+        ++nulls_[use.column.name];
+        has_null = true;
+      }
+  if (has_null) return;  // counted: the error after the read names every column and its rows
+  if (selected_.images()) {
+    if (!add_image(fields[selected_.features[0].index])) return;
+  } else {
+    add_features(fields);
+  }
+  add_labels(fields);
+  ++rows_;
+}
+
+void RowDecoder::add_features(const std::vector<Field>& fields) {
+  row_.clear();
+  std::size_t text = 0;
+  for (std::size_t f = 0; f < selected_.features.size(); ++f) {
+    const auto& use = selected_.features[f];
+    const auto& field = fields[use.index];
+    if (use.kind == ColumnKind::number) {
+      row_.push_back(static_cast<float>(number_of(use.column.type, field)));
+    } else if (use.kind == ColumnKind::text) {
+      codes_[text++].add(text_of(field));
+    } else {
+      const auto n = append_vector(field, row_, use.column.name);
+      if (!length_set_[f]) {
+        lengths_[f] = n;
+        length_set_[f] = true;
+      } else if (n != lengths_[f]) {
+        throw UsageError(spec_.what + "'s column '" + use.column.name + "' holds an array of " +
+                             core::counted(static_cast<std::int64_t>(n), "number") + " in row " + std::to_string(rows_ + 1) + ", but " +
+                             std::to_string(lengths_[f]) + (spec_.vector_lengths ? " in data.query's rows" : " in the rows before it"),
+                         "every row must hold as many (one input each): pad or cut them in the query, e.g. " + use.column.name +
+                             "[1:" + std::to_string(lengths_[f]) + "]");
+      }
+    }
+  }
+  if (chunks_.empty() || chunks_.back().rows == kChunkRows) {
+    chunks_.emplace_back();
+    chunks_.back().numbers.reserve(static_cast<std::size_t>(kChunkRows) * row_.size());
+  }
+  chunks_.back().numbers.insert(chunks_.back().numbers.end(), row_.begin(), row_.end());
+  ++chunks_.back().rows;
+}
+
+void RowDecoder::add_labels(const std::vector<Field>& fields) {
+  if (!spec_.classification) {
+    for (const auto& use : selected_.labels) regression_.push_back(static_cast<float>(number_of(use.column.type, fields[use.index])));
+    return;
+  }
+  const auto& use = selected_.labels[0];
+  const auto& field = fields[use.index];
+  if (use.kind == ColumnKind::text) {
+    label_names_.add(text_of(field));
+    return;
+  }
+  const double id = number_of(use.column.type, field);
+  if (!(id >= 0) || id != std::floor(id) || id > 1e9)
+    throw UsageError(
+        spec_.what + "'s label column '" + use.column.name + "' holds " + core::format_fixed(id, 6) + " in row " +
+            std::to_string(rows_ + 1) + ": class ids are whole numbers from 0",
+        "map the labels to 0, 1, 2, ... in the query (e.g. " + use.column.name + " - 1, or CASE ... END), or set data.task: regression");
+  class_ids_.push_back(static_cast<std::int64_t>(id));
+}
+
+bool RowDecoder::add_image(const Field& field) {
+  const auto h = spec_.image_size.at(0), w = spec_.image_size.at(1);
+  if (image_chunks_.empty() || image_rows_in_chunk_ == kImageChunkRows) {
+    image_chunks_.push_back(at::empty({kImageChunkRows, 3, h, w}, at::kByte));
+    image_rows_in_chunk_ = 0;
+  }
+  auto* out = image_chunks_.back().data_ptr<std::uint8_t>() + image_rows_in_chunk_ * 3 * h * w;
+  try {
+    decode_image_into(reinterpret_cast<const unsigned char*>(field.data), static_cast<std::size_t>(field.length), h, w, out);
+  } catch (const SkippedSample& e) {
+    if (undecoded_++ == 0) undecoded_example_ = "row " + std::to_string(rows_ + undecoded_) + ": " + e.what();
+    return false;
+  }
+  ++image_rows_in_chunk_;
+  return true;
+}
+
+void RowDecoder::throw_nulls() const {
+  if (nulls_.empty()) return;
+  std::string counts, kept;
+  for (const auto& [column, rows] : nulls_) {
+    counts += (counts.empty() ? "" : ", ") + ("'" + column + "' in " + core::counted(rows, "row"));
+    kept += (kept.empty() ? "" : " AND ") + column + " IS NOT NULL";
+  }
+  const auto& first = nulls_.begin()->first;
+  throw UsageError(spec_.what + "'s rows hold NULLs, which the model cannot read: " + counts,
+                   "replace them in the query, e.g. COALESCE(" + first + ", 0), or leave those rows out: WHERE " + kept);
+}
+
+csv::Table RowDecoder::table() {
+  throw_nulls();
+  csv::Table t;
+  t.path = spec_.what;
+  t.rows = rows_;
+  t.chunks = std::move(chunks_);
+  std::size_t text = 0;
+  for (std::size_t f = 0; f < selected_.features.size(); ++f) {
+    const auto& use = selected_.features[f];
+    if (use.kind == ColumnKind::vector) {
+      for (std::size_t i = 0; i < lengths_[f]; ++i) {
+        t.features.push_back(use.column.name + "[" + std::to_string(i) + "]");
+        t.category_of.push_back(-1);
+      }
+      continue;
+    }
+    t.features.push_back(use.column.name);
+    t.category_of.push_back(use.kind == ColumnKind::text ? static_cast<int>(t.categories.size()) : -1);
+    if (use.kind != ColumnKind::text) continue;
+    const std::vector<std::string>* known = nullptr;
+    if (spec_.categories)
+      for (const auto& column : *spec_.categories)
+        if (column.column == use.column.name) known = &column.values;
+    std::vector<csv::Coded> pieces;
+    pieces.push_back(codes_[text++].take());
+    t.categories.push_back(csv::merge_categories(std::move(pieces), known));
+  }
+  t.targets = targets();
+  return t;
+}
+
+at::Tensor RowDecoder::images() {
+  throw_nulls();
+  const auto h = spec_.image_size.at(0), w = spec_.image_size.at(1);
+  auto out = at::empty({rows_, 3, h, w}, at::kByte);
+  std::int64_t at = 0;
+  for (auto& chunk : image_chunks_) {  // each freed once copied: the images are held once, plus a chunk
+    const auto n = std::min(kImageChunkRows, rows_ - at);
+    out.narrow(0, at, n).copy_(chunk.narrow(0, 0, n));
+    chunk = at::Tensor();
+    at += n;
+  }
+  image_chunks_.clear();
+  return out;
+}
+
+at::Tensor RowDecoder::targets() {
+  if (targets_.defined()) return targets_;
+  if (!spec_.classification) {
+    const auto k = static_cast<std::int64_t>(selected_.labels.size());
+    targets_ = at::from_blob(regression_.data(), {rows_, k}, at::kFloat).clone();
+  } else if (selected_.labels[0].kind == ColumnKind::text) {
+    std::vector<csv::Coded> pieces;
+    pieces.push_back(label_names_.take());
+    auto coded = csv::merge_categories(std::move(pieces), spec_.class_names);
+    const auto& column = selected_.labels[0].column.name;
+    if (coded.unseen_rows > 0)
+      throw UsageError(spec_.what + "'s label column '" + column + "' holds '" + coded.unseen_example + "' (in " +
+                           core::counted(coded.unseen_rows, "row") + "), which is not among data.query's labels",
+                       "train on rows of every class, or leave those rows out of " + spec_.what);
+    std::vector<std::int64_t> ids(coded.codes.begin(), coded.codes.end());
+    if (std::find(ids.begin(), ids.end(), -1) != ids.end())
+      throw UsageError(spec_.what + "'s label column '" + column + "' is empty in some rows",
+                       "leave them out: WHERE " + column + " <> '', or give them a class");
+    class_names_ = coded.values;
+    targets_ = at::tensor(ids, at::kLong);
+  } else {
+    targets_ = at::tensor(class_ids_, at::kLong);
+  }
+  return targets_;
+}
+
+}  // namespace gputrain::data::postgres

@@ -1,0 +1,88 @@
+#pragma once
+// A query's tuples decoded as they stream in: numbers and arrays into the CSV reader's chunks of
+// floats, text into numbered categories, the labels into class ids (or names) or targets, bytea
+// into decoded images. NULLs are counted by column, for one error that names them all.
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "data/csv/csv_table.hpp"
+#include "pg_binary.hpp"
+#include "pg_connection.hpp"
+
+namespace gputrain::data::postgres {
+
+/// The columns a query's tuples give the model: each with its place in the tuple.
+struct Selected {
+  struct Use {
+    Column column;
+    std::size_t index = 0;  ///< in the tuple
+    ColumnKind kind = ColumnKind::number;
+  };
+  std::vector<Use> features, labels;
+  bool images() const { return features.size() == 1 && features[0].kind == ColumnKind::bytes; }
+};
+
+/// What decoding needs besides the columns.
+struct DecodeSpec {
+  bool classification = true;
+  std::string what = "data.query";                           ///< the key the rows come from, for errors
+  std::vector<std::int64_t> image_size{224, 224};            ///< images: height, width
+  const std::vector<std::string>* class_names = nullptr;     ///< a validation query's: the training query's label names
+  const std::vector<std::size_t>* vector_lengths = nullptr;  ///< a validation query's: the training query's array lengths
+  const std::vector<CsvCategories>* categories = nullptr;    ///< a validation query's: the training query's categories
+};
+
+class RowDecoder {
+ public:
+  RowDecoder(const Selected& selected, DecodeSpec spec);
+  /// One tuple, in the query's column order.
+  void add(const std::vector<Field>& fields);
+  std::int64_t rows() const { return rows_; }
+
+  /// The rows as the CSV reader's table (features; finish_table spreads the categories), and the
+  /// labels. Throws UsageError when a column held NULLs, naming each and its rows.
+  csv::Table table();
+  /// Images [rows, 3, height, width] uint8 (images() only), chunk by chunk into one tensor.
+  at::Tensor images();
+  /// Class ids int64 [rows], or regression targets float32 [rows, labels].
+  at::Tensor targets();
+  /// Text labels' names, sorted (the ids index them); empty for numeric labels.
+  const std::vector<std::string>& class_names() const { return class_names_; }
+  /// Each array feature's length, in the features' order (0 for other columns).
+  const std::vector<std::size_t>& vector_lengths() const { return lengths_; }
+  /// Rows left out because their image did not decode, and the first's reason.
+  std::int64_t undecoded() const { return undecoded_; }
+  const std::string& undecoded_example() const { return undecoded_example_; }
+
+ private:
+  void add_features(const std::vector<Field>& fields);
+  void add_labels(const std::vector<Field>& fields);
+  bool add_image(const Field& field);
+  void throw_nulls() const;
+
+  Selected selected_;
+  DecodeSpec spec_;
+  std::int64_t rows_ = 0;
+  std::vector<csv::Chunk> chunks_;
+  std::vector<csv::CategoryCodes> codes_;  // one per text feature
+  std::vector<std::size_t> lengths_;
+  std::vector<bool> length_set_;
+  std::vector<std::int64_t> class_ids_;
+  csv::CategoryCodes label_names_;
+  std::vector<std::string> class_names_;
+  std::vector<float> regression_;
+  std::vector<at::Tensor> image_chunks_;
+  std::int64_t image_rows_in_chunk_ = 0;
+  std::map<std::string, std::int64_t> nulls_;  // by column
+  std::int64_t undecoded_ = 0;
+  std::string undecoded_example_;
+  std::vector<float> row_;  // the row being decoded
+  at::Tensor targets_;      // made once, from the labels read
+};
+
+}  // namespace gputrain::data::postgres

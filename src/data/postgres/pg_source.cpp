@@ -1,0 +1,203 @@
+// data.source postgres: which columns are features and labels (as for CSV: data.features,
+// data.exclude, data.labels), the rows streamed in over binary COPY and decoded as they come, and
+// the datasets made from them. Text columns are categories (one-hot inputs), arrays are one input
+// per element, a lone bytea column is images.
+#include "pg_source.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/data/dataset.hpp"
+#include "pg_rows.hpp"
+
+namespace gputrain::data::postgres {
+namespace {
+
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The column named `name` among the query's, or a UsageError naming what it returns.
+std::size_t index_of(const std::vector<Column>& columns, const std::string& name, const std::string& key, const std::string& what) {
+  for (std::size_t i = 0; i < columns.size(); ++i)
+    if (columns[i].name == name) return i;
+  std::vector<std::string> names;
+  for (const auto& c : columns) names.push_back(c.name);
+  throw UsageError(key + " names column '" + name + "', which " + what + " does not return; it returns: " + core::join(names),
+                   "use one of those names, or add the column to " + what + "'s SELECT");
+}
+
+Selected::Use label_use(Connection& conn, const std::vector<Column>& columns, const std::string& name, bool classification,
+                        const std::string& what) {
+  const auto i = index_of(columns, name, "data.labels", what);
+  const auto kind = kind_of(columns[i].type);
+  const bool fits = kind == ColumnKind::number || (classification && kind == ColumnKind::text);
+  if (!fits)
+    throw UsageError(what + "'s label column '" + name + "' is " + conn.type_name(columns[i].type) + ", which cannot be " +
+                         (classification ? "a class" : "a regression target"),
+                     classification ? "select the class as an integer id (from 0) or as its name (text)"
+                                    : "select the target as a number (cast it: " + name + "::float8)");
+  return {columns[i], i, *kind};
+}
+
+Selected::Use feature_use(Connection& conn, const std::vector<Column>& columns, std::size_t i, const SourceSpec& spec,
+                          const std::string& what) {
+  const auto& column = columns[i];
+  const auto kind = kind_of(column.type);
+  if (!kind)
+    throw UsageError(what + "'s column '" + column.name + "' is " + conn.type_name(column.type) + ", which gputrain does not read",
+                     cast_advice(column.type) + " (data.exclude: [" + column.name + "])");
+  if (listed(spec.categorical, column.name) && kind != ColumnKind::text)
+    throw UsageError("data.categorical lists '" + column.name + "', which is " + conn.type_name(column.type) + ", not text",
+                     "select it as text (" + column.name + "::text) to read it as categories; text columns are categories already");
+  return {column, i, *kind};
+}
+
+// The features and labels among a query's columns, as data.features, data.exclude and data.labels say.
+Selected select_columns(Connection& conn, const std::vector<Column>& columns, const SourceSpec& spec, const std::string& what) {
+  const bool classification = spec.task == "classification";
+  Selected s;
+  if (classification && spec.labels.size() != 1)
+    throw UsageError("data.labels names " + std::to_string(spec.labels.size()) + " columns; a classification reads one",
+                     "set data.labels to the class column, or data.task: regression for several targets");
+  for (const auto& name : spec.labels) s.labels.push_back(label_use(conn, columns, name, classification, what));
+  for (const auto& name : spec.exclude) index_of(columns, name, "data.exclude", what);
+  for (const auto& name : spec.categorical) index_of(columns, name, "data.categorical", what);
+  if (!spec.features.empty()) {
+    for (const auto& name : spec.features) {
+      if (listed(spec.labels, name))
+        throw UsageError("data.features lists the label column '" + name + "': the model would read its answer",
+                         "leave '" + name + "' out of data.features");
+      s.features.push_back(feature_use(conn, columns, index_of(columns, name, "data.features", what), spec, what));
+    }
+  } else {
+    for (std::size_t i = 0; i < columns.size(); ++i)
+      if (!listed(spec.labels, columns[i].name) && !listed(spec.exclude, columns[i].name))
+        s.features.push_back(feature_use(conn, columns, i, spec, what));
+  }
+  if (s.features.empty())
+    throw UsageError(what + " returns no feature column besides the labels", "select the feature columns too, or check data.exclude");
+  for (const auto& use : s.features)
+    if (use.kind == ColumnKind::bytes && s.features.size() > 1)
+      throw UsageError(what + "'s column '" + use.column.name + "' holds bytes (bytea: images), which are a sample on their own",
+                       "select the image column and the label alone, or leave it out with data.exclude: [" + use.column.name + "]");
+  return s;
+}
+
+// Streams `query`'s rows through a decoder, telling `spec.row_progress` how far it is. Returns
+// the rows' fingerprint (any order): what a resumed run compares.
+std::uint64_t read_rows(Connection& conn, const std::string& query, const std::string& what, RowDecoder& decoder, const SourceSpec& spec) {
+  const auto [estimated_rows, estimated_bytes] = conn.estimate(query);
+  (void)estimated_bytes;
+  std::uint64_t fingerprint = 0;
+  TupleReader reader([&](const std::vector<Field>& fields) {
+    fingerprint += tuple_fingerprint(fields);
+    decoder.add(fields);
+  });
+  std::uint64_t bytes = 0;
+  const auto tell = [&] {
+    if (spec.row_progress) spec.row_progress(what, reader.tuples(), std::max(estimated_rows, reader.tuples()), bytes);
+  };
+  tell();
+  try {
+    conn.copy_out(
+        query, what,
+        [&](const char* data, std::size_t size) {
+          bytes += size;
+          reader.feed(data, size);
+        },
+        tell);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::runtime_error& e) {  // bytes that are not the COPY format
+    throw Error(what + ": the server's COPY stream could not be read: " + e.what(), "report this with the query and PostgreSQL's version");
+  }
+  if (!reader.finished()) throw Error(what + ": the COPY stream ended without its trailer", "run again; report it if it repeats");
+  tell();
+  if (decoder.rows() == 0 && decoder.undecoded() == 0 && reader.tuples() == 0)
+    throw UsageError(what + " returned no rows", "check its WHERE clause (psql -c 'SELECT count(*) FROM (...) AS q' counts them)");
+  return fingerprint;
+}
+
+std::string hex(std::uint64_t value) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, value >>= 4) out[static_cast<std::size_t>(i)] = digits[value & 15];
+  return out;
+}
+
+}  // namespace
+
+Sources open_postgres(const SourceSpec& spec) {
+  Sources out;
+  Connection conn(spec.dsn);
+  // One snapshot for the training and the validation rows: rows another client commits meanwhile
+  // are in neither, so the two never overlap by accident.
+  conn.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  const auto selected = select_columns(conn, conn.columns_of(spec.query, "data.query"), spec, "data.query");
+  const bool classification = spec.task == "classification";
+  DecodeSpec decode{classification, "data.query", spec.image_size};
+  RowDecoder train(selected, decode);
+  const auto train_fingerprint = read_rows(conn, spec.query, "data.query", train, spec);
+  out.provenance = {{"data.query", spec.query}, {"data.rows", std::to_string(train.rows())}, {"data.checksum", hex(train_fingerprint)}};
+  CsvSpec csv{{}, spec.labels, classification};
+  CsvColumns columns;
+  TensorDataset train_set;
+  if (selected.images()) {
+    train_set = {train.images(), train.targets()};
+  } else {
+    auto table = train.table();
+    csv.features = table.features;
+    train_set = csv::finish_table(std::move(table), csv, &columns);
+  }
+  out.class_names = train.class_names();
+  const auto described = [&](const std::string& key, std::int64_t rows) {
+    return "PostgreSQL " + conn.where() + " " + key + " (" + core::counted(rows, "row") + ")";
+  };
+  out.train = make_array_dataset(train_set, described("data.query", train_set.size()), "data.query");
+  if (train.undecoded() > 0)
+    out.notes.push_back("note: " + core::counted(train.undecoded(), "row") + " of data.query held images that did not decode, left out (" +
+                        train.undecoded_example() + ")");
+  if (!spec.val_query.empty()) {
+    // The training query's feature columns, found by name: the validation query may order them otherwise.
+    auto val_spec = spec;
+    val_spec.features.clear();
+    val_spec.exclude.clear();
+    for (const auto& use : selected.features) val_spec.features.push_back(use.column.name);
+    const auto val_selected = select_columns(conn, conn.columns_of(spec.val_query, "data.val_query"), val_spec, "data.val_query");
+    DecodeSpec val_decode{classification,   "data.val_query",        spec.image_size,
+                          &out.class_names, &train.vector_lengths(), &columns.categories};
+    if (!classification || selected.labels[0].kind != ColumnKind::text) val_decode.class_names = nullptr;
+    RowDecoder val(val_selected, val_decode);
+    const auto val_fingerprint = read_rows(conn, spec.val_query, "data.val_query", val, spec);
+    out.provenance["data.val_query"] = spec.val_query;
+    out.provenance["data.val_rows"] = std::to_string(val.rows());
+    out.provenance["data.val_checksum"] = hex(val_fingerprint);
+    TensorDataset val_set;
+    if (val_selected.images()) {
+      val_set = {val.images(), val.targets()};
+    } else {
+      CsvSpec val_csv{{}, spec.labels, classification, ',', "data.query's feature columns", {}, {}, columns.categories};
+      auto table = val.table();
+      val_csv.features = table.features;
+      val_set = csv::finish_table(std::move(table), val_csv, nullptr);
+    }
+    out.val = make_array_dataset(val_set, described("data.val_query", val_set.size()), "data.val_query");
+  }
+  conn.run("COMMIT");
+  if (classification) {
+    const auto max_id = [](const TensorDataset& set) { return set.size() > 0 ? set.targets.max().item<std::int64_t>() + 1 : 0; };
+    out.classes = out.class_names.empty() ? std::max(max_id(train_set), out.val ? max_id(*out.val->tensors()) : 0)
+                                          : static_cast<std::int64_t>(out.class_names.size());
+  }
+  out.feature_names = columns.inputs;
+  out.feature_columns = columns.features;
+  out.categories = columns.categories;
+  return out;
+}
+
+}  // namespace gputrain::data::postgres
