@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""A real PostgreSQL server for the postgres tests, in a folder of its own.
+
+  pg_server.py start DIR   initdb into a fresh folder under /tmp (short socket paths, and one the
+                           server's user can reach wherever DIR is), start the server on a Unix
+                           socket there and on 127.0.0.1 at a free port, make the roles the tests
+                           use, and write DIR/server.env (where, port, users). Without the server
+                           binaries it writes DIR/absent with the reason instead, and the tests
+                           skip saying it.
+  pg_server.py stop DIR    stop the server, remove its folder and DIR.
+
+The server refuses to run as root, which CI is: as root, it runs as the unprivileged user
+'nobody', which owns DIR. Local (socket) logins are trusted; logins over TCP need a password
+(scram-sha-256), which the tests of a wrong password use.
+"""
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+
+PASSWORD = "gputrain-test-pw"  # the 'trainer' role's: a test value, for a throwaway local server
+
+
+def bin_dir():
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    if found:
+        return os.path.dirname(found[-1])
+    initdb = shutil.which("initdb")
+    return os.path.dirname(initdb) if initdb else None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def as_server_user(command):
+    if os.geteuid() != 0:
+        return command
+    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"] + command
+
+
+def run(command, **kwargs):
+    result = subprocess.run(as_server_user(command), capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit("failed: %s\n%s%s" % (" ".join(command), result.stdout, result.stderr))
+    return result.stdout
+
+
+def start(folder):
+    stop(folder)
+    os.makedirs(folder)
+    binaries = bin_dir()
+    if not binaries:
+        with open(os.path.join(folder, "absent"), "w") as f:
+            f.write("no PostgreSQL server binaries (initdb) on this machine: install Debian's postgresql package")
+        return
+    home = tempfile.mkdtemp(prefix="gputrain-pg-", dir="/tmp")
+    os.chmod(home, 0o755)
+    if os.geteuid() == 0:
+        shutil.chown(home, "nobody", "nogroup")
+    data = os.path.join(home, "data")
+    pwfile = os.path.join(home, "pw")
+    with open(os.open(pwfile, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write(PASSWORD + "\n")
+    if os.geteuid() == 0:
+        shutil.chown(pwfile, "nobody", "nogroup")
+    with open(os.path.join(folder, "server.env"), "w") as f:  # first: stop finds the server even if start fails
+        f.write("socket_dir=%s\n" % home)
+    run([os.path.join(binaries, "initdb"), "-D", data, "-U", "gputrain", "--auth-local=trust", "--auth-host=scram-sha-256",
+         "--pwfile=" + pwfile, "--no-sync", "-E", "UTF8", "--locale=C"])
+    port = free_port()
+    options = "-k %s -p %d -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" % (home, port)
+    run([os.path.join(binaries, "pg_ctl"), "-D", data, "-o", options, "-l", os.path.join(home, "server.log"), "-w", "-t", "60", "start"])
+    psql = [os.path.join(binaries, "psql"), "-h", home, "-p", str(port), "-U", "gputrain", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c"]
+    run(psql + ["CREATE ROLE trainer LOGIN PASSWORD '%s'; GRANT pg_read_all_data TO trainer;" % PASSWORD])
+    with open(os.path.join(folder, "server.env"), "w") as f:
+        f.write("socket_dir=%s\nport=%d\nuser=gputrain\npassword_user=trainer\npassword=%s\nbin_dir=%s\n"
+                % (home, port, PASSWORD, binaries))
+
+
+def stop(folder):
+    env = os.path.join(folder, "server.env")
+    if os.path.exists(env):
+        home = dict(line.strip().split("=", 1) for line in open(env) if "=" in line).get("socket_dir", "")
+        data = os.path.join(home, "data")
+        binaries = bin_dir()
+        if binaries and os.path.isdir(data):
+            subprocess.run(as_server_user([os.path.join(binaries, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"]),
+                           capture_output=True)
+        if home.startswith("/tmp/gputrain-pg-"):
+            shutil.rmtree(home, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("start", "stop"):
+        sys.exit(__doc__)
+    (start if sys.argv[1] == "start" else stop)(os.path.abspath(sys.argv[2]))

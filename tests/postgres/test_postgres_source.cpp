@@ -1,0 +1,161 @@
+// data.source postgres against a real server (tests/postgres/pg_server.py, a ctest fixture): every
+// type the reader takes, NULLs, empty and one-row results, errors that name what to fix, one
+// snapshot for training and validation rows, a server that drops the connection mid-COPY, a stop
+// mid-load that cancels the query, a million rows loaded in chunks, and bytea images.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/stop_signal.hpp"
+#include "gputrain/data/sources.hpp"
+#include "gputrain/train/config.hpp"
+#include "gputrain/train/trainer.hpp"
+#include "support/pg_server.hpp"
+#include "support/quiet_trainer.hpp"
+
+using namespace gputrain;
+namespace fs = std::filesystem;
+
+namespace {
+
+class Postgres : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!server.absent().empty()) GTEST_SKIP() << server.absent();
+  }
+  data::SourceSpec spec(const std::string& query, std::vector<std::string> labels = {"label"}) const {
+    data::SourceSpec s;
+    s.source = "postgres";
+    s.dsn = server.dsn();
+    s.query = query;
+    s.labels = std::move(labels);
+    return s;
+  }
+  // The message of the error opening `s` throws, and its exit code.
+  std::pair<std::string, ExitCode> error_of(const data::SourceSpec& s) const {
+    try {
+      data::open_sources(s);
+    } catch (const Error& e) {
+      return {std::string(e.what()) + "\nfix: " + e.remedy(), e.exit_code()};
+    }
+    ADD_FAILURE() << "no error";
+    return {"", ExitCode::ok};
+  }
+  test_support::PgServer server;
+};
+
+std::vector<float> row_of(const at::Tensor& inputs, std::int64_t row) {
+  const auto r = inputs[row].contiguous();
+  return {r.data_ptr<float>(), r.data_ptr<float>() + r.numel()};
+}
+
+}  // namespace
+
+TEST_F(Postgres, EveryTypeReadsAsItsNumbers) {
+  server.exec(
+      "DROP TABLE IF EXISTS types; CREATE TABLE types (id int, a int2, b int4, c int8, d float4, e float8, f numeric, g bool, "
+      "v real[], w float8[], color text, label int);"
+      "INSERT INTO types VALUES (1, -3, 70000, 5000000000, 1.5, -2.25, 12345.678, true, '{1,2,3}', '{0.5,-0.5}', 'red', 0),"
+      "(2, 4, -1, 0, 0, 1e-3, -0.001, false, '{4,5,6}', '{1,2}', 'blue', 1);");
+  auto s = spec("SELECT * FROM types ORDER BY id");
+  s.exclude = {"id"};
+  const auto sources = data::open_sources(s);
+  const auto set = *sources.train->tensors();
+  ASSERT_EQ(set.size(), 2);
+  const std::vector<std::string> names{"a",    "b",    "c",    "d",    "e",    "f",          "g",
+                                       "v[0]", "v[1]", "v[2]", "w[0]", "w[1]", "color=blue", "color=red"};
+  EXPECT_EQ(sources.feature_names, names);
+  const std::vector<float> first{-3, 70000, 5e9f, 1.5f, -2.25f, 12345.678f, 1, 1, 2, 3, 0.5f, -0.5f, 0, 1};
+  EXPECT_EQ(row_of(set.inputs, 0), first);
+  const std::vector<float> second{4, -1, 0, 0, 1e-3f, -0.001f, 0, 4, 5, 6, 1, 2, 1, 0};
+  EXPECT_EQ(row_of(set.inputs, 1), second);
+  EXPECT_TRUE(at::equal(set.targets, at::tensor({0, 1}, at::kLong)));
+  EXPECT_EQ(sources.classes, 2);
+}
+
+TEST_F(Postgres, TextLabelsAreClassNamesAndValidationUsesTheirIds) {
+  server.exec(
+      "DROP TABLE IF EXISTS named; CREATE TABLE named (x float8, label text, split text);"
+      "INSERT INTO named VALUES (1, 'stay', 'train'), (2, 'churn', 'train'), (3, 'stay', 'train'), (4, 'stay', 'val');");
+  auto s = spec("SELECT x, label FROM named WHERE split = 'train' ORDER BY x");
+  s.val_query = "SELECT x, label FROM named WHERE split = 'val'";
+  const auto sources = data::open_sources(s);
+  EXPECT_EQ(sources.class_names, (std::vector<std::string>{"churn", "stay"}));
+  EXPECT_TRUE(at::equal(sources.train->tensors()->targets, at::tensor({1, 0, 1}, at::kLong)));
+  EXPECT_TRUE(at::equal(sources.val->tensors()->targets, at::tensor({1}, at::kLong)));
+}
+
+TEST_F(Postgres, NullsAreCountedByColumnWithTheFix) {
+  server.exec(
+      "DROP TABLE IF EXISTS holes; CREATE TABLE holes (x float8, y float8, label int);"
+      "INSERT INTO holes VALUES (1, NULL, 0), (NULL, NULL, 1), (3, 3, NULL), (4, 4, 0);");
+  const auto [message, code] = error_of(spec("SELECT x, y, label FROM holes"));
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("'label' in 1 row, 'x' in 1 row, 'y' in 2 rows"), std::string::npos) << message;
+  EXPECT_NE(message.find("COALESCE(label, 0)"), std::string::npos) << message;
+  EXPECT_NE(message.find("WHERE label IS NOT NULL AND x IS NOT NULL AND y IS NOT NULL"), std::string::npos) << message;
+}
+
+TEST_F(Postgres, AnEmptyResultIsAnErrorAndOneRowIsASet) {
+  server.exec("DROP TABLE IF EXISTS few; CREATE TABLE few (x float8, label int); INSERT INTO few VALUES (7, 1);");
+  const auto [message, code] = error_of(spec("SELECT x, label FROM few WHERE x > 100"));
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("data.query returned no rows"), std::string::npos) << message;
+  const auto one = data::open_sources(spec("SELECT x, label FROM few"));
+  EXPECT_EQ(one.train->size(), 1);
+  EXPECT_EQ(row_of(one.train->tensors()->inputs, 0), std::vector<float>{7});
+}
+
+TEST_F(Postgres, AnUnsupportedTypeSaysWhatToCastItTo) {
+  server.exec("DROP TABLE IF EXISTS dated; CREATE TABLE dated (at timestamp, label int); INSERT INTO dated VALUES (now(), 0);");
+  const auto [message, code] = error_of(spec("SELECT at, label FROM dated"));
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("column 'at' is timestamp without time zone"), std::string::npos) << message;
+  EXPECT_NE(message.find("::float8"), std::string::npos) << message;
+}
+
+TEST_F(Postgres, ArraysOfVaryingLengthAreRefusedWithTheRow) {
+  server.exec(
+      "DROP TABLE IF EXISTS ragged; CREATE TABLE ragged (id int, emb real[], label int);"
+      "INSERT INTO ragged VALUES (1, '{1,2,3}', 0), (2, '{1,2}', 1);");
+  const auto [message, code] = error_of(spec("SELECT emb, label FROM ragged ORDER BY id"));
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("column 'emb' holds an array of 2 numbers in row 2, but 3 in the rows before it"), std::string::npos) << message;
+}
+
+TEST_F(Postgres, AWrongPasswordNamesUserHostAndPortButNeverThePassword) {
+  auto s = spec("SELECT 1 AS x, 0 AS label");
+  s.dsn = server.tcp_dsn("not-the-password-42");
+  const auto [message, code] = error_of(s);
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("user 'trainer' at 127.0.0.1:" + server.port()), std::string::npos) << message;
+  EXPECT_NE(message.find("~/.pgpass"), std::string::npos) << message;
+  EXPECT_EQ(message.find("not-the-password-42"), std::string::npos) << message;
+  // The right one gets in.
+  s.dsn = server.tcp_dsn(server.password());
+  EXPECT_EQ(data::open_sources(s).train->size(), 1);
+}
+
+TEST_F(Postgres, NoServerAtTheAddressIsAnEnvironmentError) {
+  auto s = spec("SELECT 1 AS x, 0 AS label");
+  s.dsn = "postgresql://trainer@127.0.0.1:1/postgres?connect_timeout=2";
+  const auto [message, code] = error_of(s);
+  EXPECT_EQ(code, ExitCode::environment);
+  EXPECT_NE(message.find("cannot reach PostgreSQL for user 'trainer' at 127.0.0.1:1"), std::string::npos) << message;
+  EXPECT_NE(message.find("pg_isready -h 127.0.0.1 -p 1"), std::string::npos) << message;
+}
+
+TEST_F(Postgres, ASyntaxErrorShowsTheServersMessageAndWhereItPoints) {
+  const auto [message, code] = error_of(spec("SELECT 1 AS x, 0 AS label\nFORM nowhere"));  // a typo on the second line
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("data.query: PostgreSQL says: syntax error at or near \"FORM\""), std::string::npos) << message;
+  EXPECT_NE(message.find("\n    FORM nowhere\n    ^"), std::string::npos) << message;  // the line it points at, a caret under FORM
+}
