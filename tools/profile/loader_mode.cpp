@@ -21,6 +21,7 @@ int profile_loader(const train::Config& config, const train::RunDevice& run, con
       throw EnvironmentError("--plot " + flags.plot + " needs librsvg (librsvg-2.so.2) to render the chart as PNG",
                              "apt-get install librsvg2-2, or use --plot with a .svg name");
   }
+  if (config.data.source == "postgres") report_postgres_load(config, data);
   const auto system = device::collect_system_info();
   gputrain::profile::SweepOptions options;
   options.workers = flags.workers.empty() ? gputrain::profile::worker_counts(system.usable_cores) : flags.workers;

@@ -20,6 +20,9 @@ struct SweepFlags {
 };
 
 /// Default mode: threads x pinning x prefetch x caches, the fastest marked (loader_mode.cpp).
+/// data.source postgres: the load's rows/s and MB/s against the server's raw COPY of the query (stderr).
+void report_postgres_load(const train::Config& config, const train::RunData& data);
+
 int profile_loader(const train::Config& config, const train::RunDevice& run, const train::RunData& data, const SweepFlags& flags);
 /// --memory: the memory model of one step (memory_modes.cpp).
 int profile_memory(const train::Config& config, const train::RunDevice& run, const train::ProbeData& probe, std::uint64_t data_bytes,
