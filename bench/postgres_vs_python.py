@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -91,7 +92,9 @@ def pandas_load(dsn):
     engine = sqlalchemy.create_engine("postgresql+psycopg://", creator=lambda: psycopg.connect(dsn))
     start = time.perf_counter()
     frame = pd.read_sql(QUERY, engine)
-    x = torch.from_numpy(frame[COLUMNS].to_numpy(np.float32))
+    with warnings.catch_warnings():  # a read-only view of the frame's block: used as it is, not written
+        warnings.simplefilter("ignore", UserWarning)
+        x = torch.from_numpy(frame[COLUMNS].to_numpy(np.float32))
     y = torch.from_numpy(frame["label"].to_numpy(np.int64))
     assert x.shape[1] == 64 and y.shape[0] == x.shape[0]
     engine.dispose()

@@ -71,6 +71,11 @@ double number_of(std::uint32_t type, const Field& field);
 /// UsageError, naming `column`, for more dimensions or a NULL element.
 std::size_t append_vector(const Field& field, std::vector<float>& out, const std::string& column);
 
+/// A fixed-size number type's decoder (float4, float8, int2, int4, int8, bool) and its field
+/// length, for the rows' hot loop; nullptr for other types.
+using NumberDecoder = float (*)(const char* data);
+NumberDecoder fixed_decoder(std::uint32_t type, std::int32_t* length);
+
 /// A tuple's fingerprint: its fields' lengths and bytes hashed (FNV-1a) and mixed, so that the sum
 /// over a result's tuples is the same in any row order and changes with any row.
 std::uint64_t tuple_fingerprint(const std::vector<Field>& fields);

@@ -23,9 +23,54 @@ RowDecoder::RowDecoder(const Selected& selected, DecodeSpec spec) : selected_(se
   length_set_.assign(selected_.features.size(), spec_.vector_lengths != nullptr);
   for (const auto& use : selected_.features)
     if (use.kind == ColumnKind::text) codes_.emplace_back();
+  for (const auto& use : selected_.features) {
+    std::int32_t length = 0;
+    const auto decode = fixed_decoder(use.column.type, &length);
+    if (!decode) {
+      fixed_.clear();
+      break;
+    }
+    fixed_.push_back({use.index, length, decode});
+  }
+}
+
+bool RowDecoder::add_fixed_features(const std::vector<Field>& fields) {
+  const auto width = fixed_.size();
+  if (chunks_.empty() || chunks_.back().rows == kChunkRows) {
+    chunks_.emplace_back();
+    chunks_.back().numbers.resize(static_cast<std::size_t>(kChunkRows) * width);  // rows past `rows` are not read
+  }
+  auto& chunk = chunks_.back();
+  float* out = chunk.numbers.data() + static_cast<std::size_t>(chunk.rows) * width;
+  bool whole = true;
+  for (std::size_t f = 0; f < width; ++f) {
+    const auto& column = fixed_[f];
+    const auto& field = fields[column.index];
+    if (field.length == column.length) {
+      out[f] = column.decode(field.data);
+    } else if (field.null()) {
+      ++nulls_[selected_.features[f].column.name];
+      whole = false;
+    } else {
+      throw std::runtime_error("a field of " + std::to_string(field.length) + " bytes in a column of " + std::to_string(column.length));
+    }
+  }
+  for (const auto& use : selected_.labels)
+    if (fields[use.index].null()) {
+      ++nulls_[use.column.name];
+      whole = false;
+    }
+  if (whole) ++chunk.rows;
+  return whole;
 }
 
 void RowDecoder::add(const std::vector<Field>& fields) {
+  if (!fixed_.empty()) {
+    if (!add_fixed_features(fields)) return;
+    add_labels(fields);
+    ++rows_;
+    return;
+  }
   bool has_null = false;
   for (const auto* uses : {&selected_.features, &selected_.labels})
     for (const auto& use : *uses)

@@ -61,6 +61,8 @@ class RowDecoder {
 
  private:
   void add_features(const std::vector<Field>& fields);
+  // Every feature a fixed-size number: decoded straight into the chunk, NULLs counted on the way.
+  bool add_fixed_features(const std::vector<Field>& fields);
   void add_labels(const std::vector<Field>& fields);
   bool add_image(const Field& field);
   void throw_nulls() const;
@@ -82,7 +84,13 @@ class RowDecoder {
   std::int64_t undecoded_ = 0;
   std::string undecoded_example_;
   std::vector<float> row_;  // the row being decoded
-  at::Tensor targets_;      // made once, from the labels read
+  struct Fixed {
+    std::size_t index;
+    std::int32_t length;
+    NumberDecoder decode;
+  };
+  std::vector<Fixed> fixed_;  // one per feature when all are fixed-size numbers; else empty
+  at::Tensor targets_;        // made once, from the labels read
 };
 
 }  // namespace gputrain::data::postgres
