@@ -93,6 +93,20 @@ TEST_F(Postgres, TextLabelsAreClassNamesAndValidationUsesTheirIds) {
   EXPECT_TRUE(at::equal(sources.val->tensors()->targets, at::tensor({1}, at::kLong)));
 }
 
+// Without data.val_query the rows can be split as any source's: data.val_fraction holds some out.
+TEST_F(Postgres, ValFractionHoldsRowsOutAndFeaturesPickColumns) {
+  server.exec(
+      "DROP TABLE IF EXISTS split; CREATE TABLE split AS SELECT g::float8 AS a, -g::float8 AS b, g % 2 AS label FROM generate_series(1, "
+      "40) g;");
+  auto s = spec("SELECT a, b, label FROM split");
+  s.val_fraction = 0.25;
+  s.features = {"b"};
+  const auto sources = data::open_sources(s);
+  EXPECT_EQ(sources.train->size(), 30);
+  EXPECT_EQ(sources.val->size(), 10);
+  EXPECT_EQ(sources.feature_names, std::vector<std::string>{"b"});
+}
+
 TEST_F(Postgres, NullsAreCountedByColumnWithTheFix) {
   server.exec(
       "DROP TABLE IF EXISTS holes; CREATE TABLE holes (x float8, y float8, label int);"
