@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 
@@ -100,7 +101,8 @@ void Trainer::State::note_config_changes(const std::string& path, const std::str
   try {
     // The rate the checkpoint's run would have used at this step: its config, the same steps per epoch.
     const auto saved = load_config({{}, {}, saved_yaml});
-    std::int64_t saved_total = steps_per_epoch * saved.train.epochs;
+    std::int64_t saved_total = 0;
+    if (__builtin_mul_overflow(steps_per_epoch, saved.train.epochs, &saved_total)) saved_total = INT64_MAX;  // bounded by max_steps
     if (saved.train.max_steps > 0) saved_total = std::min(saved_total, saved.train.max_steps);
     const auto saved_rate = [&](std::int64_t step) {
       return learning_rate_at(saved.scheduler, saved.optimizer.lr, step, saved_total, progress.lr_scale);

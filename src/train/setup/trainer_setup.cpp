@@ -252,7 +252,16 @@ void Trainer::State::count_the_steps() {
   if (!config.train.batch_size)
     if (auto note = few_steps_note(micro_batch, config.train.grad_accum, shard, config.data.drop_last); !note.empty())
       reporter.later(std::move(note));
-  total_steps = steps_per_epoch * config.train.epochs;
+  // epochs x steps past 64 bits (train.epochs: 2^60 "to run until train.max_time") would wrap to a
+  // negative count and train nothing: only train.max_steps can bound such a run.
+  if (__builtin_mul_overflow(steps_per_epoch, config.train.epochs, &total_steps)) {
+    if (config.train.max_steps <= 0)
+      throw UsageError("train.epochs " + std::to_string(config.train.epochs) + " x " + std::to_string(steps_per_epoch) +
+                           " steps an epoch is past the largest step count (2^63 - 1)",
+                       "set train.max_steps to bound the run, or fewer epochs (with train.max_time the run stops at the time "
+                       "whatever the epochs, e.g. train.epochs: 1000000)");
+    total_steps = config.train.max_steps;
+  }
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
 }
 

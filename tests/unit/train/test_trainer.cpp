@@ -532,6 +532,21 @@ TEST(Trainer, UnwritableFoldersStopTheRunBeforeItStarts) {
   }
 }
 
+// Epochs x steps past 64 bits wrapped to a negative count and trained nothing (exit 0): now it is
+// refused with the fix, and train.max_steps bounds such a run.
+TEST(Trainer, EpochsWhoseStepsOverflowAreRefusedUnlessMaxStepsBoundsThem) {
+  try {
+    Trainer trainer(small_run("epochs-overflow", {"train.epochs=9223372036854775807"}), test_support::quiet_trainer());
+    FAIL() << "the run started";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("past the largest step count"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("train.max_steps"), std::string::npos) << e.remedy();
+  }
+  Trainer bounded(small_run("epochs-overflow-bounded", {"train.epochs=1152921504606846976", "train.max_steps=3"}),
+                  test_support::quiet_trainer());
+  EXPECT_EQ(bounded.fit().steps, 3);
+}
+
 TEST(Trainer, MaxStepsStopsEarly) {
   Trainer trainer(small_run("max-steps", {"train.max_steps=5"}), test_support::quiet_trainer());
   EXPECT_EQ(trainer.fit().steps, 5);
