@@ -1,6 +1,7 @@
 #include "gputrain/data/safetensors.hpp"
 
 #include <ATen/ATen.h>
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include <zlib.h>
@@ -102,11 +103,36 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
 
 namespace {
 
+struct ByteRange {
+  std::size_t begin, end;
+  std::string name;
+};
+
+// As Python's safetensors validates a file: the tensors' byte ranges, in order, tile the data
+// exactly, with no overlap (two tensors aliasing bytes), gap or bytes left after the last.
+template <typename Malformed>
+void check_tiling(std::vector<ByteRange> ranges, std::size_t data_bytes, const Malformed& malformed) {
+  std::sort(ranges.begin(), ranges.end(), [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
+  std::size_t at = 0;
+  const ByteRange* previous = nullptr;
+  for (const auto& r : ranges) {
+    if (r.begin < at)
+      throw malformed("tensor '" + r.name + "''s bytes [" + std::to_string(r.begin) + ", " + std::to_string(r.end) + ") overlap tensor '" +
+                      previous->name + "''s [" + std::to_string(previous->begin) + ", " + std::to_string(previous->end) + ")");
+    if (r.begin > at)
+      throw malformed("a gap of " + std::to_string(r.begin - at) + " bytes before tensor '" + r.name + "' (at byte " + std::to_string(at) +
+                      " of the data)");
+    at = r.end;
+    previous = &r;
+  }
+  if (at != data_bytes) throw malformed(std::to_string(data_bytes - at) + " bytes after the last tensor's data, which no tensor holds");
+}
+
 // One tensor of the header: its dtype, shape and byte range checked against the file, then a view
 // of the mapping (or a copy, where the data is not aligned for its type). Adds its line to `tensor_lines`.
 template <typename Malformed>
 at::Tensor read_entry(const std::string& name, const nlohmann::ordered_json& entry, const std::shared_ptr<const MappedFile>& file,
-                      std::size_t data_start, std::string& tensor_lines, const Malformed& malformed) {
+                      std::size_t data_start, std::string& tensor_lines, std::vector<ByteRange>& ranges, const Malformed& malformed) {
   const auto* bytes = file->data();
   const std::size_t size = file->size();
   std::string dtype;
@@ -134,6 +160,7 @@ at::Tensor read_entry(const std::string& name, const nlohmann::ordered_json& ent
     throw malformed("tensor '" + name + "' has data offsets that do not match its shape" +
                     (offsets.size() == 2 && offsets[1] > size - data_start ? " (the file is truncated)" : ""));
   tensor_lines += tensor_line(name, dtype, shape, offsets[0], offsets[1]);
+  ranges.push_back({offsets[0], offsets[1], name});
   const auto* data = bytes + data_start + offsets[0];
   at::Tensor t;
   if (reinterpret_cast<std::uintptr_t>(data) % item == 0) {  // a view of the mapping: read lazily by the OS
@@ -174,6 +201,7 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
   std::vector<std::pair<std::string, at::Tensor>> tensors;
   std::map<std::string, std::string> found_metadata;
   std::string tensor_lines;
+  std::vector<ByteRange> ranges;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       if (!entry.is_object()) throw malformed("__metadata__ is not a JSON object");
@@ -183,8 +211,9 @@ std::vector<std::pair<std::string, at::Tensor>> read_safetensors(const std::stri
       }
       continue;
     }
-    tensors.emplace_back(name, read_entry(name, entry, file, data_start, tensor_lines, malformed));
+    tensors.emplace_back(name, read_entry(name, entry, file, data_start, tensor_lines, ranges, malformed));
   }
+  check_tiling(std::move(ranges), size - data_start, malformed);
   // A file gputrain wrote records a CRC-32 of its metadata, tensor table and data: a byte a disk or
   // a copy changed since is refused here rather than loaded as a wrong weight (the format itself
   // has no checksum). Checking reads every page of the data once.

@@ -163,6 +163,36 @@ TEST(Safetensors, StartsLikeSafetensorsReadsTheHeaderLengthAndBrace) {
   std::filesystem::remove(text);
 }
 
+// Two float32 tensors of 2 values at the given byte ranges over `data_bytes` bytes of data.
+std::string two_tensor_file(std::size_t a0, std::size_t a1, std::size_t b0, std::size_t b1, std::size_t data_bytes) {
+  const std::string header = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[" + std::to_string(a0) + "," + std::to_string(a1) +
+                             "]},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[" + std::to_string(b0) + "," +
+                             std::to_string(b1) + "]}}";
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return out + header + std::string(data_bytes, '\0');
+}
+
+// Python's safetensors refuses tensors whose bytes overlap, leave a gap or stop short of the
+// data's end; so does gputrain, naming which (it trained on such files silently).
+TEST(Safetensors, OverlapsGapsAndTrailingBytesAreRefusedAsPythonRefusesThem) {
+  const auto path = (std::filesystem::temp_directory_path() / "gputrain-tiling.safetensors").string();
+  const auto message_of = [&](const std::string& bytes) -> std::string {
+    std::ofstream(path, std::ios::binary) << bytes;
+    try {
+      read_safetensors(path);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(message_of(two_tensor_file(0, 8, 8, 16, 16)), "");  // the tensors tile the data
+  EXPECT_EQ(message_of(two_tensor_file(8, 16, 0, 8, 16)), "");  // in any header order
+  EXPECT_NE(message_of(two_tensor_file(0, 8, 4, 12, 12)).find("tensor 'b''s bytes [4, 12) overlap tensor 'a''s [0, 8)"), std::string::npos);
+  EXPECT_NE(message_of(two_tensor_file(0, 8, 12, 20, 20)).find("a gap of 4 bytes before tensor 'b'"), std::string::npos);
+  EXPECT_NE(message_of(two_tensor_file(0, 8, 8, 16, 20)).find("4 bytes after the last tensor's data"), std::string::npos);
+}
+
 TEST(Safetensors, MalformedFilesAreUsageErrors) {
   EXPECT_THROW(read_safetensors("/no/such/file.safetensors"), UsageError);
   const auto path = (std::filesystem::temp_directory_path() / "gputrain-bad.safetensors").string();
