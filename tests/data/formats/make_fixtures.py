@@ -78,6 +78,17 @@ open(path("bad", "truncated.npz"), "wb").write(bytes(deflated[: len(deflated) //
 flipped = bytearray(deflated)
 flipped[200] ^= 0xFF  # inside the first member's compressed data
 open(path("bad", "corrupt.npz"), "wb").write(bytes(flipped))
+# Members whose data no longer matches their CRC-32, as numpy refuses them: a stored member with a
+# byte of its array changed, and a deflated one whose recorded CRC-32 (local header and central
+# directory) is off by a bit while its stream inflates cleanly.
+stored = bytearray(open(path("npz", "stored.npz"), "rb").read())
+magic = stored.index(b"\x93NUMPY")
+stored[magic + 10 + (stored[magic + 8] | stored[magic + 9] << 8) + 5] ^= 0x01
+open(path("bad", "stored_crc.npz"), "wb").write(bytes(stored))
+wrong_crc = bytearray(deflated)
+wrong_crc[14] ^= 0x01
+wrong_crc[wrong_crc.index(b"PK\x01\x02") + 16] ^= 0x01
+open(path("bad", "deflated_crc.npz"), "wb").write(bytes(wrong_crc))
 
 # --- safetensors ---
 save_file({"x": x, "y": y}, path("safetensors", "train.safetensors"))

@@ -114,6 +114,14 @@ TEST(Npz, MalformedArchivesAreClearErrors) {
   EXPECT_NE(corrupt.find("corrupt.npz:features.npy"), std::string::npos) << corrupt;
 }
 
+// A member whose data does not match its CRC-32 was trained on silently; numpy refuses it.
+TEST(Npz, AMemberWhoseCrcDoesNotMatchIsRefusedStoredOrDeflated) {
+  for (const char* name : {"bad/stored_crc.npz", "bad/deflated_crc.npz"}) {
+    const auto message = usage_error([&] { read_npz(fixture(name)); });
+    EXPECT_NE(message.find("is corrupt: its data's CRC-32 is"), std::string::npos) << name << ": " << message;
+  }
+}
+
 TEST(Safetensors, ReadsWhatThePythonPackageWrote) {
   const auto tensors = read_safetensors(fixture("safetensors/train.safetensors"));
   ASSERT_EQ(tensors.size(), 2U);
