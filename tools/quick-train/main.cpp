@@ -24,7 +24,15 @@ int main(int argc, char** argv) {
   quick_train::QuickTrainOptions options;
   std::string precision = "fp16-mixed", junit;
   bool json = false, allow_cpu = false, no_color = false;
-  app.add_option("--device", options.device, "auto (default), cpu, cuda or cuda:N")->envname("GPUTRAIN_DEVICE");
+  // A device that is not one of the forms is a typo (exit 2), not a missing GPU (exit 3).
+  app.add_option("--device", options.device, "auto (default), cpu, cuda or cuda:N")
+      ->envname("GPUTRAIN_DEVICE")
+      ->check([](const std::string& value) -> std::string {
+        const bool index =
+            value.rfind("cuda:", 0) == 0 && value.size() > 5 && value.find_first_not_of("0123456789", 5) == std::string::npos;
+        if (value == "auto" || value == "cpu" || value == "cuda" || index) return "";
+        return "'" + value + "' is not a device: use auto, cpu, cuda or cuda:N";
+      });
   app.add_option("--precision", precision, "fp16-mixed (default: exercises the GradScaler), bf16-mixed or fp32")
       ->check(CLI::IsMember({"fp32", "fp16-mixed", "bf16-mixed"}));
   app.add_option("--batch-size", options.batch_size, "samples per step (default 32)")->check(CLI::PositiveNumber);
