@@ -30,10 +30,6 @@ std::uint64_t be64(const char* p) {
   return __builtin_bswap64(v);
 }
 
-void need(const Field& f, std::int32_t bytes, const char* type) {
-  if (f.length != bytes) throw std::runtime_error(std::string("a ") + type + " field of " + std::to_string(f.length) + " bytes");
-}
-
 // numeric's binary form: digit count, weight (of the first digit, in base-10000 places), sign,
 // display scale, then the base-10000 digits.
 double numeric_of(const Field& f) {
@@ -83,7 +79,7 @@ std::optional<ColumnKind> kind_of(std::uint32_t type) {
   }
 }
 
-std::string cast_advice(std::uint32_t) {
+std::string cast_advice() {
   return "cast it in the query to a number (::float8), an array of numbers (::real[]), a category (::text), or leave it out";
 }
 
@@ -144,38 +140,13 @@ std::size_t TupleReader::parse(const char* data, std::size_t size) {
 }
 
 double number_of(std::uint32_t type, const Field& f) {
-  switch (type) {
-    case oid::kBool:
-      need(f, 1, "bool");
-      return f.data[0] != 0 ? 1.0 : 0.0;
-    case oid::kInt2:
-      need(f, 2, "int2");
-      return static_cast<std::int16_t>(be16(f.data));
-    case oid::kInt4:
-      need(f, 4, "int4");
-      return static_cast<std::int32_t>(be32(f.data));
-    case oid::kInt8:
-      need(f, 8, "int8");
-      return static_cast<double>(static_cast<std::int64_t>(be64(f.data)));
-    case oid::kFloat4: {
-      need(f, 4, "float4");
-      const auto bits = be32(f.data);
-      float v;
-      std::memcpy(&v, &bits, 4);
-      return v;
-    }
-    case oid::kFloat8: {
-      need(f, 8, "float8");
-      const auto bits = be64(f.data);
-      double v;
-      std::memcpy(&v, &bits, 8);
-      return v;
-    }
-    case oid::kNumeric:
-      return numeric_of(f);
-    default:
-      throw std::runtime_error("type " + std::to_string(type) + " is not a number");
-  }
+  if (type == oid::kNumeric) return numeric_of(f);
+  std::int32_t length = 0;
+  const auto decode = fixed_decoder(type, &length);
+  if (!decode) throw std::runtime_error("type " + std::to_string(type) + " is not a number");
+  if (f.length != length)
+    throw std::runtime_error("a field of " + std::to_string(f.length) + " bytes for a " + std::to_string(length) + "-byte type");
+  return decode(f.data);
 }
 
 // An array: dimensions, a has-nulls flag, the element type, each dimension's size and lower
@@ -210,7 +181,7 @@ NumberDecoder fixed_decoder(std::uint32_t type, std::int32_t* length) {
   switch (type) {
     case oid::kFloat4:
       *length = 4;
-      return [](const char* p) {
+      return [](const char* p) -> double {
         const auto bits = be32(p);
         float v;
         std::memcpy(&v, &bits, 4);
@@ -222,20 +193,20 @@ NumberDecoder fixed_decoder(std::uint32_t type, std::int32_t* length) {
         const auto bits = be64(p);
         double v;
         std::memcpy(&v, &bits, 8);
-        return static_cast<float>(v);
+        return v;
       };
     case oid::kInt2:
       *length = 2;
-      return [](const char* p) { return static_cast<float>(static_cast<std::int16_t>(be16(p))); };
+      return [](const char* p) -> double { return static_cast<std::int16_t>(be16(p)); };
     case oid::kInt4:
       *length = 4;
-      return [](const char* p) { return static_cast<float>(static_cast<std::int32_t>(be32(p))); };
+      return [](const char* p) -> double { return static_cast<std::int32_t>(be32(p)); };
     case oid::kInt8:
       *length = 8;
-      return [](const char* p) { return static_cast<float>(static_cast<std::int64_t>(be64(p))); };
+      return [](const char* p) -> double { return static_cast<double>(static_cast<std::int64_t>(be64(p))); };
     case oid::kBool:
       *length = 1;
-      return [](const char* p) { return p[0] != 0 ? 1.0f : 0.0f; };
+      return [](const char* p) -> double { return p[0] != 0 ? 1.0 : 0.0; };
     default:
       return nullptr;
   }

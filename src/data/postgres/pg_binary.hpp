@@ -31,7 +31,7 @@ enum class ColumnKind {
 std::optional<ColumnKind> kind_of(std::uint32_t type);
 
 /// What to cast a column of an unsupported type to, in the query: "::float8", "::text", ...
-std::string cast_advice(std::uint32_t type);
+std::string cast_advice();
 
 /// One field of a tuple: its bytes, or null.
 struct Field {
@@ -72,8 +72,8 @@ double number_of(std::uint32_t type, const Field& field);
 std::size_t append_vector(const Field& field, std::vector<float>& out, const std::string& column);
 
 /// A fixed-size number type's decoder (float4, float8, int2, int4, int8, bool) and its field
-/// length, for the rows' hot loop; nullptr for other types.
-using NumberDecoder = float (*)(const char* data);
+/// length, for the rows' hot loop and number_of; nullptr for other types.
+using NumberDecoder = double (*)(const char* data);
 NumberDecoder fixed_decoder(std::uint32_t type, std::int32_t* length);
 
 /// A tuple's fingerprint: its fields' lengths and bytes hashed (FNV-1a) and mixed, so that the sum

@@ -56,8 +56,7 @@ std::string Connection::where() const {
   return trimmed(PQuser(conn_)) + "@" + trimmed(PQhost(conn_)) + ":" + trimmed(PQport(conn_)) + "/" + trimmed(PQdb(conn_));
 }
 
-void Connection::fail_query(pg_result* result, const std::string& sql, std::size_t offset, const std::string& query,
-                            const std::string& what) {
+void Connection::fail_query(pg_result* result, std::size_t offset, const std::string& query, const std::string& what) {
   std::string message = trimmed(PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
   if (message.empty()) message = trimmed(PQerrorMessage(conn_));
   const std::string hint = trimmed(PQresultErrorField(result, PG_DIAG_MESSAGE_HINT));
@@ -82,23 +81,22 @@ void Connection::fail_query(pg_result* result, const std::string& sql, std::size
       caret = "\n    " + query.substr(line_start, line_end - line_start) + "\n    " + std::string(index - line_start, ' ') + "^";
     }
   }
-  (void)sql;
   throw UsageError(what + ": PostgreSQL says: " + message + caret,
                    (hint.empty() ? "" : hint + "; ") + "fix " + what + " (psql runs it as it is: psql '" + dsn_masked_ + "' -c '...')");
 }
 
 void Connection::run(const std::string& sql) {
   auto* result = PQexec(conn_, sql.c_str());
-  if (PQresultStatus(result) != PGRES_COMMAND_OK) fail_query(result, sql, 0, "", sql);
+  if (PQresultStatus(result) != PGRES_COMMAND_OK) fail_query(result, 0, "", sql);
   PQclear(result);
 }
 
 std::vector<Column> Connection::columns_of(const std::string& query, const std::string& what) {
   auto* prepared = PQprepare(conn_, "", query.c_str(), 0, nullptr);
-  if (PQresultStatus(prepared) != PGRES_COMMAND_OK) fail_query(prepared, query, 0, query, what);
+  if (PQresultStatus(prepared) != PGRES_COMMAND_OK) fail_query(prepared, 0, query, what);
   PQclear(prepared);
   auto* described = PQdescribePrepared(conn_, "");
-  if (PQresultStatus(described) != PGRES_COMMAND_OK) fail_query(described, query, 0, query, what);
+  if (PQresultStatus(described) != PGRES_COMMAND_OK) fail_query(described, 0, query, what);
   std::vector<Column> columns;
   for (int i = 0; i < PQnfields(described); ++i) columns.push_back({PQfname(described, i), PQftype(described, i)});
   PQclear(described);
@@ -114,20 +112,16 @@ std::string Connection::type_name(std::uint32_t type) {
   return name;
 }
 
-std::pair<std::int64_t, std::uint64_t> Connection::estimate(const std::string& query) {
+std::int64_t Connection::estimated_rows(const std::string& query) {
   auto* result = PQexec(conn_, ("EXPLAIN (FORMAT JSON) " + query).c_str());
-  std::pair<std::int64_t, std::uint64_t> out{0, 0};
+  std::int64_t rows = 0;
   if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1) {
     const std::string plan = PQgetvalue(result, 0, 0);
-    const auto number_after = [&](const std::string& key) -> double {
-      const auto at = plan.find("\"" + key + "\": ");
-      return at == std::string::npos ? 0.0 : std::atof(plan.c_str() + at + key.size() + 4);
-    };
-    out.first = static_cast<std::int64_t>(number_after("Plan Rows"));
-    out.second = static_cast<std::uint64_t>(number_after("Plan Rows") * number_after("Plan Width"));
+    const auto at = plan.find("\"Plan Rows\": ");
+    if (at != std::string::npos) rows = static_cast<std::int64_t>(std::atof(plan.c_str() + at + 13));
   }
   PQclear(result);
-  return out;
+  return rows;
 }
 
 void Connection::copy_out(const std::string& query, const std::string& what, const std::function<void(const char*, std::size_t)>& piece,
@@ -167,7 +161,7 @@ void Connection::copy_out(const std::string& query, const std::string& what, con
       PQclear(result);
       break;
     }
-    fail_query(result, sql, prefix.size(), query, what);
+    fail_query(result, prefix.size(), query, what);
   }
   for (;;) {
     char* buffer = nullptr;
@@ -189,7 +183,7 @@ void Connection::copy_out(const std::string& query, const std::string& what, con
   while (auto* result = PQgetResult(conn_)) {
     if (PQresultStatus(result) != PGRES_COMMAND_OK) {
       if (PQstatus(conn_) != CONNECTION_OK) throw lost();
-      fail_query(result, sql, prefix.size(), query, what);
+      fail_query(result, prefix.size(), query, what);
     }
     PQclear(result);
   }

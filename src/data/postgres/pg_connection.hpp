@@ -37,8 +37,8 @@ class Connection {
   std::vector<Column> columns_of(const std::string& query, const std::string& what);
   /// A type's name as SQL writes it ("timestamp with time zone"), for errors.
   std::string type_name(std::uint32_t type);
-  /// The planner's estimate of the rows and bytes `query` returns (EXPLAIN); 0 when unknown.
-  std::pair<std::int64_t, std::uint64_t> estimate(const std::string& query);
+  /// The planner's estimate of the rows `query` returns (EXPLAIN); 0 when unknown.
+  std::int64_t estimated_rows(const std::string& query);
 
   /// Streams `COPY (query) TO STDOUT (FORMAT binary)`: each piece of data goes to `piece`, and
   /// `tick` is called about 5 times a second while it waits (a stop request thrown from it
@@ -51,8 +51,9 @@ class Connection {
   std::string where() const;
 
  private:
-  [[noreturn]] void fail_query(pg_result* result, const std::string& sql, std::size_t offset, const std::string& query,
-                               const std::string& what);
+  // Throws the server's error of `result`: a caret under its position in `query` (which starts
+  // `offset` characters into the statement sent).
+  [[noreturn]] void fail_query(pg_result* result, std::size_t offset, const std::string& query, const std::string& what);
   void cancel();
   pg_conn* conn_ = nullptr;
   std::string dsn_masked_;

@@ -47,7 +47,7 @@ bool RowDecoder::add_fixed_features(const std::vector<Field>& fields) {
     const auto& column = fixed_[f];
     const auto& field = fields[column.index];
     if (field.length == column.length) {
-      out[f] = column.decode(field.data);
+      out[f] = static_cast<float>(column.decode(field.data));
     } else if (field.null()) {
       ++nulls_[selected_.features[f].column.name];
       whole = false;

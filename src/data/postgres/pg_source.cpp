@@ -50,7 +50,7 @@ Selected::Use feature_use(Connection& conn, const std::vector<Column>& columns, 
   const auto kind = kind_of(column.type);
   if (!kind)
     throw UsageError(what + "'s column '" + column.name + "' is " + conn.type_name(column.type) + ", which gputrain does not read",
-                     cast_advice(column.type) + " (data.exclude: [" + column.name + "])");
+                     cast_advice() + " (data.exclude: [" + column.name + "])");
   if (listed(spec.categorical, column.name) && kind != ColumnKind::text)
     throw UsageError("data.categorical lists '" + column.name + "', which is " + conn.type_name(column.type) + ", not text",
                      "select it as text (" + column.name + "::text) to read it as categories; text columns are categories already");
@@ -91,8 +91,7 @@ Selected select_columns(Connection& conn, const std::vector<Column>& columns, co
 // Streams `query`'s rows through a decoder, telling `spec.row_progress` how far it is. Returns
 // the rows' fingerprint (any order): what a resumed run compares.
 std::uint64_t read_rows(Connection& conn, const std::string& query, const std::string& what, RowDecoder& decoder, const SourceSpec& spec) {
-  const auto [estimated_rows, estimated_bytes] = conn.estimate(query);
-  (void)estimated_bytes;
+  const auto estimated_rows = conn.estimated_rows(query);
   std::uint64_t fingerprint = 0;
   TupleReader reader([&](const std::vector<Field>& fields) {
     fingerprint += tuple_fingerprint(fields);
