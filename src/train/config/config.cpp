@@ -2,13 +2,13 @@
 // of keys; this file walks YAML documents against it and reports mistakes where they are.
 #include "gputrain/train/config.hpp"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -20,6 +20,7 @@
 #include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
+#include "yaml_hints.hpp"
 
 namespace gputrain::train {
 
@@ -273,68 +274,17 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
     });
 }
 
-// A key indented to a column no key above it uses ("illegal map value", "end of map not found"):
-// what the keys around it are indented by, or "" when the line is not such a key.
-std::string misaligned_key(const std::vector<std::string>& lines, int error_line) {
-  static const std::regex key_line(R"(^( *)[A-Za-z_][A-Za-z0-9_.-]*\s*:(.*)$)");
-  static const std::regex no_value(R"(\s*(#.*)?)");  // nothing after the colon but a comment
-  const auto is_content = [](const std::string& line) {
-    const auto first = line.find_first_not_of(' ');
-    return first != std::string::npos && line[first] != '#';
-  };
-  if (error_line < 0 || error_line >= static_cast<int>(lines.size())) return "";
-  std::smatch m;
-  if (!std::regex_match(lines[error_line], m, key_line)) return "";
-  const auto indent = static_cast<std::size_t>(m[1].length());
-  // The keys above, nearest first, each less indented than the one before: the columns a key may use.
-  std::vector<std::pair<int, std::size_t>> levels;  // line, indent
-  bool opens_section = false;                       // the key just above has no value ("train:")
-  for (int n = error_line - 1; n >= 0; --n) {
-    if (!is_content(lines[n])) continue;
-    std::smatch above;
-    if (!std::regex_match(lines[n], above, key_line)) return "";  // a list or a multi-line value: no guess
-    const auto column = static_cast<std::size_t>(above[1].length());
-    if (levels.empty()) opens_section = std::regex_match(above[2].str(), no_value);
-    if (levels.empty() || column < levels.back().second) levels.emplace_back(n, column);
-    if (column == 0) break;
-  }
-  if (levels.empty()) return "";
-  if (opens_section && indent > levels.front().second) return "";  // deeper under a section is right
-  for (const auto& [n, column] : levels)
-    if (column == indent) return "";
-  std::string columns;
-  for (const auto& [n, column] : levels)
-    columns += (columns.empty() ? "" : " or ") + std::to_string(column) + " (line " + std::to_string(n + 1) + ")";
-  return "line " + std::to_string(error_line + 1) + " is indented " + core::counted(static_cast<std::int64_t>(indent), "space") +
-         ", but the keys above it are indented " + columns + ": indent it as the other keys of its section";
-}
-
-// Editors that indent with tabs make the most common broken config; yaml-cpp then reports
-// something like "illegal map value" at a column that does not point at the tab. The next most
-// common is a key one space off its section's column.
-std::string yaml_syntax_remedy(const std::string& text, int error_line) {
-  std::istringstream stream(text);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(stream, line);) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();  // a config saved on Windows
-    lines.push_back(line);
-  }
-  for (int n = std::max(0, error_line - 1); n <= error_line && n < static_cast<int>(lines.size()); ++n) {
-    const auto indent = lines[n].find_first_not_of(" \t");
-    if (lines[n].substr(0, indent).find('\t') != std::string::npos)
-      return "indent with spaces: YAML does not allow tabs, and line " + std::to_string(n + 1) + " starts with one";
-  }
-  const auto misaligned = misaligned_key(lines, error_line);
-  return misaligned.empty() ? "fix the YAML syntax at that line" : misaligned;
-}
-
 void apply_document(Config& config, const std::string& text, const std::string& origin, Problems& problems, FileOrigins* paths,
                     GivenKeys& given) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own bound, which it reports as "bad file"
+    throw UsageError(where(origin, e.mark) + ": lists or mappings are nested more than " + std::to_string(e.depth() - 1) +
+                         " deep, more than gputrain reads",
+                     "a config needs a few levels: close the brackets you meant to close, or flatten the value");
   } catch (const YAML::ParserException& e) {
-    throw UsageError(where(origin, e.mark) + ": not valid YAML: " + e.msg, yaml_syntax_remedy(text, e.mark.line));
+    throw UsageError(where(origin, e.mark) + ": not valid YAML: " + e.msg, yaml_syntax_remedy(text, e.msg, e.mark.line));
   }
   if (root.IsNull()) return;
   if (!root.IsMap())

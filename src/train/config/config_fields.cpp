@@ -8,7 +8,6 @@
 #include <cstring>
 #include <limits>
 #include <optional>
-#include <regex>
 #include <utility>
 
 #include "gputrain/core/duration.hpp"

@@ -5,13 +5,14 @@
 #include "data/postgres/dsn.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
-#include <regex>
+#include <string_view>
 #include <utility>
 
 #include "config_paths.hpp"
@@ -94,19 +95,37 @@ Field model_name_field() {
           [](const Config& c) { return YAML::Node(c.model.name); }};
 }
 
+bool all_digits(std::string_view text) { return text.find_first_not_of("0123456789") == std::string_view::npos; }
+
+bool is_device_name(std::string_view text) {
+  if (text == "auto" || text == "cpu" || text == "cuda") return true;
+  return text.size() > 5 && text.substr(0, 5) == "cuda:" && all_digits(text.substr(5));
+}
+
+// PyTorch and most tools say "cuda"; "gpu", "GPU:1" and "cuda1" are the usual near-misses.
+std::string near_device_name(std::string_view text) {
+  std::string lower(text.size(), ' ');
+  std::transform(text.begin(), text.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string_view rest = lower;
+  if (rest.substr(0, 3) == "gpu")
+    rest.remove_prefix(3);
+  else if (rest.substr(0, 4) == "cuda")
+    rest.remove_prefix(4);
+  else
+    return "";
+  if (!rest.empty() && rest.front() == ':') rest.remove_prefix(1);
+  if (!all_digits(rest)) return "";
+  return rest.empty() ? "cuda" : "cuda:" + std::string(rest);
+}
+
 Field device_name_field() {
   return {"device.name",
           [](Config& c, const FieldValue& v) {
             const std::string allowed = "auto, cpu, cuda or cuda:N";
             const std::string text = scalar(v, allowed);
-            static const std::regex pattern("auto|cpu|cuda|cuda:[0-9]+");
-            if (!std::regex_match(text, pattern)) {
-              // PyTorch and most tools say "cuda"; "gpu", "GPU:1" and "cuda1" are the usual near-misses.
-              static const std::regex gpu("(gpu|cuda)(:?)([0-9]*)", std::regex::icase);
-              std::smatch m;
-              const bool near = std::regex_match(text, m, gpu);
-              reject(v, found_text(v.node), allowed,
-                     near ? "; did you mean '" + std::string(m[3].length() ? "cuda:" + m[3].str() : "cuda") + "'?" : "");
+            if (!is_device_name(text)) {
+              const auto near = near_device_name(text);
+              reject(v, found_text(v.node), allowed, near.empty() ? "" : "; did you mean '" + near + "'?");
             }
             c.device.name = text;
           },
