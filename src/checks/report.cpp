@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/json_text.hpp"
 #include "gputrain/core/build_info.hpp"
 #include "gputrain/core/units.hpp"
 
@@ -239,7 +240,7 @@ std::string to_json(const Context& context, const std::vector<Outcome>& outcomes
       {"libtorch", {{"version", std::string(build.torch_version)}, {"cuda", std::string(build.torch_cuda_version)}}},
       {"checks", checks},
   };
-  return doc.dump(2);
+  return core::json_text(doc, 2);
 }
 
 std::string to_junit(const std::vector<Outcome>& outcomes, double seconds, const std::string& command) {

@@ -10,6 +10,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
+#include "gputrain/core/text_encoding.hpp"
 #include "gputrain/core/units.hpp"
 #include "image_decode.hpp"
 #include "path_text.hpp"
@@ -220,6 +221,21 @@ std::shared_ptr<Dataset> open_image_folder(const std::string& root, std::int64_t
 std::string image_folder_conversion_note(const Dataset& dataset, const std::string& left_out_of) {
   const auto* folder = dynamic_cast<const ImageFolder*>(&dataset);
   return folder ? folder->conversion_note(left_out_of) : std::string();
+}
+
+std::vector<std::string> class_names_as_utf8(const std::vector<std::string>& folders, std::string& note) {
+  std::vector<std::string> names;
+  std::string first;  // the first name read as Windows-1252
+  std::int64_t decoded = 0;
+  for (const auto& folder : folders) {
+    names.push_back(core::as_utf8(folder));
+    if (names.back() != folder && decoded++ == 0) first = names.back();
+  }
+  if (decoded > 0)
+    note = (decoded == 1 ? "class folder '" + first + "' is" : core::counted(decoded, "class folder") + " (e.g. '" + first + "') are") +
+           " not named in UTF-8: read as Windows-1252 in model.safetensors and the records; if a name reads wrong, rename the folder "
+           "in UTF-8";
+  return names;
 }
 
 std::vector<std::string> image_folder_classes(const Dataset& dataset) {

@@ -22,7 +22,13 @@ std::shared_ptr<Dataset> open_image_folder(const std::string& root, std::int64_t
 /// on", "validated on"), and the Pillow line that writes a .png beside each; empty otherwise.
 std::string image_folder_conversion_note(const Dataset& dataset, const std::string& left_out_of);
 
-/// The class names of an image-folder dataset made by open_image_folder.
+/// The class names of an image-folder dataset made by open_image_folder: its folders' names as
+/// they are on disk, byte for byte.
 std::vector<std::string> image_folder_classes(const Dataset& dataset);
+
+/// Folder names as text for model.safetensors and the records, which hold UTF-8: each name that
+/// is not UTF-8 (a folder named on a Latin-1 system) read as Windows-1252, and when there is one,
+/// a note naming it and how it reads.
+std::vector<std::string> class_names_as_utf8(const std::vector<std::string>& folders, std::string& note);
 
 }  // namespace gputrain::data

@@ -12,8 +12,10 @@
 #include <fstream>
 
 #include "array_bytes.hpp"
+#include "core/json_text.hpp"
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/text_encoding.hpp"
 #include "mapped_file.hpp"
 
 namespace gputrain::data {
@@ -70,7 +72,11 @@ std::uint64_t header_length(const unsigned char* bytes) {
 }  // namespace
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& given_metadata) {
+  // The header is JSON, which holds UTF-8: text that is not (a path typed on a Latin-1 system, in
+  // the config's text) is read as Windows-1252, as the data's own names are.
+  std::map<std::string, std::string> metadata;
+  for (const auto& [key, value] : given_metadata) metadata[core::as_utf8(key)] = core::as_utf8(value);
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   header["__metadata__"] = metadata;  // the CRC-32 is added below, once the data is known
   std::vector<at::Tensor> cpu;
@@ -89,7 +95,7 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   auto crc = crc32_of(0, text_covered.data(), text_covered.size());
   for (const auto& t : cpu) crc = crc32_of(crc, t.data_ptr(), t.numel() * t.element_size());
   header["__metadata__"][kCrc32Key] = hex8(crc);
-  std::string text = header.dump();
+  std::string text = core::json_text(header);
   text.append((8 - text.size() % 8) % 8, ' ');  // the format pads the header to 8 bytes with spaces
   const std::uint64_t length = text.size();
   core::write_file_atomically(path, [&](const std::function<void(std::string_view)>& append) {

@@ -313,10 +313,12 @@ Sources open_images(const SourceSpec& spec) {
   if (spec.path.empty()) throw UsageError("data.source image_folder needs data.path", "set data.path to the folder of class sub-folders");
   if (spec.image_size.size() != 2) throw UsageError("data.image_size must be [height, width]", "e.g. data.image_size: [224, 224]");
   out.train = open_image_folder(spec.path, spec.image_size[0], spec.image_size[1]);
-  out.class_names = image_folder_classes(*out.train);
+  const auto folders = image_folder_classes(*out.train);  // as on disk: the validation folder's must match
   if (!spec.val_path.empty())
-    out.val = read_for("data.val_path",
-                       [&] { return open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], out.class_names); });
+    out.val = read_for("data.val_path", [&] { return open_image_folder(spec.val_path, spec.image_size[0], spec.image_size[1], folders); });
+  std::string names_note;
+  out.class_names = class_names_as_utf8(folders, names_note);
+  if (!names_note.empty()) out.notes.push_back(names_note);
   out.classes = static_cast<std::int64_t>(out.class_names.size());
   // One note for a folder that is both (an evaluation on the training images, a quick check).
   if (out.val && validates_on_training_data(spec)) {
@@ -363,8 +365,10 @@ Sources open_csv(const SourceSpec& spec) {
     out.val = make_array_dataset(val, what + core::counted(val.size(), "sample") + ")", base(spec.val_path));
     for (const auto& column : val_columns.categories)
       if (column.unseen_rows > 0) out.notes.push_back(unseen_categories_note(column, val.size()));
+    out.notes.insert(out.notes.end(), val_columns.notes.begin(), val_columns.notes.end());
   }
   out.classes = out.class_names.empty() ? classes : static_cast<std::int64_t>(out.class_names.size());
+  out.notes.insert(out.notes.begin(), columns.notes.begin(), columns.notes.end());
   out.feature_names = columns.inputs;
   out.feature_columns = columns.features;
   out.categories = columns.categories;

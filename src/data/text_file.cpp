@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/text_encoding.hpp"
 #include "gzip_data.hpp"
 #include "mapped_file.hpp"
 
@@ -55,6 +56,15 @@ void refuse_if_not_text(std::string_view text, const std::string& path, bool inf
     throw UsageError(what + "binary data, not text: its first line has a zero byte", "give the CSV file itself (UTF-8 text, plain or .gz)");
 }
 
+// Where text that is not UTF-8 first shows: its line, the byte, and what Windows-1252 reads it as.
+std::string where_not_utf8(std::string_view text, std::size_t at) {
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n');
+  static const char* digits = "0123456789ABCDEF";
+  const auto byte = static_cast<unsigned char>(text[at]);
+  return "line " + std::to_string(line) + ": byte 0x" + digits[byte >> 4] + digits[byte & 15] + ", read as '" +
+         core::windows1252_to_utf8(text.substr(at, 1)) + "'";
+}
+
 }  // namespace
 
 TextFile TextFile::open(const std::string& path, const Progress& progress) {
@@ -78,6 +88,13 @@ TextFile TextFile::open(const std::string& path, const Progress& progress) {
     if (file.mapped_) file.owned_.assign(text.data() - file.bom_, text.size() + file.bom_);
     file.mapped_.reset();
     std::replace(file.owned_.begin(), file.owned_.end(), '\r', '\n');
+  }
+  // Names and categories reach JSON and safetensors metadata, which hold UTF-8 only.
+  if (const auto at = core::first_invalid_utf8(file.text())) {
+    file.not_utf8_ = where_not_utf8(file.text(), *at);
+    file.owned_ = core::windows1252_to_utf8(file.text());
+    file.mapped_.reset();
+    file.bom_ = 0;
   }
   return file;
 }

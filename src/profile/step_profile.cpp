@@ -16,6 +16,7 @@
 #include <memory>
 #include <sstream>
 
+#include "core/json_text.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/device/utilization.hpp"
 #include "gputrain/profile/gpu_span_timer.hpp"
@@ -246,7 +247,7 @@ std::string step_profile_json(const StepProfile& p) {
   out["gpu_data_wait_seconds"] = or_null(p.gpu_data_wait_seconds);
   out["gpu_data_stall_percent"] = or_null(p.gpu_data_stall_percent);
   out["gpu_utilization_percent"] = or_null(p.gpu_utilization_percent);
-  return out.dump(2);
+  return core::json_text(out, 2);
 }
 
 std::string step_profile_text(const StepProfile& p) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/json_text.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/profile/loader_sweep.hpp"
 
@@ -127,7 +128,7 @@ std::string sweep_json(const LoaderSweep& sweep) {
                               {"results", results},
                               {"best", results[sweep.best]},
                               {"yaml", best_yaml(sweep)}};
-  return out.dump(2) + "\n";
+  return core::json_text(out, 2) + "\n";
 }
 
 std::string sweep_csv(const LoaderSweep& sweep) {

@@ -65,7 +65,7 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
       out["predicted_largest_batch"] = predicted;
       out["fitted_to_reserved_bytes"] = estimate.reserved_bytes;
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return int(ExitCode::ok);
   }
   std::printf("memory of one training step: %s (%s), %s, %s, on %s\n", config.model_label().c_str(),
@@ -121,7 +121,7 @@ int profile_batch(const train::Config& config, const train::RunDevice& run, cons
       out["largest_fitting_batch"] = truth.largest;
       out["exhaustive_steps"] = truth.steps;
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return int(ExitCode::ok);
   }
   std::printf("batch size for %s on %s: %lld\n", config.model_label().c_str(), device_text(run).c_str(),

@@ -38,6 +38,7 @@ struct CsvColumns {
   std::vector<CsvCategories> categories;  ///< the columns of categories, in the features' order
   std::vector<std::size_t> unnamed;       ///< 1-based positions of header cells with no name (pandas' index,
                                           ///< a trailing delimiter), left out of the default features
+  std::vector<std::string> notes;         ///< what a run says of the files (text read as Windows-1252)
 };
 
 /// How far a long read is: the file, the bytes parsed and its size. Called on the reading thread

@@ -16,7 +16,8 @@ namespace gputrain::data {
 inline constexpr const char* kCrc32Key = "crc32";
 
 /// Writes `tensors` (any device; copied to CPU, made contiguous) to `path` atomically, with
-/// `metadata` and the CRC-32 under kCrc32Key.
+/// `metadata` and the CRC-32 under kCrc32Key. Metadata text that is not UTF-8 is written read as
+/// Windows-1252 (the header is JSON).
 /// Supported dtypes: F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL.
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});

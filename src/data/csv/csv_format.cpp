@@ -293,6 +293,7 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
   csv::Table table;
   table.path = path;
   table.unnamed = chosen.unnamed;
+  if (!file.not_utf8().empty()) table.not_utf8.push_back("'" + path + "' (" + file.not_utf8() + ")");
   for (const auto c : feature_columns) {
     table.features.push_back(header[c]);
     const auto k = std::find(category_columns.begin(), category_columns.end(), c) - category_columns.begin();

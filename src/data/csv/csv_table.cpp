@@ -67,6 +67,7 @@ Table join_tables(std::vector<Table> parts, const CsvSpec& spec) {
   for (auto& part : parts) {
     targets.push_back(part.targets);
     joined.rows += part.rows;
+    std::move(part.not_utf8.begin(), part.not_utf8.end(), std::back_inserter(joined.not_utf8));
     std::move(part.chunks.begin(), part.chunks.end(), std::back_inserter(joined.chunks));
   }
   joined.targets = at::cat(targets);
@@ -85,10 +86,20 @@ Table join_tables(std::vector<Table> parts, const CsvSpec& spec) {
 
 namespace {
 
+// Said once per table: which files were read as Windows-1252, and how to make them UTF-8.
+std::string not_utf8_note(const std::vector<std::string>& files) {
+  const auto count = static_cast<std::int64_t>(files.size());
+  return (count == 1 ? files.front() + " is" : core::counted(count, "file") + " are") +
+         " not UTF-8: read as Windows-1252, as Excel writes CSV" + (count == 1 ? "" : " (first: " + files.front() + ")") +
+         "; if a name reads wrong, convert the file to UTF-8 (iconv -f ITS-ENCODING -t UTF-8)";
+}
+
 // The columns as the model sees them: each number column, and each category's one-hot columns ("Sex=male").
 void describe_columns(const Table& table, CsvColumns& columns) {
   columns.features = table.features;
   columns.unnamed = table.unnamed;
+  columns.notes.clear();
+  if (!table.not_utf8.empty()) columns.notes.push_back(not_utf8_note(table.not_utf8));
   columns.inputs.clear();
   columns.categories.clear();
   for (std::size_t f = 0; f < table.features.size(); ++f) {

@@ -27,6 +27,7 @@ struct Table {
   std::vector<int> category_of;       // per feature: its column's place in `categories`; -1 for a column of numbers
   std::vector<Coded> categories;      // data.categorical's columns, in the features' order
   std::vector<std::size_t> unnamed;   // 1-based positions of header cells with no name
+  std::vector<std::string> not_utf8;  // "'a.csv' (line 1: byte 0xE9, read as 'é')" per file read as Windows-1252
 };
 
 /// One file's table (read_csv's work but the one-hot columns).

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "checkpoint_integrity.hpp"
+#include "core/json_text.hpp"
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/log.hpp"
@@ -204,7 +205,7 @@ std::map<std::string, CallbackState> format1_callback_states(torch::serialize::I
 std::string callback_states_text(const std::map<std::string, CallbackState>& states) {
   nlohmann::json all = nlohmann::json::object();
   for (const auto& [name, state] : states) all[name] = state;
-  return all.dump();
+  return core::json_text(all);
 }
 
 std::map<std::string, CallbackState> read_callback_states(const std::string& path, const std::string& text) {

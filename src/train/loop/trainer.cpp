@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.hpp"
 #include "fit_loop.hpp"
 #include "gputrain/core/duration.hpp"
 #include "gputrain/core/error.hpp"
@@ -38,19 +39,19 @@ std::map<std::string, std::string> weights_metadata(const Config& config, const 
                                               {"model", model_name},
                                               {"config", to_yaml(config)},
                                               {"data.task", config.data.task},
-                                              {"data.shape", nlohmann::json(config.data.shape).dump()}};
+                                              {"data.shape", core::json_text(nlohmann::json(config.data.shape))}};
   for (const auto& field : schema())  // what builds the model, key by key: a reader needs no YAML parser
     if (field.key.rfind("model.", 0) == 0) metadata[field.key] = value_text(field.show(config));
   if (!data.sources.feature_names.empty()) {  // a CSV: its feature and label columns by name
-    metadata["data.features"] = nlohmann::json(data.sources.feature_names).dump();
-    metadata["data.labels"] = nlohmann::json(config.data.labels).dump();
+    metadata["data.features"] = core::json_text(nlohmann::json(data.sources.feature_names));
+    metadata["data.labels"] = core::json_text(nlohmann::json(config.data.labels));
   }
   if (!data.sources.categories.empty()) {  // {"Sex": ["female", "male"]}: input "Sex=male" is 1 where the cell is "male"
     nlohmann::json categories = nlohmann::json::object();
     for (const auto& column : data.sources.categories) categories[column.column] = column.values;
-    metadata["data.categories"] = categories.dump();
+    metadata["data.categories"] = core::json_text(categories);
   }
-  if (!data.sources.class_names.empty()) metadata["data.class_names"] = nlohmann::json(data.sources.class_names).dump();
+  if (!data.sources.class_names.empty()) metadata["data.class_names"] = core::json_text(nlohmann::json(data.sources.class_names));
   for (const auto& [key, value] : data.sources.provenance) metadata[key] = value;  // a database's queries, rows and checksums
   const auto list = [](const std::vector<double>& values) {
     std::ostringstream text;

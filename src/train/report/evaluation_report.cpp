@@ -2,6 +2,7 @@
 // scripts.
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/train/evaluation.hpp"
 #include "human_lines.hpp"
@@ -65,7 +66,7 @@ std::string evaluation_json(const EvaluationResult& r) {
     }
     out["classes"] = std::move(classes);
   }
-  return out.dump(2);
+  return core::json_text(out, 2);
 }
 
 }  // namespace gputrain::train

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/json_text.hpp"
 #include "gputrain/core/log.hpp"
 #include "gputrain/core/record_file.hpp"
 #include "gputrain/train/metrics.hpp"
@@ -144,7 +145,7 @@ class JsonlSink final : public MetricSink {
   // One write per line, unbuffered: a crash loses at most the line being written.
   void write(nlohmann::json line, std::int64_t step) {
     line["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    refused_.record(file_.append(line.dump() + "\n"), step);
+    refused_.record(file_.append(core::json_text(line) + "\n"), step);
   }
   core::RecordFile file_;
   RefusedWrites refused_;

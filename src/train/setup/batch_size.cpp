@@ -10,6 +10,7 @@
 #include <fstream>
 #include <ostream>
 
+#include "core/json_text.hpp"
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
@@ -240,7 +241,7 @@ nlohmann::json probe_object(const sizing::ProbePoint& p) {
 
 }  // namespace
 
-std::string probe_json(const sizing::ProbePoint& p) { return probe_object(p).dump(); }
+std::string probe_json(const sizing::ProbePoint& p) { return core::json_text(probe_object(p)); }
 
 ProbeObserver probe_progress(std::ostream* out, std::chrono::seconds quiet) {
   return [out, quiet, start = Clock::now(), steps = 0](const sizing::ProbePoint& probe) mutable {
@@ -295,7 +296,7 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
                                    {"data_reserve_bytes", data.reserve_bytes},
                                    {"limit_source", choice.budget.limit_source},
                                    {"seconds", choice.seconds}};
-    core::write_file_atomically(cache_path, record.dump(2) + "\n");
+    core::write_file_atomically(cache_path, core::json_text(record, 2) + "\n");
   }
   return choice;
 }

@@ -13,6 +13,7 @@
 #include "device_settings.hpp"
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/text_encoding.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/core/write_error.hpp"
 #include "gputrain/device/system_info.hpp"
@@ -64,6 +65,19 @@ dist::GradientSyncOptions sync_options(const DistributedConfig& c) {
   return o;
 }
 
+// A config with text that is not UTF-8 (a path typed on a Latin-1 system): the paths are used as
+// typed, and the records, which hold UTF-8, read it another way; said once, before training.
+std::string config_not_utf8_note(const std::string& config_yaml) {
+  const auto at = core::first_invalid_utf8(config_yaml);
+  if (!at) return "";
+  const auto begin = config_yaml.rfind('\n', *at) + 1;  // npos + 1 is 0: the first line
+  auto line = config_yaml.substr(begin, config_yaml.find('\n', *at) - begin);
+  line.erase(0, line.find_first_not_of(' '));
+  return "note: the config's '" + core::windows1252_to_utf8(line) +
+         "' is not UTF-8: paths are used byte for byte; model.safetensors' metadata reads such text as Windows-1252 and "
+         "metrics.jsonl writes U+FFFD for its other bytes";
+}
+
 }  // namespace
 
 void Trainer::State::setup() {
@@ -72,6 +86,7 @@ void Trainer::State::setup() {
   auto run_device = prepare_device(rank_config);
   device = run_device.device;
   for (const auto& line : run_device.notes) reporter.later(line);
+  if (const auto note = config_not_utf8_note(config_yaml); !note.empty()) reporter.later(note);
   ranks.connect(config.distributed, device);
   apply_backend_settings(config.train);
   open_the_data();

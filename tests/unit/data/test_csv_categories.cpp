@@ -219,3 +219,31 @@ TEST(CsvCategories, RowsMissingOnlyACategoryAreNotDropped) {
       << missing;
   EXPECT_NE(missing.find("df.dropna(subset=df.columns.difference(['colour']))"), std::string::npos) << missing;
 }
+
+// An Excel "CSV" export on Windows is Windows-1252: its names become UTF-8 (JSON and safetensors
+// metadata hold nothing else), said once in a note, and a UTF-8 validation file's same names match.
+TEST(CsvCategories, AWindows1252FileIsReadAsUtf8AndMatchesAUtf8ValidationFile) {
+  ScratchFolder root("csv-cp1252");
+  SourceSpec spec;
+  spec.source = "csv";
+  spec.path = written(root.path / "train.csv",
+                      "x,caf\xE9,label\n1,r\xE9"
+                      "d,yes\n2,blue,no\n3,r\xE9"
+                      "d,no\n");
+  spec.val_path = written(root.path / "val.csv",
+                          "x,caf\xC3\xA9,label\n4,r\xC3\xA9"
+                          "d,yes\n");
+  spec.labels = {"label"};
+  spec.categorical = {"caf\xC3\xA9"};  // the config, in UTF-8, names the column as it reads
+  const auto sources = open_sources(spec);
+  EXPECT_EQ(sources.feature_names, (std::vector<std::string>{"x", "caf\xC3\xA9=blue",
+                                                             "caf\xC3\xA9=r\xC3\xA9"
+                                                             "d"}));
+  ASSERT_EQ(sources.notes.size(), 1U);
+  EXPECT_EQ(sources.notes[0].find("'" + spec.path + "' (line 1: byte 0xE9, read as '\xC3\xA9') is not UTF-8: read as Windows-1252"), 0U)
+      << sources.notes[0];
+  // The validation row's category is the training file's "réd": its one-hot column is 1.
+  const auto val = sources.val->tensors();
+  ASSERT_TRUE(val);
+  EXPECT_TRUE(at::equal(val->inputs, rows({4, 0, 1}, 3))) << val->inputs;
+}

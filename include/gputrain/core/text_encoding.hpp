@@ -1,0 +1,27 @@
+#pragma once
+// Text that reaches JSON, TensorBoard or safetensors metadata must be UTF-8. Files from Windows
+// tools (an Excel "CSV" export, a folder named on a Latin-1 system) often are not; gputrain reads
+// such text as Windows-1252, a superset of Latin-1's printable characters, and says so once.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gputrain::core {
+
+/// The offset of the first byte of `text` that does not begin a well-formed UTF-8 sequence
+/// (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF); nothing when it is UTF-8.
+std::optional<std::size_t> first_invalid_utf8(std::string_view text);
+
+/// Whether `text` is UTF-8.
+inline bool is_utf8(std::string_view text) { return !first_invalid_utf8(text); }
+
+/// `text` read as Windows-1252, in UTF-8. Its five unassigned bytes (0x81, 0x8D, 0x8F, 0x90, 0x9D)
+/// become the C1 controls of the same number, as Python's and WHATWG's decoders make them.
+std::string windows1252_to_utf8(std::string_view text);
+
+/// `text` as it is when it is UTF-8, else read as Windows-1252.
+std::string as_utf8(std::string_view text);
+
+}  // namespace gputrain::core

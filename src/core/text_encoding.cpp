@@ -1,0 +1,89 @@
+#include "gputrain/core/text_encoding.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+namespace gputrain::core {
+namespace {
+
+// Bytes 0x80-0x9F of Windows-1252: the characters it puts where Latin-1 has C1 controls (a 0 is
+// unassigned: kept as the control). The rest of the bytes are Latin-1, U+0000-U+00FF.
+constexpr char16_t kHigh[32] = {0x20AC, 0,      0x201A, 0x0192, 0x201E, 0x2026, 0x2020, 0x2021, 0x02C6, 0x2030, 0x0160,
+                                0x2039, 0x0152, 0,      0x017D, 0,      0,      0x2018, 0x2019, 0x201C, 0x201D, 0x2022,
+                                0x2013, 0x2014, 0x02DC, 0x2122, 0x0161, 0x203A, 0x0153, 0,      0x017E, 0x0178};
+
+void append_utf8(std::string& out, char32_t code) {
+  if (code < 0x80) {
+    out += static_cast<char>(code);
+  } else if (code < 0x800) {
+    out += static_cast<char>(0xC0 | (code >> 6));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  } else {
+    out += static_cast<char>(0xE0 | (code >> 12));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  }
+}
+
+// The length of the well-formed sequence at `s` (of `left` bytes), or 0 (Unicode 15, table 3-7).
+std::size_t sequence_length(const unsigned char* s, std::size_t left) {
+  const unsigned char b = s[0];
+  const auto tail = [&](std::size_t n, unsigned char low, unsigned char high) -> std::size_t {
+    if (left < n || s[1] < low || s[1] > high) return 0;
+    for (std::size_t k = 2; k < n; ++k)
+      if ((s[k] & 0xC0) != 0x80) return 0;
+    return n;
+  };
+  if (b >= 0xC2 && b <= 0xDF) return tail(2, 0x80, 0xBF);
+  if (b == 0xE0) return tail(3, 0xA0, 0xBF);
+  if (b == 0xED) return tail(3, 0x80, 0x9F);  // no surrogates
+  if (b >= 0xE1 && b <= 0xEF) return tail(3, 0x80, 0xBF);
+  if (b == 0xF0) return tail(4, 0x90, 0xBF);
+  if (b >= 0xF1 && b <= 0xF3) return tail(4, 0x80, 0xBF);
+  if (b == 0xF4) return tail(4, 0x80, 0x8F);
+  return 0;
+}
+
+}  // namespace
+
+std::optional<std::size_t> first_invalid_utf8(std::string_view text) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t size = text.size();
+  std::size_t at = 0;
+  while (at < size) {
+    // Text is mostly ASCII: eight bytes at a time while none has its high bit set.
+    if (size - at >= 8) {
+      std::uint64_t word;
+      std::memcpy(&word, s + at, 8);
+      if ((word & 0x8080808080808080ULL) == 0) {
+        at += 8;
+        continue;
+      }
+    }
+    if (s[at] < 0x80) {
+      ++at;
+      continue;
+    }
+    const auto length = sequence_length(s + at, size - at);
+    if (length == 0) return at;
+    at += length;
+  }
+  return std::nullopt;
+}
+
+std::string windows1252_to_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x80 && byte < 0xA0 && kHigh[byte - 0x80] != 0)
+      append_utf8(out, kHigh[byte - 0x80]);
+    else
+      append_utf8(out, byte);
+  }
+  return out;
+}
+
+std::string as_utf8(std::string_view text) { return is_utf8(text) ? std::string(text) : windows1252_to_utf8(text); }
+
+}  // namespace gputrain::core

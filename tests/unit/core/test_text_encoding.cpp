@@ -1,0 +1,44 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gputrain/core/text_encoding.hpp"
+
+using namespace gputrain::core;
+
+TEST(TextEncoding, WellFormedUtf8IsAccepted) {
+  EXPECT_TRUE(is_utf8(""));
+  EXPECT_TRUE(is_utf8("plain ASCII, longer than eight bytes"));
+  EXPECT_TRUE(is_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80"));  // é, €, an emoji
+  EXPECT_TRUE(is_utf8("\xF4\x8F\xBF\xBF"));                           // U+10FFFF, the last code point
+}
+
+// RFC 3629: the forms UTF-8 decoders must refuse, each at the byte where it starts.
+TEST(TextEncoding, MalformedSequencesAreFoundWhereTheyStart) {
+  const std::pair<std::string, std::size_t> cases[] = {
+      {"caf\xE9", 3},               // Latin-1 é
+      {"0123456789\xC0\x80", 10},   // overlong NUL
+      {"\xE0\x80\xAF", 0},          // overlong '/'
+      {"ab\xED\xA0\x80", 2},        // a surrogate
+      {"\xF4\x90\x80\x80", 0},      // past U+10FFFF
+      {"\xC3", 0},                  // cut short
+      {"ok \xE2\x82", 3},           // cut short after ASCII
+      {"\x80", 0},                  // a lone continuation byte
+      {"\xF8\x88\x80\x80\x80", 0},  // five bytes
+  };
+  for (const auto& [text, at] : cases) {
+    const auto found = first_invalid_utf8(text);
+    ASSERT_TRUE(found.has_value()) << text;
+    EXPECT_EQ(*found, at) << text;
+  }
+}
+
+TEST(TextEncoding, Windows1252IsDecodedAsPythonDecodesIt) {
+  EXPECT_EQ(windows1252_to_utf8("caf\xE9"), "caf\xC3\xA9");                                                      // é (Latin-1's too)
+  EXPECT_EQ(windows1252_to_utf8("\x80 \x93x\x94 \x99"), "\xE2\x82\xAC \xE2\x80\x9Cx\xE2\x80\x9D \xE2\x84\xA2");  // € “x” ™
+  EXPECT_EQ(windows1252_to_utf8("\x81\x9D"), "\xC2\x81\xC2\x9D");  // unassigned: the C1 control of that number
+  EXPECT_EQ(windows1252_to_utf8("\xFF"), "\xC3\xBF");
+  EXPECT_EQ(as_utf8("caf\xC3\xA9"), "caf\xC3\xA9");  // UTF-8 stays as it is
+  EXPECT_EQ(as_utf8("caf\xE9"), "caf\xC3\xA9");
+  for (int byte = 0; byte < 256; ++byte) EXPECT_TRUE(is_utf8(windows1252_to_utf8(std::string(1, static_cast<char>(byte))))) << byte;
+}
