@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/error_text.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::checks {
@@ -27,7 +28,7 @@ std::vector<Outcome> run_checks(const std::vector<Check>& checks, std::shared_pt
           } catch (const Error& error) {
             return fail(error.what(), error.remedy());
           } catch (const std::exception& error) {
-            return fail(std::string("unexpected error: ") + error.what(),
+            return fail("unexpected error: " + core::without_backtrace(error.what()),
                         "run again with GPUTRAIN_LOG_LEVEL=debug and report it with `gputrain --version`");
           }
         },
@@ -39,8 +40,9 @@ std::vector<Outcome> run_checks(const std::vector<Check>& checks, std::shared_pt
     } else {
       outcome.result = {Status::timeout,
                         "no answer within " + core::format_fixed(check.time_limit.count() / 1000.0, 1) + " s",
-                        "the driver or device may be hung: check `dmesg | grep -i -E 'nvrm|xid'`, then reset the GPU "
-                        "(`nvidia-smi -r -i <index>`) or reboot",
+                        !check.timeout_remedy.empty() ? check.timeout_remedy
+                                                      : "the driver or device may be hung: check `dmesg | grep -i -E 'nvrm|xid'`, then "
+                                                        "reset the GPU (`nvidia-smi -r -i <index>`) or reboot",
                         {}};
     }
     if (on_outcome) on_outcome(outcome);

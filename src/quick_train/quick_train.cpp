@@ -7,8 +7,11 @@
 #include <torch/optim/adamw.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -54,15 +57,55 @@ Result with_memory(Result result, const Run& run) {
 
 Result needs_previous() { return checks::skip("skipped: an earlier step failed"); }
 
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// An allocation that failed, in the batch's words rather than the allocator's.
+Result out_of_memory(const Run& run, const std::string& what) {
+  return checks::fail("out of memory at --batch-size " + std::to_string(run.options.batch_size) + " on " + run.device.str() + ": " + what,
+                      "give a smaller --batch-size (the default, 32, needs a few MiB)");
+}
+
+// The batch's inputs are made on the host, then copied to the device: a batch whose inputs alone
+// exceed what either may hold is refused before LibTorch's allocator fails in its own words.
+std::optional<Result> refuse_batch_beyond_memory(const Run& run, std::uint64_t sample_bytes) {
+  const auto batch = static_cast<std::uint64_t>(run.options.batch_size);
+  for (const auto& device : {c10::Device(at::kCPU), run.device}) {
+    const auto figures = memory::memory_figures(device);
+    if (figures.limit == 0 || batch <= figures.limit / sample_bytes) continue;
+    return checks::fail("--batch-size " + std::to_string(batch) + " needs " +
+                            (batch > UINT64_MAX / sample_bytes ? "more than 16 EiB" : core::format_bytes(batch * sample_bytes)) +
+                            " for its inputs alone, and " + device.str() + " has " + core::format_bytes(figures.limit) + " (" +
+                            figures.limit_source + ")",
+                        "give --batch-size " + std::to_string(std::max<std::uint64_t>(1, figures.limit / sample_bytes / 4)) +
+                            " or less (the default, 32, needs a few MiB)");
+  }
+  return std::nullopt;
+}
+
 Check step(std::string id, std::string title, std::shared_ptr<Run> run, std::function<Result(Run&, const Context&)> body,
            std::chrono::seconds limit = std::chrono::seconds(60)) {
-  return Check{"quick_train." + id, "quick-train", std::move(title), limit, [run, body](const Context& context) {
-                 if (!run->ready) return needs_previous();
-                 run->ready = false;
-                 Result result = body(*run, context);
-                 run->ready = result.status == checks::Status::pass || result.status == checks::Status::warn;
-                 return with_memory(std::move(result), *run);
-               }};
+  Check check{"quick_train." + id, "quick-train", std::move(title), limit, [run, body](const Context& context) {
+                if (!run->ready) return needs_previous();
+                run->ready = false;
+                Result result;
+                try {
+                  result = body(*run, context);
+                } catch (const c10::OutOfMemoryError& e) {
+                  result = out_of_memory(*run, first_line(e.what_without_backtrace()));
+                } catch (const c10::Error& e) {  // the CPU allocator's is an enforce failure
+                  const std::string what = e.what_without_backtrace();
+                  if (what.find("can't allocate memory") == std::string::npos) throw;
+                  result = out_of_memory(*run, first_line(what));
+                }
+                run->ready = result.status == checks::Status::pass || result.status == checks::Status::warn;
+                return with_memory(std::move(result), *run);
+              }};
+  // A step that runs long is most often a large batch on the CPU, not a hung GPU.
+  check.timeout_remedy = "--batch-size " + std::to_string(run->options.batch_size) +
+                         " may be more than this device computes in time (the CPU takes minutes for 100,000 samples): give a "
+                         "smaller one; if the default (32) runs out of time on a GPU, the driver may be hung: check `dmesg | grep -i "
+                         "-E 'nvrm|xid'`";
+  return check;
 }
 
 Result detect_device(Run& run, const Context& context) {
@@ -103,6 +146,7 @@ Result create_model(Run& run, const Context&) {
   run.optimizer = std::make_unique<torch::optim::AdamW>(run.model->parameters(), torch::optim::AdamWOptions(3e-3));
   run.scaler = std::make_unique<GradScaler>(run.options.precision == Precision::fp16_mixed, run.device);
   data::SyntheticSpec data{"classification", {3, 32, 32}, 10, 7};
+  if (auto refused = refuse_batch_beyond_memory(run, 3 * 32 * 32 * sizeof(float))) return *refused;
   const auto set = data::make_synthetic(data, run.options.batch_size, 0);
   run.batch = {set.inputs.to(run.device), set.targets.to(run.device)};
   return checks::pass("small_cnn, " + std::to_string(parameter_count(*run.model)) + " parameters on " + run.device.str());

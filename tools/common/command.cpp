@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/error_text.hpp"
 #include "gputrain/core/log.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/device/runtime_libraries.hpp"
@@ -81,10 +82,7 @@ int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>
     say_error(error.what(), error.remedy());
     return static_cast<int>(error.exit_code());
   } catch (const std::exception& error) {
-    // LibTorch's errors append a C++ backtrace ("Exception raised from ... frame #0: ...", or the
-    // frames alone after an enforce): the message before it is what a user can act on.
-    const std::string message = error.what();
-    say_error(message.substr(0, std::min(message.find("\nException raised from "), message.find("\nframe #0"))), "");
+    say_error(core::without_backtrace(error.what()), "");
     return static_cast<int>(ExitCode::failure);
   }
 }

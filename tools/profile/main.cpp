@@ -12,6 +12,7 @@
 #include "gputrain/train/run_setup.hpp"
 #include "help.hpp"
 #include "modes.hpp"
+#include "number_options.hpp"
 
 using namespace gputrain;
 using namespace gputrain::tools::profile;
@@ -30,16 +31,18 @@ int main(int argc, char** argv) {
   app.add_flag("--step", step_mode, "time real training steps: data wait, copy, compute, GPU utilisation");
   app.add_option("--steps", steps,
                  "with --step: how many timed steps (default 50), after 10 warm-up steps (fewer when fewer are asked for)")
-      ->check(CLI::Range(2, 100000));
+      ->check(tools::whole_number(2, 100000));
   app.add_flag("--exhaustive", exhaustive, "with --batch: also bisect for the true largest batch (more steps)");
   app.add_option(
       "--source", source,
       "without a config: data.source (" + core::join(data::file_source_names()) + "); default: the config's, else told from the path");
   app.add_option("--path", path, "without a config: data.path");
   app.add_option("--labels", labels, "without a config: data.labels (CSV: one or more label columns, --labels y1 y2)");
-  app.add_option("--workers", sweep.workers, "sweep only these loader thread counts, e.g. --workers 0 2 4")->check(CLI::NonNegativeNumber);
-  app.add_option("--repeats", sweep.repeats, "timed repeats per setting (default 3; the median is reported)")->check(CLI::Range(1, 50));
-  app.add_option("--batches", sweep.batches, "timed batches per repeat (default 30, fewer after 2 s)")->check(CLI::Range(1, 100000));
+  app.add_option("--workers", sweep.workers, "sweep only these loader thread counts, e.g. --workers 0 2 4")->check(tools::whole_number(0));
+  app.add_option("--repeats", sweep.repeats, "timed repeats per setting (default 3; the median is reported)")
+      ->check(tools::whole_number(1, 50));
+  app.add_option("--batches", sweep.batches, "timed batches per repeat (default 30, fewer after 2 s)")
+      ->check(tools::whole_number(1, 100000));
   app.add_flag("--json", sweep.json, "print JSON instead of text");
   app.add_flag("--csv", sweep.csv, "sweep: print CSV, one row per setting");
   app.add_option("--plot", sweep.plot, "sweep: also write a chart of samples/s by thread count (.svg, or .png via librsvg)")

@@ -10,6 +10,7 @@
 #include "gputrain/core/build_info.hpp"
 #include "gputrain/core/process_time.hpp"
 #include "gputrain/quick_train/quick_train.hpp"
+#include "number_options.hpp"
 
 using namespace gputrain;
 
@@ -35,8 +36,8 @@ int main(int argc, char** argv) {
       });
   app.add_option("--precision", precision, "fp16-mixed (default: exercises the GradScaler), bf16-mixed or fp32")
       ->check(CLI::IsMember({"fp32", "fp16-mixed", "bf16-mixed"}));
-  app.add_option("--batch-size", options.batch_size, "samples per step (default 32)")->check(CLI::PositiveNumber);
-  app.add_option("--iterations", options.iterations, "steps of the final loop (default 10)")->check(CLI::Range(2, 100000));
+  app.add_option("--batch-size", options.batch_size, "samples per step (default 32)")->check(tools::whole_number(1, 1 << 30));
+  app.add_option("--iterations", options.iterations, "steps of the final loop (default 10)")->check(tools::whole_number(2, 100000));
   app.add_flag("--json", json, "write the results as JSON to stdout (the report goes to stderr)");
   app.add_option("--junit", junit, "also write JUnit XML to this file, for CI systems");
   app.add_flag("--allow-cpu", allow_cpu, "run on the CPU when there is no GPU, and pass")->envname("GPUTRAIN_ALLOW_CPU");

@@ -1,5 +1,7 @@
 #include "launch_options.hpp"
 
+#include "number_options.hpp"
+
 #include <filesystem>
 #include <iostream>
 
@@ -15,22 +17,22 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
   app.add_option("--nproc-per-node", flags.nproc_per_node,
                  "start N ranks on this node and watch them (= --set distributed.nproc_per_node=N)")
       ->type_name("N")
-      ->check(CLI::Range(1, 1024))
+      ->check(whole_number(1, 1024))
       ->group(group);
   app.add_option("--nnodes", flags.nnodes, "nodes that each run this command with --nproc-per-node (= distributed.nnodes)")
       ->type_name("N")
-      ->check(CLI::Range(1, 100000))
+      ->check(whole_number(1, 100000))
       ->group(group);
   app.add_option("--node-rank", flags.node_rank, "this node's place, 0 .. nnodes-1 (= distributed.node_rank)")
       ->type_name("R")
-      ->check(CLI::Range(0, 99999))
+      ->check(whole_number(0, 99999))
       ->group(group);
   app.add_option("--master-addr", flags.master_addr, "node 0's host, where every node's ranks meet (= distributed.master_addr)")
       ->type_name("HOST")
       ->group(group);
   app.add_option("--master-port", flags.master_port, "the port there, the same on every node (= distributed.master_port)")
       ->type_name("PORT")
-      ->check(CLI::Range(1, 65535))
+      ->check(whole_number(1, 65535))
       ->group(group);
 }
 

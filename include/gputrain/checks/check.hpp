@@ -64,6 +64,8 @@ struct Check {
   std::string title;  ///< what is checked, for people
   std::chrono::milliseconds time_limit{std::chrono::seconds(5)};
   std::function<Result(const Context&)> run;
+  /// What to do when it runs past time_limit; empty: the driver or device may be hung.
+  std::string timeout_remedy = {};
 };
 
 }  // namespace gputrain::checks

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gputrain/core/error.hpp"
@@ -25,10 +26,11 @@ namespace gputrain::train {
 class GradScaler;
 
 /// A checkpoint whose bytes are not those written (a record fails its CRC-32, or the file was cut
-/// short); thrown before anything is restored from it. Exit code 1.
+/// short); thrown before anything is restored from it. Exit code 2, as for any input that
+/// cannot be used: nothing was started.
 class CheckpointDamaged : public Error {
  public:
-  using Error::Error;
+  CheckpointDamaged(const std::string& message, std::string remedy) : Error(message, std::move(remedy), ExitCode::usage) {}
 };
 
 /// Where a run is: optimizer steps done, the epoch, samples of that epoch already consumed.

@@ -1,10 +1,13 @@
 #include "gputrain/train/model_registry.hpp"
 
+#include <c10/util/Exception.h>
+
 #include <map>
 #include <mutex>
 
 #include "builtin_models.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 #include "module_model.hpp"
 
 namespace gputrain::train {
@@ -80,7 +83,22 @@ std::unique_ptr<Model> build_model(const ModelSpec& spec) {
                        "pick a registered model (mlp, small_cnn, resnet18, resnet34, resnet50, transformer) or register_model() yours");
     factory = it->second;
   }
-  return wrap_module(factory(spec), spec.config.name);
+  try {
+    return wrap_module(factory(spec), spec.config.name);
+  } catch (const c10::Error& e) {  // a model too large to build: the allocator's words are not the fix
+    const std::string what = e.what_without_backtrace();
+    const bool overflow = what.find("Storage size calculation overflowed") != std::string::npos;
+    if (!overflow && what.find("can't allocate memory") == std::string::npos) throw;
+    const auto asked = what.find("you tried to allocate ");
+    throw UsageError(
+        "model " + spec.config.name + " cannot be built: " +
+            (overflow ? "a parameter's size is past 2^63 bytes"
+                      : "a parameter needs " + (asked == std::string::npos ? std::string("more memory than is free")
+                                                                           : core::format_bytes(std::stoull(what.substr(asked + 22))) +
+                                                                                 " at once, more than is free")),
+        "make the model smaller (model.hidden, model.width, model.layers, model.d_model, model.ff_dim) or check data.shape and "
+        "data.image_size, which size its first layer");
+  }
 }
 
 }  // namespace gputrain::train

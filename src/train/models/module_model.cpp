@@ -96,30 +96,30 @@ void load_named_state(Model& model, const NamedTensors& state, const StateOrigin
           key[key.size() - name.size() - 1] != '.')
         continue;
       const auto prefix = key.substr(0, key.size() - name.size());
-      throw Error(origin.name + " names model " + model.name() + "'s tensor '" + name + "' as '" + key + "': its names carry the prefix '" +
-                      prefix + "'",
-                  "save the weights without it, e.g. in Python {k.removeprefix('" + prefix +
-                      "'): v for k, v in state_dict.items()} (a model "
-                      "wrapped by DDP or another module adds it)");
+      throw UsageError(origin.name + " names model " + model.name() + "'s tensor '" + name + "' as '" + key +
+                           "': its names carry the prefix '" + prefix + "'",
+                       "save the weights without it, e.g. in Python {k.removeprefix('" + prefix +
+                           "'): v for k, v in state_dict.items()} (a model "
+                           "wrapped by DDP or another module adds it)");
     }
-    throw Error(origin.name + " has no tensor '" + name + "' for model " + model.name() + " (" +
-                    (given.empty() ? std::string("it has none")
-                                   : "it has " + std::to_string(given.size()) + ", e.g. '" + given.begin()->first + "'") +
-                    ")",
-                origin.remedy);
+    throw UsageError(origin.name + " has no tensor '" + name + "' for model " + model.name() + " (" +
+                         (given.empty() ? std::string("it has none")
+                                        : "it has " + std::to_string(given.size()) + ", e.g. '" + given.begin()->first + "'") +
+                         ")",
+                     origin.remedy);
   }
   torch::NoGradGuard no_grad;
   for (auto& [name, tensor] : own) {
     auto it = given.find(name);
     if (it->second.sizes() != tensor.sizes())
-      throw Error("tensor '" + name + "' has shape " + c10::str(it->second.sizes()) + " in " + origin.name + " but " +
-                      c10::str(tensor.sizes()) + " in model " + model.name(),
-                  origin.remedy);
+      throw UsageError("tensor '" + name + "' has shape " + c10::str(it->second.sizes()) + " in " + origin.name + " but " +
+                           c10::str(tensor.sizes()) + " in model " + model.name(),
+                       origin.remedy);
     tensor.copy_(it->second);
     given.erase(it);
   }
   if (!given.empty())
-    throw Error(origin.name + " has tensor '" + given.begin()->first + "' that model " + model.name() + " does not", origin.remedy);
+    throw UsageError(origin.name + " has tensor '" + given.begin()->first + "' that model " + model.name() + " does not", origin.remedy);
 }
 
 std::unique_ptr<Model> wrap_module(torch::nn::AnyModule module, std::string name) {

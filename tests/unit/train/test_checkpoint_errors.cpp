@@ -87,7 +87,7 @@ TEST(CheckpointErrors, ATruncatedArchiveIsNamedAsCutShort) {
   archive.save_to(path);
   std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
   const auto e = error_reading(path);
-  EXPECT_EQ(e.exit_code(), ExitCode::failure);
+  EXPECT_EQ(e.exit_code(), ExitCode::usage);
   EXPECT_NE(text(e).find("is damaged: its zip directory cannot be read (Not a zip archive): the file was cut short (a full disk, a copy "
                          "interrupted) or changed after it was written"),
             std::string::npos)

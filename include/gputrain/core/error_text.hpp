@@ -1,0 +1,12 @@
+#pragma once
+// The part of an exception's message a user can act on.
+
+#include <string>
+
+namespace gputrain::core {
+
+/// `what` less the C++ backtrace LibTorch appends to its errors ("Exception raised from ...
+/// frame #0: ...", or the frames alone after an enforce), and less trailing blanks.
+std::string without_backtrace(const std::string& what);
+
+}  // namespace gputrain::core

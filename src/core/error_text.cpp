@@ -1,0 +1,13 @@
+#include "gputrain/core/error_text.hpp"
+
+#include <algorithm>
+
+namespace gputrain::core {
+
+std::string without_backtrace(const std::string& what) {
+  auto text = what.substr(0, std::min(what.find("\nException raised from "), what.find("\nframe #0")));
+  text.erase(text.find_last_not_of(" \n") + 1);
+  return text;
+}
+
+}  // namespace gputrain::core

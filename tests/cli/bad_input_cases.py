@@ -1,0 +1,208 @@
+"""The bad-input corpus: each case a command line, the files it needs, and the exit code docs give.
+
+Exit codes (docs/troubleshooting.md): 1 the run or a check failed, 2 bad usage or an invalid
+config or input (nothing was started), 3 the environment is unusable. check_bad_input.py runs
+them. `{w}` in an argument is the case's own folder, `{f}` the format fixtures' folder.
+"""
+
+GOOD_CSV = "a,b,label\n" + "".join(f"{i / 10},{(i * 3) % 7},{i % 2}\n" for i in range(40))
+
+
+def config(data="  path: good.csv\n  labels: label\n", model="  name: mlp\n", train="  epochs: 1\n", extra=""):
+    return f"model:\n{model}data:\n{data}train:\n{train}{extra}"
+
+
+def case(name, args, exit, files=None, expect="", style="error"):
+    """style "error": an `error:` line then `  fix:`; "check" (verify, quick-train): a `[FAIL]` line then `fix:`."""
+    return {"name": name, "args": args, "exit": exit, "files": files or {}, "expect": expect, "style": style}
+
+
+def train_case(name, text, exit=2, expect="", files=None, extra_args=()):
+    """`gputrain train c.yaml` on the CPU, in the case's folder, with good.csv beside the config."""
+    all_files = {"good.csv": GOOD_CSV, "c.yaml": text}
+    all_files.update(files or {})
+    return case(name, ["train", "c.yaml", "--set", "device=cpu", "--set", "logging.dir=run", *extra_args], exit, all_files, expect)
+
+
+def config_cases():
+    values = [  # (name, train section line or data/model line, expected text)
+        ("epochs_zero", "  epochs: 0\n", "train.epochs"),
+        ("epochs_negative", "  epochs: -1\n", "train.epochs"),
+        ("epochs_text", "  epochs: abc\n", "train.epochs"),
+        ("epochs_fraction", "  epochs: 1.5\n", "train.epochs"),
+        ("epochs_times_steps_overflow", "  epochs: 9223372036854775807\n  batch_size: 1\n", "train.max_steps"),
+        ("epochs_beyond_int64", "  epochs: 99999999999999999999999\n", "train.epochs"),
+        ("epochs_2_60_times_steps", "  epochs: 1152921504606846976\n  batch_size: 1\n", "train.max_steps"),
+        ("batch_zero", "  epochs: 1\n  batch_size: 0\n", "train.batch_size"),
+        ("batch_negative", "  epochs: 1\n  batch_size: -5\n", "train.batch_size"),
+        ("batch_beyond_int64", "  epochs: 1\n  batch_size: 1000000000000000000000000000000\n", "train.batch_size"),
+        ("grad_accum_zero", "  epochs: 1\n  grad_accum: 0\n", "train.grad_accum"),
+        ("precision_fp8", "  epochs: 1\n  precision: fp8\n", "train.precision"),
+        ("clip_negative", "  epochs: 1\n  clip_grad_norm: -1\n", "train.clip_grad_norm"),
+        ("label_smoothing_two", "  epochs: 1\n  label_smoothing: 2\n", "train.label_smoothing"),
+        ("max_time_parsecs", "  epochs: 1\n  max_time: 5 parsecs\n", "train.max_time"),
+        ("max_steps_negative", "  max_steps: -3\n", "train.max_steps"),
+        ("cuda_graphs_yes", "  epochs: 1\n  cuda_graphs: yes please\n", "train.cuda_graphs"),
+        ("seed_text", "  epochs: 1\n  seed: lucky\n", "train.seed"),
+        ("unknown_train_key", "  epoch: 1\n", "did you mean"),
+        ("train_value_is_a_map", "  epochs: {a: 1}\n", "train.epochs"),
+    ]
+    cases = [train_case("config_" + n, config(train=t), expect=e) for n, t, e in values]
+    data_values = [
+        ("data_source_parquet", "  source: parquet\n  path: good.csv\n", "data.source"),
+        ("val_fraction_above_one", "  path: good.csv\n  labels: label\n  val_fraction: 1.5\n", "data.val_fraction"),
+        ("num_workers_negative", "  path: good.csv\n  labels: label\n  num_workers: -1\n", "data.num_workers"),
+        ("labels_missing_column", "  path: good.csv\n  labels: nope\n", "nope"),
+        ("features_missing_column", "  path: good.csv\n  labels: label\n  features: [a, zz]\n", "zz"),
+        ("image_size_zero", "  source: image_folder\n  path: .\n  image_size: [0, 0]\n", "data.image_size"),
+        ("task_unknown", "  path: good.csv\n  labels: label\n  task: clustering\n", "data.task"),
+    ]
+    cases += [train_case("config_" + n, config(data=d), expect=e) for n, d, e in data_values]
+    model_values = [
+        ("model_unknown", "  name: resnet19\n", "did you mean"),
+        ("model_dropout_one", "  name: mlp\n  dropout: 1.0\n", "model.dropout"),
+        ("model_hidden_zero", "  name: mlp\n  hidden: [0]\n", "model.hidden"),
+        ("model_hidden_negative", "  name: mlp\n  hidden: [-4]\n", "model.hidden"),
+        ("model_name_huge", "  name: " + "x" * 100000 + "\n", "model.name"),
+        ("model_hidden_beyond_memory", "  name: mlp\n  hidden: [4000000000]\n", "cannot be built"),
+        ("model_hidden_overflow", "  name: mlp\n  hidden: [9223372036854775807]\n", "cannot be built"),
+    ]
+    cases += [train_case("config_" + n, config(model=m), expect=e) for n, m, e in model_values]
+    other = [
+        ("top_unknown_key", config() + "modle:\n  name: mlp\n", "unknown key"),
+        ("device_tpu", config() + "device: tpu\n", "device"),
+        ("device_cuda_text", config() + "device: cuda:abc\n", "device"),
+        ("optimizer_lr_negative", config() + "optimizer:\n  lr: -1\n", "optimizer.lr"),
+        ("optimizer_lr_nan", config() + "optimizer:\n  lr: .nan\n", "optimizer.lr"),
+        ("optimizer_lr_inf", config() + "optimizer:\n  lr: .inf\n", "optimizer.lr"),
+        ("optimizer_betas_above_one", config() + "optimizer:\n  name: adam\n  betas: [2, 3]\n", "optimizer.betas"),
+        ("scheduler_typo", config() + "scheduler:\n  name: cosin\n", "did you mean"),
+        ("max_memory_unit", config() + "device:\n  max_memory: 5 XB\n", "max_memory"),
+        ("tab_indent", "train:\n\tepochs: 1\n", "tabs"),
+        ("misaligned_key", "train:\n  epochs: 1\n   batch_size: 4\n", "indented"),
+        ("unclosed_list", "data:\n  features: [" + ",".join(f"f{i}" for i in range(5000)) + "\ntrain:\n  epochs: 1\n", "never closed"),
+        ("unclosed_map", "data: {path: good.csv\ntrain:\n  epochs: 1\n", "never closed"),
+        ("deep_nesting", "x-deep: " + "[" * 20000 + "]" * 20000 + "\n", "nested more than"),
+        ("deep_valid_nesting", "x-deep: " + "[" * 600 + "]" * 600 + "\n", "nested more than"),
+        ("duplicate_key", "train:\n  epochs: 1\n  epochs: 2\n", "set twice"),
+        ("section_as_value", config() + "logging: 5\n", "section"),
+        ("list_document", "- train\n- data\n", "mapping"),
+        ("binary_garbage", "\x00\x01\x02garbage\x00" * 10, ""),
+        ("unknown_alias", "train: *nothing\n", ""),
+        ("scalar_document", "just words\n", "mapping"),
+    ]
+    cases += [train_case("config_" + n, t, expect=e) for n, t, e in other]
+    cases += [
+        case("config_missing_file", ["train", "no-such.yaml"], 2, expect="does not exist"),
+        case("config_is_a_folder", ["train", "."], 2, expect="is a folder"),
+        case("set_without_value", ["train", "--set", "train.epochs"], 2, expect="KEY=VALUE"),
+        case("set_unknown_key", ["train", "--set", "train.epoch=3"], 2, expect="did you mean"),
+        case("set_bad_value", ["train", "--set", "train.epochs=0"], 2, expect="train.epochs"),
+        case("set_section", ["train", "--set", "train=3"], 2, expect="section"),
+    ]
+    return cases
+
+
+def data_case(name, data, files=None, expect="", exit=2):
+    return train_case("data_" + name, config(data=data), exit=exit, expect=expect, files=files)
+
+
+def data_cases():
+    bad = "{f}/bad/"
+    npy_labels = "  labels: {f}/npz/y.npy\n"
+    cases = [
+        data_case("missing_file", "  path: nowhere.csv\n  labels: label\n", expect="does not exist"),
+        data_case("csv_folder_without_parts", "  source: csv\n  path: parts\n  labels: label\n", {"parts/notes.txt": "x"}),
+        data_case("empty_csv", "  path: empty.csv\n  labels: label\n", {"empty.csv": ""}),
+        data_case("header_only_csv", "  path: h.csv\n  labels: label\n", {"h.csv": "a,b,label\n"}),
+        data_case("one_row_csv", "  path: r.csv\n  labels: label\n", {"r.csv": "a,label\n1,0\n"}),
+        data_case("single_class", "  path: s.csv\n  labels: label\n", {"s.csv": "a,label\n1,0\n2,0\n3,0\n"}),
+        data_case("binary_as_csv", "  source: csv\n  path: bin.csv\n  labels: label\n", {"bin.csv": "\x00\x01\x02\x03" * 64}),
+        data_case("ragged_csv", "  path: r.csv\n  labels: label\n", {"r.csv": "a,b,label\n1,2,0\n1,1\n"}),
+        data_case("image_folder_empty", "  source: image_folder\n  path: imgs\n  image_size: 8\n", {"imgs/.keep": ""}),
+        data_case("image_folder_no_images", "  source: image_folder\n  path: imgs\n  image_size: 8\n", {"imgs/cat/notes.txt": "x"}),
+        data_case("image_folder_is_a_file", "  source: image_folder\n  path: good.csv\n  image_size: 8\n"),
+        data_case("val_path_missing", "  path: good.csv\n  labels: label\n  val_path: nope.csv\n", expect="data.val_path"),
+    ]
+    csv_fixtures = ["bad_cell.csv", "decimal_comma.csv", "empty_cells.csv", "missing_values.csv", "not_finite.csv",
+                    "numeric.csv.bz2", "numeric.csv.xz", "numeric.zip", "numeric_cut.csv.gz", "text_columns.csv",
+                    "thousands.csv", "unclosed_quote.csv", "free_text_bad_cell.csv"]
+    for name in csv_fixtures:
+        cases.append(data_case("fixture_" + name.replace(".", "_"), f"  source: csv\n  path: {bad}{name}\n  labels: label\n"))
+    cases.append(data_case("fixture_excel_utf16", "  source: csv\n  path: {f}/csv/excel_utf16.csv\n  labels: label\n",
+                           expect="UTF-16"))
+    for name in ["truncated.npy", "not_npy.npy", "header_cut.npy", "object.npy", "structured.npy", "zero_dim.npy"]:
+        cases.append(data_case("fixture_" + name.replace(".", "_"), f"  source: npy\n  path: {bad}{name}\n" + npy_labels))
+    for name in ["negative_labels.npy", "fractional_labels.npy"]:
+        cases.append(data_case("fixture_" + name.replace(".", "_"), f"  source: npy\n  path: {{f}}/npz/x.npy\n  labels: {bad}{name}\n"))
+    for name in ["empty.npz", "truncated.npz", "corrupt.npz", "stored_crc.npz", "deflated_crc.npz"]:
+        cases.append(data_case("fixture_" + name.replace(".", "_"), f"  source: npz\n  path: {bad}{name}\n  features: [x]\n  labels: y\n"))
+    for name in ["truncated.safetensors", "huge_header.safetensors", "not_json.safetensors"]:
+        cases.append(data_case("fixture_" + name.replace(".", "_"), f"  source: safetensors\n  path: {bad}{name}\n  features: [x]\n  labels: y\n"))
+    return cases
+
+
+def checkpoint_cases():
+    def resume(name, content, expect=""):
+        return train_case("checkpoint_" + name, config() + "checkpoint:\n  resume: ck.pt\n", files={"ck.pt": content}, expect=expect)
+
+    def init(name, content, expect=""):
+        return train_case("init_weights_" + name, config(model="  name: mlp\n  init_weights: w.safetensors\n"),
+                          files={"w.safetensors": content}, expect=expect)
+
+    return [
+        resume("zero_bytes", ""),
+        resume("garbage", "this is not a checkpoint\n" * 20),
+        resume("zip_garbage", "PK\x03\x04" + "\x00" * 200),
+        train_case("checkpoint_missing", config() + "checkpoint:\n  resume: nope.pt\n", expect="does not exist"),
+        init("zero_bytes", ""),
+        init("garbage", "\xff" * 300),
+        init("header_too_long", "\xff\xff\xff\xff\xff\xff\xff\x7f{}"),
+        train_case("init_weights_missing", config(model="  name: mlp\n  init_weights: nope.safetensors\n"), expect="does not exist"),
+        train_case("init_weights_other_model", config(model="  name: mlp\n  init_weights: {f}/checkpoints/weights.safetensors\n")),
+    ]
+
+
+def flag_cases():
+    q = ["quick-train"]
+    cases = [
+        case("quick_batch_zero", q + ["--batch-size", "0"], 2, expect="is too small"),
+        case("quick_batch_text", q + ["--batch-size", "abc"], 2, expect="is not a whole number"),
+        case("quick_batch_beyond_int64", q + ["--batch-size", "99999999999999999999"], 2, expect="is out of range"),
+        case("quick_batch_negative", q + ["--batch-size=-4"], 2, expect="is too small"),
+        case("quick_iterations_one", q + ["--iterations", "1"], 2, expect="is too small"),
+        case("quick_device_tpu", q + ["--device", "tpu"], 2),
+        case("quick_precision_fp8", q + ["--precision", "fp8"], 2),
+        case("quick_unknown_flag", q + ["--batchsize", "3"], 2, expect="not expected"),
+        case("train_nproc_zero", ["train", "--nproc-per-node", "0"], 2, expect="is too small"),
+        case("train_nproc_text", ["train", "--nproc-per-node", "two"], 2, expect="is not a whole number"),
+        case("train_port_zero", ["train", "--master-port", "0"], 2, expect="is too small"),
+        case("train_port_large", ["train", "--master-port", "70000"], 2, expect="is too large"),
+        case("train_node_rank_negative", ["train", "--node-rank=-1"], 2, expect="is too small"),
+        case("train_max_memory_text", ["train", "--max-memory", "lots"], 2),
+        case("train_unknown_flag", ["train", "--sett", "a=b"], 2, expect="did you mean"),
+        case("train_json_without_evaluate", ["train", "--json"], 2),
+        case("train_evaluate_missing", ["train", "--set", "device=cpu", "--evaluate", "nope.safetensors"], 2, expect="does not exist"),
+        case("profile_workers_negative", ["profile", "--workers", "-1"], 2, expect="is too small"),
+        case("profile_repeats_zero", ["profile", "--repeats", "0"], 2, expect="is too small"),
+        case("profile_batches_text", ["profile", "--batches", "many"], 2, expect="is not a whole number"),
+        case("profile_steps_one", ["profile", "--steps", "1"], 2, expect="is too small"),
+        case("verify_level_typo", ["verify", "--level", "ful"], 2, expect="did you mean"),
+        case("unknown_command", ["trian"], 2),
+        case("log_level_typo", ["train", "--log-level", "verbose"], 2),
+    ]
+    return cases
+
+
+def outcome_cases():
+    """The codes that are not usage: an unusable environment (3), a failed check (1)."""
+    return [
+        train_case("environment_cuda_without_gpu", config(), exit=3, extra_args=["--set", "device=cuda"], expect="no CUDA GPU"),
+        case("environment_quick_train_without_gpu", ["quick-train"], 3, expect="no GPU", style="check"),
+        case("failure_quick_train_batch_beyond_memory", ["quick-train", "--allow-cpu", "--batch-size", "1000000000"], 1,
+             expect="for its inputs alone", style="check"),
+    ]
+
+
+def all_cases():
+    return config_cases() + data_cases() + checkpoint_cases() + flag_cases() + outcome_cases()
