@@ -82,6 +82,10 @@ TrainingProgress load_checkpoint(const std::string& path, const CheckpointParts&
 /// RNG states stay as they are. `origin` names the file and the fix in load_named_state's errors.
 TrainingProgress load_checkpoint_weights(const std::string& path, Model& model, c10::Device device, const StateOrigin& origin = {});
 
+/// The model's tensors in checkpoint `path` by state_dict name, on the CPU, restoring nothing
+/// (model.init_weights from a checkpoint, which may fit the model only in part).
+NamedTensors checkpoint_weights(const std::string& path);
+
 /// Whether `path` is a zip archive, as every checkpoint is (LibTorch writes them so); a safetensors
 /// weights file is not.
 bool is_zip_archive(const std::string& path);

@@ -18,7 +18,8 @@ std::string to_string(Precision precision);
 struct ModelConfig {
   std::string name = "auto";                      ///< a registered model (see model_registry.hpp), or auto: chosen by the samples' shape
   std::string torchscript;                        ///< a scripted module file; replaces `name` when set
-  std::string init_weights;                       ///< a .safetensors file to start from instead of random init
+  std::string init_weights;                       ///< safetensors, a torch.save state_dict or a checkpoint to start from
+  bool init_strict = true;                        ///< false: load init_weights' tensors that fit, leave the rest at random
   std::vector<std::int64_t> hidden = {256, 256};  ///< MLP hidden layer widths
   std::string activation = "relu";                ///< relu, gelu, silu, tanh (MLP hidden layers, transformer feed-forward)
   double dropout = 0.0;                           ///< MLP, CNN and transformer dropout probability
@@ -95,7 +96,8 @@ struct TrainConfig {
   double label_smoothing = 0.0;  ///< classification: the training loss's target mixes in this share of the uniform distribution
   ClassWeights class_weights;    ///< classification: none (every sample 1), balanced, or one number per class
   std::int64_t seed = 42;
-  bool deterministic = false;  ///< deterministic algorithms only (bit-exact resume on CPU)
+  bool deterministic = false;       ///< deterministic algorithms only (bit-exact resume on CPU)
+  std::vector<std::string> freeze;  ///< parameter name prefixes that do not train ("conv1", "layer1"), as in fine-tuning
 };
 
 struct OptimizerConfig {

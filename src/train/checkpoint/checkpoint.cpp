@@ -106,10 +106,11 @@ std::string checkpoints_beside(const std::string& path) {
   const std::string reason = libtorch_message.substr(0, libtorch_message.find(". This is an internal miniz error"));
   if (reason.find("constants.pkl") != std::string::npos || reason.find("data.pkl") != std::string::npos)
     throw UsageError(what +
-                         "it is a zip archive, but not one LibTorch's C++ serializer wrote (Python's torch.save writes a pickle, which "
-                         "C++ cannot read)",
-                     "resume from a checkpoint gputrain wrote; to start from a Python model's weights, save them with "
-                     "safetensors.torch.save_file(model.state_dict(), 'w.safetensors') and set model.init_weights: w.safetensors");
+                         "it is a zip archive, but not one LibTorch's C++ serializer wrote (Python's torch.save writes a pickle, "
+                         "which holds no gputrain run to resume)",
+                     "resume from a checkpoint gputrain wrote; to start from a Python model's weights (a state_dict torch.save "
+                     "wrote), set model.init_weights: " +
+                         path + " and checkpoint.resume: never");
   throw Error(what + reason,
               "if another LibTorch version wrote it, read it with that version; else delete it to resume from the checkpoint "
               "before it, or set checkpoint.resume: never");
@@ -306,6 +307,11 @@ TrainingProgress load_checkpoint_weights(const std::string& path, Model& model, 
   auto archive = open(path, device);
   load_named_state(model, read_named(archive, "model"), origin);
   return read_progress(archive, path);
+}
+
+NamedTensors checkpoint_weights(const std::string& path) {
+  auto archive = open(path, c10::Device(at::kCPU));
+  return read_named(archive, "model");
 }
 
 TrainingProgress checkpoint_progress(const std::string& path) {

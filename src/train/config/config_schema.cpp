@@ -182,7 +182,9 @@ std::vector<Field> model_fields() {
   return {
     model_name_field(),
     path_field("model.torchscript", [](auto& c) -> auto& { return c.model.torchscript; }, "a path to a TorchScript .pt file"),
-    path_field("model.init_weights", [](auto& c) -> auto& { return c.model.init_weights; }, "a path to a .safetensors file"),
+    path_field("model.init_weights", [](auto& c) -> auto& { return c.model.init_weights; },
+               "a path to a .safetensors file, a torch.save state_dict or a checkpoint"),
+    bool_field("model.init_strict", [](auto& c) -> auto& { return c.model.init_strict; }),
     int_list_field("model.hidden", [](auto& c) -> auto& { return c.model.hidden; }, 1, true),
     choice_field("model.activation", [](auto& c) -> auto& { return c.model.activation; }, {"relu", "gelu", "silu", "tanh"}),
     double_field("model.dropout", [](auto& c) -> auto& { return c.model.dropout; }, 0.0, 0.99),
@@ -265,6 +267,7 @@ std::vector<Field> train_fields() {
     class_weights_field(),
     int_field("train.seed", [](auto& c) -> auto& { return c.train.seed; }, 0),
     bool_field("train.deterministic", [](auto& c) -> auto& { return c.train.deterministic; }),
+    string_list_field("train.freeze", [](auto& c) -> auto& { return c.train.freeze; }),
   };
   // clang-format on
 }

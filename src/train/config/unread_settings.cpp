@@ -84,6 +84,8 @@ std::vector<std::string> unread_settings(const Config& config) {
     for (const char* key : {"data.dsn", "data.query", "data.val_query", "data.require_same"})
       if (!at_default(config, key))
         out.push_back(std::string(key) + " is set, but data.source is " + config.data.source + ": only data.source postgres reads it");
+  if (!config.model.init_strict && config.model.init_weights.empty())
+    out.push_back("model.init_strict is false, but model.init_weights is not set: there are no weights to load in part");
   // NHWC is a layout of images: samples of any other shape train as they are.
   if (config.train.channels_last.value_or(false) && config.data.shape.size() != 3)
     out.push_back("train.channels_last is true, but the samples are shaped " + shown(config, "data.shape") +

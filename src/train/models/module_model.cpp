@@ -80,7 +80,7 @@ std::int64_t parameter_count(Model& model) {
 
 void use_channels_last(Model& model) {
   torch::NoGradGuard no_grad;
-  for (auto& p : model.parameters())
+  for (auto& [name, p] : model.named_state())  // frozen weights too, which parameters() leaves out
     if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
 }
 

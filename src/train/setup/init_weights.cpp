@@ -1,6 +1,9 @@
 #include "init_weights.hpp"
 
+#include <c10/core/GradMode.h>
+
 #include <filesystem>
+#include <map>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/similar_path.hpp"
@@ -8,6 +11,8 @@
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/model_registry.hpp"
+#include "train/models/state_dict_file.hpp"
+#include "train/models/weight_matching.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -20,15 +25,15 @@ StateOrigin init_weights_origin(const Config& config) {
   const auto keys = model_keys_read(config.model.name);
   const std::string model_keys = keys && !keys->empty() ? config.model.name + "'s keys (" + core::join(*keys) + ")" : "the model keys";
   return {"model.init_weights (" + config.model.init_weights + ")",
-          "set model.name, " + model_keys + ", data.shape and data.classes as they were for the model these weights were saved from"};
+          "set model.name, " + model_keys +
+              ", data.shape and data.classes as they were for the model these weights were saved from, "
+              "or model.init_strict: false to load the tensors that fit and leave the rest at random"};
 }
 
-}  // namespace
-
-void load_init_weights(Model& model, const Config& config) {
-  const auto& path = config.model.init_weights;
+NamedTensors read_weights_file(const std::string& path) {
   const std::string what_to_give =
-      "set model.init_weights to a .safetensors file (a finished run's model.safetensors) or a gputrain checkpoint (.pt)";
+      "set model.init_weights to a .safetensors file (a finished run's model.safetensors), a state_dict torch.save wrote, or a "
+      "gputrain checkpoint (.pt)";
   std::error_code ec;
   if (!fs::exists(path, ec)) throw UsageError("model.init_weights: '" + path + "' does not exist" + core::did_you_mean(path), what_to_give);
   if (fs::is_directory(path, ec)) {
@@ -37,11 +42,69 @@ void load_init_weights(Model& model, const Config& config) {
         "model.init_weights: '" + path + "' is a folder, not a weights file",
         fs::exists(weights, ec) ? "set model.init_weights: " + weights.string() + ", the weights that run finished with" : what_to_give);
   }
-  if (is_zip_archive(path)) {
-    load_checkpoint_weights(path, model, c10::Device(at::kCPU), init_weights_origin(config));
-  } else {
-    load_named_state(model, data::read_safetensors(path), init_weights_origin(config));
+  if (is_torch_save_archive(path)) return read_torch_save_state(path, "model.init_weights");
+  if (is_zip_archive(path)) return checkpoint_weights(path);
+  return data::read_safetensors(path);
+}
+
+// "fc.weight ([1000, 512] in the file, [3, 512] here)".
+std::string misfit_text(const WeightMatch::Misfit& m) {
+  return m.name + " (" + shape_text(m.in_file) + " in the file, " + shape_text(m.in_model) + " here)";
+}
+
+// At most `most` names, then how many more.
+std::string some(const std::vector<std::string>& names, std::size_t most = 6) {
+  std::vector<std::string> shown(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(most, names.size())));
+  auto text = core::join(shown);
+  if (names.size() > most) text += " and " + std::to_string(names.size() - most) + " more";
+  return text;
+}
+
+// One note, one line per kind of tensor not loaded.
+std::string partial_note(const std::string& origin, const WeightMatch& match, std::size_t total) {
+  std::string note = origin + ": " + std::to_string(match.fits.size()) + " of the model's " + std::to_string(total) +
+                     " tensors loaded; the rest keep their random start (model.init_strict: false)";
+  std::vector<std::string> misfits;
+  for (const auto& m : match.misfits) misfits.push_back(misfit_text(m));
+  if (!misfits.empty()) note += "\n  shaped otherwise in the file: " + some(misfits, 4);
+  if (!match.missing.empty()) note += "\n  not in the file: " + some(match.missing);
+  if (!match.extra.empty()) note += "\n  in the file, not in the model (not read): " + some(match.extra);
+  return note;
+}
+
+}  // namespace
+
+std::vector<std::string> load_init_weights(Model& model, const Config& config, std::int64_t outputs) {
+  const auto origin = init_weights_origin(config);
+  auto given = read_weights_file(config.model.init_weights);
+  const auto own = model.named_state();
+  const auto match = match_weights(own, given);
+  const auto head = head_names(own, outputs);
+  const bool new_head = only_the_head_differs(match, head);
+  const bool partial = !match.misfits.empty() || !match.missing.empty() || !match.extra.empty();
+  if (partial && !new_head && config.model.init_strict) {
+    for (auto& [name, tensor] : given)  // the strict refusal, in load_named_state's words, without the prefix read off
+      if (name.rfind(match.prefix, 0) == 0) name.erase(0, match.prefix.size());
+    load_named_state(model, given, origin);
   }
+  {
+    c10::NoGradGuard no_grad;
+    std::map<std::string, at::Tensor> fits(match.fits.begin(), match.fits.end());
+    for (auto& [name, tensor] : own)
+      if (const auto it = fits.find(name); it != fits.end()) tensor.copy_(it->second);
+  }
+  std::vector<std::string> notes;
+  if (!match.prefix.empty())
+    notes.push_back(origin.name + ": its names carry the prefix '" + match.prefix + "' (a wrapper's); read without it");
+  if (new_head) {
+    std::vector<std::string> misfits;
+    for (const auto& m : match.misfits) misfits.push_back(misfit_text(m));
+    notes.push_back(origin.name + ": the classifier head " + core::join(misfits) + " starts from random weights for this run's " +
+                    core::counted(outputs, "output") + "; the other " + std::to_string(match.fits.size()) + " tensors come from the file");
+  } else if (partial) {
+    notes.push_back(partial_note(origin.name, match, own.size()));
+  }
+  return notes;
 }
 
 }  // namespace gputrain::train

@@ -29,6 +29,7 @@
 #include "train/loop/callbacks/plateau.hpp"
 #include "train/loop/trainer_state.hpp"
 #include "train/models/builtin_models.hpp"
+#include "train/models/frozen_model.hpp"
 #include "train/report/human_lines.hpp"
 #include "train/step/graph_plan.hpp"
 
@@ -123,7 +124,13 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
   // Training's settings, not worth a note before an evaluation, whose weights come from its file.
   for (const auto& line : unread_settings(config)) reporter.later("note: " + line);
   if (const auto line = plateau_patience_note(config); !line.empty()) reporter.later("note: " + line);
-  if (!config.model.init_weights.empty()) load_init_weights(*model, config);
+  if (!config.model.init_weights.empty())
+    for (const auto& line : load_init_weights(*model, config, model_outputs(config))) reporter.later("note: " + line);
+  if (!config.train.freeze.empty()) {
+    std::string line;
+    model = freeze_parameters(std::move(model), config.train.freeze, line);
+    reporter.later("note: " + line);
+  }
   place_the_model();
   share_the_weights();
   if (auto* comm = ranks.communicator()) {

@@ -302,3 +302,10 @@ import torch  # noqa: E402  (only here: the other fixtures need no torch)
 
 torch.save({"weight": torch.zeros(2, 3)}, path("checkpoints", "python_torch_save.pt"))
 save_file({"weight": np.zeros((2, 3), np.float32)}, path("checkpoints", "weights.safetensors"))
+
+# --- state_dicts as Python writes them: an OrderedDict with _metadata (torchvision's .pth), a
+# Lightning-style checkpoint dict, and one in pickle protocol 4, which gputrain does not rewrite ---
+state = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2)).state_dict()
+torch.save(state, path("checkpoints", "state_dict.pth"))
+torch.save({"epoch": 4, "state_dict": {"model." + k: v for k, v in state.items()}}, path("checkpoints", "lightning.ckpt"))
+torch.save(state, path("checkpoints", "protocol4.pth"), pickle_protocol=4)

@@ -13,6 +13,8 @@ using namespace gputrain::train;
 
 namespace {
 
+const Config kDefaults;  // a named default: GCC warns of a Config{} temporary as maybe uninitialized
+
 std::shared_ptr<const data::Dataset> features(const at::Tensor& inputs) {
   return data::make_array_dataset({inputs, at::zeros({inputs.size(0)}, at::kLong)}, "arrays", "arrays");
 }
@@ -43,7 +45,7 @@ TEST(IdColumns, ARowNumberAndANamedIdAreNamedWithTheSettingThatLeavesThemOut) {
   config.data.features = {"row", "temp", "customer_id"};
   EXPECT_TRUE(has(id_column_hint(config, *features(table()), {"row", "temp", "customer_id"}), "leave them out of data.features: [temp]"));
   // Arrays: by index, and the fix is in the array.
-  const auto by_index = id_column_hint(Config{}, *features(table()), {});
+  const auto by_index = id_column_hint(kDefaults, *features(table()), {});
   EXPECT_TRUE(has(by_index, "feature 0 (0, 1, 2, ... down the file) looks like a row number or an id")) << by_index;
   EXPECT_TRUE(has(by_index, "drop that column from the inputs' array")) << by_index;
 }
@@ -52,23 +54,24 @@ TEST(IdColumns, NamesThatSayIdAreRecognisedInTheUsualSpellings) {
   auto x = table();
   x.select(1, 0).copy_(at::randn({500}));  // no row number: only the name can tell
   for (const char* name : {"id", "ID", "user_id", "user id", "userId", "customerID", "index"})
-    EXPECT_TRUE(has(id_column_hint(Config{}, *features(x), {"a", "b", name}), std::string("'") + name + "'")) << name;
+    EXPECT_TRUE(has(id_column_hint(kDefaults, *features(x), {"a", "b", name}), std::string("'") + name + "'")) << name;
   // Shuffled distinct whole numbers under another name are a measurement (sqm, price), not an id.
-  for (const char* name : {"sqm", "idle", "Valid", "paid"}) EXPECT_EQ(id_column_hint(Config{}, *features(x), {"a", "b", name}), "") << name;
+  for (const char* name : {"sqm", "idle", "Valid", "paid"})
+    EXPECT_EQ(id_column_hint(kDefaults, *features(x), {"a", "b", name}), "") << name;
 }
 
 TEST(IdColumns, RisingValuesThatAreNotARowNumberAreLeftAlone) {
   auto x = table();
   x.select(1, 2).copy_(at::randn({500}));
   x.select(1, 0).copy_(at::arange(500) * 3600 + 1704067200);  // hourly timestamps in seconds: rising, not dense
-  EXPECT_EQ(id_column_hint(Config{}, *features(x), {"time", "b", "c"}), "");
+  EXPECT_EQ(id_column_hint(kDefaults, *features(x), {"time", "b", "c"}), "");
   x.select(1, 0).copy_(at::arange(500) * 0.5);  // rising, densely, but not whole numbers
-  EXPECT_EQ(id_column_hint(Config{}, *features(x), {"time", "b", "c"}), "");
+  EXPECT_EQ(id_column_hint(kDefaults, *features(x), {"time", "b", "c"}), "");
   auto gaps = table();  // rows held out for validation leave gaps: still a row number
   gaps.select(1, 0).copy_(at::arange(500) + at::arange(500).div(4, "floor"));
-  EXPECT_TRUE(has(id_column_hint(Config{}, *features(gaps), {"n", "b", "c"}), "'n' (0, 1, 2, ... down the file)"));
+  EXPECT_TRUE(has(id_column_hint(kDefaults, *features(gaps), {"n", "b", "c"}), "'n' (0, 1, 2, ... down the file)"));
   // Under 100 samples, a few rising numbers say too little.
-  EXPECT_EQ(id_column_hint(Config{}, *features(table().slice(0, 0, 99)), {"row", "b", "c"}), "");
+  EXPECT_EQ(id_column_hint(kDefaults, *features(table().slice(0, 0, 99)), {"row", "b", "c"}), "");
   // Images are not vectors of columns.
-  EXPECT_EQ(id_column_hint(Config{}, *features(at::arange(500 * 4, at::kFloat).view({500, 1, 2, 2})), {}), "");
+  EXPECT_EQ(id_column_hint(kDefaults, *features(at::arange(500 * 4, at::kFloat).view({500, 1, 2, 2})), {}), "");
 }

@@ -21,7 +21,8 @@ std::vector<std::string> unread_with(std::vector<std::string> sets) { return unr
 }  // namespace
 
 TEST(UnreadSettings, DefaultsAndEveryShippedConfigNameNone) {
-  EXPECT_TRUE(unread_settings(Config{}).empty());
+  const Config defaults;
+  EXPECT_TRUE(unread_settings(defaults).empty());
   int configs = 0;
   for (const auto& entry : std::filesystem::directory_iterator(std::string(GPUTRAIN_SOURCE_DIR) + "/configs")) {
     if (entry.path().extension() != ".yaml") continue;

@@ -1,0 +1,41 @@
+#pragma once
+// Which tensors of a weights file fit which of a model's: names matched after the wrapper prefix
+// the file's names carry ("module." from DDP, "model." from Lightning, "_orig_mod." from
+// torch.compile), shapes compared. Loading policy (strict, partial, a new head) is the caller's.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gputrain/train/model.hpp"
+
+namespace gputrain::train {
+
+struct WeightMatch {
+  /// A tensor both have, shaped differently.
+  struct Misfit {
+    std::string name;
+    std::vector<std::int64_t> in_file, in_model;
+  };
+  std::string prefix;                ///< read off the file's names that carried it ("" when none did)
+  NamedTensors fits;                 ///< by the model's names: the file's tensor, of the model's shape
+  std::vector<Misfit> misfits;       ///< in the model's order
+  std::vector<std::string> missing;  ///< the model's tensors the file lacks, in the model's order
+  std::vector<std::string> extra;    ///< the file's tensors the model has no place for, in the file's order
+};
+
+/// Matches `file` (names as saved) to `model` (the model's named_state).
+WeightMatch match_weights(const NamedTensors& model, const NamedTensors& file);
+
+/// The classifier head: the model's last 2-d parameter whose rows are `outputs`, and its bias
+/// beside it, by name ("fc.weight", "fc.bias"); empty when there is no such parameter.
+std::vector<std::string> head_names(const NamedTensors& model, std::int64_t outputs);
+
+/// Whether every misfit of `match` is a tensor of `head` whose shapes differ only in their first
+/// dimension (another number of classes), and nothing is missing or extra.
+bool only_the_head_differs(const WeightMatch& match, const std::vector<std::string>& head);
+
+/// "[1000, 512]".
+std::string shape_text(const std::vector<std::int64_t>& shape);
+
+}  // namespace gputrain::train
