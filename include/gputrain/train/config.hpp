@@ -100,14 +100,23 @@ struct TrainConfig {
   std::vector<std::string> freeze;  ///< parameter name prefixes that do not train ("conv1", "layer1"), as in fine-tuning
 };
 
+/// One entry of optimizer.param_groups: the parameters under `params` (state_dict name prefixes,
+/// or "default": every trained parameter no other entry names) with their own rate and decay.
+struct ParamGroupConfig {
+  std::vector<std::string> params;
+  std::optional<double> lr;            ///< unset: optimizer.lr
+  std::optional<double> weight_decay;  ///< unset: optimizer.weight_decay
+};
+
 struct OptimizerConfig {
   std::string name = "adamw";  ///< sgd, adam, adamw
   double lr = 1e-3;
   double momentum = 0.9;  ///< sgd
   bool nesterov = false;  ///< sgd
   double weight_decay = 0.0;
-  std::vector<double> betas = {0.9, 0.999};  ///< adam, adamw
-  double eps = 1e-8;                         ///< adam, adamw
+  std::vector<double> betas = {0.9, 0.999};    ///< adam, adamw
+  double eps = 1e-8;                           ///< adam, adamw
+  std::vector<ParamGroupConfig> param_groups;  ///< empty: one group of every trained parameter
 };
 
 struct SchedulerConfig {

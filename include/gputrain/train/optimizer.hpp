@@ -4,10 +4,12 @@
 
 #include <torch/optim/optimizer.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "gputrain/train/config.hpp"
+#include "gputrain/train/model.hpp"
 
 namespace gputrain::train {
 
@@ -15,8 +17,19 @@ namespace gputrain::train {
 /// (e.g. nesterov without momentum).
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& config, std::vector<at::Tensor> params);
 
+/// The optimizer over the trained parameters `named` (by state_dict name), grouped as
+/// optimizer.param_groups says (src/train/step/param_groups.hpp); `base_lrs` receives each
+/// group's base rate, in the optimizer's group order, for set_learning_rates.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& config, const NamedTensors& named,
+                                                        std::vector<double>& base_lrs);
+
 /// Sets the learning rate of every parameter group.
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
+
+/// Sets group g's rate to rate_for(base_lrs[g]): the schedule applied to each group's own base, as
+/// PyTorch's schedulers do.
+void set_learning_rates(torch::optim::Optimizer& optimizer, const std::vector<double>& base_lrs,
+                        const std::function<double(double)>& rate_for);
 
 /// An optimizer whose step reads no value from the host, so that it makes no host sync and can be
 /// captured in a CUDA graph: the learning rate comes from a device tensor per group (sync_lr writes

@@ -3,6 +3,7 @@
 
 #include "config_fields.hpp"
 #include "data/postgres/dsn.hpp"
+#include "param_groups_field.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -283,6 +284,7 @@ std::vector<Field> optimizer_fields() {
     double_field("optimizer.weight_decay", [](auto& c) -> auto& { return c.optimizer.weight_decay; }, 0.0),
     betas_field(),
     double_field("optimizer.eps", [](auto& c) -> auto& { return c.optimizer.eps; }, 0.0),
+    param_groups_field(),
   };
   // clang-format on
 }

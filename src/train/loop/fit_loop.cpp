@@ -80,7 +80,9 @@ void Trainer::State::FitLoop::run_epoch() {
     // The schedule is a function of the step (and of the factor callbacks scaled it by, which the
     // checkpoint keeps), so a resumed run picks it up exactly.
     const double lr = learning_rate_at(s_.config.scheduler, s_.config.optimizer.lr, progress.step, s_.total_steps, progress.lr_scale);
-    set_learning_rate(*s_.optimizer, lr);
+    set_learning_rates(*s_.optimizer, s_.group_lrs, [&](double base) {  // each group's own base, scheduled alike
+      return learning_rate_at(s_.config.scheduler, base, progress.step, s_.total_steps, progress.lr_scale);
+    });
     const auto step_start = Clock::now();
     if (fed && s_.options.on_batch) s_.options.on_batch(fed->batch);
     const auto loss = s_.engine->step(fed ? &fed->batch : nullptr, global_rows, progress.step, *s_.train_guard);

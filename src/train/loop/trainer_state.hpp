@@ -62,6 +62,7 @@ struct Trainer::State : RunContext {
   // distributed run: each rank's follow its own shard until validation makes them rank 0's.
   std::vector<at::Tensor> buffers;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::vector<double> group_lrs;  // each optimizer group's base rate (optimizer.param_groups)
   std::unique_ptr<GradScaler> scaler;
   std::unique_ptr<StepEngine> engine;
   std::unique_ptr<CheckpointStore> store;

@@ -171,7 +171,11 @@ void Trainer::State::prepare_to_evaluate(const std::string& device_name) {
 
 // Optimizer, loss scaler and the step engine over them, and the out-of-memory guards.
 void Trainer::State::make_the_step() {
-  optimizer = make_optimizer(config.optimizer, params);
+  NamedTensors trained;  // the parameters that train, by name: optimizer.param_groups picks them by name
+  for (const auto& [name, tensor] : model->named_state())
+    if (std::any_of(params.begin(), params.end(), [&](const at::Tensor& p) { return p.is_same(tensor); }))
+      trained.emplace_back(name, tensor);
+  optimizer = make_optimizer(config.optimizer, trained, group_lrs);
   scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
   engine = std::make_unique<StepEngine>(StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last,
                                                   classification, device, sync.get(), class_weights});
