@@ -247,6 +247,15 @@ class ScriptedNetWithFeatures(ScriptedNet):
         return self.head(features), features
 
 
+class RaisingNet(ScriptedNet):
+    """Refuses full batches in training, as a module with its own input checks does mid-run."""
+
+    def forward(self, x):
+        if self.training and x.size(0) > 8:
+            raise ValueError("this module refuses batches over 8")
+        return self.head(torch.relu(self.norm(self.body(x.flatten(1)))))
+
+
 def check_torchscript(workdir, command):
     require("safetensors")
     from safetensors.torch import load_file
@@ -286,6 +295,21 @@ def check_torchscript(workdir, command):
         if os.path.exists(os.path.join(run_dir, "metrics.jsonl")):
             fail("%s: the run started before the mismatch was found" % name)
         print("ok: %s refused: %s" % (name, result.stderr.strip().splitlines()[0]))
+
+    # A module that raises mid-run: its class and message with the step and a fix (exit 1), not the
+    # interpreter's tracebacks, which go to training.log.
+    path = os.path.join(workdir, "raising.pt")
+    torch.jit.script(RaisingNet()).save(path)
+    run_dir = os.path.join(workdir, "raising")
+    result = run(command + ["--set", "model.torchscript=" + path, "--set", "data.shape=[12]", "--set", "data.classes=3",
+                            "--set", "train.batch_size=16", "--set", "logging.dir=" + run_dir, "--set", "device=cpu"])
+    said = "step 1 failed: model.torchscript (" + path + ") raised ValueError: this module refuses batches over 8"
+    if result.returncode != 1 or said not in result.stderr or "Traceback" in result.stderr or "fix: the module's forward" not in result.stderr:
+        fail("a raising module: exit %d:\n%s" % (result.returncode, result.stderr[-1500:]))
+    with open(os.path.join(run_dir, "training.log")) as log:
+        if "Traceback of TorchScript" not in log.read():
+            fail("training.log lacks the module's traceback")
+    print("ok: a module that raises is named with its step and message")
 
 
 def check_cpu_cache(workdir, command):
@@ -545,6 +569,8 @@ def check_evaluate(workdir, command):
 
     # best.pt: the epoch with the best val accuracy, and its figures.
     figures, said = evaluate(os.path.join(run_dir, "checkpoints", "best.pt"))
+    if figures.get("schema") != "gputrain.evaluation/1":
+        fail(f"--evaluate --json: schema {figures.get('schema')!r}, not gputrain.evaluation/1")
     best = max(range(len(epochs)), key=lambda e: (epochs[e]["val_accuracy"], -e))
     if figures["checkpoint_epochs_done"] != best + 1 or figures["samples"] != 200:
         fail(f"best.pt: evaluated as epoch {figures['checkpoint_epochs_done']} on {figures['samples']} samples; its run's best "

@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
       ->envname("GPUTRAIN_MAX_MEMORY");
   tools::add_logging_options(app);
 
-  return tools::run_command(app, argc, argv, [&] {
+  const auto run_profile = [&]() -> int {
     if (int(memory_mode) + int(batch_mode) + int(step_mode) > 1)
       throw UsageError("choose one of --memory, --batch and --step (or none, for the loader sweep)",
                        "e.g. gputrain profile --step CONFIG.yaml");
@@ -91,5 +91,8 @@ int main(int argc, char** argv) {
     const train::ProbeData probe{samples, data.transform, data.sources.train->size(), train::cache_reserve_bytes(data, plan, run.device)};
     return memory_mode ? profile_memory(config, run, probe, data_bytes, sweep.json)
                        : profile_batch(config, run, probe, exhaustive, sweep.json);
+  };
+  return tools::run_command(app, argc, argv, [&] {
+    return sweep.json ? with_json_errors(json_schema(step_mode, memory_mode, batch_mode), run_profile) : run_profile();
   });
 }

@@ -43,7 +43,8 @@ int profile_memory(const train::Config& config, const train::RunDevice& run, con
   const auto& m = estimate.model;
   const std::int64_t predicted = estimate.fitted ? m.largest_batch(config.sizing.target_fraction) : 0;
   if (json) {
-    nlohmann::json out = {{"device", run.device.str()},
+    nlohmann::json out = {{"schema", "gputrain.profile.memory/1"},
+                          {"device", run.device.str()},
                           {"device_name", run.name},
                           {"model", config.model_label()},
                           {"parameters", estimate.parameter_count},
@@ -104,7 +105,8 @@ int profile_batch(const train::Config& config, const train::RunDevice& run, cons
     truth = train::find_largest_fitting_batch(config, run.device, probe, choice.search.memory_batch, options.max_batch,
                                               train::probe_progress(&std::cerr));
   if (json) {
-    nlohmann::json out = {{"device", run.device.str()},
+    nlohmann::json out = {{"schema", "gputrain.profile.batch/1"},
+                          {"device", run.device.str()},
                           {"device_name", run.name},
                           {"model", config.model_label()},
                           {"batch", choice.batch},

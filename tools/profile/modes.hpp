@@ -2,6 +2,7 @@
 // The modes of `gputrain profile`, one file each; main.cpp parses the flags and picks one.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,13 @@ int profile_loader(const train::Config& config, const train::RunDevice& run, con
 int profile_memory(const train::Config& config, const train::RunDevice& run, const train::ProbeData& probe, std::uint64_t data_bytes,
                    bool json);
 /// --batch: the micro-batch `batch_size: auto` would pick (memory_modes.cpp).
+/// The schema name of the mode's --json document.
+const char* json_schema(bool step_mode, bool memory_mode, bool batch_mode);
+
+/// Runs `profile`; an error it throws is also printed on stdout as one JSON object (`schema`,
+/// `error`, `fix`, `exit_code`), so a script reading --json always gets JSON, as from verify.
+int with_json_errors(const char* schema, const std::function<int()>& profile);
+
 int profile_batch(const train::Config& config, const train::RunDevice& run, const train::ProbeData& probe, bool exhaustive, bool json);
 
 }  // namespace gputrain::tools::profile

@@ -3,6 +3,7 @@
 #include "gputrain/train/trainer.hpp"
 
 #include <ATen/ATen.h>
+#include <torch/csrc/jit/runtime/jit_exception.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -154,6 +155,19 @@ FitResult Trainer::fit() {
     // which step failed and, where the cause is known, what to change.
     const Error error("step " + std::to_string(s.progress.step + 1) + " failed in LibTorch: " + e.what_without_backtrace(),
                       remedy_for_step_failure(e.what_without_backtrace(), s.train_size, s.effective_batch));
+    s.reporter.fail(error);
+    throw error;
+  } catch (const torch::jit::JITException& e) {
+    // A TorchScript module's own `raise`: its class and message, with the step; the interpreter's
+    // two tracebacks go to training.log only.
+    s.reporter.record(e.what());
+    std::string type = e.getPythonClassName().value_or("an error");
+    type.erase(0, type.rfind('.') + 1);  // builtins.RuntimeError -> RuntimeError
+    const std::string what = e.getOriginalMsg().value_or(std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
+    const Error error("step " + std::to_string(s.progress.step + 1) + " failed: model.torchscript (" + s.config.model.torchscript +
+                          ") raised " + type + ": " + what,
+                      "the module's forward raised it: fix the module in Python and script it again "
+                      "(torch.jit.script(model).save(...)), or leave out the samples it refuses; its traceback is in training.log");
     s.reporter.fail(error);
     throw error;
   } catch (const std::exception& e) {

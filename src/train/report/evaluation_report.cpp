@@ -31,6 +31,7 @@ std::vector<std::string> evaluation_lines(const EvaluationResult& r) {
 
 std::string evaluation_json(const EvaluationResult& r) {
   nlohmann::ordered_json out;
+  out["schema"] = "gputrain.evaluation/1";
   out["weights"] = r.weights;
   out["checkpoint_step"] = r.from_checkpoint ? nlohmann::ordered_json(r.checkpoint_step) : nlohmann::ordered_json();
   out["checkpoint_epochs_done"] = r.from_checkpoint ? nlohmann::ordered_json(r.checkpoint_epochs_done) : nlohmann::ordered_json();

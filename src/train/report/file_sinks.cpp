@@ -63,6 +63,9 @@ core::RecordFile open_log(const std::string& path) {
   return file;
 }
 
+// Version 2: epochs are 1-based, as the console counts them (version 1 wrote them 0-based).
+constexpr const char* kMetricsSchema = "gputrain.metrics/2";
+
 class JsonlSink final : public MetricSink {
  public:
   JsonlSink(const std::string& path, RefusedWrites::Warn warn) : file_(open_jsonl(path)), refused_(path, or_log(std::move(warn))) {}
@@ -92,7 +95,7 @@ class JsonlSink final : public MetricSink {
   void on_step(const StepMetrics& m) override {
     write({{"kind", "step"},
            {"step", m.step},
-           {"epoch", m.epoch},
+           {"epoch", m.epoch + 1},
            {"loss", m.loss},
            {"samples_per_second", m.samples_per_second},
            {"data_seconds", m.data_seconds},
@@ -126,7 +129,8 @@ class JsonlSink final : public MetricSink {
           e.step);
   }
   void on_epoch(const EpochMetrics& m) override {
-    nlohmann::json line = {{"kind", "epoch"}, {"epoch", m.epoch}, {"step", m.step}, {"train_loss", m.train_loss}, {"seconds", m.seconds}};
+    nlohmann::json line = {
+        {"kind", "epoch"}, {"epoch", m.epoch + 1}, {"step", m.step}, {"train_loss", m.train_loss}, {"seconds", m.seconds}};
     if (m.val_loss) line["val_loss"] = *m.val_loss;
     if (m.val_accuracy) line["val_accuracy"] = *m.val_accuracy;
     if (m.val_balanced_accuracy) line["val_balanced_accuracy"] = *m.val_balanced_accuracy;
@@ -144,6 +148,7 @@ class JsonlSink final : public MetricSink {
  private:
   // One write per line, unbuffered: a crash loses at most the line being written.
   void write(nlohmann::json line, std::int64_t step) {
+    line["schema"] = kMetricsSchema;
     line["time"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     refused_.record(file_.append(core::json_text(line) + "\n"), step);
   }
