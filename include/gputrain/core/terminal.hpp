@@ -19,4 +19,8 @@ using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
 /// shows colour); otherwise when the output is a terminal.
 bool color_wanted(bool terminal, bool no_color, const EnvLookup& lookup = env);
 
+/// The width of the terminal on `fd` in columns, asked anew each call (a resized tmux pane or
+/// window counts at once); else $COLUMNS; else 80.
+int terminal_columns(int fd, const EnvLookup& lookup = env);
+
 }  // namespace gputrain::core

@@ -1,10 +1,15 @@
 // The console: a progress bar redrawn in place on a terminal, or plain lines for logs and CI; and
 // a watch that says so when a step (or a validation, a checkpoint) runs long without a line.
+#include <unistd.h>
+
 #include <algorithm>
 #include <condition_variable>
+#include <iostream>
 #include <mutex>
+#include <string>
 #include <thread>
 
+#include "gputrain/core/terminal.hpp"
 #include "gputrain/train/metrics.hpp"
 #include "human_lines.hpp"
 
@@ -29,17 +34,10 @@ class ConsoleSink final : public MetricSink {
       out_ << step_line(m, info_.total_steps) << "\n";
       return;
     }
-    // epoch 1/3 [##########----------] 120/500 loss 0.4231 1234 samples/s data 3% ETA 0:42
-    constexpr int kWidth = 24;
-    const double done = info_.total_steps > 0 ? double(m.step) / double(info_.total_steps) : 0.0;
-    const int filled = std::clamp(static_cast<int>(done * kWidth), 0, kWidth);
-    char line[256];
-    std::snprintf(line, sizeof line, "\repoch %lld/%lld [%s%s] %lld/%lld loss %.4f %.0f samples/s data %.0f%% ETA %s\x1b[K",
-                  static_cast<long long>(m.epoch + 1), static_cast<long long>(info_.epochs),
-                  std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                  std::string(static_cast<std::size_t>(kWidth - filled), '-').c_str(), static_cast<long long>(m.step),
-                  static_cast<long long>(info_.total_steps), m.loss, m.samples_per_second, m.data_stall_percent(),
-                  format_duration(m.eta_seconds).c_str());
+    // Fitted to the terminal's width now: a narrower pane gets a shorter bar, not a new line per redraw.
+    // Another stream than stderr (a test's, a host program's) has no width to ask: the full bar.
+    const int columns = &out_ == &std::cerr ? core::terminal_columns(STDERR_FILENO) : kFullWidth;
+    const auto line = "\r" + bar_line(m, info_.total_steps, info_.epochs, columns) + "\x1b[K";
     out_ << line << std::flush;
     bar_drawn_ = true;
   }
@@ -98,6 +96,7 @@ class ConsoleSink final : public MetricSink {
   }
 
   bool bar_;
+  static constexpr int kFullWidth = 120;
   std::ostream& out_;
   const std::chrono::milliseconds quiet_;
   RunInfo info_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "gputrain/core/units.hpp"
 
@@ -55,6 +56,34 @@ bool is_accuracy_metric(const std::string& metric) { return metric == "val_accur
 std::string metric_text(const std::string& metric, double value) {
   if (is_accuracy_metric(metric)) return core::format_fixed(100.0 * value, 2) + "%";
   return core::format_fixed(value, 4);
+}
+
+std::string bar_line(const StepMetrics& m, std::int64_t total_steps, std::int64_t epochs, int columns) {
+  const double done = total_steps > 0 ? double(m.step) / double(total_steps) : 0.0;
+  const std::string head = "epoch " + std::to_string(m.epoch + 1) + "/" + std::to_string(epochs) + " ";
+  const std::string count = " " + std::to_string(m.step) + "/" + std::to_string(total_steps);
+  char loss[32], rate[48], data[32];
+  std::snprintf(loss, sizeof loss, " loss %.4f", m.loss);
+  std::snprintf(rate, sizeof rate, " %.0f samples/s", m.samples_per_second);
+  std::snprintf(data, sizeof data, " data %.0f%%", m.data_stall_percent());
+  const std::string eta = " ETA " + format_duration(m.eta_seconds);
+  std::vector<std::string> figures{loss, rate, data};  // dropped from the back as the width shrinks
+  const auto room = static_cast<std::size_t>(std::max(columns - 1, 1));
+  for (;;) {
+    std::string tail = count;
+    for (const auto& f : figures) tail += f;
+    tail += eta;
+    const std::size_t fixed = head.size() + 2 + tail.size();  // 2: the brackets
+    const int width = fixed + 24 <= room ? 24 : static_cast<int>(room) - static_cast<int>(fixed);
+    if (width >= 8 || figures.empty()) {
+      const int bar = std::max(width, 0);
+      const int filled = std::clamp(static_cast<int>(done * bar), 0, bar);
+      auto line = head + "[" + std::string(static_cast<std::size_t>(filled), '#') +
+                  std::string(static_cast<std::size_t>(bar - filled), '-') + "]" + tail;
+      return line.substr(0, room);
+    }
+    figures.pop_back();
+  }
 }
 
 std::string step_line(const StepMetrics& m, std::int64_t total_steps) {

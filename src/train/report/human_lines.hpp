@@ -17,6 +17,10 @@ std::string first_values(const std::vector<double>& values);
 /// A class as the lines name it: 'cat' where the classes have names, else "class 3".
 std::string class_label(std::int64_t id, const std::vector<std::string>& class_names);
 std::string step_line(const StepMetrics& m, std::int64_t total_steps);
+/// The progress bar for `columns` of terminal, within columns - 1 so that it never wraps:
+/// "epoch 1/3 [####----] 120/500 loss 0.4231 1234 samples/s data 3% ETA 0:42", the bar narrowed
+/// (down to 8) and then the figures dropped from the right (data, samples/s, loss) as it shrinks.
+std::string bar_line(const StepMetrics& m, std::int64_t total_steps, std::int64_t epochs, int columns);
 /// `show_balanced_accuracy`: RunInfo's, the val balanced accuracy after the val accuracy.
 std::string epoch_line(const EpochMetrics& m, std::int64_t epochs, bool show_balanced_accuracy);
 std::string oom_line(const memory::OomEvent& e);

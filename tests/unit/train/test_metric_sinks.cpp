@@ -265,3 +265,44 @@ TEST(FileSinks, AFileStillRefusedAtTheEndSaysWhatItMisses) {
             "warning: '" + path.string() + "' could not be written to the end (File too large): 4 records of steps 3-6 are missing");
   EXPECT_EQ(gputrain::test_support::jsonl_records(path, "step").size(), 2u);
 }
+
+// metrics.jsonl counts epochs from 1, as the console does, and says so with its schema version.
+TEST(FileSinks, JsonlRecordsCarryTheirSchemaAndOneBasedEpochs) {
+  gputrain::test_support::ScratchFolder folder("jsonl-schema");
+  const auto path = folder.path / "metrics.jsonl";
+  {
+    auto sink = make_jsonl_sink(path.string());
+    sink->on_start(small_run_info());
+    StepMetrics step;
+    step.step = 3;
+    step.epoch = 0;
+    sink->on_step(step);
+    EpochMetrics epoch;
+    epoch.epoch = 0;
+    epoch.step = 3;
+    sink->on_epoch(epoch);
+  }
+  for (const char* kind : {"start", "step", "epoch"})
+    for (const auto& record : gputrain::test_support::jsonl_records(path, kind)) EXPECT_EQ(record["schema"], "gputrain.metrics/2") << kind;
+  EXPECT_EQ(gputrain::test_support::jsonl_records(path, "step").at(0)["epoch"], 1);
+  EXPECT_EQ(gputrain::test_support::jsonl_records(path, "epoch").at(0)["epoch"], 1);
+}
+
+// The bar fits the terminal: never wider than columns - 1, so a narrow pane does not wrap it.
+TEST(BarLine, FitsTheTerminalsWidthNarrowingTheBarThenDroppingFigures) {
+  StepMetrics m;
+  m.step = 50;
+  m.loss = 0.5;
+  m.samples_per_second = 1234;
+  m.eta_seconds = 62;
+  EXPECT_EQ(bar_line(m, 100, 2, 200), "epoch 1/2 [############------------] 50/100 loss 0.5000 1234 samples/s data 0% ETA 1:02");
+  for (int columns : {100, 80, 60, 40, 20}) {
+    const auto line = bar_line(m, 100, 2, columns);
+    EXPECT_LE(static_cast<int>(line.size()), columns - 1) << line;
+    EXPECT_EQ(line.rfind("epoch 1/2 [", 0), 0U) << line;
+  }
+  EXPECT_EQ(bar_line(m, 100, 2, 5), "epoc");  // cut, never wrapped
+  EXPECT_EQ(bar_line(m, 100, 2, 80), "epoch 1/2 [########--------] 50/100 loss 0.5000 1234 samples/s data 0% ETA 1:02");
+  EXPECT_EQ(bar_line(m, 100, 2, 60), "epoch 1/2 [#########----------] 50/100 loss 0.5000 ETA 1:02");
+  EXPECT_EQ(bar_line(m, 100, 2, 40), "epoch 1/2 [#####------] 50/100 ETA 1:02");
+}
