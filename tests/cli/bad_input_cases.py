@@ -12,9 +12,10 @@ def config(data="  path: good.csv\n  labels: label\n", model="  name: mlp\n", tr
     return f"model:\n{model}data:\n{data}train:\n{train}{extra}"
 
 
-def case(name, args, exit, files=None, expect="", style="error"):
-    """style "error": an `error:` line then `  fix:`; "check" (verify, quick-train): a `[FAIL]` line then `fix:`."""
-    return {"name": name, "args": args, "exit": exit, "files": files or {}, "expect": expect, "style": style}
+def case(name, args, exit, files=None, expect="", style="error", env=None):
+    """style "error": an `error:` line then `  fix:`; "check" (verify, quick-train): a `[FAIL]` line then `fix:`.
+    `env`: variables set for the command (an option's environment twin)."""
+    return {"name": name, "args": args, "exit": exit, "files": files or {}, "expect": expect, "style": style, "env": env or {}}
 
 
 def train_case(name, text, exit=2, expect="", files=None, extra_args=()):
@@ -188,8 +189,14 @@ def flag_cases():
         case("profile_batches_text", ["profile", "--batches", "many"], 2, expect="is not a whole number"),
         case("profile_steps_one", ["profile", "--steps", "1"], 2, expect="is too small"),
         case("verify_level_typo", ["verify", "--level", "ful"], 2, expect="did you mean"),
+        case("verify_junit_is_a_folder", ["verify", "--allow-cpu", "--junit", "."], 2, expect="is a folder: give a file in it"),
+        case("quick_junit_is_a_folder", ["quick-train", "--allow-cpu", "--junit", "."], 2, expect="is a folder: give a file in it"),
         case("unknown_command", ["trian"], 2),
         case("log_level_typo", ["train", "--log-level", "verbose"], 2),
+        case("env_twin_verify_level", ["verify", "--allow-cpu"], 2, env={"GPUTRAIN_VERIFY_LEVEL": "ful"},
+             expect="GPUTRAIN_VERIFY_LEVEL=ful (the environment's twin of --level): ful not in {quick,full}"),
+        case("env_twin_quick_device", ["quick-train"], 2, env={"GPUTRAIN_DEVICE": "tpu"},
+             expect="GPUTRAIN_DEVICE=tpu (the environment's twin of --device)"),
     ]
     return cases
 

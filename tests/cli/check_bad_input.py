@@ -38,7 +38,7 @@ def run_case(item, root, fixtures, command):
         with open(path, "wb") as f:
             f.write(expand(content, folder, fixtures).encode("utf-8", "surrogateescape"))
     args = [expand(a, folder, fixtures) for a in item["args"]]
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", GPUTRAIN_COLOR="never", NO_COLOR="1")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", GPUTRAIN_COLOR="never", NO_COLOR="1", **item["env"])
     try:
         result = subprocess.run(command + args, cwd=folder, capture_output=True, timeout=120, env=env)
     except subprocess.TimeoutExpired:

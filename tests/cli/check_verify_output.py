@@ -8,6 +8,7 @@
   single-copy -- CMD...       CMD's verify JSON reports libraries.single_copy as pass
 """
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -63,6 +64,12 @@ def main():
     args = sys.argv[1:]
     split = args.index("--")
     mode, params, command = args[0], args[1:split], args[split + 1:]
+    if mode == "junit":  # no report of an earlier run may pass for this one's, and its folder is made anew
+        if os.path.exists(params[0]):
+            os.remove(params[0])
+        folder = os.path.dirname(params[0])
+        if folder and os.path.isdir(folder) and not os.listdir(folder):
+            os.rmdir(folder)
     run = subprocess.run(command, capture_output=True, text=True)
     sys.stderr.write(run.stderr)
     if mode == "exit-code":

@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "gputrain/checks/report.hpp"
+#include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/terminal.hpp"
 
@@ -15,6 +17,25 @@ int checks_exit_code(const std::vector<checks::Outcome>& outcomes, bool gpu_requ
   if (gpu_required_but_missing) return int(ExitCode::environment);
   const auto t = checks::tally(outcomes);
   return t.fail + t.timeout > 0 ? int(ExitCode::failure) : int(ExitCode::ok);
+}
+
+void add_junit_option(CLI::App& app, std::string& path) {
+  app.add_option("--junit", path, "also write JUnit XML to this file, for CI systems (its folders are made)")
+      ->type_name("FILE")
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            std::error_code ec;
+            if (!std::filesystem::is_directory(value, ec)) return "";
+            return "'" + value + "' is a folder: give a file in it, e.g. " + (std::filesystem::path(value) / "report.xml").string();
+          },
+          ""));
+}
+
+void write_junit(const std::string& path, const std::string& xml) {
+  const auto folder = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!folder.empty()) std::filesystem::create_directories(folder, ec);  // a failure is said by the write, with its fix
+  core::write_named_file(path, xml);
 }
 
 ReportStream report_stream(bool json, bool no_color) {

@@ -2,6 +2,8 @@
 // What the commands that run checks (verify, quick-train) share after the checks have run: the
 // exit code, the report stream, the JUnit file, and leaving safely when a check hung.
 
+#include <CLI/CLI.hpp>
+
 #include <ostream>
 #include <string>
 #include <vector>
@@ -21,6 +23,13 @@ struct ReportStream {
   bool color;
 };
 ReportStream report_stream(bool json, bool no_color);
+
+/// Adds --junit FILE to `app`: a path that is a folder is refused before any check runs (exit 2),
+/// with a file in it as the fix.
+void add_junit_option(CLI::App& app, std::string& path);
+
+/// Writes the JUnit XML to `path`, making its missing folders first (as pytest's --junitxml does).
+void write_junit(const std::string& path, const std::string& xml);
 
 /// Returns `code`, or, when a check thread was left running (a hung driver call), flushes and
 /// ends the process with it at once: normal exit would run destructors that thread may still use.

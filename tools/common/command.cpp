@@ -1,6 +1,7 @@
 #include "command.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -54,6 +55,24 @@ std::string usage_remedy(const CLI::App& app, const std::string& message) {
   return "`" + command + " --help` lists the options and shows examples";
 }
 
+// A value CLI11 refused that came from an option's environment twin (GPUTRAIN_VERIFY_LEVEL for
+// --level): the message names the variable, which the user set, not the flag, which they did not
+// type. `message` starts "--level: ..." as CLI11 words it; `remedy` is changed to unsetting it.
+void name_the_env_twin(const CLI::App& app, int argc, char** argv, std::string& message, std::string& remedy) {
+  if (message.rfind("--", 0) != 0) return;
+  const auto flag = message.substr(0, message.find(':'));
+  const auto* option = app.get_option_no_throw(flag);
+  if (!option || option->get_envname().empty()) return;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == flag || arg.rfind(flag + "=", 0) == 0) return;  // typed: the flag is the one to name
+  }
+  const char* value = std::getenv(option->get_envname().c_str());
+  if (!value) return;
+  message = option->get_envname() + "=" + value + " (the environment's twin of " + flag + ")" + message.substr(flag.size());
+  remedy = "set " + option->get_envname() + " to an allowed value, or unset it (unset " + option->get_envname() + ")";
+}
+
 // "error: ...", then "  fix: ..." when there is one, in one write: a rank under mpirun shares the
 // console with mpirun's own messages, which would otherwise land between the pieces.
 void say_error(const std::string& message, const std::string& remedy) {
@@ -74,7 +93,9 @@ int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>
     } catch (const CLI::CallForAllHelp& e) {
       return app.exit(e);
     } catch (const CLI::ParseError& e) {
-      say_error(e.what(), usage_remedy(app, e.what()));
+      std::string message = e.what(), remedy = usage_remedy(app, e.what());
+      name_the_env_twin(app, argc, argv, message, remedy);
+      say_error(message, remedy);
       return static_cast<int>(ExitCode::usage);
     }
     return body();

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch-size", options.batch_size, "samples per step (default 32)")->check(tools::whole_number(1, 1 << 30));
   app.add_option("--iterations", options.iterations, "steps of the final loop (default 10)")->check(tools::whole_number(2, 100000));
   app.add_flag("--json", json, "write the results as JSON to stdout (the report goes to stderr)");
-  app.add_option("--junit", junit, "also write JUnit XML to this file, for CI systems");
+  tools::add_junit_option(app, junit);
   app.add_flag("--allow-cpu", allow_cpu, "run on the CPU when there is no GPU, and pass")->envname("GPUTRAIN_ALLOW_CPU");
   app.add_flag("--no-color", no_color, "plain text even on a terminal (TERM=dumb too; FORCE_COLOR=1 colours a pipe)")->envname("NO_COLOR");
   tools::add_logging_options(app);
@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
     const int exit_code = tools::checks_exit_code(outcomes, gpu_missing);
     report << checks::summary_line(outcomes, seconds, exit_code, "quick-train") << "\n";
     if (json) std::cout << checks::to_json(*context, outcomes, seconds, exit_code, "quick-train") << "\n";
-    if (!junit.empty()) core::write_named_file(junit, checks::to_junit(outcomes, seconds, "quick-train"));
+    if (!junit.empty()) tools::write_junit(junit, checks::to_junit(outcomes, seconds, "quick-train"));
     return exit_code;
   });
   return tools::exit_after_checks(code);

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"quick", "full"}))
       ->envname("GPUTRAIN_VERIFY_LEVEL");
   app.add_flag("--json", json, "write the results as JSON to stdout (the report goes to stderr)");
-  app.add_option("--junit", junit, "also write JUnit XML to this file, for CI systems");
+  tools::add_junit_option(app, junit);
   app.add_flag("--allow-cpu", allow_cpu, "treat \"no GPU\" as a warning, so CPU-only CI can pass")->envname("GPUTRAIN_ALLOW_CPU");
   app.add_flag("--no-color", no_color, "plain text even on a terminal (TERM=dumb too; FORCE_COLOR=1 colours a pipe)")->envname("NO_COLOR");
   tools::add_logging_options(app);
@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     const int exit_code = tools::checks_exit_code(outcomes, context->inventory.gpus.empty() && !allow_cpu);
     report << checks::summary_line(outcomes, seconds, exit_code) << "\n";
     if (json) std::cout << checks::to_json(*context, outcomes, seconds, exit_code) << "\n";
-    if (!junit.empty()) core::write_named_file(junit, checks::to_junit(outcomes, seconds));
+    if (!junit.empty()) tools::write_junit(junit, checks::to_junit(outcomes, seconds));
     return exit_code;
   });
   return tools::exit_after_checks(code);
