@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The PostgreSQL server dying mid-COPY ends the run with exit 1 and a clear message, never a hang (#49).
+
+Usage: check_server_death.py WORKDIR -- GPUTRAIN...
+
+Starts a server of its own (tests/postgres/pg_server.py: the shared one serves the other tests),
+runs `gputrain train` on a query whose rows come slowly (pg_sleep every 10,000 rows), stops the
+server with `pg_ctl -m immediate` (its processes end at once, as in a crash) while the rows
+stream, and checks: exit 1 within 60 s, `error: the PostgreSQL server at ... closed the connection
+while sending data.query's rows` then its fix, no traceback, and no model written. Exits 77
+(skipped) on a machine without the server binaries.
+"""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pg_server  # noqa: E402
+
+QUERY = ("SELECT g::float4 AS x, (g % 7)::float4 AS y, (g % 2)::int4 AS label FROM generate_series(1, 2000000) g "
+         "WHERE g % 10000 <> 0 OR pg_sleep(0.05) IS NOT NULL")
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def main():
+    if len(sys.argv) < 4 or sys.argv[2] != "--":
+        sys.exit(__doc__)
+    workdir, command = os.path.abspath(sys.argv[1]), sys.argv[3:]
+    server = os.path.join(workdir, "server")
+    pg_server.start(server)
+    if os.path.exists(os.path.join(server, "absent")):
+        print("skipped: " + open(os.path.join(server, "absent")).read())
+        sys.exit(77)
+    try:
+        env = dict(line.strip().split("=", 1) for line in open(os.path.join(server, "server.env")) if "=" in line)
+        dsn = "host=%s port=%s user=%s dbname=postgres" % (env["socket_dir"], env["port"], env["user"])
+        run_dir = os.path.join(workdir, "run")
+        args = command + ["--set", "data.source=postgres", "--set", "data.dsn=" + dsn, "--set", "data.query=" + QUERY,
+                          "--set", "data.labels=label", "--set", "device=cpu", "--set", "logging.dir=" + run_dir,
+                          "--set", "checkpoint.resume=never", "--set", "logging.progress=lines"]
+        print("+ " + " ".join(args), flush=True)
+        process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(3)  # the rows take about 10 s to come
+        if process.poll() is not None:
+            fail(f"the run ended (exit {process.returncode}) before the server was stopped:\n{process.communicate()[1]}")
+        started = time.time()
+        pg_server.stop(server)
+        try:
+            _, err = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            fail("no end within 60 s of the server's death: a hang")
+        print(err[-2000:])
+        said = "the PostgreSQL server at " + env["user"] + "@" + env["socket_dir"]
+        if process.returncode != 1 or said not in err or "closed the connection while sending data.query's rows" not in err:
+            fail(f"exit {process.returncode}; expected 1 and '{said} ... closed the connection'")
+        if "fix: nothing was trained" not in err or "Traceback" in err or "terminate called" in err:
+            fail("the error lacks its fix, or a traceback shows")
+        if os.path.exists(os.path.join(run_dir, "model.safetensors")):
+            fail("a model was written from rows cut short")
+        print(f"ok: the server's death ended the run in {time.time() - started:.1f} s with exit 1 and the reason")
+    finally:
+        pg_server.stop(server)
+
+
+if __name__ == "__main__":
+    main()
