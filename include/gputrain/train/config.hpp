@@ -145,6 +145,7 @@ struct LoggingConfig {
   bool jsonl = true;              ///< metrics.jsonl in the run directory
   bool tensorboard = true;        ///< TensorBoard event file in the run directory
   std::string progress = "auto";  ///< auto (bar on a terminal), bar, lines, off
+  bool grad_norm = true;          ///< the global gradient norm of each logged step, in metrics.jsonl and TensorBoard
 };
 
 struct SizingConfig {

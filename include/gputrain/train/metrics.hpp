@@ -51,6 +51,9 @@ struct StepMetrics {
   std::int64_t micro_batch = 0;                                              ///< in effect now (smaller than the run's after an OOM)
   std::int64_t oom_events = 0;                                               ///< total so far
   double eta_seconds = 0;
+  /// The global L2 norm of the logged step's gradients, after unscaling and before clipping
+  /// (logging.grad_norm); absent when off or when the step was not measured.
+  std::optional<double> grad_norm;
   /// Share of step time spent waiting for data, in percent: a GPU starved by its input shows here.
   double data_stall_percent() const {
     const double total = data_seconds + compute_seconds;

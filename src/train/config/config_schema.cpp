@@ -328,6 +328,7 @@ std::vector<Field> logging_fields() {
     bool_field("logging.jsonl", [](auto& c) -> auto& { return c.logging.jsonl; }),
     bool_field("logging.tensorboard", [](auto& c) -> auto& { return c.logging.tensorboard; }),
     choice_field("logging.progress", [](auto& c) -> auto& { return c.logging.progress; }, {"auto", "bar", "lines", "off"}),
+    bool_field("logging.grad_norm", [](auto& c) -> auto& { return c.logging.grad_norm; }),
   };
   // clang-format on
 }

@@ -85,7 +85,9 @@ void Trainer::State::FitLoop::run_epoch() {
     });
     const auto step_start = Clock::now();
     if (fed && s_.options.on_batch) s_.options.on_batch(fed->batch);
+    s_.grad_norm.wanted = s_.config.logging.grad_norm && logs_step(progress.step + 1, totals_.steps == 0);  // for its line only
     const auto loss = s_.engine->step(fed ? &fed->batch : nullptr, global_rows, progress.step, *s_.train_guard);
+    if (s_.grad_norm.wanted) window_.grad_norm = s_.grad_norm.value;
     if (batch_sizes_seen_.insert(rows).second || s_.engine->last_step_was_setup()) {
       window_.setup_seconds += seconds_since(step_start);
       window_.setup_samples += rows;
@@ -107,7 +109,7 @@ void Trainer::State::FitLoop::run_epoch() {
     if (!result_.first_loss) result_.first_loss = s_.ranks.sum({loss.item<double>()}, "the sum of the first step's loss")[0];
     // The first step is reported too: a slow run (a ResNet-50 on a CPU takes a minute a step)
     // would otherwise say nothing, not even its ETA, until logging.every_steps steps have passed.
-    const bool logged = progress.step % s_.config.logging.every_steps == 0 || progress.step == s_.total_steps || totals_.steps == 1;
+    const bool logged = logs_step(progress.step, totals_.steps == 1);
     if (logged) report_steps(lr);
     each_callback([&](Callback& c) { c.on_step_end(*this, progress.step); });
     write_due_checkpoints();
@@ -162,6 +164,12 @@ std::optional<LossWindow> Trainer::State::FitLoop::window_loss(double mean_loss)
   return LossWindow{mean_loss, step - window_.steps + 1, step, s_.scaler->skipped_steps() - window_.skipped_before};
 }
 
+// Whether step `step` (1-based) gets a step line: every logging.every_steps, the last, and the
+// first this fit() runs (`first`).
+bool Trainer::State::FitLoop::logs_step(std::int64_t step, bool first) const {
+  return step % s_.config.logging.every_steps == 0 || step == s_.total_steps || first;
+}
+
 // The step line: the window's means, summed over ranks; then a new window.
 void Trainer::State::FitLoop::report_steps(double lr) {
   auto& progress = s_.progress;
@@ -198,12 +206,14 @@ void Trainer::State::FitLoop::report_steps(double lr) {
   m.memory_peak = memory.peak;
   m.micro_batch = s_.train_guard->micro_batch();
   m.oom_events = s_.oom_events();
+  if (window_.grad_norm.defined()) m.grad_norm = window_.grad_norm.item<double>();  // the same on every rank
   // The callbacks see the line first: one that stops a diverged run keeps its nan out of the records.
   const auto loss = *window_loss(m.loss);
   each_callback([&](Callback& c) { c.on_log(*this, m, loss); });
   s_.reporter.step(m);
   result_.last_loss = m.loss;
   window_.loss.zero_();
+  window_.grad_norm = at::Tensor();
   window_.steps = window_.samples = 0;
   window_.skipped_before = s_.scaler->skipped_steps();
   window_.data_seconds = window_.paused_seconds = window_.setup_seconds = 0;

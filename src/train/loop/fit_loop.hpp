@@ -63,6 +63,7 @@ class Trainer::State::FitLoop final : public RunControl {
   // Whether the step loop ends before the next step: the ranks' agreement, or this rank's own stop.
   bool stops_before_step(bool fed, std::int64_t rows, std::int64_t& global_rows);
   void report_steps(double lr);
+  bool logs_step(std::int64_t step, bool first) const;
   void end_epoch(double train_loss, double epoch_seconds);
   std::optional<LossWindow> window_loss(double mean_loss) const;
   template <typename Hook>
@@ -94,6 +95,7 @@ class Trainer::State::FitLoop final : public RunControl {
     std::int64_t steps = 0, samples = 0;
     std::int64_t skipped_before = 0;  // the GradScaler's skipped steps when the window opened
     at::Tensor loss;
+    at::Tensor grad_norm;  // the logged step's, measured on the device (logging.grad_norm)
   };
 
   Trainer::State& s_;

@@ -108,7 +108,8 @@ class JsonlSink final : public MetricSink {
            {"memory_reserved", m.memory_reserved},
            {"memory_peak", m.memory_peak},
            {"micro_batch", m.micro_batch},
-           {"oom_events", m.oom_events}},
+           {"oom_events", m.oom_events},
+           {"grad_norm", m.grad_norm ? nlohmann::json(*m.grad_norm) : nlohmann::json()}},
           m.step);
   }
   void on_oom(const memory::OomEvent& e) override {
@@ -165,6 +166,7 @@ class TensorBoardSink final : public MetricSink {
     writer_.add_scalar("train/samples_per_second", m.samples_per_second, m.step);
     writer_.add_scalar("train/data_stall_percent", m.data_stall_percent(), m.step);
     if (m.loss_scale != 1.0) writer_.add_scalar("train/loss_scale", m.loss_scale, m.step);
+    if (m.grad_norm) writer_.add_scalar("train/grad_norm", *m.grad_norm, m.step);
     if (m.memory_reserved > 0) writer_.add_scalar("memory/allocated_gib", double(m.memory_allocated) / (1 << 30), m.step);
     if (m.oom_events > 0) writer_.add_scalar("memory/oom_events", double(m.oom_events), m.step);
     refused_.record(writer_.flush(), m.step);

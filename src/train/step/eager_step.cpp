@@ -41,9 +41,13 @@ class EagerStep final : public StepBackend {
   }
 
   void apply(const StepParts& p) override {
+    const bool measure = p.grad_norm && p.grad_norm->wanted;
+    if (p.train.clip_grad_norm > 0 || measure) p.scaler.unscale(p.params);  // the norm of the true gradients
     if (p.train.clip_grad_norm > 0) {
-      p.scaler.unscale(p.params);
-      clip_grad_norm(p.params, p.train.clip_grad_norm);
+      const auto norm = clip_grad_norm(p.params, p.train.clip_grad_norm);
+      if (measure) p.grad_norm->value = norm;
+    } else if (measure) {
+      p.grad_norm->value = global_grad_norm(p.params);
     }
     p.scaler.step(p.params, p.optimizer);
     p.scaler.update();

@@ -40,6 +40,7 @@ struct CapturedStep {
   std::unique_ptr<at::cuda::CUDAGraph> graph;
   at::Tensor inputs, targets;  // the host copies each batch in before a replay
   at::Tensor loss;             // the step's mean loss, rewritten by each replay
+  at::Tensor grad_norm;        // the gradients' norm, rewritten by each replay (logging.grad_norm)
   c10::MempoolId_t graph_pool{0, 0};
   bool recorded = false;  // capture_end succeeded: the graph owns its pool and frees it itself
 };
@@ -92,6 +93,7 @@ class GraphStep final : public StepBackend {
     if (auto* on_device = device_stepped(p.optimizer)) on_device->sync_lr();
     step.graph->replay();
     replayed_ = true;
+    if (p.grad_norm && step.grad_norm.defined()) p.grad_norm->value = step.grad_norm;
     return step.loss;
   }
 
@@ -128,7 +130,15 @@ void GraphStep::record(const StepParts& p, CapturedStep& step, c10::cuda::CUDASt
   // Thread-local mode: the data loader's threads may use CUDA while the main thread captures.
   step.graph->capture_begin(step.graph_pool, cudaStreamCaptureModeThreadLocal);
   step.loss = eager_->accumulate(p, data::Batch{step.inputs, step.targets}, step.key.micro_batch, step.key.global_rows, {});
+  // A graph cannot measure on some replays only: with logging.grad_norm every replay does (a few
+  // kernels), and the loop reads the buffer on the steps it logs.
+  const bool measured = p.grad_norm && p.grad_norm->wanted;
+  if (p.grad_norm) p.grad_norm->wanted = true;
   eager_->apply(p);
+  if (p.grad_norm) {
+    step.grad_norm = p.grad_norm->value;
+    p.grad_norm->wanted = measured;
+  }
   step.graph->capture_end();
   step.recorded = true;
 }

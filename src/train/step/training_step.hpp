@@ -26,6 +26,12 @@ class Model;
 class GradScaler;
 
 /// What a step works on; references only, owned by the caller.
+/// Where a step leaves its gradients' global norm when asked (logging.grad_norm, on logged steps).
+struct GradNormSlot {
+  bool wanted = false;  ///< measure the next steps' norm
+  at::Tensor value;     ///< the last measured step's, a device scalar
+};
+
 struct StepParts {
   Model& model;
   torch::optim::Optimizer& optimizer;
@@ -38,6 +44,7 @@ struct StepParts {
   c10::Device device;
   dist::GradientSync* sync = nullptr;  ///< armed before the last micro-batch's backward (distributed runs)
   at::Tensor class_weights;            ///< train.class_weights on the device, [classes]; undefined: every sample weighs 1
+  GradNormSlot* grad_norm = nullptr;   ///< set: the norm is measured when it says it is wanted
 };
 
 /// Cross-entropy for classification (with `label_smoothing`, PyTorch's: the target is that share

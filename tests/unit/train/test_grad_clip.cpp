@@ -40,3 +40,15 @@ TEST(GradClip, NoGradientsNoNorm) {
   auto p = at::zeros({3}).requires_grad_(true);
   EXPECT_FALSE(clip_grad_norm({p}, 1.0).defined());
 }
+
+// logging.grad_norm's figure: the norm LibTorch's clip_grad_norm_ returns, the gradients untouched.
+TEST(GradClip, TheGlobalNormIsLibTorchsAndChangesNothing) {
+  auto ours = params_with_grads(1.0), theirs = params_with_grads(1.0);
+  const auto before = ours[0].grad().clone();
+  const auto norm = global_grad_norm(ours);
+  const double their_norm = torch::nn::utils::clip_grad_norm_(theirs, 1e30);
+  EXPECT_NEAR(norm.item<double>(), their_norm, 1e-5 * their_norm);
+  EXPECT_TRUE(at::equal(ours[0].grad(), before));
+  auto none = at::zeros({3}).requires_grad_(true);
+  EXPECT_FALSE(global_grad_norm({none}).defined());
+}
