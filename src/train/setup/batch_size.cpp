@@ -21,6 +21,7 @@
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/optimizer.hpp"
 #include "gputrain/train/run_setup.hpp"
+#include "train/models/frozen_model.hpp"
 #include "train/step/step_engine.hpp"
 
 namespace gputrain::train {
@@ -43,6 +44,10 @@ class ProbeRig {
     if (reserve_bytes > 0)
       dataset_placeholder_ = at::empty({static_cast<std::int64_t>(reserve_bytes)}, at::TensorOptions().dtype(at::kByte).device(device));
     model_ = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
+    if (!config.train.freeze.empty()) {  // frozen parameters have no gradients or optimizer state in the run either
+      std::string said;
+      model_ = freeze_parameters(std::move(model_), config.train.freeze, said);
+    }
     model_->to(device);
     if (config.uses_channels_last()) use_channels_last(*model_);
     model_->set_training(true);
