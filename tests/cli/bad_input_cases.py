@@ -56,6 +56,8 @@ def config_cases():
         ("labels_missing_column", "  path: good.csv\n  labels: nope\n", "nope"),
         ("features_missing_column", "  path: good.csv\n  labels: label\n  features: [a, zz]\n", "zz"),
         ("image_size_zero", "  source: image_folder\n  path: .\n  image_size: [0, 0]\n", "data.image_size"),
+        ("image_size_huge", "  source: image_folder\n  path: .\n  image_size: [100000, 100000]\n", "each side from 1 to 8192"),
+        ("image_size_overflow", "  source: image_folder\n  path: .\n  image_size: 2000000000\n", "each side from 1 to 8192"),
         ("task_unknown", "  path: good.csv\n  labels: label\n  task: clustering\n", "data.task"),
     ]
     cases += [train_case("config_" + n, config(data=d), expect=e) for n, d, e in data_values]

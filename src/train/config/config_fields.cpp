@@ -135,15 +135,21 @@ std::vector<Int> parse_int_list(const FieldValue& v, Int min, bool allow_empty) 
   return out;
 }
 
+// A side past this is no image a network trains on whole (one 3 x 8192 x 8192 sample is 201 MB):
+// refused here, before the products of sides and batch overflow or the allocator fails in its words.
+constexpr Int kMaxImageSide = 8192;
+
 std::vector<Int> parse_image_size(const FieldValue& v) {
+  const std::string allowed = "[height, width], e.g. [224, 224], or one integer for a square, each side from 1 to " +
+                              std::to_string(kMaxImageSide) + " (tile larger images)";
+  std::vector<Int> size;
   if (!v.node.IsScalar()) {
-    const auto size = parse_int_list(v, 1, false);
-    if (size.size() != 2) reject(v, found_text(v.node), "[height, width], e.g. [224, 224], or one integer for a square");
-    return size;
+    size = parse_int_list(v, 1, false);
+  } else if (const auto side = whole_number(v.node.Scalar()); side && *side >= 1) {
+    size = {*side, *side};
   }
-  const auto side = whole_number(v.node.Scalar());
-  if (!side || *side < 1) reject(v, found_text(v.node), "an integer >= 1 (a square), or [height, width], e.g. [224, 224]");
-  return {*side, *side};
+  if (size.size() != 2 || size[0] > kMaxImageSide || size[1] > kMaxImageSide) reject(v, found_text(v.node), allowed);
+  return size;
 }
 
 YAML::Node flow_list(const std::vector<Int>& values) {

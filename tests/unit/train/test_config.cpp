@@ -534,8 +534,11 @@ TEST(Config, DataImageSizeIsASquareOrHeightAndWidth) {
   EXPECT_NE(train::to_yaml(both).find("  image_size: [32, 48]\n"), std::string::npos) << train::to_yaml(both);
   EXPECT_NE(error_of({{}, {"data.image_size=[32]"}, ""}).find("allowed: [height, width], e.g. [224, 224], or one integer for a square"),
             std::string::npos);
-  for (const char* bad : {"data.image_size=0", "data.image_size=big", "data.image_size=3.5"})
-    EXPECT_NE(error_of({{}, {bad}, ""}).find("allowed: an integer >= 1 (a square), or [height, width]"), std::string::npos) << bad;
+  for (const char* bad :
+       {"data.image_size=0", "data.image_size=big", "data.image_size=3.5", "data.image_size=100000", "data.image_size=[64, 9000]"})
+    EXPECT_NE(error_of({{}, {bad}, ""}).find("or one integer for a square, each side from 1 to 8192 (tile larger images)"),
+              std::string::npos)
+        << bad;
 }
 
 // train.max_time takes a duration with its unit or a clock, prints in the shortest form, and
