@@ -10,4 +10,6 @@ std::string without_backtrace(const std::string& what) {
   return text;
 }
 
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 }  // namespace gputrain::core

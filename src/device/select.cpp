@@ -26,6 +26,11 @@ std::string why_no_gpu(const GpuInventory& inventory) {
 
 std::string DeviceChoice::str() const { return kind == Kind::cpu ? "cpu" : "cuda:" + std::to_string(index); }
 
+bool is_device_spec(std::string_view spec) {
+  if (spec == "auto" || spec == "cpu" || spec == "cuda") return true;
+  return spec.size() > 5 && spec.substr(0, 5) == "cuda:" && spec.find_first_not_of("0123456789", 5) == std::string_view::npos;
+}
+
 DeviceChoice select_device(std::string_view spec, const GpuInventory& inventory) {
   const bool have_gpu = !inventory.gpus.empty();
   if (spec == "auto") return have_gpu ? DeviceChoice{DeviceChoice::Kind::cuda, 0} : DeviceChoice{};

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/error_text.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/tensor_dataset.hpp"
 #include "gputrain/device/select.hpp"
@@ -57,8 +58,6 @@ Result with_memory(Result result, const Run& run) {
 
 Result needs_previous() { return checks::skip("skipped: an earlier step failed"); }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
 // An allocation that failed, in the batch's words rather than the allocator's.
 Result out_of_memory(const Run& run, const std::string& what) {
   return checks::fail("out of memory at --batch-size " + std::to_string(run.options.batch_size) + " on " + run.device.str() + ": " + what,
@@ -91,11 +90,11 @@ Check step(std::string id, std::string title, std::shared_ptr<Run> run, std::fun
                 try {
                   result = body(*run, context);
                 } catch (const c10::OutOfMemoryError& e) {
-                  result = out_of_memory(*run, first_line(e.what_without_backtrace()));
+                  result = out_of_memory(*run, core::first_line(e.what_without_backtrace()));
                 } catch (const c10::Error& e) {  // the CPU allocator's is an enforce failure
                   const std::string what = e.what_without_backtrace();
                   if (what.find("can't allocate memory") == std::string::npos) throw;
-                  result = out_of_memory(*run, first_line(what));
+                  result = out_of_memory(*run, core::first_line(what));
                 }
                 run->ready = result.status == checks::Status::pass || result.status == checks::Status::warn;
                 return with_memory(std::move(result), *run);

@@ -15,7 +15,6 @@ folder with model.init_weights pointing at the .pth:
     loads what it has, listing the rest.
 """
 import os
-import shutil
 import subprocess
 import sys
 
@@ -25,10 +24,8 @@ from PIL import Image
 from safetensors import safe_open
 from torch import nn
 
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checker import fail, fresh_workdir_and_command  # noqa: E402
 
 
 class BasicBlock(nn.Module):  # torchvision.models.resnet.BasicBlock's names
@@ -137,11 +134,7 @@ def check_partial(workdir, command, state):
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[2] != "--":
-        fail(__doc__)
-    workdir, command = sys.argv[1], sys.argv[3:]
-    shutil.rmtree(workdir, ignore_errors=True)
-    os.makedirs(workdir)
+    workdir, command = fresh_workdir_and_command(__doc__)
     image_folder(os.path.join(workdir, "images"))
     state = pretrained_state()
     check_new_head_and_freeze(workdir, command, state)

@@ -19,10 +19,8 @@ import numpy as np
 from PIL import Image
 from safetensors import safe_open
 
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checker import fail, fresh_workdir_and_command  # noqa: E402
 
 
 def train(command, workdir, config_text, run_dir):
@@ -105,11 +103,7 @@ def check_run_dir(workdir, command):
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[2] != "--":
-        fail(__doc__)
-    workdir, command = sys.argv[1], sys.argv[3:]
-    shutil.rmtree(workdir, ignore_errors=True)
-    os.makedirs(workdir)
+    workdir, command = fresh_workdir_and_command(__doc__)
     check_csv(workdir, command)
     check_image_folder(workdir, command)
     check_run_dir(workdir, command)

@@ -9,6 +9,7 @@
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/build_info.hpp"
 #include "gputrain/core/process_time.hpp"
+#include "gputrain/device/select.hpp"
 #include "gputrain/quick_train/quick_train.hpp"
 #include "number_options.hpp"
 
@@ -29,10 +30,7 @@ int main(int argc, char** argv) {
   app.add_option("--device", options.device, "auto (default), cpu, cuda or cuda:N")
       ->envname("GPUTRAIN_DEVICE")
       ->check([](const std::string& value) -> std::string {
-        const bool index =
-            value.rfind("cuda:", 0) == 0 && value.size() > 5 && value.find_first_not_of("0123456789", 5) == std::string::npos;
-        if (value == "auto" || value == "cpu" || value == "cuda" || index) return "";
-        return "'" + value + "' is not a device: use auto, cpu, cuda or cuda:N";
+        return device::is_device_spec(value) ? "" : "'" + value + "' is not a device: use auto, cpu, cuda or cuda:N";
       });
   app.add_option("--precision", precision, "fp16-mixed (default: exercises the GradScaler), bf16-mixed or fp32")
       ->check(CLI::IsMember({"fp32", "fp16-mixed", "bf16-mixed"}));

@@ -9,4 +9,7 @@ namespace gputrain::core {
 /// frame #0: ...", or the frames alone after an enforce), and less trailing blanks.
 std::string without_backtrace(const std::string& what);
 
+/// The first line of `text` (all of it when it has one).
+std::string first_line(const std::string& text);
+
 }  // namespace gputrain::core

@@ -22,6 +22,7 @@
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/sources.hpp"
+#include "gputrain/device/select.hpp"
 #include "gputrain/train/model_registry.hpp"
 
 namespace gputrain::train {
@@ -96,13 +97,6 @@ Field model_name_field() {
           [](const Config& c) { return YAML::Node(c.model.name); }};
 }
 
-bool all_digits(std::string_view text) { return text.find_first_not_of("0123456789") == std::string_view::npos; }
-
-bool is_device_name(std::string_view text) {
-  if (text == "auto" || text == "cpu" || text == "cuda") return true;
-  return text.size() > 5 && text.substr(0, 5) == "cuda:" && all_digits(text.substr(5));
-}
-
 // PyTorch and most tools say "cuda"; "gpu", "GPU:1" and "cuda1" are the usual near-misses.
 std::string near_device_name(std::string_view text) {
   std::string lower(text.size(), ' ');
@@ -115,7 +109,7 @@ std::string near_device_name(std::string_view text) {
   else
     return "";
   if (!rest.empty() && rest.front() == ':') rest.remove_prefix(1);
-  if (!all_digits(rest)) return "";
+  if (rest.find_first_not_of("0123456789") != std::string_view::npos) return "";
   return rest.empty() ? "cuda" : "cuda:" + std::string(rest);
 }
 
@@ -124,7 +118,7 @@ Field device_name_field() {
           [](Config& c, const FieldValue& v) {
             const std::string allowed = "auto, cpu, cuda or cuda:N";
             const std::string text = scalar(v, allowed);
-            if (!is_device_name(text)) {
+            if (!device::is_device_spec(text)) {
               const auto near = near_device_name(text);
               reject(v, found_text(v.node), allowed, near.empty() ? "" : "; did you mean '" + near + "'?");
             }

@@ -17,6 +17,7 @@
 #include "fit_loop.hpp"
 #include "gputrain/core/duration.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/error_text.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/memory/device_memory.hpp"
@@ -163,7 +164,7 @@ FitResult Trainer::fit() {
     s.reporter.record(e.what());
     std::string type = e.getPythonClassName().value_or("an error");
     type.erase(0, type.rfind('.') + 1);  // builtins.RuntimeError -> RuntimeError
-    const std::string what = e.getOriginalMsg().value_or(std::string(e.what()).substr(0, std::string(e.what()).find('\n')));
+    const std::string what = e.getOriginalMsg().value_or(core::first_line(e.what()));
     const Error error("step " + std::to_string(s.progress.step + 1) + " failed: model.torchscript (" + s.config.model.torchscript +
                           ") raised " + type + ": " + what,
                       "the module's forward raised it: fix the module in Python and script it again "

@@ -4,21 +4,17 @@
 #include <torch/nn/modules/batchnorm.h>
 
 #include <algorithm>
-#include <set>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
+#include "weight_matching.hpp"
 
 namespace gputrain::train {
 namespace {
 
-bool under(const std::string& name, const std::string& prefix) {
-  return name == prefix || (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 && name[prefix.size()] == '.');
-}
-
 bool under_any(const std::string& name, const std::vector<std::string>& prefixes) {
-  return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) { return under(name, p); });
+  return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) { return names_under(name, p); });
 }
 
 bool is_batch_norm(torch::nn::Module& m) {
@@ -50,17 +46,6 @@ class FrozenModel final : public Model {
   std::vector<std::shared_ptr<torch::nn::Module>> frozen_norms_;
 };
 
-// The names a prefix may take: each tensor's first component, and its first two ("layer1.0").
-std::vector<std::string> prefix_choices(const NamedTensors& state) {
-  std::set<std::string> choices;
-  for (const auto& [name, tensor] : state) {
-    const auto dot = name.find('.');
-    choices.insert(name.substr(0, dot));
-    if (dot != std::string::npos) choices.insert(name.substr(0, name.find('.', dot + 1)));
-  }
-  return {choices.begin(), choices.end()};
-}
-
 }  // namespace
 
 std::unique_ptr<Model> freeze_parameters(std::unique_ptr<Model> model, const std::vector<std::string>& prefixes, std::string& note) {
@@ -71,12 +56,12 @@ std::unique_ptr<Model> freeze_parameters(std::unique_ptr<Model> model, const std
   };
   for (const auto& prefix : prefixes) {
     const bool names_one =
-        std::any_of(state.begin(), state.end(), [&](const auto& s) { return under(s.first, prefix) && is_parameter(s.second); });
+        std::any_of(state.begin(), state.end(), [&](const auto& s) { return names_under(s.first, prefix) && is_parameter(s.second); });
     if (!names_one)
       throw UsageError("train.freeze: '" + prefix + "' names no parameter of model " + model->name() +
-                           core::did_you_mean_among(prefix, prefix_choices(state)),
+                           core::did_you_mean_among(prefix, name_prefixes(state)),
                        "give name prefixes as in the model's state_dict, whole components (its first are " +
-                           core::join(prefix_choices(state)).substr(0, 300) + ")");
+                           core::join(name_prefixes(state)).substr(0, 300) + ")");
   }
   std::int64_t frozen = 0, total = 0;
   for (const auto& [name, tensor] : state) {

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <mutex>
+#include <string_view>
 
 #include "builtin_models.hpp"
 #include "gputrain/core/error.hpp"
@@ -89,13 +90,15 @@ std::unique_ptr<Model> build_model(const ModelSpec& spec) {
     const std::string what = e.what_without_backtrace();
     const bool overflow = what.find("Storage size calculation overflowed") != std::string::npos;
     if (!overflow && what.find("can't allocate memory") == std::string::npos) throw;
-    const auto asked = what.find("you tried to allocate ");
+    constexpr std::string_view kAsked = "you tried to allocate ";  // the CPU allocator's words, then the bytes
+    const auto asked = what.find(kAsked);
     throw UsageError(
         "model " + spec.config.name + " cannot be built: " +
             (overflow ? "a parameter's size is past 2^63 bytes"
-                      : "a parameter needs " + (asked == std::string::npos ? std::string("more memory than is free")
-                                                                           : core::format_bytes(std::stoull(what.substr(asked + 22))) +
-                                                                                 " at once, more than is free")),
+                      : "a parameter needs " +
+                            (asked == std::string::npos
+                                 ? std::string("more memory than is free")
+                                 : core::format_bytes(std::stoull(what.substr(asked + kAsked.size()))) + " at once, more than is free")),
         "make the model smaller (model.hidden, model.width, model.layers, model.d_model, model.ff_dim) or check data.shape and "
         "data.image_size, which size its first layer");
   }

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "gputrain/core/error.hpp"
-#include "gputrain/core/error_text.hpp"
 #include "gputrain/core/units.hpp"
 #include "state_dict_pickle.hpp"
 
@@ -73,10 +72,9 @@ NamedTensors read_torch_save_state(const std::string& path, const std::string& k
   try {
     value = unpickle(path);
   } catch (const c10::Error& e) {
-    throw UsageError(
-        key + ": '" + path + "' is a torch.save file LibTorch cannot unpickle: " + core::without_backtrace(e.what_without_backtrace()),
-        "save the state_dict alone in Python: torch.save(model.state_dict(), 'w.pth'), or "
-        "safetensors.torch.save_file(model.state_dict(), 'w.safetensors')");
+    throw UsageError(key + ": '" + path + "' is a torch.save file LibTorch cannot unpickle: " + e.what_without_backtrace(),
+                     "save the state_dict alone in Python: torch.save(model.state_dict(), 'w.pth'), or "
+                     "safetensors.torch.save_file(model.state_dict(), 'w.safetensors')");
   }
   if (value.isGenericDict()) {
     const auto dict = value.toGenericDict();

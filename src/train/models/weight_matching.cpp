@@ -4,6 +4,9 @@
 #include <map>
 #include <set>
 
+#include <c10/util/ArrayRef.h>
+#include <c10/util/StringUtil.h>
+
 namespace gputrain::train {
 namespace {
 
@@ -62,10 +65,20 @@ bool only_the_head_differs(const WeightMatch& match, const std::vector<std::stri
   });
 }
 
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
+bool names_under(const std::string& name, const std::string& prefix) {
+  return name == prefix || (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 && name[prefix.size()] == '.');
 }
+
+std::vector<std::string> name_prefixes(const NamedTensors& named) {
+  std::set<std::string> prefixes;
+  for (const auto& [name, tensor] : named) {
+    const auto dot = name.find('.');
+    prefixes.insert(name.substr(0, dot));
+    if (dot != std::string::npos) prefixes.insert(name.substr(0, name.find('.', dot + 1)));
+  }
+  return {prefixes.begin(), prefixes.end()};
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) { return c10::str(c10::IntArrayRef(shape)); }
 
 }  // namespace gputrain::train

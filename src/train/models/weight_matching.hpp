@@ -35,6 +35,14 @@ std::vector<std::string> head_names(const NamedTensors& model, std::int64_t outp
 /// dimension (another number of classes), and nothing is missing or extra.
 bool only_the_head_differs(const WeightMatch& match, const std::vector<std::string>& head);
 
+/// Whether `prefix` names `name` as train.freeze and optimizer.param_groups read it: the whole
+/// name, or whole components at its start ("layer1" names "layer1.0.conv1.weight", not "layer10.weight").
+bool names_under(const std::string& name, const std::string& prefix);
+
+/// The prefixes a user may give for `named`: each name's first component and its first two
+/// ("layer1", "layer1.0"), sorted, for did-you-mean and the fix of a prefix that names nothing.
+std::vector<std::string> name_prefixes(const NamedTensors& named);
+
 /// "[1000, 512]".
 std::string shape_text(const std::vector<std::int64_t>& shape);
 

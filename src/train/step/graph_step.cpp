@@ -25,6 +25,7 @@
 #include <chrono>
 #include <list>
 
+#include "gputrain/core/error_text.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/optimizer.hpp"
@@ -44,8 +45,6 @@ struct CapturedStep {
   c10::MempoolId_t graph_pool{0, 0};
   bool recorded = false;  // capture_end succeeded: the graph owns its pool and frees it itself
 };
-
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 class GraphStep final : public StepBackend {
  public:
@@ -170,7 +169,7 @@ at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, cons
     throw;  // the OOM guard splits the batch; the smaller micro-batch warms up and is captured in turn
   } catch (const std::exception& e) {
     abandon(p, *step, pool, *side_);
-    return eager_instead(p, batch, key, "capture failed: " + first_line(e.what()));
+    return eager_instead(p, batch, key, "capture failed: " + core::first_line(e.what()));
   }
   if (on_device && !on_device->last_step_fused()) {
     abandon(p, *step, pool, *side_);

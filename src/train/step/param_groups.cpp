@@ -1,26 +1,13 @@
 #include "param_groups.hpp"
 
 #include <algorithm>
-#include <set>
 #include <string>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
+#include "train/models/weight_matching.hpp"
 
 namespace gputrain::train {
-namespace {
-
-bool under(const std::string& name, const std::string& prefix) {
-  return name == prefix || (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 && name[prefix.size()] == '.');
-}
-
-std::vector<std::string> first_components(const NamedTensors& named) {
-  std::set<std::string> names;
-  for (const auto& [name, tensor] : named) names.insert(name.substr(0, name.find('.')));
-  return {names.begin(), names.end()};
-}
-
-}  // namespace
 
 ParamGroupPlan plan_param_groups(const OptimizerConfig& config, const NamedTensors& named) {
   const auto& entries = config.param_groups;
@@ -36,17 +23,16 @@ ParamGroupPlan plan_param_groups(const OptimizerConfig& config, const NamedTenso
         default_group = g;
         continue;
       }
-      if (std::none_of(named.begin(), named.end(), [&](const auto& p) { return under(p.first, prefix); }))
-        throw UsageError(
-            at + ": '" + prefix + "' names no parameter that trains" + core::did_you_mean_among(prefix, first_components(named)),
-            "give name prefixes as in the model's state_dict (whole components, e.g. layer4 or fc); a frozen "
-            "parameter (train.freeze) has no group");
+      if (std::none_of(named.begin(), named.end(), [&](const auto& p) { return names_under(p.first, prefix); }))
+        throw UsageError(at + ": '" + prefix + "' names no parameter that trains" + core::did_you_mean_among(prefix, name_prefixes(named)),
+                         "give name prefixes as in the model's state_dict (whole components, e.g. layer4 or fc); a frozen "
+                         "parameter (train.freeze) has no group");
     }
   }
   std::vector<std::vector<at::Tensor>> members(entries.size() + 1);
   for (const auto& [name, tensor] : named) {
     const auto names_it = [&](const ParamGroupConfig& e) {
-      return std::any_of(e.params.begin(), e.params.end(), [&](const std::string& p) { return p != "default" && under(name, p); });
+      return std::any_of(e.params.begin(), e.params.end(), [&](const std::string& p) { return p != "default" && names_under(name, p); });
     };
     const auto first = std::find_if(entries.begin(), entries.end(), names_it);
     members[first != entries.end() ? static_cast<std::size_t>(first - entries.begin()) : default_group].push_back(tensor);
