@@ -55,6 +55,7 @@ class GradScaler {
   GradScaler(bool enabled, c10::Device device, GradScalerOptions options = {});
 
   bool enabled() const { return enabled_; }
+  const GradScalerOptions& options() const { return options_; }
   /// loss * scale (the loss itself when disabled).
   at::Tensor scale(const at::Tensor& loss) const;
   /// Divides the gradients of `params` by the scale in place and records whether any is inf/nan.

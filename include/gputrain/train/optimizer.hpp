@@ -47,6 +47,9 @@ class DeviceStepped {
   /// Copies state kept on the device (Adam's step counts) into LibTorch's state objects, which is
   /// what save() writes. save() calls it itself.
   virtual void flush_host_state() {}
+  /// Forgets the device copies of that state, after LibTorch's state objects were replaced (a
+  /// checkpoint was loaded): the next step starts from the new objects.
+  virtual void drop_device_state() {}
   /// Whether the last step ran in the fused kernels (false: LibTorch's own step, which reads the
   /// host and cannot be captured).
   virtual bool last_step_fused() const = 0;

@@ -40,11 +40,9 @@ bool is_torch_save_archive(const std::string& path) {
   }
 }
 
-namespace {
-
 // The file's data.pkl unpickled by LibTorch, its OrderedDicts read as dicts (state_dict_pickle.hpp)
 // and its tensors' storages read from the archive's data/ records.
-c10::IValue unpickle(const std::string& path) {
+c10::IValue unpickle_torch_save(const std::string& path) {
   caffe2::serialize::PyTorchStreamReader reader(path);
   const auto [data, size] = reader.getRecord("data.pkl");
   unsigned char unknown = 0;
@@ -65,12 +63,10 @@ c10::IValue unpickle(const std::string& path) {
   return unpickler.parse_ivalue();
 }
 
-}  // namespace
-
 NamedTensors read_torch_save_state(const std::string& path, const std::string& key) {
   c10::IValue value;
   try {
-    value = unpickle(path);
+    value = unpickle_torch_save(path);
   } catch (const c10::Error& e) {
     throw UsageError(key + ": '" + path + "' is a torch.save file LibTorch cannot unpickle: " + e.what_without_backtrace(),
                      "save the state_dict alone in Python: torch.save(model.state_dict(), 'w.pth'), or "

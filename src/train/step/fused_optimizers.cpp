@@ -182,7 +182,7 @@ void FusedAdamBase<Base, Options, State>::save(torch::serialize::OutputArchive& 
 template <typename Base, typename Options, typename State>
 void FusedAdamBase<Base, Options, State>::load(torch::serialize::InputArchive& archive) {
   Base::load(archive);
-  steps_.clear();  // the next step starts from the loaded integers
+  drop_device_state();  // the next step starts from the loaded integers
 }
 
 template class FusedAdamBase<torch::optim::Adam, torch::optim::AdamOptions, torch::optim::AdamParamState>;

@@ -56,6 +56,7 @@ class FusedAdamBase final : public Base, public DeviceInputs {
   at::Tensor step(typename Base::LossClosure closure = nullptr) override;
   void sync_lr() override { sync_lr_of(this->param_groups()); }
   void flush_host_state() override;
+  void drop_device_state() override { steps_.clear(); }
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
 

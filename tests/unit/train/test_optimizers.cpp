@@ -1,10 +1,13 @@
 // The fused optimizers against LibTorch's own: same trajectory up to float rounding, the fused
-// kernel really taken, checkpoints that continue exactly, and the fallback where it cannot fuse.
+// kernel really taken, checkpoints that continue exactly (LibTorch's archive and PyTorch's
+// state_dict layout), and the fallback where it cannot fuse.
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/optim/adam.h>
 #include <torch/optim/adamw.h>
+#include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 #include <torch/serialize/archive.h>
 
@@ -13,8 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "gputrain/core/error.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/optimizer.hpp"
+#include "train/checkpoint/optimizer_state_dict.hpp"  // private: the checkpoints' optimizer layout
 
 using namespace gputrain::train;
 
@@ -218,4 +223,79 @@ TEST(FusedOptimizers, StateInAnotherLayoutIsReLaidOutNotMisread) {
     run.train_both(3, 10);
     EXPECT_TRUE(close(run.ours[2], run.theirs[2])) << describe(c);
   }
+}
+
+// Checkpoints hold the state in PyTorch's optimizer.state_dict() layout (docs/checkpoints.md): a
+// fresh optimizer loaded from it after 5 steps goes on exactly as the uninterrupted one.
+TEST(OptimizerStateDict, EveryKindContinuesExactlyFromPyTorchsLayout) {
+  for (const auto& c : every_kind()) {
+    auto params = make_params();
+    auto optimizer = make_optimizer(c, params);
+    train(*optimizer, params, 0, 5);
+    // Through the pickler, as a checkpoint holds it (the dict shares the live CPU tensors until then).
+    const auto saved = torch::jit::pickle_load(
+        torch::jit::pickle_save(optimizer_state_dict(*optimizer, {{"w", params[0]}, {"b", params[1]}, {"conv", params[2]}})));
+    const auto params_at_5 = copy_of(params);
+    train(*optimizer, params, 5, 10);
+
+    const auto groups = saved.toGenericDict().at("param_groups").toList();
+    ASSERT_EQ(groups.size(), 1U);
+    const auto group = groups.get(0).toGenericDict();
+    EXPECT_EQ(group.at("params").toList().size(), 3U);
+    EXPECT_EQ(group.at("param_names").toList().get(2).toStringRef(), "conv");
+    EXPECT_EQ(group.at("lr").toDouble(), c.lr);
+    EXPECT_EQ(saved.toGenericDict().at("state").toGenericDict().size(), c.name == "sgd" && c.momentum == 0 ? 0U : 3U) << describe(c);
+
+    auto restored_params = copy_of(params_at_5);
+    auto restored = make_optimizer(c, restored_params);
+    load_optimizer_state_dict(*restored, saved, "step-5.pt");
+    train(*restored, restored_params, 5, 10);
+    for (std::size_t i = 0; i < params.size(); ++i)
+      EXPECT_TRUE(at::equal(params[i], restored_params[i])) << describe(c) << ", parameter " << i;
+  }
+}
+
+TEST(OptimizerStateDict, AnotherOptimizersStateIsRefusedBeforeAnythingChanges) {
+  auto params = make_params();
+  auto adamw = make_optimizer(config("adamw"), params);
+  train(*adamw, params, 0, 2);
+  const auto saved = optimizer_state_dict(*adamw, {});
+  auto sgd = make_optimizer(config("sgd"), params);
+  train(*sgd, params, 0, 1);
+  const auto refusal = [&](torch::optim::Optimizer& optimizer, const c10::IValue& state) -> std::string {
+    try {
+      load_optimizer_state_dict(optimizer, state, "step-2.pt");
+    } catch (const gputrain::UsageError& e) {
+      EXPECT_NE(e.remedy().find("checkpoint.resume: never"), std::string::npos);
+      return e.what();
+    }
+    return "(loaded)";
+  };
+  EXPECT_NE(refusal(*sgd, saved)
+                .find("checkpoint 'step-2.pt' does not fit this run's optimizer (SGD): parameter 0's state holds "
+                      "'step', which SGD does not keep"),
+            std::string::npos)
+      << refusal(*sgd, saved);
+  EXPECT_EQ(sgd->state().size(), 3U) << "the refused load left SGD's own momentum as it was";
+
+  auto fewer = std::vector<at::Tensor>{params[0], params[1]};
+  auto smaller = make_optimizer(config("adamw"), fewer);
+  EXPECT_NE(refusal(*smaller, saved).find("group 0 has 3 parameters, this run's 2 (were other layers frozen or grouped?)"),
+            std::string::npos);
+}
+
+// An optimizer PyTorch has no layout for (a C++ program's own) keeps LibTorch's archive instead.
+TEST(OptimizerStateDict, AnotherOptimizerKeepsLibTorchsArchive) {
+  auto params = make_params();
+  torch::optim::RMSprop optimizer(params, torch::optim::RMSpropOptions(0.01).momentum(0.5));
+  train(optimizer, params, 0, 3);
+  const auto saved = optimizer_state_dict(optimizer, {});
+  ASSERT_TRUE(saved.toGenericDict().contains("libtorch_archive"));
+  const auto params_at_3 = copy_of(params);
+  train(optimizer, params, 3, 6);
+  auto restored_params = copy_of(params_at_3);
+  torch::optim::RMSprop restored(restored_params, torch::optim::RMSpropOptions(0.01).momentum(0.5));
+  load_optimizer_state_dict(restored, saved, "step-3.pt");
+  train(restored, restored_params, 3, 6);
+  for (std::size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(at::equal(params[i], restored_params[i])) << "parameter " << i;
 }
