@@ -9,7 +9,8 @@ The weights file says what it needs (its metadata): the model's settings (model.
 CSV feature columns in the order the model reads them (data.features; "Sex=male" is a one-hot column
 of data.categories' column 'Sex': 1 where its cell is "male"), the class names, and the
 standardisation figures (data.mean/data.std for the inputs, data.target_mean/data.target_std
-for regression outputs; data.labels, the target columns). A CSV may hold other columns (the label, an id): only the features are
+for regression outputs; data.labels, the target columns), and with data.missing mean or zero the
+value a missing cell of each column takes (data.fill_values). A CSV may hold other columns (the label, an id): only the features are
 read. Prints one row per sample: the class (its name when the labels were names) and each class's
 probability (softmax of the outputs; columns "p(name)"), or the predicted values in the targets'
 units. A model trained with train.class_weights gives the weighted classes higher probabilities
@@ -67,17 +68,19 @@ def read_inputs(path, meta):
         dialect = csv.Sniffer().sniff(sample, delimiters=",;\t")
         rows = csv.reader(f, dialect)
         header = next(rows)
-        readers = [input_reader(name, header, categories) for name in features]
+        fill = json.loads(meta.get("data.fill_values", "{}"))
+        readers = [input_reader(name, header, categories, fill.get(name)) for name in features]
         missing = sorted({reader for reader in readers if isinstance(reader, str)})
         if missing:
             sys.exit(f"{path} lacks the feature columns {missing}; the model reads {features}")
         return np.array([[read(row) for read in readers] for row in rows if row], dtype=np.float32)
 
 
-def input_reader(name, header, categories):
-    """How one input is read from a row: a column's number, or 1/0 for a category's one-hot column
-    ("Sex=male": 1 where the cell is "male"; a missing cell, or a category the training data lacked,
-    is 0 in each). The name of the column the file lacks, when it lacks it."""
+def input_reader(name, header, categories, fill):
+    """How one input is read from a row: a column's number (`fill` where the cell is missing), or
+    1/0 for a category's one-hot column ("Sex=male": 1 where the cell is "male"; a missing cell, or
+    a category the training data lacked, is 0 in each). The name of the column the file lacks, when
+    it lacks it."""
     column, _, value = name.partition("=")
     if column in categories and value in categories[column]:
         if column not in header:
@@ -87,12 +90,22 @@ def input_reader(name, header, categories):
     if name not in header:
         return name
     c = header.index(name)
-    return lambda row: number(row[c])
+    return lambda row: number(row[c], name, fill)
 
 
-def number(cell):
-    """A cell as gputrain reads it: a number, or a bool as pandas, R or JSON write it."""
+# pandas.read_csv's marks of a missing value, as gputrain reads them.
+MISSING = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL",
+           "NaN", "None", "n/a", "nan", "null"}
+
+
+def number(cell, name, fill):
+    """A cell as gputrain reads it: a number, or a bool as pandas, R or JSON write it; a missing
+    value as data.missing filled it in training."""
     true_false = {"True": 1.0, "TRUE": 1.0, "true": 1.0, "False": 0.0, "FALSE": 0.0, "false": 0.0}
+    if cell.strip() in MISSING:
+        if fill is None:
+            sys.exit(f"column '{name}' misses a value, and the model was trained without data.missing mean or zero: fill it in")
+        return float(fill)
     return true_false[cell] if cell in true_false else float(cell)
 
 

@@ -346,6 +346,7 @@ Sources open_csv(const SourceSpec& spec) {
   CsvSpec csv{spec.features, spec.labels, classification};
   csv.exclude = spec.exclude;
   csv.categorical = spec.categorical;
+  csv.missing = spec.missing;
   CsvColumns columns;
   std::string what;
   const auto train = read_table(spec.path, csv, &columns, what);
@@ -357,8 +358,10 @@ Sources open_csv(const SourceSpec& spec) {
     // The training file's feature columns, by name: a validation file whose columns are in
     // another order must still give the model each feature in its place.
     // Its categories are the training file's, each input column in its place.
-    const CsvSpec val_csv{columns.features, spec.labels,      classification,    ',', "a feature column of data.path",
-                          spec.exclude,     spec.categorical, columns.categories};
+    CsvSpec val_csv{columns.features, spec.labels,      classification,    ',', "a feature column of data.path",
+                    spec.exclude,     spec.categorical, columns.categories};
+    val_csv.missing = spec.missing;
+    for (const auto& fill : columns.fill_values) val_csv.fill_values.push_back(fill.second);
     CsvColumns val_columns;
     const auto val = read_for("data.val_path", [&] { return read_table(spec.val_path, val_csv, &val_columns, what); });
     classes = classification ? std::max(classes, classes_of(val)) : 0;
@@ -372,6 +375,7 @@ Sources open_csv(const SourceSpec& spec) {
   out.feature_names = columns.inputs;
   out.feature_columns = columns.features;
   out.categories = columns.categories;
+  out.fill_values = columns.fill_values;
   return out;
 }
 

@@ -537,7 +537,10 @@ def check_evaluate(workdir, command):
 
     def customer(i):
         churn = i % 4 == 0
-        return [round(50 + 30 * rng.normal(2.5 if churn else 0, 1), 2), round(rng.normal(), 3), "churn" if churn else "stay"]
+        noise = round(rng.normal(), 3)
+        # Every 7th row misses its noise value: data.missing mean fills it with the training rows'
+        # mean, which model.safetensors records for predict.py.
+        return [round(50 + 30 * rng.normal(2.5 if churn else 0, 1), 2), "" if i % 7 == 3 else noise, "churn" if churn else "stay"]
     paths = {}
     for part, count in (("train", 800), ("test", 240)):
         paths[part] = os.path.join(workdir, part + ".csv")
@@ -547,7 +550,8 @@ def check_evaluate(workdir, command):
             w.writerows(customer(i) for i in range(count))
     run_dir = os.path.join(workdir, "run")
     trained = run(command + ["--set", "data.source=csv", "--set", "data.path=" + paths["train"], "--set", "data.labels=outcome",
-                             "--set", "data.val_fraction=0.25", "--set", "data.standardize=true", "--set", "model.name=mlp",
+                             "--set", "data.val_fraction=0.25", "--set", "data.standardize=true", "--set", "data.missing=mean",
+                             "--set", "model.name=mlp",
                              "--set", "model.hidden=[16]", "--set", "train.epochs=4", "--set", "optimizer.lr=0.01",
                              "--set", "checkpoint.best_metric=val_accuracy",
                              "--set", "logging.dir=" + run_dir])

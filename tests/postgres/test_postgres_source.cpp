@@ -116,6 +116,42 @@ TEST_F(Postgres, NullsAreCountedByColumnWithTheFix) {
   EXPECT_NE(message.find("'label' in 1 row, 'x' in 1 row, 'y' in 2 rows"), std::string::npos) << message;
   EXPECT_NE(message.find("COALESCE(label, 0)"), std::string::npos) << message;
   EXPECT_NE(message.find("WHERE label IS NOT NULL AND x IS NOT NULL AND y IS NOT NULL"), std::string::npos) << message;
+  EXPECT_NE(message.find("or set data.missing: drop, mean or zero"), std::string::npos) << message;
+}
+
+// data.missing: NULL numbers are filled with the training rows' column mean (the validation
+// query's too) or 0, or their rows dropped; a NULL text feature is no category; a NULL label is
+// still an error.
+TEST_F(Postgres, DataMissingFillsOrDropsNullFeatures) {
+  server.exec(
+      "DROP TABLE IF EXISTS gaps; CREATE TABLE gaps (id int, x float8, y float4, color text, label int, split text);"
+      "INSERT INTO gaps VALUES (1, 1, NULL, 'red', 0, 'train'), (2, NULL, 2, NULL, 1, 'train'), (3, 3, 4, 'blue', 1, 'train'),"
+      "(4, NULL, NULL, 'red', 0, 'val');");
+  auto s = spec("SELECT x, y, color, label FROM gaps WHERE split = 'train' ORDER BY id");
+  s.val_query = "SELECT x, y, color, label FROM gaps WHERE split = 'val'";
+  s.missing = "mean";
+  const auto mean = data::open_sources(s);
+  EXPECT_EQ(mean.feature_names, (std::vector<std::string>{"x", "y", "color=blue", "color=red"}));
+  EXPECT_EQ(row_of(mean.train->tensors()->inputs, 0), (std::vector<float>{1, 3, 0, 1}));
+  EXPECT_EQ(row_of(mean.train->tensors()->inputs, 1), (std::vector<float>{2, 2, 0, 0}));
+  EXPECT_EQ(row_of(mean.val->tensors()->inputs, 0), (std::vector<float>{2, 3, 0, 1})) << "the training rows' means";
+  EXPECT_EQ(mean.fill_values, (std::vector<std::pair<std::string, double>>{{"x", 2.0}, {"y", 3.0}}));
+  ASSERT_FALSE(mean.notes.empty());
+  EXPECT_NE(mean.notes.front().find("data.missing: mean: 2 of 3 rows of 'data.query' miss a value ('x' 1, 'y' 1)"), std::string::npos)
+      << mean.notes.front();
+
+  s.missing = "drop";
+  s.val_query.clear();
+  const auto dropped = data::open_sources(s);
+  ASSERT_EQ(dropped.train->size(), 1);
+  EXPECT_EQ(row_of(dropped.train->tensors()->inputs, 0), (std::vector<float>{3, 4, 1, 0}));
+  EXPECT_TRUE(at::equal(dropped.train->tensors()->targets, at::tensor({1}, at::kLong)));
+
+  server.exec("INSERT INTO gaps VALUES (5, 5, 5, 'red', NULL, 'train');");
+  s.missing = "zero";
+  const auto [message, code] = error_of(s);
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("'label' in 1 row"), std::string::npos) << message;
 }
 
 TEST_F(Postgres, AnEmptyResultIsAnErrorAndOneRowIsASet) {

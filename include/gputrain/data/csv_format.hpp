@@ -28,6 +28,9 @@ struct CsvSpec {
   std::vector<std::string> exclude{};             ///< columns left out of the default features (an id, a date)
   std::vector<std::string> categorical{};         ///< feature columns of categories, read as one-hot columns in their place
   std::vector<CsvCategories> categories{};        ///< a validation file: the training file's categories; empty: found in the file
+  std::string missing = "error";                  ///< data.missing: a missing feature value is an error, or its row is dropped,
+                                                  ///< or it is filled with the column's mean or 0 (csv_fill.hpp)
+  std::vector<double> fill_values{};              ///< a validation file: the training file's fill value per column of numbers
 };
 
 /// The columns read_csv chose, for the run's data line: which columns the model reads.
@@ -39,6 +42,9 @@ struct CsvColumns {
   std::vector<std::size_t> unnamed;       ///< 1-based positions of header cells with no name (pandas' index,
                                           ///< a trailing delimiter), left out of the default features
   std::vector<std::string> notes;         ///< what a run says of the files (text read as Windows-1252)
+  /// data.missing mean or zero: what each feature column of numbers is filled with where a value
+  /// is missing, in the features' order.
+  std::vector<std::pair<std::string, double>> fill_values;
 };
 
 /// How far a long read is: the file, the bytes parsed and its size. Called on the reading thread

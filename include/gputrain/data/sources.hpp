@@ -34,6 +34,7 @@ struct SourceSpec {
   std::vector<std::string> features;
   std::vector<std::string> exclude;                ///< csv: columns left out of the default features
   std::vector<std::string> categorical;            ///< csv: feature columns of categories, read as one-hot columns
+  std::string missing = "error";                   ///< csv, postgres: a missing feature value: error, drop, mean or zero
   std::vector<std::int64_t> image_size{224, 224};  ///< image_folder: height, width
   SyntheticSpec synthetic;                         ///< synthetic only
   std::int64_t samples = 0, val_samples = 0;
@@ -61,7 +62,10 @@ struct Sources {
   std::vector<std::string> feature_names;     ///< CSV: the inputs' names, in their order ("Sex=male" for a category); empty for arrays
   std::vector<std::string> feature_columns;   ///< CSV: the feature columns read, in the model's order
   std::vector<CsvCategories> categories;      ///< CSV: data.categorical's columns and their categories
-  std::vector<std::string> notes;             ///< what a run says of the files before training (images in formats not read)
+  /// CSV, postgres with data.missing mean or zero: the value each feature column of numbers takes
+  /// where one is missing (the training data's mean, or 0).
+  std::vector<std::pair<std::string, double>> fill_values;
+  std::vector<std::string> notes;  ///< what a run says of the files before training (images in formats not read)
   /// Where the rows came from, for checkpoints and model.safetensors' metadata (postgres: the
   /// queries, their row counts and checksums of the rows, as "data.query", "data.rows",
   /// "data.checksum", "data.val_..."); empty for files.

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "gputrain/train/metrics.hpp"
+#include "gputrain/train/model.hpp"
 
 namespace gputrain::train {
 
@@ -78,6 +79,23 @@ class RunControl {
   /// saved in checkpoints with the progress.
   virtual double lr_scale() const = 0;
   virtual void set_lr_scale(double scale) = 0;
+  /// The model being trained, its tensors on the device. Change them only in place, and only as
+  /// needs_eager_steps() allows.
+  virtual Model& model() = 0;
+  /// The epoch's validation with `weights` (the model's named_state, in its order, on its device)
+  /// in place of the model's own, which are put back after: an EMA's figures. From on_validation,
+  /// on every rank (the figures are summed over ranks).
+  virtual EpochMetrics validate_with(const NamedTensors& weights) = 0;
+  /// Writes `tensors` as <logging.dir>/<file_name> with model.safetensors' metadata (the config,
+  /// the columns, the class names), atomically, and returns its path: model_ema.safetensors. Rank 0
+  /// writes files (writer()). Throws Error, with the fix, when the disk refuses it.
+  virtual std::string save_weights(const std::string& file_name, const NamedTensors& tensors) = 0;
+  /// Asks for the next optimizer step's gradients, which gradients() gives in its on_step_end (a
+  /// copy: the step frees them otherwise).
+  virtual void want_gradients() = 0;
+  /// The gradients of the step just taken, as applied (unscaled), by parameter name; empty unless
+  /// want_gradients() asked for them before the step.
+  virtual NamedTensors gradients() = 0;
 };
 
 /// Hooks around the training loop, all optional. Lightning's Callback, in C++.
@@ -96,6 +114,10 @@ class Callback {
   virtual void on_log(RunControl&, const StepMetrics&, const LossWindow&) {}
   /// Before a checkpoint is written: the loss of the steps since the last step line (null when none ran).
   virtual void on_before_checkpoint(RunControl&, const LossWindow*) {}
+  /// After each epoch's validation, before it is reported and before on_validation_end: a callback
+  /// may add figures to `metrics.extra` (an EMA's val_loss_ema), which the sinks report and
+  /// checkpoint.best_metric may watch. Without validation data, metrics.val_samples is 0.
+  virtual void on_validation(RunControl&, EpochMetrics& /*metrics*/) {}
   /// After each epoch's validation, once the epoch counts as done (progress().epoch includes it).
   /// Every epoch ends so; the validation figures are absent without validation data.
   virtual void on_validation_end(RunControl&, const EpochMetrics&) {}
@@ -107,6 +129,11 @@ class Callback {
   virtual CallbackState state_dict() const { return {}; }
   /// Restores what state_dict() returned (from a checkpoint); may be empty for a checkpoint that predates the callback.
   virtual void load_state_dict(const CallbackState&) {}
+  /// Tensors a resumed run needs (an EMA of the weights), saved in checkpoints under the callback's
+  /// name (docs/checkpoints.md: callback_tensors); none by default.
+  virtual NamedTensors tensor_state() const { return {}; }
+  /// Restores what tensor_state() returned, on the CPU, before on_fit_start; empty for a checkpoint without them.
+  virtual void load_tensor_state(const NamedTensors&) {}
   /// True when the callback changes the model or optimizer between steps in a way a replayed CUDA
   /// graph would not see: it replaces a parameter tensor, or freezes or unfreezes one
   /// (requires_grad). Reading weights, scaling the learning rate and stopping are all fine. The run

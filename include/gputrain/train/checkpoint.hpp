@@ -42,6 +42,8 @@ struct TrainingProgress {
   double lr_scale = 1.0;
   /// Each callback's state_dict, by its name: early stopping's count, best.pt's best value, ...
   std::map<std::string, CallbackState> callbacks;
+  /// The tensor_state of callbacks that keep tensors (the EMA's weights), by callback name.
+  std::map<std::string, NamedTensors> callback_tensors;
   /// What a step and a position mean: samples per optimizer step over all ranks, the ranks, and
   /// the training samples the epoch orders permute (0 in checkpoints written before they were
   /// saved: unknown).

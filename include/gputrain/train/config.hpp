@@ -41,6 +41,7 @@ struct DataConfig {
   std::vector<std::string> features;     ///< npz/safetensors: the features' key; csv: columns (empty: all but the label)
   std::vector<std::string> exclude;      ///< csv: columns left out of the default features (an id, a date)
   std::vector<std::string> categorical;  ///< csv: feature columns of categories, one-hot encoded ("Sex=female", "Sex=male")
+  std::string missing = "error";         ///< csv, postgres: a missing feature value is an error, or drop, mean, zero
   std::string val_path, val_labels;      ///< validation data in the same format (mnist/cifar10: found beside)
   std::string dsn;            ///< postgres: libpq's URI or key=value string (empty: PG* variables); a password is masked when shown
   std::string query;          ///< postgres: the SELECT whose rows are the training samples
@@ -98,6 +99,10 @@ struct TrainConfig {
   std::int64_t seed = 42;
   bool deterministic = false;       ///< deterministic algorithms only (bit-exact resume on CPU)
   std::vector<std::string> freeze;  ///< parameter name prefixes that do not train ("conv1", "layer1"), as in fine-tuning
+  /// An exponential moving average of the weights, updated every ema_every optimizer steps as
+  /// ema = ema_decay * ema + (1 - ema_decay) * weights; 0: none.
+  double ema_decay = 0.0;
+  std::int64_t ema_every = 1;
 };
 
 /// One entry of optimizer.param_groups: the parameters under `params` (state_dict name prefixes,
@@ -142,10 +147,11 @@ struct CheckpointConfig {
 struct LoggingConfig {
   std::string dir = "runs/default";  ///< the run directory
   std::int64_t every_steps = 10;
-  bool jsonl = true;              ///< metrics.jsonl in the run directory
-  bool tensorboard = true;        ///< TensorBoard event file in the run directory
-  std::string progress = "auto";  ///< auto (bar on a terminal), bar, lines, off
-  bool grad_norm = true;          ///< the global gradient norm of each logged step, in metrics.jsonl and TensorBoard
+  bool jsonl = true;                  ///< metrics.jsonl in the run directory
+  bool tensorboard = true;            ///< TensorBoard event file in the run directory
+  std::string progress = "auto";      ///< auto (bar on a terminal), bar, lines, off
+  bool grad_norm = true;              ///< the global gradient norm of each logged step, in metrics.jsonl and TensorBoard
+  std::int64_t histograms_every = 0;  ///< TensorBoard histograms of every weight and gradient each N steps; 0: none
 };
 
 struct SizingConfig {

@@ -76,6 +76,8 @@ struct EpochMetrics {
   /// Validation samples measured, over all ranks (unreadable images left out); 0 without validation.
   std::int64_t val_samples = 0;
   double seconds = 0;
+  /// Figures callbacks added in on_validation (val_loss_ema, ...), by name, in the order added.
+  std::vector<std::pair<std::string, double>> extra;
 };
 
 class MetricSink {
@@ -116,6 +118,8 @@ std::unique_ptr<MetricSink> make_console_sink(const std::string& mode, std::ostr
 
 /// "12.3 MiB"-style memory, "1:02:03"-style durations: shared by the human sinks.
 std::string format_duration(double seconds);
+/// The figure an EMA's figure is of ("val_accuracy" for "val_accuracy_ema"); others as they are.
+std::string plain_metric(const std::string& metric);
 /// Whether a validation figure (by its metrics.jsonl name) is an accuracy: a share, larger is better.
 bool is_accuracy_metric(const std::string& metric);
 /// A validation figure by its metrics.jsonl name, as the epoch lines show it: an accuracy

@@ -318,7 +318,8 @@ csv::Table csv::read_table(const std::string& path, const CsvSpec& spec, std::ve
                    spec.exclude,
                    feature_columns,
                    category_columns,
-                   spec.categorical};
+                   spec.categorical,
+                   spec.missing != "error"};
   for (std::size_t k = 0; k < number_columns.size(); ++k) format.feature_slot[number_columns[k]] = static_cast<int>(k);
 
   std::vector<ParsedRows> parts;

@@ -112,11 +112,13 @@ void count_missing(const Stretch& stretch, const RowFormat& format, MissingCount
   const auto setting = leaving_out(format, feature_columns);  // empty when no feature would be left
   const auto leave_out =
       only_features && !setting.empty() ? ", or leave the " + std::string(one ? "column" : "columns") + " out" + setting : "";
+  // data.missing fills features (a label is never guessed).
+  const auto fill = only_features ? std::string(", or have gputrain fill them: data.missing: mean (or zero)") : "";
   if (counted_all && with_missing == total)
-    throw UsageError(what, "missing values are not filled in for you, and every row misses one: fill them in" + leave_out);
+    throw UsageError(what, "missing values are not filled in for you, and every row misses one: fill them in" + fill + leave_out);
   const auto [command, complete] = pandas_rewrite(format, "", ".dropna(" + subset + ")", "-complete");
   throw UsageError(what, "missing values are not filled in for you: fill them in, or drop those rows with " + command + " and use " +
-                             complete + leave_out);
+                             complete + (only_features ? " (data.missing: drop does so as it reads)" : "") + fill + leave_out);
 }
 
 std::string missing_text(std::string_view cell) {

@@ -27,6 +27,7 @@ struct RowFormat {
   const std::vector<std::size_t>& model_columns;     // every feature, numbers and categories, in the model's order
   const std::vector<std::size_t>& category_columns;  // the features of categories (data.categorical), in that order
   const std::vector<std::string>& categorical;       // data.categorical, as the user wrote it
+  bool keep_missing = false;                         // data.missing other than error: a missing feature is read as NaN
 };
 
 /// How a user leaves `columns` out, in the key they use: " with data.features: [...]" without

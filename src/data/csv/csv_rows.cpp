@@ -217,7 +217,11 @@ void read_checked_features(const std::vector<std::string_view>& cells, const Rec
                      "give every row one cell per header column");
   for (const auto c : format.feature_columns) {
     double value = 0;
-    if (is_missing(cells[c])) throw MissingValue(records.where() + column_text(header, c) + missing_text(cells[c]), "");
+    if (is_missing(cells[c])) {
+      if (!format.keep_missing) throw MissingValue(records.where() + column_text(header, c) + missing_text(cells[c]), "");
+      features.push_back(std::numeric_limits<float>::quiet_NaN());  // filled or dropped by csv_fill.cpp
+      continue;
+    }
     // A bool column (pandas writes True/False) is a 0/1 feature.
     if (!parse_number(cells[c], value) && !parse_boolean(cells[c], value)) {
       auto [what, remedy] = foreign_number_text(cells[c], format);

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <thread>
 
+#include "csv_fill.hpp"
 #include "csv_records.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -117,12 +118,18 @@ void describe_columns(const Table& table, CsvColumns& columns) {
 }  // namespace
 
 TensorDataset finish_table(Table table, const CsvSpec& spec, CsvColumns* columns) {
+  CsvColumns filled;  // what fill_missing did, kept apart until describe_columns has set the rest
+  fill_missing(table, spec, &filled);
   std::vector<std::string> names;  // the categorical columns', in the features' order
   for (std::size_t f = 0; f < table.features.size(); ++f)
     if (table.category_of[f] >= 0) names.push_back(table.features[f]);
   if (spec.categories.empty())
     for (std::size_t k = 0; k < table.categories.size(); ++k) check_categories(table, names[k], table.categories[k], spec);
-  if (columns) describe_columns(table, *columns);
+  if (columns) {
+    describe_columns(table, *columns);
+    columns->fill_values = std::move(filled.fill_values);
+    columns->notes.insert(columns->notes.end(), filled.notes.begin(), filled.notes.end());
+  }
   // Each row is its runs of number columns, copied whole (a table without categories: one run),
   // and each category's one-hot columns: a branch per feature per row would cost more than the copy.
   struct Run {

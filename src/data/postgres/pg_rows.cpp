@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <limits>
 
 #include "data/image_decode.hpp"
 #include "gputrain/core/error.hpp"
@@ -48,6 +49,8 @@ bool RowDecoder::add_fixed_features(const std::vector<Field>& fields) {
     const auto& field = fields[column.index];
     if (field.length == column.length) {
       out[f] = static_cast<float>(column.decode(field.data));
+    } else if (field.null() && spec_.keep_missing) {
+      out[f] = std::numeric_limits<float>::quiet_NaN();
     } else if (field.null()) {
       ++nulls_[selected_.features[f].column.name];
       whole = false;
@@ -72,9 +75,12 @@ void RowDecoder::add(const std::vector<Field>& fields) {
     return;
   }
   bool has_null = false;
+  const auto filled = [&](const Selected::Use& use) {  // a NULL that data.missing takes care of
+    return spec_.keep_missing && !selected_.images() && (use.kind == ColumnKind::number || use.kind == ColumnKind::text);
+  };
   for (const auto* uses : {&selected_.features, &selected_.labels})
     for (const auto& use : *uses)
-      if (fields[use.index].null()) {
+      if (fields[use.index].null() && !(uses == &selected_.features && filled(use))) {
         ++nulls_[use.column.name];
         has_null = true;
       }
@@ -95,9 +101,9 @@ void RowDecoder::add_features(const std::vector<Field>& fields) {
     const auto& use = selected_.features[f];
     const auto& field = fields[use.index];
     if (use.kind == ColumnKind::number) {
-      row_.push_back(static_cast<float>(number_of(use.column.type, field)));
+      row_.push_back(field.null() ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(number_of(use.column.type, field)));
     } else if (use.kind == ColumnKind::text) {
-      codes_[text++].add(text_of(field));
+      codes_[text++].add(field.null() ? std::string_view() : text_of(field));
     } else {
       const auto n = append_vector(field, row_, use.column.name);
       if (!length_set_[f]) {
@@ -166,7 +172,8 @@ void RowDecoder::throw_nulls() const {
   }
   const auto& first = nulls_.begin()->first;
   throw UsageError(spec_.what + "'s rows hold NULLs, which the model cannot read: " + counts,
-                   "replace them in the query, e.g. COALESCE(" + first + ", 0), or leave those rows out: WHERE " + kept);
+                   "replace them in the query, e.g. COALESCE(" + first + ", 0), or leave those rows out: WHERE " + kept +
+                       " (or set data.missing: drop, mean or zero for NULL numbers and text)");
 }
 
 csv::Table RowDecoder::table() {

@@ -35,6 +35,9 @@ struct DecodeSpec {
   const std::vector<std::string>* class_names = nullptr;     ///< a validation query's: the training query's label names
   const std::vector<std::size_t>* vector_lengths = nullptr;  ///< a validation query's: the training query's array lengths
   const std::vector<CsvCategories>* categories = nullptr;    ///< a validation query's: the training query's categories
+  /// data.missing other than error: a NULL number feature is read as NaN (csv_fill.hpp fills or
+  /// drops it) and a NULL text feature as no category; NULL labels and arrays stay errors.
+  bool keep_missing = false;
 };
 
 class RowDecoder {

@@ -140,10 +140,12 @@ Sources open_postgres(const SourceSpec& spec) {
   const auto selected = select_columns(conn, conn.columns_of(spec.query, "data.query"), spec, "data.query");
   const bool classification = spec.task == "classification";
   DecodeSpec decode{classification, "data.query", spec.image_size};
+  decode.keep_missing = spec.missing != "error";
   RowDecoder train(selected, decode);
   const auto train_fingerprint = read_rows(conn, spec.query, "data.query", train, spec);
   out.provenance = {{"data.query", spec.query}, {"data.rows", std::to_string(train.rows())}, {"data.checksum", hex(train_fingerprint)}};
   CsvSpec csv{{}, spec.labels, classification};
+  csv.missing = spec.missing;
   CsvColumns columns;
   TensorDataset train_set;
   if (selected.images()) {
@@ -170,6 +172,7 @@ Sources open_postgres(const SourceSpec& spec) {
     const auto val_selected = select_columns(conn, conn.columns_of(spec.val_query, "data.val_query"), val_spec, "data.val_query");
     DecodeSpec val_decode{classification,   "data.val_query",        spec.image_size,
                           &out.class_names, &train.vector_lengths(), &columns.categories};
+    val_decode.keep_missing = decode.keep_missing;
     if (!classification || selected.labels[0].kind != ColumnKind::text) val_decode.class_names = nullptr;
     RowDecoder val(val_selected, val_decode);
     const auto val_fingerprint = read_rows(conn, spec.val_query, "data.val_query", val, spec);
@@ -181,9 +184,13 @@ Sources open_postgres(const SourceSpec& spec) {
       val_set = {val.images(), val.targets()};
     } else {
       CsvSpec val_csv{{}, spec.labels, classification, ',', "data.query's feature columns", {}, {}, columns.categories};
+      val_csv.missing = spec.missing;
+      for (const auto& fill : columns.fill_values) val_csv.fill_values.push_back(fill.second);
       auto table = val.table();
       val_csv.features = table.features;
-      val_set = csv::finish_table(std::move(table), val_csv, nullptr);
+      CsvColumns val_columns;
+      val_set = csv::finish_table(std::move(table), val_csv, &val_columns);
+      out.notes.insert(out.notes.end(), val_columns.notes.begin(), val_columns.notes.end());
     }
     out.val = make_array_dataset(val_set, described("data.val_query", val_set.size()), "data.val_query");
   }
@@ -196,6 +203,8 @@ Sources open_postgres(const SourceSpec& spec) {
   out.feature_names = columns.inputs;
   out.feature_columns = columns.features;
   out.categories = columns.categories;
+  out.fill_values = columns.fill_values;
+  out.notes.insert(out.notes.begin(), columns.notes.begin(), columns.notes.end());
   return out;
 }
 

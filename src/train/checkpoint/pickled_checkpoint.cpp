@@ -169,6 +169,11 @@ void write_pickled_checkpoint(const std::string& path, const CheckpointParts& pa
   top.insert("scheduler", scheduler_dict(parts.optimizer, progress));
   top.insert("progress", progress_dict(progress, rng));
   top.insert("config", config_yaml);
+  if (!progress.callback_tensors.empty()) {
+    Dict tensors = named_dict();
+    for (const auto& [name, named_tensors] : progress.callback_tensors) tensors.insert(name, tensor_dict(named_tensors));
+    top.insert("callback_tensors", tensors);
+  }
   // As torch.save: data.pkl, and each tensor's storage in data/<n>. Dicts and lists untagged
   // (LibTorch tags them with a TorchScript type by default, a global weights_only refuses).
   std::string pickle;
@@ -223,6 +228,12 @@ CheckpointContents read_pickled_checkpoint(const std::string& path) {
   contents.config = fields.text(top, "config");
   contents.model = fields.tensors(top, "model");
   contents.rng = Fields(path, "progress.").tensors(fields.dict(top, "progress"), "rng");
+  if (top.contains("callback_tensors")) {
+    const Fields in(path, "callback_tensors.");
+    for (const auto& entry : fields.dict(top, "callback_tensors"))
+      contents.progress.callback_tensors[entry.key().toStringRef()] =
+          in.tensors(top.at("callback_tensors").toGenericDict(), entry.key().toStringRef());
+  }
   const auto scaler = fields.dict(top, "scaler");
   if (scaler.contains("scale")) {
     const Fields in(path, "scaler.");

@@ -110,10 +110,13 @@ void check_consistency(const Config& c) {
     inconsistent("data.exclude and data.features are both set: the features are either listed or all but some",
                  "keep one: data.features lists the columns to read, data.exclude the ones to leave out of all the others");
   const auto& metric = c.checkpoint.best_metric;
+  if (metric != plain_metric(metric) && c.train.ema_decay == 0)
+    inconsistent("checkpoint.best_metric " + metric + " is a figure of the weights' moving average, but train.ema_decay is 0 (none)",
+                 "set train.ema_decay, e.g. 0.999, or checkpoint.best_metric: " + plain_metric(metric));
   if (is_accuracy_metric(metric) && !classification)
     inconsistent("checkpoint.best_metric " + metric + " needs data.task classification (it is regression)",
                  "use val_loss, val_mse or val_mae for regression");
-  if ((metric == "val_mse" || metric == "val_mae") && classification)
+  if ((plain_metric(metric) == "val_mse" || plain_metric(metric) == "val_mae") && classification)
     inconsistent("checkpoint.best_metric " + metric + " needs data.task regression (it is classification)",
                  "use val_loss, val_accuracy or val_balanced_accuracy for classification");
   if (metric != "none" && metric != "val_loss" && c.data.source == "synthetic" && c.data.val_samples == 0 && c.data.val_fraction == 0)

@@ -207,6 +207,7 @@ std::vector<Field> data_fields() {
     string_list_field("data.features", [](auto& c) -> auto& { return c.data.features; }),
     string_list_field("data.exclude", [](auto& c) -> auto& { return c.data.exclude; }),
     string_list_field("data.categorical", [](auto& c) -> auto& { return c.data.categorical; }),
+    choice_field("data.missing", [](auto& c) -> auto& { return c.data.missing; }, {"error", "drop", "mean", "zero"}),
     path_field("data.val_path", [](auto& c) -> auto& { return c.data.val_path; }, "a path to the validation data"),
     path_field("data.val_labels", [](auto& c) -> auto& { return c.data.val_labels; }, "a path to the validation labels' .npy file"),
     // Shown (config.yaml, logs) with its password masked: a password belongs in ~/.pgpass or PGPASSWORD.
@@ -263,6 +264,8 @@ std::vector<Field> train_fields() {
     int_field("train.seed", [](auto& c) -> auto& { return c.train.seed; }, 0),
     bool_field("train.deterministic", [](auto& c) -> auto& { return c.train.deterministic; }),
     string_list_field("train.freeze", [](auto& c) -> auto& { return c.train.freeze; }),
+    double_field("train.ema_decay", [](auto& c) -> auto& { return c.train.ema_decay; }, 0.0, 0.999999),
+    int_field("train.ema_every", [](auto& c) -> auto& { return c.train.ema_every; }, 1),
   };
   // clang-format on
 }
@@ -306,7 +309,7 @@ std::vector<Field> checkpoint_fields() {
     int_field("checkpoint.every_steps", [](auto& c) -> auto& { return c.checkpoint.every_steps; }, 0),
     int_field("checkpoint.every_epochs", [](auto& c) -> auto& { return c.checkpoint.every_epochs; }, 0),
     int_field("checkpoint.keep_last", [](auto& c) -> auto& { return c.checkpoint.keep_last; }, 1),
-    choice_field("checkpoint.best_metric", [](auto& c) -> auto& { return c.checkpoint.best_metric; }, {"val_loss", "val_accuracy", "val_balanced_accuracy", "val_mse", "val_mae", "none"}),
+    choice_field("checkpoint.best_metric", [](auto& c) -> auto& { return c.checkpoint.best_metric; }, {"val_loss", "val_accuracy", "val_balanced_accuracy", "val_mse", "val_mae", "val_loss_ema", "val_accuracy_ema", "val_balanced_accuracy_ema", "val_mse_ema", "val_mae_ema", "none"}),
     choice_field("checkpoint.best_mode", [](auto& c) -> auto& { return c.checkpoint.best_mode; }, {"auto", "min", "max"}),
     path_field("checkpoint.resume", [](auto& c) -> auto& { return c.checkpoint.resume; }, "auto, never, or a checkpoint file", false),
   };
@@ -323,6 +326,7 @@ std::vector<Field> logging_fields() {
     bool_field("logging.tensorboard", [](auto& c) -> auto& { return c.logging.tensorboard; }),
     choice_field("logging.progress", [](auto& c) -> auto& { return c.logging.progress; }, {"auto", "bar", "lines", "off"}),
     bool_field("logging.grad_norm", [](auto& c) -> auto& { return c.logging.grad_norm; }),
+    int_field("logging.histograms_every", [](auto& c) -> auto& { return c.logging.histograms_every; }, 0),
   };
   // clang-format on
 }

@@ -84,6 +84,12 @@ std::vector<std::string> unread_settings(const Config& config) {
     for (const char* key : {"data.dsn", "data.query", "data.val_query", "data.require_same"})
       if (!at_default(config, key))
         out.push_back(std::string(key) + " is set, but data.source is " + config.data.source + ": only data.source postgres reads it");
+  if (config.train.ema_decay == 0 && !at_default(config, "train.ema_every"))
+    out.push_back("train.ema_every is " + shown(config, "train.ema_every") +
+                  ", but train.ema_decay is 0: there is no moving average to update (set train.ema_decay, e.g. 0.999)");
+  if (config.data.missing != "error" && config.data.source != "csv" && config.data.source != "postgres")
+    out.push_back("data.missing is " + config.data.missing + ", but data.source is " + config.data.source +
+                  ": only csv and postgres data can miss values");
   if (!config.model.init_strict && config.model.init_weights.empty())
     out.push_back("model.init_strict is false, but model.init_weights is not set: there are no weights to load in part");
   // NHWC is a layout of images: samples of any other shape train as they are.

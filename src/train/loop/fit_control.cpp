@@ -1,6 +1,10 @@
 // Trainer::State::FitLoop as the callbacks' RunControl: checkpoints, best.pt, the weights, and
 // what a finished fit() reports.
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/grad_mode.h>
+
 #include <algorithm>
+#include <unordered_map>
 
 #include "fit_loop.hpp"
 #include "gputrain/train/amp.hpp"
@@ -14,9 +18,60 @@ std::string Trainer::State::FitLoop::best_path() const { return s_.store->best_p
 
 void Trainer::State::FitLoop::load_weights(const std::string& checkpoint) { load_checkpoint_weights(checkpoint, *s_.model, s_.device); }
 
+Model& Trainer::State::FitLoop::model() { return *s_.model; }
+
+// The weights are swapped in tensor by tensor and swapped back after, so no second copy of the
+// model is held (a spare of one tensor at a time).
+EpochMetrics Trainer::State::FitLoop::validate_with(const NamedTensors& weights) {
+  const auto own = s_.model->named_state();
+  if (weights.size() != own.size())
+    throw Error("validate_with: " + std::to_string(weights.size()) + " tensors given, the model has " + std::to_string(own.size()),
+                "pass the tensors of the model's named_state(), in its order");
+  const auto swap_all = [&] {
+    at::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < own.size(); ++i) {
+      auto live = own[i].second.detach();
+      const auto spare = live.clone();
+      live.copy_(weights[i].second);
+      weights[i].second.detach().copy_(spare);
+    }
+  };
+  swap_all();
+  try {
+    auto metrics = s_.validate(s_.progress.epoch, 0, 0);
+    swap_all();
+    return metrics;
+  } catch (...) {
+    swap_all();
+    throw;
+  }
+}
+
+NamedTensors Trainer::State::FitLoop::gradients() {
+  std::unordered_map<const void*, std::string> names;
+  for (const auto& [name, t] : s_.model->named_state()) names.emplace(t.unsafeGetTensorImpl(), name);
+  const auto& kept = s_.grad_norm.gradients;
+  NamedTensors out;
+  for (std::size_t i = 0; i < s_.params.size(); ++i) {
+    // A replayed CUDA graph keeps its gradients in place; an eager step left a copy.
+    const auto gradient = i < kept.size() ? kept[i] : s_.params[i].grad();
+    const auto name = names.find(s_.params[i].unsafeGetTensorImpl());
+    if (gradient.defined() && name != names.end()) out.emplace_back(name->second, gradient);
+  }
+  return out;
+}
+
+std::string Trainer::State::FitLoop::save_weights(const std::string& file_name, const NamedTensors& tensors) {
+  return s_.write_weights(file_name, tensors);
+}
+
 void Trainer::State::FitLoop::collect_callback_states() {
   s_.progress.callbacks.clear();
-  for (const auto& callback : s_.callbacks) s_.progress.callbacks[callback->name()] = callback->state_dict();
+  s_.progress.callback_tensors.clear();
+  for (const auto& callback : s_.callbacks) {
+    s_.progress.callbacks[callback->name()] = callback->state_dict();
+    if (auto tensors = callback->tensor_state(); !tensors.empty()) s_.progress.callback_tensors[callback->name()] = std::move(tensors);
+  }
 }
 
 void Trainer::State::FitLoop::write_due_checkpoints() {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
@@ -111,7 +112,9 @@ void Trainer::State::FitLoop::run_epoch() {
     // would otherwise say nothing, not even its ETA, until logging.every_steps steps have passed.
     const bool logged = logs_step(progress.step, totals_.steps == 1);
     if (logged) report_steps(lr);
+    const bool kept = std::exchange(s_.grad_norm.keep_gradients, false);  // a callback may ask again for the next step
     each_callback([&](Callback& c) { c.on_step_end(*this, progress.step); });
+    if (kept) s_.grad_norm.gradients.clear();
     write_due_checkpoints();
     if (!distributed && stop_ && !logged) report_steps(lr);  // a plain run's last step is reported
     if (s_.options.after_step) s_.options.after_step(progress.step);
@@ -225,7 +228,10 @@ void Trainer::State::FitLoop::report_steps(double lr) {
 void Trainer::State::FitLoop::end_epoch(double train_loss, double epoch_seconds) {
   auto& progress = s_.progress;
   EpochMetrics metrics;
-  paused([&] { metrics = s_.validate(progress.epoch, train_loss, epoch_seconds); });
+  paused([&] {
+    metrics = s_.validate(progress.epoch, train_loss, epoch_seconds);
+    each_callback([&](Callback& c) { c.on_validation(*this, metrics); });
+  });
   s_.reporter.epoch(metrics);
   result_.last_epoch = metrics;
   ++progress.epoch;

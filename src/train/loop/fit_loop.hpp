@@ -50,6 +50,11 @@ class Trainer::State::FitLoop final : public RunControl {
   std::string best_path() const override;
   double lr_scale() const override { return s_.progress.lr_scale; }
   void set_lr_scale(double scale) override { s_.progress.lr_scale = scale; }
+  Model& model() override;
+  EpochMetrics validate_with(const NamedTensors& weights) override;
+  std::string save_weights(const std::string& file_name, const NamedTensors& tensors) override;
+  void want_gradients() override { s_.grad_norm.keep_gradients = true; }
+  NamedTensors gradients() override;
 
  private:
   void run_epoch();

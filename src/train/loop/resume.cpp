@@ -82,7 +82,10 @@ void Trainer::State::resume() {
   for (auto& callback : callbacks) {
     const auto saved = progress.callbacks.find(callback->name());
     callback->load_state_dict(saved == progress.callbacks.end() ? CallbackState{} : saved->second);
+    const auto tensors = progress.callback_tensors.find(callback->name());
+    callback->load_tensor_state(tensors == progress.callback_tensors.end() ? NamedTensors{} : tensors->second);
   }
+  progress.callback_tensors.clear();  // the callbacks hold them now
   continue_on_this_shape(path);
   last_saved_step = progress.step;
   last_checkpoint = path;

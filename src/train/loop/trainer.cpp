@@ -53,6 +53,12 @@ std::map<std::string, std::string> weights_metadata(const Config& config, const 
     for (const auto& column : data.sources.categories) categories[column.column] = column.values;
     metadata["data.categories"] = core::json_text(categories);
   }
+  if (!data.sources.fill_values.empty()) {  // data.missing mean or zero: what a missing value of each column becomes
+    nlohmann::json fill = nlohmann::json::object();
+    for (const auto& [column, value] : data.sources.fill_values) fill[column] = value;
+    metadata["data.missing"] = config.data.missing;
+    metadata["data.fill_values"] = core::json_text(fill);
+  }
   if (!data.sources.class_names.empty()) metadata["data.class_names"] = core::json_text(nlohmann::json(data.sources.class_names));
   for (const auto& [key, value] : data.sources.provenance) metadata[key] = value;  // a database's queries, rows and checksums
   const auto list = [](const std::vector<double>& values) {
@@ -235,21 +241,26 @@ void Trainer::State::say_how_it_went(const FitResult& result, const FitLoop& loo
   }
 }
 
-// model.safetensors, after a run that was not interrupted.
-void Trainer::State::write_final_weights(FitResult& result) {
-  result.weights_path = (fs::path(config.logging.dir) / "model.safetensors").string();
-  reporter.working_on("writing " + result.weights_path);
+// <logging.dir>/<file_name> with model.safetensors' metadata, after a run that was not interrupted.
+std::string Trainer::State::write_weights(const std::string& file_name, const NamedTensors& tensors) {
+  const auto path = (fs::path(config.logging.dir) / file_name).string();
+  reporter.working_on("writing " + path);
   try {
-    data::write_safetensors(result.weights_path, model->named_state(), weights_metadata(config, data, model->name()));
+    data::write_safetensors(path, tensors, weights_metadata(config, data, model->name()));
   } catch (const Error& e) {  // the disk refused it; the last checkpoint, written just before, holds the same weights
     const Error error(e.what(),
                       e.remedy() + "; the run's final state is saved (" + last_checkpoint + "), so the same command" +
-                          (config.checkpoint.resume == "auto" ? "" : " with checkpoint.resume: auto") +
-                          " then writes model.safetensors without training again",
+                          (config.checkpoint.resume == "auto" ? "" : " with checkpoint.resume: auto") + " then writes " + file_name +
+                          " without training again",
                       e.exit_code());
     reporter.fail(error);
     throw error;
   }
+  return path;
+}
+
+void Trainer::State::write_final_weights(FitResult& result) {
+  result.weights_path = write_weights("model.safetensors", model->named_state());
   reporter.record("final weights: " + result.weights_path);
 }
 

@@ -116,6 +116,7 @@ struct Trainer::State : RunContext {
   void fill_run_figures(FitResult& result, const RunTotals& totals);
   void say_how_it_went(const FitResult& result, const FitLoop& loop);
   void write_final_weights(FitResult& result);
+  std::string write_weights(const std::string& file_name, const NamedTensors& tensors);
   std::string refused_saves_explained(const std::function<std::string()>& save);  // returns save()'s path
 };
 

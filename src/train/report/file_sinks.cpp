@@ -142,6 +142,7 @@ class JsonlSink final : public MetricSink {
     }
     if (m.val_mse) line["val_mse"] = *m.val_mse;
     if (m.val_mae) line["val_mae"] = *m.val_mae;
+    for (const auto& [name, value] : m.extra) line[name] = value;
     write(line, m.step);
   }
   void on_end() override { refused_.finish(); }
@@ -178,6 +179,8 @@ class TensorBoardSink final : public MetricSink {
     if (m.val_balanced_accuracy) writer_.add_scalar("val/balanced_accuracy", *m.val_balanced_accuracy, m.step);
     if (m.val_mse) writer_.add_scalar("val/mse", *m.val_mse, m.step);
     if (m.val_mae) writer_.add_scalar("val/mae", *m.val_mae, m.step);
+    for (const auto& [name, value] : m.extra)  // val_loss_ema -> val/loss_ema
+      writer_.add_scalar(name.rfind("val_", 0) == 0 ? "val/" + name.substr(4) : "epoch/" + name, value, m.step);
     refused_.record(writer_.flush(), m.step);
   }
   void on_end() override { refused_.finish(); }

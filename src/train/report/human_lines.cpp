@@ -51,7 +51,16 @@ std::string class_label(std::int64_t id, const std::vector<std::string>& class_n
                                                             : "class " + std::to_string(id);
 }
 
-bool is_accuracy_metric(const std::string& metric) { return metric == "val_accuracy" || metric == "val_balanced_accuracy"; }
+std::string plain_metric(const std::string& metric) {
+  const std::string suffix = "_ema";
+  const bool ema = metric.size() > suffix.size() && metric.compare(metric.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return ema ? metric.substr(0, metric.size() - suffix.size()) : metric;
+}
+
+bool is_accuracy_metric(const std::string& metric) {
+  const auto plain = plain_metric(metric);
+  return plain == "val_accuracy" || plain == "val_balanced_accuracy";
+}
 
 std::string metric_text(const std::string& metric, double value) {
   if (is_accuracy_metric(metric)) return core::format_fixed(100.0 * value, 2) + "%";
@@ -110,6 +119,8 @@ std::string epoch_line(const EpochMetrics& m, std::int64_t epochs, bool show_bal
     line += " (balanced " + metric_text("val_balanced_accuracy", *m.val_balanced_accuracy) + ")";
   if (m.val_mse) line += ", val mse " + metric_text("val_mse", *m.val_mse);
   if (m.val_mae) line += ", val mae " + metric_text("val_mae", *m.val_mae);
+  for (const auto& [name, value] : m.extra)
+    if (plain_metric(name) != "val_balanced_accuracy" || show_balanced_accuracy) line += ", " + name + " " + metric_text(name, value);
   return line;
 }
 

@@ -76,6 +76,7 @@ data::SourceSpec source_spec(const Config& config, bool evaluating, SetupProgres
   spec.features = d.features;
   spec.exclude = d.exclude;
   spec.categorical = d.categorical;
+  spec.missing = d.missing;
   spec.val_path = d.val_path;
   spec.val_labels = d.val_labels;
   spec.dsn = d.dsn;

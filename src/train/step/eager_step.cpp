@@ -51,6 +51,10 @@ class EagerStep final : public StepBackend {
     }
     p.scaler.step(p.params, p.optimizer);
     p.scaler.update();
+    if (p.grad_norm && p.grad_norm->keep_gradients) {
+      p.grad_norm->gradients.clear();
+      for (const auto& param : p.params) p.grad_norm->gradients.push_back(param.grad().defined() ? param.grad().clone() : at::Tensor());
+    }
     p.optimizer.zero_grad(/*set_to_none=*/true);
   }
 };

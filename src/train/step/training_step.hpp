@@ -30,6 +30,11 @@ class GradScaler;
 struct GradNormSlot {
   bool wanted = false;  ///< measure the next steps' norm
   at::Tensor value;     ///< the last measured step's, a device scalar
+  /// Keep a copy of the next step's gradients (unscaled, as applied) in `gradients`, in the
+  /// parameters' order, for a callback to read (histograms). A replayed CUDA graph leaves its
+  /// gradients in place instead.
+  bool keep_gradients = false;
+  std::vector<at::Tensor> gradients;
 };
 
 struct StepParts {

@@ -461,7 +461,8 @@ TEST(Csv, MissingValuesAreCountedWithThePandasLineThatDropsThoseRows) {
             "missing values are not filled in for you: fill them in, or drop those rows with python3 -c \"import pandas as pd; df = "
             "pd.read_csv('" +
                 path + "'); df.dropna().to_csv('" + complete + "', index=False)\" and use " + complete +
-                ", or leave the columns out with data.exclude: [b, c]");
+                " (data.missing: drop does so as it reads), or have gputrain fill them: data.missing: mean (or zero), or leave the "
+                "columns out with data.exclude: [b, c]");
   // R's NA is a missing value too, wherever it is the first.
   EXPECT_NE(error_of(CsvSpec{{"c"}, {"label"}, true})
                 .first.find(":9: column 'c' (3): 'NA' marks a missing value; 1 of its 10 rows misses a value ('c' 1)"),

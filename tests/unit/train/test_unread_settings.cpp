@@ -80,3 +80,12 @@ TEST(UnreadSettings, NamesChannelsLastForSamplesThatAreNotImages) {
   EXPECT_TRUE(unread_with({"model.name=resnet18", "data.shape=[3, 32, 32]", "train.channels_last=true"}).empty());
   EXPECT_TRUE(unread_with({"model.name=mlp", "data.shape=[12]", "train.channels_last=false"}).empty());
 }
+
+TEST(UnreadSettings, NamesEmaEveryWithoutEmaAndMissingWithoutColumns) {
+  EXPECT_EQ(unread_with({"train.ema_every=4"}),
+            std::vector<std::string>{
+                "train.ema_every is 4, but train.ema_decay is 0: there is no moving average to update (set train.ema_decay, e.g. 0.999)"});
+  EXPECT_TRUE(unread_with({"train.ema_every=4", "train.ema_decay=0.99"}).empty());
+  EXPECT_EQ(unread_with({"data.missing=mean"}),
+            std::vector<std::string>{"data.missing is mean, but data.source is synthetic: only csv and postgres data can miss values"});
+}

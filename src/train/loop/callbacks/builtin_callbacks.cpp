@@ -3,6 +3,8 @@
 namespace gputrain::train {
 
 std::optional<double> watched_value(const EpochMetrics& m, const std::string& metric) {
+  for (const auto& [name, value] : m.extra)
+    if (name == metric) return value;
   if (metric == "val_loss") return m.val_loss;
   if (metric == "val_accuracy") return m.val_accuracy;
   if (metric == "val_balanced_accuracy") return m.val_balanced_accuracy;
@@ -42,6 +44,8 @@ std::vector<std::shared_ptr<Callback>> builtin_callbacks(const Config& config) {
   add(periodic_checkpoint_callback(config));
   add(divergence_stop_callback());
   add(time_limit_callback(config));
+  add(ema_weights_callback(config));
+  add(tensorboard_extras_callback(config));  // after best.pt's: at the end it follows best.pt's choice of epoch
   return callbacks;
 }
 

@@ -32,6 +32,8 @@ std::unique_ptr<Callback> plateau_callback(const Config& config);
 std::unique_ptr<Callback> periodic_checkpoint_callback(const Config& config);
 std::unique_ptr<Callback> divergence_stop_callback();
 std::unique_ptr<Callback> time_limit_callback(const Config& config);
+std::unique_ptr<Callback> ema_weights_callback(const Config& config);
+std::unique_ptr<Callback> tensorboard_extras_callback(const Config& config);
 
 /// The built-in callbacks this config turns on, in the order they run: best.pt before early
 /// stopping and the plateau schedule (as a resumed run must find them), checkpoints after.
