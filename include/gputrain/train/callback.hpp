@@ -93,8 +93,9 @@ class RunControl {
   /// Asks for the next optimizer step's gradients, which gradients() gives in its on_step_end (a
   /// copy: the step frees them otherwise).
   virtual void want_gradients() = 0;
-  /// The gradients of the step just taken, as applied (unscaled), by parameter name; empty unless
-  /// want_gradients() asked for them before the step.
+  /// The gradients of the step just taken, as applied (unscaled), by parameter name: an eager
+  /// step's when want_gradients() asked for them before it (else none); a replayed CUDA graph's
+  /// always, since they stay in place.
   virtual NamedTensors gradients() = 0;
 };
 
