@@ -75,13 +75,14 @@ void drop_rows(Table& table, const Gaps& gaps, std::size_t width) {
 
 }  // namespace
 
-void fill_missing(Table& table, const CsvSpec& spec, CsvColumns* columns) {
-  if (spec.missing.empty() || spec.missing == "error") return;
+Filled fill_missing(Table& table, const CsvSpec& spec) {
+  Filled filled;
+  if (spec.missing.empty() || spec.missing == "error") return filled;
   std::vector<std::string> names;  // the columns of numbers, in the chunks' order
   for (std::size_t f = 0; f < table.features.size(); ++f)
     if (table.category_of[f] < 0) names.push_back(table.features[f]);
   const auto width = names.size();
-  if (width == 0) return;
+  if (width == 0) return filled;
   const auto gaps = gaps_of(table, width);
   const auto where = "'" + table.path + "'";
   const auto counts = per_column(names, gaps.missing);
@@ -91,12 +92,11 @@ void fill_missing(Table& table, const CsvSpec& spec, CsvColumns* columns) {
                        "leave the emptiest columns out (data.exclude), or set data.missing: mean");
     if (gaps.rows_missing > 0) {
       drop_rows(table, gaps, width);
-      if (columns)
-        columns->notes.push_back("note: data.missing: drop: " + std::to_string(gaps.rows_missing) + " of " +
-                                 std::to_string(gaps.rows_missing + table.rows) + " rows of " + where + " miss a value (" + counts +
-                                 ") and are left out");
+      filled.note = "note: data.missing: drop: " + std::to_string(gaps.rows_missing) + " of " +
+                    std::to_string(gaps.rows_missing + table.rows) + " rows of " + where + " miss a value (" + counts +
+                    ") and are left out";
     }
-    return;
+    return filled;
   }
   std::vector<double> fill(width, 0.0);  // zero
   if (!spec.fill_values.empty()) {
@@ -112,14 +112,14 @@ void fill_missing(Table& table, const CsvSpec& spec, CsvColumns* columns) {
   for (auto& chunk : table.chunks)
     for (std::size_t k = 0; k < chunk.numbers.size(); ++k)
       if (std::isnan(chunk.numbers[k])) chunk.numbers[k] = static_cast<float>(fill[k % width]);
-  if (!columns) return;
-  for (std::size_t f = 0; f < width; ++f) columns->fill_values.emplace_back(names[f], fill[f]);
+  for (std::size_t f = 0; f < width; ++f) filled.values.emplace_back(names[f], fill[f]);
   if (gaps.rows_missing > 0)
-    columns->notes.push_back("note: data.missing: " + spec.missing + ": " + std::to_string(gaps.rows_missing) + " of " +
-                             std::to_string(table.rows) + " rows of " + where + " miss a value (" + counts + "), filled with " +
-                             (spec.missing == "zero"     ? "0"
-                              : spec.fill_values.empty() ? "the column's mean"
-                                                         : "the training data's column mean"));
+    filled.note = "note: data.missing: " + spec.missing + ": " + std::to_string(gaps.rows_missing) + " of " + std::to_string(table.rows) +
+                  " rows of " + where + " miss a value (" + counts + "), filled with " +
+                  (spec.missing == "zero"     ? "0"
+                   : spec.fill_values.empty() ? "the column's mean"
+                                              : "the training data's column mean");
+  return filled;
 }
 
 }  // namespace gputrain::data::csv

@@ -8,10 +8,16 @@
 
 namespace gputrain::data::csv {
 
+/// What fill_missing did: the value each column of numbers is filled with (mean, zero; by name,
+/// in the features' order) and a note when any value was missing.
+struct Filled {
+  std::vector<std::pair<std::string, double>> values;
+  std::string note;
+};
+
 /// Fills or drops the NaNs of `table`'s columns of numbers as `spec.missing` says; a validation
-/// table takes the training table's values (`spec.fill_values`). `columns`, when given, receives
-/// the value each column of numbers is filled with (mean, zero) and a note of what was done.
-/// Throws UsageError when a column has no value at all (mean) or no row is left (drop).
-void fill_missing(Table& table, const CsvSpec& spec, CsvColumns* columns);
+/// table takes the training table's values (`spec.fill_values`). Throws UsageError when a column
+/// has no value at all (mean) or no row is left (drop).
+Filled fill_missing(Table& table, const CsvSpec& spec);
 
 }  // namespace gputrain::data::csv

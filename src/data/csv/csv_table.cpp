@@ -118,8 +118,7 @@ void describe_columns(const Table& table, CsvColumns& columns) {
 }  // namespace
 
 TensorDataset finish_table(Table table, const CsvSpec& spec, CsvColumns* columns) {
-  CsvColumns filled;  // what fill_missing did, kept apart until describe_columns has set the rest
-  fill_missing(table, spec, &filled);
+  auto filled = fill_missing(table, spec);
   std::vector<std::string> names;  // the categorical columns', in the features' order
   for (std::size_t f = 0; f < table.features.size(); ++f)
     if (table.category_of[f] >= 0) names.push_back(table.features[f]);
@@ -127,8 +126,8 @@ TensorDataset finish_table(Table table, const CsvSpec& spec, CsvColumns* columns
     for (std::size_t k = 0; k < table.categories.size(); ++k) check_categories(table, names[k], table.categories[k], spec);
   if (columns) {
     describe_columns(table, *columns);
-    columns->fill_values = std::move(filled.fill_values);
-    columns->notes.insert(columns->notes.end(), filled.notes.begin(), filled.notes.end());
+    columns->fill_values = std::move(filled.values);
+    if (!filled.note.empty()) columns->notes.push_back(std::move(filled.note));
   }
   // Each row is its runs of number columns, copied whole (a table without categories: one run),
   // and each category's one-hot columns: a branch per feature per row would cost more than the copy.

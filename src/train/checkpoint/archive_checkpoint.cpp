@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "checkpoint_file.hpp"
+#include "optimizer_state_dict.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -105,9 +106,7 @@ CheckpointContents read_archive_checkpoint(const std::string& path, c10::Device 
     try {
       optimizer.load(saved);
     } catch (const c10::Error& e) {
-      throw UsageError("the optimizer state in checkpoint '" + path + "' does not fit this run's optimizer: " + e.what_without_backtrace(),
-                       "resume with the optimizer settings the checkpoint was written with (its config.yaml), or set "
-                       "checkpoint.resume: never");
+      refuse_optimizer_state(path, "", e.what_without_backtrace());
     }
   };
   return contents;

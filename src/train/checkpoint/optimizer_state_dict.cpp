@@ -14,6 +14,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/optimizer.hpp"
+#include "pickle_dict.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -34,10 +35,6 @@ Kind kind_of(optim::Optimizer& optimizer) {
 const char* kind_name(Kind kind) {
   return kind == Kind::sgd ? "SGD" : kind == Kind::adam ? "Adam" : kind == Kind::adamw ? "AdamW" : "this optimizer";
 }
-
-Dict named_dict() { return Dict(c10::StringType::get(), c10::AnyType::get()); }
-
-at::Tensor on_host(const at::Tensor& t) { return t.detach().to(at::kCPU).contiguous(); }
 
 // The hyper-parameters under PyTorch's names, with the values its own optimizer shows for the
 // same settings (gputrain never maximizes; foreach and fused are PyTorch's choices of kernel).
@@ -110,6 +107,12 @@ c10::IValue archive_bytes(optim::Optimizer& optimizer) {
 
 }  // namespace
 
+void refuse_optimizer_state(const std::string& path, const std::string& optimizer, const std::string& why) {
+  throw UsageError("the optimizer state in checkpoint '" + path + "' does not fit this run's optimizer" + optimizer + ": " + why,
+                   "resume with the optimizer settings the checkpoint was written with (its config.yaml), or set "
+                   "checkpoint.resume: never");
+}
+
 c10::IValue optimizer_state_dict(optim::Optimizer& optimizer, const NamedTensors& named) {
   const Kind kind = kind_of(optimizer);
   if (kind == Kind::other) return archive_bytes(optimizer);
@@ -147,12 +150,7 @@ class StateReader {
  public:
   StateReader(Kind kind, const std::string& path) : kind_(kind), path_(path) {}
 
-  [[noreturn]] void refuse(const std::string& why) const {
-    throw UsageError(
-        "the optimizer state in checkpoint '" + path_ + "' does not fit this run's optimizer (" + kind_name(kind_) + "): " + why,
-        "resume with the optimizer settings the checkpoint was written with (its config.yaml), or set "
-        "checkpoint.resume: never");
-  }
+  [[noreturn]] void refuse(const std::string& why) const { refuse_optimizer_state(path_, std::string(" (") + kind_name(kind_) + ")", why); }
 
   at::Tensor like(const c10::IValue& value, const at::Tensor& param, const std::string& what) const {
     if (!value.isTensor()) refuse(what + " is not a tensor");

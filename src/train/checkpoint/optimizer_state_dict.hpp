@@ -4,7 +4,8 @@
 //   {"state": {0: {"momentum_buffer": t}, ...},
 //    "param_groups": [{"lr": 0.1, "momentum": 0.9, ..., "params": [0, 1], "param_names": [...]}]}
 // Parameters are numbered across the groups in order, as PyTorch numbers them. Another optimizer
-// (a C++ program's own) is kept as LibTorch's archive bytes under "libtorch_archive".
+// (one a C++ program passes to save_checkpoint itself) is kept as LibTorch's archive bytes under
+// "libtorch_archive".
 
 #include <ATen/core/ivalue.h>
 
@@ -27,5 +28,9 @@ c10::IValue optimizer_state_dict(torch::optim::Optimizer& optimizer, const Named
 /// Throws UsageError, naming checkpoint `path`, when it does not fit: another optimizer, other
 /// groups, other parameters.
 void load_optimizer_state_dict(torch::optim::Optimizer& optimizer, const c10::IValue& state, const std::string& path);
+
+/// Throws the UsageError of an optimizer state in checkpoint `path` that does not fit: `why`, and
+/// the optimizer (" (SGD)", or "" when unnamed); every checkpoint format says it so.
+[[noreturn]] void refuse_optimizer_state(const std::string& path, const std::string& optimizer, const std::string& why);
 
 }  // namespace gputrain::train

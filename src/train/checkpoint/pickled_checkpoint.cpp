@@ -13,6 +13,7 @@
 #include "checkpoint_file.hpp"
 #include "gputrain/train/amp.hpp"
 #include "optimizer_state_dict.hpp"
+#include "pickle_dict.hpp"
 #include "train/models/state_dict_file.hpp"
 #include "train/models/state_dict_pickle.hpp"
 
@@ -24,11 +25,9 @@ using List = c10::impl::GenericList;
 
 constexpr char kFormatName[] = "gputrain checkpoint";
 
-Dict named_dict() { return Dict(c10::StringType::get(), c10::AnyType::get()); }
-
 Dict tensor_dict(const NamedTensors& tensors) {
   Dict d = named_dict();
-  for (const auto& [name, t] : tensors) d.insert(name, t.detach().to(at::kCPU).contiguous());
+  for (const auto& [name, t] : tensors) d.insert(name, on_host(t));
   return d;
 }
 
