@@ -10,7 +10,8 @@ then finds:
     count; the gradients' are of the same size and not zero;
   - the resolved config as text (tag `config`, the Text tab), the one config.yaml holds;
   - the settings as hyper-parameters (the HParams plugin's session start): optimizer.lr 0.05 as a
-    number, train.deterministic as a bool, model.name as text.
+    number, train.deterministic as a bool, model.name as text;
+  - gradient histograms in a run with logging.grad_norm false too.
 """
 import os
 import subprocess
@@ -29,15 +30,18 @@ def main():
     except ImportError as e:
         print(f"SKIP: {e} (scripts/requirements.txt installs it)")
         sys.exit(77)
+    def train(run_dir, *settings):
+        args = command + ["--set", "device=cpu", "--set", "model.name=mlp", "--set", "model.hidden=[16]", "--set", "data.shape=[6]",
+                          "--set", "data.classes=3", "--set", "data.samples=64", "--set", "data.val_samples=16",
+                          "--set", "train.batch_size=16", "--set", "train.epochs=2", "--set", "optimizer.lr=0.05",
+                          "--set", "train.deterministic=true", "--set", "logging.histograms_every=4",
+                          "--set", "logging.progress=lines", "--set", f"logging.dir={run_dir}", *settings]
+        result = subprocess.run(args, capture_output=True, text=True)
+        if result.returncode != 0:
+            fail(f"{' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+
     run_dir = os.path.join(workdir, "run")
-    args = command + ["--set", "device=cpu", "--set", "model.name=mlp", "--set", "model.hidden=[16]", "--set", "data.shape=[6]",
-                      "--set", "data.classes=3", "--set", "data.samples=64", "--set", "data.val_samples=16",
-                      "--set", "train.batch_size=16", "--set", "train.epochs=2", "--set", "optimizer.lr=0.05",
-                      "--set", "train.deterministic=true", "--set", "logging.histograms_every=4",
-                      "--set", "logging.progress=lines", "--set", f"logging.dir={run_dir}"]
-    result = subprocess.run(args, capture_output=True, text=True)
-    if result.returncode != 0:
-        fail(f"{' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+    train(run_dir)
     events = EventAccumulator(run_dir, size_guidance={"histograms": 0, "tensors": 0})
     events.Reload()
     tags = events.Tags()
@@ -81,6 +85,18 @@ def main():
             hparams["model.name"].string_value != "mlp" or hparams["model.hidden"].string_value != "[16]":
         fail(f"hyper-parameters read back as {dict((k, str(v).strip()) for k, v in list(hparams.items())[:8])}")
     print(f"ok: {len(hparams)} settings as TensorBoard hyper-parameters (optimizer.lr, train.deterministic, model.name, ...)")
+
+    # The gradients are read out whether or not logging.grad_norm measures their norm.
+    quiet_dir = os.path.join(workdir, "no-grad-norm")
+    train(quiet_dir, "--set", "logging.grad_norm=false")
+    quiet = EventAccumulator(quiet_dir, size_guidance={"histograms": 0})
+    quiet.Reload()
+    for name in weights:
+        tag = f"gradients/{name}"
+        steps = [p.step for p in quiet.Histograms(tag)] if tag in quiet.Tags()["histograms"] else []
+        if steps != [4, 8]:
+            fail(f"with logging.grad_norm false: {tag} at steps {steps}, not 4 and 8")
+    print("ok: gradient histograms with logging.grad_norm false too")
 
 
 if __name__ == "__main__":

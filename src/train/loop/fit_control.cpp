@@ -50,7 +50,7 @@ EpochMetrics Trainer::State::FitLoop::validate_with(const NamedTensors& weights)
 NamedTensors Trainer::State::FitLoop::gradients() {
   std::unordered_map<const void*, std::string> names;
   for (const auto& [name, t] : s_.model->named_state()) names.emplace(t.unsafeGetTensorImpl(), name);
-  const auto& kept = s_.grad_norm.gradients;
+  const auto& kept = s_.readout.gradients;
   NamedTensors out;
   for (std::size_t i = 0; i < s_.params.size(); ++i) {
     // A replayed CUDA graph keeps its gradients in place; an eager step left a copy.

@@ -86,9 +86,9 @@ void Trainer::State::FitLoop::run_epoch() {
     });
     const auto step_start = Clock::now();
     if (fed && s_.options.on_batch) s_.options.on_batch(fed->batch);
-    s_.grad_norm.wanted = s_.config.logging.grad_norm && logs_step(progress.step + 1, totals_.steps == 0);  // for its line only
+    s_.readout.wanted = s_.config.logging.grad_norm && logs_step(progress.step + 1, totals_.steps == 0);  // for its line only
     const auto loss = s_.engine->step(fed ? &fed->batch : nullptr, global_rows, progress.step, *s_.train_guard);
-    if (s_.grad_norm.wanted) window_.grad_norm = s_.grad_norm.value;
+    if (s_.readout.wanted) window_.grad_norm = s_.readout.value;
     if (batch_sizes_seen_.insert(rows).second || s_.engine->last_step_was_setup()) {
       window_.setup_seconds += seconds_since(step_start);
       window_.setup_samples += rows;
@@ -112,9 +112,9 @@ void Trainer::State::FitLoop::run_epoch() {
     // would otherwise say nothing, not even its ETA, until logging.every_steps steps have passed.
     const bool logged = logs_step(progress.step, totals_.steps == 1);
     if (logged) report_steps(lr);
-    const bool kept = std::exchange(s_.grad_norm.keep_gradients, false);  // a callback may ask again for the next step
+    const bool kept = std::exchange(s_.readout.keep_gradients, false);  // a callback may ask again for the next step
     each_callback([&](Callback& c) { c.on_step_end(*this, progress.step); });
-    if (kept) s_.grad_norm.gradients.clear();
+    if (kept) s_.readout.gradients.clear();
     write_due_checkpoints();
     if (!distributed && stop_ && !logged) report_steps(lr);  // a plain run's last step is reported
     if (s_.options.after_step) s_.options.after_step(progress.step);

@@ -53,7 +53,7 @@ class Trainer::State::FitLoop final : public RunControl {
   Model& model() override;
   EpochMetrics validate_with(const NamedTensors& weights) override;
   std::string save_weights(const std::string& file_name, const NamedTensors& tensors) override;
-  void want_gradients() override { s_.grad_norm.keep_gradients = true; }
+  void want_gradients() override { s_.readout.keep_gradients = true; }
   NamedTensors gradients() override;
 
  private:

@@ -63,7 +63,7 @@ struct Trainer::State : RunContext {
   std::vector<at::Tensor> buffers;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   std::vector<double> group_lrs;  // each optimizer group's base rate (optimizer.param_groups)
-  GradNormSlot grad_norm;         // the logged steps' gradient norm (logging.grad_norm)
+  GradientReadout readout;        // the logged steps' gradient norm (logging.grad_norm), gradients a callback asked for
   std::unique_ptr<GradScaler> scaler;
   std::unique_ptr<StepEngine> engine;
   std::unique_ptr<CheckpointStore> store;

@@ -178,8 +178,8 @@ void Trainer::State::make_the_step() {
   optimizer = make_optimizer(config.optimizer, trained, group_lrs);
   scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
   engine = std::make_unique<StepEngine>(StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last,
-                                                  classification, device, sync.get(), class_weights,
-                                                  config.logging.grad_norm ? &grad_norm : nullptr});
+                                                  classification, device, sync.get(), class_weights, &readout});
+  readout.norms = config.logging.grad_norm;
   train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
   val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");
   // Every rank issues the same collectives only if every rank splits its step alike.

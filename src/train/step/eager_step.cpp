@@ -41,19 +41,19 @@ class EagerStep final : public StepBackend {
   }
 
   void apply(const StepParts& p) override {
-    const bool measure = p.grad_norm && p.grad_norm->wanted;
+    const bool measure = p.readout && p.readout->wanted;
     if (p.train.clip_grad_norm > 0 || measure) p.scaler.unscale(p.params);  // the norm of the true gradients
     if (p.train.clip_grad_norm > 0) {
       const auto norm = clip_grad_norm(p.params, p.train.clip_grad_norm);
-      if (measure) p.grad_norm->value = norm;
+      if (measure) p.readout->value = norm;
     } else if (measure) {
-      p.grad_norm->value = global_grad_norm(p.params);
+      p.readout->value = global_grad_norm(p.params);
     }
     p.scaler.step(p.params, p.optimizer);
     p.scaler.update();
-    if (p.grad_norm && p.grad_norm->keep_gradients) {
-      p.grad_norm->gradients.clear();
-      for (const auto& param : p.params) p.grad_norm->gradients.push_back(param.grad().defined() ? param.grad().clone() : at::Tensor());
+    if (p.readout && p.readout->keep_gradients) {
+      p.readout->gradients.clear();
+      for (const auto& param : p.params) p.readout->gradients.push_back(param.grad().defined() ? param.grad().clone() : at::Tensor());
     }
     p.optimizer.zero_grad(/*set_to_none=*/true);
   }

@@ -92,7 +92,7 @@ class GraphStep final : public StepBackend {
     if (auto* on_device = device_stepped(p.optimizer)) on_device->sync_lr();
     step.graph->replay();
     replayed_ = true;
-    if (p.grad_norm && step.grad_norm.defined()) p.grad_norm->value = step.grad_norm;
+    if (p.readout && step.grad_norm.defined()) p.readout->value = step.grad_norm;
     return step.loss;
   }
 
@@ -130,13 +130,18 @@ void GraphStep::record(const StepParts& p, CapturedStep& step, c10::cuda::CUDASt
   step.graph->capture_begin(step.graph_pool, cudaStreamCaptureModeThreadLocal);
   step.loss = eager_->accumulate(p, data::Batch{step.inputs, step.targets}, step.key.micro_batch, step.key.global_rows, {});
   // A graph cannot measure on some replays only: with logging.grad_norm every replay does (a few
-  // kernels), and the loop reads the buffer on the steps it logs.
-  const bool measured = p.grad_norm && p.grad_norm->wanted;
-  if (p.grad_norm) p.grad_norm->wanted = true;
+  // kernels), and the loop reads the buffer on the steps it logs. Gradients are not copied inside
+  // it: a graph's stay in place for a callback to read.
+  const bool measured = p.readout && p.readout->wanted, keep = p.readout && p.readout->keep_gradients;
+  if (p.readout) {
+    p.readout->wanted = p.readout->norms;
+    p.readout->keep_gradients = false;
+  }
   eager_->apply(p);
-  if (p.grad_norm) {
-    step.grad_norm = p.grad_norm->value;
-    p.grad_norm->wanted = measured;
+  if (p.readout) {
+    if (p.readout->norms) step.grad_norm = p.readout->value;
+    p.readout->wanted = measured;
+    p.readout->keep_gradients = keep;
   }
   step.graph->capture_end();
   step.recorded = true;

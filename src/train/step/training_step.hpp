@@ -25,9 +25,10 @@ namespace gputrain::train {
 class Model;
 class GradScaler;
 
-/// What a step works on; references only, owned by the caller.
-/// Where a step leaves its gradients' global norm when asked (logging.grad_norm, on logged steps).
-struct GradNormSlot {
+/// What a step reads out of its gradients when asked: their global norm (logging.grad_norm, on
+/// logged steps), a copy of them (a callback's histograms).
+struct GradientReadout {
+  bool norms = false;   ///< logging.grad_norm: norms may be asked for (a captured graph measures every step's)
   bool wanted = false;  ///< measure the next steps' norm
   at::Tensor value;     ///< the last measured step's, a device scalar
   /// Keep a copy of the next step's gradients (unscaled, as applied) in `gradients`, in the
@@ -37,6 +38,7 @@ struct GradNormSlot {
   std::vector<at::Tensor> gradients;
 };
 
+/// What a step works on; references only, owned by the caller.
 struct StepParts {
   Model& model;
   torch::optim::Optimizer& optimizer;
@@ -49,7 +51,7 @@ struct StepParts {
   c10::Device device;
   dist::GradientSync* sync = nullptr;  ///< armed before the last micro-batch's backward (distributed runs)
   at::Tensor class_weights;            ///< train.class_weights on the device, [classes]; undefined: every sample weighs 1
-  GradNormSlot* grad_norm = nullptr;   ///< set: the norm is measured when it says it is wanted
+  GradientReadout* readout = nullptr;  ///< set: the norm and the gradients are read out when it asks
 };
 
 /// Cross-entropy for classification (with `label_smoothing`, PyTorch's: the target is that share
