@@ -186,13 +186,16 @@ probe)
   ;;
 graphs)
   step "ctest GpuGraphs"
-  ctest --test-dir $build -R "^GpuGraphs" -V --timeout 120 > "$out/ctest-graphs.log" 2>&1; echo "rc=$?"
-  grep -E "Passed|Failed|Not Run|captured|cuda graphs" "$out/ctest-graphs.log" | head -30
+  ctest --test-dir $build -R "^GpuGraphs" -V --timeout 45 > "$out/ctest-graphs.log" 2>&1; echo "rc=$?"
+  grep -E "Passed|Failed|Not Run|captured|cuda graphs|error|Error|Expected|Which is|differs" "$out/ctest-graphs.log" | head -40
   for graphs in on off; do
     run_bench "profile-step-graphs-$graphs" 60 bash -c "$build/bin/gputrain profile --step configs/resnet18-cifar.yaml \
         --set train.cuda_graphs=$graphs 2>&1"
   done
-  GPUTRAIN_BUILD=$build run_bench train-graphs 300 "$python" bench/train_vs_pytorch.py --runs 3 --cases resnet18
+  GPUTRAIN_BUILD=$build run_bench train-graphs 300 "$python" bench/train_vs_pytorch.py --runs "${GPUTRAIN_BENCH_RUNS:-3}" --cases resnet18
+  # graphs2's cases in what is left (each case's table is printed as it ends)
+  GPUTRAIN_BUILD=$build run_bench train-graphs2 500 "$python" bench/train_vs_pytorch.py --runs "${GPUTRAIN_BENCH_RUNS:-3}" \
+      --cases mlp_yaml,transformer_bf16,resnet18_1024
   ;;
 graphs2)
   GPUTRAIN_BUILD=$build run_bench train-graphs2 500 "$python" bench/train_vs_pytorch.py --runs 3 \

@@ -22,4 +22,9 @@ for p in "${packages[@]}"; do
     if [ -L "$f" ]; then mkdir -p "$dest$(dirname "$f")"; cp -a "$f" "$dest$f"; fi
   done
 done
+# libpq's own libraries (LDAP, Kerberos, TLS, ...): the GPU machine may lack some, and the linker
+# needs every one of them to link a program against libpq. glibc's stay behind (the machine's own).
+ldd /usr/lib/x86_64-linux-gnu/libpq.so.5 | awk '$3 ~ /^\// {print $3}' \
+  | grep -vE '/(libc|libm|libresolv|libpthread|libdl|ld-linux[^/]*)\.so' \
+  | while read -r lib; do cp -L "$lib" "$dest/usr/lib/x86_64-linux-gnu/"; done
 du -sh "$dest"

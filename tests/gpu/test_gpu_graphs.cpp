@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
@@ -52,9 +53,11 @@ Config graph_run(const std::string& name, const std::string& graphs, std::vector
   return load_config({{}, all, ""});
 }
 
-std::vector<double> step_losses(const FitResult& result) {
-  std::vector<double> out;
-  for (const auto& record : test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "step")) out.push_back(record["loss"]);
+// Each step line's loss; a non-finite one (a skipped fp16 step) is null in metrics.jsonl.
+std::vector<std::optional<double>> step_losses(const FitResult& result) {
+  std::vector<std::optional<double>> out;
+  for (const auto& record : test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "step"))
+    out.push_back(record["loss"].is_null() ? std::nullopt : std::optional<double>(record["loss"].get<double>()));
   return out;
 }
 
@@ -146,10 +149,12 @@ TEST_F(GpuGraphs, AGraphRunsCheckpointResumesExactly) {
 // splits the micro-batch, which warms up and is captured in turn, and the run trains every sample.
 // A replay allocates nothing, so it is the warm-up or the capture that meets the cap.
 TEST_F(GpuGraphs, AnOomSplitIsCapturedAtTheNewMicroBatch) {
+  // fp32, as GpuTrainer.ARealCudaOomMidRunIsSurvived: bf16's smaller activations leave the cap
+  // too little above the weights, optimizer state and cached data for any micro-batch to fit.
   const std::vector<std::string> big{
-      "model.name=mlp",        "data.shape=[1024]",   "model.hidden=[4096, 4096]", "data.samples=32768",
+      "model.name=mlp",        "data.shape=[1024]",   "model.hidden=[4096, 4096]", "data.samples=16384",
       "data.val_samples=0",    "data.crop_padding=0", "data.hflip=false",          "checkpoint.best_metric=none",
-      "train.batch_size=4096", "train.epochs=1",      "train.tf32=false"};
+      "train.batch_size=4096", "train.epochs=2",      "train.tf32=false",          "train.precision=fp32"};
   const c10::Device gpu(c10::kCUDA, 0);
   std::uint64_t peak = 0;
   {
@@ -161,14 +166,14 @@ TEST_F(GpuGraphs, AnOomSplitIsCapturedAtTheNewMicroBatch) {
   memory::release_cached_memory(gpu);
   auto options = test_support::quiet_trainer();
   options.after_step = [&](std::int64_t step) {
-    if (step == 1) memory::cap_memory(gpu, peak * 3 / 4);
+    if (step == 1) memory::cap_memory(gpu, peak * 7 / 8);  // 3/4 left no micro-batch room for a capture (H200)
   };
   Trainer capped(graph_run("oom-capped", "on", big), options);
   const auto result = capped.fit();
   memory::cap_memory(gpu, 0);
   EXPECT_GE(result.oom_events, 1);
   EXPECT_LT(result.micro_batch, 4096);
-  EXPECT_EQ(result.samples, 32768);
+  EXPECT_EQ(result.samples, 32768);  // 2 epochs of 16384
   std::ifstream log(fs::path(result.run_dir) / "training.log");
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("cuda graphs: the step at micro-batch " + std::to_string(result.micro_batch) + " is captured"), std::string::npos)

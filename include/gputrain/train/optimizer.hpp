@@ -53,6 +53,8 @@ class DeviceStepped {
   /// Whether the last step ran in the fused kernels (false: LibTorch's own step, which reads the
   /// host and cannot be captured).
   virtual bool last_step_fused() const = 0;
+  /// Why the last step was not fused, naming the parameter at fault; "" when it was.
+  virtual std::string why_not_fused() const { return {}; }
 };
 
 /// `optimizer` as a DeviceStepped, or nullptr when it is not one of make_optimizer's.

@@ -101,6 +101,30 @@ std::string Trainer::State::refused_saves_explained(const std::function<std::str
   }
 }
 
+namespace {
+
+at::Generator generator_of(c10::Device device) {
+  return device.is_cuda() ? at::globalContext().defaultGenerator(device) : at::globalContext().defaultGenerator(at::kCPU);
+}
+
+}  // namespace
+
+void Trainer::State::keep_rng_at_setup() {
+  cpu_rng_at_setup = generator_of(c10::Device(at::kCPU)).get_state();
+  if (device.is_cuda()) device_rng_at_setup = generator_of(device).get_state();
+}
+
+// The first fit() draws as though it ran right after its set-up; a later one goes on from there.
+void Trainer::State::restore_rng_at_setup() {
+  for (auto [on, state] : {std::pair{c10::Device(at::kCPU), &cpu_rng_at_setup}, std::pair{device, &device_rng_at_setup}}) {
+    if (!state->defined()) continue;
+    auto generator = generator_of(on);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(*state);
+    *state = at::Tensor();
+  }
+}
+
 Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_unique<State>()) {
   state_->config = std::move(config);
   state_->options = std::move(options);
@@ -113,6 +137,7 @@ Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_uniqu
       state_->choose_step_backend();
       state_->resume();
       state_->write_config_file();
+      state_->keep_rng_at_setup();
     }
   } catch (const c10::OutOfMemoryError& e) {
     throw Error("out of memory before the first step, while placing the data, the model and its optimizer on " + state_->device.str() +
@@ -140,6 +165,7 @@ FitResult Trainer::fit() {
   result.run_dir = s.config.logging.dir;
   result.total_steps = s.total_steps;
   result.start_step = s.progress.step;
+  s.restore_rng_at_setup();
   s.open_reporter(s.progress.step);
   State::FitLoop loop(s, result);
   try {

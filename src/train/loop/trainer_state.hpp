@@ -75,6 +75,9 @@ struct Trainer::State : RunContext {
   std::int64_t last_saved_step = -1;
   std::string last_checkpoint;
   std::string cuda_graphs = "off";  // train.cuda_graphs as resolved: "on" or "off (why)"
+  // The random generators' states once set up (seeded, or restored by a resume), which the first
+  // fit() starts from: what another trainer in this process drew meanwhile changes nothing.
+  at::Tensor cpu_rng_at_setup, device_rng_at_setup;
   bool classification = true;
   at::Tensor class_weights;    // data.class_weights on the device (undefined: none)
   bool channels_last = false;  // config.uses_channels_last(), resolved once
@@ -106,6 +109,8 @@ struct Trainer::State : RunContext {
   void resolve_workers();
   void open_reporter(std::int64_t start_step);
   void resume();
+  void keep_rng_at_setup();
+  void restore_rng_at_setup();
   void stamp_progress();
   void refuse_another_run(const std::string& path, const YAML::Node& saved, const TrainingProgress& at) const;
   void continue_on_this_shape(const std::string& path);

@@ -7,19 +7,44 @@
 namespace gputrain::train {
 namespace {
 
-// Whether the fused kernels can update this group: they walk parameter, gradient and state
-// buffers as flat arrays of one dtype on one device.
-bool fusable(const torch::optim::OptimizerParamGroup& group) {
+// Whether two dense tensors lay their elements out in the same order: equal strides in every
+// dimension longer than one (a size-1 dimension's stride addresses nothing; cuDNN's gradients of
+// channels_last 1x1 convolutions differ from their weights there).
+bool same_element_order(const at::Tensor& a, const at::Tensor& b) {
+  if (a.sizes() != b.sizes()) return false;
+  for (std::int64_t d = 0; d < a.dim(); ++d)
+    if (a.size(d) > 1 && a.stride(d) != b.stride(d)) return false;
+  return true;
+}
+
+// Why the fused kernels cannot update this group, or "" when they can: they walk parameter,
+// gradient and state buffers as flat arrays of one dtype on one device, in the same element order.
+std::string unfusable(const torch::optim::OptimizerParamGroup& group) {
   const at::Tensor* first = nullptr;
+  std::size_t index = 0;
   for (const auto& p : group.params()) {
     const auto& grad = p.grad();
+    const auto which = [&p, i = index++] { return "parameter " + std::to_string(i) + " " + c10::str(p.sizes()); };
     if (!grad.defined()) continue;
-    if (!at::isFloatingType(p.scalar_type()) || p.is_sparse() || grad.is_sparse()) return false;
-    if (!p.is_non_overlapping_and_dense() || grad.strides() != p.strides() || grad.scalar_type() != p.scalar_type()) return false;
+    if (!at::isFloatingType(p.scalar_type()) || p.is_sparse() || grad.is_sparse()) return which() + " is not a dense float tensor";
+    if (!p.is_non_overlapping_and_dense() || !grad.is_non_overlapping_and_dense())
+      return which() + " or its gradient is not dense (strides " + c10::str(p.strides()) + ", " + c10::str(grad.strides()) + ")";
+    if (!same_element_order(p, grad))
+      return which() + " and its gradient are laid out differently (strides " + c10::str(p.strides()) + " and " + c10::str(grad.strides()) +
+             ")";
+    if (grad.scalar_type() != p.scalar_type()) return which() + " has a gradient of another dtype";
     if (first == nullptr) first = &p;
-    if (p.device() != first->device() || p.scalar_type() != first->scalar_type()) return false;
+    if (p.device() != first->device() || p.scalar_type() != first->scalar_type())
+      return which() + " differs in device or dtype from the group's first";
   }
-  return true;
+  return {};
+}
+
+// The gradient with its parameter's strides (the kernels check them for equality): a view, as
+// the two differ at most in size-1 dimensions (unfusable).
+at::Tensor grad_of(const at::Tensor& p) {
+  const auto& grad = p.grad();
+  return grad.strides() == p.strides() ? grad : grad.as_strided(p.sizes(), p.strides(), grad.storage_offset());
 }
 
 // The kernels walk a state tensor in its parameter's memory order: one restored from a checkpoint
@@ -29,10 +54,10 @@ at::Tensor& in_layout_of(at::Tensor& state, const at::Tensor& param) {
   return state;
 }
 
-bool all_fusable(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
-  for (const auto& group : groups)
-    if (!fusable(group)) return false;
-  return true;
+std::string why_unfusable(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    if (auto why = unfusable(groups[g]); !why.empty()) return (groups.size() > 1 ? "group " + std::to_string(g) + ", " : "") + why;
+  return {};
 }
 
 std::optional<at::Tensor> optional(const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; }
@@ -77,7 +102,8 @@ void DeviceInputs::sync_lr_of(std::vector<torch::optim::OptimizerParamGroup>& gr
 bool DeviceInputs::skip_on_host() const { return found_inf_.defined() && found_inf_.item<float>() != 0.0f; }
 
 at::Tensor FusedSGD::step(LossClosure closure) {
-  fused_ = !closure && all_fusable(param_groups());
+  why_not_fused_ = closure ? "a closure asks for LibTorch's step" : why_unfusable(param_groups());
+  fused_ = why_not_fused_.empty();
   if (!fused_) return skip_on_host() ? at::Tensor() : SGD::step(std::move(closure));
   at::NoGradGuard no_grad;
   auto& groups = param_groups();
@@ -102,7 +128,7 @@ at::Tensor FusedSGD::step(LossClosure closure) {
         buffers[first].push_back(in_layout_of(static_cast<torch::optim::SGDParamState&>(*slot).momentum_buffer(), p));
       }
       params[first].push_back(p);
-      grads[first].push_back(p.grad());
+      grads[first].push_back(grad_of(p));
     }
     for (int first = 0; first < 2; ++first)
       if (!params[first].empty())
@@ -116,9 +142,10 @@ at::Tensor FusedSGD::step(LossClosure closure) {
 template <typename Base, typename Options, typename State>
 at::Tensor FusedAdamBase<Base, Options, State>::step(typename Base::LossClosure closure) {
   auto& groups = this->param_groups();
-  fused_ = !closure && all_fusable(groups);
+  why_not_fused_ = closure ? "a closure asks for LibTorch's step" : why_unfusable(groups);
   for (const auto& group : groups)
-    if (static_cast<const Options&>(group.options()).amsgrad()) fused_ = false;
+    if (static_cast<const Options&>(group.options()).amsgrad()) why_not_fused_ = "amsgrad has no fused kernel";
+  fused_ = why_not_fused_.empty();
   if (!fused_) {
     flush_host_state();  // LibTorch's step counts on from its own integers
     steps_.clear();
@@ -142,7 +169,7 @@ at::Tensor FusedAdamBase<Base, Options, State>::step(typename Base::LossClosure 
       if (!count.defined())
         count = at::full({}, static_cast<double>(state.step()), at::TensorOptions().dtype(at::kFloat).device(p.device()));
       lists[0].push_back(p);
-      lists[1].push_back(p.grad());
+      lists[1].push_back(grad_of(p));
       lists[2].push_back(in_layout_of(state.exp_avg(), p));
       lists[3].push_back(in_layout_of(state.exp_avg_sq(), p));
       lists[4].push_back(count);

@@ -27,6 +27,7 @@ class DeviceInputs : public DeviceStepped {
  public:
   void skip_when(at::Tensor found_inf) override { found_inf_ = std::move(found_inf); }
   bool last_step_fused() const override { return fused_; }
+  std::string why_not_fused() const override { return why_not_fused_; }
 
  protected:
   // Group `g`'s learning rate as a device scalar, written first when the options changed.
@@ -39,6 +40,7 @@ class DeviceInputs : public DeviceStepped {
   std::vector<double> lr_values_;  // what each of lrs_ holds
   at::Tensor found_inf_;
   bool fused_ = true;
+  std::string why_not_fused_;  // "" when fused_
 };
 
 class FusedSGD final : public torch::optim::SGD, public DeviceInputs {

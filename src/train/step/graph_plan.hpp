@@ -72,6 +72,11 @@ class CapturePlan {
   /// The capture next() asked for succeeded: later steps at `key` replay. Returns the key whose
   /// graph must now be freed to stay within max_graphs, if any.
   std::optional<GraphKey> captured(const GraphKey& key);
+  /// Every graph was freed (an out-of-memory error needs their memory): a shape seen again is
+  /// captured anew, without warming up again.
+  void released_all() {
+    for (auto& entry : keys_) entry.graph = false;
+  }
   /// Stops capturing for the rest of the run (a capture failed, or shapes keep changing).
   void give_up(std::string reason) { off_reason_ = std::move(reason); }
   /// Why the run stopped capturing; empty while it captures.

@@ -59,15 +59,20 @@ class GraphStep final : public StepBackend {
     const bool was_on = plan_.off_reason().empty();
     const auto action = plan_.next(key, batch.size());
     if (was_on && !plan_.off_reason().empty()) stop_capturing();
-    switch (action) {
-      case CapturePlan::Action::replay:
-        return replay(p, batch, find(key));
-      case CapturePlan::Action::capture:
-        return capture(p, batch, key);
-      case CapturePlan::Action::eager:
-        break;
+    try {
+      switch (action) {
+        case CapturePlan::Action::replay:
+          return replay(p, batch, find(key));
+        case CapturePlan::Action::capture:
+          return capture(p, batch, key);
+        case CapturePlan::Action::eager:
+          break;
+      }
+      return eager_->accumulate(p, batch, micro_batch, global_rows, after_forward);
+    } catch (const c10::OutOfMemoryError&) {
+      release_graphs();
+      throw;  // the OOM guard splits the batch and tries again, with the graphs' memory free
     }
-    return eager_->accumulate(p, batch, micro_batch, global_rows, after_forward);
   }
 
   void apply(const StepParts& p) override {
@@ -100,6 +105,14 @@ class GraphStep final : public StepBackend {
   void record(const StepParts& p, CapturedStep& step, c10::cuda::CUDAStream stream);
   void abandon(const StepParts& p, CapturedStep& step, c10::MempoolId_t pool, c10::cuda::CUDAStream stream);
   at::Tensor eager_instead(const StepParts& p, const data::Batch& batch, const GraphKey& key, const std::string& reason);
+  // An out-of-memory error: the graphs' private pools (their gradients and activations) go back
+  // to the allocator before the smaller micro-batch is tried.
+  void release_graphs() {
+    if (graphs_.empty()) return;
+    graphs_.clear();
+    plan_.released_all();
+    c10::cuda::CUDACachingAllocator::emptyCache();
+  }
   void stop_capturing() {
     if (required_) refuse_cuda_graphs(plan_.off_reason());
     graphs_.clear();
@@ -178,7 +191,7 @@ at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, cons
   }
   if (on_device && !on_device->last_step_fused()) {
     abandon(p, *step, pool, *side_);
-    return eager_instead(p, batch, key, "the optimizer's step is not fused (its parameters differ in dtype, device or layout)");
+    return eager_instead(p, batch, key, "the optimizer's step is not fused: " + on_device->why_not_fused());
   }
   c10::cuda::CUDAEvent done;
   done.record(*side_);

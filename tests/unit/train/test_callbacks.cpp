@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/data/batch.hpp"
 #include "gputrain/train/callback.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/config.hpp"
@@ -163,5 +165,31 @@ TEST(Callbacks, ACheckpointOfANewerFormatIsRefusedWithTheFix) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("is of format 99, written by a newer gputrain"), std::string::npos) << e.what();
     EXPECT_NE(e.remedy().find("checkpoint.resume: never"), std::string::npos);
+  }
+}
+
+// divergence_stop under fp16's GradScaler: one batch of inf is one skipped step, and the run goes
+// on; a loss that stays non-finite with every step skipped stops it at the 8th such step.
+TEST(Callbacks, DivergenceStopSparesOneSkippedStepButNotEight) {
+  const auto run_with_inf_from = [](std::int64_t first, std::int64_t last) {
+    auto options = test_support::quiet_trainer();
+    auto batches = std::make_shared<std::int64_t>(0);
+    options.on_batch = [=](const data::Batch& batch) {
+      ++*batches;
+      if (*batches >= first && *batches <= last) batch.inputs.fill_(std::numeric_limits<float>::infinity());
+    };
+    Trainer trainer(test_support::small_run("divergence-" + std::to_string(last),
+                                            {"train.precision=fp16-mixed", "logging.every_steps=1", "model.dropout=0.0"}),
+                    options);
+    return trainer.fit();
+  };
+  const auto spared = run_with_inf_from(3, 3);
+  EXPECT_EQ(spared.steps, 12);
+  EXPECT_GE(spared.skipped_steps, 1);
+  try {
+    run_with_inf_from(2, 100);
+    FAIL() << "a loss that stays nan did not stop the run";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("over step 9 and the GradScaler skipped all of them"), std::string::npos) << e.what();
   }
 }

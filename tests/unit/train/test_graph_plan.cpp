@@ -109,6 +109,18 @@ TEST(CapturePlan, AnOomSplitCapturesTheNewMicroBatchAndKeepsAtMostTwoGraphs) {
   EXPECT_EQ(bounded.next(key(256), 256), Action::eager) << "an evicted shape warms up again";
 }
 
+// An out-of-memory error frees every graph: the shapes they were for capture again when they
+// come back, as warmed up already.
+TEST(CapturePlan, GraphsReleasedForAnOomAreCapturedAgain) {
+  CapturePlan plan;
+  steps(plan, key(256), 4);
+  plan.captured(key(256));
+  ASSERT_EQ(plan.next(key(256), 256), Action::replay);
+  plan.released_all();
+  EXPECT_EQ(plan.next(key(256, 128), 256), Action::eager) << "a new shape warms up";
+  EXPECT_EQ(plan.next(key(256), 256), Action::capture) << "a released shape captures at once";
+}
+
 TEST(CapturePlan, ShapesThatKeepChangingStopCapturingWithAReason) {
   CapturePlan plan;
   for (std::int64_t length = 1; length <= 40 && plan.off_reason().empty(); ++length) plan.next(GraphKey{{64, length}, 64, 64}, 64);

@@ -202,6 +202,39 @@ TEST(FusedOptimizers, ACheckpointedStateContinuesExactly) {
   }
 }
 
+// cuDNN hands a channels_last 1x1 convolution's weight a gradient whose strides differ from the
+// weight's in the size-1 dimensions only: the same element order, so the step stays fused (the
+// ResNet-18's downsampling convolutions kept every CUDA graph from capturing). A gradient in
+// another element order is refused with the parameter named.
+TEST(FusedOptimizers, AGradientDifferingOnlyInSize1StridesStaysFused) {
+  for (const auto& c : every_kind()) {
+    at::manual_seed(3);
+    // channels_last strides written out: contiguous(ChannelsLast) keeps (3, 1, 1, 1), which counts as both
+    std::vector<at::Tensor> ours{at::empty_strided({4, 3, 1, 1}, {3, 1, 3, 3}).copy_(at::randn({4, 3, 1, 1})).requires_grad_(true)};
+    auto theirs = copy_of(ours);
+    auto fused = make_optimizer(c, ours);
+    auto plain = libtorch_optimizer(c, theirs);
+    for (int step = 0; step < 5; ++step) {
+      const auto grad = at::sin(ours[0].detach() * (0.5 + step)).contiguous();  // NCHW strides (3, 1, 1, 1)
+      ASSERT_NE(grad.strides(), ours[0].strides());
+      ours[0].mutable_grad() = grad.clone();
+      theirs[0].mutable_grad() = grad.clone();
+      fused->step();
+      plain->step();
+      ASSERT_TRUE(device_stepped(*fused)->last_step_fused()) << describe(c) << ": " << device_stepped(*fused)->why_not_fused();
+    }
+    EXPECT_TRUE(close(ours[0], theirs[0])) << describe(c);
+  }
+  std::vector<at::Tensor> conv{at::randn({4, 3, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast).requires_grad_(true)};
+  auto sgd = make_optimizer(config("sgd"), conv);
+  conv[0].mutable_grad() = at::ones({4, 3, 3, 3});  // NCHW: another element order
+  sgd->step();
+  EXPECT_FALSE(device_stepped(*sgd)->last_step_fused());
+  EXPECT_NE(device_stepped(*sgd)->why_not_fused().find("parameter 0 [4, 3, 3, 3] and its gradient are laid out differently"),
+            std::string::npos)
+      << device_stepped(*sgd)->why_not_fused();
+}
+
 TEST(FusedOptimizers, StateInAnotherLayoutIsReLaidOutNotMisread) {
   for (const auto& c : every_kind()) {
     if (c.name == "sgd" && c.momentum == 0) continue;  // no state

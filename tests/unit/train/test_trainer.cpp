@@ -611,6 +611,18 @@ TEST(Trainer, StoppedAndResumedRunMatchesAnUninterruptedOneExactly) {
   expect_bit_identical(final_state(second), expected);
 }
 
+// Two trainers set up side by side, then fit one after the other (as a sweep or a test does): the
+// second draws its dropout masks as though it ran alone, not from where the first left the RNG.
+TEST(Trainer, AFitDrawsFromItsOwnSetUpNotFromAnotherTrainersDraws) {
+  Trainer alone(small_run("rng-alone"), test_support::quiet_trainer());
+  alone.fit();
+  Trainer first(small_run("rng-first"), test_support::quiet_trainer());
+  Trainer second(small_run("rng-second"), test_support::quiet_trainer());
+  first.fit();
+  second.fit();
+  expect_bit_identical(final_state(second), final_state(alone));
+}
+
 // scheduler: plateau's decays and count are in the checkpoint: a run stopped after one and resumed
 // trains at the rate the uninterrupted run does. best.pt kept by the highest val_loss makes each
 // epoch whose val loss falls one "without improvement", so patience 0 decays after epoch 2.
