@@ -90,6 +90,28 @@ struct HostTime {
   std::int64_t steps = 0;
 };
 
+// NVML's utilisation over the timed steps alone: the operator-counted steps after them and the
+// run's end (its last checkpoint) leave the GPU idle and would pull the figure down.
+struct UtilizationWindow {
+  std::unique_ptr<device::UtilizationSampler> sampler;
+  std::chrono::steady_clock::time_point from;
+  std::optional<double> percent;
+  std::string unavailable;
+  double seconds = 0;
+
+  void start(unsigned gpu) {
+    sampler = std::make_unique<device::UtilizationSampler>(gpu);
+    from = std::chrono::steady_clock::now();
+  }
+  void stop() {
+    if (!sampler) return;
+    percent = sampler->stop();
+    if (!percent) unavailable = sampler->unavailable();
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+    sampler.reset();
+  }
+};
+
 // "on" or "off (why)", from the probe run's start record.
 std::string cuda_graphs_of(const fs::path& run_dir) {
   std::ifstream in(run_dir / "metrics.jsonl");
@@ -156,7 +178,7 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
   const FolderRemover remover{temp / ("gputrain-profile-step-" + std::to_string(::getpid()))};
   probe_run_config(config, window, timed, remover.path.string());
   config.train.max_steps += counted;
-  std::unique_ptr<device::UtilizationSampler> sampler;
+  UtilizationWindow utilization;
   std::unique_ptr<GpuSpanTimer> feed_timer;  // the feed, timed on the GPU
   std::ostringstream notes;
   train::TrainerOptions options;
@@ -179,9 +201,10 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
       ops.reset();
     }
     if (run.device.is_cuda() && step == window) {
-      sampler = std::make_unique<device::UtilizationSampler>(static_cast<unsigned>(run.device.index()));
+      utilization.start(static_cast<unsigned>(run.device.index()));
       feed_timer = std::make_unique<GpuSpanTimer>(run.device);
     }
+    if (step == window + timed) utilization.stop();
     if (std::chrono::steady_clock::now() - last_said < std::chrono::seconds(5) || step == total) return;
     last_said = std::chrono::steady_clock::now();
     std::cerr << "profile --step: step " << step << " of " << total << (step <= window ? " (warm-up)" : " (timed)") << "\n";
@@ -194,6 +217,7 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
     host.batch_at = std::chrono::steady_clock::now();
   };
   const auto result = train::Trainer(config, options).fit();
+  utilization.stop();  // when the run ended before its timed steps did
 
   StepProfile p;
   p.device = run.device.str();
@@ -205,10 +229,9 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
   p.cuda_graphs = cuda_graphs_of(remover.path);
   if (host.steps > 0) p.host_seconds_per_step = host.seconds / static_cast<double>(host.steps);
   p.host_ops_per_step = static_cast<double>(ops_counted) / static_cast<double>(counted);
-  if (sampler) {
-    p.gpu_utilization_percent = sampler->stop();
-    if (!p.gpu_utilization_percent) p.utilization_unavailable = sampler->unavailable();
-  }
+  p.gpu_utilization_percent = utilization.percent;
+  p.utilization_unavailable = utilization.unavailable;
+  p.utilization_seconds = utilization.seconds;
   if (feed_timer && feed_timer->spans() > 0) p.gpu_data_wait_seconds = feed_timer->seconds() / static_cast<double>(feed_timer->spans());
   p.compute_seconds = p.step_seconds - p.data_wait_seconds;
   p.data_stall_percent = p.step_seconds > 0 ? 100.0 * p.data_wait_seconds / p.step_seconds : 0;
@@ -247,6 +270,7 @@ std::string step_profile_json(const StepProfile& p) {
   out["gpu_data_wait_seconds"] = or_null(p.gpu_data_wait_seconds);
   out["gpu_data_stall_percent"] = or_null(p.gpu_data_stall_percent);
   out["gpu_utilization_percent"] = or_null(p.gpu_utilization_percent);
+  out["gpu_utilization_seconds"] = p.utilization_seconds;
   return core::json_text(out, 2);
 }
 
@@ -276,9 +300,12 @@ std::string step_profile_text(const StepProfile& p) {
   add(std::snprintf(line, sizeof line, "  host ops per step   %9.0f     (ATen operators dispatched; cuda graphs %s)\n", p.host_ops_per_step,
                     p.cuda_graphs.c_str()));
   add(std::snprintf(line, sizeof line, "  throughput          %9s samples/s\n", core::format_fixed(p.samples_per_second, 0).c_str()));
+  // NVML's figure is an average over its own period (up to a second): a short window reads low.
+  const bool short_window = p.utilization_seconds < 2.0;
   if (p.gpu_utilization_percent)
-    add(std::snprintf(line, sizeof line, "  GPU utilisation     %9s %%  (NVML, sampled every 100 ms)\n",
-                      core::format_fixed(*p.gpu_utilization_percent, 0).c_str()));
+    add(std::snprintf(line, sizeof line, "  GPU utilisation     %9s %%  (NVML every 100 ms over the timed steps' %s s%s)\n",
+                      core::format_fixed(*p.gpu_utilization_percent, 0).c_str(), core::format_fixed(p.utilization_seconds, 2).c_str(),
+                      short_window ? "; under 2 s it reads low: more --steps steady it" : ""));
   else if (gpu)
     add(std::snprintf(line, sizeof line, "  GPU utilisation         n/a  (%s)\n", p.utilization_unavailable.c_str()));
   return out + "  verdict: " + advice(p.verdict) + "\n";

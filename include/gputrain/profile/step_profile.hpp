@@ -21,7 +21,8 @@ struct StepProfile {
   std::uint64_t batch_bytes = 0;
   double data_stall_percent = 0, samples_per_second = 0, pinned_copy_gbps = 0;
   std::optional<double> gpu_data_wait_seconds, gpu_data_stall_percent;  ///< the GPU's own clock (GPU only)
-  std::optional<double> gpu_utilization_percent;                        ///< NVML (GPU only)
+  std::optional<double> gpu_utilization_percent;                        ///< NVML over the timed steps (GPU only)
+  double utilization_seconds = 0;                                       ///< how long NVML was sampled
   std::string utilization_unavailable;                                  ///< why there is no utilisation on a GPU ("" otherwise)
   /// The host's own time in a step (from its batch to its end, step lines left out): on a GPU,
   /// launching the work; near step_seconds when the host keeps the GPU waiting.
