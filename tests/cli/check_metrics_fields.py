@@ -3,9 +3,10 @@
 
 Usage: check_metrics_fields.py SOURCE_DIR WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
 
-- Runs: a classification and a regression run, with validation and train.ema_decay. Every field
-  their start, step and epoch records hold must be in docs/metrics.md's table for that kind, and
-  every field the table marks `always` must be in each record of the kind.
+- Runs: a classification and a regression run, with validation and train.ema_decay, the first with
+  an alert set to fire. Every field their records hold must be in docs/metrics.md's table for that
+  kind, and every field the table marks `always` must be in each record of the kind (system
+  records' GPU fields are for GPU runs).
 - The oom record (hard to provoke in a test this short): the fields the JSONL sink's code writes for
   it (src/train/report/file_sinks.cpp) must be the table's.
 """
@@ -65,9 +66,10 @@ def main():
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     tables = documented(os.path.join(source, "docs", "metrics.md"))
-    if sorted(tables) != ["epoch", "oom", "start", "step"]:
+    if sorted(tables) != ["alert", "epoch", "oom", "start", "step", "system"]:
         fail(f"docs/metrics.md documents the kinds {sorted(tables)}")
-    written = records(command, workdir, "classification", "--set", "data.classes=3", "--set", "train.ema_decay=0.9") + \
+    written = records(command, workdir, "classification", "--set", "data.classes=3", "--set", "train.ema_decay=0.9",
+                      "--set", "logging.alerts.grad_norm=0.000001") + \
         records(command, workdir, "regression", "--set", "data.task=regression", "--set", "data.outputs=2",
                 "--set", "train.ema_decay=0.9")
     seen = {}
@@ -83,7 +85,7 @@ def main():
         if missing:
             fail(f"a {kind} record lacks fields docs/metrics.md says are always there: {missing}")
         seen.setdefault(kind, set()).update(record)
-    for kind in ("start", "step", "epoch"):
+    for kind in ("start", "step", "epoch", "alert"):
         never = sorted(set(tables[kind]) - seen.get(kind, set()))
         if never:
             fail(f"docs/metrics.md lists {kind} fields no test run wrote: {never}")

@@ -97,6 +97,10 @@ class RunControl {
   /// step's when want_gradients() asked for them before it (else none); a replayed CUDA graph's
   /// always, since they stay in place.
   virtual NamedTensors gradients() = 0;
+  /// Adds `record` to the metrics stream (metrics.jsonl, TensorBoard); rank 0 writes it.
+  virtual void add_record(const MetricRecord& record) = 0;
+  /// Says a warning: one "warning:" line on the console and in training.log (rank 0 speaks).
+  virtual void warn(const std::string& line) = 0;
 };
 
 /// Hooks around the training loop, all optional. Lightning's Callback, in C++.
@@ -124,6 +128,10 @@ class Callback {
   virtual void on_validation_end(RunControl&, const EpochMetrics&) {}
   /// After every callback's on_validation_end for the epoch.
   virtual void on_epoch_end(RunControl&, const EpochMetrics&) {}
+  /// After a callback added `record` to the metrics stream (RunControl::add_record: system
+  /// readings, an alert), on the rank that added it. A record added from here is written but not
+  /// passed on again.
+  virtual void on_record(RunControl&, const MetricRecord&) {}
   /// After the last checkpoint, before model.safetensors is written: `result` may still be changed.
   virtual void on_fit_end(RunControl&, FitResult&) {}
   /// What a resumed run needs to go on exactly.

@@ -144,6 +144,19 @@ struct CheckpointConfig {
   std::string resume = "auto";           ///< auto, never, or a checkpoint file
 };
 
+/// logging.alerts: each threshold, or nullopt when that alert is off (docs/monitoring.md).
+struct AlertsConfig {
+  std::optional<double> gpu_memory_percent = 95;        ///< GPU memory used above this share ...
+  double gpu_memory_minutes = 5;                        ///< ... for this long
+  std::optional<double> gpu_utilization_percent = 50;   ///< GPU utilisation below this ...
+  double gpu_utilization_minutes = 5;                   ///< ... for this long
+  std::optional<double> temperature_c = 85;             ///< GPU temperature above this
+  std::optional<double> data_wait_ms = 50;              ///< waiting for a batch longer than this, per step
+  std::optional<double> no_improvement_epochs = 10;     ///< epochs without a better validation loss
+  std::optional<double> grad_norm = 10;                 ///< the logged gradient norm above this
+  std::optional<double> memory_growth_gb_per_hour = 2;  ///< host memory (RSS) growing faster than this
+};
+
 struct LoggingConfig {
   std::string dir = "runs/default";  ///< the run directory
   std::int64_t every_steps = 10;
@@ -152,6 +165,8 @@ struct LoggingConfig {
   std::string progress = "auto";      ///< auto (bar on a terminal), bar, lines, off
   bool grad_norm = true;              ///< the global gradient norm of each logged step, in metrics.jsonl and TensorBoard
   std::int64_t histograms_every = 0;  ///< TensorBoard histograms of every weight and gradient each N steps; 0: none
+  double system_every = 10;           ///< seconds between system metrics (NVML, host memory); 0: none
+  AlertsConfig alerts;
 };
 
 struct SizingConfig {

@@ -80,6 +80,15 @@ struct EpochMetrics {
   std::vector<std::pair<std::string, double>> extra;
 };
 
+/// A record a callback adds to the metrics stream (system metrics, an alert): metrics.jsonl gets
+/// {"kind": kind, "step": step, figures..., texts...}, TensorBoard the figures as <kind>/<name>.
+struct MetricRecord {
+  std::string kind;
+  std::int64_t step = 0;
+  std::vector<std::pair<std::string, double>> figures;
+  std::vector<std::pair<std::string, std::string>> texts;
+};
+
 class MetricSink {
  public:
   virtual ~MetricSink() = default;
@@ -88,6 +97,8 @@ class MetricSink {
   virtual void on_epoch(const EpochMetrics&) {}
   /// An out-of-memory event (recovered by halving the micro-batch, or not).
   virtual void on_oom(const memory::OomEvent&) {}
+  /// A callback's record (MetricRecord).
+  virtual void on_record(const MetricRecord&) {}
   /// A free-form line worth keeping (checkpoint written, resumed).
   virtual void on_note(const std::string&) {}
   /// How the run ended (final weights written, interrupted): for the record (training.log). The

@@ -55,6 +55,7 @@ struct FitResult {
   std::int64_t batch_size = 0;       ///< the micro-batch the run started with (found, when auto)
   std::int64_t micro_batch = 0;      ///< the micro-batch in effect at the end (smaller after OOMs)
   std::int64_t oom_events = 0;       ///< out-of-memory events survived (or the one that ended it)
+  std::int64_t alerts = 0;           ///< logging.alerts fired (each a warning line and a `kind: alert` record)
   double samples_per_second = 0;     ///< over the steps this process ran, every rank's samples
   double data_stall_percent = 0;     ///< share of step_seconds spent waiting for batches
   double step_seconds = 0;           ///< wall time of this process's steps (validation and checkpoints excluded)

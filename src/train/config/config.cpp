@@ -372,16 +372,26 @@ Config load_config(const ConfigSources& sources) {
   return config;
 }
 
-std::string to_yaml(const Config& config) {
-  YAML::Node root;
-  for (const auto& field : schema()) {
-    const auto dot = field.key.find('.');
-    if (dot == std::string::npos) {
-      root[field.key] = field.show(config);
-    } else {
-      root[field.key.substr(0, dot)][field.key.substr(dot + 1)] = field.show(config);
-    }
+// The node a dotted key names, one mapping per part ("logging.alerts.grad_norm"), made where
+// `make` and missing; undefined where missing otherwise. reset(), not =, moves along: a Node's =
+// writes into the node it refers to.
+YAML::Node node_at(YAML::Node root, const std::string& key, bool make) {
+  YAML::Node node;
+  node.reset(root);
+  std::size_t from = 0;
+  for (auto dot = key.find('.');; dot = key.find('.', from)) {
+    const std::string part = key.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+    if (!make && (!node.IsMap() || !node[part].IsDefined())) return YAML::Node(YAML::NodeType::Undefined);
+    YAML::Node next = node[part];
+    node.reset(next);
+    if (dot == std::string::npos) return node;
+    from = dot + 1;
   }
+}
+
+std::string to_yaml(const Config& config) {
+  YAML::Node root(YAML::NodeType::Map);  // a node of its own from the start: node_at's handles refer to it
+  for (const auto& field : schema()) node_at(root, field.key, true) = field.show(config);
   YAML::Emitter out;
   out << root;
   return std::string(out.c_str()) + "\n";
@@ -391,13 +401,7 @@ std::vector<std::string> config_differences(const std::string& before_yaml, cons
   const auto before = YAML::Load(before_yaml), after = YAML::Load(after_yaml);
   std::vector<std::string> out;
   for (const auto& key : config_keys()) {
-    const auto dot = key.find('.');
-    const auto pick = [&](const YAML::Node& root) {
-      if (dot == std::string::npos) return root[key];
-      const auto section = root[key.substr(0, dot)];
-      return section.IsDefined() && section.IsMap() ? section[key.substr(dot + 1)] : YAML::Node(YAML::NodeType::Undefined);
-    };
-    const auto was = pick(before), is = pick(after);
+    const auto was = node_at(before, key, false), is = node_at(after, key, false);
     if (!was.IsDefined() || !is.IsDefined()) continue;  // a key one of the two versions did not have
     const auto was_text = value_text(was), is_text = value_text(is);
     if (was_text != is_text)

@@ -151,24 +151,28 @@ Field max_memory_field() {
           [](const Config& c) { return YAML::Node(size_text(c.device.max_memory)); }};
 }
 
-Field max_time_field() {
-  return {"train.max_time",
-          [](Config& c, const FieldValue& v) {
-            const std::string allowed = "a duration such as 45m, 2h, 1h30m, 1d or 11:30:00 (H:MM:SS), or none";
+// A duration with its unit (45m, 10s, 1h30m), or `none_word` (and 0), both kept as 0 seconds.
+// A number alone is refused: it means minutes to SLURM and seconds to Lightning.
+template <typename Get>
+Field duration_field(std::string key, Get get, const std::string& examples, const std::string& none_word, double min_seconds) {
+  return {std::move(key),
+          [=](Config& c, const FieldValue& v) {
+            const std::string allowed = "a duration such as " + examples + ", or " + none_word;
             const std::string text = scalar(v, allowed);
-            if (text == "none" || text == "0") {
-              c.train.max_time = 0;
+            if (text == none_word || text == "0") {
+              get(c) = 0;
               return;
             }
             const auto seconds = core::parse_duration(text);
-            if (!seconds) {
-              // A bare number means minutes to SLURM and seconds to Lightning: the unit says which.
+            if (!seconds || (*seconds > 0 && *seconds < min_seconds)) {
               const bool bare = text.find_first_not_of("0123456789.") == std::string::npos;
-              reject(v, found_text(v.node), allowed, bare ? "; a number alone has no unit: write " + text + "m or " + text + "s" : "");
+              reject(v, found_text(v.node),
+                     allowed + (min_seconds > 0 && seconds ? " (" + core::duration_text(min_seconds) + " at least)" : ""),
+                     bare ? "; a number alone has no unit: write " + text + "m or " + text + "s" : "");
             }
-            c.train.max_time = *seconds;  // "0s" is none, as 0 is
+            get(c) = *seconds;  // "0s" is none, as 0 is
           },
-          [](const Config& c) { return YAML::Node(c.train.max_time > 0 ? core::duration_text(c.train.max_time) : "none"); }};
+          [=](const Config& c) { return YAML::Node(get(c) > 0 ? core::duration_text(get(c)) : none_word); }};
 }
 
 // The model.* keys.
@@ -247,7 +251,7 @@ std::vector<Field> train_fields() {
   return {
     int_field("train.epochs", [](auto& c) -> auto& { return c.train.epochs; }, 1),
     int_field("train.max_steps", [](auto& c) -> auto& { return c.train.max_steps; }, 0),
-    max_time_field(),
+    duration_field("train.max_time", [](auto& c) -> auto& { return c.train.max_time; }, "45m, 2h, 1h30m, 1d or 11:30:00 (H:MM:SS)", "none", 0),
     int_field("train.early_stop_patience", [](auto& c) -> auto& { return c.train.early_stop_patience; }, 0),
     double_field("train.early_stop_min_delta", [](auto& c) -> auto& { return c.train.early_stop_min_delta; }, 0.0),
     int_or_auto_field("train.batch_size", [](auto& c) -> auto& { return c.train.batch_size; }, 1),
@@ -327,6 +331,16 @@ std::vector<Field> logging_fields() {
     choice_field("logging.progress", [](auto& c) -> auto& { return c.logging.progress; }, {"auto", "bar", "lines", "off"}),
     bool_field("logging.grad_norm", [](auto& c) -> auto& { return c.logging.grad_norm; }),
     int_field("logging.histograms_every", [](auto& c) -> auto& { return c.logging.histograms_every; }, 0),
+    duration_field("logging.system_every", [](auto& c) -> auto& { return c.logging.system_every; }, "10s, 30s or 1m", "off", 1),
+    number_or_off_field("logging.alerts.gpu_memory_percent", [](auto& c) -> auto& { return c.logging.alerts.gpu_memory_percent; }, 0.0),
+    double_field("logging.alerts.gpu_memory_minutes", [](auto& c) -> auto& { return c.logging.alerts.gpu_memory_minutes; }, 0.0),
+    number_or_off_field("logging.alerts.gpu_utilization_percent", [](auto& c) -> auto& { return c.logging.alerts.gpu_utilization_percent; }, 0.0),
+    double_field("logging.alerts.gpu_utilization_minutes", [](auto& c) -> auto& { return c.logging.alerts.gpu_utilization_minutes; }, 0.0),
+    number_or_off_field("logging.alerts.temperature_c", [](auto& c) -> auto& { return c.logging.alerts.temperature_c; }, 0.0),
+    number_or_off_field("logging.alerts.data_wait_ms", [](auto& c) -> auto& { return c.logging.alerts.data_wait_ms; }, 0.0),
+    number_or_off_field("logging.alerts.no_improvement_epochs", [](auto& c) -> auto& { return c.logging.alerts.no_improvement_epochs; }, 1.0),
+    number_or_off_field("logging.alerts.grad_norm", [](auto& c) -> auto& { return c.logging.alerts.grad_norm; }, 0.0),
+    number_or_off_field("logging.alerts.memory_growth_gb_per_hour", [](auto& c) -> auto& { return c.logging.alerts.memory_growth_gb_per_hour; }, 0.0),
   };
   // clang-format on
 }

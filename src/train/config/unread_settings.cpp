@@ -92,6 +92,16 @@ std::vector<std::string> unread_settings(const Config& config) {
                   ": only csv and postgres data can miss values");
   if (!config.model.init_strict && config.model.init_weights.empty())
     out.push_back("model.init_strict is false, but model.init_weights is not set: there are no weights to load in part");
+  if (config.logging.system_every == 0)
+    for (const char* key :
+         {"logging.alerts.gpu_memory_percent", "logging.alerts.gpu_memory_minutes", "logging.alerts.gpu_utilization_percent",
+          "logging.alerts.gpu_utilization_minutes", "logging.alerts.temperature_c", "logging.alerts.memory_growth_gb_per_hour"})
+      if (!at_default(config, key))
+        out.push_back(std::string(key) + " is " + shown(config, key) +
+                      ", but logging.system_every is off: the readings it watches are not taken (set it, e.g. 10s)");
+  if (!config.logging.grad_norm && !at_default(config, "logging.alerts.grad_norm"))
+    out.push_back("logging.alerts.grad_norm is " + shown(config, "logging.alerts.grad_norm") +
+                  ", but logging.grad_norm is false: the norm it watches is not measured");
   // NHWC is a layout of images: samples of any other shape train as they are.
   if (config.train.channels_last.value_or(false) && config.data.shape.size() != 3)
     out.push_back("train.channels_last is true, but the samples are shaped " + shown(config, "data.shape") +

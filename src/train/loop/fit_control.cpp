@@ -149,6 +149,17 @@ void Trainer::State::FitLoop::finish() {
   s.fill_run_figures(result, totals_);
 }
 
+void Trainer::State::FitLoop::add_record(const MetricRecord& record) {
+  s_.reporter.add(record);  // other ranks have no sinks
+  if (passing_record_) return;
+  passing_record_ = true;
+  struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{passing_record_};
+  each_callback([&](Callback& c) { c.on_record(*this, record); });
+}
+
 void Trainer::State::FitLoop::end_callbacks() {
   if (stop_ == StopReason::request && !result_.interrupted && writer()) record("stopped: " + stop_why_);
   each_callback([&](Callback& c) { c.on_fit_end(*this, result_); });

@@ -42,6 +42,8 @@ class Trainer::State::FitLoop final : public RunControl {
   std::string last_checkpoint() const override { return s_.last_checkpoint; }
   void note(const std::string& line) override { s_.reporter.note(line); }
   void record(const std::string& line) override { s_.reporter.record(line); }
+  void add_record(const MetricRecord& record) override;
+  void warn(const std::string& line) override { s_.reporter.note("warning: " + line); }
   void request_stop(StopReason reason, const std::string& why) override;
   std::optional<StopReason> stop_requested() const override { return stop_ ? stop_ : pending_; }
   void save_checkpoint() override { checkpoint_due_ = true; }
@@ -121,6 +123,7 @@ class Trainer::State::FitLoop final : public RunControl {
   bool time_up_agreed_ = false;
   bool last_saved_time_limit_ = false;              // that checkpoint recorded the whole train.max_time as used
   bool checkpoint_due_ = false, best_due_ = false;  // asked for by a callback in the current hook round
+  bool passing_record_ = false;                     // callbacks' on_record is running: a record added there is not passed on
 };
 
 }  // namespace gputrain::train

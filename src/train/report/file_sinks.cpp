@@ -129,6 +129,12 @@ class JsonlSink final : public MetricSink {
            {"message", e.message}},
           e.step);
   }
+  void on_record(const MetricRecord& r) override {
+    nlohmann::json line = {{"kind", r.kind}, {"step", r.step}};
+    for (const auto& [name, value] : r.figures) line[name] = value;
+    for (const auto& [name, text] : r.texts) line[name] = text;
+    write(line, r.step);
+  }
   void on_epoch(const EpochMetrics& m) override {
     nlohmann::json line = {
         {"kind", "epoch"}, {"epoch", m.epoch + 1}, {"step", m.step}, {"train_loss", m.train_loss}, {"seconds", m.seconds}};
@@ -182,6 +188,10 @@ class TensorBoardSink final : public MetricSink {
     for (const auto& [name, value] : m.extra)  // val_loss_ema -> val/loss_ema
       writer_.add_scalar(name.rfind("val_", 0) == 0 ? "val/" + name.substr(4) : "epoch/" + name, value, m.step);
     refused_.record(writer_.flush(), m.step);
+  }
+  void on_record(const MetricRecord& r) override {
+    for (const auto& [name, value] : r.figures) writer_.add_scalar(r.kind + "/" + name, value, r.step);
+    if (!r.figures.empty()) refused_.record(writer_.flush(), r.step);
   }
   void on_end() override { refused_.finish(); }
 

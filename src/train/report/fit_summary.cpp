@@ -39,6 +39,7 @@ void done_line(std::ostream& out, const FitResult& result, const Config& config)
         << ")";
   if (result.skipped_samples > 0)
     out << ", " << core::counted(result.skipped_samples, "unreadable sample") << " skipped (named in training.log)";
+  if (result.alerts > 0) out << ", " << core::counted(result.alerts, "alert") << " (warnings above and in training.log)";
 }
 
 // The lines under it: what ended the run, the data, the ranks, the weights.

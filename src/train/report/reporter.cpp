@@ -42,6 +42,10 @@ void Reporter::epoch(const EpochMetrics& metrics) {
   for (auto& s : sinks_) s->on_epoch(metrics);
 }
 
+void Reporter::add(const MetricRecord& record) {
+  for (auto& s : sinks_) s->on_record(record);
+}
+
 void Reporter::oom_events(memory::OomGuard& guard) {
   for (const auto& event : guard.take_events())
     for (auto& s : sinks_) s->on_oom(event);

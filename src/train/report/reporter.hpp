@@ -31,6 +31,8 @@ class Reporter {
   void record(const std::string& outcome);
   void step(const StepMetrics& metrics);
   void epoch(const EpochMetrics& metrics);
+  /// A callback's record: metrics.jsonl and TensorBoard.
+  void add(const MetricRecord& record);
   /// The out-of-memory events `guard` survived (or not) since the last call.
   void oom_events(memory::OomGuard& guard);
   /// training.log is often all that is kept of a batch job: the error that ends a run goes there

@@ -46,6 +46,8 @@ std::vector<std::shared_ptr<Callback>> builtin_callbacks(const Config& config) {
   add(time_limit_callback(config));
   add(ema_weights_callback(config));
   add(tensorboard_extras_callback(config));  // after best.pt's: at the end it follows best.pt's choice of epoch
+  add(system_monitor_callback(config));
+  add(run_report_callback());  // after system_monitor's: it reads FitResult::alerts
   return callbacks;
 }
 

@@ -34,6 +34,8 @@ std::unique_ptr<Callback> divergence_stop_callback();
 std::unique_ptr<Callback> time_limit_callback(const Config& config);
 std::unique_ptr<Callback> ema_weights_callback(const Config& config);
 std::unique_ptr<Callback> tensorboard_extras_callback(const Config& config);
+std::unique_ptr<Callback> system_monitor_callback(const Config& config);
+std::unique_ptr<Callback> run_report_callback();
 
 /// The built-in callbacks this config turns on, in the order they run: best.pt before early
 /// stopping and the plateau schedule (as a resumed run must find them), checkpoints after.

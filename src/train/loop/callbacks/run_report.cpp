@@ -1,0 +1,138 @@
+// report.json: a run's figures in one versioned file in its folder, written by rank 0 when the run
+// ends (finished, stopped early, out of time or interrupted): throughput with the step time's
+// median and 95th percentile, the data stall, the GPU's utilisation (mean and 5th percentile of the
+// system readings), peak memory, GPU-hours and the alerts (docs/monitoring.md). It reads the
+// metrics stream (step lines, system readings, alerts) as the other callbacks do.
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "builtin_callbacks.hpp"
+#include "gputrain/core/atomic_file.hpp"
+#include "gputrain/train/checkpoint.hpp"
+#include "gputrain/train/config.hpp"
+#include "gputrain/train/trainer.hpp"
+
+namespace gputrain::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The value at `share` (0..1) of the sorted values, by the nearest rank; null when none.
+nlohmann::json percentile(std::vector<double> values, double share) {
+  if (values.empty()) return nullptr;
+  std::sort(values.begin(), values.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(share * static_cast<double>(values.size())));
+  return values[std::min(values.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+nlohmann::json mean(const std::vector<double>& values) {
+  if (values.empty()) return nullptr;
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum / static_cast<double>(values.size());
+}
+
+nlohmann::json largest(const std::vector<double>& values) {
+  return values.empty() ? nlohmann::json(nullptr) : nlohmann::json(*std::max_element(values.begin(), values.end()));
+}
+
+std::string outcome_of(const FitResult& r) {
+  if (r.interrupted) return "interrupted";
+  if (!r.early_stop_reason.empty()) return "early_stop";
+  if (r.time_limit_reached) return "time_limit";
+  return r.steps >= r.total_steps ? "finished" : "stopped";
+}
+
+class RunReport final : public Callback {
+ public:
+  std::string name() const override { return "run_report"; }
+
+  void on_fit_start(RunControl& run) override {
+    started_ = Clock::now();
+    for (const auto& [name, tensor] : run.model().named_state()) {
+      on_gpu_ = tensor.is_cuda();
+      break;
+    }
+  }
+  void on_step_end(RunControl&, std::int64_t) override {
+    const auto now = Clock::now();
+    if (last_step_end_ && !interrupted_) step_seconds_.push_back(std::chrono::duration<double>(now - *last_step_end_).count());
+    last_step_end_ = now;
+    interrupted_ = false;
+  }
+  // The step after a validation or a checkpoint would count them: it is left out.
+  void on_before_checkpoint(RunControl&, const LossWindow*) override { interrupted_ = true; }
+  void on_validation_end(RunControl&, const EpochMetrics&) override { interrupted_ = true; }
+  void on_log(RunControl&, const StepMetrics& m, const LossWindow&) override {
+    device_peak_ = std::max(device_peak_, static_cast<double>(m.memory_peak));
+  }
+  void on_record(RunControl&, const MetricRecord& record) override {
+    if (record.kind == "alert") {
+      for (const auto& [key, text] : record.texts)
+        if (key == "alert") ++alerts_[text];
+      return;
+    }
+    if (record.kind != "system") return;
+    for (const auto& [key, value] : record.figures) {
+      if (key == "gpu_utilization_percent") utilization_.push_back(value);
+      if (key == "gpu_memory_used_bytes") gpu_used_.push_back(value);
+      if (key == "host_rss_bytes") host_rss_.push_back(value);
+    }
+  }
+  void on_fit_end(RunControl& run, FitResult& result) override {
+    if (!run.writer()) return;
+    const double wall = std::chrono::duration<double>(Clock::now() - started_).count();
+    const std::int64_t world = std::max<std::int64_t>(1, run.progress().world_size);
+    const std::int64_t devices = on_gpu_ ? world : 0;
+    nlohmann::json alerts = nlohmann::json::object();
+    for (const auto& [name, count] : alerts_) alerts[name] = count;
+    const nlohmann::json report = {
+        {"schema", "gputrain.report/1"},
+        {"outcome", outcome_of(result)},
+        {"steps", result.steps},
+        {"start_step", result.start_step},
+        {"total_steps", result.total_steps},
+        {"epochs_done", result.epochs_done},
+        {"samples", result.samples},
+        {"world_size", world},
+        {"wall_seconds", wall},
+        {"samples_per_second", result.samples_per_second},
+        {"step_seconds",
+         {{"mean", mean(step_seconds_)},
+          {"p50", percentile(step_seconds_, 0.5)},
+          {"p95", percentile(step_seconds_, 0.95)},
+          {"steps_timed", step_seconds_.size()}}},
+        {"data_stall_percent", result.data_stall_percent},
+        {"gpu_utilization_percent",
+         {{"mean", mean(utilization_)}, {"p5", percentile(utilization_, 0.05)}, {"readings", utilization_.size()}}},
+        {"memory_peak_bytes", {{"device", device_peak_}, {"gpu_used", largest(gpu_used_)}, {"host_rss", largest(host_rss_)}}},
+        {"gpu_hours", static_cast<double>(devices) * wall / 3600},
+        {"alerts", {{"total", result.alerts}, {"by_name", alerts}}}};
+    const auto path = (std::filesystem::path(run.config().logging.dir) / "report.json").string();
+    try {
+      core::write_file_atomically(path, report.dump(2) + "\n");
+    } catch (const std::exception& e) {  // the run's outcome stands; the report is a summary of it
+      run.warn("report.json was not written: " + std::string(e.what()));
+    }
+  }
+
+ private:
+  Clock::time_point started_;
+  std::optional<Clock::time_point> last_step_end_;
+  bool interrupted_ = false, on_gpu_ = false;
+  std::vector<double> step_seconds_, utilization_, gpu_used_, host_rss_;
+  double device_peak_ = 0;
+  std::map<std::string, std::int64_t> alerts_;
+};
+
+}  // namespace
+
+std::unique_ptr<Callback> run_report_callback() { return std::make_unique<RunReport>(); }
+
+}  // namespace gputrain::train

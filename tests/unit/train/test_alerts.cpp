@@ -1,0 +1,197 @@
+// logging.alerts over synthetic metric streams: each alert fires when its condition starts (or has
+// lasted its minutes), once, again only after it cleared, with what to do; `off` silences it. And
+// a run's system metrics and alerts in metrics.jsonl, training.log and its summary; report.json.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "gputrain/core/stop_signal.hpp"
+#include "gputrain/train/config.hpp"
+#include "gputrain/train/trainer.hpp"
+#include "support/jsonl_records.hpp"
+#include "support/quiet_trainer.hpp"
+#include "support/small_run.hpp"
+#include "train/monitor/alert_rules.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+
+namespace {
+
+device::SystemSample gpu_sample(double seconds, double used_percent, double busy, double celsius) {
+  device::SystemSample s;
+  s.seconds = seconds;
+  s.gpu_memory_total_bytes = 80e9;
+  s.gpu_memory_used_bytes = 80e9 * used_percent / 100;
+  s.gpu_utilization_percent = busy;
+  s.gpu_temperature_c = celsius;
+  return s;
+}
+
+std::vector<std::string> names(const std::vector<Alert>& alerts) {
+  std::vector<std::string> out;
+  for (const auto& a : alerts) out.push_back(a.name);
+  return out;
+}
+
+}  // namespace
+
+TEST(AlertRules, GpuMemoryFiresAfterItsMinutesOnceAndAgainAfterItCleared) {
+  AlertRules rules(AlertsConfig{});  // over 95 % for 5 minutes
+  std::vector<std::string> fired;
+  for (double t = 0; t <= 290; t += 10) EXPECT_TRUE(rules.system(gpu_sample(t, 97, 90, 60)).empty()) << t;
+  const auto at_five = rules.system(gpu_sample(300, 97, 90, 60));
+  ASSERT_EQ(names(at_five), std::vector<std::string>{"gpu_memory_percent"});
+  EXPECT_NE(at_five[0].message.find("GPU memory 97 % used for 5 min (over 95 %)"), std::string::npos) << at_five[0].message;
+  EXPECT_NE(at_five[0].message.find("train.batch_size"), std::string::npos);
+  EXPECT_TRUE(rules.system(gpu_sample(600, 97, 90, 60)).empty()) << "once per stretch";
+  EXPECT_TRUE(rules.system(gpu_sample(610, 50, 90, 60)).empty());
+  EXPECT_TRUE(rules.system(gpu_sample(620, 97, 90, 60)).empty()) << "the minutes start again";
+  EXPECT_EQ(names(rules.system(gpu_sample(920, 97, 90, 60))), std::vector<std::string>{"gpu_memory_percent"});
+  EXPECT_EQ(rules.fired(), 2);
+}
+
+TEST(AlertRules, AnIdleGpuAndAHotOneFireAndOffSilencesThem) {
+  AlertRules rules(AlertsConfig{});
+  EXPECT_TRUE(rules.system(gpu_sample(0, 10, 30, 80)).empty());
+  EXPECT_EQ(names(rules.system(gpu_sample(300, 10, 30, 86))), (std::vector<std::string>{"gpu_utilization_percent", "temperature_c"}));
+  EXPECT_TRUE(rules.system(gpu_sample(310, 10, 30, 87)).empty());
+  AlertsConfig off;
+  off.gpu_utilization_percent.reset();
+  off.temperature_c.reset();
+  AlertRules silent(off);
+  silent.system(gpu_sample(0, 10, 30, 90));
+  EXPECT_TRUE(silent.system(gpu_sample(400, 10, 30, 90)).empty());
+}
+
+TEST(AlertRules, SlowDataAndALargeGradientNormFireFromTheStepLines) {
+  AlertRules rules(AlertsConfig{});
+  StepMetrics m;
+  m.step = 100;
+  m.data_seconds = 0.02;
+  m.grad_norm = 3.0;
+  EXPECT_TRUE(rules.step(m).empty());
+  m.step = 110;
+  m.data_seconds = 0.08;
+  m.grad_norm = 25.0;
+  const auto alerts = rules.step(m);
+  ASSERT_EQ(names(alerts), (std::vector<std::string>{"data_wait_ms", "grad_norm"}));
+  EXPECT_NE(alerts[0].message.find("waiting 80 ms a step for data by step 110 (over 50 ms)"), std::string::npos) << alerts[0].message;
+  EXPECT_NE(alerts[1].message.find("gradient norm 25.00 at step 110 (over 10.00)"), std::string::npos) << alerts[1].message;
+  EXPECT_NE(alerts[1].message.find("train.clip_grad_norm"), std::string::npos);
+  m.step = 120;
+  EXPECT_TRUE(rules.step(m).empty());
+  m.grad_norm.reset();  // an unmeasured step says nothing about the norm
+  EXPECT_TRUE(rules.step(m).empty());
+}
+
+TEST(AlertRules, NoImprovementCountsEpochsSinceTheBestValidationLoss) {
+  AlertsConfig config;
+  config.no_improvement_epochs = 3;
+  AlertRules rules(config);
+  EpochMetrics e;
+  for (double loss : {1.0, 0.8, 0.9, 0.85}) {
+    e.val_loss = loss;
+    EXPECT_TRUE(rules.epoch(e).empty()) << loss;
+  }
+  e.val_loss = 0.95;
+  const auto alerts = rules.epoch(e);
+  ASSERT_EQ(names(alerts), std::vector<std::string>{"no_improvement_epochs"});
+  EXPECT_NE(alerts[0].message.find("not improved for 3 epochs (best 0.8000)"), std::string::npos) << alerts[0].message;
+  e.val_loss = 0.7;
+  EXPECT_TRUE(rules.epoch(e).empty());
+  EXPECT_EQ(rules.improvement_state(), (std::pair<double, std::int64_t>{0.7, 0}));
+}
+
+TEST(AlertRules, HostMemoryGrowthIsARateOverTenMinutesAfterTheFirstFive) {
+  AlertRules rules(AlertsConfig{});  // 2 GB an hour
+  device::SystemSample s;
+  for (double t = 0; t <= 1200; t += 60) {
+    s.seconds = t;
+    s.host_rss_bytes = 1e9 + (t < 300 ? t * 1e7 : 3e9 + (t - 300) * 1e9 / 3600);  // a fast start, then 1 GB/h
+    EXPECT_TRUE(rules.system(s).empty()) << t;
+  }
+  std::vector<Alert> alerts;
+  for (double t = 1260; t <= 2400 && alerts.empty(); t += 60) {
+    s.seconds = t;
+    s.host_rss_bytes = 1e9 + 3e9 + 900 * 1e9 / 3600 + (t - 1200) * 4e9 / 3600;  // now 4 GB/h
+    alerts = rules.system(s);
+  }
+  ASSERT_EQ(names(alerts), std::vector<std::string>{"memory_growth_gb_per_hour"});
+  EXPECT_NE(alerts[0].message.find("host memory growing"), std::string::npos) << alerts[0].message;
+  EXPECT_GT(alerts[0].value, 2.0);
+}
+
+// A CPU run: system records with the host's memory (no GPU figures), and a grad_norm alert set
+// low enough to fire: one warning line, one alert record, the count in the summary's result.
+TEST(Alerts, ARunWritesSystemRecordsAndSaysItsAlerts) {
+  const auto config = test_support::small_run("alerts", {"logging.system_every=1s", "logging.alerts.grad_norm=0.000001"});
+  Trainer trainer(config, test_support::quiet_trainer());
+  const auto result = trainer.fit();
+  EXPECT_EQ(result.alerts, 1);
+  const auto systems = test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "system");
+  ASSERT_GE(systems.size(), 1U);
+  EXPECT_GT(systems[0]["host_rss_bytes"].get<double>(), 1e6);
+  EXPECT_FALSE(systems[0].contains("gpu_utilization_percent"));
+  const auto alerts = test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "alert");
+  ASSERT_EQ(alerts.size(), 1U);
+  EXPECT_EQ(alerts[0]["alert"], "grad_norm");
+  EXPECT_EQ(alerts[0]["step"], 1);
+  std::ifstream log(std::filesystem::path(result.run_dir) / "training.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("warning: alert grad_norm: gradient norm"), std::string::npos) << text;
+}
+
+TEST(Alerts, EveryAlertAndTheSystemPeriodCanBeTurnedOff) {
+  const auto config = test_support::small_run(
+      "alerts-off", {"logging.system_every=off", "logging.alerts.grad_norm=off", "logging.alerts.data_wait_ms=off"});
+  EXPECT_EQ(config.logging.system_every, 0);
+  EXPECT_FALSE(config.logging.alerts.grad_norm.has_value());
+  Trainer trainer(config, test_support::quiet_trainer());
+  const auto result = trainer.fit();
+  EXPECT_EQ(result.alerts, 0);
+  EXPECT_TRUE(test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "system").empty());
+  EXPECT_THROW(test_support::small_run("alerts-bad", {"logging.alerts.grad_norm=high"}), UsageError);
+  EXPECT_THROW(test_support::small_run("alerts-bad", {"logging.system_every=10"}), UsageError);
+}
+
+// report.json: the run's figures in one file, for a finished run and for an interrupted one.
+TEST(RunReport, AFinishedAndAnInterruptedRunEachLeaveOne) {
+  const auto config = test_support::small_run("report", {"logging.system_every=1s", "logging.alerts.grad_norm=0.000001"});
+  Trainer trainer(config, test_support::quiet_trainer());
+  const auto result = trainer.fit();
+  std::ifstream in(std::filesystem::path(result.run_dir) / "report.json");
+  ASSERT_TRUE(in) << "no report.json in " << result.run_dir;
+  const auto report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["schema"], "gputrain.report/1");
+  EXPECT_EQ(report["outcome"], "finished");
+  EXPECT_EQ(report["steps"], 12);
+  EXPECT_EQ(report["samples"], result.samples);
+  EXPECT_DOUBLE_EQ(report["samples_per_second"].get<double>(), result.samples_per_second);
+  const auto& steps = report["step_seconds"];
+  EXPECT_GE(steps["steps_timed"].get<int>(), 8);  // 12 steps less the first and those after validation and checkpoints
+  EXPECT_LE(steps["p50"].get<double>(), steps["p95"].get<double>());
+  EXPECT_GT(steps["p50"].get<double>(), 0);
+  EXPECT_TRUE(report["gpu_utilization_percent"]["mean"].is_null()) << "a CPU run";
+  EXPECT_EQ(report["gpu_hours"], 0.0);
+  EXPECT_GT(report["memory_peak_bytes"]["host_rss"].get<double>(), 1e6);
+  EXPECT_EQ(report["alerts"]["total"], 1);
+  EXPECT_EQ(report["alerts"]["by_name"]["grad_norm"], 1);
+
+  core::clear_stop_request();
+  auto options = test_support::quiet_trainer();
+  options.after_step = [](std::int64_t step) {
+    if (step == 3) core::request_stop();
+  };
+  Trainer stopped(test_support::small_run("report-stopped"), options);
+  const auto partial = stopped.fit();
+  core::clear_stop_request();
+  std::ifstream again(std::filesystem::path(partial.run_dir) / "report.json");
+  ASSERT_TRUE(again);
+  const auto interrupted = nlohmann::json::parse(again);
+  EXPECT_EQ(interrupted["outcome"], "interrupted");
+  EXPECT_EQ(interrupted["steps"], 3);
+}
