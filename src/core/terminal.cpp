@@ -2,7 +2,10 @@
 
 #include <sys/ioctl.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdlib>
+#include <mutex>
 
 namespace gputrain::core {
 namespace {
@@ -12,7 +15,28 @@ bool set_on(const EnvLookup& lookup, const char* name) {
   return value && !value->empty() && *value != "0";
 }
 
+std::atomic<std::uint64_t> resizes{0};
+struct sigaction previous_winch {};
+
+void on_winch(int signal) {
+  resizes.fetch_add(1, std::memory_order_relaxed);
+  if (previous_winch.sa_handler != SIG_DFL && previous_winch.sa_handler != SIG_IGN && !(previous_winch.sa_flags & SA_SIGINFO))
+    previous_winch.sa_handler(signal);
+}
+
 }  // namespace
+
+std::uint64_t terminal_resizes() {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    struct sigaction action {};
+    action.sa_handler = on_winch;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;  // a read or write the resize interrupts goes on
+    sigaction(SIGWINCH, &action, &previous_winch);
+  });
+  return resizes.load(std::memory_order_relaxed);
+}
 
 int terminal_columns(int fd, const EnvLookup& lookup) {
   winsize size{};

@@ -3,6 +3,7 @@
 // (no-color.org's NO_COLOR, force-color.org's FORCE_COLOR, CLICOLOR_FORCE, TERM=dumb) over the
 // guess from whether the output is a terminal.
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -22,5 +23,9 @@ bool color_wanted(bool terminal, bool no_color, const EnvLookup& lookup = env);
 /// The width of the terminal on `fd` in columns, asked anew each call (a resized tmux pane or
 /// window counts at once); else $COLUMNS; else 80.
 int terminal_columns(int fd, const EnvLookup& lookup = env);
+
+/// How often the terminal was resized (SIGWINCH) since the first call, which starts counting (a
+/// handler the process had before is still called). A progress bar redraws when it changes.
+std::uint64_t terminal_resizes();
 
 }  // namespace gputrain::core

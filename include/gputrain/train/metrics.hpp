@@ -124,8 +124,11 @@ std::unique_ptr<MetricSink> make_log_file_sink(const std::string& path, SinkWarn
 /// A redrawn progress bar (bar) or one line per report (lines) on `out`. Work (MetricSink::on_work)
 /// that runs `quiet` without a line is said to be still running, again each time its time doubles
 /// (30 s, 1 min, 2 min, ...): a ResNet-50 step on a CPU takes minutes, and silence looks like a hang.
+/// The bar fits `columns()` at each draw (default: the terminal's on std::cerr, else 120), and is
+/// redrawn within a second of a resize (SIGWINCH) while work runs.
 std::unique_ptr<MetricSink> make_console_sink(const std::string& mode, std::ostream& out,
-                                              std::chrono::milliseconds quiet = std::chrono::seconds(30));
+                                              std::chrono::milliseconds quiet = std::chrono::seconds(30),
+                                              std::function<int()> columns = {});
 
 /// "12.3 MiB"-style memory, "1:02:03"-style durations: shared by the human sinks.
 std::string format_duration(double seconds);

@@ -2,8 +2,11 @@
 // ResNet-50 step on a CPU takes minutes, and a run that says nothing for them looks hung.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -69,6 +72,40 @@ TEST(StillRunning, WorkThatEndsInTimeSaysNothingAndTheBarIsClearedFirst) {
   std::this_thread::sleep_for(100ms);
   bar_sink->on_end();
   EXPECT_NE(bar.str().find("\r\x1b[Kwriting the checkpoint of step 50 still running"), std::string::npos) << bar.str();
+}
+
+// A resized terminal (SIGWINCH) gets the bar redrawn to its new width while a step runs: the cursor
+// goes up over the rows the wider bar now wraps to, clears from there, and a bar that fits is drawn.
+TEST(StillRunning, AResizedTerminalGetsTheBarRedrawnToFit) {
+  const auto width_of = [](const std::string& text) {
+    return static_cast<int>(std::count_if(text.begin(), text.end(), [](char c) { return (c & 0xC0) != 0x80; }));
+  };
+  std::atomic<int> columns{120};
+  std::ostringstream out;
+  auto sink = make_console_sink("bar", out, 40ms, [&columns] { return columns.load(); });
+  sink->on_start(small_run_info());
+  StepMetrics m;
+  m.step = 50;
+  m.loss = 1.2345;
+  m.samples_per_second = 12345;
+  sink->on_step(m);
+  sink->on_work("step 51 of 100");
+  columns = 30;
+  std::raise(SIGWINCH);
+  std::this_thread::sleep_for(500ms);  // the watch looks every 10 ms
+  sink->on_end();
+  const auto text = out.str();
+  const auto first_start = text.find('\r') + 1, first_end = text.find("\x1b[K", first_start);
+  ASSERT_NE(first_end, std::string::npos) << text;
+  const int first_width = width_of(text.substr(first_start, first_end - first_start));
+  ASSERT_GT(first_width, 30) << "the bar at 120 columns";
+  const std::string up = "\x1b[" + std::to_string((first_width - 1) / 30) + "A\r\x1b[J";
+  const auto redraw = text.find(up, first_end);
+  ASSERT_NE(redraw, std::string::npos) << "no redraw after the resize in: " << text;
+  const auto bar_start = redraw + up.size(), bar_end = text.find("\x1b[K", bar_start);
+  ASSERT_NE(bar_end, std::string::npos);
+  EXPECT_LE(width_of(text.substr(bar_start, bar_end - bar_start)), 30) << text.substr(bar_start, bar_end - bar_start);
+  EXPECT_EQ(count(text, "\x1b[J"), 1) << "one resize, one redraw";
 }
 
 // The trainer names each step as it starts it: a slow one is said to be still running, by number.
