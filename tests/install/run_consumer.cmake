@@ -1,5 +1,5 @@
-# Script mode: install; check the installed binaries name neither the source nor the build tree and
-# that an installed command starts; then configure the consumer against the prefix, build it, run it.
+# Script mode: install; check the installed binaries name neither the source nor the build tree,
+# that an installed command starts and the man pages and completions are there; then configure the consumer against the prefix, build it, run it.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 function(run)
@@ -32,6 +32,13 @@ foreach(package_file IN LISTS package_files)
   endif()
 endforeach()
 run(${prefix}/bin/gputrain-train --help)  # loads LibTorch through the installed RPATH
+# The man pages and completions a package ships (tools/CMakeLists.txt), where man and the shells look.
+foreach(file IN ITEMS share/man/man1/gputrain.1 share/man/man1/gputrain-train.1 share/man/man1/gputrain-verify.1
+                      share/bash-completion/completions/gputrain share/zsh/site-functions/_gputrain)
+  if(NOT EXISTS ${prefix}/${file})
+    message(FATAL_ERROR "cmake --install did not install ${file}")
+  endif()
+endforeach()
 run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G Ninja -DCMAKE_BUILD_TYPE=Release
     -DCMAKE_PREFIX_PATH=${prefix} -DTorch_DIR=${TORCH_DIR} -Wno-dev)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
