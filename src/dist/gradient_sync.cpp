@@ -1,6 +1,7 @@
 #include "gputrain/dist/gradient_sync.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/grad_mode.h>
@@ -87,6 +88,7 @@ struct GradientSync::Impl {
   void launch_in_order(bool in_backward) {
     while (next_launch < buckets.size() && buckets[next_launch].pending == 0) {
       auto& b = buckets[next_launch];
+      RECORD_USER_SCOPE(("gputrain::allreduce_bucket_" + std::to_string(next_launch + 1)).c_str());
       b.work = comm.all_reduce_sum(b.flat, "the all-reduce of gradient bucket " + std::to_string(next_launch + 1) + " of " +
                                                std::to_string(buckets.size()) + " in step " + std::to_string(step + 1));
       b.launched = true;

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/json_text.hpp"
+#include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/device/utilization.hpp"
 #include "gputrain/profile/gpu_span_timer.hpp"
@@ -112,6 +113,43 @@ struct UtilizationWindow {
   }
 };
 
+// The step's parts as shares of it.
+void derive_shares(StepProfile& p) {
+  p.compute_seconds = p.step_seconds - p.data_wait_seconds;
+  p.data_stall_percent = p.step_seconds > 0 ? 100.0 * p.data_wait_seconds / p.step_seconds : 0;
+  if (p.gpu_data_wait_seconds) p.gpu_data_stall_percent = p.step_seconds > 0 ? 100.0 * *p.gpu_data_wait_seconds / p.step_seconds : 0;
+}
+
+// The copy to the GPU overlaps compute on a side stream; its share is estimated from the bytes
+// of a batch and the pinned-copy ceiling measured here.
+void estimate_copy(StepProfile& p, const train::RunDevice& run, std::uint64_t batch_bytes, const std::string& data_cache) {
+  p.pinned_copy_gbps = measure_pinned_copy_gbps(run.device);
+  p.batch_bytes = batch_bytes;
+  if (run.device.is_cuda() && data_cache != "vram" && p.pinned_copy_gbps > 0)
+    p.h2d_copy_seconds_estimate = static_cast<double>(p.batch_bytes) / (p.pinned_copy_gbps * 1e9);
+}
+
+// 5 steps more, traced (train.profile into `dir`): last, since the profiler slows what it watches.
+void trace_last_steps(train::Config& config, const fs::path& dir) {
+  constexpr std::int64_t traced = 5;
+  config.train.profile_start_step = config.train.max_steps + 1;
+  config.train.profile_steps = traced;
+  config.train.profile_dir = dir.string();
+  config.train.max_steps += traced;
+}
+
+// Moves the probe run's trace to where --trace asked for it (its folders made).
+void keep_trace(const fs::path& from, const fs::path& to) {
+  if (!fs::exists(from)) throw Error("the profiler wrote no trace (" + from.string() + ")", "run with --log-level debug and report it");
+  if (to.has_parent_path()) fs::create_directories(to.parent_path());
+  std::error_code ec;
+  fs::rename(from, to, ec);
+  if (ec) {  // another file system: copy, then the probe folder goes
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw Error("cannot write the trace to " + to.string() + ": " + ec.message(), "give --trace a path in a folder you can write");
+  }
+}
+
 // "on" or "off (why)", from the probe run's start record.
 std::string cuda_graphs_of(const fs::path& run_dir) {
   std::ifstream in(run_dir / "metrics.jsonl");
@@ -167,7 +205,7 @@ void probe_run_config(train::Config& config, std::int64_t window, std::int64_t t
 
 }  // namespace
 
-StepProfile profile_steps(train::Config config, const train::RunDevice& run, int steps) {
+StepProfile profile_steps(train::Config config, const train::RunDevice& run, int steps, const std::string& trace_path) {
   // The first window is warm-up (cuDNN autotuning, the allocator growing its pool, first-use
   // library loads): it is run, and neither timed nor sampled.
   const std::int64_t window = std::min(steps, 10);
@@ -178,6 +216,7 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
   const FolderRemover remover{temp / ("gputrain-profile-step-" + std::to_string(::getpid()))};
   probe_run_config(config, window, timed, remover.path.string());
   config.train.max_steps += counted;
+  if (!trace_path.empty()) trace_last_steps(config, remover.path / "traces");
   UtilizationWindow utilization;
   std::unique_ptr<GpuSpanTimer> feed_timer;  // the feed, timed on the GPU
   std::ostringstream notes;
@@ -218,6 +257,8 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
   };
   const auto result = train::Trainer(config, options).fit();
   utilization.stop();  // when the run ended before its timed steps did
+  if (!trace_path.empty())
+    keep_trace(fs::path(config.train.profile_dir) / ("trace-step" + std::to_string(config.train.profile_start_step) + ".json"), trace_path);
 
   StepProfile p;
   p.device = run.device.str();
@@ -233,15 +274,8 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
   p.utilization_unavailable = utilization.unavailable;
   p.utilization_seconds = utilization.seconds;
   if (feed_timer && feed_timer->spans() > 0) p.gpu_data_wait_seconds = feed_timer->seconds() / static_cast<double>(feed_timer->spans());
-  p.compute_seconds = p.step_seconds - p.data_wait_seconds;
-  p.data_stall_percent = p.step_seconds > 0 ? 100.0 * p.data_wait_seconds / p.step_seconds : 0;
-  if (p.gpu_data_wait_seconds) p.gpu_data_stall_percent = p.step_seconds > 0 ? 100.0 * *p.gpu_data_wait_seconds / p.step_seconds : 0;
-  // The copy to the GPU overlaps compute on a side stream; its share is estimated from the bytes
-  // of a batch and the pinned-copy ceiling measured here.
-  p.pinned_copy_gbps = measure_pinned_copy_gbps(run.device);
-  p.batch_bytes = static_cast<std::uint64_t>(result.sample_bytes * result.batch_size * config.train.grad_accum);
-  if (run.device.is_cuda() && result.data_cache != "vram" && p.pinned_copy_gbps > 0)
-    p.h2d_copy_seconds_estimate = static_cast<double>(p.batch_bytes) / (p.pinned_copy_gbps * 1e9);
+  derive_shares(p);
+  estimate_copy(p, run, static_cast<std::uint64_t>(result.sample_bytes * result.batch_size * config.train.grad_accum), result.data_cache);
   // On a GPU, the GPU's own account of its wait decides: the host's also holds launches that
   // blocked on a full queue, which is compute, not data.
   p.verdict = judge_step(p.gpu_data_stall_percent.value_or(p.data_stall_percent), p.gpu_utilization_percent);

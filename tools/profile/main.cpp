@@ -17,13 +17,27 @@
 using namespace gputrain;
 using namespace gputrain::tools::profile;
 
+namespace {
+
+// Flags that do not go together, refused before anything runs.
+void refuse_mixed_flags(bool memory_mode, bool batch_mode, bool step_mode, bool exhaustive, bool trace, const SweepFlags& sweep) {
+  if (trace && (memory_mode || batch_mode)) throw UsageError("--trace goes with --step", "gputrain profile --trace trace.json CONFIG.yaml");
+  if (int(memory_mode) + int(batch_mode) + int(step_mode) > 1)
+    throw UsageError("choose one of --memory, --batch and --step (or none, for the loader sweep)",
+                     "e.g. gputrain profile --step CONFIG.yaml");
+  if (exhaustive && !batch_mode) throw UsageError("--exhaustive goes with --batch", "gputrain profile --batch --exhaustive CONFIG.yaml");
+  if (sweep.json && sweep.csv) throw UsageError("--json or --csv, not both", "pick one output format");
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{tools::kProfileHelp, "gputrain profile"};
   train::ConfigSources sources;
   bool memory_mode = false, batch_mode = false, step_mode = false, exhaustive = false;
   SweepFlags sweep;
   int steps = 50;
-  std::string max_memory, source, path;
+  std::string max_memory, source, path, trace;
   std::vector<std::string> labels;
   app.add_option("config", sources.files, "YAML config files; later files override earlier ones");
   app.add_flag("--memory", memory_mode, "print the memory model of one training step");
@@ -32,6 +46,10 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps,
                  "with --step: how many timed steps (default 50), after 10 warm-up steps (fewer when fewer are asked for)")
       ->check(tools::whole_number(2, 100000));
+  app.add_option("--trace", trace,
+                 "with --step (implied): also trace 5 more steps with LibTorch's profiler into this Chrome/Perfetto JSON file "
+                 "(open it in ui.perfetto.dev or chrome://tracing)")
+      ->type_name("FILE.json");
   app.add_flag("--exhaustive", exhaustive, "with --batch: also bisect for the true largest batch (more steps)");
   app.add_option(
       "--source", source,
@@ -55,11 +73,7 @@ int main(int argc, char** argv) {
   tools::add_logging_options(app);
 
   const auto run_profile = [&]() -> int {
-    if (int(memory_mode) + int(batch_mode) + int(step_mode) > 1)
-      throw UsageError("choose one of --memory, --batch and --step (or none, for the loader sweep)",
-                       "e.g. gputrain profile --step CONFIG.yaml");
-    if (exhaustive && !batch_mode) throw UsageError("--exhaustive goes with --batch", "gputrain profile --batch --exhaustive CONFIG.yaml");
-    if (sweep.json && sweep.csv) throw UsageError("--json or --csv, not both", "pick one output format");
+    refuse_mixed_flags(memory_mode, batch_mode, step_mode, exhaustive, !trace.empty(), sweep);
     // --labels takes every word up to the next option, so a config named after it lands there.
     for (const auto& label : labels) {
       const auto extension = std::filesystem::path(label).extension();
@@ -76,8 +90,9 @@ int main(int argc, char** argv) {
     auto config = train::load_config(sources);
     const auto run = train::prepare_device(config);
     for (const auto& note : run.notes) std::cerr << "note: " << note << "\n";
-    if (step_mode) {
-      const auto profile = gputrain::profile::profile_steps(config, run, steps);
+    if (step_mode || !trace.empty()) {
+      const auto profile = gputrain::profile::profile_steps(config, run, steps, trace);
+      if (!trace.empty()) std::cerr << "trace of 5 steps after the timed ones: " << trace << " (ui.perfetto.dev or chrome://tracing)\n";
       std::cout << (sweep.json ? gputrain::profile::step_profile_json(profile) + "\n" : gputrain::profile::step_profile_text(profile));
       return int(ExitCode::ok);
     }

@@ -36,8 +36,9 @@ struct StepProfile {
 
 /// Trains `steps` timed steps (after a warm-up window of up to 10) of `config` on `run`'s device,
 /// in a folder of its own that is removed after; the config's run and checkpoint folders are
-/// never touched. Says how far it is on stderr every 5 s.
-StepProfile profile_steps(train::Config config, const train::RunDevice& run, int steps);
+/// never touched. Says how far it is on stderr every 5 s. With `trace_path`, 5 more steps after
+/// those run under LibTorch's Kineto profiler (train.profile) and their trace is written there.
+StepProfile profile_steps(train::Config config, const train::RunDevice& run, int steps, const std::string& trace_path = "");
 
 /// The profile as JSON (schema gputrain.profile.step/1).
 std::string step_profile_json(const StepProfile& profile);

@@ -103,6 +103,11 @@ struct TrainConfig {
   /// ema = ema_decay * ema + (1 - ema_decay) * weights; 0: none.
   double ema_decay = 0.0;
   std::int64_t ema_every = 1;
+  /// train.profile: a Chrome/Perfetto trace of `profile_steps` steps from step `profile_start_step`
+  /// (0: none) into `profile_dir` ("": <logging.dir>/traces), LibTorch's Kineto profiler.
+  std::int64_t profile_start_step = 0;
+  std::int64_t profile_steps = 5;
+  std::string profile_dir;
 };
 
 /// One entry of optimizer.param_groups: the parameters under `params` (state_dict name prefixes,

@@ -1,6 +1,7 @@
 #include "gputrain/train/checkpoint.hpp"
 
 #include <ATen/Context.h>
+#include <ATen/record_function.h>
 #include <torch/optim/optimizer.h>
 
 #include <algorithm>
@@ -71,6 +72,7 @@ CheckpointContents read_contents(const std::string& path, c10::Device device) {
 
 void save_checkpoint(const std::string& path, const CheckpointParts& parts, const TrainingProgress& progress,
                      const std::string& config_yaml) {
+  RECORD_USER_SCOPE("gputrain::checkpoint");
   NamedTensors rng{{"cpu", rng_state(c10::Device(at::kCPU))}};
   if (parts.device.is_cuda()) rng.emplace_back("cuda", rng_state(parts.device));
   write_pickled_checkpoint(path, parts, progress, config_yaml, rng);

@@ -270,6 +270,9 @@ std::vector<Field> train_fields() {
     string_list_field("train.freeze", [](auto& c) -> auto& { return c.train.freeze; }),
     double_field("train.ema_decay", [](auto& c) -> auto& { return c.train.ema_decay; }, 0.0, 0.999999),
     int_field("train.ema_every", [](auto& c) -> auto& { return c.train.ema_every; }, 1),
+    int_field("train.profile.start_step", [](auto& c) -> auto& { return c.train.profile_start_step; }, 0),
+    int_field("train.profile.steps", [](auto& c) -> auto& { return c.train.profile_steps; }, 1, 1000),
+    optional_string_field("train.profile.dir", [](auto& c) -> auto& { return c.train.profile_dir; }, "a folder for the trace"),
   };
   // clang-format on
 }

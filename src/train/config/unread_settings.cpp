@@ -99,6 +99,11 @@ std::vector<std::string> unread_settings(const Config& config) {
       if (!at_default(config, key))
         out.push_back(std::string(key) + " is " + shown(config, key) +
                       ", but logging.system_every is off: the readings it watches are not taken (set it, e.g. 10s)");
+  if (config.train.profile_start_step == 0)
+    for (const char* key : {"train.profile.steps", "train.profile.dir"})
+      if (!at_default(config, key))
+        out.push_back(std::string(key) + " is " + shown(config, key) +
+                      ", but train.profile.start_step is 0: no steps are traced (set it, e.g. 20)");
   if (!config.logging.grad_norm && !at_default(config, "logging.alerts.grad_norm"))
     out.push_back("logging.alerts.grad_norm is " + shown(config, "logging.alerts.grad_norm") +
                   ", but logging.grad_norm is false: the norm it watches is not measured");

@@ -3,6 +3,7 @@
 #include "fit_loop.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 
 #include <algorithm>
 #include <cmath>
@@ -72,18 +73,16 @@ void Trainer::State::FitLoop::run_epoch() {
     if (s_.options.before_batch) s_.options.before_batch();
     s_.reporter.working_on("step " + std::to_string(progress.step + 1) + " of " + std::to_string(s_.total_steps));
     const auto data_start = Clock::now();
-    auto fed = progress.position < n ? s_.placement.train_feed->next() : std::nullopt;
+    auto fed = [&] {
+      RECORD_USER_SCOPE("gputrain::data_wait");
+      return progress.position < n ? s_.placement.train_feed->next() : std::nullopt;
+    }();
     const double data_seconds = seconds_since(data_start);
     if (!fed) progress.position = n;  // through, or only unreadable samples were left
     const std::int64_t rows = fed ? fed->batch.size() : 0;
     std::int64_t global_rows = rows;
     if (stops_before_step(fed.has_value(), rows, global_rows)) break;
-    // The schedule is a function of the step (and of the factor callbacks scaled it by, which the
-    // checkpoint keeps), so a resumed run picks it up exactly.
-    const double lr = learning_rate_at(s_.config.scheduler, s_.config.optimizer.lr, progress.step, s_.total_steps, progress.lr_scale);
-    set_learning_rates(*s_.optimizer, s_.group_lrs, [&](double base) {  // each group's own base, scheduled alike
-      return learning_rate_at(s_.config.scheduler, base, progress.step, s_.total_steps, progress.lr_scale);
-    });
+    const double lr = schedule_learning_rates();
     const auto step_start = Clock::now();
     if (fed && s_.options.on_batch) s_.options.on_batch(fed->batch);
     s_.readout.wanted = s_.config.logging.grad_norm && logs_step(progress.step + 1, totals_.steps == 0);  // for its line only
@@ -135,6 +134,16 @@ void Trainer::State::FitLoop::run_epoch() {
   const double epoch_loss_sum =
       s_.ranks.sum({epoch_loss.item<double>()}, "the sum of epoch " + std::to_string(progress.epoch + 1) + "'s loss")[0];
   end_epoch(epoch_steps > 0 ? epoch_loss_sum / static_cast<double>(epoch_steps) : 0.0, seconds_since(epoch_start));
+}
+
+// The schedule is a function of the step (and of the factor callbacks scaled it by, which the
+// checkpoint keeps), so a resumed run picks it up exactly. Returns optimizer.lr's rate now.
+double Trainer::State::FitLoop::schedule_learning_rates() {
+  const auto& progress = s_.progress;
+  set_learning_rates(*s_.optimizer, s_.group_lrs, [&](double base) {  // each group's own base, scheduled alike
+    return learning_rate_at(s_.config.scheduler, base, progress.step, s_.total_steps, progress.lr_scale);
+  });
+  return learning_rate_at(s_.config.scheduler, s_.config.optimizer.lr, progress.step, s_.total_steps, progress.lr_scale);
 }
 
 bool Trainer::State::FitLoop::stops_before_step(bool fed, std::int64_t rows, std::int64_t& global_rows) {

@@ -68,6 +68,7 @@ class Trainer::State::FitLoop final : public RunControl {
   void write_best();
   void collect_callback_states();
   // Whether the step loop ends before the next step: the ranks' agreement, or this rank's own stop.
+  double schedule_learning_rates();
   bool stops_before_step(bool fed, std::int64_t rows, std::int64_t& global_rows);
   void report_steps(double lr);
   bool logs_step(std::int64_t step, bool first) const;

@@ -1,6 +1,7 @@
 // The validation pass after each epoch: loss, accuracy and balanced accuracy (or MSE/MAE), summed
 // over ranks; an out-of-memory error shrinks the validation batch only.
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <cmath>
@@ -115,6 +116,7 @@ void fill_figures(EpochMetrics& m, const std::vector<double>& sums, bool classif
 }  // namespace
 
 EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, double seconds) {
+  RECORD_USER_SCOPE("gputrain::validation");
   EpochMetrics m;
   m.epoch = epoch;
   m.step = progress.step;

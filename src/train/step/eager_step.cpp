@@ -1,6 +1,7 @@
 // The eager step backend: autograd's backward, then unscale, clip and the fused optimizer, each
 // launched as the host reaches it.
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <torch/optim/optimizer.h>
 
 #include "gputrain/dist/gradient_sync.hpp"
@@ -26,6 +27,7 @@ class EagerStep final : public StepBackend {
       const double share = static_cast<double>(end - start) / share_of;
       at::Tensor loss;
       {
+        RECORD_USER_SCOPE("gputrain::forward");  // the trace's names (train.profile)
         AutocastScope autocast(p.device.type(), p.train.precision);
         loss = loss_of(p.classification, p.model.forward(inputs), targets, p.train.label_smoothing, p.class_weights);
         if (share != 1.0) loss = loss * share;  // the whole batch in one piece needs no weighting (one op less each way)
@@ -33,7 +35,10 @@ class EagerStep final : public StepBackend {
       if (after_forward) after_forward();
       // Only the last backward's gradients are final: its hooks send them while it runs.
       if (p.sync && end == n) p.sync->arm();
-      p.scaler.scale(loss).backward();
+      {
+        RECORD_USER_SCOPE("gputrain::backward");
+        p.scaler.scale(loss).backward();
+      }
       const auto detached = loss.detach().to(at::kFloat);
       step_loss = step_loss.defined() ? step_loss + detached : detached;
     }
@@ -41,6 +46,7 @@ class EagerStep final : public StepBackend {
   }
 
   void apply(const StepParts& p) override {
+    RECORD_USER_SCOPE("gputrain::optimizer");
     const bool measure = p.readout && p.readout->wanted;
     if (p.train.clip_grad_norm > 0 || measure) p.scaler.unscale(p.params);  // the norm of the true gradients
     if (p.train.clip_grad_norm > 0) {

@@ -16,6 +16,7 @@
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <ATen/record_function.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -95,6 +96,7 @@ class GraphStep final : public StepBackend {
     step.inputs.copy_(batch.inputs, /*non_blocking=*/true);
     step.targets.copy_(batch.targets, /*non_blocking=*/true);
     if (auto* on_device = device_stepped(p.optimizer)) on_device->sync_lr();
+    RECORD_USER_SCOPE("gputrain::graph_replay");
     step.graph->replay();
     replayed_ = true;
     if (p.readout && step.grad_norm.defined()) p.readout->value = step.grad_norm;

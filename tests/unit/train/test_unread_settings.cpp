@@ -90,11 +90,13 @@ TEST(UnreadSettings, NamesEmaEveryWithoutEmaAndMissingWithoutColumns) {
             std::vector<std::string>{"data.missing is mean, but data.source is synthetic: only csv and postgres data can miss values"});
 }
 
-TEST(UnreadSettings, NamesAlertsWhoseReadingsAreNotTaken) {
+TEST(UnreadSettings, NamesAlertsWhoseReadingsAreNotTakenAndATraceWithoutItsStart) {
   EXPECT_EQ(unread_with({"logging.system_every=off", "logging.alerts.temperature_c=80"}),
             std::vector<std::string>{"logging.alerts.temperature_c is 80, but logging.system_every is off: the readings it watches are "
                                      "not taken (set it, e.g. 10s)"});
   EXPECT_EQ(unread_with({"logging.grad_norm=false", "logging.alerts.grad_norm=5"}),
             std::vector<std::string>{"logging.alerts.grad_norm is 5, but logging.grad_norm is false: the norm it watches is not measured"});
   EXPECT_TRUE(unread_with({"logging.system_every=30s", "logging.alerts.temperature_c=off"}).empty());
+  EXPECT_EQ(unread_with({"train.profile.steps=3"}),
+            std::vector<std::string>{"train.profile.steps is 3, but train.profile.start_step is 0: no steps are traced (set it, e.g. 20)"});
 }

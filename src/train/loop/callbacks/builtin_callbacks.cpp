@@ -48,6 +48,7 @@ std::vector<std::shared_ptr<Callback>> builtin_callbacks(const Config& config) {
   add(tensorboard_extras_callback(config));  // after best.pt's: at the end it follows best.pt's choice of epoch
   add(system_monitor_callback(config));
   add(run_report_callback());  // after system_monitor's: it reads FitResult::alerts
+  add(profiler_trace_callback(config));
   return callbacks;
 }
 

@@ -36,6 +36,7 @@ std::unique_ptr<Callback> ema_weights_callback(const Config& config);
 std::unique_ptr<Callback> tensorboard_extras_callback(const Config& config);
 std::unique_ptr<Callback> system_monitor_callback(const Config& config);
 std::unique_ptr<Callback> run_report_callback();
+std::unique_ptr<Callback> profiler_trace_callback(const Config& config);
 
 /// The built-in callbacks this config turns on, in the order they run: best.pt before early
 /// stopping and the plateau schedule (as a resumed run must find them), checkpoints after.
