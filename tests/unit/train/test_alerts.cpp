@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/train/config.hpp"
@@ -158,7 +161,50 @@ TEST(Alerts, EveryAlertAndTheSystemPeriodCanBeTurnedOff) {
   EXPECT_THROW(test_support::small_run("alerts-bad", {"logging.system_every=10"}), UsageError);
 }
 
-// report.json: the run's figures in one file, for a finished run and for an interrupted one.
+namespace {
+
+// docs/monitoring.md's report.json table: each row's first-cell names, with the backticked words
+// of its meaning (a nested object's keys are named there).
+std::map<std::string, std::set<std::string>> documented_report_fields() {
+  std::ifstream doc(std::string(GPUTRAIN_SOURCE_DIR) + "/docs/monitoring.md");
+  std::map<std::string, std::set<std::string>> fields;
+  bool inside = false;
+  const std::regex word("`([a-z0-9_]+)`");
+  for (std::string line; std::getline(doc, line);) {
+    if (line.rfind("## ", 0) == 0) inside = line.find("report.json") != std::string::npos;
+    if (!inside || line.rfind("| `", 0) != 0) continue;
+    const auto split = line.find(" | ", 2);
+    const std::string names = line.substr(0, split), meaning = line.substr(split);
+    std::set<std::string> words;
+    for (std::sregex_iterator it(meaning.begin(), meaning.end(), word), end; it != end; ++it) words.insert((*it)[1]);
+    for (std::sregex_iterator it(names.begin(), names.end(), word), end; it != end; ++it) fields[(*it)[1]] = words;
+  }
+  return fields;
+}
+
+// Every field of `report` is in the docs (a nested one in its row's meaning), and every
+// documented field is in `report`.
+void expect_documented(const nlohmann::json& report) {
+  const auto fields = documented_report_fields();
+  ASSERT_FALSE(fields.empty()) << "no report.json table in docs/monitoring.md";
+  for (const auto& [key, value] : report.items()) {
+    const auto row = fields.find(key);
+    if (row == fields.end()) {
+      ADD_FAILURE() << key << " is in report.json but not in docs/monitoring.md";
+      continue;
+    }
+    if (!value.is_object()) continue;
+    for (const auto& [inner, ignored] : value.items()) {
+      EXPECT_TRUE(row->second.count(inner)) << key << "." << inner << " is not named in its row of docs/monitoring.md";
+    }
+  }
+  for (const auto& [key, words] : fields) EXPECT_TRUE(report.contains(key)) << key << " is documented but not in report.json";
+}
+
+}  // namespace
+
+// report.json: the run's figures in one file, for a finished run and for an interrupted one; the
+// docs name every field.
 TEST(RunReport, AFinishedAndAnInterruptedRunEachLeaveOne) {
   const auto config = test_support::small_run("report", {"logging.system_every=1s", "logging.alerts.grad_norm=0.000001"});
   Trainer trainer(config, test_support::quiet_trainer());
@@ -180,6 +226,7 @@ TEST(RunReport, AFinishedAndAnInterruptedRunEachLeaveOne) {
   EXPECT_GT(report["memory_peak_bytes"]["host_rss"].get<double>(), 1e6);
   EXPECT_EQ(report["alerts"]["total"], 1);
   EXPECT_EQ(report["alerts"]["by_name"]["grad_norm"], 1);
+  expect_documented(report);
 
   core::clear_stop_request();
   auto options = test_support::quiet_trainer();
