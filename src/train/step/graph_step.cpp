@@ -111,6 +111,7 @@ class GraphStep final : public StepBackend {
   // to the allocator before the smaller micro-batch is tried.
   void release_graphs() {
     if (graphs_.empty()) return;
+    c10::cuda::device_synchronize();  // no replay may still run when its graph goes
     graphs_.clear();
     plan_.released_all();
     c10::cuda::CUDACachingAllocator::emptyCache();
