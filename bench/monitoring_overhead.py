@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""What watching a run costs the step: samples/s with the monitoring on against all of it off.
+
+  GPUTRAIN_BUILD=build python3 bench/monitoring_overhead.py [--runs 7] [--device cpu|cuda] [--epochs 10]
+
+configs/mlp.yaml (the CPU benchmark's MLP), its training steps only (no validation, checkpoints
+or TensorBoard), the two sides interleaved run after run:
+  on:  logging.grad_norm, logging.system_every 1s (ten times the default's readings), the alerts
+       at their defaults;
+  off: logging.grad_norm false, logging.system_every off, the step lines' alerts off.
+samples/s is report.json's (the training steps alone); the figure is the ratio of the medians,
+with each side's spread. Goal (issue 51): on >= 0.99x off. MLflow is not part of it yet.
+"""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FRONT = os.path.join(os.environ.get("GPUTRAIN_BUILD", os.path.join(ROOT, "build")), "bin", "gputrain")
+SIDES = {
+    "on": ["logging.grad_norm=true", "logging.system_every=1s"],
+    "off": ["logging.grad_norm=false", "logging.system_every=off", "logging.alerts.grad_norm=off", "logging.alerts.data_wait_ms=off",
+            "logging.alerts.no_improvement_epochs=off"],
+}
+
+
+def samples_per_second(device, epochs, side, workdir):
+    run_dir = os.path.join(workdir, side)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    sets = [f"device={device}", f"train.epochs={epochs}", "data.val_samples=0", "checkpoint.best_metric=none",
+            "checkpoint.every_epochs=0", "logging.progress=off", "logging.tensorboard=false", f"logging.dir={run_dir}"] + SIDES[side]
+    args = [FRONT, "train", os.path.join(ROOT, "configs", "mlp.yaml")] + sum((["--set", s] for s in sets), [])
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} exited {result.returncode}:\n{result.stderr}")
+    with open(os.path.join(run_dir, "report.json")) as f:
+        return json.load(f)["samples_per_second"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--epochs", type=int, default=10, help="of configs/mlp.yaml's 64 steps each")
+    args = parser.parse_args()
+    rates = {side: [] for side in SIDES}
+    with tempfile.TemporaryDirectory(prefix="gputrain-monitoring-") as workdir:
+        for _ in range(args.runs):  # interleaved, so drift in the machine's state hits both sides alike
+            for side in SIDES:
+                rates[side].append(samples_per_second(args.device, args.epochs, side, workdir))
+    median = {side: statistics.median(values) for side, values in rates.items()}
+    print(f"# monitoring on vs off, configs/mlp.yaml on {args.device}, {args.epochs * 64} steps, "
+          f"medians of {args.runs} runs, {datetime.date.today()}\n")
+    print("| side | samples/s | runs' spread |\n| --- | ---: | ---: |")
+    for side, values in rates.items():
+        print(f"| {side} | {median[side]:.0f} | {min(values):.0f}-{max(values):.0f} |")
+    ratio = median["on"] / median["off"]
+    print(f"\non / off: {ratio:.3f}x; goal >= 0.99x: {'met' if ratio >= 0.99 else 'not met'}")
+
+
+if __name__ == "__main__":
+    main()
