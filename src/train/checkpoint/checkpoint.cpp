@@ -18,16 +18,17 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/model.hpp"
+#include "rng_state.hpp"
 #include "train/models/state_dict_file.hpp"
 
 namespace gputrain::train {
 namespace {
 
-namespace fs = std::filesystem;
-
 at::Generator default_generator(c10::Device device) {
   return device.is_cuda() ? at::globalContext().defaultGenerator(device) : at::globalContext().defaultGenerator(at::kCPU);
 }
+
+}  // namespace
 
 at::Tensor rng_state(c10::Device device) {
   auto gen = default_generator(device);
@@ -40,6 +41,10 @@ void set_rng_state(c10::Device device, const at::Tensor& state) {
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_state(state);
 }
+
+namespace {
+
+namespace fs = std::filesystem;
 
 // Reads `path` whole (its records checked against their CRC-32s first), or says why it cannot.
 CheckpointContents read_contents(const std::string& path, c10::Device device) {

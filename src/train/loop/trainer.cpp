@@ -21,6 +21,7 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/memory/device_memory.hpp"
+#include "train/checkpoint/rng_state.hpp"
 #include "train/config/config_schema.hpp"
 #include "train/loop/callbacks/builtin_callbacks.hpp"
 #include "train/report/human_lines.hpp"
@@ -101,26 +102,16 @@ std::string Trainer::State::refused_saves_explained(const std::function<std::str
   }
 }
 
-namespace {
-
-at::Generator generator_of(c10::Device device) {
-  return device.is_cuda() ? at::globalContext().defaultGenerator(device) : at::globalContext().defaultGenerator(at::kCPU);
-}
-
-}  // namespace
-
 void Trainer::State::keep_rng_at_setup() {
-  cpu_rng_at_setup = generator_of(c10::Device(at::kCPU)).get_state();
-  if (device.is_cuda()) device_rng_at_setup = generator_of(device).get_state();
+  cpu_rng_at_setup = rng_state(c10::Device(at::kCPU));
+  if (device.is_cuda()) device_rng_at_setup = rng_state(device);
 }
 
 // The first fit() draws as though it ran right after its set-up; a later one goes on from there.
 void Trainer::State::restore_rng_at_setup() {
   for (auto [on, state] : {std::pair{c10::Device(at::kCPU), &cpu_rng_at_setup}, std::pair{device, &device_rng_at_setup}}) {
     if (!state->defined()) continue;
-    auto generator = generator_of(on);
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(*state);
+    set_rng_state(on, *state);
     *state = at::Tensor();
   }
 }

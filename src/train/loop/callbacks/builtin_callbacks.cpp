@@ -33,6 +33,11 @@ void load_watch_state(const CallbackState& state, std::optional<double>& referen
   epochs_without_improvement = static_cast<std::int64_t>(get(state, "epochs_without_improvement").value_or(0));
 }
 
+c10::Device model_device(Model& model) {
+  const auto state = model.named_state();
+  return state.empty() ? c10::Device(c10::kCPU) : state.front().second.device();
+}
+
 std::vector<std::shared_ptr<Callback>> builtin_callbacks(const Config& config) {
   std::vector<std::shared_ptr<Callback>> callbacks;
   const auto add = [&](std::unique_ptr<Callback> callback) {

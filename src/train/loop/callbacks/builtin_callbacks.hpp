@@ -40,6 +40,9 @@ std::unique_ptr<Callback> profiler_trace_callback(const Config& config);
 
 /// The built-in callbacks this config turns on, in the order they run: best.pt before early
 /// stopping and the plateau schedule (as a resumed run must find them), checkpoints after.
+/// The device the model's tensors are on (the first one's; the CPU for a model without any).
+c10::Device model_device(Model& model);
+
 std::vector<std::shared_ptr<Callback>> builtin_callbacks(const Config& config);
 
 }  // namespace gputrain::train

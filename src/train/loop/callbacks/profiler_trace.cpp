@@ -33,10 +33,7 @@ class ProfilerTrace final : public Callback {
   std::string name() const override { return "profiler_trace"; }
 
   void on_fit_start(RunControl& run) override {
-    for (const auto& [name, tensor] : run.model().named_state()) {
-      cuda_ = tensor.is_cuda();
-      break;
-    }
+    cuda_ = model_device(run.model()).is_cuda();
     traces_ = run.writer();
     if (run.progress().step + 1 == first_) start();
   }

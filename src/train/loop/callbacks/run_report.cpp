@@ -55,10 +55,7 @@ class RunReport final : public Callback {
 
   void on_fit_start(RunControl& run) override {
     started_ = Clock::now();
-    for (const auto& [name, tensor] : run.model().named_state()) {
-      on_gpu_ = tensor.is_cuda();
-      break;
-    }
+    on_gpu_ = model_device(run.model()).is_cuda();
   }
   void on_step_end(RunControl&, std::int64_t) override {
     const auto now = Clock::now();

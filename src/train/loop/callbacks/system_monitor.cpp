@@ -33,9 +33,8 @@ MetricRecord system_record(const device::SystemSample& s, std::int64_t step) {
 // The GPU the model is on, as NVML counts them (CUDA's index: equal unless CUDA_VISIBLE_DEVICES
 // reorders the GPUs); none on the CPU.
 std::optional<unsigned> gpu_of(Model& model) {
-  for (const auto& [name, tensor] : model.named_state())
-    if (tensor.is_cuda()) return static_cast<unsigned>(tensor.device().index());
-  return std::nullopt;
+  const auto device = model_device(model);
+  return device.is_cuda() ? std::optional<unsigned>(static_cast<unsigned>(device.index())) : std::nullopt;
 }
 
 class SystemMonitor final : public Callback {
