@@ -26,88 +26,12 @@
 #include "gputrain/train/trainer.hpp"
 #include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
+#include "two_ranks.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
 namespace fs = std::filesystem;
-
-namespace {
-
-// The test's own line to the other rank (between trainer runs only).
-dist::Communicator& peers() {
-  static std::unique_ptr<dist::Communicator> comm = [] {
-    const auto env = dist::read_rank_environment();
-    if (!env || env->world_size != 2) {
-      std::cerr << "run this test under `mpirun -np 2`\n";
-      std::exit(2);
-    }
-    return dist::connect(*env, dist::CommunicatorOptions{dist::Backend::mpi, c10::Device(c10::kCPU), std::chrono::seconds(120)});
-  }();
-  return *comm;
-}
-
-int my_rank() { return peers().rank(); }
-void barrier() { peers().all_gather({0}, "the test's barrier"); }
-
-// Where the runs write: this build's own test folder, not the shared temp directory, so two builds
-// testing at once never share a run directory. (TMPDIR stays as it is: mpirun keeps its session
-// sockets there, and a deep build folder would make their paths too long.)
-fs::path scratch(const std::string& name) { return fs::path(GPUTRAIN_TEST_TMPDIR) / ("gputrain-two-ranks-" + name); }
-
-// A run directory shared by both ranks; `fresh`: emptied by rank 0 before either starts (a
-// collective: both ranks must ask for it together).
-Config run(const std::string& name, std::vector<std::string> overrides, bool fresh = true) {
-  const auto dir = scratch(name);
-  if (fresh) {
-    if (my_rank() == 0) fs::remove_all(dir);
-    barrier();
-  }
-  std::vector<std::string> all{"model.name=mlp",
-                               "model.hidden=[32, 16]",
-                               "model.dropout=0",
-                               "data.shape=[10]",
-                               "data.classes=3",
-                               "data.samples=96",
-                               "data.val_samples=32",
-                               "train.epochs=2",
-                               "train.batch_size=8",
-                               "train.deterministic=true",
-                               "device=cpu",
-                               "optimizer.name=sgd",
-                               "optimizer.lr=0.1",
-                               "logging.progress=off",
-                               "logging.every_steps=1",
-                               "distributed.timeout=60",
-                               "logging.dir=" + dir.string()};
-  all.insert(all.end(), overrides.begin(), overrides.end());
-  return load_config({{}, all, ""});
-}
-
-at::Tensor flat_parameters(Trainer& trainer) {
-  std::vector<at::Tensor> flat;
-  for (auto& p : trainer.model().parameters()) flat.push_back(p.detach().reshape(-1));
-  return at::cat(flat);
-}
-
-// Rank 0's tensor, on both ranks.
-at::Tensor from_rank0(const at::Tensor& local) {
-  auto copy = local.clone();
-  peers().broadcast({copy}, 0, "the test's broadcast");
-  return copy;
-}
-
-// Runs `body` with the launcher variables hidden, as a plain single-process run sees them.
-template <typename Body>
-void as_plain_process(Body body) {
-  const char* names[] = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"};
-  std::vector<std::pair<std::string, std::string>> saved;
-  for (const char* n : names)
-    if (const char* v = std::getenv(n)) saved.emplace_back(n, v), unsetenv(n);
-  body();
-  for (const auto& [n, v] : saved) setenv(n.c_str(), v.c_str(), 1);
-}
-
-}  // namespace
+using namespace two_ranks;
 
 // With class weights: their mean over samples (not over the batch's summed weights) is what makes
 // two ranks' halves add up to the global batch's gradient.

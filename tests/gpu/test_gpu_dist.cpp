@@ -12,8 +12,10 @@
 #include "gputrain/dist/launcher.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model.hpp"
+#include "gputrain/train/sync_batch_norm.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/quiet_trainer.hpp"
+#include "train/models/layers/sync_batch_norm.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -90,4 +92,36 @@ TEST_F(GpuDist, NcclAllReduceSumsBf16Buckets) {
   EXPECT_TRUE(at::equal(t, before));  // a world of one sums to itself
   const auto gathered = comm->all_gather({7, 9}, "a test all-gather");
   EXPECT_EQ(gathered, (std::vector<std::int64_t>{7, 9}));
+}
+
+// model.sync_batch_norm's GPU path (ATen's SyncBatchNorm kernels, statistics over NCCL) on a
+// world of one is torch::nn's BatchNorm: fp32 and bf16 inputs, channels_last, three passes.
+TEST_F(GpuDist, SyncBatchNormKernelsOverNcclMatchTorchBatchNorm) {
+  WorldOfOne world;
+  dist::RankEnvironment env{0, 0, 1, 1, "127.0.0.1", std::atoi(std::getenv("MASTER_PORT")), "torchrun"};
+  auto comm = dist::connect(env, {dist::Backend::nccl, c10::Device(c10::kCUDA, 0), std::chrono::seconds(60)});
+  auto sync = std::make_shared<BatchNormSync>(*comm);
+  for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+    const double tolerance = dtype == at::kFloat ? 1e-4 : 3e-2;
+    at::manual_seed(5);
+    torch::nn::BatchNorm2d plain(16);
+    SyncableBatchNorm2d synced(16);
+    plain->to(at::kCUDA);
+    synced->to(at::kCUDA);
+    synced->synchronise_with(sync, "bn");
+    const auto options = at::TensorOptions().device(at::kCUDA).dtype(dtype);
+    const auto x = (at::randn({32, 16, 8, 8}, options) * 2 + 1).contiguous(at::MemoryFormat::ChannelsLast);
+    const auto upstream = at::randn({32, 16, 8, 8}, options);
+    for (int pass = 0; pass < 3; ++pass) {
+      const auto a = x.clone().requires_grad_(true), b = x.clone().requires_grad_(true);
+      const auto expected = plain->forward(a), out = synced->forward(b);
+      (expected.to(at::kFloat) * upstream.to(at::kFloat)).sum().backward();
+      (out.to(at::kFloat) * upstream.to(at::kFloat)).sum().backward();
+      EXPECT_EQ(out.scalar_type(), dtype);
+      EXPECT_TRUE(at::allclose(out.to(at::kFloat), expected.to(at::kFloat), tolerance, tolerance)) << dtype << " pass " << pass;
+      EXPECT_TRUE(at::allclose(b.grad().to(at::kFloat), a.grad().to(at::kFloat), tolerance, tolerance)) << dtype << " pass " << pass;
+      EXPECT_TRUE(at::allclose(synced->weight.grad(), plain->weight.grad(), tolerance, tolerance * 10)) << dtype << " pass " << pass;
+      EXPECT_TRUE(at::allclose(synced->running_var, plain->running_var, 1e-4, 1e-4)) << dtype << " pass " << pass;
+    }
+  }
 }

@@ -31,6 +31,7 @@ struct ModelConfig {
   std::int64_t heads = 4;                         ///< transformer attention heads
   std::int64_t ff_dim = 256;                      ///< transformer feed-forward width
   bool norm_first = false;                        ///< transformer: LayerNorm before attention and feed-forward (pre-norm)
+  bool sync_batch_norm = false;                   ///< batch norm over every rank's samples (several ranks)
 };
 
 struct DataConfig {

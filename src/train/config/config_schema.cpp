@@ -195,6 +195,7 @@ std::vector<Field> model_fields() {
     int_field("model.heads", [](auto& c) -> auto& { return c.model.heads; }, 1),
     int_field("model.ff_dim", [](auto& c) -> auto& { return c.model.ff_dim; }, 1),
     bool_field("model.norm_first", [](auto& c) -> auto& { return c.model.norm_first; }),
+    bool_field("model.sync_batch_norm", [](auto& c) -> auto& { return c.model.sync_batch_norm; }),
   };
   // clang-format on
 }

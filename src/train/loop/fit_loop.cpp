@@ -80,13 +80,13 @@ void Trainer::State::FitLoop::run_epoch() {
     const double data_seconds = seconds_since(data_start);
     if (!fed) progress.position = n;  // through, or only unreadable samples were left
     const std::int64_t rows = fed ? fed->batch.size() : 0;
-    std::int64_t global_rows = rows;
-    if (stops_before_step(fed.has_value(), rows, global_rows)) break;
+    StepRows step_rows{rows, rows};
+    if (stops_before_step(fed.has_value(), step_rows)) break;
     const double lr = schedule_learning_rates();
     const auto step_start = Clock::now();
     if (fed && s_.options.on_batch) s_.options.on_batch(fed->batch);
     s_.readout.wanted = s_.config.logging.grad_norm && logs_step(progress.step + 1, totals_.steps == 0);  // for its line only
-    const auto loss = s_.engine->step(fed ? &fed->batch : nullptr, global_rows, progress.step, *s_.train_guard);
+    const auto loss = s_.engine->step(fed ? &fed->batch : nullptr, step_rows, progress.step, *s_.train_guard);
     if (s_.readout.wanted) window_.grad_norm = s_.readout.value;
     if (batch_sizes_seen_.insert(rows).second || s_.engine->last_step_was_setup()) {
       window_.setup_seconds += seconds_since(step_start);
@@ -146,12 +146,12 @@ double Trainer::State::FitLoop::schedule_learning_rates() {
   return learning_rate_at(s_.config.scheduler, s_.config.optimizer.lr, progress.step, s_.total_steps, progress.lr_scale);
 }
 
-bool Trainer::State::FitLoop::stops_before_step(bool fed, std::int64_t rows, std::int64_t& global_rows) {
+bool Trainer::State::FitLoop::stops_before_step(bool fed, StepRows& rows) {
   if (!s_.ranks.distributed()) return !fed;
   // Each rank's callbacks decide for it (its own clock, for train.max_time); one that asks to stop
   // ends the run for all, for the same reason.
   const int asked = pending_ ? static_cast<int>(*pending_) + 1 : 0;
-  const auto agreed = s_.ranks.agree(s_.train_guard->micro_batch(), core::stop_requested(), asked, rows, s_.progress.step);
+  const auto agreed = s_.ranks.agree(s_.train_guard->micro_batch(), core::stop_requested(), asked, rows.global, s_.progress.step);
   if (agreed.stop) {  // a signal is the stronger reason: the run resumes
     result_.interrupted = true;
     return true;
@@ -166,7 +166,7 @@ bool Trainer::State::FitLoop::stops_before_step(bool fed, std::int64_t rows, std
   }
   if (agreed.rows == 0) return true;  // the epoch is over on every rank
   s_.agreed_micro_batch = agreed.micro_batch;
-  global_rows = agreed.rows;
+  rows = {agreed.rows, agreed.largest_rows};
   return false;
 }
 

@@ -69,7 +69,7 @@ class Trainer::State::FitLoop final : public RunControl {
   void collect_callback_states();
   // Whether the step loop ends before the next step: the ranks' agreement, or this rank's own stop.
   double schedule_learning_rates();
-  bool stops_before_step(bool fed, std::int64_t rows, std::int64_t& global_rows);
+  bool stops_before_step(bool fed, StepRows& rows);
   void report_steps(double lr);
   bool logs_step(std::int64_t step, bool first) const;
   void end_epoch(double train_loss, double epoch_seconds);

@@ -47,7 +47,7 @@ std::string RankGroup::summary() const {
 }
 
 StepAgreement RankGroup::agree(std::int64_t micro_batch, bool stop, int end_request, std::int64_t rows, std::int64_t step) {
-  StepAgreement a{micro_batch, stop, end_request, rows};
+  StepAgreement a{micro_batch, stop, end_request, rows, rows};
   if (!comm_) return a;
   const auto all =
       comm_->all_gather({micro_batch, stop ? 1 : 0, end_request, rows}, "the agreement before step " + std::to_string(step + 1));
@@ -57,6 +57,7 @@ StepAgreement RankGroup::agree(std::int64_t micro_batch, bool stop, int end_requ
     a.stop = a.stop || all[r + 1] != 0;
     a.end_request = std::max(a.end_request, static_cast<int>(all[r + 2]));
     a.rows += all[r + 3];
+    a.largest_rows = std::max(a.largest_rows, all[r + 3]);
   }
   return a;
 }

@@ -25,7 +25,8 @@ struct StepAgreement {
   /// A callback's stop on some rank (train.max_time on its clock, ...): every rank ends the run here.
   /// The largest of the ranks' requests (a StopReason + 1; 0: none), so all take the same reason.
   int end_request = 0;
-  std::int64_t rows = 0;  ///< samples in this step over all ranks; 0: every rank is through its shard
+  std::int64_t rows = 0;          ///< samples in this step over all ranks; 0: every rank is through its shard
+  std::int64_t largest_rows = 0;  ///< the most samples one rank holds in this step
 };
 
 class RankGroup {

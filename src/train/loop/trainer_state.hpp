@@ -51,7 +51,8 @@ struct RunTotals {
 struct Trainer::State : RunContext {
   class FitLoop;  // one fit() call's loop and the callbacks' RunControl, in fit_loop.cpp
   std::unique_ptr<dist::GradientSync> sync;
-  std::int64_t agreed_micro_batch = 0;  // what the last step agreement settled on
+  std::shared_ptr<BatchNormSync> norm_sync;  // model.sync_batch_norm on several ranks; the layers hold it too
+  std::int64_t agreed_micro_batch = 0;       // what the last step agreement settled on
   RunData data;
   DataPlacement placement;
   std::int64_t train_size = 0, val_size = 0;

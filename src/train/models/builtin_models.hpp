@@ -29,7 +29,7 @@ void require_sample_dims(const ModelSpec& spec, std::size_t dims, const std::str
                          const std::string& example);
 
 /// model.activation's module (relu, gelu, silu, tanh), as the MLP's hidden layers and the
-/// transformer's feed-forward blocks apply it; the MLP's direct backward recognises these types.
+/// transformer's feed-forward blocks apply it.
 torch::nn::AnyModule make_activation(const std::string& name);
 
 /// mlp: flatten, then [Linear, norm, activation, dropout] per model.hidden width, then Linear.

@@ -1,7 +1,7 @@
-#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
+#include "gputrain/train/sync_batch_norm.hpp"
 
 #include "builtin_models.hpp"
 #include "train/models/layers/cpu_dropout.hpp"
@@ -17,7 +17,7 @@ torch::nn::AnyModule make_mlp(const ModelSpec& spec) {
   net->push_back(torch::nn::Flatten());
   for (auto hidden : spec.config.hidden) {
     net->push_back(torch::nn::Linear(width, hidden));
-    if (spec.config.norm == "batch") net->push_back(torch::nn::BatchNorm1d(hidden));
+    if (spec.config.norm == "batch") net->push_back(SyncableBatchNorm1d(hidden));
     if (spec.config.norm == "layer") net->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
     net->push_back(make_activation(spec.config.activation));
     if (spec.config.dropout > 0) net->push_back(ThreadedDropout(spec.config.dropout));  // masks drawn by every thread (cpu_dropout.hpp)

@@ -1,12 +1,12 @@
 // ResNet-18/34/50 laid out as torchvision does (same module names, so state_dict keys match).
 #include <torch/nn/module.h>
 #include <torch/nn/modules/activation.h>
-#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
 #include <torch/nn/pimpl.h>
+#include "gputrain/train/sync_batch_norm.hpp"
 
 #include "builtin_models.hpp"
 
@@ -20,16 +20,16 @@ nn::Conv2d conv(std::int64_t in, std::int64_t out, std::int64_t kernel, std::int
 }
 
 nn::Sequential downsample(std::int64_t in, std::int64_t out, std::int64_t stride) {
-  return nn::Sequential(conv(in, out, 1, stride), nn::BatchNorm2d(out));
+  return nn::Sequential(conv(in, out, 1, stride), SyncableBatchNorm2d(out));
 }
 
 struct BasicBlockImpl : nn::Module {
   static constexpr std::int64_t kExpansion = 1;
   BasicBlockImpl(std::int64_t in, std::int64_t planes, std::int64_t stride)
       : conv1(register_module("conv1", conv(in, planes, 3, stride))),
-        bn1(register_module("bn1", nn::BatchNorm2d(planes))),
+        bn1(register_module("bn1", SyncableBatchNorm2d(planes))),
         conv2(register_module("conv2", conv(planes, planes, 3, 1))),
-        bn2(register_module("bn2", nn::BatchNorm2d(planes))) {
+        bn2(register_module("bn2", SyncableBatchNorm2d(planes))) {
     if (stride != 1 || in != planes) shortcut = register_module("downsample", downsample(in, planes, stride));
   }
   at::Tensor forward(const at::Tensor& x) {
@@ -38,9 +38,9 @@ struct BasicBlockImpl : nn::Module {
     return torch::relu(y + (shortcut ? shortcut->forward(x) : x));
   }
   nn::Conv2d conv1;
-  nn::BatchNorm2d bn1;
+  SyncableBatchNorm2d bn1;
   nn::Conv2d conv2;
-  nn::BatchNorm2d bn2;
+  SyncableBatchNorm2d bn2;
   nn::Sequential shortcut{nullptr};
 };
 TORCH_MODULE(BasicBlock);
@@ -49,11 +49,11 @@ struct BottleneckImpl : nn::Module {
   static constexpr std::int64_t kExpansion = 4;
   BottleneckImpl(std::int64_t in, std::int64_t planes, std::int64_t stride)
       : conv1(register_module("conv1", conv(in, planes, 1, 1))),
-        bn1(register_module("bn1", nn::BatchNorm2d(planes))),
+        bn1(register_module("bn1", SyncableBatchNorm2d(planes))),
         conv2(register_module("conv2", conv(planes, planes, 3, stride))),
-        bn2(register_module("bn2", nn::BatchNorm2d(planes))),
+        bn2(register_module("bn2", SyncableBatchNorm2d(planes))),
         conv3(register_module("conv3", conv(planes, planes * kExpansion, 1, 1))),
-        bn3(register_module("bn3", nn::BatchNorm2d(planes * kExpansion))) {
+        bn3(register_module("bn3", SyncableBatchNorm2d(planes * kExpansion))) {
     if (stride != 1 || in != planes * kExpansion) shortcut = register_module("downsample", downsample(in, planes * kExpansion, stride));
   }
   at::Tensor forward(const at::Tensor& x) {
@@ -63,11 +63,11 @@ struct BottleneckImpl : nn::Module {
     return torch::relu(y + (shortcut ? shortcut->forward(x) : x));
   }
   nn::Conv2d conv1;
-  nn::BatchNorm2d bn1;
+  SyncableBatchNorm2d bn1;
   nn::Conv2d conv2;
-  nn::BatchNorm2d bn2;
+  SyncableBatchNorm2d bn2;
   nn::Conv2d conv3;
-  nn::BatchNorm2d bn3;
+  SyncableBatchNorm2d bn3;
   nn::Sequential shortcut{nullptr};
 };
 TORCH_MODULE(Bottleneck);
@@ -76,7 +76,7 @@ struct ResNetImpl : nn::Module {
   ResNetImpl(const ModelSpec& spec, const std::vector<std::int64_t>& blocks, bool bottleneck) {
     const bool imagenet = spec.config.stem == "imagenet";
     conv1 = register_module("conv1", imagenet ? conv(spec.input_shape[0], 64, 7, 2) : conv(spec.input_shape[0], 64, 3, 1));
-    bn1 = register_module("bn1", nn::BatchNorm2d(64));
+    bn1 = register_module("bn1", SyncableBatchNorm2d(64));
     if (imagenet) pool = register_module("maxpool", nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).padding(1)));
     std::int64_t in = 64;
     const std::int64_t expansion = bottleneck ? BottleneckImpl::kExpansion : BasicBlockImpl::kExpansion;
@@ -102,7 +102,7 @@ struct ResNetImpl : nn::Module {
     return fc(torch::flatten(torch::adaptive_avg_pool2d(y, {1, 1}), 1));
   }
   nn::Conv2d conv1{nullptr};
-  nn::BatchNorm2d bn1{nullptr};
+  SyncableBatchNorm2d bn1{nullptr};
   nn::MaxPool2d pool{nullptr};
   std::vector<nn::Sequential> layers;
   nn::Linear fc{nullptr};

@@ -1,9 +1,9 @@
 #include <torch/nn/modules/activation.h>
-#include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
+#include "gputrain/train/sync_batch_norm.hpp"
 
 #include "builtin_models.hpp"
 #include "train/models/layers/cpu_dropout.hpp"
@@ -17,7 +17,7 @@ torch::nn::AnyModule make_small_cnn(const ModelSpec& spec) {
   std::int64_t in = spec.input_shape[0];
   for (std::int64_t out : {w, 2 * w, 4 * w}) {
     net->push_back(torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 3).padding(1).bias(false)));
-    net->push_back(torch::nn::BatchNorm2d(out));
+    net->push_back(SyncableBatchNorm2d(out));
     net->push_back(torch::nn::ReLU(torch::nn::ReLUOptions().inplace(true)));
     if (out != 4 * w) net->push_back(torch::nn::MaxPool2d(2));
     in = out;

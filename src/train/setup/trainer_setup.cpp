@@ -24,6 +24,7 @@
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/optimizer.hpp"
 #include "init_weights.hpp"
+#include "sync_batch_norm_setup.hpp"
 #include "train/checkpoint/checkpoint_space.hpp"
 #include "train/config/unread_settings.hpp"
 #include "train/loop/callbacks/plateau.hpp"
@@ -126,6 +127,11 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
   if (const auto line = plateau_patience_note(config); !line.empty()) reporter.later("note: " + line);
   if (!config.model.init_weights.empty())
     for (const auto& line : load_init_weights(*model, config, model_outputs(config))) reporter.later("note: " + line);
+  if (config.model.sync_batch_norm) {  // before freezing, which hides the layers behind its wrapper
+    auto sync_setup = synchronise_batch_norm(*model, ranks.communicator());
+    norm_sync = sync_setup.sync;
+    reporter.later((norm_sync ? "" : "note: ") + sync_setup.line);
+  }
   if (!config.train.freeze.empty()) {
     std::string line;
     model = freeze_parameters(std::move(model), config.train.freeze, line);
@@ -178,7 +184,7 @@ void Trainer::State::make_the_step() {
   optimizer = make_optimizer(config.optimizer, trained, group_lrs);
   scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
   engine = std::make_unique<StepEngine>(StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last,
-                                                  classification, device, sync.get(), class_weights, &readout});
+                                                  classification, device, sync.get(), class_weights, &readout, norm_sync.get()});
   readout.norms = config.logging.grad_norm;
   train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
   val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");

@@ -9,6 +9,7 @@
 #include "gputrain/train/model.hpp"
 #include "grad_clip.hpp"
 #include "step_engine.hpp"
+#include "train/models/layers/sync_batch_norm.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -19,9 +20,11 @@ class EagerStep final : public StepBackend {
                         const std::function<void()>& after_forward) override {
     const std::int64_t n = batch.size();
     const double share_of = static_cast<double>(global_rows > 0 ? global_rows : n);
+    std::int64_t forwards = (n + micro_batch - 1) / micro_batch;
+    if (p.norm_sync) forwards = std::max(forwards, p.norm_sync->forwards());  // join the other ranks' passes, emptily
     at::Tensor step_loss;
-    for (std::int64_t start = 0; start < n; start += micro_batch) {
-      const std::int64_t end = std::min(n, start + micro_batch);
+    for (std::int64_t pass = 0; pass < forwards; ++pass) {
+      const std::int64_t start = std::min(n, pass * micro_batch), end = std::min(n, start + micro_batch);
       const auto inputs = model_input(p.transform, p.channels_last, batch.inputs.slice(0, start, end), /*training=*/true);
       const auto targets = p.transform.targets(batch.targets.slice(0, start, end));
       const double share = static_cast<double>(end - start) / share_of;
@@ -29,12 +32,16 @@ class EagerStep final : public StepBackend {
       {
         RECORD_USER_SCOPE("gputrain::forward");  // the trace's names (train.profile)
         AutocastScope autocast(p.device.type(), p.train.precision);
-        loss = loss_of(p.classification, p.model.forward(inputs), targets, p.train.label_smoothing, p.class_weights);
-        if (share != 1.0) loss = loss * share;  // the whole batch in one piece needs no weighting (one op less each way)
+        const auto output = p.model.forward(inputs);
+        if (end == start)
+          loss = output.sum();  // an empty pass: zero, with zero gradients, but its backward exchanges too
+        else
+          loss = loss_of(p.classification, output, targets, p.train.label_smoothing, p.class_weights);
+        if (share != 1.0 && end > start) loss = loss * share;  // the whole batch in one piece needs no weighting (one op less each way)
       }
       if (after_forward) after_forward();
       // Only the last backward's gradients are final: its hooks send them while it runs.
-      if (p.sync && end == n) p.sync->arm();
+      if (p.sync && pass == forwards - 1) p.sync->arm();
       {
         RECORD_USER_SCOPE("gputrain::backward");
         p.scaler.scale(loss).backward();

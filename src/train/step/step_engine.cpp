@@ -8,18 +8,42 @@
 #include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/memory/oom_guard.hpp"
+#include "train/models/layers/sync_batch_norm.hpp"
 
 namespace gputrain::train {
+namespace {
+
+// A tensor of `t`'s shape and type with no rows: no storage, so nothing of `t` is kept alive.
+at::Tensor no_rows_like(const at::Tensor& t) {
+  auto shape = t.sizes().vec();
+  shape[0] = 0;
+  return at::empty(shape, t.options());
+}
+
+}  // namespace
 
 StepEngine::StepEngine(StepParts parts, std::unique_ptr<StepBackend> backend) : parts_(std::move(parts)), backend_(std::move(backend)) {}
 
-at::Tensor StepEngine::step(const data::Batch* batch, std::int64_t global_rows, std::int64_t step, memory::OomGuard& guard) {
+at::Tensor StepEngine::step(const data::Batch* batch, StepRows rows, std::int64_t step, memory::OomGuard& guard) {
   at::Tensor step_loss;
   if (parts_.sync) parts_.sync->begin_step(step);
+  if (batch && parts_.norm_sync && !empty_.inputs.defined())
+    empty_ = data::Batch{no_rows_like(batch->inputs), no_rows_like(batch->targets)};
+  if (!batch && parts_.norm_sync && rows.largest > 0) {  // the others' forwards exchange statistics: join them, emptily
+    if (!empty_.inputs.defined())
+      throw Error("this rank has no samples to train on, and model.sync_batch_norm needs every rank in every forward pass",
+                  "give the run at least one training batch per rank (more samples, or fewer ranks)");
+    batch = &empty_;
+  }
   if (batch)
     guard.run(
-        step, batch->size(), [&](std::int64_t micro) { step_loss = backend_->accumulate(parts_, *batch, micro, global_rows, {}); },
+        step, batch->size(),
+        [&](std::int64_t micro) {
+          if (parts_.norm_sync) parts_.norm_sync->begin_step(step, (rows.largest + micro - 1) / micro);
+          step_loss = backend_->accumulate(parts_, *batch, micro, rows.global, {});
+        },
         [&] {
+          if (parts_.norm_sync) parts_.norm_sync->discard();  // throws: the other ranks wait in an exchange
           parts_.optimizer.zero_grad(/*set_to_none=*/true);
           if (parts_.sync) parts_.sync->discard();
         });

@@ -19,6 +19,11 @@ class OomGuard;
 
 namespace gputrain::train {
 
+/// A step's samples: over all ranks, and the most one rank holds (a plain run: both its own).
+struct StepRows {
+  std::int64_t global = 0, largest = 0;
+};
+
 /// How one optimizer step's work is done.
 class StepBackend {
  public:
@@ -52,11 +57,11 @@ class StepEngine {
   /// Steps from now on run on `backend`.
   void use(std::unique_ptr<StepBackend> backend) { backend_ = std::move(backend); }
 
-  /// One training step over `batch` (this rank's share of `global_rows` samples; nullptr when the
+  /// One training step over `batch` (this rank's share of `rows.global` samples; nullptr when the
   /// rank has none left this epoch), numbered `step` (0-based) in errors. `guard` may split the
   /// batch into smaller micro-batches after an out-of-memory error; the loss weighting keeps the
   /// gradient that of the whole (global) batch. Returns the step's mean loss on the device.
-  at::Tensor step(const data::Batch* batch, std::int64_t global_rows, std::int64_t step, memory::OomGuard& guard);
+  at::Tensor step(const data::Batch* batch, StepRows rows, std::int64_t step, memory::OomGuard& guard);
   /// The step's two halves, for the probes that measure memory between them.
   at::Tensor accumulate(const data::Batch& batch, std::int64_t micro_batch, const std::function<void()>& after_forward = {});
   void apply();
@@ -69,6 +74,7 @@ class StepEngine {
  private:
   StepParts parts_;
   std::unique_ptr<StepBackend> backend_;
+  data::Batch empty_;  // no rows, the batches' shape: what a rank with none joins a synced step with
 };
 
 }  // namespace gputrain::train

@@ -24,6 +24,7 @@ namespace gputrain::train {
 
 class Model;
 class GradScaler;
+class BatchNormSync;
 
 /// What a step reads out of its gradients when asked: their global norm (logging.grad_norm, on
 /// logged steps), a copy of them (a callback's histograms).
@@ -52,6 +53,9 @@ struct StepParts {
   dist::GradientSync* sync = nullptr;  ///< armed before the last micro-batch's backward (distributed runs)
   at::Tensor class_weights;            ///< train.class_weights on the device, [classes]; undefined: every sample weighs 1
   GradientReadout* readout = nullptr;  ///< set: the norm and the gradients are read out when it asks
+  /// model.sync_batch_norm on several ranks: every rank runs its forwards() passes in a step,
+  /// empty ones where its share has run out, so the statistics exchanges pair up.
+  BatchNormSync* norm_sync = nullptr;
 };
 
 /// Cross-entropy for classification (with `label_smoothing`, PyTorch's: the target is that share
