@@ -100,6 +100,9 @@ struct TrainConfig {
   std::int64_t seed = 42;
   bool deterministic = false;       ///< deterministic algorithms only (bit-exact resume on CPU)
   std::vector<std::string> freeze;  ///< parameter name prefixes that do not train ("conv1", "layer1"), as in fine-tuning
+  /// Blocks that recompute their forward in backward, by name prefix ("layer3", "encoder.layers.0");
+  /// {"*"}: every block (`true`), empty: none (`false`).
+  std::vector<std::string> activation_checkpointing;
   /// An exponential moving average of the weights, updated every ema_every optimizer steps as
   /// ema = ema_decay * ema + (1 - ema_decay) * weights; 0: none.
   double ema_decay = 0.0;

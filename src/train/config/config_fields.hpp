@@ -17,6 +17,7 @@
 #include "config_paths.hpp"
 #include "config_schema.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::train::fields {
 
@@ -166,6 +167,28 @@ Field double_list_field(std::string key, Get get, double min) {
           [=](const Config& c) {
             YAML::Node list(YAML::NodeType::Sequence);
             for (double x : get(c)) list.push_back(shortest(x));
+            list.SetStyle(YAML::EmitterStyle::Flow);
+            return list;
+          }};
+}
+
+// true (stored as {"*"}), false (empty), or names: one, or a list.
+template <typename Get>
+Field flag_or_names_field(std::string key, Get get, std::string what) {
+  return {std::move(key),
+          [=](Config& c, const FieldValue& v) {
+            if (v.node.IsScalar()) {
+              const auto text = core::lower(v.node.Scalar());
+              if (text == "true" || text == "yes" || text == "on") return void(get(c) = {"*"});
+              if (text == "false" || text == "no" || text == "off") return void(get(c) = {});
+            }
+            get(c) = parse_string_list(v, what);
+          },
+          [=](const Config& c) {
+            const auto& names = get(c);
+            if (names.empty() || names == std::vector<std::string>{"*"}) return YAML::Node(!names.empty());
+            YAML::Node list(YAML::NodeType::Sequence);
+            for (const auto& x : names) list.push_back(x);
             list.SetStyle(YAML::EmitterStyle::Flow);
             return list;
           }};

@@ -269,6 +269,8 @@ std::vector<Field> train_fields() {
     int_field("train.seed", [](auto& c) -> auto& { return c.train.seed; }, 0),
     bool_field("train.deterministic", [](auto& c) -> auto& { return c.train.deterministic; }),
     string_list_field("train.freeze", [](auto& c) -> auto& { return c.train.freeze; }),
+    flag_or_names_field("train.activation_checkpointing", [](auto& c) -> auto& { return c.train.activation_checkpointing; },
+                        "true, false, or a list of block names, e.g. [layer3, layer4]"),
     double_field("train.ema_decay", [](auto& c) -> auto& { return c.train.ema_decay; }, 0.0, 0.999999),
     int_field("train.ema_every", [](auto& c) -> auto& { return c.train.ema_every; }, 1),
     int_field("train.profile.start_step", [](auto& c) -> auto& { return c.train.profile_start_step; }, 0),

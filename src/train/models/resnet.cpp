@@ -6,6 +6,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/pooling.h>
 #include <torch/nn/pimpl.h>
+#include "gputrain/train/activation_checkpoint.hpp"
 #include "gputrain/train/sync_batch_norm.hpp"
 
 #include "builtin_models.hpp"
@@ -23,7 +24,7 @@ nn::Sequential downsample(std::int64_t in, std::int64_t out, std::int64_t stride
   return nn::Sequential(conv(in, out, 1, stride), SyncableBatchNorm2d(out));
 }
 
-struct BasicBlockImpl : nn::Module {
+struct BasicBlockImpl : nn::Module, CheckpointableBlock {
   static constexpr std::int64_t kExpansion = 1;
   BasicBlockImpl(std::int64_t in, std::int64_t planes, std::int64_t stride)
       : conv1(register_module("conv1", conv(in, planes, 3, stride))),
@@ -32,7 +33,8 @@ struct BasicBlockImpl : nn::Module {
         bn2(register_module("bn2", SyncableBatchNorm2d(planes))) {
     if (stride != 1 || in != planes) shortcut = register_module("downsample", downsample(in, planes, stride));
   }
-  at::Tensor forward(const at::Tensor& x) {
+  at::Tensor forward(const at::Tensor& x) { return run_block(x); }
+  at::Tensor block_forward(const at::Tensor& x) override {
     auto y = torch::relu(bn1(conv1(x)));
     y = bn2(conv2(y));
     return torch::relu(y + (shortcut ? shortcut->forward(x) : x));
@@ -45,7 +47,7 @@ struct BasicBlockImpl : nn::Module {
 };
 TORCH_MODULE(BasicBlock);
 
-struct BottleneckImpl : nn::Module {
+struct BottleneckImpl : nn::Module, CheckpointableBlock {
   static constexpr std::int64_t kExpansion = 4;
   BottleneckImpl(std::int64_t in, std::int64_t planes, std::int64_t stride)
       : conv1(register_module("conv1", conv(in, planes, 1, 1))),
@@ -56,7 +58,8 @@ struct BottleneckImpl : nn::Module {
         bn3(register_module("bn3", SyncableBatchNorm2d(planes * kExpansion))) {
     if (stride != 1 || in != planes * kExpansion) shortcut = register_module("downsample", downsample(in, planes * kExpansion, stride));
   }
-  at::Tensor forward(const at::Tensor& x) {
+  at::Tensor forward(const at::Tensor& x) { return run_block(x); }
+  at::Tensor block_forward(const at::Tensor& x) override {
     auto y = torch::relu(bn1(conv1(x)));
     y = torch::relu(bn2(conv2(y)));
     y = bn3(conv3(y));

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "builtin_models.hpp"
+#include "gputrain/train/activation_checkpoint.hpp"
 #include "gputrain/train/amp.hpp"
 #include "train/models/layers/cpu_dropout.hpp"
 #include "train/models/layers/cpu_linear.hpp"
@@ -76,7 +77,7 @@ TORCH_MODULE(SelfAttention);
 
 // PyTorch's TransformerEncoderLayer: post-norm with a ReLU feed-forward block by default;
 // model.norm_first and model.activation as its norm_first and activation.
-struct EncoderLayerImpl : nn::Cloneable<EncoderLayerImpl> {
+struct EncoderLayerImpl : nn::Cloneable<EncoderLayerImpl>, CheckpointableBlock {
   explicit EncoderLayerImpl(ModelConfig config) : c(std::move(config)) { reset(); }
   void reset() override {
     self_attn = register_module("self_attn", SelfAttention(c.d_model, c.heads, c.dropout));
@@ -86,7 +87,8 @@ struct EncoderLayerImpl : nn::Cloneable<EncoderLayerImpl> {
     norm2 = register_module("norm2", nn::LayerNorm(nn::LayerNormOptions({c.d_model})));
     activation = make_activation(c.activation);  // no parameters: not registered, as in PyTorch's layer
   }
-  at::Tensor forward(const at::Tensor& x) {
+  at::Tensor forward(const at::Tensor& x) { return run_block(x); }
+  at::Tensor block_forward(const at::Tensor& x) override {
     if (c.norm_first) {  // pre-norm: x + block(norm(x)), as PyTorch's norm_first=True
       const auto h = x + drop(self_attn(norm1(x)));
       return h + feed_forward(norm2(h));

@@ -22,6 +22,7 @@
 #include "gputrain/train/optimizer.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "train/models/frozen_model.hpp"
+#include "train/setup/activation_checkpointing_setup.hpp"
 #include "train/step/step_engine.hpp"
 
 namespace gputrain::train {
@@ -44,6 +45,8 @@ class ProbeRig {
     if (reserve_bytes > 0)
       dataset_placeholder_ = at::empty({static_cast<std::int64_t>(reserve_bytes)}, at::TensorOptions().dtype(at::kByte).device(device));
     model_ = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
+    if (!config.train.activation_checkpointing.empty())
+      recompute_blocks(*model_, config.train.activation_checkpointing);  // as the run will
     if (!config.train.freeze.empty()) {  // frozen parameters have no gradients or optimizer state in the run either
       std::string said;
       model_ = freeze_parameters(std::move(model_), config.train.freeze, said);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "activation_checkpointing_setup.hpp"
 #include "device_settings.hpp"
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
@@ -127,6 +128,8 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
   if (const auto line = plateau_patience_note(config); !line.empty()) reporter.later("note: " + line);
   if (!config.model.init_weights.empty())
     for (const auto& line : load_init_weights(*model, config, model_outputs(config))) reporter.later("note: " + line);
+  if (!config.train.activation_checkpointing.empty())  // before freezing, which hides the blocks behind its wrapper
+    reporter.later(recompute_blocks(*model, config.train.activation_checkpointing));
   if (config.model.sync_batch_norm) {  // before freezing, which hides the layers behind its wrapper
     auto sync_setup = synchronise_batch_norm(*model, ranks.communicator());
     norm_sync = sync_setup.sync;
@@ -200,6 +203,7 @@ void Trainer::State::choose_step_backend() {
   for (const auto& callback : callbacks)
     if (conditions.eager_callback.empty() && callback->needs_eager_steps()) conditions.eager_callback = callback->name();
   conditions.device_stepped = device_stepped(*optimizer) != nullptr;
+  conditions.recomputes = !config.train.activation_checkpointing.empty();
   const auto decision = decide_cuda_graphs(conditions);
   cuda_graphs = decision.summary();
   // On a CPU the eager step is the only one: said in metrics.jsonl, not on the console.

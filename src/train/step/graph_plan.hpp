@@ -18,6 +18,7 @@ struct GraphConditions {
   bool gradient_sync = false;    ///< gradients are all-reduced across ranks (a distributed run, a world of one included)
   std::string eager_callback;    ///< the name of a callback that needs eager steps; empty: none
   bool device_stepped = true;    ///< the optimizer steps without the host (DeviceStepped)
+  bool recomputes = false;       ///< train.activation_checkpointing: blocks recompute in backward
 };
 
 struct GraphDecision {

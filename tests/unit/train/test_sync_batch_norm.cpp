@@ -12,6 +12,7 @@
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/sync_batch_norm.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/module_less_model.hpp"
 #include "support/one_rank_communicator.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
@@ -80,17 +81,6 @@ void register_normed_net(const std::string& name) {
       name, [](const ModelSpec& s) { return torch::nn::AnyModule(std::make_shared<NormedNetImpl<Norm>>(s.input_shape.at(0), s.outputs)); });
 }
 
-// A model with no C++ module behind it, as a TorchScript one is.
-class ScriptLike final : public Model {
- public:
-  at::Tensor forward(const at::Tensor& input) override { return input; }
-  std::vector<at::Tensor> parameters() override { return {}; }
-  NamedTensors named_state() override { return {}; }
-  void to(c10::Device) override {}
-  void set_training(bool) override {}
-  std::string name() const override { return "net.pt"; }
-};
-
 }  // namespace
 
 TEST(SyncBatchNorm, OnOneRankTheSynchronisedMathIsTorchBatchNorm) {
@@ -145,7 +135,7 @@ TEST(SyncBatchNorm, RefusesAModelWhoseBatchNormCannotSynchronise) {
               test_support::quiet_trainer());
   EXPECT_EQ(own.fit().steps, 6);
 
-  ScriptLike scripted;
+  test_support::ModuleLessModel scripted;
   const auto script = test_support::usage_error_and_fix([&] { synchronise_batch_norm(scripted, nullptr); });
   EXPECT_NE(script.find("the model is a TorchScript module (model.torchscript)"), std::string::npos) << script;
   EXPECT_NE(script.find("set model.sync_batch_norm: false"), std::string::npos) << script;
