@@ -134,6 +134,33 @@ TEST(TwoRanks, OnlyRankZeroWritesTheRunDirectory) {
   barrier();
 }
 
+// report.json has each rank's figures (gathered to rank 0, which writes it) and the scaling estimate.
+TEST(TwoRanks, TheReportHasEachRanksFiguresAndTheScalingEfficiency) {
+  const auto config = run("report", {});
+  Trainer trainer(config, test_support::quiet_trainer());
+  const auto result = trainer.fit();
+  const auto samples = peers().all_gather({result.samples}, "the test's sample counts");
+  if (my_rank() == 0) {
+    std::ifstream in(fs::path(config.logging.dir) / "report.json");
+    const auto report = nlohmann::json::parse(in);
+    ASSERT_EQ(report["ranks"].size(), 2U);
+    for (int rank = 0; rank < 2; ++rank) {
+      const auto& figures = report["ranks"][rank];
+      EXPECT_EQ(figures["rank"], rank);
+      EXPECT_EQ(figures["samples"], samples[static_cast<std::size_t>(rank)]);
+      EXPECT_GT(figures["step_seconds"].get<double>(), 0);
+      EXPECT_GE(figures["gradient_wait_seconds"].get<double>(), 0);
+      EXPECT_LE(figures["gradient_wait_seconds"].get<double>() + figures["agreement_seconds"].get<double>(),
+                figures["step_seconds"].get<double>());
+    }
+    EXPECT_DOUBLE_EQ(report["ranks"][0]["gradient_wait_seconds"].get<double>(), result.gradient_wait_seconds);
+    const double efficiency = report["scaling_efficiency"].get<double>();
+    EXPECT_GT(efficiency, 0);
+    EXPECT_LE(efficiency, 1);
+  }
+  barrier();
+}
+
 TEST(TwoRanks, EverySampleIsSeenExactlyOncePerEpochEvenWithUnevenShards) {
   // 91 samples: rank 0 holds 46, rank 1 45; batches of 9 make rank 0 take a sixth step that
   // rank 1 joins with no samples. Feature 0 of each CSV row is its index.

@@ -101,6 +101,10 @@ class RunControl {
   virtual void add_record(const MetricRecord& record) = 0;
   /// Says a warning: one "warning:" line on the console and in training.log (rank 0 speaks).
   virtual void warn(const std::string& line) = 0;
+  /// Element-wise sums of `values` over the ranks, on every rank (the identity for a plain run).
+  /// A collective: every rank's callback must ask at the same point with as many values; `what`
+  /// names it in errors.
+  virtual std::vector<double> sum_over_ranks(std::vector<double> values, const std::string& what) = 0;
 };
 
 /// Hooks around the training loop, all optional. Lightning's Callback, in C++.

@@ -71,6 +71,7 @@ struct FitResult {
   std::int64_t gradient_buckets = 0;                 ///< all-reduce buckets per step (distributed runs)
   std::int64_t buckets_sent_in_backward = 0;         ///< of all steps' buckets, those started while backward ran
   double gradient_wait_seconds = 0;                  ///< time steps waited for their all-reduces after backward
+  double agreement_seconds = 0;                      ///< time the step agreements took (mostly waiting for the slowest rank)
   std::optional<double> communication_seconds;       ///< the gradient all-reduces' own time (MPI can tell)
   std::optional<double> communication_hidden_share;  ///< of that time, the share hidden behind backward
   std::string run_dir;

@@ -44,6 +44,9 @@ class Trainer::State::FitLoop final : public RunControl {
   void record(const std::string& line) override { s_.reporter.record(line); }
   void add_record(const MetricRecord& record) override;
   void warn(const std::string& line) override { s_.reporter.note("warning: " + line); }
+  std::vector<double> sum_over_ranks(std::vector<double> values, const std::string& what) override {
+    return s_.ranks.sum(std::move(values), what);
+  }
   void request_stop(StopReason reason, const std::string& why) override;
   std::optional<StopReason> stop_requested() const override { return stop_ ? stop_ : pending_; }
   void save_checkpoint() override { checkpoint_due_ = true; }

@@ -49,8 +49,10 @@ std::string RankGroup::summary() const {
 StepAgreement RankGroup::agree(std::int64_t micro_batch, bool stop, int end_request, std::int64_t rows, std::int64_t step) {
   StepAgreement a{micro_batch, stop, end_request, rows, rows};
   if (!comm_) return a;
+  const auto start = std::chrono::steady_clock::now();
   const auto all =
       comm_->all_gather({micro_batch, stop ? 1 : 0, end_request, rows}, "the agreement before step " + std::to_string(step + 1));
+  agreement_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   a.rows = 0;
   for (std::size_t r = 0; r < all.size(); r += 4) {
     a.micro_batch = std::min(a.micro_batch, all[r]);

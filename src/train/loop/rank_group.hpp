@@ -52,6 +52,8 @@ class RankGroup {
 
   /// The step-boundary collective (one small all-gather).
   StepAgreement agree(std::int64_t micro_batch, bool stop, int end_request, std::int64_t rows, std::int64_t step);
+  /// The time agree() has taken so far: mostly waiting for the slowest rank.
+  double agreement_seconds() const { return agreement_seconds_; }
   /// Element-wise sums over ranks of a few host figures (identity for a plain run).
   std::vector<double> sum(std::vector<double> values, const std::string& what);
   /// The smallest of the ranks' values.
@@ -61,6 +63,7 @@ class RankGroup {
   std::optional<dist::RankEnvironment> env_;
   std::unique_ptr<dist::Communicator> comm_;
   c10::Device device_{c10::kCPU};
+  double agreement_seconds_ = 0;
 };
 
 }  // namespace gputrain::train

@@ -220,6 +220,7 @@ void Trainer::State::fill_run_figures(FitResult& result, const RunTotals& totals
   const double step_seconds = result.run_seconds - totals.paused_seconds;
   result.world_size = ranks.world_size();
   result.rank = ranks.rank();
+  result.agreement_seconds = ranks.agreement_seconds();
   if (sync) {
     const auto figures = sync->figures();
     result.gradient_buckets = figures.buckets;

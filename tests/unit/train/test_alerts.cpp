@@ -226,6 +226,10 @@ TEST(RunReport, AFinishedAndAnInterruptedRunEachLeaveOne) {
   EXPECT_GT(report["memory_peak_bytes"]["host_rss"].get<double>(), 1e6);
   EXPECT_EQ(report["alerts"]["total"], 1);
   EXPECT_EQ(report["alerts"]["by_name"]["grad_norm"], 1);
+  ASSERT_EQ(report["ranks"].size(), 1U);  // a plain run is one rank, with no scaling to speak of
+  EXPECT_EQ(report["ranks"][0]["samples"], result.samples);
+  EXPECT_DOUBLE_EQ(report["ranks"][0]["step_p50_seconds"].get<double>(), steps["p50"].get<double>());
+  EXPECT_TRUE(report["scaling_efficiency"].is_null());
   expect_documented(report);
 
   core::clear_stop_request();

@@ -1,8 +1,9 @@
 // report.json: a run's figures in one versioned file in its folder, written by rank 0 when the run
 // ends (finished, stopped early, out of time or interrupted): throughput with the step time's
 // median and 95th percentile, the data stall, the GPU's utilisation (mean and 5th percentile of the
-// system readings), peak memory, GPU-hours and the alerts (docs/monitoring.md). It reads the
-// metrics stream (step lines, system readings, alerts) as the other callbacks do.
+// system readings), peak memory, GPU-hours, the alerts, and each rank's figures with the scaling
+// efficiency (docs/monitoring.md). It reads the metrics stream (step lines, system readings,
+// alerts) as the other callbacks do.
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -40,6 +41,43 @@ nlohmann::json mean(const std::vector<double>& values) {
 
 nlohmann::json largest(const std::vector<double>& values) {
   return values.empty() ? nlohmann::json(nullptr) : nlohmann::json(*std::max_element(values.begin(), values.end()));
+}
+
+// Per rank, in rank order: what each ran, from one sum of rows that are zero but for each rank's
+// own (a collective every rank joins). Rank 0's part of the report only.
+constexpr std::size_t kRankFigures = 6;
+
+std::vector<double> rank_figures(const FitResult& r, double step_p50) {
+  return {static_cast<double>(r.samples), r.step_seconds, r.data_seconds, r.gradient_wait_seconds, step_p50, r.agreement_seconds};
+}
+
+nlohmann::json ranks_json(const std::vector<double>& all, std::size_t world) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (std::size_t rank = 0; rank < world; ++rank) {
+    const double* f = all.data() + rank * kRankFigures;
+    ranks.push_back({{"rank", rank},
+                     {"samples", static_cast<std::int64_t>(f[0])},
+                     {"samples_per_second", f[1] > 0 ? f[0] / f[1] : 0.0},
+                     {"step_seconds", f[1]},
+                     {"data_stall_percent", f[1] > 0 ? 100 * f[2] / f[1] : 0.0},
+                     {"gradient_wait_seconds", f[3]},
+                     {"step_p50_seconds", f[4]},
+                     {"agreement_seconds", f[5]}});
+  }
+  return ranks;
+}
+
+// The share of the ranks' step time not spent waiting for each other: for the gradient all-reduce
+// (what backward did not hide) and at the step agreements (the slowest rank). 1 is perfect
+// scaling. Null for one rank.
+nlohmann::json scaling_efficiency(const std::vector<double>& all, std::size_t world) {
+  if (world < 2) return nullptr;
+  double steps = 0, waits = 0;
+  for (std::size_t rank = 0; rank < world; ++rank) {
+    steps += all[rank * kRankFigures + 1];
+    waits += all[rank * kRankFigures + 3] + all[rank * kRankFigures + 5];
+  }
+  return steps > 0 ? nlohmann::json(1 - waits / steps) : nlohmann::json(nullptr);
 }
 
 std::string outcome_of(const FitResult& r) {
@@ -83,9 +121,15 @@ class RunReport final : public Callback {
     }
   }
   void on_fit_end(RunControl& run, FitResult& result) override {
+    const std::int64_t world = std::max<std::int64_t>(1, run.progress().world_size);
+    const auto p50 = percentile(step_seconds_, 0.5);
+    std::vector<double> per_rank(kRankFigures * static_cast<std::size_t>(world), 0.0);
+    const auto mine = rank_figures(result, p50.is_null() ? 0.0 : p50.get<double>());
+    std::copy(mine.begin(), mine.end(),
+              per_rank.begin() + static_cast<std::ptrdiff_t>(kRankFigures * static_cast<std::size_t>(result.rank)));
+    if (world > 1) per_rank = run.sum_over_ranks(per_rank, "report.json's per-rank figures");
     if (!run.writer()) return;
     const double wall = std::chrono::duration<double>(Clock::now() - started_).count();
-    const std::int64_t world = std::max<std::int64_t>(1, run.progress().world_size);
     const std::int64_t devices = on_gpu_ ? world : 0;
     nlohmann::json alerts = nlohmann::json::object();
     for (const auto& [name, count] : alerts_) alerts[name] = count;
@@ -110,6 +154,8 @@ class RunReport final : public Callback {
          {{"mean", mean(utilization_)}, {"p5", percentile(utilization_, 0.05)}, {"readings", utilization_.size()}}},
         {"memory_peak_bytes", {{"device", device_peak_}, {"gpu_used", largest(gpu_used_)}, {"host_rss", largest(host_rss_)}}},
         {"gpu_hours", static_cast<double>(devices) * wall / 3600},
+        {"ranks", ranks_json(per_rank, static_cast<std::size_t>(world))},
+        {"scaling_efficiency", scaling_efficiency(per_rank, static_cast<std::size_t>(world))},
         {"alerts", {{"total", result.alerts}, {"by_name", alerts}}}};
     const auto path = (std::filesystem::path(run.config().logging.dir) / "report.json").string();
     try {
