@@ -277,11 +277,12 @@ void refuse_synthetic_beyond_ram(const SourceSpec& spec) {
   std::int64_t round = 1;
   while (most / round >= 100) round *= 10;
   most = most / round * round;
-  throw UsageError("synthetic data of " + core::counted(spec.samples + spec.val_samples, "sample") + " shaped " +
-                       c10::str(c10::IntArrayRef(spec.synthetic.shape)) + " takes " +
-                       core::format_bytes(static_cast<std::uint64_t>(bytes)) + " of float32 in RAM, and " + core::format_bytes(available) +
-                       " is available",
-                   "lower data.samples (and data.val_samples) to about " + std::to_string(most) + " in all, or train on files");
+  throw UsageError(
+      "synthetic data of " + core::counted(spec.samples + spec.val_samples, "sample") + " shaped " +
+          c10::str(c10::IntArrayRef(spec.synthetic.shape)) + " takes " + core::format_bytes(static_cast<std::uint64_t>(bytes)) +
+          " of float32 in RAM, and " + core::format_bytes(available) + " is available",
+      most > 0 ? "lower data.samples (and data.val_samples) to about " + std::to_string(most) + " in all, or train on files"
+               : "one sample alone takes " + core::format_bytes(static_cast<std::uint64_t>(per_sample)) + ": make data.shape smaller");
 }
 
 // data.source synthetic: samples a teacher network labels, made in memory.

@@ -2,9 +2,14 @@
 // data, ...): run once every key has been read and checked on its own.
 #include "config_consistency.hpp"
 
+#include <c10/util/ArrayRef.h>
+#include <c10/util/StringUtil.h>
+
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -94,6 +99,45 @@ void check_nodes(const DistributedConfig& d) {
                  "without --nnodes");
 }
 
+// Products of sizes a config gives (a sample's elements, a batch's bytes, the data's bytes): past
+// 2^63 they wrap round to a small or negative number, which then sizes a tensor or divides, so
+// they are refused here, before anything is sized by them. Large but representable sizes meet the
+// memory checks later, which say what fits.
+void check_sizes(const Config& c) {
+  constexpr std::int64_t kFloatBytes = 4;
+  const auto refuse = [](const std::string& what, const std::string& remedy) {
+    inconsistent(what + " more than 2^63 - 1, the most a size can hold", remedy);
+  };
+  const auto product = [](std::vector<std::int64_t> factors) -> std::optional<std::int64_t> {
+    std::int64_t out = 1;
+    for (const auto f : factors)
+      if (__builtin_mul_overflow(out, f, &out)) return std::nullopt;
+    return out;
+  };
+  if (c.train.batch_size && !product({*c.train.batch_size, c.train.grad_accum}))
+    refuse("train.batch_size " + std::to_string(*c.train.batch_size) + " x train.grad_accum " + std::to_string(c.train.grad_accum) +
+               " samples a step is",
+           "lower train.grad_accum or train.batch_size (batch_size: auto picks one that fits)");
+  // The sample's shape, where the config gives it (other sources' come from their files, whose readers check them).
+  const bool synthetic = c.data.source == "synthetic";
+  if (!synthetic && c.data.source != "image_folder") return;
+  const auto shape = synthetic ? c.data.shape : std::vector<std::int64_t>{3, c.data.image_size.at(0), c.data.image_size.at(1)};
+  const std::string key = synthetic ? "data.shape" : "data.image_size";
+  auto dims = shape;
+  dims.push_back(kFloatBytes);
+  const auto sample_bytes = product(dims);
+  if (!sample_bytes)
+    refuse(key + " " + c10::str(c10::IntArrayRef(shape)) + " makes one sample's bytes", "give " + key + " sizes a sample can have");
+  if (c.train.batch_size && !product({*c.train.batch_size, *sample_bytes}))
+    refuse("a batch of " + std::to_string(*c.train.batch_size) + " samples shaped " + c10::str(c10::IntArrayRef(shape)) + " is, in bytes,",
+           "lower train.batch_size (batch_size: auto picks one that fits)");
+  std::int64_t samples = 0;
+  if (synthetic && (__builtin_add_overflow(c.data.samples, c.data.val_samples, &samples) || !product({samples, *sample_bytes})))
+    refuse("data.samples " + std::to_string(c.data.samples) + " and data.val_samples " + std::to_string(c.data.val_samples) +
+               " of samples shaped " + c10::str(c10::IntArrayRef(shape)) + " are, in bytes,",
+           "lower data.samples");
+}
+
 }  // namespace
 
 void check_consistency(const Config& c) {
@@ -168,6 +212,7 @@ void check_consistency(const Config& c) {
                  "remove data.standardize_targets, or set data.task: regression");
   if (c.data.image_size.size() != 2)
     inconsistent("data.image_size has " + std::to_string(c.data.image_size.size()) + " values", "give [height, width], e.g. [224, 224]");
+  check_sizes(c);
   if (c.scheduler.name == "onecycle" && c.scheduler.warmup_steps > 0)
     inconsistent("scheduler.onecycle has its own warm-up (pct_start); scheduler.warmup_steps must be 0",
                  "remove scheduler.warmup_steps or pick the cosine schedule");
