@@ -196,16 +196,17 @@ Field flag_or_names_field(std::string key, Get get, std::string what) {
 
 // An integer, or `auto` (stored as nullopt).
 template <typename Get>
-Field int_or_auto_field(std::string key, Get get, Int min) {
+Field int_or_auto_field(std::string key, Get get, Int min, Int max = kNoMax) {
   return {std::move(key),
           [=](Config& c, const FieldValue& v) {
             if (v.node.IsScalar() && v.node.Scalar() == "auto") {
               get(c).reset();
               return;
             }
-            const std::string allowed = "an integer >= " + std::to_string(min) + " or auto";
+            const std::string allowed =
+                "an integer >= " + std::to_string(min) + (max == kNoMax ? "" : " and <= " + std::to_string(max) + ",") + " or auto";
             const auto value = whole_number(scalar(v, allowed));
-            if (!value || *value < min) reject(v, found_text(v.node), allowed);
+            if (!value || *value < min || *value > max) reject(v, found_text(v.node), allowed);
             get(c) = *value;
           },
           [=](const Config& c) { return get(c) ? YAML::Node(*get(c)) : YAML::Node("auto"); }};

@@ -232,7 +232,8 @@ std::vector<Field> data_fields() {
     bool_field("data.shuffle", [](auto& c) -> auto& { return c.data.shuffle; }),
     bool_field("data.drop_last", [](auto& c) -> auto& { return c.data.drop_last; }),
     choice_field("data.cache", [](auto& c) -> auto& { return c.data.cache; }, {"auto", "vram", "ram", "none"}),
-    int_or_auto_field("data.num_workers", [](auto& c) -> auto& { return c.data.num_workers; }, 0),
+    // Loader threads: past a thousand they exhaust the process's threads (and the machine's) before any help.
+    int_or_auto_field("data.num_workers", [](auto& c) -> auto& { return c.data.num_workers; }, 0, 1024),
     int_field("data.prefetch", [](auto& c) -> auto& { return c.data.prefetch; }, 1, 64),
     bool_field("data.pin_memory", [](auto& c) -> auto& { return c.data.pin_memory; }),
     double_field("data.timeout", [](auto& c) -> auto& { return c.data.timeout; }, 1.0),
@@ -393,8 +394,8 @@ std::vector<Field> distributed_fields() {
     optional_string_field("distributed.master_addr", [](auto& c) -> auto& { return c.distributed.master_addr; }, "a host name or address"),
     int_field("distributed.master_port", [](auto& c) -> auto& { return c.distributed.master_port; }, 0, 65535),
     double_field("distributed.timeout", [](auto& c) -> auto& { return c.distributed.timeout; }, 1.0),
-    double_field("distributed.bucket_mb", [](auto& c) -> auto& { return c.distributed.bucket_mb; }, 0.001),
-    double_field("distributed.first_bucket_mb", [](auto& c) -> auto& { return c.distributed.first_bucket_mb; }, 0.001),
+    double_field("distributed.bucket_mb", [](auto& c) -> auto& { return c.distributed.bucket_mb; }, 0.001, 1048576),
+    double_field("distributed.first_bucket_mb", [](auto& c) -> auto& { return c.distributed.first_bucket_mb; }, 0.001, 1048576),
     choice_field("distributed.grad_dtype", [](auto& c) -> auto& { return c.distributed.grad_dtype; }, {"none", "bf16", "fp16"}),
   
   };
