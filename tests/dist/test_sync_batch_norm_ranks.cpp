@@ -146,3 +146,21 @@ TEST(TwoRanksSyncBatchNorm, UnevenSharesJoinTheOtherRanksForwardPassesEmptily) {
   }
   barrier();
 }
+
+// Both layer features at once: recomputed blocks exchange their statistics again in backward, and
+// the run stays the one without recomputation, bit for bit.
+TEST(TwoRanksSyncBatchNorm, RecomputedBlocksExchangeAgainAndTrainTheSameWeights) {
+  const std::vector<std::string> resnet{
+      "model.name=resnet18", "data.shape=[3, 8, 8]",        "data.samples=32",           "data.val_samples=0", "train.epochs=1",
+      "train.batch_size=4",  "checkpoint.best_metric=none", "model.sync_batch_norm=true"};
+  auto recomputing = resnet;
+  recomputing.push_back("train.activation_checkpointing=true");
+  Trainer plain(run("sync-bn-resnet", resnet), test_support::quiet_trainer());
+  plain.fit();
+  Trainer recomputed(run("sync-bn-resnet-recompute", recomputing), test_support::quiet_trainer());
+  recomputed.fit();
+  const auto mine = flat_parameters(recomputed);
+  EXPECT_TRUE(at::equal(mine, from_rank0(mine))) << "the ranks' parameters drifted apart";
+  EXPECT_TRUE(at::equal(mine, flat_parameters(plain))) << "max difference " << (mine - flat_parameters(plain)).abs().max().item<float>();
+  barrier();
+}
