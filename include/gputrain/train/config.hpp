@@ -164,6 +164,7 @@ struct AlertsConfig {
   std::optional<double> no_improvement_epochs = 10;     ///< epochs without a better validation loss
   std::optional<double> grad_norm = 10;                 ///< the logged gradient norm above this
   std::optional<double> memory_growth_gb_per_hour = 2;  ///< host memory (RSS) growing faster than this
+  bool communication_error = true;                      ///< a collective failed or timed out (NCCL or MPI): the run ends with it
 };
 
 struct LoggingConfig {

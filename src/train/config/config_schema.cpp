@@ -348,6 +348,7 @@ std::vector<Field> logging_fields() {
     number_or_off_field("logging.alerts.no_improvement_epochs", [](auto& c) -> auto& { return c.logging.alerts.no_improvement_epochs; }, 1.0),
     number_or_off_field("logging.alerts.grad_norm", [](auto& c) -> auto& { return c.logging.alerts.grad_norm; }, 0.0),
     number_or_off_field("logging.alerts.memory_growth_gb_per_hour", [](auto& c) -> auto& { return c.logging.alerts.memory_growth_gb_per_hour; }, 0.0),
+    bool_field("logging.alerts.communication_error", [](auto& c) -> auto& { return c.logging.alerts.communication_error; }),
   };
   // clang-format on
 }

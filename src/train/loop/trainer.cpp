@@ -20,6 +20,7 @@
 #include "gputrain/core/error_text.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
+#include "gputrain/dist/communicator.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "train/checkpoint/rng_state.hpp"
 #include "train/config/config_schema.hpp"
@@ -31,6 +32,14 @@ namespace gputrain::train {
 namespace {
 
 namespace fs = std::filesystem;
+
+// logging.alerts.communication_error (the seed's "any NCCL error"; MPI's too): the run ends with the
+// error, and before it says so as an alert, which is what a watcher of metrics.jsonl looks for.
+void alert_communication_error(Reporter& reporter, const dist::CommunicationError& e, std::int64_t step) {
+  const std::string message = core::first_line(e.what()) + "; " + e.remedy();
+  reporter.note("warning: alert communication_error: " + message);
+  reporter.add(MetricRecord{"alert", step, {}, {{"alert", "communication_error"}, {"message", message}}});
+}
 
 // model.safetensors says what it needs to be used without the run folder: the config that built
 // the model (config.yaml's text, and each model.* key on its own), the inputs' shape and columns
@@ -194,6 +203,10 @@ FitResult Trainer::fit() {
                       "(torch.jit.script(model).save(...)), or leave out the samples it refuses; its traceback is in training.log");
     s.reporter.fail(error);
     throw error;
+  } catch (const dist::CommunicationError& e) {
+    if (s.config.logging.alerts.communication_error) alert_communication_error(s.reporter, e, s.progress.step);
+    s.reporter.fail(e);
+    throw;
   } catch (const std::exception& e) {
     s.reporter.fail(e);
     throw;

@@ -12,6 +12,8 @@
 #include <set>
 
 #include "gputrain/core/stop_signal.hpp"
+#include "gputrain/dist/communicator.hpp"
+#include "gputrain/train/callback.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/jsonl_records.hpp"
@@ -245,4 +247,40 @@ TEST(RunReport, AFinishedAndAnInterruptedRunEachLeaveOne) {
   const auto interrupted = nlohmann::json::parse(again);
   EXPECT_EQ(interrupted["outcome"], "interrupted");
   EXPECT_EQ(interrupted["steps"], 3);
+}
+
+namespace {
+
+// A collective that fails at step 3, as a peer rank's death makes it fail.
+class FailingCollective final : public Callback {
+ public:
+  std::string name() const override { return "failing_collective"; }
+  void on_step_end(RunControl&, std::int64_t step) override {
+    if (step == 3) throw dist::CommunicationError("rank 0: gradient bucket 1 of step 3 did not finish within 60 s", "check rank 1's log");
+  }
+};
+
+std::vector<nlohmann::json> alerts_of_failed_run(const std::string& name, std::vector<std::string> overrides) {
+  const auto config = test_support::small_run(name, std::move(overrides));
+  auto options = test_support::quiet_trainer();
+  options.callbacks.push_back(std::make_shared<FailingCollective>());
+  Trainer trainer(config, options);
+  EXPECT_THROW(trainer.fit(), dist::CommunicationError);
+  return test_support::jsonl_records(std::filesystem::path(config.logging.dir) / "metrics.jsonl", "alert");
+}
+
+}  // namespace
+
+// The seed's "any NCCL error": the run ends with the error, and says the alert just before it.
+TEST(Alerts, ACommunicationErrorIsAnAlertBeforeTheRunEndsWithIt) {
+  const auto alerts = alerts_of_failed_run("alert-communication", {});
+  ASSERT_EQ(alerts.size(), 1U);
+  EXPECT_EQ(alerts[0]["alert"], "communication_error");
+  EXPECT_EQ(alerts[0]["message"], "rank 0: gradient bucket 1 of step 3 did not finish within 60 s; check rank 1's log");
+  EXPECT_EQ(alerts[0]["step"], 3);
+  std::ifstream log(std::filesystem::path(test_support::small_run("alert-communication", {}, false).logging.dir) / "training.log");
+  const std::string text{std::istreambuf_iterator<char>(log), {}};
+  EXPECT_NE(text.find("warning: alert communication_error: rank 0: gradient bucket 1 of step 3"), std::string::npos) << text;
+
+  EXPECT_TRUE(alerts_of_failed_run("alert-communication-off", {"logging.alerts.communication_error=off"}).empty());
 }
