@@ -11,12 +11,13 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/sync_batch_norm.hpp"
 #include "support/quiet_trainer.hpp"
+#include "support/two_ranks.hpp"
 #include "train/models/layers/sync_batch_norm.hpp"
-#include "two_ranks.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
 using namespace two_ranks;
+using test_support::expect_close;
 namespace fs = std::filesystem;
 
 namespace {
@@ -25,10 +26,6 @@ at::Tensor summed_over_ranks(const at::Tensor& local) {
   auto sum = local.clone();
   peers().all_reduce_sum(sum, "the test's sum")->wait();
   return sum;
-}
-
-void expect_close(const at::Tensor& mine, const at::Tensor& expected, const std::string& what) {
-  EXPECT_TRUE(at::allclose(mine, expected, 1e-5, 1e-5)) << what << ": max difference " << (mine - expected).abs().max().item<double>();
 }
 
 // Rank 0 holds the global batch's first `rank0_rows` samples, rank 1 the rest. Two training

@@ -26,7 +26,7 @@
 #include "gputrain/train/trainer.hpp"
 #include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
-#include "two_ranks.hpp"
+#include "support/two_ranks.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;

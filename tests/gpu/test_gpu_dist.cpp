@@ -15,11 +15,13 @@
 #include "gputrain/train/sync_batch_norm.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/quiet_trainer.hpp"
+#include "support/tensor_checks.hpp"
 #include "train/models/layers/sync_batch_norm.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
 namespace fs = std::filesystem;
+using test_support::flat_parameters;
 
 namespace {
 
@@ -32,12 +34,6 @@ Config nccl_run(const std::string& name, std::vector<std::string> overrides = {}
                                "logging.progress=off", "logging.dir=" + dir.string()};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return load_config({{}, all, ""});
-}
-
-at::Tensor flat_parameters(Trainer& trainer) {
-  std::vector<at::Tensor> flat;
-  for (auto& p : trainer.model().parameters()) flat.push_back(p.detach().reshape(-1).cpu());
-  return at::cat(flat);
 }
 
 // torchrun's variables for a world of one, removed again at the end of the scope.

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
       "without a config: data.source (" + core::join(data::file_source_names()) + "); default: the config's, else told from the path");
   app.add_option("--path", path, "without a config: data.path");
   app.add_option("--labels", labels, "without a config: data.labels (CSV: one or more label columns, --labels y1 y2)");
-  app.add_option("--workers", sweep.workers, "sweep only these thread counts, e.g. --workers 0 2 4")->check(tools::whole_number(0, 1024));
+  app.add_option("--workers", sweep.workers, "sweep only these loader thread counts, e.g. 0 2 4")->check(tools::whole_number(0, 1024));
   app.add_option("--repeats", sweep.repeats, "timed repeats per setting (default 3; the median is reported)")
       ->check(tools::whole_number(1, 50));
   app.add_option("--batches", sweep.batches, "timed batches per repeat (default 30, fewer after 2 s)")

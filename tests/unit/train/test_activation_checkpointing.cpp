@@ -14,12 +14,14 @@
 #include "support/module_less_model.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
+#include "support/tensor_checks.hpp"
 #include "support/usage_errors.hpp"
 #include "train/setup/activation_checkpointing_setup.hpp"
 #include "train/step/graph_plan.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
+using test_support::flat_parameters;
 using test_support::small_run;
 
 namespace {
@@ -56,12 +58,6 @@ bool all_equal(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>& 
   for (std::size_t i = 0; i < a.size(); ++i)
     if (!at::equal(a[i], b[i])) return false;
   return true;
-}
-
-at::Tensor flat_parameters(Trainer& trainer) {
-  std::vector<at::Tensor> flat;
-  for (auto& p : trainer.model().parameters()) flat.push_back(p.detach().reshape(-1));
-  return at::cat(flat);
 }
 
 }  // namespace

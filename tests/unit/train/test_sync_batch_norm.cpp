@@ -16,19 +16,17 @@
 #include "support/one_rank_communicator.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
+#include "support/tensor_checks.hpp"
 #include "support/usage_errors.hpp"
 #include "train/models/layers/sync_batch_norm.hpp"
 #include "train/setup/sync_batch_norm_setup.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
+using test_support::expect_close;
 using test_support::small_run;
 
 namespace {
-
-void expect_close(const at::Tensor& mine, const at::Tensor& expected, const std::string& what) {
-  EXPECT_TRUE(at::allclose(mine, expected, 1e-5, 1e-5)) << what << ": max difference " << (mine - expected).abs().max().item<double>();
-}
 
 template <typename Plain, typename Synced>
 void expect_plain_batch_norm(const at::Tensor& x, std::optional<double> momentum) {

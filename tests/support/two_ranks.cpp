@@ -1,4 +1,4 @@
-#include "two_ranks.hpp"
+#include "support/two_ranks.hpp"
 
 #include <cstdlib>
 #include <iostream>
@@ -60,12 +60,6 @@ Config run(const std::string& name, std::vector<std::string> overrides, bool fre
                                "logging.dir=" + dir.string()};
   all.insert(all.end(), overrides.begin(), overrides.end());
   return load_config({{}, all, ""});
-}
-
-at::Tensor flat_parameters(Trainer& trainer) {
-  std::vector<at::Tensor> flat;
-  for (auto& p : trainer.model().parameters()) flat.push_back(p.detach().reshape(-1));
-  return at::cat(flat);
 }
 
 // Rank 0's tensor, on both ranks.

@@ -1,6 +1,6 @@
 #pragma once
-// What the two-rank tests share: the tests' own line to the other rank, run directories both
-// ranks use, and comparisons of the ranks' tensors. The binary runs under `mpirun -np 2`.
+// What the two-rank tests (tests/dist) share: the tests' own line to the other rank, run
+// directories both ranks use, and rank 0's tensors on both. The binary runs under `mpirun -np 2`.
 
 #include <ATen/ATen.h>
 
@@ -11,8 +11,11 @@
 #include "gputrain/dist/communicator.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/tensor_checks.hpp"
 
 namespace two_ranks {
+
+using gputrain::test_support::flat_parameters;
 
 /// The test's own communicator to the other rank (between trainer runs only).
 gputrain::dist::Communicator& peers();
@@ -23,8 +26,6 @@ std::filesystem::path scratch(const std::string& name);
 /// The tests' small MLP run on `name`'s run directory, with `overrides`; `fresh`: rank 0 empties
 /// the directory first (a collective: both ranks must ask together).
 gputrain::train::Config run(const std::string& name, std::vector<std::string> overrides, bool fresh = true);
-/// The model's parameters, flattened into one tensor.
-at::Tensor flat_parameters(gputrain::train::Trainer& trainer);
 /// Rank 0's tensor, on both ranks.
 at::Tensor from_rank0(const at::Tensor& local);
 

@@ -1,0 +1,30 @@
+#pragma once
+// Comparing what runs trained: a model's parameters as one flat CPU tensor, and tensors that must
+// agree within fp32 rounding, with the largest difference in the failure.
+
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/trainer.hpp"
+
+namespace gputrain::test_support {
+
+/// Every parameter of the trainer's model, flattened and concatenated in order, on the CPU.
+inline at::Tensor flat_parameters(train::Trainer& trainer) {
+  std::vector<at::Tensor> flat;
+  for (auto& p : trainer.model().parameters()) flat.push_back(p.detach().reshape(-1).cpu());
+  return at::cat(flat);
+}
+
+/// `mine` equals `expected` within `tolerance` (relative and absolute); `what` names it.
+inline void expect_close(const at::Tensor& mine, const at::Tensor& expected, const std::string& what, double tolerance = 1e-5) {
+  EXPECT_TRUE(at::allclose(mine, expected, tolerance, tolerance))
+      << what << ": max difference " << (mine - expected).abs().max().item<double>();
+}
+
+}  // namespace gputrain::test_support
