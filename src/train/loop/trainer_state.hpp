@@ -52,6 +52,7 @@ struct Trainer::State : RunContext {
   class FitLoop;  // one fit() call's loop and the callbacks' RunControl, in fit_loop.cpp
   std::unique_ptr<dist::GradientSync> sync;
   std::shared_ptr<BatchNormSync> norm_sync;  // model.sync_batch_norm on several ranks; the layers hold it too
+  data::Batch no_rows;                       // what this rank joins a synchronised step with when it has no samples
   std::int64_t agreed_micro_batch = 0;       // what the last step agreement settled on
   RunData data;
   DataPlacement placement;

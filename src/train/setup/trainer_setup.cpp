@@ -59,6 +59,15 @@ constexpr std::int64_t kEvaluationBatch = 256;
 
 memory::OomPolicy oom_policy(const OomConfig& c) { return {c.max_halvings, c.min_micro_batch, c.regrow_after}; }
 
+// A batch of no samples, shaped and typed as the data's, on `device`.
+data::Batch empty_batch(const data::SampleLayout& layout, c10::Device device) {
+  auto no_rows = [&](std::vector<std::int64_t> shape, at::ScalarType dtype) {
+    shape.insert(shape.begin(), 0);
+    return at::empty(shape, at::TensorOptions().dtype(dtype).device(device));
+  };
+  return {no_rows(layout.input_shape, layout.input_dtype), no_rows(layout.target_shape, layout.target_dtype)};
+}
+
 dist::GradientSyncOptions sync_options(const DistributedConfig& c) {
   dist::GradientSyncOptions o;
   o.bucket_bytes = std::max<std::int64_t>(1, static_cast<std::int64_t>(c.bucket_mb * 1024 * 1024));
@@ -186,8 +195,9 @@ void Trainer::State::make_the_step() {
       trained.emplace_back(name, tensor);
   optimizer = make_optimizer(config.optimizer, trained, group_lrs);
   scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
+  if (norm_sync) no_rows = empty_batch(data.sources.train->layout(), device);
   engine = std::make_unique<StepEngine>(StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last,
-                                                  classification, device, sync.get(), class_weights, &readout, norm_sync.get()});
+                                                  classification, device, sync.get(), class_weights, &readout, norm_sync.get(), &no_rows});
   readout.norms = config.logging.grad_norm;
   train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
   val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");

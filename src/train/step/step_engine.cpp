@@ -11,30 +11,13 @@
 #include "train/models/layers/sync_batch_norm.hpp"
 
 namespace gputrain::train {
-namespace {
-
-// A tensor of `t`'s shape and type with no rows: no storage, so nothing of `t` is kept alive.
-at::Tensor no_rows_like(const at::Tensor& t) {
-  auto shape = t.sizes().vec();
-  shape[0] = 0;
-  return at::empty(shape, t.options());
-}
-
-}  // namespace
 
 StepEngine::StepEngine(StepParts parts, std::unique_ptr<StepBackend> backend) : parts_(std::move(parts)), backend_(std::move(backend)) {}
 
 at::Tensor StepEngine::step(const data::Batch* batch, StepRows rows, std::int64_t step, memory::OomGuard& guard) {
   at::Tensor step_loss;
   if (parts_.sync) parts_.sync->begin_step(step);
-  if (batch && parts_.norm_sync && !empty_.inputs.defined())
-    empty_ = data::Batch{no_rows_like(batch->inputs), no_rows_like(batch->targets)};
-  if (!batch && parts_.norm_sync && rows.largest > 0) {  // the others' forwards exchange statistics: join them, emptily
-    if (!empty_.inputs.defined())
-      throw Error("this rank has no samples to train on, and model.sync_batch_norm needs every rank in every forward pass",
-                  "give the run at least one training batch per rank (more samples, or fewer ranks)");
-    batch = &empty_;
-  }
+  if (!batch && parts_.norm_sync && rows.largest > 0) batch = parts_.no_rows;  // the others' forwards exchange statistics: join them
   if (batch)
     guard.run(
         step, batch->size(),

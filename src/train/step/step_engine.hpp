@@ -74,7 +74,6 @@ class StepEngine {
  private:
   StepParts parts_;
   std::unique_ptr<StepBackend> backend_;
-  data::Batch empty_;  // no rows, the batches' shape: what a rank with none joins a synced step with
 };
 
 }  // namespace gputrain::train

@@ -56,6 +56,7 @@ struct StepParts {
   /// model.sync_batch_norm on several ranks: every rank runs its forwards() passes in a step,
   /// empty ones where its share has run out, so the statistics exchanges pair up.
   BatchNormSync* norm_sync = nullptr;
+  const data::Batch* no_rows = nullptr;  ///< with norm_sync: a batch of no samples, shaped and typed as the data's
 };
 
 /// Cross-entropy for classification (with `label_smoothing`, PyTorch's: the target is that share
