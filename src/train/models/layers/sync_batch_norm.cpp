@@ -54,7 +54,7 @@ at::Tensor local_statistics(const at::Tensor& input, double eps) {
 }
 
 struct GlobalStatistics {
-  at::Tensor mean, var, counts;  // [C], [C] biased, [world]
+  at::Tensor mean, var, counts, total;  // [C], [C] biased, [world], the samples over all ranks
 };
 
 GlobalStatistics combine(const at::Tensor& rows, std::int64_t channels) {
@@ -64,13 +64,12 @@ GlobalStatistics combine(const at::Tensor& rows, std::int64_t channels) {
   const auto means = rows.narrow(1, 0, channels), vars = rows.narrow(1, channels, channels);
   const auto mean = (means * weights).sum(0) / total;
   const auto var = ((vars + (means - mean).pow(2)) * weights).sum(0) / total;
-  return {mean, var, counts};
+  return {mean, var, counts, total};
 }
 
 void update_running(const BatchNormTensors& layer, const GlobalStatistics& s, double momentum) {
   if (!layer.running_mean.defined()) return;
-  const auto total = s.counts.sum();
-  const auto unbiased = s.var * total / (total - 1).clamp_min(1);  // PyTorch's running_var is unbiased
+  const auto unbiased = s.var * s.total / (s.total - 1).clamp_min(1);  // PyTorch's running_var is unbiased
   layer.running_mean.mul_(1 - momentum).add_(s.mean.to(layer.running_mean.scalar_type()) * momentum);
   layer.running_var.mul_(1 - momentum).add_(unbiased.to(layer.running_var.scalar_type()) * momentum);
 }
