@@ -20,7 +20,6 @@ class CheckpointableBlock {
   virtual at::Tensor block_forward(const at::Tensor& input) = 0;
   /// From now on, training forwards that record gradients recompute this block in backward.
   void recompute_in_backward(bool on) { recompute_ = on; }
-  bool recomputes() const { return recompute_; }
 
  protected:
   /// What the block's forward() returns: block_forward(input), through the recomputation when

@@ -165,8 +165,6 @@ at::Tensor synchronised_batch_norm(const at::Tensor& input, const BatchNormTenso
 
 BatchNormSync::BatchNormSync(dist::Communicator& communicator) : communicator_(communicator) {}
 
-int BatchNormSync::world_size() const { return communicator_.size(); }
-
 void BatchNormSync::begin_step(std::int64_t step, std::int64_t forwards) {
   step_ = step;
   forwards_ = forwards;

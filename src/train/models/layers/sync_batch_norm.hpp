@@ -33,7 +33,6 @@ class BatchNormSync {
   /// Step `step` (0-based, for errors) starts; every rank runs `forwards` forward passes in it.
   void begin_step(std::int64_t step, std::int64_t forwards);
   std::int64_t forwards() const { return forwards_; }
-  int world_size() const;
 
   /// Each rank's `row` (the same shape everywhere), stacked in rank order: [world, row...].
   at::Tensor gather(const at::Tensor& row, const std::string& what);
