@@ -46,6 +46,21 @@ Backend choose_backend(const std::string& setting, c10::Device device) {
   return backend;
 }
 
+namespace {
+
+class DoneWork final : public Work {
+ public:
+  void wait() override {}
+  std::optional<double> seconds() const override { return std::nullopt; }
+};
+
+}  // namespace
+
+std::shared_ptr<Work> Communicator::start_broadcast(at::Tensor tensor, int root, const std::string& what) {
+  broadcast({std::move(tensor)}, root, what);
+  return std::make_shared<DoneWork>();
+}
+
 std::unique_ptr<Communicator> connect(const RankEnvironment& env, const CommunicatorOptions& options) {
   (void)choose_backend(to_string(options.backend), options.device);  // availability and device checks
 #if GPUTRAIN_HAVE_MPI

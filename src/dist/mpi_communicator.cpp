@@ -210,6 +210,14 @@ class MpiCommunicator final : public Communicator {
     })->wait();
   }
 
+  std::shared_ptr<Work> start_broadcast(at::Tensor tensor, int root, const std::string& what) override {
+    TORCH_CHECK(tensor.is_cpu() && tensor.is_contiguous(), what, ": MPI broadcasts contiguous CPU tensors");
+    const auto type = mpi_type(tensor.scalar_type(), what);
+    return submit(what, [tensor, type, root, what] {
+      in_pieces(tensor, [&](void* data, int count) { check(MPI_Bcast(data, count, type, root, MPI_COMM_WORLD), what); });
+    });
+  }
+
   std::vector<std::int64_t> all_gather(const std::vector<std::int64_t>& values, const std::string& what) override {
     // Owned by the task: after a timeout the call may still complete later, into these buffers.
     auto mine = std::make_shared<std::vector<std::int64_t>>(values);

@@ -136,6 +136,13 @@ class NcclCommunicator final : public Communicator {
     }
   }
 
+  std::shared_ptr<Work> start_broadcast(at::Tensor tensor, int root, const std::string& what) override {
+    std::vector<at::Tensor> tensors{std::move(tensor)};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    return std::make_shared<NcclWork>(group_->broadcast(tensors, opts), what, rank_);
+  }
+
   std::vector<std::int64_t> all_gather(const std::vector<std::int64_t>& values, const std::string& what) override {
     // Host values depend on nothing the GPU has queued: issued from a side stream, the collective
     // waits for earlier collectives only, not for the queued forward, backward and optimizer step,

@@ -62,6 +62,9 @@ class Communicator {
   virtual std::shared_ptr<Work> all_reduce_sum(at::Tensor tensor, const std::string& what) = 0;
   /// Overwrites every rank's tensors with rank `root`'s (same shapes and dtypes everywhere).
   virtual void broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what) = 0;
+  /// broadcast's one-tensor form in the background (`tensor` contiguous): wait() before using
+  /// it, and on a GPU the host goes on meanwhile. By default the blocking broadcast, done.
+  virtual std::shared_ptr<Work> start_broadcast(at::Tensor tensor, int root, const std::string& what);
   /// Every rank's `values` (the same count on every rank), concatenated in rank order.
   virtual std::vector<std::int64_t> all_gather(const std::vector<std::int64_t>& values, const std::string& what) = 0;
 };

@@ -67,7 +67,8 @@ class RunControl {
   /// The stop already requested, if any.
   virtual std::optional<StopReason> stop_requested() const = 0;
   /// Writes a periodic checkpoint (step-N.pt) once every callback has had the current hook, so it
-  /// holds their states after it (rank 0 writes; every rank may ask).
+  /// holds their states after it. Rank 0 writes; ask on every rank alike, as the built-in
+  /// callbacks do: with distributed.shard_optimizer the ranks gather the optimizer state together.
   virtual void save_checkpoint() = 0;
   /// Writes best.pt the same way.
   virtual void save_best() = 0;

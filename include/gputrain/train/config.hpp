@@ -206,6 +206,7 @@ struct DistributedConfig {
   double bucket_mb = 25;            ///< gradient all-reduce bucket size, MiB
   double first_bucket_mb = 1;       ///< the first (last layers') bucket, MiB: starts communication early
   std::string grad_dtype = "none";  ///< none (the gradients' own), bf16 or fp16: compress the all-reduce
+  bool shard_optimizer = false;     ///< ZeRO stage 1: each rank keeps (and steps) the optimizer state of 1/N of the parameters
 };
 
 /// The whole resolved configuration.

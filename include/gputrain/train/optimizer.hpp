@@ -50,6 +50,9 @@ class DeviceStepped {
   /// Forgets the device copies of that state, after LibTorch's state objects were replaced (a
   /// checkpoint was loaded): the next step starts from the new objects.
   virtual void drop_device_state() {}
+  /// From now on a step updates only the parameters in `own` and keeps optimizer state for them
+  /// only; the ranks that own the others update those (distributed.shard_optimizer, ZeRO stage 1).
+  virtual void step_only(const std::vector<at::Tensor>& own) = 0;
   /// Whether the last step ran in the fused kernels (false: LibTorch's own step, which reads the
   /// host and cannot be captured).
   virtual bool last_step_fused() const = 0;

@@ -74,6 +74,8 @@ struct FitResult {
   double agreement_seconds = 0;                      ///< time the step agreements took (mostly waiting for the slowest rank)
   std::optional<double> communication_seconds;       ///< the gradient all-reduces' own time (MPI can tell)
   std::optional<double> communication_hidden_share;  ///< of that time, the share hidden behind backward
+  std::int64_t optimizer_state_bytes = 0;            ///< the optimizer state this rank held at the end (sharded: its share)
+  double parameter_share_seconds = 0;                ///< distributed.shard_optimizer: the steps' parameter broadcasts
   std::string run_dir;
   std::string last_checkpoint;  ///< empty when none was written
   std::string weights_path;     ///< model.safetensors (after a complete run)

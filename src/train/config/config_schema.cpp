@@ -398,7 +398,7 @@ std::vector<Field> distributed_fields() {
     double_field("distributed.bucket_mb", [](auto& c) -> auto& { return c.distributed.bucket_mb; }, 0.001, 1048576),
     double_field("distributed.first_bucket_mb", [](auto& c) -> auto& { return c.distributed.first_bucket_mb; }, 0.001, 1048576),
     choice_field("distributed.grad_dtype", [](auto& c) -> auto& { return c.distributed.grad_dtype; }, {"none", "bf16", "fp16"}),
-  
+    bool_field("distributed.shard_optimizer", [](auto& c) -> auto& { return c.distributed.shard_optimizer; }),
   };
   // clang-format on
 }

@@ -9,6 +9,7 @@
 #include "fit_loop.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/checkpoint.hpp"
+#include "train/step/optimizer_shards.hpp"
 
 namespace gputrain::train {
 
@@ -102,6 +103,7 @@ void Trainer::State::FitLoop::write_checkpoint() {
   if (time_up_agreed_) progress.trained_seconds = std::max(progress.trained_seconds, s_.config.train.max_time);
   last_saved_time_limit_ = time_up_agreed_;
   collect_callback_states();
+  const FullOptimizerState full(s_.shards.get());
   if (!writer()) {  // every rank holds the same state; rank 0's file serves all on resume
     s_.last_saved_step = progress.step;
     return;
@@ -116,6 +118,8 @@ void Trainer::State::FitLoop::write_best() {
   paused([&] {
     s_.progress.trained_seconds = trained_seconds();
     collect_callback_states();
+    const FullOptimizerState full(s_.shards.get());
+    if (!writer()) return;
     s_.reporter.working_on("writing best.pt");
     s_.refused_saves_explained([&] { return s_.store->save_best(s_.parts(), s_.progress, s_.config_yaml); });
   });

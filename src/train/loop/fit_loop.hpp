@@ -50,7 +50,7 @@ class Trainer::State::FitLoop final : public RunControl {
   void request_stop(StopReason reason, const std::string& why) override;
   std::optional<StopReason> stop_requested() const override { return stop_ ? stop_ : pending_; }
   void save_checkpoint() override { checkpoint_due_ = true; }
-  void save_best() override { best_due_ = writer(); }
+  void save_best() override { best_due_ = true; }
   void load_weights(const std::string& checkpoint) override;
   std::string best_path() const override;
   double lr_scale() const override { return s_.progress.lr_scale; }

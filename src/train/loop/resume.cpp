@@ -77,6 +77,7 @@ void Trainer::State::resume() {
     if (e.exit_code() == ExitCode::usage) throw UsageError(message, remedy);
     throw Error(message, remedy, e.exit_code());
   }
+  if (shards) shards->keep_own_state();  // the file holds every parameter's; this rank steps its own
   // Said once the sinks exist (fit() makes them), after the setup's notes: where it resumes, then what changed.
   reporter.later("resumed from " + path + " at step " + std::to_string(progress.step));
   for (auto& callback : callbacks) {

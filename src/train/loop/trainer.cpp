@@ -178,7 +178,9 @@ FitResult Trainer::fit() {
     // stands, so it resumes here once the memory settings are changed.
     s.reporter.oom_events(*s.train_guard);
     s.reporter.oom_events(*s.val_guard);
-    loop.final_checkpoint();
+    // A sharded optimizer state is gathered from every rank, and the others are not here (they
+    // wait at the next step): the last checkpoint the ranks wrote together is where to resume.
+    if (!s.shards) loop.final_checkpoint();
     s.reporter.note("stopped: out of memory with no smaller micro-batch allowed; resume from " + s.last_checkpoint +
                     " after changing the memory settings");
     s.reporter.fail(e);
@@ -234,6 +236,8 @@ void Trainer::State::fill_run_figures(FitResult& result, const RunTotals& totals
   result.world_size = ranks.world_size();
   result.rank = ranks.rank();
   result.agreement_seconds = ranks.agreement_seconds();
+  result.optimizer_state_bytes = optimizer_state_bytes(*optimizer);
+  if (shards) result.parameter_share_seconds = shards->share_seconds();
   if (sync) {
     const auto figures = sync->figures();
     result.gradient_buckets = figures.buckets;

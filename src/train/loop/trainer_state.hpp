@@ -27,6 +27,7 @@
 #include "rank_group.hpp"
 #include "run_context.hpp"
 #include "train/report/reporter.hpp"
+#include "train/step/optimizer_shards.hpp"
 #include "train/step/step_engine.hpp"
 
 namespace YAML {
@@ -64,8 +65,9 @@ struct Trainer::State : RunContext {
   // distributed run: each rank's follow its own shard until validation makes them rank 0's.
   std::vector<at::Tensor> buffers;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
-  std::vector<double> group_lrs;  // each optimizer group's base rate (optimizer.param_groups)
-  GradientReadout readout;        // the logged steps' gradient norm (logging.grad_norm), gradients a callback asked for
+  std::vector<double> group_lrs;            // each optimizer group's base rate (optimizer.param_groups)
+  std::unique_ptr<OptimizerShards> shards;  // distributed.shard_optimizer on several ranks
+  GradientReadout readout;                  // the logged steps' gradient norm (logging.grad_norm), gradients a callback asked for
   std::unique_ptr<GradScaler> scaler;
   std::unique_ptr<StepEngine> engine;
   std::unique_ptr<CheckpointStore> store;

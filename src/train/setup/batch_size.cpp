@@ -15,6 +15,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/dist/rank_environment.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/model.hpp"
@@ -23,6 +24,7 @@
 #include "gputrain/train/run_setup.hpp"
 #include "train/models/frozen_model.hpp"
 #include "train/setup/activation_checkpointing_setup.hpp"
+#include "train/step/optimizer_shards.hpp"
 #include "train/step/step_engine.hpp"
 
 namespace gputrain::train {
@@ -66,6 +68,7 @@ class ProbeRig {
     budget_.limit = figures.limit;
     budget_.limit_source = figures.limit_source;
     optimizer_ = make_optimizer(config.optimizer, params_);
+    if (config.distributed.shard_optimizer) shard_as_the_run_will();
     scaler_ = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
     // Without train.class_weights: they change the loss's value, not the step's memory or time.
     engine_ = std::make_unique<StepEngine>(StepParts{*model_,
@@ -113,6 +116,22 @@ class ProbeRig {
     const auto after = memory::memory_figures(device_, /*with_limit=*/false).allocated;  // the step's tensors are gone
     point.persistent = after > before ? after - before : 0;
     return point;
+  }
+
+  // distributed.shard_optimizer: this rank keeps the state of its share of the parameters only.
+  // The share is split by size as the run splits it (over one group here, which may pick other
+  // tensors than the run's optimizer.param_groups, of about the same total).
+  void shard_as_the_run_will() {
+    const auto env = dist::read_rank_environment();
+    if (!env || env->world_size < 2) return;
+    const auto own = own_parameters(*optimizer_, env->rank, env->world_size);
+    if (auto* stepped = device_stepped(*optimizer_)) stepped->step_only(own);
+    std::uint64_t own_bytes = 0, all_bytes = 0;
+    for (const auto& p : own) own_bytes += tensor_bytes(p);
+    for (const auto& p : params_) all_bytes += p.requires_grad() ? tensor_bytes(p) : 0;
+    if (all_bytes > 0)
+      budget_.known.optimizer_state = static_cast<std::uint64_t>(static_cast<double>(budget_.known.optimizer_state) *
+                                                                 static_cast<double>(own_bytes) / static_cast<double>(all_bytes));
   }
 
   const sizing::MemoryBudget& budget() const { return budget_; }

@@ -25,6 +25,7 @@
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/optimizer.hpp"
 #include "init_weights.hpp"
+#include "optimizer_sharding_setup.hpp"
 #include "sync_batch_norm_setup.hpp"
 #include "train/checkpoint/checkpoint_space.hpp"
 #include "train/config/unread_settings.hpp"
@@ -194,10 +195,16 @@ void Trainer::State::make_the_step() {
     if (std::any_of(params.begin(), params.end(), [&](const at::Tensor& p) { return p.is_same(tensor); }))
       trained.emplace_back(name, tensor);
   optimizer = make_optimizer(config.optimizer, trained, group_lrs);
+  if (config.distributed.shard_optimizer && !evaluating()) {
+    auto sharding = shard_optimizer_state(*optimizer, ranks.communicator(), sync_options(config.distributed).bucket_bytes);
+    shards = std::move(sharding.shards);
+    reporter.later((shards ? "" : "note: ") + sharding.line);
+  }
   scaler = std::make_unique<GradScaler>(config.train.precision == Precision::fp16_mixed, device);
   if (norm_sync) no_rows = empty_batch(data.sources.train->layout(), device);
   engine = std::make_unique<StepEngine>(StepParts{*model, *optimizer, *scaler, params, data.transform, config.train, channels_last,
-                                                  classification, device, sync.get(), class_weights, &readout, norm_sync.get(), &no_rows});
+                                                  classification, device, sync.get(), class_weights, &readout, norm_sync.get(), &no_rows,
+                                                  shards.get()});
   readout.norms = config.logging.grad_norm;
   train_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "train");
   val_guard = std::make_unique<memory::OomGuard>(device, micro_batch, oom_policy(config.oom), "validation");

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <utility>
 #include <vector>
 
 namespace gputrain::train {
@@ -101,10 +102,30 @@ void DeviceInputs::sync_lr_of(std::vector<torch::optim::OptimizerParamGroup>& gr
 
 bool DeviceInputs::skip_on_host() const { return found_inf_.defined() && found_inf_.item<float>() != 0.0f; }
 
+void DeviceInputs::step_only(const std::vector<at::Tensor>& own) {
+  own_.emplace();
+  for (const auto& p : own) own_->insert(p.unsafeGetTensorImpl());
+}
+
+at::Tensor DeviceInputs::fallback_step(std::vector<torch::optim::OptimizerParamGroup>& groups, const std::function<at::Tensor()>& step) {
+  if (skip_on_host()) return {};
+  std::vector<std::pair<at::Tensor, at::Tensor>> hidden;  // parameter, gradient
+  for (auto& group : groups)
+    for (auto& p : group.params())
+      if (p.grad().defined() && !steps(p)) hidden.emplace_back(p, std::exchange(p.mutable_grad(), at::Tensor()));
+  struct Restore {
+    std::vector<std::pair<at::Tensor, at::Tensor>>& hidden;
+    ~Restore() {
+      for (auto& [p, grad] : hidden) p.mutable_grad() = std::move(grad);
+    }
+  } restore{hidden};
+  return step();
+}
+
 at::Tensor FusedSGD::step(LossClosure closure) {
   why_not_fused_ = closure ? "a closure asks for LibTorch's step" : why_unfusable(param_groups());
   fused_ = why_not_fused_.empty();
-  if (!fused_) return skip_on_host() ? at::Tensor() : SGD::step(std::move(closure));
+  if (!fused_) return fallback_step(param_groups(), [&] { return SGD::step(std::move(closure)); });
   at::NoGradGuard no_grad;
   auto& groups = param_groups();
   for (std::size_t g = 0; g < groups.size(); ++g) {
@@ -115,7 +136,7 @@ at::Tensor FusedSGD::step(LossClosure closure) {
     // gradient is the first step's buffer exactly (no dampening).
     std::vector<at::Tensor> params[2], grads[2], buffers[2];
     for (auto& p : groups[g].params()) {
-      if (!p.grad().defined()) continue;
+      if (!p.grad().defined() || !steps(p)) continue;
       int first = 0;
       if (o.momentum() != 0) {
         auto& slot = state_[p.unsafeGetTensorImpl()];
@@ -149,14 +170,14 @@ at::Tensor FusedAdamBase<Base, Options, State>::step(typename Base::LossClosure 
   if (!fused_) {
     flush_host_state();  // LibTorch's step counts on from its own integers
     steps_.clear();
-    return skip_on_host() ? at::Tensor() : Base::step(std::move(closure));
+    return fallback_step(groups, [&] { return Base::step(std::move(closure)); });
   }
   at::NoGradGuard no_grad;
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const auto& o = static_cast<const Options&>(groups[g].options());
     std::vector<at::Tensor> lists[5];  // parameters, gradients, first and second moments, step counts
     for (auto& p : groups[g].params()) {
-      if (!p.grad().defined()) continue;
+      if (!p.grad().defined() || !steps(p)) continue;
       auto& slot = this->state_[p.unsafeGetTensorImpl()];
       if (!slot) {
         auto fresh = std::make_unique<State>();

@@ -15,6 +15,9 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include <functional>
+#include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include "gputrain/train/optimizer.hpp"
@@ -28,6 +31,7 @@ class DeviceInputs : public DeviceStepped {
   void skip_when(at::Tensor found_inf) override { found_inf_ = std::move(found_inf); }
   bool last_step_fused() const override { return fused_; }
   std::string why_not_fused() const override { return why_not_fused_; }
+  void step_only(const std::vector<at::Tensor>& own) override;
 
  protected:
   // Group `g`'s learning rate as a device scalar, written first when the options changed.
@@ -35,12 +39,17 @@ class DeviceInputs : public DeviceStepped {
   // The fallback (LibTorch's step) reads the host: it skips here when the flag says so.
   bool skip_on_host() const;
   void sync_lr_of(std::vector<torch::optim::OptimizerParamGroup>& groups);
+  // Whether this optimizer updates `p` (false: another rank owns it).
+  bool steps(const at::Tensor& p) const { return !own_ || own_->count(p.unsafeGetTensorImpl()) > 0; }
+  // LibTorch's step, which updates every parameter with a gradient, with the others' hidden from it.
+  at::Tensor fallback_step(std::vector<torch::optim::OptimizerParamGroup>& groups, const std::function<at::Tensor()>& step);
 
   std::vector<at::Tensor> lrs_;
   std::vector<double> lr_values_;  // what each of lrs_ holds
   at::Tensor found_inf_;
   bool fused_ = true;
-  std::string why_not_fused_;  // "" when fused_
+  std::string why_not_fused_;                                      // "" when fused_
+  std::optional<std::unordered_set<const c10::TensorImpl*>> own_;  // unset: every parameter
 };
 
 class FusedSGD final : public torch::optim::SGD, public DeviceInputs {

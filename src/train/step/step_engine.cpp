@@ -8,6 +8,7 @@
 #include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/memory/oom_guard.hpp"
+#include "optimizer_shards.hpp"
 #include "train/models/layers/sync_batch_norm.hpp"
 
 namespace gputrain::train {
@@ -36,12 +37,16 @@ at::Tensor StepEngine::step(const data::Batch* batch, StepRows rows, std::int64_
   } catch (const c10::OutOfMemoryError& e) {
     // Past the micro-batches nothing scales with the batch: parameters, gradients and optimizer
     // state alone do not fit, and the parameters may be half-updated, so no checkpoint is written.
-    throw Error("out of memory in the optimizer step (step " + std::to_string(step + 1) +
-                    "): the parameters, gradients and optimizer state alone do not fit; " +
-                    memory::describe(memory::memory_figures(parts_.device)) + ". The allocator said: " + e.what_without_backtrace(),
-                "use optimizer.name: sgd (less state than adam/adamw), a smaller model, or allow more memory (device.max_memory); "
-                "the last periodic checkpoint is intact");
+    throw Error(
+        "out of memory in the optimizer step (step " + std::to_string(step + 1) +
+            "): the parameters, gradients and optimizer state alone do not fit; " +
+            memory::describe(memory::memory_figures(parts_.device)) + ". The allocator said: " + e.what_without_backtrace(),
+        "use optimizer.name: sgd (less state than adam/adamw), a smaller model, or allow more memory (device.max_memory); "
+        "the last periodic checkpoint is intact" +
+            std::string(parts_.sync && !parts_.shards ? "; distributed.shard_optimizer: true splits the optimizer state among the ranks"
+                                                      : ""));
   }
+  if (parts_.shards) parts_.shards->share_updates(step);
   return step_loss.defined() ? step_loss : at::zeros({}, at::TensorOptions().device(parts_.device));  // a rank with no samples
 }
 

@@ -25,6 +25,7 @@ namespace gputrain::train {
 class Model;
 class GradScaler;
 class BatchNormSync;
+class OptimizerShards;
 
 /// What a step reads out of its gradients when asked: their global norm (logging.grad_norm, on
 /// logged steps), a copy of them (a callback's histograms).
@@ -57,6 +58,8 @@ struct StepParts {
   /// empty ones where its share has run out, so the statistics exchanges pair up.
   BatchNormSync* norm_sync = nullptr;
   const data::Batch* no_rows = nullptr;  ///< with norm_sync: a batch of no samples, shaped and typed as the data's
+  /// distributed.shard_optimizer: the optimizer steps this rank's parameters; the owners share theirs after it.
+  OptimizerShards* shards = nullptr;
 };
 
 /// Cross-entropy for classification (with `label_smoothing`, PyTorch's: the target is that share

@@ -22,8 +22,8 @@ class BestCheckpoint final : public Callback {
     if (!value || (best_ && !improves(*value, *best_, maximize_))) return;
     best_ = *value;
     best_epoch_ = run.progress().epoch;
+    run.save_best();  // every rank: a sharded optimizer state is gathered from all
     if (!run.writer()) return;
-    run.save_best();
     run.note("best " + metric_ + " so far: " + metric_text(metric_, *value) + " -> " + run.best_path());
   }
 

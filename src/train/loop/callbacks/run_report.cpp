@@ -45,10 +45,17 @@ nlohmann::json largest(const std::vector<double>& values) {
 
 // Per rank, in rank order: what each ran, from one sum of rows that are zero but for each rank's
 // own (a collective every rank joins). Rank 0's part of the report only.
-constexpr std::size_t kRankFigures = 6;
+constexpr std::size_t kRankFigures = 8;
 
 std::vector<double> rank_figures(const FitResult& r, double step_p50) {
-  return {static_cast<double>(r.samples), r.step_seconds, r.data_seconds, r.gradient_wait_seconds, step_p50, r.agreement_seconds};
+  return {static_cast<double>(r.samples),
+          r.step_seconds,
+          r.data_seconds,
+          r.gradient_wait_seconds,
+          step_p50,
+          r.agreement_seconds,
+          r.parameter_share_seconds,
+          static_cast<double>(r.optimizer_state_bytes)};
 }
 
 nlohmann::json ranks_json(const std::vector<double>& all, std::size_t world) {
@@ -62,20 +69,22 @@ nlohmann::json ranks_json(const std::vector<double>& all, std::size_t world) {
                      {"data_stall_percent", f[1] > 0 ? 100 * f[2] / f[1] : 0.0},
                      {"gradient_wait_seconds", f[3]},
                      {"step_p50_seconds", f[4]},
-                     {"agreement_seconds", f[5]}});
+                     {"agreement_seconds", f[5]},
+                     {"parameter_share_seconds", f[6]},
+                     {"optimizer_state_bytes", static_cast<std::int64_t>(f[7])}});
   }
   return ranks;
 }
 
 // The share of the ranks' step time not spent waiting for each other: for the gradient all-reduce
-// (what backward did not hide) and at the step agreements (the slowest rank). 1 is perfect
-// scaling. Null for one rank.
+// (what backward did not hide), at the step agreements (the slowest rank) and for a sharded
+// optimizer's parameter broadcasts. 1 is perfect scaling. Null for one rank.
 nlohmann::json scaling_efficiency(const std::vector<double>& all, std::size_t world) {
   if (world < 2) return nullptr;
   double steps = 0, waits = 0;
   for (std::size_t rank = 0; rank < world; ++rank) {
     steps += all[rank * kRankFigures + 1];
-    waits += all[rank * kRankFigures + 3] + all[rank * kRankFigures + 5];
+    waits += all[rank * kRankFigures + 3] + all[rank * kRankFigures + 5] + all[rank * kRankFigures + 6];
   }
   return steps > 0 ? nlohmann::json(1 - waits / steps) : nlohmann::json(nullptr);
 }
