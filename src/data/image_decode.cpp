@@ -12,13 +12,12 @@
 #include <vector>
 
 #include "gputrain/data/dataset.hpp"
+#include "image_resize.hpp"
 
 namespace gputrain::data {
 namespace {
 
-struct RgbImage {
-  std::vector<std::uint8_t> pixels;  // HWC
-  int height = 0, width = 0;
+struct RgbImage : RgbPixels {
   std::vector<std::uint8_t> cmyk_row;  // decode_jpeg's scratch, here because no destructor may live across its setjmp
 };
 
@@ -106,7 +105,9 @@ bool decode_png(const unsigned char* bytes, std::size_t size, RgbImage& out, std
     why = image.message;
     return false;
   }
-  image.format = PNG_FORMAT_RGB;  // palette, grey, 16-bit and alpha (composited on black) become 8-bit RGB
+  // Palette, grey and 16-bit become 8-bit RGBA, whose alpha is then dropped: what Pillow's
+  // convert("RGB") does (PNG_FORMAT_RGB would composite transparent pixels on black instead).
+  image.format = PNG_FORMAT_RGBA;
   out.height = static_cast<int>(image.height);
   out.width = static_cast<int>(image.width);
   out.pixels.resize(PNG_IMAGE_SIZE(image));
@@ -115,63 +116,11 @@ bool decode_png(const unsigned char* bytes, std::size_t size, RgbImage& out, std
     png_image_free(&image);
     return false;
   }
+  const std::size_t pixels = static_cast<std::size_t>(out.height) * static_cast<std::size_t>(out.width);
+  for (std::size_t i = 0; i < pixels; ++i)
+    for (std::size_t c = 0; c < 3; ++c) out.pixels[i * 3 + c] = out.pixels[i * 4 + c];
+  out.pixels.resize(pixels * 3);
   return true;
-}
-
-// Averages f x f blocks: bilinear sampling alone would skip most pixels of a large downscale and
-// alias; this brings the image to within 2x of the target first (edge pixels past the last whole
-// block are dropped: at most f - 1 of thousands).
-RgbImage box_downsample(const RgbImage& image, int f) {
-  RgbImage out;
-  out.height = image.height / f;
-  out.width = image.width / f;
-  out.pixels.resize(static_cast<std::size_t>(out.height) * static_cast<std::size_t>(out.width) * 3);
-  std::vector<unsigned> row(static_cast<std::size_t>(out.width) * 3);
-  for (int oy = 0; oy < out.height; ++oy) {
-    std::fill(row.begin(), row.end(), 0U);
-    for (int dy = 0; dy < f; ++dy) {
-      const std::uint8_t* in = image.pixels.data() + static_cast<std::size_t>(oy * f + dy) * static_cast<std::size_t>(image.width) * 3;
-      for (int ox = 0; ox < out.width; ++ox)
-        for (int dx = 0; dx < f; ++dx)
-          for (int c = 0; c < 3; ++c) row[static_cast<std::size_t>(ox * 3 + c)] += in[(ox * f + dx) * 3 + c];
-    }
-    const unsigned area = static_cast<unsigned>(f * f);
-    for (std::size_t i = 0; i < row.size(); ++i)
-      out.pixels[static_cast<std::size_t>(oy) * row.size() + i] = static_cast<std::uint8_t>((row[i] + area / 2) / area);
-  }
-  return out;
-}
-
-// Bilinear scale to cover height x width, centre crop, HWC -> CHW.
-void resize_crop(const RgbImage& image, std::int64_t height, std::int64_t width, std::uint8_t* chw) {
-  const double scale = std::max(static_cast<double>(height) / image.height, static_cast<double>(width) / image.width);
-  const double off_y = (image.height * scale - static_cast<double>(height)) / 2,
-               off_x = (image.width * scale - static_cast<double>(width)) / 2;
-  const std::size_t plane = static_cast<std::size_t>(height * width);
-  std::vector<int> x0(static_cast<std::size_t>(width)), x1(static_cast<std::size_t>(width));
-  std::vector<float> fx(static_cast<std::size_t>(width));
-  for (std::int64_t x = 0; x < width; ++x) {
-    const double source = std::clamp((static_cast<double>(x) + off_x + 0.5) / scale - 0.5, 0.0, image.width - 1.0);
-    x0[static_cast<std::size_t>(x)] = static_cast<int>(source);
-    x1[static_cast<std::size_t>(x)] = std::min(x0[static_cast<std::size_t>(x)] + 1, image.width - 1);
-    fx[static_cast<std::size_t>(x)] = static_cast<float>(source - x0[static_cast<std::size_t>(x)]);
-  }
-  for (std::int64_t y = 0; y < height; ++y) {
-    const double source = std::clamp((static_cast<double>(y) + off_y + 0.5) / scale - 0.5, 0.0, image.height - 1.0);
-    const int y0 = static_cast<int>(source), y1 = std::min(y0 + 1, image.height - 1);
-    const float fy = static_cast<float>(source - y0);
-    const std::uint8_t* r0 = image.pixels.data() + static_cast<std::size_t>(y0) * static_cast<std::size_t>(image.width) * 3;
-    const std::uint8_t* r1 = image.pixels.data() + static_cast<std::size_t>(y1) * static_cast<std::size_t>(image.width) * 3;
-    for (std::int64_t x = 0; x < width; ++x) {
-      const auto i = static_cast<std::size_t>(x);
-      for (int c = 0; c < 3; ++c) {
-        const float top = r0[x0[i] * 3 + c] + (r0[x1[i] * 3 + c] - r0[x0[i] * 3 + c]) * fx[i];
-        const float bottom = r1[x0[i] * 3 + c] + (r1[x1[i] * 3 + c] - r1[x0[i] * 3 + c]) * fx[i];
-        chw[static_cast<std::size_t>(c) * plane + static_cast<std::size_t>(y * width + x)] =
-            static_cast<std::uint8_t>(std::clamp(top + (bottom - top) * fy + 0.5f, 0.0f, 255.0f));
-      }
-    }
-  }
 }
 
 }  // namespace
@@ -191,13 +140,12 @@ void decode_image_into(const unsigned char* bytes, std::size_t size, std::int64_
     throw SkippedSample("neither a JPEG nor a PNG (unknown signature)");
   }
   if (image.height == 0 || image.width == 0) throw SkippedSample("the image is empty");
-  const double shrink = std::min(static_cast<double>(image.height) / static_cast<double>(height),
-                                 static_cast<double>(image.width) / static_cast<double>(width));
-  if (shrink >= 4) {
-    resize_crop(box_downsample(image, static_cast<int>(shrink / 2)), height, width, chw);
-    return;
-  }
-  resize_crop(image, height, width, chw);
+  const int h = static_cast<int>(height), w = static_cast<int>(width);
+  const auto [rows, columns] = cover_size(image.height, image.width, h, w);
+  if (rows == image.height && columns == image.width)
+    crop_centre(image, h, w, chw);
+  else
+    crop_centre(resize_bilinear(image, rows, columns), h, w, chw);
 }
 
 }  // namespace gputrain::data

@@ -70,6 +70,16 @@ std::map<std::string, std::string> weights_metadata(const Config& config, const 
     metadata["data.fill_values"] = core::json_text(fill);
   }
   if (!data.sources.class_names.empty()) metadata["data.class_names"] = core::json_text(nlohmann::json(data.sources.class_names));
+  const auto& layout = data.sources.train->layout();
+  const bool decoded_images = (config.data.source == "image_folder" || config.data.source == "postgres") &&
+                              layout.input_dtype == at::kByte && layout.input_shape.size() == 3;
+  if (decoded_images) {  // JPEG and PNG files or bytea: how a file becomes a sample (docs/data.md, "Images")
+    metadata["data.image_size"] = core::json_text(nlohmann::json(config.data.image_size));
+    metadata["data.preprocess"] =
+        "Pillow's Image.open, draft('RGB', (width, height)) for a JPEG, convert('RGB'); antialiased bilinear resize to cover "
+        "data.image_size, columns then rows, 22-bit fixed point; centre crop; then x / 255 and (x - data.mean) / data.std "
+        "(docs/data.md, Images; docs/examples/predict.py's image_sample)";
+  }
   for (const auto& [key, value] : data.sources.provenance) metadata[key] = value;  // a database's queries, rows and checksums
   const auto list = [](const std::vector<double>& values) {
     std::ostringstream text;

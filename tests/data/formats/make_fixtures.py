@@ -271,6 +271,34 @@ for name in ["rgb.png", "grey.png", "rgba.png", "palette.png", "rgb.jpg", "grey.
     decoded = np.asarray(Image.open(path("images", "exact", name)).convert("RGB"))
     np.save(path("images", "exact", name + ".npy"), np.ascontiguousarray(decoded.transpose(2, 0, 1)))
 
+# Resized by docs/examples/predict.py's image_sample (what docs/data.md promises Python users): down
+# and up, wider and taller than the target, one axis only, and JPEGs large enough to be decoded at
+# 1/2 and 1/8 scale in the DCT. File name: image, then the target. Pillow's own resize agrees within
+# a level (Pillow 13 sometimes resamples rows first), which is checked here too.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "docs", "examples"))
+from predict import image_sample  # noqa: E402
+
+texture = np.random.default_rng(11)
+for name, (h, w), (th, tw) in [("down.png", (75, 101), (24, 20)), ("up.png", (9, 13), (32, 40)), ("rows.png", (61, 40), (30, 40)),
+                               ("columns.png", (40, 61), (40, 17)), ("odd.png", (33, 47), (31, 7)), ("half.jpg", (150, 210), (64, 64)),
+                               ("eighth.jpg", (403, 517), (48, 40))]:
+    ys, xs = np.mgrid[0:h, 0:w]
+    smooth = np.dstack([(ys * 255 // h), (xs * 255 // w), ((ys + xs) * 97 % 256)]).astype(np.int64)
+    pixels = np.clip(smooth + texture.integers(-40, 41, (h, w, 3)), 0, 255).astype(np.uint8)
+    file = path("images", "resize", name)
+    Image.fromarray(pixels).save(file, **({"quality": 92} if name.endswith(".jpg") else {}))
+    sample = image_sample(file, th, tw)
+    np.save(file + f".{th}x{tw}.npy", sample)
+    if name.endswith(".png"):  # Pillow's resize and crop of the same file
+        img = Image.open(file).convert("RGB")
+        wide = tw * img.height >= th * img.width
+        size = (tw, (2 * img.height * tw + img.width) // (2 * img.width)) if wide else \
+            ((2 * img.width * th + img.height) // (2 * img.height), th)
+        left, top = (size[0] - tw) // 2, (size[1] - th) // 2
+        pillow = np.asarray(img.resize(size, Image.Resampling.BILINEAR).crop((left, top, left + tw, top + th))).transpose(2, 0, 1)
+        if np.abs(pillow.astype(int) - sample).max() > 1:
+            sys.exit(f"{name}: image_sample and Pillow's resize differ by more than a level")
+
 # A 1-pixel checkerboard, for downscaling: its average is mid-grey.
 checker = ((np.indices((256, 256)).sum(axis=0) % 2) * 255).astype(np.uint8)
 Image.fromarray(np.dstack([checker] * 3)).save(path("images", "checker.png"))

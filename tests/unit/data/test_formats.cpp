@@ -758,6 +758,35 @@ TEST(Images, DecodeLikePillow) {
   }
 }
 
+// Resized and cropped as Pillow does it (docs/data.md, "Images"): the fixtures' expected samples
+// are docs/examples/predict.py's, so what Python users are told is what gputrain does. PNG exactly;
+// JPEG within the levels two libjpeg-turbo builds decode apart.
+TEST(Images, ResizeAndCropLikePillow) {
+  std::size_t checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(fixture("images/resize"))) {
+    const auto expected_file = entry.path().filename().string();
+    if (entry.path().extension() != ".npy") continue;
+    const auto image = expected_file.substr(0, expected_file.find('.', expected_file.find('.') + 1));   // down.png
+    const auto size = expected_file.substr(image.size() + 1, expected_file.size() - image.size() - 5);  // 24x20
+    const std::int64_t height = std::stoll(size.substr(0, size.find('x'))), width = std::stoll(size.substr(size.find('x') + 1));
+    const auto bytes = test_support::file_bytes(fixture("images/resize/" + image));
+    std::vector<std::uint8_t> chw(static_cast<std::size_t>(3 * height * width));
+    decode_image_into(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), height, width, chw.data());
+    const auto got = at::from_blob(chw.data(), {3, height, width}, at::kByte).to(at::kInt);
+    const auto expected = read_npy(entry.path().string()).to(at::kInt);
+    ASSERT_EQ(expected.sizes(), got.sizes()) << expected_file;
+    const auto diff = (got - expected).abs();
+    if (image.find(".png") != std::string::npos) {
+      EXPECT_EQ(diff.max().item<int>(), 0) << expected_file << ": " << diff.gt(0).sum().item<int>() << " bytes differ";
+    } else {
+      EXPECT_LE(diff.max().item<int>(), 3) << expected_file;
+      EXPECT_LT(diff.to(at::kFloat).mean().item<float>(), 0.5f) << expected_file;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 7U);
+}
+
 TEST(ImageFolder, ListsClassesSkipsCorruptFilesAndResizes) {
   SourceSpec spec;
   spec.source = "image_folder";
