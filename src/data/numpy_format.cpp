@@ -5,9 +5,10 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
-#include <regex>
+#include <optional>
 
 #include "array_bytes.hpp"
 #include "gputrain/core/error.hpp"
@@ -46,6 +47,7 @@ void parse_descr(const std::string& descr, const std::string& name, NpyHeader& h
   if (!std::all_of(size_text.begin(), size_text.end(), ::isdigit) || (order != '<' && order != '>' && order != '|' && order != '='))
     throw UsageError("'" + name + "' holds dtype '" + descr + "', which gputrain cannot read",
                      "save a numeric array (bool, int, uint, float or complex): structured, string and object arrays are not supported");
+  if (size_text.size() > 2) throw malformed(name, "dtype '" + descr + "' has an item size no numeric dtype has");
   const int size = std::stoi(size_text);
   h.big_endian = order == '>' && size > 1;
   struct Kind {
@@ -69,6 +71,35 @@ void parse_descr(const std::string& descr, const std::string& name, NpyHeader& h
                    "convert it with array.astype(numpy.float32) (or an integer type for labels) before saving");
 }
 
+// numpy's _MAX_HEADER_SIZE: larger headers need max_header_size (or allow_pickle) to load there.
+constexpr std::size_t kMaxHeaderBytes = 10000;
+constexpr std::size_t kMaxDims = 64;  // numpy's NPY_MAXDIMS
+
+// The text of key `key`'s value in the header's dict literal: between `open` and the next `close`
+// (quotes, parentheses), or with `open` 0 the word there (True, False). Parsed by hand: a header
+// is the file's, and std::regex recurses per character on long input.
+std::optional<std::string> dict_value(const std::string& header, const std::string& key, char open, char close) {
+  auto at = header.find("'" + key + "'");
+  if (at == std::string::npos) return std::nullopt;
+  at += key.size() + 2;
+  const auto skip_spaces = [&] {
+    while (at < header.size() && std::isspace(static_cast<unsigned char>(header[at]))) ++at;
+  };
+  skip_spaces();
+  if (at >= header.size() || header[at] != ':') return std::nullopt;
+  ++at;
+  skip_spaces();
+  if (open == 0) {
+    const auto start = at;
+    while (at < header.size() && std::isalpha(static_cast<unsigned char>(header[at]))) ++at;
+    return header.substr(start, at - start);
+  }
+  if (at >= header.size() || header[at] != open) return std::nullopt;
+  const auto end = header.find(close, at + 1);
+  if (end == std::string::npos) return std::nullopt;
+  return header.substr(at + 1, end - at - 1);
+}
+
 NpyHeader parse_header(const unsigned char* bytes, std::size_t size, const std::string& name) {
   static const unsigned char magic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (size < 10 || std::memcmp(bytes, magic, 6) != 0) throw malformed(name, "it does not start with the .npy magic bytes");
@@ -86,24 +117,34 @@ NpyHeader parse_header(const unsigned char* bytes, std::size_t size, const std::
     throw malformed(name, "format version " + std::to_string(major) + "." + std::to_string(bytes[7]) + " is unknown (1, 2 and 3 are)");
   }
   if (prefix + length > size) throw malformed(name, "the file ends inside its header");
+  if (length > kMaxHeaderBytes)  // numpy's own read_array_header refuses these too
+    throw malformed(name, "its header is " + std::to_string(length) + " bytes, past the " + std::to_string(kMaxHeaderBytes) +
+                              " numpy itself reads (max_header_size) before it deems a header unsafe");
   const std::string header(reinterpret_cast<const char*>(bytes + prefix), length);
   NpyHeader h;
   h.data_offset = prefix + length;
-  std::smatch m;
-  if (!std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']*)')")))
-    throw malformed(name, "its header has no plain 'descr' (structured dtypes are not supported)");
-  parse_descr(m[1], name, h);
-  if (!std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*(True|False))")))
-    throw malformed(name, "its header has no 'fortran_order'");
-  h.fortran_order = m[1] == "True";
-  if (!std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))"))) throw malformed(name, "its header has no 'shape'");
-  const std::string dims = m[1];
-  static const std::regex number(R"(\d+)");
-  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it) {
-    const auto digits = it->str();
-    if (digits.size() > 18) throw malformed(name, "its shape (" + dims + ") is too large for any file");  // past int64
+  const auto descr = dict_value(header, "descr", '\'', '\'');
+  if (!descr) throw malformed(name, "its header has no plain 'descr' (structured dtypes are not supported)");
+  parse_descr(*descr, name, h);
+  const auto fortran = dict_value(header, "fortran_order", 0, 0);
+  if (!fortran || (*fortran != "True" && *fortran != "False")) throw malformed(name, "its header has no 'fortran_order'");
+  h.fortran_order = *fortran == "True";
+  const auto dims = dict_value(header, "shape", '(', ')');
+  if (!dims) throw malformed(name, "its header has no 'shape'");
+  // The digit runs, as numpy writes "(3, 4)" and Python 2's numpy "(3L, 4L)".
+  for (std::size_t at = 0; at < dims->size();) {
+    if (!std::isdigit(static_cast<unsigned char>((*dims)[at]))) {
+      ++at;
+      continue;
+    }
+    const auto end = std::find_if(dims->begin() + static_cast<std::ptrdiff_t>(at), dims->end(),
+                                  [](char c) { return !std::isdigit(static_cast<unsigned char>(c)); });
+    const std::string digits(dims->begin() + static_cast<std::ptrdiff_t>(at), end);
+    if (digits.size() > 18) throw malformed(name, "its shape (" + *dims + ") is too large for any file");  // past int64
     h.shape.push_back(std::stoll(digits));
+    at += digits.size();
   }
+  if (h.shape.size() > kMaxDims) throw malformed(name, "its shape has " + std::to_string(h.shape.size()) + " dimensions, past numpy's 64");
   return h;
 }
 

@@ -144,7 +144,8 @@ def data_cases():
         cases.append(data_case("fixture_" + name.replace(".", "_"), f"  source: csv\n  path: {bad}{name}\n  labels: label\n"))
     cases.append(data_case("fixture_excel_utf16", "  source: csv\n  path: {f}/csv/excel_utf16.csv\n  labels: label\n",
                            expect="UTF-16"))
-    for name in ["truncated.npy", "not_npy.npy", "header_cut.npy", "object.npy", "structured.npy", "zero_dim.npy"]:
+    for name in ["truncated.npy", "not_npy.npy", "header_cut.npy", "object.npy", "structured.npy", "zero_dim.npy", "long_header.npy",
+                 "huge_itemsize.npy", "many_dims.npy"]:
         cases.append(data_case("fixture_" + name.replace(".", "_"), f"  source: npy\n  path: {bad}{name}\n" + npy_labels))
     for name in ["negative_labels.npy", "fractional_labels.npy"]:
         cases.append(data_case("fixture_" + name.replace(".", "_"), f"  source: npy\n  path: {{f}}/npz/x.npy\n  labels: {bad}{name}\n"))

@@ -56,6 +56,20 @@ open(path("bad", "header_cut.npy"), "wb").write(good[:20])
 np.save(path("bad", "object.npy"), np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
 np.save(path("bad", "structured.npy"), np.zeros(3, dtype=[("x", "f4"), ("y", "i4")]))
 np.save(path("bad", "zero_dim.npy"), np.float32(3.5))  # one value, shape (): no samples to index
+# Headers a hostile file could hold: numpy refuses a header past 10000 bytes (max_header_size), and
+# no dtype has an 11-digit item size.
+with open(path("bad", "long_header.npy"), "wb") as f:
+    text = ("{'descr': '<" + "f" * 300000 + "', 'fortran_order': False, 'shape': (4,), }").encode()
+    text += b" " * ((16 - (12 + len(text) + 1) % 16) % 16) + b"\n"
+    f.write(b"\x93NUMPY\x02\x00" + len(text).to_bytes(4, "little") + text + bytes(16))
+with open(path("bad", "many_dims.npy"), "wb") as f:  # numpy arrays have at most 64 dimensions
+    text = ("{'descr': '<f4', 'fortran_order': False, 'shape': (4, " + "1, " * 100 + "), }").encode()
+    text += b" " * ((64 - (10 + len(text) + 1) % 64) % 64) + b"\n"
+    f.write(b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + bytes(16))
+with open(path("bad", "huge_itemsize.npy"), "wb") as f:
+    text = b"{'descr': '<f99999999999', 'fortran_order': False, 'shape': (4,), }"
+    text += b" " * ((64 - (10 + len(text) + 1) % 64) % 64) + b"\n"
+    f.write(b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + bytes(16))
 np.savez(path("bad", "empty.npz"), x=np.zeros((0, 6), np.float32), y=np.zeros(0, np.int64))  # a filter that kept nothing
 
 # --- .npz, stored and deflated; features and labels under several keys ---

@@ -81,6 +81,10 @@ TEST(Npy, MalformedFilesAreClearErrors) {
             }).find("\nsave a numeric array: numpy.asarray(values, dtype=numpy.float32)"),
             std::string::npos);
   EXPECT_NE(usage_error([] { read_npy(fixture("bad/structured.npy")); }).find("structured"), std::string::npos);
+  // Hostile headers: one of 300 kB (a std::regex over it overflowed the stack), an 11-digit item size.
+  EXPECT_NE(usage_error([] { read_npy(fixture("bad/long_header.npy")); }).find("past the 10000 numpy itself reads"), std::string::npos);
+  EXPECT_NE(usage_error([] { read_npy(fixture("bad/huge_itemsize.npy")); }).find("an item size no numeric dtype has"), std::string::npos);
+  EXPECT_NE(usage_error([] { read_npy(fixture("bad/many_dims.npy")); }).find("101 dimensions, past numpy's 64"), std::string::npos);
   // Class names saved as strings: named as strings, with the numpy line that makes ids of them.
   for (const std::string file : {"bad/name_labels.npy", "bad/bytes_labels.npy"}) {
     const auto names = usage_error_and_fix([&] { read_npy(fixture(file)); });
