@@ -20,12 +20,18 @@ constexpr std::int64_t kSmallestOneDnnSide = 64;
 
 bool runs_on_onednn(const at::Tensor& a, const at::Tensor& b, CpuMatmul library) {
   const bool small = a.size(0) < kSmallestOneDnnSide || a.size(1) < kSmallestOneDnnSide || b.size(1) < kSmallestOneDnnSide;
-  return library == CpuMatmul::onednn && !small && onednn_matmul_available();
+  return library == CpuMatmul::onednn && !small && onednn_matmul_runs_here();
 }
 
 }  // namespace
 
 bool onednn_matmul_available() { return &at::native::mkldnn_matmul != nullptr && at::hasMKLDNN(); }
+
+bool onednn_matmul_runs_here() {
+  static const bool runs = onednn_matmul_available() && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                           __builtin_cpu_supports("avx512dq");
+  return runs;
+}
 
 CpuMatmul cpu_matmul_for(const std::string& cpuinfo, bool onednn_available) {
   std::istringstream lines(cpuinfo);
@@ -50,7 +56,7 @@ CpuMatmul cpu_matmul_for_this_machine() {
     std::ifstream file("/proc/cpuinfo");
     std::stringstream text;
     text << file.rdbuf();
-    return cpu_matmul_for(text.str(), onednn_matmul_available());
+    return cpu_matmul_for(text.str(), onednn_matmul_runs_here());
   }();
   return choice;
 }

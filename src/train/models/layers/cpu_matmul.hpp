@@ -24,6 +24,10 @@ CpuMatmul cpu_matmul_for(const std::string& cpuinfo, bool onednn_available);
 /// Whether this LibTorch exports oneDNN's matmul (and was built with oneDNN).
 bool onednn_matmul_available();
 
+/// Whether oneDNN's matmul runs on this CPU: LibTorch refuses it without AVX-512 (BW, VL and DQ).
+/// A product asked of oneDNN elsewhere runs on MKL.
+bool onednn_matmul_runs_here();
+
 /// "mkl" or "onednn".
 std::string to_string(CpuMatmul library);
 
