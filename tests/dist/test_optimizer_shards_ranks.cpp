@@ -43,10 +43,15 @@ TEST(ShardedOptimizer, TrainsBitForBitAsTheUnshardedRunWithEachRankHoldingItsSha
   const auto unsharded = plain.fit();
   Trainer sharded(run("zero-sharded", adamw({"distributed.shard_optimizer=true"})), test_support::quiet_trainer());
   const auto result = sharded.fit();
+  // Messages of 1 KiB: the weights (1280 and 2048 bytes) go alone, in place; the rest packed.
+  Trainer unpacked(run("zero-unpacked", adamw({"distributed.shard_optimizer=true", "distributed.bucket_mb=0.001"})),
+                   test_support::quiet_trainer());
+  unpacked.fit();
 
   const auto mine = flat_parameters(sharded);
   EXPECT_TRUE(at::equal(mine, flat_parameters(plain))) << "max difference " << (mine - flat_parameters(plain)).abs().max().item<float>();
   EXPECT_TRUE(at::equal(mine, from_rank0(mine))) << "the ranks' parameters drifted apart: an update was not shared";
+  EXPECT_TRUE(at::equal(flat_parameters(unpacked), mine)) << "a parameter broadcast on its own was not shared";
   EXPECT_GT(result.parameter_share_seconds, 0.0);
   EXPECT_EQ(unsharded.parameter_share_seconds, 0.0);
   // The shares split the whole state between them: neither rank holds all of it, both together do.

@@ -185,7 +185,7 @@ void OptimizerShards::send(const Message& m, const std::string& what) {
     const auto& p = m.members.front();
     auto wire = p.is_contiguous() ? p.detach() : p.detach().contiguous();
     comm_.start_broadcast(wire, m.root, what)->wait();
-    if (!root && !wire.is_same(p)) p.detach().copy_(wire);
+    if (!root && wire.data_ptr() != p.data_ptr()) p.detach().copy_(wire);  // received into a contiguous copy
     return;
   }
   auto wire = staging_.at(m.members.front().scalar_type()).narrow(0, 0, m.elements);
