@@ -195,9 +195,12 @@ void expect_documented(const nlohmann::json& report) {
       ADD_FAILURE() << key << " is in report.json but not in docs/monitoring.md";
       continue;
     }
-    if (!value.is_object()) continue;
-    for (const auto& [inner, ignored] : value.items()) {
-      EXPECT_TRUE(row->second.count(inner)) << key << "." << inner << " is not named in its row of docs/monitoring.md";
+    // An object's keys, or those of each object in an array (ranks), are named in the row.
+    for (const auto& object : value.is_array() ? value : nlohmann::json::array({value})) {
+      if (!object.is_object()) continue;
+      for (const auto& [inner, ignored] : object.items()) {
+        EXPECT_TRUE(row->second.count(inner)) << key << "." << inner << " is not named in its row of docs/monitoring.md";
+      }
     }
   }
   for (const auto& [key, words] : fields) EXPECT_TRUE(report.contains(key)) << key << " is documented but not in report.json";
