@@ -15,6 +15,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/optimizer.hpp"
 #include "pickle_dict.hpp"
+#include "train/step/optimizer_kind.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -23,14 +24,8 @@ namespace optim = torch::optim;
 using Dict = c10::impl::GenericDict;
 using List = c10::impl::GenericList;
 
-enum class Kind { sgd, adam, adamw, other };
-
-Kind kind_of(optim::Optimizer& optimizer) {
-  if (dynamic_cast<optim::SGD*>(&optimizer)) return Kind::sgd;
-  if (dynamic_cast<optim::Adam*>(&optimizer)) return Kind::adam;
-  if (dynamic_cast<optim::AdamW*>(&optimizer)) return Kind::adamw;
-  return Kind::other;
-}
+using Kind = OptimizerKind;
+Kind kind_of(optim::Optimizer& optimizer) { return optimizer_kind(optimizer); }
 
 const char* kind_name(Kind kind) {
   return kind == Kind::sgd ? "SGD" : kind == Kind::adam ? "Adam" : kind == Kind::adamw ? "AdamW" : "this optimizer";

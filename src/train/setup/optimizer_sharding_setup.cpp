@@ -27,12 +27,10 @@ OptimizerShardingSetup shard_optimizer_state(torch::optim::Optimizer& optimizer,
   if (!keeps_state(optimizer))
     return {nullptr, "distributed.shard_optimizer: true changes nothing here: SGD without momentum keeps no optimizer state"};
   auto shards = std::make_unique<OptimizerShards>(optimizer, *communicator, message_bytes);
-  std::int64_t elements = 0, count = 0;
-  for (auto& group : optimizer.param_groups())
-    for (const auto& p : group.params()) elements += p.numel(), ++count;
-  const double share = elements > 0 ? 100.0 * static_cast<double>(shards->own_elements()) / static_cast<double>(elements) : 0.0;
+  const double share =
+      shards->elements() > 0 ? 100.0 * static_cast<double>(shards->own_elements()) / static_cast<double>(shards->elements()) : 0.0;
   auto line = "optimizer state sharded over " + core::counted(communicator->size(), "rank") + " (ZeRO stage 1): this rank steps " +
-              std::to_string(shards->own_count()) + " of " + core::counted(count, "parameter tensor") + " (" +
+              std::to_string(shards->own_count()) + " of " + core::counted(shards->count(), "parameter tensor") + " (" +
               core::format_fixed(share, 1) + " % of the elements) and broadcasts them after each step";
   return {std::move(shards), std::move(line)};
 }

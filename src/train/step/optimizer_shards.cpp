@@ -2,19 +2,16 @@
 
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
-#include <torch/optim/adam.h>
-#include <torch/optim/adamw.h>
-#include <torch/optim/sgd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <numeric>
-#include <optional>
 #include <unordered_set>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/dist/communicator.hpp"
 #include "gputrain/train/optimizer.hpp"
+#include "optimizer_kind.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -36,18 +33,13 @@ std::vector<std::int64_t> numels_of(const std::vector<at::Tensor>& params) {
 
 // The state of one parameter as the optimizer keeps it: which tensors, and how to make an empty
 // one to receive into. SGD: the momentum buffer; Adam and AdamW: both moments and the step count.
-enum class Kind { sgd, adam, adamw };
-
-std::optional<Kind> known_kind(optim::Optimizer& optimizer) {
-  if (dynamic_cast<optim::SGD*>(&optimizer)) return Kind::sgd;
-  if (dynamic_cast<optim::Adam*>(&optimizer)) return Kind::adam;
-  if (dynamic_cast<optim::AdamW*>(&optimizer)) return Kind::adamw;
-  return std::nullopt;
-}
+using Kind = OptimizerKind;
 
 Kind kind_of(optim::Optimizer& optimizer) {
-  if (const auto kind = known_kind(optimizer)) return *kind;
-  throw Error("distributed.shard_optimizer shards SGD, Adam and AdamW only", "set distributed.shard_optimizer: false");
+  const auto kind = optimizer_kind(optimizer);
+  if (kind == Kind::other)
+    throw Error("distributed.shard_optimizer shards SGD, Adam and AdamW only", "set distributed.shard_optimizer: false");
+  return kind;
 }
 
 template <typename State>
@@ -116,11 +108,11 @@ std::vector<at::Tensor> own_parameters(optim::Optimizer& optimizer, int rank, in
 }
 
 std::int64_t optimizer_state_bytes(optim::Optimizer& optimizer) {
-  const auto kind = known_kind(optimizer);
+  const auto kind = optimizer_kind(optimizer);
   std::int64_t bytes = 0;
+  if (kind == Kind::other) return bytes;
   for (const auto& entry : optimizer.state())
-    if (kind)
-      for (const auto& t : state_tensors(*kind, *entry.second)) bytes += static_cast<std::int64_t>(t.nbytes());
+    for (const auto& t : state_tensors(kind, *entry.second)) bytes += static_cast<std::int64_t>(t.nbytes());
   return bytes;
 }
 
@@ -137,11 +129,19 @@ OptimizerShards::OptimizerShards(optim::Optimizer& optimizer, dist::Communicator
   plan_messages(params_, owners_, message_bytes);
 }
 
-std::int64_t OptimizerShards::own_elements() const {
+namespace {
+
+std::int64_t elements_of(const std::vector<at::Tensor>& params) {
   std::int64_t n = 0;
-  for (const auto& p : own_) n += p.numel();
+  for (const auto& p : params) n += p.numel();
   return n;
 }
+
+}  // namespace
+
+std::int64_t OptimizerShards::own_elements() const { return elements_of(own_); }
+
+std::int64_t OptimizerShards::elements() const { return elements_of(params_); }
 
 // Per owner, in the optimizer's order: parameters of one dtype and device packed up to
 // `message_bytes`; one at least that large alone, in place.

@@ -49,9 +49,11 @@ class OptimizerShards {
   /// After a checkpoint was written or loaded: only this rank's parameters keep optimizer state.
   void keep_own_state();
 
-  /// Parameters (and their elements) this rank owns.
+  /// Parameters (and their elements) this rank owns, and the optimizer's in all.
   std::int64_t own_count() const { return static_cast<std::int64_t>(own_.size()); }
   std::int64_t own_elements() const;
+  std::int64_t count() const { return static_cast<std::int64_t>(params_.size()); }
+  std::int64_t elements() const;
   /// Time share_updates spent, all steps: what sharding adds to a step.
   double share_seconds() const { return share_seconds_; }
 
