@@ -51,6 +51,8 @@ class RunControl {
   virtual std::int64_t total_steps() const = 0;
   /// Rank 0 writes files; every rank runs every callback (the figures they see are global).
   virtual bool writer() const = 0;
+  /// The data-parallel ranks the run spans (1 for a plain run).
+  virtual std::int64_t world_size() const { return 1; }
   /// Wall time the run has trained for, the runs' before a resume included (train.max_time counts it).
   virtual double trained_seconds() const = 0;
   /// Whether the loss scaler is on (fp16): it skips inf/nan steps instead of applying them.
@@ -139,6 +141,10 @@ class Callback {
   virtual void on_record(RunControl&, const MetricRecord&) {}
   /// After the last checkpoint, before model.safetensors is written: `result` may still be changed.
   virtual void on_fit_end(RunControl&, FitResult&) {}
+  /// The run's last hook, after model.safetensors is written (FitResult::weights_path; empty when
+  /// interrupted or on ranks other than 0): a tracker sends the run's files from here. A run that
+  /// fails gets neither this nor on_fit_end: the callback is destroyed with the Trainer.
+  virtual void on_fit_closed(RunControl&, const FitResult&) {}
   /// What a resumed run needs to go on exactly.
   virtual CallbackState state_dict() const { return {}; }
   /// Restores what state_dict() returned (from a checkpoint); may be empty for a checkpoint that predates the callback.

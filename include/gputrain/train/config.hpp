@@ -167,6 +167,15 @@ struct AlertsConfig {
   bool communication_error = true;                      ///< a collective failed or timed out (NCCL or MPI): the run ends with it
 };
 
+/// logging.mlflow: an MLflow tracking server to log the run to (docs/monitoring.md). Off while
+/// tracking_uri is empty.
+struct MlflowConfig {
+  std::string tracking_uri;  ///< http(s)://host:port; MLFLOW_TRACKING_URI when another logging.mlflow key is set
+  std::string experiment;    ///< the experiment's name; MLFLOW_EXPERIMENT_NAME, else "Default"
+  std::string run_name;      ///< the MLflow run's name; empty: the run folder's name
+  double timeout = 10;       ///< seconds one request may take, and the wait for the server at the run's end
+};
+
 struct LoggingConfig {
   std::string dir = "runs/default";  ///< the run directory
   std::int64_t every_steps = 10;
@@ -177,6 +186,7 @@ struct LoggingConfig {
   std::int64_t histograms_every = 0;  ///< TensorBoard histograms of every weight and gradient each N steps; 0: none
   double system_every = 10;           ///< seconds between system metrics (NVML, host memory); 0: none
   AlertsConfig alerts;
+  MlflowConfig mlflow;
 };
 
 struct SizingConfig {

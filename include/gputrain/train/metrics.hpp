@@ -89,6 +89,13 @@ struct MetricRecord {
   std::vector<std::pair<std::string, std::string>> texts;
 };
 
+/// The scalars a step line, an epoch or a record is shown as in TensorBoard and MLflow, by name
+/// ("train/loss", "val/accuracy", "system/gpu_utilization_percent").
+using Scalars = std::vector<std::pair<std::string, double>>;
+Scalars scalars_of(const StepMetrics& metrics);
+Scalars scalars_of(const EpochMetrics& metrics);
+Scalars scalars_of(const MetricRecord& record);
+
 class MetricSink {
  public:
   virtual ~MetricSink() = default;

@@ -20,6 +20,7 @@
 #include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
+#include "mlflow_settings.hpp"
 #include "yaml_hints.hpp"
 
 namespace gputrain::train {
@@ -368,6 +369,7 @@ Config load_config(const ConfigSources& sources) {
     problems.check([&] { check_path_beside_config(config, path.first, path.second); });
   problems.throw_if_any();
   if (!given.count("data.source") && given.count("data.path")) tell_data_source(config, given.at("data.path"));
+  resolve_mlflow_settings(config.logging.mlflow);
   check_consistency(config);  // its checks read several keys, so they need each to be valid first
   return config;
 }

@@ -349,6 +349,11 @@ std::vector<Field> logging_fields() {
     number_or_off_field("logging.alerts.grad_norm", [](auto& c) -> auto& { return c.logging.alerts.grad_norm; }, 0.0),
     number_or_off_field("logging.alerts.memory_growth_gb_per_hour", [](auto& c) -> auto& { return c.logging.alerts.memory_growth_gb_per_hour; }, 0.0),
     bool_field("logging.alerts.communication_error", [](auto& c) -> auto& { return c.logging.alerts.communication_error; }),
+    {"logging.mlflow.tracking_uri", [](Config& c, const FieldValue& v) { c.logging.mlflow.tracking_uri = v.node.IsNull() ? "" : parse_string(v, "an MLflow tracking server's address, e.g. http://127.0.0.1:5000"); },
+     [](const Config& c) { return YAML::Node(data::postgres::mask_password(c.logging.mlflow.tracking_uri)); }},
+    optional_string_field("logging.mlflow.experiment", [](auto& c) -> auto& { return c.logging.mlflow.experiment; }, "an MLflow experiment's name"),
+    optional_string_field("logging.mlflow.run_name", [](auto& c) -> auto& { return c.logging.mlflow.run_name; }, "a name for the MLflow run"),
+    duration_field("logging.mlflow.timeout", [](auto& c) -> auto& { return c.logging.mlflow.timeout; }, "10s or 1m", "none", 1),
   };
   // clang-format on
 }

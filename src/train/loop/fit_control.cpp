@@ -169,4 +169,8 @@ void Trainer::State::FitLoop::end_callbacks() {
   each_callback([&](Callback& c) { c.on_fit_end(*this, result_); });
 }
 
+void Trainer::State::FitLoop::close_callbacks() {
+  each_callback([&](Callback& c) { c.on_fit_closed(*this, result_); });
+}
+
 }  // namespace gputrain::train

@@ -29,6 +29,8 @@ class Trainer::State::FitLoop final : public RunControl {
   void finish();
   /// The callbacks' on_fit_end, before the final weights are written.
   void end_callbacks();
+  /// After the final weights: each callback's on_fit_closed.
+  void close_callbacks();
   /// Steps this fit() ran.
   std::int64_t steps_run() const { return totals_.steps; }
 
@@ -37,6 +39,7 @@ class Trainer::State::FitLoop final : public RunControl {
   const TrainingProgress& progress() const override { return s_.progress; }
   std::int64_t total_steps() const override { return s_.total_steps; }
   bool writer() const override { return s_.ranks.writer(); }
+  std::int64_t world_size() const override { return s_.ranks.world_size(); }
   double trained_seconds() const override { return trained_before_ + seconds_since(fit_start_); }
   bool loss_scaling() const override;
   std::string last_checkpoint() const override { return s_.last_checkpoint; }

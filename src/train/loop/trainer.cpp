@@ -230,6 +230,7 @@ FitResult Trainer::fit() {
   s.say_how_it_went(result, loop);
   loop.end_callbacks();
   if (!result.interrupted && s.ranks.writer()) s.write_final_weights(result);
+  loop.close_callbacks();
   s.reporter.end();
   return result;
 }

@@ -167,35 +167,18 @@ class JsonlSink final : public MetricSink {
 class TensorBoardSink final : public MetricSink {
  public:
   TensorBoardSink(const std::string& dir, RefusedWrites::Warn warn) : writer_(dir), refused_(writer_.path(), or_log(std::move(warn))) {}
-  void on_step(const StepMetrics& m) override {
-    writer_.add_scalar("train/loss", m.loss, m.step);
-    writer_.add_scalar("train/lr", m.lr, m.step);
-    writer_.add_scalar("train/samples_per_second", m.samples_per_second, m.step);
-    writer_.add_scalar("train/data_stall_percent", m.data_stall_percent(), m.step);
-    if (m.loss_scale != 1.0) writer_.add_scalar("train/loss_scale", m.loss_scale, m.step);
-    if (m.grad_norm) writer_.add_scalar("train/grad_norm", *m.grad_norm, m.step);
-    if (m.memory_reserved > 0) writer_.add_scalar("memory/allocated_gib", double(m.memory_allocated) / (1 << 30), m.step);
-    if (m.oom_events > 0) writer_.add_scalar("memory/oom_events", double(m.oom_events), m.step);
-    refused_.record(writer_.flush(), m.step);
-  }
-  void on_epoch(const EpochMetrics& m) override {
-    writer_.add_scalar("epoch/train_loss", m.train_loss, m.step);
-    if (m.val_loss) writer_.add_scalar("val/loss", *m.val_loss, m.step);
-    if (m.val_accuracy) writer_.add_scalar("val/accuracy", *m.val_accuracy, m.step);
-    if (m.val_balanced_accuracy) writer_.add_scalar("val/balanced_accuracy", *m.val_balanced_accuracy, m.step);
-    if (m.val_mse) writer_.add_scalar("val/mse", *m.val_mse, m.step);
-    if (m.val_mae) writer_.add_scalar("val/mae", *m.val_mae, m.step);
-    for (const auto& [name, value] : m.extra)  // val_loss_ema -> val/loss_ema
-      writer_.add_scalar(name.rfind("val_", 0) == 0 ? "val/" + name.substr(4) : "epoch/" + name, value, m.step);
-    refused_.record(writer_.flush(), m.step);
-  }
+  void on_step(const StepMetrics& m) override { add(scalars_of(m), m.step); }
+  void on_epoch(const EpochMetrics& m) override { add(scalars_of(m), m.step); }
   void on_record(const MetricRecord& r) override {
-    for (const auto& [name, value] : r.figures) writer_.add_scalar(r.kind + "/" + name, value, r.step);
-    if (!r.figures.empty()) refused_.record(writer_.flush(), r.step);
+    if (!r.figures.empty()) add(scalars_of(r), r.step);
   }
   void on_end() override { refused_.finish(); }
 
  private:
+  void add(const Scalars& scalars, std::int64_t step) {
+    for (const auto& [name, value] : scalars) writer_.add_scalar(name, value, step);
+    refused_.record(writer_.flush(), step);
+  }
   TensorBoardWriter writer_;
   RefusedWrites refused_;
 };

@@ -1,5 +1,7 @@
 #include "builtin_callbacks.hpp"
 
+#include <yaml-cpp/yaml.h>
+
 namespace gputrain::train {
 
 std::optional<double> watched_value(const EpochMetrics& m, const std::string& metric) {
@@ -33,6 +35,28 @@ void load_watch_state(const CallbackState& state, std::optional<double>& referen
   epochs_without_improvement = static_cast<std::int64_t>(get(state, "epochs_without_improvement").value_or(0));
 }
 
+namespace {
+
+void flatten(const YAML::Node& node, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
+  if (node.IsMap()) {
+    for (const auto& entry : node) flatten(entry.second, prefix + (prefix.empty() ? "" : ".") + entry.first.as<std::string>(), out);
+  } else if (node.IsScalar()) {
+    out.emplace_back(prefix, node.Scalar());
+  } else {  // a list: its YAML text
+    YAML::Emitter text;
+    text << YAML::Flow << node;
+    out.emplace_back(prefix, text.c_str());
+  }
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> config_settings(const Config& config) {
+  std::vector<std::pair<std::string, std::string>> out;
+  flatten(YAML::Load(to_yaml(config)), "", out);
+  return out;
+}
+
 c10::Device model_device(Model& model) {
   const auto state = model.named_state();
   return state.empty() ? c10::Device(c10::kCPU) : state.front().second.device();
@@ -54,6 +78,7 @@ std::vector<std::shared_ptr<Callback>> builtin_callbacks(const Config& config) {
   add(system_monitor_callback(config));
   add(run_report_callback());  // after system_monitor's: it reads FitResult::alerts
   add(profiler_trace_callback(config));
+  add(mlflow_tracking_callback(config));  // last: at the end it sends report.json, which run_report writes
   return callbacks;
 }
 

@@ -37,9 +37,14 @@ std::unique_ptr<Callback> tensorboard_extras_callback(const Config& config);
 std::unique_ptr<Callback> system_monitor_callback(const Config& config);
 std::unique_ptr<Callback> run_report_callback();
 std::unique_ptr<Callback> profiler_trace_callback(const Config& config);
+std::unique_ptr<Callback> mlflow_tracking_callback(const Config& config);
 
 /// The built-in callbacks this config turns on, in the order they run: best.pt before early
 /// stopping and the plateau schedule (as a resumed run must find them), checkpoints after.
+/// Every setting of the resolved config as config.yaml shows it ("optimizer.lr" -> "0.01", a list
+/// in flow style), in its order: TensorBoard's hparams, MLflow's params.
+std::vector<std::pair<std::string, std::string>> config_settings(const Config& config);
+
 /// The device the model's tensors are on (the first one's; the CPU for a model without any).
 c10::Device model_device(Model& model);
 

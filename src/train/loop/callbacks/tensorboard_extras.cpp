@@ -22,26 +22,19 @@ namespace {
 constexpr std::int64_t kBuckets = 30;
 
 // "optimizer.lr" -> 0.01: every setting of the resolved config, numbers and bools as such.
-void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::string, HParamValue>& out) {
-  if (node.IsMap()) {
-    for (const auto& entry : node) flatten(entry.second, prefix + (prefix.empty() ? "" : ".") + entry.first.as<std::string>(), out);
-    return;
+std::map<std::string, HParamValue> hparams_of(const Config& config) {
+  std::map<std::string, HParamValue> out;
+  for (const auto& [key, value] : config_settings(config)) {
+    char* end = nullptr;
+    const double number = std::strtod(value.c_str(), &end);
+    if (!value.empty() && end == value.c_str() + value.size())
+      out[key] = number;
+    else if (value == "true" || value == "false")
+      out[key] = value == "true";
+    else
+      out[key] = value;
   }
-  if (!node.IsScalar()) {  // a list: its YAML text
-    YAML::Emitter text;
-    text << YAML::Flow << node;
-    out[prefix] = std::string(text.c_str());
-    return;
-  }
-  const auto& value = node.Scalar();
-  char* end = nullptr;
-  const double number = std::strtod(value.c_str(), &end);
-  if (!value.empty() && end == value.c_str() + value.size())
-    out[prefix] = number;
-  else if (value == "true" || value == "false")
-    out[prefix] = value == "true";
-  else
-    out[prefix] = value;
+  return out;
 }
 
 // Each tensor's histogram in kBuckets even buckets from its min to its max, with two waits for
@@ -89,9 +82,8 @@ class TensorBoardExtras final : public Callback {
     writer_ = std::make_unique<TensorBoardWriter>(run.config().logging.dir, ".extras");
     const auto yaml = to_yaml(run.config());
     writer_->add_text("config", "```yaml\n" + yaml + "```", run.progress().step);
-    std::map<std::string, HParamValue> hparams;
-    flatten(YAML::Load(yaml), "", hparams);
-    writer_->add_hparams(hparams, std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+    writer_->add_hparams(hparams_of(run.config()),
+                         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
     flush(run);
     if (every_ > 0 && (run.progress().step + 1) % every_ == 0) run.want_gradients();
   }

@@ -1,0 +1,34 @@
+#include "mlflow_settings.hpp"
+
+#include "data/postgres/dsn.hpp"
+#include "gputrain/core/env.hpp"
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::train {
+
+void resolve_mlflow_settings(MlflowConfig& mlflow) {
+  // The environment names the server only for a config that asks for MLflow: a variable left set
+  // in a shell must not make every run log somewhere.
+  const bool asked = !mlflow.tracking_uri.empty() || !mlflow.experiment.empty() || !mlflow.run_name.empty();
+  if (!asked) return;
+  if (mlflow.tracking_uri.empty()) mlflow.tracking_uri = core::env("MLFLOW_TRACKING_URI").value_or("");
+  if (mlflow.tracking_uri.empty())
+    throw UsageError("config: logging.mlflow." + std::string(mlflow.experiment.empty() ? "run_name" : "experiment") +
+                         " is set, but no tracking server is named: logging.mlflow.tracking_uri is unset and so is MLFLOW_TRACKING_URI",
+                     "set logging.mlflow.tracking_uri: http://HOST:5000 (the address `mlflow server` listens on), "
+                     "or export MLFLOW_TRACKING_URI");
+  const auto& uri = mlflow.tracking_uri;
+  if (uri.rfind("http://", 0) != 0 && uri.rfind("https://", 0) != 0)
+    throw UsageError(
+        "config: logging.mlflow.tracking_uri is '" + data::postgres::mask_password(uri) +
+            "', which is not an MLflow tracking server's address: gputrain logs over MLflow's REST API, to http:// or https://",
+        "start a server (mlflow server --host 127.0.0.1 --port 5000) and set logging.mlflow.tracking_uri: "
+        "http://127.0.0.1:5000; file stores, databricks and database URIs are for MLflow's Python client");
+  if (mlflow.timeout <= 0)
+    throw UsageError("config: logging.mlflow.timeout is none: each request to the server needs a time limit",
+                     "set logging.mlflow.timeout: 10s, or longer for a slow link");
+  while (mlflow.tracking_uri.size() > 8 && mlflow.tracking_uri.back() == '/') mlflow.tracking_uri.pop_back();
+  if (mlflow.experiment.empty()) mlflow.experiment = core::env("MLFLOW_EXPERIMENT_NAME").value_or("Default");
+}
+
+}  // namespace gputrain::train

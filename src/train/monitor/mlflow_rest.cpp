@@ -1,0 +1,206 @@
+// The MLflow REST API over libcurl: JSON requests to /api/2.0/mlflow, files to the artifact proxy
+// (/api/2.0/mlflow-artifacts, which `mlflow server` serves by default). One connection, kept open,
+// used from the tracker's thread only; cancel() may come from any thread.
+#include <curl/curl.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "gputrain/core/env.hpp"
+#include "mlflow_api.hpp"
+
+namespace gputrain::train::mlflow {
+namespace {
+
+using nlohmann::json;
+
+struct Response {
+  long status = 0;  // 0: no answer
+  std::string body;
+};
+
+std::size_t collect(char* data, std::size_t size, std::size_t count, void* out) {
+  static_cast<std::string*>(out)->append(data, size * count);
+  return size * count;
+}
+
+// libcurl asks this every so often during a transfer: non-zero ends it (cancel()).
+int keep_going(void* cancelled, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<std::atomic<bool>*>(cancelled)->load() ? 1 : 0;
+}
+
+json entries(const std::vector<Entry>& list) {
+  json out = json::array();
+  for (const auto& [key, value] : list) out.push_back({{"key", key}, {"value", value}});
+  return out;
+}
+
+// mlflow-artifacts:/1/<run>/artifacts (or mlflow-artifacts://host:port/1/...) -> 1/<run>/artifacts.
+std::string proxied_path(const std::string& artifact_uri) {
+  const std::string scheme = "mlflow-artifacts:";
+  if (artifact_uri.rfind(scheme, 0) != 0)
+    throw ApiError("the server keeps this run's files at " + artifact_uri +
+                       ", where gputrain cannot write; start the server with --serve-artifacts (its default since MLflow 2)",
+                   false);
+  std::string path = artifact_uri.substr(scheme.size());
+  if (path.rfind("//", 0) == 0) path = path.substr(std::min(path.size(), path.find('/', 2)));
+  while (!path.empty() && path.front() == '/') path.erase(0, 1);
+  return path;
+}
+
+class RestApi final : public Api {
+ public:
+  explicit RestApi(const Connection& connection) : connection_(connection) {
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    curl_ = curl_easy_init();
+    if (!curl_) throw ApiError("libcurl could not start a connection", false);
+    if (const auto token = core::env("MLFLOW_TRACKING_TOKEN")) {
+      authorization_ = "Authorization: Bearer " + *token;
+    } else if (const auto user = core::env("MLFLOW_TRACKING_USERNAME")) {
+      user_password_ = *user + ":" + core::env("MLFLOW_TRACKING_PASSWORD").value_or("");
+    }
+  }
+  ~RestApi() override { curl_easy_cleanup(curl_); }
+
+  std::string experiment_id(const std::string& name) override {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      char* escaped = curl_easy_escape(curl_, name.c_str(), static_cast<int>(name.size()));
+      const std::string query = std::string("experiments/get-by-name?experiment_name=") + (escaped ? escaped : "");
+      curl_free(escaped);
+      const auto found = request("GET", query, "");
+      if (found.status == 200) return json::parse(found.body).at("experiment").at("experiment_id").get<std::string>();
+      if (error_code(found) != "RESOURCE_DOES_NOT_EXIST") fail("finding experiment '" + name + "'", found);
+      const auto made = request("POST", "experiments/create", json{{"name", name}}.dump());
+      if (made.status == 200) return json::parse(made.body).at("experiment_id").get<std::string>();
+      if (error_code(made) != "RESOURCE_ALREADY_EXISTS") fail("creating experiment '" + name + "'", made);
+    }  // another client made it between our two requests: find it again
+    throw ApiError("experiment '" + name + "' could be neither found nor created", true);
+  }
+
+  RunRef create_run(const std::string& experiment_id, const std::string& run_name, std::int64_t start_ms,
+                    const std::vector<Entry>& tags) override {
+    const json body{{"experiment_id", experiment_id}, {"run_name", run_name}, {"start_time", start_ms}, {"tags", entries(tags)}};
+    const auto made = request("POST", "runs/create", body.dump());
+    if (made.status != 200) fail("creating a run", made);
+    return run_ref(json::parse(made.body).at("run").at("info"));
+  }
+
+  RunRef reopen_run(const std::string& run_id, std::vector<Entry>& params) override {
+    const auto found = request("GET", "runs/get?run_id=" + run_id, "");
+    if (found.status != 200) fail("finding run " + run_id, found);
+    const auto run = json::parse(found.body).at("run");
+    for (const auto& param : run.value("data", json::object()).value("params", json::array()))
+      params.emplace_back(param.at("key").get<std::string>(), param.value("value", ""));
+    const auto updated = request("POST", "runs/update", json{{"run_id", run_id}, {"status", "RUNNING"}}.dump());
+    if (updated.status != 200) fail("marking run " + run_id + " as running", updated);
+    return run_ref(run.at("info"));
+  }
+
+  void log_batch(const std::string& run_id, const std::vector<Metric>& metrics, const std::vector<Entry>& params,
+                 const std::vector<Entry>& tags) override {
+    json list = json::array();
+    for (const auto& m : metrics) list.push_back({{"key", m.key}, {"value", m.value}, {"timestamp", m.timestamp_ms}, {"step", m.step}});
+    const json body{{"run_id", run_id}, {"metrics", list}, {"params", entries(params)}, {"tags", entries(tags)}};
+    const auto logged = request("POST", "runs/log-batch", body.dump());
+    if (logged.status != 200) fail("logging to run " + run_id, logged);
+  }
+
+  void upload_artifact(const RunRef& run, const std::string& file) override {
+    const std::string name = std::filesystem::path(file).filename().string();
+    std::unique_ptr<FILE, int (*)(FILE*)> in(std::fopen(file.c_str(), "rb"), &std::fclose);
+    if (!in) throw ApiError("cannot read " + file + " to upload it", false);
+    curl_easy_reset(curl_);
+    curl_easy_setopt(curl_, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(curl_, CURLOPT_READDATA, in.get());
+    curl_easy_setopt(curl_, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(std::filesystem::file_size(file)));
+    // A large file takes as long as the link needs, but a stalled upload gives up.
+    curl_easy_setopt(curl_, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+    curl_easy_setopt(curl_, CURLOPT_LOW_SPEED_TIME, static_cast<long>(connection_.timeout_seconds));
+    const auto sent = perform(
+        connection_.tracking_uri + "/api/2.0/mlflow-artifacts/artifacts/" + proxied_path(run.artifact_uri) + "/" + name, "PUT", "", false);
+    if (sent.status != 200) fail("uploading " + name, sent);
+  }
+
+  void end_run(const std::string& run_id, const std::string& status, std::int64_t end_ms) override {
+    const auto updated = request("POST", "runs/update", json{{"run_id", run_id}, {"status", status}, {"end_time", end_ms}}.dump());
+    if (updated.status != 200) fail("ending run " + run_id, updated);
+  }
+
+  void cancel() override { cancelled_ = true; }
+
+ private:
+  static RunRef run_ref(const json& info) {
+    return {info.at("run_id").get<std::string>(), info.at("experiment_id").get<std::string>(), info.value("artifact_uri", "")};
+  }
+
+  static std::string error_code(const Response& r) {
+    const auto body = json::parse(r.body, nullptr, false);
+    return body.is_object() ? body.value("error_code", "") : "";
+  }
+
+  // What the server said (or that it said nothing), as an ApiError: retried unless it refused.
+  [[noreturn]] void fail(const std::string& doing, const Response& r) const {
+    if (r.status == 0) throw ApiError(doing + ": no answer from " + connection_.tracking_uri + " (" + r.body + ")", true);
+    const auto body = json::parse(r.body, nullptr, false);
+    std::string said = body.is_object() ? body.value("message", "") : "";
+    if (said.empty()) said = r.body.substr(0, 200);
+    const bool retry = r.status >= 500 || r.status == 429 || r.status == 408;
+    throw ApiError(doing + ": the server answered HTTP " + std::to_string(r.status) + ": " + said, retry);
+  }
+
+  Response request(const std::string& method, const std::string& path, const std::string& body) {
+    curl_easy_reset(curl_);
+    curl_easy_setopt(curl_, CURLOPT_TIMEOUT_MS, static_cast<long>(connection_.timeout_seconds * 1000));
+    return perform(connection_.tracking_uri + "/api/2.0/mlflow/" + path, method, body, true);
+  }
+
+  Response perform(const std::string& url, const std::string& method, const std::string& body, bool json_body) {
+    Response response;
+    if (cancelled_) {
+      response.body = "cancelled at the run's end";
+      return response;
+    }
+    curl_slist* headers = nullptr;
+    if (json_body) headers = curl_slist_append(headers, "Content-Type: application/json");
+    if (!authorization_.empty()) headers = curl_slist_append(headers, authorization_.c_str());
+    std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(headers, &curl_slist_free_all);
+    curl_easy_setopt(curl_, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: we are not the main thread
+    curl_easy_setopt(curl_, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connection_.timeout_seconds * 1000));
+    curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, header_list.get());
+    curl_easy_setopt(curl_, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(curl_, CURLOPT_WRITEDATA, &response.body);
+    curl_easy_setopt(curl_, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl_, CURLOPT_XFERINFOFUNCTION, keep_going);
+    curl_easy_setopt(curl_, CURLOPT_XFERINFODATA, &cancelled_);
+    if (!user_password_.empty()) curl_easy_setopt(curl_, CURLOPT_USERPWD, user_password_.c_str());
+    if (method == "POST") {
+      curl_easy_setopt(curl_, CURLOPT_POSTFIELDS, body.c_str());
+      curl_easy_setopt(curl_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    }
+    const CURLcode code = curl_easy_perform(curl_);
+    if (code != CURLE_OK) {
+      response.body = cancelled_ ? "cancelled at the run's end" : curl_easy_strerror(code);
+      return response;
+    }
+    curl_easy_getinfo(curl_, CURLINFO_RESPONSE_CODE, &response.status);
+    return response;
+  }
+
+  Connection connection_;
+  CURL* curl_ = nullptr;
+  std::atomic<bool> cancelled_{false};
+  std::string authorization_, user_password_;
+};
+
+}  // namespace
+
+std::unique_ptr<Api> make_rest_api(const Connection& connection) { return std::make_unique<RestApi>(connection); }
+
+}  // namespace gputrain::train::mlflow

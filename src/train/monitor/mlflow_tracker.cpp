@@ -1,0 +1,258 @@
+#include "mlflow_tracker.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <utility>
+
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::train::mlflow {
+namespace {
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::chrono::milliseconds millis(double seconds) { return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000)); }
+
+// MLflow refuses a param value longer than its limit: the start and a mark of the cut.
+Entry within_limits(Entry param) {
+  if (param.second.size() > kMaxParamValue) param.second = param.second.substr(0, kMaxParamValue - 3) + "...";
+  return param;
+}
+
+}  // namespace
+
+#ifndef GPUTRAIN_HAVE_CURL
+std::unique_ptr<Api> make_rest_api(const Connection&) {
+  throw UsageError("logging.mlflow is set, but this build of gputrain has no libcurl to reach the server",
+                   "install libcurl (Debian: apt-get install libcurl4-openssl-dev) and rebuild, or remove logging.mlflow");
+}
+#endif
+
+Tracker::Tracker(std::unique_ptr<Api> api, TrackerPlan plan) : api_(std::move(api)), plan_(std::move(plan)) {
+  thread_ = std::thread([this] { work(); });
+}
+
+Tracker::~Tracker() {
+  if (thread_.joinable()) finish("FAILED", {}, failed_wait_seconds);
+}
+
+void Tracker::log(std::vector<Metric> metrics) {
+  std::lock_guard lock(mutex_);
+  if (disabled_ || finishing_) return;
+  for (auto& metric : metrics) {
+    if (buffered_.size() >= plan_.max_buffered) {
+      ++dropped_;  // kept from the start of the outage: the newest wait for room
+      continue;
+    }
+    buffered_.push_back(std::move(metric));
+  }
+  if (buffered_.size() >= kMaxMetricsPerBatch) wake_.notify_one();
+}
+
+std::string Tracker::run_id() const {
+  std::lock_guard lock(mutex_);
+  return run_.run_id;
+}
+
+void Tracker::wait_for_run() {
+  std::unique_lock lock(mutex_);
+  done_.wait(lock, [&] { return tried_opening_; });
+}
+
+std::vector<TrackerMessage> Tracker::take_messages() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(messages_, {});
+}
+
+void Tracker::say(Level level, const std::string& text) {
+  std::lock_guard lock(mutex_);
+  messages_.push_back({level, text});
+}
+
+void Tracker::finish(const std::string& status, const std::vector<std::string>& files, double wait_seconds) {
+  std::unique_lock lock(mutex_);
+  if (!thread_.joinable()) return;
+  finishing_ = true;
+  status_ = status;
+  files_ = files;
+  wake_.notify_all();
+  done_.wait_for(lock, millis(wait_seconds), [&] { return finished_; });
+  const bool gave_up = !finished_;
+  abandoned_ = true;
+  const std::size_t unsent = buffered_.size();
+  lock.unlock();
+  api_->cancel();  // a request still waiting for the server ends now
+  wake_.notify_all();
+  thread_.join();
+  // The console has one warning for a server that is away: this one goes to training.log then.
+  if (gave_up)
+    say(warned_ ? Level::record : Level::warning, "mlflow: the server at " + plan_.tracking_uri + " did not answer within " +
+                                                      std::to_string(int(wait_seconds)) + " s at the run's end: " + std::to_string(unsent) +
+                                                      " metrics and the run's files were not sent" + " and the run is not marked " +
+                                                      status + " there (metrics.jsonl has every figure)");
+  if (dropped_ > 0)
+    say(Level::warning, "mlflow: " + std::to_string(dropped_) + " metrics were left out while the server was away (" +
+                            std::to_string(plan_.max_buffered) + " are kept); metrics.jsonl has them");
+}
+
+void Tracker::work() {
+  double backoff = plan_.first_retry_seconds;
+  bool failed = false;
+  std::unique_lock lock(mutex_);
+  while (!abandoned_) {
+    wake_.wait_for(lock, millis(failed ? backoff : plan_.send_every_seconds),
+                   [&] { return abandoned_ || !tried_opening_ || (!failed && (finishing_ || buffered_.size() >= kMaxMetricsPerBatch)); });
+    if (abandoned_) break;
+    const bool finishing = finishing_;
+    lock.unlock();
+    const bool opened = disabled_ || open_run();
+    lock.lock();
+    tried_opening_ = true;
+    done_.notify_all();
+    lock.unlock();
+    const bool sent = opened && (disabled_ || (send_params() && send_metrics() && (!finishing || end_run())));
+    lock.lock();
+    if (sent && finishing) {
+      finished_ = true;
+      done_.notify_all();
+      break;
+    }
+    failed = !sent;
+    backoff = sent ? plan_.first_retry_seconds : std::min(backoff * 2, 30.0);
+  }
+}
+
+// Runs one request: true when it went through; false when the server did not answer (said once,
+// retried later); an ApiError when it refused.
+bool Tracker::attempt(const std::function<void()>& request) {
+  try {
+    request();
+  } catch (const ApiError& e) {
+    if (!e.retry()) throw;
+    if (!unreachable_)
+      say(warned_ ? Level::record : Level::warning,
+          "mlflow: " + std::string(e.what()) + ": training goes on, and its metrics are kept and sent once the server answers");
+    unreachable_ = warned_ = true;
+    return false;
+  } catch (const std::exception& e) {  // an answer that is not MLflow's JSON
+    throw ApiError(std::string("an answer gputrain cannot read: ") + e.what(), false);
+  }
+  if (unreachable_) say(Level::record, "mlflow: the server at " + plan_.tracking_uri + " answers again");
+  unreachable_ = false;
+  return true;
+}
+
+bool Tracker::open_run() {
+  if (!run_id().empty()) return true;
+  RunRef run;
+  try {
+    if (!plan_.resume_run_id.empty() && !reopen_run(run)) return false;
+    if (run.run_id.empty()) {
+      std::string experiment;
+      if (!attempt([&] { experiment = api_->experiment_id(plan_.experiment); })) return false;
+      if (!attempt([&] { run = api_->create_run(experiment, plan_.run_name, now_ms(), plan_.tags); })) return false;
+      for (const auto& param : plan_.params) params_to_send_.push_back(within_limits(param));
+      say(Level::note, "mlflow: run '" + plan_.run_name + "' in experiment '" + plan_.experiment + "': " + plan_.tracking_uri +
+                           "/#/experiments/" + run.experiment_id + "/runs/" + run.run_id);
+    }
+  } catch (const ApiError& e) {
+    say(Level::warning,
+        "mlflow: " + std::string(e.what()) + "; the run goes on without MLflow (metrics.jsonl and TensorBoard have every figure)");
+    std::lock_guard lock(mutex_);
+    disabled_ = true;
+    buffered_.clear();
+    return false;
+  }
+  std::lock_guard lock(mutex_);
+  run_ = run;
+  return true;
+}
+
+// The run a resumed training logged to: its params are sent again only where new (MLflow keeps a
+// param's first value); a run the server no longer has leaves `run` empty, and a new one is made.
+bool Tracker::reopen_run(RunRef& run) {
+  std::vector<Entry> logged;
+  try {
+    if (!attempt([&] { run = api_->reopen_run(plan_.resume_run_id, logged); })) return false;
+  } catch (const ApiError& e) {
+    say(Level::note, "mlflow: cannot go on with run " + plan_.resume_run_id + " (" + e.what() + "): logging to a new run");
+    run = {};
+    return true;
+  }
+  std::map<std::string, std::string> before(logged.begin(), logged.end());
+  std::vector<std::string> changed;
+  for (const auto& param : plan_.params) {
+    const auto value = within_limits(param).second;
+    const auto found = before.find(param.first);
+    if (found == before.end())
+      params_to_send_.emplace_back(param.first, value);
+    else if (found->second != value)
+      changed.push_back(param.first + " (" + found->second + " -> " + value + ")");
+  }
+  std::string line =
+      "mlflow: going on with run " + run.run_id + ": " + plan_.tracking_uri + "/#/experiments/" + run.experiment_id + "/runs/" + run.run_id;
+  if (!changed.empty()) {
+    line += "; MLflow keeps a param's first value, so these show the run's start: ";
+    for (std::size_t i = 0; i < changed.size() && i < 5; ++i) line += (i ? ", " : "") + changed[i];
+    if (changed.size() > 5) line += " and " + std::to_string(changed.size() - 5) + " more";
+  }
+  say(Level::note, line);
+  return true;
+}
+
+bool Tracker::send_params() {
+  while (!params_to_send_.empty()) {
+    const auto count = std::min(params_to_send_.size(), kMaxParamsPerBatch);
+    const std::vector<Entry> batch(params_to_send_.begin(), params_to_send_.begin() + static_cast<std::ptrdiff_t>(count));
+    try {
+      if (!attempt([&] { api_->log_batch(run_.run_id, {}, batch, {}); })) return false;
+    } catch (const ApiError& e) {
+      say(Level::warning, "mlflow: the server refused " + std::to_string(count) + " params: " + e.what());
+    }
+    params_to_send_.erase(params_to_send_.begin(), params_to_send_.begin() + static_cast<std::ptrdiff_t>(count));
+  }
+  return true;
+}
+
+bool Tracker::send_metrics() {
+  for (;;) {
+    std::vector<Metric> batch;
+    {
+      std::lock_guard lock(mutex_);
+      const auto count = std::min(buffered_.size(), kMaxMetricsPerBatch);
+      batch.assign(buffered_.begin(), buffered_.begin() + static_cast<std::ptrdiff_t>(count));
+    }
+    if (batch.empty()) return true;
+    try {
+      if (!attempt([&] { api_->log_batch(run_.run_id, batch, {}, {}); })) return false;
+    } catch (const ApiError& e) {
+      if (!refused_) say(Level::warning, "mlflow: the server refused " + std::to_string(batch.size()) + " metrics: " + e.what());
+      refused_ = true;
+    }
+    std::lock_guard lock(mutex_);  // only log() touches the queue meanwhile, at its back
+    buffered_.erase(buffered_.begin(), buffered_.begin() + static_cast<std::ptrdiff_t>(batch.size()));
+  }
+}
+
+// The run's files, then its status: a file the server refuses is said and left out.
+bool Tracker::end_run() {
+  while (!files_.empty()) {
+    try {
+      if (!attempt([&] { api_->upload_artifact(run_, files_.front()); })) return false;
+    } catch (const ApiError& e) {
+      say(Level::warning, "mlflow: " + files_.front() + " was not uploaded: " + e.what());
+    }
+    files_.erase(files_.begin());
+  }
+  try {
+    return attempt([&] { api_->end_run(run_.run_id, status_, now_ms()); });
+  } catch (const ApiError& e) {
+    say(Level::warning, "mlflow: the run could not be marked " + status_ + ": " + e.what());
+    return true;
+  }
+}
+
+}  // namespace gputrain::train::mlflow

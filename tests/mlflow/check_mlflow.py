@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""logging.mlflow against a real `mlflow server` (tests/mlflow/mlflow_server.py), read back with
+MLflow's own Python client (#51).
+
+Usage: check_mlflow.py CASE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
+
+  logs_a_run: a run that names its server through MLFLOW_TRACKING_URI logs the resolved config
+      as params, each step line's and epoch's figures as metrics (the values metrics.jsonl has, at
+      its steps), its tags, and config.yaml, report.json and model.safetensors (byte for byte) as
+      artifacts; the run is FINISHED and named after its folder.
+  server_away_and_resume: a run goes on while its server is paused (answers nothing) and then
+      killed (refuses connections): each run exits 0 with one mlflow warning on the console, and
+      ends within a few seconds of its timeout. A resume after the server is back goes on in the
+      same MLflow run, whose id the checkpoint kept through the runs that could not reach it.
+
+Exits 77 (skipped, with the reason) only when MLflow cannot be installed from PyPI.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "cli"))
+import mlflow_server  # noqa: E402
+
+try:
+    import mlflow  # noqa: F401  (in the MLflow venv: the script runs itself there)
+except ImportError:
+    venv, why = mlflow_server.ensure_venv()
+    if why:
+        print(f"SKIP: {why}")
+        sys.exit(77)
+    os.execv(mlflow_server.python_in_venv(), [mlflow_server.python_in_venv(), os.path.abspath(__file__)] + sys.argv[1:])
+
+from mlflow.tracking import MlflowClient  # noqa: E402
+
+STEPS_PER_EPOCH = 4
+
+
+def fail(message):
+    print(f"FAIL: {message}")
+    sys.exit(1)
+
+
+def train(command, run_dir, settings, env=None, epochs=2):
+    args = command + ["--set", "device=cpu", "--set", "model.name=mlp", "--set", "model.hidden=[16]", "--set", "data.shape=[6]",
+                      "--set", "data.classes=3", "--set", "data.samples=64", "--set", "data.val_samples=16",
+                      "--set", "train.batch_size=16", "--set", f"train.epochs={epochs}", "--set", "optimizer.lr=0.05",
+                      "--set", "logging.every_steps=1", "--set", "logging.progress=lines", "--set", f"logging.dir={run_dir}",
+                      "--set", "checkpoint.resume=auto", *settings]
+    started = time.time()
+    result = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=300)
+    if result.returncode != 0:
+        fail(f"{' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+    return result.stdout + result.stderr, time.time() - started
+
+
+def records(run_dir, kind):
+    with open(os.path.join(run_dir, "metrics.jsonl")) as f:
+        return [r for r in map(json.loads, f) if r.get("kind") == kind]
+
+
+def the_run(client, experiment_name):
+    experiment = client.get_experiment_by_name(experiment_name)
+    if experiment is None:
+        fail(f"no experiment '{experiment_name}' on the server")
+    runs = client.search_runs([experiment.experiment_id])
+    if len(runs) != 1:
+        fail(f"experiment '{experiment_name}' has {len(runs)} runs, not 1")
+    return runs[0]
+
+
+def logs_a_run(workdir, command):
+    server = mlflow_server.Server(os.path.join(workdir, "server")).start()
+    try:
+        run_dir = os.path.join(workdir, "run")
+        output, _ = train(command, run_dir, ["--set", "logging.mlflow.experiment=gputrain-check"],
+                          env={"MLFLOW_TRACKING_URI": server.uri})
+        if "mlflow: run 'run' in experiment 'gputrain-check'" not in output:
+            fail(f"no line naming the MLflow run:\n{output}")
+        client = MlflowClient(server.uri)
+        run = the_run(client, "gputrain-check")
+        if run.info.status != "FINISHED" or run.info.run_name != "run":
+            fail(f"run status {run.info.status}, name {run.info.run_name}: not FINISHED, not named after its folder")
+        params = run.data.params
+        for key, value in {"optimizer.lr": "0.05", "model.name": "mlp", "model.hidden": "[16]", "train.epochs": "2",
+                           "logging.mlflow.tracking_uri": server.uri}.items():
+            if params.get(key) != value:
+                fail(f"param {key} is {params.get(key)!r}, not {value!r}")
+        for key, value in {"gputrain.world_size": "1", "gputrain.device": "cpu", "mlflow.source.name": "gputrain train"}.items():
+            if run.data.tags.get(key) != value:
+                fail(f"tag {key} is {run.data.tags.get(key)!r}, not {value!r}")
+        if not run.data.tags.get("gputrain.version"):
+            fail("no gputrain.version tag")
+        steps = records(run_dir, "step")
+        history = client.get_metric_history(run.info.run_id, "train/loss")
+        got = sorted((m.step, m.value) for m in history)
+        expected = [(r["step"], r["loss"]) for r in steps]
+        if len(got) != len(expected) or any(a[0] != b[0] or abs(a[1] - b[1]) > 1e-6 * max(1, abs(b[1])) for a, b in zip(got, expected)):
+            fail(f"train/loss in MLflow {got}; metrics.jsonl's step lines {expected}")
+        epochs = records(run_dir, "epoch")
+        val = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, "val/loss"))
+        if [s for s, _ in val] != [e["step"] for e in epochs] or any(abs(v - e["val_loss"]) > 1e-6 for (_, v), e in zip(val, epochs)):
+            fail(f"val/loss in MLflow {val}; metrics.jsonl's epochs {[(e['step'], e['val_loss']) for e in epochs]}")
+        artifacts = sorted(a.path for a in client.list_artifacts(run.info.run_id))
+        if artifacts != ["config.yaml", "model.safetensors", "report.json"]:
+            fail(f"artifacts {artifacts}, not config.yaml, model.safetensors and report.json")
+        fetched = client.download_artifacts(run.info.run_id, "model.safetensors", os.path.join(workdir, "fetched"))
+        with open(fetched, "rb") as a, open(os.path.join(run_dir, "model.safetensors"), "rb") as b:
+            if a.read() != b.read():
+                fail("model.safetensors in MLflow differs from the run folder's")
+    finally:
+        server.stop()
+
+
+def warnings_in(output):
+    return [line for line in output.splitlines() if line.startswith("warning:") and "mlflow" in line]
+
+
+def server_away_and_resume(workdir, command):
+    server = mlflow_server.Server(os.path.join(workdir, "server")).start()
+    run_dir = os.path.join(workdir, "run")
+    settings = ["--set", f"logging.mlflow.tracking_uri={server.uri}", "--set", "logging.mlflow.experiment=away",
+                "--set", "logging.mlflow.timeout=2s"]
+    try:
+        train(command, run_dir, settings, epochs=2)  # steps 1-8, with the server up
+        run_id = the_run(MlflowClient(server.uri), "away").info.run_id
+        baseline = min(train(command, os.path.join(workdir, f"plain{i}"), [], epochs=2)[1] for i in range(2))
+        for state, epochs in (("paused", 4), ("killed", 5)):  # steps 9-16, then 17-20: none reach MLflow
+            server.pause() if state == "paused" else server.kill()
+            output, seconds = train(command, run_dir, settings, epochs=epochs)
+            said = warnings_in(output)
+            if len(said) != 1:
+                fail(f"with the server {state}: {len(said)} mlflow warnings on the console, not 1:\n{output}")
+            if seconds > baseline + 15:
+                fail(f"with the server {state} the run took {seconds:.1f} s, {baseline:.1f} s without MLflow: it waited on the server")
+            if len(records(run_dir, "step")) != epochs * STEPS_PER_EPOCH:
+                fail(f"with the server {state}, metrics.jsonl lacks step lines")
+        with open(os.path.join(run_dir, "training.log")) as log:
+            if "at the run's end" not in log.read():
+                fail("training.log does not say what the run's end could not send")
+        server = mlflow_server.Server(server.folder, server.port).start()  # the same store, back on its port
+        train(command, run_dir, settings, epochs=6)  # steps 21-24
+        client = MlflowClient(server.uri)
+        run = the_run(client, "away")
+        if run.info.run_id != run_id:
+            fail(f"the resumed run logged to MLflow run {run.info.run_id}, not {run_id}")
+        steps = sorted(m.step for m in client.get_metric_history(run_id, "train/loss"))
+        if steps != list(range(1, 9)) + list(range(21, 25)):
+            fail(f"train/loss at steps {steps}: not 1-8 (first run) and 21-24 (the resume)")
+        if run.info.status != "FINISHED":
+            fail(f"run status {run.info.status} after the resume, not FINISHED")
+    finally:
+        server.stop()
+
+
+def main():
+    if len(sys.argv) < 4 or sys.argv[3] != "--":
+        sys.exit(__doc__)
+    case, workdir, command = sys.argv[1], sys.argv[2], sys.argv[4:]
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    {"logs_a_run": logs_a_run, "server_away_and_resume": server_away_and_resume}[case](workdir, command)
+    print(f"ok: {case}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+// The MLflow tracker's buffering, batching, retries and resume against a scripted stand-in for the
+// server (the real one: tests/mlflow/check_mlflow.py). Also logging.mlflow's settings.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/config.hpp"
+#include "train/monitor/mlflow_tracker.hpp"
+
+namespace gputrain::train::mlflow {
+namespace {
+
+// What the stand-in server received; `away` requests go unanswered (ApiError with retry).
+struct Received {
+  std::mutex mutex;
+  std::atomic<int> away{0};  // the next `away` requests find no server
+  bool refuse_metrics = false;
+  std::vector<Metric> metrics;
+  std::vector<std::size_t> batch_sizes;
+  std::vector<Entry> params, logged_before;
+  std::vector<std::string> files, calls;
+  std::string status;
+};
+
+class FakeApi final : public Api {
+ public:
+  explicit FakeApi(Received& r) : r_(r) {}
+  std::string experiment_id(const std::string&) override { return call("experiment"), "7"; }
+  RunRef create_run(const std::string& experiment, const std::string&, std::int64_t, const std::vector<Entry>&) override {
+    call("create");
+    return {"run-new", experiment, "mlflow-artifacts:/7/run-new/artifacts"};
+  }
+  RunRef reopen_run(const std::string& id, std::vector<Entry>& params) override {
+    call("reopen");
+    if (id != "run-old") throw ApiError("RESOURCE_DOES_NOT_EXIST", false);
+    params = r_.logged_before;
+    return {id, "7", ""};
+  }
+  void log_batch(const std::string&, const std::vector<Metric>& metrics, const std::vector<Entry>& params,
+                 const std::vector<Entry>&) override {
+    call("log");
+    std::lock_guard lock(r_.mutex);
+    if (!metrics.empty() && r_.refuse_metrics) throw ApiError("INVALID_PARAMETER_VALUE", false);
+    if (!metrics.empty()) r_.batch_sizes.push_back(metrics.size());
+    r_.metrics.insert(r_.metrics.end(), metrics.begin(), metrics.end());
+    r_.params.insert(r_.params.end(), params.begin(), params.end());
+  }
+  void upload_artifact(const RunRef&, const std::string& file) override {
+    call("upload");
+    std::lock_guard lock(r_.mutex);
+    r_.files.push_back(file);
+  }
+  void end_run(const std::string&, const std::string& status, std::int64_t) override {
+    call("end");
+    std::lock_guard lock(r_.mutex);
+    r_.status = status;
+  }
+  void cancel() override {}
+
+ private:
+  void call(const std::string& what) {
+    {
+      std::lock_guard lock(r_.mutex);
+      r_.calls.push_back(what);
+    }
+    if (r_.away > 0 && r_.away-- > 0) throw ApiError("no answer", true);
+  }
+  Received& r_;
+};
+
+TrackerPlan fast_plan() {
+  TrackerPlan plan;
+  plan.tracking_uri = "http://127.0.0.1:1";
+  plan.experiment = "e";
+  plan.run_name = "r";
+  plan.params = {{"optimizer.lr", "0.1"}, {"train.epochs", "3"}};
+  plan.first_retry_seconds = 0.01;
+  plan.send_every_seconds = 0.01;
+  return plan;
+}
+
+std::vector<Metric> metrics(int count, std::int64_t first_step) {
+  std::vector<Metric> out;
+  for (int i = 0; i < count; ++i) out.push_back({"train/loss", double(i), 0, first_step + i});
+  return out;
+}
+
+int warnings(const std::vector<TrackerMessage>& messages) {
+  int n = 0;
+  for (const auto& m : messages) n += m.level == Level::warning;
+  return n;
+}
+
+TEST(MlflowTracker, SendsParamsMetricsInBatchesFilesAndTheStatus) {
+  Received r;
+  Tracker tracker(std::make_unique<FakeApi>(r), fast_plan());
+  tracker.log(metrics(2500, 1));
+  tracker.finish("FINISHED", {"config.yaml", "model.safetensors"}, 30);
+  ASSERT_EQ(r.metrics.size(), 2500u);
+  for (std::size_t i = 0; i < r.metrics.size(); ++i) ASSERT_EQ(r.metrics[i].step, std::int64_t(i) + 1);  // in order
+  for (auto size : r.batch_sizes) EXPECT_LE(size, kMaxMetricsPerBatch);
+  EXPECT_EQ(r.params, fast_plan().params);
+  EXPECT_EQ(r.files, (std::vector<std::string>{"config.yaml", "model.safetensors"}));
+  EXPECT_EQ(r.status, "FINISHED");
+  EXPECT_EQ(tracker.run_id(), "run-new");
+  EXPECT_EQ(warnings(tracker.take_messages()), 0);
+}
+
+TEST(MlflowTracker, KeepsMetricsWhileTheServerIsAwayAndWarnsOnce) {
+  Received r;
+  r.away = 6;  // the run's creation and the first sends find no server
+  Tracker tracker(std::make_unique<FakeApi>(r), fast_plan());
+  tracker.log(metrics(10, 1));
+  tracker.log(metrics(10, 11));
+  tracker.finish("FINISHED", {}, 30);
+  EXPECT_EQ(r.metrics.size(), 20u);
+  EXPECT_EQ(r.status, "FINISHED");
+  EXPECT_EQ(warnings(tracker.take_messages()), 1);
+}
+
+TEST(MlflowTracker, GivesUpAtTheDeadlineWhenTheServerNeverAnswers) {
+  Received r;
+  r.away = 1'000'000;
+  Tracker tracker(std::make_unique<FakeApi>(r), fast_plan());
+  tracker.log(metrics(5, 1));
+  tracker.finish("FINISHED", {"model.safetensors"}, 0.2);
+  EXPECT_TRUE(r.metrics.empty());
+  EXPECT_TRUE(r.status.empty());
+  const auto said = tracker.take_messages();
+  EXPECT_EQ(warnings(said), 1);  // the server being away; the end's loss goes to training.log
+  bool end_recorded = false;
+  for (const auto& m : said) end_recorded |= m.level == Level::record && m.text.find("5 metrics") != std::string::npos;
+  EXPECT_TRUE(end_recorded);
+}
+
+TEST(MlflowTracker, AResumeGoesOnInItsRunAndSendsOnlyNewParams) {
+  Received r;
+  r.logged_before = {{"optimizer.lr", "0.1"}, {"train.epochs", "2"}};
+  auto plan = fast_plan();
+  plan.resume_run_id = "run-old";
+  plan.params.emplace_back("logging.mlflow.timeout", "10s");
+  Tracker tracker(std::make_unique<FakeApi>(r), plan);
+  tracker.finish("FINISHED", {}, 30);
+  EXPECT_EQ(tracker.run_id(), "run-old");
+  EXPECT_EQ(r.params, (std::vector<Entry>{{"logging.mlflow.timeout", "10s"}}));
+  bool changed_said = false;
+  for (const auto& m : tracker.take_messages()) changed_said |= m.text.find("train.epochs (2 -> 3)") != std::string::npos;
+  EXPECT_TRUE(changed_said);
+}
+
+TEST(MlflowTracker, ARunTheServerNoLongerHasBecomesANewOne) {
+  Received r;
+  auto plan = fast_plan();
+  plan.resume_run_id = "run-gone";
+  Tracker tracker(std::make_unique<FakeApi>(r), plan);
+  tracker.finish("KILLED", {}, 30);
+  EXPECT_EQ(tracker.run_id(), "run-new");
+  EXPECT_EQ(r.status, "KILLED");
+  EXPECT_EQ(r.params.size(), 2u);
+}
+
+TEST(MlflowTracker, RefusedMetricsAreDroppedWithOneWarningAndTheRunGoesOn) {
+  Received r;
+  r.refuse_metrics = true;
+  Tracker tracker(std::make_unique<FakeApi>(r), fast_plan());
+  tracker.log(metrics(3, 1));
+  tracker.finish("FINISHED", {}, 30);
+  EXPECT_EQ(r.status, "FINISHED");
+  EXPECT_EQ(warnings(tracker.take_messages()), 1);
+}
+
+TEST(MlflowTracker, ADestroyedTrackerMarksItsRunFailed) {
+  Received r;
+  {
+    Tracker tracker(std::make_unique<FakeApi>(r), fast_plan());
+    tracker.log(metrics(3, 1));
+  }
+  EXPECT_EQ(r.status, "FAILED");
+  EXPECT_EQ(r.metrics.size(), 3u);
+}
+
+TEST(MlflowSettings, TheEnvironmentNamesTheServerOnlyForAConfigThatAsksForMlflow) {
+  ::setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999/", 1);
+  const auto plain = load_config({{}, {"device=cpu"}, ""});
+  EXPECT_TRUE(plain.logging.mlflow.tracking_uri.empty());
+  const auto asked = load_config({{}, {"device=cpu", "logging.mlflow.experiment=x"}, ""});
+  EXPECT_EQ(asked.logging.mlflow.tracking_uri, "http://127.0.0.1:5999");
+  EXPECT_EQ(asked.logging.mlflow.experiment, "x");
+  ::unsetenv("MLFLOW_TRACKING_URI");
+  EXPECT_THROW(load_config({{}, {"device=cpu", "logging.mlflow.experiment=x"}, ""}), UsageError);
+}
+
+TEST(MlflowSettings, RefusesAnAddressThatIsNotAServersAndHidesAPassword) {
+  try {
+    load_config({{}, {"device=cpu", "logging.mlflow.tracking_uri=file:./mlruns"}, ""});
+    FAIL() << "a file store was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("http://"), std::string::npos);
+    EXPECT_NE(e.remedy().find("mlflow server"), std::string::npos);
+  }
+  const auto config = load_config({{}, {"device=cpu", "logging.mlflow.tracking_uri=http://me:secret@127.0.0.1:5000"}, ""});
+  EXPECT_EQ(to_yaml(config).find("secret"), std::string::npos);
+  EXPECT_EQ(config.logging.mlflow.experiment, "Default");
+}
+
+}  // namespace
+}  // namespace gputrain::train::mlflow
