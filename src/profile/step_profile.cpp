@@ -195,6 +195,7 @@ void probe_run_config(train::Config& config, std::int64_t window, std::int64_t t
   config.checkpoint.dir.clear();
   config.logging.progress = "off";
   config.logging.tensorboard = false;
+  config.logging.mlflow = {};   // a measurement, not a run to track
   config.logging.jsonl = true;  // its start record says whether the steps were captured
   config.logging.every_steps = window;
   config.checkpoint.every_steps = 0;

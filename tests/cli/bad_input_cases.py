@@ -103,6 +103,10 @@ def config_cases():
         ("binary_garbage", "\x00\x01\x02garbage\x00" * 10, ""),
         ("unknown_alias", "train: *nothing\n", ""),
         ("scalar_document", "just words\n", "mapping"),
+        ("mlflow_file_store", config() + "logging:\n  mlflow:\n    tracking_uri: file:./mlruns\n", "mlflow server"),
+        ("mlflow_no_server", config() + "logging:\n  mlflow:\n    experiment: sweeps\n", "MLFLOW_TRACKING_URI"),
+        ("mlflow_timeout_none", config() + "logging:\n  mlflow:\n    tracking_uri: http://127.0.0.1:9\n    timeout: none\n",
+         "logging.mlflow.timeout"),
     ]
     cases += [train_case("config_" + n, t, expect=e) for n, t, e in other]
     cases += [
