@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/config.hpp"
@@ -17,7 +19,8 @@ namespace {
 // What the stand-in server received; `away` requests go unanswered (ApiError with retry).
 struct Received {
   std::mutex mutex;
-  std::atomic<int> away{0};  // the next `away` requests find no server
+  std::atomic<int> away{0};       // the next `away` requests find no server
+  std::atomic<bool> gone{false};  // from now on no request finds it
   bool refuse_metrics = false;
   std::vector<Metric> metrics;
   std::vector<std::size_t> batch_sizes;
@@ -67,7 +70,7 @@ class FakeApi final : public Api {
       std::lock_guard lock(r_.mutex);
       r_.calls.push_back(what);
     }
-    if (r_.away > 0 && r_.away-- > 0) throw ApiError("no answer", true);
+    if (r_.gone || (r_.away > 0 && r_.away-- > 0)) throw ApiError("no answer", true);
   }
   Received& r_;
 };
@@ -135,6 +138,28 @@ TEST(MlflowTracker, GivesUpAtTheDeadlineWhenTheServerNeverAnswers) {
   bool end_recorded = false;
   for (const auto& m : said) end_recorded |= m.level == Level::record && m.text.find("5 metrics") != std::string::npos;
   EXPECT_TRUE(end_recorded);
+}
+
+TEST(MlflowTracker, AServerThatDiesMidRunCostsOneWarningAndTheRunKeepsItsId) {
+  Received r;
+  Tracker tracker(std::make_unique<FakeApi>(r), fast_plan());
+  tracker.wait_for_run();
+  tracker.log(metrics(3, 1));
+  for (int i = 0; i < 500 &&
+                  [&] {
+                    std::lock_guard lock(r.mutex);
+                    return r.metrics.size() < 3;
+                  }();
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(r.metrics.size(), 3u) << "the first metrics never reached the server";
+  r.gone = true;
+  tracker.log(metrics(4, 4));
+  tracker.finish("FINISHED", {"model.safetensors"}, 0.2);
+  EXPECT_EQ(r.metrics.size(), 3u);
+  EXPECT_TRUE(r.status.empty());
+  EXPECT_EQ(tracker.run_id(), "run-new");  // the checkpoint still names the run
+  EXPECT_EQ(warnings(tracker.take_messages()), 1);
 }
 
 TEST(MlflowTracker, AResumeGoesOnInItsRunAndSendsOnlyNewParams) {

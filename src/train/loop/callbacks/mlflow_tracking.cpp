@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 
 // A checkpoint keeps numbers only: the id's bytes, six to a number (exact in a double).
 constexpr std::size_t kBytesPerNumber = 6;
+constexpr double kMaxRunIdLength = 256;  // MLflow's are 32 hex digits
 
 CallbackState encode_run_id(const std::string& id) {
   CallbackState state{{"run_id_length", static_cast<double>(id.size())}};
@@ -33,7 +34,9 @@ CallbackState encode_run_id(const std::string& id) {
 }
 
 std::string decode_run_id(const CallbackState& state) {
-  const auto length = static_cast<std::size_t>(get(state, "run_id_length").value_or(0));
+  const double stored = get(state, "run_id_length").value_or(0);
+  if (!(stored > 0 && stored <= kMaxRunIdLength)) return "";  // none, or a damaged checkpoint's: a new run
+  const auto length = static_cast<std::size_t>(stored);
   std::string id;
   for (std::size_t at = 0; at < length; at += kBytesPerNumber) {
     auto number = static_cast<std::uint64_t>(get(state, "run_id_" + std::to_string(at / kBytesPerNumber)).value_or(0));
