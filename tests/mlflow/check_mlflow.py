@@ -12,6 +12,9 @@ Usage: check_mlflow.py CASE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
       killed (refuses connections): each run exits 0 with one mlflow warning on the console, and
       ends within a few seconds of its timeout. A resume after the server is back goes on in the
       same MLflow run, whose id the checkpoint kept through the runs that could not reach it.
+  authenticates: a server with MLflow's basic-auth app takes a run logged with
+      MLFLOW_TRACKING_USERNAME and _PASSWORD; with a wrong password the run still trains (exit 0),
+      says the refusal once (HTTP 401) and logs nothing.
 
 Exits 77 (skipped, with the reason) only when MLflow cannot be installed from PyPI.
 """
@@ -158,13 +161,33 @@ def server_away_and_resume(workdir, command):
         server.stop()
 
 
+def authenticates(workdir, command):
+    user, password = "admin", "gputrain-test-password-1"
+    server = mlflow_server.Server(os.path.join(workdir, "server"), auth=(user, password)).start()
+    settings = ["--set", f"logging.mlflow.tracking_uri={server.uri}", "--set", "logging.mlflow.experiment=auth"]
+    try:
+        credentials = {"MLFLOW_TRACKING_USERNAME": user, "MLFLOW_TRACKING_PASSWORD": password}
+        train(command, os.path.join(workdir, "run"), settings, env=credentials)
+        output, _ = train(command, os.path.join(workdir, "refused"), settings,
+                          env={"MLFLOW_TRACKING_USERNAME": user, "MLFLOW_TRACKING_PASSWORD": "wrong"})
+        said = warnings_in(output)
+        if len(said) != 1 or "401" not in said[0]:
+            fail(f"with a wrong password: {said} (one warning with the server's HTTP 401 expected)")
+        os.environ.update(credentials)
+        run = the_run(MlflowClient(server.uri), "auth")
+        if run.info.status != "FINISHED" or run.data.params.get("optimizer.lr") != "0.05":
+            fail(f"the authenticated run: status {run.info.status}, optimizer.lr {run.data.params.get('optimizer.lr')}")
+    finally:
+        server.stop()
+
+
 def main():
     if len(sys.argv) < 4 or sys.argv[3] != "--":
         sys.exit(__doc__)
     case, workdir, command = sys.argv[1], sys.argv[2], sys.argv[4:]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
-    {"logs_a_run": logs_a_run, "server_away_and_resume": server_away_and_resume}[case](workdir, command)
+    {"logs_a_run": logs_a_run, "server_away_and_resume": server_away_and_resume, "authenticates": authenticates}[case](workdir, command)
     print(f"ok: {case}")
 
 

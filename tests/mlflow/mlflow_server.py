@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,11 +63,13 @@ def free_port():
 
 class Server:
     """`mlflow server` in `folder` (its sqlite file and artifacts), in a process group of its own
-    so that pause() and kill() reach its workers too."""
+    so that pause() and kill() reach its workers too. `auth` (user, password): MLflow's basic-auth
+    app, with that user as its admin."""
 
-    def __init__(self, folder, port=None):
+    def __init__(self, folder, port=None, auth=None):
         self.folder = folder
         self.port = port or free_port()
+        self.auth = auth
         self.process = None
         os.makedirs(folder, exist_ok=True)
 
@@ -79,8 +82,13 @@ class Server:
         command = [os.path.join(venv, "bin", "mlflow"), "server", "--host", "127.0.0.1", "--port", str(self.port),
                    "--workers", "1", "--backend-store-uri", f"sqlite:///{os.path.join(self.folder, 'mlflow.db')}",
                    "--artifacts-destination", os.path.join(self.folder, "artifacts")]
+        env = dict(os.environ)
+        if self.auth:
+            command += ["--app-name", "basic-auth"]
+            env["MLFLOW_AUTH_CONFIG_PATH"] = self.write_auth_config()
+            env["MLFLOW_FLASK_SERVER_SECRET_KEY"] = "gputrain-test-only"  # the auth app's CSRF key
         log = open(os.path.join(self.folder, "server.log"), "ab")
-        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.folder)
+        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.folder, env=env)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.process.poll() is not None:
@@ -89,11 +97,24 @@ class Server:
                 with urllib.request.urlopen(self.uri + "/health", timeout=2) as answer:
                     if answer.status == 200:
                         return self
+            except urllib.error.HTTPError as e:
+                if e.code in (401, 403):  # it answers, asking who we are
+                    return self
             except OSError:
                 pass
             time.sleep(0.5)
         self.stop()
         raise RuntimeError(f"mlflow server did not answer on {self.uri} within {timeout} s; see {self.folder}/server.log")
+
+    def write_auth_config(self):
+        path = os.path.join(self.folder, "basic_auth.ini")
+        with open(path, "w") as f:
+            f.write("[mlflow]\ndefault_permission = READ\n"
+                    f"database_uri = sqlite:///{os.path.join(self.folder, 'auth.db')}\n"
+                    f"admin_username = {self.auth[0]}\nadmin_password = {self.auth[1]}\n"
+                    "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+                    "grant_default_workspace_access = false\n")
+        return path
 
     def signal(self, sig):
         if self.process and self.process.poll() is None:

@@ -151,6 +151,8 @@ class RestApi final : public Api {
     std::string said = body.is_object() ? body.value("message", "") : "";
     if (said.empty()) said = r.body.substr(0, 200);
     const bool retry = r.status >= 500 || r.status == 429 || r.status == 408;
+    if (r.status == 401 || r.status == 403)
+      said += " (gputrain sends MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, as MLflow's clients do)";
     throw ApiError(doing + ": the server answered HTTP " + std::to_string(r.status) + ": " + said, retry);
   }
 
