@@ -42,7 +42,6 @@ class ApiError : public std::runtime_error {
 /// Limits of the REST API's log-batch (MLflow's documented ones).
 inline constexpr std::size_t kMaxMetricsPerBatch = 1000;
 inline constexpr std::size_t kMaxParamsPerBatch = 100;
-inline constexpr std::size_t kMaxTagsPerBatch = 100;
 inline constexpr std::size_t kMaxParamValue = 6000;
 
 class Api {
@@ -71,6 +70,9 @@ struct Connection {
   std::string tracking_uri;  ///< http(s)://host:port, no trailing slash
   double timeout_seconds = 10;
 };
+
+/// Milliseconds since the epoch: MLflow's timestamps.
+std::int64_t now_ms();
 
 /// The libcurl client. Throws gputrain::Error when this build has no libcurl.
 std::unique_ptr<Api> make_rest_api(const Connection& connection);

@@ -10,10 +10,6 @@
 namespace gputrain::train::mlflow {
 namespace {
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 std::chrono::milliseconds millis(double seconds) { return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000)); }
 
 // MLflow refuses a param value longer than its limit: the start and a mark of the cut.
@@ -23,6 +19,10 @@ Entry within_limits(Entry param) {
 }
 
 }  // namespace
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 #ifndef GPUTRAIN_HAVE_CURL
 std::unique_ptr<Api> make_rest_api(const Connection&) {

@@ -3,7 +3,6 @@
 // TensorBoard shows), and at the end config.yaml, report.json and model.safetensors as artifacts.
 // The sending happens on the tracker's thread (train/monitor/mlflow_tracker.hpp); the run's id is
 // kept in checkpoints, so a resumed run goes on in the same MLflow run.
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 
@@ -46,10 +45,6 @@ std::string decode_run_id(const CallbackState& state) {
     id += part;
   }
   return id;
-}
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 class MlflowTracking final : public Callback {
@@ -118,7 +113,7 @@ class MlflowTracking final : public Callback {
   void send(const Scalars& scalars, std::int64_t step) {
     if (!tracker_) return;
     std::vector<mlflow::Metric> metrics;
-    const auto at = now_ms();
+    const auto at = mlflow::now_ms();
     for (const auto& [key, value] : scalars)
       if (std::isfinite(value)) metrics.push_back({key, value, at, step});  // JSON has no NaN: metrics.jsonl keeps it
     tracker_->log(std::move(metrics));
