@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Fuzzes gputrain's readers with libFuzzer, ASan and UBSan (tests/fuzz, docs/fuzzing.md):
+#   scripts/fuzz.sh build                  the fuzz build (clang) in build-fuzz/, over a GCC build
+#   scripts/fuzz.sh run TARGET [SECONDS]   fuzz one target (default 300 s)
+#   scripts/fuzz.sh all [SECONDS]          fuzz every target in turn for SECONDS each (default 60)
+#   scripts/fuzz.sh replay [TARGET...]     run the committed corpora and regressions under the sanitizers
+#   scripts/fuzz.sh list                   the targets
+# A crash is saved as build-fuzz/crashes/TARGET/crash-*; commit it to tests/fuzz/regressions/TARGET/
+# once fixed, so every build replays it. New inputs libFuzzer finds stay in build-fuzz/corpus/.
+# Environment: GPUTRAIN_BUILD_DIR (the GCC build to link, default ./build), GPUTRAIN_FUZZ_DIR
+# (default ./build-fuzz), GPUTRAIN_JOBS.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${GPUTRAIN_BUILD_DIR:-$root/build}
+fuzz=${GPUTRAIN_FUZZ_DIR:-$root/build-fuzz}
+jobs=${GPUTRAIN_JOBS:-$(nproc)}
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+targets() { for f in "$root"/tests/fuzz/targets/*.cpp; do basename "$f" .cpp; done; }
+
+# LeakSanitizer stays on: a reader that leaks per input is a finding. LibTorch is not instrumented,
+# so ASan cannot see its allocations' bounds, only ours.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_return=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp:print_suppressions=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+build_fuzz() {
+  command -v clang++-14 >/dev/null || {
+    echo "error: clang++-14 is not installed" >&2
+    echo "fix: apt-get install clang-14 libclang-rt-14-dev" >&2
+    exit 3
+  }
+  if [ ! -f "$build/lib/libgputrain_core.so" ]; then
+    say "no GCC build in $build: building one first"
+    GPUTRAIN_BUILD_DIR=$build "$root/scripts/bootstrap.sh" build
+  fi
+  if [ ! -f "$fuzz/build.ninja" ]; then
+    # The GCC build's own Python (the torch wheel) and CUDA toolkit, so both builds see one LibTorch.
+    cached() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
+    local toolkit; toolkit=$(cached CUDAToolkit_ROOT)
+    say "configuring $fuzz"
+    CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true cmake -S "$root/tests/fuzz/libfuzzer" -B "$fuzz" -G Ninja \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+      -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DGPUTRAIN_BUILD="$build" -DGPUTRAIN_PYTHON="$(cached GPUTRAIN_PYTHON)" \
+      ${toolkit:+-DCUDAToolkit_ROOT="$toolkit"}
+  fi
+  say "building the fuzz targets"
+  CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true cmake --build "$fuzz" -j "$jobs"
+}
+
+# Fuzzes one target for $2 seconds from its committed corpus plus what earlier runs found.
+run_target() {
+  local target=$1 seconds=$2
+  [ -x "$fuzz/fuzz_$target" ] || { echo "error: no fuzz target '$target' (scripts/fuzz.sh list)" >&2; exit 2; }
+  local work=$fuzz/corpus/$target crashes=$fuzz/crashes/$target/
+  mkdir -p "$work" "$crashes"
+  say "fuzzing $target for $seconds s"
+  local inputs=("$work" "$root/tests/fuzz/corpus/$target")
+  [ -d "$root/tests/fuzz/regressions/$target" ] && inputs+=("$root/tests/fuzz/regressions/$target")
+  # 2 GB of memory at most, as for libFuzzer's default, and no single allocation past it: a reader
+  # must refuse a 100-byte file that claims a 1 TB array before allocating it.
+  TMPDIR=$fuzz/tmp "$fuzz/fuzz_$target" -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+    -timeout=20 -artifact_prefix="$crashes" -print_final_stats=1 "${inputs[@]}" 2>&1 | tee "$fuzz/$target.log" |
+    grep --line-buffered -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|==[0-9]+==ERROR|fuzz: |SUMMARY|artifact_prefix.*Test unit written)' || true
+}
+
+replay() {
+  local target status=0
+  for target in "$@"; do
+    local inputs=("$root/tests/fuzz/corpus/$target")
+    [ -d "$root/tests/fuzz/regressions/$target" ] && inputs+=("$root/tests/fuzz/regressions/$target")
+    say "replaying $target's corpus under ASan and UBSan"
+    mkdir -p "$fuzz/tmp"
+    TMPDIR=$fuzz/tmp "$fuzz/fuzz_$target" -runs=0 -rss_limit_mb=2048 -malloc_limit_mb=2048 "${inputs[@]}" >"$fuzz/$target.replay.log" 2>&1 ||
+      { status=1; tail -30 "$fuzz/$target.replay.log" >&2; }
+  done
+  return $status
+}
+
+job=${1:-}
+case "$job" in
+  build) build_fuzz ;;
+  list) targets ;;
+  run) [ $# -ge 2 ] || usage; build_fuzz; mkdir -p "$fuzz/tmp"; run_target "$2" "${3:-300}" ;;
+  all) build_fuzz; mkdir -p "$fuzz/tmp"; for t in $(targets); do run_target "$t" "${2:-60}"; done ;;
+  replay) build_fuzz; shift; if [ $# -gt 0 ]; then replay "$@"; else replay $(targets); fi ;;
+  *) usage ;;
+esac
