@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 
 #include "array_bytes.hpp"
@@ -222,6 +223,8 @@ std::vector<std::pair<std::string, at::Tensor>> read_npz(const std::string& path
     throw UsageError("'" + path + "' is not a valid .npz archive: " + why, "write it with numpy.savez or numpy.savez_compressed");
   }
   std::unique_ptr<zip_t, int (*)(zip_t*)> closer(archive, zip_close);
+  std::error_code size_error;
+  const auto archive_bytes = static_cast<zip_uint64_t>(std::filesystem::file_size(path, size_error));
   std::vector<std::pair<std::string, at::Tensor>> arrays;
   const zip_int64_t entries = zip_get_num_entries(archive, 0);
   for (zip_int64_t i = 0; i < entries; ++i) {
@@ -230,10 +233,11 @@ std::vector<std::pair<std::string, at::Tensor>> read_npz(const std::string& path
     std::string key = stat.name;
     const std::string member = path + ":" + key;
     if (key.size() > 4 && key.compare(key.size() - 4, 4, ".npy") == 0) key.resize(key.size() - 4);
-    // A damaged size field must not become an allocation of gigabytes: deflate packs at most
-    // 1032 bytes into one, and a stored entry is its own size.
+    // A damaged size field must not become an allocation of gigabytes: the compressed bytes lie in
+    // the file, deflate packs at most 1032 bytes into one, and a stored entry is its own size.
     const bool stored = (stat.valid & ZIP_STAT_COMP_METHOD) && stat.comp_method == ZIP_CM_STORE;
-    if ((stat.valid & ZIP_STAT_COMP_SIZE) && (stored ? stat.size != stat.comp_size : stat.size / 1032 > stat.comp_size + 1))
+    if ((stat.valid & ZIP_STAT_COMP_SIZE) &&
+        (stat.comp_size > archive_bytes || (stored ? stat.size != stat.comp_size : stat.size / 1032 > stat.comp_size + 1)))
       throw UsageError("'" + member + "' is corrupt: its header says " + std::to_string(stat.size) + " bytes from " +
                            std::to_string(stat.comp_size) + (stored ? " stored" : " compressed"),
                        "write the file again with numpy.savez");

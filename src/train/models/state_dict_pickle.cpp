@@ -116,7 +116,13 @@ std::optional<std::string> ordered_dicts_as_dicts(std::string_view pickle, unsig
       return std::nullopt;
     }
     std::size_t end = at + 1 + static_cast<std::size_t>(argument->fixed);
-    if (argument->prefix) end += argument->prefix + little_endian(bytes + at + 1, argument->prefix);
+    if (argument->prefix) {  // a length, then that many bytes: either may run past the end
+      end += static_cast<std::size_t>(argument->prefix);
+      if (end > pickle.size()) return std::nullopt;
+      const std::uint64_t length = little_endian(bytes + at + 1, argument->prefix);
+      if (length > pickle.size() - end) return std::nullopt;
+      end += static_cast<std::size_t>(length);
+    }
     for (int line = 0; line < argument->lines; ++line) end = pickle.find('\n', end) + 1;
     if (end == 0 || end > pickle.size()) return std::nullopt;  // cut short
     const auto whole = pickle.substr(at, end - at);
