@@ -34,3 +34,16 @@ if(GPUTRAIN_NCCL_INCLUDE_DIR AND EXISTS "${GPUTRAIN_NCCL_INCLUDE_DIR}/nccl.h")
 else()
   message(STATUS "gputrain: no nccl.h beside LibTorch: GPU ranks unavailable (set GPUTRAIN_NCCL_INCLUDE_DIR)")
 endif()
+
+# Gloo (CPU ranks that torchrun, srun or our launcher across nodes start): LibTorch has it compiled
+# in (ProcessGroupGloo) but its wheel ships no gloo/ headers; Debian's libgloo-dev has them.
+# Headers only: the Gloo that runs is LibTorch's own, and no Gloo class crosses into our code but
+# by pointer. Optional: without it such ranks are refused with the fix.
+find_path(GPUTRAIN_GLOO_INCLUDE_DIR gloo/config.h)
+set(GPUTRAIN_HAVE_GLOO OFF)
+if(GPUTRAIN_GLOO_INCLUDE_DIR AND EXISTS "${GPUTRAIN_TORCH_LIBRARY_DIR}/../include/torch/csrc/distributed/c10d/ProcessGroupGloo.hpp")
+  set(GPUTRAIN_HAVE_GLOO ON)
+  message(STATUS "gputrain: Gloo headers in ${GPUTRAIN_GLOO_INCLUDE_DIR} for CPU ranks outside mpirun")
+else()
+  message(STATUS "gputrain: no Gloo headers (apt-get install libgloo-dev): CPU ranks need mpirun")
+endif()

@@ -33,7 +33,10 @@ void count_signal(int) { g_signals = g_signals + 1; }
 
 bool starts_ranks_here(int nproc_per_node, int nnodes, const EnvLookup& env) {
   if (nproc_per_node <= 0 || env(kLaunchedVariable)) return false;
-  return nnodes > 1 || !read_rank_environment(env);
+  // A launcher around this process that started it alone (srun in `sbatch --ntasks=1`, torchrun
+  // with one process) leaves the N ranks asked for to ours.
+  const auto around = read_rank_environment(env);
+  return nnodes > 1 || !around || around->world_size == 1;
 }
 
 int free_local_port() {

@@ -10,39 +10,18 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <exception>
-#include <thread>
 
+#include "c10d_rendezvous.hpp"
 #include "engines.hpp"
 
 namespace gputrain::dist {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 const char* const kPeerRemedy =
     "see the other ranks' output for the first error; raise distributed.timeout if a rank is only slow (a long validation or "
     "checkpoint on rank 0); NCCL_DEBUG=INFO shows what NCCL saw";
-
-// Waits for `work` on the host, polling so that a dead or hung peer becomes our error, naming the
-// operation and the rank, before c10d's watchdog (set a little later) would end the process.
-void wait_on_host(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what, int rank, std::chrono::seconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (!work->isCompleted()) {
-    if (Clock::now() > deadline)
-      throw CommunicationError("rank " + std::to_string(rank) + ": " + what + " did not finish within " + std::to_string(timeout.count()) +
-                                   " s: another rank stopped or hangs (any collective issued before it may be the one stuck)",
-                               kPeerRemedy);
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  try {
-    work->wait();
-  } catch (const std::exception& e) {
-    throw CommunicationError("rank " + std::to_string(rank) + ": " + what + " failed: " + e.what(), kPeerRemedy);
-  }
-}
 
 class NcclWork final : public Work {
  public:
@@ -74,26 +53,7 @@ class NcclCommunicator final : public Communicator {
         device_(options.device),
         timeout_(options.timeout),
         host_values_stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, options.device.index())) {
-    if (env.world_size > 1 && env.master_addr.empty())
-      throw UsageError("MASTER_ADDR is not set: NCCL ranks meet at rank 0's address",
-                       "launch with torchrun, gputrain train --nproc-per-node, or srun (which gives the first node); "
-                       "or export MASTER_ADDR and MASTER_PORT");
-    c10d::TCPStoreOptions store_options;
-    store_options.port = static_cast<std::uint16_t>(env.master_port > 0 ? env.master_port : c10d::TCPStoreOptions::kDefaultPort);
-    store_options.isServer = env.rank == 0;
-    store_options.numWorkers = static_cast<std::size_t>(env.world_size);
-    store_options.waitWorkers = true;
-    store_options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_);
-    const std::string host = env.master_addr.empty() ? "127.0.0.1" : env.master_addr;
-    try {
-      store_ = c10::make_intrusive<c10d::TCPStore>(host, store_options);
-    } catch (const std::exception& e) {
-      throw CommunicationError(
-          "rank " + std::to_string(rank_) + ": rendezvous at " + host + ":" + std::to_string(store_options.port) + " failed: " + e.what(),
-          env.rank == 0
-              ? "is the port free? pick another MASTER_PORT"
-              : "is rank 0 running, and is " + host + ":" + std::to_string(store_options.port) + " reachable from this node (firewall)?");
-    }
+    store_ = meet_at_rank_zero(env, timeout_, "NCCL");
     auto pg_options = c10d::ProcessGroupNCCL::Options::create();
     // The watchdog's limit sits past ours, so our message (operation, step, rank) comes first.
     pg_options->timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ + std::chrono::seconds(30));
@@ -131,7 +91,7 @@ class NcclCommunicator final : public Communicator {
       std::vector<at::Tensor> one{t.is_contiguous() ? t : t.contiguous()};
       c10d::BroadcastOptions opts;
       opts.rootRank = root;
-      wait_on_host(group_->broadcast(one, opts), what, rank_, timeout_);
+      wait_on_host(group_->broadcast(one, opts), what, rank_, timeout_, kPeerRemedy);
       if (!one[0].is_same(t)) t.copy_(one[0]);
     }
   }
@@ -151,7 +111,7 @@ class NcclCommunicator final : public Communicator {
     const auto options = at::TensorOptions().dtype(at::kLong);
     auto input = at::tensor(values, options).to(device_);
     auto output = at::empty({static_cast<std::int64_t>(values.size()) * size_}, options.device(device_));
-    wait_on_host(group_->_allgather_base(output, input), what, rank_, timeout_);
+    wait_on_host(group_->_allgather_base(output, input), what, rank_, timeout_, kPeerRemedy);
     const auto host = output.cpu();
     return std::vector<std::int64_t>(host.data_ptr<std::int64_t>(), host.data_ptr<std::int64_t>() + host.numel());
   }

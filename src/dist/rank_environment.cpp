@@ -57,15 +57,20 @@ std::string first_slurm_host(const std::string& nodelist) {
 }
 
 std::optional<RankEnvironment> read_rank_environment(const EnvLookup& lookup) {
+  // The launcher that started this process wins: its variables are this process's own, while
+  // those of a launcher around it are inherited (torchrun or mpirun inside an sbatch script, whose
+  // SLURM_PROCID and SLURM_NTASKS describe the job). SLURM's count only for what srun started:
+  // SLURM_STEP_NUM_TASKS is srun's, and a batch script has SLURM_PROCID without it.
   const std::vector<Scheme> schemes = {
       {"torchrun", "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"},
-      {"slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", ""},
       {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+      {"slurm", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_STEP_NUM_TASKS", ""},
   };
   for (const auto& s : schemes) {
     const auto rank = lookup(s.rank);
     const auto world = lookup(s.world_size);
     if (!rank && !world) continue;
+    if (s.launcher == "slurm" && !world) continue;  // the batch script itself, not a task srun started
     if (!rank || !world) {
       const std::string& missing = rank ? s.world_size : s.rank;
       const std::string& present = rank ? s.rank : s.world_size;
@@ -84,7 +89,9 @@ std::optional<RankEnvironment> read_rank_environment(const EnvLookup& lookup) {
     if (const auto local = lookup(s.local_rank)) env.local_rank = parse_count(s.local_rank, *local, 0);
     bool local_world_given = true;
     if (s.launcher == "slurm") {
-      if (const auto per_node = lookup("SLURM_NTASKS_PER_NODE")) {
+      if (const auto step_per_node = lookup("SLURM_STEP_TASKS_PER_NODE")) {
+        env.local_world_size = slurm_tasks_on_first_node(*step_per_node);
+      } else if (const auto per_node = lookup("SLURM_NTASKS_PER_NODE")) {
         env.local_world_size = parse_count("SLURM_NTASKS_PER_NODE", *per_node, 1);
       } else if (const auto tasks = lookup("SLURM_TASKS_PER_NODE")) {
         env.local_world_size = slurm_tasks_on_first_node(*tasks);
@@ -107,7 +114,8 @@ std::optional<RankEnvironment> read_rank_environment(const EnvLookup& lookup) {
                        "check the launcher's variables");
     env.master_addr = lookup("MASTER_ADDR").value_or("");
     if (env.master_addr.empty() && s.launcher == "slurm")
-      env.master_addr = first_slurm_host(lookup("SLURM_JOB_NODELIST").value_or(lookup("SLURM_NODELIST").value_or("")));
+      env.master_addr = first_slurm_host(
+          lookup("SLURM_STEP_NODELIST").value_or(lookup("SLURM_JOB_NODELIST").value_or(lookup("SLURM_NODELIST").value_or(""))));
     if (const auto port = lookup("MASTER_PORT")) {
       env.master_port = parse_count("MASTER_PORT", *port, 1);
       if (env.master_port > 65535) throw UsageError("MASTER_PORT=" + *port + " is not a TCP port", "use a free port in 1024-65535");

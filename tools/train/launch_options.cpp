@@ -55,13 +55,17 @@ int launch_ranks(const train::Config& config, int argc, char** argv) {
   spec.master_port = static_cast<int>(d.master_port);
   const bool gpus = config.device.name != "cpu" && !device::discover_gpus().gpus.empty();
   // A backend that cannot run here is refused once, before any rank starts.
-  const auto chosen = dist::choose_backend(d.backend, gpus ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU));
+  // Across nodes the ranks are started as torchrun starts them (mpirun spans nodes with a host file).
+  const auto chosen =
+      dist::choose_backend(d.backend, gpus ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU), spec.nodes > 1 ? "torchrun" : "");
   spec.through_mpirun = chosen == dist::Backend::mpi;
   spec.command.push_back(std::filesystem::read_symlink("/proc/self/exe").string());
   for (int i = 1; i < argc; ++i) spec.command.push_back(argv[i]);
   dist::check_launch(spec);
   std::cerr << "launching " << core::counted(spec.ranks, "rank")
-            << (spec.through_mpirun ? " on the CPU under mpirun (MPI)" : " on this node's GPUs (NCCL)");
+            << (spec.through_mpirun             ? " on the CPU under mpirun (MPI)"
+                : chosen == dist::Backend::gloo ? " on the CPU (Gloo)"
+                                                : " on this node's GPUs (NCCL)");
   if (spec.nodes > 1)
     std::cerr << ": ranks " << spec.node_rank * spec.ranks << " to " << (spec.node_rank + 1) * spec.ranks - 1 << " of "
               << spec.nodes * spec.ranks << ", node " << spec.node_rank << " of " << spec.nodes << ", meeting at " << spec.master_addr

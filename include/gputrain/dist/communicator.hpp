@@ -1,8 +1,9 @@
 #pragma once
 // dist::Communicator: the few collectives data-parallel training needs, behind one interface with
-// two engines: NCCL through LibTorch's c10d (TCPStore rendezvous + ProcessGroupNCCL) for GPU ranks,
-// and MPI (Open MPI) for CPU ranks, since LibTorch's wheel ships no Gloo headers. No transport of
-// our own: these two move every byte.
+// three engines: NCCL through LibTorch's c10d (TCPStore rendezvous + ProcessGroupNCCL) for GPU
+// ranks; for CPU ranks, MPI (Open MPI) when mpirun started them, and c10d's Gloo when another
+// launcher did (torchrun, srun, our launcher across nodes), since those processes are no MPI job.
+// No transport of our own: these move every byte.
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -19,17 +20,21 @@
 
 namespace gputrain::dist {
 
-enum class Backend { nccl, mpi };
+enum class Backend { nccl, mpi, gloo };
 
-/// "nccl" or "mpi".
+/// "nccl", "mpi" or "gloo".
 std::string to_string(Backend backend);
 
-/// `distributed.backend`: "auto" is NCCL on a GPU and MPI on the CPU; "nccl" on the CPU or "mpi"
-/// on a GPU is a UsageError, as is a backend this build lacks (see backend_available).
-Backend choose_backend(const std::string& setting, c10::Device device);
+/// `distributed.backend` for ranks that `launcher` starts or started: RankEnvironment::launcher
+/// ("torchrun", "slurm", "mpirun"), or "" for our launcher on one node. "auto" is NCCL on a GPU; on
+/// the CPU it is MPI under mpirun and for our one-node launcher (which starts CPU ranks with
+/// mpirun), and Gloo under torchrun and srun. Refused with a UsageError: "nccl" on the CPU, "mpi"
+/// or "gloo" on a GPU, "mpi" for ranks torchrun started (they are no MPI job: the fix names the
+/// command that works), and a backend this build lacks (see backend_available).
+Backend choose_backend(const std::string& setting, c10::Device device, const std::string& launcher = "");
 
 /// Whether this build has the backend: MPI needs Open MPI at build time (libopenmpi-dev), NCCL
-/// needs the nccl.h of the NCCL that LibTorch loads.
+/// needs the nccl.h of the NCCL that LibTorch loads, Gloo needs Gloo's headers (libgloo-dev).
 bool backend_available(Backend backend);
 
 /// A collective failed, or did not finish within the timeout: a peer rank died or hangs.

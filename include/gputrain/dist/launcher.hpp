@@ -48,7 +48,8 @@ int launch_local(const LaunchSpec& spec, std::ostream& report);
 /// Whether `gputrain train` with distributed.nproc_per_node > 0 starts the ranks itself. Not in a
 /// rank our launcher started (kLaunchedVariable), nor under another launcher (torchrun, srun,
 /// mpirun: their variables are set, and --nproc-per-node is theirs), unless `nnodes` > 1 makes this
-/// process its node's launcher: a Kubeflow pod's RANK and WORLD_SIZE count pods, not ranks.
+/// process its node's launcher (a Kubeflow pod's RANK and WORLD_SIZE count pods, not ranks) or
+/// that launcher started this process alone (srun in `sbatch --ntasks=1`).
 bool starts_ranks_here(int nproc_per_node, int nnodes, const EnvLookup& env = process_environment());
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (the kernel's pick).

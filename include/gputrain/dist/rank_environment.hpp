@@ -27,11 +27,14 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 EnvLookup process_environment();
 
 /// This process's rank environment, or nullopt when no launcher variables are set (a plain run).
-/// Variables are read in this order: torchrun (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
-/// MASTER_ADDR, MASTER_PORT), then SLURM (SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS,
-/// SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE, the first host of SLURM_JOB_NODELIST), then Open
-/// MPI (OMPI_COMM_WORLD_RANK, _LOCAL_RANK, _SIZE, _LOCAL_SIZE). Partial or inconsistent variables
-/// (RANK without WORLD_SIZE, RANK >= WORLD_SIZE, a non-number) throw UsageError naming the variable.
+/// The launcher that started the process wins over one around it, so variables are read in this
+/// order: torchrun (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), then
+/// Open MPI (OMPI_COMM_WORLD_RANK, _LOCAL_RANK, _SIZE, _LOCAL_SIZE), then srun (SLURM_PROCID,
+/// SLURM_LOCALID, SLURM_STEP_NUM_TASKS, SLURM_STEP_TASKS_PER_NODE or SLURM_NTASKS_PER_NODE or
+/// SLURM_TASKS_PER_NODE, the first host of SLURM_STEP_NODELIST or SLURM_JOB_NODELIST). A batch
+/// script's SLURM variables without SLURM_STEP_NUM_TASKS are no rank: srun did not start it.
+/// Partial or inconsistent variables (RANK without WORLD_SIZE, RANK >= WORLD_SIZE, a non-number)
+/// throw UsageError naming the variable.
 std::optional<RankEnvironment> read_rank_environment(const EnvLookup& lookup = process_environment());
 
 /// The first host of a SLURM node list: "gpu[03-05,07],cpu1" -> "gpu03".

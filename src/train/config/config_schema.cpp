@@ -393,7 +393,7 @@ std::vector<Field> device_fields() {
 std::vector<Field> distributed_fields() {
   // clang-format off
   return {
-    choice_field("distributed.backend", [](auto& c) -> auto& { return c.distributed.backend; }, {"auto", "nccl", "mpi"}),
+    choice_field("distributed.backend", [](auto& c) -> auto& { return c.distributed.backend; }, {"auto", "nccl", "mpi", "gloo"}),
     int_field("distributed.nproc_per_node", [](auto& c) -> auto& { return c.distributed.nproc_per_node; }, 0, 1024),
     int_field("distributed.nnodes", [](auto& c) -> auto& { return c.distributed.nnodes; }, 1, 100000),
     int_field("distributed.node_rank", [](auto& c) -> auto& { return c.distributed.node_rank; }, 0, 99999),

@@ -35,7 +35,7 @@ void RankGroup::connect(const DistributedConfig& config, c10::Device device) {
   if (!env_) return;
   device_ = device;
   dist::CommunicatorOptions options;
-  options.backend = dist::choose_backend(config.backend, device);
+  options.backend = dist::choose_backend(config.backend, device, env_->launcher);
   options.device = device;
   options.timeout = std::chrono::seconds(static_cast<std::int64_t>(std::ceil(config.timeout)));
   comm_ = dist::connect(*env_, options);

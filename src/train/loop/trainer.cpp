@@ -217,6 +217,12 @@ FitResult Trainer::fit() {
     throw error;
   } catch (const dist::CommunicationError& e) {
     if (s.config.logging.alerts.communication_error) alert_communication_error(s.reporter, e, s.progress.step);
+    // A peer is gone mid-step: no checkpoint can be written together now, and the last one the
+    // ranks wrote is where the run goes on from once every node is back.
+    s.reporter.note(s.last_checkpoint.empty()
+                        ? "stopped: no checkpoint of this run was written yet, so the same command starts over"
+                        : "stopped: resume from " + s.last_checkpoint +
+                              ", the last checkpoint all ranks reached (the same command with checkpoint.resume: auto)");
     s.reporter.fail(e);
     throw;
   } catch (const std::exception& e) {

@@ -102,6 +102,14 @@ TEST(Launcher, StartsRanksOnlyWhereNoOtherLauncherDid) {
   EXPECT_FALSE(starts_ranks_here(2, 1, pod));   // torchrun or srun started it: --nproc-per-node is theirs
   EXPECT_TRUE(starts_ranks_here(8, 4, pod));    // a node's launcher in a pod
   EXPECT_FALSE(starts_ranks_here(8, 4, ours));  // one of the ranks it started
+  // `srun gputrain train --nproc-per-node 2` in an `sbatch --ntasks=1` job: srun started one task,
+  // so the 2 ranks asked for are ours to start (they were 1, silently).
+  const auto one_task = env({{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "1"}, {"SLURM_NTASKS", "1"}});
+  EXPECT_TRUE(starts_ranks_here(2, 1, one_task));
+  // The batch script itself (no srun): the job's variables are no rank environment.
+  EXPECT_TRUE(starts_ranks_here(2, 1, env({{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}})));
+  // srun started 4 tasks: --nproc-per-node is srun's.
+  EXPECT_FALSE(starts_ranks_here(2, 1, env({{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "4"}})));
 }
 
 TEST(Launcher, AFailedRankStopsTheOthersAndIsNamedWithItsLastLines) {

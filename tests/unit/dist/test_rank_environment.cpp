@@ -67,7 +67,7 @@ TEST(RankEnvironment, AKubeflowPodWithoutLocalRankIsOneProcessPerPod) {
 TEST(RankEnvironment, ReadsSlurmAndTakesTheFirstNodeAsMaster) {
   const auto env = read_rank_environment(vars({{"SLURM_PROCID", "3"},
                                                {"SLURM_LOCALID", "1"},
-                                               {"SLURM_NTASKS", "4"},
+                                               {"SLURM_STEP_NUM_TASKS", "4"},
                                                {"SLURM_TASKS_PER_NODE", "2(x2)"},
                                                {"SLURM_JOB_NODELIST", "gpu[07-08]"}}));
   expect_environment(env, {3, 1, 4, 2, "gpu07", 0, "slurm"});
@@ -76,7 +76,7 @@ TEST(RankEnvironment, ReadsSlurmAndTakesTheFirstNodeAsMaster) {
 TEST(RankEnvironment, SlurmKeepsAnExplicitMasterAddress) {
   const auto env = read_rank_environment(vars({{"SLURM_PROCID", "0"},
                                                {"SLURM_LOCALID", "0"},
-                                               {"SLURM_NTASKS", "2"},
+                                               {"SLURM_STEP_NUM_TASKS", "2"},
                                                {"SLURM_NTASKS_PER_NODE", "2"},
                                                {"SLURM_JOB_NODELIST", "a1,b2"},
                                                {"MASTER_ADDR", "10.0.0.5"},
@@ -102,6 +102,50 @@ TEST(RankEnvironment, ReadsOpenMpi) {
   expect_environment(env, {1, 1, 2, 2, "", 0, "mpirun"});  // MPI needs no master address
 }
 
+// srun's step, not the job: a step of 2 tasks in a job of 8 is a world of 2 on its own nodes.
+TEST(RankEnvironment, SlurmReadsTheStepSrunStarted) {
+  const auto env = read_rank_environment(vars({{"SLURM_PROCID", "1"},
+                                               {"SLURM_LOCALID", "1"},
+                                               {"SLURM_NTASKS", "8"},
+                                               {"SLURM_STEP_NUM_TASKS", "2"},
+                                               {"SLURM_TASKS_PER_NODE", "4(x2)"},
+                                               {"SLURM_STEP_TASKS_PER_NODE", "2"},
+                                               {"SLURM_JOB_NODELIST", "n[01-02]"},
+                                               {"SLURM_STEP_NODELIST", "n02"}}));
+  expect_environment(env, {1, 1, 2, 2, "n02", 0, "slurm"});
+}
+
+// A batch script has the job's SLURM_PROCID and SLURM_NTASKS, but srun did not start it: it is a
+// plain run (or our launcher's, with --nproc-per-node), not rank 0 of ranks that never come.
+TEST(RankEnvironment, ABatchScriptsSlurmVariablesAreNoRank) {
+  EXPECT_FALSE(read_rank_environment(vars({{"SLURM_JOB_ID", "7"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"}})));
+}
+
+// mpirun inside an sbatch script: the ranks inherit the job's SLURM variables (and, as Open MPI
+// starts its daemons with srun, a step's), but mpirun started them: its variables win.
+TEST(RankEnvironment, MpirunInsideASlurmJobWinsOverSlurm) {
+  const auto env = read_rank_environment(vars({{"SLURM_PROCID", "0"},
+                                               {"SLURM_STEP_NUM_TASKS", "1"},
+                                               {"SLURM_NTASKS", "1"},
+                                               {"OMPI_COMM_WORLD_RANK", "1"},
+                                               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                               {"OMPI_COMM_WORLD_SIZE", "2"},
+                                               {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}));
+  expect_environment(env, {1, 1, 2, 2, "", 0, "mpirun"});
+}
+
+TEST(RankEnvironment, TorchrunInsideSrunWinsOverSlurm) {
+  const auto env = read_rank_environment(vars({{"SLURM_PROCID", "0"},
+                                               {"SLURM_STEP_NUM_TASKS", "1"},
+                                               {"RANK", "1"},
+                                               {"LOCAL_RANK", "1"},
+                                               {"WORLD_SIZE", "2"},
+                                               {"LOCAL_WORLD_SIZE", "2"},
+                                               {"MASTER_ADDR", "127.0.0.1"},
+                                               {"MASTER_PORT", "29500"}}));
+  expect_environment(env, {1, 1, 2, 2, "127.0.0.1", 29500, "torchrun"});
+}
+
 TEST(RankEnvironment, TorchrunVariablesWinOverMpiOnes) {
   const auto env =
       read_rank_environment(vars({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}}));
@@ -113,7 +157,7 @@ TEST(RankEnvironment, TorchrunVariablesWinOverMpiOnes) {
 TEST(RankEnvironment, PartialOrInconsistentVariablesAreClearErrors) {
   EXPECT_NE(error_of({{"RANK", "0"}}).find("RANK is set but WORLD_SIZE is not"), std::string::npos);
   EXPECT_NE(error_of({{"WORLD_SIZE", "2"}}).find("WORLD_SIZE is set but RANK is not"), std::string::npos);
-  EXPECT_NE(error_of({{"SLURM_PROCID", "0"}}).find("SLURM_NTASKS"), std::string::npos);
+  EXPECT_NE(error_of({{"SLURM_STEP_NUM_TASKS", "2"}}).find("SLURM_STEP_NUM_TASKS is set but SLURM_PROCID is not"), std::string::npos);
   EXPECT_NE(error_of({{"RANK", "2"}, {"WORLD_SIZE", "2"}}).find("RANK=2 is not below WORLD_SIZE=2"), std::string::npos);
   EXPECT_NE(error_of({{"RANK", "x"}, {"WORLD_SIZE", "2"}}).find("RANK='x' is not a rank"), std::string::npos);
   EXPECT_NE(error_of({{"RANK", "0"}, {"WORLD_SIZE", "0"}}).find("WORLD_SIZE='0' is not a size"), std::string::npos);
