@@ -16,14 +16,21 @@ bool is_rule(const std::string& line) { return line.size() > 20 && line.find_fir
 }  // namespace
 
 std::vector<std::string> MpirunNoise::shown(const std::string& line) {
-  if (in_abort_banner_) {
-    in_abort_banner_ = !is_rule(line);
+  if (in_banner_) {
+    in_banner_ = !is_rule(line);
     return {};
   }
-  if (line.rfind("MPI_ABORT was invoked on rank ", 0) == 0) {
-    in_abort_banner_ = true;
-    held_rule_.clear();
-    return {};
+  // How the job ended, in mpirun's words: the launcher says it itself (the failed rank and how,
+  // or the interruption and the checkpoint).
+  static const char* const banner_starts[] = {"MPI_ABORT was invoked on rank ", "Primary job  terminated normally",
+                                              "Primary job terminated normally", "mpirun detected that one or more processes exited",
+                                              "mpirun noticed that process rank "};
+  for (const char* start : banner_starts) {
+    if (line.rfind(start, 0) == 0) {
+      in_banner_ = true;
+      held_rule_.clear();
+      return {};
+    }
   }
   auto out = rest();
   const bool help_error = line.find("ORTE_ERROR_LOG") != std::string::npos ||

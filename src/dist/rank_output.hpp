@@ -14,19 +14,21 @@
 
 namespace gputrain::dist {
 
-/// mpirun's own lines that say nothing the launcher's report does not: the banner of MPI_Abort
-/// (which a failed rank calls on purpose to end the job) and the errors of its help system when
-/// several ranks abort at once. They are still read for the report (parse_mpirun_failure).
+/// mpirun's own lines that say nothing the launcher's report does not: its banners on how the job
+/// ended (MPI_Abort, which a failed rank calls on purpose to end the job; a rank that exited
+/// non-zero, 130 after a clean Ctrl-C included; a rank killed by a signal) and the errors of its
+/// help system when several ranks abort at once. They are still read for the report
+/// (parse_mpirun_failure).
 class MpirunNoise {
  public:
   /// The lines to show for mpirun's `line`: a rule of dashes is held back until the next line says
-  /// whether it opens the abort banner.
+  /// whether it opens one of those banners.
   std::vector<std::string> shown(const std::string& line);
   /// A rule still held back when mpirun's output ends.
   std::vector<std::string> rest();
 
  private:
-  bool in_abort_banner_ = false;
+  bool in_banner_ = false;
   std::string held_rule_;
 };
 

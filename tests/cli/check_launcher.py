@@ -8,7 +8,8 @@ Modes:
   kill-launcher
              the launcher is SIGKILLed mid-run (a CI timeout, the OOM killer): its ranks do not
              train on unwatched; they stop as on SIGTERM, with a checkpoint the same command resumes.
-  sigterm    SIGTERM to the launcher: both ranks checkpoint and exit 130; the same command resumes.
+  sigterm    SIGTERM to the launcher: both ranks checkpoint and exit 130, with none of mpirun's
+             banners on their exit codes after; the same command resumes.
   early-stop train.early_stop_patience stops both ranks after the same epoch (none waits for the
              other in a collective); rank 0 ends on the best epoch's weights.
   max-time   train.max_time ends both ranks at the same step (exit 0, rank 0 writes the weights);
@@ -207,6 +208,9 @@ def main():
             fail(f"exit {launcher.returncode} after SIGTERM, expected 130", out)
         if "interrupted after step" not in out:
             fail("no interruption report", out)
+        for banner in ("Primary job", "mpirun detected that one or more processes exited", "mpirun noticed"):
+            if banner in out:  # mpirun's word on the ranks' 130: the launcher said it already
+                fail(f"mpirun's banner {banner!r} after a clean stop", out)
         again = subprocess.run(base + long_run + ["--set", "train.max_steps=300"], capture_output=True, text=True, timeout=300)
         out2 = again.stdout + again.stderr
         if again.returncode != 0 or "resuming at step" not in out2:

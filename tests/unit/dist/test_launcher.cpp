@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "dist/rank_output.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/dist/bus_bandwidth.hpp"
 #include "gputrain/dist/launcher.hpp"
@@ -227,6 +228,33 @@ TEST(Launcher, ReadsOpenMpisAccountOfAFailedJob) {
   EXPECT_EQ(rank, 1);
   EXPECT_EQ(how, "exit code 2");
   EXPECT_FALSE(parse_mpirun_failure("all good", rank, how));
+}
+
+// After a clean Ctrl-C every rank exits 130, and mpirun says so in two banners; the launcher has
+// said it already (interrupted, the checkpoint, how to resume): they are left out, other lines kept.
+TEST(Launcher, MpirunsBannersOnHowTheJobEndedAreLeftOut) {
+  const std::string rule(74, '-');
+  const std::vector<std::string> mpirun = {rule,
+                                           "Primary job  terminated normally, but 1 process returned",
+                                           "a non-zero exit code. Per user-direction, the job has been aborted.",
+                                           rule,
+                                           rule,
+                                           "mpirun detected that one or more processes exited with non-zero status, thus causing",
+                                           "the job to be terminated. The first process to do so was:",
+                                           "",
+                                           "  Process name: [[6431,1],1]",
+                                           "  Exit code:    130",
+                                           rule,
+                                           rule,
+                                           "mpirun noticed that process rank 1 with PID 0 on node vm exited on signal 9 (Killed).",
+                                           rule,
+                                           "a line of mpirun's own that is news"};
+  MpirunNoise noise;
+  std::vector<std::string> shown;
+  for (const auto& line : mpirun)
+    for (const auto& l : noise.shown(line)) shown.push_back(l);
+  for (const auto& l : noise.rest()) shown.push_back(l);
+  EXPECT_EQ(shown, std::vector<std::string>{"a line of mpirun's own that is news"});
 }
 
 TEST(Launcher, FreePortIsAUsablePortNumber) {
