@@ -12,6 +12,9 @@ Usage: check_mlflow.py CASE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
       killed (refuses connections): each run exits 0 with one mlflow warning on the console, and
       ends within a few seconds of its timeout. A resume after the server is back goes on in the
       same MLflow run, whose id the checkpoint kept through the runs that could not reach it.
+  server_restarts_mid_run: the server is killed while a run trains and started again on the same
+      store before the run ends: the run exits 0 with one mlflow warning, and every step line of
+      metrics.jsonl is in MLflow (kept while it was away, sent once it answered), the run FINISHED.
   authenticates: a server with MLflow's basic-auth app takes a run logged with
       MLFLOW_TRACKING_USERNAME and _PASSWORD; with a wrong password the run still trains (exit 0),
       says the refusal once (HTTP 401) and logs nothing.
@@ -161,6 +164,55 @@ def server_away_and_resume(workdir, command):
         server.stop()
 
 
+def server_restarts_mid_run(workdir, command):
+    server = mlflow_server.Server(os.path.join(workdir, "server")).start()
+    run_dir = os.path.join(workdir, "run")
+    # Steps for 40 s (train.max_time ends the run, exit 0), a step line every 200 steps.
+    args = command + ["--set", "device=cpu", "--set", "model.name=mlp", "--set", "model.hidden=[16]", "--set", "data.shape=[6]",
+                      "--set", "data.classes=3", "--set", "data.samples=64", "--set", "data.val_samples=16",
+                      "--set", "train.batch_size=16", "--set", "train.epochs=1000000", "--set", "train.max_time=40s",
+                      "--set", "logging.every_steps=200", "--set", "logging.progress=lines", "--set", f"logging.dir={run_dir}",
+                      "--set", "checkpoint.every_epochs=0", "--set", "checkpoint.best_metric=none",
+                      "--set", f"logging.mlflow.tracking_uri={server.uri}", "--set", "logging.mlflow.experiment=restart",
+                      "--set", "logging.mlflow.timeout=5s"]
+    run = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        client, deadline = MlflowClient(server.uri), time.time() + 30
+        while not first_losses_arrived(client, "restart"):
+            if time.time() > deadline:
+                fail("no train/loss reached the server within 30 s of the run's start")
+            time.sleep(0.5)
+        server.kill()
+        killed_at = time.time()
+        time.sleep(3)  # step lines go on meanwhile, kept by the run
+        server = mlflow_server.Server(server.folder, server.port).start()  # the same store, back on its port
+        print(f"the server was away {time.time() - killed_at:.1f} s")
+        output = run.communicate(timeout=300)[0]
+        if run.returncode != 0:
+            fail(f"the run exited {run.returncode}:\n{output}")
+        if len(warnings_in(output)) != 1:
+            fail(f"{len(warnings_in(output))} mlflow warnings on the console, not 1:\n{output}")
+        run_info = the_run(client, "restart")
+        steps = sorted(m.step for m in client.get_metric_history(run_info.info.run_id, "train/loss"))
+        expected = [r["step"] for r in records(run_dir, "step")]
+        if steps != expected:
+            fail(f"train/loss in MLflow at {len(steps)} steps, metrics.jsonl has {len(expected)}: "
+                 f"missing {sorted(set(expected) - set(steps))[:10]}")
+        if run_info.info.status != "FINISHED":
+            fail(f"run status {run_info.info.status}, not FINISHED")
+        print(f"every one of the {len(expected)} step lines reached MLflow; the run is FINISHED")
+    finally:
+        if run.poll() is None:
+            run.kill()
+        server.stop()
+
+
+def first_losses_arrived(client, experiment_name):
+    experiment = client.get_experiment_by_name(experiment_name)
+    runs = client.search_runs([experiment.experiment_id]) if experiment else []
+    return bool(runs) and bool(client.get_metric_history(runs[0].info.run_id, "train/loss"))
+
+
 def authenticates(workdir, command):
     user, password = "admin", "gputrain-test-password-1"
     server = mlflow_server.Server(os.path.join(workdir, "server"), auth=(user, password)).start()
@@ -187,7 +239,9 @@ def main():
     case, workdir, command = sys.argv[1], sys.argv[2], sys.argv[4:]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
-    {"logs_a_run": logs_a_run, "server_away_and_resume": server_away_and_resume, "authenticates": authenticates}[case](workdir, command)
+    cases = {"logs_a_run": logs_a_run, "server_away_and_resume": server_away_and_resume, "server_restarts_mid_run": server_restarts_mid_run,
+             "authenticates": authenticates}
+    cases[case](workdir, command)
     print(f"ok: {case}")
 
 

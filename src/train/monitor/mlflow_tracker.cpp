@@ -103,10 +103,15 @@ void Tracker::work() {
   bool failed = false;
   std::unique_lock lock(mutex_);
   while (!abandoned_) {
-    wake_.wait_for(lock, millis(failed ? backoff : plan_.send_every_seconds),
-                   [&] { return abandoned_ || !tried_opening_ || (!failed && (finishing_ || buffered_.size() >= kMaxMetricsPerBatch)); });
+    // The end is tried at once even in a backoff: a server back since the last failure must not
+    // miss the run's last metrics and status because the next retry was due after the deadline.
+    wake_.wait_for(lock, millis(failed ? backoff : plan_.send_every_seconds), [&] {
+      return abandoned_ || !tried_opening_ || (finishing_ && !tried_at_end_) ||
+             (!failed && (finishing_ || buffered_.size() >= kMaxMetricsPerBatch));
+    });
     if (abandoned_) break;
     const bool finishing = finishing_;
+    tried_at_end_ = tried_at_end_ || finishing;
     lock.unlock();
     const bool opened = disabled_ || open_run();
     lock.lock();

@@ -81,7 +81,7 @@ class Tracker {
   std::vector<TrackerMessage> messages_;
   std::size_t dropped_ = 0;
   bool unreachable_ = false, warned_ = false, refused_ = false, disabled_ = false;
-  bool tried_opening_ = false, finishing_ = false, finished_ = false, abandoned_ = false;
+  bool tried_opening_ = false, finishing_ = false, finished_ = false, abandoned_ = false, tried_at_end_ = false;
   std::string status_;
   std::vector<std::string> files_;
   std::thread thread_;

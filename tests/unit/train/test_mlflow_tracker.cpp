@@ -2,6 +2,7 @@
 // server (the real one: tests/mlflow/check_mlflow.py). Also logging.mlflow's settings.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -160,6 +161,29 @@ TEST(MlflowTracker, AServerThatDiesMidRunCostsOneWarningAndTheRunKeepsItsId) {
   EXPECT_TRUE(r.status.empty());
   EXPECT_EQ(tracker.run_id(), "run-new");  // the checkpoint still names the run
   EXPECT_EQ(warnings(tracker.take_messages()), 1);
+}
+
+// The server went away mid-run and is back by the end, while the tracker waits out a long retry
+// backoff: the end tries at once, so the last metrics and the status still arrive.
+TEST(MlflowTracker, AServerBackBeforeTheEndGetsEverythingThoughARetryIsFarOff) {
+  Received r;
+  auto plan = fast_plan();
+  plan.first_retry_seconds = 60;  // the next retry after a failure: past the end's deadline
+  Tracker tracker(std::make_unique<FakeApi>(r), plan);
+  tracker.wait_for_run();
+  r.away = 1;  // the next send fails; the server answers again after it
+  tracker.log(metrics(3, 1));
+  for (int i = 0; i < 500 &&
+                  [&] {
+                    std::lock_guard lock(r.mutex);
+                    return std::count(r.calls.begin(), r.calls.end(), "log") < 1;
+                  }();
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  tracker.log(metrics(4, 4));
+  tracker.finish("FINISHED", {}, 5);
+  EXPECT_EQ(r.metrics.size(), 7u);
+  EXPECT_EQ(r.status, "FINISHED");
 }
 
 TEST(MlflowTracker, AResumeGoesOnInItsRunAndSendsOnlyNewParams) {
