@@ -4,6 +4,8 @@
 #   scripts/fuzz.sh run TARGET [SECONDS]   fuzz one target (default 300 s)
 #   scripts/fuzz.sh all [SECONDS]          fuzz every target in turn for SECONDS each (default 60)
 #   scripts/fuzz.sh replay [TARGET...]     run the committed corpora and regressions under the sanitizers
+#   scripts/fuzz.sh ci [RUNS]              replay, then RUNS inputs (default 500) of each target from
+#                                          a fixed seed: .ci/run's sanitizer pass
 #   scripts/fuzz.sh list                   the targets
 # A crash is saved as build-fuzz/crashes/TARGET/crash-*; commit it to tests/fuzz/regressions/TARGET/
 # once fixed, so every build replays it. New inputs libFuzzer finds stay in build-fuzz/corpus/.
@@ -16,7 +18,7 @@ build=${GPUTRAIN_BUILD_DIR:-$root/build}
 fuzz=${GPUTRAIN_FUZZ_DIR:-$root/build-fuzz}
 jobs=${GPUTRAIN_JOBS:-$(nproc)}
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 targets() { for f in "$root"/tests/fuzz/targets/*.cpp; do basename "$f" .cpp; done; }
 
 # LeakSanitizer stays on: a reader that leaks per input is a finding. LibTorch is not instrumented,
@@ -49,20 +51,47 @@ build_fuzz() {
   CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true cmake --build "$fuzz" -j "$jobs"
 }
 
-# Fuzzes one target for $2 seconds from its committed corpus plus what earlier runs found.
+# Fuzzes one target for $2 seconds from its committed corpus plus what earlier runs found (in $3,
+# default build-fuzz/corpus/TARGET); returns non-zero when it found a crash.
 run_target() {
   local target=$1 seconds=$2
   [ -x "$fuzz/fuzz_$target" ] || { echo "error: no fuzz target '$target' (scripts/fuzz.sh list)" >&2; exit 2; }
-  local work=$fuzz/corpus/$target crashes=$fuzz/crashes/$target/
+  local work=${3:-$fuzz/corpus/$target} crashes=$fuzz/crashes/$target/
   mkdir -p "$work" "$crashes"
   say "fuzzing $target for $seconds s"
   local inputs=("$work" "$root/tests/fuzz/corpus/$target")
   [ -d "$root/tests/fuzz/regressions/$target" ] && inputs+=("$root/tests/fuzz/regressions/$target")
   # 2 GB of memory at most, as for libFuzzer's default, and no single allocation past it: a reader
   # must refuse a 100-byte file that claims a 1 TB array before allocating it.
+  local status=0
   TMPDIR=$fuzz/tmp "$fuzz/fuzz_$target" -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
-    -timeout=20 -artifact_prefix="$crashes" -print_final_stats=1 "${inputs[@]}" 2>&1 | tee "$fuzz/$target.log" |
-    grep --line-buffered -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|==[0-9]+==ERROR|fuzz: |SUMMARY|artifact_prefix.*Test unit written)' || true
+    -timeout=20 -artifact_prefix="$crashes" -print_final_stats=1 "${inputs[@]}" >"$fuzz/$target.log" 2>&1 || status=$?
+  grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|==[0-9]+==ERROR|fuzz: |SUMMARY|artifact_prefix.*Test unit written)' \
+    "$fuzz/$target.log" || true
+  return $status
+}
+
+# CI's pass: every corpus and regression under ASan and UBSan, then RUNS inputs of each target
+# mutated from its corpus with a fixed seed (the same inputs each time: CI stays deterministic;
+# fuzzing proper is `all`). Finds go to a scratch folder: the committed corpora stay as they are.
+ci() {
+  local runs=$1 target passed=0 failed=0
+  replay $(targets) || failed=$((failed + 1))
+  local scratch; scratch=$(mktemp -d)
+  for target in $(targets); do
+    say "fuzzing $target: $runs inputs, seed 1"
+    mkdir -p "$scratch/$target"
+    if TMPDIR=$fuzz/tmp "$fuzz/fuzz_$target" -seed=1 -runs="$runs" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=20 \
+      -artifact_prefix="$scratch/" "$scratch/$target" "$root/tests/fuzz/corpus/$target" >"$fuzz/$target.ci.log" 2>&1; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+      tail -40 "$fuzz/$target.ci.log" >&2
+    fi
+  done
+  rm -rf "$scratch"
+  echo "fuzz: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
 }
 
 replay() {
@@ -83,7 +112,8 @@ case "$job" in
   build) build_fuzz ;;
   list) targets ;;
   run) [ $# -ge 2 ] || usage; build_fuzz; mkdir -p "$fuzz/tmp"; run_target "$2" "${3:-300}" ;;
-  all) build_fuzz; mkdir -p "$fuzz/tmp"; for t in $(targets); do run_target "$t" "${2:-60}"; done ;;
+  all) build_fuzz; mkdir -p "$fuzz/tmp"; for t in $(targets); do run_target "$t" "${2:-60}" || true; done ;;
+  ci) build_fuzz; mkdir -p "$fuzz/tmp"; ci "${2:-500}" ;;
   replay) build_fuzz; shift; if [ $# -gt 0 ]; then replay "$@"; else replay $(targets); fi ;;
   *) usage ;;
 esac

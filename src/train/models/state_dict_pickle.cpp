@@ -123,8 +123,12 @@ std::optional<std::string> ordered_dicts_as_dicts(std::string_view pickle, unsig
       if (length > pickle.size() - end) return std::nullopt;
       end += static_cast<std::size_t>(length);
     }
-    for (int line = 0; line < argument->lines; ++line) end = pickle.find('\n', end) + 1;
-    if (end == 0 || end > pickle.size()) return std::nullopt;  // cut short
+    for (int line = 0; line < argument->lines; ++line) {
+      // npos + 1 is 0: a line that never ends must stop here, not search again from the start
+      end = pickle.find('\n', end) + 1;
+      if (end == 0) return std::nullopt;
+    }
+    if (end > pickle.size()) return std::nullopt;  // cut short
     const auto whole = pickle.substr(at, end - at);
     const bool get = op == 'h' || op == 'j';
     const std::size_t here = out.size();
