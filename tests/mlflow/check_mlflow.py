@@ -167,9 +167,11 @@ def server_away_and_resume(workdir, command):
 def server_restarts_mid_run(workdir, command):
     server = mlflow_server.Server(os.path.join(workdir, "server")).start()
     run_dir = os.path.join(workdir, "run")
-    # Steps for 40 s (train.max_time ends the run, exit 0), a step line every 200 steps.
+    # Steps for 40 s (train.max_time ends the run, exit 0), a step line every 200 steps; epochs of 512
+    # steps, so that their records stay a few hundred metrics (an epoch of 4 steps made thousands,
+    # more than a loaded server takes within the end's wait).
     args = command + ["--set", "device=cpu", "--set", "model.name=mlp", "--set", "model.hidden=[16]", "--set", "data.shape=[6]",
-                      "--set", "data.classes=3", "--set", "data.samples=64", "--set", "data.val_samples=16",
+                      "--set", "data.classes=3", "--set", "data.samples=8192", "--set", "data.val_samples=16",
                       "--set", "train.batch_size=16", "--set", "train.epochs=1000000", "--set", "train.max_time=40s",
                       "--set", "logging.every_steps=200", "--set", "logging.progress=lines", "--set", f"logging.dir={run_dir}",
                       "--set", "checkpoint.every_epochs=0", "--set", "checkpoint.best_metric=none",
