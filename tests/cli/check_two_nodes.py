@@ -13,6 +13,7 @@ Needs root (ip netns); exits 77 (skipped) with the reason where namespaces are n
 """
 import glob
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +41,9 @@ class Nodes:
     def __enter__(self):
         if os.geteuid() != 0:
             print("SKIP: network namespaces need root (ip netns)")
+            sys.exit(SKIP)
+        if shutil.which("ip") is None:
+            print("SKIP: no `ip` command (apt-get install iproute2)")
             sys.exit(SKIP)
         made = ip("netns", "add", self.names[0])
         if made.returncode != 0:
@@ -132,7 +136,7 @@ def main():
     base = sys.argv[sys.argv.index("--") + 1:]
     common = ["--set", "device=cpu", "--set", "logging.progress=lines", "--set", "data.samples=1024", "--set", "data.val_samples=128",
               "--set", "train.epochs=1", "--set", "model.hidden=[64]", "--set", "checkpoint.resume=never"]
-    subprocess.run(["rm", "-rf", workdir])
+    shutil.rmtree(workdir, ignore_errors=True)
     with Nodes() as nodes:
         same_weights(nodes, base, common, workdir)
         node_dies(nodes, base, common, workdir)
