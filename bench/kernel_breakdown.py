@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Where a GPU training step's time goes, kernel by kernel: gputrain against PyTorch.
+
+  GPUTRAIN_BUILD=build python3 bench/kernel_breakdown.py [--batch 256] [--steps 10]
+
+ResNet-18 (CIFAR stem, bf16 autocast, channels_last, SGD with momentum) on a CUDA GPU, four sides:
+gputrain with train.cuda_graphs on and off (`gputrain profile --step --trace`, Kineto), PyTorch
+eager (fused SGD, channels_last) and torch.compile(mode="reduce-overhead") (torch.profiler, the
+same Kineto). Each side's Chrome trace is read the same way: the GPU kernels of the traced steps,
+their count and time per step by kind (convolutions and matrix products, batch norm, element-wise,
+reductions, the optimizer, Inductor's fused Triton kernels, copies), and the GPU's busy share of
+the steps' span. Kernels replayed from a CUDA graph are reported by CUPTI like any other.
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_vs_pytorch as peer  # noqa: E402  (the same ResNet-18 as the throughput benchmark)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FRONT = os.path.join(os.environ.get("GPUTRAIN_BUILD", os.path.join(ROOT, "build")), "bin", "gputrain")
+
+KINDS = [  # first match wins
+    ("optimizer", re.compile(r"sgd|adam|multi_tensor|foreach|momentum", re.I)),
+    ("triton (Inductor)", re.compile(r"^triton_", re.I)),
+    ("conv / matmul", re.compile(r"conv|xmma|cutlass|gemm|wgrad|dgrad|fprop|implicit|sm\d+_|cudnn|nvjet|splitK", re.I)),
+    ("batch norm", re.compile(r"batch_norm|batchnorm|bn_", re.I)),
+    ("reduction", re.compile(r"reduce|norm_kernel|softmax|nll_loss", re.I)),
+    ("element-wise", re.compile(r"elementwise|vectorized|unrolled|fill|copy", re.I)),
+]
+
+
+def kind_of(name):
+    return next((kind for kind, pattern in KINDS if pattern.search(name)), "other")
+
+
+def read_trace(path, steps):
+    """Per step: kernel count, kernel microseconds by kind, the span of the GPU work, busy share."""
+    with open(path) as f:
+        events = json.load(f)
+    events = events.get("traceEvents", events) if isinstance(events, dict) else events
+    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    if not gpu:
+        raise SystemExit(f"{path}: no GPU kernel in the trace")
+    by_kind, top = collections.Counter(), collections.Counter()
+    for e in gpu:
+        kind = "copies" if e["cat"] != "kernel" else kind_of(e["name"])
+        by_kind[kind] += e["dur"]
+        top[e["name"][:120]] += e["dur"]
+    start = min(e["ts"] for e in gpu)
+    end = max(e["ts"] + e["dur"] for e in gpu)
+    busy = sum(e["dur"] for e in gpu)
+    return {"kernels": len(gpu) / steps, "busy_us": busy / steps, "span_us": (end - start) / steps,
+            "kinds": {k: v / steps for k, v in by_kind.items()}, "top": [(n, d / steps) for n, d in top.most_common(8)]}
+
+
+def gputrain_side(graphs, batch, workdir):
+    trace = os.path.join(workdir, f"gputrain-{graphs}.json")
+    args = [FRONT, "profile", "--step", "--trace", trace, os.path.join(ROOT, "configs", "resnet18-cifar.yaml"),
+            "--set", f"train.cuda_graphs={graphs}", "--set", f"train.batch_size={batch}", "--set", "data.samples=8192"]
+    result = subprocess.run(args, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} exited {result.returncode}:\n{result.stderr}")
+    return read_trace(trace, 5)  # profile --trace traces 5 steps
+
+
+def pytorch_side(mode, batch, steps, workdir):
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    model = peer.resnet18(10).to(device).to(memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, fused=True)
+    x = torch.randn(batch, 3, 32, 32, device=device).contiguous(memory_format=torch.channels_last)
+    y = torch.randint(0, 10, (batch,), device=device)
+
+    def train_step(x, y):
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    step = torch.compile(train_step, mode=mode) if mode else train_step
+
+    def run(n):
+        for _ in range(n):
+            if mode == "reduce-overhead":
+                torch.compiler.cudagraph_mark_step_begin()
+            step(x, y)
+
+    run(20)  # compilation, capture, cuDNN's algorithm choice
+    torch.cuda.synchronize()
+    trace = os.path.join(workdir, f"pytorch-{mode or 'eager'}.json")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as prof:
+        run(steps)
+        torch.cuda.synchronize()
+    prof.export_chrome_trace(trace)
+    return read_trace(trace, steps)
+
+
+def table(sides):
+    kinds = sorted({k for s in sides.values() for k in s["kinds"]}, key=lambda k: -max(s["kinds"].get(k, 0) for s in sides.values()))
+    names = list(sides)
+    print("| per step | " + " | ".join(names) + " |")
+    print("| --- |" + " ---: |" * len(names))
+    print("| kernels | " + " | ".join(f"{sides[n]['kernels']:.0f}" for n in names) + " |")
+    print("| GPU span, ms | " + " | ".join(f"{sides[n]['span_us'] / 1000:.3f}" for n in names) + " |")
+    print("| kernel time, ms | " + " | ".join(f"{sides[n]['busy_us'] / 1000:.3f}" for n in names) + " |")
+    print("| busy share of the span | " + " | ".join(f"{sides[n]['busy_us'] / sides[n]['span_us']:.0%}" for n in names) + " |")
+    for k in kinds:
+        print(f"| {k}, ms | " + " | ".join(f"{sides[n]['kinds'].get(k, 0) / 1000:.3f}" for n in names) + " |")
+    for n in names:
+        print(f"\n{n}: the heaviest kernels (ms a step)")
+        for name, us in sides[n]["top"]:
+            print(f"  {us / 1000:7.3f}  {name}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=10, help="PyTorch's traced steps (gputrain's profile traces 5)")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("kernel_breakdown.py needs a CUDA GPU")
+    torch.backends.cudnn.benchmark = True
+    print(f"# ResNet-18 CIFAR bf16, batch {args.batch}, {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+          f"{time.strftime('%Y-%m-%d')}\n")
+    sides = {}
+    with tempfile.TemporaryDirectory() as workdir:
+        for graphs in ("on", "off"):
+            sides[f"gputrain graphs {graphs}"] = gputrain_side(graphs, args.batch, workdir)
+        sides["PyTorch eager"] = pytorch_side(None, args.batch, args.steps, workdir)
+        sides["reduce-overhead"] = pytorch_side("reduce-overhead", args.batch, args.steps, workdir)
+    table(sides)
+
+
+if __name__ == "__main__":
+    main()
