@@ -149,6 +149,18 @@ TEST_F(GpuTrainer, ResumedRunEndsWithinRunToRunNoiseWithTheFastDefaults) {
   EXPECT_LE(gap, std::max(10 * noise, 1e-5));
 }
 
+namespace {
+// The lines of a run's training.log that mention `word` or the CUDA graphs: where and when an
+// unexpected OOM happened (the capture, a replay, the partial batch, validation).
+std::string log_lines_with(const std::string& run_dir, const std::string& word) {
+  std::ifstream log(std::filesystem::path(run_dir) / "training.log");
+  std::string line, found;
+  while (std::getline(log, line))
+    if (line.find(word) != std::string::npos || line.find("cuda graphs") != std::string::npos) found += line + "\n";
+  return found;
+}
+}  // namespace
+
 // Auto batch under a memory fraction: the batch found fits, is within the 90 % goal (less the
 // rounding to 8) of the true largest, and the run after it has no OOM. ResNet-18 and the MLP.
 TEST_F(GpuTrainer, AutoBatchUnderAMemoryCapIsNearTheLargestAndDoesNotOom) {
@@ -165,7 +177,7 @@ TEST_F(GpuTrainer, AutoBatchUnderAMemoryCapIsNearTheLargestAndDoesNotOom) {
       result = trainer.fit();
     }
     memory::release_cached_memory(c10::Device(c10::kCUDA, 0));  // the truth starts from the empty GPU the run did
-    EXPECT_EQ(result.oom_events, 0) << model[0];
+    EXPECT_EQ(result.oom_events, 0) << model[0] << "; the run's log:\n" << log_lines_with(result.run_dir, "memory");
     const auto run = prepare_device(config);
     auto resolved = config;
     const auto data = open_data(resolved);

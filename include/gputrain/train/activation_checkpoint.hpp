@@ -20,6 +20,11 @@ class CheckpointableBlock {
   virtual at::Tensor block_forward(const at::Tensor& input) = 0;
   /// From now on, training forwards that record gradients recompute this block in backward.
   void recompute_in_backward(bool on) { recompute_ = on; }
+  bool recomputes_in_backward() const { return recompute_; }
+  /// Whether block_forward draws random numbers in training (dropout). Only then are the random
+  /// generators rewound for the recomputation, which a CUDA-graph capture cannot do: a block that
+  /// says false recomputes inside a captured step. The default is the safe answer for any block.
+  virtual bool draws_random_numbers() const { return true; }
 
  protected:
   /// What the block's forward() returns: block_forward(input), through the recomputation when

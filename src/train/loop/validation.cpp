@@ -134,25 +134,34 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
   const auto f64 = at::TensorOptions().device(device).dtype(at::kDouble);
   const std::int64_t classes = classification ? model_outputs(config) : 0;
   const ValidationStep step{*model, data.transform, classification, channels_last, device, config.train.precision};
-  ValidationSums total(classes, f64);
-  std::int64_t n = 0;
-  // Each rank validates every world-th sample; the sums are added up over ranks below.
-  placement.val_feed->start(at::arange(ranks.rank(), val_size, ranks.world_size(), at::kLong), val_guard->preferred_micro_batch());
-  while (auto fed = placement.val_feed->next()) {
-    const data::Batch& chunk = fed->batch;
-    n += chunk.size();
-    std::optional<ValidationSums> chunk_sums;
-    // An OOM here shrinks the validation batch only; the chunk is summed again from scratch.
-    val_guard->run(
-        progress.step, chunk.size(), [&](std::int64_t micro) { chunk_sums = step.sums_of(chunk, micro, classes, f64); }, [] {});
-    reporter.oom_events(*val_guard);
-    total.add(*chunk_sums, classification);
-  }
+  std::vector<double> figures;
+  // Beside a captured step, in its memory (StepEngine::between_steps): every figure is on the
+  // host before the next replay can overwrite what the sums were kept in.
+  const auto sum_up = [&] {
+    ValidationSums total(classes, f64);
+    std::int64_t n = 0;
+    // Each rank validates every world-th sample; the sums are added up over ranks below.
+    placement.val_feed->start(at::arange(ranks.rank(), val_size, ranks.world_size(), at::kLong), val_guard->preferred_micro_batch());
+    while (auto fed = placement.val_feed->next()) {
+      const data::Batch& chunk = fed->batch;
+      n += chunk.size();
+      std::optional<ValidationSums> chunk_sums;
+      // An OOM here shrinks the validation batch only; the chunk is summed again from scratch.
+      val_guard->run(
+          progress.step, chunk.size(), [&](std::int64_t micro) { chunk_sums = step.sums_of(chunk, micro, classes, f64); }, [] {});
+      reporter.oom_events(*val_guard);
+      total.add(*chunk_sums, classification);
+    }
+    figures = {total.loss.item<double>(), total.correct.item<double>(), total.se.item<double>(), total.ae.item<double>(),
+               static_cast<double>(n)};
+    const auto per_class = at::cat({total.class_samples, total.class_right, total.class_predicted}).cpu();
+    figures.insert(figures.end(), per_class.data_ptr<double>(), per_class.data_ptr<double>() + per_class.numel());
+  };
+  if (engine)
+    engine->between_steps(sum_up);
+  else
+    sum_up();
   model->set_training(true);
-  std::vector<double> figures{total.loss.item<double>(), total.correct.item<double>(), total.se.item<double>(), total.ae.item<double>(),
-                              static_cast<double>(n)};
-  const auto per_class = at::cat({total.class_samples, total.class_right, total.class_predicted}).cpu();
-  figures.insert(figures.end(), per_class.data_ptr<double>(), per_class.data_ptr<double>() + per_class.numel());
   fill_figures(m, ranks.sum(figures, "the sum of the validation figures after epoch " + std::to_string(epoch + 1)), classification, classes,
                model_outputs(config));
   return m;

@@ -34,6 +34,7 @@ struct BasicBlockImpl : nn::Module, CheckpointableBlock {
     if (stride != 1 || in != planes) shortcut = register_module("downsample", downsample(in, planes, stride));
   }
   at::Tensor forward(const at::Tensor& x) { return run_block(x); }
+  bool draws_random_numbers() const override { return false; }
   at::Tensor block_forward(const at::Tensor& x) override {
     auto y = torch::relu(bn1(conv1(x)));
     y = bn2(conv2(y));
@@ -59,6 +60,7 @@ struct BottleneckImpl : nn::Module, CheckpointableBlock {
     if (stride != 1 || in != planes * kExpansion) shortcut = register_module("downsample", downsample(in, planes * kExpansion, stride));
   }
   at::Tensor forward(const at::Tensor& x) { return run_block(x); }
+  bool draws_random_numbers() const override { return false; }
   at::Tensor block_forward(const at::Tensor& x) override {
     auto y = torch::relu(bn1(conv1(x)));
     y = torch::relu(bn2(conv2(y)));

@@ -88,6 +88,7 @@ struct EncoderLayerImpl : nn::Cloneable<EncoderLayerImpl>, CheckpointableBlock {
     activation = make_activation(c.activation);  // no parameters: not registered, as in PyTorch's layer
   }
   at::Tensor forward(const at::Tensor& x) { return run_block(x); }
+  bool draws_random_numbers() const override { return c.dropout > 0; }  // attention's and the three dropouts
   at::Tensor block_forward(const at::Tensor& x) override {
     if (c.norm_first) {  // pre-norm: x + block(norm(x)), as PyTorch's norm_first=True
       const auto h = x + drop(self_attn(norm1(x)));

@@ -56,4 +56,14 @@ std::string recompute_blocks(Model& model, const std::vector<std::string>& names
          "): each recomputes its forward in backward";
 }
 
+bool recomputation_draws_random_numbers(Model& model) {
+  auto* module = model.module();
+  if (!module) return false;
+  for (const auto& item : module->named_modules("", /*include_self=*/false)) {
+    const auto* block = dynamic_cast<const CheckpointableBlock*>(item.value().get());
+    if (block && block->recomputes_in_backward() && block->draws_random_numbers()) return true;
+  }
+  return false;
+}
+
 }  // namespace gputrain::train

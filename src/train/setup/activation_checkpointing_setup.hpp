@@ -14,4 +14,8 @@ class Model;
 /// TorchScript model) or a name that matches none, listing the blocks there are.
 std::string recompute_blocks(Model& model, const std::vector<std::string>& names);
 
+/// Whether a block that recomputes draws random numbers (dropout): the generators are then rewound
+/// for the recomputation, which keeps its steps out of CUDA graphs.
+bool recomputation_draws_random_numbers(Model& model);
+
 }  // namespace gputrain::train

@@ -220,7 +220,7 @@ void Trainer::State::choose_step_backend() {
   for (const auto& callback : callbacks)
     if (conditions.eager_callback.empty() && callback->needs_eager_steps()) conditions.eager_callback = callback->name();
   conditions.device_stepped = device_stepped(*optimizer) != nullptr;
-  conditions.recomputes = !config.train.activation_checkpointing.empty();
+  conditions.recomputes_random = recomputation_draws_random_numbers(*model);
   const auto decision = decide_cuda_graphs(conditions);
   cuda_graphs = decision.summary();
   // On a CPU the eager step is the only one: said in metrics.jsonl, not on the console.

@@ -16,10 +16,10 @@ GraphDecision decide_cuda_graphs(const GraphConditions& c) {
     reason = "callback '" + c.eager_callback + "' needs eager steps";
   else if (!c.device_stepped)
     reason = "the optimizer reads the host each step";
-  else if (c.recomputes)
+  else if (c.recomputes_random)
     reason =
-        "train.activation_checkpointing recomputes blocks in a nested backward with the random generators rewound, "
-        "which a capture does not support yet";
+        "train.activation_checkpointing recomputes blocks that draw random numbers (dropout), whose generators a "
+        "capture cannot rewind yet";
   if (reason.empty()) return {true, ""};
   if (c.setting == "on") refuse_cuda_graphs(reason);
   return {false, reason};

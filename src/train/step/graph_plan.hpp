@@ -13,12 +13,12 @@ namespace gputrain::train {
 
 /// What decides, before the first step, whether a run's steps can be captured.
 struct GraphConditions {
-  std::string setting = "auto";  ///< train.cuda_graphs: auto, on, off
-  bool cuda = false;             ///< the run's device is a CUDA GPU
-  bool gradient_sync = false;    ///< gradients are all-reduced across ranks (a distributed run, a world of one included)
-  std::string eager_callback;    ///< the name of a callback that needs eager steps; empty: none
-  bool device_stepped = true;    ///< the optimizer steps without the host (DeviceStepped)
-  bool recomputes = false;       ///< train.activation_checkpointing: blocks recompute in backward
+  std::string setting = "auto";    ///< train.cuda_graphs: auto, on, off
+  bool cuda = false;               ///< the run's device is a CUDA GPU
+  bool gradient_sync = false;      ///< gradients are all-reduced across ranks (a distributed run, a world of one included)
+  std::string eager_callback;      ///< the name of a callback that needs eager steps; empty: none
+  bool device_stepped = true;      ///< the optimizer steps without the host (DeviceStepped)
+  bool recomputes_random = false;  ///< train.activation_checkpointing recomputes blocks that draw random numbers
 };
 
 struct GraphDecision {
@@ -51,7 +51,8 @@ struct GraphKey {
 ///   the optimizer state exists before capture, so the graph holds the algorithms the run keeps;
 /// - eager for a batch smaller than the largest seen (an epoch's last, partial batch): it comes
 ///   once an epoch, so its graph would pay its memory for little; pad-and-mask would change
-///   BatchNorm's batch statistics, and dropping it would change what the run trains on;
+///   BatchNorm's batch statistics, and dropping it would change what the run trains on. It runs
+///   in the captured step's memory pool (graph_step.cpp), so it needs no memory beside it;
 /// - capture the next step, then replay for every later one.
 /// At most `max_graphs` graphs stay alive (an OOM split or a new batch size evicts the oldest);
 /// a run whose shapes keep changing (more than `max_captures` captures, or `max_shapes` different

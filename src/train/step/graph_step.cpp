@@ -25,6 +25,8 @@
 
 #include <chrono>
 #include <list>
+#include <optional>
+#include <thread>
 
 #include "gputrain/core/error_text.hpp"
 #include "gputrain/core/units.hpp"
@@ -47,6 +49,46 @@ struct CapturedStep {
   bool recorded = false;  // capture_end succeeded: the graph owns its pool and frees it itself
 };
 
+// Eager work while a graph is alive (the last partial batch, validation) allocates from that
+// graph's private pool, as Inductor's cudagraph trees run their warm-ups: the memory a replay uses
+// as scratch serves it too, instead of as much again beside the pool, which a memory cap or
+// batch_size: auto leaves no room for. The allocator gives a pool's free blocks to the stream they
+// were made on, so the work runs on the capture stream, joined to the caller's by events both ways,
+// and only this thread's allocations there go to the pool (not the loader's). The next replay
+// overwrites the pool's free blocks: what the work leaves alive is copied out by the caller.
+class InGraphPool {
+ public:
+  InGraphPool(c10::MempoolId_t pool, c10::cuda::CUDAStream side)
+      : device_(side.device_index()), pool_(pool), caller_(at::cuda::getCurrentCUDAStream()), side_(side) {
+    // While it routes, the allocator frees no cached block to make room: hand them back first.
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    c10::cuda::CUDAEvent ready;
+    ready.record(caller_);
+    ready.block(side_);
+    on_side_.emplace(side_);
+    const auto stream = side_.stream();
+    const auto thread = std::this_thread::get_id();
+    c10::cuda::CUDACachingAllocator::beginAllocateToPool(
+        device_, pool_, [stream, thread](cudaStream_t s) { return s == stream && std::this_thread::get_id() == thread; });
+  }
+  ~InGraphPool() {
+    c10::cuda::CUDACachingAllocator::endAllocateToPool(device_, pool_);
+    c10::cuda::CUDACachingAllocator::releasePool(device_, pool_);  // beginAllocateToPool took a reference
+    on_side_.reset();
+    c10::cuda::CUDAEvent done;
+    done.record(side_);
+    done.block(caller_);
+  }
+  InGraphPool(const InGraphPool&) = delete;
+  InGraphPool& operator=(const InGraphPool&) = delete;
+
+ private:
+  c10::DeviceIndex device_;
+  c10::MempoolId_t pool_;
+  c10::cuda::CUDAStream caller_, side_;
+  std::optional<c10::cuda::CUDAStreamGuard> on_side_;
+};
+
 class GraphStep final : public StepBackend {
  public:
   GraphStep(std::unique_ptr<StepBackend> eager, bool required, std::function<void(const std::string&)> say)
@@ -54,7 +96,7 @@ class GraphStep final : public StepBackend {
 
   at::Tensor accumulate(const StepParts& p, const data::Batch& batch, std::int64_t micro_batch, std::int64_t global_rows,
                         const std::function<void()>& after_forward) override {
-    replayed_ = captured_now_ = false;
+    replayed_ = captured_now_ = in_pool_ = false;
     if (after_forward || !batch.inputs.is_cuda()) return eager_->accumulate(p, batch, micro_batch, global_rows, after_forward);
     const GraphKey key{batch.inputs.sizes().vec(), micro_batch, global_rows};
     const bool was_on = plan_.off_reason().empty();
@@ -69,7 +111,14 @@ class GraphStep final : public StepBackend {
         case CapturePlan::Action::eager:
           break;
       }
-      return eager_->accumulate(p, batch, micro_batch, global_rows, after_forward);
+      if (graphs_.empty()) return eager_->accumulate(p, batch, micro_batch, global_rows, after_forward);
+      in_pool_ = true;  // the last partial batch, beside the graphs: in their memory
+      at::Tensor loss;
+      {
+        InGraphPool in_pool(graphs_.back()->graph_pool, *side_);
+        loss = eager_->accumulate(p, batch, micro_batch, global_rows, after_forward);
+      }
+      return loss.clone();
     } catch (const c10::OutOfMemoryError&) {
       release_graphs();
       throw;  // the OOM guard splits the batch and tries again, with the graphs' memory free
@@ -80,10 +129,21 @@ class GraphStep final : public StepBackend {
     // A replayed graph has stepped already; its gradients live in the graph's pool, and the host
     // holds none (set to none inside the capture, as an eager step ends).
     if (replayed_) return;
-    eager_->apply(p);
+    if (!in_pool_ || graphs_.empty()) return eager_->apply(p);
+    {
+      InGraphPool in_pool(graphs_.back()->graph_pool, *side_);
+      eager_->apply(p);
+    }
+    copy_out_of_pool(p);
   }
 
   bool last_step_was_setup() const override { return captured_now_; }
+
+  void between_steps(const std::function<void()>& work) override {
+    if (graphs_.empty()) return work();
+    InGraphPool in_pool(graphs_.back()->graph_pool, *side_);
+    work();
+  }
 
  private:
   CapturedStep& find(const GraphKey& key) {
@@ -116,6 +176,14 @@ class GraphStep final : public StepBackend {
     plan_.released_all();
     c10::cuda::CUDACachingAllocator::emptyCache();
   }
+  // What an eager step in the graphs' pool leaves for the loop to read (the gradients' norm, the
+  // gradients a callback keeps), copied out before a replay can overwrite it.
+  static void copy_out_of_pool(const StepParts& p) {
+    if (!p.readout) return;
+    if (p.readout->value.defined()) p.readout->value = p.readout->value.clone();
+    for (auto& gradient : p.readout->gradients)
+      if (gradient.defined()) gradient = gradient.clone();
+  }
   void stop_capturing() {
     if (required_) refuse_cuda_graphs(plan_.off_reason());
     graphs_.clear();
@@ -129,6 +197,7 @@ class GraphStep final : public StepBackend {
   std::list<std::unique_ptr<CapturedStep>> graphs_;
   std::optional<c10::cuda::CUDAStream> side_;
   bool replayed_ = false;      // this step's work was a replay: nothing left for apply()
+  bool in_pool_ = false;       // this step ran eagerly in the graphs' memory (InGraphPool)
   bool captured_now_ = false;  // this step captured its graph
 };
 

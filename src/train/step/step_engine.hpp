@@ -40,6 +40,10 @@ class StepBackend {
   /// Whether the last step did one-time set-up work besides the step (a CUDA graph's capture):
   /// the loop's throughput figures leave such steps out.
   virtual bool last_step_was_setup() const { return false; }
+  /// Runs eager work between steps (validation) where it needs the least memory besides the
+  /// steps' own: a graph backend lends it the captured step's memory. Nothing the work leaves on
+  /// the device may be read after it returns.
+  virtual void between_steps(const std::function<void()>& work) { work(); }
 };
 
 /// Autograd's backward and the fused optimizer, op by op: the step on every device.
@@ -66,6 +70,7 @@ class StepEngine {
   at::Tensor accumulate(const data::Batch& batch, std::int64_t micro_batch, const std::function<void()>& after_forward = {});
   void apply();
   bool last_step_was_setup() const { return backend_->last_step_was_setup(); }
+  void between_steps(const std::function<void()>& work) { backend_->between_steps(work); }
   /// Creates the optimizer's state (momentum buffers, Adam's moments) without a forward pass, by
   /// stepping once on zero gradients: the probes then measure it as the run will hold it. It
   /// changes the parameters (weight decay), so use it only on a model that is thrown away.

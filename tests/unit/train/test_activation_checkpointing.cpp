@@ -134,11 +134,37 @@ TEST(ActivationCheckpointing, RefusesModelsWithoutBlocksAndNamesThatMatchNone) {
   EXPECT_NE(script.find("a TorchScript module (model.torchscript)"), std::string::npos) << script;
 }
 
-TEST(ActivationCheckpointing, StepsRunEagerlyAndSayWhy) {
+// Blocks without dropout rewind no generator, so a CUDA-graph step can recompute them; a block
+// with dropout keeps the steps eager, and the run says why.
+TEST(ActivationCheckpointing, OnlyBlocksThatDrawRandomNumbersKeepStepsOutOfGraphs) {
+  auto resnet = tiny_resnet();
+  EXPECT_FALSE(recomputation_draws_random_numbers(*resnet));
+  recompute_blocks(*resnet, {"*"});
+  EXPECT_FALSE(recomputation_draws_random_numbers(*resnet)) << "ResNet blocks draw no random numbers";
+  const auto transformer = [](double dropout) {
+    ModelConfig c;
+    c.name = "transformer";
+    c.layers = 2;
+    c.d_model = 16;
+    c.heads = 2;
+    c.ff_dim = 32;
+    c.dropout = dropout;
+    return build_model(ModelSpec{c, {6, 5}, 4});
+  };
+  auto with_dropout = transformer(0.1), without = transformer(0.0);
+  EXPECT_FALSE(recomputation_draws_random_numbers(*with_dropout)) << "no block recomputes yet";
+  recompute_blocks(*with_dropout, {"encoder.layers.1"});
+  recompute_blocks(*without, {"*"});
+  EXPECT_TRUE(recomputation_draws_random_numbers(*with_dropout));
+  EXPECT_FALSE(recomputation_draws_random_numbers(*without));
+
   GraphConditions conditions;
   conditions.cuda = true;
-  conditions.recomputes = true;
+  EXPECT_TRUE(decide_cuda_graphs(conditions).capture);
+  conditions.recomputes_random = true;
   const auto decision = decide_cuda_graphs(conditions);
   EXPECT_FALSE(decision.capture);
-  EXPECT_NE(decision.summary().find("train.activation_checkpointing recomputes blocks"), std::string::npos) << decision.summary();
+  EXPECT_EQ(decision.summary(),
+            "off (train.activation_checkpointing recomputes blocks that draw random numbers (dropout), whose generators a capture "
+            "cannot rewind yet)");
 }

@@ -57,8 +57,10 @@ class AutocastAsInForward {
   std::pair<bool, c10::ScalarType> before_[2];
 };
 
-// The generators the block may draw from: the CPU's, and the input's GPU's.
-std::vector<c10::Device> generators_of(const at::Tensor& input) {
+// The generators to rewind: none for a block that draws no random numbers (so that a captured
+// step can recompute it), else the CPU's and the input's GPU's.
+std::vector<c10::Device> generators_of(const at::Tensor& input, const CheckpointableBlock& block) {
+  if (!block.draws_random_numbers()) return {};
   std::vector<c10::Device> devices{c10::Device(c10::kCPU)};
   if (input.is_cuda()) devices.push_back(input.device());
   return devices;
@@ -85,7 +87,7 @@ class RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
     ctx->save_for_backward({input});
     ctx->saved_data["block"] = static_cast<std::int64_t>(reinterpret_cast<std::intptr_t>(block));
     AutocastAsInForward::save(ctx);
-    const auto devices = generators_of(input);
+    const auto devices = generators_of(input, *block);
     for (std::size_t i = 0; i < devices.size(); ++i) ctx->saved_data["rng" + std::to_string(i)] = rng_state(devices[i]);
     return block->block_forward(input);  // autograd records nothing here (Function::apply turned it off)
   }
@@ -93,7 +95,7 @@ class RecomputeFunction : public torch::autograd::Function<RecomputeFunction> {
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto input = ctx->get_saved_variables()[0];
     auto& block = block_of(ctx);
-    const auto devices = generators_of(input);
+    const auto devices = generators_of(input, block);
     std::vector<at::Tensor> now;
     for (std::size_t i = 0; i < devices.size(); ++i) {
       now.push_back(rng_state(devices[i]));
