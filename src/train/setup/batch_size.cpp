@@ -24,6 +24,7 @@
 #include "gputrain/train/run_setup.hpp"
 #include "train/models/frozen_model.hpp"
 #include "train/setup/activation_checkpointing_setup.hpp"
+#include "train/step/disposable_thread.hpp"
 #include "train/step/optimizer_shards.hpp"
 #include "train/step/step_engine.hpp"
 
@@ -94,18 +95,11 @@ class ProbeRig {
     const auto start = Clock::now();
     const auto before = memory::memory_figures(device_, /*with_limit=*/false).allocated;
     try {
-      const data::Batch samples{data_.inputs.index_select(0, indices), data_.targets.index_select(0, indices)};
-      const auto loss = engine_->accumulate(
-          samples, batch, [&] { point.activations = memory::memory_figures(device_, /*with_limit=*/false).allocated - before; });
-      const auto forward_backward = memory::memory_figures(device_, /*with_limit=*/false);
-      point.peak = forward_backward.peak;
-      point.reserved_peak = forward_backward.reserved_peak;
-      memory::reset_peak_memory(device_);
-      engine_->apply();
-      (void)loss.item<float>();  // waits for the device, so the time is the step's
-      const auto optimizer_step = memory::memory_figures(device_, /*with_limit=*/false);
-      point.optimizer_peak = optimizer_step.peak;
-      point.reserved_peak = std::max(point.reserved_peak, optimizer_step.reserved_peak);
+      // On the CPU a thread of its own: memory a failed step leaves on its thread goes with it.
+      if (device_.is_cpu())
+        run_on_disposable_thread([&] { step(indices, before, point); });
+      else
+        step(indices, before, point);
     } catch (const c10::OutOfMemoryError&) {
       optimizer_->zero_grad(/*set_to_none=*/true);
       memory::release_cached_memory(device_);
@@ -138,6 +132,22 @@ class ProbeRig {
   std::int64_t parameter_count() { return train::parameter_count(*model_); }
 
  private:
+  // One probe step: forward and backward, then the optimizer's, each phase's peak measured.
+  void step(const at::Tensor& indices, std::uint64_t before, sizing::ProbePoint& point) {
+    const data::Batch samples{data_.inputs.index_select(0, indices), data_.targets.index_select(0, indices)};
+    const auto loss = engine_->accumulate(
+        samples, point.batch, [&] { point.activations = memory::memory_figures(device_, /*with_limit=*/false).allocated - before; });
+    const auto forward_backward = memory::memory_figures(device_, /*with_limit=*/false);
+    point.peak = forward_backward.peak;
+    point.reserved_peak = forward_backward.reserved_peak;
+    memory::reset_peak_memory(device_);
+    engine_->apply();
+    (void)loss.item<float>();  // waits for the device, so the time is the step's
+    const auto optimizer_step = memory::memory_figures(device_, /*with_limit=*/false);
+    point.optimizer_peak = optimizer_step.peak;
+    point.reserved_peak = std::max(point.reserved_peak, optimizer_step.reserved_peak);
+  }
+
   const Config& config_;
   c10::Device device_;
   const data::TensorDataset& data_;
