@@ -98,6 +98,11 @@ void Tracker::finish(const std::string& status, const std::vector<std::string>& 
                             std::to_string(plan_.max_buffered) + " are kept); metrics.jsonl has them");
 }
 
+double wait_before_next_try(const TrackerPlan& plan, bool failed, bool finishing, double backoff) {
+  if (!failed) return plan.send_every_seconds;
+  return finishing ? plan.first_retry_seconds : backoff;
+}
+
 void Tracker::work() {
   double backoff = plan_.first_retry_seconds;
   bool failed = false;
@@ -105,7 +110,7 @@ void Tracker::work() {
   while (!abandoned_) {
     // The end is tried at once even in a backoff: a server back since the last failure must not
     // miss the run's last metrics and status because the next retry was due after the deadline.
-    wake_.wait_for(lock, millis(failed ? backoff : plan_.send_every_seconds), [&] {
+    wake_.wait_for(lock, millis(wait_before_next_try(plan_, failed, finishing_, backoff)), [&] {
       return abandoned_ || !tried_opening_ || (finishing_ && !tried_at_end_) ||
              (!failed && (finishing_ || buffered_.size() >= kMaxMetricsPerBatch));
     });

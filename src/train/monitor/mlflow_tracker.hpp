@@ -29,6 +29,12 @@ struct TrackerPlan {
   std::size_t max_buffered = 1'000'000;
 };
 
+/// How long the tracker's thread waits before its next try: `send_every_seconds` after a success;
+/// after a failure `backoff` (doubled each time, up to 30 s) during the run, but
+/// `first_retry_seconds` once the run ends, so that a failed try at the end is repeated within the
+/// end's wait instead of after it.
+double wait_before_next_try(const TrackerPlan& plan, bool failed, bool finishing, double backoff);
+
 /// A line for the run to say: a warning or a note (console and training.log), or a record
 /// (training.log only).
 enum class Level { warning, note, record };

@@ -179,6 +179,18 @@ TEST(MlflowTracker, AServerBackBeforeTheEndGetsEverythingThoughARetryIsFarOff) {
   EXPECT_EQ(r.status, "FINISHED");
 }
 
+// After a failure the tracker backs off (up to 30 s) while the run goes on; once it ends, a failed
+// try is repeated every first_retry_seconds, within the end's wait, not after it.
+TEST(MlflowTracker, AtTheEndAFailedTryIsRepeatedSoonNotAfterTheBackoff) {
+  TrackerPlan plan;
+  plan.first_retry_seconds = 1;
+  plan.send_every_seconds = 2;
+  EXPECT_EQ(wait_before_next_try(plan, /*failed=*/false, /*finishing=*/false, 16), 2);
+  EXPECT_EQ(wait_before_next_try(plan, /*failed=*/true, /*finishing=*/false, 16), 16);
+  EXPECT_EQ(wait_before_next_try(plan, /*failed=*/true, /*finishing=*/true, 16), 1);
+  EXPECT_EQ(wait_before_next_try(plan, /*failed=*/false, /*finishing=*/true, 16), 2);
+}
+
 TEST(MlflowTracker, AResumeGoesOnInItsRunAndSendsOnlyNewParams) {
   Received r;
   r.logged_before = {{"optimizer.lr", "0.1"}, {"train.epochs", "2"}};
