@@ -6,14 +6,24 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/dist/gradient_sync.hpp"
+#include "gputrain/memory/cpu_allocator.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/memory/oom_guard.hpp"
 #include "optimizer_shards.hpp"
+#include "step_thread.hpp"
 #include "train/models/layers/sync_batch_norm.hpp"
 
 namespace gputrain::train {
 
 StepEngine::StepEngine(StepParts parts, std::unique_ptr<StepBackend> backend) : parts_(std::move(parts)), backend_(std::move(backend)) {}
+
+StepEngine::~StepEngine() = default;
+
+void StepEngine::on_step_thread(const std::function<void()>& work) {
+  if (!parts_.device.is_cpu() || memory::cpu_memory_stats().cap == 0) return work();
+  if (!step_thread_) step_thread_ = std::make_unique<StepThread>();
+  step_thread_->run(work);
+}
 
 at::Tensor StepEngine::step(const data::Batch* batch, StepRows rows, std::int64_t step, memory::OomGuard& guard) {
   at::Tensor step_loss;
@@ -24,12 +34,13 @@ at::Tensor StepEngine::step(const data::Batch* batch, StepRows rows, std::int64_
         step, batch->size(),
         [&](std::int64_t micro) {
           if (parts_.norm_sync) parts_.norm_sync->begin_step(step, (rows.largest + micro - 1) / micro);
-          step_loss = backend_->accumulate(parts_, *batch, micro, rows.global, {});
+          on_step_thread([&] { step_loss = backend_->accumulate(parts_, *batch, micro, rows.global, {}); });
         },
         [&] {
           if (parts_.norm_sync) parts_.norm_sync->discard();  // throws: the other ranks wait in an exchange
           parts_.optimizer.zero_grad(/*set_to_none=*/true);
           if (parts_.sync) parts_.sync->discard();
+          step_thread_.reset();  // its thread takes what the failed attempt left on it
         });
   if (parts_.sync) parts_.sync->finish();
   try {

@@ -19,6 +19,8 @@ class OomGuard;
 
 namespace gputrain::train {
 
+class StepThread;
+
 /// A step's samples: over all ranks, and the most one rank holds (a plain run: both its own).
 struct StepRows {
   std::int64_t global = 0, largest = 0;
@@ -58,6 +60,7 @@ std::unique_ptr<StepBackend> make_graph_backend(bool required, std::function<voi
 class StepEngine {
  public:
   explicit StepEngine(StepParts parts, std::unique_ptr<StepBackend> backend = make_eager_backend());
+  ~StepEngine();
   /// Steps from now on run on `backend`.
   void use(std::unique_ptr<StepBackend> backend) { backend_ = std::move(backend); }
 
@@ -77,8 +80,13 @@ class StepEngine {
   void create_optimizer_state();
 
  private:
+  // The step's forward and backward: on the CPU under a memory cap on a StepThread, which an
+  // out-of-memory error replaces (step_thread.hpp); elsewhere here.
+  void on_step_thread(const std::function<void()>& work);
+
   StepParts parts_;
   std::unique_ptr<StepBackend> backend_;
+  std::unique_ptr<StepThread> step_thread_;
 };
 
 }  // namespace gputrain::train
