@@ -10,6 +10,10 @@ same Kineto). Each side's Chrome trace is read the same way: the GPU kernels of 
 their count and time per step by kind (convolutions and matrix products, batch norm, element-wise,
 reductions, the optimizer, Inductor's fused Triton kernels, copies), and the GPU's busy share of
 the steps' span. Kernels replayed from a CUDA graph are reported by CUPTI like any other.
+
+  --check   the same machinery on the CPU, small (traces, parsing, the table), with the CPU's
+            operators in place of kernels and no torch.compile: CI runs it, so that a GPU session's
+            minutes never meet a broken script.
 """
 import argparse
 import collections
@@ -44,17 +48,20 @@ def kind_of(name):
     return next((kind for kind, pattern in KINDS if pattern.search(name)), "other")
 
 
-def read_trace(path, steps):
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def read_trace(path, steps, categories=GPU_CATEGORIES):
     """Per step: kernel count, kernel microseconds by kind, the span of the GPU work, busy share."""
     with open(path) as f:
         events = json.load(f)
     events = events.get("traceEvents", events) if isinstance(events, dict) else events
-    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in categories]
     if not gpu:
-        raise SystemExit(f"{path}: no GPU kernel in the trace")
+        raise SystemExit(f"{path}: no {' or '.join(categories)} event in the trace")
     by_kind, top = collections.Counter(), collections.Counter()
     for e in gpu:
-        kind = "copies" if e["cat"] != "kernel" else kind_of(e["name"])
+        kind = "copies" if e["cat"] in ("gpu_memcpy", "gpu_memset") else kind_of(e["name"])
         by_kind[kind] += e["dur"]
         top[e["name"][:120]] += e["dur"]
     start = min(e["ts"] for e in gpu)
@@ -64,26 +71,27 @@ def read_trace(path, steps):
             "kinds": {k: v / steps for k, v in by_kind.items()}, "top": [(n, d / steps) for n, d in top.most_common(8)]}
 
 
-def gputrain_side(graphs, batch, workdir):
+def gputrain_side(graphs, batch, workdir, check=False):
     trace = os.path.join(workdir, f"gputrain-{graphs}.json")
     args = [FRONT, "profile", "--step", "--trace", trace, os.path.join(ROOT, "configs", "resnet18-cifar.yaml"),
             "--set", f"train.cuda_graphs={graphs}", "--set", f"train.batch_size={batch}", "--set", "data.samples=8192"]
+    if check:  # the CPU: fp32, a few steps
+        args += ["--set", "device=cpu", "--set", "train.precision=fp32", "--set", "train.cuda_graphs=auto", "--steps", "2"]
     result = subprocess.run(args, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(args)} exited {result.returncode}:\n{result.stderr}")
-    return read_trace(trace, 5)  # profile --trace traces 5 steps
+    return read_trace(trace, 5, ("cpu_op",) if check else GPU_CATEGORIES)  # profile --trace traces 5 steps
 
 
-def pytorch_side(mode, batch, steps, workdir):
-    device = torch.device("cuda")
+def pytorch_side(mode, batch, steps, workdir, device=torch.device("cuda")):
     torch.manual_seed(0)
     model = peer.resnet18(10).to(device).to(memory_format=torch.channels_last)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, fused=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, fused=device.type == "cuda")
     x = torch.randn(batch, 3, 32, 32, device=device).contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, 10, (batch,), device=device)
 
     def train_step(x, y):
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
             loss = F.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
@@ -98,14 +106,17 @@ def pytorch_side(mode, batch, steps, workdir):
                 torch.compiler.cudagraph_mark_step_begin()
             step(x, y)
 
-    run(20)  # compilation, capture, cuDNN's algorithm choice
-    torch.cuda.synchronize()
+    gpu = device.type == "cuda"
+    run(20 if gpu else 1)  # compilation, capture, cuDNN's algorithm choice
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
+    sync()
     trace = os.path.join(workdir, f"pytorch-{mode or 'eager'}.json")
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]) as prof:
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if gpu else [])
+    with torch.profiler.profile(activities=activities) as prof:
         run(steps)
-        torch.cuda.synchronize()
+        sync()
     prof.export_chrome_trace(trace)
-    return read_trace(trace, steps)
+    return read_trace(trace, steps, GPU_CATEGORIES if gpu else ("cpu_op",))
 
 
 def table(sides):
@@ -125,13 +136,29 @@ def table(sides):
             print(f"  {us / 1000:7.3f}  {name}")
 
 
+def check():
+    """Both sides traced and read on the CPU, as on the GPU, and the table printed."""
+    with tempfile.TemporaryDirectory() as workdir:
+        sides = {"gputrain": gputrain_side("off", 8, workdir, check=True),
+                 "PyTorch eager": pytorch_side(None, 8, 2, workdir, device=torch.device("cpu"))}
+    table(sides)
+    for name, side in sides.items():
+        if side["kernels"] <= 0 or not side["kinds"].get("conv / matmul"):
+            raise SystemExit(f"{name}: no convolution among the traced operators: {side['kinds']}")
+    print("kernel_breakdown.py --check: both traces read")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--steps", type=int, default=10, help="PyTorch's traced steps (gputrain's profile traces 5)")
+    parser.add_argument("--check", action="store_true", help="the machinery on the CPU, small (CI)")
     args = parser.parse_args()
+    if args.check:
+        check()
+        return
     if not torch.cuda.is_available():
-        raise SystemExit("kernel_breakdown.py needs a CUDA GPU")
+        raise SystemExit("kernel_breakdown.py needs a CUDA GPU (--check runs its machinery on the CPU)")
     torch.backends.cudnn.benchmark = True
     print(f"# ResNet-18 CIFAR bf16, batch {args.batch}, {torch.cuda.get_device_name()}, torch {torch.__version__}, "
           f"{time.strftime('%Y-%m-%d')}\n")
