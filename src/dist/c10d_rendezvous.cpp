@@ -1,5 +1,6 @@
 #include "c10d_rendezvous.hpp"
 
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <thread>
@@ -44,6 +45,17 @@ void wait_on_host(const c10::intrusive_ptr<c10d::Work>& work, const std::string&
     work->wait();
   } catch (const std::exception& e) {
     throw CommunicationError("rank " + std::to_string(rank) + ": " + what + " failed: " + e.what(), remedy);
+  }
+}
+
+void broadcast_on_host(c10d::Backend& group, const std::vector<at::Tensor>& tensors, int root, const std::string& what, int rank,
+                       std::chrono::seconds timeout, const std::string& remedy) {
+  for (const auto& t : tensors) {
+    std::vector<at::Tensor> one{t.is_contiguous() ? t : t.contiguous()};
+    c10d::BroadcastOptions opts;
+    opts.rootRank = root;
+    wait_on_host(group.broadcast(one, opts), what, rank, timeout, remedy);
+    if (!one[0].is_same(t)) t.copy_(one[0]);
   }
 }
 

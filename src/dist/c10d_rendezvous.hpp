@@ -6,10 +6,17 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <ATen/core/Tensor.h>
+
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "gputrain/dist/rank_environment.hpp"
+
+namespace c10d {
+class Backend;
+}
 
 namespace gputrain::dist {
 
@@ -22,5 +29,10 @@ c10::intrusive_ptr<c10d::Store> meet_at_rank_zero(const RankEnvironment& env, st
 /// names `what`, the rank and `remedy`.
 void wait_on_host(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what, int rank, std::chrono::seconds timeout,
                   const std::string& remedy);
+
+/// Broadcasts `tensors` from rank `root` over `group`, one at a time, each waited for on the host
+/// (wait_on_host); a tensor that is not contiguous goes through a contiguous copy, written back.
+void broadcast_on_host(c10d::Backend& group, const std::vector<at::Tensor>& tensors, int root, const std::string& what, int rank,
+                       std::chrono::seconds timeout, const std::string& remedy);
 
 }  // namespace gputrain::dist

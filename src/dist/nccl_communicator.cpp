@@ -87,13 +87,7 @@ class NcclCommunicator final : public Communicator {
   }
 
   void broadcast(const std::vector<at::Tensor>& tensors, int root, const std::string& what) override {
-    for (const auto& t : tensors) {
-      std::vector<at::Tensor> one{t.is_contiguous() ? t : t.contiguous()};
-      c10d::BroadcastOptions opts;
-      opts.rootRank = root;
-      wait_on_host(group_->broadcast(one, opts), what, rank_, timeout_, kPeerRemedy);
-      if (!one[0].is_same(t)) t.copy_(one[0]);
-    }
+    broadcast_on_host(*group_, tensors, root, what, rank_, timeout_, kPeerRemedy);
   }
 
   std::shared_ptr<Work> start_broadcast(at::Tensor tensor, int root, const std::string& what) override {
