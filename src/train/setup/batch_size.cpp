@@ -24,7 +24,6 @@
 #include "gputrain/train/run_setup.hpp"
 #include "train/models/frozen_model.hpp"
 #include "train/setup/activation_checkpointing_setup.hpp"
-#include "train/step/disposable_thread.hpp"
 #include "train/step/optimizer_shards.hpp"
 #include "train/step/step_engine.hpp"
 
@@ -95,12 +94,9 @@ class ProbeRig {
     const auto start = Clock::now();
     const auto before = memory::memory_figures(device_, /*with_limit=*/false).allocated;
     try {
-      // On the CPU a thread of its own: memory a failed step leaves on its thread goes with it.
-      if (device_.is_cpu())
-        run_on_disposable_thread([&] { step(indices, before, point); });
-      else
-        step(indices, before, point);
+      engine_->on_step_thread([&] { step(indices, before, point); });
     } catch (const c10::OutOfMemoryError&) {
+      engine_->after_out_of_memory();  // memory the failed probe left on its thread goes with it
       optimizer_->zero_grad(/*set_to_none=*/true);
       memory::release_cached_memory(device_);
       return sizing::ProbePoint{batch, false, 0, 0, 0, 0};

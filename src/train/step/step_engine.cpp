@@ -25,6 +25,8 @@ void StepEngine::on_step_thread(const std::function<void()>& work) {
   step_thread_->run(work);
 }
 
+void StepEngine::after_out_of_memory() { step_thread_.reset(); }
+
 at::Tensor StepEngine::step(const data::Batch* batch, StepRows rows, std::int64_t step, memory::OomGuard& guard) {
   at::Tensor step_loss;
   if (parts_.sync) parts_.sync->begin_step(step);
@@ -40,7 +42,7 @@ at::Tensor StepEngine::step(const data::Batch* batch, StepRows rows, std::int64_
           if (parts_.norm_sync) parts_.norm_sync->discard();  // throws: the other ranks wait in an exchange
           parts_.optimizer.zero_grad(/*set_to_none=*/true);
           if (parts_.sync) parts_.sync->discard();
-          step_thread_.reset();  // its thread takes what the failed attempt left on it
+          after_out_of_memory();
         });
   if (parts_.sync) parts_.sync->finish();
   try {

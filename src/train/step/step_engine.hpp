@@ -78,12 +78,14 @@ class StepEngine {
   /// stepping once on zero gradients: the probes then measure it as the run will hold it. It
   /// changes the parameters (weight decay), so use it only on a model that is thrown away.
   void create_optimizer_state();
+  /// Runs a step's forward and backward: on the CPU under a memory cap on a StepThread, elsewhere
+  /// here (step_thread.hpp). step() uses it; the batch-size probes too.
+  void on_step_thread(const std::function<void()>& work);
+  /// After an out-of-memory error in on_step_thread(): the thread goes, with what the failed
+  /// attempt left on it, and the next work gets a new one.
+  void after_out_of_memory();
 
  private:
-  // The step's forward and backward: on the CPU under a memory cap on a StepThread, which an
-  // out-of-memory error replaces (step_thread.hpp); elsewhere here.
-  void on_step_thread(const std::function<void()>& work);
-
   StepParts parts_;
   std::unique_ptr<StepBackend> backend_;
   std::unique_ptr<StepThread> step_thread_;
