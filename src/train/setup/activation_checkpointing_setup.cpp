@@ -22,6 +22,14 @@ std::string listed(const std::vector<std::string>& names) {
   return core::join({names.begin(), names.begin() + 3}) + ", ... " + core::join({names.end() - 2, names.end()});
 }
 
+// The model's CheckpointableBlocks, with their names, in registration order.
+std::vector<std::pair<std::string, CheckpointableBlock*>> checkpointable_blocks(torch::nn::Module& module) {
+  std::vector<std::pair<std::string, CheckpointableBlock*>> blocks;
+  for (const auto& item : module.named_modules("", /*include_self=*/false))
+    if (auto* block = dynamic_cast<CheckpointableBlock*>(item.value().get())) blocks.emplace_back(item.key(), block);
+  return blocks;
+}
+
 const char* kRemedy =
     "set train.activation_checkpointing: false; the built-in resnet18/34/50 and transformer have blocks that "
     "recompute (a C++ model of your own: make its blocks gputrain::train::CheckpointableBlock)";
@@ -35,9 +43,7 @@ std::string recompute_blocks(Model& model, const std::vector<std::string>& names
         "train.activation_checkpointing is on, but the model is a TorchScript module (model.torchscript), whose "
         "blocks gputrain cannot recompute",
         kRemedy);
-  std::vector<std::pair<std::string, CheckpointableBlock*>> blocks;
-  for (const auto& item : module->named_modules("", /*include_self=*/false))
-    if (auto* block = dynamic_cast<CheckpointableBlock*>(item.value().get())) blocks.emplace_back(item.key(), block);
+  const auto blocks = checkpointable_blocks(*module);
   if (blocks.empty())
     throw UsageError("train.activation_checkpointing is on, but " + model.name() + " has no block that can recompute its forward", kRemedy);
   std::vector<std::string> all, chosen;
@@ -59,11 +65,9 @@ std::string recompute_blocks(Model& model, const std::vector<std::string>& names
 bool recomputation_draws_random_numbers(Model& model) {
   auto* module = model.module();
   if (!module) return false;
-  for (const auto& item : module->named_modules("", /*include_self=*/false)) {
-    const auto* block = dynamic_cast<const CheckpointableBlock*>(item.value().get());
-    if (block && block->recomputes_in_backward() && block->draws_random_numbers()) return true;
-  }
-  return false;
+  const auto blocks = checkpointable_blocks(*module);
+  return std::any_of(blocks.begin(), blocks.end(),
+                     [](const auto& b) { return b.second->recomputes_in_backward() && b.second->draws_random_numbers(); });
 }
 
 }  // namespace gputrain::train
