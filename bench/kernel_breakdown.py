@@ -68,16 +68,17 @@ def read_trace(path, steps, categories=GPU_CATEGORIES):
     end = max(e["ts"] + e["dur"] for e in gpu)
     busy = sum(e["dur"] for e in gpu)
     return {"kernels": len(gpu) / steps, "busy_us": busy / steps, "span_us": (end - start) / steps,
-            "kinds": {k: v / steps for k, v in by_kind.items()}, "top": [(n, d / steps) for n, d in top.most_common(8)]}
+            "kinds": {k: v / steps for k, v in by_kind.items()}, "top": [(n, d / steps) for n, d in top.most_common(12)]}
 
 
-def gputrain_side(graphs, batch, workdir, check=False):
-    trace = os.path.join(workdir, f"gputrain-{graphs}.json")
+def gputrain_side(graphs, batch, workdir, check=False, aten_batch_norm=False):
+    trace = os.path.join(workdir, f"gputrain-{graphs}{'-aten' if aten_batch_norm else ''}.json")
     args = [FRONT, "profile", "--step", "--trace", trace, os.path.join(ROOT, "configs", "resnet18-cifar.yaml"),
             "--set", f"train.cuda_graphs={graphs}", "--set", f"train.batch_size={batch}", "--set", "data.samples=8192"]
     if check:  # the CPU: fp32, a few steps
         args += ["--set", "device=cpu", "--set", "train.precision=fp32", "--set", "train.cuda_graphs=auto", "--steps", "2"]
-    result = subprocess.run(args, capture_output=True, text=True)
+    env = dict(os.environ, **({"GPUTRAIN_BATCH_NORM": "aten"} if aten_batch_norm else {}))
+    result = subprocess.run(args, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(args)} exited {result.returncode}:\n{result.stderr}")
     return read_trace(trace, 5, ("cpu_op",) if check else GPU_CATEGORIES)  # profile --trace traces 5 steps
@@ -166,6 +167,8 @@ def main():
     with tempfile.TemporaryDirectory() as workdir:
         for graphs in ("on", "off"):
             sides[f"gputrain graphs {graphs}"] = gputrain_side(graphs, args.batch, workdir)
+        # gputrain's batch-norm kernels against ATen's, both in the graph
+        sides["gputrain graphs on, ATen batch norm"] = gputrain_side("on", args.batch, workdir, aten_batch_norm=True)
         sides["PyTorch eager"] = pytorch_side(None, args.batch, args.steps, workdir)
         sides["reduce-overhead"] = pytorch_side("reduce-overhead", args.batch, args.steps, workdir)
     table(sides)

@@ -296,7 +296,7 @@ def pytorch_run(case, device, steps, init, lr, data, channels_last=False, fused_
     return windows, losses, first_window_seconds
 
 
-def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=None, graphs="auto"):
+def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=None, graphs="auto", env=None):
     """gputrain train on the case: samples/s and loss per step line, and the seconds from the
     command's start to the end of its first window of steps (start-up, data, warm-up and capture
     included)."""
@@ -318,7 +318,7 @@ def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=
         args = [a for a in args if not a.startswith("train.cuda_graphs=")]
         args = [a for i, a in enumerate(args) if not (a == "--set" and i + 1 < len(args) and args[i + 1].startswith("train.cuda"))]
     started = time.time()
-    result = subprocess.run(args, capture_output=True, text=True)
+    result = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
     if result.returncode != 0:
         sys.exit("gputrain failed:\n" + result.stderr)
     records = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl"))]
@@ -396,9 +396,9 @@ def sides_of(case, device, baseline, compiled):
     workdir) returning (samples/s per window, seconds to the end of the first window)."""
     convolutional = len(CASES[case]["shape"]) == 3
 
-    def ours(graphs="auto", front=None):
+    def ours(graphs="auto", front=None, env=None):
         return lambda steps, init, path, data, workdir: gputrain_run(case, device, steps, path, 0.01, workdir, front=front,
-                                                                     graphs=graphs)[::2]
+                                                                     graphs=graphs, env=env)[::2]
 
     def theirs(**peer):
         return lambda steps, init, path, data, workdir: pytorch_run(case, device, steps, init, 0.01, data, **peer)[::2]
@@ -406,6 +406,8 @@ def sides_of(case, device, baseline, compiled):
     sides = [("gputrain", ours())]
     if device.type == "cuda":
         sides.append(("gputrain, cuda_graphs: off", ours("off")))
+        if convolutional:  # gputrain's batch-norm kernels against ATen's, graphs on
+            sides.append(("gputrain, ATen batch norm", ours(env={"GPUTRAIN_BATCH_NORM": "aten"})))
     if baseline:
         sides.append(("gputrain, baseline build", ours(front=os.path.join(baseline, "bin", "gputrain"))))
     # The strongest eager loop a user writes: fused SGD, and channels_last for convolutions; and

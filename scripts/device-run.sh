@@ -28,12 +28,14 @@
 #          under 4 GiB), ResNet-18 batch 1024 against eager, in what is left of the stage
 #   recheck the GpuGraphs tests and the auto-batch one alone (what a change to graph_step.cpp moves),
 #          built alone: fits the last few minutes of a device budget
+#   batchnorm  gputrain's batch-norm kernels: their GPU tests and the graph tests, the kernel
+#          breakdown with them and with ATen's, ResNet-18 batch 256 against PyTorch
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|graphs|graphs2|figures|recheck|full|suite"
+stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|graphs|graphs2|figures|recheck|batchnorm|full|suite"
 case "|$stages|" in *"|$stage|"*) ;; *) [ "$stage" = quick ] && stage=test || { echo "usage: $0 $stages" >&2; exit 2; } ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
@@ -65,6 +67,7 @@ open|probe|lightning|mlp-batch)
   targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train gputrain-quick-train test_gpu_train test_gpu_checks) ;;
 search|graphs2) targets=(--target gputrain gputrain-profile gputrain-train) ;;
 graphs) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train) ;;
+batchnorm) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train) ;;
 figures) targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 recheck) targets=(--target test_gpu_train) ;;
 esac
@@ -219,6 +222,15 @@ recheck)
   step "ctest GpuGraphs, GpuTrainer.AutoBatch"
   ctest --test-dir $build -R "^(GpuGraphs|GpuTrainer\.AutoBatch)" --output-on-failure --timeout 60 > "$out/ctest-recheck.log" 2>&1; echo "rc=$?"
   grep -E "Test +#|tests passed|Failure|Expected|Which is|differs" "$out/ctest-recheck.log" | head -40
+  ;;
+batchnorm)
+  # gputrain's batch-norm kernels: against ATen in fp32, inside the graphs, where a step's kernel
+  # time goes with them and with ATen's, and ResNet-18 batch 256 against PyTorch and torch.compile.
+  step "ctest GpuBatchNorm, GpuGraphs"
+  ctest --test-dir $build -R "^(GpuBatchNorm|GpuGraphs)" --output-on-failure --timeout 90 > "$out/ctest-bn.log" 2>&1; echo "rc=$?"
+  grep -E "Test +#|tests passed|Failure|Expected|Which is|differs|largest difference|ran |Trace" "$out/ctest-bn.log" | head -60
+  GPUTRAIN_BUILD=$build run_bench kernels 150 "$python" bench/kernel_breakdown.py
+  GPUTRAIN_BUILD=$build run_bench train-resnet 330 "$python" bench/train_vs_pytorch.py --runs "${GPUTRAIN_BENCH_RUNS:-3}" --cases resnet18
   ;;
 full)
   step "verify full"

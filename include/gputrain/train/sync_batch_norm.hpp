@@ -2,12 +2,15 @@
 // Batch norm that can normalise over every rank's samples (model.sync_batch_norm). The built-in
 // models build their batch-norm layers from these; a C++ model of your own uses them in place of
 // torch::nn::BatchNorm1d/2d to take part. Until a run with several ranks attaches a BatchNormSync,
-// they are torch::nn's BatchNorm exactly (same state_dict names, same forward).
+// they are torch::nn's BatchNorm (same state_dict names, same forward). In training on a GPU, with
+// channels-last bf16 or fp16 activations, they normalise in gputrain's own kernels, and
+// forward_relu / forward_add_relu fold a block's ReLU and residual add into the same passes.
 
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/nn/pimpl.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace gputrain::train {
@@ -33,25 +36,51 @@ struct BatchNormTensors {
 /// The synchronised training forward (PyTorch's SyncBatchNorm, sync_batch_norm.cpp).
 at::Tensor synchronised_batch_norm(const at::Tensor& input, const BatchNormTensors& layer, BatchNormSync& sync, const std::string& name);
 
+/// relu?(batch norm(input) + residual?) in training mode by gputrain's kernels for channels-last
+/// bf16/fp16 input on a GPU (src/train/models/layers/fused_batch_norm.cpp), the running statistics
+/// updated (num_batches_tracked is the caller's). nullopt where they do not apply (CPU, fp32, NCHW,
+/// channels not a multiple of 8, no momentum, GPUTRAIN_BATCH_NORM=aten): run the composite then.
+std::optional<at::Tensor> fused_batch_norm(const at::Tensor& input, const at::Tensor& residual, const BatchNormTensors& layer, bool relu);
+
 template <typename Base>
 class SyncableBatchNormImpl : public Base, public SyncableNorm {
  public:
   explicit SyncableBatchNormImpl(std::int64_t features) : Base(features) {}
   explicit SyncableBatchNormImpl(const torch::nn::BatchNormOptions& settings) : Base(settings) {}
 
-  at::Tensor forward(const at::Tensor& input) {
-    if (!sync_ || !this->is_training()) return Base::forward(input);
-    this->_check_input_dim(input);
-    return synchronised_batch_norm(
-        input, BatchNormTensors{this->weight, this->bias, this->running_mean, this->running_var, this->num_batches_tracked, this->options},
-        *sync_, name_);
-  }
+  at::Tensor forward(const at::Tensor& input) { return normalise(input, at::Tensor(), false); }
+  /// relu(forward(input)): one pass on a GPU instead of two.
+  at::Tensor forward_relu(const at::Tensor& input) { return normalise(input, at::Tensor(), true); }
+  /// relu(forward(input) + residual), a residual block's end: one pass on a GPU instead of three.
+  at::Tensor forward_add_relu(const at::Tensor& input, const at::Tensor& residual) { return normalise(input, residual, true); }
   void synchronise_with(std::shared_ptr<BatchNormSync> sync, std::string name) override {
     sync_ = std::move(sync);
     name_ = std::move(name);
   }
 
  private:
+  BatchNormTensors tensors() const {
+    return {this->weight, this->bias, this->running_mean, this->running_var, this->num_batches_tracked, this->options};
+  }
+  at::Tensor normalise(const at::Tensor& input, const at::Tensor& residual, bool relu) {
+    at::Tensor out;
+    if (!this->is_training()) {
+      out = Base::forward(input);
+    } else if (sync_) {
+      this->_check_input_dim(input);
+      out = synchronised_batch_norm(input, tensors(), *sync_, name_);
+    } else {
+      this->_check_input_dim(input);
+      if (auto fused = fused_batch_norm(input, residual, tensors(), relu)) {
+        if (this->options.track_running_stats()) this->num_batches_tracked += 1;
+        return *fused;
+      }
+      out = Base::forward(input);
+    }
+    if (residual.defined()) out = out + residual;
+    return relu ? at::relu(out) : out;
+  }
+
   std::shared_ptr<BatchNormSync> sync_;
   std::string name_;
 };

@@ -36,9 +36,8 @@ struct BasicBlockImpl : nn::Module, CheckpointableBlock {
   at::Tensor forward(const at::Tensor& x) { return run_block(x); }
   bool draws_random_numbers() const override { return false; }
   at::Tensor block_forward(const at::Tensor& x) override {
-    auto y = torch::relu(bn1(conv1(x)));
-    y = bn2(conv2(y));
-    return torch::relu(y + (shortcut ? shortcut->forward(x) : x));
+    const auto y = bn1->forward_relu(conv1(x));
+    return bn2->forward_add_relu(conv2(y), shortcut ? shortcut->forward(x) : x);
   }
   nn::Conv2d conv1;
   SyncableBatchNorm2d bn1;
@@ -62,10 +61,9 @@ struct BottleneckImpl : nn::Module, CheckpointableBlock {
   at::Tensor forward(const at::Tensor& x) { return run_block(x); }
   bool draws_random_numbers() const override { return false; }
   at::Tensor block_forward(const at::Tensor& x) override {
-    auto y = torch::relu(bn1(conv1(x)));
-    y = torch::relu(bn2(conv2(y)));
-    y = bn3(conv3(y));
-    return torch::relu(y + (shortcut ? shortcut->forward(x) : x));
+    auto y = bn1->forward_relu(conv1(x));
+    y = bn2->forward_relu(conv2(y));
+    return bn3->forward_add_relu(conv3(y), shortcut ? shortcut->forward(x) : x);
   }
   nn::Conv2d conv1;
   SyncableBatchNorm2d bn1;
@@ -101,7 +99,7 @@ struct ResNetImpl : nn::Module {
     fc = register_module("fc", nn::Linear(in, spec.outputs));
   }
   at::Tensor forward(const at::Tensor& x) {
-    auto y = torch::relu(bn1(conv1(x)));
+    auto y = bn1->forward_relu(conv1(x));
     if (pool) y = pool(y);
     for (auto& layer : layers) y = layer->forward(y);
     return fc(torch::flatten(torch::adaptive_avg_pool2d(y, {1, 1}), 1));

@@ -103,6 +103,38 @@ TEST(SyncBatchNorm, WithoutASyncTheLayersAreTorchBatchNormWithItsNames) {
   EXPECT_TRUE(at::equal(mine->running_var, plain->running_var));
 }
 
+// forward_relu / forward_add_relu fold a block's epilogue into batch norm's passes on a GPU
+// (tests/gpu/test_gpu_batch_norm.cpp); everywhere else they are the composite ops, bit for bit,
+// in training and in evaluation, and count one batch.
+TEST(SyncBatchNorm, ForwardAddReluOffTheGpuIsBatchNormAddAndRelu) {
+  at::manual_seed(5);
+  SyncableBatchNorm2d mine(4);
+  torch::nn::BatchNorm2d plain(4);
+  const auto weight = at::rand({4}) + 0.5, bias = at::randn({4});
+  for (auto* w : {&mine->weight, &plain->weight}) w->set_data(weight.clone());
+  for (auto* b : {&mine->bias, &plain->bias}) b->set_data(bias.clone());
+  const auto x = at::randn({3, 4, 5, 5}).contiguous(at::MemoryFormat::ChannelsLast), residual = at::randn({3, 4, 5, 5});
+  EXPECT_FALSE(
+      fused_batch_norm(
+          x, residual,
+          BatchNormTensors{mine->weight, mine->bias, mine->running_mean, mine->running_var, mine->num_batches_tracked, mine->options}, true)
+          .has_value());
+  const auto x_mine = x.clone().requires_grad_(true), x_plain = x.clone().requires_grad_(true);
+  const auto y_mine = mine->forward_add_relu(x_mine, residual), y_plain = at::relu(plain->forward(x_plain) + residual);
+  EXPECT_TRUE(at::equal(y_mine, y_plain));
+  const auto dy = at::randn_like(y_plain);
+  y_mine.backward(dy);
+  y_plain.backward(dy);
+  EXPECT_TRUE(at::equal(x_mine.grad(), x_plain.grad()));
+  EXPECT_TRUE(at::equal(mine->weight.grad(), plain->weight.grad()));
+  EXPECT_TRUE(at::equal(mine->running_var, plain->running_var));
+  EXPECT_EQ(mine->num_batches_tracked.item<std::int64_t>(), 1);
+  EXPECT_TRUE(at::equal(mine->forward_relu(x), at::relu(plain->forward(x))));
+  mine->eval();
+  plain->eval();
+  EXPECT_TRUE(at::equal(mine->forward_add_relu(x, residual), at::relu(plain->forward(x) + residual)));
+}
+
 TEST(SyncBatchNorm, OneRankSaysItChangesNothing) {
   const auto [result, console] = test_support::fit_capturing_console(
       small_run("sync-bn-one-rank", {"model.norm=batch", "model.sync_batch_norm=true", "train.epochs=1"}));

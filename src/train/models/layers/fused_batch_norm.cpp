@@ -1,0 +1,162 @@
+// Training-mode batch norm, with a block's residual add and ReLU, in gputrain's NHWC kernels
+// (batch_norm_kernels.cu) as one autograd function: three passes forward and three backward where
+// ATen's batch norm, add, ReLU and their backwards took eleven. Where the kernels do not apply
+// (CPU, fp32, NCHW, odd channel counts), or GPUTRAIN_BATCH_NORM=aten says so, the caller runs the
+// composite ops instead.
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/autograd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "batch_norm_kernels.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/sync_batch_norm.hpp"
+
+namespace gputrain::train {
+namespace {
+
+namespace kernels = batch_norm_kernels;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+bool aligned(const at::Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0; }
+
+bool channels_last_like(const at::Tensor& t, const at::Tensor& input) {
+  return t.sizes() == input.sizes() && t.scalar_type() == input.scalar_type() && t.device() == input.device() &&
+         t.is_contiguous(at::MemoryFormat::ChannelsLast) && aligned(t);
+}
+
+bool float_on(const at::Tensor& t, const at::Tensor& input) {
+  return t.scalar_type() == at::kFloat && t.device() == input.device() && t.is_contiguous();
+}
+
+// GPUTRAIN_BATCH_NORM=aten keeps ATen's kernels: for comparing the two (bench/), read once.
+bool kernels_wanted() {
+  static const bool wanted = [] {
+    const char* choice = std::getenv("GPUTRAIN_BATCH_NORM");
+    return choice == nullptr || std::string(choice) != "aten";
+  }();
+  return wanted;
+}
+
+std::optional<kernels::Layout> layout_of(const at::Tensor& input) {
+  if (!input.is_cuda() || input.dim() != 4 || !input.is_contiguous(at::MemoryFormat::ChannelsLast) || !aligned(input)) return std::nullopt;
+  kernels::Layout layout;
+  if (input.scalar_type() == at::kBFloat16)
+    layout.element = kernels::Element::bfloat16;
+  else if (input.scalar_type() == at::kHalf)
+    layout.element = kernels::Element::float16;
+  else
+    return std::nullopt;
+  layout.channels = static_cast<int>(input.size(1));
+  layout.rows = input.numel() / input.size(1);
+  if (!kernels::supports(layout)) return std::nullopt;
+  return layout;
+}
+
+bool layer_fits(const BatchNormTensors& layer, const at::Tensor& input) {
+  const auto& o = layer.options;
+  if (o.affine() && !(float_on(layer.weight, input) && float_on(layer.bias, input))) return false;
+  // Without momentum ATen's factor is 1 / num_batches_tracked, read on the host: left to ATen.
+  if (o.track_running_stats() && !(o.momentum().has_value() && float_on(layer.running_mean, input) && float_on(layer.running_var, input)))
+    return false;
+  return true;
+}
+
+float* float_ptr(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
+
+at::Tensor workspace(const kernels::Layout& layout, const at::Tensor& input) {
+  kernels::Plan plan;
+  if (const char* error = kernels::plan_on_device(layout, plan))
+    throw Error(std::string("gputrain's batch-norm kernels could not size their grid: ") + error,
+                "run with GPUTRAIN_BATCH_NORM=aten to use LibTorch's batch norm; `gputrain verify` checks the GPU");
+  return at::empty({plan.workspace_floats}, input.options().dtype(at::kFloat));
+}
+
+void check_launch(const char* error, const char* pass) {
+  if (error != nullptr)
+    throw Error(std::string("gputrain's batch-norm ") + pass + " kernels did not start: " + error,
+                "run with GPUTRAIN_BATCH_NORM=aten to use LibTorch's batch norm, and report the model and GPU");
+}
+
+class FusedBatchNormFunction : public torch::autograd::Function<FusedBatchNormFunction> {
+ public:
+  // The optional tensors are absent, not undefined: autograd describes every tensor input by its device.
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const std::optional<at::Tensor>& residual_input,
+                            const std::optional<at::Tensor>& weight_input, const std::optional<at::Tensor>& bias_input,
+                            const BatchNormTensors* layer, bool relu) {
+    const auto residual = residual_input.value_or(at::Tensor()), weight = weight_input.value_or(at::Tensor());
+    const auto bias = bias_input.value_or(at::Tensor());
+    const auto layout = *layout_of(input);
+    const c10::cuda::CUDAGuard on_device(input.device());
+    auto output = at::empty_like(input, at::MemoryFormat::ChannelsLast);
+    const auto statistics = at::empty({2, input.size(1)}, input.options().dtype(at::kFloat));
+    kernels::Forward args;
+    args.input = input.data_ptr();
+    args.residual = residual.defined() ? residual.data_ptr() : nullptr;
+    args.output = output.data_ptr();
+    args.weight = float_ptr(weight);
+    args.bias = float_ptr(bias);
+    args.running_mean = float_ptr(layer->running_mean);
+    args.running_var = float_ptr(layer->running_var);
+    args.save_mean = statistics[0].data_ptr<float>();
+    args.save_invstd = statistics[1].data_ptr<float>();
+    args.eps = layer->options.eps();
+    args.momentum = layer->options.momentum().value_or(0.0);
+    args.relu = relu;
+    auto scratch = workspace(layout, input);
+    check_launch(kernels::forward(layout, args, scratch.data_ptr<float>(), at::cuda::getCurrentCUDAStream().stream()), "forward");
+    ctx->save_for_backward({input, relu ? output : at::Tensor(), weight, statistics});
+    ctx->saved_data["relu"] = relu;
+    ctx->saved_data["residual"] = residual.defined();
+    return output;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &input = saved[0], &output = saved[1], &weight = saved[2], &statistics = saved[3];
+    const bool relu = ctx->saved_data["relu"].toBool(), has_residual = ctx->saved_data["residual"].toBool();
+    const auto layout = *layout_of(input);
+    const c10::cuda::CUDAGuard on_device(input.device());
+    auto grad_output = grads[0].to(input.scalar_type()).contiguous(at::MemoryFormat::ChannelsLast);
+    if (!aligned(grad_output)) grad_output = grad_output.clone(at::MemoryFormat::ChannelsLast);
+    auto grad_input = at::empty_like(input, at::MemoryFormat::ChannelsLast);
+    at::Tensor grad_residual;
+    if (has_residual) grad_residual = relu ? at::empty_like(input, at::MemoryFormat::ChannelsLast) : grad_output;
+    const auto affine_grads = at::empty({2, input.size(1)}, input.options().dtype(at::kFloat));
+    kernels::Backward args;
+    args.grad_output = grad_output.data_ptr();
+    args.output = relu ? output.data_ptr() : nullptr;
+    args.input = input.data_ptr();
+    args.grad_input = grad_input.data_ptr();
+    args.grad_residual = has_residual && relu ? grad_residual.data_ptr() : nullptr;
+    args.weight = float_ptr(weight);
+    args.save_mean = statistics[0].data_ptr<float>();
+    args.save_invstd = statistics[1].data_ptr<float>();
+    args.grad_weight = affine_grads[0].data_ptr<float>();
+    args.grad_bias = affine_grads[1].data_ptr<float>();
+    args.relu = relu;
+    auto scratch = workspace(layout, input);
+    check_launch(kernels::backward(layout, args, scratch.data_ptr<float>(), at::cuda::getCurrentCUDAStream().stream()), "backward");
+    const bool affine = weight.defined();
+    return {grad_input,   grad_residual, affine ? affine_grads[0] : at::Tensor(), affine ? affine_grads[1] : at::Tensor(),
+            at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+std::optional<at::Tensor> fused_batch_norm(const at::Tensor& input, const at::Tensor& residual, const BatchNormTensors& layer, bool relu) {
+  if (!kernels_wanted() || !layer_fits(layer, input)) return std::nullopt;
+  const auto layout = layout_of(input);
+  if (!layout || (residual.defined() && !channels_last_like(residual, input))) return std::nullopt;
+  const auto given = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
+  return FusedBatchNormFunction::apply(input, given(residual), given(layer.weight), given(layer.bias), &layer, relu);
+}
+
+}  // namespace gputrain::train
