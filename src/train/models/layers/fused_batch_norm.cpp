@@ -80,7 +80,7 @@ at::Tensor workspace(const kernels::Layout& layout, const at::Tensor& input) {
 
 void check_launch(const char* error, const char* pass) {
   if (error != nullptr)
-    throw Error(std::string("gputrain's batch-norm ") + pass + " kernels did not start: " + error,
+    throw Error(std::string("gputrain's batch-norm kernels did not start (") + pass + "): " + error,
                 "run with GPUTRAIN_BATCH_NORM=aten to use LibTorch's batch norm, and report the model and GPU");
 }
 
