@@ -64,17 +64,13 @@ class SyncableBatchNormImpl : public Base, public SyncableNorm {
   }
   at::Tensor normalise(const at::Tensor& input, const at::Tensor& residual, bool relu) {
     at::Tensor out;
-    if (!this->is_training()) {
-      out = Base::forward(input);
-    } else if (sync_) {
-      this->_check_input_dim(input);
+    if (this->is_training()) this->_check_input_dim(input);
+    if (this->is_training() && sync_) {
       out = synchronised_batch_norm(input, tensors(), *sync_, name_);
+    } else if (auto fused = this->is_training() ? fused_batch_norm(input, residual, tensors(), relu) : std::nullopt) {
+      if (this->options.track_running_stats()) this->num_batches_tracked += 1;
+      return *fused;
     } else {
-      this->_check_input_dim(input);
-      if (auto fused = fused_batch_norm(input, residual, tensors(), relu)) {
-        if (this->options.track_running_stats()) this->num_batches_tracked += 1;
-        return *fused;
-      }
       out = Base::forward(input);
     }
     if (residual.defined()) out = out + residual;
