@@ -1,0 +1,151 @@
+#include "pg_split.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+namespace gputrain::data::postgres {
+namespace {
+
+bool word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
+
+std::string upper(std::string word) {
+  for (auto& c : word) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return word;
+}
+
+// A word outside parentheses, quotes and comments: its text (upper case) and where it starts.
+struct TopWord {
+  std::string text;
+  std::size_t at = 0;
+};
+
+// Where the quoted text, comment or dollar-quoted body starting at `i` ends (one past it), or
+// npos when it does not end; `i` itself when nothing quoted starts there.
+std::size_t past_quoted(const std::string& q, std::size_t i) {
+  const auto n = q.size();
+  const char c = q[i];
+  if (c == '-' && i + 1 < n && q[i + 1] == '-') {
+    const auto end = q.find('\n', i);
+    return end == std::string::npos ? n : end + 1;
+  }
+  if (c == '/' && i + 1 < n && q[i + 1] == '*') {  // comments nest in PostgreSQL
+    int depth = 0;
+    for (std::size_t j = i; j + 1 < n; ++j) {
+      if (q[j] == '/' && q[j + 1] == '*') {
+        ++depth;
+        ++j;
+      } else if (q[j] == '*' && q[j + 1] == '/') {
+        ++j;
+        if (--depth == 0) return j + 1;
+      }
+    }
+    return std::string::npos;
+  }
+  if (c == '\'' || c == '"') {
+    // E'...' strings take backslash escapes; the others double the quote to escape it.
+    const bool escapes = c == '\'' && i > 0 && (q[i - 1] == 'E' || q[i - 1] == 'e') && (i < 2 || !word_char(q[i - 2]));
+    for (std::size_t j = i + 1; j < n; ++j) {
+      if (escapes && q[j] == '\\') {
+        ++j;
+      } else if (q[j] == c && j + 1 < n && q[j + 1] == c) {
+        ++j;
+      } else if (q[j] == c) {
+        return j + 1;
+      }
+    }
+    return std::string::npos;
+  }
+  if (c == '$' && (i == 0 || !word_char(q[i - 1])) && i + 1 < n && !std::isdigit(static_cast<unsigned char>(q[i + 1]))) {
+    auto tag_end = i + 1;  // $tag$ or $$
+    while (tag_end < n && word_char(q[tag_end]) && q[tag_end] != '$') ++tag_end;
+    if (tag_end >= n || q[tag_end] != '$') return i;
+    const auto tag = q.substr(i, tag_end - i + 1);
+    const auto close = q.find(tag, tag_end + 1);
+    return close == std::string::npos ? std::string::npos : close + tag.size();
+  }
+  return i;
+}
+
+// The query's top-level words, or nullopt when its quotes do not close, its parentheses do not
+// balance, or a ';' ends a statement before its last character.
+std::optional<std::vector<TopWord>> top_level_words(const std::string& q) {
+  std::vector<TopWord> words;
+  int depth = 0;
+  for (std::size_t i = 0; i < q.size();) {
+    const auto skipped = past_quoted(q, i);
+    if (skipped == std::string::npos) return std::nullopt;
+    if (skipped != i) {
+      i = skipped;
+      continue;
+    }
+    const char c = q[i];
+    if (c == '(') ++depth;
+    if (c == ')' && --depth < 0) return std::nullopt;
+    if (c == ';' && depth == 0) return std::nullopt;
+    if (!word_char(c)) {
+      ++i;
+      continue;
+    }
+    auto end = i;
+    while (end < q.size() && word_char(q[end])) ++end;
+    if (depth == 0) words.push_back({upper(q.substr(i, end - i)), i});
+    i = end;
+  }
+  if (depth != 0) return std::nullopt;
+  return words;
+}
+
+std::string tid(std::uint64_t block) { return "'(" + std::to_string(block) + ",0)'::tid"; }
+
+}  // namespace
+
+std::optional<std::string> restricted_to_blocks(const std::string& query, const BlockRange& range) {
+  auto text = query;
+  while (!text.empty() && (std::isspace(static_cast<unsigned char>(text.back())) || text.back() == ';')) text.pop_back();
+  const auto words = top_level_words(text);
+  if (!words || words->empty() || (*words)[0].text != "SELECT") return std::nullopt;
+  static const std::vector<std::string> refused = {"GROUP",  "ORDER",  "LIMIT", "OFFSET",    "FETCH",  "FOR",
+                                                   "WINDOW", "HAVING", "UNION", "INTERSECT", "EXCEPT", "RETURNING"};
+  const TopWord* where = nullptr;
+  for (const auto& word : *words) {
+    if (std::find(refused.begin(), refused.end(), word.text) != refused.end()) return std::nullopt;
+    if (word.text == "WHERE" && where) return std::nullopt;
+    if (word.text == "WHERE") where = &word;
+  }
+  auto condition = "ctid >= " + tid(range.first);
+  if (range.end) condition += " AND ctid < " + tid(*range.end);
+  // On a line of its own: a '--' comment at the query's end must not swallow it.
+  if (!where) return text + "\nWHERE " + condition;
+  const auto after = where->at + 5;
+  return text.substr(0, after) + " (" + text.substr(after) + "\n) AND " + condition;
+}
+
+std::vector<BlockRange> block_ranges(std::uint64_t blocks, int streams) {
+  const auto n = static_cast<std::uint64_t>(std::max(1, streams));
+  std::vector<BlockRange> ranges;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    BlockRange range{blocks * i / n, std::nullopt};
+    if (i + 1 < n) range.end = blocks * (i + 1) / n;
+    ranges.push_back(range);
+  }
+  return ranges;
+}
+
+std::optional<std::string> single_table_scan(const std::string& explain_json, const std::string& node_type) {
+  const auto parsed = nlohmann::json::parse(explain_json, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_array() || parsed.size() != 1 || !parsed[0].contains("Plan")) return std::nullopt;
+  const auto& plan = parsed[0]["Plan"];
+  if (plan.value("Node Type", "") != node_type || plan.contains("Plans") || plan.value("Parallel Aware", false)) return std::nullopt;
+  const auto schema = plan.value("Schema", ""), table = plan.value("Relation Name", "");
+  if (schema.empty() || table.empty()) return std::nullopt;
+  const auto quoted = [](const std::string& name) {
+    std::string out = "\"";
+    for (const char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+  };
+  return quoted(schema) + "." + quoted(table);
+}
+
+}  // namespace gputrain::data::postgres

@@ -1,0 +1,78 @@
+// Splitting a query into block ranges (src/data/postgres/pg_split.hpp), without a server: the
+// text rewrite finds the one top-level WHERE past quotes, comments and sub-queries and refuses
+// what it cannot rewrite; the ranges cover every block once; a plan is one table's scan or not.
+#include <gtest/gtest.h>
+
+#include "data/postgres/pg_split.hpp"
+
+using namespace gputrain::data::postgres;
+
+namespace {
+
+const BlockRange kMiddle{10, 20};
+const std::string kRange = "ctid >= '(10,0)'::tid AND ctid < '(20,0)'::tid";
+
+}  // namespace
+
+TEST(PgSplit, ATopLevelWhereIsParenthesisedAndRestrictedToTheBlocks) {
+  EXPECT_EQ(restricted_to_blocks("SELECT a, b FROM t WHERE x = 1 OR y = 2", kMiddle),
+            "SELECT a, b FROM t WHERE ( x = 1 OR y = 2\n) AND " + kRange);
+  // A comment at the end cannot swallow the condition: it starts a line of its own.
+  EXPECT_EQ(restricted_to_blocks("select a from t where x -- the training rows", kMiddle),
+            "select a from t where ( x -- the training rows\n) AND " + kRange);
+  EXPECT_EQ(restricted_to_blocks("SELECT a FROM t  ;\n ", BlockRange{5, std::nullopt}), "SELECT a FROM t\nWHERE ctid >= '(5,0)'::tid");
+}
+
+TEST(PgSplit, WhereInQuotesCommentsAndSubqueriesIsNotTheQuerysOwn) {
+  const std::string hidden =
+      "SELECT 'WHERE' AS w, \"where\", E'it\\'s WHERE', $$ WHERE $$, $tag$ ' WHERE $tag$ /* WHERE /* nested */ WHERE */ "
+      "FROM t -- WHERE";
+  EXPECT_EQ(restricted_to_blocks(hidden, kMiddle), hidden + "\nWHERE " + kRange);
+  EXPECT_EQ(restricted_to_blocks("SELECT a FROM t WHERE a IN (SELECT b FROM u WHERE c) AND 'x''WHERE' <> ''", kMiddle),
+            "SELECT a FROM t WHERE ( a IN (SELECT b FROM u WHERE c) AND 'x''WHERE' <> ''\n) AND " + kRange);
+  // $1 is a parameter, not a dollar quote; the identifier a$b holds a dollar.
+  EXPECT_EQ(restricted_to_blocks("SELECT a$b FROM t WHERE a = $1", kMiddle), "SELECT a$b FROM t WHERE ( a = $1\n) AND " + kRange);
+}
+
+TEST(PgSplit, WhatCannotBeRestrictedIsRefused) {
+  for (const char* query : {"SELECT a FROM t ORDER BY a", "SELECT a, count(*) FROM t GROUP BY a", "SELECT a FROM t LIMIT ALL",
+                            "SELECT a FROM t OFFSET 0", "SELECT a FROM t UNION SELECT a FROM u", "SELECT a FROM t FETCH FIRST 3 ROWS ONLY",
+                            "SELECT a FROM t FOR SHARE", "WITH q AS (SELECT a FROM t) SELECT a FROM q", "TABLE t", "VALUES (1)",
+                            "SELECT a FROM t; SELECT b FROM u", "SELECT 'unterminated FROM t", "SELECT (a FROM t", "SELECT a) FROM t",
+                            "SELECT a /* open FROM t", "SELECT a FROM t WHERE x WHERE y", ""}) {
+    EXPECT_EQ(restricted_to_blocks(query, kMiddle), std::nullopt) << query;
+  }
+}
+
+TEST(PgSplit, RangesCoverEveryBlockOnceTheLastOpenEnded) {
+  const auto ranges = block_ranges(10, 3);
+  ASSERT_EQ(ranges.size(), 3u);
+  std::uint64_t next = 0;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    EXPECT_EQ(ranges[i].first, next);
+    if (i + 1 < ranges.size()) {
+      ASSERT_TRUE(ranges[i].end);
+      EXPECT_GE(*ranges[i].end - ranges[i].first, 3u);
+      next = *ranges[i].end;
+    } else {
+      EXPECT_FALSE(ranges[i].end) << "rows past the size read must still be read";
+    }
+  }
+  EXPECT_EQ(block_ranges(7, 1).size(), 1u);
+  EXPECT_EQ(block_ranges(7, 0).size(), 1u);
+}
+
+TEST(PgSplit, APlanIsOneTablesScanOrNothing) {
+  const auto plan = [](const std::string& fields) { return "[{\"Plan\": {" + fields + "}}]"; };
+  const std::string seq = "\"Node Type\": \"Seq Scan\", \"Parallel Aware\": false, \"Relation Name\": \"rows\", \"Schema\": \"public\"";
+  EXPECT_EQ(single_table_scan(plan(seq), "Seq Scan"), "\"public\".\"rows\"");
+  EXPECT_EQ(single_table_scan(plan(seq), "Tid Range Scan"), std::nullopt);
+  EXPECT_EQ(single_table_scan(plan(seq + ", \"Plans\": [{}]"), "Seq Scan"), std::nullopt) << "a sub-plan";
+  EXPECT_EQ(single_table_scan(plan("\"Node Type\": \"Seq Scan\", \"Parallel Aware\": true, \"Relation Name\": \"r\", \"Schema\": \"s\""),
+                              "Seq Scan"),
+            std::nullopt);
+  EXPECT_EQ(single_table_scan(plan("\"Node Type\": \"Seq Scan\", \"Relation Name\": \"a\\\"b\", \"Schema\": \"s\""), "Seq Scan"),
+            "\"s\".\"a\"\"b\"");
+  EXPECT_EQ(single_table_scan(plan("\"Node Type\": \"Sort\""), "Seq Scan"), std::nullopt);
+  EXPECT_EQ(single_table_scan("not json", "Seq Scan"), std::nullopt);
+}
