@@ -6,10 +6,12 @@ machine (started here with tests/postgres/pg_server.py unless --dsn names one). 
 --runs times, interleaved; the figures are medians, with the runs' spread.
 
 Load into training memory (float32 features and int64 labels as torch tensors):
-  raw COPY        psql: COPY (query) TO STDOUT (FORMAT binary) into /dev/null: what the server and
-                  the socket deliver, the ceiling for any reader
+  raw COPY        psql: COPY (query) TO STDOUT (FORMAT binary) into /dev/null: what one server
+                  process and the socket deliver, the ceiling for a reader of one stream
   gputrain        gputrain train with data.source postgres, max_steps 1: the data read time its
-                  metrics.jsonl records (connect, COPY, decode into the tensors)
+                  metrics.jsonl records (connect, COPY, decode into the tensors), data.streams
+                  auto (several COPY streams, one per core up to 4: docs/data.md)
+  gputrain, one COPY stream   the same with data.streams 1
   psycopg         psycopg 3: cursor.fetchall() -> numpy -> torch.from_numpy, the common way
   pandas          pandas.read_sql over SQLAlchemy -> to_numpy -> torch, the other common way
 Goals (issue #49): gputrain >= 5x psycopg, and >= 80 % of the raw COPY's throughput.
@@ -62,10 +64,11 @@ def copy_bytes(dsn):
     return len(out.stdout)
 
 
-def gputrain_load(dsn, workdir):
+def gputrain_load(dsn, workdir, streams="auto"):
     run_dir = os.path.join(workdir, "gputrain-run")
     shutil.rmtree(run_dir, ignore_errors=True)
     subprocess.run([GPUTRAIN, "train", "--set", "data.source=postgres", "--set", "data.dsn=" + dsn, "--set", "data.query=" + QUERY,
+                    "--set", "data.streams=%s" % streams,
                     "--set", "data.labels=label", "--set", "model.name=mlp", "--set", "model.hidden=[8]", "--set", "device=cpu",
                     "--set", "train.max_steps=1", "--set", "train.epochs=1", "--set", "logging.progress=off",
                     "--set", "logging.dir=" + run_dir, "--set", "checkpoint.resume=never", "--set", "checkpoint.best_metric=none",
@@ -164,6 +167,7 @@ def main():
             make_table(args.dsn, args.rows)
             mb = copy_bytes(args.dsn) / 1e6
             sides = {"raw COPY (psql)": lambda: raw_copy(args.dsn), "gputrain": lambda: gputrain_load(args.dsn, workdir),
+                     "gputrain, one COPY stream": lambda: gputrain_load(args.dsn, workdir, 1),
                      "psycopg fetchall": lambda: psycopg_load(args.dsn), "pandas.read_sql": lambda: pandas_load(args.dsn)}
             seconds = {name: [] for name in sides}
             for _ in range(args.runs):

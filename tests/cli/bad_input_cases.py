@@ -57,6 +57,8 @@ def config_cases():
         ("num_workers_negative", "  path: good.csv\n  labels: label\n  num_workers: -1\n", "data.num_workers"),
         ("num_workers_beyond_threads", "  path: good.csv\n  labels: label\n  num_workers: 2147483648\n",
          "an integer >= 0 and <= 1024, or auto"),
+        ("postgres_streams_zero", "  source: postgres\n  query: SELECT 1 AS a, 0 AS label\n  labels: label\n  streams: 0\n",
+         "data.streams: found '0'; allowed: an integer >= 1 and <= 32, or auto"),
         ("labels_missing_column", "  path: good.csv\n  labels: nope\n", "nope"),
         ("features_missing_column", "  path: good.csv\n  labels: label\n  features: [a, zz]\n", "zz"),
         ("synthetic_shape_overflow", "  source: synthetic\n  shape: [3037000500, 3037000500]\n",

@@ -130,13 +130,7 @@ TEST_F(PostgresLoad, AStopMidLoadCancelsTheQueryOnTheServer) {
   }
   stopper.join();
   core::clear_stop_request();
-  std::string running = "1";
-  for (int i = 0; i < 50 && running != "0"; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    running =
-        server.value("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'COPY (SELECT x, label FROM stopped%' AND state = 'active'");
-  }
-  EXPECT_EQ(running, "0") << "the COPY still runs on the server";
+  EXPECT_EQ(server.active_after_waiting("COPY (SELECT x, label FROM stopped%"), "0") << "the COPY still runs on the server";
 }
 
 // A million rows of 64 float4 columns (256 MB as floats): read in chunks, so the process's memory

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace gputrain::test_support {
 
@@ -55,6 +57,17 @@ class PgServer {
     PQclear(result);
     PQfinish(conn);
     return out;
+  }
+
+  /// How many queries LIKE `pattern` still run on the server after up to 5 s of waiting for
+  /// them to end (a cancelled query ends a moment after its client gives up).
+  std::string active_after_waiting(const std::string& pattern) const {
+    std::string running = "1";
+    for (int i = 0; i < 50 && running != "0"; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      running = value("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '" + pattern + "' AND state = 'active'");
+    }
+    return running;
   }
 
  private:

@@ -45,6 +45,7 @@ struct SourceSpec {
   /// class weights were measured on them), and val_path is the validation data.
   bool evaluate_on_val_path = false;
   std::string dsn, query, val_query;  ///< postgres: the connection string and the queries of the training and validation rows
+  int streams = 0;                    ///< postgres: the most COPY streams a query is read over (0: auto)
   ReadProgress read_progress;         ///< told how far a long parse (a large CSV) is; may throw to stop it
   /// Told how far a query's rows are (postgres, ~5 times a second): the key it reads ("data.query"),
   /// rows and bytes received, and the planner's estimate of the rows; may throw to stop (the query

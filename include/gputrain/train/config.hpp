@@ -48,6 +48,7 @@ struct DataConfig {
   std::string query;          ///< postgres: the SELECT whose rows are the training samples
   std::string val_query;      ///< postgres: the validation rows' SELECT, read in the same snapshot
   bool require_same = false;  ///< postgres: a resumed run whose rows changed stops (exit 2) instead of saying so
+  std::optional<std::int64_t> streams;  ///< postgres: the most COPY streams a plain one-table query is read over; nullopt: auto
   std::vector<std::int64_t> image_size = {224, 224};  ///< image_folder: height, width after resize and centre crop
   std::vector<std::int64_t> shape = {3, 32, 32};      ///< synthetic: shape of one sample (files: read from the data)
   std::optional<std::int64_t> classes;                ///< classification: number of classes; nullopt means `auto`

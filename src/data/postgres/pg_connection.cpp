@@ -112,6 +112,14 @@ std::string Connection::type_name(std::uint32_t type) {
   return name;
 }
 
+std::optional<std::string> Connection::try_value(const std::string& sql) {
+  auto* result = PQexec(conn_, sql.c_str());
+  std::optional<std::string> value;
+  if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) > 0 && PQnfields(result) > 0) value = PQgetvalue(result, 0, 0);
+  PQclear(result);
+  return value;
+}
+
 std::int64_t Connection::estimated_rows(const std::string& query) {
   auto* result = PQexec(conn_, ("EXPLAIN (FORMAT JSON) " + query).c_str());
   std::int64_t rows = 0;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ class Connection {
   std::vector<Column> columns_of(const std::string& query, const std::string& what);
   /// A type's name as SQL writes it ("timestamp with time zone"), for errors.
   std::string type_name(std::uint32_t type);
+  /// The first value of `sql`'s first row, or nullopt when the statement fails. In a transaction
+  /// a failure aborts it: run such probes inside a savepoint.
+  std::optional<std::string> try_value(const std::string& sql);
   /// The planner's estimate of the rows `query` returns (EXPLAIN); 0 when unknown.
   std::int64_t estimated_rows(const std::string& query);
 

@@ -24,6 +24,7 @@ RowDecoder::RowDecoder(const Selected& selected, DecodeSpec spec) : selected_(se
   length_set_.assign(selected_.features.size(), spec_.vector_lengths != nullptr);
   for (const auto& use : selected_.features)
     if (use.kind == ColumnKind::text) codes_.emplace_back();
+  appended_codes_.resize(codes_.size());
   for (const auto& use : selected_.features) {
     std::int32_t length = 0;
     const auto decode = fixed_decoder(use.column.type, &length);
@@ -148,19 +149,47 @@ void RowDecoder::add_labels(const std::vector<Field>& fields) {
 
 bool RowDecoder::add_image(const Field& field) {
   const auto h = spec_.image_size.at(0), w = spec_.image_size.at(1);
-  if (image_chunks_.empty() || image_rows_in_chunk_ == kImageChunkRows) {
-    image_chunks_.push_back(at::empty({kImageChunkRows, 3, h, w}, at::kByte));
-    image_rows_in_chunk_ = 0;
-  }
-  auto* out = image_chunks_.back().data_ptr<std::uint8_t>() + image_rows_in_chunk_ * 3 * h * w;
+  if (image_chunks_.empty() || image_chunks_.back().rows == kImageChunkRows)
+    image_chunks_.push_back({at::empty({kImageChunkRows, 3, h, w}, at::kByte), 0});
+  auto& chunk = image_chunks_.back();
+  auto* out = chunk.pixels.data_ptr<std::uint8_t>() + chunk.rows * 3 * h * w;
   try {
     decode_image_into(reinterpret_cast<const unsigned char*>(field.data), static_cast<std::size_t>(field.length), h, w, out);
   } catch (const SkippedSample& e) {
     if (undecoded_++ == 0) undecoded_example_ = "row " + std::to_string(rows_ + undecoded_) + ": " + e.what();
     return false;
   }
-  ++image_rows_in_chunk_;
+  ++chunk.rows;
   return true;
+}
+
+void RowDecoder::append(RowDecoder&& later) {
+  for (std::size_t f = 0; f < lengths_.size(); ++f) {
+    if (!later.length_set_[f]) continue;
+    if (length_set_[f] && later.lengths_[f] != lengths_[f]) {
+      const auto& name = selected_.features[f].column.name;
+      throw UsageError(spec_.what + "'s column '" + name + "' holds arrays of " + std::to_string(lengths_[f]) +
+                           " numbers in some rows and " + std::to_string(later.lengths_[f]) + " in others",
+                       "every row must hold as many (one input each): pad or cut them in the query, e.g. " + name +
+                           "[1:" + std::to_string(std::min(lengths_[f], later.lengths_[f])) + "]");
+    }
+    lengths_[f] = later.lengths_[f];
+    length_set_[f] = true;
+  }
+  rows_ += later.rows_;
+  for (auto& chunk : later.chunks_) chunks_.push_back(std::move(chunk));
+  for (std::size_t t = 0; t < codes_.size(); ++t) {
+    appended_codes_[t].push_back(later.codes_[t].take());
+    for (auto& piece : later.appended_codes_[t]) appended_codes_[t].push_back(std::move(piece));
+  }
+  appended_label_names_.push_back(later.label_names_.take());
+  for (auto& piece : later.appended_label_names_) appended_label_names_.push_back(std::move(piece));
+  class_ids_.insert(class_ids_.end(), later.class_ids_.begin(), later.class_ids_.end());
+  regression_.insert(regression_.end(), later.regression_.begin(), later.regression_.end());
+  for (auto& chunk : later.image_chunks_) image_chunks_.push_back(std::move(chunk));
+  for (const auto& [column, rows] : later.nulls_) nulls_[column] += rows;
+  if (undecoded_ == 0 && later.undecoded_ > 0) undecoded_example_ = later.undecoded_example_;
+  undecoded_ += later.undecoded_;
 }
 
 void RowDecoder::throw_nulls() const {
@@ -200,7 +229,9 @@ csv::Table RowDecoder::table() {
       for (const auto& column : *spec_.categories)
         if (column.column == use.column.name) known = &column.values;
     std::vector<csv::Coded> pieces;
-    pieces.push_back(codes_[text++].take());
+    pieces.push_back(codes_[text].take());
+    for (auto& piece : appended_codes_[text]) pieces.push_back(std::move(piece));
+    ++text;
     t.categories.push_back(csv::merge_categories(std::move(pieces), known));
   }
   t.targets = targets();
@@ -213,10 +244,9 @@ at::Tensor RowDecoder::images() {
   auto out = at::empty({rows_, 3, h, w}, at::kByte);
   std::int64_t at = 0;
   for (auto& chunk : image_chunks_) {  // each freed once copied: the images are held once, plus a chunk
-    const auto n = std::min(kImageChunkRows, rows_ - at);
-    out.narrow(0, at, n).copy_(chunk.narrow(0, 0, n));
-    chunk = at::Tensor();
-    at += n;
+    out.narrow(0, at, chunk.rows).copy_(chunk.pixels.narrow(0, 0, chunk.rows));
+    at += chunk.rows;
+    chunk.pixels = at::Tensor();
   }
   image_chunks_.clear();
   return out;
@@ -230,6 +260,7 @@ at::Tensor RowDecoder::targets() {
   } else if (selected_.labels[0].kind == ColumnKind::text) {
     std::vector<csv::Coded> pieces;
     pieces.push_back(label_names_.take());
+    for (auto& piece : appended_label_names_) pieces.push_back(std::move(piece));
     auto coded = csv::merge_categories(std::move(pieces), spec_.class_names);
     const auto& column = selected_.labels[0].column.name;
     if (coded.unseen_rows > 0)

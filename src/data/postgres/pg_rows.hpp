@@ -46,6 +46,12 @@ class RowDecoder {
   /// One tuple, in the query's column order.
   void add(const std::vector<Field>& fields);
   std::int64_t rows() const { return rows_; }
+  /// The rows another decoder of the same columns read (the next stretch of the same query's
+  /// rows, read in parallel) after these, taken over without copying. Arrays of another length
+  /// there are a UsageError, as they are within one stream.
+  void append(RowDecoder&& later);
+  /// A decoder of the same columns with the same settings, for another stream of the rows.
+  RowDecoder sibling() const { return RowDecoder(selected_, spec_); }
 
   /// The rows as the CSV reader's table (features; finish_table spreads the categories), and the
   /// labels. Throws UsageError when a column held NULLs, naming each and its rows.
@@ -74,15 +80,20 @@ class RowDecoder {
   DecodeSpec spec_;
   std::int64_t rows_ = 0;
   std::vector<csv::Chunk> chunks_;
-  std::vector<csv::CategoryCodes> codes_;  // one per text feature
+  std::vector<csv::CategoryCodes> codes_;                // one per text feature
+  std::vector<std::vector<csv::Coded>> appended_codes_;  // per text feature: appended decoders' codes, in order
   std::vector<std::size_t> lengths_;
   std::vector<bool> length_set_;
   std::vector<std::int64_t> class_ids_;
   csv::CategoryCodes label_names_;
+  std::vector<csv::Coded> appended_label_names_;
   std::vector<std::string> class_names_;
   std::vector<float> regression_;
-  std::vector<at::Tensor> image_chunks_;
-  std::int64_t image_rows_in_chunk_ = 0;
+  struct ImageChunk {
+    at::Tensor pixels;
+    std::int64_t rows = 0;
+  };
+  std::vector<ImageChunk> image_chunks_;
   std::map<std::string, std::int64_t> nulls_;  // by column
   std::int64_t undecoded_ = 0;
   std::string undecoded_example_;

@@ -13,6 +13,7 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "pg_rows.hpp"
+#include "pg_streams.hpp"
 
 namespace gputrain::data::postgres {
 namespace {
@@ -88,38 +89,14 @@ Selected select_columns(Connection& conn, const std::vector<Column>& columns, co
   return s;
 }
 
-// Streams `query`'s rows through a decoder, telling `spec.row_progress` how far it is. Returns
-// the rows' fingerprint (any order): what a resumed run compares.
-std::uint64_t read_rows(Connection& conn, const std::string& query, const std::string& what, RowDecoder& decoder, const SourceSpec& spec) {
-  const auto estimated_rows = conn.estimated_rows(query);
-  std::uint64_t fingerprint = 0;
-  TupleReader reader([&](const std::vector<Field>& fields) {
-    fingerprint += tuple_fingerprint(fields);
-    decoder.add(fields);
+// Reads `query`'s rows through a decoder, telling `spec.row_progress` how far it is.
+ReadRows read_rows(CopyStreams& streams, const std::string& query, const std::string& what, RowDecoder& decoder, const SourceSpec& spec) {
+  const auto read = streams.read(query, what, decoder, [&](std::int64_t rows, std::int64_t estimated, std::uint64_t bytes) {
+    if (spec.row_progress) spec.row_progress(what, rows, estimated, bytes);
   });
-  std::uint64_t bytes = 0;
-  const auto tell = [&] {
-    if (spec.row_progress) spec.row_progress(what, reader.tuples(), std::max(estimated_rows, reader.tuples()), bytes);
-  };
-  tell();
-  try {
-    conn.copy_out(
-        query, what,
-        [&](const char* data, std::size_t size) {
-          bytes += size;
-          reader.feed(data, size);
-        },
-        tell);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::runtime_error& e) {  // bytes that are not the COPY format
-    throw Error(what + ": the server's COPY stream could not be read: " + e.what(), "report this with the query and PostgreSQL's version");
-  }
-  if (!reader.finished()) throw Error(what + ": the COPY stream ended without its trailer", "run again; report it if it repeats");
-  tell();
-  if (decoder.rows() == 0 && decoder.undecoded() == 0 && reader.tuples() == 0)
+  if (decoder.rows() == 0 && decoder.undecoded() == 0 && read.tuples == 0)
     throw UsageError(what + " returned no rows", "check its WHERE clause (psql -c 'SELECT count(*) FROM (...) AS q' counts them)");
-  return fingerprint;
+  return read;
 }
 
 std::string hex(std::uint64_t value) {
@@ -137,13 +114,15 @@ Sources open_postgres(const SourceSpec& spec) {
   // One snapshot for the training and the validation rows: rows another client commits meanwhile
   // are in neither, so the two never overlap by accident.
   conn.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  CopyStreams streams(conn, spec.dsn, spec.streams);
   const auto selected = select_columns(conn, conn.columns_of(spec.query, "data.query"), spec, "data.query");
   const bool classification = spec.task == "classification";
   DecodeSpec decode{classification, "data.query", spec.image_size};
   decode.keep_missing = spec.missing != "error";
   RowDecoder train(selected, decode);
-  const auto train_fingerprint = read_rows(conn, spec.query, "data.query", train, spec);
-  out.provenance = {{"data.query", spec.query}, {"data.rows", std::to_string(train.rows())}, {"data.checksum", hex(train_fingerprint)}};
+  const auto train_read = read_rows(streams, spec.query, "data.query", train, spec);
+  out.provenance = {
+      {"data.query", spec.query}, {"data.rows", std::to_string(train.rows())}, {"data.checksum", hex(train_read.fingerprint)}};
   CsvSpec csv{{}, spec.labels, classification};
   csv.missing = spec.missing;
   CsvColumns columns;
@@ -156,10 +135,11 @@ Sources open_postgres(const SourceSpec& spec) {
     train_set = csv::finish_table(std::move(table), csv, &columns);
   }
   out.class_names = train.class_names();
-  const auto described = [&](const std::string& key, std::int64_t rows) {
-    return "PostgreSQL " + conn.where() + " " + key + " (" + core::counted(rows, "row") + ")";
+  const auto described = [&](const std::string& key, std::int64_t rows, int copies) {
+    return "PostgreSQL " + conn.where() + " " + key + " (" + core::counted(rows, "row") +
+           (copies > 1 ? ", read over " + std::to_string(copies) + " COPY streams" : "") + ")";
   };
-  out.train = make_array_dataset(train_set, described("data.query", train_set.size()), "data.query");
+  out.train = make_array_dataset(train_set, described("data.query", train_set.size(), train_read.streams), "data.query");
   if (train.undecoded() > 0)
     out.notes.push_back("note: " + core::counted(train.undecoded(), "row") + " of data.query held images that did not decode, left out (" +
                         train.undecoded_example() + ")");
@@ -175,10 +155,10 @@ Sources open_postgres(const SourceSpec& spec) {
     val_decode.keep_missing = decode.keep_missing;
     if (!classification || selected.labels[0].kind != ColumnKind::text) val_decode.class_names = nullptr;
     RowDecoder val(val_selected, val_decode);
-    const auto val_fingerprint = read_rows(conn, spec.val_query, "data.val_query", val, spec);
+    const auto val_read = read_rows(streams, spec.val_query, "data.val_query", val, spec);
     out.provenance["data.val_query"] = spec.val_query;
     out.provenance["data.val_rows"] = std::to_string(val.rows());
-    out.provenance["data.val_checksum"] = hex(val_fingerprint);
+    out.provenance["data.val_checksum"] = hex(val_read.fingerprint);
     TensorDataset val_set;
     if (val_selected.images()) {
       val_set = {val.images(), val.targets()};
@@ -192,9 +172,10 @@ Sources open_postgres(const SourceSpec& spec) {
       val_set = csv::finish_table(std::move(table), val_csv, &val_columns);
       out.notes.insert(out.notes.end(), val_columns.notes.begin(), val_columns.notes.end());
     }
-    out.val = make_array_dataset(val_set, described("data.val_query", val_set.size()), "data.val_query");
+    out.val = make_array_dataset(val_set, described("data.val_query", val_set.size(), val_read.streams), "data.val_query");
   }
   conn.run("COMMIT");
+  out.notes.insert(out.notes.end(), streams.notes().begin(), streams.notes().end());
   if (classification) {
     const auto max_id = [](const TensorDataset& set) { return set.size() > 0 ? set.targets.max().item<std::int64_t>() + 1 : 0; };
     out.classes = out.class_names.empty() ? std::max(max_id(train_set), out.val ? max_id(*out.val->tensors()) : 0)

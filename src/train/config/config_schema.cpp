@@ -221,6 +221,8 @@ std::vector<Field> data_fields() {
     optional_string_field("data.query", [](auto& c) -> auto& { return c.data.query; }, "an SQL query"),
     optional_string_field("data.val_query", [](auto& c) -> auto& { return c.data.val_query; }, "an SQL query"),
     bool_field("data.require_same", [](auto& c) -> auto& { return c.data.require_same; }),
+    // More connections than a server's default max_connections (100) leaves to others would be rude.
+    int_or_auto_field("data.streams", [](auto& c) -> auto& { return c.data.streams; }, 1, 32),
     {"data.image_size", [](Config& c, const FieldValue& v) { c.data.image_size = parse_image_size(v); },
      [](const Config& c) { return flow_list(c.data.image_size); }},
     int_list_field("data.shape", [](auto& c) -> auto& { return c.data.shape; }, 1, false),

@@ -81,7 +81,7 @@ std::vector<std::string> unread_settings(const Config& config) {
         out.push_back(unread(config, key, config.model.name, readers));
   }
   if (config.data.source != "postgres")
-    for (const char* key : {"data.dsn", "data.query", "data.val_query", "data.require_same"})
+    for (const char* key : {"data.dsn", "data.query", "data.val_query", "data.require_same", "data.streams"})
       if (!at_default(config, key))
         out.push_back(std::string(key) + " is set, but data.source is " + config.data.source + ": only data.source postgres reads it");
   if (config.train.ema_decay == 0 && !at_default(config, "train.ema_every"))

@@ -82,6 +82,7 @@ data::SourceSpec source_spec(const Config& config, bool evaluating, SetupProgres
   spec.dsn = d.dsn;
   spec.query = d.query;
   spec.val_query = d.val_query;
+  spec.streams = static_cast<int>(d.streams.value_or(0));
   spec.image_size = d.image_size;
   spec.samples = d.samples;
   spec.val_samples = d.val_samples;

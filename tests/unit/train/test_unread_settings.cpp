@@ -90,6 +90,12 @@ TEST(UnreadSettings, NamesEmaEveryWithoutEmaAndMissingWithoutColumns) {
             std::vector<std::string>{"data.missing is mean, but data.source is synthetic: only csv and postgres data can miss values"});
 }
 
+TEST(UnreadSettings, NamesThePostgresKeysOfAnotherSource) {
+  EXPECT_EQ(unread_with({"data.streams=2"}),
+            std::vector<std::string>{"data.streams is set, but data.source is synthetic: only data.source postgres reads it"});
+  EXPECT_TRUE(unread_with({"data.streams=auto"}).empty());
+}
+
 TEST(UnreadSettings, NamesAlertsWhoseReadingsAreNotTakenAndATraceWithoutItsStart) {
   EXPECT_EQ(unread_with({"logging.system_every=off", "logging.alerts.temperature_c=80"}),
             std::vector<std::string>{"logging.alerts.temperature_c is 80, but logging.system_every is off: the readings it watches are "

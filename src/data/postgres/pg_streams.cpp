@@ -1,0 +1,237 @@
+#include "pg_streams.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "gputrain/core/error.hpp"
+#include "pg_binary.hpp"
+#include "pg_split.hpp"
+
+namespace gputrain::data::postgres {
+namespace {
+
+constexpr int kAutoMostStreams = 4;
+constexpr std::uint64_t kAutoBlocksPerStream = 1024;  // 8 MB of table: less is not worth a connection
+
+// Thrown from a stream's tick when another stream failed or the load was stopped: the stream's
+// query is cancelled and the stream ends without an error of its own.
+struct StreamStopped {};
+
+// One stream's read: its connection and query, its decoder, and what it has received so far
+// (read by the thread that reports progress).
+struct Stream {
+  Connection* conn = nullptr;
+  std::string query;
+  RowDecoder* decoder = nullptr;
+  std::atomic<std::int64_t> tuples{0};
+  std::atomic<std::uint64_t> bytes{0};
+  std::uint64_t fingerprint = 0;
+  std::exception_ptr error;
+};
+
+// Streams one query's rows through its decoder; `tick` is called while it waits and may throw.
+void read_stream(Stream& s, const std::string& what, const std::function<void()>& tick) {
+  TupleReader reader([&](const std::vector<Field>& fields) {
+    s.fingerprint += tuple_fingerprint(fields);
+    s.decoder->add(fields);
+  });
+  try {
+    s.conn->copy_out(
+        s.query, what,
+        [&](const char* data, std::size_t size) {
+          reader.feed(data, size);
+          s.bytes.fetch_add(size, std::memory_order_relaxed);
+          s.tuples.store(reader.tuples(), std::memory_order_relaxed);
+        },
+        tick);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::runtime_error& e) {  // bytes that are not the COPY format
+    throw Error(what + ": the server's COPY stream could not be read: " + e.what(), "report this with the query and PostgreSQL's version");
+  }
+  if (!reader.finished()) throw Error(what + ": the COPY stream ended without its trailer", "run again; report it if it repeats");
+}
+
+// Each stream on a thread of its own; this one tells `report` how far they are, ~5 times a
+// second. The first failing stream (or a stop thrown by `report`) stops the others, whose queries
+// are cancelled; then the error of the first stream in order that failed is thrown.
+void read_in_parallel(std::vector<std::unique_ptr<Stream>>& streams, const std::string& what, const std::function<void()>& report) {
+  std::atomic<bool> stop{false};
+  std::mutex mutex;
+  std::condition_variable done;
+  std::size_t finished = 0;
+  std::vector<std::thread> threads;
+  const auto join = [&] {
+    for (auto& t : threads) t.join();
+    threads.clear();
+  };
+  try {
+    for (auto& stream : streams)
+      threads.emplace_back([&, s = stream.get()] {
+        try {
+          read_stream(*s, what, [&] {
+            if (stop) throw StreamStopped{};
+          });
+        } catch (const StreamStopped&) {
+        } catch (...) {
+          s->error = std::current_exception();
+          stop = true;
+        }
+        std::lock_guard lock(mutex);
+        ++finished;
+        done.notify_one();
+      });
+    std::unique_lock lock(mutex);
+    while (!done.wait_for(lock, std::chrono::milliseconds(200), [&] { return finished == streams.size(); })) {
+      lock.unlock();
+      report();
+      lock.lock();
+    }
+  } catch (...) {
+    stop = true;
+    join();
+    throw;
+  }
+  join();
+  for (const auto& s : streams)
+    if (s->error) std::rethrow_exception(s->error);
+  report();
+}
+
+}  // namespace
+
+CopyStreams::CopyStreams(Connection& main, std::string dsn, int streams)
+    : main_(main), dsn_(std::move(dsn)), most_(streams), asked_(streams > 1) {
+  if (most_ <= 0) most_ = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kAutoMostStreams);
+}
+
+CopyStreams::~CopyStreams() = default;
+
+void CopyStreams::say(const std::string& note) {
+  if (asked_ && std::find(notes_.begin(), notes_.end(), note) == notes_.end()) notes_.push_back(note);
+}
+
+std::vector<std::string> CopyStreams::split(const std::string& query, const std::string& what) {
+  if (most_ <= 1) return {query};
+  // Probes in a savepoint: a rewrite the server refuses must not abort the snapshot's transaction.
+  main_.run("SAVEPOINT gputrain_split; SET LOCAL max_parallel_workers_per_gather = 0");
+  const auto plan = main_.try_value("EXPLAIN (FORMAT JSON, VERBOSE) " + query);
+  const auto table = plan ? single_table_scan(*plan, "Seq Scan") : std::nullopt;
+  std::vector<std::string> queries;
+  if (!table) {
+    say("note: " + what +
+        " is read over one COPY stream: only a plain SELECT ... FROM one table [WHERE ...] splits into "
+        "block ranges (this one joins, sorts, groups, limits or reads a view)");
+  } else {
+    queries = ranges_of(query, what, *table, most_);
+  }
+  main_.run("ROLLBACK TO SAVEPOINT gputrain_split; RELEASE SAVEPOINT gputrain_split");
+  if (queries.size() <= 1) return {query};
+  const auto joined = join_snapshot(static_cast<int>(queries.size()));
+  if (joined < static_cast<int>(queries.size())) {
+    main_.run("SAVEPOINT gputrain_split");
+    queries = joined > 1 ? ranges_of(query, what, *table, joined) : std::vector<std::string>{};
+    main_.run("ROLLBACK TO SAVEPOINT gputrain_split; RELEASE SAVEPOINT gputrain_split");
+  }
+  return queries.size() > 1 ? queries : std::vector<std::string>{query};
+}
+
+std::vector<std::string> CopyStreams::ranges_of(const std::string& query, const std::string& what, const std::string& table, int streams) {
+  std::string literal;  // the quoted name as an SQL string
+  for (const char c : table) literal += c == '\'' ? std::string("''") : std::string(1, c);
+  const auto size = main_.try_value("SELECT pg_relation_size('" + literal + "'::regclass) / current_setting('block_size')::bigint");
+  const auto blocks = size ? std::stoull(*size) : 0;
+  const auto per_stream = asked_ ? 1 : kAutoBlocksPerStream;
+  const auto n = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(streams), blocks / per_stream));
+  if (n <= 1) {
+    say("note: " + what + " reads " + std::to_string(blocks) + " blocks of " + table +
+        ": too few to split; it is read over one COPY stream");
+    return {};
+  }
+  std::vector<std::string> queries;
+  for (const auto& range : block_ranges(blocks, n)) {
+    const auto restricted = restricted_to_blocks(query, range);
+    if (!restricted) {
+      say("note: " + what +
+          " is read over one COPY stream: gputrain splits a plain SELECT ... FROM table [WHERE ...], not one "
+          "that starts with WITH or ends with ORDER BY, LIMIT or the like");
+      return {};
+    }
+    queries.push_back(*restricted);
+  }
+  // The server has the last word: the rewrite must be a TID range scan of the same table.
+  const auto plan = main_.try_value("EXPLAIN (FORMAT JSON, VERBOSE) " + queries.front());
+  if (!plan || single_table_scan(*plan, "Tid Range Scan") != table) {
+    say("note: " + what + " is read over one COPY stream: restricted to a range of its table's blocks, it does not plan as a range scan");
+    return {};
+  }
+  return queries;
+}
+
+int CopyStreams::join_snapshot(int count) {
+  if (snapshot_.empty()) {
+    const auto id = main_.try_value("SELECT pg_export_snapshot()");
+    if (!id) {
+      say("note: the server exports no snapshot (a pooler, or a standby): the queries are read over one COPY stream");
+      most_ = 1;
+      return 1;
+    }
+    snapshot_ = *id;
+  }
+  while (static_cast<int>(extra_.size()) + 1 < count) {
+    try {
+      auto conn = std::make_unique<Connection>(dsn_);
+      conn->run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      conn->run("SET TRANSACTION SNAPSHOT '" + snapshot_ + "'");
+      extra_.push_back(std::move(conn));
+    } catch (const Error& e) {
+      say("note: a connection for a further COPY stream failed, reading over " + std::to_string(extra_.size() + 1) + ": " + e.what());
+      most_ = static_cast<int>(extra_.size()) + 1;
+      break;
+    }
+  }
+  return static_cast<int>(extra_.size()) + 1;
+}
+
+ReadRows CopyStreams::read(const std::string& query, const std::string& what, RowDecoder& decoder, const RowProgress& progress) {
+  const auto estimated = main_.estimated_rows(query);
+  const auto queries = split(query, what);
+  const auto n = queries.size();
+  std::vector<std::unique_ptr<Stream>> streams;
+  std::vector<RowDecoder> siblings;
+  siblings.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    streams.push_back(std::make_unique<Stream>());
+    auto& s = *streams.back();
+    s.conn = i == 0 ? &main_ : extra_[i - 1].get();
+    s.query = queries[i];
+    s.decoder = i == 0 ? &decoder : &siblings.emplace_back(decoder.sibling());
+  }
+  const auto report = [&] {
+    std::int64_t rows = 0;
+    std::uint64_t bytes = 0;
+    for (const auto& s : streams) rows += s->tuples.load(), bytes += s->bytes.load();
+    if (progress) progress(rows, std::max(estimated, rows), bytes);
+  };
+  report();
+  if (n == 1) {
+    read_stream(*streams[0], what, report);
+  } else {
+    read_in_parallel(streams, what, report);
+  }
+  ReadRows out;
+  out.streams = static_cast<int>(n);
+  for (const auto& s : streams) {
+    out.fingerprint += s->fingerprint;
+    out.tuples += s->tuples.load();
+  }
+  for (auto& sibling : siblings) decoder.append(std::move(sibling));
+  return out;
+}
+
+}  // namespace gputrain::data::postgres

@@ -1,0 +1,213 @@
+// data.source postgres over several COPY streams (data.streams) against a real server: a plain
+// one-table query read in block ranges gives the rows one stream gives, in the same order, with
+// text categories, arrays and class names merged; other queries read over one stream; every
+// stream sees the first connection's snapshot; one stream's error or a stop ends them all.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/stop_signal.hpp"
+#include "gputrain/data/sources.hpp"
+#include "support/pg_server.hpp"
+
+using namespace gputrain;
+
+namespace {
+
+class PostgresStreams : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!server.absent().empty()) GTEST_SKIP() << server.absent();
+  }
+  data::SourceSpec spec(const std::string& query, int streams) const {
+    data::SourceSpec s;
+    s.source = "postgres";
+    s.dsn = server.dsn();
+    s.query = query;
+    s.labels = {"label"};
+    s.streams = streams;
+    return s;
+  }
+  std::string error_of(const data::SourceSpec& s) const {
+    try {
+      data::open_sources(s);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    ADD_FAILURE() << "no error";
+    return "";
+  }
+  bool notes_say(const data::Sources& sources, const std::string& text) const {
+    for (const auto& note : sources.notes)
+      if (note.find(text) != std::string::npos) return true;
+    return false;
+  }
+  test_support::PgServer server;
+};
+
+bool said(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+void expect_same_sets(const data::Sources& one, const data::Sources& many) {
+  const auto a = *one.train->tensors(), b = *many.train->tensors();
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_TRUE(at::equal(a.inputs, b.inputs)) << "the rows' values or order differ";
+  EXPECT_TRUE(at::equal(a.targets, b.targets));
+  EXPECT_EQ(one.class_names, many.class_names);
+  EXPECT_EQ(one.feature_names, many.feature_names);
+  EXPECT_EQ(one.provenance, many.provenance) << "the checksum of the rows read";
+}
+
+}  // namespace
+
+// Numbers, a text column of categories, an array and text labels, split four ways: each stream
+// numbers the categories and labels it met, and the merge gives the one stream's numbering.
+TEST_F(PostgresStreams, ASplitQueryReadsTheRowsOneStreamReadsInTheSameOrder) {
+  server.exec(
+      "DROP TABLE IF EXISTS mixed; CREATE TABLE mixed (id int, x float8, y int4, color text, emb real[], label text, split text);"
+      "INSERT INTO mixed SELECT g, g * 0.5, g % 7, (ARRAY['red','green','blue'])[1 + (g / 5000) % 3],"
+      " ARRAY[g % 11, g % 13, 1.5]::real[], (ARRAY['cat','dog','owl','elk'])[1 + (g / 3000) % 4],"
+      " CASE WHEN g % 10 = 0 THEN 'val' ELSE 'train' END FROM generate_series(1, 30000) g;");
+  auto s = spec("SELECT x, y, color, emb, label FROM mixed WHERE split = 'train'", 1);
+  s.val_query = "SELECT x, y, color, emb, label FROM mixed WHERE split = 'val'";
+  const auto one = data::open_sources(s);
+  s.streams = 4;
+  const auto four = data::open_sources(s);
+  expect_same_sets(one, four);
+  ASSERT_TRUE(one.val && four.val);
+  EXPECT_TRUE(at::equal(one.val->tensors()->inputs, four.val->tensors()->inputs));
+  EXPECT_TRUE(said(four.train->description(), "27000 rows, read over 4 COPY streams")) << four.train->description();
+  EXPECT_TRUE(said(four.val->description(), "read over 4 COPY streams")) << four.val->description();
+  EXPECT_FALSE(said(one.train->description(), "COPY streams")) << one.train->description();
+  EXPECT_EQ(one.class_names, (std::vector<std::string>{"cat", "dog", "elk", "owl"}));
+}
+
+// Images decoded on four threads, in chunks each stream leaves part-filled: joined in order, with
+// the rows whose image did not decode counted over every stream.
+TEST_F(PostgresStreams, ImagesReadOverStreamsAreTheImagesOneStreamReads) {
+  const auto images = std::filesystem::path(GPUTRAIN_FORMAT_FIXTURES) / "images" / "exact";
+  server.exec("DROP TABLE IF EXISTS gallery; CREATE TABLE gallery (id int, img bytea, label int);");
+  PGconn* conn = PQconnectdb(server.dsn().c_str());
+  int id = 0;
+  for (const char* name : {"rgb.jpg", "rgb.png"}) {
+    std::ifstream in(images / name, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto text = std::to_string(id++);
+    const char* params[] = {text.c_str(), bytes.data()};
+    const int lengths[] = {0, static_cast<int>(bytes.size())};
+    const int formats[] = {0, 1};
+    PQclear(PQexecParams(conn, "INSERT INTO gallery VALUES ($1::int, $2, $1::int)", 2, nullptr, params, lengths, formats, 0));
+  }
+  PQfinish(conn);
+  server.exec(
+      "INSERT INTO gallery VALUES (2, 'not an image', 1);"
+      "INSERT INTO gallery SELECT id + 10 * g, img, label FROM gallery, generate_series(1, 150) g;");
+  auto s = spec("SELECT img, label FROM gallery", 1);
+  s.image_size = {8, 12};
+  const auto one = data::open_sources(s);
+  s.streams = 4;
+  const auto four = data::open_sources(s);
+  EXPECT_TRUE(said(four.train->description(), "302 rows, read over 4 COPY streams")) << four.train->description();
+  EXPECT_TRUE(at::equal(one.train->tensors()->inputs, four.train->tensors()->inputs));
+  EXPECT_TRUE(at::equal(one.train->tensors()->targets, four.train->tensors()->targets));
+  ASSERT_EQ(four.notes.size(), 1U);
+  EXPECT_TRUE(said(four.notes[0], "151 rows of data.query held images that did not decode")) << four.notes[0];
+}
+
+// Queries whose rows are not one table's, block by block, are read over one stream, and a
+// data.streams that asked for more says why.
+TEST_F(PostgresStreams, QueriesThatAreNotOneTablesScanAreReadOverOneStream) {
+  server.exec(
+      "DROP TABLE IF EXISTS whole CASCADE; CREATE TABLE whole AS SELECT g AS id, g::float8 AS x, g % 3 AS label FROM "
+      "generate_series(1, 20000) g; CREATE VIEW whole_view AS SELECT x, label FROM whole WHERE id > 10;");
+  for (const char* query :
+       {"SELECT x, label FROM whole ORDER BY id DESC", "SELECT x, label FROM whole_view",
+        "SELECT avg(x) AS x, label FROM whole GROUP BY label", "WITH w AS (SELECT x, label FROM whole) SELECT x, label FROM w",
+        "SELECT a.x, b.label FROM whole a JOIN whole b USING (id)", "SELECT x, label FROM (SELECT * FROM whole) s"}) {
+    const auto sources = data::open_sources(spec(query, 4));
+    EXPECT_FALSE(said(sources.train->description(), "COPY streams")) << query;
+    EXPECT_TRUE(notes_say(sources, "is read over one COPY stream")) << query;
+  }
+  EXPECT_EQ(data::open_sources(spec("SELECT x, label FROM whole_view", 4)).train->size(), 19990);
+  // Auto says nothing of it; a small table is not worth a second connection.
+  const auto automatic = data::open_sources(spec("SELECT x, label FROM whole ORDER BY id", 0));
+  EXPECT_TRUE(automatic.notes.empty());
+  EXPECT_FALSE(said(data::open_sources(spec("SELECT x, label FROM whole", 0)).train->description(), "COPY streams"));
+}
+
+// The streams' connections import the first one's snapshot: rows another client deletes and
+// inserts once the snapshot is taken (here: as the first progress is told, before any COPY) are
+// neither lost nor added, in every stream's range.
+TEST_F(PostgresStreams, EveryStreamReadsTheFirstConnectionsSnapshot) {
+  server.exec(
+      "DROP TABLE IF EXISTS moving; CREATE TABLE moving AS SELECT g AS id, g::float8 AS x, g % 2 AS label FROM generate_series(1, 20000) "
+      "g;");
+  auto s = spec("SELECT x, label FROM moving", 4);
+  bool changed = false;
+  s.row_progress = [&](const std::string&, std::int64_t, std::int64_t, std::uint64_t) {
+    if (changed) return;
+    changed = true;
+    server.exec("DELETE FROM moving WHERE id % 3 = 0; INSERT INTO moving SELECT g, g, 0 FROM generate_series(20001, 25000) g;");
+  };
+  const auto sources = data::open_sources(s);
+  ASSERT_TRUE(changed);
+  EXPECT_TRUE(said(sources.train->description(), "20000 rows, read over 4 COPY streams")) << sources.train->description();
+  EXPECT_EQ(sources.train->tensors()->inputs.to(at::kDouble).sum().item<double>(), 20000.0 * 20001 / 2)
+      << "rows of another snapshot were read";
+  EXPECT_EQ(server.value("SELECT count(*) FROM moving"), "18334");
+}
+
+// NULLs in several streams' ranges: one error counting them all, as one stream counts them.
+TEST_F(PostgresStreams, NullsInEveryStreamAreCountedTogether) {
+  server.exec(
+      "DROP TABLE IF EXISTS holes; CREATE TABLE holes AS SELECT CASE WHEN g % 1000 = 0 THEN NULL ELSE g END::float8 AS x,"
+      " g % 2 AS label FROM generate_series(1, 20000) g;");
+  const auto one = error_of(spec("SELECT x, label FROM holes", 1));
+  EXPECT_TRUE(said(one, "'x' in 20 rows")) << one;
+  EXPECT_EQ(error_of(spec("SELECT x, label FROM holes", 4)), one);
+}
+
+// A row in the last stream's range the server cannot compute: that stream's error (the query's,
+// with the server's message) ends the load at once, and the other streams' queries, slow ones
+// (a millisecond a row, ten seconds each), are cancelled.
+TEST_F(PostgresStreams, OneStreamsErrorEndsEveryStream) {
+  server.exec(
+      "DROP TABLE IF EXISTS fails; CREATE TABLE fails AS SELECT g AS id, g::float8 AS x, g % 2 AS label FROM generate_series(1, 40000) g;");
+  const auto start = std::chrono::steady_clock::now();
+  const auto message = error_of(spec(
+      "SELECT 1.0 / (id - 39000) AS x, label FROM fails WHERE length(pg_sleep(CASE WHEN id < 30000 THEN 0.001 ELSE 0 END)::text) = 0", 4));
+  EXPECT_TRUE(said(message, "division by zero")) << message;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4)) << "the other streams ran on";
+  EXPECT_EQ(server.active_after_waiting("COPY (SELECT 1.0 / (id - 39000)%"), "0") << "a stream's COPY still runs on the server";
+}
+
+// A stop (Ctrl-C) while four streams read: every stream's query is cancelled on the server.
+TEST_F(PostgresStreams, AStopCancelsEveryStreamsQuery) {
+  server.exec(
+      "DROP TABLE IF EXISTS halted; CREATE TABLE halted AS SELECT g::float8 AS x, g % 2 AS label FROM generate_series(1, 40000) g;");
+  auto s = spec("SELECT x, label FROM halted WHERE length(pg_sleep(0.001)::text) = 0", 4);
+  s.row_progress = [](const std::string&, std::int64_t, std::int64_t, std::uint64_t) {
+    if (core::stop_requested()) throw Error("interrupted", "", ExitCode::interrupted);
+  };
+  core::clear_stop_request();
+  std::thread stopper([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    core::request_stop();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    const auto sources = data::open_sources(s);
+    ADD_FAILURE() << "the load went through: " << sources.train->description();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), ExitCode::interrupted) << e.what();
+  }
+  stopper.join();
+  core::clear_stop_request();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(server.active_after_waiting("COPY (SELECT x, label FROM halted%"), "0") << "a stream's COPY still runs on the server";
+}
