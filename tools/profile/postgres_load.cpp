@@ -23,7 +23,11 @@ void report_postgres_load(const train::Config& config, const train::RunData& dat
             << "raw COPY of data.query: " << core::counted(raw.rows, "row") << ", " << core::format_bytes(raw.bytes) << " in "
             << core::format_fixed(raw.seconds, 2) << " s (" << mb_per_s(raw.seconds) << ")\n";
   if (config.data.val_query.empty())
-    std::cerr << "the load runs at " << core::format_fixed(100.0 * raw.seconds / load, 0) << " % of the raw COPY's throughput\n";
+    std::cerr << "the load runs at " << core::format_fixed(100.0 * raw.seconds / load, 0) << " % of the raw COPY's throughput"
+              << (data.sources.copy_streams > 1
+                      ? " (the load read over " + std::to_string(data.sources.copy_streams) + " COPY streams, the raw COPY over one)"
+                      : "")
+              << "\n";
 }
 
 }  // namespace gputrain::tools::profile

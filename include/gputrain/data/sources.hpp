@@ -71,6 +71,7 @@ struct Sources {
   /// queries, their row counts and checksums of the rows, as "data.query", "data.rows",
   /// "data.checksum", "data.val_..."); empty for files.
   std::map<std::string, std::string> provenance;
+  int copy_streams = 0;  ///< postgres: the COPY streams data.query was read over (data.streams)
 };
 
 /// Opens (memory-maps, parses or scans) the source; throws UsageError naming the file and what is

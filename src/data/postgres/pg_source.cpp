@@ -121,6 +121,7 @@ Sources open_postgres(const SourceSpec& spec) {
   decode.keep_missing = spec.missing != "error";
   RowDecoder train(selected, decode);
   const auto train_read = read_rows(streams, spec.query, "data.query", train, spec);
+  out.copy_streams = train_read.streams;
   out.provenance = {
       {"data.query", spec.query}, {"data.rows", std::to_string(train.rows())}, {"data.checksum", hex(train_read.fingerprint)}};
   CsvSpec csv{{}, spec.labels, classification};
