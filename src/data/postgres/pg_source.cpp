@@ -99,6 +99,12 @@ ReadRows read_rows(CopyStreams& streams, const std::string& query, const std::st
   return read;
 }
 
+// The data line's words for a query's rows: "PostgreSQL user@host:port/db data.query (800 rows)".
+std::string described(const Connection& conn, const std::string& key, std::int64_t rows, int streams) {
+  return "PostgreSQL " + conn.where() + " " + key + " (" + core::counted(rows, "row") +
+         (streams > 1 ? ", read over " + std::to_string(streams) + " COPY streams" : "") + ")";
+}
+
 std::string hex(std::uint64_t value) {
   static const char digits[] = "0123456789abcdef";
   std::string out(16, '0');
@@ -136,11 +142,7 @@ Sources open_postgres(const SourceSpec& spec) {
     train_set = csv::finish_table(std::move(table), csv, &columns);
   }
   out.class_names = train.class_names();
-  const auto described = [&](const std::string& key, std::int64_t rows, int copies) {
-    return "PostgreSQL " + conn.where() + " " + key + " (" + core::counted(rows, "row") +
-           (copies > 1 ? ", read over " + std::to_string(copies) + " COPY streams" : "") + ")";
-  };
-  out.train = make_array_dataset(train_set, described("data.query", train_set.size(), train_read.streams), "data.query");
+  out.train = make_array_dataset(train_set, described(conn, "data.query", train_set.size(), train_read.streams), "data.query");
   if (train.undecoded() > 0)
     out.notes.push_back("note: " + core::counted(train.undecoded(), "row") + " of data.query held images that did not decode, left out (" +
                         train.undecoded_example() + ")");
@@ -173,7 +175,7 @@ Sources open_postgres(const SourceSpec& spec) {
       val_set = csv::finish_table(std::move(table), val_csv, &val_columns);
       out.notes.insert(out.notes.end(), val_columns.notes.begin(), val_columns.notes.end());
     }
-    out.val = make_array_dataset(val_set, described("data.val_query", val_set.size(), val_read.streams), "data.val_query");
+    out.val = make_array_dataset(val_set, described(conn, "data.val_query", val_set.size(), val_read.streams), "data.val_query");
   }
   conn.run("COMMIT");
   out.notes.insert(out.notes.end(), streams.notes().begin(), streams.notes().end());
