@@ -75,4 +75,7 @@ TEST(PgSplit, APlanIsOneTablesScanOrNothing) {
             "\"s\".\"a\"\"b\"");
   EXPECT_EQ(single_table_scan(plan("\"Node Type\": \"Sort\""), "Seq Scan"), std::nullopt);
   EXPECT_EQ(single_table_scan("not json", "Seq Scan"), std::nullopt);
+  EXPECT_EQ(planned_rows(plan(seq + ", \"Plan Rows\": 26999")), 26999);
+  EXPECT_EQ(planned_rows(plan(seq)), 0);
+  EXPECT_EQ(planned_rows("not json"), 0);
 }

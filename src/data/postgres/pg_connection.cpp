@@ -120,18 +120,6 @@ std::optional<std::string> Connection::try_value(const std::string& sql) {
   return value;
 }
 
-std::int64_t Connection::estimated_rows(const std::string& query) {
-  auto* result = PQexec(conn_, ("EXPLAIN (FORMAT JSON) " + query).c_str());
-  std::int64_t rows = 0;
-  if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1) {
-    const std::string plan = PQgetvalue(result, 0, 0);
-    const auto at = plan.find("\"Plan Rows\": ");
-    if (at != std::string::npos) rows = static_cast<std::int64_t>(std::atof(plan.c_str() + at + 13));
-  }
-  PQclear(result);
-  return rows;
-}
-
 void Connection::copy_out(const std::string& query, const std::string& what, const std::function<void(const char*, std::size_t)>& piece,
                           const std::function<void()>& tick) {
   const std::string prefix = "COPY (";

@@ -41,8 +41,6 @@ class Connection {
   /// The first value of `sql`'s first row, or nullopt when the statement fails. In a transaction
   /// a failure aborts it: run such probes inside a savepoint.
   std::optional<std::string> try_value(const std::string& sql);
-  /// The planner's estimate of the rows `query` returns (EXPLAIN); 0 when unknown.
-  std::int64_t estimated_rows(const std::string& query);
 
   /// Streams `COPY (query) TO STDOUT (FORMAT binary)`: each piece of data goes to `piece`, and
   /// `tick` is called about 5 times a second while it waits (a stop request thrown from it

@@ -133,6 +133,13 @@ std::vector<BlockRange> block_ranges(std::uint64_t blocks, int streams) {
   return ranges;
 }
 
+std::int64_t planned_rows(const std::string& explain_json) {
+  const auto parsed = nlohmann::json::parse(explain_json, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_array() || parsed.empty() || !parsed[0].contains("Plan")) return 0;
+  const auto rows = parsed[0]["Plan"].value("Plan Rows", 0.0);
+  return rows > 0 ? static_cast<std::int64_t>(rows) : 0;
+}
+
 std::optional<std::string> single_table_scan(const std::string& explain_json, const std::string& node_type) {
   const auto parsed = nlohmann::json::parse(explain_json, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_array() || parsed.size() != 1 || !parsed[0].contains("Plan")) return std::nullopt;

@@ -34,4 +34,8 @@ std::vector<BlockRange> block_ranges(std::uint64_t blocks, int streams);
 /// identifiers, or nullopt.
 std::optional<std::string> single_table_scan(const std::string& explain_json, const std::string& node_type);
 
+/// The planner's estimate of the rows a plan returns (its top node's "Plan Rows"); 0 when the
+/// text of `EXPLAIN (FORMAT JSON)` has none.
+std::int64_t planned_rows(const std::string& explain_json);
+
 }  // namespace gputrain::data::postgres

@@ -116,61 +116,54 @@ void CopyStreams::say(const std::string& note) {
   if (asked_ && std::find(notes_.begin(), notes_.end(), note) == notes_.end()) notes_.push_back(note);
 }
 
-std::vector<std::string> CopyStreams::split(const std::string& query, const std::string& what) {
-  if (most_ <= 1) return {query};
+std::vector<std::string> CopyStreams::split(const std::string& query, const std::string& what, std::int64_t& estimated_rows) {
   // Probes in a savepoint: a rewrite the server refuses must not abort the snapshot's transaction.
   main_.run("SAVEPOINT gputrain_split; SET LOCAL max_parallel_workers_per_gather = 0");
   const auto plan = main_.try_value("EXPLAIN (FORMAT JSON, VERBOSE) " + query);
-  const auto table = plan ? single_table_scan(*plan, "Seq Scan") : std::nullopt;
+  estimated_rows = plan ? planned_rows(*plan) : 0;
+  auto [streams, blocks] = plan && most_ > 1 ? streams_for(query, what, *plan) : std::pair<int, std::uint64_t>{1, 0};
+  main_.run("ROLLBACK TO SAVEPOINT gputrain_split; RELEASE SAVEPOINT gputrain_split");
+  if (streams > 1) streams = join_snapshot(streams);
+  if (streams <= 1) return {query};
   std::vector<std::string> queries;
+  for (const auto& range : block_ranges(blocks, streams)) queries.push_back(*restricted_to_blocks(query, range));
+  return queries;
+}
+
+std::pair<int, std::uint64_t> CopyStreams::streams_for(const std::string& query, const std::string& what, const std::string& plan) {
+  const auto table = single_table_scan(plan, "Seq Scan");
   if (!table) {
     say("note: " + what +
         " is read over one COPY stream: only a plain SELECT ... FROM one table [WHERE ...] splits into "
         "block ranges (this one joins, sorts, groups, limits or reads a view)");
-  } else {
-    queries = ranges_of(query, what, *table, most_);
+    return {1, 0};
   }
-  main_.run("ROLLBACK TO SAVEPOINT gputrain_split; RELEASE SAVEPOINT gputrain_split");
-  if (queries.size() <= 1) return {query};
-  const auto joined = join_snapshot(static_cast<int>(queries.size()));
-  if (joined < static_cast<int>(queries.size())) {
-    main_.run("SAVEPOINT gputrain_split");
-    queries = joined > 1 ? ranges_of(query, what, *table, joined) : std::vector<std::string>{};
-    main_.run("ROLLBACK TO SAVEPOINT gputrain_split; RELEASE SAVEPOINT gputrain_split");
-  }
-  return queries.size() > 1 ? queries : std::vector<std::string>{query};
-}
-
-std::vector<std::string> CopyStreams::ranges_of(const std::string& query, const std::string& what, const std::string& table, int streams) {
   std::string literal;  // the quoted name as an SQL string
-  for (const char c : table) literal += c == '\'' ? std::string("''") : std::string(1, c);
+  for (const char c : *table) literal += c == '\'' ? std::string("''") : std::string(1, c);
   const auto size = main_.try_value("SELECT pg_relation_size('" + literal + "'::regclass) / current_setting('block_size')::bigint");
   const auto blocks = size ? std::stoull(*size) : 0;
   const auto per_stream = asked_ ? 1 : kAutoBlocksPerStream;
-  const auto n = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(streams), blocks / per_stream));
+  const auto n = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(most_), blocks / per_stream));
   if (n <= 1) {
-    say("note: " + what + " reads " + std::to_string(blocks) + " blocks of " + table +
+    say("note: " + what + " reads " + std::to_string(blocks) + " blocks of " + *table +
         ": too few to split; it is read over one COPY stream");
-    return {};
+    return {1, 0};
   }
-  std::vector<std::string> queries;
-  for (const auto& range : block_ranges(blocks, n)) {
-    const auto restricted = restricted_to_blocks(query, range);
-    if (!restricted) {
-      say("note: " + what +
-          " is read over one COPY stream: gputrain splits a plain SELECT ... FROM table [WHERE ...], not one "
-          "that starts with WITH or ends with ORDER BY, LIMIT or the like");
-      return {};
-    }
-    queries.push_back(*restricted);
+  // The rewrite's text is the same for every range but its numbers: checking the first checks all.
+  const auto restricted = restricted_to_blocks(query, block_ranges(blocks, n).front());
+  if (!restricted) {
+    say("note: " + what +
+        " is read over one COPY stream: gputrain splits a plain SELECT ... FROM table [WHERE ...], not one "
+        "that starts with WITH or ends with ORDER BY, LIMIT or the like");
+    return {1, 0};
   }
   // The server has the last word: the rewrite must be a TID range scan of the same table.
-  const auto plan = main_.try_value("EXPLAIN (FORMAT JSON, VERBOSE) " + queries.front());
-  if (!plan || single_table_scan(*plan, "Tid Range Scan") != table) {
+  const auto restricted_plan = main_.try_value("EXPLAIN (FORMAT JSON, VERBOSE) " + *restricted);
+  if (!restricted_plan || single_table_scan(*restricted_plan, "Tid Range Scan") != table) {
     say("note: " + what + " is read over one COPY stream: restricted to a range of its table's blocks, it does not plan as a range scan");
-    return {};
+    return {1, 0};
   }
-  return queries;
+  return {n, blocks};
 }
 
 int CopyStreams::join_snapshot(int count) {
@@ -199,8 +192,8 @@ int CopyStreams::join_snapshot(int count) {
 }
 
 ReadRows CopyStreams::read(const std::string& query, const std::string& what, RowDecoder& decoder, const RowProgress& progress) {
-  const auto estimated = main_.estimated_rows(query);
-  const auto queries = split(query, what);
+  std::int64_t estimated = 0;
+  const auto queries = split(query, what, estimated);
   const auto n = queries.size();
   std::vector<std::unique_ptr<Stream>> streams;
   std::vector<RowDecoder> siblings;

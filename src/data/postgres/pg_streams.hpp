@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pg_connection.hpp"
@@ -41,9 +42,11 @@ class CopyStreams {
   const std::vector<std::string>& notes() const { return notes_; }
 
  private:
-  // The queries of the streams `query` is read over: itself alone, or its block ranges.
-  std::vector<std::string> split(const std::string& query, const std::string& what);
-  std::vector<std::string> ranges_of(const std::string& query, const std::string& what, const std::string& table, int streams);
+  // The queries of the streams `query` is read over (itself alone, or its block ranges), and the
+  // planner's estimate of its rows: one EXPLAIN for both.
+  std::vector<std::string> split(const std::string& query, const std::string& what, std::int64_t& estimated_rows);
+  // How many streams `query`, planned as `plan`, splits into (1: it does not), and its table's blocks.
+  std::pair<int, std::uint64_t> streams_for(const std::string& query, const std::string& what, const std::string& plan);
   // Opens connections until `count` share the main one's snapshot; returns how many do.
   int join_snapshot(int count);
   void say(const std::string& note);
