@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <thread>
 
 #include "gputrain/core/error.hpp"
@@ -75,9 +76,14 @@ TEST_F(PostgresStreams, ASplitQueryReadsTheRowsOneStreamReadsInTheSameOrder) {
       " CASE WHEN g % 10 = 0 THEN 'val' ELSE 'train' END FROM generate_series(1, 30000) g;");
   auto s = spec("SELECT x, y, color, emb, label FROM mixed WHERE split = 'train'", 1);
   s.val_query = "SELECT x, y, color, emb, label FROM mixed WHERE split = 'val'";
+  std::map<std::string, std::int64_t> last_told;  // the progress's last word per query: every row
+  s.row_progress = [&](const std::string& what, std::int64_t rows, std::int64_t, std::uint64_t) { last_told[what] = rows; };
   const auto one = data::open_sources(s);
+  EXPECT_EQ(last_told, (std::map<std::string, std::int64_t>{{"data.query", 27000}, {"data.val_query", 3000}}));
+  last_told.clear();
   s.streams = 4;
   const auto four = data::open_sources(s);
+  EXPECT_EQ(last_told, (std::map<std::string, std::int64_t>{{"data.query", 27000}, {"data.val_query", 3000}}));
   expect_same_sets(one, four);
   ASSERT_TRUE(one.val && four.val);
   EXPECT_TRUE(at::equal(one.val->tensors()->inputs, four.val->tensors()->inputs));

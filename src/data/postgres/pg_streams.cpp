@@ -100,7 +100,6 @@ void read_in_parallel(std::vector<std::unique_ptr<Stream>>& streams, const std::
   join();
   for (const auto& s : streams)
     if (s->error) std::rethrow_exception(s->error);
-  report();
 }
 
 }  // namespace
@@ -217,6 +216,7 @@ ReadRows CopyStreams::read(const std::string& query, const std::string& what, Ro
   } else {
     read_in_parallel(streams, what, report);
   }
+  report();  // the whole count, as the progress line's last word
   ReadRows out;
   out.streams = static_cast<int>(n);
   for (const auto& s : streams) {
