@@ -12,7 +12,9 @@ gputrain also reports which share of its all-reduce time was hidden behind backw
 With --gpu (the GPU machine): the overhead of the DDP path at world size 1 against a plain run,
 same config (ResNet-18, CIFAR shapes, bf16-mixed, batch 256): `gputrain train` once plain and
 once with torchrun's variables for a world of one (NCCL, buckets, hooks, step agreements); goal
-< 3 % slower.
+< 3 % slower. Both capture their steps in CUDA graphs (train.cuda_graphs: auto; the DDP run's
+all-reduces inside the graph); a third side runs the DDP path with graphs off, what distributed
+runs were before their all-reduces were captured.
 
 Usage: bench/ddp_scaling.py [--runs 3] [--steps 300] [--gpu]
 """
@@ -109,11 +111,11 @@ def torch_run(ranks, steps):
 
 def gpu_overhead(runs, steps):
     import socket
-    plain, ddp = [], []
+    plain, ddp, ddp_eager = [], [], []
     with tempfile.TemporaryDirectory() as workdir:
         for i in range(runs):
-            for world, rates in ((False, plain), (True, ddp)):
-                run_dir = os.path.join(workdir, f"{'ddp' if world else 'plain'}-{i}")
+            for world, graphs, rates in ((False, "auto", plain), (True, "auto", ddp), (True, "off", ddp_eager)):
+                run_dir = os.path.join(workdir, f"{'ddp' if world else 'plain'}-{graphs}-{i}")
                 env = dict(os.environ)
                 if world:
                     with socket.socket() as s:
@@ -126,21 +128,25 @@ def gpu_overhead(runs, steps):
                            "--set", f"train.max_steps={steps}", "--set", "train.epochs=1000", "--set", "data.source=synthetic",
                            "--set", "data.samples=25600", "--set", "data.val_samples=0", "--set", "checkpoint.best_metric=none",
                            "--set", "checkpoint.every_epochs=0", "--set", "logging.every_steps=20", "--set", "logging.progress=off",
-                           "--set", "logging.tensorboard=false", "--set", f"logging.dir={run_dir}"]
+                           "--set", "logging.tensorboard=false", "--set", f"logging.dir={run_dir}",
+                           "--set", f"train.cuda_graphs={graphs}"]
                 done = subprocess.run(command, capture_output=True, text=True, env=env)
                 if done.returncode != 0:
                     sys.exit(f"gputrain failed:\n{done.stderr[-3000:]}")
                 with open(os.path.join(run_dir, "metrics.jsonl")) as f:
                     window = [json.loads(l)["samples_per_second"] for l in f if '"kind":"step"' in l.replace(" ", "")]
                 rates.append(statistics.median(window[1:]))
-    p, d = statistics.median(plain), statistics.median(ddp)
+    p, d, e = statistics.median(plain), statistics.median(ddp), statistics.median(ddp_eager)
     # Each DDP run ran right after its plain twin: the pairs' ratios cancel the machine's drift
     # between pairs, which on a shared host is as large as the overhead being measured.
     paired = statistics.median(100 * (1 - b / a) for a, b in zip(plain, ddp))
     print(f"GPU: {torch.cuda.get_device_name(0)}; ResNet-18 bf16-mixed batch 256, {steps} steps, median of {runs} runs")
     print(f"plain {p:.0f} samples/s, DDP path at world size 1 (NCCL) {d:.0f} samples/s: overhead {100 * (1 - d / p):.2f} % "
           f"(ratio of medians), {paired:.2f} % (median of the {runs} back-to-back pairs); goal < 3 %")
-    print(json.dumps({"plain": plain, "ddp_world1": ddp, "overhead_percent": 100 * (1 - d / p), "paired_overhead_percent": paired}))
+    print(f"DDP path with its all-reduces in the step's CUDA graph {d:.0f} vs eager (train.cuda_graphs: off) {e:.0f} samples/s: "
+          f"{d / e:.2f}x (spread {min(ddp):.0f}-{max(ddp):.0f} vs {min(ddp_eager):.0f}-{max(ddp_eager):.0f})")
+    print(json.dumps({"plain": plain, "ddp_world1": ddp, "ddp_world1_eager": ddp_eager, "overhead_percent": 100 * (1 - d / p),
+                      "paired_overhead_percent": paired, "graphs_vs_eager": d / e}))
 
 
 def main():

@@ -31,12 +31,14 @@
 #   batchnorm  gputrain's batch-norm kernels: their GPU tests and the graph tests, the kernel
 #          breakdown with them and with ATen's, ResNet-18 batch 256 against PyTorch
 #   monitoring  issue #51's monitoring overhead on the GPU (no MLflow: no libcurl on the machine)
+#   ddpgraphs   distributed steps with their NCCL all-reduces inside the CUDA graph: the GpuDist and
+#          GpuGraphs tests, then the DDP path at world size 1 with graphs on and off against a plain run
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|graphs|graphs2|figures|recheck|batchnorm|monitoring|full|suite"
+stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|graphs|graphs2|figures|recheck|batchnorm|monitoring|ddpgraphs|full|suite"
 case "|$stages|" in *"|$stage|"*) ;; *) [ "$stage" = quick ] && stage=test || { echo "usage: $0 $stages" >&2; exit 2; } ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
@@ -70,6 +72,7 @@ search|graphs2) targets=(--target gputrain gputrain-profile gputrain-train) ;;
 graphs) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train) ;;
 batchnorm) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train) ;;
 monitoring) targets=(--target gputrain gputrain-train) ;;
+ddpgraphs) targets=(--target gputrain gputrain-train test_gpu_train) ;;
 figures) targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 recheck) targets=(--target test_gpu_train) ;;
 esac
@@ -238,6 +241,12 @@ monitoring)
   # Issue #51's overhead on a GPU (configs/mlp.yaml: host-bound steps, where it shows most): the
   # gradient norm, system readings and alerts on vs off. Without MLflow: .device-deps carries no libcurl.
   GPUTRAIN_BUILD=$build run_bench monitoring 420 "$python" bench/monitoring_overhead.py --device cuda --no-mlflow --runs 7
+  ;;
+ddpgraphs)
+  step "ctest GpuDist, GpuGraphs"
+  ctest --test-dir $build -R "^(GpuDist|GpuGraphs)" --output-on-failure --timeout 120 > "$out/ctest-ddpgraphs.log" 2>&1; echo "rc=$?"
+  grep -E "Test +#|tests passed|Failure|Expected|Which is|differs|max difference|error" "$out/ctest-ddpgraphs.log" | head -40
+  GPUTRAIN_BUILD=$build run_bench ddp-graphs 300 "$python" bench/ddp_scaling.py --gpu --runs "${GPUTRAIN_BENCH_RUNS:-3}" --steps 200
   ;;
 full)
   step "verify full"

@@ -1,12 +1,15 @@
 // NCCL through c10d on the one GPU a machine may have: a world of size 1 runs the whole
 // distributed path (TCPStore rendezvous, ProcessGroupNCCL, bucketed all-reduce from gradient
-// hooks, step agreements) and must train exactly as a plain run does. Skipped without a GPU.
+// hooks, step agreements) and must train exactly as a plain run does, with its all-reduces
+// captured in the step's CUDA graph too. Skipped without a GPU.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "gputrain/dist/communicator.hpp"
 #include "gputrain/dist/launcher.hpp"
@@ -14,6 +17,7 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/sync_batch_norm.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/tensor_checks.hpp"
 #include "train/models/layers/sync_batch_norm.hpp"
@@ -76,6 +80,35 @@ TEST_F(GpuDist, NcclWorldOfOneTrainsAsAPlainRunDoes) {
   }
   EXPECT_TRUE(at::allclose(distributed_params, flat_parameters(plain), 1e-5, 1e-6))
       << "max difference " << (distributed_params - flat_parameters(plain)).abs().max().item<float>();
+}
+
+// The all-reduces recorded inside the captured step (the hooks launch them during the captured
+// backward; the optimizer reads the sums where they land) repeat the eager distributed run bit for
+// bit; the epoch's last, partial batch (2000 = 15 x 128 + 80) runs eagerly between replays.
+TEST_F(GpuDist, NcclAllReducesCapturedInTheStepsGraphRepeatTheEagerRun) {
+  std::vector<std::vector<double>> losses;
+  std::vector<at::Tensor> weights;
+  for (const std::string graphs : {"off", "on"}) {
+    WorldOfOne world;
+    Trainer run(nccl_run("graphs-" + graphs, {"distributed.bucket_mb=0.1", "distributed.first_bucket_mb=0.05", "data.samples=2000",
+                                              "logging.every_steps=1", "train.cuda_graphs=" + graphs}),
+                test_support::quiet_trainer());
+    const auto result = run.fit();
+    EXPECT_EQ(result.world_size, 1);
+    const auto start = test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "start").front();
+    EXPECT_EQ(start["cuda_graphs"], graphs == "on" ? "on" : "off (train.cuda_graphs: off)");
+    losses.emplace_back();
+    for (const auto& record : test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "step"))
+      losses.back().push_back(record["loss"].get<double>());
+    weights.push_back(flat_parameters(run));
+    if (graphs == "on") {
+      std::ifstream log(fs::path(result.run_dir) / "training.log");
+      const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+      EXPECT_NE(text.find("cuda graphs: the step at micro-batch 128 is captured"), std::string::npos) << text;
+    }
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  EXPECT_TRUE(at::equal(weights[0], weights[1])) << "max difference " << (weights[0] - weights[1]).abs().max().item<float>();
 }
 
 TEST_F(GpuDist, NcclAllReduceSumsBf16Buckets) {

@@ -5,6 +5,8 @@
 // up to the bucket cap. A hook on each parameter's gradient accumulator copies its gradient into
 // its bucket; a full bucket's all-reduce starts at once, in bucket order on every rank, while
 // backward computes the next ones. finish() starts what is left, waits, and writes the sums back.
+// Over NCCL a CUDA-graph step (train/step/graph_step.cpp) records the all-reduces its captured
+// backward's hooks start and finish()'s wait; its replays run them without this host code.
 //
 // The loss of each rank's share is weighted by its share of the global batch (see
 // train::StepBackend::accumulate), so a plain sum gives the global batch's gradient even when ranks

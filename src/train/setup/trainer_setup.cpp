@@ -18,6 +18,7 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/core/write_error.hpp"
 #include "gputrain/device/system_info.hpp"
+#include "gputrain/dist/communicator.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/sizing/auto_workers.hpp"
 #include "gputrain/train/batch_size.hpp"
@@ -216,7 +217,9 @@ void Trainer::State::choose_step_backend() {
   GraphConditions conditions;
   conditions.setting = config.train.cuda_graphs;
   conditions.cuda = device.is_cuda();
-  conditions.gradient_sync = sync != nullptr;
+  if (sync) conditions.gradient_sync = dist::to_string(ranks.communicator()->backend());
+  conditions.sync_batch_norm = norm_sync != nullptr;
+  conditions.sharded_optimizer = shards != nullptr;
   for (const auto& callback : callbacks)
     if (conditions.eager_callback.empty() && callback->needs_eager_steps()) conditions.eager_callback = callback->name();
   conditions.device_stepped = device_stepped(*optimizer) != nullptr;

@@ -53,6 +53,7 @@ class EagerStep final : public StepBackend {
   }
 
   void apply(const StepParts& p) override {
+    if (p.sync) p.sync->finish();  // the sums in each .grad(); a captured step captures the wait too
     RECORD_USER_SCOPE("gputrain::optimizer");
     const bool measure = p.readout && p.readout->wanted;
     if (p.train.clip_grad_norm > 0 || measure) p.scaler.unscale(p.params);  // the norm of the true gradients

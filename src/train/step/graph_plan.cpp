@@ -10,8 +10,12 @@ GraphDecision decide_cuda_graphs(const GraphConditions& c) {
     return {false, "train.cuda_graphs: off"};
   else if (!c.cuda)
     reason = "the device is not a CUDA GPU";
-  else if (c.gradient_sync)
-    reason = "distributed runs step eagerly: their gradient all-reduce is not captured yet";
+  else if (!c.gradient_sync.empty() && c.gradient_sync != "nccl")
+    reason = "gradients are all-reduced over " + c.gradient_sync + ", whose collectives the host runs";
+  else if (c.sync_batch_norm)
+    reason = "model.sync_batch_norm's exchange of statistics inside the forward is not captured yet";
+  else if (c.sharded_optimizer)
+    reason = "distributed.shard_optimizer moves the optimizer state around checkpoints, where a captured step holds it in place";
   else if (!c.eager_callback.empty())
     reason = "callback '" + c.eager_callback + "' needs eager steps";
   else if (!c.device_stepped)

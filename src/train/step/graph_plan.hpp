@@ -13,9 +13,13 @@ namespace gputrain::train {
 
 /// What decides, before the first step, whether a run's steps can be captured.
 struct GraphConditions {
-  std::string setting = "auto";    ///< train.cuda_graphs: auto, on, off
-  bool cuda = false;               ///< the run's device is a CUDA GPU
-  bool gradient_sync = false;      ///< gradients are all-reduced across ranks (a distributed run, a world of one included)
+  std::string setting = "auto";  ///< train.cuda_graphs: auto, on, off
+  bool cuda = false;             ///< the run's device is a CUDA GPU
+  /// The engine that all-reduces the gradients across ranks ("nccl", "gloo", "mpi"); empty: a
+  /// plain run. NCCL's all-reduces are captured with the step; the others run on the host.
+  std::string gradient_sync;
+  bool sync_batch_norm = false;    ///< model.sync_batch_norm exchanges statistics inside the forward
+  bool sharded_optimizer = false;  ///< distributed.shard_optimizer moves the optimizer state around checkpoints
   std::string eager_callback;      ///< the name of a callback that needs eager steps; empty: none
   bool device_stepped = true;      ///< the optimizer steps without the host (DeviceStepped)
   bool recomputes_random = false;  ///< train.activation_checkpointing recomputes blocks that draw random numbers

@@ -28,6 +28,7 @@
 #include <optional>
 #include <thread>
 
+#include "gputrain/core/error.hpp"
 #include "gputrain/core/error_text.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/train/amp.hpp"
@@ -167,6 +168,15 @@ class GraphStep final : public StepBackend {
   void record(const StepParts& p, CapturedStep& step, c10::cuda::CUDAStream stream);
   void abandon(const StepParts& p, CapturedStep& step, c10::MempoolId_t pool, c10::cuda::CUDAStream stream);
   at::Tensor eager_instead(const StepParts& p, const data::Batch& batch, const GraphKey& key, const std::string& reason);
+  // A distributed capture that failed cannot fall back to an eager step: the all-reduces it
+  // recorded went to the communicator, which pairs collectives by their order across ranks.
+  [[noreturn]] static void refuse_distributed_capture(const GraphKey& key, const std::string& what) {
+    throw Error("the CUDA graph of the distributed step at micro-batch " + std::to_string(key.micro_batch) + " could not be captured (" +
+                    what +
+                    "), and a distributed run cannot go on eagerly from there: the all-reduces "
+                    "the capture recorded would pair wrongly with the other ranks'",
+                "set train.cuda_graphs: off and start the run again: it resumes from its last checkpoint (checkpoint.resume: auto)");
+  }
   // An out-of-memory error: the graphs' private pools (their gradients and activations) go back
   // to the allocator before the smaller micro-batch is tried.
   void release_graphs() {
@@ -240,6 +250,9 @@ at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, cons
   step->inputs = at::empty_like(batch.inputs).copy_(batch.inputs);
   step->targets = at::empty_like(batch.targets).copy_(batch.targets);
   auto* on_device = device_stepped(p.optimizer);
+  // The warm-up steps tell already: no capture begun (and, distributed, no all-reduce recorded) in vain.
+  if (on_device && !on_device->last_step_fused())
+    return eager_instead(p, batch, key, "the optimizer's step is not fused: " + on_device->why_not_fused());
   if (on_device) on_device->sync_lr();  // before capture: a rate written inside would replay as a constant
   p.optimizer.zero_grad(/*set_to_none=*/true);
   const auto caller = at::cuda::getCurrentCUDAStream();
@@ -254,11 +267,13 @@ at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, cons
   ready.block(*side_);
   try {
     record(p, *step, *side_);
-  } catch (const c10::OutOfMemoryError&) {
+  } catch (const c10::OutOfMemoryError& e) {
     abandon(p, *step, pool, *side_);
+    if (p.sync) refuse_distributed_capture(key, "out of memory: " + core::first_line(e.what_without_backtrace()));
     throw;  // the OOM guard splits the batch; the smaller micro-batch warms up and is captured in turn
   } catch (const std::exception& e) {
     abandon(p, *step, pool, *side_);
+    if (p.sync) refuse_distributed_capture(key, core::first_line(e.what()));
     return eager_instead(p, batch, key, "capture failed: " + core::first_line(e.what()));
   }
   if (on_device && !on_device->last_step_fused()) {

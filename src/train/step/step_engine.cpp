@@ -44,7 +44,6 @@ at::Tensor StepEngine::step(const data::Batch* batch, StepRows rows, std::int64_
           if (parts_.sync) parts_.sync->discard();
           after_out_of_memory();
         });
-  if (parts_.sync) parts_.sync->finish();
   try {
     backend_->apply(parts_);
   } catch (const c10::OutOfMemoryError& e) {

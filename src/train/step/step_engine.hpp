@@ -37,7 +37,8 @@ class StepBackend {
   /// set, runs after each micro-batch's forward and before its backward (the probes measure there).
   virtual at::Tensor accumulate(const StepParts& parts, const data::Batch& batch, std::int64_t micro_batch, std::int64_t global_rows,
                                 const std::function<void()>& after_forward) = 0;
-  /// Unscale (fp16), clip, optimizer step (skipped on inf/nan), scaler update, gradients to none.
+  /// The ranks' gradient sums (GradientSync::finish), unscale (fp16), clip, optimizer step
+  /// (skipped on inf/nan), scaler update, gradients to none.
   virtual void apply(const StepParts& parts) = 0;
   /// Whether the last step did one-time set-up work besides the step (a CUDA graph's capture):
   /// the loop's throughput figures leave such steps out.

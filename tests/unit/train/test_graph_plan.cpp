@@ -31,20 +31,32 @@ std::vector<Action> steps(CapturePlan& plan, const GraphKey& k, int n) {
 }  // namespace
 
 TEST(CudaGraphDecision, CapturesWhenNothingRulesItOut) {
-  for (const std::string setting : {"auto", "on"}) {
-    auto c = capturable();
-    c.setting = setting;
-    const auto d = decide_cuda_graphs(c);
-    EXPECT_TRUE(d.capture) << setting;
-    EXPECT_EQ(d.summary(), "on");
-  }
+  for (const std::string setting : {"auto", "on"})
+    for (const std::string sync : {"", "nccl"}) {  // NCCL's all-reduces are captured with the step
+      auto c = capturable();
+      c.setting = setting;
+      c.gradient_sync = sync;
+      const auto d = decide_cuda_graphs(c);
+      EXPECT_TRUE(d.capture) << setting << " " << sync;
+      EXPECT_EQ(d.summary(), "on");
+    }
 }
 
 TEST(CudaGraphDecision, AutoFallsBackAndSaysWhy) {
   const std::vector<std::pair<std::function<void(GraphConditions&)>, std::string>> cases = {
       {[](GraphConditions& c) { c.cuda = false; }, "off (the device is not a CUDA GPU)"},
-      {[](GraphConditions& c) { c.gradient_sync = true; },
-       "off (distributed runs step eagerly: their gradient all-reduce is not captured yet)"},
+      {[](GraphConditions& c) { c.gradient_sync = "gloo"; }, "off (gradients are all-reduced over gloo, whose collectives the host runs)"},
+      {[](GraphConditions& c) { c.gradient_sync = "mpi"; }, "off (gradients are all-reduced over mpi, whose collectives the host runs)"},
+      {[](GraphConditions& c) {
+         c.gradient_sync = "nccl";
+         c.sync_batch_norm = true;
+       },
+       "off (model.sync_batch_norm's exchange of statistics inside the forward is not captured yet)"},
+      {[](GraphConditions& c) {
+         c.gradient_sync = "nccl";
+         c.sharded_optimizer = true;
+       },
+       "off (distributed.shard_optimizer moves the optimizer state around checkpoints, where a captured step holds it in place)"},
       {[](GraphConditions& c) { c.eager_callback = "unfreeze"; }, "off (callback 'unfreeze' needs eager steps)"},
       {[](GraphConditions& c) { c.device_stepped = false; }, "off (the optimizer reads the host each step)"},
       {[](GraphConditions& c) { c.setting = "off"; }, "off (train.cuda_graphs: off)"},
