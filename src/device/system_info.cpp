@@ -68,6 +68,11 @@ double usable_cores(int affinity_cores, const std::optional<double>& cgroup_quot
   return std::max(cores, 1.0);
 }
 
+double read_usable_cores() {
+  const int affinity = affinity_core_count();
+  return usable_cores(affinity > 0 ? affinity : int(sysconf(_SC_NPROCESSORS_ONLN)), read_cgroup_limits().cpu_quota_cores);
+}
+
 std::optional<DiskSpace> disk_space(const std::filesystem::path& path) {
   struct statvfs stats {};
   if (statvfs(path.c_str(), &stats) != 0) return std::nullopt;

@@ -4,6 +4,7 @@
 // stream sees the first connection's snapshot; one stream's error or a stop ends them all.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <chrono>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/data/sources.hpp"
+#include "gputrain/device/system_info.hpp"
 #include "support/pg_server.hpp"
 
 using namespace gputrain;
@@ -144,6 +146,30 @@ TEST_F(PostgresStreams, QueriesThatAreNotOneTablesScanAreReadOverOneStream) {
   const auto automatic = data::open_sources(spec("SELECT x, label FROM whole ORDER BY id", 0));
   EXPECT_TRUE(automatic.notes.empty());
   EXPECT_FALSE(said(data::open_sources(spec("SELECT x, label FROM whole", 0)).train->description(), "COPY streams"));
+}
+
+// Auto opens one stream per core this process may use (its affinity, a container's quota), as
+// the loader's sizing counts them, not per core of the machine: pinned to one CPU, one stream.
+TEST_F(PostgresStreams, AutoCountsTheCoresThisProcessMayUse) {
+  // fillfactor 10: about 2,700 blocks (21 MB, room for two automatic streams) out of 40,000 rows.
+  server.exec(
+      "DROP TABLE IF EXISTS roomy; CREATE TABLE roomy (id int, x float8, label int) WITH (fillfactor = 10); INSERT INTO roomy "
+      "SELECT g, g, g % 2 FROM generate_series(1, 40000) g;");
+  ASSERT_GE(std::stoll(server.value("SELECT pg_relation_size('roomy') / 8192")), 2048);
+  const auto streams_of = [&] { return data::open_sources(spec("SELECT x, label FROM roomy", 0)).copy_streams; };
+  EXPECT_EQ(streams_of(), std::min(2, static_cast<int>(device::read_usable_cores())));
+  cpu_set_t all, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &all)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);  // this thread, which sizes the streams
+  const auto pinned = streams_of();
+  sched_setaffinity(0, sizeof all, &all);
+  EXPECT_EQ(pinned, 1);
 }
 
 // The streams' connections import the first one's snapshot: rows another client deletes and

@@ -52,6 +52,8 @@ SystemInfo collect_system_info();
 
 /// The cores a job can use: the affinity count, capped by the cgroup quota (never below 1).
 double usable_cores(int affinity_cores, const std::optional<double>& cgroup_quota_cores);
+/// SystemInfo::usable_cores of this process, read without the rest of SystemInfo.
+double read_usable_cores();
 
 /// Free and total space of the filesystem holding `path`, or nullopt if it cannot be read.
 std::optional<DiskSpace> disk_space(const std::filesystem::path& path);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/device/system_info.hpp"
 #include "pg_binary.hpp"
 #include "pg_split.hpp"
 
@@ -106,7 +107,8 @@ void read_in_parallel(std::vector<std::unique_ptr<Stream>>& streams, const std::
 
 CopyStreams::CopyStreams(Connection& main, std::string dsn, int streams)
     : main_(main), dsn_(std::move(dsn)), most_(streams), asked_(streams > 1) {
-  if (most_ <= 0) most_ = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kAutoMostStreams);
+  // The cores this process may use (taskset, a container's quota), as the loader's sizing counts them.
+  if (most_ <= 0) most_ = std::clamp(static_cast<int>(device::read_usable_cores()), 1, kAutoMostStreams);
 }
 
 CopyStreams::~CopyStreams() = default;
