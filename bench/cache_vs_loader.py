@@ -118,7 +118,7 @@ def main():
                         "data.crop_padding=4", "data.hflip=true", "data.mean=[0.49, 0.48, 0.45]", "data.std=[0.25, 0.24, 0.26]"]
             np.save(y, (np.arange(n) % 10).astype(np.int64))
             # --check: fp32, as a CPU without AVX-512 BF16 emulates bf16 convolutions at a crawl.
-            sets = [s for s in sets if not s.startswith("train.precision")] + ["train.batch_size=32"] if args.check else sets
+            sets = [s for s in sets if not s.startswith("train.precision")] + ["train.batch_size=8"] if args.check else sets
             data = ["--source", "npy", "--path", x, "--labels", y, "--set", f"device={device}",
                     *[a for s in sets for a in ("--set", s)]]
             sweep = gputrain(["--json", "--set", "data.cache=none", *data])
