@@ -60,6 +60,10 @@ TEST(PgSplit, RangesCoverEveryBlockOnceTheLastOpenEnded) {
   }
   EXPECT_EQ(block_ranges(7, 1).size(), 1u);
   EXPECT_EQ(block_ranges(7, 0).size(), 1u);
+  // A count whose product with the stream number would overflow (the fuzz target found it).
+  const auto huge = block_ranges(UINT64_MAX, 3);
+  EXPECT_EQ(*huge[1].end - huge[1].first, UINT64_MAX / 3);
+  EXPECT_EQ(huge[1].first, *huge[0].end);
 }
 
 TEST(PgSplit, APlanIsOneTablesScanOrNothing) {
@@ -78,4 +82,12 @@ TEST(PgSplit, APlanIsOneTablesScanOrNothing) {
   EXPECT_EQ(planned_rows(plan(seq + ", \"Plan Rows\": 26999")), 26999);
   EXPECT_EQ(planned_rows(plan(seq)), 0);
   EXPECT_EQ(planned_rows("not json"), 0);
+  // Fields of other types (a server that speaks PostgreSQL's protocol but writes plans its own
+  // way) are no plan, not an exception: json::value() threw on these.
+  EXPECT_EQ(single_table_scan("[{\"Plan\": 5}]", "Seq Scan"), std::nullopt);
+  EXPECT_EQ(single_table_scan(plan("\"Node Type\": 1, \"Relation Name\": [], \"Schema\": {}"), "Seq Scan"), std::nullopt);
+  EXPECT_EQ(single_table_scan(plan(seq + ", \"Parallel Aware\": \"no\""), "Seq Scan"), "\"public\".\"rows\"");
+  EXPECT_EQ(planned_rows("[{\"Plan\": []}]"), 0);
+  EXPECT_EQ(planned_rows(plan("\"Plan Rows\": \"many\"")), 0);
+  EXPECT_EQ(planned_rows(plan("\"Plan Rows\": 1e300")), 0);
 }

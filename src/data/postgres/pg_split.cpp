@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <type_traits>
 
 namespace gputrain::data::postgres {
 namespace {
@@ -99,6 +100,22 @@ std::optional<std::vector<TopWord>> top_level_words(const std::string& q) {
 
 std::string tid(std::uint64_t block) { return "'(" + std::to_string(block) + ",0)'::tid"; }
 
+// An object's field when it is there with the type asked, else `fallback`: json::value() throws
+// on a field of another type, and a server that only speaks PostgreSQL's protocol may write its
+// plans otherwise.
+template <typename T>
+T field_or(const nlohmann::json& object, const char* key, T fallback) {
+  if (!object.is_object()) return fallback;
+  const auto found = object.find(key);
+  if (found == object.end()) return fallback;
+  if constexpr (std::is_same_v<T, std::string>)
+    return found->is_string() ? found->template get<std::string>() : fallback;
+  else if constexpr (std::is_same_v<T, bool>)
+    return found->is_boolean() ? found->template get<bool>() : fallback;
+  else
+    return found->is_number() ? found->template get<T>() : fallback;
+}
+
 }  // namespace
 
 std::optional<std::string> restricted_to_blocks(const std::string& query, const BlockRange& range) {
@@ -124,10 +141,12 @@ std::optional<std::string> restricted_to_blocks(const std::string& query, const 
 
 std::vector<BlockRange> block_ranges(std::uint64_t blocks, int streams) {
   const auto n = static_cast<std::uint64_t>(std::max(1, streams));
+  // floor(blocks * i / n) without the product, which a count near 2^64 would overflow.
+  const auto start = [&](std::uint64_t i) { return i * (blocks / n) + i * (blocks % n) / n; };
   std::vector<BlockRange> ranges;
   for (std::uint64_t i = 0; i < n; ++i) {
-    BlockRange range{blocks * i / n, std::nullopt};
-    if (i + 1 < n) range.end = blocks * (i + 1) / n;
+    BlockRange range{start(i), std::nullopt};
+    if (i + 1 < n) range.end = start(i + 1);
     ranges.push_back(range);
   }
   return ranges;
@@ -136,16 +155,17 @@ std::vector<BlockRange> block_ranges(std::uint64_t blocks, int streams) {
 std::int64_t planned_rows(const std::string& explain_json) {
   const auto parsed = nlohmann::json::parse(explain_json, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_array() || parsed.empty() || !parsed[0].contains("Plan")) return 0;
-  const auto rows = parsed[0]["Plan"].value("Plan Rows", 0.0);
-  return rows > 0 ? static_cast<std::int64_t>(rows) : 0;
+  const auto rows = field_or(parsed[0]["Plan"], "Plan Rows", 0.0);
+  return rows > 0 && rows < 9e18 ? static_cast<std::int64_t>(rows) : 0;  // a double past int64 does not convert
 }
 
 std::optional<std::string> single_table_scan(const std::string& explain_json, const std::string& node_type) {
   const auto parsed = nlohmann::json::parse(explain_json, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_array() || parsed.size() != 1 || !parsed[0].contains("Plan")) return std::nullopt;
   const auto& plan = parsed[0]["Plan"];
-  if (plan.value("Node Type", "") != node_type || plan.contains("Plans") || plan.value("Parallel Aware", false)) return std::nullopt;
-  const auto schema = plan.value("Schema", ""), table = plan.value("Relation Name", "");
+  if (field_or<std::string>(plan, "Node Type", "") != node_type || plan.contains("Plans") || field_or(plan, "Parallel Aware", false))
+    return std::nullopt;
+  const auto schema = field_or<std::string>(plan, "Schema", ""), table = field_or<std::string>(plan, "Relation Name", "");
   if (schema.empty() || table.empty()) return std::nullopt;
   const auto quoted = [](const std::string& name) {
     std::string out = "\"";

@@ -1,0 +1,1 @@
+SELECT $tag$ WHERE $tag$, (SELECT 1 WHERE true) /* where /* nested */ */ FROM t WHERE a > 1;

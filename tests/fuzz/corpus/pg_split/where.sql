@@ -1,0 +1,1 @@
+SELECT x, label FROM samples WHERE split = 'train'
