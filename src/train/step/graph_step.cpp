@@ -127,10 +127,14 @@ class GraphStep final : public StepBackend {
   }
 
   void apply(const StepParts& p) override {
+    // What accumulate() left for this step, taken once: a distributed step on a rank whose shard
+    // ran out comes without a batch, calls apply() alone, and must still send its zeros and step.
+    const bool replayed = replayed_, beside_graphs = in_pool_;
+    replayed_ = in_pool_ = false;
     // A replayed graph has stepped already; its gradients live in the graph's pool, and the host
     // holds none (set to none inside the capture, as an eager step ends).
-    if (replayed_) return;
-    if (!in_pool_ || graphs_.empty()) return eager_->apply(p);
+    if (replayed) return;
+    if (!beside_graphs || graphs_.empty()) return eager_->apply(p);
     {
       InGraphPool in_pool(graphs_.back()->graph_pool, *side_);
       eager_->apply(p);
