@@ -15,6 +15,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
+#include "gputrain/data/postgres.hpp"
 #include "gputrain/data/sources.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/trainer.hpp"
@@ -208,4 +209,22 @@ TEST_F(Postgres, ASyntaxErrorShowsTheServersMessageAndWhereItPoints) {
   EXPECT_EQ(code, ExitCode::usage);
   EXPECT_NE(message.find("data.query: PostgreSQL says: syntax error at or near \"FORM\""), std::string::npos) << message;
   EXPECT_NE(message.find("\n    FORM nowhere\n    ^"), std::string::npos) << message;  // the line it points at, a caret under FORM
+}
+
+// COPY takes a DELETE, UPDATE or INSERT with RETURNING: a training run and `gputrain profile`'s
+// raw COPY read in a read-only transaction, so such a query is refused and the rows stay.
+TEST_F(Postgres, AQueryThatWritesIsRefusedAndChangesNothing) {
+  server.exec("DROP TABLE IF EXISTS kept; CREATE TABLE kept AS SELECT g::float8 AS x, g % 2 AS label FROM generate_series(1, 100) g;");
+  for (const char* query : {"DELETE FROM kept RETURNING x, label", "UPDATE kept SET x = 0 RETURNING x, label"}) {
+    const auto [message, code] = error_of(spec(query));
+    EXPECT_EQ(code, ExitCode::usage) << query;
+    EXPECT_NE(message.find("in a read-only transaction"), std::string::npos) << message;
+    try {
+      data::raw_copy_throughput(spec(query));
+      ADD_FAILURE() << "the raw COPY ran " << query;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("in a read-only transaction"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(server.value("SELECT count(*) || ' ' || sum(x) FROM kept"), "100 5050");
 }

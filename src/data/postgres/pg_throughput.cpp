@@ -8,6 +8,8 @@ namespace gputrain::data {
 
 CopyThroughput raw_copy_throughput(const SourceSpec& spec) {
   postgres::Connection conn(spec.dsn);
+  // As the load reads it: a query that writes (COPY takes DELETE ... RETURNING) is refused.
+  conn.run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   CopyThroughput out;
   postgres::TupleReader counter([](const std::vector<postgres::Field>&) {});
   const auto start = std::chrono::steady_clock::now();
@@ -19,6 +21,7 @@ CopyThroughput raw_copy_throughput(const SourceSpec& spec) {
       },
       [] {});
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  conn.run("COMMIT");
   out.rows = counter.tuples();
   return out;
 }
