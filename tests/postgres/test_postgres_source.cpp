@@ -212,7 +212,8 @@ TEST_F(Postgres, ASyntaxErrorShowsTheServersMessageAndWhereItPoints) {
 }
 
 // COPY takes a DELETE, UPDATE or INSERT with RETURNING: a training run and `gputrain profile`'s
-// raw COPY read in a read-only transaction, so such a query is refused and the rows stay.
+// raw COPY read in a read-only transaction, so such a query is refused and the rows stay; and
+// data.query is sent as one statement, so its text cannot end that transaction first.
 TEST_F(Postgres, AQueryThatWritesIsRefusedAndChangesNothing) {
   server.exec("DROP TABLE IF EXISTS kept; CREATE TABLE kept AS SELECT g::float8 AS x, g % 2 AS label FROM generate_series(1, 100) g;");
   for (const char* query : {"DELETE FROM kept RETURNING x, label", "UPDATE kept SET x = 0 RETURNING x, label"}) {
@@ -225,6 +226,16 @@ TEST_F(Postgres, AQueryThatWritesIsRefusedAndChangesNothing) {
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("in a read-only transaction"), std::string::npos) << e.what();
     }
+  }
+  // Nor can a query's text end the read-only transaction and run statements of its own.
+  const auto [message, code] = error_of(spec("SELECT x, label FROM kept; COMMIT; DELETE FROM kept"));
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("cannot insert multiple commands into a prepared statement"), std::string::npos) << message;
+  try {
+    data::raw_copy_throughput(spec("SELECT x, label FROM kept) TO STDOUT; COMMIT; DELETE FROM kept; COPY (SELECT 1"));
+    ADD_FAILURE() << "the raw COPY ran several statements";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot insert multiple commands into a prepared statement"), std::string::npos) << e.what();
   }
   EXPECT_EQ(server.value("SELECT count(*) || ' ' || sum(x) FROM kept"), "100 5050");
 }

@@ -113,7 +113,8 @@ std::string Connection::type_name(std::uint32_t type) {
 }
 
 std::optional<std::string> Connection::try_value(const std::string& sql) {
-  auto* result = PQexec(conn_, sql.c_str());
+  // The extended protocol runs one statement only: a query's text cannot smuggle in another.
+  auto* result = PQexecParams(conn_, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0);
   std::optional<std::string> value;
   if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) > 0 && PQnfields(result) > 0) value = PQgetvalue(result, 0, 0);
   PQclear(result);
@@ -148,7 +149,8 @@ void Connection::copy_out(const std::string& query, const std::string& what, con
     ::poll(&fd, 1, 200);
     if (!PQconsumeInput(conn_)) throw lost();
   };
-  if (!PQsendQuery(conn_, sql.c_str())) throw lost();
+  // One statement only (the extended protocol): "...; COMMIT; DROP ..." in data.query is refused.
+  if (!PQsendQueryParams(conn_, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0)) throw lost();
   for (;;) {  // until the server starts the COPY, or refuses the query
     while (PQisBusy(conn_)) wait();
     auto* result = PQgetResult(conn_);
