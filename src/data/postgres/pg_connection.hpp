@@ -38,11 +38,12 @@ class Connection {
   std::vector<Column> columns_of(const std::string& query, const std::string& what);
   /// A type's name as SQL writes it ("timestamp with time zone"), for errors.
   std::string type_name(std::uint32_t type);
-  /// The first value of `sql`'s first row, or nullopt when the statement fails. In a transaction
-  /// a failure aborts it: run such probes inside a savepoint.
+  /// The first value of `sql`'s first row, or nullopt when the statement fails (or is more than
+  /// one: it may hold a user's query). In a transaction a failure aborts it: run such probes
+  /// inside a savepoint.
   std::optional<std::string> try_value(const std::string& sql);
 
-  /// Streams `COPY (query) TO STDOUT (FORMAT binary)`: each piece of data goes to `piece`, and
+  /// Streams `COPY (query) TO STDOUT (FORMAT binary)`, sent as one statement: each piece of data goes to `piece`, and
   /// `tick` is called about 5 times a second while it waits (a stop request thrown from it
   /// cancels the query on the server, then propagates). A server that dies mid-stream, or an
   /// error it sends, throws Error (exit 1) or UsageError (an error in the query).
