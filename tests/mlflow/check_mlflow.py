@@ -18,6 +18,9 @@ Usage: check_mlflow.py CASE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
   authenticates: a server with MLflow's basic-auth app takes a run logged with
       MLFLOW_TRACKING_USERNAME and _PASSWORD; with a wrong password the run still trains (exit 0),
       says the refusal once (HTTP 401) and logs nothing.
+  authenticates_with_a_token: the same app checking bearer tokens (bearer_auth.py, MLflow's
+      custom authorization_function) takes a run logged with MLFLOW_TRACKING_TOKEN, which wins
+      over a username and password also set; a wrong token is refused once (HTTP 401).
 
 Exits 77 (skipped, with the reason) only when MLflow cannot be installed from PyPI.
 """
@@ -235,6 +238,28 @@ def authenticates(workdir, command):
         server.stop()
 
 
+def authenticates_with_a_token(workdir, command):
+    user, token = "admin", "gputrain-test-token-7f3a"
+    server = mlflow_server.Server(os.path.join(workdir, "server"), auth=(user, "gputrain-test-password-1"), token=token).start()
+    settings = ["--set", f"logging.mlflow.tracking_uri={server.uri}", "--set", "logging.mlflow.experiment=token"]
+    try:
+        # A token and a (wrong) password both set: MLflow's clients send the token, and so must gputrain.
+        train(command, os.path.join(workdir, "run"), settings,
+              env={"MLFLOW_TRACKING_TOKEN": token, "MLFLOW_TRACKING_USERNAME": user, "MLFLOW_TRACKING_PASSWORD": "wrong"})
+        output, _ = train(command, os.path.join(workdir, "refused"), settings, env={"MLFLOW_TRACKING_TOKEN": "not-" + token})
+        said = warnings_in(output)
+        if len(said) != 1 or "401" not in said[0]:
+            fail(f"with a wrong token: {said} (one warning with the server's HTTP 401 expected)")
+        os.environ.pop("MLFLOW_TRACKING_USERNAME", None)
+        os.environ.pop("MLFLOW_TRACKING_PASSWORD", None)
+        os.environ["MLFLOW_TRACKING_TOKEN"] = token
+        run = the_run(MlflowClient(server.uri), "token")  # one: the refused run logs nothing
+        if run.info.status != "FINISHED" or run.data.params.get("optimizer.lr") != "0.05":
+            fail(f"the run logged with the token: status {run.info.status}, optimizer.lr {run.data.params.get('optimizer.lr')}")
+    finally:
+        server.stop()
+
+
 def main():
     if len(sys.argv) < 4 or sys.argv[3] != "--":
         sys.exit(__doc__)
@@ -242,7 +267,7 @@ def main():
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     cases = {"logs_a_run": logs_a_run, "server_away_and_resume": server_away_and_resume, "server_restarts_mid_run": server_restarts_mid_run,
-             "authenticates": authenticates}
+             "authenticates": authenticates, "authenticates_with_a_token": authenticates_with_a_token}
     cases[case](workdir, command)
     print(f"ok: {case}")
 

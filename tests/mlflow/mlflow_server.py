@@ -64,12 +64,14 @@ def free_port():
 class Server:
     """`mlflow server` in `folder` (its sqlite file and artifacts), in a process group of its own
     so that pause() and kill() reach its workers too. `auth` (user, password): MLflow's basic-auth
-    app, with that user as its admin."""
+    app, with that user as its admin; with `token` too, the app takes that bearer token for the
+    user instead of the password (bearer_auth.py, MLflow's custom authorization_function)."""
 
-    def __init__(self, folder, port=None, auth=None):
+    def __init__(self, folder, port=None, auth=None, token=None):
         self.folder = folder
         self.port = port or free_port()
         self.auth = auth
+        self.token = token
         self.process = None
         os.makedirs(folder, exist_ok=True)
 
@@ -87,6 +89,9 @@ class Server:
             command += ["--app-name", "basic-auth"]
             env["MLFLOW_AUTH_CONFIG_PATH"] = self.write_auth_config()
             env["MLFLOW_FLASK_SERVER_SECRET_KEY"] = "gputrain-test-only"  # the auth app's CSRF key
+        if self.token:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.dirname(os.path.abspath(__file__)), env.get("PYTHONPATH")]))
+            env.update(GPUTRAIN_TEST_MLFLOW_TOKEN=self.token, GPUTRAIN_TEST_MLFLOW_USER=self.auth[0])
         log = open(os.path.join(self.folder, "server.log"), "ab")
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=self.folder, env=env)
         deadline = time.time() + timeout
@@ -112,7 +117,8 @@ class Server:
             f.write("[mlflow]\ndefault_permission = READ\n"
                     f"database_uri = sqlite:///{os.path.join(self.folder, 'auth.db')}\n"
                     f"admin_username = {self.auth[0]}\nadmin_password = {self.auth[1]}\n"
-                    "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+                    "authorization_function = " + ("bearer_auth:authenticate_request_bearer_token" if self.token else
+                                                   "mlflow.server.auth:authenticate_request_basic_auth") + "\n"
                     "grant_default_workspace_access = false\n")
         return path
 
