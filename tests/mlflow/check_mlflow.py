@@ -243,9 +243,10 @@ def authenticates_with_a_token(workdir, command):
     server = mlflow_server.Server(os.path.join(workdir, "server"), auth=(user, "gputrain-test-password-1"), token=token).start()
     settings = ["--set", f"logging.mlflow.tracking_uri={server.uri}", "--set", "logging.mlflow.experiment=token"]
     try:
-        # A token and a (wrong) password both set: MLflow's clients send the token, and so must gputrain.
+        # A token and a (wrong) password both set: MLflow's clients send the token, and so must
+        # gputrain; with the line break a token read from a file keeps, trimmed.
         train(command, os.path.join(workdir, "run"), settings,
-              env={"MLFLOW_TRACKING_TOKEN": token, "MLFLOW_TRACKING_USERNAME": user, "MLFLOW_TRACKING_PASSWORD": "wrong"})
+              env={"MLFLOW_TRACKING_TOKEN": token + "\n", "MLFLOW_TRACKING_USERNAME": user, "MLFLOW_TRACKING_PASSWORD": "wrong"})
         output, _ = train(command, os.path.join(workdir, "refused"), settings, env={"MLFLOW_TRACKING_TOKEN": "not-" + token})
         said = warnings_in(output)
         if len(said) != 1 or "401" not in said[0]:

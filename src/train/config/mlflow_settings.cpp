@@ -1,5 +1,7 @@
 #include "mlflow_settings.hpp"
 
+#include <algorithm>
+
 #include "data/postgres/dsn.hpp"
 #include "gputrain/core/env.hpp"
 #include "gputrain/core/error.hpp"
@@ -29,6 +31,24 @@ void resolve_mlflow_settings(MlflowConfig& mlflow) {
                      "set logging.mlflow.timeout: 10s, or longer for a slow link");
   while (mlflow.tracking_uri.size() > 8 && mlflow.tracking_uri.back() == '/') mlflow.tracking_uri.pop_back();
   if (mlflow.experiment.empty()) mlflow.experiment = core::env("MLFLOW_EXPERIMENT_NAME").value_or("Default");
+  (void)tracking_token();  // refused now, not at the first request
+}
+
+std::optional<std::string> tracking_token() {
+  auto token = core::env("MLFLOW_TRACKING_TOKEN").value_or("");
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!token.empty() && blank(token.back())) token.pop_back();
+  const auto first = std::find_if_not(token.begin(), token.end(), blank);
+  token.erase(token.begin(), first);
+  if (token.empty()) return std::nullopt;
+  for (std::size_t i = 0; i < token.size(); ++i) {
+    const auto c = static_cast<unsigned char>(token[i]);
+    if (c < 0x20 || c == 0x7f)  // a line break inside would end the header and start another
+      throw UsageError("MLFLOW_TRACKING_TOKEN holds a control character (byte " + std::to_string(c) + " at position " +
+                           std::to_string(i + 1) + " of " + std::to_string(token.size()) + "), which an HTTP header cannot carry",
+                       "set MLFLOW_TRACKING_TOKEN to the token alone, on one line");
+  }
+  return token;
 }
 
 }  // namespace gputrain::train

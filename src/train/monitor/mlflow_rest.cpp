@@ -13,6 +13,7 @@
 
 #include "gputrain/core/env.hpp"
 #include "mlflow_api.hpp"
+#include "train/config/mlflow_settings.hpp"
 
 namespace gputrain::train::mlflow {
 namespace {
@@ -60,7 +61,7 @@ class RestApi final : public Api {
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     curl_ = curl_easy_init();
     if (!curl_) throw ApiError("libcurl could not start a connection", false);
-    if (const auto token = core::env("MLFLOW_TRACKING_TOKEN")) {
+    if (const auto token = tracking_token()) {
       authorization_ = "Authorization: Bearer " + *token;
     } else if (const auto user = core::env("MLFLOW_TRACKING_USERNAME")) {
       user_password_ = *user + ":" + core::env("MLFLOW_TRACKING_PASSWORD").value_or("");

@@ -12,6 +12,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/config.hpp"
+#include "train/config/mlflow_settings.hpp"
 #include "train/monitor/mlflow_tracker.hpp"
 
 namespace gputrain::train::mlflow {
@@ -259,6 +260,27 @@ TEST(MlflowSettings, RefusesAnAddressThatIsNotAServersAndHidesAPassword) {
   const auto config = load_config({{}, {"device=cpu", "logging.mlflow.tracking_uri=http://me:secret@127.0.0.1:5000"}, ""});
   EXPECT_EQ(to_yaml(config).find("secret"), std::string::npos);
   EXPECT_EQ(config.logging.mlflow.experiment, "Default");
+}
+
+// A token read from a file keeps its line break: trimmed, as a header needs it. One with a line
+// break inside (which would end the header and start another) is refused before training, and the
+// error says where, never what.
+TEST(MlflowSettings, ATokensBlanksAreTrimmedAndALineBreakInsideIsRefused) {
+  ::setenv("MLFLOW_TRACKING_TOKEN", " tok-123\r\n", 1);
+  EXPECT_EQ(tracking_token(), "tok-123");
+  ::setenv("MLFLOW_TRACKING_TOKEN", "\n", 1);
+  EXPECT_EQ(tracking_token(), std::nullopt);
+  ::setenv("MLFLOW_TRACKING_TOKEN", "tok\r\nX-Injected: 1", 1);
+  try {
+    load_config({{}, {"device=cpu", "logging.mlflow.tracking_uri=http://127.0.0.1:5000"}, ""});
+    ADD_FAILURE() << "a token with a line break was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("MLFLOW_TRACKING_TOKEN holds a control character (byte 13 at position 4"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).find("Injected"), std::string::npos) << "the token's text is not shown";
+  }
+  EXPECT_NO_THROW(load_config({{}, {"device=cpu"}, ""})) << "a run without MLflow does not read it";
+  ::unsetenv("MLFLOW_TRACKING_TOKEN");
 }
 
 }  // namespace
