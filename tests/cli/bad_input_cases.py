@@ -59,6 +59,7 @@ def config_cases():
          "an integer >= 0 and <= 1024, or auto"),
         ("postgres_streams_zero", "  source: postgres\n  query: SELECT 1 AS a, 0 AS label\n  labels: label\n  streams: 0\n",
          "data.streams: found '0'; allowed: an integer >= 1 and <= 32, or auto"),
+        ("path_with_a_nul", '  path: "good.csv\\0.bak"\n  labels: label\n', "data.path: holds a NUL character"),
         ("labels_missing_column", "  path: good.csv\n  labels: nope\n", "nope"),
         ("features_missing_column", "  path: good.csv\n  labels: label\n  features: [a, zz]\n", "zz"),
         ("synthetic_shape_overflow", "  source: synthetic\n  shape: [3037000500, 3037000500]\n",

@@ -102,19 +102,30 @@ std::string parse_choice(const FieldValue& v, const std::vector<std::string>& al
   reject(v, found_text(v.node), "one of " + core::join(allowed), guess_choice(text, allowed));
 }
 
+// A text setting as gputrain hands it on (a path to open, a query to send, a name): a NUL
+// ("\0" in a double-quoted YAML string) would end it there, and the rest would be dropped unsaid.
+const std::string& text_of(const FieldValue& v, const YAML::Node& node) {
+  const auto& text = node.Scalar();
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    throw UsageError(v.where + ": " + v.key + ": holds a NUL character (\\0) at position " + std::to_string(nul + 1) + " of " +
+                         std::to_string(text.size()) + ", which would end the text there, dropping the rest unsaid",
+                     "remove the \\0 from " + v.key);
+  return text;
+}
+
 std::string parse_string(const FieldValue& v, const std::string& what) {
   if (!v.node.IsScalar()) reject(v, found_text(v.node), what);
-  return v.node.Scalar();
+  return text_of(v, v.node);
 }
 
 std::vector<std::string> parse_string_list(const FieldValue& v, const std::string& allowed) {
-  if (v.node.IsNull()) return {};                                               // unset
-  if (v.node.IsScalar() && !v.node.Scalar().empty()) return {v.node.Scalar()};  // one name
+  if (v.node.IsNull()) return {};                                                  // unset
+  if (v.node.IsScalar() && !v.node.Scalar().empty()) return {text_of(v, v.node)};  // one name
   if (!v.node.IsSequence()) reject(v, found_text(v.node), allowed);
   std::vector<std::string> out;
   for (const auto& item : v.node) {
     if (!item.IsScalar()) reject(v, found_text(item), allowed);
-    out.push_back(item.Scalar());
+    out.push_back(text_of(v, item));
   }
   return out;
 }

@@ -134,6 +134,19 @@ TEST(Config, APathWithoutASourceIsReadAsTheFormatItNames) {
 
 // A command's own flag (gputrain profile --path, --labels) takes its value as written: YAML would
 // cut "x #1.csv" at the comment and read "a: b.npy" as a mapping.
+// A NUL in a text setting would cut it short where it is handed on (libpq would get the query up
+// to it, open() the path up to it) and drop the rest without a word: refused, naming where.
+TEST(Config, ANulInsideATextSettingIsRefusedNotCutShort) {
+  test_support::ScratchFolder dir("config-nul");
+  const auto yaml = (dir.path / "nul.yaml").string();
+  std::ofstream(yaml) << "data:\n  source: postgres\n  dsn: postgresql:///x\n  query: \"SELECT a, label FROM t\\0 WHERE split = 1\"\n"
+                         "  labels: label\n";
+  const auto message = error_of({{yaml}, {}, ""});
+  EXPECT_NE(message.find("nul.yaml:4"), std::string::npos) << message;
+  EXPECT_NE(message.find("data.query: holds a NUL character (\\0) at position 23 of 39"), std::string::npos) << message;
+  EXPECT_NE(error_of({{}, {"data.features=[a, \"b\\0c\"]"}, ""}).find("data.features: holds a NUL character"), std::string::npos);
+}
+
 TEST(Config, FlagValuesAreTakenAsWrittenAndBeatSet) {
   ConfigSources sources;
   sources.overrides = {"data.source=csv", "data.path=other.csv"};
