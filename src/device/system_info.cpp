@@ -39,11 +39,12 @@ std::uint64_t meminfo_bytes(const std::string& key) {
   return 0;
 }
 
+// CPUs in this thread's affinity mask; all online ones when it cannot be read.
 int affinity_core_count() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
-  return CPU_COUNT(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return int(sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 // The cgroup's memory limit, when it is tighter than the machine's RAM.
@@ -68,10 +69,7 @@ double usable_cores(int affinity_cores, const std::optional<double>& cgroup_quot
   return std::max(cores, 1.0);
 }
 
-double read_usable_cores() {
-  const int affinity = affinity_core_count();
-  return usable_cores(affinity > 0 ? affinity : int(sysconf(_SC_NPROCESSORS_ONLN)), read_cgroup_limits().cpu_quota_cores);
-}
+double read_usable_cores() { return usable_cores(affinity_core_count(), read_cgroup_limits().cpu_quota_cores); }
 
 std::optional<DiskSpace> disk_space(const std::filesystem::path& path) {
   struct statvfs stats {};
@@ -90,7 +88,6 @@ SystemInfo collect_system_info() {
   info.cpu_model = cpu_model_name();
   info.logical_cores = int(sysconf(_SC_NPROCESSORS_ONLN));
   info.affinity_cores = affinity_core_count();
-  if (info.affinity_cores == 0) info.affinity_cores = info.logical_cores;
   info.cgroup = read_cgroup_limits();
   info.usable_cores = usable_cores(info.affinity_cores, info.cgroup.cpu_quota_cores);
   info.affinity_narrowed = info.affinity_cores < info.cgroup.cpuset_cores.value_or(info.logical_cores);
