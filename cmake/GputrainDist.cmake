@@ -1,4 +1,4 @@
-# Finds the two engines of dist::Communicator; src/CMakeLists.txt adds the sources of those found.
+# Finds the three engines of dist::Communicator; src/CMakeLists.txt adds the sources of those found.
 #
 # MPI (CPU ranks): Open MPI from Debian's packages (libopenmpi-dev). Optional: without it the build
 # still works and `distributed.backend: mpi` says how to get it. GPUTRAIN_HAVE_MPI records which.
@@ -26,19 +26,11 @@ if(NOT GPUTRAIN_NCCL_INCLUDE_DIR AND EXISTS "${GPUTRAIN_TORCH_LIBRARY_DIR}/../..
   get_filename_component(_nccl_include "${GPUTRAIN_TORCH_LIBRARY_DIR}/../../nvidia/nccl/include" REALPATH)
   set(GPUTRAIN_NCCL_INCLUDE_DIR "${_nccl_include}" CACHE PATH "" FORCE)
 endif()
-set(GPUTRAIN_HAVE_NCCL OFF)
-if(GPUTRAIN_NCCL_INCLUDE_DIR AND EXISTS "${GPUTRAIN_NCCL_INCLUDE_DIR}/nccl.h")
-  set(GPUTRAIN_HAVE_NCCL ON)
-  file(GLOB GPUTRAIN_NCCL_LIBRARY "${GPUTRAIN_NCCL_INCLUDE_DIR}/../lib/libnccl.so*")
-  message(STATUS "gputrain: NCCL header ${GPUTRAIN_NCCL_INCLUDE_DIR}/nccl.h (the wheel's, which LibTorch loads)")
-else()
-  message(STATUS "gputrain: no nccl.h beside LibTorch: GPU ranks unavailable (set GPUTRAIN_NCCL_INCLUDE_DIR)")
-endif()
 
-# Gloo (CPU ranks that torchrun, srun or our launcher across nodes start): LibTorch has it compiled
-# in (ProcessGroupGloo) but its wheel ships no gloo/ headers; Debian's libgloo-dev has them.
-# Headers only: the Gloo that runs is LibTorch's own, and no Gloo class crosses into our code but
-# by pointer. Optional: without it such ranks are refused with the fix.
+# Gloo (CPU ranks that torchrun, srun or our launcher across nodes start; NCCL ranks' host values):
+# LibTorch has it compiled in (ProcessGroupGloo) but its wheel ships no gloo/ headers; Debian's
+# libgloo-dev has them. Headers only: the Gloo that runs is LibTorch's own, and no Gloo class
+# crosses into our code but by pointer. Optional: without it such ranks are refused with the fix.
 find_path(GPUTRAIN_GLOO_INCLUDE_DIR gloo/config.h)
 set(GPUTRAIN_HAVE_GLOO OFF)
 if(GPUTRAIN_GLOO_INCLUDE_DIR AND EXISTS "${GPUTRAIN_TORCH_LIBRARY_DIR}/../include/torch/csrc/distributed/c10d/ProcessGroupGloo.hpp")
@@ -46,4 +38,16 @@ if(GPUTRAIN_GLOO_INCLUDE_DIR AND EXISTS "${GPUTRAIN_TORCH_LIBRARY_DIR}/../includ
   message(STATUS "gputrain: Gloo headers in ${GPUTRAIN_GLOO_INCLUDE_DIR} for CPU ranks outside mpirun")
 else()
   message(STATUS "gputrain: no Gloo headers (apt-get install libgloo-dev): CPU ranks need mpirun")
+endif()
+
+# NCCL ranks exchange host values (the step agreement) over a Gloo group: Gloo's headers too.
+set(GPUTRAIN_HAVE_NCCL OFF)
+if(NOT (GPUTRAIN_NCCL_INCLUDE_DIR AND EXISTS "${GPUTRAIN_NCCL_INCLUDE_DIR}/nccl.h"))
+  message(STATUS "gputrain: no nccl.h beside LibTorch: GPU ranks unavailable (set GPUTRAIN_NCCL_INCLUDE_DIR)")
+elseif(NOT GPUTRAIN_HAVE_GLOO)
+  message(STATUS "gputrain: nccl.h found, but GPU ranks also need Gloo's headers (apt-get install libgloo-dev): GPU ranks unavailable")
+else()
+  set(GPUTRAIN_HAVE_NCCL ON)
+  file(GLOB GPUTRAIN_NCCL_LIBRARY "${GPUTRAIN_NCCL_INCLUDE_DIR}/../lib/libnccl.so*")
+  message(STATUS "gputrain: NCCL header ${GPUTRAIN_NCCL_INCLUDE_DIR}/nccl.h (the wheel's, which LibTorch loads)")
 endif()

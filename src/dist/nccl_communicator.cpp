@@ -1,5 +1,6 @@
 // The GPU engine: NCCL through LibTorch's c10d. Rank 0 hosts the TCPStore the ranks meet at;
 // ProcessGroupNCCL runs the collectives on its own CUDA streams, ordered after the compute stream.
+// Host values (the step agreement) go over a Gloo group on the same store instead (gloo_group.hpp).
 //
 // Compiled with USE_C10D_NCCL against the nccl.h of the NCCL package LibTorch loads (the wheel's
 // nvidia-nccl): ProcessGroupNCCL::Options embeds ncclConfig_t, so another header's layout would
@@ -7,14 +8,14 @@
 // the header's version against the library loaded.
 
 #include <ATen/ATen.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
 #include <exception>
 
 #include "c10d_rendezvous.hpp"
 #include "engines.hpp"
+#include "gloo_group.hpp"
 
 namespace gputrain::dist {
 namespace {
@@ -27,7 +28,7 @@ class NcclWork final : public Work {
  public:
   NcclWork(c10::intrusive_ptr<c10d::Work> work, std::string what, int rank) : work_(std::move(work)), what_(std::move(what)), rank_(rank) {}
   // Orders the current stream after the collective; the host goes on (a hang surfaces at the
-  // next host-side wait, the step agreement, or through the watchdog).
+  // next host-side wait or through the watchdog).
   void wait() override {
     try {
       work_->wait();
@@ -48,11 +49,7 @@ class NcclWork final : public Work {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(const RankEnvironment& env, const CommunicatorOptions& options)
-      : rank_(env.rank),
-        size_(env.world_size),
-        device_(options.device),
-        timeout_(options.timeout),
-        host_values_stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, options.device.index())) {
+      : rank_(env.rank), size_(env.world_size), device_(options.device), timeout_(options.timeout) {
     store_ = meet_at_rank_zero(env, timeout_, "NCCL");
     auto pg_options = c10d::ProcessGroupNCCL::Options::create();
     // The watchdog's limit sits past ours, so our message (operation, step, rank) comes first.
@@ -60,6 +57,7 @@ class NcclCommunicator final : public Communicator {
     group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store_, rank_, size_, pg_options);
     group_->setBoundDeviceId(device_);  // one communicator per rank, created eagerly on this GPU
     group_->eagerConnectSingleDevice(device_);
+    host_group_ = connect_gloo_group(c10::make_intrusive<c10d::PrefixStore>("host_values", store_), rank_, size_, timeout_);
   }
 
   // A clean end finalizes the communicators (left to the process exit, c10d warns). While an error
@@ -97,26 +95,20 @@ class NcclCommunicator final : public Communicator {
     return std::make_shared<NcclWork>(group_->broadcast(tensors, opts), what, rank_);
   }
 
+  // Host values over Gloo: the host never waits on the GPU for them, and no NCCL kernel of ours
+  // runs beside a replayed graph's all-reduces on this communicator, whose order across ranks NCCL
+  // keeps only within one stream (the kernels would pair with the wrong operation).
   std::vector<std::int64_t> all_gather(const std::vector<std::int64_t>& values, const std::string& what) override {
-    // Host values depend on nothing the GPU has queued: issued from a side stream, the collective
-    // waits for earlier collectives only, not for the queued forward, backward and optimizer step,
-    // and the per-step agreement does not drain the GPU's queue (the host stays ahead of it).
-    c10::cuda::CUDAStreamGuard side(host_values_stream_);
-    const auto options = at::TensorOptions().dtype(at::kLong);
-    auto input = at::tensor(values, options).to(device_);
-    auto output = at::empty({static_cast<std::int64_t>(values.size()) * size_}, options.device(device_));
-    wait_on_host(group_->_allgather_base(output, input), what, rank_, timeout_, kPeerRemedy);
-    const auto host = output.cpu();
-    return std::vector<std::int64_t>(host.data_ptr<std::int64_t>(), host.data_ptr<std::int64_t>() + host.numel());
+    return gloo_all_gather(*host_group_, values, what, rank_, timeout_, kPeerRemedy);
   }
 
  private:
   int rank_, size_;
   c10::Device device_;
   std::chrono::seconds timeout_;
-  c10::cuda::CUDAStream host_values_stream_;  // for collectives on host values (all_gather)
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> group_;
+  c10::intrusive_ptr<c10d::Backend> host_group_;  // Gloo, for all_gather
 };
 
 }  // namespace

@@ -1,0 +1,30 @@
+#pragma once
+// Gloo process groups (LibTorch's c10d::ProcessGroupGloo), shared by the Gloo engine (CPU ranks)
+// and the NCCL engine, which exchanges host values over Gloo: its step agreement then never waits
+// on the GPU nor runs an NCCL kernel beside the ones a replayed CUDA graph launches on the same
+// communicator (NCCL orders a communicator's kernels only within one stream).
+//
+// Gloo's classes stay inside gloo_group.cpp, the one file built with Gloo's headers.
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gputrain::dist {
+
+/// Connects `size` ranks pairwise over TCP through `store` (a c10d::PrefixStore keeps two groups on
+/// one store apart). The interface is GLOO_SOCKET_IFNAME's when set, as for torch.distributed,
+/// else the address this host's name resolves to. Throws CommunicationError naming the fix.
+c10::intrusive_ptr<c10d::Backend> connect_gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                                     std::chrono::seconds timeout);
+
+/// Every rank's `values` (the same count on each), concatenated in rank order, waited for on the
+/// host (wait_on_host: `what`, `rank`, `timeout` and `remedy` name a failure).
+std::vector<std::int64_t> gloo_all_gather(c10d::Backend& group, const std::vector<std::int64_t>& values, const std::string& what, int rank,
+                                          std::chrono::seconds timeout, const std::string& remedy);
+
+}  // namespace gputrain::dist
