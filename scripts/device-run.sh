@@ -33,12 +33,15 @@
 #   monitoring  issue #51's monitoring overhead on the GPU (no MLflow: no libcurl on the machine)
 #   ddpgraphs   distributed steps with their NCCL all-reduces inside the CUDA graph: the GpuDist and
 #          GpuGraphs tests, then the DDP path at world size 1 with graphs on and off against a plain run
+#   next   what no GPU has checked yet, most telling first, in one call: the GpuDist, GpuGraphs,
+#          GpuBatchNorm and auto-batch tests, ResNet-18 batch 256 against reduce-overhead (the second
+#          batch-norm kernels), then the DDP path with graphs on and off
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|graphs|graphs2|figures|recheck|batchnorm|monitoring|ddpgraphs|full|suite"
+stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|graphs|graphs2|figures|recheck|batchnorm|monitoring|ddpgraphs|next|full|suite"
 case "|$stages|" in *"|$stage|"*) ;; *) [ "$stage" = quick ] && stage=test || { echo "usage: $0 $stages" >&2; exit 2; } ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
@@ -73,6 +76,7 @@ graphs) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_trai
 batchnorm) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train) ;;
 monitoring) targets=(--target gputrain gputrain-train) ;;
 ddpgraphs) targets=(--target gputrain gputrain-train test_gpu_train) ;;
+next) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train) ;;
 figures) targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 recheck) targets=(--target test_gpu_train) ;;
 esac
@@ -247,6 +251,14 @@ ddpgraphs)
   ctest --test-dir $build -R "^(GpuDist|GpuGraphs)" --output-on-failure --timeout 120 > "$out/ctest-ddpgraphs.log" 2>&1; echo "rc=$?"
   grep -E "Test +#|tests passed|Failure|Expected|Which is|differs|max difference|error" "$out/ctest-ddpgraphs.log" | head -40
   GPUTRAIN_BUILD=$build run_bench ddp-graphs 300 "$python" bench/ddp_scaling.py --gpu --runs "${GPUTRAIN_BENCH_RUNS:-3}" --steps 200
+  ;;
+next)
+  step "ctest GpuDist, GpuGraphs, GpuBatchNorm, GpuTrainer.AutoBatch"
+  ctest --test-dir $build -R "^(GpuDist|GpuGraphs|GpuBatchNorm|GpuTrainer\.AutoBatch)" --output-on-failure --timeout 120 \
+    > "$out/ctest-next.log" 2>&1; echo "rc=$?"
+  grep -E "Test +#|tests passed|Failure|Expected|Which is|differs|max difference|error" "$out/ctest-next.log" | head -50
+  GPUTRAIN_BUILD=$build run_bench train-resnet 200 "$python" bench/train_vs_pytorch.py --runs "${GPUTRAIN_BENCH_RUNS:-2}" --cases resnet18
+  GPUTRAIN_BUILD=$build run_bench ddp-graphs 200 "$python" bench/ddp_scaling.py --gpu --runs "${GPUTRAIN_BENCH_RUNS:-2}" --steps 200
   ;;
 full)
   step "verify full"
