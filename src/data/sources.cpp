@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "core/build_features.hpp"
 #include "data/postgres/pg_source.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -401,7 +402,7 @@ Sources open_unchecked(const SourceSpec& spec) {
   if (spec.source == "image_folder") return open_images(spec);
   if (spec.source == "csv") return open_csv(spec);
   if (spec.source == "postgres") {
-#ifdef GPUTRAIN_HAVE_POSTGRES
+#if GPUTRAIN_HAVE_POSTGRES
     return postgres::open_postgres(spec);
 #else
     throw EnvironmentError("this gputrain was built without PostgreSQL support (libpq-dev was missing when it was built)",
@@ -431,7 +432,7 @@ Sources open_as_named(const SourceSpec& spec) {
 
 }  // namespace
 
-#ifndef GPUTRAIN_HAVE_POSTGRES
+#if !GPUTRAIN_HAVE_POSTGRES
 CopyThroughput raw_copy_throughput(const SourceSpec&) {
   throw EnvironmentError("this gputrain was built without PostgreSQL support (libpq-dev was missing when it was built)",
                          "install libpq-dev and build again (scripts/bootstrap.sh installs it)");

@@ -1,5 +1,6 @@
 #include "gputrain/dist/bus_bandwidth.hpp"
 
+#include "core/build_features.hpp"
 #include "gputrain/core/error.hpp"
 
 #if GPUTRAIN_HAVE_NCCL

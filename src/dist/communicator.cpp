@@ -1,5 +1,6 @@
 #include "gputrain/dist/communicator.hpp"
 
+#include "core/build_features.hpp"
 #include "engines.hpp"
 
 namespace gputrain::dist {

@@ -1,6 +1,6 @@
 #pragma once
 // The engines behind dist::connect(); each file is compiled only when the build has its library
-// (GPUTRAIN_HAVE_MPI, GPUTRAIN_HAVE_NCCL, GPUTRAIN_HAVE_GLOO).
+// (GPUTRAIN_HAVE_MPI, GPUTRAIN_HAVE_NCCL, GPUTRAIN_HAVE_GLOO in core/build_features.hpp).
 
 #include <memory>
 

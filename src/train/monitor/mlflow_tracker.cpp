@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "core/build_features.hpp"
 #include "gputrain/core/error.hpp"
 
 namespace gputrain::train::mlflow {
@@ -24,7 +25,7 @@ std::int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-#ifndef GPUTRAIN_HAVE_CURL
+#if !GPUTRAIN_HAVE_CURL
 std::unique_ptr<Api> make_rest_api(const Connection&) {
   throw UsageError("logging.mlflow is set, but this build of gputrain has no libcurl to reach the server",
                    "install libcurl (Debian: apt-get install libcurl4-openssl-dev) and rebuild, or remove logging.mlflow");
