@@ -296,6 +296,11 @@ def pytorch_run(case, device, steps, init, lr, data, channels_last=False, fused_
     return windows, losses, first_window_seconds
 
 
+# Per case, per gputrain run: seconds from the command's start to its start record (written as the
+# first step begins), the trainer's set-up among them, and the data's opening among those.
+STARTUP = {}
+
+
 def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=None, graphs="auto", env=None):
     """gputrain train on the case: samples/s and loss per step line, and the seconds from the
     command's start to the end of its first window of steps (start-up, data, warm-up and capture
@@ -322,6 +327,9 @@ def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=
     if result.returncode != 0:
         sys.exit("gputrain failed:\n" + result.stderr)
     records = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl"))]
+    start = next((r for r in records if r["kind"] == "start"), {})
+    if "setup_seconds" in start:  # builds before 2026-11-29 lack it
+        STARTUP.setdefault(case, []).append((start["time"] - started, start["setup_seconds"], start["data_read_seconds"]))
     lines = [r for r in records if r["kind"] == "step"]
     first = [r for r in lines if r["step"] == (every or c["window"])]
     first_window_seconds = first[0]["time"] - started if first and "time" in first[0] else None
@@ -516,6 +524,11 @@ def main():
                 # The first run apart: torch.compile's later runs read Inductor's on-disk cache.
                 to_first = "%.1f s (%.1f s)" % (statistics.median(first[side]), first[side][0]) if first[side] else "-"
                 print("| %s | %.0f | %.0f-%.0f | %.2fx | %s |" % (side, median, min(values), max(values), ours / median, to_first), flush=True)
+            if STARTUP.get(case):
+                to_step, setup, read = (statistics.median(v) for v in zip(*STARTUP[case]))
+                print("\ngputrain's start, medians of its %d runs: %.2f s from the command to the first step, %.2f s of it the "
+                      "set-up (%.2f s opening the data), the rest loading the program and its libraries"
+                      % (len(STARTUP[case]), to_step, setup, read))
             flops, peak = training_flops_per_sample(case), peak_of(device)
             achieved = ours * flops / 1e12
             print("\ngputrain computes %.3g TFLOPS (%.3g GFLOP a training sample)%s"

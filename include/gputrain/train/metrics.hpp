@@ -27,6 +27,7 @@ struct RunInfo {
   std::int64_t train_samples = 0, val_samples = 0;
   double data_read_seconds = 0;     ///< opening the data files (a CSV's parse), before the cache load
   double data_load_seconds = 0;     ///< the one-time load into the cache, apart from any epoch
+  double setup_seconds = 0;         ///< the trainer's set-up (device, data, model, batch search, resume), before fit()
   std::int64_t start_step = 0;      ///< above 0 when resumed
   std::int64_t world_size = 1;      ///< data-parallel ranks (batch_size is per rank)
   std::string distributed;          ///< "2 ranks over mpi", or empty for a plain run

@@ -136,6 +136,7 @@ void Trainer::State::restore_rng_at_setup() {
 }
 
 Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_unique<State>()) {
+  const auto start = Clock::now();
   state_->config = std::move(config);
   state_->options = std::move(options);
   state_->config_yaml = to_yaml(state_->config);
@@ -149,6 +150,7 @@ Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_uniqu
       state_->write_config_file();
       state_->keep_rng_at_setup();
     }
+    state_->setup_seconds = seconds_since(start);
   } catch (const c10::OutOfMemoryError& e) {
     throw Error("out of memory before the first step, while placing the data, the model and its optimizer on " + state_->device.str() +
                     ": " + memory::describe(memory::memory_figures(state_->device)) + ". The allocator said: " + e.what_without_backtrace(),

@@ -58,6 +58,7 @@ struct Trainer::State : RunContext {
   RunData data;
   DataPlacement placement;
   std::int64_t train_size = 0, val_size = 0;
+  double setup_seconds = 0;  // the Trainer's constructor: everything before fit()
   std::size_t skipped_reported = 0;
   std::unique_ptr<Model> model;
   std::vector<at::Tensor> params;

@@ -85,6 +85,7 @@ class JsonlSink final : public MetricSink {
            {"val_samples", i.val_samples},
            {"data_read_seconds", i.data_read_seconds},
            {"data_load_seconds", i.data_load_seconds},
+           {"setup_seconds", i.setup_seconds},
            {"total_steps", i.total_steps},
            {"steps_per_epoch", i.steps_per_epoch},
            {"start_step", i.start_step},

@@ -467,6 +467,7 @@ void Trainer::State::open_reporter(std::int64_t start_step) {
   info.val_samples = val_size;
   info.data_read_seconds = data.read_seconds;
   info.data_load_seconds = placement.load_seconds;
+  info.setup_seconds = setup_seconds;
   info.start_step = start_step;
   info.world_size = ranks.world_size();
   info.distributed = ranks.summary();

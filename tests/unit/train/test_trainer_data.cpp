@@ -16,6 +16,7 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
 
@@ -44,6 +45,17 @@ void expect_identical(const std::vector<at::Tensor>& a, const std::vector<at::Te
 }
 
 }  // namespace
+
+// The start record times everything before the first step, which holds the data's reading and loading.
+TEST(TrainerData, TheStartRecordsSetUpTimeHoldsTheDatasReadAndLoad) {
+  const auto config = data_run("setup-time", {"data.cache=vram"});
+  Trainer trainer(config, test_support::quiet_trainer());
+  trainer.fit();
+  const auto start = test_support::jsonl_records(fs::path(config.logging.dir) / "metrics.jsonl", "start").at(0);
+  const double read = start.at("data_read_seconds"), load = start.at("data_load_seconds"), setup = start.at("setup_seconds");
+  EXPECT_GT(setup, 0.0);
+  EXPECT_GE(setup, read + load) << start.dump();
+}
 
 // The loader hands over exactly the batches the cache gathers: the same run, bit for bit.
 TEST(TrainerData, StreamedAndCachedRunsAreIdentical) {
