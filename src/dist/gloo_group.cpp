@@ -7,6 +7,8 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
+#include <arpa/inet.h>
+
 #include <cstdlib>
 #include <exception>
 
@@ -16,10 +18,13 @@
 namespace gputrain::dist {
 namespace {
 
-std::shared_ptr<::gloo::transport::Device> gloo_device(int rank) {
+// Ranks that meet at a loopback address are all on this node: the loopback reaches them all
+// without resolving the host's name (which a container may not, and LibTorch then warns).
+std::shared_ptr<::gloo::transport::Device> gloo_device(int rank, const std::string& master_addr) {
   try {
     if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface && *interface)
       return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
+    if (master_addr.empty() || is_loopback_address(master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
     return c10d::ProcessGroupGloo::createDefaultDevice();
   } catch (const std::exception& e) {
     throw CommunicationError("rank " + std::to_string(rank) + ": Gloo found no network interface to use: " + e.what(),
@@ -29,11 +34,19 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(int rank) {
 
 }  // namespace
 
+bool is_loopback_address(const std::string& address) {
+  if (address == "localhost") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, address.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return inet_pton(AF_INET6, address.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
 c10::intrusive_ptr<c10d::Backend> connect_gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                                     std::chrono::seconds timeout) {
+                                                     std::chrono::seconds timeout, const std::string& master_addr) {
   auto options = c10d::ProcessGroupGloo::Options::create();
   options->timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
-  options->devices.push_back(gloo_device(rank));
+  options->devices.push_back(gloo_device(rank, master_addr));
   try {
     return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, options);
   } catch (const std::exception& e) {

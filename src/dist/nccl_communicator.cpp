@@ -57,7 +57,8 @@ class NcclCommunicator final : public Communicator {
     group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store_, rank_, size_, pg_options);
     group_->setBoundDeviceId(device_);  // one communicator per rank, created eagerly on this GPU
     group_->eagerConnectSingleDevice(device_);
-    host_group_ = connect_gloo_group(c10::make_intrusive<c10d::PrefixStore>("host_values", store_), rank_, size_, timeout_);
+    host_group_ =
+        connect_gloo_group(c10::make_intrusive<c10d::PrefixStore>("host_values", store_), rank_, size_, timeout_, env.master_addr);
   }
 
   // A clean end finalizes the communicators (left to the process exit, c10d warns). While an error

@@ -33,8 +33,8 @@ c10::intrusive_ptr<c10d::Store> under(const std::string& prefix, const c10::intr
 
 // One rank: a group on the plain store and one under "host_values", each gathering its own numbers.
 std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> rank_gathers(int rank, const c10::intrusive_ptr<c10d::TCPStore>& store) {
-  auto plain = connect_gloo_group(store, rank, 2, kTimeout);
-  auto host_values = connect_gloo_group(under("host_values", store), rank, 2, kTimeout);
+  auto plain = connect_gloo_group(store, rank, 2, kTimeout, "127.0.0.1");
+  auto host_values = connect_gloo_group(under("host_values", store), rank, 2, kTimeout, "");
   auto first = gloo_all_gather(*plain, {rank, 10 + rank}, "the plain group's gather", rank, kTimeout, "");
   auto second = gloo_all_gather(*host_values, {100 + rank}, "the agreement before step 1", rank, kTimeout, "");
   return {first, second};
@@ -54,11 +54,17 @@ TEST(GlooGroup, AGroupUnderAPrefixBesideAnotherOnOneStoreGathersInRankOrder) {
   }
 }
 
+TEST(GlooGroup, OnlyALoopbackMasterAddressKeepsTheRanksOnTheLoopback) {
+  for (const char* address : {"localhost", "127.0.0.1", "127.0.1.1", "::1"}) EXPECT_TRUE(is_loopback_address(address)) << address;
+  for (const char* address : {"", "10.231.7.1", "node-0", "localhost.example.org", "127.example.org", "1127.0.0.1", "::ffff:10.0.0.1"})
+    EXPECT_FALSE(is_loopback_address(address)) << address;
+}
+
 // A rank whose peer never joins gets our error, naming the rank and the fix, within the timeout.
 TEST(GlooGroup, APeerThatNeverJoinsIsAnErrorNamingTheRankAndTheFix) {
   auto server = open_store(true, 0, 1);
   try {
-    connect_gloo_group(under("host_values", server), 0, 2, std::chrono::seconds(2));
+    connect_gloo_group(under("host_values", server), 0, 2, std::chrono::seconds(2), "127.0.0.1");
     FAIL() << "connected without the second rank";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("rank 0: Gloo could not connect the ranks"), std::string::npos) << e.what();
