@@ -121,6 +121,8 @@ TEST_F(GpuDist, NcclAllReduceSumsBf16Buckets) {
   EXPECT_TRUE(at::equal(t, before));  // a world of one sums to itself
   const auto gathered = comm->all_gather({7, 9}, "a test all-gather");
   EXPECT_EQ(gathered, (std::vector<std::int64_t>{7, 9}));
+  comm->graphs_hold_collectives();  // host values then go over Gloo
+  EXPECT_EQ(comm->all_gather({7, 9}, "a test all-gather over Gloo"), (std::vector<std::int64_t>{7, 9}));
 }
 
 // model.sync_batch_norm's GPU path (ATen's SyncBatchNorm kernels, statistics over NCCL) on a

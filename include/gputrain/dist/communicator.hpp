@@ -72,6 +72,10 @@ class Communicator {
   virtual std::shared_ptr<Work> start_broadcast(at::Tensor tensor, int root, const std::string& what);
   /// Every rank's `values` (the same count on every rank), concatenated in rank order.
   virtual std::vector<std::int64_t> all_gather(const std::vector<std::int64_t>& values, const std::string& what) = 0;
+  /// From now on, CUDA graphs that hold this communicator's collectives replay: all_gather must
+  /// then stay apart from them (NCCL: it moves to a Gloo group). Every rank calls it at the same
+  /// point. By default nothing changes.
+  virtual void graphs_hold_collectives() {}
 };
 
 /// How to connect.

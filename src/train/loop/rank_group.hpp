@@ -47,6 +47,10 @@ class RankGroup {
   /// Rank 0 writes logs, metrics, checkpoints and weights; the others only read them.
   bool writer() const { return rank() == 0; }
   dist::Communicator* communicator() { return comm_.get(); }
+  /// Steps will replay CUDA graphs holding the gradients' collectives (Communicator::graphs_hold_collectives).
+  void graphs_hold_collectives() {
+    if (comm_) comm_->graphs_hold_collectives();
+  }
   /// "2 ranks over mpi" or "" for a plain run.
   std::string summary() const;
 

@@ -228,8 +228,10 @@ void Trainer::State::choose_step_backend() {
   cuda_graphs = decision.summary();
   // On a CPU the eager step is the only one: said in metrics.jsonl, not on the console.
   if (device.is_cuda() || config.train.cuda_graphs != "auto") reporter.later("cuda graphs: " + cuda_graphs);
-  if (decision.capture)
+  if (decision.capture) {
+    ranks.graphs_hold_collectives();
     engine->use(make_graph_backend(config.train.cuda_graphs == "on", [this](const std::string& line) { reporter.note(line); }));
+  }
 }
 
 // The data, its sizes, and the class weights on the device.
