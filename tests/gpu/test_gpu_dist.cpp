@@ -111,6 +111,30 @@ TEST_F(GpuDist, NcclAllReducesCapturedInTheStepsGraphRepeatTheEagerRun) {
   EXPECT_TRUE(at::equal(weights[0], weights[1])) << "max difference " << (weights[0] - weights[1]).abs().max().item<float>();
 }
 
+// model.sync_batch_norm's exchanges of statistics (forward) and gradient sums (backward) are
+// NCCL all-reduces too: captured with the step, they repeat the eager run bit for bit, the last
+// partial batch (456 = 7 x 64 + 8) eager between replays.
+TEST_F(GpuDist, SyncBatchNormExchangesCapturedInTheStepsGraphRepeatTheEagerRun) {
+  std::vector<std::vector<double>> losses;
+  std::vector<at::Tensor> weights;
+  for (const std::string graphs : {"off", "on"}) {
+    WorldOfOne world;
+    Trainer run(nccl_run("sync-bn-graphs-" + graphs, {"model.name=resnet18", "model.stem=cifar", "model.sync_batch_norm=true",
+                                                      "data.shape=[3, 16, 16]", "data.samples=456", "data.val_samples=64",
+                                                      "train.batch_size=64", "logging.every_steps=1", "train.cuda_graphs=" + graphs}),
+                test_support::quiet_trainer());
+    const auto result = run.fit();
+    const auto start = test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "start").front();
+    EXPECT_EQ(start["cuda_graphs"], graphs == "on" ? "on" : "off (train.cuda_graphs: off)");
+    losses.emplace_back();
+    for (const auto& record : test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "step"))
+      losses.back().push_back(record["loss"].get<double>());
+    weights.push_back(flat_parameters(run));
+  }
+  EXPECT_EQ(losses[0], losses[1]);
+  EXPECT_TRUE(at::equal(weights[0], weights[1])) << "max difference " << (weights[0] - weights[1]).abs().max().item<float>();
+}
+
 TEST_F(GpuDist, NcclAllReduceSumsBf16Buckets) {
   WorldOfOne world;
   dist::RankEnvironment env{0, 0, 1, 1, "127.0.0.1", std::atoi(std::getenv("MASTER_PORT")), "torchrun"};

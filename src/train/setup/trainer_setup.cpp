@@ -218,7 +218,6 @@ void Trainer::State::choose_step_backend() {
   conditions.setting = config.train.cuda_graphs;
   conditions.cuda = device.is_cuda();
   if (sync) conditions.gradient_sync = dist::to_string(ranks.communicator()->backend());
-  conditions.sync_batch_norm = norm_sync != nullptr;
   conditions.sharded_optimizer = shards != nullptr;
   for (const auto& callback : callbacks)
     if (conditions.eager_callback.empty() && callback->needs_eager_steps()) conditions.eager_callback = callback->name();

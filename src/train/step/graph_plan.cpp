@@ -12,8 +12,6 @@ GraphDecision decide_cuda_graphs(const GraphConditions& c) {
     reason = "the device is not a CUDA GPU";
   else if (!c.gradient_sync.empty() && c.gradient_sync != "nccl")
     reason = "gradients are all-reduced over " + c.gradient_sync + ", whose collectives the host runs";
-  else if (c.sync_batch_norm)
-    reason = "model.sync_batch_norm's exchange of statistics inside the forward is not captured yet";
   else if (c.sharded_optimizer)
     reason = "distributed.shard_optimizer moves the optimizer state around checkpoints, where a captured step holds it in place";
   else if (!c.eager_callback.empty())

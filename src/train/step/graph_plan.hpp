@@ -18,7 +18,6 @@ struct GraphConditions {
   /// The engine that all-reduces the gradients across ranks ("nccl", "gloo", "mpi"); empty: a
   /// plain run. NCCL's all-reduces are captured with the step; the others run on the host.
   std::string gradient_sync;
-  bool sync_batch_norm = false;    ///< model.sync_batch_norm exchanges statistics inside the forward
   bool sharded_optimizer = false;  ///< distributed.shard_optimizer moves the optimizer state around checkpoints
   std::string eager_callback;      ///< the name of a callback that needs eager steps; empty: none
   bool device_stepped = true;      ///< the optimizer steps without the host (DeviceStepped)

@@ -49,11 +49,6 @@ TEST(CudaGraphDecision, AutoFallsBackAndSaysWhy) {
       {[](GraphConditions& c) { c.gradient_sync = "mpi"; }, "off (gradients are all-reduced over mpi, whose collectives the host runs)"},
       {[](GraphConditions& c) {
          c.gradient_sync = "nccl";
-         c.sync_batch_norm = true;
-       },
-       "off (model.sync_batch_norm's exchange of statistics inside the forward is not captured yet)"},
-      {[](GraphConditions& c) {
-         c.gradient_sync = "nccl";
          c.sharded_optimizer = true;
        },
        "off (distributed.shard_optimizer moves the optimizer state around checkpoints, where a captured step holds it in place)"},
