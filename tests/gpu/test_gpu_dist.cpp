@@ -82,57 +82,58 @@ TEST_F(GpuDist, NcclWorldOfOneTrainsAsAPlainRunDoes) {
       << "max difference " << (distributed_params - flat_parameters(plain)).abs().max().item<float>();
 }
 
-// The all-reduces recorded inside the captured step (the hooks launch them during the captured
-// backward; the optimizer reads the sums where they land) repeat the eager distributed run bit for
-// bit; the epoch's last, partial batch (2000 = 15 x 128 + 80) runs eagerly between replays.
-TEST_F(GpuDist, NcclAllReducesCapturedInTheStepsGraphRepeatTheEagerRun) {
+namespace {
+
+// A distributed run on a world of one, eager and then with its steps captured: each run's step
+// losses and final weights, and its training.log, which must match the eager run bit for bit.
+struct GraphsOffAndOn {
   std::vector<std::vector<double>> losses;
   std::vector<at::Tensor> weights;
+  std::string captured_log;
+};
+
+GraphsOffAndOn graphs_off_and_on(const std::string& name, std::vector<std::string> overrides) {
+  GraphsOffAndOn runs;
   for (const std::string graphs : {"off", "on"}) {
     WorldOfOne world;
-    Trainer run(nccl_run("graphs-" + graphs, {"distributed.bucket_mb=0.1", "distributed.first_bucket_mb=0.05", "data.samples=2000",
-                                              "logging.every_steps=1", "train.cuda_graphs=" + graphs}),
-                test_support::quiet_trainer());
+    auto all = overrides;
+    all.insert(all.end(), {"logging.every_steps=1", "train.cuda_graphs=" + graphs});
+    Trainer run(nccl_run(name + "-graphs-" + graphs, all), test_support::quiet_trainer());
     const auto result = run.fit();
     EXPECT_EQ(result.world_size, 1);
     const auto start = test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "start").front();
     EXPECT_EQ(start["cuda_graphs"], graphs == "on" ? "on" : "off (train.cuda_graphs: off)");
-    losses.emplace_back();
+    runs.losses.emplace_back();
     for (const auto& record : test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "step"))
-      losses.back().push_back(record["loss"].get<double>());
-    weights.push_back(flat_parameters(run));
-    if (graphs == "on") {
-      std::ifstream log(fs::path(result.run_dir) / "training.log");
-      const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-      EXPECT_NE(text.find("cuda graphs: the step at micro-batch 128 is captured"), std::string::npos) << text;
-    }
+      runs.losses.back().push_back(record["loss"].get<double>());
+    runs.weights.push_back(flat_parameters(run));
+    std::ifstream log(fs::path(result.run_dir) / "training.log");
+    runs.captured_log.assign(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
   }
-  EXPECT_EQ(losses[0], losses[1]);
-  EXPECT_TRUE(at::equal(weights[0], weights[1])) << "max difference " << (weights[0] - weights[1]).abs().max().item<float>();
+  EXPECT_EQ(runs.losses[0], runs.losses[1]);
+  EXPECT_TRUE(at::equal(runs.weights[0], runs.weights[1]))
+      << "max difference " << (runs.weights[0] - runs.weights[1]).abs().max().item<float>();
+  return runs;
+}
+
+}  // namespace
+
+// The all-reduces recorded inside the captured step (the hooks launch them during the captured
+// backward; the optimizer reads the sums where they land) repeat the eager distributed run bit for
+// bit; the epoch's last, partial batch (2000 = 15 x 128 + 80) runs eagerly between replays.
+TEST_F(GpuDist, NcclAllReducesCapturedInTheStepsGraphRepeatTheEagerRun) {
+  const auto runs = graphs_off_and_on("buckets", {"distributed.bucket_mb=0.1", "distributed.first_bucket_mb=0.05", "data.samples=2000"});
+  EXPECT_NE(runs.captured_log.find("cuda graphs: the step at micro-batch 128 is captured"), std::string::npos) << runs.captured_log;
 }
 
 // model.sync_batch_norm's exchanges of statistics (forward) and gradient sums (backward) are
 // NCCL all-reduces too: captured with the step, they repeat the eager run bit for bit, the last
 // partial batch (456 = 7 x 64 + 8) eager between replays.
 TEST_F(GpuDist, SyncBatchNormExchangesCapturedInTheStepsGraphRepeatTheEagerRun) {
-  std::vector<std::vector<double>> losses;
-  std::vector<at::Tensor> weights;
-  for (const std::string graphs : {"off", "on"}) {
-    WorldOfOne world;
-    Trainer run(nccl_run("sync-bn-graphs-" + graphs, {"model.name=resnet18", "model.stem=cifar", "model.sync_batch_norm=true",
-                                                      "data.shape=[3, 16, 16]", "data.samples=456", "data.val_samples=64",
-                                                      "train.batch_size=64", "logging.every_steps=1", "train.cuda_graphs=" + graphs}),
-                test_support::quiet_trainer());
-    const auto result = run.fit();
-    const auto start = test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "start").front();
-    EXPECT_EQ(start["cuda_graphs"], graphs == "on" ? "on" : "off (train.cuda_graphs: off)");
-    losses.emplace_back();
-    for (const auto& record : test_support::jsonl_records(result.run_dir + "/metrics.jsonl", "step"))
-      losses.back().push_back(record["loss"].get<double>());
-    weights.push_back(flat_parameters(run));
-  }
-  EXPECT_EQ(losses[0], losses[1]);
-  EXPECT_TRUE(at::equal(weights[0], weights[1])) << "max difference " << (weights[0] - weights[1]).abs().max().item<float>();
+  const auto runs =
+      graphs_off_and_on("sync-bn", {"model.name=resnet18", "model.stem=cifar", "model.sync_batch_norm=true", "data.shape=[3, 16, 16]",
+                                    "data.samples=456", "data.val_samples=64", "train.batch_size=64"});
+  EXPECT_NE(runs.captured_log.find("cuda graphs: the step at micro-batch 64 is captured"), std::string::npos) << runs.captured_log;
 }
 
 TEST_F(GpuDist, NcclAllReduceSumsBf16Buckets) {
