@@ -55,9 +55,9 @@ std::string missing_backend_remedy(Backend backend) {
     case Backend::nccl:
       break;
   }
-  return "install Gloo's headers (apt-get install libgloo-dev: GPU ranks exchange host values over Gloo) and rebuild against the torch "
-         "wheel (its nvidia-nccl package holds nccl.h), or pass -DGPUTRAIN_NCCL_INCLUDE_DIR=<the include folder of the NCCL LibTorch "
-         "loads>";
+  return "install Gloo's headers (apt-get install libgloo-dev: GPU ranks whose steps are CUDA graphs agree on each step over Gloo) and "
+         "rebuild against the torch wheel (its nvidia-nccl package holds nccl.h), or pass -DGPUTRAIN_NCCL_INCLUDE_DIR=<the include "
+         "folder of the NCCL LibTorch loads>";
 }
 
 }  // namespace
