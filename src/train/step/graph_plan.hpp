@@ -18,7 +18,7 @@ struct GraphConditions {
   /// The engine that all-reduces the gradients across ranks ("nccl", "gloo", "mpi"); empty: a
   /// plain run. NCCL's all-reduces are captured with the step; the others run on the host.
   std::string gradient_sync;
-  bool sharded_optimizer = false;  ///< distributed.shard_optimizer moves the optimizer state around checkpoints
+  bool sharded_optimizer = false;  ///< distributed.shard_optimizer: its steps are not captured yet
   std::string eager_callback;      ///< the name of a callback that needs eager steps; empty: none
   bool device_stepped = true;      ///< the optimizer steps without the host (DeviceStepped)
   bool recomputes_random = false;  ///< train.activation_checkpointing recomputes blocks that draw random numbers
