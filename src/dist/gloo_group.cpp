@@ -8,6 +8,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include <arpa/inet.h>
+#include <net/if.h>
 
 #include <cstdlib>
 #include <exception>
@@ -25,6 +26,10 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(int rank, const std::stri
     if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface && *interface)
       return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
     if (master_addr.empty() || is_loopback_address(master_addr)) return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+    // Nodes of a GPU job often name their network for NCCL only: the same interface serves Gloo.
+    if (const char* nccl = std::getenv("NCCL_SOCKET_IFNAME"))
+      if (const auto interface = nccl_interface(nccl); !interface.empty())
+        return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
     return c10d::ProcessGroupGloo::createDefaultDevice();
   } catch (const std::exception& e) {
     throw CommunicationError("rank " + std::to_string(rank) + ": Gloo found no network interface to use: " + e.what(),
@@ -40,6 +45,12 @@ bool is_loopback_address(const std::string& address) {
   if (inet_pton(AF_INET, address.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
   in6_addr v6{};
   return inet_pton(AF_INET6, address.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+
+std::string nccl_interface(const std::string& setting) {
+  const std::string name = !setting.empty() && setting[0] == '=' ? setting.substr(1) : setting;
+  if (name.empty() || name.find_first_of("^=, ") != std::string::npos) return "";
+  return if_nametoindex(name.c_str()) != 0 ? name : "";
 }
 
 c10::intrusive_ptr<c10d::Backend> connect_gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,

@@ -60,6 +60,15 @@ TEST(GlooGroup, OnlyALoopbackMasterAddressKeepsTheRanksOnTheLoopback) {
     EXPECT_FALSE(is_loopback_address(address)) << address;
 }
 
+// NCCL_SOCKET_IFNAME serves Gloo only where it names one interface this host has: "lo" is on
+// every Linux host; a prefix NCCL would widen, a list, an exclusion or a missing name is no choice.
+TEST(GlooGroup, NcclsInterfaceSettingCountsOnlyWhenItNamesOneInterfaceThisHostHas) {
+  EXPECT_EQ(nccl_interface("lo"), "lo");
+  EXPECT_EQ(nccl_interface("=lo"), "lo");
+  for (const char* setting : {"", "=", "^docker", "^lo", "lo,eth0", "l", "no-such-interface0"})
+    EXPECT_EQ(nccl_interface(setting), "") << setting;
+}
+
 // A rank whose peer never joins gets our error, naming the rank and the fix, within the timeout.
 TEST(GlooGroup, APeerThatNeverJoinsIsAnErrorNamingTheRankAndTheFix) {
   auto server = open_store(true, 0, 1);
