@@ -27,7 +27,8 @@ if(NOT GPUTRAIN_NCCL_INCLUDE_DIR AND EXISTS "${GPUTRAIN_TORCH_LIBRARY_DIR}/../..
   set(GPUTRAIN_NCCL_INCLUDE_DIR "${_nccl_include}" CACHE PATH "" FORCE)
 endif()
 
-# Gloo (CPU ranks that torchrun, srun or our launcher across nodes start; NCCL ranks' host values):
+# Gloo (CPU ranks that torchrun, srun or our launcher across nodes start; NCCL ranks' step agreement
+# under CUDA graphs):
 # LibTorch has it compiled in (ProcessGroupGloo) but its wheel ships no gloo/ headers; Debian's
 # libgloo-dev has them. Headers only: the Gloo that runs is LibTorch's own, and no Gloo class
 # crosses into our code but by pointer. Optional: without it such ranks are refused with the fix.
@@ -40,7 +41,8 @@ else()
   message(STATUS "gputrain: no Gloo headers (apt-get install libgloo-dev): CPU ranks need mpirun")
 endif()
 
-# NCCL ranks exchange host values (the step agreement) over a Gloo group: Gloo's headers too.
+# NCCL ranks whose steps are CUDA graphs exchange host values (the step agreement) over a Gloo
+# group: Gloo's headers too.
 set(GPUTRAIN_HAVE_NCCL OFF)
 if(NOT (GPUTRAIN_NCCL_INCLUDE_DIR AND EXISTS "${GPUTRAIN_NCCL_INCLUDE_DIR}/nccl.h"))
   message(STATUS "gputrain: no nccl.h beside LibTorch: GPU ranks unavailable (set GPUTRAIN_NCCL_INCLUDE_DIR)")

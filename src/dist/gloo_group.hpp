@@ -1,8 +1,8 @@
 #pragma once
 // Gloo process groups (LibTorch's c10d::ProcessGroupGloo), shared by the Gloo engine (CPU ranks)
-// and the NCCL engine, which exchanges host values over Gloo: its step agreement then never waits
-// on the GPU nor runs an NCCL kernel beside the ones a replayed CUDA graph launches on the same
-// communicator (NCCL orders a communicator's kernels only within one stream).
+// and the NCCL engine, which exchanges host values over Gloo once CUDA graphs hold its
+// collectives: its step agreement then runs no NCCL kernel beside the ones a replayed graph
+// launches on the same communicator (NCCL orders a communicator's kernels only within one stream).
 //
 // Gloo's classes stay inside gloo_group.cpp, the one file built with Gloo's headers.
 
