@@ -3,10 +3,11 @@
 
   GPUTRAIN_BUILD=build python3 bench/kernel_breakdown.py [--batch 256] [--steps 10]
 
-ResNet-18 (CIFAR stem, bf16 autocast, channels_last, SGD with momentum) on a CUDA GPU, four sides:
-gputrain with train.cuda_graphs on and off (`gputrain profile --step --trace`, Kineto), PyTorch
-eager (fused SGD, channels_last) and torch.compile(mode="reduce-overhead") (torch.profiler, the
-same Kineto). Each side's Chrome trace is read the same way: the GPU kernels of the traced steps,
+ResNet-18 (CIFAR stem, bf16 autocast, channels_last, SGD with momentum) on a CUDA GPU: gputrain
+with train.cuda_graphs on and off (`gputrain profile --step --trace`, Kineto), and with graphs on
+but ATen's batch norm (GPUTRAIN_BATCH_NORM=aten) or autocast's weight casts per layer
+(GPUTRAIN_WEIGHT_CASTS=per-layer); PyTorch eager (fused SGD, channels_last) and
+torch.compile(mode="reduce-overhead") (torch.profiler, the same Kineto). Each side's Chrome trace is read the same way: the GPU kernels of the traced steps,
 their count and time per step by kind (convolutions and matrix products, batch norm, element-wise,
 reductions, the optimizer, Inductor's fused Triton kernels, copies), and the GPU's busy share of
 the steps' span. Kernels replayed from a CUDA graph are reported by CUPTI like any other.
@@ -59,26 +60,30 @@ def read_trace(path, steps, categories=GPU_CATEGORIES):
     gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in categories]
     if not gpu:
         raise SystemExit(f"{path}: no {' or '.join(categories)} event in the trace")
-    by_kind, top = collections.Counter(), collections.Counter()
+    by_kind, top, elementwise = collections.Counter(), collections.Counter(), collections.Counter()
     for e in gpu:
         kind = "copies" if e["cat"] in ("gpu_memcpy", "gpu_memset") else kind_of(e["name"])
         by_kind[kind] += e["dur"]
         top[e["name"][:120]] += e["dur"]
+        if kind == "element-wise":
+            elementwise[e["name"][:120]] += 1
     start = min(e["ts"] for e in gpu)
     end = max(e["ts"] + e["dur"] for e in gpu)
     busy = sum(e["dur"] for e in gpu)
     return {"kernels": len(gpu) / steps, "busy_us": busy / steps, "span_us": (end - start) / steps,
-            "kinds": {k: v / steps for k, v in by_kind.items()}, "top": [(n, d / steps) for n, d in top.most_common(12)]}
+            "kinds": {k: v / steps for k, v in by_kind.items()}, "top": [(n, d / steps) for n, d in top.most_common(12)],
+            "elementwise": [(n, c / steps) for n, c in elementwise.most_common(12)]}
 
 
-def gputrain_side(graphs, batch, workdir, check=False, aten_batch_norm=False):
-    trace = os.path.join(workdir, f"gputrain-{graphs}{'-aten' if aten_batch_norm else ''}.json")
+def gputrain_side(graphs, batch, workdir, check=False, env=None):
+    """`env`: variables that switch a kernel of ours off for the comparison (GPUTRAIN_BATCH_NORM=aten,
+    GPUTRAIN_WEIGHT_CASTS=per-layer)."""
+    trace = os.path.join(workdir, f"gputrain-{graphs}-{len(os.listdir(workdir))}.json")
     args = [FRONT, "profile", "--step", "--trace", trace, os.path.join(ROOT, "configs", "resnet18-cifar.yaml"),
             "--set", f"train.cuda_graphs={graphs}", "--set", f"train.batch_size={batch}", "--set", "data.samples=8192"]
     if check:  # the CPU: fp32, a few steps
         args += ["--set", "device=cpu", "--set", "train.precision=fp32", "--set", "train.cuda_graphs=auto", "--steps", "2"]
-    env = dict(os.environ, **({"GPUTRAIN_BATCH_NORM": "aten"} if aten_batch_norm else {}))
-    result = subprocess.run(args, capture_output=True, text=True, env=env)
+    result = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(args)} exited {result.returncode}:\n{result.stderr}")
     return read_trace(trace, 5, ("cpu_op",) if check else GPU_CATEGORIES)  # profile --trace traces 5 steps
@@ -135,6 +140,9 @@ def table(sides):
         print(f"\n{n}: the heaviest kernels (ms a step)")
         for name, us in sides[n]["top"]:
             print(f"  {us / 1000:7.3f}  {name}")
+        print(f"{n}: the most frequent element-wise kernels (launches a step)")
+        for name, count in sides[n]["elementwise"]:
+            print(f"  {count:7.1f}  {name}")
 
 
 def check():
@@ -167,8 +175,10 @@ def main():
     with tempfile.TemporaryDirectory() as workdir:
         for graphs in ("on", "off"):
             sides[f"gputrain graphs {graphs}"] = gputrain_side(graphs, args.batch, workdir)
-        # gputrain's batch-norm kernels against ATen's, both in the graph
-        sides["gputrain graphs on, ATen batch norm"] = gputrain_side("on", args.batch, workdir, aten_batch_norm=True)
+        # gputrain's batch-norm kernels against ATen's, and its batched weight casts against
+        # autocast's per layer, all in the graph
+        sides["gputrain graphs on, ATen batch norm"] = gputrain_side("on", args.batch, workdir, env={"GPUTRAIN_BATCH_NORM": "aten"})
+        sides["gputrain graphs on, per-layer casts"] = gputrain_side("on", args.batch, workdir, env={"GPUTRAIN_WEIGHT_CASTS": "per-layer"})
         sides["PyTorch eager"] = pytorch_side(None, args.batch, args.steps, workdir)
         sides["reduce-overhead"] = pytorch_side("reduce-overhead", args.batch, args.steps, workdir)
     table(sides)

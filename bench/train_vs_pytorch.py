@@ -414,8 +414,8 @@ def sides_of(case, device, baseline, compiled):
     sides = [("gputrain", ours())]
     if device.type == "cuda":
         sides.append(("gputrain, cuda_graphs: off", ours("off")))
-        if convolutional:  # gputrain's batch-norm kernels against ATen's, graphs on
-            sides.append(("gputrain, ATen batch norm", ours(env={"GPUTRAIN_BATCH_NORM": "aten"})))
+        if CASES[case]["precision"] != "fp32":  # the weights cast in one launch each way, against per layer
+            sides.append(("gputrain, per-layer weight casts", ours(env={"GPUTRAIN_WEIGHT_CASTS": "per-layer"})))
     if baseline:
         sides.append(("gputrain, baseline build", ours(front=os.path.join(baseline, "bin", "gputrain"))))
     # The strongest eager loop a user writes: fused SGD, and channels_last for convolutions; and

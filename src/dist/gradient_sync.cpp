@@ -237,6 +237,11 @@ std::vector<std::int64_t> GradientSync::bucket_parameter_counts() const {
   return counts;
 }
 
+std::int64_t GradientSync::bucket_of(const at::Tensor& parameter) const {
+  const auto found = impl_->index_of.find(parameter.unsafeGetTensorImpl());
+  return found == impl_->index_of.end() ? -1 : static_cast<std::int64_t>(impl_->bucket_of[found->second]);
+}
+
 SyncFigures GradientSync::figures() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->figures;

@@ -369,6 +369,26 @@ TEST(TwoRanks, Bf16AndFp16GradientsOnTheWireStayCloseAndIdenticalAcrossRanks) {
   barrier();
 }
 
+// bf16-mixed steps cast the MLP's weights in one copy per gradient bucket each way
+// (weight_casts.hpp): the ranks stay identical, train as with autocast's casts per layer, bit for
+// bit, and send as many buckets during backward.
+TEST(TwoRanks, BatchedWeightCastsTrainAsAutocastsOwnCastsAcrossRanks) {
+  const std::vector<std::string> settings{"train.precision=bf16-mixed", "model.hidden=[64, 64, 64]", "distributed.bucket_mb=0.001",
+                                          "distributed.first_bucket_mb=0.001"};
+  setenv("GPUTRAIN_WEIGHT_CASTS", "per-layer", 1);
+  Trainer per_layer(run("casts-per-layer", settings), test_support::quiet_trainer());
+  const auto a = per_layer.fit();
+  unsetenv("GPUTRAIN_WEIGHT_CASTS");
+  Trainer batched(run("casts-batched", settings), test_support::quiet_trainer());
+  const auto b = batched.fit();
+  const auto mine = flat_parameters(batched);
+  EXPECT_TRUE(at::equal(mine, from_rank0(mine))) << "the ranks' parameters drifted apart";
+  EXPECT_TRUE(at::equal(mine, flat_parameters(per_layer)));
+  EXPECT_GT(a.gradient_buckets, 2);
+  EXPECT_EQ(b.buckets_sent_in_backward, a.buckets_sent_in_backward);
+  barrier();
+}
+
 // Last: it leaves rank 0's collective to be completed late by rank 1.
 TEST(TwoRanks, ACollectiveAPeerNeverJoinsFailsWithinTheTimeoutNamingRankAndOperation) {
   const auto env = dist::read_rank_environment();

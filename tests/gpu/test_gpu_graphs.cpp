@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -120,6 +121,22 @@ TEST_F(GpuGraphs, RecomputingResNetBlocksAreCapturedAndRepeatTheEagerRun) {
   EXPECT_EQ(graphs_said(b), "on");
   EXPECT_EQ(step_losses(a), step_losses(b));
   expect_same_weights(eager, graphs);
+}
+
+// The built-in models' weights cast for autocast in one copy each way (weight_casts.hpp), captured
+// in the graph, train as autocast's own casts per layer do, bit for bit, on cuDNN and cuBLAS.
+TEST_F(GpuGraphs, BatchedWeightCastsTrainAsAutocastsPerLayerCastsBitForBit) {
+  const std::vector<std::string> settings{"model.name=resnet18", "train.channels_last=true"};
+  setenv("GPUTRAIN_WEIGHT_CASTS", "per-layer", 1);
+  Trainer per_layer(graph_run("casts-per-layer", "on", settings), test_support::quiet_trainer());
+  const auto a = per_layer.fit();
+  unsetenv("GPUTRAIN_WEIGHT_CASTS");
+  Trainer batched(graph_run("casts-batched", "on", settings), test_support::quiet_trainer());
+  const auto b = batched.fit();
+  EXPECT_EQ(graphs_said(a), "on");
+  EXPECT_EQ(graphs_said(b), "on");
+  EXPECT_EQ(step_losses(a), step_losses(b));
+  expect_same_weights(per_layer, batched);
 }
 
 // An inf in one batch's inputs makes every gradient inf: fp16's GradScaler skips that step inside

@@ -70,6 +70,8 @@ class GradientSync {
 
   /// Bucket sizes in parameters, first bucket first (tests and logs).
   std::vector<std::int64_t> bucket_parameter_counts() const;
+  /// The bucket `parameter`'s gradient goes out in (0: the first sent); -1 for a tensor not synchronised.
+  std::int64_t bucket_of(const at::Tensor& parameter) const;
   /// What the synchronisation has cost so far.
   SyncFigures figures() const;
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "train/models/layers/weight_casts.hpp"
 #include "trainer_state.hpp"
 
 namespace gputrain::train {
@@ -140,6 +141,9 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
   const auto sum_up = [&] {
     ValidationSums total(classes, f64);
     std::int64_t n = 0;
+    // The weights do not change in validation: cast once for the pass (weight_casts.hpp).
+    const auto casts = batched_weight_casts(*model, compute_dtype(config.train.precision));
+    const auto cast_weights = casts ? casts->cast(compute_dtype(config.train.precision)) : BatchedWeightCasts::Scope();
     // Each rank validates every world-th sample; the sums are added up over ranks below.
     placement.val_feed->start(at::arange(ranks.rank(), val_size, ranks.world_size(), at::kLong), val_guard->preferred_micro_batch());
     while (auto fed = placement.val_feed->next()) {

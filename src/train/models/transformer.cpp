@@ -18,6 +18,7 @@
 #include "gputrain/train/amp.hpp"
 #include "train/models/layers/cpu_dropout.hpp"
 #include "train/models/layers/cpu_linear.hpp"
+#include "train/models/layers/weight_casts.hpp"
 
 namespace gputrain::train::models {
 namespace {
@@ -39,7 +40,7 @@ at::Tensor project(const nn::Linear& layer, const at::Tensor& x) { return linear
 
 // Self-attention with the three projections in one [3 * d_model, d_model] matrix, as PyTorch's.
 // Cloneable (reset() builds it) so that the encoder can clone a layer as LibTorch's does.
-struct SelfAttentionImpl : nn::Cloneable<SelfAttentionImpl> {
+struct SelfAttentionImpl : nn::Cloneable<SelfAttentionImpl>, AutocastWeights {
   SelfAttentionImpl(std::int64_t d_model, std::int64_t head_count, double dropout)
       : width(d_model), heads(head_count), attention_dropout(dropout) {
     reset();
@@ -53,6 +54,7 @@ struct SelfAttentionImpl : nn::Cloneable<SelfAttentionImpl> {
     nn::init::zeros_(in_proj_bias);
     nn::init::zeros_(out_proj->bias);
   }
+  void add_autocast_weights(std::vector<at::Tensor*>& slots) override { slots.insert(slots.end(), {&in_proj_weight, &in_proj_bias}); }
   at::Tensor forward(const at::Tensor& x) {  // x: [batch, sequence, d_model]
     const auto batch = x.size(0), sequence = x.size(1);
     // [batch, sequence, 3, heads, head_dim] -> 3 x [batch, heads, sequence, head_dim], as views.

@@ -4,12 +4,15 @@
 #include <ATen/record_function.h>
 #include <torch/optim/optimizer.h>
 
+#include <optional>
+
 #include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/model.hpp"
 #include "grad_clip.hpp"
 #include "step_engine.hpp"
 #include "train/models/layers/sync_batch_norm.hpp"
+#include "train/models/layers/weight_casts.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -32,6 +35,12 @@ class EagerStep final : public StepBackend {
       {
         RECORD_USER_SCOPE("gputrain::forward");  // the trace's names (train.profile)
         AutocastScope autocast(p.device.type(), p.train.precision);
+        // The layers' weights in one cast (weight_casts.hpp), planned at the first step.
+        if (!casts_planned_) {
+          casts_ = batched_weight_casts(p.model, compute_dtype(p.train.precision));
+          casts_planned_ = true;
+        }
+        const auto cast_weights = casts_ ? casts_->cast(compute_dtype(p.train.precision), bucket_of(p)) : BatchedWeightCasts::Scope();
         const auto output = p.model.forward(inputs);
         if (end == start)
           loss = output.sum();  // an empty pass: zero, with zero gradients, but its backward exchanges too
@@ -71,6 +80,14 @@ class EagerStep final : public StepBackend {
     }
     p.optimizer.zero_grad(/*set_to_none=*/true);
   }
+
+ private:
+  static BatchedWeightCasts::BucketOf bucket_of(const StepParts& p) {
+    if (!p.sync) return {};
+    return [sync = p.sync](const at::Tensor& weight) { return sync->bucket_of(weight); };
+  }
+  bool casts_planned_ = false;
+  std::optional<BatchedWeightCasts> casts_;
 };
 
 }  // namespace

@@ -1,0 +1,125 @@
+#include "weight_casts.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+
+#include <cstdlib>
+#include <string_view>
+
+#include "gputrain/train/model.hpp"
+#include "gputrain/train/model_registry.hpp"
+
+namespace gputrain::train {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// Low-precision copies of a group of fp32 weights, and in backward their gradients back to fp32:
+// one multi-tensor copy each way. The fp32 gradients keep each incoming gradient's strides, as
+// autocast's per-layer cast's backward (ToCopyBackward) gives them.
+struct CastGroup : torch::autograd::Function<CastGroup> {
+  static variable_list forward(AutogradContext*, at::TensorList weights, c10::ScalarType dtype) {
+    variable_list casts;
+    casts.reserve(weights.size());
+    for (const auto& w : weights) casts.push_back(at::empty_like(w, w.options().dtype(dtype)));
+    at::_foreach_copy_(casts, weights);
+    return casts;
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) {
+    variable_list widened(grads.size() + 1);  // the last for dtype, which has none
+    std::vector<at::Tensor> from, to;
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      if (!grads[i].defined()) continue;  // a copy no layer used with a gradient (a recomputed block's)
+      widened[i] = at::empty_like(grads[i], grads[i].options().dtype(at::kFloat));
+      from.push_back(grads[i]);
+      to.push_back(widened[i]);
+    }
+    if (!from.empty()) at::_foreach_copy_(to, from);
+    return widened;
+  }
+};
+
+template <typename Layer>
+bool add_members(torch::nn::Module& m, std::vector<at::Tensor*>& slots) {
+  auto* layer = dynamic_cast<Layer*>(&m);
+  if (!layer) return false;
+  slots.push_back(&layer->weight);
+  slots.push_back(&layer->bias);
+  return true;
+}
+
+void add_slots(torch::nn::Module& m, std::vector<at::Tensor*>& slots) {
+  if (add_members<torch::nn::Conv1dImpl>(m, slots) || add_members<torch::nn::Conv2dImpl>(m, slots) ||
+      add_members<torch::nn::Conv3dImpl>(m, slots) || add_members<torch::nn::LinearImpl>(m, slots))
+    return;
+  if (auto* own = dynamic_cast<AutocastWeights*>(&m)) own->add_autocast_weights(slots);
+}
+
+}  // namespace
+
+BatchedWeightCasts::BatchedWeightCasts(torch::nn::Module& module) {
+  std::vector<at::Tensor*> slots;
+  add_slots(module, slots);
+  for (const auto& child : module.modules(/*include_self=*/false)) add_slots(*child, slots);
+  // A weight two layers share gets a copy for each, whose gradients are widened apart and summed in
+  // fp32, as autocast's casts of it per use give them (its cache holds no cast inside a CUDA graph,
+  // nor of the transposed view a linear layer's product takes on the CPU).
+  for (auto* slot : slots) {
+    const auto& w = *slot;
+    // What autocast would cast: trainable fp32 leaves (a bias-free layer's bias is undefined).
+    if (w.defined() && w.scalar_type() == at::kFloat && w.is_leaf() && w.requires_grad()) slots_.push_back(slot);
+  }
+}
+
+BatchedWeightCasts::Scope BatchedWeightCasts::cast(c10::ScalarType dtype, const BucketOf& bucket_of, std::int64_t group_elements) const {
+  Scope scope;
+  if (slots_.empty()) return scope;
+  RECORD_USER_SCOPE("gputrain::weight_casts");  // a named range in profiler traces
+  std::vector<at::Tensor> casts(slots_.size());
+  std::vector<std::size_t> group;
+  std::int64_t elements = 0;
+  const auto cast_group = [&] {
+    std::vector<at::Tensor> inputs;
+    for (const auto i : group) inputs.push_back(*slots_[i]);
+    const auto outputs = CastGroup::apply(at::TensorList(inputs), dtype);
+    for (std::size_t k = 0; k < group.size(); ++k) casts[group[k]] = outputs[k];
+    group.clear();
+    elements = 0;
+  };
+  std::int64_t bucket = -1;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    const std::int64_t its_bucket = bucket_of ? bucket_of(*slots_[i]) : -1;
+    if (!group.empty() && (elements + slots_[i]->numel() > group_elements || its_bucket != bucket)) cast_group();
+    group.push_back(i);
+    elements += slots_[i]->numel();
+    bucket = its_bucket;
+  }
+  cast_group();
+  scope.restore_.reserve(slots_.size());
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    scope.restore_.emplace_back(slots_[i], *slots_[i]);
+    *slots_[i] = casts[i];
+  }
+  return scope;
+}
+
+BatchedWeightCasts::Scope::~Scope() {
+  // Last first: a module reached twice (a shared submodule) had its member swapped twice.
+  for (auto it = restore_.rbegin(); it != restore_.rend(); ++it) *it->first = std::move(it->second);
+}
+
+std::optional<BatchedWeightCasts> batched_weight_casts(Model& model, c10::ScalarType dtype) {
+  if (dtype == at::kFloat || !model.module() || !model_keys_read(model.name())) return std::nullopt;
+  const char* choice = std::getenv("GPUTRAIN_WEIGHT_CASTS");
+  if (choice != nullptr && std::string_view(choice) == "per-layer") return std::nullopt;
+  BatchedWeightCasts casts(*model.module());
+  if (casts.empty()) return std::nullopt;
+  return casts;
+}
+
+}  // namespace gputrain::train
