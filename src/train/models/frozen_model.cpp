@@ -38,8 +38,7 @@ class FrozenModel final : public Model {
     for (auto& norm : frozen_norms_) norm->eval();
   }
   std::string name() const override { return inner_->name(); }
-  // No module: the hand-written backward of plain layer stacks would compute frozen gradients.
-  torch::nn::Module* module() override { return nullptr; }
+  torch::nn::Module* module() override { return inner_->module(); }
 
  private:
   std::unique_ptr<Model> inner_;

@@ -16,6 +16,7 @@
 #include "support/small_run.hpp"
 #include "support/tensor_checks.hpp"
 #include "support/usage_errors.hpp"
+#include "train/models/frozen_model.hpp"
 #include "train/setup/activation_checkpointing_setup.hpp"
 #include "train/step/graph_plan.hpp"
 
@@ -157,6 +158,10 @@ TEST(ActivationCheckpointing, OnlyBlocksThatDrawRandomNumbersKeepStepsOutOfGraph
   recompute_blocks(*without, {"*"});
   EXPECT_TRUE(recomputation_draws_random_numbers(*with_dropout));
   EXPECT_FALSE(recomputation_draws_random_numbers(*without));
+  // Fine-tuning wraps the model (train.freeze) after its blocks were told to recompute: still seen.
+  std::string said;
+  const auto frozen = freeze_parameters(std::move(with_dropout), {"embed"}, said);
+  EXPECT_TRUE(recomputation_draws_random_numbers(*frozen));
 
   GraphConditions conditions;
   conditions.cuda = true;
