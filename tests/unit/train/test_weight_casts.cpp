@@ -53,7 +53,7 @@ Pass run_pass(Model& model, const at::Tensor& x, bool batched, std::int64_t grou
   at::Tensor output;
   {
     AutocastScope autocast(at::kCPU, Precision::bf16_mixed);
-    const BatchedWeightCasts casts(*model.module());
+    BatchedWeightCasts casts(*model.module());
     const auto scope = batched ? casts.cast(at::kBFloat16, bucket_of, group_elements) : BatchedWeightCasts::Scope();
     output = model.forward(x);
   }
@@ -141,7 +141,7 @@ TEST(WeightCasts, OneCopyEachWayPerGroupReplacesAutocastsCastPerLayer) {
 TEST(WeightCasts, LayersGetTheirWeightsBackAfterTheForwardAndAfterAThrow) {
   torch::nn::Linear layer(3, 2);
   const auto weight = layer->weight, bias = layer->bias;
-  const BatchedWeightCasts casts(*layer);
+  BatchedWeightCasts casts(*layer);
   ASSERT_EQ(casts.size(), 2u);
   {
     const auto scope = casts.cast(at::kBFloat16);
@@ -167,8 +167,8 @@ TEST(WeightCasts, LayersGetTheirWeightsBackAfterTheForwardAndAfterAThrow) {
 }
 
 // A weight two layers share is cast for each, and its gradient is the fp32 sum of both uses' as
-// autocast's casts per use give it; a frozen weight keeps autocast's own cast.
-TEST(WeightCasts, ASharedWeightIsCastForEachLayerAndAFrozenOneIsLeftToAutocast) {
+// autocast's casts per use give it; a frozen weight's copy gives autocast's outputs too.
+TEST(WeightCasts, ASharedWeightIsCastForEachLayerAndAFrozenOneGivesAutocastsOutputs) {
   struct Tied : torch::nn::Module {
     Tied() {
       first = register_module("first", torch::nn::Linear(4, 4));
@@ -182,8 +182,8 @@ TEST(WeightCasts, ASharedWeightIsCastForEachLayerAndAFrozenOneIsLeftToAutocast) 
   };
   at::manual_seed(4);
   Tied tied;
-  const BatchedWeightCasts casts(tied);
-  EXPECT_EQ(casts.size(), 4u) << "the shared weight for each layer and the two biases; the frozen weight is not cast here";
+  BatchedWeightCasts casts(tied);
+  EXPECT_EQ(casts.size(), 5u) << "the shared weight for each layer, the two biases and the frozen weight";
   const auto x = at::randn({5, 4});
   const auto pass = [&](bool batched) {
     tied.zero_grad(/*set_to_none=*/true);
@@ -202,15 +202,43 @@ TEST(WeightCasts, ASharedWeightIsCastForEachLayerAndAFrozenOneIsLeftToAutocast) 
   EXPECT_FALSE(tied.frozen->weight.grad().defined());
 }
 
+// A frozen weight is cast once, and again only after it changed: its copy stays where it is, for
+// a captured step that reads it there.
+TEST(WeightCasts, AFrozenWeightIsCastOnceAndAgainOnlyOnceItChanged) {
+  torch::nn::Linear frozen(torch::nn::LinearOptions(6, 3).bias(false));
+  frozen->weight.set_requires_grad(false);
+  const auto weight = frozen->weight;
+  BatchedWeightCasts casts(*frozen);
+  at::Tensor copy;
+  const auto copies_in_a_cast = [&] {
+    count_operators("aten::_foreach_copy_", "", [&] {
+      const auto scope = casts.cast(at::kBFloat16);
+      if (!copy.defined()) copy = frozen->weight;
+      EXPECT_TRUE(frozen->weight.is_same(copy)) << "the copy moved";
+      EXPECT_TRUE(at::equal(frozen->weight, weight.to(at::kBFloat16)));
+    });
+    return g_counts[0].load();
+  };
+  EXPECT_EQ(copies_in_a_cast(), 1);
+  EXPECT_EQ(copies_in_a_cast(), 0);
+  {
+    torch::NoGradGuard no_grad;
+    weight.mul_(2);  // a checkpoint loaded, EMA's swap: an in-place write
+  }
+  EXPECT_EQ(copies_in_a_cast(), 1);
+  EXPECT_TRUE(frozen->weight.is_same(weight));
+}
+
 // The training step and validation batch the casts of a built-in model under bf16-mixed, and a run
 // gives the same weights and validation figures bit for bit as one with autocast's casts
 // (GPUTRAIN_WEIGHT_CASTS=per-layer).
 TEST(WeightCasts, TrainingAndValidationBatchThemAndGiveAutocastsFiguresBitForBit) {
-  for (const char* model : {"mlp", "small_cnn"}) {
+  for (const char* model : {"mlp", "small_cnn", "mlp, its first layer frozen"}) {
     SCOPED_TRACE(model);
-    const std::vector<std::string> overrides = {std::string("model.name=") + model,
-                                                std::string("data.shape=") + (std::strcmp(model, "mlp") ? "[3, 8, 8]" : "[10]"),
-                                                "train.precision=bf16-mixed", "train.epochs=1"};
+    const bool cnn = std::strcmp(model, "small_cnn") == 0;
+    std::vector<std::string> overrides = {cnn ? "model.name=small_cnn" : "model.name=mlp", cnn ? "data.shape=[3, 8, 8]" : "data.shape=[10]",
+                                          "train.precision=bf16-mixed", "train.epochs=1"};
+    if (std::strstr(model, "frozen")) overrides.push_back("train.freeze=[1]");
     struct Run {
       NamedTensors state;
       double val_loss = 0;
@@ -220,7 +248,8 @@ TEST(WeightCasts, TrainingAndValidationBatchThemAndGiveAutocastsFiguresBitForBit
       if (per_layer) setenv("GPUTRAIN_WEIGHT_CASTS", "per-layer", 1);
       Run run;
       count_operators("gputrain::weight_casts", "", [&] {
-        Trainer trainer(test_support::small_run(std::string("weight-casts-") + model, overrides), test_support::quiet_trainer());
+        Trainer trainer(test_support::small_run(std::string("weight-casts-") + std::to_string(std::strlen(model)), overrides),
+                        test_support::quiet_trainer());
         run.val_loss = trainer.fit().last_epoch.value().val_loss.value();
         for (const auto& [name, t] : trainer.model().named_state()) run.state.emplace_back(name, t.clone());
       });

@@ -71,39 +71,69 @@ BatchedWeightCasts::BatchedWeightCasts(torch::nn::Module& module) {
   // nor of the transposed view a linear layer's product takes on the CPU).
   for (auto* slot : slots) {
     const auto& w = *slot;
-    // What autocast would cast: trainable fp32 leaves (a bias-free layer's bias is undefined).
-    if (w.defined() && w.scalar_type() == at::kFloat && w.is_leaf() && w.requires_grad()) slots_.push_back(slot);
+    // What autocast would cast: fp32 leaves (a bias-free layer's bias is undefined).
+    if (!w.defined() || w.scalar_type() != at::kFloat || !w.is_leaf()) continue;
+    (w.requires_grad() ? trainable_ : frozen_).push_back({slot, w, {}, 0});
   }
 }
 
-BatchedWeightCasts::Scope BatchedWeightCasts::cast(c10::ScalarType dtype, const BucketOf& bucket_of, std::int64_t group_elements) const {
-  Scope scope;
-  if (slots_.empty()) return scope;
-  RECORD_USER_SCOPE("gputrain::weight_casts");  // a named range in profiler traces
-  std::vector<at::Tensor> casts(slots_.size());
+std::vector<at::Tensor> BatchedWeightCasts::cast_trainable(c10::ScalarType dtype, const BucketOf& bucket_of,
+                                                           std::int64_t group_elements) const {
+  std::vector<at::Tensor> casts(trainable_.size());
   std::vector<std::size_t> group;
-  std::int64_t elements = 0;
+  std::int64_t elements = 0, bucket = -1;
   const auto cast_group = [&] {
     std::vector<at::Tensor> inputs;
-    for (const auto i : group) inputs.push_back(*slots_[i]);
+    for (const auto i : group) inputs.push_back(trainable_[i].weight);
     const auto outputs = CastGroup::apply(at::TensorList(inputs), dtype);
     for (std::size_t k = 0; k < group.size(); ++k) casts[group[k]] = outputs[k];
     group.clear();
     elements = 0;
   };
-  std::int64_t bucket = -1;
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    const std::int64_t its_bucket = bucket_of ? bucket_of(*slots_[i]) : -1;
-    if (!group.empty() && (elements + slots_[i]->numel() > group_elements || its_bucket != bucket)) cast_group();
+  for (std::size_t i = 0; i < trainable_.size(); ++i) {
+    const auto& w = trainable_[i].weight;
+    const std::int64_t its_bucket = bucket_of ? bucket_of(w) : -1;
+    if (!group.empty() && (elements + w.numel() > group_elements || its_bucket != bucket)) cast_group();
     group.push_back(i);
-    elements += slots_[i]->numel();
+    elements += w.numel();
     bucket = its_bucket;
   }
-  cast_group();
-  scope.restore_.reserve(slots_.size());
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    scope.restore_.emplace_back(slots_[i], *slots_[i]);
-    *slots_[i] = casts[i];
+  if (!group.empty()) cast_group();
+  return casts;
+}
+
+// A frozen weight changes only where something writes it in place (a checkpoint loaded, EMA's swap
+// for validation), which bumps its version; the copy is rewritten where it is, so that a captured
+// step reading it keeps its address.
+void BatchedWeightCasts::refresh_frozen(c10::ScalarType dtype) {
+  std::vector<at::Tensor> from, to;
+  for (auto& f : frozen_) {
+    const bool fresh = !f.copy.defined() || f.copy.scalar_type() != dtype;
+    if (!fresh && f.version == f.weight._version()) continue;
+    if (fresh) f.copy = at::empty_like(f.weight, f.weight.options().dtype(dtype));
+    from.push_back(f.weight);
+    to.push_back(f.copy);
+    f.version = f.weight._version();
+  }
+  if (from.empty()) return;
+  at::NoGradGuard no_grad;
+  at::_foreach_copy_(to, from);
+}
+
+BatchedWeightCasts::Scope BatchedWeightCasts::cast(c10::ScalarType dtype, const BucketOf& bucket_of, std::int64_t group_elements) {
+  Scope scope;
+  if (empty()) return scope;
+  RECORD_USER_SCOPE("gputrain::weight_casts");  // a named range in profiler traces
+  const auto casts = cast_trainable(dtype, bucket_of, group_elements);
+  refresh_frozen(dtype);
+  scope.restore_.reserve(size());
+  for (std::size_t i = 0; i < trainable_.size(); ++i) {
+    scope.restore_.emplace_back(trainable_[i].slot, *trainable_[i].slot);
+    *trainable_[i].slot = casts[i];
+  }
+  for (auto& f : frozen_) {
+    scope.restore_.emplace_back(f.slot, *f.slot);
+    *f.slot = f.copy;
   }
   return scope;
 }

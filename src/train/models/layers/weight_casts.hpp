@@ -33,18 +33,18 @@ struct AutocastWeights {
 
 class BatchedWeightCasts {
  public:
-  /// The trainable fp32 weights and biases of `module`'s convolutions, linear layers and
-  /// AutocastWeights (frozen ones keep autocast's own casts).
+  /// The fp32 weights and biases of `module`'s convolutions, linear layers and AutocastWeights.
   explicit BatchedWeightCasts(torch::nn::Module& module);
   /// Whether there is nothing to cast.
-  bool empty() const { return slots_.empty(); }
-  /// Weights cast each forward (a weight two layers share counts twice).
-  std::size_t size() const { return slots_.size(); }
+  bool empty() const { return trainable_.empty() && frozen_.empty(); }
+  /// Weights cast (a weight two layers share counts twice), trainable and frozen.
+  std::size_t size() const { return trainable_.size() + frozen_.size(); }
 
-  /// While alive, the layers' slots hold `dtype` copies of their weights, made by an autograd node
-  /// per group of consecutive weights, at most `group_elements` of them (whose backward casts the
-  /// group's gradients back in one copy). The destructor puts the weights back, also when the
-  /// forward throws.
+  /// While alive, the layers' slots hold `dtype` copies of their weights. Trainable ones are cast
+  /// anew by an autograd node per group of consecutive weights, at most `group_elements` of them
+  /// (whose backward casts the group's gradients back in one copy); frozen ones (requires_grad
+  /// off) keep their copies from one cast to the next, copied again only once the weight changed.
+  /// The destructor puts the weights back, also when the forward throws.
   class Scope {
    public:
     Scope() = default;  ///< holds nothing: the layers keep their weights
@@ -61,14 +61,22 @@ class BatchedWeightCasts {
   /// A weight's gradient bucket (DDP): a group then holds one bucket's weights, so that each bucket
   /// is still ready, and sent, as soon as backward has made its gradients.
   using BucketOf = std::function<std::int64_t(const at::Tensor& weight)>;
-  Scope cast(c10::ScalarType dtype, const BucketOf& bucket_of = {}, std::int64_t group_elements = kGroupElements) const;
+  Scope cast(c10::ScalarType dtype, const BucketOf& bucket_of = {}, std::int64_t group_elements = kGroupElements);
 
   /// Backward keeps a group's low-precision gradients until its last one is ready, and passes none
   /// on before: small groups bound that memory.
   static constexpr std::int64_t kGroupElements = std::int64_t{4} << 20;
 
  private:
-  std::vector<at::Tensor*> slots_;  // the layers' members that hold a weight, in the modules' order
+  struct Weight {
+    at::Tensor* slot;  // the layer's member that holds it
+    at::Tensor weight;
+    at::Tensor copy;  // frozen weights: the low-precision copy kept, and the weight's version it holds
+    std::uint32_t version = 0;
+  };
+  std::vector<at::Tensor> cast_trainable(c10::ScalarType dtype, const BucketOf& bucket_of, std::int64_t group_elements) const;
+  void refresh_frozen(c10::ScalarType dtype);
+  std::vector<Weight> trainable_, frozen_;  // in the modules' order
 };
 
 /// The casts `model`'s layers take under autocast to `dtype`: those of a built-in model (a
