@@ -29,13 +29,15 @@
 #   recheck the GpuGraphs tests and the auto-batch one alone (what a change to graph_step.cpp moves),
 #          built alone: fits the last few minutes of a device budget
 #   batchnorm  gputrain's batch-norm kernels: their GPU tests and the graph tests, the kernel
-#          breakdown with them and with ATen's, ResNet-18 batch 256 against PyTorch
+#          breakdown with them, with ATen's and with autocast's weight casts per layer, ResNet-18
+#          batch 256 against PyTorch
 #   monitoring  issue #51's monitoring overhead on the GPU (no MLflow: no libcurl on the machine)
 #   ddpgraphs   distributed steps with their NCCL all-reduces inside the CUDA graph: the GpuDist and
 #          GpuGraphs tests, then the DDP path at world size 1 with graphs on and off against a plain run
 #   next   what no GPU has checked yet, most telling first, in one call: the GpuDist, GpuGraphs,
 #          GpuBatchNorm and auto-batch tests, ResNet-18 batch 256 against reduce-overhead (the second
-#          batch-norm kernels), then the DDP path with graphs on and off
+#          batch-norm kernels, the batched weight casts and, as one more side, autocast's casts per
+#          layer), then the DDP path with graphs on and off
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
