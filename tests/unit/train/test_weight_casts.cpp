@@ -45,16 +45,16 @@ struct Pass {
   std::vector<at::Tensor> grads;
 };
 
-// One bf16-autocast forward and backward on the CPU, the weights cast per layer by autocast or
-// batched in groups of `group_elements`.
+// One autocast forward and backward on the CPU (bf16 unless said), the weights cast per layer by
+// autocast or batched in groups of `group_elements`.
 Pass run_pass(Model& model, const at::Tensor& x, bool batched, std::int64_t group_elements = BatchedWeightCasts::kGroupElements,
-              const BatchedWeightCasts::BucketOf& bucket_of = {}) {
+              const BatchedWeightCasts::BucketOf& bucket_of = {}, Precision precision = Precision::bf16_mixed) {
   for (auto& p : model.parameters()) p.mutable_grad() = at::Tensor();
   at::Tensor output;
   {
-    AutocastScope autocast(at::kCPU, Precision::bf16_mixed);
+    AutocastScope autocast(at::kCPU, precision);
     BatchedWeightCasts casts(*model.module());
-    const auto scope = batched ? casts.cast(at::kBFloat16, bucket_of, group_elements) : BatchedWeightCasts::Scope();
+    const auto scope = batched ? casts.cast(compute_dtype(precision), bucket_of, group_elements) : BatchedWeightCasts::Scope();
     output = model.forward(x);
   }
   (output.to(at::kFloat) * at::linspace(-1, 1, output.numel()).view(output.sizes())).sum().backward();
@@ -87,29 +87,32 @@ void count_operators(const char* first, const char* second, Work&& work) {
 TEST(WeightCasts, BuiltInModelsGetAutocastsOutputsAndGradientsBitForBit) {
   const std::pair<const char*, std::vector<std::int64_t>> cases[] = {
       {"mlp", {12}}, {"small_cnn", {3, 8, 8}}, {"resnet18", {3, 8, 8}}, {"transformer", {6, 4}}};
-  for (const auto& [name, shape] : cases) {
-    SCOPED_TRACE(name);
-    at::manual_seed(11);
-    auto model = build_model(spec_of(name, shape));
-    const auto x = at::randn([&] {
-      std::vector<std::int64_t> sizes{4};
-      sizes.insert(sizes.end(), shape.begin(), shape.end());
-      return sizes;
-    }());
-    // Batch norm's running statistics move each pass: the same number of passes on each side.
-    const auto per_layer = run_pass(*model, x, false);
-    const auto batched = run_pass(*model, x, true);
-    const auto in_groups = run_pass(*model, x, true, 1);  // a group per weight: the same again
-    EXPECT_EQ(batched.output.scalar_type(), per_layer.output.scalar_type());
-    EXPECT_TRUE(at::equal(batched.output, per_layer.output));
-    EXPECT_TRUE(at::equal(in_groups.output, per_layer.output));
-    ASSERT_EQ(batched.grads.size(), per_layer.grads.size());
-    for (std::size_t i = 0; i < per_layer.grads.size(); ++i) {
-      EXPECT_TRUE(at::equal(batched.grads[i], per_layer.grads[i])) << "parameter " << i;
-      EXPECT_TRUE(at::equal(in_groups.grads[i], per_layer.grads[i])) << "parameter " << i;
-      EXPECT_EQ(batched.grads[i].strides(), per_layer.grads[i].strides()) << "parameter " << i;
+  for (const auto precision : {Precision::bf16_mixed, Precision::fp16_mixed})
+    for (const auto& [name, shape] : cases) {
+      // fp16 on a CPU runs in scalar loops: the MLP alone (ResNet-18 took minutes).
+      if (precision == Precision::fp16_mixed && std::strcmp(name, "mlp") != 0) continue;
+      SCOPED_TRACE(std::string(name) + (precision == Precision::fp16_mixed ? ", fp16" : ", bf16"));
+      at::manual_seed(11);
+      auto model = build_model(spec_of(name, shape));
+      const auto x = at::randn([&] {
+        std::vector<std::int64_t> sizes{4};
+        sizes.insert(sizes.end(), shape.begin(), shape.end());
+        return sizes;
+      }());
+      // Batch norm's running statistics move each pass: the same number of passes on each side.
+      const auto per_layer = run_pass(*model, x, false, BatchedWeightCasts::kGroupElements, {}, precision);
+      const auto batched = run_pass(*model, x, true, BatchedWeightCasts::kGroupElements, {}, precision);
+      const auto in_groups = run_pass(*model, x, true, 1, {}, precision);  // a group per weight: the same again
+      EXPECT_EQ(batched.output.scalar_type(), per_layer.output.scalar_type());
+      EXPECT_TRUE(at::equal(batched.output, per_layer.output));
+      EXPECT_TRUE(at::equal(in_groups.output, per_layer.output));
+      ASSERT_EQ(batched.grads.size(), per_layer.grads.size());
+      for (std::size_t i = 0; i < per_layer.grads.size(); ++i) {
+        EXPECT_TRUE(at::equal(batched.grads[i], per_layer.grads[i])) << "parameter " << i;
+        EXPECT_TRUE(at::equal(in_groups.grads[i], per_layer.grads[i])) << "parameter " << i;
+        EXPECT_EQ(batched.grads[i].strides(), per_layer.grads[i].strides()) << "parameter " << i;
+      }
     }
-  }
 }
 
 // Autocast casts each weight in its own operator forward and again in backward; batched, those
