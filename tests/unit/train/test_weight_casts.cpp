@@ -123,9 +123,8 @@ TEST(WeightCasts, OneCopyEachWayPerGroupReplacesAutocastsCastPerLayer) {
   const auto x = at::randn({2, 3, 8, 8});
   const auto weights = static_cast<int>(BatchedWeightCasts(*model->module()).size());
   EXPECT_EQ(weights, 22) << "ResNet-18's 20 convolutions and the classifier's weight and bias";
-  int per_layer_casts = 0;
   count_operators("aten::_to_copy", "aten::_foreach_copy_", [&] { run_pass(*model, x, false); });
-  per_layer_casts = g_counts[0];
+  const int per_layer_casts = g_counts[0];
   EXPECT_EQ(g_counts[1], 0);
   count_operators("aten::_to_copy", "aten::_foreach_copy_", [&] { run_pass(*model, x, true); });
   EXPECT_EQ(per_layer_casts - g_counts[0], 2 * weights) << "every weight's cast forward and its gradient's backward";
