@@ -78,7 +78,7 @@ def read_trace(path, steps, categories=GPU_CATEGORIES):
 def gputrain_side(graphs, batch, workdir, check=False, env=None):
     """`env`: variables that switch a kernel of ours off for the comparison (GPUTRAIN_BATCH_NORM=aten,
     GPUTRAIN_WEIGHT_CASTS=per-layer)."""
-    trace = os.path.join(workdir, f"gputrain-{graphs}-{len(os.listdir(workdir))}.json")
+    trace = os.path.join(workdir, "-".join(["gputrain", graphs, *(env or {}).values()]) + ".json")
     args = [FRONT, "profile", "--step", "--trace", trace, os.path.join(ROOT, "configs", "resnet18-cifar.yaml"),
             "--set", f"train.cuda_graphs={graphs}", "--set", f"train.batch_size={batch}", "--set", "data.samples=8192"]
     if check:  # the CPU: fp32, a few steps

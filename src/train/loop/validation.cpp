@@ -142,8 +142,9 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
     ValidationSums total(classes, f64);
     std::int64_t n = 0;
     // The weights do not change in validation: cast once for the pass (weight_casts.hpp).
-    auto casts = batched_weight_casts(*model, compute_dtype(config.train.precision));
-    const auto cast_weights = casts ? casts->cast(compute_dtype(config.train.precision)) : BatchedWeightCasts::Scope();
+    const auto dtype = compute_dtype(config.train.precision);
+    auto casts = batched_weight_casts(*model, dtype);
+    const auto cast_weights = casts ? casts->cast(dtype) : BatchedWeightCasts::Scope();
     // Each rank validates every world-th sample; the sums are added up over ranks below.
     placement.val_feed->start(at::arange(ranks.rank(), val_size, ranks.world_size(), at::kLong), val_guard->preferred_micro_batch());
     while (auto fed = placement.val_feed->next()) {

@@ -36,11 +36,12 @@ class EagerStep final : public StepBackend {
         RECORD_USER_SCOPE("gputrain::forward");  // the trace's names (train.profile)
         AutocastScope autocast(p.device.type(), p.train.precision);
         // The layers' weights in one cast (weight_casts.hpp), planned at the first step.
+        const auto dtype = compute_dtype(p.train.precision);
         if (!casts_planned_) {
-          casts_ = batched_weight_casts(p.model, compute_dtype(p.train.precision));
+          casts_ = batched_weight_casts(p.model, dtype);
           casts_planned_ = true;
         }
-        const auto cast_weights = casts_ ? casts_->cast(compute_dtype(p.train.precision), bucket_of(p)) : BatchedWeightCasts::Scope();
+        const auto cast_weights = casts_ ? casts_->cast(dtype, bucket_of(p)) : BatchedWeightCasts::Scope();
         const auto output = p.model.forward(inputs);
         if (end == start)
           loss = output.sum();  // an empty pass: zero, with zero gradients, but its backward exchanges too

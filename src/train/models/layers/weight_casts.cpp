@@ -7,9 +7,7 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
-#include <cstdlib>
-#include <string_view>
-
+#include "gputrain/core/env.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
 
@@ -145,8 +143,7 @@ BatchedWeightCasts::Scope::~Scope() {
 
 std::optional<BatchedWeightCasts> batched_weight_casts(Model& model, c10::ScalarType dtype) {
   if (dtype == at::kFloat || !model.module() || !model_keys_read(model.name())) return std::nullopt;
-  const char* choice = std::getenv("GPUTRAIN_WEIGHT_CASTS");
-  if (choice != nullptr && std::string_view(choice) == "per-layer") return std::nullopt;
+  if (core::env("GPUTRAIN_WEIGHT_CASTS") == "per-layer") return std::nullopt;
   BatchedWeightCasts casts(*model.module());
   if (casts.empty()) return std::nullopt;
   return casts;
