@@ -8,10 +8,9 @@
 
 #ifdef __CUDACC__
 #include <cassert>
-#define GPUTRAIN_HOST_DEVICE __host__ __device__
-#else
-#define GPUTRAIN_HOST_DEVICE
 #endif
+
+#include "core/host_device.hpp"
 
 namespace gputrain::data::row_gather {
 
