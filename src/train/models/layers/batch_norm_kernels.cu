@@ -1,11 +1,13 @@
 // Batch norm's training passes over NHWC rows (batch_norm_kernels.hpp). A thread owns 8 channels
 // of a row (one 16-byte load) and walks rows with the grid's stride, so its channels, and their
 // per-channel constants in registers, never change. Forward: Welford statistics per thread,
-// combined per block (Chan et al.), then over blocks by a small kernel that also updates the
-// running statistics; then one pass normalise (+ residual) (+ ReLU). Backward: one pass sums
-// g and g * (x - mean) (g: the output gradient through ReLU's mask), a small kernel turns the sums
-// into per-channel coefficients, and one pass writes dx = a * g + b * (x - mean) + d. No atomics:
-// the same launch on the same GPU gives the same bits, as train.deterministic wants.
+// combined per block (Chan et al.), then over blocks by a small kernel (batch_norm_moments.hpp)
+// that also updates the running statistics; then one pass normalise (+ residual) (+ ReLU).
+// Backward: one pass sums g and g * (x - mean) (g: the output gradient through ReLU's mask), a
+// small kernel turns the sums into per-channel coefficients, and one pass writes
+// dx = a * g + b * (x - mean) + d. The reductions issue several rows' loads before using any:
+// with only a few blocks a multiprocessor, one 16-byte load in flight a thread left HBM a third
+// used. No atomics: the same launch on the same GPU gives the same bits, as train.deterministic wants.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -13,13 +15,22 @@
 #include <algorithm>
 
 #include "batch_norm_kernels.hpp"
+#include "batch_norm_moments.hpp"
 
 namespace gputrain::train::batch_norm_kernels {
 namespace {
 
 constexpr int kThreads = Plan::kThreads;
 constexpr int kVector = Plan::kVector;              // elements per 16-byte load
-constexpr int kFinalLanes = 32, kFinalSlices = 16;  // the combining kernels' block: channels x partial slices
+constexpr int kFinalLanes = 32, kFinalSlices = 32;  // the combining kernels' block: channels x partial slices
+// The plan puts kReductionBlocksPerSm reduction blocks on each multiprocessor: all must fit at once
+// (64 registers a thread), or the last ones would run as a second wave.
+constexpr int kReductionBlocksPerSm = Plan::kReductionBlocksPerSm;
+constexpr int kStatisticsRowsInFlight = 4;  // one input a row: 4 loads in flight a thread
+// Up to three inputs a row: two rows' 6 loads fit in 64 registers, unless the row's masked
+// gradient is also stored (ReLU after a residual add), whose addresses then spill: one row there.
+template <bool kWriteGradient>
+constexpr int kGradientRowsInFlight = kWriteGradient ? 1 : 2;
 
 template <typename T>
 struct Pair;
@@ -37,8 +48,12 @@ struct Pair<__half> {
 };
 
 template <typename T>
-__device__ inline void load8(const T* from, float (&v)[kVector]) {
-  const uint4 raw = __ldg(reinterpret_cast<const uint4*>(from));
+__device__ inline uint4 load_raw(const T* from) {
+  return __ldg(reinterpret_cast<const uint4*>(from));
+}
+
+template <typename T>
+__device__ inline void unpack8(const uint4& raw, float (&v)[kVector]) {
   const auto* pairs = reinterpret_cast<const typename Pair<T>::Type*>(&raw);
 #pragma unroll
   for (int i = 0; i < kVector / 2; ++i) {
@@ -46,6 +61,11 @@ __device__ inline void load8(const T* from, float (&v)[kVector]) {
     v[2 * i] = f.x;
     v[2 * i + 1] = f.y;
   }
+}
+
+template <typename T>
+__device__ inline void load8(const T* from, float (&v)[kVector]) {
+  unpack8<T>(load_raw(from), v);
 }
 
 template <typename T>
@@ -69,6 +89,22 @@ struct Walk {
   __device__ std::int64_t first() const { return static_cast<std::int64_t>(blockIdx.x) * rows_per_block + row_in_block; }
   __device__ std::int64_t stride() const { return static_cast<std::int64_t>(gridDim.x) * rows_per_block; }
 };
+
+// The thread's rows kRows at a time: `load(u, row)` for each of them first, then `use(u, row)` in
+// row order, so that every load of a step is in flight together and the sums come out as a plain
+// walk's. The slot u is a compile-time index once unrolled, so the loaded values stay in registers.
+template <int kRows, typename Load, typename Use>
+__device__ inline void walk_rows(const Walk& walk, std::int64_t rows, Load load, Use use) {
+  const std::int64_t stride = walk.stride();
+  for (std::int64_t r = walk.first(); r < rows; r += kRows * stride) {
+#pragma unroll
+    for (int u = 0; u < kRows; ++u)
+      if (r + u * stride < rows) load(u, r + u * stride);
+#pragma unroll
+    for (int u = 0; u < kRows; ++u)
+      if (r + u * stride < rows) use(u, r + u * stride);
+  }
+}
 
 // Folds (n_b, mean_b, m2_b) into (n, mean, m2): Chan et al.'s pairwise update; n is shared by the 8.
 __device__ inline void combine(float& n, float (&mean)[kVector], float (&m2)[kVector], float n_b, const float* mean_b, const float* m2_b) {
@@ -98,24 +134,27 @@ __device__ inline void fold_block_rows(const Walk& walk, Fold fold) {
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kReductionBlocksPerSm)
     statistics_partials(const T* __restrict__ x, std::int64_t rows, int channels, float* __restrict__ part_mean,
                         float* __restrict__ part_m2, float* __restrict__ part_count) {
   __shared__ float s_mean[kThreads * kVector], s_m2[kThreads * kVector], s_n[kThreads];
   const Walk walk(channels);
   float n = 0.f, mean[kVector] = {}, m2[kVector] = {};
-  for (std::int64_t r = walk.first(); r < rows; r += walk.stride()) {
-    float v[kVector];
-    load8(x + r * channels + walk.group * kVector, v);
-    n += 1.f;
-    const float inverse = 1.f / n;  // one division for the 8 channels
+  uint4 raw[kStatisticsRowsInFlight];
+  walk_rows<kStatisticsRowsInFlight>(
+      walk, rows, [&](int u, std::int64_t r) { raw[u] = load_raw(x + r * channels + walk.group * kVector); },
+      [&](int u, std::int64_t) {
+        float v[kVector];
+        unpack8<T>(raw[u], v);
+        n += 1.f;
+        const float inverse = 1.f / n;  // one division for the 8 channels
 #pragma unroll
-    for (int k = 0; k < kVector; ++k) {
-      const float delta = v[k] - mean[k];
-      mean[k] += delta * inverse;
-      m2[k] += delta * (v[k] - mean[k]);
-    }
-  }
+        for (int k = 0; k < kVector; ++k) {
+          const float delta = v[k] - mean[k];
+          mean[k] += delta * inverse;
+          m2[k] += delta * (v[k] - mean[k]);
+        }
+      });
   const int self = static_cast<int>(threadIdx.x);
   s_n[self] = n;
 #pragma unroll
@@ -133,48 +172,54 @@ __global__ void __launch_bounds__(kThreads)
   if (walk.group == 0) part_count[blockIdx.x] = n;
 }
 
-// Block (kFinalLanes, kFinalSlices): lane = channel, slice = every kFinalSlices-th partial. Two
-// passes of plain sums (no division in the loops, which made a chain of Chan updates the slowest
-// kernel of the step): the mean from the counts and means, then the squares about that mean.
-__device__ inline float sum_over_slices(float (&shared)[kFinalSlices][kFinalLanes], float mine) {
-  const int lane = static_cast<int>(threadIdx.x), slice = static_cast<int>(threadIdx.y);
-  __syncthreads();  // the slots' last readers are done
-  shared[slice][lane] = mine;
-  __syncthreads();
-  float total = 0.f;
-  for (int other = 0; other < kFinalSlices; ++other) total += shared[other][lane];
-  return total;
+// The combining kernels' block is (kFinalLanes, kFinalSlices). Loading, lane = channel and slice =
+// every kFinalSlices-th block's partial, a handful a thread, loaded together. Then each warp (one
+// slice) takes one of the block's channels and sums its slices, one a lane: `transposed_sum` reads
+// the value slice `lane` left for channel `slice`. The padding column keeps those reads on distinct banks.
+template <int kQuantities>
+using SliceSums = float[kQuantities][kFinalSlices][kFinalLanes + 1];
+
+__device__ inline float warp_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+template <int kQuantities>
+__device__ inline float transposed_sum(SliceSums<kQuantities>& shared, int quantity) {
+  return warp_sum(shared[quantity][threadIdx.x][threadIdx.y]);
 }
 
 __global__ void __launch_bounds__(kFinalLanes* kFinalSlices)
     statistics_final(const float* __restrict__ part_mean, const float* __restrict__ part_m2, const float* __restrict__ part_count,
                      int blocks, int channels, Forward args, float* __restrict__ scale, float* __restrict__ shift) {
-  __shared__ float s_sum[kFinalSlices][kFinalLanes];
+  __shared__ SliceSums<3> s_sums;
   const int lane = static_cast<int>(threadIdx.x), slice = static_cast<int>(threadIdx.y);
-  const int c = static_cast<int>(blockIdx.x) * kFinalLanes + lane;
-  const bool mine = c < channels;
-  float count = 0.f, weighted = 0.f;
-  if (mine)
-    for (int b = slice; b < blocks; b += kFinalSlices)
-      count += part_count[b], weighted += part_count[b] * part_mean[static_cast<std::int64_t>(b) * channels + c];
-  const float n = sum_over_slices(s_sum, count);
-  const float mean = sum_over_slices(s_sum, weighted) / n;
-  float squares = 0.f;
-  if (mine)
+  const int first_channel = static_cast<int>(blockIdx.x) * kFinalLanes;
+  ShiftedSums sums;
+  if (const int c = first_channel + lane; c < channels) {
+    const float about = part_mean[c];  // block 0's mean: every block has rows
+#pragma unroll 4
     for (int b = slice; b < blocks; b += kFinalSlices) {
       const std::int64_t at = static_cast<std::int64_t>(b) * channels + c;
-      const float delta = part_mean[at] - mean;
-      squares += part_m2[at] + part_count[b] * delta * delta;
+      add_partial(sums, part_count[b], part_mean[at], part_m2[at], about);
     }
-  const float m2 = sum_over_slices(s_sum, squares);
-  if (slice != 0 || !mine) return;
-  const float var = m2 / n, invstd = 1.f / sqrtf(var + static_cast<float>(args.eps));
+  }
+  s_sums[0][slice][lane] = sums.count, s_sums[1][slice][lane] = sums.shifted, s_sums[2][slice][lane] = sums.squares;
+  __syncthreads();
+  const int c = first_channel + slice;  // the warp's channel from here on
+  if (c >= channels) return;            // the whole warp: c is the same on every lane
+  const ShiftedSums total{transposed_sum(s_sums, 0), transposed_sum(s_sums, 1), transposed_sum(s_sums, 2)};
+  if (lane != 0) return;
+  const float n = total.count;
+  const Moments moments = moments_of(total, part_mean[c]);
+  const float mean = moments.mean, var = moments.squares / n, invstd = 1.f / sqrtf(var + static_cast<float>(args.eps));
   args.save_mean[c] = mean;
   args.save_invstd[c] = invstd;
   if (args.running_mean != nullptr) {
     const float momentum = static_cast<float>(args.momentum);
     args.running_mean[c] = (1.f - momentum) * args.running_mean[c] + momentum * mean;
-    args.running_var[c] = (1.f - momentum) * args.running_var[c] + momentum * (m2 / (n - 1.f));  // unbiased, as ATen keeps it
+    args.running_var[c] = (1.f - momentum) * args.running_var[c] + momentum * (moments.squares / (n - 1.f));  // unbiased, as ATen keeps it
   }
   const float w = args.weight != nullptr ? args.weight[c] : 1.f, b = args.bias != nullptr ? args.bias[c] : 0.f;
   scale[c] = w * invstd;
@@ -205,18 +250,22 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // The output gradient through ReLU's mask (the output is positive where ReLU passed its input).
-template <typename T, bool kRelu>
-__device__ inline void masked_gradient(const T* dy, const T* y, std::int64_t at, float (&g)[kVector]) {
-  load8(dy + at, g);
-  if (!kRelu) return;
+template <typename T>
+__device__ inline void mask_by_output(const uint4& raw_output, float (&g)[kVector]) {
   float out[kVector];
-  load8(y + at, out);
+  unpack8<T>(raw_output, out);
 #pragma unroll
   for (int k = 0; k < kVector; ++k) g[k] = out[k] > 0.f ? g[k] : 0.f;
 }
 
+template <typename T, bool kRelu>
+__device__ inline void masked_gradient(const T* dy, const T* y, std::int64_t at, float (&g)[kVector]) {
+  load8(dy + at, g);
+  if (kRelu) mask_by_output<T>(load_raw(y + at), g);
+}
+
 template <typename T, bool kRelu, bool kWriteGradient>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kReductionBlocksPerSm)
     gradient_partials(const T* __restrict__ dy, const T* __restrict__ y, const T* __restrict__ x, T* __restrict__ g_out, std::int64_t rows,
                       int channels, const float* __restrict__ mean, float* __restrict__ part_g, float* __restrict__ part_gx) {
   __shared__ float s_g[kThreads * kVector], s_gx[kThreads * kVector];
@@ -224,15 +273,24 @@ __global__ void __launch_bounds__(kThreads)
   float mu[kVector], sum_g[kVector] = {}, sum_gx[kVector] = {};
 #pragma unroll
   for (int k = 0; k < kVector; ++k) mu[k] = mean[walk.group * kVector + k];
-  for (std::int64_t r = walk.first(); r < rows; r += walk.stride()) {
-    const std::int64_t at = r * channels + walk.group * kVector;
-    float g[kVector], v[kVector];
-    masked_gradient<T, kRelu>(dy, y, at, g);
-    load8(x + at, v);
+  constexpr int kRows = kGradientRowsInFlight<kWriteGradient>;
+  uint4 raw_dy[kRows], raw_y[kRows], raw_x[kRows];
+  const auto at_row = [&](std::int64_t r) { return r * channels + walk.group * kVector; };
+  walk_rows<kRows>(
+      walk, rows,
+      [&](int u, std::int64_t r) {
+        raw_dy[u] = load_raw(dy + at_row(r)), raw_x[u] = load_raw(x + at_row(r));
+        if (kRelu) raw_y[u] = load_raw(y + at_row(r));
+      },
+      [&](int u, std::int64_t r) {
+        float g[kVector], v[kVector];
+        unpack8<T>(raw_dy[u], g);
+        if (kRelu) mask_by_output<T>(raw_y[u], g);
+        unpack8<T>(raw_x[u], v);
 #pragma unroll
-    for (int k = 0; k < kVector; ++k) sum_g[k] += g[k], sum_gx[k] += g[k] * (v[k] - mu[k]);
-    if (kWriteGradient) store8(g_out + at, g);
-  }
+        for (int k = 0; k < kVector; ++k) sum_g[k] += g[k], sum_gx[k] += g[k] * (v[k] - mu[k]);
+        if (kWriteGradient) store8(g_out + at_row(r), g);
+      });
   const int self = static_cast<int>(threadIdx.x);
 #pragma unroll
   for (int k = 0; k < kVector; ++k) s_g[self * kVector + k] = sum_g[k], s_gx[self * kVector + k] = sum_gx[k];
@@ -250,19 +308,27 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // dx = w * invstd * (g - mean(g) - (x - mean) * invstd^2 * mean(g * (x - mean)))
-//    = a * g + b * (x - mean) + d, per channel.
+//    = a * g + b * (x - mean) + d, per channel. The block as statistics_final's.
 __global__ void __launch_bounds__(kFinalLanes* kFinalSlices)
     gradient_final(const float* __restrict__ part_g, const float* __restrict__ part_gx, int blocks, std::int64_t rows, int channels,
                    Backward args, float* __restrict__ coefficients) {
-  __shared__ float s_sum[kFinalSlices][kFinalLanes];
+  __shared__ SliceSums<2> s_sums;
   const int lane = static_cast<int>(threadIdx.x), slice = static_cast<int>(threadIdx.y);
-  const int c = static_cast<int>(blockIdx.x) * kFinalLanes + lane;
+  const int first_channel = static_cast<int>(blockIdx.x) * kFinalLanes;
   float mine_g = 0.f, mine_gx = 0.f;
-  if (c < channels)
-    for (int b = slice; b < blocks; b += kFinalSlices)
-      mine_g += part_g[static_cast<std::int64_t>(b) * channels + c], mine_gx += part_gx[static_cast<std::int64_t>(b) * channels + c];
-  const float sum_g = sum_over_slices(s_sum, mine_g), sum_gx = sum_over_slices(s_sum, mine_gx);
-  if (slice != 0 || c >= channels) return;
+  if (const int c = first_channel + lane; c < channels) {
+#pragma unroll 4
+    for (int b = slice; b < blocks; b += kFinalSlices) {
+      const std::int64_t at = static_cast<std::int64_t>(b) * channels + c;
+      mine_g += part_g[at], mine_gx += part_gx[at];
+    }
+  }
+  s_sums[0][slice][lane] = mine_g, s_sums[1][slice][lane] = mine_gx;
+  __syncthreads();
+  const int c = first_channel + slice;  // the warp's channel from here on
+  if (c >= channels) return;
+  const float sum_g = transposed_sum(s_sums, 0), sum_gx = transposed_sum(s_sums, 1);
+  if (lane != 0) return;
   const float invstd = args.save_invstd[c], w = args.weight != nullptr ? args.weight[c] : 1.f;
   const float count = static_cast<float>(rows), a = w * invstd;
   args.grad_weight[c] = sum_gx * invstd;
