@@ -49,6 +49,12 @@ def kind_of(name):
     return next((kind for kind, pattern in KINDS if pattern.search(name)), "other")
 
 
+def function_of(name):
+    """A kernel's function name alone: 'void ns::f<T, true>(args)' -> 'f' (a kernel's variants summed)."""
+    head = re.split(r"[<(]", name.removeprefix("void ").replace("(anonymous namespace)::", ""), maxsplit=1)[0]
+    return head.rsplit("::", 1)[-1] or name[:60]
+
+
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
@@ -60,19 +66,22 @@ def read_trace(path, steps, categories=GPU_CATEGORIES):
     gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in categories]
     if not gpu:
         raise SystemExit(f"{path}: no {' or '.join(categories)} event in the trace")
-    by_kind, top, elementwise = collections.Counter(), collections.Counter(), collections.Counter()
+    by_kind, top, elementwise, batch_norm = (collections.Counter() for _ in range(4))
     for e in gpu:
         kind = "copies" if e["cat"] in ("gpu_memcpy", "gpu_memset") else kind_of(e["name"])
         by_kind[kind] += e["dur"]
         top[e["name"][:120]] += e["dur"]
         if kind == "element-wise":
             elementwise[e["name"][:120]] += 1
+        if kind == "batch norm":
+            batch_norm[function_of(e["name"])] += e["dur"]
     start = min(e["ts"] for e in gpu)
     end = max(e["ts"] + e["dur"] for e in gpu)
     busy = sum(e["dur"] for e in gpu)
     return {"kernels": len(gpu) / steps, "busy_us": busy / steps, "span_us": (end - start) / steps,
             "kinds": {k: v / steps for k, v in by_kind.items()}, "top": [(n, d / steps) for n, d in top.most_common(12)],
-            "elementwise": [(n, c / steps) for n, c in elementwise.most_common(12)]}
+            "elementwise": [(n, c / steps) for n, c in elementwise.most_common(12)],
+            "batch_norm": [(n, d / steps) for n, d in batch_norm.most_common()]}
 
 
 def gputrain_side(graphs, batch, workdir, check=False, env=None):
@@ -143,6 +152,10 @@ def table(sides):
         print(f"{n}: the most frequent element-wise kernels (launches a step)")
         for name, count in sides[n]["elementwise"]:
             print(f"  {count:7.1f}  {name}")
+        if sides[n]["batch_norm"]:
+            print(f"{n}: batch norm by kernel function (ms a step, all sites and variants)")
+            for name, us in sides[n]["batch_norm"]:
+                print(f"  {us / 1000:7.3f}  {name}")
 
 
 def check():
