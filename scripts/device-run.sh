@@ -78,7 +78,7 @@ graphs) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_trai
 batchnorm) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train) ;;
 monitoring) targets=(--target gputrain gputrain-train) ;;
 ddpgraphs) targets=(--target gputrain gputrain-train test_gpu_train) ;;
-next) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train) ;;
+next) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 figures) targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 recheck) targets=(--target test_gpu_train) ;;
 esac
@@ -255,8 +255,8 @@ ddpgraphs)
   GPUTRAIN_BUILD=$build run_bench ddp-graphs 300 "$python" bench/ddp_scaling.py --gpu --runs "${GPUTRAIN_BENCH_RUNS:-3}" --steps 200
   ;;
 next)
-  step "ctest GpuDist, GpuGraphs, GpuBatchNorm, GpuTrainer.AutoBatch"
-  ctest --test-dir $build -R "^(GpuDist|GpuGraphs|GpuBatchNorm|GpuTrainer\.AutoBatch)" --output-on-failure --timeout 120 \
+  step "ctest GpuDist, GpuGraphs, GpuBatchNorm, GpuProfile, GpuTrainer.AutoBatch"
+  ctest --test-dir $build -R "^(GpuDist|GpuGraphs|GpuBatchNorm|GpuProfile|GpuTrainer\.AutoBatch)" --output-on-failure --timeout 120 \
     > "$out/ctest-next.log" 2>&1; echo "rc=$?"
   grep -E "Test +#|tests passed|Failure|Expected|Which is|differs|max difference|error" "$out/ctest-next.log" | head -50
   GPUTRAIN_BUILD=$build run_bench kernels 150 "$python" bench/kernel_breakdown.py

@@ -24,6 +24,7 @@
 #include "gputrain/profile/loader_sweep.hpp"
 #include "gputrain/train/callback.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "profile/launch_counter.hpp"
 
 namespace gputrain::profile {
 namespace {
@@ -130,13 +131,46 @@ void estimate_copy(StepProfile& p, const train::RunDevice& run, std::uint64_t ba
 }
 
 // 5 steps more, traced (train.profile into `dir`): last, since the profiler slows what it watches.
+// One untraced step before them: the launch count's profiler session ends after the step whose
+// end starts the trace's, and two sessions cannot overlap.
 void trace_last_steps(train::Config& config, const fs::path& dir) {
   constexpr std::int64_t traced = 5;
-  config.train.profile_start_step = config.train.max_steps + 1;
+  config.train.profile_start_step = config.train.max_steps + 2;
   config.train.profile_steps = traced;
   config.train.profile_dir = dir.string();
-  config.train.max_steps += traced;
+  config.train.max_steps += 1 + traced;
 }
+
+// The operators (and on a CUDA GPU the launches) of the counted steps, per step.
+struct CountedSteps {
+  std::unique_ptr<OpCounter> ops;
+  std::unique_ptr<LaunchCounter> launches;
+  std::int64_t ops_counted = 0;
+  std::optional<LaunchCounts> launch_counts;
+  std::string launches_unavailable;
+
+  void start(bool cuda) {
+    ops = std::make_unique<OpCounter>();
+    if (cuda) launches = std::make_unique<LaunchCounter>();
+  }
+  void stop() {
+    if (ops) ops_counted = ops->count();
+    ops.reset();
+    if (!launches) return;
+    launch_counts = launches->stop();
+    launches_unavailable = launches->why();
+    launches.reset();
+  }
+  void fill(StepProfile& p, std::int64_t steps) const {
+    const auto per_step = [steps](std::int64_t n) { return static_cast<double>(n) / static_cast<double>(steps); };
+    p.host_ops_per_step = per_step(ops_counted);
+    p.launches_unavailable = launches_unavailable;
+    if (!launch_counts) return;
+    p.kernel_launches_per_step = per_step(launch_counts->kernel_launches);
+    p.graph_launches_per_step = per_step(launch_counts->graph_launches);
+    p.gpu_kernels_per_step = per_step(launch_counts->gpu_kernels);
+  }
+};
 
 // Moves the probe run's trace to where --trace asked for it (its folders made).
 void keep_trace(const fs::path& from, const fs::path& to) {
@@ -195,8 +229,10 @@ void probe_run_config(train::Config& config, std::int64_t window, std::int64_t t
   config.checkpoint.dir.clear();
   config.logging.progress = "off";
   config.logging.tensorboard = false;
-  config.logging.mlflow = {};   // a measurement, not a run to track
-  config.logging.jsonl = true;  // its start record says whether the steps were captured
+  config.logging.mlflow = {};           // a measurement, not a run to track
+  config.train.profile_start_step = 0;  // the config's own trace window: --trace is this command's (and
+  config.train.profile_dir.clear();     // two profiler sessions cannot overlap the launch count's)
+  config.logging.jsonl = true;          // its start record says whether the steps were captured
   config.logging.every_steps = window;
   config.checkpoint.every_steps = 0;
   config.checkpoint.every_epochs = 0;
@@ -224,8 +260,8 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
   train::TrainerOptions options;
   options.console = &notes;
   auto windows = std::make_shared<TimedWindows>(window, window + timed);
-  std::unique_ptr<OpCounter> ops;
-  std::int64_t ops_counted = 0;
+  CountedSteps counting;
+  const std::int64_t counted_last = window + timed + counted;
   HostTime host;
   options.callbacks.push_back(windows);
   // A large model on the CPU takes seconds a step: how far the steps are, every 5 s.
@@ -235,11 +271,8 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
       host.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - host.batch_at).count();
       ++host.steps;
     }
-    if (step == window + timed) ops = std::make_unique<OpCounter>();
-    if (step == total && ops) {
-      ops_counted = ops->count();
-      ops.reset();
-    }
+    if (step == window + timed) counting.start(run.device.is_cuda());
+    if (step == counted_last) counting.stop();
     if (run.device.is_cuda() && step == window) {
       utilization.start(static_cast<unsigned>(run.device.index()));
       feed_timer = std::make_unique<GpuSpanTimer>(run.device);
@@ -247,7 +280,8 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
     if (step == window + timed) utilization.stop();
     if (std::chrono::steady_clock::now() - last_said < std::chrono::seconds(5) || step == total) return;
     last_said = std::chrono::steady_clock::now();
-    std::cerr << "profile --step: step " << step << " of " << total << (step <= window ? " (warm-up)" : " (timed)") << "\n";
+    const char* part = step <= window ? " (warm-up)" : step <= window + timed ? " (timed)" : " (counting operators, then tracing)";
+    std::cerr << "profile --step: step " << step << " of " << total << part << "\n";
   };
   options.before_batch = [&] {
     if (feed_timer) feed_timer->begin();
@@ -258,6 +292,7 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
   };
   const auto result = train::Trainer(config, options).fit();
   utilization.stop();  // when the run ended before its timed steps did
+  counting.stop();     // or before its counted ones
   if (!trace_path.empty())
     keep_trace(fs::path(config.train.profile_dir) / ("trace-step" + std::to_string(config.train.profile_start_step) + ".json"), trace_path);
 
@@ -270,7 +305,7 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
   windows->fill(p);
   p.cuda_graphs = cuda_graphs_of(remover.path);
   if (host.steps > 0) p.host_seconds_per_step = host.seconds / static_cast<double>(host.steps);
-  p.host_ops_per_step = static_cast<double>(ops_counted) / static_cast<double>(counted);
+  counting.fill(p, counted);
   p.gpu_utilization_percent = utilization.percent;
   p.utilization_unavailable = utilization.unavailable;
   p.utilization_seconds = utilization.seconds;
@@ -306,6 +341,9 @@ std::string step_profile_json(const StepProfile& p) {
   out["gpu_data_stall_percent"] = or_null(p.gpu_data_stall_percent);
   out["gpu_utilization_percent"] = or_null(p.gpu_utilization_percent);
   out["gpu_utilization_seconds"] = p.utilization_seconds;
+  out["kernel_launches_per_step"] = or_null(p.kernel_launches_per_step);
+  out["graph_launches_per_step"] = or_null(p.graph_launches_per_step);
+  out["gpu_kernels_per_step"] = or_null(p.gpu_kernels_per_step);
   return core::json_text(out, 2);
 }
 
@@ -334,6 +372,12 @@ std::string step_profile_text(const StepProfile& p) {
                     p.host_seconds_per_step * 1e3, gpu ? "GPU" : "device"));
   add(std::snprintf(line, sizeof line, "  host ops per step   %9.0f     (ATen operators dispatched; cuda graphs %s)\n", p.host_ops_per_step,
                     p.cuda_graphs.c_str()));
+  if (p.gpu_kernels_per_step)
+    add(std::snprintf(line, sizeof line,
+                      "  launches per step   %9.0f     (kernels the host launched, and %.0f CUDA graphs; the GPU ran %.0f kernels)\n",
+                      *p.kernel_launches_per_step, *p.graph_launches_per_step, *p.gpu_kernels_per_step));
+  else if (gpu)
+    add(std::snprintf(line, sizeof line, "  launches per step       n/a  (%s)\n", p.launches_unavailable.c_str()));
   add(std::snprintf(line, sizeof line, "  throughput          %9s samples/s\n", core::format_fixed(p.samples_per_second, 0).c_str()));
   // NVML's figure is an average over its own period (up to a second): a short window reads low.
   const bool short_window = p.utilization_seconds < 2.0;

@@ -10,9 +10,11 @@ Modes:
   sweep-csv SVG     --csv output with one row per setting, and the --plot SVG parses with a line
   step-json [DIR]   --step's JSON: the step split into data wait and compute, the stall in percent,
                     the host's time and operators per step, whether the steps were captured;
-                    with DIR (the config's checkpoint.dir), nothing was written there; the folder a
+                    with DIR (the config's checkpoint.dir and train.profile.dir), nothing was written there; the folder a
                     killed --step left in TMPDIR is removed
   plot-png PNG      --plot PNG writes a PNG (rendered by librsvg) of twice the SVG's size
+  step-trace-counts --step's operator count is the same with --trace (the traced steps come after
+                    the counted ones and are not counted)
 """
 import csv
 import io
@@ -137,7 +139,7 @@ def main():
         os.rmdir(alive)
         untouched = sys.argv[2] if sys.argv[2] != "--" else None
         if untouched and os.path.isdir(untouched) and os.listdir(untouched):
-            fail(f"profile --step wrote into the config's checkpoint.dir: {os.listdir(untouched)}")
+            fail(f"profile --step wrote into the config's checkpoint.dir or train.profile.dir: {os.listdir(untouched)}")
         if doc.get("schema") != "gputrain.profile.step/1":
             fail("schema")
         if doc["steps"] < 2 or doc["samples_per_second"] <= 0:
@@ -156,11 +158,16 @@ def main():
             fail(f"{doc['host_ops_per_step']} operators per eager step")
         if not doc["device"].startswith("cuda") and doc["cuda_graphs"] != "off (the device is not a CUDA GPU)":
             fail(f"cuda_graphs {doc['cuda_graphs']!r} on the CPU")
-        # The GPU's own account of its wait exists on a GPU only, and is a share of the step there.
+        # The GPU's own account of its wait exists on a GPU only, and is a share of the step there;
+        # so do the launch counts (CUPTI's), where a captured step is a graph launch or two.
         on_gpu = doc["device"].startswith("cuda")
-        for key in ("gpu_data_wait_seconds", "gpu_data_stall_percent"):
+        for key in ("gpu_data_wait_seconds", "gpu_data_stall_percent", "kernel_launches_per_step", "graph_launches_per_step",
+                    "gpu_kernels_per_step"):
             if (doc[key] is None) == on_gpu:
                 fail(f"{key} is {doc[key]} on {doc['device']}")
+        if on_gpu and doc["cuda_graphs"] == "on" and not (doc["graph_launches_per_step"] >= 1 and doc["gpu_kernels_per_step"] > doc["kernel_launches_per_step"]):
+            fail(f"captured steps: {doc['graph_launches_per_step']} graph launches, {doc['kernel_launches_per_step']} kernel launches, "
+                 f"{doc['gpu_kernels_per_step']} kernels run")
         if on_gpu and not 0 <= doc["gpu_data_stall_percent"] <= 100:
             fail("GPU stall percent")
         # Without a GPU there is no utilisation: only the stall can decide, and it is small here.
@@ -168,6 +175,17 @@ def main():
         if doc["gpu_utilization_percent"] is None and doc["verdict"] != expected:
             fail(f"verdict {doc['verdict']} with a {doc['data_stall_percent']:.1f} % stall and no utilisation figure")
         print(f"ok: {doc['steps']} steps, {doc['data_stall_percent']:.1f} % data stall")
+    elif mode == "step-trace-counts":
+        import tempfile
+        with tempfile.TemporaryDirectory() as folder:
+            plain = json.loads(run(command + ["--json"]))
+            traced = json.loads(run(command + ["--json", "--trace", os.path.join(folder, "trace.json")]))
+        # The same 5 steps are counted either way; the loader's thread prefetching more or fewer
+        # batches inside them moves the count by a few percent (counting the traced steps too made it +50 %).
+        a, b = plain["host_ops_per_step"], traced["host_ops_per_step"]
+        if abs(a - b) > 0.15 * a:
+            fail(f"{a} operators per step without --trace, {b} with it")
+        print(f"ok: {a:.0f} operators per step, {b:.0f} with --trace")
     else:
         fail("unknown mode " + mode)
 

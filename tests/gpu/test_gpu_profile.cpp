@@ -1,6 +1,10 @@
 // profile --step's GPU clock: CUDA events around a span measure the GPU's time in it, kernels
-// and the idle time while the host held the GPU up. Skipped without a GPU.
+// and the idle time while the host held the GPU up; and its launch counts, eager and from a CUDA
+// graph. Skipped without a GPU.
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -8,6 +12,7 @@
 #include <thread>
 
 #include "gputrain/profile/gpu_span_timer.hpp"
+#include "profile/launch_counter.hpp"
 
 using namespace gputrain::profile;
 
@@ -47,4 +52,45 @@ TEST_F(GpuProfile, SpansCountTheGpusTimeNotTheHosts) {
   idle.end();
   EXPECT_GT(idle.seconds(), 0.040);
   EXPECT_LT(idle.seconds(), 1.0);
+}
+
+// Eight in-place adds launch eight kernels one by one; captured, each replay is one graph launch
+// that runs the eight, and CUPTI reports those kernels too.
+TEST_F(GpuProfile, LaunchesAreCountedOneByOneAndAsGraphReplays) {
+  auto x = at::zeros({1024}, at::TensorOptions().device(at::kCUDA));
+  x.add_(1);
+  torch::cuda::synchronize();
+  const auto eight_adds = [&x] {
+    for (int i = 0; i < 8; ++i) x.add_(1);
+  };
+  {
+    LaunchCounter counter;
+    eight_adds();
+    torch::cuda::synchronize();
+    const auto counts = counter.stop();
+    ASSERT_TRUE(counts.has_value()) << counter.why();
+    EXPECT_GE(counts->kernel_launches, 8);
+    EXPECT_GE(counts->gpu_kernels, 8);
+    EXPECT_EQ(counts->graph_launches, 0);
+  }
+  at::cuda::CUDAGraph graph;
+  {
+    const c10::cuda::CUDAStreamGuard side(at::cuda::getStreamFromPool());
+    graph.capture_begin();
+    eight_adds();  // recorded, not run
+    graph.capture_end();
+  }
+  torch::cuda::synchronize();
+  {
+    LaunchCounter counter;
+    graph.replay();
+    graph.replay();
+    torch::cuda::synchronize();
+    const auto counts = counter.stop();
+    ASSERT_TRUE(counts.has_value()) << counter.why();
+    EXPECT_EQ(counts->graph_launches, 2);
+    EXPECT_GE(counts->gpu_kernels, 16);
+    EXPECT_LT(counts->kernel_launches, 8);
+  }
+  EXPECT_EQ(x[0].item<float>(), 1 + 8 + 16);
 }

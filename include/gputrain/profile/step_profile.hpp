@@ -30,6 +30,11 @@ struct StepProfile {
   /// ATen operators the host dispatched per step (nested ones included), counted over a few steps
   /// after the timed ones: a replayed CUDA graph needs a handful, an eager step hundreds.
   double host_ops_per_step = 0;
+  /// Over the same steps, on a CUDA GPU (CUPTI's records, read by LibTorch's Kineto profiler): the
+  /// host's kernel launches and graph launches per step, and the kernels the GPU ran per step.
+  /// Empty elsewhere, or with `launches_unavailable` saying why.
+  std::optional<double> kernel_launches_per_step, graph_launches_per_step, gpu_kernels_per_step;
+  std::string launches_unavailable;
   std::string cuda_graphs;  ///< as the run resolved train.cuda_graphs: "on" or "off (why)"
   StepVerdict verdict = StepVerdict::compute_bound;
 };

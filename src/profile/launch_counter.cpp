@@ -1,0 +1,79 @@
+#include "profile/launch_counter.hpp"
+
+#include <kineto/ActivityType.h>  // libkineto::ActivityType, what KinetoEvent::activityType() holds
+#include <torch/csrc/autograd/profiler_kineto.h>
+
+#include <exception>
+#include <set>
+
+namespace gputrain::profile {
+namespace {
+
+namespace profiler = torch::autograd::profiler;
+using torch::profiler::impl::ActivityType;
+using torch::profiler::impl::ProfilerConfig;
+using torch::profiler::impl::ProfilerState;
+
+const std::set<ActivityType> kCudaOnly{ActivityType::CUDA};
+
+bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+LaunchCall launch_call_of(const std::string& api_name) {
+  // CUPTI's names may carry a suffix: cudaLaunchKernel_ptsz (per-thread stream), _v7000 (version).
+  const auto name = api_name.substr(0, api_name.find('_'));
+  if (name == "cudaGraphLaunch" || name == "cuGraphLaunch") return LaunchCall::graph;
+  if ((starts_with(name, "cudaLaunch") || starts_with(name, "cuLaunch")) && name.find("HostFunc") == std::string::npos)
+    return LaunchCall::kernel;
+  return LaunchCall::none;
+}
+
+LaunchCounter::LaunchCounter() {
+  try {
+    const ProfilerConfig config(ProfilerState::KINETO);
+    profiler::prepareProfiler(config, kCudaOnly);
+    profiler::enableProfiler(config, kCudaOnly);
+    on_ = true;
+  } catch (const std::exception& e) {
+    why_ = std::string("LibTorch's profiler did not start: ") + e.what();
+  }
+}
+
+LaunchCounter::~LaunchCounter() {
+  if (!on_) return;
+  try {
+    profiler::disableProfiler();
+  } catch (...) {  // a destructor that runs while an error unwinds says nothing more
+  }
+}
+
+std::optional<LaunchCounts> LaunchCounter::stop() {
+  if (!on_) return std::nullopt;
+  on_ = false;
+  LaunchCounts counts;
+  const auto result = profiler::disableProfiler();  // owns the events: held for the loop
+  for (const auto& event : result->events()) {
+    switch (static_cast<libkineto::ActivityType>(event.activityType())) {
+      case libkineto::ActivityType::CONCURRENT_KERNEL:
+        ++counts.gpu_kernels;
+        break;
+      case libkineto::ActivityType::CUDA_RUNTIME:
+      case libkineto::ActivityType::CUDA_DRIVER: {
+        const auto call = launch_call_of(event.name());
+        counts.kernel_launches += call == LaunchCall::kernel;
+        counts.graph_launches += call == LaunchCall::graph;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  if (counts.gpu_kernels == 0) {
+    why_ = "the profiler recorded no GPU kernel (CUPTI, which it reads them from, may be missing or not allowed here)";
+    return std::nullopt;
+  }
+  return counts;
+}
+
+}  // namespace gputrain::profile
