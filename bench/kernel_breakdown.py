@@ -95,7 +95,10 @@ def gputrain_side(graphs, batch, workdir, check=False, env=None):
     result = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
     if result.returncode != 0:
         raise SystemExit(f"{' '.join(args)} exited {result.returncode}:\n{result.stderr}")
-    return read_trace(trace, 5, ("cpu_op",) if check else GPU_CATEGORIES)  # profile --trace traces 5 steps
+    side = read_trace(trace, 5, ("cpu_op",) if check else GPU_CATEGORIES)  # profile --trace traces 5 steps
+    # The host's side as profile --step itself counted it, untraced: time, operators, launches.
+    side["host"] = [line.strip() for line in result.stdout.splitlines() if re.match(r"\s*(host per step|host ops per step|launches per step)", line)]
+    return side
 
 
 def pytorch_side(mode, batch, steps, workdir, device=torch.device("cuda")):
@@ -145,6 +148,9 @@ def table(sides):
     print("| busy share of the span | " + " | ".join(f"{sides[n]['busy_us'] / sides[n]['span_us']:.0%}" for n in names) + " |")
     for k in kinds:
         print(f"| {k}, ms | " + " | ".join(f"{sides[n]['kinds'].get(k, 0) / 1000:.3f}" for n in names) + " |")
+    for n in names:
+        for line in sides[n].get("host", []):
+            print(f"{n}: {line}")
     for n in names:
         print(f"\n{n}: the heaviest kernels (ms a step)")
         for name, us in sides[n]["top"]:
