@@ -176,6 +176,7 @@ __global__ void __launch_bounds__(kThreads, kReductionBlocksPerSm)
 // every kFinalSlices-th block's partial, a handful a thread, loaded together. Then each warp (one
 // slice) takes one of the block's channels and sums its slices, one a lane: `transposed_sum` reads
 // the value slice `lane` left for channel `slice`. The padding column keeps those reads on distinct banks.
+static_assert(kFinalLanes == 32 && kFinalSlices == 32, "a warp is one slice while loading and one channel while summing");
 template <int kQuantities>
 using SliceSums = float[kQuantities][kFinalSlices][kFinalLanes + 1];
 
