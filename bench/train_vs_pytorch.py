@@ -297,7 +297,8 @@ def pytorch_run(case, device, steps, init, lr, data, channels_last=False, fused_
 
 
 # Per case, per gputrain run: seconds from the command's start to its start record (written as the
-# first step begins), the trainer's set-up among them, and the data's opening among those.
+# first step begins) and to the first step's record (its end: cuDNN's algorithm search included),
+# the trainer's set-up among them, and the data's opening among those.
 STARTUP = {}
 
 
@@ -328,9 +329,10 @@ def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=
         sys.exit("gputrain failed:\n" + result.stderr)
     records = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl"))]
     start = next((r for r in records if r["kind"] == "start"), {})
-    if "setup_seconds" in start:  # builds before 2026-11-29 lack it
-        STARTUP.setdefault(case, []).append((start["time"] - started, start["setup_seconds"], start["data_read_seconds"]))
     lines = [r for r in records if r["kind"] == "step"]
+    first_step = next((r["time"] - started for r in lines if r["step"] == 1 and "time" in r), float("nan"))
+    if "setup_seconds" in start:  # builds before 2026-11-29 lack it
+        STARTUP.setdefault(case, []).append((start["time"] - started, first_step, start["setup_seconds"], start["data_read_seconds"]))
     first = [r for r in lines if r["step"] == (every or c["window"])]
     first_window_seconds = first[0]["time"] - started if first and "time" in first[0] else None
     return [l["samples_per_second"] for l in lines], [l["loss"] for l in lines], first_window_seconds
@@ -525,10 +527,10 @@ def main():
                 to_first = "%.1f s (%.1f s)" % (statistics.median(first[side]), first[side][0]) if first[side] else "-"
                 print("| %s | %.0f | %.0f-%.0f | %.2fx | %s |" % (side, median, min(values), max(values), ours / median, to_first), flush=True)
             if STARTUP.get(case):
-                to_step, setup, read = (statistics.median(v) for v in zip(*STARTUP[case]))
+                to_step, step_done, setup, read = (statistics.median(v) for v in zip(*STARTUP[case]))
                 print("\ngputrain's start, medians of its %d runs: %.2f s from the command to the first step, %.2f s of it the "
-                      "set-up (%.2f s opening the data), the rest loading the program and its libraries"
-                      % (len(STARTUP[case]), to_step, setup, read))
+                      "set-up (%.2f s opening the data), the rest loading the program and its libraries; the first step "
+                      "(eager: cuDNN's algorithm search) done %.2f s after the command" % (len(STARTUP[case]), to_step, setup, read, step_done))
             flops, peak = training_flops_per_sample(case), peak_of(device)
             achieved = ours * flops / 1e12
             print("\ngputrain computes %.3g TFLOPS (%.3g GFLOP a training sample)%s"
