@@ -1,12 +1,14 @@
 // How gputrain's batch-norm kernels cut a layout into blocks and threads (batch_norm_kernels.hpp's
 // plan_for), checked on the host: every thread of every block walked as the kernels walk, each
 // (row, channel group) visited exactly once by the reduction grid and by the element-wise grid,
-// and the workspace large enough for both passes. The kernels' arithmetic itself needs a GPU
-// (tests/gpu/test_gpu_batch_norm.cpp).
+// the workspace large enough for both passes, and a thread's walk with rows in flight. The
+// kernels' arithmetic itself needs a GPU (tests/gpu/test_gpu_batch_norm.cpp).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "train/models/layers/batch_norm_kernels.hpp"
@@ -81,4 +83,63 @@ TEST(BatchNormPlan, TheKernelsTakeWholeVectorsOfChannelsAndTwoRows) {
   EXPECT_FALSE(supports({Element::bfloat16, 100, 12}));                // not whole 16-byte vectors
   EXPECT_FALSE(supports({Element::bfloat16, 100, kMaxChannels + 8}));  // more groups than a block's threads
   EXPECT_FALSE(supports({Element::bfloat16, 0, 64}));
+}
+
+namespace {
+
+// What walk_rows<kRows> calls, in order: ('L', row) for a load, ('U', row) for a use.
+template <int kRows>
+std::vector<std::pair<char, std::int64_t>> calls_of(std::int64_t first, std::int64_t stride, std::int64_t rows) {
+  std::vector<std::pair<char, std::int64_t>> calls;
+  std::int64_t slot_row[kRows] = {};
+  walk_rows<kRows>(
+      first, stride, rows,
+      [&](int u, std::int64_t r) {
+        slot_row[u] = r;
+        calls.emplace_back('L', r);
+      },
+      [&](int u, std::int64_t r) {
+        EXPECT_EQ(slot_row[u], r) << "a use reads the slot its row was loaded into";
+        calls.emplace_back('U', r);
+      });
+  return calls;
+}
+
+template <int kRows>
+void expect_a_plain_walk_with_loads_ahead(std::int64_t first, std::int64_t stride, std::int64_t rows) {
+  const std::string what = std::to_string(kRows) + " rows in flight, rows " + std::to_string(first) + " + k * " + std::to_string(stride) +
+                           " below " + std::to_string(rows);
+  std::vector<std::int64_t> plain, used, loaded;
+  for (std::int64_t r = first; r < rows; r += stride) plain.push_back(r);
+  std::size_t loaded_ahead = 0;  // loads not yet used
+  for (const auto& [kind, row] : calls_of<kRows>(first, stride, rows)) {
+    (kind == 'L' ? loaded : used).push_back(row);
+    if (kind == 'L') {
+      ++loaded_ahead;
+      EXPECT_LE(loaded_ahead, static_cast<std::size_t>(kRows)) << what;
+    } else {
+      ASSERT_GT(loaded_ahead, 0u) << what << ": row " << row << " used before it was loaded";
+      --loaded_ahead;
+    }
+  }
+  EXPECT_EQ(used, plain) << what << ": the sums must see the rows in a plain walk's order";
+  EXPECT_EQ(loaded, plain) << what;
+  // Whole steps issue all their loads before the first use.
+  const auto calls = calls_of<kRows>(first, stride, rows);
+  if (plain.size() >= static_cast<std::size_t>(kRows)) {
+    for (int u = 0; u < kRows; ++u) EXPECT_EQ(calls[static_cast<std::size_t>(u)].first, 'L') << what;
+  }
+}
+
+}  // namespace
+
+// The reductions' walk (walk_rows) visits what the plain grid-stride loop visits, in its order,
+// with up to kRows loads issued ahead of their use: their sums are the plain loop's bit for bit.
+TEST(BatchNormPlan, RowsInFlightVisitThePlainWalksRowsInItsOrder) {
+  for (const auto& [first, stride, rows] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{
+           {0, 1, 10}, {3, 7, 100}, {5, 528 * 32, 262144}, {31, 32, 30}, {0, 4, 4096}, {2, 3, 2}, {0, 5, 21}}) {
+    expect_a_plain_walk_with_loads_ahead<1>(first, stride, rows);
+    expect_a_plain_walk_with_loads_ahead<2>(first, stride, rows);
+    expect_a_plain_walk_with_loads_ahead<4>(first, stride, rows);
+  }
 }

@@ -90,22 +90,6 @@ struct Walk {
   __device__ std::int64_t stride() const { return static_cast<std::int64_t>(gridDim.x) * rows_per_block; }
 };
 
-// The thread's rows kRows at a time: `load(u, row)` for each of them first, then `use(u, row)` in
-// row order, so that every load of a step is in flight together and the sums come out as a plain
-// walk's. The slot u is a compile-time index once unrolled, so the loaded values stay in registers.
-template <int kRows, typename Load, typename Use>
-__device__ inline void walk_rows(const Walk& walk, std::int64_t rows, Load load, Use use) {
-  const std::int64_t stride = walk.stride();
-  for (std::int64_t r = walk.first(); r < rows; r += kRows * stride) {
-#pragma unroll
-    for (int u = 0; u < kRows; ++u)
-      if (r + u * stride < rows) load(u, r + u * stride);
-#pragma unroll
-    for (int u = 0; u < kRows; ++u)
-      if (r + u * stride < rows) use(u, r + u * stride);
-  }
-}
-
 // Folds (n_b, mean_b, m2_b) into (n, mean, m2): Chan et al.'s pairwise update; n is shared by the 8.
 __device__ inline void combine(float& n, float (&mean)[kVector], float (&m2)[kVector], float n_b, const float* mean_b, const float* m2_b) {
   if (n_b == 0.f) return;
@@ -142,7 +126,7 @@ __global__ void __launch_bounds__(kThreads, kReductionBlocksPerSm)
   float n = 0.f, mean[kVector] = {}, m2[kVector] = {};
   uint4 raw[kStatisticsRowsInFlight];
   walk_rows<kStatisticsRowsInFlight>(
-      walk, rows, [&](int u, std::int64_t r) { raw[u] = load_raw(x + r * channels + walk.group * kVector); },
+      walk.first(), walk.stride(), rows, [&](int u, std::int64_t r) { raw[u] = load_raw(x + r * channels + walk.group * kVector); },
       [&](int u, std::int64_t) {
         float v[kVector];
         unpack8<T>(raw[u], v);
@@ -278,7 +262,7 @@ __global__ void __launch_bounds__(kThreads, kReductionBlocksPerSm)
   uint4 raw_dy[kRows], raw_y[kRows], raw_x[kRows];
   const auto at_row = [&](std::int64_t r) { return r * channels + walk.group * kVector; };
   walk_rows<kRows>(
-      walk, rows,
+      walk.first(), walk.stride(), rows,
       [&](int u, std::int64_t r) {
         raw_dy[u] = load_raw(dy + at_row(r)), raw_x[u] = load_raw(x + at_row(r));
         if (kRelu) raw_y[u] = load_raw(y + at_row(r));

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "core/host_device.hpp"
+
 namespace gputrain::train::batch_norm_kernels {
 
 enum class Element { bfloat16, float16 };
@@ -86,6 +88,26 @@ inline Plan plan_for(const Layout& layout, int multiprocessors) {
   plan.workspace_floats =
       2 * std::int64_t{plan.reduction_blocks} * layout.channels + plan.reduction_blocks + 3 * std::int64_t{layout.channels};
   return plan;
+}
+
+/// A thread's rows first, first + stride, ... below `rows`, kRows at a time: `load(u, row)` for
+/// each of them first, then `use(u, row)` in row order, so that a step's loads are all in flight
+/// together and what `use` sums comes out as a plain walk's. Once unrolled, the slot u is a
+/// compile-time index and what `load` fills stays in registers. (Host-tested:
+/// tests/unit/train/test_batch_norm_plan.cpp.)
+#ifdef __CUDACC__
+#pragma nv_exec_check_disable  // instantiated with __device__ lambdas by the kernels, host ones by the test
+#endif
+template <int kRows, typename Load, typename Use>
+GPUTRAIN_HOST_DEVICE inline void walk_rows(std::int64_t first, std::int64_t stride, std::int64_t rows, Load load, Use use) {
+  for (std::int64_t r = first; r < rows; r += kRows * stride) {
+    GPUTRAIN_UNROLL
+    for (int u = 0; u < kRows; ++u)
+      if (r + u * stride < rows) load(u, r + u * stride);
+    GPUTRAIN_UNROLL
+    for (int u = 0; u < kRows; ++u)
+      if (r + u * stride < rows) use(u, r + u * stride);
+  }
 }
 
 /// The plan on the current device. Returns nullptr, or CUDA's message when it cannot say the
