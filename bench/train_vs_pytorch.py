@@ -110,6 +110,25 @@ def raw_features(x, filters):
 
 
 REFERENCE_SAMPLES = 4096  # src/data/synthetic.cpp's kReferenceSamples
+NORMAL_BLOCK_VALUES = 1 << 22  # src/data/synthetic_teacher.hpp's kNormalBlockValues
+U64 = (1 << 64) - 1
+
+
+def block_seed(seed, block):
+    """src/data/synthetic.cpp's block_seed: SplitMix64's finaliser of seed + (block + 1) * the golden ratio."""
+    z = (seed + (block + 1) * 0x9E3779B97F4A7C15) & U64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & U64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & U64
+    return z ^ (z >> 31)
+
+
+def standard_normal(shape, seed):
+    """The synthetic inputs as gputrain draws them: blocks of the flat tensor, each from a generator of its own."""
+    x = torch.empty(*shape)
+    flat = x.view(-1)
+    for j, start in enumerate(range(0, flat.numel(), NORMAL_BLOCK_VALUES)):
+        flat[start:start + NORMAL_BLOCK_VALUES].normal_(generator=torch.Generator().manual_seed(block_seed(seed, j)))
+    return x
 
 
 def synthetic(shape, classes, samples, split, seed=SEED):
@@ -131,7 +150,7 @@ def synthetic(shape, classes, samples, split, seed=SEED):
         for _ in range(200):
             share = torch.bincount((logits - offsets).argmax(1), minlength=classes).to(torch.double) / REFERENCE_SAMPLES
             offsets += (share - 1.0 / classes).to(torch.float)
-    x = torch.randn(samples, *shape, generator=torch.Generator().manual_seed(seed + 1 + split))
+    x = standard_normal([samples, *shape], seed + 1 + split)
     seen = view(x) if view is not None else x.reshape(samples, -1)
     return x, (seen.matmul(teacher) - offsets).argmax(1)
 

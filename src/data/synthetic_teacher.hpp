@@ -4,6 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <functional>
 
 #include "gputrain/data/tensor_dataset.hpp"
@@ -39,11 +40,17 @@ class SyntheticTeacher {
   at::Tensor offsets_;       // [outputs], subtracted before the argmax (zeros for vectors)
 };
 
-/// Fills `out` (contiguous float32, samples along dimension 0) with what at::randn(out.sizes(),
-/// gen) would draw, whole samples of about `chunk_values` values at a time, telling `filled` the
-/// samples done after each. The values are at::randn's own: its CPU kernel draws every uniform first and turns
-/// them into normals 16 at a time (the last 16 again when the size is no multiple of 16), so chunks
-/// of a multiple of 16 values, and a last one of at least 16, draw and turn the same ones.
-void fill_standard_normal(at::Tensor& out, at::Generator& gen, std::int64_t chunk_values, const std::function<void(std::int64_t)>& filled);
+/// The synthetic inputs' values are drawn in blocks of kNormalBlockValues values of the flattened
+/// tensor, block j by at::randn's CPU kernel from its own generator, seeded block_seed(seed, j): the
+/// blocks are drawn in parallel, and the values do not depend on how many threads drew them
+/// (bench/train_vs_pytorch.py draws the same in Python).
+inline constexpr std::int64_t kNormalBlockValues = std::int64_t{1} << 22;
+/// SplitMix64's finaliser of seed + (block + 1) * the golden ratio: well-spread seeds for neighbours.
+std::uint64_t block_seed(std::uint64_t seed, std::int64_t block);
+
+/// Fills `out` (contiguous float32, samples along dimension 0) with standard normal values as
+/// above, telling `filled` the whole samples drawn after each round of parallel blocks (a round is
+/// as many blocks as ATen has threads).
+void fill_standard_normal(at::Tensor& out, std::uint64_t seed, const std::function<void(std::int64_t)>& filled);
 
 }  // namespace gputrain::data

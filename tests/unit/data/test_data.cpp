@@ -1,7 +1,9 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -30,25 +32,44 @@ TEST(Synthetic, IsReproducibleAndSplitsShareTheTeacher) {
   EXPECT_LT(a.targets.max().item<std::int64_t>(), 5);
 }
 
-// A large set is drawn a chunk at a time (so that it can say how far it is): the values must stay
-// at::randn's own in one call, which is what bench/train_vs_pytorch.py rebuilds in Python. Shapes
-// whose samples are no multiple of 16 values, and chunks that would leave a last one under 16.
-TEST(Synthetic, DrawingInChunksGivesTheValuesOfOneCall) {
-  for (const auto& shape :
-       std::vector<std::vector<std::int64_t>>{{100, 3}, {64, 10}, {33, 7}, {17, 1}, {7, 9}, {5, 2}, {1, 1}, {40, 3, 4, 4}}) {
-    for (const std::int64_t chunk : {1, 2, 3, 5, 8, 1000}) {  // samples a chunk
-      at::Generator one = at::make_generator<at::CPUGeneratorImpl>(5);
-      const auto expected = at::randn(shape, one);
-      at::Generator chunked = at::make_generator<at::CPUGeneratorImpl>(5);
+// The inputs are drawn in blocks of kNormalBlockValues values, each from a generator of its own,
+// in parallel: the values are each block's at::randn, whatever the thread count (what
+// bench/train_vs_pytorch.py rebuilds in Python), and progress comes in whole samples.
+namespace {
+
+at::Tensor drawn_block_by_block(const std::vector<std::int64_t>& shape, std::uint64_t seed) {
+  auto expected = at::empty(shape, at::kFloat);
+  auto flat = expected.view({expected.numel()});
+  for (std::int64_t start = 0, j = 0; start < flat.numel(); start += kNormalBlockValues, ++j) {
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(block_seed(seed, j));
+    flat.narrow(0, start, std::min(kNormalBlockValues, flat.numel() - start)).normal_(0.0, 1.0, gen);
+  }
+  return expected;
+}
+
+}  // namespace
+
+TEST(Synthetic, BlocksAreDrawnFromSeedsOfTheirOwnWhateverTheThreadCount) {
+  const int threads = at::get_num_threads();
+  // A few values, a block and a sample more, two and a half blocks (the last one short).
+  for (const auto& shape : std::vector<std::vector<std::int64_t>>{{5, 3}, {1, 1}, {4097, 1024}, {10, 1048576}}) {
+    const auto expected = drawn_block_by_block(shape, 12);
+    for (const int n : {1, 2, 3}) {
+      at::set_num_threads(n);
       auto drawn = at::empty(shape, at::kFloat);
       std::vector<std::int64_t> told;
-      const std::int64_t per_sample = drawn.numel() / shape[0];
-      fill_standard_normal(drawn, chunked, chunk * per_sample, [&](std::int64_t done) { told.push_back(done); });
-      EXPECT_TRUE(at::equal(drawn, expected)) << "shape " << c10::IntArrayRef(shape) << ", chunks of " << chunk;
+      fill_standard_normal(drawn, 12, [&](std::int64_t done) { told.push_back(done); });
+      EXPECT_TRUE(at::equal(drawn, expected)) << "shape " << c10::IntArrayRef(shape) << ", " << n << " threads";
       ASSERT_FALSE(told.empty());
+      EXPECT_TRUE(std::is_sorted(told.begin(), told.end()));
       EXPECT_EQ(told.back(), shape[0]);
     }
   }
+  at::set_num_threads(threads);
+  // Neighbouring blocks, and the same block of neighbouring seeds, draw apart.
+  EXPECT_NE(block_seed(12, 0), block_seed(12, 1));
+  EXPECT_NE(block_seed(12, 0), block_seed(13, 0));
+  EXPECT_NE(block_seed(12, 1), block_seed(13, 0));
   // make_synthetic tells its progress: the samples drawn, then the samples labelled.
   std::vector<std::string> doing;
   const auto set =
@@ -57,8 +78,7 @@ TEST(Synthetic, DrawingInChunksGivesTheValuesOfOneCall) {
         if (done == total) doing.push_back(what);
       });
   EXPECT_EQ(doing, (std::vector<std::string>{"generating", "labelling"}));
-  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(11 + 1);
-  EXPECT_TRUE(at::equal(set.inputs, at::randn({64, 3, 8, 8}, gen)));
+  EXPECT_TRUE(at::equal(set.inputs, drawn_block_by_block({64, 3, 8, 8}, 11 + 1)));
 }
 
 TEST(Synthetic, RegressionTargetsHaveOneColumnPerOutput) {

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "gputrain/core/parallel_tasks.hpp"
+
 namespace gputrain::train {
 namespace {
 
@@ -19,6 +21,7 @@ namespace {
 // threshold is used, which its upper bits decide: xoshiro128+'s strong ones.
 constexpr int kLanes = 16;
 constexpr std::int64_t kBlock = 4096;
+constexpr std::int64_t kElementsPerThread = std::int64_t{1} << 16;
 
 struct Lanes {
   std::uint32_t s0[kLanes], s1[kLanes], s2[kLanes], s3[kLanes];
@@ -82,17 +85,17 @@ at::Tensor dropout_noise(const at::Tensor& like, double p) {
   const auto scale = static_cast<float>(1.0 / (1.0 - p));
   float* data = out.data_ptr<float>();
   const std::int64_t n = out.numel(), blocks = (n + kBlock - 1) / kBlock;
-  at::parallel_for(0, blocks, 1, [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t block = first; block < last; ++block) {
-      auto lanes = seeded(seed, static_cast<std::uint64_t>(block));
-      const std::int64_t begin = block * kBlock, size = std::min(kBlock, n - begin);
-      if (size == kBlock) {
-        fill_block(lanes, data + begin, keep_below, scale);
-      } else {  // the last, partial block
-        float whole[kBlock] = {};
-        fill_block(lanes, whole, keep_below, scale);
-        std::copy(whole, whole + size, data + begin);
-      }
+  // A thread's start costs about what drawing ~50,000 elements does: small masks stay on this one.
+  const int threads = static_cast<int>(std::clamp<std::int64_t>(n / kElementsPerThread, 1, at::get_num_threads()));
+  core::parallel_tasks(blocks, threads, [&](std::int64_t block) {
+    auto lanes = seeded(seed, static_cast<std::uint64_t>(block));
+    const std::int64_t begin = block * kBlock, size = std::min(kBlock, n - begin);
+    if (size == kBlock) {
+      fill_block(lanes, data + begin, keep_below, scale);
+    } else {  // the last, partial block
+      float whole[kBlock] = {};
+      fill_block(lanes, whole, keep_below, scale);
+      std::copy(whole, whole + size, data + begin);
     }
   });
   return out;
