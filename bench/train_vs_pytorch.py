@@ -115,8 +115,11 @@ U64 = (1 << 64) - 1
 
 
 def block_seed(seed, block):
-    """src/data/synthetic.cpp's block_seed: SplitMix64's finaliser of seed + (block + 1) * the golden ratio."""
-    z = (seed + (block + 1) * 0x9E3779B97F4A7C15) & U64
+    """src/data/synthetic.cpp's block_seed: the seed itself for block 0, then SplitMix64's finaliser of
+    seed + block * the golden ratio."""
+    if block == 0:
+        return seed
+    z = (seed + block * 0x9E3779B97F4A7C15) & U64
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & U64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & U64
     return z ^ (z >> 31)

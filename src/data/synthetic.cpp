@@ -110,7 +110,8 @@ at::Tensor SyntheticTeacher::targets(const at::Tensor& inputs, const std::functi
 }
 
 std::uint64_t block_seed(std::uint64_t seed, std::int64_t block) {
-  std::uint64_t z = seed + static_cast<std::uint64_t>(block + 1) * 0x9E3779B97F4A7C15ull;
+  if (block == 0) return seed;
+  std::uint64_t z = seed + static_cast<std::uint64_t>(block) * 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);

@@ -45,7 +45,9 @@ class SyntheticTeacher {
 /// blocks are drawn in parallel, and the values do not depend on how many threads drew them
 /// (bench/train_vs_pytorch.py draws the same in Python).
 inline constexpr std::int64_t kNormalBlockValues = std::int64_t{1} << 22;
-/// SplitMix64's finaliser of seed + (block + 1) * the golden ratio: well-spread seeds for neighbours.
+/// Block 0's is `seed` itself, so that a set of one block is at::randn's draw from `seed`, as all
+/// sets were before they were drawn in blocks; block j's after it, SplitMix64's finaliser of
+/// seed + j * the golden ratio (well spread for neighbouring seeds and blocks).
 std::uint64_t block_seed(std::uint64_t seed, std::int64_t block);
 
 /// Fills `out` (contiguous float32, samples along dimension 0) with standard normal values as

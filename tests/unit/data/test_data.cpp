@@ -66,10 +66,12 @@ TEST(Synthetic, BlocksAreDrawnFromSeedsOfTheirOwnWhateverTheThreadCount) {
     }
   }
   at::set_num_threads(threads);
-  // Neighbouring blocks, and the same block of neighbouring seeds, draw apart.
-  EXPECT_NE(block_seed(12, 0), block_seed(12, 1));
-  EXPECT_NE(block_seed(12, 0), block_seed(13, 0));
-  EXPECT_NE(block_seed(12, 1), block_seed(13, 0));
+  // Neighbouring blocks, and the same block of neighbouring seeds, draw apart; a set of one block
+  // is at::randn's draw from the seed itself, as every set was before the blocks.
+  EXPECT_NE(block_seed(12, 1), block_seed(12, 2));
+  EXPECT_NE(block_seed(12, 1), block_seed(13, 1));
+  EXPECT_NE(block_seed(12, 1), 13u);
+  EXPECT_EQ(block_seed(12, 0), 12u);
   // make_synthetic tells its progress: the samples drawn, then the samples labelled.
   std::vector<std::string> doing;
   const auto set =
@@ -79,6 +81,8 @@ TEST(Synthetic, BlocksAreDrawnFromSeedsOfTheirOwnWhateverTheThreadCount) {
       });
   EXPECT_EQ(doing, (std::vector<std::string>{"generating", "labelling"}));
   EXPECT_TRUE(at::equal(set.inputs, drawn_block_by_block({64, 3, 8, 8}, 11 + 1)));
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(11 + 1);
+  EXPECT_TRUE(at::equal(set.inputs, at::randn({64, 3, 8, 8}, gen)));
 }
 
 TEST(Synthetic, RegressionTargetsHaveOneColumnPerOutput) {
