@@ -342,9 +342,9 @@ def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=
             "--set", "model.init_weights=" + init_path, "--set", "device=" + str(device),
             "--set", "train.cuda_graphs=" + graphs,
             "--set", "logging.every_steps=%d" % (every or c["window"])] + sum((["--set", m] for m in c["model"]), [])
-    if front:  # another build may predate the key
-        args = [a for a in args if not a.startswith("train.cuda_graphs=")]
-        args = [a for i, a in enumerate(args) if not (a == "--set" and i + 1 < len(args) and args[i + 1].startswith("train.cuda"))]
+    if front:  # another build may predate the key: its "--set" goes with it
+        args = [a for i, a in enumerate(args)
+                if not (a.startswith("train.cuda_graphs=") or (a == "--set" and i + 1 < len(args) and args[i + 1].startswith("train.cuda_graphs=")))]
     started = time.time()
     result = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
     if result.returncode != 0:

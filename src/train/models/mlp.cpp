@@ -20,7 +20,7 @@ torch::nn::AnyModule make_mlp(const ModelSpec& spec) {
     if (spec.config.norm == "batch") net->push_back(SyncableBatchNorm1d(hidden));
     if (spec.config.norm == "layer") net->push_back(torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})));
     net->push_back(make_activation(spec.config.activation));
-    if (spec.config.dropout > 0) net->push_back(ThreadedDropout(spec.config.dropout));  // masks drawn by every thread (cpu_dropout.hpp)
+    if (spec.config.dropout > 0) net->push_back(CpuDropout(spec.config.dropout));  // masks from vector lanes (cpu_dropout.hpp)
     width = hidden;
   }
   net->push_back(torch::nn::Linear(width, spec.outputs));

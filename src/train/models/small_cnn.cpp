@@ -24,7 +24,7 @@ torch::nn::AnyModule make_small_cnn(const ModelSpec& spec) {
   }
   net->push_back(torch::nn::AdaptiveAvgPool2d(1));
   net->push_back(torch::nn::Flatten());
-  if (spec.config.dropout > 0) net->push_back(ThreadedDropout(spec.config.dropout));  // masks drawn by every thread (cpu_dropout.hpp)
+  if (spec.config.dropout > 0) net->push_back(CpuDropout(spec.config.dropout));  // masks from vector lanes (cpu_dropout.hpp)
   net->push_back(torch::nn::Linear(4 * w, spec.outputs));
   return torch::nn::AnyModule(net);
 }

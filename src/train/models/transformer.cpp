@@ -68,7 +68,7 @@ struct SelfAttentionImpl : nn::Cloneable<SelfAttentionImpl>, AutocastWeights {
     const double p = is_training() ? attention_dropout : 0.0;
     if (p == 0.0 || !q.device().is_cpu()) return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, p);
     const auto scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
-    return at::matmul(threaded_dropout(at::softmax(scores, -1), p, true), v);
+    return at::matmul(cpu_dropout(at::softmax(scores, -1), p, true), v);
   }
   std::int64_t width, heads;
   double attention_dropout;
@@ -102,7 +102,7 @@ struct EncoderLayerImpl : nn::Cloneable<EncoderLayerImpl>, CheckpointableBlock {
   // linear2(dropout(activation(linear1(h)))), then dropout2, as PyTorch's _ff_block and dropout2.
   at::Tensor feed_forward(const at::Tensor& h) { return drop(project(linear2, drop(activation.forward(project(linear1, h))))); }
   // PyTorch's layer has three Dropout modules (dropout, dropout1, dropout2), with nothing to save.
-  at::Tensor drop(const at::Tensor& t) const { return threaded_dropout(t, c.dropout, is_training()); }
+  at::Tensor drop(const at::Tensor& t) const { return cpu_dropout(t, c.dropout, is_training()); }
   ModelConfig c;
   SelfAttention self_attn{nullptr};
   nn::Linear linear1{nullptr}, linear2{nullptr};
@@ -145,7 +145,7 @@ TORCH_MODULE(TransformerClassifier);
 std::string transformer_attention_note(const ModelSpec& spec, c10::Device device, Precision precision) {
   const auto& c = spec.config;
   if (device.is_cpu() && c.dropout > 0)
-    return "attention: written out, its dropout masks drawn on every thread (the CPU's fused kernel has no dropout)";
+    return "attention: written out, its dropout masks drawn in vector lanes (the CPU's fused kernel has no dropout)";
   const std::int64_t head_dim = c.d_model / c.heads, sequence = spec.input_shape.at(0);
   const auto dtype = compute_dtype(precision);
   const std::string layout = precision == Precision::bf16_mixed ? "bf16" : precision == Precision::fp16_mixed ? "fp16" : "fp32";

@@ -142,7 +142,7 @@ TEST(Transformer, TheRunsNoteNamesTheAttentionKernel) {
   spec.input_shape = {32, 16};
   spec.config.dropout = 0.1;
   EXPECT_EQ(models::transformer_attention_note(spec, at::kCPU, Precision::fp32),
-            "attention: written out, its dropout masks drawn on every thread (the CPU's fused kernel has no dropout)");
+            "attention: written out, its dropout masks drawn in vector lanes (the CPU's fused kernel has no dropout)");
   spec.config.dropout = 0.0;  // LibTorch 2.11's CPU flash kernel, for fp32 and bf16 alike
   EXPECT_EQ(models::transformer_attention_note(spec, at::kCPU, Precision::fp32),
             "attention: flash attention (scaled_dot_product_attention's choice for fp32, 4 heads of 32, on the CPU)");

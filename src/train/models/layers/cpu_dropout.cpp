@@ -2,14 +2,11 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <mutex>
-
-#include "gputrain/core/parallel_tasks.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -17,11 +14,10 @@ namespace {
 // The mask is drawn in blocks, each by 16 xoshiro128+ generators side by side (one per lane, so
 // the compiler runs them in vector registers), seeded from the run's seed and the block's index
 // by SplitMix64, as xoshiro's authors seed it. A block's mask depends only on the seed and its
-// index, so threads may fill the blocks in any order and number. Only whether a draw is under a
-// threshold is used, which its upper bits decide: xoshiro128+'s strong ones.
+// index, so the blocks could be filled in any order and by any number of threads. Only whether a
+// draw is under a threshold is used, which its upper bits decide: xoshiro128+'s strong ones.
 constexpr int kLanes = 16;
 constexpr std::int64_t kBlock = 4096;
-constexpr std::int64_t kElementsPerThread = std::int64_t{1} << 16;
 
 struct Lanes {
   std::uint32_t s0[kLanes], s1[kLanes], s2[kLanes], s3[kLanes];
@@ -85,9 +81,10 @@ at::Tensor dropout_noise(const at::Tensor& like, double p) {
   const auto scale = static_cast<float>(1.0 / (1.0 - p));
   float* data = out.data_ptr<float>();
   const std::int64_t n = out.numel(), blocks = (n + kBlock - 1) / kBlock;
-  // A thread's start costs about what drawing ~50,000 elements does: small masks stay on this one.
-  const int threads = static_cast<int>(std::clamp<std::int64_t>(n / kElementsPerThread, 1, at::get_num_threads()));
-  core::parallel_tasks(blocks, threads, [&](std::int64_t block) {
+  // On the calling thread. A second one drawing blocks (core::parallel_tasks) made the CPU
+  // transformer 0.69x as fast on 2 cores (2026-11-29, docs/benchmarks.md): it competes with
+  // LibTorch's OpenMP workers, which spin for a while after each parallel product.
+  for (std::int64_t block = 0; block < blocks; ++block) {
     auto lanes = seeded(seed, static_cast<std::uint64_t>(block));
     const std::int64_t begin = block * kBlock, size = std::min(kBlock, n - begin);
     if (size == kBlock) {
@@ -97,11 +94,11 @@ at::Tensor dropout_noise(const at::Tensor& like, double p) {
       fill_block(lanes, whole, keep_below, scale);
       std::copy(whole, whole + size, data + begin);
     }
-  });
+  }
   return out;
 }
 
-at::Tensor threaded_dropout(const at::Tensor& input, double p, bool training) {
+at::Tensor cpu_dropout(const at::Tensor& input, double p, bool training) {
   if (!training || p == 0.0) return input;
   if (!input.device().is_cpu() || input.scalar_type() != at::kFloat || p >= 1.0) return at::dropout(input, p, training);
   return input * dropout_noise(input, p);  // autograd keeps the noise for backward, as at::dropout's CPU path does
