@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <exception>
+#include <memory>
 #include <set>
 
 namespace gputrain::profile {
@@ -52,7 +53,13 @@ std::optional<LaunchCounts> LaunchCounter::stop() {
   if (!on_) return std::nullopt;
   on_ = false;
   LaunchCounts counts;
-  const auto result = profiler::disableProfiler();  // owns the events: held for the loop
+  std::unique_ptr<profiler::ProfilerResult> result;  // owns the events: held for the loop
+  try {
+    result = profiler::disableProfiler();
+  } catch (const std::exception& e) {  // the counts are one line of the report, which goes on without them
+    why_ = std::string("LibTorch's profiler did not stop: ") + e.what();
+    return std::nullopt;
+  }
   for (const auto& event : result->events()) {
     switch (static_cast<libkineto::ActivityType>(event.activityType())) {
       case libkineto::ActivityType::CONCURRENT_KERNEL:
