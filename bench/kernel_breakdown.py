@@ -191,15 +191,24 @@ def main():
     print(f"# ResNet-18 CIFAR bf16, batch {args.batch}, {torch.cuda.get_device_name()}, torch {torch.__version__}, "
           f"{time.strftime('%Y-%m-%d')}\n")
     sides = {}
+
+    def measured(name, side):  # a line as each side ends: a run cut short by a time limit keeps them
+        sides[name] = side
+        norms = ", ".join(f"{n} {us / 1000:.3f}" for n, us in side["batch_norm"])
+        print(f"{name}: {side['kernels']:.0f} kernels, {side['busy_us'] / 1000:.3f} ms of kernels in a "
+              f"{side['span_us'] / 1000:.3f} ms span a step" + (f"; batch norm (ms): {norms}" if norms else ""), flush=True)
+
     with tempfile.TemporaryDirectory() as workdir:
         for graphs in ("on", "off"):
-            sides[f"gputrain graphs {graphs}"] = gputrain_side(graphs, args.batch, workdir)
+            measured(f"gputrain graphs {graphs}", gputrain_side(graphs, args.batch, workdir))
+        measured("reduce-overhead", pytorch_side("reduce-overhead", args.batch, args.steps, workdir))
         # gputrain's batch-norm kernels against ATen's, and its batched weight casts against
         # autocast's per layer, all in the graph
-        sides["gputrain graphs on, ATen batch norm"] = gputrain_side("on", args.batch, workdir, env={"GPUTRAIN_BATCH_NORM": "aten"})
-        sides["gputrain graphs on, per-layer casts"] = gputrain_side("on", args.batch, workdir, env={"GPUTRAIN_WEIGHT_CASTS": "per-layer"})
-        sides["PyTorch eager"] = pytorch_side(None, args.batch, args.steps, workdir)
-        sides["reduce-overhead"] = pytorch_side("reduce-overhead", args.batch, args.steps, workdir)
+        measured("gputrain graphs on, ATen batch norm", gputrain_side("on", args.batch, workdir, env={"GPUTRAIN_BATCH_NORM": "aten"}))
+        measured("gputrain graphs on, per-layer casts",
+                 gputrain_side("on", args.batch, workdir, env={"GPUTRAIN_WEIGHT_CASTS": "per-layer"}))
+        measured("PyTorch eager", pytorch_side(None, args.batch, args.steps, workdir))
+    print()
     table(sides)
 
 
