@@ -1,11 +1,11 @@
 #include "csv_missing.hpp"
 
 #include <algorithm>
-#include <thread>
 #include <vector>
 
 #include "csv_number.hpp"
 #include "csv_records.hpp"
+#include "gputrain/core/parallel_tasks.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::data::csv {
@@ -62,11 +62,10 @@ void count_missing(const Stretch& stretch, const RowFormat& format, MissingCount
   const auto& header = format.header;
   const auto stretches = cut_into_stretches(rows, format.delimiter, first_line, stretches_for(rows.size()));
   std::vector<MissingCount> counts(stretches.size());
-  {
-    std::vector<std::thread> counters;
-    for (std::size_t i = 0; i < stretches.size(); ++i) counters.emplace_back([&, i] { count_missing(stretches[i], format, counts[i]); });
-    for (auto& counter : counters) counter.join();
-  }
+  const auto n = static_cast<std::int64_t>(stretches.size());
+  core::parallel_tasks(n, static_cast<int>(n), [&](std::int64_t i) {
+    count_missing(stretches[static_cast<std::size_t>(i)], format, counts[static_cast<std::size_t>(i)]);
+  });
   std::vector<std::int64_t> per_column(header.size(), 0);
   std::int64_t total = 0, with_missing = 0;
   bool counted_all = true;

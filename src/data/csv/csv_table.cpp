@@ -3,13 +3,12 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
-#include <atomic>
 #include <iterator>
-#include <thread>
 
 #include "csv_fill.hpp"
 #include "csv_records.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/parallel_tasks.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::data::csv {
@@ -176,16 +175,9 @@ TensorDataset finish_table(Table table, const CsvSpec& spec, CsvColumns* columns
   };
   // The chunks side by side on the parse's thread count: the copy is a whole pass over the data
   // (100,000 rows of 315 floats is 126 MB), the reading thread's largest after the parse.
-  std::atomic<std::size_t> next{0};
-  const auto writer = [&] {
-    for (auto c = next++; c < table.chunks.size(); c = next++) write(c);
-  };
-  const auto threads =
-      std::min(table.chunks.size(), static_cast<std::size_t>(stretches_for(static_cast<std::size_t>(table.rows * width) * sizeof(float))));
-  std::vector<std::thread> writers;
-  for (std::size_t i = 1; i < threads; ++i) writers.emplace_back(writer);
-  writer();
-  for (auto& thread : writers) thread.join();
+  const auto threads = stretches_for(static_cast<std::size_t>(table.rows * width) * sizeof(float));
+  core::parallel_tasks(static_cast<std::int64_t>(table.chunks.size()), static_cast<int>(threads),
+                       [&](std::int64_t c) { write(static_cast<std::size_t>(c)); });
   return {inputs, table.targets};
 }
 
