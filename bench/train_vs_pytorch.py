@@ -552,7 +552,7 @@ def main():
                 to_step, step_done, setup, read = (statistics.median(v) for v in zip(*STARTUP[case]))
                 print("\ngputrain's start, medians of its %d runs: %.2f s from the command to the first step, %.2f s of it the "
                       "set-up (%.2f s opening the data), the rest loading the program and its libraries; the first step "
-                      "(eager: cuDNN's algorithm search) done %.2f s after the command" % (len(STARTUP[case]), to_step, setup, read, step_done))
+                      "(first-use work: on a GPU cuDNN's algorithm search) done %.2f s after the command" % (len(STARTUP[case]), to_step, setup, read, step_done))
             flops, peak = training_flops_per_sample(case), peak_of(device)
             achieved = ours * flops / 1e12
             print("\ngputrain computes %.3g TFLOPS (%.3g GFLOP a training sample)%s"
