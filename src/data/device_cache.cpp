@@ -41,6 +41,14 @@ void gather_on_gpu(const TensorDataset& set, const at::Tensor& indices, Batch& o
                 "set data.cache: ram (the rows are then gathered on the host); `gputrain verify` tries the kernel on each GPU");
 }
 
+// A ram cache's table: the rows where the source holds them in RAM. Each batch is gathered into
+// pinned memory (DeviceCache::gather), so a pinned copy of the table would only hold it twice (the
+// host allocator rounds a pinned block up to a power of two). Memory no allocator of this tensor's
+// gave (a memory-mapped file) is read in once, so that no batch waits on the disk.
+at::Tensor in_ram(const at::Tensor& rows) {
+  return rows.storage().allocator() == nullptr ? rows.clone(at::MemoryFormat::Contiguous) : rows;
+}
+
 class CacheFeed final : public Feed {
  public:
   CacheFeed(const DeviceCache& cache, std::int64_t batches_per_gather) : cache_(cache), requested_per_gather_(batches_per_gather) {}
@@ -125,7 +133,7 @@ CachePlan plan_cache(const std::string& requested, const CacheFigures& f) {
   if (requested == "vram") {
     if (!fits_device)
       throw UsageError("data.cache: vram, but the dataset does not fit: " + device_sum,
-                       "set data.cache: auto (it falls back to pinned RAM or streaming), a smaller train.batch_size, or fewer samples");
+                       "set data.cache: auto (it falls back to RAM or streaming), a smaller train.batch_size, or fewer samples");
     return {CacheMode::vram, device_sum};
   }
   if (requested == "ram") {
@@ -135,7 +143,7 @@ CachePlan plan_cache(const std::string& requested, const CacheFigures& f) {
     return {f.gpu ? CacheMode::ram : CacheMode::vram, host_sum};
   }
   if (fits_device) return {CacheMode::vram, device_sum};
-  if (f.gpu && fits_host) return {CacheMode::ram, "not in GPU memory (" + device_sum + "); pinned RAM: " + host_sum};
+  if (f.gpu && fits_host) return {CacheMode::ram, "not in GPU memory (" + device_sum + "); RAM: " + host_sum};
   return {CacheMode::none, "too large to cache (" + (f.gpu ? device_sum + "; " : std::string()) + host_sum + "): streaming from the files"};
 }
 
@@ -143,11 +151,11 @@ DeviceCache::DeviceCache(TensorDataset cpu_set, CacheMode mode, c10::Device devi
   if (mode == CacheMode::vram || !device.is_cuda()) {
     set_ = {cpu_set.inputs.to(device), cpu_set.targets.to(device)};
     mode_ = CacheMode::vram;  // on the CPU, the in-memory cache is the device cache
+    // Waits for the copy, so that the load time the caller reports is the load's, not the first batch's.
+    if (device.is_cuda()) (void)set_.targets.sum().item<double>();
   } else {
-    set_ = {cpu_set.inputs.pin_memory(), cpu_set.targets.pin_memory()};
+    set_ = {in_ram(cpu_set.inputs), in_ram(cpu_set.targets)};
   }
-  // Waits for the copy, so that the load time the caller reports is the load's, not the first batch's.
-  if (device.is_cuda()) (void)set_.targets.sum().item<double>();
 }
 
 std::uint64_t DeviceCache::bytes() const { return set_.inputs.nbytes() + set_.targets.nbytes(); }

@@ -1,7 +1,7 @@
 #pragma once
 // The whole dataset held where the step can reach it without the disk: in GPU memory (`vram`,
-// batches gathered on the GPU, no host work per step) or in pinned host memory (`ram`, one
-// gather and one asynchronous copy per batch). `data.cache: auto` picks the first that fits.
+// batches gathered on the GPU, no host work per step) or in host memory (`ram`, one gather into
+// pinned memory and one asynchronous copy per batch). `data.cache: auto` picks the first that fits.
 
 #include <c10/core/Device.h>
 
@@ -61,7 +61,9 @@ CachePlan plan_cache(const std::string& requested, const CacheFigures& figures);
 
 class DeviceCache {
  public:
-  /// Moves `cpu_set` to `device` (vram) or pins it in host memory (ram; plain RAM on the CPU).
+  /// Moves `cpu_set` to `device` (vram), or keeps it in RAM as it is (ram on a GPU; a memory-mapped
+  /// file is read in once, but nothing is copied again or pinned: each batch is gathered into pinned
+  /// memory). On the CPU both are the in-memory cache.
   DeviceCache(TensorDataset cpu_set, CacheMode mode, c10::Device device);
   /// vram or ram: on the CPU always vram, the in-memory cache being the device's.
   CacheMode mode() const { return mode_; }

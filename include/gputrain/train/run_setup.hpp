@@ -1,7 +1,7 @@
 #pragma once
 // What `gputrain train` and `gputrain profile` both do before the first step: pick the device
 // (with its memory cap and CPU memory counting in place), open the data, decide where it lives
-// (GPU memory, pinned RAM, or streamed by the threaded loader) and build the feeds.
+// (GPU memory, RAM, or streamed by the threaded loader) and build the feeds.
 
 #include <c10/core/Device.h>
 

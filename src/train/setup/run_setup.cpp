@@ -262,9 +262,7 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
     const std::uint64_t bytes = out.train_cache->bytes() + (out.val_cache ? out.val_cache->bytes() : 0);
     const auto left = memory::memory_figures(device);
     // On the CPU the caller says where the data is ("vram (in RAM: training on the CPU)").
-    const std::string where = !device.is_cuda()                                  ? ""
-                              : out.train_cache->mode() == data::CacheMode::vram ? " in GPU memory"
-                                                                                 : " in pinned RAM";
+    const std::string where = !device.is_cuda() ? "" : out.train_cache->mode() == data::CacheMode::vram ? " in GPU memory" : " in RAM";
     out.summary = std::to_string(samples - static_cast<std::int64_t>(out.skipped.size())) + " samples, " + core::format_bytes(bytes) +
                   where + " (loaded in " + core::format_fixed(out.load_seconds, 2) + " s), " +
                   core::format_bytes(left.limit > left.allocated ? left.limit - left.allocated : 0) + " left for training";

@@ -15,6 +15,7 @@
 #include "gputrain/data/device_cache.hpp"
 #include "gputrain/data/epoch_sampler.hpp"
 #include "gputrain/data/loader.hpp"
+#include "gputrain/data/numpy_format.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
 
 using namespace gputrain;
@@ -203,7 +204,7 @@ TEST(CachePlan, ChoosesVramThenRamThenStreaming) {
   EXPECT_NE(plan.reason.find("1.00 GiB of data + 2.00 GiB for the training step + 512.00 MiB headroom <= 10.00 GiB free GPU memory"),
             std::string::npos)
       << plan.reason;
-  f.step_bytes = 9 * core::kGiB;  // the step leaves no room: pinned RAM
+  f.step_bytes = 9 * core::kGiB;  // the step leaves no room: RAM
   EXPECT_EQ(plan_cache("auto", f).mode, CacheMode::ram);
   f.dataset_bytes = 30 * core::kGiB;  // larger than RAM too: stream
   EXPECT_EQ(plan_cache("auto", f).mode, CacheMode::none);
@@ -302,6 +303,26 @@ TEST(DeviceCache, GathersUpTo32MiBOfBatchesAtOnceOnAGpu) {
   // On the CPU the cache's feed gathers batch by batch.
   const DeviceCache cache({at::zeros({100000, 256}), at::zeros({100000}, at::kLong)}, CacheMode::vram, c10::kCPU);
   EXPECT_EQ(cache.batches_per_gather(1024), 1);
+}
+
+// A ram cache on a GPU keeps the table in the RAM the source holds it in: each batch is gathered
+// into pinned memory, so a pinned copy of the whole table would only hold it twice. A memory-mapped
+// file is read in once, so that no batch waits on the disk. (No CUDA call: this runs on the CPU.)
+TEST(DeviceCache, ARamCacheHoldsTheTableOnceAndReadsAMappedFileIn) {
+  const c10::Device gpu(c10::kCUDA, 0);
+  const TensorDataset decoded{at::arange(30, at::kFloat).view({10, 3}), at::arange(10, at::kLong)};
+  const DeviceCache ram(decoded, CacheMode::ram, gpu);
+  EXPECT_EQ(ram.mode(), CacheMode::ram);
+  EXPECT_EQ(ram.data().inputs.data_ptr(), decoded.inputs.data_ptr());
+  EXPECT_EQ(ram.data().targets.data_ptr(), decoded.targets.data_ptr());
+  EXPECT_FALSE(ram.data().inputs.is_pinned());
+
+  const auto mapped = read_npy(std::string(GPUTRAIN_FORMAT_FIXTURES) + "/npy/f4_le_c.npy");  // C order: mapped, not read
+  const auto labels = at::arange(3, at::kLong);
+  const DeviceCache from_file({mapped, labels}, CacheMode::ram, gpu);
+  EXPECT_NE(from_file.data().inputs.data_ptr(), mapped.data_ptr());
+  EXPECT_TRUE(at::equal(from_file.data().inputs, mapped));
+  EXPECT_EQ(from_file.data().targets.data_ptr(), labels.data_ptr());
 }
 
 TEST(BatchTransform, ScalesNormalisesAndAugments) {
