@@ -354,7 +354,8 @@ def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=
     lines = [r for r in records if r["kind"] == "step"]
     first_step = next((r["time"] - started for r in lines if r["step"] == 1 and "time" in r), float("nan"))
     if "setup_seconds" in start:  # builds before 2026-11-29 lack it
-        STARTUP.setdefault(case, []).append((start["time"] - started, first_step, start["setup_seconds"], start["data_read_seconds"]))
+        STARTUP.setdefault(case, []).append((start["time"] - started, first_step, start["setup_seconds"], start["data_read_seconds"],
+                                            start.get("data_load_seconds") or 0.0))
     first = [r for r in lines if r["step"] == (every or c["window"])]
     first_window_seconds = first[0]["time"] - started if first and "time" in first[0] else None
     return [l["samples_per_second"] for l in lines], [l["loss"] for l in lines], first_window_seconds
@@ -559,10 +560,11 @@ def main():
                 to_first = "%.1f s (%.1f s)" % (statistics.median(first[side]), first[side][0]) if first[side] else "-"
                 print("| %s | %.0f | %.0f-%.0f | %.2fx | %s |" % (side, median, min(values), max(values), ours / median, to_first), flush=True)
             if STARTUP.get(case):
-                to_step, step_done, setup, read = (statistics.median(v) for v in zip(*STARTUP[case]))
+                to_step, step_done, setup, read, load = (statistics.median(v) for v in zip(*STARTUP[case]))
                 print("\ngputrain's start, medians of its %d runs: %.2f s from the command to the first step, %.2f s of it the "
-                      "set-up (%.2f s opening the data), the rest loading the program and its libraries; the first step "
-                      "(first-use work: on a GPU cuDNN's algorithm search) done %.2f s after the command" % (len(STARTUP[case]), to_step, setup, read, step_done))
+                      "set-up (%.2f s opening the data, %.2f s loading it into the cache), the rest loading the program and its "
+                      "libraries; the first step (first-use work: on a GPU cuDNN's algorithm search) done %.2f s after the command"
+                      % (len(STARTUP[case]), to_step, setup, read, load, step_done))
             flops, peak = training_flops_per_sample(case), peak_of(device)
             achieved = ours * flops / 1e12
             print("\ngputrain computes %.3g TFLOPS (%.3g GFLOP a training sample)%s"

@@ -35,9 +35,10 @@
 #   ddpgraphs   distributed steps with their NCCL all-reduces inside the CUDA graph: the GpuDist and
 #          GpuGraphs tests, then the DDP path at world size 1 with graphs on and off against a plain run
 #   next   what no GPU has checked yet, most telling first, in one call: the GpuDist, GpuGraphs,
-#          GpuBatchNorm, GpuProfile and auto-batch tests, ResNet-18 batch 256 against reduce-overhead
-#          (and with autocast's casts per layer), the kernel breakdown (the third batch-norm kernels'
-#          time per kernel, launches per step), then the DDP path with graphs on and off if time is left
+#          GpuBatchNorm, GpuProfile, GpuData (the chunked upload) and auto-batch tests, ResNet-18
+#          batch 256 against reduce-overhead (and with autocast's casts per layer), the kernel
+#          breakdown (the third batch-norm kernels' time per kernel, launches per step), then the
+#          DDP path with graphs on and off if time is left
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
@@ -255,8 +256,8 @@ ddpgraphs)
   GPUTRAIN_BUILD=$build run_bench ddp-graphs 300 "$python" bench/ddp_scaling.py --gpu --runs "${GPUTRAIN_BENCH_RUNS:-3}" --steps 200
   ;;
 next)
-  step "ctest GpuDist, GpuGraphs, GpuBatchNorm, GpuProfile, GpuTrainer.AutoBatch"
-  ctest --test-dir $build -R "^(GpuDist|GpuGraphs|GpuBatchNorm|GpuProfile|GpuTrainer\.AutoBatch)" --output-on-failure --timeout 120 \
+  step "ctest GpuDist, GpuGraphs, GpuBatchNorm, GpuProfile, GpuData, GpuTrainer.AutoBatch"
+  ctest --test-dir $build -R "^(GpuDist|GpuGraphs|GpuBatchNorm|GpuProfile|GpuData|GpuTrainer\.AutoBatch)" --output-on-failure --timeout 120 \
     > "$out/ctest-next.log" 2>&1; echo "rc=$?"
   grep -E "Test +#|tests passed|Failure|Expected|Which is|differs|max difference|error" "$out/ctest-next.log" | head -50
   GPUTRAIN_BUILD=$build run_bench train-resnet 200 "$python" bench/train_vs_pytorch.py --runs "${GPUTRAIN_BENCH_RUNS:-2}" --cases resnet18

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "chunked_upload.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "row_gather.hpp"
@@ -149,7 +150,7 @@ CachePlan plan_cache(const std::string& requested, const CacheFigures& f) {
 
 DeviceCache::DeviceCache(TensorDataset cpu_set, CacheMode mode, c10::Device device) : mode_(mode), device_(device) {
   if (mode == CacheMode::vram || !device.is_cuda()) {
-    set_ = {cpu_set.inputs.to(device), cpu_set.targets.to(device)};
+    set_ = {upload_in_chunks(cpu_set.inputs, device), upload_in_chunks(cpu_set.targets, device)};
     mode_ = CacheMode::vram;  // on the CPU, the in-memory cache is the device cache
     // Waits for the copy, so that the load time the caller reports is the load's, not the first batch's.
     if (device.is_cuda()) (void)set_.targets.sum().item<double>();

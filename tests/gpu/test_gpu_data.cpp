@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "data/chunked_upload.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/device_cache.hpp"
 #include "gputrain/data/epoch_sampler.hpp"
@@ -77,6 +78,20 @@ TEST_F(GpuData, VramAndRamCachesGatherTheSameBatches) {
   EXPECT_TRUE(at::equal(a.inputs, b.inputs));
   EXPECT_TRUE(at::equal(a.inputs.cpu(), set.inputs.index_select(0, indices)));
   EXPECT_EQ(a.inputs.scalar_type(), at::kByte);  // uint8 stays uint8 until the transform
+}
+
+// The VRAM cache's upload through pinned chunks: the table bit for bit, whatever the chunk, with
+// the chunks' staging blocks reused while earlier copies may still be reading them.
+TEST_F(GpuData, ChunkedUploadsCopyTheTableBitForBit) {
+  const c10::Device gpu(c10::kCUDA, 0);
+  const auto table = at::randn({1000, 37});
+  for (const std::uint64_t chunk_bytes : {std::uint64_t{1}, std::uint64_t{148 * 3}, std::uint64_t{4096}, kUploadChunkBytes}) {
+    const auto uploaded = upload_in_chunks(table, gpu, chunk_bytes);
+    EXPECT_TRUE(uploaded.is_cuda());
+    EXPECT_TRUE(at::equal(uploaded.cpu(), table)) << "chunks of " << chunk_bytes << " bytes";
+  }
+  const auto transposed = table.t();  // not contiguous: made so first
+  EXPECT_TRUE(at::equal(upload_in_chunks(transposed, gpu, 4096).cpu(), transposed));
 }
 
 // The gather kernel moves each table as the widest word it allows: every width, a view that starts

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "data/chunked_upload.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/batch.hpp"
@@ -323,6 +324,22 @@ TEST(DeviceCache, ARamCacheHoldsTheTableOnceAndReadsAMappedFileIn) {
   EXPECT_NE(from_file.data().inputs.data_ptr(), mapped.data_ptr());
   EXPECT_TRUE(at::equal(from_file.data().inputs, mapped));
   EXPECT_EQ(from_file.data().targets.data_ptr(), labels.data_ptr());
+}
+
+// The VRAM cache's upload stages a table's rows chunk by chunk: every chunk size (one row, a
+// short last chunk, more than the table) and row shape gives the table back bit for bit.
+TEST(ChunkedUpload, CopiesTheRowsChunkByChunkBitForBit) {
+  const std::vector<at::Tensor> tables{at::randn({7, 5}), at::randint(0, 256, {9, 3, 2, 2}, at::kByte), at::arange(4, at::kLong),
+                                       at::empty({6, 0})};
+  for (const auto& rows : tables)
+    for (const std::uint64_t chunk_bytes : {1, 20, 24, 100, 1 << 20}) {
+      auto out = at::full_like(rows, 7);
+      copy_rows_in_chunks(rows, out, chunk_bytes, /*pinned=*/false);
+      EXPECT_TRUE(at::equal(out, rows)) << rows.sizes() << " in chunks of " << chunk_bytes << " bytes";
+    }
+  // Off a GPU nothing is staged or copied: the table is where it was.
+  const auto table = at::randn({3, 2});
+  EXPECT_TRUE(upload_in_chunks(table, c10::kCPU).is_same(table));
 }
 
 TEST(BatchTransform, ScalesNormalisesAndAugments) {
