@@ -83,8 +83,9 @@ std::string where(const std::string& origin, const YAML::Mark& mark) {
 }
 
 // What other training tools call a setting, for users who bring their habits (and configs) along:
-// Lightning's Trainer, Hugging Face's TrainingArguments, timm's train.py. Only names whose meaning
-// is the same here; a leaf that already matches one of ours ("max_steps") needs no entry.
+// Lightning's Trainer, Hugging Face's TrainingArguments and Accelerate, timm's and nanoGPT's
+// train.py, DeepSpeed's config. Only names whose meaning is the same here; a leaf that already
+// matches one of ours ("max_steps") needs no entry.
 struct ForeignName {
   const char* name;
   const char* tool;
@@ -126,6 +127,13 @@ constexpr ForeignName kForeignNames[] = {
     {"patience", "Lightning's EarlyStopping", "train.early_stop_patience"},
     {"min_delta", "Lightning's EarlyStopping", "train.early_stop_min_delta"},
     {"class_weight", "scikit-learn", "train.class_weights"},
+    {"mixed_precision", "Accelerate", "train.precision (bf16-mixed, fp16-mixed)"},
+    {"gradient_clipping", "DeepSpeed", "train.clip_grad_norm"},
+    {"train_micro_batch_size_per_gpu", "DeepSpeed", "train.batch_size"},
+    {"grad_clip", "nanoGPT", "train.clip_grad_norm"},
+    {"max_iters", "nanoGPT", "train.max_steps"},
+    {"warmup_iters", "nanoGPT", "scheduler.warmup_steps"},
+    {"out_dir", "nanoGPT", "logging.dir"},
 };
 
 // The best guess for a key nobody declared: another tool's name for one of ours ("max_epochs" ->

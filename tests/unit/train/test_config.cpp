@@ -269,6 +269,10 @@ TEST(Config, AnotherToolsNameForAKeyIsTranslated) {
             std::string::npos);
   EXPECT_NE(error_of({{}, {"train.class_weight=balanced"}, ""}).find("scikit-learn's class_weight is train.class_weights here"),
             std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.mixed_precision=bf16"}, ""})
+                .find("Accelerate's mixed_precision is train.precision (bf16-mixed, fp16-mixed) here"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"train.grad_clip=1.0"}, ""}).find("nanoGPT's grad_clip is train.clip_grad_norm here"), std::string::npos);
 }
 
 // A section indented under another section is pointed to where it belongs.
