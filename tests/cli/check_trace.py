@@ -26,6 +26,10 @@ def main():
         fail(f"{' '.join(command)} --trace exited {result.returncode}:\n{result.stderr}")
     if f"trace of 5 steps after the timed ones: {path}" not in result.stderr:
         fail(f"the command did not say where the trace is:\n{result.stderr}")
+    # Off a GPU, Kineto's ERROR line about the GPUs it cannot count is silenced: nothing failed.
+    kineto = [line for line in result.stderr.splitlines() if line.startswith("ERROR:")]
+    if kineto:
+        fail(f"the profiler's own error lines reached the user: {kineto}")
     with open(path) as f:
         trace = json.load(f)
     events = trace.get("traceEvents")
