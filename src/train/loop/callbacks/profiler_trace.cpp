@@ -36,6 +36,10 @@ class ProfilerTrace final : public Callback {
   void on_fit_start(RunControl& run) override {
     cuda_ = model_device(run.model()).is_cuda();
     traces_ = run.writer();
+    // Off a GPU, Kineto's one message is an ERROR line about the GPUs it cannot count, written
+    // with the trace: silenced (level 5, none) unless the user set a level, before the steps
+    // start (setenv must not race another thread's getenv) and before Kineto reads it.
+    if (!cuda_ && traces_) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
     if (run.progress().step + 1 == first_) start();
   }
   void on_step_end(RunControl& run, std::int64_t step) override {
@@ -52,9 +56,6 @@ class ProfilerTrace final : public Callback {
     if (!traces_) return;
     std::set<ActivityType> activities{ActivityType::CPU};
     if (cuda_) activities.insert(ActivityType::CUDA);
-    // Off a GPU, Kineto's one message is an ERROR line about the GPUs it cannot count, written
-    // with the trace: silenced (level 5, none), unless the user set a level of their own.
-    if (!cuda_) ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
     const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true);
     profiler::prepareProfiler(config, activities);
     profiler::enableProfiler(config, activities);
