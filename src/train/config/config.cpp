@@ -302,6 +302,16 @@ void apply_document(Config& config, const std::string& text, const std::string& 
   apply_node(config, "", root, origin, problems, paths, given);
 }
 
+// Config files that set nothing (empty, or comments only: a truncated copy, the wrong file) and
+// nothing else given: the run would train the built-in defaults on synthetic data, which nobody
+// asks for that way (a bare `gputrain train` is refused for the same reason).
+[[noreturn]] void refuse_empty_configs(const std::vector<std::string>& files) {
+  const auto named = files.size() == 1 ? "config file '" + files.front() + "' sets" : "the config files (" + core::join(files) + ") set";
+  throw UsageError(named + " nothing: empty, or comments only",
+                   "give a config that sets the run up (configs/ holds ready ones: configs/quickstart.yaml); the built-in "
+                   "defaults train on synthetic data, which --set alone asks for (e.g. --set train.epochs=1)");
+}
+
 std::string read_config_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
@@ -376,6 +386,7 @@ Config load_config(const ConfigSources& sources) {
   for (const auto& path : paths)  // not a structured binding: C++17 lambdas cannot capture one
     problems.check([&] { check_path_beside_config(config, path.first, path.second); });
   problems.throw_if_any();
+  if (!sources.files.empty() && given.empty()) refuse_empty_configs(sources.files);
   if (!given.count("data.source") && given.count("data.path")) tell_data_source(config, given.at("data.path"));
   resolve_mlflow_settings(config.logging.mlflow);
   check_consistency(config);  // its checks read several keys, so they need each to be valid first

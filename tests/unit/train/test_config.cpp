@@ -91,6 +91,28 @@ TEST(Config, APathWithSyntheticDataIsAnErrorThatNamesTheSourceItLooksLike) {
   EXPECT_NO_THROW(load_config({{}, {"data.source=npy", "data.path=x.npy"}, ""})) << "a file source with its path is fine";
 }
 
+// A config file that sets nothing (empty, comments, a section with nothing under it) is a mistake,
+// not a request to train the built-in defaults on synthetic data; with something else given it is
+// harmless.
+TEST(Config, ConfigFilesThatSetNothingAreRefused) {
+  test_support::ScratchFolder folder("config-empty");
+  const auto at = [&](const std::string& name) { return (folder.path / name).string(); };
+  std::ofstream(at("empty.yaml")) << "";
+  std::ofstream(at("comments.yaml")) << "# nothing here yet\n\n";
+  std::ofstream(at("bare.yaml")) << "model:\n";
+  std::ofstream(at("real.yaml")) << "train:\n  epochs: 2\n";
+  for (const auto* name : {"empty.yaml", "comments.yaml", "bare.yaml"}) {
+    const auto error = error_of({{at(name)}, {}, ""});
+    EXPECT_NE(error.find("config file '" + at(name) + "' sets nothing: empty, or comments only"), std::string::npos) << error;
+    EXPECT_NE(error.find("configs/quickstart.yaml"), std::string::npos) << error;
+  }
+  EXPECT_NE(error_of({{at("empty.yaml"), at("comments.yaml")}, {}, ""}).find("the config files (" + at("empty.yaml") + ", "),
+            std::string::npos);
+  EXPECT_EQ(load_config({{at("empty.yaml")}, {"train.epochs=3"}, ""}).train.epochs, 3);
+  EXPECT_EQ(load_config({{at("empty.yaml"), at("real.yaml")}, {}, ""}).train.epochs, 2);
+  EXPECT_NO_THROW(load_config({{}, {}, ""})) << "no file at all: the caller decides";
+}
+
 // data.path without data.source reads the path as the format it names, as `gputrain profile
 // --path` does: the source the error's fix would name anyway. One given anywhere (file, --set,
 // flag) is kept, and a path whose format cannot be told is an error at the line that set it.
