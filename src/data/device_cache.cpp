@@ -44,8 +44,8 @@ void gather_on_gpu(const TensorDataset& set, const at::Tensor& indices, Batch& o
 
 // A ram cache's table: the rows where the source holds them in RAM. Each batch is gathered into
 // pinned memory (DeviceCache::gather), so a pinned copy of the table would only hold it twice (the
-// host allocator rounds a pinned block up to a power of two). Memory no allocator of this tensor's
-// gave (a memory-mapped file) is read in once, so that no batch waits on the disk.
+// host allocator rounds a pinned block up to a power of two). Rows in memory no allocator gave (a
+// memory-mapped file, wrapped by from_blob) are read in once, so that no batch waits on the disk.
 at::Tensor in_ram(const at::Tensor& rows) {
   return rows.storage().allocator() == nullptr ? rows.clone(at::MemoryFormat::Contiguous) : rows;
 }
