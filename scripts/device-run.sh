@@ -36,9 +36,9 @@
 #          GpuGraphs tests, then the DDP path at world size 1 with graphs on and off against a plain run
 #   next   what no GPU has checked yet, most telling first, in one call: the GpuDist, GpuGraphs,
 #          GpuBatchNorm, GpuProfile, GpuData (the chunked upload) and auto-batch tests, ResNet-18
-#          batch 256 against reduce-overhead (and with autocast's casts per layer), the kernel
-#          breakdown (the third batch-norm kernels' time per kernel, launches per step), then the
-#          DDP path with graphs on and off if time is left
+#          batch 256 against reduce-overhead (and with autocast's casts per layer), its profile
+#          --step (GPU busy from CUPTI), the kernel breakdown (the third batch-norm kernels' time
+#          per kernel, launches per step), then the DDP path with graphs on and off if time is left
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
@@ -261,6 +261,8 @@ next)
     > "$out/ctest-next.log" 2>&1; echo "rc=$?"
   grep -E "Test +#|tests passed|Failure|Expected|Which is|differs|max difference|error" "$out/ctest-next.log" | head -50
   GPUTRAIN_BUILD=$build run_bench train-resnet 200 "$python" bench/train_vs_pytorch.py --runs "${GPUTRAIN_BENCH_RUNS:-2}" --cases resnet18
+  # The GPU busy share from CUPTI's kernel times (issue #48: >= 90 % with graphs).
+  run_bench profile-step-busy 60 bash -c "$build/bin/gputrain profile --step configs/resnet18-cifar.yaml 2>&1"
   # Each side's line comes as it ends (graphs on, off, reduce-overhead first): a cut run keeps them.
   GPUTRAIN_BUILD=$build run_bench kernels 200 "$python" bench/kernel_breakdown.py
   GPUTRAIN_BUILD=$build run_bench ddp-graphs 200 "$python" bench/ddp_scaling.py --gpu --runs "${GPUTRAIN_BENCH_RUNS:-2}" --steps 200

@@ -3,6 +3,7 @@
 #include <kineto/ActivityType.h>  // libkineto::ActivityType, what KinetoEvent::activityType() holds
 #include <torch/csrc/autograd/profiler_kineto.h>
 
+#include <algorithm>
 #include <exception>
 #include <memory>
 #include <set>
@@ -28,6 +29,25 @@ LaunchCall launch_call_of(const std::string& api_name) {
   if ((starts_with(name, "cudaLaunch") || starts_with(name, "cuLaunch")) && name.find("HostFunc") == std::string::npos)
     return LaunchCall::kernel;
   return LaunchCall::none;
+}
+
+std::optional<double> busy_share(std::vector<DeviceSpan> spans) {
+  if (spans.empty()) return std::nullopt;
+  std::sort(spans.begin(), spans.end(), [](const DeviceSpan& a, const DeviceSpan& b) { return a.start_ns < b.start_ns; });
+  std::uint64_t busy = 0, run_start = spans.front().start_ns, run_end = run_start, last_end = run_start;
+  for (const auto& span : spans) {
+    const auto end = std::max(span.start_ns, span.end_ns);
+    last_end = std::max(last_end, end);
+    if (span.start_ns > run_end) {  // a gap: the run of overlapping spans before it is done
+      busy += run_end - run_start;
+      run_start = span.start_ns;
+    }
+    run_end = std::max(run_end, end);
+  }
+  busy += run_end - run_start;
+  const auto window = last_end - spans.front().start_ns;
+  if (window == 0) return std::nullopt;
+  return static_cast<double>(busy) / static_cast<double>(window);
 }
 
 LaunchCounter::LaunchCounter() {
@@ -60,10 +80,16 @@ std::optional<LaunchCounts> LaunchCounter::stop() {
     why_ = std::string("LibTorch's profiler did not stop: ") + e.what();
     return std::nullopt;
   }
+  std::vector<DeviceSpan> on_gpu;
   for (const auto& event : result->events()) {
     switch (static_cast<libkineto::ActivityType>(event.activityType())) {
       case libkineto::ActivityType::CONCURRENT_KERNEL:
         ++counts.gpu_kernels;
+        on_gpu.push_back({event.startNs(), event.endNs()});
+        break;
+      case libkineto::ActivityType::GPU_MEMCPY:
+      case libkineto::ActivityType::GPU_MEMSET:
+        on_gpu.push_back({event.startNs(), event.endNs()});
         break;
       case libkineto::ActivityType::CUDA_RUNTIME:
       case libkineto::ActivityType::CUDA_DRIVER: {
@@ -80,6 +106,7 @@ std::optional<LaunchCounts> LaunchCounter::stop() {
     why_ = "the profiler recorded no GPU kernel (CUPTI, which it reads them from, may be missing or not allowed here)";
     return std::nullopt;
   }
+  counts.gpu_busy = busy_share(std::move(on_gpu));
   return counts;
 }
 

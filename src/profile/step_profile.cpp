@@ -169,6 +169,7 @@ struct CountedSteps {
     p.kernel_launches_per_step = per_step(launch_counts->kernel_launches);
     p.graph_launches_per_step = per_step(launch_counts->graph_launches);
     p.gpu_kernels_per_step = per_step(launch_counts->gpu_kernels);
+    if (launch_counts->gpu_busy) p.gpu_busy_percent = 100 * *launch_counts->gpu_busy;
   }
 };
 
@@ -314,7 +315,9 @@ StepProfile profile_steps(train::Config config, const train::RunDevice& run, int
   estimate_copy(p, run, static_cast<std::uint64_t>(result.sample_bytes * result.batch_size * config.train.grad_accum), result.data_cache);
   // On a GPU, the GPU's own account of its wait decides: the host's also holds launches that
   // blocked on a full queue, which is compute, not data.
-  p.verdict = judge_step(p.gpu_data_stall_percent.value_or(p.data_stall_percent), p.gpu_utilization_percent);
+  // CUPTI's busy share where there is one: NVML's utilisation is the same measure, sampled.
+  p.verdict = judge_step(p.gpu_data_stall_percent.value_or(p.data_stall_percent),
+                         p.gpu_busy_percent ? p.gpu_busy_percent : p.gpu_utilization_percent);
   return p;
 }
 
@@ -344,6 +347,7 @@ std::string step_profile_json(const StepProfile& p) {
   out["kernel_launches_per_step"] = or_null(p.kernel_launches_per_step);
   out["graph_launches_per_step"] = or_null(p.graph_launches_per_step);
   out["gpu_kernels_per_step"] = or_null(p.gpu_kernels_per_step);
+  out["gpu_busy_percent"] = or_null(p.gpu_busy_percent);
   return core::json_text(out, 2);
 }
 
@@ -378,6 +382,11 @@ std::string step_profile_text(const StepProfile& p) {
                       *p.kernel_launches_per_step, *p.graph_launches_per_step, *p.gpu_kernels_per_step));
   else if (gpu)
     add(std::snprintf(line, sizeof line, "  launches per step       n/a  (%s)\n", p.launches_unavailable.c_str()));
+  if (p.gpu_busy_percent)
+    add(std::snprintf(
+        line, sizeof line,
+        "  GPU busy            %9s %%  (a kernel or copy running, from CUPTI's times over those steps: decides the verdict)\n",
+        core::format_fixed(*p.gpu_busy_percent, 1).c_str()));
   add(std::snprintf(line, sizeof line, "  throughput          %9s samples/s\n", core::format_fixed(p.samples_per_second, 0).c_str()));
   // NVML's figure is an average over its own period (up to a second): a short window reads low.
   const bool short_window = p.utilization_seconds < 2.0;

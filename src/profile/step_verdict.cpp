@@ -2,12 +2,12 @@
 
 namespace gputrain::profile {
 
-StepVerdict judge_step(double data_stall_percent, std::optional<double> gpu_utilization_percent) {
+StepVerdict judge_step(double data_stall_percent, std::optional<double> gpu_busy_percent) {
   // Waiting for data is the loader's fault; a GPU that is idle while the data keeps up waits for
   // the host instead (launching small kernels, per-step host work), which a faster loader cannot fix.
   constexpr double kStallPercent = 10, kBusyPercent = 70;
   if (data_stall_percent > kStallPercent) return StepVerdict::data_starved;
-  if (gpu_utilization_percent && *gpu_utilization_percent < kBusyPercent) return StepVerdict::host_bound;
+  if (gpu_busy_percent && *gpu_busy_percent < kBusyPercent) return StepVerdict::host_bound;
   return StepVerdict::compute_bound;
 }
 

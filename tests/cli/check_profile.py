@@ -162,7 +162,7 @@ def main():
         # so do the launch counts (CUPTI's), where a captured step is a graph launch or two.
         on_gpu = doc["device"].startswith("cuda")
         for key in ("gpu_data_wait_seconds", "gpu_data_stall_percent", "kernel_launches_per_step", "graph_launches_per_step",
-                    "gpu_kernels_per_step"):
+                    "gpu_kernels_per_step", "gpu_busy_percent"):
             if (doc[key] is None) == on_gpu:
                 fail(f"{key} is {doc[key]} on {doc['device']}")
         if on_gpu and doc["cuda_graphs"] == "on" and not (doc["graph_launches_per_step"] >= 1 and doc["gpu_kernels_per_step"] > doc["kernel_launches_per_step"]):
@@ -170,6 +170,8 @@ def main():
                  f"{doc['gpu_kernels_per_step']} kernels run")
         if on_gpu and not 0 <= doc["gpu_data_stall_percent"] <= 100:
             fail("GPU stall percent")
+        if on_gpu and not 0 < doc["gpu_busy_percent"] <= 100:
+            fail(f"GPU busy {doc['gpu_busy_percent']} %")
         # Without a GPU there is no utilisation: only the stall can decide, and it is small here.
         expected = "data-starved" if doc["data_stall_percent"] > 10 else "compute-bound"
         if doc["gpu_utilization_percent"] is None and doc["verdict"] != expected:

@@ -94,3 +94,29 @@ TEST_F(GpuProfile, LaunchesAreCountedOneByOneAndAsGraphReplays) {
   }
   EXPECT_EQ(x[0].item<float>(), 1 + 8 + 16);
 }
+
+// The busy share from CUPTI's kernel times: near 1 while queued products keep the GPU at work,
+// near 0 when the host sleeps between two small kernels.
+TEST_F(GpuProfile, BusyShareSeesTheGpuIdleBetweenKernels) {
+  auto a = at::randn({4096, 4096}, at::TensorOptions().device(at::kCUDA));
+  torch::cuda::synchronize();
+  {
+    LaunchCounter counter;
+    for (int i = 0; i < 8; ++i) a = at::mm(a, a).mul_(1.0 / 64);  // ~ms each, queued back to back
+    torch::cuda::synchronize();
+    const auto counts = counter.stop();
+    ASSERT_TRUE(counts.has_value() && counts->gpu_busy.has_value()) << counter.why();
+    EXPECT_GT(*counts->gpu_busy, 0.9);
+  }
+  {
+    LaunchCounter counter;
+    a.add_(1);
+    torch::cuda::synchronize();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    a.add_(1);
+    torch::cuda::synchronize();
+    const auto counts = counter.stop();
+    ASSERT_TRUE(counts.has_value() && counts->gpu_busy.has_value()) << counter.why();
+    EXPECT_LT(*counts->gpu_busy, 0.1);
+  }
+}

@@ -34,6 +34,9 @@ struct StepProfile {
   /// host's kernel launches and graph launches per step, and the kernels the GPU ran per step.
   /// Empty elsewhere, or with `launches_unavailable` saying why.
   std::optional<double> kernel_launches_per_step, graph_launches_per_step, gpu_kernels_per_step;
+  /// Over the same steps: the share of the time from their first kernel's start to their last
+  /// one's end during which a kernel, copy or memset ran (percent; CUPTI's times, not sampled).
+  std::optional<double> gpu_busy_percent;
   std::string launches_unavailable;
   std::string cuda_graphs;  ///< as the run resolved train.cuda_graphs: "on" or "off (why)"
   StepVerdict verdict = StepVerdict::compute_bound;

@@ -14,8 +14,9 @@ enum class StepVerdict {
 };
 
 /// Data-starved above a 10 % stall; host-bound when the GPU was busy less than 70 % of the time
-/// (NVML; nullopt without a GPU or NVML: then only the stall can decide); compute-bound otherwise.
-StepVerdict judge_step(double data_stall_percent, std::optional<double> gpu_utilization_percent);
+/// (CUPTI's busy share, else NVML's utilisation; nullopt without a GPU or either: then only the
+/// stall can decide); compute-bound otherwise.
+StepVerdict judge_step(double data_stall_percent, std::optional<double> gpu_busy_percent);
 
 /// "data-starved", "host-bound", "compute-bound" (the JSON's `verdict`).
 const char* to_string(StepVerdict verdict);
