@@ -35,10 +35,11 @@
 #   ddpgraphs   distributed steps with their NCCL all-reduces inside the CUDA graph: the GpuDist and
 #          GpuGraphs tests, then the DDP path at world size 1 with graphs on and off against a plain run
 #   next   what no GPU has checked yet, most telling first, in one call: the GpuDist, GpuGraphs,
-#          GpuBatchNorm, GpuProfile, GpuData (the chunked upload) and auto-batch tests, ResNet-18
-#          batch 256 against reduce-overhead (and with autocast's casts per layer), its profile
-#          --step (GPU busy from CUPTI), the kernel breakdown (the third batch-norm kernels' time
-#          per kernel, launches per step), then the DDP path with graphs on and off if time is left
+#          GpuBatchNorm, GpuProfile, GpuData (the chunked upload) and auto-batch tests, verify's
+#          functional checks (the batch-norm kernels' among them), ResNet-18 batch 256 against
+#          reduce-overhead (and with autocast's casts per layer), its profile --step (GPU busy
+#          from CUPTI), the kernel breakdown (the third batch-norm kernels' time per kernel,
+#          launches per step), then the DDP path with graphs on and off if time is left
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
@@ -79,7 +80,7 @@ graphs) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_trai
 batchnorm) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train) ;;
 monitoring) targets=(--target gputrain gputrain-train) ;;
 ddpgraphs) targets=(--target gputrain gputrain-train test_gpu_train) ;;
-next) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
+next) targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 figures) targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 recheck) targets=(--target test_gpu_train) ;;
 esac
@@ -260,6 +261,7 @@ next)
   ctest --test-dir $build -R "^(GpuDist|GpuGraphs|GpuBatchNorm|GpuProfile|GpuData|GpuTrainer\.AutoBatch)" --output-on-failure --timeout 120 \
     > "$out/ctest-next.log" 2>&1; echo "rc=$?"
   grep -E "Test +#|tests passed|Failure|Expected|Which is|differs|max difference|error" "$out/ctest-next.log" | head -50
+  run_bench verify 60 bash -c "$build/bin/gputrain verify 2>&1 | grep -E 'functional|verify:'"
   GPUTRAIN_BUILD=$build run_bench train-resnet 200 "$python" bench/train_vs_pytorch.py --runs "${GPUTRAIN_BENCH_RUNS:-2}" --cases resnet18
   # The GPU busy share from CUPTI's kernel times (issue #48: >= 90 % with graphs).
   run_bench profile-step-busy 60 bash -c "$build/bin/gputrain profile --step configs/resnet18-cifar.yaml 2>&1"

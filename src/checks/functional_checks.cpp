@@ -1,5 +1,5 @@
 // functional.*: the GPU really computes: allocator, bit-exact copies, cuDNN, a mixed-precision
-// training step, gputrain's own gather kernel, and NCCL all-reduce across local GPUs.
+// training step, gputrain's own gather and batch-norm kernels, and NCCL all-reduce across local GPUs.
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -234,6 +234,8 @@ std::vector<Check> functional_checks(const Context& context) {
         {prefix + "amp_bf16", "functional", "bf16 mixed-precision step" + label, std::chrono::seconds(15), [i, bf16](const Context&) {
            return bf16 ? check_mixed_precision(i, at::kBFloat16) : skip("bf16 needs compute capability 8.0 or newer");
          }});
+    checks.push_back({prefix + "batch_norm", "functional", "gputrain's batch-norm kernels vs ATen" + label, std::chrono::seconds(15),
+                      [i, bf16](const Context&) { return check_batch_norm_kernels(i, bf16 ? at::kBFloat16 : at::kHalf); }});
   }
   if (context.inventory.gpus.size() >= 2) {
     checks.push_back(
