@@ -5,9 +5,11 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "gputrain/core/error.hpp"
+#include "subset.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -44,6 +46,7 @@ class ArrayDataset final : public Dataset {
   std::string origin(std::int64_t index) const override { return origin_ + " sample " + std::to_string(index); }
   std::optional<TensorDataset> tensors() const override { return set_; }
   std::string description() const override { return description_; }
+  std::shared_ptr<const Dataset> described_only() const;
 
  private:
   TensorDataset set_;
@@ -52,7 +55,33 @@ class ArrayDataset final : public Dataset {
   std::string description_, origin_;
 };
 
+// An array set without its arrays: what a subset that copied its samples out keeps of it.
+class ArrayDescription final : public Dataset {
+ public:
+  ArrayDescription(std::int64_t size, SampleLayout layout, std::string description, std::string origin_name)
+      : size_(size), layout_(std::move(layout)), description_(std::move(description)), origin_(std::move(origin_name)) {}
+  std::int64_t size() const override { return size_; }
+  const SampleLayout& layout() const override { return layout_; }
+  void read(std::int64_t, void*, void*) const override { throw std::logic_error(description_ + ": its samples were let go"); }
+  std::string origin(std::int64_t index) const override { return origin_ + " sample " + std::to_string(index); }
+  std::string description() const override { return description_; }
+
+ private:
+  std::int64_t size_;
+  SampleLayout layout_;
+  std::string description_, origin_;
+};
+
+std::shared_ptr<const Dataset> ArrayDataset::described_only() const {
+  return std::make_shared<ArrayDescription>(size(), layout_, description_, origin_);
+}
+
 }  // namespace
+
+std::shared_ptr<const Dataset> without_samples(const std::shared_ptr<const Dataset>& set) {
+  if (const auto* array = dynamic_cast<const ArrayDataset*>(set.get())) return array->described_only();
+  return set;
+}
 
 std::optional<at::Tensor> Dataset::class_ids() const {
   const auto whole = tensors();

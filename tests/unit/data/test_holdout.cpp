@@ -81,6 +81,20 @@ TEST(HoldOut, PartsAreDisjointCoverEverySampleAndKeepFileOrder) {
   EXPECT_NE(parts.val->description().find("20 held out for validation"), std::string::npos) << parts.val->description();
 }
 
+// The parts of an array set hold copies of their samples and no hold on the whole's arrays: once
+// the caller lets go of the whole (sources.cpp does), the table is in memory once, not twice.
+TEST(HoldOut, ThePartsOfAnArraySetLetTheWholesArraysGo) {
+  auto whole = numbered(100);
+  const auto memory = whole->tensors()->inputs.storage().getWeakStorageImpl();
+  const auto parts = hold_out(whole, 0.2, 7);
+  whole.reset();
+  EXPECT_TRUE(memory.expired()) << "the whole set's arrays are still held";
+  const auto val = labels_of(*parts.val);  // read from the part's own copy
+  EXPECT_EQ(parts.val->origin(3), "numbered.npy sample " + std::to_string(val[3]));
+  EXPECT_EQ(parts.train->layout().input_shape, (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(values_of(parts.val->class_ids()), val);
+}
+
 TEST(HoldOut, TheSplitIsAPureFunctionOfSizeFractionAndSeed) {
   const auto a = hold_out(numbered(100), 0.2, 7), b = hold_out(numbered(100), 0.2, 7), c = hold_out(numbered(100), 0.2, 8);
   EXPECT_EQ(labels_of(*a.val), labels_of(*b.val));
