@@ -55,10 +55,10 @@ class ArrayDataset final : public Dataset {
   std::string description_, origin_;
 };
 
-// An array set without its arrays: what a subset that copied its samples out keeps of it.
-class ArrayDescription final : public Dataset {
+// A set without its samples: its size, layout, description, and its samples' names.
+class Description final : public Dataset {
  public:
-  ArrayDescription(std::int64_t size, SampleLayout layout, std::string description, std::string origin_name)
+  Description(std::int64_t size, SampleLayout layout, std::string description, std::string origin_name)
       : size_(size), layout_(std::move(layout)), description_(std::move(description)), origin_(std::move(origin_name)) {}
   std::int64_t size() const override { return size_; }
   const SampleLayout& layout() const override { return layout_; }
@@ -73,7 +73,7 @@ class ArrayDescription final : public Dataset {
 };
 
 std::shared_ptr<const Dataset> ArrayDataset::described_only() const {
-  return std::make_shared<ArrayDescription>(size(), layout_, description_, origin_);
+  return std::make_shared<Description>(size(), layout_, description_, origin_);
 }
 
 }  // namespace
@@ -81,6 +81,12 @@ std::shared_ptr<const Dataset> ArrayDataset::described_only() const {
 std::shared_ptr<const Dataset> without_samples(const std::shared_ptr<const Dataset>& set) {
   if (const auto* array = dynamic_cast<const ArrayDataset*>(set.get())) return array->described_only();
   return set;
+}
+
+std::shared_ptr<const Dataset> described_only(const std::shared_ptr<const Dataset>& set) {
+  if (!set || dynamic_cast<const Description*>(set.get())) return set;
+  if (const auto* array = dynamic_cast<const ArrayDataset*>(set.get())) return array->described_only();
+  return std::make_shared<Description>(set->size(), set->layout(), set->description(), set->description());
 }
 
 std::optional<at::Tensor> Dataset::class_ids() const {

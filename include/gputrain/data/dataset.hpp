@@ -56,6 +56,12 @@ class Dataset {
 /// A dataset held as two CPU tensors (inputs [N, ...] and targets [N] or [N, k]).
 std::shared_ptr<Dataset> make_array_dataset(TensorDataset set, std::string description, std::string origin_name);
 
+/// A stand-in for `set` with its size, layout and description but none of its samples: what a
+/// run keeps of its sources once a cache holds every sample, so that a table held in GPU memory
+/// is not held in RAM as well. An array set's samples keep their names ("x.npy sample 12"), any
+/// other's are "<description> sample 12"; reading one throws std::logic_error.
+std::shared_ptr<const Dataset> described_only(const std::shared_ptr<const Dataset>& set);
+
 /// Every sample read into two CPU tensors, in order, with `threads` threads; unreadable samples
 /// (SkippedSample) are left out and returned in `skipped` as "origin: why".
 struct Materialized {

@@ -95,6 +95,30 @@ TEST(HoldOut, ThePartsOfAnArraySetLetTheWholesArraysGo) {
   EXPECT_EQ(values_of(parts.val->class_ids()), val);
 }
 
+// What a run keeps of its sources once a cache holds every sample: what they are, not the samples.
+TEST(DescribedOnly, KeepsSizeLayoutAndNamesButNoSamples) {
+  auto arrays = numbered(10);
+  const auto memory = arrays->tensors()->inputs.storage().getWeakStorageImpl();
+  std::shared_ptr<const Dataset> set = arrays;
+  arrays.reset();
+  set = described_only(set);
+  EXPECT_TRUE(memory.expired()) << "the arrays are still held";
+  EXPECT_EQ(set->size(), 10);
+  EXPECT_EQ(set->layout().input_shape, (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(set->description(), "numbered");
+  EXPECT_EQ(set->origin(4), "numbered.npy sample 4");
+  EXPECT_FALSE(set->tensors().has_value());
+  EXPECT_FALSE(set->class_ids().has_value());
+  float input = 0;
+  std::int64_t label = 0;
+  EXPECT_THROW(set->read(0, &input, &label), std::logic_error);
+  EXPECT_EQ(described_only(set), set) << "a stand-in stands in for itself";
+  const auto files = described_only(std::make_shared<NumberedFiles>(5));
+  EXPECT_EQ(files->size(), 5);
+  EXPECT_EQ(files->origin(2), "numbered files sample 2");
+  EXPECT_EQ(described_only(nullptr), nullptr);
+}
+
 TEST(HoldOut, TheSplitIsAPureFunctionOfSizeFractionAndSeed) {
   const auto a = hold_out(numbered(100), 0.2, 7), b = hold_out(numbered(100), 0.2, 7), c = hold_out(numbered(100), 0.2, 8);
   EXPECT_EQ(labels_of(*a.val), labels_of(*b.val));
