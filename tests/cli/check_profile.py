@@ -8,7 +8,8 @@ Modes:
                     with NAME, the dataset it names starts with NAME (e.g. "npy x.npy": the source
                     told from the path)
   sweep-csv SVG     --csv output with one row per setting, and the --plot SVG parses with a line
-  step-json [DIR]   --step's JSON: the step split into data wait and compute, the stall in percent,
+  step-json [DIR]   --step's JSON: every field documented in docs/profiling.md and every documented one
+                    written; the step split into data wait and compute, the stall in percent,
                     the host's time and operators per step, whether the steps were captured;
                     with DIR (the config's checkpoint.dir and train.profile.dir), nothing was written there; the folder a
                     killed --step left in TMPDIR is removed
@@ -20,6 +21,7 @@ import csv
 import io
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -29,6 +31,16 @@ import xml.dom.minidom
 def fail(message):
     print("FAIL: " + message)
     sys.exit(1)
+
+
+def documented_step_fields():
+    """The keys docs/profiling.md's `--json` paragraph of --step names (backticked, lower case)."""
+    docs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "profiling.md")
+    with open(docs) as f:
+        text = f.read()
+    start = text.index("`--json` (schema `gputrain.profile.step/1`)")
+    paragraph = text[start:text.index("\n\n", start)]
+    return set(re.findall(r"`([a-z][a-z0-9_]*)`", paragraph))
 
 
 def run(command):
@@ -142,6 +154,13 @@ def main():
             fail(f"profile --step wrote into the config's checkpoint.dir or train.profile.dir: {os.listdir(untouched)}")
         if doc.get("schema") != "gputrain.profile.step/1":
             fail("schema")
+        # Every field is in the docs, and every field the docs name (a key's underscore tells it
+        # from a value such as `on`) is written.
+        named = documented_step_fields()
+        undocumented = set(doc) - named - {"schema"}
+        unwritten = {n for n in named if "_" in n} - set(doc)
+        if undocumented or unwritten:
+            fail(f"--step's JSON and docs/profiling.md differ: not in the docs {sorted(undocumented)}, not written {sorted(unwritten)}")
         if doc["steps"] < 2 or doc["samples_per_second"] <= 0:
             fail("no steps ran")
         if abs(doc["data_wait_seconds"] + doc["compute_seconds"] - doc["step_seconds"]) > 1e-9:
