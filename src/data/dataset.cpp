@@ -85,7 +85,7 @@ std::shared_ptr<const Dataset> without_samples(const std::shared_ptr<const Datas
 
 std::shared_ptr<const Dataset> described_only(const std::shared_ptr<const Dataset>& set) {
   if (!set || dynamic_cast<const Description*>(set.get())) return set;
-  if (const auto* array = dynamic_cast<const ArrayDataset*>(set.get())) return array->described_only();
+  if (auto array = without_samples(set); array != set) return array;
   return std::make_shared<Description>(set->size(), set->layout(), set->description(), set->description());
 }
 

@@ -1,7 +1,5 @@
 #include "subset.hpp"
 
-#include <cstring>
-
 namespace gputrain::data {
 namespace {
 
@@ -10,23 +8,20 @@ class Subset final : public Dataset {
   Subset(std::shared_ptr<const Dataset> base, at::Tensor indices, std::string description)
       : base_(std::move(base)), indices_(std::move(indices)), description_(std::move(description)) {
     if (auto whole = base_->tensors()) {
-      selected_ = TensorDataset{whole->inputs.index_select(0, indices_), whole->targets.index_select(0, indices_)};
+      selected_ = make_array_dataset({whole->inputs.index_select(0, indices_), whole->targets.index_select(0, indices_)}, description_, "");
       base_ = without_samples(base_);  // the copy above is all this subset reads
     }
   }
   std::int64_t size() const override { return indices_.size(0); }
   const SampleLayout& layout() const override { return base_->layout(); }
   void read(std::int64_t index, void* input, void* target) const override {
-    if (!selected_) return base_->read(base_index(index), input, target);
-    const auto in_bytes = layout().input_bytes(), target_bytes = layout().target_bytes();
-    std::memcpy(input, static_cast<const char*>(selected_->inputs.const_data_ptr()) + index * in_bytes, static_cast<std::size_t>(in_bytes));
-    std::memcpy(target, static_cast<const char*>(selected_->targets.const_data_ptr()) + index * target_bytes,
-                static_cast<std::size_t>(target_bytes));
+    if (selected_) return selected_->read(index, input, target);
+    base_->read(base_index(index), input, target);
   }
   std::string origin(std::int64_t index) const override { return base_->origin(base_index(index)); }
-  std::optional<TensorDataset> tensors() const override { return selected_; }
+  std::optional<TensorDataset> tensors() const override { return selected_ ? selected_->tensors() : std::nullopt; }
   std::optional<at::Tensor> class_ids() const override {
-    if (selected_) return Dataset::class_ids();
+    if (selected_) return selected_->class_ids();
     auto all = base_->class_ids();
     if (!all) return std::nullopt;
     return all->index_select(0, indices_);
@@ -38,7 +33,7 @@ class Subset final : public Dataset {
 
   std::shared_ptr<const Dataset> base_;
   at::Tensor indices_;
-  std::optional<TensorDataset> selected_;
+  std::shared_ptr<const Dataset> selected_;  // an array set's samples, copied out of it
   std::string description_;
 };
 

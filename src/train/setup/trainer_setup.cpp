@@ -384,13 +384,17 @@ void Trainer::State::place_the_data(const std::string& device_name) {
   memory::release_cached_memory(device);
   effective_batch = micro_batch * config.train.grad_accum;
   placement = place_data(config, data, device, plan, effective_batch, micro_batch, static_cast<int>(num_workers), evaluating());
-  // The caches hold every sample now: the sources keep what they are, not their samples, so that a
-  // table held in GPU memory is not held in RAM for the whole run as well.
-  if (placement.train_cache) data.sources.train = data::described_only(data.sources.train);
-  if (placement.val_cache) data.sources.val = data::described_only(data.sources.val);
-  // A cache leaves unreadable samples out, so its size is what the sampler draws from.
-  if (placement.train_cache) train_size = placement.train_cache->data().size();
-  if (placement.val_cache) val_size = placement.val_cache->data().size();
+  // A cache holds every sample: the sources keep what they are, not their samples (a table held in
+  // GPU memory is not held in RAM for the run as well). It leaves unreadable samples out, so its
+  // size is what the sampler draws from.
+  if (placement.train_cache) {
+    data.sources.train = data::described_only(data.sources.train);
+    train_size = placement.train_cache->data().size();
+  }
+  if (placement.val_cache) {
+    data.sources.val = data::described_only(data.sources.val);
+    val_size = placement.val_cache->data().size();
+  }
   reporter.later("data: " + data.sources.train->description() +
                  (data.sources.val
                       ? "; validation: " + data.sources.val->description()
