@@ -37,9 +37,24 @@ std::optional<std::string> closest_choice(const std::string& message) {
   return message.substr(0, colon) + " " + likely.front();
 }
 
-// What to do about a command line CLI11 rejected: the option or choice a mistyped one was probably
-// meant to be (`--sett` -> `--set`, `--level ful` -> `--level full`), else where the options are listed.
-std::string usage_remedy(const CLI::App& app, const std::string& message) {
+// The value given with `flag` on the command line: after its '=', else the next word unless that is
+// another flag or a config file; "" when there is none.
+std::string value_given(const std::string& flag, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind(flag + "=", 0) == 0) return arg.substr(flag.size() + 1);
+    if (arg != flag || i + 1 >= argc) continue;
+    const std::string next = argv[i + 1];
+    const bool config_file = next.size() > 5 && (next.rfind(".yaml") == next.size() - 5 || next.rfind(".yml") == next.size() - 4);
+    return next.rfind('-', 0) == 0 || config_file ? "" : next;
+  }
+  return "";
+}
+
+// What to do about a command line CLI11 rejected: a setting written as a flag (`--epochs 5` ->
+// `--set train.epochs=5`), the option or choice a mistyped one was probably meant to be (`--sett`
+// -> `--set`, `--level ful` -> `--level full`), else where the options are listed.
+std::string usage_remedy(const CLI::App& app, const std::string& message, int argc, char** argv, const SettingHint& setting_hint) {
   // CLI11 names the app after argv[0]: /path/to/gputrain-train -> "gputrain train".
   std::string command = app.get_name().substr(app.get_name().find_last_of('/') + 1);
   if (command.rfind("gputrain-", 0) == 0) command[8] = ' ';
@@ -47,6 +62,11 @@ std::string usage_remedy(const CLI::App& app, const std::string& message) {
   std::vector<std::string> options;
   for (const auto* option : app.get_options())
     for (const auto& name : option->get_lnames()) options.push_back("--" + name);
+  for (const auto& argument : app.remaining()) {
+    if (argument.rfind("--", 0) != 0 || !setting_hint) continue;
+    const auto flag = argument.substr(0, argument.find('='));
+    if (auto setting = setting_hint(flag, value_given(flag, argc, argv)); !setting.empty()) return setting;
+  }
   for (const auto& argument : app.remaining()) {
     if (argument.rfind("--", 0) != 0) continue;
     const auto close = core::closest_match(argument.substr(0, argument.find('=')), options);
@@ -83,7 +103,7 @@ void say_error(const std::string& message, const std::string& remedy) {
 
 }  // namespace
 
-int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>& body, const SettingHint& setting_hint) {
   device::reexec_without_rival_cuda_folders(argv);
   try {
     try {
@@ -93,7 +113,7 @@ int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>
     } catch (const CLI::CallForAllHelp& e) {
       return app.exit(e);
     } catch (const CLI::ParseError& e) {
-      std::string message = e.what(), remedy = usage_remedy(app, e.what());
+      std::string message = e.what(), remedy = usage_remedy(app, e.what(), argc, argv, setting_hint);
       name_the_env_twin(app, argc, argv, message, remedy);
       say_error(message, remedy);
       return static_cast<int>(ExitCode::usage);

@@ -12,11 +12,15 @@ namespace gputrain::tools {
 /// Adds --log-level (twin: GPUTRAIN_LOG_LEVEL) to a command.
 void add_logging_options(CLI::App& app);
 
+/// For a command with --set: what to say about an unknown `--flag` (given `value`) that is a
+/// config key, as train::flag_as_setting says it; "" when it is none.
+using SettingHint = std::function<std::string(const std::string& flag, const std::string& value)>;
+
 /// First re-executes without LD_LIBRARY_PATH folders that would mix a second build of a CUDA
 /// library into the process (device::reexec_without_rival_cuda_folders). Then parses argv into
 /// `app` and runs `body`; returns the process exit code. --help prints and
 /// returns 0; a parse error prints CLI11's message and returns 2; a gputrain::Error prints its
 /// message and fix and returns its code; any other exception returns 1.
-int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
+int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>& body, const SettingHint& setting_hint = {});
 
 }  // namespace gputrain::tools

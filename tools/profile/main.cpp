@@ -29,6 +29,16 @@ void refuse_mixed_flags(bool memory_mode, bool batch_mode, bool step_mode, bool 
   if (sweep.json && sweep.csv) throw UsageError("--json or --csv, not both", "pick one output format");
 }
 
+// --labels takes every word up to the next option, so a config named after it lands there.
+void refuse_configs_as_labels(const std::vector<std::string>& labels) {
+  for (const auto& label : labels) {
+    const auto extension = std::filesystem::path(label).extension();
+    if (extension == ".yaml" || extension == ".yml")
+      throw UsageError("--labels took the config file '" + label + "' as a label",
+                       "put the config first: gputrain profile " + label + " --labels ..., or end the labels with --");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,13 +84,7 @@ int main(int argc, char** argv) {
 
   const auto run_profile = [&]() -> int {
     refuse_mixed_flags(memory_mode, batch_mode, step_mode, exhaustive, !trace.empty(), sweep);
-    // --labels takes every word up to the next option, so a config named after it lands there.
-    for (const auto& label : labels) {
-      const auto extension = std::filesystem::path(label).extension();
-      if (extension == ".yaml" || extension == ".yml")
-        throw UsageError("--labels took the config file '" + label + "' as a label",
-                         "put the config first: gputrain profile " + label + " --labels ..., or end the labels with --");
-    }
+    refuse_configs_as_labels(labels);
     if (sources.files.empty() && path.empty() && source.empty())
       throw UsageError("no config and no data to profile", "give a config file, or --source and --path (see --help)");
     if (!source.empty()) sources.flags.push_back({"--source", "data.source", {source}});
@@ -107,7 +111,8 @@ int main(int argc, char** argv) {
     return memory_mode ? profile_memory(config, run, probe, data_bytes, sweep.json)
                        : profile_batch(config, run, probe, exhaustive, sweep.json);
   };
-  return tools::run_command(app, argc, argv, [&] {
-    return sweep.json ? with_json_errors(json_schema(step_mode, memory_mode, batch_mode), run_profile) : run_profile();
-  });
+  return tools::run_command(
+      app, argc, argv,
+      [&] { return sweep.json ? with_json_errors(json_schema(step_mode, memory_mode, batch_mode), run_profile) : run_profile(); },
+      train::flag_as_setting);
 }

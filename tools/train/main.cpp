@@ -40,48 +40,51 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "with --evaluate: print the figures as one JSON object on stdout")->needs(evaluate_option);
   tools::add_logging_options(app);
 
-  const int code = tools::run_command(app, argc, argv, [&] {
-    // A bare `gputrain train` is someone finding their way, not a request for a run on the defaults.
-    if (sources.files.empty() && sources.overrides.empty() && max_memory.empty() && !launch.any() && !print_config)
-      throw UsageError("no config given: gputrain train CONFIG.yaml [--set KEY=VALUE ...]",
-                       "try gputrain train configs/quickstart.yaml (configs/ holds ready configs; docs/getting-started.md walks "
-                       "through a first run); --set alone trains on the built-in defaults");
-    if (!max_memory.empty()) sources.flags.push_back({"--max-memory/GPUTRAIN_MAX_MEMORY", "device.max_memory", {max_memory}});
-    launch.add_settings(sources);
-    const auto config = train::load_config(sources);
-    if (print_config) {
-      std::cout << train::to_yaml(config);
-      return int(ExitCode::ok);
-    }
-    const auto& d = config.distributed;
-    if (dist::starts_ranks_here(static_cast<int>(d.nproc_per_node), static_cast<int>(d.nnodes))) {
-      // Said once, before any rank starts, rather than by every rank (Trainer::evaluate checks it too).
-      if (!evaluate.empty()) train::check_weights_file(evaluate);
-      return tools::launch_ranks(config, argc, argv);
-    }
-    core::install_stop_handlers();
-    train::TrainerOptions options;
-    options.console_is_terminal = isatty(STDERR_FILENO) != 0;
-    if (!evaluate.empty()) {
-      options.evaluate_only = true;
-      train::Trainer trainer(config, options);
-      const auto result = trainer.evaluate(evaluate);
-      if (result.rank != 0) return int(ExitCode::ok);  // rank 0 reports the sums
-      for (const auto& line : train::evaluation_lines(result)) std::cerr << line << "\n";
-      if (json) std::cout << train::evaluation_json(result) << "\n";
-      return int(ExitCode::ok);
-    }
-    train::Trainer trainer(config, options);
-    const auto result = trainer.fit();
-    if (result.rank != 0) return int(result.interrupted ? ExitCode::interrupted : ExitCode::ok);  // rank 0 reports
-    if (result.interrupted) {
-      std::cerr << "interrupted after step " << result.steps << "; checkpoint " << result.last_checkpoint
-                << "\n  resume: run the same command again (checkpoint.resume: auto)\n";
-      return int(ExitCode::interrupted);
-    }
-    std::cerr << train::fit_summary(result, config, trainer.device() != "cpu");
-    return int(ExitCode::ok);
-  });
+  const int code = tools::run_command(
+      app, argc, argv,
+      [&] {
+        // A bare `gputrain train` is someone finding their way, not a request for a run on the defaults.
+        if (sources.files.empty() && sources.overrides.empty() && max_memory.empty() && !launch.any() && !print_config)
+          throw UsageError("no config given: gputrain train CONFIG.yaml [--set KEY=VALUE ...]",
+                           "try gputrain train configs/quickstart.yaml (configs/ holds ready configs; docs/getting-started.md walks "
+                           "through a first run); --set alone trains on the built-in defaults");
+        if (!max_memory.empty()) sources.flags.push_back({"--max-memory/GPUTRAIN_MAX_MEMORY", "device.max_memory", {max_memory}});
+        launch.add_settings(sources);
+        const auto config = train::load_config(sources);
+        if (print_config) {
+          std::cout << train::to_yaml(config);
+          return int(ExitCode::ok);
+        }
+        const auto& d = config.distributed;
+        if (dist::starts_ranks_here(static_cast<int>(d.nproc_per_node), static_cast<int>(d.nnodes))) {
+          // Said once, before any rank starts, rather than by every rank (Trainer::evaluate checks it too).
+          if (!evaluate.empty()) train::check_weights_file(evaluate);
+          return tools::launch_ranks(config, argc, argv);
+        }
+        core::install_stop_handlers();
+        train::TrainerOptions options;
+        options.console_is_terminal = isatty(STDERR_FILENO) != 0;
+        if (!evaluate.empty()) {
+          options.evaluate_only = true;
+          train::Trainer trainer(config, options);
+          const auto result = trainer.evaluate(evaluate);
+          if (result.rank != 0) return int(ExitCode::ok);  // rank 0 reports the sums
+          for (const auto& line : train::evaluation_lines(result)) std::cerr << line << "\n";
+          if (json) std::cout << train::evaluation_json(result) << "\n";
+          return int(ExitCode::ok);
+        }
+        train::Trainer trainer(config, options);
+        const auto result = trainer.fit();
+        if (result.rank != 0) return int(result.interrupted ? ExitCode::interrupted : ExitCode::ok);  // rank 0 reports
+        if (result.interrupted) {
+          std::cerr << "interrupted after step " << result.steps << "; checkpoint " << result.last_checkpoint
+                    << "\n  resume: run the same command again (checkpoint.resume: auto)\n";
+          return int(ExitCode::interrupted);
+        }
+        std::cerr << train::fit_summary(result, config, trainer.device() != "cpu");
+        return int(ExitCode::ok);
+      },
+      train::flag_as_setting);
   // A failed MPI rank takes the whole job down at once (mpirun names it), instead of leaving the
   // others to wait out their timeout in a collective this rank will never join.
   if (code != int(ExitCode::ok) && code != int(ExitCode::interrupted)) dist::end_failed_run(code);

@@ -276,4 +276,9 @@ std::vector<std::string> config_differences(const std::string& before_yaml, cons
 /// Every documented key ("train.batch_size"), in schema order.
 std::vector<std::string> config_keys();
 
+/// For a command-line flag that is a config key rather than an option (`--epochs`, `--batch-size`,
+/// Hugging Face's `--learning_rate`): how to give it, "... --set train.epochs=5 ..." with `value`
+/// (VALUE when empty); "" when the flag names no key.
+std::string flag_as_setting(const std::string& flag, const std::string& value);
+
 }  // namespace gputrain::train

@@ -20,6 +20,7 @@
 #include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
+#include "key_suggestions.hpp"
 #include "mlflow_settings.hpp"
 #include "yaml_hints.hpp"
 
@@ -80,121 +81,6 @@ class Problems {
 std::string where(const std::string& origin, const YAML::Mark& mark) {
   if (mark.line < 0) return origin;
   return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
-
-// What other training tools call a setting, for users who bring their habits (and configs) along:
-// Lightning's Trainer, Hugging Face's TrainingArguments and Accelerate, timm's and nanoGPT's
-// train.py, DeepSpeed's config. Only names whose meaning is the same here; a leaf that already
-// matches one of ours ("max_steps") needs no entry.
-struct ForeignName {
-  const char* name;
-  const char* tool;
-  const char* key;
-};
-constexpr ForeignName kForeignNames[] = {
-    {"max_epochs", "Lightning", "train.epochs"},
-    {"num_train_epochs", "Hugging Face", "train.epochs"},
-    {"learning_rate", "Hugging Face", "optimizer.lr"},
-    {"output_dir", "Hugging Face", "logging.dir"},
-    {"default_root_dir", "Lightning", "logging.dir"},
-    {"gradient_clip_val", "Lightning", "train.clip_grad_norm"},
-    {"max_grad_norm", "Hugging Face", "train.clip_grad_norm"},
-    {"clip_grad", "timm", "train.clip_grad_norm"},
-    {"accumulate_grad_batches", "Lightning", "train.grad_accum"},
-    {"gradient_accumulation_steps", "Hugging Face", "train.grad_accum"},
-    {"per_device_train_batch_size", "Hugging Face", "train.batch_size"},
-    {"per_device_eval_batch_size", "Hugging Face", "train.batch_size (validation uses the same)"},
-    {"dataloader_num_workers", "Hugging Face", "data.num_workers"},
-    {"workers", "timm", "data.num_workers"},
-    {"lr_scheduler_type", "Hugging Face", "scheduler.name"},
-    {"lr_scheduler", "Lightning", "scheduler.name"},
-    {"sched", "timm", "scheduler.name"},
-    {"opt", "timm", "optimizer.name"},
-    {"optim", "Hugging Face", "optimizer.name"},
-    {"save_steps", "Hugging Face", "checkpoint.every_steps"},
-    {"save_total_limit", "Hugging Face", "checkpoint.keep_last"},
-    {"logging_steps", "Hugging Face", "logging.every_steps"},
-    {"log_every_n_steps", "Lightning", "logging.every_steps"},
-    {"resume_from_checkpoint", "Hugging Face", "checkpoint.resume"},
-    {"ckpt_path", "Lightning", "checkpoint.resume"},
-    {"fp16", "Hugging Face", "train.precision: fp16-mixed"},
-    {"bf16", "Hugging Face", "train.precision: bf16-mixed"},
-    {"amp", "timm", "train.precision"},
-    {"label_smoothing_factor", "Hugging Face", "train.label_smoothing"},
-    {"smoothing", "timm", "train.label_smoothing"},
-    {"early_stopping_patience", "Hugging Face", "train.early_stop_patience"},
-    {"early_stopping_threshold", "Hugging Face", "train.early_stop_min_delta"},
-    {"patience", "Lightning's EarlyStopping", "train.early_stop_patience"},
-    {"min_delta", "Lightning's EarlyStopping", "train.early_stop_min_delta"},
-    {"class_weight", "scikit-learn", "train.class_weights"},
-    {"mixed_precision", "Accelerate", "train.precision (bf16-mixed, fp16-mixed)"},
-    {"gradient_clipping", "DeepSpeed", "train.clip_grad_norm"},
-    {"train_micro_batch_size_per_gpu", "DeepSpeed", "train.batch_size"},
-    {"grad_clip", "nanoGPT", "train.clip_grad_norm"},
-    {"max_iters", "nanoGPT", "train.max_steps"},
-    {"warmup_iters", "nanoGPT", "scheduler.warmup_steps"},
-    {"out_dir", "nanoGPT", "logging.dir"},
-};
-
-// The best guess for a key nobody declared: another tool's name for one of ours ("max_epochs" ->
-// "train.epochs"), else the same leaf in another section ("train.lr" -> "optimizer.lr"), else the
-// closest leaf in its own section ("data.sorce" -> "data.source"), else the closest spelling among
-// all keys and sections ("trian" -> "train").
-std::string did_you_mean(const std::string& key) {
-  const auto keys = config_keys();
-  const auto dot = key.rfind('.');
-  const std::string section = dot == std::string::npos ? "" : key.substr(0, dot);
-  const std::string leaf = dot == std::string::npos ? key : key.substr(dot + 1);
-  for (const auto& foreign : kForeignNames)
-    if (leaf == foreign.name) return "; " + std::string(foreign.tool) + "'s " + foreign.name + " is " + foreign.key + " here";
-  // A whole section written inside another one ("train.scheduler: cosine").
-  if (!section.empty() && std::any_of(keys.begin(), keys.end(), [&](const std::string& k) { return k.rfind(leaf + ".", 0) == 0; })) {
-    if (std::find(keys.begin(), keys.end(), leaf + ".name") != keys.end())
-      return "; " + leaf + " is a section of its own: did you mean '" + leaf + ".name'?";
-    return "; " + leaf + " is a section of its own, at the top level";
-  }
-  std::vector<std::string> siblings, candidates = keys;
-  for (const auto& known : keys) {
-    const auto kdot = known.rfind('.');
-    if (kdot != std::string::npos && known.substr(kdot + 1) == leaf) return "; did you mean '" + known + "'?";
-    if (kdot != std::string::npos && known.substr(0, kdot) == section) siblings.push_back(known.substr(kdot + 1));
-    for (auto pdot = known.find('.'); pdot != std::string::npos; pdot = known.find('.', pdot + 1))
-      candidates.push_back(known.substr(0, pdot));
-  }
-  if (auto best = core::closest_match(leaf, siblings)) return "; did you mean '" + section + "." + *best + "'?";
-  if (!siblings.empty()) return "";  // in a known section, the remedy lists that section's keys instead
-  if (auto best = core::closest_match(key, candidates)) return "; did you mean '" + *best + "'?";
-  return "";
-}
-
-std::string section_keys(const std::string& section) {
-  std::string list;
-  for (const auto& key : config_keys()) {
-    if (key.rfind(section + ".", 0) != 0) continue;
-    list += (list.empty() ? "" : ", ") + key.substr(section.size() + 1);
-  }
-  return list;
-}
-
-bool is_section(const std::string& prefix) {
-  for (const auto& key : config_keys())
-    if (key.rfind(prefix + ".", 0) == 0) return true;
-  return false;
-}
-
-// What to do about an unknown key: in a known section, the keys it does have; at the top, the
-// sections; else where all keys are.
-std::string unknown_key_remedy(const std::string& key, const std::string& elsewhere) {
-  const auto dot = key.rfind('.');
-  if (dot != std::string::npos && is_section(key.substr(0, dot)))
-    return "the keys of " + key.substr(0, dot) + " are: " + section_keys(key.substr(0, dot)) + " (docs/configuration.md)";
-  if (dot != std::string::npos) return elsewhere;
-  std::vector<std::string> sections;
-  for (const auto& known : config_keys()) {
-    const std::string top = known.substr(0, known.find('.'));
-    if (std::find(sections.begin(), sections.end(), top) == sections.end()) sections.push_back(top);
-  }
-  return "the top-level sections are: " + core::join(sections) + " (docs/configuration.md)";
 }
 
 // A section with a `name` key takes a plain value as that name: "device: cuda", "optimizer: sgd".

@@ -1,0 +1,62 @@
+// What gputrain suggests for a setting written where it does not belong: a command-line flag that
+// is a config key (train::flag_as_setting) and a key written short ("logging.every").
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/config.hpp"
+
+using namespace gputrain;
+using namespace gputrain::train;
+
+namespace {
+
+std::string unknown_key_message(const std::string& setting) {
+  try {
+    load_config({{}, {setting}, ""});
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << setting << " was accepted";
+  return "";
+}
+
+}  // namespace
+
+TEST(FlagAsSetting, AKeysOwnLeafBecomesItsSetWithTheGivenValue) {
+  EXPECT_EQ(flag_as_setting("--epochs", "5"), "a setting is given with --set: --set train.epochs=5 (docs/configuration.md)");
+  // Dashes read as the keys' underscores; no value given reads VALUE.
+  EXPECT_EQ(flag_as_setting("--batch-size", ""), "a setting is given with --set: --set train.batch_size=VALUE (docs/configuration.md)");
+  EXPECT_EQ(flag_as_setting("--lr", "0.1"), "a setting is given with --set: --set optimizer.lr=0.1 (docs/configuration.md)");
+}
+
+TEST(FlagAsSetting, AWholeKeyWrittenAsAFlagIsThatKey) {
+  EXPECT_EQ(flag_as_setting("--train.max_steps", "3"), "a setting is given with --set: --set train.max_steps=3 (docs/configuration.md)");
+}
+
+TEST(FlagAsSetting, AnotherToolsFlagIsSaidAsOurKeyWithItsValue) {
+  EXPECT_EQ(flag_as_setting("--learning_rate", "3e-4"),
+            "Hugging Face's --learning_rate is optimizer.lr here: --set optimizer.lr=3e-4 (docs/configuration.md)");
+  // A switch whose meaning is a value of ours takes that value, not the next word.
+  EXPECT_EQ(flag_as_setting("--bf16", "configs/x.yaml"),
+            "Hugging Face's --bf16 is train.precision here: --set train.precision=bf16-mixed (docs/configuration.md)");
+  // A note after the key is not part of it.
+  EXPECT_EQ(flag_as_setting("--per_device_eval_batch_size", "8"),
+            "Hugging Face's --per_device_eval_batch_size is train.batch_size here: --set train.batch_size=8 (docs/configuration.md)");
+}
+
+TEST(FlagAsSetting, NamesThatAreNoKeyOrSeveralGetNothing) {
+  EXPECT_EQ(flag_as_setting("--outdir", "x"), "");
+  EXPECT_EQ(flag_as_setting("--name", "mlp"), "");  // model.name, optimizer.name, ...: which one is not for us to guess
+  EXPECT_EQ(flag_as_setting("epochs", "5"), "");    // not a flag
+  EXPECT_EQ(flag_as_setting("--", ""), "");
+  EXPECT_EQ(flag_as_setting("", ""), "");
+}
+
+TEST(KeySuggestions, AKeyWrittenShortSuggestsTheOneItBegins) {
+  EXPECT_NE(unknown_key_message("logging.every=3").find("unknown key 'logging.every'; did you mean 'logging.every_steps'?"),
+            std::string::npos);
+  // Two keys begin so: no guess, the remedy lists the section's keys.
+  EXPECT_EQ(unknown_key_message("train.early_stop=3").find("did you mean"), std::string::npos);
+}
