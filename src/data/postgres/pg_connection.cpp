@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "dsn.hpp"
 #include "gputrain/core/error.hpp"
@@ -61,7 +62,9 @@ void Connection::fail_query(pg_result* result, std::size_t offset, const std::st
   if (message.empty()) message = trimmed(PQerrorMessage(conn_));
   const std::string hint = trimmed(PQresultErrorField(result, PG_DIAG_MESSAGE_HINT));
   const std::string state = trimmed(PQresultErrorField(result, PG_DIAG_SQLSTATE));
-  const char* position = PQresultErrorField(result, PG_DIAG_STATEMENT_POSITION);
+  // The fields live in `result`: each is copied before it goes.
+  const char* position_field = PQresultErrorField(result, PG_DIAG_STATEMENT_POSITION);
+  const std::string position = position_field ? position_field : "";
   PQclear(result);
   // The server's own trouble, not the query's: an administrator's or a crash's shutdown (57),
   // a connection fault (08), resources (53), the system (58), an internal error (XX).
@@ -72,8 +75,8 @@ void Connection::fail_query(pg_result* result, std::size_t offset, const std::st
           "nothing was trained; check the server's log, and run again once it is back");
   // The place the server points at, in the query as the user wrote it, with a caret under it.
   std::string caret;
-  if (position && !query.empty()) {
-    const auto at = static_cast<std::size_t>(std::atol(position));
+  if (!position.empty() && !query.empty()) {
+    const auto at = static_cast<std::size_t>(std::atol(position.c_str()));
     if (at > offset && at - offset - 1 < query.size()) {
       const auto index = at - offset - 1;
       const auto line_start = query.rfind('\n', index) == std::string::npos ? 0 : query.rfind('\n', index) + 1;
@@ -165,9 +168,9 @@ void Connection::copy_out(const std::string& query, const std::string& what, con
     char* buffer = nullptr;
     const int n = PQgetCopyData(conn_, &buffer, /*async=*/1);
     if (n > 0) {
+      const std::unique_ptr<char, decltype(&PQfreemem)> owned(buffer, &PQfreemem);  // freed if `piece` throws too
       received += static_cast<std::uint64_t>(n);
       piece(buffer, static_cast<std::size_t>(n));
-      PQfreemem(buffer);
       ticked(false);
     } else if (n == 0) {
       wait();
@@ -180,7 +183,10 @@ void Connection::copy_out(const std::string& query, const std::string& what, con
   // The COPY's own end: an error the server met part-way (a division by zero in row 90,000) comes here.
   while (auto* result = PQgetResult(conn_)) {
     if (PQresultStatus(result) != PGRES_COMMAND_OK) {
-      if (PQstatus(conn_) != CONNECTION_OK) throw lost();
+      if (PQstatus(conn_) != CONNECTION_OK) {
+        PQclear(result);
+        throw lost();
+      }
       fail_query(result, prefix.size(), query, what);
     }
     PQclear(result);
