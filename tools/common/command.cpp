@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -45,8 +46,8 @@ std::string value_given(const std::string& flag, int argc, char** argv) {
     if (arg.rfind(flag + "=", 0) == 0) return arg.substr(flag.size() + 1);
     if (arg != flag || i + 1 >= argc) continue;
     const std::string next = argv[i + 1];
-    const bool config_file = next.size() > 5 && (next.rfind(".yaml") == next.size() - 5 || next.rfind(".yml") == next.size() - 4);
-    return next.rfind('-', 0) == 0 || config_file ? "" : next;
+    const auto extension = std::filesystem::path(next).extension();
+    return next.rfind('-', 0) == 0 || extension == ".yaml" || extension == ".yml" ? "" : next;
   }
   return "";
 }

@@ -66,7 +66,16 @@ constexpr ForeignName kForeignNames[] = {
     {"out_dir", "nanoGPT", "logging.dir"},
 };
 
-// The names in `names` that start with `prefix`, without it.
+// The keys whose last part is `leaf` ("lr" -> optimizer.lr), in schema order.
+std::vector<std::string> keys_with_leaf(const std::vector<std::string>& keys, const std::string& leaf) {
+  std::vector<std::string> found;
+  for (const auto& key : keys)
+    if (const auto dot = key.rfind('.'); dot != std::string::npos && key.compare(dot + 1, std::string::npos, leaf) == 0)
+      found.push_back(key);
+  return found;
+}
+
+// The names in `names` that start with `prefix`.
 std::vector<std::string> keys_starting(const std::vector<std::string>& names, const std::string& prefix) {
   std::vector<std::string> found;
   for (const auto& name : names)
@@ -93,10 +102,10 @@ std::string did_you_mean(const std::string& key) {
       return "; " + leaf + " is a section of its own: did you mean '" + leaf + ".name'?";
     return "; " + leaf + " is a section of its own, at the top level";
   }
+  if (const auto same_leaf = keys_with_leaf(keys, leaf); !same_leaf.empty()) return "; did you mean '" + same_leaf.front() + "'?";
   std::vector<std::string> siblings, candidates = keys;
   for (const auto& known : keys) {
     const auto kdot = known.rfind('.');
-    if (kdot != std::string::npos && known.substr(kdot + 1) == leaf) return "; did you mean '" + known + "'?";
     if (kdot != std::string::npos && known.substr(0, kdot) == section) siblings.push_back(known.substr(kdot + 1));
     for (auto pdot = known.find('.'); pdot != std::string::npos; pdot = known.find('.', pdot + 1))
       candidates.push_back(known.substr(0, pdot));
@@ -145,9 +154,11 @@ std::string flag_as_setting(const std::string& flag, const std::string& value) {
   std::string name = flag.substr(start);
   std::replace(name.begin(), name.end(), '-', '_');
   const std::string given = value.empty() ? "VALUE" : value;
+  const auto set_key = [&](const std::string& key) {
+    return "a setting is given with --set: --set " + key + "=" + given + " (docs/configuration.md)";
+  };
   const auto keys = config_keys();
-  if (std::find(keys.begin(), keys.end(), name) != keys.end())
-    return "a setting is given with --set: --set " + name + "=" + given + " (docs/configuration.md)";
+  if (std::find(keys.begin(), keys.end(), name) != keys.end()) return set_key(name);
   for (const auto& foreign : kForeignNames) {
     if (name != foreign.name) continue;
     // "train.precision: fp16-mixed" names the value too; "train.batch_size (validation ...)" only the key.
@@ -156,11 +167,8 @@ std::string flag_as_setting(const std::string& flag, const std::string& value) {
     const std::string set = "--set " + key + "=" + (colon == std::string::npos ? given : said.substr(colon + 2));
     return std::string(foreign.tool) + "'s --" + foreign.name + " is " + key + " here: " + set + " (docs/configuration.md)";
   }
-  std::vector<std::string> same_leaf;
-  for (const auto& key : keys)
-    if (key.size() > name.size() && key.compare(key.size() - name.size() - 1, std::string::npos, "." + name) == 0) same_leaf.push_back(key);
-  if (same_leaf.size() != 1) return "";
-  return "a setting is given with --set: --set " + same_leaf.front() + "=" + given + " (docs/configuration.md)";
+  const auto same_leaf = keys_with_leaf(keys, name);
+  return same_leaf.size() == 1 ? set_key(same_leaf.front()) : "";
 }
 
 }  // namespace gputrain::train
