@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <ctime>
@@ -25,7 +26,7 @@ std::int64_t monotonic_ns() {
 }
 
 // Async-signal-safe: atomics, clock_gettime(2), write(2) and _exit(2) only.
-void on_signal(int) {
+void announce_or_exit() {
   const std::int64_t now = monotonic_ns();
   if (g_requests.fetch_add(1) == 0) {
     g_first_signal_ns.store(now);
@@ -36,6 +37,14 @@ void on_signal(int) {
   static const char message[] = "\ngputrain: second signal, exiting now without a checkpoint\n";
   [[maybe_unused]] auto n = ::write(STDERR_FILENO, message, sizeof message - 1);
   ::_exit(130);
+}
+
+// The interrupted code may be between a failed call and its read of errno, which the write
+// would overwrite (EPIPE with the console gone): errno is put back as it was.
+void on_signal(int) {
+  const int interrupted_errno = errno;
+  announce_or_exit();
+  errno = interrupted_errno;
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <sys/ioctl.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <mutex>
@@ -20,8 +21,10 @@ struct sigaction previous_winch {};
 
 void on_winch(int signal) {
   resizes.fetch_add(1, std::memory_order_relaxed);
+  const int interrupted_errno = errno;  // the handler before ours may set it
   if (previous_winch.sa_handler != SIG_DFL && previous_winch.sa_handler != SIG_IGN && !(previous_winch.sa_flags & SA_SIGINFO))
     previous_winch.sa_handler(signal);
+  errno = interrupted_errno;
 }
 
 }  // namespace

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <map>
 #include <string>
 
@@ -32,4 +36,25 @@ TEST(Terminal, ForceColorAndCliColorForceColourEvenAPipe) {
   EXPECT_FALSE(color_wanted(false, false, environment({{"FORCE_COLOR", "0"}})));
   EXPECT_FALSE(color_wanted(false, false, environment({{"FORCE_COLOR", ""}})));
   EXPECT_FALSE(color_wanted(true, true, environment({{"FORCE_COLOR", "1"}}))) << "an explicit --no-color wins";
+}
+
+// The resize handler chains to the one before it, which may set errno (as a logging library's
+// may): errno must come back as the interrupted code left it. In a child, so the handlers stay its own.
+TEST(Terminal, TheResizeHandlerLeavesErrnoAsItFoundIt) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    struct sigaction before {};
+    before.sa_handler = [](int) { errno = EIO; };
+    sigemptyset(&before.sa_mask);
+    sigaction(SIGWINCH, &before, nullptr);
+    const auto resizes = gputrain::core::terminal_resizes();  // installs ours over it
+    errno = ENOTTY;
+    std::raise(SIGWINCH);
+    const int after = errno;
+    ::_exit(gputrain::core::terminal_resizes() != resizes + 1 ? 2 : after == ENOTTY ? 0 : 3);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: the resize was not counted; 3: errno changed";
 }
