@@ -45,8 +45,9 @@ Lanes seeded(std::uint64_t seed, std::uint64_t block) {
 
 // One block: out[i] = scale where draw i is under keep_below, else 0. On x86-64 compiled for
 // AVX-512, AVX2 and the baseline, and the loader picks the widest this processor runs (elsewhere,
-// e.g. on an ARM Grace host, for the baseline, whose vectors the compiler uses as it can).
-#if defined(__x86_64__)
+// e.g. on an ARM Grace host, for the baseline, whose vectors the compiler uses as it can). Not
+// under ThreadSanitizer: the loader runs the clones' resolver before the sanitizer's runtime is up.
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define GPUTRAIN_WIDEST_VECTORS __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define GPUTRAIN_WIDEST_VECTORS
