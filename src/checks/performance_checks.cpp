@@ -218,7 +218,7 @@ std::vector<Check> performance_checks(const Context& context) {
   for (const auto& gpu : context.inventory.gpus) {
     const std::string prefix = "performance." + std::to_string(gpu.index) + ".";
     const std::string label = " (GPU " + std::to_string(gpu.index) + ")";
-    auto add = [&](const std::string& id, const std::string& title, std::function<Result()> body, int seconds) {
+    auto add = [&](const std::string& id, const std::string& title, const std::function<Result()>& body, int seconds) {
       checks.push_back(
           {prefix + id, "performance", title + label, std::chrono::seconds(seconds), [body](const Context&) { return body(); }});
     };

@@ -15,7 +15,7 @@ std::atomic<bool> g_abandoned{false};
 bool work_was_abandoned() { return g_abandoned.load(); }
 void mark_abandoned() { g_abandoned.store(true); }
 
-std::vector<Outcome> run_checks(const std::vector<Check>& checks, std::shared_ptr<const Context> context,
+std::vector<Outcome> run_checks(const std::vector<Check>& checks, const std::shared_ptr<const Context>& context,
                                 const std::function<void(const Outcome&)>& on_outcome) {
   std::vector<Outcome> outcomes;
   for (const auto& check : checks) {

@@ -22,7 +22,7 @@ std::int64_t bytes_of(const std::vector<std::int64_t>& shape, at::ScalarType dty
 
 class ArrayDataset final : public Dataset {
  public:
-  ArrayDataset(TensorDataset set, std::string description, std::string origin_name)
+  ArrayDataset(const TensorDataset& set, std::string description, std::string origin_name)
       : set_{set.inputs.contiguous(), set.targets.contiguous()}, description_(std::move(description)), origin_(std::move(origin_name)) {
     if (set_.inputs.size(0) != set_.targets.size(0))
       throw UsageError(

@@ -6,6 +6,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "chunked_upload.hpp"
 #include "gputrain/core/error.hpp"
@@ -149,13 +150,16 @@ CachePlan plan_cache(const std::string& requested, const CacheFigures& f) {
 }
 
 DeviceCache::DeviceCache(TensorDataset cpu_set, CacheMode mode, c10::Device device) : mode_(mode), device_(device) {
+  // Each host array is let go once it is copied: the callers move the table in, so it is not held twice.
   if (mode == CacheMode::vram || !device.is_cuda()) {
-    set_ = {upload_in_chunks(cpu_set.inputs, device), upload_in_chunks(cpu_set.targets, device)};
+    set_.inputs = upload_in_chunks(std::exchange(cpu_set.inputs, {}), device);
+    set_.targets = upload_in_chunks(std::exchange(cpu_set.targets, {}), device);
     mode_ = CacheMode::vram;  // on the CPU, the in-memory cache is the device cache
     // Waits for the copy, so that the load time the caller reports is the load's, not the first batch's.
     if (device.is_cuda()) (void)set_.targets.sum().item<double>();
   } else {
-    set_ = {in_ram(cpu_set.inputs), in_ram(cpu_set.targets)};
+    set_.inputs = in_ram(std::exchange(cpu_set.inputs, {}));
+    set_.targets = in_ram(std::exchange(cpu_set.targets, {}));
   }
 }
 

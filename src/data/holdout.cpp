@@ -63,7 +63,7 @@ at::Tensor stratified_pick(const at::Tensor& order, const at::Tensor& ids, std::
 
 }  // namespace
 
-HeldOut hold_out(std::shared_ptr<const Dataset> set, double fraction, std::uint64_t seed) {
+HeldOut hold_out(const std::shared_ptr<const Dataset>& set, double fraction, std::uint64_t seed) {
   const std::int64_t total = set->size();
   const auto held = static_cast<std::int64_t>(std::llround(fraction * static_cast<double>(total)));
   if (held < 1 || held >= total)

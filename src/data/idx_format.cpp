@@ -18,7 +18,7 @@ UsageError bad_idx(const std::string& path, const std::string& why) {
   return UsageError("'" + path + "' is not a valid IDX file: " + why, "download the file again (MNIST's files are IDX, plain or .gz)");
 }
 
-at::Tensor idx_from_bytes(const unsigned char* bytes, std::size_t size, const std::string& path, std::shared_ptr<const void> owner) {
+at::Tensor idx_from_bytes(const unsigned char* bytes, std::size_t size, const std::string& path, const std::shared_ptr<const void>& owner) {
   if (size < 4 || bytes[0] != 0 || bytes[1] != 0) throw bad_idx(path, "it does not start with the IDX magic bytes 0x00 0x00");
   at::ScalarType type;
   switch (bytes[2]) {

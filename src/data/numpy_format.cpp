@@ -157,7 +157,7 @@ void swap_bytes(at::Tensor& t, std::size_t item) {
 }
 
 // The array after the header: a view of `bytes` kept alive by `owner` when it can be, else a copy.
-at::Tensor array_of(const unsigned char* bytes, std::size_t size, const std::string& name, std::shared_ptr<const void> owner) {
+at::Tensor array_of(const unsigned char* bytes, std::size_t size, const std::string& name, const std::shared_ptr<const void>& owner) {
   const auto h = parse_header(bytes, size, name);
   std::size_t item = c10::elementSize(h.dtype);
   const auto bytes_needed = array_bytes(h.shape, item);

@@ -39,7 +39,7 @@ class Subset final : public Dataset {
 
 }  // namespace
 
-std::shared_ptr<const Dataset> subset(std::shared_ptr<const Dataset> base, at::Tensor indices, std::string description) {
+std::shared_ptr<const Dataset> subset(std::shared_ptr<const Dataset> base, const at::Tensor& indices, std::string description) {
   return std::make_shared<Subset>(std::move(base), indices.contiguous(), std::move(description));
 }
 

@@ -15,7 +15,7 @@ namespace gputrain::data {
 /// also gathered once into arrays of their own, so the cache and the probes see an in-memory set,
 /// and the subset keeps no hold on the base's arrays: once the caller lets go of the base (the
 /// hold-out split's parts replace the whole), its memory goes, and the table is held once.
-std::shared_ptr<const Dataset> subset(std::shared_ptr<const Dataset> base, at::Tensor indices, std::string description);
+std::shared_ptr<const Dataset> subset(std::shared_ptr<const Dataset> base, const at::Tensor& indices, std::string description);
 
 /// An array set (make_array_dataset) as a stand-in with its size, layout, description and
 /// samples' origins but none of its samples; any other set as it is (dataset.cpp).

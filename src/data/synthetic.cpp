@@ -32,7 +32,7 @@ constexpr std::int64_t kMaxCells = 16;
 std::int64_t cell_extent(std::int64_t pixels) { return (pixels + kMaxCells - 1) / kMaxCells; }
 
 at::Tensor coarse_images(const at::Tensor& inputs) {  // [n, C, H, W, ...] -> [n, C, h, w]
-  const auto images = inputs.reshape({inputs.size(0), inputs.size(1), inputs.size(2), -1});
+  auto images = inputs.reshape({inputs.size(0), inputs.size(1), inputs.size(2), -1});
   const std::int64_t kh = cell_extent(images.size(2)), kw = cell_extent(images.size(3));
   if (kh == 1 && kw == 1) return images;
   return at::avg_pool2d(images, {kh, kw}) * std::sqrt(static_cast<double>(kh * kw));

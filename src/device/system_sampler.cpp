@@ -65,9 +65,9 @@ SystemSampler::SystemSampler(std::optional<unsigned> nvml_index, double period_s
     std::unique_lock<std::mutex> lock(m.mutex);
     while (!m.stopping) {
       lock.unlock();
-      auto sample = m.read();
+      const auto sample = m.read();
       lock.lock();
-      m.samples.push_back(std::move(sample));
+      m.samples.push_back(sample);
       m.wake.wait_for(lock, period, [&m] { return m.stopping; });
     }
   });

@@ -114,7 +114,7 @@ double measure_device_copy_gbps(c10::Device device) {
   return median_gbps(device, static_cast<double>(bytes), 1, [&] { target.copy_(source); });
 }
 
-LoaderSweep sweep_loader(std::shared_ptr<const data::Dataset> dataset, c10::Device device, const SweepOptions& o,
+LoaderSweep sweep_loader(const std::shared_ptr<const data::Dataset>& dataset, c10::Device device, const SweepOptions& o,
                          const std::function<void(const SweepResult&, std::size_t, std::size_t)>& on_result) {
   LoaderSweep sweep;
   sweep.device = device.str();

@@ -81,9 +81,9 @@ std::optional<Result> refuse_batch_beyond_memory(const Run& run, std::uint64_t s
   return std::nullopt;
 }
 
-Check step(std::string id, std::string title, std::shared_ptr<Run> run, std::function<Result(Run&, const Context&)> body,
-           std::chrono::seconds limit = std::chrono::seconds(60)) {
-  Check check{"quick_train." + id, "quick-train", std::move(title), limit, [run, body](const Context& context) {
+Check step(const std::string& id, const std::string& title, const std::shared_ptr<Run>& run,
+           const std::function<Result(Run&, const Context&)>& body, std::chrono::seconds limit = std::chrono::seconds(60)) {
+  Check check{"quick_train." + id, "quick-train", title, limit, [run, body](const Context& context) {
                 if (!run->ready) return needs_previous();
                 run->ready = false;
                 Result result;

@@ -22,7 +22,7 @@ struct Outcome {
 };
 
 /// Runs `checks` in order against `context`, calling `on_outcome` after each (for live output).
-std::vector<Outcome> run_checks(const std::vector<Check>& checks, std::shared_ptr<const Context> context,
+std::vector<Outcome> run_checks(const std::vector<Check>& checks, const std::shared_ptr<const Context>& context,
                                 const std::function<void(const Outcome&)>& on_outcome = {});
 
 /// True once a check or bounded call has been left running past its limit. A command must then

@@ -18,6 +18,6 @@ struct HeldOut {
 /// run holds out the same samples. Each part keeps its samples in file order and names them by
 /// their place in the file; array sets stay in memory as arrays. Throws UsageError when a part
 /// would be empty.
-HeldOut hold_out(std::shared_ptr<const Dataset> set, double fraction, std::uint64_t seed);
+HeldOut hold_out(const std::shared_ptr<const Dataset>& set, double fraction, std::uint64_t seed);
 
 }  // namespace gputrain::data

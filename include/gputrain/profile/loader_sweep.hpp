@@ -80,7 +80,7 @@ double measure_pinned_copy_gbps(c10::Device device);
 double measure_device_copy_gbps(c10::Device device);
 
 /// Runs the sweep; `on_result` is told of each setting as it finishes (progress on long sweeps).
-LoaderSweep sweep_loader(std::shared_ptr<const data::Dataset> dataset, c10::Device device, const SweepOptions& options,
+LoaderSweep sweep_loader(const std::shared_ptr<const data::Dataset>& dataset, c10::Device device, const SweepOptions& options,
                          const std::function<void(const SweepResult&, std::size_t done, std::size_t total)>& on_result = {});
 
 /// The config lines that select the best setting.

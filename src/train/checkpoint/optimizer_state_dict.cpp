@@ -222,7 +222,7 @@ void load_optimizer_state_dict(optim::Optimizer& optimizer, const c10::IValue& v
   std::map<std::int64_t, at::Tensor> params;  // PyTorch's numbering: saved index -> live parameter
   std::vector<double> lrs;
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    const c10::IValue entry = saved_groups.get(g);
+    const c10::IValue& entry = saved_groups.get(g);
     if (!entry.isGenericDict() || !entry.toGenericDict().contains("params")) reader.refuse("group " + std::to_string(g) + " has no params");
     const auto group = entry.toGenericDict();
     const auto indices = group.at("params").toList();

@@ -108,7 +108,7 @@ void check_sizes(const Config& c) {
   const auto refuse = [](const std::string& what, const std::string& remedy) {
     inconsistent(what + " more than 2^63 - 1, the most a size can hold", remedy);
   };
-  const auto product = [](std::vector<std::int64_t> factors) -> std::optional<std::int64_t> {
+  const auto product = [](const std::vector<std::int64_t>& factors) -> std::optional<std::int64_t> {
     std::int64_t out = 1;
     for (const auto f : factors)
       if (__builtin_mul_overflow(out, f, &out)) return std::nullopt;

@@ -96,7 +96,7 @@ std::string guess_choice(const std::string& text, const std::vector<std::string>
 }
 
 std::string parse_choice(const FieldValue& v, const std::vector<std::string>& allowed) {
-  const std::string text = scalar(v, "one of " + core::join(allowed));
+  std::string text = scalar(v, "one of " + core::join(allowed));
   for (const auto& a : allowed)
     if (text == a) return text;
   reject(v, found_text(v.node), "one of " + core::join(allowed), guess_choice(text, allowed));

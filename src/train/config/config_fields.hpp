@@ -100,13 +100,13 @@ Field bool_or_auto_field(std::string key, Get get) {
 }
 
 template <typename Get>
-Field choice_field(std::string key, Get get, std::vector<std::string> allowed) {
+Field choice_field(std::string key, Get get, const std::vector<std::string>& allowed) {
   return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_choice(v, allowed); },
           [=](const Config& c) { return YAML::Node(get(c)); }};
 }
 
 template <typename Get>
-Field string_field(std::string key, Get get, std::string what) {
+Field string_field(std::string key, Get get, const std::string& what) {
   return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_string(v, what); },
           [=](const Config& c) { return YAML::Node(get(c)); }};
 }
@@ -114,7 +114,7 @@ Field string_field(std::string key, Get get, std::string what) {
 // A path or name that may be left unset: no value (`val_path:` in a file, `--set data.val_path=`)
 // sets it back to "" (none), as its default is.
 template <typename Get>
-Field optional_string_field(std::string key, Get get, std::string what) {
+Field optional_string_field(std::string key, Get get, const std::string& what) {
   return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = v.node.IsNull() ? "" : parse_string(v, what); },
           [=](const Config& c) { return YAML::Node(get(c)); }};
 }
@@ -123,7 +123,7 @@ Field optional_string_field(std::string key, Get get, std::string what) {
 // and `--set k=~/x` reach gputrain with them unexpanded. `optional`: no value sets it back to ""
 // (none), as optional_string_field does.
 template <typename Get>
-Field path_field(std::string key, Get get, std::string what, bool optional = true) {
+Field path_field(std::string key, Get get, const std::string& what, bool optional = true) {
   return {
       key,
       [=](Config& c, const FieldValue& v) { get(c) = optional && v.node.IsNull() ? "" : expand_path(parse_string(v, what), key, v.where); },
@@ -149,7 +149,7 @@ Field string_list_field(std::string key, Get get) {
 
 // One name, or a list of them (data.labels: a file or key, or CSV columns); one prints as a scalar.
 template <typename Get>
-Field name_or_names_field(std::string key, Get get, std::string what) {
+Field name_or_names_field(std::string key, Get get, const std::string& what) {
   return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_string_list(v, what); },
           [=](const Config& c) {
             const auto& names = get(c);
@@ -174,7 +174,7 @@ Field double_list_field(std::string key, Get get, double min) {
 
 // true (stored as {"*"}), false (empty), or names: one, or a list.
 template <typename Get>
-Field flag_or_names_field(std::string key, Get get, std::string what) {
+Field flag_or_names_field(std::string key, Get get, const std::string& what) {
   return {std::move(key),
           [=](Config& c, const FieldValue& v) {
             if (v.node.IsScalar()) {

@@ -297,7 +297,7 @@ void Trainer::State::say_how_it_went(const FitResult& result, const FitLoop& loo
 
 // <logging.dir>/<file_name> with model.safetensors' metadata, after a run that was not interrupted.
 std::string Trainer::State::write_weights(const std::string& file_name, const NamedTensors& tensors) {
-  const auto path = (fs::path(config.logging.dir) / file_name).string();
+  auto path = (fs::path(config.logging.dir) / file_name).string();
   reporter.working_on("writing " + path);
   try {
     data::write_safetensors(path, tensors, weights_metadata(config, data, model->name()));

@@ -10,6 +10,10 @@
 namespace gputrain::train {
 
 std::string format_duration(double seconds) {
+  // An ETA past a million hours (114 years: train.epochs set huge) says only that; a larger
+  // double, or NaN, would not even fit the long it is counted in.
+  constexpr double kLongest = 3600.0 * 1e6;
+  if (!(seconds < kLongest)) return "over 1000000:00:00";
   const long total = seconds < 0 ? 0 : static_cast<long>(seconds + 0.5);
   char buf[32];
   if (total >= 3600)

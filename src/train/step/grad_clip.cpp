@@ -30,7 +30,7 @@ at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm
   auto grads = grads_of(params);
   if (grads.empty()) return {};
   at::NoGradGuard no_grad;
-  const auto total = norm_of(grads);
+  auto total = norm_of(grads);
   const auto factor = at::clamp_max(max_norm / (total + 1e-6), 1.0);
   at::_foreach_mul_(grads, factor);
   return total;

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -116,10 +117,13 @@ TEST(ConsoleSink, OffPrintsNothing) {
   EXPECT_TRUE(out.str().empty());
 }
 
-TEST(FormatDuration, MinutesAndHours) {
+TEST(FormatDuration, MinutesAndHoursUpToAMillionHours) {
   EXPECT_EQ(format_duration(5), "0:05");
   EXPECT_EQ(format_duration(62), "1:02");
   EXPECT_EQ(format_duration(3725), "1:02:05");
+  EXPECT_EQ(format_duration(3600.0 * 1e6 - 1), "999999:59:59");
+  EXPECT_EQ(format_duration(5.5e20), "over 1000000:00:00");  // 9.2e18 steps of a minute: past a long
+  EXPECT_EQ(format_duration(std::numeric_limits<double>::infinity()), "over 1000000:00:00");
 }
 
 TEST(DataStallAdvice, SaysWhatToChangeForWhereTheDataLives) {
