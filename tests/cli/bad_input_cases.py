@@ -171,6 +171,9 @@ def checkpoint_cases():
         return train_case("init_weights_" + name, config(model="  name: mlp\n  init_weights: w.safetensors\n"),
                           files={"w.safetensors": content}, expect=expect)
 
+    def script(name, content, expect=""):
+        return train_case("torchscript_" + name, config(model="  torchscript: m.pt\n"), files={"m.pt": content}, expect=expect)
+
     return [
         resume("zero_bytes", ""),
         resume("garbage", "this is not a checkpoint\n" * 20),
@@ -181,6 +184,16 @@ def checkpoint_cases():
         init("header_too_long", "\xff\xff\xff\xff\xff\xff\xff\x7f{}"),
         train_case("init_weights_missing", config(model="  name: mlp\n  init_weights: nope.safetensors\n"), expect="does not exist"),
         train_case("init_weights_other_model", config(model="  name: mlp\n  init_weights: {f}/checkpoints/weights.safetensors\n")),
+        script("zero_bytes", "", expect="is not a TorchScript module"),
+        script("garbage", "\xff" * 300, expect="is not a TorchScript module"),
+        script("zip_garbage", "PK\x03\x04" + "\x00" * 200, expect="could not be read: PytorchStreamReader"),
+        train_case("torchscript_folder", config(model="  torchscript: {f}/checkpoints\n"), expect="is a folder"),
+        train_case("torchscript_safetensors", config(model="  torchscript: {f}/checkpoints/weights.safetensors\n"),
+                   expect="model.init_weights: "),
+        train_case("torchscript_state_dict", config(model="  torchscript: {f}/checkpoints/state_dict.pth\n"),
+                   expect="it has no constants.pkl"),
+        train_case("torchscript_without_code", config(model="  torchscript: {f}/checkpoints/script_without_code.pt\n"),
+                   expect="cannot compile: Unknown type name"),
     ]
 
 

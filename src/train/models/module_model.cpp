@@ -2,11 +2,16 @@
 
 #include <torch/nn/module.h>
 #include <torch/script.h>
+#include <torch/version.h>
 
 #include <filesystem>
+#include <new>
+#include <string>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/error_text.hpp"
 #include "gputrain/core/similar_path.hpp"
+#include "gputrain/train/checkpoint.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -126,6 +131,32 @@ std::unique_ptr<Model> wrap_module(torch::nn::AnyModule module, std::string name
   return std::make_unique<ModuleModel>(std::move(module), std::move(name));
 }
 
+namespace {
+
+const std::string kSaveScripted = "save the module from Python with torch.jit.script(model).save(path)";
+
+// Why LibTorch's zip reader refused `path`, said in the user's terms with what to do.
+[[noreturn]] void refuse_unreadable(const std::string& path, const std::string& reader_message) {
+  const std::string what = "model.torchscript: '" + path + "' ";
+  if (std::filesystem::is_directory(path)) throw UsageError(what + "is a folder", "name the .pt file that torch.jit.save wrote");
+  if (!is_zip_archive(path)) {
+    if (std::filesystem::path(path).extension() == ".safetensors")
+      throw UsageError(what + "is a safetensors weights file: weights without the module's code",
+                       "for a built-in model, set model.name and model.init_weights: " + path + "; else " + kSaveScripted);
+    throw UsageError(what + "is not a TorchScript module (those are zip archives, as torch.jit.save writes them)", kSaveScripted);
+  }
+  // LibTorch's reader appends a paragraph about miniz to every failure; its first sentence says it.
+  const std::string reason = reader_message.substr(0, reader_message.find(". This is an internal miniz error"));
+  if (reason.find("constants.pkl") != std::string::npos)
+    throw UsageError(what +
+                         "is a zip archive but not a TorchScript module (it has no constants.pkl): a state_dict or "
+                         "checkpoint from torch.save holds no code",
+                     kSaveScripted + "; for a built-in model, set model.name and model.init_weights: " + path + " (it reads state_dicts)");
+  throw UsageError(what + "could not be read: " + reason, kSaveScripted + ", and check that the copy is whole");
+}
+
+}  // namespace
+
 std::unique_ptr<Model> load_torchscript(const std::string& path) {
   if (!std::filesystem::exists(path))
     throw UsageError("model.torchscript: file '" + path + "' does not exist" + core::did_you_mean(path),
@@ -133,8 +164,17 @@ std::unique_ptr<Model> load_torchscript(const std::string& path) {
   try {
     return std::make_unique<ScriptModel>(torch::jit::load(path), path);
   } catch (const c10::Error& e) {
-    throw UsageError("model.torchscript: '" + path + "' is not a TorchScript module: " + e.what_without_backtrace(),
-                     "save it with torch.jit.script(model).save(path) (a state_dict from torch.save is not enough)");
+    refuse_unreadable(path, e.what_without_backtrace());
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {  // TorchScript's compiler: the archive reads, its code does not compile here
+    const std::string message = e.what();
+    const auto first = message.find_first_not_of(" \n");
+    throw UsageError("model.torchscript: '" + path + "' holds code LibTorch " TORCH_VERSION " cannot compile: " +
+                         core::first_line(first == std::string::npos ? message : message.substr(first)),
+                     "script and save it again with PyTorch " TORCH_VERSION
+                     " (a module saved by another version may use what "
+                     "this one lacks)");
   }
 }
 

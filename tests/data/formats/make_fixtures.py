@@ -351,3 +351,15 @@ state = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2)).stat
 torch.save(state, path("checkpoints", "state_dict.pth"))
 torch.save({"epoch": 4, "state_dict": {"model." + k: v for k, v in state.items()}}, path("checkpoints", "lightning.ckpt"))
 torch.save(state, path("checkpoints", "protocol4.pth"), pickle_protocol=4)
+
+# --- A TorchScript archive whose code LibTorch cannot compile (its code/ records left out, as a
+# module whose classes this LibTorch does not know): model.torchscript refuses it, naming why ---
+import io  # noqa: E402
+import zipfile  # noqa: E402
+
+scripted = io.BytesIO()
+torch.jit.save(torch.jit.script(torch.nn.Linear(4, 2)), scripted)
+with zipfile.ZipFile(scripted) as whole, zipfile.ZipFile(path("checkpoints", "script_without_code.pt"), "w") as cut:
+    for record in whole.infolist():
+        if "/code/" not in record.filename:
+            cut.writestr(record, whole.read(record.filename))
