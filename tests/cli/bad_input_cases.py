@@ -174,6 +174,9 @@ def checkpoint_cases():
     def script(name, content, expect=""):
         return train_case("torchscript_" + name, config(model="  torchscript: m.pt\n"), files={"m.pt": content}, expect=expect)
 
+    def fixture_script(name, expect):
+        return train_case("torchscript_" + name, config(model="  torchscript: {f}/checkpoints/script_" + name + ".pt\n"), expect=expect)
+
     return [
         resume("zero_bytes", ""),
         resume("garbage", "this is not a checkpoint\n" * 20),
@@ -194,6 +197,11 @@ def checkpoint_cases():
                    expect="it has no constants.pkl"),
         train_case("torchscript_without_code", config(model="  torchscript: {f}/checkpoints/script_without_code.pt\n"),
                    expect="cannot compile: Unknown type name"),
+        fixture_script("integer_outputs", "gives Long outputs"),
+        fixture_script("no_parameters", "has no parameter that trains (0 parameters)"),
+        fixture_script("frozen", "has no parameter that trains (1 parameter, none with requires_grad)"),
+        fixture_script("double_weights", "has Double parameters"),
+        fixture_script("predict_only", "has no forward method (it has predict)"),
     ]
 
 

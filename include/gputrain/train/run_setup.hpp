@@ -61,9 +61,10 @@ data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::
 /// A TorchScript model is built in Python, not from the data as the registry's models are: one
 /// forward pass of two training samples checks that it takes them and gives what the loss needs.
 /// Throws UsageError (exit 2) naming the file, the sample shape and the output wanted, so a
-/// mismatch stops the run before it starts, not mid-run or as a silently broadcast loss. Loads a
-/// copy of the model and runs it in evaluation mode without autograd; nothing for registry models.
-void check_scripted_model(const Config& config, const RunData& data, c10::Device device);
+/// mismatch stops the run before it starts, not mid-run or as a silently broadcast loss; also
+/// float32 parameters, and some that train when `training`. Loads a copy of the model and runs it
+/// in evaluation mode without autograd; nothing for registry models.
+void check_scripted_model(const Config& config, const RunData& data, c10::Device device, bool training = true);
 
 /// Bytes of the training and validation samples once decoded, in their stored dtypes.
 std::uint64_t dataset_bytes(const RunData& data);

@@ -155,6 +155,16 @@ const std::string kSaveScripted = "save the module from Python with torch.jit.sc
   throw UsageError(what + "could not be read: " + reason, kSaveScripted + ", and check that the copy is whole");
 }
 
+// A module exported for inference may name its entry point otherwise (predict, infer): training
+// calls forward.
+void refuse_without_forward(const torch::jit::Module& module, const std::string& path) {
+  if (module.find_method("forward")) return;
+  std::string methods;
+  for (const auto& method : module.get_methods()) methods += (methods.empty() ? "" : ", ") + method.name();
+  throw UsageError("model.torchscript: '" + path + "' has no forward method" + (methods.empty() ? "" : " (it has " + methods + ")"),
+                   "name the method that computes the logits forward in the module, and script it again");
+}
+
 }  // namespace
 
 std::unique_ptr<Model> load_torchscript(const std::string& path) {
@@ -162,7 +172,11 @@ std::unique_ptr<Model> load_torchscript(const std::string& path) {
     throw UsageError("model.torchscript: file '" + path + "' does not exist" + core::did_you_mean(path),
                      "save one from Python with torch.jit.script(model).save('" + path + "')");
   try {
-    return std::make_unique<ScriptModel>(torch::jit::load(path), path);
+    auto module = torch::jit::load(path);
+    refuse_without_forward(module, path);
+    return std::make_unique<ScriptModel>(std::move(module), path);
+  } catch (const Error&) {
+    throw;
   } catch (const c10::Error& e) {
     refuse_unreadable(path, e.what_without_backtrace());
   } catch (const std::bad_alloc&) {

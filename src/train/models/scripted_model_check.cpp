@@ -3,6 +3,7 @@
 #include <ATen/core/grad_mode.h>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/run_setup.hpp"
@@ -20,12 +21,34 @@ std::string last_line(const std::string& text) {
   return text.substr(start, end - start + 1);
 }
 
+// What its parameters must be for training here: some that train, all float32 (train.precision
+// decides the compute type; the weights and the optimizer's state stay float32).
+void check_parameters(Model& model, const std::string& file, bool training) {
+  const auto parameters = model.parameters();
+  std::int64_t trainable = 0;
+  for (const auto& p : parameters) {
+    if (p.scalar_type() != at::kFloat)
+      throw UsageError("model.torchscript '" + file + "' has " + std::string(c10::toString(p.scalar_type())) +
+                           " parameters; gputrain trains float32 weights (train.precision sets the compute type, e.g. bf16-mixed)",
+                       "call model.float() before scripting it and save it again");
+    trainable += p.requires_grad() ? 1 : 0;
+  }
+  if (training && trainable == 0)
+    throw UsageError("model.torchscript '" + file + "' has no parameter that trains (" +
+                         core::counted(static_cast<std::int64_t>(parameters.size()), "parameter") +
+                         (parameters.empty() ? "" : ", none with requires_grad") + ")",
+                     parameters.empty() ? "script a model with layers that learn (nn.Linear, nn.Conv2d, ...)"
+                                        : "leave requires_grad on for the parameters to train before scripting (train.freeze "
+                                          "freezes by name here)");
+}
+
 }  // namespace
 
-void check_scripted_model(const Config& config, const RunData& data, c10::Device device) {
+void check_scripted_model(const Config& config, const RunData& data, c10::Device device, bool training) {
   if (config.model.torchscript.empty()) return;
   const auto& file = config.model.torchscript;
   auto model = build_model(ModelSpec{config.model, config.data.shape, model_outputs(config)});
+  check_parameters(*model, file, training);
   model->to(device);
   const bool channels_last = config.uses_channels_last();
   if (channels_last) use_channels_last(*model);
@@ -48,6 +71,10 @@ void check_scripted_model(const Config& config, const RunData& data, c10::Device
   } catch (const std::runtime_error& e) {  // the TorchScript interpreter's own errors (torch::jit::JITException)
     throw refuse(e.what());
   }
+  if (!at::isFloatingType(output.scalar_type()))
+    throw UsageError("model.torchscript '" + file + "' gives " + std::string(c10::toString(output.scalar_type())) +
+                         " outputs; the loss needs floating-point logits or values",
+                     "return the last layer's output itself, without .long(), .argmax() or a comparison, and script it again");
   const bool classification = config.data.task == "classification";
   const std::int64_t n = samples.size(), wanted = model_outputs(config);
   const bool fits = output.dim() == 2 && output.size(0) == n && (classification ? output.size(1) >= wanted : output.size(1) == wanted);

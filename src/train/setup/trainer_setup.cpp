@@ -178,7 +178,7 @@ void Trainer::State::prepare_to_evaluate(const std::string& device_name) {
                            "as it was trained, since data.standardize and the class names are read from it), or data.val_fraction "
                            "as the run had it");
   resolve_workers();
-  check_scripted_model(config, data, device);
+  check_scripted_model(config, data, device, /*training=*/false);
   // One pass over the validation data: loading the training set into a cache first would cost
   // more than streaming what is evaluated.
   config.data.cache = "none";

@@ -363,3 +363,46 @@ with zipfile.ZipFile(scripted) as whole, zipfile.ZipFile(path("checkpoints", "sc
     for record in whole.infolist():
         if "/code/" not in record.filename:
             cut.writestr(record, whole.read(record.filename))
+
+# --- TorchScript modules model.torchscript refuses before training, each for one reason ---
+
+
+class IntegerOutputs(torch.nn.Module):  # logits cast to int64
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(2))
+
+    def forward(self, x):
+        return (x[:, :1] * self.w).long()
+
+
+class NoParameters(torch.nn.Module):
+    def forward(self, x):
+        return x[:, :1] * 2.0
+
+
+class DoubleWeights(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(2, dtype=torch.float64))
+
+    def forward(self, x):
+        return x[:, :1] * self.w.float()
+
+
+class PredictOnly(torch.nn.Module):  # exported for inference under another name
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(2))
+
+    @torch.jit.export
+    def predict(self, x):
+        return x[:, :1] * self.w
+
+
+frozen = IntegerOutputs()
+frozen.w.requires_grad_(False)
+for name, module in [("script_integer_outputs", IntegerOutputs()), ("script_no_parameters", NoParameters()),
+                     ("script_double_weights", DoubleWeights()), ("script_predict_only", PredictOnly())]:
+    torch.jit.script(module).save(path("checkpoints", name + ".pt"))
+torch.jit.save(torch.jit.script(frozen), path("checkpoints", "script_frozen.pt"))
