@@ -4,20 +4,40 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::train {
+namespace {
+
+// A loss already nan/inf at the run's first step came before any update, so neither the learning
+// rate nor the optimizer made it; nor did the data, which open_data searched for NaN and inf
+// (refuse_nonfinite_samples; decoded images cannot hold them). What is left is the forward pass.
+Error first_step_divergence(const Divergence& d, const Config& config) {
+  std::vector<std::string> causes;
+  if (config.train.precision == Precision::fp16_mixed) causes.push_back("fp16 overflows where bf16 does not: try bf16-mixed or fp32");
+  if (!config.model.torchscript.empty())
+    causes.push_back(
+        "model.torchscript's forward may make one (a log or division of 0, a sqrt of a negative): run it on a batch in Python");
+  if (!config.model.init_weights.empty()) causes.push_back("model.init_weights may hold NaN or inf");
+  std::vector<std::string> unscaled, settings;
+  if (!config.data.standardize) unscaled.push_back("inputs"), settings.push_back("data.standardize: true");
+  if (config.data.task == "regression" && !config.data.standardize_targets)
+    unscaled.push_back("targets"), settings.push_back("data.standardize_targets: true");
+  if (!unscaled.empty())
+    causes.push_back(core::join(unscaled, " or ") + " far from unit scale may overflow: set " + core::join(settings, " and "));
+  return Error("training diverged: the loss is " + std::string(std::isnan(d.mean_loss) ? "nan" : "inf") +
+                   " from the first step, before any weight was updated (train.precision " + to_string(config.train.precision) + ")",
+               "the training data holds no NaN or inf (searched before the first step), so the forward pass or the loss made it; " +
+                   core::join(causes, "; "));
+}
+
+}  // namespace
 
 Error divergence_error(const Divergence& d, const Config& config) {
-  // No update has happened before the first loss, so neither the learning rate nor the optimizer
-  // can be the cause: the inputs or labels are, or an fp16 forward pass overflowed.
-  if (d.at_first_step)
-    return Error(
-        "training diverged: the loss is " + std::string(std::isnan(d.mean_loss) ? "nan" : "inf") +
-            " from the first step, before any weight was updated (train.precision " + to_string(config.train.precision) + ")",
-        std::string("check the training data for NaN or inf values (inputs and labels; a missing value saved as NaN is "
-                    "the usual one)") +
-            (config.train.precision == Precision::fp16_mixed ? "; fp16 may overflow in the forward pass: try bf16-mixed or fp32" : "") +
-            (config.model.init_weights.empty() ? "" : "; or model.init_weights holds NaN/inf"));
+  if (d.at_first_step) return first_step_divergence(d, config);
   char lr[32];
   std::snprintf(lr, sizeof lr, "%g", config.optimizer.lr);
   const std::string steps = d.first_step == d.last_step ? "step " + std::to_string(d.last_step)

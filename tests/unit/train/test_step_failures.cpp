@@ -38,17 +38,30 @@ TEST(StepFailures, Fp16DivergenceSaysTheScalerSkippedEveryStepAndSuggestsBf16) {
   EXPECT_TRUE(contains(error.remedy(), "no checkpoint was written")) << error.remedy();
 }
 
-// A loss already nan at the run's first step came before any update: the data is to blame, not lr.
-TEST(StepFailures, ANanFromTheFirstStepPointsAtTheDataNotTheLearningRate) {
+// A loss already nan at the run's first step came before any update, from data searched for NaN
+// and inf before training: the forward pass is to blame, not lr and not the data.
+TEST(StepFailures, ANanFromTheFirstStepPointsAtTheForwardPassNotTheLearningRateOrTheData) {
   Config config;
   Divergence d{std::numeric_limits<double>::quiet_NaN(), 1, 10, false, ""};
   d.at_first_step = true;
   const auto error = divergence_error(d, config);
   EXPECT_TRUE(contains(error.what(), "the loss is nan from the first step, before any weight was updated")) << error.what();
-  EXPECT_TRUE(contains(error.remedy(), "NaN or inf values")) << error.remedy();
+  EXPECT_TRUE(contains(error.remedy(), "the training data holds no NaN or inf (searched before the first step)")) << error.remedy();
+  EXPECT_TRUE(contains(error.remedy(), "inputs far from unit scale may overflow: set data.standardize: true")) << error.remedy();
   EXPECT_FALSE(contains(error.remedy(), "optimizer.lr")) << error.remedy();
+  EXPECT_FALSE(contains(error.remedy(), "bf16-mixed")) << error.remedy();
+  EXPECT_FALSE(contains(error.remedy(), "model.torchscript")) << error.remedy();
   config.train.precision = Precision::fp16_mixed;
-  EXPECT_TRUE(contains(divergence_error(d, config).remedy(), "try bf16-mixed"));
+  config.model.torchscript = "net.pt";
+  config.model.init_weights = "w.safetensors";
+  config.data.standardize = true;
+  config.data.task = "regression";
+  const auto remedy = divergence_error(d, config).remedy();
+  EXPECT_TRUE(contains(remedy, "try bf16-mixed")) << remedy;
+  EXPECT_TRUE(contains(remedy, "model.torchscript's forward")) << remedy;
+  EXPECT_TRUE(contains(remedy, "model.init_weights may hold NaN or inf")) << remedy;
+  EXPECT_TRUE(contains(remedy, "targets far from unit scale may overflow: set data.standardize_targets: true")) << remedy;
+  EXPECT_FALSE(contains(remedy, "data.standardize: true")) << remedy;
 }
 
 TEST(StepFailures, LibTorchErrorsGetTheFixForTheirCause) {
