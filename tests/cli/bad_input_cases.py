@@ -202,6 +202,7 @@ def checkpoint_cases():
         fixture_script("frozen", "has no parameter that trains (1 parameter, none with requires_grad)"),
         fixture_script("double_weights", "has Double parameters"),
         fixture_script("predict_only", "has no forward method (it has predict)"),
+        fixture_script("diverged_weights", "w holds NaN or inf in 1 of its 2 values, which no training step repairs"),
     ]
 
 

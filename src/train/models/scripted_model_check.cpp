@@ -7,6 +7,7 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/run_setup.hpp"
+#include "train/models/weight_matching.hpp"
 #include "train/step/training_step.hpp"
 
 namespace gputrain::train {
@@ -33,6 +34,9 @@ void check_parameters(Model& model, const std::string& file, bool training) {
                        "call model.float() before scripting it and save it again");
     trainable += p.requires_grad() ? 1 : 0;
   }
+  if (const auto found = nonfinite_tensor(model.named_state()))
+    throw UsageError("model.torchscript '" + file + "': " + *found + ", which no training step repairs",
+                     "save the module with weights from before the run that trained it diverged");
   if (training && trainable == 0)
     throw UsageError("model.torchscript '" + file + "' has no parameter that trains (" +
                          core::counted(static_cast<std::int64_t>(parameters.size()), "parameter") +

@@ -4,8 +4,11 @@
 #include <map>
 #include <set>
 
+#include <ATen/ATen.h>
 #include <c10/util/ArrayRef.h>
 #include <c10/util/StringUtil.h>
+
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -80,5 +83,14 @@ std::vector<std::string> name_prefixes(const NamedTensors& named) {
 }
 
 std::string shape_text(const std::vector<std::int64_t>& shape) { return c10::str(c10::IntArrayRef(shape)); }
+
+std::optional<std::string> nonfinite_tensor(const NamedTensors& tensors) {
+  for (const auto& [name, tensor] : tensors) {
+    if (!at::isFloatingType(tensor.scalar_type())) continue;
+    const auto bad = (~at::isfinite(tensor)).sum().item<std::int64_t>();
+    if (bad > 0) return name + " holds NaN or inf in " + std::to_string(bad) + " of its " + core::counted(tensor.numel(), "value");
+  }
+  return std::nullopt;
+}
 
 }  // namespace gputrain::train

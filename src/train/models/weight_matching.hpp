@@ -4,6 +4,7 @@
 // torch.compile), shapes compared. Loading policy (strict, partial, a new head) is the caller's.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ bool names_under(const std::string& name, const std::string& prefix);
 /// The prefixes a user may give for `named`: each name's first component and its first two
 /// ("layer1", "layer1.0"), sorted, for did-you-mean and the fix of a prefix that names nothing.
 std::vector<std::string> name_prefixes(const NamedTensors& named);
+
+/// "fc.weight holds NaN or inf in 3 of its 1,024 values": the first floating-point tensor of
+/// `tensors` that does (weights that no training step repairs), if any.
+std::optional<std::string> nonfinite_tensor(const NamedTensors& tensors);
 
 /// "[1000, 512]".
 std::string shape_text(const std::vector<std::int64_t>& shape);

@@ -72,6 +72,15 @@ std::string partial_note(const std::string& origin, const WeightMatch& match, st
   return note;
 }
 
+// NaN or inf in a starting weight (a diverged run's, saved) makes the first loss nan before any
+// update: said by the tensor's name here, not as a divergence at step 1.
+void refuse_nonfinite(const NamedTensors& fits, const std::string& origin) {
+  if (const auto found = nonfinite_tensor(fits))
+    throw UsageError(origin + ": " + *found + ", which no training step repairs",
+                     "start from weights saved before the run that wrote them diverged (a checkpoint's step-*.pt: "
+                     "model.init_weights takes one), or leave model.init_weights unset");
+}
+
 }  // namespace
 
 std::vector<std::string> load_init_weights(Model& model, const Config& config, std::int64_t outputs) {
@@ -87,6 +96,7 @@ std::vector<std::string> load_init_weights(Model& model, const Config& config, s
       if (name.rfind(match.prefix, 0) == 0) name.erase(0, match.prefix.size());
     load_named_state(model, given, origin);
   }
+  refuse_nonfinite(match.fits, origin.name);
   {
     c10::NoGradGuard no_grad;
     std::map<std::string, at::Tensor> fits(match.fits.begin(), match.fits.end());

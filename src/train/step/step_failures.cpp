@@ -14,14 +14,14 @@ namespace {
 
 // A loss already nan/inf at the run's first step came before any update, so neither the learning
 // rate nor the optimizer made it; nor did the data, which open_data searched for NaN and inf
-// (refuse_nonfinite_samples; decoded images cannot hold them). What is left is the forward pass.
+// (refuse_nonfinite_samples; decoded images cannot hold them), nor the starting weights (searched
+// too: nonfinite_tensor). What is left is the forward pass and the loss.
 Error first_step_divergence(const Divergence& d, const Config& config) {
   std::vector<std::string> causes;
   if (config.train.precision == Precision::fp16_mixed) causes.push_back("fp16 overflows where bf16 does not: try bf16-mixed or fp32");
   if (!config.model.torchscript.empty())
     causes.push_back(
         "model.torchscript's forward may make one (a log or division of 0, a sqrt of a negative): run it on a batch in Python");
-  if (!config.model.init_weights.empty()) causes.push_back("model.init_weights may hold NaN or inf");
   std::vector<std::string> unscaled, settings;
   if (!config.data.standardize) unscaled.push_back("inputs"), settings.push_back("data.standardize: true");
   if (config.data.task == "regression" && !config.data.standardize_targets)

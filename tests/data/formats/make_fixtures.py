@@ -400,9 +400,19 @@ class PredictOnly(torch.nn.Module):  # exported for inference under another name
         return x[:, :1] * self.w
 
 
+class DivergedWeights(torch.nn.Module):  # saved after its run diverged
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([1.0, float("inf")]))
+
+    def forward(self, x):
+        return x[:, :1] * self.w
+
+
 frozen = IntegerOutputs()
 frozen.w.requires_grad_(False)
 for name, module in [("script_integer_outputs", IntegerOutputs()), ("script_no_parameters", NoParameters()),
-                     ("script_double_weights", DoubleWeights()), ("script_predict_only", PredictOnly())]:
+                     ("script_double_weights", DoubleWeights()), ("script_predict_only", PredictOnly()),
+                     ("script_diverged_weights", DivergedWeights())]:
     torch.jit.script(module).save(path("checkpoints", name + ".pt"))
 torch.jit.save(torch.jit.script(frozen), path("checkpoints", "script_frozen.pt"))

@@ -1,8 +1,10 @@
 // Fine-tuning (#50): weights matched to a model by name after a wrapper's prefix, a new head for
 // another number of classes, partial loads, and train.freeze.
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 #include "gputrain/data/safetensors.hpp"
@@ -104,6 +106,27 @@ TEST(FineTuning, OtherMisfitsAreRefusedUnlessInitStrictIsOff) {
             std::string::npos)
       << notes[0];
   EXPECT_TRUE(at::equal(state_of(*model, "layer1.0.conv1.weight"), state_of(*grey, "layer1.0.conv1.weight")));
+}
+
+// A diverged run's weights saved as a start: named by tensor before training, not a nan at step 1.
+TEST(FineTuning, WeightsHoldingNanOrInfAreRefusedByName) {
+  auto diverged = resnet(3);
+  {
+    c10::NoGradGuard no_grad;
+    state_of(*diverged, "layer2.0.bn1.running_var")[5] = std::numeric_limits<float>::infinity();
+  }
+  auto model = resnet(3);
+  const auto before = state_of(*model, "conv1.weight").clone();
+  const auto refused = test_support::usage_error_and_fix([&] { init_from(*diverged, *model, 3, "module."); });
+  EXPECT_NE(refused.find("model.init_weights ("), std::string::npos) << refused;
+  EXPECT_NE(refused.find("layer2.0.bn1.running_var holds NaN or inf in 1 of its 128 values, which no training step repairs"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("start from weights saved before the run that wrote them diverged"), std::string::npos) << refused;
+  EXPECT_TRUE(at::equal(state_of(*model, "conv1.weight"), before));  // nothing loaded
+  EXPECT_EQ(nonfinite_tensor({{"steps", at::full({2}, 3, at::kLong)}, {"w", at::ones({4})}}), std::nullopt);
+  const auto nan = at::full({4}, std::numeric_limits<double>::quiet_NaN());
+  EXPECT_EQ(nonfinite_tensor({{"w", at::ones({4})}, {"b", nan}}), "b holds NaN or inf in 4 of its 4 values");
 }
 
 TEST(Freeze, FrozenParametersLeaveTheOptimizersListAndTheirBatchNormStaysInEvalMode) {

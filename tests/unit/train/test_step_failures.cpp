@@ -59,7 +59,7 @@ TEST(StepFailures, ANanFromTheFirstStepPointsAtTheForwardPassNotTheLearningRateO
   const auto remedy = divergence_error(d, config).remedy();
   EXPECT_TRUE(contains(remedy, "try bf16-mixed")) << remedy;
   EXPECT_TRUE(contains(remedy, "model.torchscript's forward")) << remedy;
-  EXPECT_TRUE(contains(remedy, "model.init_weights may hold NaN or inf")) << remedy;
+  EXPECT_FALSE(contains(remedy, "model.init_weights")) << remedy;  // searched before training: not a cause
   EXPECT_TRUE(contains(remedy, "targets far from unit scale may overflow: set data.standardize_targets: true")) << remedy;
   EXPECT_FALSE(contains(remedy, "data.standardize: true")) << remedy;
 }
