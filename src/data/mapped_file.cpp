@@ -13,7 +13,24 @@
 
 namespace gputrain::data {
 
+namespace {
+
+// A data file is mapped by its size, which a stream has not: a shell's <(zcat x.csv.gz) is a
+// pipe that would read as empty, and a named pipe with no writer blocks open(2) for good.
+void refuse_stream(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode) || S_ISDIR(info.st_mode)) return;  // open() says the rest
+  const char* kind = S_ISFIFO(info.st_mode)   ? "a pipe (a named pipe, or a shell's <(...))"
+                     : S_ISSOCK(info.st_mode) ? "a socket"
+                                              : "a device";
+  throw UsageError("'" + path + "' is " + kind + ", not a file: gputrain maps data files, by their size",
+                   "write the data to a file first and point at it (a gzip'd CSV is read as it is: data.path: x.csv.gz)");
+}
+
+}  // namespace
+
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
+  refuse_stream(path);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     throw UsageError(unusable_path_text(path, "cannot open '" + path + "': " + std::strerror(errno)),

@@ -115,6 +115,10 @@ def config_cases():
     cases += [
         case("config_missing_file", ["train", "no-such.yaml"], 2, expect="does not exist"),
         case("config_is_a_folder", ["train", "."], 2, expect="is a folder"),
+        case("config_is_data", ["train", "good.csv"], 2, files={"good.csv": GOOD_CSV},
+             expect="'good.csv' is csv data, not a YAML config"),
+        case("config_over_4mib", ["train", "big.yaml"], 2, files={"big.yaml": "# " + "x" * (5 << 20) + "\n"},
+             expect="is over 4 MiB, more than any config"),
         case("set_without_value", ["train", "--set", "train.epochs"], 2, expect="KEY=VALUE"),
         case("set_unknown_key", ["train", "--set", "train.epoch=3"], 2, expect="did you mean"),
         case("set_bad_value", ["train", "--set", "train.epochs=0"], 2, expect="train.epochs"),
@@ -142,6 +146,7 @@ def data_cases():
         data_case("image_folder_empty", "  source: image_folder\n  path: imgs\n  image_size: 8\n", {"imgs/.keep": ""}),
         data_case("image_folder_no_images", "  source: image_folder\n  path: imgs\n  image_size: 8\n", {"imgs/cat/notes.txt": "x"}),
         data_case("image_folder_is_a_file", "  source: image_folder\n  path: good.csv\n  image_size: 8\n"),
+        data_case("path_is_a_device", "  source: csv\n  path: /dev/zero\n  labels: label\n", expect="is a device, not a file"),
         data_case("val_path_missing", "  path: good.csv\n  labels: label\n  val_path: nope.csv\n", expect="data.val_path"),
     ]
     csv_fixtures = ["bad_cell.csv", "decimal_comma.csv", "empty_cells.csv", "missing_values.csv", "not_finite.csv",

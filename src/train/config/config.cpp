@@ -10,7 +10,6 @@
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "config_consistency.hpp"
@@ -20,6 +19,7 @@
 #include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/data/sources.hpp"
 #include "key_suggestions.hpp"
 #include "mlflow_settings.hpp"
 #include "yaml_hints.hpp"
@@ -206,11 +206,26 @@ std::string read_config_file(const std::string& path) {
   if (std::filesystem::is_directory(path, ec))  // an ifstream opens a folder and reads nothing from it
     throw UsageError("config file '" + path + "' is a folder",
                      "name a YAML file, e.g. " + (std::filesystem::path(path) / "train.yaml").string());
-  std::ifstream in(path);
+  // `gputrain train data.csv`: the data where the config goes.
+  if (const auto source = data::source_for_path(path); !source.empty())
+    throw UsageError("'" + path + "' is " + source + " data, not a YAML config",
+                     "train on it with gputrain train --set data.path=" + path +
+                         " --set data.labels=" + (source == "csv" ? "COLUMN" : "LABELS") + ", or write a config with data.path: " + path +
+                         " (configs/ holds ready ones)");
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError("cannot read config file '" + path + "'", "check its permissions");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // A config is a few KB: read no further than a bound, so that a data file named by mistake
+  // (`gputrain train train.csv`) or /dev/zero is refused, not read whole into memory.
+  constexpr std::size_t kMostBytes = 4u << 20;
+  std::string text(kMostBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMostBytes)
+    throw UsageError("config file '" + path + "' is over 4 MiB, more than any config: is it a data file?",
+                     "give the YAML config first (gputrain train CONFIG.yaml) and the data as data.path in it, or --set "
+                     "data.path=" +
+                         path);
+  return text;
 }
 
 void apply_override(Config& config, const std::string& assignment, GivenKeys& given) {
