@@ -77,7 +77,10 @@ void check_weights_file(const std::string& weights) {
   std::error_code ec;
   if (!fs::exists(weights, ec))
     throw UsageError("--evaluate: '" + weights + "' does not exist" + core::did_you_mean(weights), what_to_give);
-  if (!fs::is_regular_file(weights, ec)) throw UsageError("--evaluate: '" + weights + "' is a folder, not a weights file", what_to_give);
+  if (!fs::is_regular_file(weights, ec))
+    throw UsageError("--evaluate: '" + weights + "' is " +
+                         (fs::is_directory(weights, ec) ? "a folder" : "no regular file (a pipe or a device)") + ", not a weights file",
+                     what_to_give);
   if (!is_zip_archive(weights) && !data::starts_like_safetensors(weights))
     throw UsageError("--evaluate: '" + weights +
                          "' holds no weights: it is neither a checkpoint (a zip archive, as torch.save writes) nor a "

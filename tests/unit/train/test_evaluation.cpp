@@ -153,6 +153,7 @@ TEST(Evaluate, RefusesAMissingFileAFolderAConfigAndAnotherModelsWeightsWithExitC
   EXPECT_NE(refusal(weights).find("fix: evaluate with the config the weights were trained with"), std::string::npos);
   EXPECT_NE(refusal("no-such-weights.pt").find("'no-such-weights.pt' does not exist"), std::string::npos);
   EXPECT_NE(refusal(fs::path(weights).parent_path().string()).find("is a folder, not a weights file"), std::string::npos);
+  EXPECT_NE(refusal("/dev/null").find("'/dev/null' is no regular file (a pipe or a device), not a weights file"), std::string::npos);
   // The run's config given in the weights' place: named as holding no weights, with what to give.
   const auto config = (fs::path(weights).parent_path() / "config.yaml").string();
   EXPECT_NE(refusal(config).find("'" + config + "' holds no weights: it is neither a checkpoint"), std::string::npos) << refusal(config);
