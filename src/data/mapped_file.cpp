@@ -23,8 +23,8 @@ void refuse_stream(const std::string& path) {
   const char* kind = S_ISFIFO(info.st_mode)   ? "a pipe (a named pipe, or a shell's <(...))"
                      : S_ISSOCK(info.st_mode) ? "a socket"
                                               : "a device";
-  throw UsageError("'" + path + "' is " + kind + ", not a file: gputrain maps data files, by their size",
-                   "write the data to a file first and point at it (a gzip'd CSV is read as it is: data.path: x.csv.gz)");
+  throw UsageError("'" + path + "' is " + kind + ", not a file: gputrain maps what it reads by the file's size",
+                   "write it to a file first and point at that (a gzip'd CSV needs no pipe: data.path: x.csv.gz reads it)");
 }
 
 }  // namespace

@@ -91,6 +91,8 @@ void refuse_newer_format(const std::string& path, std::int64_t version) {
 }
 
 bool is_zip_archive(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;  // a named pipe would block the open below
   char head[4] = {};
   std::ifstream in(path, std::ios::binary);
   in.read(head, sizeof head);

@@ -171,6 +171,9 @@ std::unique_ptr<Model> load_torchscript(const std::string& path) {
   if (!std::filesystem::exists(path))
     throw UsageError("model.torchscript: file '" + path + "' does not exist" + core::did_you_mean(path),
                      "save one from Python with torch.jit.script(model).save('" + path + "')");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) && !std::filesystem::is_directory(path, ec))  // a named pipe would block the load
+    throw UsageError("model.torchscript: '" + path + "' is a pipe or a device, not a file", kSaveScripted);
   try {
     auto module = torch::jit::load(path);
     refuse_without_forward(module, path);

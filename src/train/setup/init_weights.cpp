@@ -42,6 +42,8 @@ NamedTensors read_weights_file(const std::string& path) {
         "model.init_weights: '" + path + "' is a folder, not a weights file",
         fs::exists(weights, ec) ? "set model.init_weights: " + weights.string() + ", the weights that run finished with" : what_to_give);
   }
+  if (!fs::is_regular_file(path, ec))  // a named pipe would block LibTorch's reader for good
+    throw UsageError("model.init_weights: '" + path + "' is a pipe or a device, not a weights file", what_to_give);
   if (is_torch_save_archive(path)) return read_torch_save_state(path, "model.init_weights");
   if (is_zip_archive(path)) return checkpoint_weights(path);
   return data::read_safetensors(path);
