@@ -10,6 +10,10 @@ std::string without_backtrace(const std::string& what) {
   return text;
 }
 
+std::string without_miniz_advice(const std::string& reader_message) {
+  return reader_message.substr(0, reader_message.find(". This is an internal miniz error"));
+}
+
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 }  // namespace gputrain::core

@@ -9,6 +9,10 @@ namespace gputrain::core {
 /// frame #0: ...", or the frames alone after an enforce), and less trailing blanks.
 std::string without_backtrace(const std::string& what);
 
+/// LibTorch's zip reader's message less the paragraph about miniz it appends to every failure
+/// ("... corrupted"): its first sentence says what went wrong.
+std::string without_miniz_advice(const std::string& reader_message);
+
 /// The first line of `text` (all of it when it has one).
 std::string first_line(const std::string& text);
 

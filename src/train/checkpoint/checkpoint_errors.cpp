@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/error_text.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/train/checkpoint.hpp"
 
@@ -47,8 +48,7 @@ void throw_unreadable(const std::string& path, const std::string& reader_message
                      "point checkpoint.resume at a run's step-*.pt or best.pt, or set it to auto or never; to start a new run "
                      "from weights, set model.init_weights: a .safetensors file, and checkpoint.resume: never");
   }
-  // LibTorch's reader appends a paragraph about miniz to every failure; its first sentence says it.
-  const std::string reason = reader_message.substr(0, reader_message.find(". This is an internal miniz error"));
+  const std::string reason = core::without_miniz_advice(reader_message);
   if (reason.find("constants.pkl") != std::string::npos || reason.find("data.pkl") != std::string::npos)
     throw UsageError(what + "it is a zip archive, but not a checkpoint (it has no data.pkl)",
                      "point checkpoint.resume at a run's step-*.pt or best.pt, or set it to auto or never");

@@ -217,9 +217,10 @@ std::string read_config_file(const std::string& path) {
   // A config is a few KB: read no further than a bound, so that a data file named by mistake
   // (`gputrain train train.csv`) or /dev/zero is refused, not read whole into memory.
   constexpr std::size_t kMostBytes = 4u << 20;
-  std::string text(kMostBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  std::string text;
+  char chunk[1 << 16];
+  while (text.size() <= kMostBytes && (in.read(chunk, sizeof chunk) || in.gcount() > 0))
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
   if (text.size() > kMostBytes)
     throw UsageError("config file '" + path + "' is over 4 MiB, more than any config: is it a data file?",
                      "give the YAML config first (gputrain train CONFIG.yaml) and the data as data.path in it, or --set "

@@ -145,8 +145,7 @@ const std::string kSaveScripted = "save the module from Python with torch.jit.sc
                        "for a built-in model, set model.name and model.init_weights: " + path + "; else " + kSaveScripted);
     throw UsageError(what + "is not a TorchScript module (those are zip archives, as torch.jit.save writes them)", kSaveScripted);
   }
-  // LibTorch's reader appends a paragraph about miniz to every failure; its first sentence says it.
-  const std::string reason = reader_message.substr(0, reader_message.find(". This is an internal miniz error"));
+  const std::string reason = core::without_miniz_advice(reader_message);
   if (reason.find("constants.pkl") != std::string::npos)
     throw UsageError(what +
                          "is a zip archive but not a TorchScript module (it has no constants.pkl): a state_dict or "

@@ -22,8 +22,8 @@ std::string last_line(const std::string& text) {
   return text.substr(start, end - start + 1);
 }
 
-// What its parameters must be for training here: some that train, all float32 (train.precision
-// decides the compute type; the weights and the optimizer's state stay float32).
+// What its parameters must be for training here: all float32 (train.precision decides the
+// compute type; the weights and the optimizer's state stay float32), finite, and some that train.
 void check_parameters(Model& model, const std::string& file, bool training) {
   const auto parameters = model.parameters();
   std::int64_t trainable = 0;
