@@ -1,6 +1,7 @@
 #include "gputrain/core/write_error.hpp"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -38,6 +39,30 @@ std::optional<std::string> file_in_the_way(const std::string& folder) {
   for (auto part = std::filesystem::path(folder); !part.empty() && part != part.parent_path(); part = part.parent_path())
     if (std::error_code ec; std::filesystem::is_regular_file(part, ec)) return part.string();
   return std::nullopt;
+}
+
+void refuse_unmakeable_folder(const std::string& folder, const std::string& key, bool for_a_file) {
+  const std::string elsewhere = for_a_file ? "a file in another folder" : "another folder";
+  // A file where the folder (or one above it) would go: name it, as "Not a directory" does not.
+  if (const auto file = file_in_the_way(folder))
+    throw UsageError(key + ": '" + folder + "' cannot be created: '" + *file + "' is a file",
+                     "point " + key + " at " + elsewhere + " (missing folders are created), or move the file '" + *file + "' away");
+  std::error_code ec;
+  auto existing = std::filesystem::absolute(folder, ec);
+  while (!ec && !std::filesystem::exists(existing, ec) && existing.has_relative_path()) existing = existing.parent_path();
+  if (!ec && ::access(existing.c_str(), W_OK | X_OK) != 0)
+    throw UsageError(key + ": '" + folder + "' cannot be created: this user may not write in '" + existing.string() + "'",
+                     "point " + key + " at " + elsewhere + " this user can write (missing folders are created)");
+}
+
+void make_output_folder(const std::string& folder, const std::string& key, bool for_a_file) {
+  refuse_unmakeable_folder(folder, key, for_a_file);
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (ec)
+    throw UsageError(key + ": '" + folder + "' cannot be created: " + ec.message(),
+                     "point " + key + " at " + (for_a_file ? "a file in another folder" : "another folder") +
+                         " this user can write (missing folders are created)");
 }
 
 std::string write_error_remedy(int error_number, const std::string& path) {

@@ -19,6 +19,7 @@
 #include "core/json_text.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/core/write_error.hpp"
 #include "gputrain/device/utilization.hpp"
 #include "gputrain/profile/gpu_span_timer.hpp"
 #include "gputrain/profile/loader_sweep.hpp"
@@ -176,7 +177,7 @@ struct CountedSteps {
 // Moves the probe run's trace to where --trace asked for it (its folders made).
 void keep_trace(const fs::path& from, const fs::path& to) {
   if (!fs::exists(from)) throw Error("the profiler wrote no trace (" + from.string() + ")", "run with --log-level debug and report it");
-  if (to.has_parent_path()) fs::create_directories(to.parent_path());
+  if (to.has_parent_path()) core::make_output_folder(to.parent_path().string(), "--trace", /*for_a_file=*/true);
   std::error_code ec;
   fs::rename(from, to, ec);
   if (ec) {  // another file system: copy, then the probe folder goes

@@ -10,6 +10,8 @@
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/terminal.hpp"
+#include "gputrain/core/write_error.hpp"
+#include "output_file.hpp"
 
 namespace gputrain::tools {
 
@@ -22,19 +24,12 @@ int checks_exit_code(const std::vector<checks::Outcome>& outcomes, bool gpu_requ
 void add_junit_option(CLI::App& app, std::string& path) {
   app.add_option("--junit", path, "also write JUnit XML to this file, for CI systems (its folders are made)")
       ->type_name("FILE")
-      ->check(CLI::Validator(
-          [](std::string& value) -> std::string {
-            std::error_code ec;
-            if (!std::filesystem::is_directory(value, ec)) return "";
-            return "'" + value + "' is a folder: give a file in it, e.g. " + (std::filesystem::path(value) / "report.xml").string();
-          },
-          ""));
+      ->check(output_file("report.xml"));
 }
 
 void write_junit(const std::string& path, const std::string& xml) {
   const auto folder = std::filesystem::path(path).parent_path();
-  std::error_code ec;
-  if (!folder.empty()) std::filesystem::create_directories(folder, ec);  // a failure is said by the write, with its fix
+  if (!folder.empty()) core::make_output_folder(folder.string(), "--junit", /*for_a_file=*/true);
   core::write_named_file(path, xml);
 }
 

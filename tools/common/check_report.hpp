@@ -25,10 +25,11 @@ struct ReportStream {
 ReportStream report_stream(bool json, bool no_color);
 
 /// Adds --junit FILE to `app`: a path that is a folder is refused before any check runs (exit 2),
-/// with a file in it as the fix.
+/// with a file in it as the fix; so is one whose folders cannot be made (tools::refuse_unwritable).
 void add_junit_option(CLI::App& app, std::string& path);
 
-/// Writes the JUnit XML to `path`, making its missing folders first (as pytest's --junitxml does).
+/// Writes the JUnit XML to `path` atomically, making its missing folders first (as pytest's
+/// --junitxml does).
 void write_junit(const std::string& path, const std::string& xml);
 
 /// Returns `code`, or, when a check thread was left running (a hung driver call), flushes and

@@ -13,6 +13,7 @@
 #include "help.hpp"
 #include "modes.hpp"
 #include "number_options.hpp"
+#include "output_file.hpp"
 
 using namespace gputrain;
 using namespace gputrain::tools::profile;
@@ -59,7 +60,8 @@ int main(int argc, char** argv) {
   app.add_option("--trace", trace,
                  "with --step (implied): also trace 5 more steps with LibTorch's profiler into this Chrome/Perfetto JSON file "
                  "(open it in ui.perfetto.dev or chrome://tracing)")
-      ->type_name("FILE.json");
+      ->type_name("FILE.json")
+      ->check(tools::output_file("trace.json"));
   app.add_flag("--exhaustive", exhaustive, "with --batch: also bisect for the true largest batch (more steps)");
   app.add_option(
       "--source", source,
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
   const auto run_profile = [&]() -> int {
     refuse_mixed_flags(memory_mode, batch_mode, step_mode, exhaustive, !trace.empty(), sweep);
     refuse_configs_as_labels(labels);
+    if (!trace.empty()) tools::refuse_unwritable(trace, "--trace");  // before the steps, not after them
     if (sources.files.empty() && path.empty() && source.empty())
       throw UsageError("no config and no data to profile", "give a config file, or --source and --path (see --help)");
     if (!source.empty()) sources.flags.push_back({"--source", "data.source", {source}});

@@ -12,6 +12,7 @@
 #include "gputrain/device/select.hpp"
 #include "gputrain/quick_train/quick_train.hpp"
 #include "number_options.hpp"
+#include "output_file.hpp"
 
 using namespace gputrain;
 
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     options.precision = precision == "fp32"         ? train::Precision::fp32
                         : precision == "bf16-mixed" ? train::Precision::bf16_mixed
                                                     : train::Precision::fp16_mixed;
+    if (!junit.empty()) tools::refuse_unwritable(junit, "--junit");  // before the checks, not after them
     auto context = checks::gather_context(checks::Level::quick, allow_cpu);
     const auto [report, color] = tools::report_stream(json, no_color);
     report << "gputrain " << core::build_info().gputrain_version << " quick-train\n";

@@ -12,6 +12,16 @@ namespace gputrain::core {
 /// The file that stands where `folder` or a folder above it would go ("Not a directory"), if any.
 std::optional<std::string> file_in_the_way(const std::string& folder);
 
+/// Makes `folder` and those above it, for output that `key` (a config key or an option) points at,
+/// before any work is done: one that cannot be made is a UsageError (exit 2) naming the key, the
+/// file in the way or the system's reason, and the fix. `for_a_file`: the key names a file in it.
+void make_output_folder(const std::string& folder, const std::string& key, bool for_a_file = false);
+
+/// What make_output_folder() refuses, found without making anything (for output written later, or
+/// never: a trace window the run does not reach): a file in the way, or a nearest existing folder
+/// this user cannot write in.
+void refuse_unmakeable_folder(const std::string& folder, const std::string& key, bool for_a_file = false);
+
 /// What to do about `error_number` (an errno from writing `path`), in the user's terms.
 std::string write_error_remedy(int error_number, const std::string& path);
 

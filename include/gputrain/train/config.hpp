@@ -236,6 +236,8 @@ struct Config {
 
   /// The checkpoint directory after defaults are applied.
   std::string checkpoint_dir() const;
+  /// train.profile's trace directory after defaults are applied.
+  std::string trace_dir() const;
   /// train.channels_last resolved: `auto` is on for the built-in convolutional models (small_cnn,
   /// resnet*), whose layers all take NHWC, and off otherwise (a TorchScript or registered model may
   /// .view() an activation, which NHWC refuses).

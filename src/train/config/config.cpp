@@ -42,6 +42,10 @@ std::string Config::checkpoint_dir() const {
   return checkpoint.dir.empty() ? (std::filesystem::path(logging.dir) / "checkpoints").string() : checkpoint.dir;
 }
 
+std::string Config::trace_dir() const {
+  return train.profile_dir.empty() ? (std::filesystem::path(logging.dir) / "traces").string() : train.profile_dir;
+}
+
 std::string Config::model_label() const { return model.torchscript.empty() ? model.name : model.torchscript; }
 
 bool Config::uses_channels_last() const {

@@ -243,20 +243,13 @@ void Trainer::State::open_the_data() {
   val_size = data.sources.val ? data.sources.val->size() : 0;
 }
 
-// logging.dir and checkpoint.dir, made before anything else is: a folder that cannot be is said now.
+// logging.dir and checkpoint.dir, made before anything else is, and the trace's folder checked:
+// a folder that cannot be made is said now, not after hours of training.
 void Trainer::State::make_run_folders() {
-  for (const auto& [key, dir] : {std::pair<std::string, std::string>{"logging.dir", config.logging.dir},
-                                 {config.checkpoint.dir.empty() ? "logging.dir" : "checkpoint.dir", config.checkpoint_dir()}}) {
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (!ec) continue;
-    // A file where the folder (or one above it) would go: name it, as "Not a directory" does not.
-    if (const auto file = core::file_in_the_way(dir))
-      throw UsageError(key + ": '" + dir + "' cannot be created: '" + *file + "' is a file",
-                       "set " + key + " to a folder (it is created when missing), or move the file '" + *file + "' away");
-    throw UsageError(key + ": '" + dir + "' cannot be created: " + ec.message(),
-                     "set " + key + " to a folder this user can write (it is created when missing)");
-  }
+  core::make_output_folder(config.logging.dir, "logging.dir");
+  core::make_output_folder(config.checkpoint_dir(), config.checkpoint.dir.empty() ? "logging.dir" : "checkpoint.dir");
+  if (config.train.profile_start_step > 0)  // made when its window comes: a run may end before it
+    core::refuse_unmakeable_folder(config.trace_dir(), config.train.profile_dir.empty() ? "logging.dir" : "train.profile.dir");
 }
 
 // The model from the registry (or its TorchScript file), with its initial weights.

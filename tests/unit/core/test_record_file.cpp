@@ -98,6 +98,36 @@ TEST(WriteError, EachReasonGetsItsOwnFix) {
   EXPECT_EQ(error.remedy().rfind("the disk of '/tmp/run' is full (", 0), 0u) << error.remedy();
 }
 
+TEST(WriteError, AnOutputFolderThatCannotBeMadeIsAUsageErrorNamingTheKeyAndTheFileInTheWay) {
+  using gputrain::core::make_output_folder;
+  const ScratchFolder scratch("output-folder");
+  const auto made = scratch.path / "run" / "traces";
+  make_output_folder(made.string(), "train.profile.dir");
+  EXPECT_TRUE(std::filesystem::is_directory(made));
+  make_output_folder(made.string(), "train.profile.dir");  // one that exists is left as it is
+  const auto later = scratch.path / "later" / "traces";
+  gputrain::core::refuse_unmakeable_folder(later.string(), "train.profile.dir");  // checks, makes nothing
+  EXPECT_FALSE(std::filesystem::exists(scratch.path / "later"));
+
+  const auto file = scratch.path / "data.csv";
+  std::ofstream(file) << "a,label\n";
+  try {
+    make_output_folder((file / "x").string(), "--junit", /*for_a_file=*/true);
+    FAIL() << "a folder under a file was made";
+  } catch (const gputrain::UsageError& e) {
+    EXPECT_EQ(e.exit_code(), gputrain::ExitCode::usage);
+    EXPECT_EQ(std::string(e.what()), "--junit: '" + (file / "x").string() + "' cannot be created: '" + file.string() + "' is a file");
+    EXPECT_TRUE(contains(e.remedy(), "point --junit at a file in another folder")) << e.remedy();
+  }
+  EXPECT_THROW(gputrain::core::refuse_unmakeable_folder((file / "x" / "y").string(), "--trace"), gputrain::UsageError);
+  try {
+    make_output_folder((file / "x").string(), "logging.dir");
+    FAIL() << "a folder under a file was made";
+  } catch (const gputrain::UsageError& e) {
+    EXPECT_TRUE(contains(e.remedy(), "point logging.dir at another folder (missing folders are created)")) << e.remedy();
+  }
+}
+
 // An atomic write past the file-size limit leaves the old file and says which limit, and how high.
 TEST(AtomicFile, AWriteTheSystemRefusesKeepsTheOldFileAndNamesTheReason) {
   ScratchFolder folder("atomic-refused");

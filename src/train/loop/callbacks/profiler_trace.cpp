@@ -29,8 +29,7 @@ class ProfilerTrace final : public Callback {
   explicit ProfilerTrace(const Config& config)
       : first_(config.train.profile_start_step),
         last_(config.train.profile_start_step + config.train.profile_steps - 1),
-        dir_(config.train.profile_dir.empty() ? (std::filesystem::path(config.logging.dir) / "traces").string()
-                                              : config.train.profile_dir) {}
+        dir_(config.trace_dir()) {}
   std::string name() const override { return "profiler_trace"; }
 
   void on_fit_start(RunControl& run) override {
