@@ -253,6 +253,8 @@ def flag_cases():
         case("profile_trace_is_a_folder", ["profile", "--trace", "."], 2, expect="is a folder: give a file in it"),
         case("profile_trace_under_a_file", ["profile", "--trace", "good.csv/t.json", "--path", "good.csv", "--labels", "label"], 2,
              {"good.csv": GOOD_CSV}, expect="--trace: 'good.csv' cannot be created: 'good.csv' is a file"),
+        case("profile_plot_under_a_file", ["profile", "--plot", "good.csv/l.svg", "--path", "good.csv", "--labels", "label"], 2,
+             {"good.csv": GOOD_CSV}, expect="--plot: 'good.csv' cannot be created: 'good.csv' is a file"),
         train_case("train_profile_dir_under_a_file", config(train="  epochs: 1\n  profile: {start_step: 1, dir: good.csv/p}\n"),
                    expect="train.profile.dir: 'good.csv/p' cannot be created: 'good.csv' is a file"),
         case("unknown_command", ["trian"], 2),

@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   app.add_flag("--json", sweep.json, "print JSON instead of text");
   app.add_flag("--csv", sweep.csv, "sweep: print CSV, one row per setting");
   app.add_option("--plot", sweep.plot, "sweep: also write a chart of samples/s by thread count (.svg, or .png via librsvg)")
-      ->type_name("FILE.svg|FILE.png");
+      ->type_name("FILE.svg|FILE.png")
+      ->check(tools::output_file("loader.svg"));
   app.add_option("--set", sources.overrides, "override one key, e.g. --set train.precision=bf16-mixed (repeatable)")
       ->type_name("KEY=VALUE");
   app.add_option("--max-memory", max_memory, "cap device memory, e.g. 8GiB (same as --set device.max_memory=...)")
