@@ -224,7 +224,10 @@ def flag_cases():
         case("quick_iterations_one", q + ["--iterations", "1"], 2, expect="is too small"),
         case("quick_device_tpu", q + ["--device", "tpu"], 2),
         case("quick_precision_fp8", q + ["--precision", "fp8"], 2),
-        case("quick_unknown_flag", q + ["--batchsize", "3"], 2, expect="not expected"),
+        case("quick_unknown_flag", q + ["--batchsize", "3"], 2, expect="not expected: --batchsize 3"),  # in the order typed
+        case("quick_steps_is_iterations", q + ["--steps", "5"], 2, expect="did you mean '--iterations'?"),
+        case("verify_quiet_is_a_log_level", ["verify", "--quiet"], 2, expect="did you mean '--log-level warn'?"),
+        case("train_steps_is_max_steps", ["train", "--steps", "100"], 2, expect="--set train.max_steps=100"),
         case("train_nproc_zero", ["train", "--nproc-per-node", "0"], 2, expect="is too small"),
         case("train_nproc_text", ["train", "--nproc-per-node", "two"], 2, expect="is not a whole number"),
         case("train_port_zero", ["train", "--master-port", "0"], 2, expect="is too small"),

@@ -38,6 +38,39 @@ std::optional<std::string> closest_choice(const std::string& message) {
   return message.substr(0, colon) + " " + likely.front();
 }
 
+// Other tools' names (and other commands' of ours) for options, with the value they imply:
+// `quick-train --steps` is its --iterations, `--bs` is --batch-size, `--quiet` a log level.
+const std::vector<std::pair<std::string, std::string>>& other_tools_names() {
+  static const std::vector<std::pair<std::string, std::string>> names = {
+      {"--steps", "--iterations"},     {"--iters", "--iterations"}, {"--max-steps", "--iterations"},    {"--bs", "--batch-size"},
+      {"--batch", "--batch-size"},     {"--gpu", "--device"},       {"--amp", "--precision"},           {"--dtype", "--precision"},
+      {"--junitxml", "--junit"},       {"--xml", "--junit"},        {"--verbose", "--log-level debug"}, {"--debug", "--log-level debug"},
+      {"--quiet", "--log-level warn"}, {"--cpu", "--allow-cpu"},    {"--full", "--level full"}};
+  return names;
+}
+
+// This command's option (with its value) that another tool's `flag` names, if the command has it.
+std::optional<std::string> other_tools_name(const std::string& flag, const std::vector<std::string>& options) {
+  for (const auto& [other, ours] : other_tools_names())
+    if (flag == other && std::find(options.begin(), options.end(), ours.substr(0, ours.find(' '))) != options.end()) return ours;
+  return std::nullopt;
+}
+
+// CLI11 lists the arguments it did not expect last first ("not expected: 3 --batchsize"): they are
+// put back in the order typed.
+std::string unexpected_in_typed_order(const CLI::App& app, int argc, char** argv) {
+  auto left = app.remaining();
+  std::string typed;
+  for (int i = 1; i < argc; ++i) {
+    const auto at = std::find(left.begin(), left.end(), argv[i]);
+    if (at == left.end()) continue;
+    typed += (typed.empty() ? "" : " ") + *at;
+    left.erase(at);
+  }
+  const bool several = typed.find(' ') != std::string::npos;
+  return std::string("The following argument") + (several ? "s were" : " was") + " not expected: " + typed;
+}
+
 // The value given with `flag` on the command line: after its '=', else the next word unless that is
 // another flag or a config file; "" when there is none.
 std::string value_given(const std::string& flag, int argc, char** argv) {
@@ -70,7 +103,9 @@ std::string usage_remedy(const CLI::App& app, const std::string& message, int ar
   }
   for (const auto& argument : app.remaining()) {
     if (argument.rfind("--", 0) != 0) continue;
-    const auto close = core::closest_match(argument.substr(0, argument.find('=')), options);
+    const auto flag = argument.substr(0, argument.find('='));
+    auto close = core::closest_match(flag, options);
+    if (!close) close = other_tools_name(flag, options);
     if (close) return "did you mean '" + *close + "'? (`" + command + " --help` lists the options)";
   }
   return "`" + command + " --help` lists the options and shows examples";
@@ -114,7 +149,8 @@ int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>
     } catch (const CLI::CallForAllHelp& e) {
       return app.exit(e);
     } catch (const CLI::ParseError& e) {
-      std::string message = e.what(), remedy = usage_remedy(app, e.what(), argc, argv, setting_hint);
+      std::string message = dynamic_cast<const CLI::ExtrasError*>(&e) ? unexpected_in_typed_order(app, argc, argv) : e.what();
+      std::string remedy = usage_remedy(app, e.what(), argc, argv, setting_hint);
       name_the_env_twin(app, argc, argv, message, remedy);
       say_error(message, remedy);
       return static_cast<int>(ExitCode::usage);

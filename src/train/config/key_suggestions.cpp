@@ -66,6 +66,19 @@ constexpr ForeignName kForeignNames[] = {
     {"out_dir", "nanoGPT", "logging.dir"},
 };
 
+// Plain words for a setting that are no key's leaf, or the leaf of another key than the one meant:
+// `--steps 100` and `train.steps` mean how long to train, not train.profile.steps.
+constexpr std::pair<const char*, const char*> kPlainWords[] = {
+    {"steps", "train.max_steps"}, {"iterations", "train.max_steps"}, {"iters", "train.max_steps"},
+    {"bs", "train.batch_size"},   {"batch", "train.batch_size"},
+};
+
+std::optional<std::string> plain_word(const std::string& word) {
+  for (const auto& [plain, key] : kPlainWords)
+    if (word == plain) return key;
+  return std::nullopt;
+}
+
 // The keys whose last part is `leaf` ("lr" -> optimizer.lr), in schema order.
 std::vector<std::string> keys_with_leaf(const std::vector<std::string>& keys, const std::string& leaf) {
   std::vector<std::string> found;
@@ -102,6 +115,7 @@ std::string did_you_mean(const std::string& key) {
       return "; " + leaf + " is a section of its own: did you mean '" + leaf + ".name'?";
     return "; " + leaf + " is a section of its own, at the top level";
   }
+  if (const auto plain = plain_word(leaf); plain && (section.empty() || section == "train")) return "; did you mean '" + *plain + "'?";
   if (const auto same_leaf = keys_with_leaf(keys, leaf); !same_leaf.empty()) return "; did you mean '" + same_leaf.front() + "'?";
   std::vector<std::string> siblings, candidates = keys;
   for (const auto& known : keys) {
@@ -167,6 +181,7 @@ std::string flag_as_setting(const std::string& flag, const std::string& value) {
     const std::string set = "--set " + key + "=" + (colon == std::string::npos ? given : said.substr(colon + 2));
     return std::string(foreign.tool) + "'s --" + foreign.name + " is " + key + " here: " + set + " (docs/configuration.md)";
   }
+  if (const auto plain = plain_word(name)) return set_key(*plain);
   const auto same_leaf = keys_with_leaf(keys, name);
   return same_leaf.size() == 1 ? set_key(same_leaf.front()) : "";
 }

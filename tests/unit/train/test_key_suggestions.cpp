@@ -60,3 +60,13 @@ TEST(KeySuggestions, AKeyWrittenShortSuggestsTheOneItBegins) {
   // Two keys begin so: no guess, the remedy lists the section's keys.
   EXPECT_EQ(unknown_key_message("train.early_stop=3").find("did you mean"), std::string::npos);
 }
+
+// "steps" is train.profile.steps' leaf, but `--steps 100` and `train.steps` mean how long to train.
+TEST(KeySuggestions, PlainWordsForHowLongAndHowLargeAreTheKeysMeant) {
+  EXPECT_EQ(flag_as_setting("--steps", "100"), "a setting is given with --set: --set train.max_steps=100 (docs/configuration.md)");
+  EXPECT_EQ(flag_as_setting("--bs", "64"), "a setting is given with --set: --set train.batch_size=64 (docs/configuration.md)");
+  EXPECT_NE(unknown_key_message("train.steps=5").find("did you mean 'train.max_steps'?"), std::string::npos);
+  EXPECT_NE(unknown_key_message("train.iterations=5").find("did you mean 'train.max_steps'?"), std::string::npos);
+  // In another section the word keeps that section's meaning.
+  EXPECT_NE(unknown_key_message("profile.steps=5").find("did you mean 'train.profile.steps'?"), std::string::npos);
+}
