@@ -94,6 +94,8 @@ def config_cases():
         ("optimizer_betas_above_one", config() + "optimizer:\n  name: adam\n  betas: [2, 3]\n", "optimizer.betas"),
         ("scheduler_typo", config() + "scheduler:\n  name: cosin\n", "did you mean"),
         ("max_memory_unit", config() + "device:\n  max_memory: 5 XB\n", "max_memory"),
+        ("param_group_without_params_key", config() + "optimizer:\n  param_groups:\n    - {params: [1], lr: 0.1}\n    - default\n",
+         "optimizer.param_groups[1]: found 'default'; allowed: an entry such as"),
         ("tab_indent", "train:\n\tepochs: 1\n", "tabs"),
         ("misaligned_key", "train:\n  epochs: 1\n   batch_size: 4\n", "indented"),
         ("unclosed_list", "data:\n  features: [" + ",".join(f"f{i}" for i in range(5000)) + "\ntrain:\n  epochs: 1\n", "never closed"),

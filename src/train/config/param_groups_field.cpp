@@ -14,9 +14,14 @@ const char* const kAllowed =
     "a list of entries such as {params: [layer4, fc], lr: 1.0e-3}, each with params (name prefixes, or "
     "default) and optionally lr and weight_decay";
 
+const char* const kEntry = "an entry such as {params: [layer4, fc], lr: 1.0e-3} or {params: default}";
+
 ParamGroupConfig parse_entry(const FieldValue& v, std::size_t index) {
   const std::string at = v.key + "[" + std::to_string(index) + "]";
-  if (!v.node.IsMap()) reject(FieldValue{v.node, v.where, at}, found_text(v.node), kAllowed);
+  if (!v.node.IsMap()) {  // `- default` or `- fc`: the prefixes without their params key
+    const std::string guess = v.node.IsScalar() ? "; did you mean {params: " + v.node.Scalar() + "}?" : "";
+    reject(FieldValue{v.node, v.where, at}, found_text(v.node), kEntry, guess);
+  }
   ParamGroupConfig group;
   for (const auto& entry : v.node) {
     const auto name = entry.first.Scalar();
