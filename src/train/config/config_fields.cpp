@@ -118,14 +118,18 @@ std::string parse_string(const FieldValue& v, const std::string& what) {
   return text_of(v, v.node);
 }
 
+// "model.hidden[1]": what an error about one element of a list names.
+std::string element_key(const FieldValue& v, std::size_t index) { return v.key + "[" + std::to_string(index) + "]"; }
+
 std::vector<std::string> parse_string_list(const FieldValue& v, const std::string& allowed) {
   if (v.node.IsNull()) return {};                                                  // unset
   if (v.node.IsScalar() && !v.node.Scalar().empty()) return {text_of(v, v.node)};  // one name
   if (!v.node.IsSequence()) reject(v, found_text(v.node), allowed);
   std::vector<std::string> out;
-  for (const auto& item : v.node) {
-    if (!item.IsScalar()) reject(v, found_text(item), allowed);
-    out.push_back(text_of(v, item));
+  for (std::size_t i = 0; i < v.node.size(); ++i) {
+    const FieldValue item{v.node[i], v.where, element_key(v, i)};
+    if (!item.node.IsScalar()) reject(item, found_text(item.node), "a name");
+    out.push_back(text_of(item, item.node));
   }
   return out;
 }
@@ -133,7 +137,7 @@ std::vector<std::string> parse_string_list(const FieldValue& v, const std::strin
 std::vector<double> parse_double_list(const FieldValue& v, double min) {
   if (!v.node.IsSequence()) reject(v, found_text(v.node), "a list of numbers, e.g. [0.485, 0.456, 0.406]");
   std::vector<double> out;
-  for (const auto& item : v.node) out.push_back(parse_double(FieldValue{item, v.where, v.key}, min));
+  for (std::size_t i = 0; i < v.node.size(); ++i) out.push_back(parse_double(FieldValue{v.node[i], v.where, element_key(v, i)}, min));
   return out;
 }
 
@@ -142,7 +146,7 @@ std::vector<Int> parse_int_list(const FieldValue& v, Int min, bool allow_empty) 
       std::string(allow_empty ? "a list" : "a non-empty list") + " of integers >= " + std::to_string(min) + ", e.g. [256, 128]";
   if (!v.node.IsSequence() || (!allow_empty && v.node.size() == 0)) reject(v, found_text(v.node), allowed);
   std::vector<Int> out;
-  for (const auto& item : v.node) out.push_back(parse_int(FieldValue{item, v.where, v.key}, min));
+  for (std::size_t i = 0; i < v.node.size(); ++i) out.push_back(parse_int(FieldValue{v.node[i], v.where, element_key(v, i)}, min));
   return out;
 }
 

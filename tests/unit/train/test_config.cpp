@@ -166,7 +166,7 @@ TEST(Config, ANulInsideATextSettingIsRefusedNotCutShort) {
   const auto message = error_of({{yaml}, {}, ""});
   EXPECT_NE(message.find("nul.yaml:4"), std::string::npos) << message;
   EXPECT_NE(message.find("data.query: holds a NUL character (\\0) at position 23 of 39"), std::string::npos) << message;
-  EXPECT_NE(error_of({{}, {"data.features=[a, \"b\\0c\"]"}, ""}).find("data.features: holds a NUL character"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"data.features=[a, \"b\\0c\"]"}, ""}).find("data.features[1]: holds a NUL character"), std::string::npos);
 }
 
 TEST(Config, FlagValuesAreTakenAsWrittenAndBeatSet) {
@@ -432,6 +432,9 @@ TEST(Config, BadOverrides) {
   EXPECT_NE(error_of({{}, {"train.cuda_graphs=yes"}, ""}).find("allowed: one of auto, on, off"), std::string::npos);
   EXPECT_EQ(load_config({{}, {"train.cuda_graphs=off"}, ""}).train.cuda_graphs, "off");
   EXPECT_EQ(load_config({{}, {}, ""}).train.cuda_graphs, "auto");
+  // A bad element of a list is named by its index.
+  EXPECT_NE(error_of({{}, {"model.hidden=[8, x]"}, ""}).find("model.hidden[1]: found 'x'; allowed: an integer >= 1"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"data.features=[a, [b]]"}, ""}).find("data.features[1]: found a list; allowed: a name"), std::string::npos);
 }
 
 // A user fixing a config should meet all its mistakes in one run, each where it is, with its fix.
