@@ -4,8 +4,11 @@
 #include <torch/script.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "gputrain/core/error.hpp"
@@ -89,6 +92,26 @@ void use_channels_last(Model& model) {
     if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
 }
 
+namespace {
+
+// The prefix a wrapper put before every one of the model's names in `given` ("module.", or any
+// other), found from the first name that is missing as it is; none when no prefix explains them all
+// (another model's file whose names merely end alike: resnet's "layer2.0.downsample.1.weight" is
+// no wrapped mlp "1.weight").
+std::optional<std::string> wrapper_prefix(const NamedTensors& own, const std::map<std::string, at::Tensor>& given,
+                                          const std::string& missing) {
+  for (const auto& [key, unused] : given) {
+    if (key.size() <= missing.size() || key.compare(key.size() - missing.size(), missing.size(), missing) != 0 ||
+        key[key.size() - missing.size() - 1] != '.')
+      continue;
+    const auto prefix = key.substr(0, key.size() - missing.size());
+    if (std::all_of(own.begin(), own.end(), [&](const auto& named) { return given.count(prefix + named.first) > 0; })) return prefix;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void load_named_state(Model& model, const NamedTensors& state, const StateOrigin& origin) {
   auto own = model.named_state();
   std::map<std::string, at::Tensor> given(state.begin(), state.end());
@@ -96,17 +119,12 @@ void load_named_state(Model& model, const NamedTensors& state, const StateOrigin
   // apart from a file of other weights.
   for (const auto& [name, tensor] : own) {
     if (given.count(name)) continue;
-    for (const auto& [key, unused] : given) {
-      if (key.size() <= name.size() || key.compare(key.size() - name.size(), name.size(), name) != 0 ||
-          key[key.size() - name.size() - 1] != '.')
-        continue;
-      const auto prefix = key.substr(0, key.size() - name.size());
-      throw UsageError(origin.name + " names model " + model.name() + "'s tensor '" + name + "' as '" + key +
-                           "': its names carry the prefix '" + prefix + "'",
-                       "save the weights without it, e.g. in Python {k.removeprefix('" + prefix +
+    if (const auto prefix = wrapper_prefix(own, given, name))
+      throw UsageError(origin.name + " names model " + model.name() + "'s tensor '" + name + "' as '" + *prefix + name +
+                           "': its names carry the prefix '" + *prefix + "'",
+                       "save the weights without it, e.g. in Python {k.removeprefix('" + *prefix +
                            "'): v for k, v in state_dict.items()} (a model "
                            "wrapped by DDP or another module adds it)");
-    }
     throw UsageError(origin.name + " has no tensor '" + name + "' for model " + model.name() + " (" +
                          (given.empty() ? std::string("it has none")
                                         : "it has " + std::to_string(given.size()) + ", e.g. '" + given.begin()->first + "'") +

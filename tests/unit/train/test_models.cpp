@@ -164,6 +164,11 @@ TEST(Models, LoadNamedStateErrorsNameTheOriginAndAPrefix) {
   EXPECT_EQ(
       error_of(build_model(spec("mlp", {6}))->named_state()),
       "tensor '1.weight' has shape [256, 6] in model.init_weights (w.safetensors) but [256, 4] in model mlp | fix: set the model keys");
+  // Another model whose names merely end alike (resnet's "layer2.0.downsample.1.weight") carries no prefix.
+  NamedTensors other{{"layer2.0.downsample.1.weight", at::zeros({1})}, {"fc.weight", at::zeros({1})}};
+  EXPECT_EQ(error_of(other),
+            "model.init_weights (w.safetensors) has no tensor '1.weight' for model mlp (it has 2, e.g. 'fc.weight') | "
+            "fix: set the model keys");
   auto extra = model->named_state();
   extra.emplace_back("head.weight", at::zeros({1}));
   EXPECT_EQ(error_of(extra),
