@@ -125,6 +125,12 @@ void load_named_state(Model& model, const NamedTensors& state, const StateOrigin
                        "save the weights without it, e.g. in Python {k.removeprefix('" + *prefix +
                            "'): v for k, v in state_dict.items()} (a model "
                            "wrapped by DDP or another module adds it)");
+    const auto shared = std::count_if(own.begin(), own.end(), [&](const auto& named) { return given.count(named.first) > 0; });
+    if (shared == 0 && !given.empty())  // not one name in common: another model's weights
+      throw UsageError(origin.name + " holds another model's weights: none of its " + std::to_string(given.size()) + " tensors (e.g. '" +
+                           given.begin()->first + "') is one of model " + model.name() + "'s " + std::to_string(own.size()) + " (e.g. '" +
+                           name + "')",
+                       origin.remedy);
     throw UsageError(origin.name + " has no tensor '" + name + "' for model " + model.name() + " (" +
                          (given.empty() ? std::string("it has none")
                                         : "it has " + std::to_string(given.size()) + ", e.g. '" + given.begin()->first + "'") +

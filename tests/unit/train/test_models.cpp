@@ -167,7 +167,12 @@ TEST(Models, LoadNamedStateErrorsNameTheOriginAndAPrefix) {
   // Another model whose names merely end alike (resnet's "layer2.0.downsample.1.weight") carries no prefix.
   NamedTensors other{{"layer2.0.downsample.1.weight", at::zeros({1})}, {"fc.weight", at::zeros({1})}};
   EXPECT_EQ(error_of(other),
-            "model.init_weights (w.safetensors) has no tensor '1.weight' for model mlp (it has 2, e.g. 'fc.weight') | "
+            "model.init_weights (w.safetensors) holds another model's weights: none of its 2 tensors (e.g. 'fc.weight') is one of "
+            "model mlp's 6 (e.g. '1.weight') | fix: set the model keys");
+  auto missing_one = model->named_state();
+  missing_one.erase(missing_one.begin());
+  EXPECT_EQ(error_of(missing_one),
+            "model.init_weights (w.safetensors) has no tensor '1.weight' for model mlp (it has 5, e.g. '1.bias') | "
             "fix: set the model keys");
   auto extra = model->named_state();
   extra.emplace_back("head.weight", at::zeros({1}));
