@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "data/postgres/dsn.hpp"
 #include "gputrain/core/env.hpp"
 #include "mlflow_api.hpp"
 #include "train/config/mlflow_settings.hpp"
@@ -147,7 +148,8 @@ class RestApi final : public Api {
 
   // What the server said (or that it said nothing), as an ApiError: retried unless it refused.
   [[noreturn]] void fail(const std::string& doing, const Response& r) const {
-    if (r.status == 0) throw ApiError(doing + ": no answer from " + connection_.tracking_uri + " (" + r.body + ")", true);
+    if (r.status == 0)  // the address as the run shows it everywhere: a password in it masked
+      throw ApiError(doing + ": no answer from " + data::postgres::mask_password(connection_.tracking_uri) + " (" + r.body + ")", true);
     const auto body = json::parse(r.body, nullptr, false);
     std::string said = body.is_object() ? body.value("message", "") : "";
     if (said.empty()) said = r.body.substr(0, 200);

@@ -262,6 +262,24 @@ TEST(MlflowSettings, RefusesAnAddressThatIsNotAServersAndHidesAPassword) {
   EXPECT_EQ(config.logging.mlflow.experiment, "Default");
 }
 
+// The REST client's own errors show the address as the config and the log do: without its password.
+TEST(MlflowRest, AServerThatDoesNotAnswerIsNamedWithItsPasswordMasked) {
+  std::unique_ptr<Api> api;
+  try {
+    api = make_rest_api({"http://alice:s3cret@127.0.0.1:9", 5});  // the discard port: nothing listens
+  } catch (const Error& e) {
+    GTEST_SKIP() << e.what();
+  }
+  try {
+    api->experiment_id("Default");
+    FAIL() << "a server answered on port 9";
+  } catch (const ApiError& e) {
+    const std::string said = e.what();
+    EXPECT_EQ(said.find("s3cret"), std::string::npos) << said;
+    EXPECT_NE(said.find("no answer from http://alice:****@127.0.0.1:9"), std::string::npos) << said;
+  }
+}
+
 // A token read from a file keeps its line break: trimmed, as a header needs it. One with a line
 // break inside (which would end the header and start another) is refused before training, and the
 // error says where, never what.
