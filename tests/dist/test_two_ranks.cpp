@@ -271,6 +271,26 @@ TEST(TwoRanks, AStopWhereOneRanksShardIsThroughResumesToTheUninterruptedWeights)
 
 // Fewer GPUs after a preemption: the same global batch on one process continues the two ranks' run
 // (each rank's place in the epoch is rescaled to the new share).
+// One sample for two ranks: rank 1 trains on none, joins every step with an empty batch, and the
+// run says so instead of calling the batch larger than each rank's one sample.
+TEST(TwoRanks, MoreRanksThanSamplesTrainWithTheRankWithoutDataJoiningEachStep) {
+  std::ostringstream console;
+  auto options = test_support::quiet_trainer();
+  options.console = &console;
+  auto config = run("fewer-samples", {"data.samples=1", "data.val_samples=0", "checkpoint.best_metric=none", "train.epochs=2"});
+  config.logging.progress = "lines";
+  Trainer trainer(config, options);
+  const auto result = trainer.fit();
+  EXPECT_EQ(result.steps, 2);
+  EXPECT_EQ(result.samples, my_rank() == 0 ? 2 : 0);
+  if (my_rank() == 0) {
+    EXPECT_NE(console.str().find("2 ranks share 1 training sample: 1 rank trains on none, joining each step with an empty batch"),
+              std::string::npos)
+        << console.str();
+  }
+  barrier();
+}
+
 TEST(TwoRanks, AStoppedRunResumesOnOneProcessWithTheSameGlobalBatch) {
   Trainer reference(run("regrouped-reference", {}), test_support::quiet_trainer());
   reference.fit();

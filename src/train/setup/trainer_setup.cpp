@@ -296,9 +296,13 @@ void Trainer::State::count_the_steps() {
     throw UsageError("data.drop_last with " + std::to_string(train_size) + " training samples and an effective batch of " +
                          std::to_string(effective_batch) + " leaves no step",
                      "lower train.batch_size or train.grad_accum, or set data.drop_last: false");
-  if (effective_batch > shard)
-    reporter.later("the effective batch (" + std::to_string(effective_batch) + ") is larger than the " + std::to_string(shard) +
-                   " training samples" + (world > 1 ? " of each rank" : "") +
+  if (world > train_size)
+    reporter.later(core::counted(world, "rank") + " share " + core::counted(train_size, "training sample") + ": " +
+                   core::counted(world - train_size, "rank") + (world - train_size == 1 ? " trains" : " train") +
+                   " on none, joining each step with an empty batch");
+  else if (effective_batch > shard)
+    reporter.later("the effective batch (" + std::to_string(effective_batch) + ") is larger than the " +
+                   core::counted(shard, "training sample") + (world > 1 ? " of each rank" : "") +
                    ": every step takes them all, so an epoch is one step of that size");
   if (!config.train.batch_size)
     if (auto note = few_steps_note(micro_batch, config.train.grad_accum, shard, config.data.drop_last); !note.empty())
