@@ -143,8 +143,12 @@ class Callback {
   virtual void on_fit_end(RunControl&, FitResult&) {}
   /// The run's last hook, after model.safetensors is written (FitResult::weights_path; empty when
   /// interrupted or on ranks other than 0): a tracker sends the run's files from here. A run that
-  /// fails gets neither this nor on_fit_end: the callback is destroyed with the Trainer.
+  /// fails gets neither this nor on_fit_end, but on_fit_failed.
   virtual void on_fit_closed(RunControl&, const FitResult&) {}
+  /// A run an error ended (FitResult::error), before the error is said: the figures so far, this
+  /// rank's alone. Nothing that needs the other ranks may be called (they may be gone), and what
+  /// this throws is dropped: the run's own error is the one that counts.
+  virtual void on_fit_failed(RunControl&, const FitResult&) {}
   /// What a resumed run needs to go on exactly.
   virtual CallbackState state_dict() const { return {}; }
   /// Restores what state_dict() returned (from a checkpoint); may be empty for a checkpoint that predates the callback.

@@ -79,6 +79,9 @@ struct FitResult {
   std::string run_dir;
   std::string last_checkpoint;  ///< empty when none was written
   std::string weights_path;     ///< model.safetensors (after a complete run)
+  /// The error that ended a failed run, as Callback::on_fit_failed sees it; empty otherwise. Its
+  /// figures are this rank's alone: the peers of a failed run may be gone.
+  std::string error;
 };
 
 /// How the trainer talks to its surroundings; the defaults suit a command-line run.

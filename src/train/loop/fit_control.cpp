@@ -125,7 +125,9 @@ void Trainer::State::FitLoop::write_best() {
   });
 }
 
-void Trainer::State::FitLoop::finish() {
+void Trainer::State::FitLoop::finish() { finish(/*together=*/true); }
+
+void Trainer::State::FitLoop::finish(bool together) {
   auto& s = s_;
   auto& progress = s.progress;
   auto& result = result_;
@@ -150,7 +152,7 @@ void Trainer::State::FitLoop::finish() {
   result.batch_size = s.micro_batch;
   result.micro_batch = s.train_guard->micro_batch();
   result.run_seconds = seconds_since(totals_.start);
-  s.fill_run_figures(result, totals_);
+  s.fill_run_figures(result, totals_, together);
 }
 
 void Trainer::State::FitLoop::add_record(const MetricRecord& record) {
@@ -171,6 +173,20 @@ void Trainer::State::FitLoop::end_callbacks() {
 
 void Trainer::State::FitLoop::close_callbacks() {
   each_callback([&](Callback& c) { c.on_fit_closed(*this, result_); });
+}
+
+void Trainer::State::FitLoop::fail_callbacks(const std::string& error) noexcept {
+  try {
+    finish(/*together=*/false);
+  } catch (...) {  // the figures are what the report holds; the run's error still gets said
+  }
+  result_.error = error;
+  for (auto& callback : s_.callbacks) {
+    try {
+      callback->on_fit_failed(*this, result_);
+    } catch (...) {
+    }
+  }
 }
 
 }  // namespace gputrain::train

@@ -65,6 +65,7 @@ void Trainer::State::FitLoop::run_epoch() {
   if (s_.config.data.drop_last) order = order.slice(0, 0, order.size(0) / s_.effective_batch * s_.effective_batch);
   at::Tensor epoch_loss = at::zeros({}, at::TensorOptions().device(s_.device));
   std::int64_t epoch_steps = 0;
+  double last_lr = 0;
   const std::int64_t n = order.size(0);
   // A resumed epoch starts at the saved position, so it sees exactly the samples it had left.
   s_.placement.train_feed->start(order.slice(0, std::min(progress.position, n)), s_.effective_batch);
@@ -82,7 +83,7 @@ void Trainer::State::FitLoop::run_epoch() {
     const std::int64_t rows = fed ? fed->batch.size() : 0;
     StepRows step_rows{rows, rows};
     if (stops_before_step(fed.has_value(), step_rows)) break;
-    const double lr = schedule_learning_rates();
+    const double lr = last_lr = schedule_learning_rates();
     const auto step_start = Clock::now();
     if (fed && s_.options.on_batch) s_.options.on_batch(fed->batch);
     s_.readout.wanted = s_.config.logging.grad_norm && logs_step(progress.step + 1, totals_.steps == 0);  // for its line only
@@ -97,14 +98,8 @@ void Trainer::State::FitLoop::run_epoch() {
     if (fed) progress.position += fed->covered;
     ++progress.step;
     ++epoch_steps;
-    ++window_.steps;
-    ++totals_.steps;
-    window_.samples += rows;
-    totals_.samples += rows;
-    window_.data_seconds += data_seconds;
-    totals_.data_seconds += data_seconds;
-    window_.loss += loss;
     epoch_loss += loss;
+    tally_step(rows, data_seconds, loss);
     // With several ranks, each loss is this rank's share of the global batch's mean: summed over ranks.
     if (!result_.first_loss) result_.first_loss = s_.ranks.sum({loss.item<double>()}, "the sum of the first step's loss")[0];
     // The first step is reported too: a slow run (a ResNet-50 on a CPU takes a minute a step)
@@ -133,7 +128,21 @@ void Trainer::State::FitLoop::run_epoch() {
   if (!epoch_over) return;
   const double epoch_loss_sum =
       s_.ranks.sum({epoch_loss.item<double>()}, "the sum of epoch " + std::to_string(progress.epoch + 1) + "'s loss")[0];
+  // A loss that turned nan/inf since the last step line gets its line now (the same on every rank):
+  // the callbacks stop a diverged run there, before it validates and reports broken weights.
+  if (!std::isfinite(epoch_loss_sum) && window_.steps > 0) report_steps(last_lr);
   end_epoch(epoch_steps > 0 ? epoch_loss_sum / static_cast<double>(epoch_steps) : 0.0, seconds_since(epoch_start));
+}
+
+// The step just taken, in the step line's window and the run's totals.
+void Trainer::State::FitLoop::tally_step(std::int64_t rows, double data_seconds, const at::Tensor& loss) {
+  ++window_.steps;
+  ++totals_.steps;
+  window_.samples += rows;
+  totals_.samples += rows;
+  window_.data_seconds += data_seconds;
+  totals_.data_seconds += data_seconds;
+  window_.loss += loss;
 }
 
 // The schedule is a function of the step (and of the factor callbacks scaled it by, which the

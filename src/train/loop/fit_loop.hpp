@@ -31,6 +31,8 @@ class Trainer::State::FitLoop final : public RunControl {
   void end_callbacks();
   /// After the final weights: each callback's on_fit_closed.
   void close_callbacks();
+  /// An error ends the run: this rank's figures so far, then each callback's on_fit_failed.
+  void fail_callbacks(const std::string& error) noexcept;
   /// Steps this fit() ran.
   std::int64_t steps_run() const { return totals_.steps; }
 
@@ -65,7 +67,9 @@ class Trainer::State::FitLoop final : public RunControl {
   NamedTensors gradients() override;
 
  private:
+  void finish(bool together);
   void run_epoch();
+  void tally_step(std::int64_t rows, double data_seconds, const at::Tensor& loss);
   // Writes step-N.pt unless this step's is written already (rank 0; the others keep count).
   void write_checkpoint();
   // The checkpoints callbacks asked for in the hook round that just ended: best.pt, then step-N.pt

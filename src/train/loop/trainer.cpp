@@ -99,6 +99,16 @@ std::map<std::string, std::string> weights_metadata(const Config& config, const 
   return metadata;
 }
 
+// A TorchScript module's own `raise`: its class and message, with the step.
+Error module_raised(const torch::jit::JITException& e, std::int64_t step, const std::string& torchscript) {
+  std::string type = e.getPythonClassName().value_or("an error");
+  type.erase(0, type.rfind('.') + 1);  // builtins.RuntimeError -> RuntimeError
+  const std::string what = e.getOriginalMsg().value_or(core::first_line(e.what()));
+  return Error("step " + std::to_string(step) + " failed: model.torchscript (" + torchscript + ") raised " + type + ": " + what,
+               "the module's forward raised it: fix the module in Python and script it again "
+               "(torch.jit.script(model).save(...)), or leave out the samples it refuses; its traceback is in training.log");
+}
+
 }  // namespace
 
 // A checkpoint the disk refused (full, over quota) ends the run: training on would leave every
@@ -195,6 +205,7 @@ FitResult Trainer::fit() {
     if (!s.shards) loop.final_checkpoint();
     s.reporter.note("stopped: out of memory with no smaller micro-batch allowed; resume from " + s.last_checkpoint +
                     " after changing the memory settings");
+    loop.fail_callbacks(e.what());
     s.reporter.fail(e);
     throw;
   } catch (const c10::Error& e) {
@@ -202,19 +213,13 @@ FitResult Trainer::fit() {
     // which step failed and, where the cause is known, what to change.
     const Error error("step " + std::to_string(s.progress.step + 1) + " failed in LibTorch: " + e.what_without_backtrace(),
                       remedy_for_step_failure(e.what_without_backtrace(), s.train_size, s.effective_batch));
+    loop.fail_callbacks(error.what());
     s.reporter.fail(error);
     throw error;
   } catch (const torch::jit::JITException& e) {
-    // A TorchScript module's own `raise`: its class and message, with the step; the interpreter's
-    // two tracebacks go to training.log only.
-    s.reporter.record(e.what());
-    std::string type = e.getPythonClassName().value_or("an error");
-    type.erase(0, type.rfind('.') + 1);  // builtins.RuntimeError -> RuntimeError
-    const std::string what = e.getOriginalMsg().value_or(core::first_line(e.what()));
-    const Error error("step " + std::to_string(s.progress.step + 1) + " failed: model.torchscript (" + s.config.model.torchscript +
-                          ") raised " + type + ": " + what,
-                      "the module's forward raised it: fix the module in Python and script it again "
-                      "(torch.jit.script(model).save(...)), or leave out the samples it refuses; its traceback is in training.log");
+    s.reporter.record(e.what());  // the interpreter's two tracebacks: training.log only
+    const auto error = module_raised(e, s.progress.step + 1, s.config.model.torchscript);
+    loop.fail_callbacks(error.what());
     s.reporter.fail(error);
     throw error;
   } catch (const dist::CommunicationError& e) {
@@ -225,9 +230,11 @@ FitResult Trainer::fit() {
                         ? "stopped: no checkpoint of this run was written yet, so the same command starts over"
                         : "stopped: resume from " + s.last_checkpoint +
                               ", the last checkpoint all ranks reached (the same command with checkpoint.resume: auto)");
+    loop.fail_callbacks(e.what());
     s.reporter.fail(e);
     throw;
   } catch (const std::exception& e) {
+    loop.fail_callbacks(e.what());
     s.reporter.fail(e);
     throw;
   } catch (...) {
@@ -244,7 +251,7 @@ FitResult Trainer::fit() {
 }
 
 // The figures of FitResult that describe the whole run: the data, the ranks, the speed.
-void Trainer::State::fill_run_figures(FitResult& result, const RunTotals& totals) {
+void Trainer::State::fill_run_figures(FitResult& result, const RunTotals& totals, bool together) {
   result.model = model->name();
   result.data_cache = data::to_string(placement.plan.mode);
   result.data_load_seconds = placement.load_seconds;
@@ -265,7 +272,8 @@ void Trainer::State::fill_run_figures(FitResult& result, const RunTotals& totals
     result.communication_seconds = figures.communication_seconds;
     result.communication_hidden_share = figures.hidden_share();
   }
-  const double all_samples = ranks.sum({static_cast<double>(totals.samples)}, "the sum of the samples trained on")[0];
+  const double all_samples = together ? ranks.sum({static_cast<double>(totals.samples)}, "the sum of the samples trained on")[0]
+                                      : static_cast<double>(totals.samples);
   if (totals.steps > 0) {
     result.samples_per_second = all_samples / step_seconds;
     result.data_stall_percent = 100.0 * totals.data_seconds / step_seconds;

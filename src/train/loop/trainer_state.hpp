@@ -123,7 +123,8 @@ struct Trainer::State : RunContext {
   void write_config_file();  // after a resume was accepted: a refused one leaves the run's file as it was
   EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);
   EvaluationResult evaluate(const std::string& weights);
-  void fill_run_figures(FitResult& result, const RunTotals& totals);
+  // `together`: the ranks sum their samples (a collective); a failed run's figures are this rank's.
+  void fill_run_figures(FitResult& result, const RunTotals& totals, bool together = true);
   void say_how_it_went(const FitResult& result, const FitLoop& loop);
   void write_final_weights(FitResult& result);
   std::string write_weights(const std::string& file_name, const NamedTensors& tensors);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/dist/communicator.hpp"
@@ -250,6 +251,35 @@ TEST(RunReport, AFinishedAndAnInterruptedRunEachLeaveOne) {
   const auto interrupted = nlohmann::json::parse(again);
   EXPECT_EQ(interrupted["outcome"], "interrupted");
   EXPECT_EQ(interrupted["steps"], 3);
+  EXPECT_TRUE(interrupted["error"].is_null());
+}
+
+// A run an error ended leaves its report too, with the error, and says it before any validation.
+TEST(RunReport, AFailedRunLeavesOneWithItsError) {
+  std::ostringstream console;
+  auto options = test_support::quiet_trainer();
+  options.console = &console;
+  auto config = test_support::small_run("report-failed", {"optimizer.lr=1e30", "logging.every_steps=100"});
+  config.logging.progress = "lines";
+  Trainer trainer(config, options);
+  try {
+    trainer.fit();
+    FAIL() << "a learning rate of 1e30 trained";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("training diverged"), std::string::npos) << e.what();
+  }
+  std::ifstream in(std::filesystem::path(config.logging.dir) / "report.json");
+  ASSERT_TRUE(in) << "a failed run left no report.json";
+  const auto report = nlohmann::json::parse(in);
+  EXPECT_EQ(report["outcome"], "failed");
+  EXPECT_NE(report["error"].get<std::string>().find("training diverged: the loss is nan"), std::string::npos) << report["error"];
+  EXPECT_GT(report["steps"].get<std::int64_t>(), 0);
+  EXPECT_GT(report["samples"].get<std::int64_t>(), 0);
+  ASSERT_EQ(report["ranks"].size(), 1U);
+  expect_documented(report);
+  // The divergence is caught at the epoch's end, before that epoch is validated and said.
+  EXPECT_EQ(console.str().find("loss nan"), std::string::npos) << console.str();
+  EXPECT_EQ(console.str().find("loss -nan"), std::string::npos) << console.str();
 }
 
 namespace {

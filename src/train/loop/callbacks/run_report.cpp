@@ -1,5 +1,5 @@
 // report.json: a run's figures in one versioned file in its folder, written by rank 0 when the run
-// ends (finished, stopped early, out of time or interrupted): throughput with the step time's
+// ends (finished, stopped early, out of time, interrupted, or failed: then rank 0's figures alone): throughput with the step time's
 // median and 95th percentile, the data stall, the GPU's utilisation (mean and 5th percentile of the
 // system readings), peak memory, GPU-hours, the alerts, and each rank's figures with the scaling
 // efficiency (docs/monitoring.md). It reads the metrics stream (step lines, system readings,
@@ -90,6 +90,7 @@ nlohmann::json scaling_efficiency(const std::vector<double>& all, std::size_t wo
 }
 
 std::string outcome_of(const FitResult& r) {
+  if (!r.error.empty()) return "failed";
   if (r.interrupted) return "interrupted";
   if (!r.early_stop_reason.empty()) return "early_stop";
   if (r.time_limit_reached) return "time_limit";
@@ -137,7 +138,19 @@ class RunReport final : public Callback {
     std::copy(mine.begin(), mine.end(),
               per_rank.begin() + static_cast<std::ptrdiff_t>(kRankFigures * static_cast<std::size_t>(result.rank)));
     if (world > 1) per_rank = run.sum_over_ranks(per_rank, "report.json's per-rank figures");
+    if (run.writer()) write(run, result, per_rank, world);
+  }
+  // A failed run's report: rank 0's own figures, since its peers may be gone.
+  void on_fit_failed(RunControl& run, const FitResult& result) override {
     if (!run.writer()) return;
+    const auto p50 = percentile(step_seconds_, 0.5);
+    write(run, result, rank_figures(result, p50.is_null() ? 0.0 : p50.get<double>()), 1);
+  }
+
+ private:
+  // `per_rank`: kRankFigures for each of `ranks` ranks.
+  void write(RunControl& run, const FitResult& result, const std::vector<double>& per_rank, std::int64_t ranks) {
+    const std::int64_t world = std::max<std::int64_t>(1, run.progress().world_size);
     const double wall = std::chrono::duration<double>(Clock::now() - started_).count();
     const std::int64_t devices = on_gpu_ ? world : 0;
     nlohmann::json alerts = nlohmann::json::object();
@@ -163,9 +176,10 @@ class RunReport final : public Callback {
          {{"mean", mean(utilization_)}, {"p5", percentile(utilization_, 0.05)}, {"readings", utilization_.size()}}},
         {"memory_peak_bytes", {{"device", device_peak_}, {"gpu_used", largest(gpu_used_)}, {"host_rss", largest(host_rss_)}}},
         {"gpu_hours", static_cast<double>(devices) * wall / 3600},
-        {"ranks", ranks_json(per_rank, static_cast<std::size_t>(world))},
-        {"scaling_efficiency", scaling_efficiency(per_rank, static_cast<std::size_t>(world))},
-        {"alerts", {{"total", result.alerts}, {"by_name", alerts}}}};
+        {"ranks", ranks_json(per_rank, static_cast<std::size_t>(ranks))},
+        {"scaling_efficiency", scaling_efficiency(per_rank, static_cast<std::size_t>(ranks))},
+        {"alerts", {{"total", result.alerts}, {"by_name", alerts}}},
+        {"error", result.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.error)}};
     const auto path = (std::filesystem::path(run.config().logging.dir) / "report.json").string();
     try {
       core::write_file_atomically(path, report.dump(2) + "\n");
@@ -174,7 +188,6 @@ class RunReport final : public Callback {
     }
   }
 
- private:
   Clock::time_point started_;
   std::optional<Clock::time_point> last_step_end_;
   bool interrupted_ = false, on_gpu_ = false;
