@@ -97,10 +97,11 @@ Field model_name_field() {
           [](const Config& c) { return YAML::Node(c.model.name); }};
 }
 
-// PyTorch and most tools say "cuda"; "gpu", "GPU:1" and "cuda1" are the usual near-misses.
+// PyTorch and most tools say "cuda"; "gpu", "GPU:1", "cuda1" and "CPU" are the usual near-misses.
 std::string near_device_name(std::string_view text) {
   std::string lower(text.size(), ' ');
   std::transform(text.begin(), text.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "cpu" || lower == "auto") return lower;  // "CPU", "Auto"
   std::string_view rest = lower;
   if (rest.substr(0, 3) == "gpu")
     rest.remove_prefix(3);

@@ -340,6 +340,7 @@ TEST(Config, ANearMissOfAChoiceGetsAGuess) {
       {"model.name=resnet", "; did you mean one of 'resnet18', 'resnet34', 'resnet50'?"},
       {"device=gpu", "; did you mean 'cuda'?"},
       {"device=GPU:1", "; did you mean 'cuda:1'?"},
+      {"device=CPU", "; did you mean 'cpu'?"},
   };
   for (const auto& [assignment, guess] : cases) {
     const auto message = error_of({{}, {assignment}, ""});
