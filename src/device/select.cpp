@@ -31,6 +31,23 @@ bool is_device_spec(std::string_view spec) {
   return spec.size() > 5 && spec.substr(0, 5) == "cuda:" && spec.find_first_not_of("0123456789", 5) == std::string_view::npos;
 }
 
+// PyTorch and most tools say "cuda"; "gpu", "GPU:1", "cuda1" and "CPU" are the usual near-misses.
+std::string near_device_spec(std::string_view text) {
+  std::string lower(text.size(), ' ');
+  std::transform(text.begin(), text.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "cpu" || lower == "auto") return lower;  // "CPU", "Auto"
+  std::string_view rest = lower;
+  if (rest.substr(0, 3) == "gpu")
+    rest.remove_prefix(3);
+  else if (rest.substr(0, 4) == "cuda")
+    rest.remove_prefix(4);
+  else
+    return "";
+  if (!rest.empty() && rest.front() == ':') rest.remove_prefix(1);
+  if (rest.find_first_not_of("0123456789") != std::string_view::npos) return "";
+  return rest.empty() ? "cuda" : "cuda:" + std::string(rest);
+}
+
 DeviceChoice select_device(std::string_view spec, const GpuInventory& inventory) {
   const bool have_gpu = !inventory.gpus.empty();
   if (spec == "auto") return have_gpu ? DeviceChoice{DeviceChoice::Kind::cuda, 0} : DeviceChoice{};

@@ -225,6 +225,7 @@ def flag_cases():
         case("quick_batch_negative", q + ["--batch-size=-4"], 2, expect="is too small"),
         case("quick_iterations_one", q + ["--iterations", "1"], 2, expect="is too small"),
         case("quick_device_tpu", q + ["--device", "tpu"], 2),
+        case("quick_device_upper_case", q + ["--device", "CPU"], 2, expect="(did you mean cpu?)"),
         case("quick_precision_fp8", q + ["--precision", "fp8"], 2),
         case("quick_unknown_flag", q + ["--batchsize", "3"], 2, expect="not expected: --batchsize 3"),  # in the order typed
         case("quick_steps_is_iterations", q + ["--steps", "5"], 2, expect="did you mean '--iterations'?"),

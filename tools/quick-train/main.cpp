@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", options.device, "auto (default), cpu, cuda or cuda:N")
       ->envname("GPUTRAIN_DEVICE")
       ->check([](const std::string& value) -> std::string {
-        return device::is_device_spec(value) ? "" : "'" + value + "' is not a device: use auto, cpu, cuda or cuda:N";
+        if (device::is_device_spec(value)) return "";
+        const auto near = device::near_device_spec(value);
+        return "'" + value + "' is not a device: use auto, cpu, cuda or cuda:N" + (near.empty() ? "" : " (did you mean " + near + "?)");
       });
   app.add_option("--precision", precision, "fp16-mixed (default: exercises the GradScaler), bf16-mixed or fp32")
       ->check(CLI::IsMember({"fp32", "fp16-mixed", "bf16-mixed"}));

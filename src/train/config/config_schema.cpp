@@ -97,30 +97,13 @@ Field model_name_field() {
           [](const Config& c) { return YAML::Node(c.model.name); }};
 }
 
-// PyTorch and most tools say "cuda"; "gpu", "GPU:1", "cuda1" and "CPU" are the usual near-misses.
-std::string near_device_name(std::string_view text) {
-  std::string lower(text.size(), ' ');
-  std::transform(text.begin(), text.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (lower == "cpu" || lower == "auto") return lower;  // "CPU", "Auto"
-  std::string_view rest = lower;
-  if (rest.substr(0, 3) == "gpu")
-    rest.remove_prefix(3);
-  else if (rest.substr(0, 4) == "cuda")
-    rest.remove_prefix(4);
-  else
-    return "";
-  if (!rest.empty() && rest.front() == ':') rest.remove_prefix(1);
-  if (rest.find_first_not_of("0123456789") != std::string_view::npos) return "";
-  return rest.empty() ? "cuda" : "cuda:" + std::string(rest);
-}
-
 Field device_name_field() {
   return {"device.name",
           [](Config& c, const FieldValue& v) {
             const std::string allowed = "auto, cpu, cuda or cuda:N";
             const std::string text = scalar(v, allowed);
             if (!device::is_device_spec(text)) {
-              const auto near = near_device_name(text);
+              const auto near = device::near_device_spec(text);
               reject(v, found_text(v.node), allowed, near.empty() ? "" : "; did you mean '" + near + "'?");
             }
             c.device.name = text;
