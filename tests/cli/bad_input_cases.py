@@ -125,6 +125,8 @@ def config_cases():
         case("set_unknown_key", ["train", "--set", "train.epoch=3"], 2, expect="did you mean"),
         case("set_bad_value", ["train", "--set", "train.epochs=0"], 2, expect="train.epochs"),
         case("set_section", ["train", "--set", "train=3"], 2, expect="section"),
+        case("set_value_yaml_reads_as_nothing", ["train", "--set", "data.path=#train.csv"], 2,
+             expect="YAML reads '#train.csv' as no value (# starts a comment)"),
     ]
     return cases
 

@@ -233,6 +233,23 @@ std::string read_config_file(const std::string& path) {
   return text;
 }
 
+// A --set value YAML reads as nothing though something was written (`#x.csv` is a comment, `&x`
+// an anchor, `!x` a tag, `%x` a directive) would unset the key unsaid: refused, with the quoting.
+void refuse_vanished_value(const YAML::Node& value, const std::string& text, const std::string& origin, const std::string& key) {
+  const auto start = text.find_first_not_of(" \t");
+  if (!value.IsNull() || start == std::string::npos) return;
+  const std::string written = text.substr(start, text.find_last_not_of(" \t") - start + 1);
+  if (written == "null" || written == "Null" || written == "NULL" || written == "~") return;
+  const char first = written.front();
+  const std::string why = first == '#'   ? "# starts a comment"
+                          : first == '&' ? "& names an anchor"
+                          : first == '!' ? "! starts a tag"
+                          : first == '%' ? "% starts a directive"
+                                         : "YAML's syntax";
+  throw UsageError(origin + ": YAML reads '" + written + "' as no value (" + why + "), which would unset " + key,
+                   "quote the value: --set '" + key + "=\"" + written + "\"'");
+}
+
 void apply_override(Config& config, const std::string& assignment, GivenKeys& given) {
   const auto eq = assignment.find('=');
   const std::string origin = "--set " + assignment;
@@ -246,12 +263,14 @@ void apply_override(Config& config, const std::string& assignment, GivenKeys& gi
     throw UsageError(origin + ": unknown key '" + key + "'" + did_you_mean(key),
                      unknown_key_remedy(key, "see docs/configuration.md for every key"));
   }
+  const std::string text = assignment.substr(eq + 1);
   YAML::Node value;
   try {
-    value = YAML::Load(assignment.substr(eq + 1));
+    value = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw UsageError(origin + ": the value is not valid YAML: " + e.msg, "quote it, or write lists as [1, 2]");
   }
+  refuse_vanished_value(value, text, origin, key);
   field->assign(config, FieldValue{value, origin, key});
   given[field->key] = origin;
 }

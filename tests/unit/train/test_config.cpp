@@ -433,6 +433,11 @@ TEST(Config, BadOverrides) {
   EXPECT_NE(error_of({{}, {"train.cuda_graphs=yes"}, ""}).find("allowed: one of auto, on, off"), std::string::npos);
   EXPECT_EQ(load_config({{}, {"train.cuda_graphs=off"}, ""}).train.cuda_graphs, "off");
   EXPECT_EQ(load_config({{}, {}, ""}).train.cuda_graphs, "auto");
+  // A value YAML reads as nothing though something was written is refused, not taken as unset.
+  EXPECT_NE(error_of({{}, {"data.path=#train.csv"}, ""}).find("YAML reads '#train.csv' as no value (# starts a comment)"),
+            std::string::npos);
+  EXPECT_EQ(load_config({{}, {"data.val_path=null"}, ""}).data.val_path, "");
+  EXPECT_EQ(load_config({{}, {"data.val_path="}, ""}).data.val_path, "");
   // A bad element of a list is named by its index.
   EXPECT_NE(error_of({{}, {"model.hidden=[8, x]"}, ""}).find("model.hidden[1]: found 'x'; allowed: an integer >= 1"), std::string::npos);
   EXPECT_NE(error_of({{}, {"data.features=[a, [b]]"}, ""}).find("data.features[1]: found a list; allowed: a name"), std::string::npos);
