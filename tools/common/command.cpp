@@ -1,7 +1,13 @@
 #include "command.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -11,6 +17,7 @@
 #include "gputrain/core/error_text.hpp"
 #include "gputrain/core/log.hpp"
 #include "gputrain/core/suggest.hpp"
+#include "gputrain/core/write_error.hpp"
 #include "gputrain/device/runtime_libraries.hpp"
 
 namespace gputrain::tools {
@@ -137,10 +144,7 @@ void say_error(const std::string& message, const std::string& remedy) {
   std::cerr << text << std::flush;
 }
 
-}  // namespace
-
-int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>& body, const SettingHint& setting_hint) {
-  device::reexec_without_rival_cuda_folders(argv);
+int run_parsed(CLI::App& app, int argc, char** argv, const std::function<int()>& body, const SettingHint& setting_hint) {
   try {
     try {
       app.parse(argc, argv);
@@ -163,6 +167,35 @@ int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>
     say_error(core::without_backtrace(error.what()), "");
     return static_cast<int>(ExitCode::failure);
   }
+}
+
+// Where standard output goes ("/tmp/run/out.yaml", "/dev/full"), for a message about it.
+std::string stdout_target() {
+  std::error_code ec;
+  const auto target = std::filesystem::read_symlink("/proc/self/fd/1", ec);
+  return ec ? std::string("standard output") : target.string();
+}
+
+}  // namespace
+
+// Output the shell sent to a file or a device that refused it (`> resolved.yaml` on a full disk)
+// fails the command, as coreutils' do; a pipe whose reader left early (`| head`) does not.
+int with_output_written(int code) {
+  errno = 0;
+  std::cout.flush();
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout) && std::cout.good()) return code;
+  const int reason = errno;
+  struct stat out {};
+  if (::fstat(STDOUT_FILENO, &out) == 0 && (S_ISFIFO(out.st_mode) || S_ISSOCK(out.st_mode))) return code;
+  const auto target = stdout_target();
+  say_error("the output was not all written to " + target + (reason ? ": " + std::string(std::strerror(reason)) : ""),
+            reason ? core::write_error_remedy(reason, target) : "check where the output goes (" + target + ") and run again");
+  return code == 0 ? static_cast<int>(ExitCode::failure) : code;
+}
+
+int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>& body, const SettingHint& setting_hint) {
+  device::reexec_without_rival_cuda_folders(argv);
+  return with_output_written(run_parsed(app, argc, argv, body, setting_hint));
 }
 
 }  // namespace gputrain::tools

@@ -16,6 +16,10 @@ void add_logging_options(CLI::App& app);
 /// config key, as train::flag_as_setting says it; "" when it is none.
 using SettingHint = std::function<std::string(const std::string& flag, const std::string& value)>;
 
+/// `code`, or 1 when what the command wrote to standard output was not all written (`> file` on a
+/// full disk, said as an error with its fix); a pipe whose reader left early (`| head`) is no failure.
+int with_output_written(int code);
+
 /// First re-executes without LD_LIBRARY_PATH folders that would mix a second build of a CUDA
 /// library into the process (device::reexec_without_rival_cuda_folders). Then parses argv into
 /// `app` and runs `body`; returns the process exit code. --help prints and

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "command.hpp"
 #include "gputrain/core/build_info.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/device/version_report.hpp"
@@ -66,11 +67,11 @@ int main(int argc, char** argv) {
   const bool help_for_command = argc >= 3 && !std::strcmp(argv[1], "help");
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || (!std::strcmp(argv[1], "help") && !help_for_command)) {
     print_help(dir);
-    return argc < 2 ? 2 : 0;
+    return tools::with_output_written(argc < 2 ? 2 : 0);
   }
   if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V")) {
     std::cout << device::version_report();
-    return 0;
+    return tools::with_output_written(0);
   }
   const std::string command = argv[help_for_command ? 2 : 1];
   const fs::path program = dir / ("gputrain-" + command);
