@@ -15,6 +15,8 @@ Usage: check_mlflow.py CASE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
   server_restarts_mid_run: the server is killed while a run trains and started again on the same
       store before the run ends: the run exits 0 with one mlflow warning, and every step line of
       metrics.jsonl is in MLflow (kept while it was away, sent once it answered), the run FINISHED.
+  a_failed_run: a run that diverges (exit 1) is FAILED in MLflow, with its metrics so far and
+      config.yaml and report.json, whose outcome is failed and whose error is the console's.
   authenticates: a server with MLflow's basic-auth app takes a run logged with
       MLFLOW_TRACKING_USERNAME and _PASSWORD; with a wrong password the run still trains (exit 0),
       says the refusal once (HTTP 401) and logs nothing.
@@ -212,6 +214,36 @@ def server_restarts_mid_run(workdir, command):
         server.stop()
 
 
+def a_failed_run(workdir, command):
+    server = mlflow_server.Server(os.path.join(workdir, "server")).start()
+    try:
+        run_dir = os.path.join(workdir, "run")
+        args = command + ["--set", "device=cpu", "--set", "model.name=mlp", "--set", "model.hidden=[16]", "--set", "data.shape=[6]",
+                          "--set", "data.classes=3", "--set", "data.samples=64", "--set", "data.val_samples=16",
+                          "--set", "train.batch_size=16", "--set", "train.epochs=2", "--set", "optimizer.lr=1e30",
+                          "--set", "logging.every_steps=1", "--set", f"logging.dir={run_dir}",
+                          "--set", f"logging.mlflow.tracking_uri={server.uri}", "--set", "logging.mlflow.experiment=failed"]
+        result = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        if result.returncode != 1 or "training diverged" not in result.stderr:
+            fail(f"a learning rate of 1e30 exited {result.returncode}, not 1 with 'training diverged':\n{result.stderr}")
+        client = MlflowClient(server.uri)
+        run = the_run(client, "failed")
+        if run.info.status != "FAILED":
+            fail(f"the diverged run is {run.info.status} in MLflow, not FAILED")
+        if not client.get_metric_history(run.info.run_id, "train/loss"):
+            fail("the diverged run's losses before it failed are not in MLflow")
+        artifacts = sorted(a.path for a in client.list_artifacts(run.info.run_id))
+        if artifacts != ["config.yaml", "report.json"]:
+            fail(f"artifacts {artifacts}, not config.yaml and report.json")
+        fetched = client.download_artifacts(run.info.run_id, "report.json", os.path.join(workdir, "fetched"))
+        with open(fetched) as f:
+            report = json.load(f)
+        if report["outcome"] != "failed" or "training diverged" not in (report["error"] or ""):
+            fail(f"report.json in MLflow: outcome {report['outcome']}, error {report['error']!r}")
+    finally:
+        server.stop()
+
+
 def first_losses_arrived(client, experiment_name):
     experiment = client.get_experiment_by_name(experiment_name)
     runs = client.search_runs([experiment.experiment_id]) if experiment else []
@@ -268,7 +300,7 @@ def main():
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     cases = {"logs_a_run": logs_a_run, "server_away_and_resume": server_away_and_resume, "server_restarts_mid_run": server_restarts_mid_run,
-             "authenticates": authenticates, "authenticates_with_a_token": authenticates_with_a_token}
+             "authenticates": authenticates, "authenticates_with_a_token": authenticates_with_a_token, "a_failed_run": a_failed_run}
     cases[case](workdir, command)
     print(f"ok: {case}")
 

@@ -1,6 +1,7 @@
 // logging.mlflow: the run in an MLflow tracking server. Rank 0 sends the resolved config as params,
 // what the run is on as tags, every step line, epoch and system reading as metrics (the names
-// TensorBoard shows), and at the end config.yaml, report.json and model.safetensors as artifacts.
+// TensorBoard shows), and at the end config.yaml, report.json and model.safetensors as artifacts
+// (a failed run: the first two, marked FAILED).
 // The sending happens on the tracker's thread (train/monitor/mlflow_tracker.hpp); the run's id is
 // kept in checkpoints, so a resumed run goes on in the same MLflow run.
 #include <cmath>
@@ -78,12 +79,17 @@ class MlflowTracking final : public Callback {
 
   void on_fit_closed(RunControl& run, const FitResult& result) override {
     if (!tracker_) return;
-    std::vector<std::string> files;
-    const fs::path dir(run.config().logging.dir);
-    for (const auto& file : {dir / "config.yaml", dir / "report.json"})
-      if (fs::exists(file)) files.push_back(file.string());
+    auto files = run_files(run);
     if (!result.weights_path.empty()) files.push_back(result.weights_path);
     tracker_->finish(status_, files, settings_.timeout);
+    say(run);
+  }
+
+  // A failed run goes to the server too, marked FAILED, with its metrics so far and the report
+  // that says what ended it (run_report, before this callback, has written it).
+  void on_fit_failed(RunControl& run, const FitResult&) override {
+    if (!tracker_) return;
+    tracker_->finish("FAILED", run_files(run), settings_.timeout);
     say(run);
   }
 
@@ -95,6 +101,14 @@ class MlflowTracking final : public Callback {
   void load_state_dict(const CallbackState& state) override { resume_run_id_ = decode_run_id(state); }
 
  private:
+  static std::vector<std::string> run_files(RunControl& run) {
+    std::vector<std::string> files;
+    const fs::path dir(run.config().logging.dir);
+    for (const auto& file : {dir / "config.yaml", dir / "report.json"})
+      if (fs::exists(file)) files.push_back(file.string());
+    return files;
+  }
+
   static std::vector<mlflow::Entry> tags(RunControl& run) {
     const auto device = model_device(run.model());
     std::string gpu;
