@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "gputrain/core/units.hpp"
+#include "leave_out_columns.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -66,21 +67,7 @@ std::string id_column_hint(const Config& config, const data::Dataset& train, con
   }
   if (shown.empty()) return "";
   const bool one = shown.size() == 1;
-  const auto& d = config.data;
-  const std::string them = one ? "it" : "them";
-  std::string fix = one ? "if it is one, " : "if they are, ";
-  if (names.empty()) {
-    fix += std::string("drop ") + (one ? "that column" : "those columns") + " from the inputs' array";
-  } else if (!d.features.empty()) {
-    std::vector<std::string> kept;  // the user's list, not the inputs: a column of categories is one name there
-    for (const auto& name : d.features)
-      if (std::find(left_out.begin(), left_out.end(), name) == left_out.end()) kept.push_back(name);
-    fix += "leave " + them + " out of data.features: [" + core::join(kept) + "]";
-  } else {
-    auto excluded = d.exclude;
-    excluded.insert(excluded.end(), left_out.begin(), left_out.end());
-    fix += "leave " + them + " out with data.exclude: [" + core::join(excluded) + "]";
-  }
+  const std::string fix = std::string(one ? "if it is one, " : "if they are, ") + leave_out_fix(config.data, names, left_out);
   return std::string(one ? "feature " : "features ") + core::join(shown, ", ") + (one ? " looks" : " look") +
          " like a row number or an id, which says nothing about new rows, yet makes validation look better than it is when the file is "
          "sorted (by date, by the label): " +

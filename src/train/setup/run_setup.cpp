@@ -20,6 +20,7 @@
 #include "setup_progress.hpp"
 #include "train/data_checks/class_balance.hpp"
 #include "train/data_checks/class_weights.hpp"
+#include "train/data_checks/constant_columns.hpp"
 #include "train/data_checks/data_scale.hpp"
 #include "train/data_checks/finite_data.hpp"
 #include "train/data_checks/id_columns.hpp"
@@ -131,7 +132,7 @@ void check_the_classes(Config& config, RunData& out, const data::SourceSpec& spe
   }
 }
 
-// The notes on the data before training: scale, id columns, class balance and weights.
+// The notes on the data before training: scale, id and constant columns, class balance and weights.
 void note_what_the_data_says(Config& config, RunData& out) {
   const auto& d = config.data;
   const auto note = [&out](std::string text) {
@@ -141,6 +142,7 @@ void note_what_the_data_says(Config& config, RunData& out) {
   if (d.standardize) note(standardize_inputs(config, out.sources.train));
   if (!d.standardize && d.mean.empty()) note(feature_scale_hint(*out.sources.train, out.sources.feature_names));
   note(id_column_hint(config, *out.sources.train, out.sources.feature_names));
+  for (auto& text : constant_column_notes(config, *out.sources.train, out.sources.feature_names)) note(std::move(text));
   note(scale_targets(config, *out.sources.train, out.transform));
   if (d.task == "classification") {
     const auto& weights = config.train.class_weights;
