@@ -2,6 +2,11 @@
 
 #include <ATen/ATen.h>
 
+#include <cctype>
+#include <map>
+#include <string>
+#include <vector>
+
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 
@@ -98,6 +103,33 @@ std::string class_balance_note(const data::Sources& sources, std::int64_t classe
                  : "accuracy of always answering it; hold some out (data.val_fraction: 0.2) to see the balanced accuracy (each class's "
                    "accuracy, averaged), what the rarer classes get") +
          (weighted ? "" : ", and train.class_weights: balanced weighs them up in the training loss");
+}
+
+std::string look_alike_classes_note(const std::vector<std::string>& class_names) {
+  std::map<std::string, std::vector<std::string>> by_key;  // lower case, spaces collapsed
+  for (const auto& name : class_names) {
+    std::string key;
+    for (const char c : name) {
+      if (std::isspace(static_cast<unsigned char>(c))) {
+        if (!key.empty() && key.back() != ' ') key += ' ';
+      } else {
+        key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      }
+    }
+    if (!key.empty() && key.back() == ' ') key.pop_back();
+    by_key[key].push_back(name);
+  }
+  std::vector<std::string> groups;
+  for (const auto& [key, names] : by_key) {
+    if (names.size() < 2) continue;
+    std::vector<std::string> quoted;
+    for (const auto& name : names) quoted.push_back("'" + name + "'");
+    groups.push_back(core::join(quoted, " and "));
+  }
+  if (groups.empty()) return "";
+  const bool one = groups.size() == 1;
+  return "class names " + core::join(groups, "; ") + (one ? " differ" : " each differ") +
+         " only in letter case or spacing, and train as classes of their own: if they are one class, write them alike in the labels";
 }
 
 }  // namespace gputrain::train

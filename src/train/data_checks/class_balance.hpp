@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gputrain/data/sources.hpp"
 
@@ -30,6 +31,10 @@ void refuse_single_class(const data::Sources& sources, const data::SourceSpec& s
 /// (a numeric id only the validation file uses, a rare class the hold-out took whole), whose samples
 /// the model cannot get right; empty when there are none or either set does not know its labels.
 std::string unseen_classes_note(const data::Sources& sources, std::int64_t classes);
+
+/// Classification: a line naming class names that differ only in letter case or spacing ("Cat"
+/// and "cat", "New York" and "New  York"), which train as classes of their own; empty when none.
+std::string look_alike_classes_note(const std::vector<std::string>& class_names);
 
 /// Classification: when the most common class is at least 1.5 times the share an even split
 /// gives (1 / classes), a line naming it and its share of the validation samples (of the training

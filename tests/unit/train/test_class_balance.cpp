@@ -153,3 +153,13 @@ TEST(ClassBalance, ValidationClassesNoTrainingLabelHasAreNamed) {
   sources.val = nullptr;
   EXPECT_EQ(unseen_classes_note(sources, 4), "");
 }
+
+// Names a spreadsheet's typing made twice ("Cat" and "cat", a doubled space) are named, since they
+// train as classes of their own; names that differ otherwise are not.
+TEST(ClassBalance, ClassNamesThatDifferOnlyInCaseOrSpacingAreNamed) {
+  EXPECT_EQ(look_alike_classes_note({"Cat", "New  York", "New York", "cat", "dog"}),
+            "class names 'Cat' and 'cat'; 'New  York' and 'New York' each differ only in letter case or spacing, and train as classes of "
+            "their own: if they are one class, write them alike in the labels");
+  EXPECT_EQ(look_alike_classes_note({"cat", "cats", "dog"}), "");
+  EXPECT_EQ(look_alike_classes_note({}), "");
+}
