@@ -3,6 +3,8 @@
 // count to continue the schedule exactly.
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "gputrain/train/config.hpp"
 
@@ -16,5 +18,10 @@ namespace gputrain::train {
 /// min_lr: PyTorch's ReduceLROnPlateau).
 double learning_rate_at(const SchedulerConfig& config, double base_lr, std::int64_t step, std::int64_t total_steps,
                         double plateau_scale = 1.0);
+
+/// What a run of `total_steps` steps should know of its rates before it starts: a learning rate of
+/// 0 everywhere (no step changes a weight), a warm-up as long as the run (the rate never reaches
+/// optimizer.lr), a step schedule whose first decay comes after the last step. Empty when none.
+std::vector<std::string> schedule_notes(const OptimizerConfig& optimizer, const SchedulerConfig& scheduler, std::int64_t total_steps);
 
 }  // namespace gputrain::train

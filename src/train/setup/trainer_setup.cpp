@@ -164,6 +164,7 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
                                                       config.train.precision));
   make_the_step();
   count_the_steps();
+  for (const auto& line : schedule_notes(config.optimizer, config.scheduler, total_steps)) reporter.later(line);
   store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
   if (ranks.writer()) check_disk_space();
 }

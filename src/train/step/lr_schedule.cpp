@@ -37,4 +37,20 @@ double learning_rate_at(const SchedulerConfig& c, double base_lr, std::int64_t s
   return base_lr;
 }
 
+std::vector<std::string> schedule_notes(const OptimizerConfig& optimizer, const SchedulerConfig& scheduler, std::int64_t total_steps) {
+  std::vector<std::string> notes;
+  const bool some_rate = optimizer.lr > 0 || std::any_of(optimizer.param_groups.begin(), optimizer.param_groups.end(),
+                                                         [](const ParamGroupConfig& g) { return g.lr && *g.lr > 0; });
+  if (!some_rate) notes.push_back("warning: optimizer.lr is 0: no step changes a weight (batch-norm statistics still move)");
+  const auto steps = std::to_string(total_steps);
+  if (scheduler.name != "onecycle" && scheduler.warmup_steps >= total_steps && scheduler.warmup_steps > 1)
+    notes.push_back("note: scheduler.warmup_steps " + std::to_string(scheduler.warmup_steps) + " is as long as the run's " + steps +
+                    " steps or longer: the learning rate rises all run and never reaches optimizer.lr");
+  else if (scheduler.name == "step" && scheduler.warmup_steps + scheduler.step_size >= total_steps)
+    notes.push_back("note: scheduler.step_size " + std::to_string(scheduler.step_size) +
+                    (scheduler.warmup_steps > 0 ? " (after " + std::to_string(scheduler.warmup_steps) + " warm-up steps)" : "") +
+                    " is past the run's " + steps + " steps: the learning rate never decays; lower scheduler.step_size");
+  return notes;
+}
+
 }  // namespace gputrain::train

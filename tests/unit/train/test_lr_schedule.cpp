@@ -57,3 +57,27 @@ TEST(LrSchedule, PlateauIsTheRateTimesItsDecaysButNeverBelowTheFloor) {
   c.name = "none";  // the scale is plateau's alone
   EXPECT_DOUBLE_EQ(learning_rate_at(c, 1.0, 50, 100, 0.1), 1.0);
 }
+
+// What a run should hear before its first step: a rate of 0, a warm-up as long as the run, a step
+// schedule that never decays within it; nothing for a schedule that fits.
+TEST(LrSchedule, NotesSayWhenTheRatesCannotDoWhatTheSettingsSuggest) {
+  OptimizerConfig optimizer;
+  SchedulerConfig scheduler;
+  EXPECT_TRUE(schedule_notes(optimizer, scheduler, 100).empty());
+  optimizer.lr = 0;
+  ASSERT_EQ(schedule_notes(optimizer, scheduler, 100).size(), 1U);
+  EXPECT_EQ(schedule_notes(optimizer, scheduler, 100)[0].rfind("warning: optimizer.lr is 0: no step changes a weight", 0), 0U);
+  optimizer.param_groups = {ParamGroupConfig{{"fc"}, 0.01, std::nullopt}};  // a group that trains
+  EXPECT_TRUE(schedule_notes(optimizer, scheduler, 100).empty());
+  optimizer = OptimizerConfig();
+  scheduler.warmup_steps = 100;
+  EXPECT_EQ(schedule_notes(optimizer, scheduler, 100),
+            std::vector<std::string>{"note: scheduler.warmup_steps 100 is as long as the run's 100 steps or longer: the learning rate "
+                                     "rises all run and never reaches optimizer.lr"});
+  scheduler = SchedulerConfig();
+  scheduler.name = "step";
+  EXPECT_EQ(schedule_notes(optimizer, scheduler, 500),
+            std::vector<std::string>{"note: scheduler.step_size 1000 is past the run's 500 steps: the learning rate never decays; lower "
+                                     "scheduler.step_size"});
+  EXPECT_TRUE(schedule_notes(optimizer, scheduler, 5000).empty());
+}
