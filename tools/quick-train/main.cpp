@@ -51,7 +51,9 @@ int main(int argc, char** argv) {
                                                     : train::Precision::fp16_mixed;
     if (!junit.empty()) tools::refuse_unwritable(junit, "--junit");  // before the checks, not after them
     auto context = checks::gather_context(checks::Level::quick, allow_cpu);
-    const auto [report, color] = tools::report_stream(json, no_color);
+    const auto stream = tools::report_stream(json, no_color);  // not a structured binding: the lambdas below capture them
+    auto& report = stream.out;
+    const bool color = stream.color;
     report << "gputrain " << core::build_info().gputrain_version << " quick-train\n";
     const auto outcomes = checks::run_checks(quick_train::quick_train_steps(options), context, [&](const checks::Outcome& o) {
       checks::write_outcome(report, o, color);

@@ -35,7 +35,9 @@ int main(int argc, char** argv) {
     const auto lvl = level == "full" ? checks::Level::full : checks::Level::quick;
     if (!junit.empty()) tools::refuse_unwritable(junit, "--junit");  // before the checks, not after them
     auto context = checks::gather_context(lvl, allow_cpu);
-    const auto [report, color] = tools::report_stream(json, no_color);
+    const auto stream = tools::report_stream(json, no_color);  // not a structured binding: the lambdas below capture them
+    auto& report = stream.out;
+    const bool color = stream.color;
     report << "gputrain " << core::build_info().gputrain_version << " verify (level " << level << ")\n";
 
     std::string area;

@@ -193,9 +193,11 @@ void Trainer::State::prepare_to_evaluate(const std::string& device_name) {
 // Optimizer, loss scaler and the step engine over them, and the out-of-memory guards.
 void Trainer::State::make_the_step() {
   NamedTensors trained;  // the parameters that train, by name: optimizer.param_groups picks them by name
-  for (const auto& [name, tensor] : model->named_state())
+  for (const auto& named : model->named_state()) {
+    const auto& tensor = named.second;  // a plain reference: C++17 lambdas cannot capture a structured binding
     if (std::any_of(params.begin(), params.end(), [&](const at::Tensor& p) { return p.is_same(tensor); }))
-      trained.emplace_back(name, tensor);
+      trained.emplace_back(named.first, tensor);
+  }
   optimizer = make_optimizer(config.optimizer, trained, group_lrs);
   if (config.distributed.shard_optimizer && !evaluating()) {
     auto sharding = shard_optimizer_state(*optimizer, ranks.communicator(), sync_options(config.distributed).bucket_bytes);
