@@ -18,14 +18,27 @@ std::string folder_of(const std::string& path) {
   return parent.empty() ? "." : parent.string();
 }
 
-// Measured on the nearest folder that exists: a run folder not made yet is on its parent's disk.
-std::string free_space(const std::string& folder) {
+// The nearest folder of `folder`'s path that exists (itself, or one above): a folder not made yet
+// is on its parent's disk and under its parent's permissions. Empty when the path cannot be read.
+std::filesystem::path nearest_existing(const std::string& folder) {
   std::error_code ec;
   auto existing = std::filesystem::absolute(folder, ec);
   while (!ec && !std::filesystem::exists(existing, ec) && existing.has_relative_path()) existing = existing.parent_path();
-  const auto space = std::filesystem::space(existing, ec);
-  return ec ? std::string("its free space is unknown") : format_bytes(space.available) + " free now";
+  return ec ? std::filesystem::path() : existing;
 }
+
+std::string free_space(const std::string& folder) {
+  std::error_code ec;
+  const auto existing = nearest_existing(folder);
+  const auto space = std::filesystem::space(existing, ec);
+  return ec || existing.empty() ? std::string("its free space is unknown") : format_bytes(space.available) + " free now";
+}
+
+// The fix's "point KEY at ...": another folder, or a file in one.
+std::string elsewhere(bool for_a_file) { return for_a_file ? "a file in another folder" : "another folder"; }
+
+// The folder that will hold the file `path`; empty for a file in the current folder.
+std::string parent_of(const std::string& path) { return std::filesystem::path(path).parent_path().string(); }
 
 std::string file_size_limit() {
   rlimit limit{};
@@ -42,17 +55,15 @@ std::optional<std::string> file_in_the_way(const std::string& folder) {
 }
 
 void refuse_unmakeable_folder(const std::string& folder, const std::string& key, bool for_a_file) {
-  const std::string elsewhere = for_a_file ? "a file in another folder" : "another folder";
   // A file where the folder (or one above it) would go: name it, as "Not a directory" does not.
   if (const auto file = file_in_the_way(folder))
-    throw UsageError(key + ": '" + folder + "' cannot be created: '" + *file + "' is a file",
-                     "point " + key + " at " + elsewhere + " (missing folders are created), or move the file '" + *file + "' away");
-  std::error_code ec;
-  auto existing = std::filesystem::absolute(folder, ec);
-  while (!ec && !std::filesystem::exists(existing, ec) && existing.has_relative_path()) existing = existing.parent_path();
-  if (!ec && ::access(existing.c_str(), W_OK | X_OK) != 0)
+    throw UsageError(
+        key + ": '" + folder + "' cannot be created: '" + *file + "' is a file",
+        "point " + key + " at " + elsewhere(for_a_file) + " (missing folders are created), or move the file '" + *file + "' away");
+  const auto existing = nearest_existing(folder);
+  if (!existing.empty() && ::access(existing.c_str(), W_OK | X_OK) != 0)
     throw UsageError(key + ": '" + folder + "' cannot be created: this user may not write in '" + existing.string() + "'",
-                     "point " + key + " at " + elsewhere + " this user can write (missing folders are created)");
+                     "point " + key + " at " + elsewhere(for_a_file) + " this user can write (missing folders are created)");
 }
 
 void make_output_folder(const std::string& folder, const std::string& key, bool for_a_file) {
@@ -61,8 +72,15 @@ void make_output_folder(const std::string& folder, const std::string& key, bool 
   std::filesystem::create_directories(folder, ec);
   if (ec)
     throw UsageError(key + ": '" + folder + "' cannot be created: " + ec.message(),
-                     "point " + key + " at " + (for_a_file ? "a file in another folder" : "another folder") +
-                         " this user can write (missing folders are created)");
+                     "point " + key + " at " + elsewhere(for_a_file) + " this user can write (missing folders are created)");
+}
+
+void refuse_unwritable_file(const std::string& path, const std::string& key) {
+  if (const auto folder = parent_of(path); !folder.empty()) refuse_unmakeable_folder(folder, key, /*for_a_file=*/true);
+}
+
+void make_folders_for_file(const std::string& path, const std::string& key) {
+  if (const auto folder = parent_of(path); !folder.empty()) make_output_folder(folder, key, /*for_a_file=*/true);
 }
 
 std::string write_error_remedy(int error_number, const std::string& path) {

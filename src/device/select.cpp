@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::device {
 namespace {
@@ -33,8 +34,7 @@ bool is_device_spec(std::string_view spec) {
 
 // PyTorch and most tools say "cuda"; "gpu", "GPU:1", "cuda1" and "CPU" are the usual near-misses.
 std::string near_device_spec(std::string_view text) {
-  std::string lower(text.size(), ' ');
-  std::transform(text.begin(), text.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto lower = core::lower(std::string(text));
   if (lower == "cpu" || lower == "auto") return lower;  // "CPU", "Auto"
   std::string_view rest = lower;
   if (rest.substr(0, 3) == "gpu")

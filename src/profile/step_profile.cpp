@@ -177,7 +177,7 @@ struct CountedSteps {
 // Moves the probe run's trace to where --trace asked for it (its folders made).
 void keep_trace(const fs::path& from, const fs::path& to) {
   if (!fs::exists(from)) throw Error("the profiler wrote no trace (" + from.string() + ")", "run with --log-level debug and report it");
-  if (to.has_parent_path()) core::make_output_folder(to.parent_path().string(), "--trace", /*for_a_file=*/true);
+  core::make_folders_for_file(to.string(), "--trace");
   std::error_code ec;
   fs::rename(from, to, ec);
   if (ec) {  // another file system: copy, then the probe folder goes

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 
 #include "gputrain/checks/report.hpp"
@@ -28,8 +27,7 @@ void add_junit_option(CLI::App& app, std::string& path) {
 }
 
 void write_junit(const std::string& path, const std::string& xml) {
-  const auto folder = std::filesystem::path(path).parent_path();
-  if (!folder.empty()) core::make_output_folder(folder.string(), "--junit", /*for_a_file=*/true);
+  core::make_folders_for_file(path, "--junit");
   core::write_named_file(path, xml);
 }
 

@@ -25,7 +25,7 @@ struct ReportStream {
 ReportStream report_stream(bool json, bool no_color);
 
 /// Adds --junit FILE to `app`: a path that is a folder is refused before any check runs (exit 2),
-/// with a file in it as the fix; so is one whose folders cannot be made (tools::refuse_unwritable).
+/// with a file in it as the fix; so is one whose folders cannot be made (core::refuse_unwritable_file).
 void add_junit_option(CLI::App& app, std::string& path);
 
 /// Writes the JUnit XML to `path` atomically, making its missing folders first (as pytest's

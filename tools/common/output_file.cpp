@@ -2,8 +2,6 @@
 
 #include <filesystem>
 
-#include "gputrain/core/write_error.hpp"
-
 namespace gputrain::tools {
 
 CLI::Validator output_file(const std::string& example_name) {
@@ -14,11 +12,6 @@ CLI::Validator output_file(const std::string& example_name) {
         return "'" + value + "' is a folder: give a file in it, e.g. " + (std::filesystem::path(value) / example_name).string();
       },
       "");
-}
-
-void refuse_unwritable(const std::string& path, const std::string& option) {
-  const auto folder = std::filesystem::path(path).parent_path();
-  if (!folder.empty()) core::refuse_unmakeable_folder(folder.string(), option, /*for_a_file=*/true);
 }
 
 }  // namespace gputrain::tools

@@ -10,7 +10,6 @@
 #include "gputrain/profile/loader_sweep.hpp"
 #include "gputrain/profile/svg_to_png.hpp"
 #include "modes.hpp"
-#include "output_file.hpp"
 
 namespace gputrain::tools::profile {
 
@@ -22,7 +21,7 @@ int profile_loader(const train::Config& config, const train::RunDevice& run, con
     if (ext == ".png" && !gputrain::profile::can_write_png())
       throw EnvironmentError("--plot " + flags.plot + " needs librsvg (librsvg-2.so.2) to render the chart as PNG",
                              "apt-get install librsvg2-2, or use --plot with a .svg name");
-    refuse_unwritable(flags.plot, "--plot");
+    core::refuse_unwritable_file(flags.plot, "--plot");
   }
   if (config.data.source == "postgres") report_postgres_load(config, data);
   const auto system = device::collect_system_info();
@@ -54,8 +53,7 @@ int profile_loader(const train::Config& config, const train::RunDevice& run, con
       });
   if (!flags.plot.empty()) {
     const auto ext = std::filesystem::path(flags.plot).extension().string();
-    if (const auto folder = std::filesystem::path(flags.plot).parent_path(); !folder.empty())
-      core::make_output_folder(folder.string(), "--plot", /*for_a_file=*/true);
+    core::make_folders_for_file(flags.plot, "--plot");
     if (ext == ".svg") {
       core::write_named_file(flags.plot, gputrain::profile::sweep_svg(sweep));
     } else if (ext == ".png") {

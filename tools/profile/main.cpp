@@ -6,6 +6,7 @@
 #include "command.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/core/write_error.hpp"
 #include "gputrain/data/sources.hpp"
 #include "gputrain/profile/step_profile.hpp"
 #include "gputrain/train/config.hpp"
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
   const auto run_profile = [&]() -> int {
     refuse_mixed_flags(memory_mode, batch_mode, step_mode, exhaustive, !trace.empty(), sweep);
     refuse_configs_as_labels(labels);
-    if (!trace.empty()) tools::refuse_unwritable(trace, "--trace");  // before the steps, not after them
+    if (!trace.empty()) core::refuse_unwritable_file(trace, "--trace");  // before the steps, not after them
     if (sources.files.empty() && path.empty() && source.empty())
       throw UsageError("no config and no data to profile", "give a config file, or --source and --path (see --help)");
     if (!source.empty()) sources.flags.push_back({"--source", "data.source", {source}});

@@ -9,10 +9,10 @@
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/build_info.hpp"
 #include "gputrain/core/process_time.hpp"
+#include "gputrain/core/write_error.hpp"
 #include "gputrain/device/select.hpp"
 #include "gputrain/quick_train/quick_train.hpp"
 #include "number_options.hpp"
-#include "output_file.hpp"
 
 using namespace gputrain;
 
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     options.precision = precision == "fp32"         ? train::Precision::fp32
                         : precision == "bf16-mixed" ? train::Precision::bf16_mixed
                                                     : train::Precision::fp16_mixed;
-    if (!junit.empty()) tools::refuse_unwritable(junit, "--junit");  // before the checks, not after them
+    if (!junit.empty()) core::refuse_unwritable_file(junit, "--junit");  // before the checks, not after them
     auto context = checks::gather_context(checks::Level::quick, allow_cpu);
     const auto stream = tools::report_stream(json, no_color);  // not a structured binding: the lambdas below capture them
     auto& report = stream.out;

@@ -9,7 +9,7 @@
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/build_info.hpp"
 #include "gputrain/core/process_time.hpp"
-#include "output_file.hpp"
+#include "gputrain/core/write_error.hpp"
 
 using namespace gputrain;
 
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
 
   const int code = tools::run_command(app, argc, argv, [&] {
     const auto lvl = level == "full" ? checks::Level::full : checks::Level::quick;
-    if (!junit.empty()) tools::refuse_unwritable(junit, "--junit");  // before the checks, not after them
+    if (!junit.empty()) core::refuse_unwritable_file(junit, "--junit");  // before the checks, not after them
     auto context = checks::gather_context(lvl, allow_cpu);
     const auto stream = tools::report_stream(json, no_color);  // not a structured binding: the lambdas below capture them
     auto& report = stream.out;

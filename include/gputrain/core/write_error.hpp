@@ -22,6 +22,11 @@ void make_output_folder(const std::string& folder, const std::string& key, bool 
 /// this user cannot write in.
 void refuse_unmakeable_folder(const std::string& folder, const std::string& key, bool for_a_file = false);
 
+/// For an output file `path` (an option such as --junit): refuse_unmakeable_folder() and
+/// make_output_folder() on the folder that will hold it, when it is not the current one.
+void refuse_unwritable_file(const std::string& path, const std::string& key);
+void make_folders_for_file(const std::string& path, const std::string& key);
+
 /// What to do about `error_number` (an errno from writing `path`), in the user's terms.
 std::string write_error_remedy(int error_number, const std::string& path);
 

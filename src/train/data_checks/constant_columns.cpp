@@ -26,7 +26,8 @@ std::string value_text(double value) {
 
 // The columns of `values` ([N, columns]) whose every row holds the same value, with that value.
 std::vector<std::pair<std::int64_t, double>> constant_columns(const at::Tensor& values) {
-  const auto low = values.amin(0).to(at::kDouble).contiguous(), high = values.amax(0).to(at::kDouble).contiguous();
+  const auto [min, max] = at::aminmax(values, 0);  // one pass over the training set
+  const auto low = min.to(at::kDouble).contiguous(), high = max.to(at::kDouble).contiguous();
   std::vector<std::pair<std::int64_t, double>> found;
   for (std::int64_t i = 0; i < values.size(1); ++i)
     if (low.data_ptr<double>()[i] == high.data_ptr<double>()[i]) found.emplace_back(i, low.data_ptr<double>()[i]);
