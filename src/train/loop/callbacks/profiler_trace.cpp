@@ -30,6 +30,14 @@ class ProfilerTrace final : public Callback {
       : first_(config.train.profile_start_step),
         last_(config.train.profile_start_step + config.train.profile_steps - 1),
         dir_(config.trace_dir()) {}
+  // A profiler left on when the process exits crashes it in LibTorch's teardown (SIGSEGV).
+  ~ProfilerTrace() override {
+    if (!on_) return;
+    try {
+      profiler::disableProfiler();
+    } catch (...) {
+    }
+  }
   std::string name() const override { return "profiler_trace"; }
 
   void on_fit_start(RunControl& run) override {
@@ -47,6 +55,10 @@ class ProfilerTrace final : public Callback {
   }
   // A run that ends inside the window (max_steps, a stop) still writes what it traced.
   void on_fit_end(RunControl& run, FitResult&) override {
+    if (on_) save(run);
+  }
+  // So does a run an error ended there: the trace of the steps that failed (a diverging one).
+  void on_fit_failed(RunControl& run, const FitResult&) override {
     if (on_) save(run);
   }
 
