@@ -256,6 +256,21 @@ class RaisingNet(ScriptedNet):
         return self.head(torch.relu(self.norm(self.body(x.flatten(1)))))
 
 
+class ReshapingNet(ScriptedNet):
+    """Fails in an operation (a view into 5 rows, which 8 samples or fewer skip) on larger
+    batches: in training when `in_training`, else in evaluation."""
+
+    def __init__(self, in_training: bool):
+        super().__init__()
+        self.in_training = in_training
+
+    def forward(self, x):
+        h = torch.relu(self.norm(self.body(x.flatten(1))))
+        if self.training == self.in_training and x.size(0) > 8:
+            h = h.view(5, -1)
+        return self.head(h)
+
+
 def check_torchscript(workdir, command):
     require("safetensors")
     from safetensors.torch import load_file
@@ -310,6 +325,27 @@ def check_torchscript(workdir, command):
         if "Traceback of TorchScript" not in log.read():
             fail("training.log lacks the module's traceback")
     print("ok: a module that raises is named with its step and message")
+
+    # A module whose operation fails mid-run: the operation's message and the module's line with
+    # what failed (exit 1), in training and in --evaluate; the tracebacks only in training.log.
+    for in_training, part in [(True, "step 1"), (False, "the evaluation")]:
+        path = os.path.join(workdir, "reshaping-%s.pt" % in_training)
+        torch.jit.script(ReshapingNet(in_training)).save(path)
+        run_dir = os.path.join(workdir, "reshaping-%s" % in_training)
+        args = command + ["--set", "model.torchscript=" + path, "--set", "data.shape=[12]", "--set", "data.classes=3",
+                          "--set", "train.batch_size=16", "--set", "logging.dir=" + run_dir, "--set", "device=cpu"]
+        if not in_training:
+            args += ["--evaluate", os.path.join(workdir, "run", "model.safetensors")]
+        result = run(args)
+        said = part + " failed in model.torchscript (" + path + "): RuntimeError: shape '[5, -1]' is invalid for input of size"
+        if (result.returncode != 1 or said not in result.stderr or "in forward: h = h.view(5, -1)" not in result.stderr
+                or "Traceback" in result.stderr or "fix: the module's forward failed on that batch" not in result.stderr):
+            fail("a module whose operation fails (%s): exit %d:\n%s" % (part, result.returncode, result.stderr[-1500:]))
+        if in_training:
+            with open(os.path.join(run_dir, "training.log")) as log:
+                if "Traceback of TorchScript" not in log.read():
+                    fail("training.log lacks the failed operation's traceback")
+    print("ok: a module whose operation fails is named with the step, the message and its line")
 
 
 def check_cpu_cache(workdir, command):

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,7 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "train/report/human_lines.hpp"
+#include "train/step/step_failures.hpp"
 #include "trainer_state.hpp"
 
 namespace gputrain::train {
@@ -126,7 +128,14 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
     reporter.stay_silent();
   }
   const auto start = Clock::now();
-  result.metrics = validate(progress.epoch, 0.0, 0.0);
+  try {
+    result.metrics = validate(progress.epoch, 0.0, 0.0);
+  } catch (const std::exception& e) {  // a TorchScript module's failed operation: its message and code line
+    auto error =
+        config.model.torchscript.empty() ? std::nullopt : interpreter_failure(e.what(), "the evaluation", config.model.torchscript, false);
+    if (!error) throw;
+    throw *error;
+  }
   result.seconds = seconds_since(start);
   result.metrics.seconds = result.seconds;
   result.samples = result.metrics.val_samples;

@@ -175,6 +175,11 @@ void Trainer::State::FitLoop::close_callbacks() {
   each_callback([&](Callback& c) { c.on_fit_closed(*this, result_); });
 }
 
+void Trainer::State::FitLoop::fail(const std::exception& error) {
+  fail_callbacks(error.what());
+  s_.reporter.fail(error);
+}
+
 void Trainer::State::FitLoop::fail_callbacks(const std::string& error) noexcept {
   try {
     finish(/*together=*/false);

@@ -63,6 +63,8 @@ void Trainer::State::FitLoop::run_epoch() {
   const auto epoch_start = Clock::now();
   auto order = sampler_.order(progress.epoch);
   if (s_.config.data.drop_last) order = order.slice(0, 0, order.size(0) / s_.effective_batch * s_.effective_batch);
+  if (s_.lone_samples.leave_out)  // setup/lone_sample.hpp
+    order = order.slice(0, 0, order.size(0) - lone_last_pass(order.size(0), s_.effective_batch, s_.micro_batch));
   at::Tensor epoch_loss = at::zeros({}, at::TensorOptions().device(s_.device));
   std::int64_t epoch_steps = 0;
   double last_lr = 0;

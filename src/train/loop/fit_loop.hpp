@@ -33,6 +33,8 @@ class Trainer::State::FitLoop final : public RunControl {
   void close_callbacks();
   /// An error ends the run: this rank's figures so far, then each callback's on_fit_failed.
   void fail_callbacks(const std::string& error) noexcept;
+  /// The same, then the error in training.log (Reporter::fail): how fit() ends a failed run.
+  void fail(const std::exception& error);
   /// Steps this fit() ran.
   std::int64_t steps_run() const { return totals_.steps; }
 

@@ -205,22 +205,19 @@ FitResult Trainer::fit() {
     if (!s.shards) loop.final_checkpoint();
     s.reporter.note("stopped: out of memory with no smaller micro-batch allowed; resume from " + s.last_checkpoint +
                     " after changing the memory settings");
-    loop.fail_callbacks(e.what());
-    s.reporter.fail(e);
+    loop.fail(e);
     throw;
   } catch (const c10::Error& e) {
     // LibTorch's own errors carry a C++ backtrace users cannot act on: keep its message, say
     // which step failed and, where the cause is known, what to change.
-    const Error error("step " + std::to_string(s.progress.step + 1) + " failed in LibTorch: " + e.what_without_backtrace(),
-                      remedy_for_step_failure(e.what_without_backtrace(), s.train_size, s.effective_batch));
-    loop.fail_callbacks(error.what());
-    s.reporter.fail(error);
+    const Error error(s.failing_part() + " failed in LibTorch: " + e.what_without_backtrace(),
+                      remedy_for_step_failure(e.what_without_backtrace(), s.train_guard->micro_batch()));
+    loop.fail(error);
     throw error;
   } catch (const torch::jit::JITException& e) {
     s.reporter.record(e.what());  // the interpreter's two tracebacks: training.log only
     const auto error = module_raised(e, s.progress.step + 1, s.config.model.torchscript);
-    loop.fail_callbacks(error.what());
-    s.reporter.fail(error);
+    loop.fail(error);
     throw error;
   } catch (const dist::CommunicationError& e) {
     if (s.config.logging.alerts.communication_error) alert_communication_error(s.reporter, e, s.progress.step);
@@ -230,12 +227,18 @@ FitResult Trainer::fit() {
                         ? "stopped: no checkpoint of this run was written yet, so the same command starts over"
                         : "stopped: resume from " + s.last_checkpoint +
                               ", the last checkpoint all ranks reached (the same command with checkpoint.resume: auto)");
-    loop.fail_callbacks(e.what());
-    s.reporter.fail(e);
+    loop.fail(e);
     throw;
   } catch (const std::exception& e) {
-    loop.fail_callbacks(e.what());
-    s.reporter.fail(e);
+    // A TorchScript module's forward that failed in an operation: its message and code line.
+    if (auto error = s.config.model.torchscript.empty()
+                         ? std::nullopt
+                         : interpreter_failure(e.what(), s.failing_part(), s.config.model.torchscript, true)) {
+      s.reporter.record(e.what());  // the interpreter's two tracebacks: training.log only
+      loop.fail(*error);
+      throw *error;
+    }
+    loop.fail(e);
     throw;
   } catch (...) {
     s.reporter.end();
@@ -248,6 +251,14 @@ FitResult Trainer::fit() {
   loop.close_callbacks();
   s.reporter.end();
   return result;
+}
+
+// What the run was doing when an error ended it, as the error's first words: "step 5",
+// "validation after epoch 2", "writing best.pt".
+std::string Trainer::State::failing_part() const {
+  const auto& doing = reporter.doing();
+  if (doing.empty() || doing.rfind("step ", 0) == 0) return "step " + std::to_string(progress.step + 1);
+  return doing;
 }
 
 // The figures of FitResult that describe the whole run: the data, the ranks, the speed.

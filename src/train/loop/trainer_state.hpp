@@ -27,6 +27,7 @@
 #include "rank_group.hpp"
 #include "run_context.hpp"
 #include "train/report/reporter.hpp"
+#include "train/setup/lone_sample.hpp"
 #include "train/step/optimizer_shards.hpp"
 #include "train/step/step_engine.hpp"
 
@@ -78,6 +79,7 @@ struct Trainer::State : RunContext {
   TrainingProgress progress;
   std::int64_t micro_batch = 0, effective_batch = 0, steps_per_epoch = 0, total_steps = 0, num_workers = 0;
   std::int64_t last_saved_step = -1;
+  LoneSamplePlan lone_samples;  // an epoch's last pass of one sample, which batch norm cannot take, left out
   std::string last_checkpoint;
   std::string cuda_graphs = "off";  // train.cuda_graphs as resolved: "on" or "off (why)"
   // The random generators' states once set up (seeded, or restored by a resume), which the first
@@ -125,6 +127,7 @@ struct Trainer::State : RunContext {
   EvaluationResult evaluate(const std::string& weights);
   // `together`: the ranks sum their samples (a collective); a failed run's figures are this rank's.
   void fill_run_figures(FitResult& result, const RunTotals& totals, bool together = true);
+  std::string failing_part() const;
   void say_how_it_went(const FitResult& result, const FitLoop& loop);
   void write_final_weights(FitResult& result);
   std::string write_weights(const std::string& file_name, const NamedTensors& tensors);

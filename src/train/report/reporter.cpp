@@ -27,6 +27,7 @@ void Reporter::note(const std::string& line) {
 }
 
 void Reporter::working_on(const std::string& what) {
+  doing_ = what;
   for (auto& s : sinks_) s->on_work(what);
 }
 

@@ -27,6 +27,8 @@ class Reporter {
   void note(const std::string& line);
   /// What the run starts on now ("step 3 of 500"): the console says it is still running when it runs long.
   void working_on(const std::string& what);
+  /// The last working_on(): what an error that ends the run interrupted.
+  const std::string& doing() const { return doing_; }
   /// How the run ended, for the record (training.log): the command reports the outcome itself.
   void record(const std::string& outcome);
   void step(const StepMetrics& metrics);
@@ -44,6 +46,7 @@ class Reporter {
  private:
   std::vector<std::unique_ptr<MetricSink>> sinks_;
   std::vector<std::string> waiting_;
+  std::string doing_;
 };
 
 }  // namespace gputrain::train

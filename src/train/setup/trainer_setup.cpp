@@ -133,6 +133,9 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
   resolve_workers();
   check_scripted_model(config, data, device);  // before the probes and the cache plan run it
   place_the_data(device_name);
+  // Before the model's seeding: the check runs a copy of the model, which draws random numbers.
+  if (!config.data.drop_last && !(config.model.sync_batch_norm && ranks.world_size() > 1))
+    lone_samples = plan_lone_samples(config, data, {train_size, ranks.world_size(), effective_batch, micro_batch});
   make_the_model();
   // Training's settings, not worth a note before an evaluation, whose weights come from its file.
   for (const auto& line : unread_settings(config)) reporter.later("note: " + line);
@@ -295,6 +298,10 @@ void Trainer::State::count_the_steps() {
   const std::int64_t world = ranks.world_size();
   const std::int64_t shard = config.data.drop_last ? train_size / world : (train_size + world - 1) / world;
   steps_per_epoch = config.data.drop_last ? shard / effective_batch : (shard + effective_batch - 1) / effective_batch;
+  if (lone_samples.leave_out) {
+    steps_per_epoch = lone_samples.steps_per_epoch;
+    reporter.later(lone_samples.note);
+  }
   if (steps_per_epoch == 0)
     throw UsageError("data.drop_last with " + std::to_string(train_size) + " training samples and an effective batch of " +
                          std::to_string(effective_batch) + " leaves no step",

@@ -2,15 +2,23 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "gputrain/core/error_text.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::train {
 namespace {
+
+std::string stripped(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
 
 // A loss already nan/inf at the run's first step came before any update, so neither the learning
 // rate nor the optimizer made it; nor did the data, which open_data searched for NaN and inf
@@ -34,6 +42,30 @@ Error first_step_divergence(const Divergence& d, const Config& config) {
                    core::join(causes, "; "));
 }
 
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  for (std::size_t start = 0; start <= text.size();) {
+    const auto end = std::min(text.find('\n', start), text.size());
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+// A traceback frame as "model.py:9 in forward: h = h.view(5, -1)": its `File "...", line N, in f`
+// line (the nearest above the HERE mark at `mark`, after `from`) and the code line above the mark.
+std::string frame_at(const std::vector<std::string>& lines, std::size_t from, std::size_t mark) {
+  std::string where = "the module's code";
+  for (std::size_t i = mark; i-- > from;) {
+    const auto line = stripped(lines[i]);
+    const auto quote = line.find('"', 6), number = line.find(", line "), in = line.find(", in ");
+    if (line.rfind("File \"", 0) != 0 || quote == std::string::npos || number == std::string::npos || in == std::string::npos) continue;
+    where = line.substr(6, quote - 6) + ":" + line.substr(number + 7, in - number - 7) + " in " + line.substr(in + 5);
+    break;
+  }
+  return where + (mark > from ? ": " + stripped(lines[mark - 1]) : "");
+}
+
 }  // namespace
 
 Error divergence_error(const Divergence& d, const Config& config) {
@@ -53,17 +85,45 @@ Error divergence_error(const Divergence& d, const Config& config) {
                                                     d.last_checkpoint + ")"));
 }
 
-std::string remedy_for_step_failure(const std::string& message, std::int64_t train_samples, std::int64_t batch) {
+std::string remedy_for_step_failure(const std::string& message, std::int64_t micro_batch) {
+  // An epoch's last pass of one sample is left out before training (setup/lone_sample.hpp): what
+  // is left is a pass the run could not plan.
   if (message.find("Expected more than 1 value per channel when training") != std::string::npos)
-    return "a batch of one sample reached a BatchNorm layer, which cannot normalise over one value; it happens to "
-           "the epoch's last batch when the samples (" +
-           std::to_string(train_samples) + ") are not a multiple of the batch (" + std::to_string(batch) +
-           "), or when unreadable samples were dropped from a batch: set "
-           "data.drop_last: true, or a train.batch_size that divides the number of samples";
+    return "a pass of one sample reached a batch-norm layer, which cannot normalise one value: " +
+           std::string(micro_batch == 1 ? "the out-of-memory handler had split the step into passes of one; set oom.min_micro_batch: 2"
+                                        : "unreadable samples left out of a batch left one; set data.drop_last: true, or mend or remove "
+                                          "the unreadable files the run named");
   if (message.find("out of memory") != std::string::npos)  // one the OOM guard could not take (outside a step's batch)
     return "lower train.batch_size and raise train.grad_accum, use train.precision: bf16-mixed, or allow more memory "
            "(device.max_memory); `gputrain profile --memory` shows where it goes";
   return "if the config looks right, report it with the run directory's config.yaml and training.log";
+}
+
+std::optional<Error> interpreter_failure(const std::string& what, const std::string& part, const std::string& torchscript, bool logged) {
+  if (what.rfind("The following operation failed in the TorchScript interpreter.", 0) != 0) return std::nullopt;
+  const auto lines = lines_of(what);
+  // The last traceback: the original code's, when the file kept it. Each frame ends on the line
+  // marked HERE; the message follows the innermost.
+  std::size_t from = 0;
+  std::vector<std::size_t> marks;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].rfind("Traceback of TorchScript", 0) == 0) from = i, marks.clear();
+    if (lines[i].find("<--- HERE") != std::string::npos) marks.push_back(i);
+  }
+  std::string message;
+  for (std::size_t i = marks.empty() ? from + 1 : marks.back() + 1; i < lines.size(); ++i)
+    if (!lines[i].empty() && (lines[i][0] != ' ' || !message.empty())) message += (message.empty() ? "" : " ") + stripped(lines[i]);
+  // The user's own line: the innermost frame outside PyTorch's modules (nn.Linear's forward says less).
+  std::string place;
+  for (const auto mark : marks) {
+    const auto frame = frame_at(lines, from, mark);
+    if (place.empty() || frame.find("/torch/") == std::string::npos) place = frame;
+  }
+  return Error(part + " failed in model.torchscript (" + torchscript + "): " + (message.empty() ? core::first_line(what) : message) +
+                   (place.empty() ? "" : ", at " + place),
+               std::string("the module's forward failed on that batch: fix it in Python and script it again "
+                           "(torch.jit.script(model).save(...))") +
+                   (logged ? "; the interpreter's traceback is in training.log" : ""));
 }
 
 }  // namespace gputrain::train

@@ -3,6 +3,7 @@
 // an error LibTorch raised. Private to the train area; the trainer throws these.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "gputrain/core/error.hpp"
@@ -23,8 +24,14 @@ struct Divergence {
 Error divergence_error(const Divergence& divergence, const Config& config);
 
 /// The fix to print with an error LibTorch raised in a training step: specific where the cause is
-/// known (a batch of one sample reaching BatchNorm, an out-of-memory error the guard could not
-/// take), else where to report it.
-std::string remedy_for_step_failure(const std::string& message, std::int64_t train_samples, std::int64_t batch);
+/// known (a pass of one sample reaching BatchNorm, with `micro_batch` the pass size the step ran
+/// at; an out-of-memory error the guard could not take), else where to report it.
+std::string remedy_for_step_failure(const std::string& message, std::int64_t micro_batch);
+
+/// The error for a TorchScript module whose forward failed in an operation (`what`: the
+/// interpreter's "The following operation failed ..." with its two tracebacks): the operation's
+/// message and the line of the module's code, after what failed (`part`: "step 5", "the
+/// evaluation"); `logged`: the tracebacks went to training.log. Empty for any other error.
+std::optional<Error> interpreter_failure(const std::string& what, const std::string& part, const std::string& torchscript, bool logged);
 
 }  // namespace gputrain::train

@@ -2,10 +2,19 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/linear.h>
+
 #include <cmath>
 #include <limits>
 
+#include "gputrain/core/error.hpp"
 #include "gputrain/train/config.hpp"
+#include "gputrain/train/model_registry.hpp"
+#include "gputrain/train/trainer.hpp"
+#include "support/quiet_trainer.hpp"
+#include "support/small_run.hpp"
 #include "train/step/step_failures.hpp"  // private: the trainer's stop messages
 
 using namespace gputrain;
@@ -15,7 +24,48 @@ namespace {
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// A linear model whose forward fails in LibTorch at its `fail_at`-th call in training mode, or at
+// its first in evaluation mode when `fail_at` is 0.
+struct RefusingNetImpl : torch::nn::Module {
+  RefusingNetImpl(std::int64_t in, std::int64_t out, int refuse_at)
+      : linear(register_module("linear", torch::nn::Linear(in, out))), fail_at(refuse_at) {}
+  at::Tensor forward(const at::Tensor& x) {
+    if (is_training() ? ++calls == fail_at : fail_at == 0) TORCH_CHECK(false, "this layer refuses call ", calls);
+    return linear(x.flatten(1));
+  }
+  torch::nn::Linear linear;
+  int calls = 0, fail_at;
+};
+TORCH_MODULE(RefusingNet);
+
+// The message of the error a run of the refusing model ends with.
+std::string run_error(int fail_at) {
+  const std::string name = "refusing_net_" + std::to_string(fail_at);
+  register_model(
+      name, [fail_at](const ModelSpec& spec) { return torch::nn::AnyModule(RefusingNet(spec.input_shape.at(0), spec.outputs, fail_at)); });
+  try {
+    Trainer trainer(test_support::small_run(name, {"model.name=" + name}), test_support::quiet_trainer());
+    trainer.fit();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.exit_code(), ExitCode::failure);
+    return std::string(e.what()) + "\nfix: " + e.remedy();
+  }
+  ADD_FAILURE() << "the run did not fail";
+  return "";
+}
+
 }  // namespace
+
+// LibTorch's error in a step is said with the step (or the validation) it ended, without
+// LibTorch's C++ backtrace, which a user cannot act on.
+TEST(StepFailures, ALibTorchErrorNamesWhatItEndedWithoutItsBacktrace) {
+  const auto in_step = run_error(2);
+  EXPECT_TRUE(contains(in_step, "step 2 failed in LibTorch: this layer refuses call 2")) << in_step;
+  EXPECT_FALSE(contains(in_step, "Exception raised from")) << in_step;
+  EXPECT_TRUE(contains(in_step, "fix: if the config looks right, report it")) << in_step;
+  const auto in_validation = run_error(0);
+  EXPECT_TRUE(contains(in_validation, "validation after epoch 1 failed in LibTorch: this layer refuses")) << in_validation;
+}
 
 TEST(StepFailures, DivergenceNamesTheStepsTheSettingsAndTheLastGoodCheckpoint) {
   Config config;
@@ -65,9 +115,41 @@ TEST(StepFailures, ANanFromTheFirstStepPointsAtTheForwardPassNotTheLearningRateO
 }
 
 TEST(StepFailures, LibTorchErrorsGetTheFixForTheirCause) {
-  const auto batch_norm = remedy_for_step_failure("Expected more than 1 value per channel when training, got input size [1, 64]", 7, 2);
-  EXPECT_TRUE(contains(batch_norm, "BatchNorm")) << batch_norm;
-  EXPECT_TRUE(contains(batch_norm, "samples (7) are not a multiple of the batch (2)")) << batch_norm;
-  EXPECT_TRUE(contains(remedy_for_step_failure("CUDA out of memory. Tried to allocate 2.00 GiB", 7, 2), "train.grad_accum"));
-  EXPECT_TRUE(contains(remedy_for_step_failure("mat1 and mat2 shapes cannot be multiplied", 7, 2), "report it"));
+  const std::string batch_norm = "Expected more than 1 value per channel when training, got input size [1, 64]";
+  const auto split = remedy_for_step_failure(batch_norm, 1);
+  EXPECT_TRUE(contains(split, "batch-norm layer")) << split;
+  EXPECT_TRUE(contains(split, "oom.min_micro_batch: 2")) << split;
+  const auto dropped = remedy_for_step_failure(batch_norm, 16);
+  EXPECT_TRUE(contains(dropped, "unreadable samples")) << dropped;
+  EXPECT_TRUE(contains(dropped, "data.drop_last: true")) << dropped;
+  EXPECT_TRUE(contains(remedy_for_step_failure("CUDA out of memory. Tried to allocate 2.00 GiB", 2), "train.grad_accum"));
+  EXPECT_TRUE(contains(remedy_for_step_failure("mat1 and mat2 shapes cannot be multiplied", 2), "report it"));
+}
+
+// A TorchScript module's failed operation: its message and the module's own line (not PyTorch's
+// nn.Linear inside it), without the interpreter's two tracebacks.
+TEST(StepFailures, AScriptedModulesFailedOperationNamesItsMessageAndLine) {
+  const std::string what =
+      "The following operation failed in the TorchScript interpreter.\n"
+      "Traceback of TorchScript, serialized code (most recent call last):\n"
+      "  File \"code/__torch__.py\", line 12, in forward\n"
+      "    return (_0).forward(h, )\n"
+      "            ~~~~~~~~~~~ <--- HERE\n"
+      "\n"
+      "Traceback of TorchScript, original code (most recent call last):\n"
+      "  File \"/home/me/net.py\", line 9, in forward\n"
+      "        return self.head(h)\n"
+      "               ~~~~~~~~~ <--- HERE\n"
+      "  File \"/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py\", line 134, in forward\n"
+      "        return F.linear(input, self.weight, self.bias)\n"
+      "               ~~~~~~~~ <--- HERE\n"
+      "RuntimeError: mat1 and mat2 shapes cannot be multiplied (8x64 and 32x3)\n";
+  const auto error = interpreter_failure(what, "step 3", "net.pt", true);
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(std::string(error->what()),
+            "step 3 failed in model.torchscript (net.pt): RuntimeError: mat1 and mat2 shapes cannot be multiplied (8x64 and 32x3), "
+            "at /home/me/net.py:9 in forward: return self.head(h)");
+  EXPECT_TRUE(contains(error->remedy(), "training.log")) << error->remedy();
+  EXPECT_FALSE(contains(interpreter_failure(what, "the evaluation", "net.pt", false)->remedy(), "training.log"));
+  EXPECT_FALSE(interpreter_failure("mat1 and mat2 shapes cannot be multiplied", "step 3", "net.pt", true).has_value());
 }
