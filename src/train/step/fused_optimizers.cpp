@@ -139,14 +139,14 @@ at::Tensor FusedSGD::step(LossClosure closure) {
       if (!p.grad().defined() || !steps(p)) continue;
       int first = 0;
       if (o.momentum() != 0) {
-        auto& slot = state_[p.unsafeGetTensorImpl()];
-        if (!slot) {
+        auto slot = state_.find(p.unsafeGetTensorImpl());
+        if (slot == state_.end()) {  // made whole before it is stored: an out-of-memory error leaves no empty entry
           auto fresh = std::make_unique<torch::optim::SGDParamState>();
           fresh->momentum_buffer(at::zeros_like(p, at::MemoryFormat::Preserve));
-          slot = std::move(fresh);
+          slot = state_.emplace(p.unsafeGetTensorImpl(), std::move(fresh)).first;
           first = 1;
         }
-        buffers[first].push_back(in_layout_of(static_cast<torch::optim::SGDParamState&>(*slot).momentum_buffer(), p));
+        buffers[first].push_back(in_layout_of(static_cast<torch::optim::SGDParamState&>(*slot->second).momentum_buffer(), p));
       }
       params[first].push_back(p);
       grads[first].push_back(grad_of(p));
@@ -178,14 +178,14 @@ at::Tensor FusedAdamBase<Base, Options, State>::step(typename Base::LossClosure 
     std::vector<at::Tensor> lists[5];  // parameters, gradients, first and second moments, step counts
     for (auto& p : groups[g].params()) {
       if (!p.grad().defined() || !steps(p)) continue;
-      auto& slot = this->state_[p.unsafeGetTensorImpl()];
-      if (!slot) {
+      auto slot = this->state_.find(p.unsafeGetTensorImpl());
+      if (slot == this->state_.end()) {  // made whole before it is stored: an out-of-memory error leaves no empty entry
         auto fresh = std::make_unique<State>();
         fresh->exp_avg(at::zeros_like(p, at::MemoryFormat::Preserve));
         fresh->exp_avg_sq(at::zeros_like(p, at::MemoryFormat::Preserve));
-        slot = std::move(fresh);
+        slot = this->state_.emplace(p.unsafeGetTensorImpl(), std::move(fresh)).first;
       }
-      auto& state = static_cast<State&>(*slot);
+      auto& state = static_cast<State&>(*slot->second);
       auto& count = steps_[p.unsafeGetTensorImpl()];
       if (!count.defined())
         count = at::full({}, static_cast<double>(state.step()), at::TensorOptions().dtype(at::kFloat).device(p.device()));

@@ -17,9 +17,11 @@
 #include <vector>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/memory/cpu_allocator.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/optimizer.hpp"
 #include "train/checkpoint/optimizer_state_dict.hpp"  // private: the checkpoints' optimizer layout
+#include "train/step/optimizer_shards.hpp"            // private: optimizer_state_bytes
 
 using namespace gputrain::train;
 
@@ -331,4 +333,25 @@ TEST(OptimizerStateDict, AnotherOptimizerKeepsLibTorchsArchive) {
   load_optimizer_state_dict(restored, saved, "step-3.pt");
   train(restored, restored_params, 3, 6);
   for (std::size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(at::equal(params[i], restored_params[i])) << "parameter " << i;
+}
+
+// An out-of-memory error while a first step makes its state leaves no empty entry behind: the
+// run's figures and checkpoints read every entry (an empty one crashed the failed run's report).
+TEST(FusedOptimizers, AStateTheMemoryRefusedLeavesNoEmptyEntry) {
+  for (const std::string name : {"sgd", "adam", "adamw"}) {
+    OptimizerConfig c;
+    c.name = name;
+    c.momentum = 0.9;
+    auto params = make_params();
+    auto optimizer = make_optimizer(c, params);
+    set_grads(params, 0);
+    gputrain::memory::set_cpu_memory_cap(1);  // refuses the state's first tensor
+    EXPECT_ANY_THROW(optimizer->step()) << name;
+    gputrain::memory::set_cpu_memory_cap(0);
+    for (const auto& [key, state] : optimizer->state()) EXPECT_NE(state, nullptr) << name;
+    EXPECT_EQ(optimizer_state_bytes(*optimizer), 0) << name;
+    optimizer->step();  // with the memory back, the step makes its state whole
+    EXPECT_EQ(optimizer->state().size(), params.size()) << name;
+    EXPECT_GT(optimizer_state_bytes(*optimizer), 0) << name;
+  }
 }
