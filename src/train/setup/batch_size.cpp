@@ -26,6 +26,7 @@
 #include "train/setup/activation_checkpointing_setup.hpp"
 #include "train/step/optimizer_shards.hpp"
 #include "train/step/step_engine.hpp"
+#include "train/step/step_failures.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -100,6 +101,14 @@ class ProbeRig {
       optimizer_->zero_grad(/*set_to_none=*/true);
       memory::release_cached_memory(device_);
       return sizing::ProbePoint{batch, false, 0, 0, 0, 0};
+    } catch (const c10::Error& e) {  // not memory: the model refuses such a batch, which no batch size search gets past
+      const std::string what =
+          "batch_size auto: its probe step of " + core::counted(batch, "sample") + " failed in LibTorch: " + e.what_without_backtrace();
+      if (batch == 1 && batch_norm_refused_one_sample(e.what_without_backtrace()))  // the search could try no more
+        throw UsageError(what,
+                         "the model's batch norm cannot normalise one sample alone: allow 2 or more (train.max_batch_size, or "
+                         "more training samples), or set train.batch_size by hand");
+      throw Error(what, "check that data.shape and the model settings agree; if they do, report it with the config");
     }
     point.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     point.fits = true;
@@ -211,7 +220,7 @@ std::string few_steps_note(std::int64_t micro_batch, std::int64_t grad_accum, st
   if (effective <= 0 || effective > samples) return "";  // one step of every sample: said on its own
   const std::int64_t steps = drop_last ? samples / effective : (samples + effective - 1) / effective;
   if (steps >= kFewSteps) return "";
-  std::int64_t cap = 1;  // a power of two giving about 4 x kFewSteps steps
+  std::int64_t cap = 2;  // a power of two giving about 4 x kFewSteps steps, never 1 (batch norm refuses it)
   while (cap * 2 <= samples / (4 * kFewSteps)) cap *= 2;
   return "batch_size auto: " + std::to_string(micro_batch) + " leaves " + core::counted(steps, "step") +
          " per epoch: memory allows it, but so few steps learn little at the usual learning rates; cap it with "

@@ -11,6 +11,7 @@
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/run_setup.hpp"
+#include "train/step/step_failures.hpp"
 #include "train/step/training_step.hpp"
 
 namespace gputrain::train {
@@ -28,7 +29,7 @@ bool fails_on_one_sample(const Config& config, const RunData& data) {
     model->forward(input);
   } catch (const std::exception& e) {
     // Anything else a forward may raise is the training step's to report, in its own words.
-    return std::string(e.what()).find("Expected more than 1 value per channel when training") != std::string::npos;
+    return batch_norm_refused_one_sample(e.what());
   }
   return false;
 }

@@ -85,10 +85,14 @@ Error divergence_error(const Divergence& d, const Config& config) {
                                                     d.last_checkpoint + ")"));
 }
 
+bool batch_norm_refused_one_sample(const std::string& message) {
+  return message.find("Expected more than 1 value per channel when training") != std::string::npos;
+}
+
 std::string remedy_for_step_failure(const std::string& message, std::int64_t micro_batch) {
   // An epoch's last pass of one sample is left out before training (setup/lone_sample.hpp): what
   // is left is a pass the run could not plan.
-  if (message.find("Expected more than 1 value per channel when training") != std::string::npos)
+  if (batch_norm_refused_one_sample(message))
     return "a pass of one sample reached a batch-norm layer, which cannot normalise one value: " +
            std::string(micro_batch == 1 ? "the out-of-memory handler had split the step into passes of one; set oom.min_micro_batch: 2"
                                         : "unreadable samples left out of a batch left one; set data.drop_last: true, or mend or remove "

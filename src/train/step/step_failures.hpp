@@ -23,6 +23,10 @@ struct Divergence {
 /// The error that stops a diverged run (exit 1): the steps, lr, precision and what to change.
 Error divergence_error(const Divergence& divergence, const Config& config);
 
+/// Whether LibTorch's `message` is batch norm's refusal of a one-sample pass in training
+/// ("Expected more than 1 value per channel when training").
+bool batch_norm_refused_one_sample(const std::string& message);
+
 /// The fix to print with an error LibTorch raised in a training step: specific where the cause is
 /// known (a pass of one sample reaching BatchNorm, with `micro_batch` the pass size the step ran
 /// at; an out-of-memory error the guard could not take), else where to report it.

@@ -79,3 +79,16 @@ TEST(LoneSample, EveryRanksShareIsCountedAndTheStepsAreTheLargestRanks) {
   EXPECT_FALSE(plan_lone_samples(config, data, {96, 2, 16, 16}).leave_out);
   EXPECT_THROW(plan_lone_samples(config, data, {2, 2, 16, 16}), UsageError);  // one sample a rank: nothing would train
 }
+
+// batch_size auto's search whose only probe is one sample (train.max_batch_size 1) says so,
+// rather than LibTorch's message alone.
+TEST(LoneSample, AnAutoBatchThatCanProbeOnlyOneSampleSaysWhy) {
+  try {
+    Trainer trainer(lone_run("auto", {"model.norm=batch", "train.batch_size=auto", "train.max_batch_size=1"}),
+                    test_support::quiet_trainer());
+    FAIL() << "a search of one-sample probes was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("batch_size auto: its probe step of 1 sample failed in LibTorch"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("train.max_batch_size"), std::string::npos) << e.remedy();
+  }
+}
