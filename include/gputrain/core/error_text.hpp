@@ -13,6 +13,11 @@ std::string without_backtrace(const std::string& what);
 /// ("... corrupted"): its first sentence says what went wrong.
 std::string without_miniz_advice(const std::string& reader_message);
 
+/// A fix for an error no part of gputrain put in a user's terms, where its message tells one: an
+/// allocator's out-of-memory error (a cap or a device too small for what had to fit). Empty
+/// otherwise.
+std::string fix_for_unexplained(const std::string& what);
+
 /// The first line of `text` (all of it when it has one).
 std::string first_line(const std::string& text);
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <ostream>
 
 #include "core/json_text.hpp"
@@ -201,6 +202,21 @@ nlohmann::json cache_key(const Config& config, const std::string& device_name) {
           {"libtorch", TORCH_VERSION}};
 }
 
+// A rig for the search: one whose model, optimizer state or dataset place does not fit at all is
+// said as such, with the figures, rather than in the allocator's words alone.
+std::unique_ptr<ProbeRig> make_rig(const Config& config, c10::Device device, const ProbeData& data, std::uint64_t reserve_bytes) {
+  try {
+    return std::make_unique<ProbeRig>(config, device, data, reserve_bytes);
+  } catch (const c10::OutOfMemoryError& e) {
+    throw Error("out of memory before any probe step: the model and its optimizer state" +
+                    std::string(reserve_bytes > 0 ? ", with the dataset's place," : "") + " do not fit on " + device.str() + ": " +
+                    memory::describe(memory::memory_figures(device)) + ". The allocator said: " + e.what_without_backtrace(),
+                "allow more memory (device.max_memory, or --max-memory), " +
+                    std::string(reserve_bytes > 0 ? "use a smaller model, or data.cache: ram to keep the dataset out of device memory"
+                                                  : "or use a smaller model"));
+  }
+}
+
 // The rig's probe steps, each handed to `on_probe` too.
 std::function<sizing::ProbePoint(std::int64_t)> observed(ProbeRig& rig, const ProbeObserver& on_probe) {
   return [&rig, on_probe](std::int64_t batch) {
@@ -246,14 +262,14 @@ MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, c
   // small batch's peak is set by gradients and temporaries and a line through it would understate
   // the bytes per sample (see sizing::search_batch_size).
   MemoryEstimate out;
-  ProbeRig rig(config, device, data, data.reserve_bytes);
-  out.parameter_count = rig.parameter_count();
+  const auto rig = make_rig(config, device, data, data.reserve_bytes);
+  out.parameter_count = rig->parameter_count();
   auto options = batch_search_options(config, data.dataset_size);
   options.throughput = false;
-  const auto search = sizing::search_batch_size(observed(rig, on_probe), rig.budget(), options);
+  const auto search = sizing::search_batch_size(observed(*rig, on_probe), rig->budget(), options);
   out.probes = search.probes;
   out.reserved_bytes = search.reserved_bytes;
-  const auto& budget = rig.budget();
+  const auto& budget = rig->budget();
   out.fitted = search.model.has_value();
   if (out.fitted) {
     out.model = *search.model;
@@ -319,9 +335,9 @@ BatchSizeChoice find_batch_size(const Config& config, c10::Device device, const 
   }
   const auto start = Clock::now();
   {
-    ProbeRig rig(config, device, data, data.reserve_bytes);
-    choice.budget = rig.budget();
-    choice.search = sizing::search_batch_size(observed(rig, on_probe), choice.budget, batch_search_options(config, data.dataset_size));
+    const auto rig = make_rig(config, device, data, data.reserve_bytes);
+    choice.budget = rig->budget();
+    choice.search = sizing::search_batch_size(observed(*rig, on_probe), choice.budget, batch_search_options(config, data.dataset_size));
   }
   memory::release_cached_memory(device);
   choice.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -348,8 +364,8 @@ std::uint64_t measure_step_memory(const Config& config, c10::Device device, cons
   const auto before = memory::memory_figures(device, /*with_limit=*/false).allocated;
   std::uint64_t peak = 0;
   {
-    ProbeRig rig(config, device, data);
-    const auto point = rig(std::min(batch, data.dataset_size));
+    const auto rig = make_rig(config, device, data, 0);
+    const auto point = (*rig)(std::min(batch, data.dataset_size));
     peak = point.fits ? std::max(point.peak, point.optimizer_peak) : 0;
   }
   memory::release_cached_memory(device);
@@ -359,8 +375,8 @@ std::uint64_t measure_step_memory(const Config& config, c10::Device device, cons
 ExhaustiveResult find_largest_fitting_batch(const Config& config, c10::Device device, const ProbeData& data, std::int64_t fits,
                                             std::int64_t upper, const ProbeObserver& on_probe) {
   ExhaustiveResult out;
-  ProbeRig rig_itself(config, device, data, data.reserve_bytes);
-  const auto rig = observed(rig_itself, on_probe);
+  const auto rig_itself = make_rig(config, device, data, data.reserve_bytes);
+  const auto rig = observed(*rig_itself, on_probe);
   out.steps = 1;
   if (rig(upper).fits) {
     out.largest = upper;

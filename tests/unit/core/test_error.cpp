@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/error_text.hpp"
 #include "gputrain/core/log.hpp"
 
 using namespace gputrain;
@@ -18,6 +19,15 @@ TEST(Error, SubclassesMapToTheirExitCodes) {
   EXPECT_EQ(static_cast<int>(ExitCode::usage), 2);
   EXPECT_EQ(static_cast<int>(ExitCode::environment), 3);
   EXPECT_EQ(static_cast<int>(ExitCode::interrupted), 130);
+}
+
+// An allocator's error that reached the command without gputrain's words still gets a fix.
+TEST(Error, AnUnexplainedOutOfMemoryErrorGetsTheMemoryFix) {
+  EXPECT_NE(core::fix_for_unexplained("CPU out of memory: tried to allocate 1.75 MiB; 3.19 KiB already allocated under a cap")
+                .find("device.max_memory"),
+            std::string::npos);
+  EXPECT_NE(core::fix_for_unexplained("CUDA out of memory. Tried to allocate 2.00 GiB").find("--max-memory"), std::string::npos);
+  EXPECT_EQ(core::fix_for_unexplained("mat1 and mat2 shapes cannot be multiplied"), "");
 }
 
 TEST(LogLevel, ParsesKnownNamesAndRejectsOthersWithTheAllowedList) {
