@@ -2,7 +2,7 @@
 """Runs gputrain on random combinations of settings that each pass alone, and keeps every run
 that ends as no run should (docs/fuzzing.md, "Sweeping settings"):
 
-- a crash (a signal) or a hang (no end in 90 s);
+- a crash (a signal) or a hang (no end in 120 s);
 - an exit code other than 0, 1, 2, 3;
 - words of a bug: ours ("report it", the fix of an error we could not explain), LibTorch's
   ("Exception raised from": a backtrace), the C++ runtime's ("terminate called", "what():");
@@ -12,9 +12,10 @@ The fuzz targets feed each reader bytes; this feeds whole commands settings, whe
 in how features meet (a crash after a failed run inside a trace window, an out-of-memory error
 that left an optimizer's state half made).
 
-Usage: scripts/config_sweep.py [--mode train|profile|csv] [--seed N] [--runs N]
+Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv] [--seed N] [--runs N]
                                [--gputrain build/bin/gputrain] [--findings FILE.jsonl]
   train    synthetic data, every model, most settings; `gputrain train`
+  ranks    the same on two CPU ranks (`--nproc-per-node 2`), with the distributed settings
   profile  the same configs through `gputrain profile --step/--memory/--batch/--trace`
   csv      a random CSV (numbers, categories, missing cells, ids, text) trained, then resumed
            with changed settings, then evaluated (--evaluate)
@@ -224,7 +225,7 @@ class Sweep:
 
     def run(self, label, command, config):
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=90, cwd=self.folder)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=self.folder)
             code, output = done.returncode, done.stdout + done.stderr
         except subprocess.TimeoutExpired as e:
             code, output = None, str(e.stdout or "") + str(e.stderr or "")
@@ -251,6 +252,13 @@ def sweep_synthetic(p, sweep, i, gputrain, mode):
     if mode == "train":
         sweep.run("%d" % i, [gputrain, "train", path], config)
         return
+    if mode == "ranks":
+        config["distributed"] = {"shard_optimizer": p.one(True, False), "grad_dtype": p.one("none", "bf16", "fp16"),
+                                 "bucket_mb": p.one(0.001, 25), "first_bucket_mb": p.one(0.001, 1)}
+        if p.maybe(.4): config["model"]["sync_batch_norm"] = True
+        path = sweep.config_file("config%d" % i, config)
+        sweep.run("%d" % i, [gputrain, "train", path, "--nproc-per-node", "2"], config)
+        return
     flags = p.one(["--step", "--steps", "3"], ["--memory"], ["--batch"],
                   ["--steps", "2", "--trace", os.path.join(sweep.folder, "trace%d.json" % i)])
     sweep.run("%d" % i, [gputrain, "profile"] + flags + [path], config)
@@ -273,7 +281,7 @@ def sweep_csv(p, sweep, i, gputrain):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("train", "profile", "csv"), default="train")
+    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv"), default="train")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=100)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
