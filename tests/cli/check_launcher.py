@@ -124,8 +124,10 @@ def main():
               "--set", "data.samples=2048", "--set", "data.val_samples=256", "--nproc-per-node", "2"]
 
     if mode == "ok":
-        out = finished_run(base + common + ["--set", "train.epochs=1"],
+        # A bucket under 1 MiB is said as set (it read "of up to 0 MiB").
+        out = finished_run(base + common + ["--set", "train.epochs=1", "--set", "distributed.bucket_mb=0.25"],
                            ("launching 2 ranks on the CPU under mpirun", "distributed: 2 ranks over mpi", "2 ranks over mpi (batch per rank)",
+                            "of up to 0.25 MiB",
                             "sent while backward ran", "% hidden behind backward"))
         print(out)
         return

@@ -159,7 +159,7 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
   if (auto* comm = ranks.communicator()) {
     sync = std::make_unique<dist::GradientSync>(params, *comm, sync_options(config.distributed));
     reporter.later("distributed: " + ranks.summary() + ", gradients in " + core::counted(sync->figures().buckets, "bucket") + " of up to " +
-                   core::format_fixed(config.distributed.bucket_mb, 0) + " MiB" +
+                   c10::str(config.distributed.bucket_mb) + " MiB" +
                    (config.distributed.grad_dtype == "none" ? "" : ", sent as " + config.distributed.grad_dtype));
   }
   if (config.model.torchscript.empty() && config.model.name == "transformer")
