@@ -12,13 +12,15 @@ The fuzz targets feed each reader bytes; this feeds whole commands settings, whe
 in how features meet (a crash after a failed run inside a trace window, an out-of-memory error
 that left an optimizer's state half made).
 
-Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv] [--seed N] [--runs N]
+Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv|signals] [--seed N] [--runs N]
                                [--gputrain build/bin/gputrain] [--findings FILE.jsonl]
   train    synthetic data, every model, most settings; `gputrain train`
   ranks    the same on two CPU ranks (`--nproc-per-node 2`), with the distributed settings
   profile  the same configs through `gputrain profile --step/--memory/--batch/--trace`
   csv      a random CSV (numbers, categories, missing cells, ids, text) trained, then resumed
            with changed settings, then evaluated (--evaluate)
+  signals  a synthetic run stopped by SIGINT, SIGTERM or SIGHUP at a random moment (set-up, a
+           step, validation, a checkpoint), which must end 130 (or 0, done first), then resumed
 A seed gives the same configs on every run. Findings go to FILE.jsonl, one JSON object each: the
 command, the config, and the output's end; the console shows one line a run. Exit 1 when any.
 """
@@ -27,9 +29,11 @@ import csv
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import yaml
 
@@ -209,12 +213,12 @@ def changed_for_resume(p, config):
     return c
 
 
-def verdict(code, output):
-    """What is wrong with a run's end, or None."""
+def verdict(code, output, interrupted=False):
+    """What is wrong with a run's end, or None. An interrupted run may also end 130, with no fix."""
     if code is None or code < 0: return "crash or hang"
-    if code not in (0, 1, 2, 3): return "exit %d" % code
+    if code not in (0, 1, 2, 3) and not (interrupted and code == 130): return "exit %d" % code
     if any(word in output for word in BAD_WORDS): return "words of a bug"
-    if code != 0 and "fix:" not in output: return "no fix"
+    if code not in (0, 130) and "fix:" not in output: return "no fix"
     return None
 
 
@@ -235,6 +239,29 @@ class Sweep:
         if wrong:
             self.found += 1
             self.findings.write(json.dumps({"finding": wrong, "exit": code, "command": command, "config": config,
+                                            "output_end": output[-3000:]}) + "\n")
+            self.findings.flush()
+
+    def interrupt(self, label, command, config, signal_number, after):
+        """Runs `command` and sends it `signal_number` `after` seconds in: it must end 130 (or as a
+        run ends that finished or failed first), with no bug's words."""
+        started = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=self.folder)
+        time.sleep(after)
+        if started.poll() is None: started.send_signal(signal_number)
+        try:
+            output, _ = started.communicate(timeout=120)
+            code = started.returncode
+        except subprocess.TimeoutExpired:
+            started.kill()
+            output, code = started.communicate()[0], None
+        # Before its set-up has started (the config read, its errors said) a command dies of the
+        # signal as any other does; once it has, it ends 130 with its checkpoint.
+        wrong = None if code == -signal_number and "\ntraining " not in "\n" + output else verdict(code, output, interrupted=True)
+        print("%-10s exit %-4s %-15s %s after %.1f s" % (label, code, wrong or "", signal.Signals(signal_number).name, after), flush=True)
+        if wrong:
+            self.found += 1
+            self.findings.write(json.dumps({"finding": wrong, "exit": code, "command": command, "config": config,
+                                            "signal": signal.Signals(signal_number).name, "after_seconds": after,
                                             "output_end": output[-3000:]}) + "\n")
             self.findings.flush()
 
@@ -264,6 +291,38 @@ def sweep_synthetic(p, sweep, i, gputrain, mode):
     sweep.run("%d" % i, [gputrain, "profile"] + flags + [path], config)
 
 
+def signals_config(p):
+    """A config that passes its checks (the signal is what is swept), of seconds of steps."""
+    model = p.one("mlp", "small_cnn", "transformer")
+    shape = {"mlp": [16], "small_cnn": [3, 8, 8], "transformer": [8, 4]}[model]
+    task = p.one("classification", "regression")
+    c = {"model": {"name": model, "hidden": [32], "norm": p.one("none", "batch"), "width": 4, "layers": 1, "d_model": 8, "heads": 2,
+                   "ff_dim": 16, "dropout": p.one(0, 0.1)},
+         "data": {"source": "synthetic", "task": task, "shape": shape, "samples": p.one(257, 1024), "val_samples": p.one(0, 64),
+                  "cache": p.one("auto", "none"), "num_workers": p.one(0, 2), "standardize": p.one(True, False)},
+         "train": {"epochs": 50, "max_steps": 1000, "batch_size": p.one(4, 16, "auto"), "grad_accum": p.one(1, 3),
+                   "precision": p.one("fp32", "bf16-mixed"), "ema_decay": p.one(0, 0.9), "clip_grad_norm": p.one(0, 1.0)},
+         "optimizer": {"name": p.one("sgd", "adam", "adamw"), "lr": 0.01},
+         "scheduler": {"name": p.one("none", "cosine", "onecycle")},
+         "checkpoint": {"every_steps": p.one(0, 5, 20), "keep_last": p.one(1, 3), "best_metric": "val_loss" if p.maybe(.5) else "none"},
+         "logging": {"every_steps": p.one(1, 10), "progress": "lines", "system_every": p.one("off", "1s"),
+                     "histograms_every": p.one(0, 10), "tensorboard": p.one(True, False)},
+         "device": {"name": "cpu"}}
+    if task == "classification": c["data"]["classes"] = p.one(2, 10)
+    if p.maybe(.3): c["train"]["profile"] = {"start_step": p.one(2, 20), "steps": p.one(1, 5)}
+    if c["data"]["val_samples"] == 0: c["checkpoint"]["best_metric"] = "none"
+    return c
+
+
+def sweep_signals(p, sweep, i, gputrain):
+    config = signals_config(p)
+    config["logging"]["dir"] = os.path.join(sweep.folder, "run%d" % i)
+    path = sweep.config_file("config%d" % i, config)
+    signal_number = p.one(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    sweep.interrupt("%d stop" % i, [gputrain, "train", path], config, signal_number, p.rng.uniform(0.1, 3.0))
+    sweep.run("%d resume" % i, [gputrain, "train", path], config)
+
+
 def sweep_csv(p, sweep, i, gputrain):
     data = os.path.join(sweep.folder, "data%d.csv" % i)
     config = csv_config(p, data, *write_csv(p, data))
@@ -281,7 +340,7 @@ def sweep_csv(p, sweep, i, gputrain):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv"), default="train")
+    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv", "signals"), default="train")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=100)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -297,6 +356,8 @@ def main():
         for i in range(args.runs):
             if args.mode == "csv":
                 sweep_csv(p, sweep, i, args.gputrain)
+            elif args.mode == "signals":
+                sweep_signals(p, sweep, i, args.gputrain)
             else:
                 sweep_synthetic(p, sweep, i, args.gputrain, args.mode)
     print("%d runs (%s, seed %d): %d findings%s" % (args.runs, args.mode, args.seed, sweep.found,
