@@ -256,6 +256,15 @@ class RaisingNet(ScriptedNet):
         return self.head(torch.relu(self.norm(self.body(x.flatten(1)))))
 
 
+class RaisingInValidationNet(ScriptedNet):
+    """Trains, then refuses the validation's full batches."""
+
+    def forward(self, x):
+        if not self.training and x.size(0) > 8:
+            raise ValueError("this module refuses validation batches over 8")
+        return self.head(torch.relu(self.norm(self.body(x.flatten(1)))))
+
+
 class ReshapingNet(ScriptedNet):
     """Fails in an operation (a view into 5 rows, which 8 samples or fewer skip) on larger
     batches: in training when `in_training`, else in evaluation."""
@@ -325,6 +334,17 @@ def check_torchscript(workdir, command):
         if "Traceback of TorchScript" not in log.read():
             fail("training.log lacks the module's traceback")
     print("ok: a module that raises is named with its step and message")
+
+    # One that raises in validation is named with the validation, not with the next step.
+    path = os.path.join(workdir, "raising-in-validation.pt")
+    torch.jit.script(RaisingInValidationNet()).save(path)
+    result = run(command + ["--set", "model.torchscript=" + path, "--set", "data.shape=[12]", "--set", "data.classes=3",
+                            "--set", "data.samples=64", "--set", "train.batch_size=16", "--set", "device=cpu",
+                            "--set", "logging.dir=" + os.path.join(workdir, "raising-in-validation")])
+    said = "validation after epoch 1 failed: model.torchscript (" + path + ") raised ValueError: this module refuses validation"
+    if result.returncode != 1 or said not in result.stderr:
+        fail("a module raising in validation: exit %d:\n%s" % (result.returncode, result.stderr[-1500:]))
+    print("ok: a module that raises in validation is named with the validation")
 
     # A module whose operation fails mid-run: the operation's message and the module's line with
     # what failed (exit 1), in training and in --evaluate; the tracebacks only in training.log.
