@@ -164,7 +164,8 @@ Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_uniqu
   } catch (const c10::OutOfMemoryError& e) {
     throw Error("out of memory before the first step, while placing the data, the model and its optimizer on " + state_->device.str() +
                     ": " + memory::describe(memory::memory_figures(state_->device)) + ". The allocator said: " + e.what_without_backtrace(),
-                "allow more memory (device.max_memory), use fewer samples (data.samples) or a smaller model");
+                "allow more memory (device.max_memory), or use a smaller model or " +
+                    std::string(state_->config.data.source == "synthetic" ? "fewer samples (data.samples)" : "a smaller dataset"));
   }
 }
 

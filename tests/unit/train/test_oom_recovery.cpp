@@ -320,3 +320,30 @@ TEST(AutoBatch, AProbeIsSaidWithItsReservedPeakWhereTheAllocatorHasOne) {
   EXPECT_EQ(nlohmann::json::parse(train::probe_json(cuda)).at("reserved_peak_bytes").get<std::uint64_t>(), 6 * core::kMiB);
   EXPECT_EQ(train::probe_text(sizing::ProbePoint{2048, false, 0, 0, 0, 0}), "2048: out of memory");
 }
+
+// Data and model past the cap before any step: said as such, with the fix that fits the source
+// (data.samples makes synthetic data smaller, and reads nothing of a file's).
+TEST(OomRecovery, NoRoomForTheDataBeforeTheFirstStepNamesTheFixForItsSource) {
+  CapReset reset;
+  const auto refusal = [](std::vector<std::string> overrides) {
+    overrides.push_back("device.max_memory=1MiB");
+    try {
+      Trainer trainer(oom_run("no-room", std::move(overrides)), test_support::quiet_trainer());
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("out of memory before the first step"), std::string::npos) << e.what();
+      return e.remedy();
+    }
+    ADD_FAILURE() << "the run started";
+    return std::string();
+  };
+  EXPECT_NE(refusal({"data.samples=65536"}).find("fewer samples (data.samples)"), std::string::npos);
+  const auto csv = fs::temp_directory_path() / "gputrain-oom-no-room.csv";
+  {
+    std::ofstream out(csv);
+    out << "a,b,label\n";
+    for (int i = 0; i < 100000; ++i) out << i % 7 << "," << i % 5 << "," << i % 3 << "\n";
+  }
+  const auto remedy = refusal({"data.source=csv", "data.path=" + csv.string(), "data.labels=label"});
+  EXPECT_NE(remedy.find("a smaller dataset"), std::string::npos) << remedy;
+  EXPECT_EQ(remedy.find("data.samples"), std::string::npos) << remedy;
+}
