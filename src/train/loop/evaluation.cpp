@@ -3,7 +3,6 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -131,8 +130,7 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
   try {
     result.metrics = validate(progress.epoch, 0.0, 0.0);
   } catch (const std::exception& e) {  // a TorchScript module's failed operation: its message and code line
-    auto error =
-        config.model.torchscript.empty() ? std::nullopt : interpreter_failure(e.what(), "the evaluation", config.model.torchscript, false);
+    const auto error = interpreter_failure(e.what(), "the evaluation", config.model.torchscript, false);
     if (!error) throw;
     throw *error;
   }

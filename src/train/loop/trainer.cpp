@@ -99,16 +99,6 @@ std::map<std::string, std::string> weights_metadata(const Config& config, const 
   return metadata;
 }
 
-// A TorchScript module's own `raise`: its class and message, after what it ended ("step 5").
-Error module_raised(const torch::jit::JITException& e, const std::string& part, const std::string& torchscript) {
-  std::string type = e.getPythonClassName().value_or("an error");
-  type.erase(0, type.rfind('.') + 1);  // builtins.RuntimeError -> RuntimeError
-  const std::string what = e.getOriginalMsg().value_or(core::first_line(e.what()));
-  return Error(part + " failed: model.torchscript (" + torchscript + ") raised " + type + ": " + what,
-               "the module's forward raised it: fix the module in Python and script it again "
-               "(torch.jit.script(model).save(...)), or leave out the samples it refuses; its traceback is in training.log");
-}
-
 }  // namespace
 
 // A checkpoint the disk refused (full, over quota) ends the run: training on would leave every
@@ -217,7 +207,8 @@ FitResult Trainer::fit() {
     throw error;
   } catch (const torch::jit::JITException& e) {
     s.reporter.record(e.what());  // the interpreter's two tracebacks: training.log only
-    const auto error = module_raised(e, s.failing_part(), s.config.model.torchscript);
+    const auto error = module_raised(e.getPythonClassName().value_or(""), e.getOriginalMsg().value_or(core::first_line(e.what())),
+                                     s.failing_part(), s.config.model.torchscript);
     loop.fail(error);
     throw error;
   } catch (const dist::CommunicationError& e) {
@@ -232,9 +223,7 @@ FitResult Trainer::fit() {
     throw;
   } catch (const std::exception& e) {
     // A TorchScript module's forward that failed in an operation: its message and code line.
-    if (auto error = s.config.model.torchscript.empty()
-                         ? std::nullopt
-                         : interpreter_failure(e.what(), s.failing_part(), s.config.model.torchscript, true)) {
+    if (auto error = interpreter_failure(e.what(), s.failing_part(), s.config.model.torchscript, true)) {
       s.reporter.record(e.what());  // the interpreter's two tracebacks: training.log only
       loop.fail(*error);
       throw *error;

@@ -103,6 +103,13 @@ std::string remedy_for_step_failure(const std::string& message, std::int64_t mic
   return "if the config looks right, report it with the run directory's config.yaml and training.log";
 }
 
+Error module_raised(const std::string& python_class, const std::string& message, const std::string& part, const std::string& torchscript) {
+  const std::string type = python_class.empty() ? "an error" : python_class.substr(python_class.rfind('.') + 1);  // RuntimeError
+  return Error(part + " failed: model.torchscript (" + torchscript + ") raised " + type + ": " + message,
+               "the module's forward raised it: fix the module in Python and script it again "
+               "(torch.jit.script(model).save(...)), or leave out the samples it refuses; its traceback is in training.log");
+}
+
 std::optional<Error> interpreter_failure(const std::string& what, const std::string& part, const std::string& torchscript, bool logged) {
   if (what.rfind("The following operation failed in the TorchScript interpreter.", 0) != 0) return std::nullopt;
   const auto lines = lines_of(what);

@@ -32,6 +32,10 @@ bool batch_norm_refused_one_sample(const std::string& message);
 /// at; an out-of-memory error the guard could not take), else where to report it.
 std::string remedy_for_step_failure(const std::string& message, std::int64_t micro_batch);
 
+/// The error for a TorchScript module's own `raise` (torch::jit::JITException's Python class, e.g.
+/// "builtins.ValueError", and message), after what it ended (`part`: "step 5").
+Error module_raised(const std::string& python_class, const std::string& message, const std::string& part, const std::string& torchscript);
+
 /// The error for a TorchScript module whose forward failed in an operation (`what`: the
 /// interpreter's "The following operation failed ..." with its two tracebacks): the operation's
 /// message and the line of the module's code, after what failed (`part`: "step 5", "the
