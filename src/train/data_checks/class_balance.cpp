@@ -108,16 +108,14 @@ std::string class_balance_note(const data::Sources& sources, std::int64_t classe
 std::string look_alike_classes_note(const std::vector<std::string>& class_names) {
   std::map<std::string, std::vector<std::string>> by_key;  // lower case, spaces collapsed
   for (const auto& name : class_names) {
-    std::string key;
-    for (const char c : name) {
-      if (std::isspace(static_cast<unsigned char>(c))) {
-        if (!key.empty() && key.back() != ' ') key += ' ';
-      } else {
-        key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      }
-    }
+    std::string key;  // the words, one space apart
+    for (const char c : name)
+      if (!std::isspace(static_cast<unsigned char>(c)))
+        key += c;
+      else if (!key.empty() && key.back() != ' ')
+        key += ' ';
     if (!key.empty() && key.back() == ' ') key.pop_back();
-    by_key[key].push_back(name);
+    by_key[core::lower(key)].push_back(name);
   }
   std::vector<std::string> groups;
   for (const auto& [key, names] : by_key) {

@@ -8,6 +8,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/data/epoch_sampler.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "gputrain/train/run_setup.hpp"
@@ -42,8 +43,10 @@ std::int64_t lone_last_pass(std::int64_t samples, std::int64_t effective_batch, 
 
 namespace {
 
-// Rank r's samples, as data::EpochSampler shards them: the first samples % ranks take one more.
-std::int64_t shard_of(const EpochDivision& d, std::int64_t rank) { return (d.samples - rank + d.ranks - 1) / d.ranks; }
+// Rank r's samples, as the run's sampler shards them (the first samples % ranks take one more).
+std::int64_t shard_of(const EpochDivision& d, std::int64_t rank) {
+  return data::EpochSampler(d.samples, /*shuffle=*/false, /*seed=*/0, rank, d.ranks).size();
+}
 
 std::int64_t lone_in(const EpochDivision& d, std::int64_t shard) { return lone_last_pass(shard, d.effective_batch, d.micro_batch); }
 

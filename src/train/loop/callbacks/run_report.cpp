@@ -2,8 +2,8 @@
 // ends (finished, stopped early, out of time, interrupted, or failed: then rank 0's figures
 // alone): throughput with the step time's median and 95th percentile, the data stall, the GPU's
 // utilisation (mean and 5th percentile of the system readings), peak memory, GPU-hours, the
-// alerts, and each rank's figures with the scaling efficiency (docs/monitoring.md). It reads the metrics stream (step lines, system
-// readings, alerts) as the other callbacks do.
+// alerts, and each rank's figures with the scaling efficiency (docs/monitoring.md). It reads the
+// metrics stream (step lines, system readings, alerts) as the other callbacks do.
 #include <ATen/ATen.h>
 
 #include <algorithm>
