@@ -275,20 +275,19 @@ class Sweep:
 def sweep_synthetic(p, sweep, i, gputrain, mode):
     config = synthetic_config(p)
     config["logging"]["dir"] = os.path.join(sweep.folder, "run%d" % i)
-    path = sweep.config_file("config%d" % i, config)
-    if mode == "train":
-        sweep.run("%d" % i, [gputrain, "train", path], config)
-        return
     if mode == "ranks":
         config["distributed"] = {"shard_optimizer": p.one(True, False), "grad_dtype": p.one("none", "bf16", "fp16"),
                                  "bucket_mb": p.one(0.001, 25), "first_bucket_mb": p.one(0.001, 1)}
         if p.maybe(.4): config["model"]["sync_batch_norm"] = True
-        path = sweep.config_file("config%d" % i, config)
-        sweep.run("%d" % i, [gputrain, "train", path, "--nproc-per-node", "2"], config)
-        return
-    flags = p.one(["--step", "--steps", "3"], ["--memory"], ["--batch"],
-                  ["--steps", "2", "--trace", os.path.join(sweep.folder, "trace%d.json" % i)])
-    sweep.run("%d" % i, [gputrain, "profile"] + flags + [path], config)
+    path = sweep.config_file("config%d" % i, config)
+    if mode == "train":
+        command = [gputrain, "train", path]
+    elif mode == "ranks":
+        command = [gputrain, "train", path, "--nproc-per-node", "2"]
+    else:
+        command = [gputrain, "profile"] + p.one(["--step", "--steps", "3"], ["--memory"], ["--batch"],
+                                                ["--steps", "2", "--trace", os.path.join(sweep.folder, "trace%d.json" % i)]) + [path]
+    sweep.run("%d" % i, command, config)
 
 
 def signals_config(p):
