@@ -15,13 +15,14 @@
 #include "gputrain/core/error.hpp"
 #include "mapped_file.hpp"
 #include "path_text.hpp"
+#include "widen_unsigned.hpp"
 
 namespace gputrain::data {
 namespace {
 
 struct NpyHeader {
   at::ScalarType dtype = at::kFloat;
-  bool big_endian = false, fortran_order = false, widen_unsigned = false;
+  bool big_endian = false, fortran_order = false;
   std::string numpy_dtype;  // as found, for messages
   std::vector<std::int64_t> shape;
   std::size_t data_offset = 0;
@@ -55,17 +56,14 @@ void parse_descr(const std::string& descr, const std::string& name, NpyHeader& h
     char kind;
     int size;
     at::ScalarType type;
-    bool widen;
   };
-  static const Kind kinds[] = {{'b', 1, at::kBool, false},         {'i', 1, at::kChar, false},          {'i', 2, at::kShort, false},
-                               {'i', 4, at::kInt, false},          {'i', 8, at::kLong, false},          {'u', 1, at::kByte, false},
-                               {'u', 2, at::kUInt16, true},        {'u', 4, at::kUInt32, true},         {'u', 8, at::kUInt64, true},
-                               {'f', 2, at::kHalf, false},         {'f', 4, at::kFloat, false},         {'f', 8, at::kDouble, false},
-                               {'c', 8, at::kComplexFloat, false}, {'c', 16, at::kComplexDouble, false}};
+  static const Kind kinds[] = {{'b', 1, at::kBool},         {'i', 1, at::kChar},          {'i', 2, at::kShort},  {'i', 4, at::kInt},
+                               {'i', 8, at::kLong},         {'u', 1, at::kByte},          {'u', 2, at::kUInt16}, {'u', 4, at::kUInt32},
+                               {'u', 8, at::kUInt64},       {'f', 2, at::kHalf},          {'f', 4, at::kFloat},  {'f', 8, at::kDouble},
+                               {'c', 8, at::kComplexFloat}, {'c', 16, at::kComplexDouble}};
   for (const auto& k : kinds)
     if (k.kind == kind && k.size == size) {
       h.dtype = k.type;
-      h.widen_unsigned = k.widen;
       return;
     }
   throw UsageError("'" + name + "' holds dtype '" + descr + "', which gputrain cannot read",
@@ -172,7 +170,7 @@ at::Tensor array_of(const unsigned char* bytes, std::size_t size, const std::str
   const auto* data = bytes + h.data_offset;
   const bool aligned = reinterpret_cast<std::uintptr_t>(data) % item == 0;
   at::Tensor t;
-  if (owner && aligned && !h.big_endian && !h.fortran_order && !h.widen_unsigned) {
+  if (owner && aligned && !h.big_endian && !h.fortran_order && !is_wide_unsigned(h.dtype)) {
     return at::from_blob(
         const_cast<unsigned char*>(data), stored, [owner](void*) {}, at::TensorOptions().dtype(h.dtype));
   }
@@ -184,17 +182,7 @@ at::Tensor array_of(const unsigned char* bytes, std::size_t size, const std::str
     for (std::size_t i = 0; i < back.size(); ++i) back[i] = static_cast<std::int64_t>(back.size() - 1 - i);
     t = t.permute(back).contiguous();
   }
-  if (h.widen_unsigned) {
-    if (h.dtype == at::kUInt16) return t.to(at::kInt);
-    if (h.dtype == at::kUInt32) return t.to(at::kLong);
-    const auto* v = t.const_data_ptr<std::uint64_t>();
-    for (std::int64_t i = 0; i < t.numel(); ++i)
-      if (v[i] > static_cast<std::uint64_t>(INT64_MAX))
-        throw UsageError("'" + name + "' holds uint64 values above 2^63-1 (e.g. " + std::to_string(v[i]) + ")",
-                         "save it as float64 or int64");
-    return t.view(at::kLong);
-  }
-  return t;
+  return widen_unsigned(t, "'" + name + "'");
 }
 
 std::string hex32(unsigned long value) {

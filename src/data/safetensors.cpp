@@ -17,6 +17,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/text_encoding.hpp"
 #include "mapped_file.hpp"
+#include "widen_unsigned.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -155,7 +156,15 @@ at::Tensor read_entry(const std::string& name, const nlohmann::ordered_json& ent
   bool known = false;
   for (const auto& [dname, t] : dtype_names())
     if (dtype == dname) type = t, known = true;
-  if (!known) throw malformed("tensor '" + name + "' has unsupported dtype " + dtype);
+  // Python's package writes these too (torch's uint16/32/64); read, widened, never written.
+  for (const auto& [dname, t] : {std::pair{"U16", at::kUInt16}, std::pair{"U32", at::kUInt32}, std::pair{"U64", at::kUInt64}})
+    if (dtype == dname) type = t, known = true;
+  if (!known) {
+    std::string readable;
+    for (const auto& [dname, t] : dtype_names()) readable += dname + ", ";
+    throw UsageError("'" + file->path() + "': tensor '" + name + "' holds dtype " + dtype + ", which gputrain cannot read",
+                     "save it as one of " + readable + "U16, U32 or U64 (tensor.float() for float32)");
+  }
   for (const auto d : shape)
     if (d < 0) throw malformed("tensor '" + name + "' has a negative dimension");
   const std::size_t item = c10::elementSize(type);
@@ -176,7 +185,7 @@ at::Tensor read_entry(const std::string& name, const nlohmann::ordered_json& ent
     t = at::empty(shape, at::TensorOptions().dtype(type));
     if (count > 0) std::memcpy(t.data_ptr(), data, count * item);  // an empty tensor has no data pointer
   }
-  return t;
+  return widen_unsigned(t, "'" + file->path() + "': tensor '" + name + "'");
 }
 
 }  // namespace

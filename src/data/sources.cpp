@@ -78,8 +78,9 @@ TensorDataset normalise(TensorDataset set, bool classification, const std::strin
       throw UsageError(what + ": the " + std::string(role) + " are a single value (an array of shape ()), not one per sample",
                        "save one row per sample: features of shape [samples, ...], labels of shape [samples]");
   if (set.inputs.dim() == 1) set.inputs = set.inputs.unsqueeze(1);
-  if (set.inputs.scalar_type() == at::kDouble) set.inputs = set.inputs.to(at::kFloat);
-  if (set.inputs.is_complex() || set.inputs.scalar_type() == at::kBool)
+  // A bool feature is a 0/1 one, as the CSV reader takes True/False (uint8 would read as pixels).
+  if (set.inputs.scalar_type() == at::kDouble || set.inputs.scalar_type() == at::kBool) set.inputs = set.inputs.to(at::kFloat);
+  if (set.inputs.is_complex())
     throw UsageError(what + ": features of dtype " + std::string(c10::toString(set.inputs.scalar_type())) + " cannot feed a model",
                      "convert the features to float32 (or uint8 for images)");
   auto& t = set.targets;
@@ -99,7 +100,7 @@ TensorDataset normalise(TensorDataset set, bool classification, const std::strin
                              c10::str(t[first].item<double>()) + ")",
                          "save class ids (0, 1, 2, ...), or set data.task: regression");
       }
-    } else if (t.is_complex() || t.scalar_type() == at::kBool) {
+    } else if (t.is_complex()) {  // bool labels are classes 0 and 1 (False, True), as a CSV's are
       throw UsageError(what + ": labels of dtype " + std::string(c10::toString(t.scalar_type())) + " are not class ids",
                        "save the labels as integers");
     }

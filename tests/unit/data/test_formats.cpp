@@ -144,6 +144,57 @@ TEST(Safetensors, MalformedFilesAreClearErrors) {
             std::string::npos);
 }
 
+namespace {
+
+// A safetensors file as Python's package writes it: an 8-byte header length, the JSON, the bytes.
+void write_raw_safetensors(const std::filesystem::path& path, const std::string& header, const std::string& data) {
+  std::ofstream out(path, std::ios::binary);
+  const std::uint64_t length = header.size();
+  out.write(reinterpret_cast<const char*>(&length), 8);
+  out << header << data;
+}
+
+}  // namespace
+
+// torch's uint16/32/64 tensors (16-bit images) are read as int32/int64, as from a .npy; a dtype
+// gputrain has no use for (float8) is named with what to save instead, not called malformed.
+TEST(Safetensors, UnsignedTypesAreWidenedAndUnreadableTypesNamed) {
+  const test_support::ScratchFolder folder("safetensors-unsigned");
+  const std::string shorts("\x01\x00\xff\xff", 4);
+  write_raw_safetensors(folder.path / "u16.safetensors", R"({"x":{"dtype":"U16","shape":[2],"data_offsets":[0,4]}})", shorts);
+  const auto widened = read_safetensors((folder.path / "u16.safetensors").string()).at(0).second;
+  EXPECT_EQ(widened.scalar_type(), at::kInt);
+  EXPECT_EQ(widened[1].item<int>(), 65535);
+  write_raw_safetensors(folder.path / "u64.safetensors", R"({"x":{"dtype":"U64","shape":[1],"data_offsets":[0,8]}})",
+                        std::string(8, '\xff'));
+  const auto huge = usage_error([&] { read_safetensors((folder.path / "u64.safetensors").string()); });
+  EXPECT_NE(huge.find("u64.safetensors': tensor 'x' holds uint64 values above 2^63-1 (e.g. 18446744073709551615)"), std::string::npos)
+      << huge;
+  write_raw_safetensors(folder.path / "f8.safetensors", R"({"x":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})", "ab");
+  const auto f8 = usage_error_and_fix([&] { read_safetensors((folder.path / "f8.safetensors").string()); });
+  EXPECT_NE(f8.find("f8.safetensors': tensor 'x' holds dtype F8_E4M3, which gputrain cannot read\nsave it as one of F64, F32"),
+            std::string::npos)
+      << f8;
+  EXPECT_EQ(f8.find("not a valid safetensors file"), std::string::npos) << f8;
+}
+
+// numpy bool arrays are what a mask or a yes/no label is saved as: features of 0 and 1 (as a CSV's
+// True/False column), and labels of classes 0 (False) and 1 (True).
+TEST(Sources, BoolFeaturesAreZeroAndOneAndBoolLabelsTwoClasses) {
+  const test_support::ScratchFolder folder("bool-arrays");
+  const auto x = at::arange(24).reshape({8, 3}).remainder(2).to(at::kBool);
+  const auto y = at::arange(8).remainder(3).eq(0);
+  write_safetensors((folder.path / "d.safetensors").string(), {{"x", x}, {"y", y}});
+  SourceSpec spec;
+  spec.source = "safetensors";
+  spec.path = (folder.path / "d.safetensors").string();
+  const auto sources = open_sources(spec);
+  EXPECT_EQ(sources.classes, 2);
+  const auto set = materialize(*sources.train, 1).set;
+  EXPECT_TRUE(at::equal(set.inputs, x.to(at::kFloat)));
+  EXPECT_TRUE(at::equal(set.targets, y.to(at::kLong)));
+}
+
 // Class names read as regression targets: the other task is the likely fix.
 TEST(Csv, TextLabelsForRegressionPointAtClassification) {
   const auto message = usage_error_and_fix([] {
