@@ -12,7 +12,7 @@ The fuzz targets feed each reader bytes; this feeds whole commands settings, whe
 in how features meet (a crash after a failed run inside a trace window, an out-of-memory error
 that left an optimizer's state half made).
 
-Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv|signals] [--seed N] [--runs N]
+Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv|signals|files|finetune] [--seed N] [--runs N]
                                [--gputrain build/bin/gputrain] [--findings FILE.jsonl]
   train    synthetic data, every model, most settings; `gputrain train`
   ranks    the same on two CPU ranks (`--nproc-per-node 2`), with the distributed settings
@@ -21,6 +21,12 @@ Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv|signals] [--seed 
            with changed settings, then evaluated (--evaluate)
   signals  a synthetic run stopped by SIGINT, SIGTERM or SIGHUP at a random moment (set-up, a
            step, validation, a checkpoint), which must end 130 (or 0, done first), then resumed
+  files    random npy/npz/safetensors arrays (every dtype) or image folders (PNG and JPEG of every
+           size and colour type, some damaged) trained, then evaluated (scripts/sweep_sources.py;
+           needs numpy)
+  finetune a synthetic run, then another started from its weights (model.init_weights: its
+           model.safetensors or a checkpoint) with another head, width or model, init_strict,
+           train.freeze and optimizer.param_groups drawn from the first run's tensor names
 A seed gives the same configs on every run. Findings go to FILE.jsonl, one JSON object each: the
 command, the config, and the output's end; the console shows one line a run. Exit 1 when any.
 """
@@ -35,7 +41,10 @@ import sys
 import tempfile
 import time
 
-import yaml
+try:
+    import yaml
+except ImportError:  # JSON is YAML too: the venv's python (numpy, no PyYAML) runs the files mode
+    yaml = None
 
 BAD_WORDS = ("report it", "Exception raised from", "terminate called", "what():", "Segmentation")
 
@@ -268,7 +277,8 @@ class Sweep:
     def config_file(self, name, config):
         path = os.path.join(self.folder, name + ".yaml")
         with open(path, "w") as f:
-            yaml.safe_dump(config, f)
+            if yaml: yaml.safe_dump(config, f)
+            else: json.dump(config, f, indent=1)
         return path
 
 
@@ -337,9 +347,87 @@ def sweep_csv(p, sweep, i, gputrain):
         sweep.run("%d eval" % i, [gputrain, "train", path, "--evaluate", weights], config)
 
 
+def quick_run_parts(p, config, folder):
+    """The train, optimizer and logging settings of a short CPU run, written into `config`."""
+    config["train"] = {"epochs": p.one(1, 2), "max_steps": p.one(0, 3), "batch_size": p.one(1, 2, 8, 64, "auto")}
+    if p.maybe(.3): config["train"]["precision"] = p.one("bf16-mixed", "fp16-mixed")
+    if p.maybe(.2): config["train"]["grad_accum"] = p.one(2, 3)
+    config["optimizer"] = {"name": p.one("sgd", "adam", "adamw"), "lr": p.one(1e-3, 0.1)}
+    config["checkpoint"] = {"every_steps": p.one(0, 1, 2), "best_metric": p.one("val_loss", "none")}
+    config["logging"] = {"dir": folder, "progress": "lines", "every_steps": 1, "system_every": "off"}
+    config["device"] = {"name": "cpu"}
+
+
+def sweep_files(p, sweep, i, gputrain):
+    import sweep_sources  # numpy, which the other modes do without
+    if p.maybe(.5):
+        data = sweep_sources.write_arrays(p, sweep.folder, "data%d" % i)
+        model = {"name": p.one("auto", "mlp", "small_cnn", "resnet18", "transformer"), "hidden": [8], "width": 2,
+                 "layers": 1, "d_model": 4, "heads": 2, "ff_dim": 8}
+    else:
+        data = sweep_sources.write_image_folder(p, sweep.folder, "images%d" % i)
+        model = {"name": p.one("auto", "small_cnn", "resnet18", "mlp"), "width": 2, "hidden": [8]}
+    if p.maybe(.3): model["norm"] = p.one("batch", "layer")
+    config = {"model": model, "data": data}
+    quick_run_parts(p, config, os.path.join(sweep.folder, "run%d" % i))
+    path = sweep.config_file("config%d" % i, config)
+    sweep.run("%d train" % i, [gputrain, "train", path], config)
+    weights = os.path.join(config["logging"]["dir"], "model.safetensors")
+    if os.path.exists(weights):
+        sweep.run("%d eval" % i, [gputrain, "train", path, "--evaluate", weights], config)
+
+
+def tensor_names(path):
+    """The names in a .safetensors file, from its JSON header."""
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        return [name for name in json.loads(f.read(size)) if name != "__metadata__"]
+
+
+def finetuned(p, first, weights):
+    """The config of a run started from `first`'s weights, with what a fine-tuning user changes."""
+    c = json.loads(json.dumps(first))
+    c["model"]["init_weights"] = weights
+    for _ in range(p.one(0, 1, 2)):
+        key = p.one("classes", "width", "model", "shape", "strict", "task")
+        if key == "classes": c["data"]["classes"] = p.one(2, 3, 7)
+        if key == "width": c["model"]["width"], c["model"]["hidden"] = p.one(2, 4), [p.one(8, 16)]
+        if key == "model": c["model"]["name"] = p.one("mlp", "small_cnn", "resnet18", "transformer")
+        if key == "shape": c["data"]["shape"] = p.one([3, 8, 8], [1, 8, 8], [16], [8, 4])
+        if key == "strict": c["model"]["init_strict"] = False
+        if key == "task": c["data"]["task"], c["data"]["outputs"] = "regression", p.one(1, 2)
+    names = tensor_names(weights) if weights.endswith(".safetensors") else []
+    prefixes = sorted({n.rsplit(".", 1)[0] for n in names}) or ["fc"]
+    if p.maybe(.4): c["train"]["freeze"] = p.rng.sample(prefixes, p.one(1, min(2, len(prefixes))))
+    if p.maybe(.4):
+        groups = [{"params": p.rng.sample(prefixes, 1), "lr": p.one(1e-4, 0.01)}]
+        if p.maybe(.5): groups.append({"params": "default", "lr": 1e-3})
+        c["optimizer"]["param_groups"] = groups
+    if p.maybe(.2): c["train"]["ema_decay"] = 0.9
+    c["logging"]["dir"] += "-tuned"
+    return c
+
+
+def sweep_finetune(p, sweep, i, gputrain):
+    name = p.one("mlp", "small_cnn", "resnet18", "transformer")
+    shape = {"mlp": [16], "small_cnn": [3, 8, 8], "resnet18": [3, 8, 8], "transformer": [8, 4]}[name]
+    first = {"model": {"name": name, "hidden": [8], "width": 2, "layers": 1, "d_model": 4, "heads": 2, "ff_dim": 8,
+                       "norm": p.one("none", "batch")},
+             "data": {"source": "synthetic", "shape": shape, "samples": 64, "val_samples": 16, "classes": p.one(3, 10)}}
+    quick_run_parts(p, first, os.path.join(sweep.folder, "run%d" % i))
+    sweep.run("%d first" % i, [gputrain, "train", sweep.config_file("config%d" % i, first)], first)
+    weights = os.path.join(first["logging"]["dir"], "model.safetensors")
+    checkpoints = os.path.join(first["logging"]["dir"], "checkpoints")
+    if not os.path.exists(weights): return
+    if os.path.isdir(checkpoints) and os.listdir(checkpoints) and p.maybe(.3):
+        weights = os.path.join(checkpoints, sorted(os.listdir(checkpoints))[-1])
+    tuned = finetuned(p, first, weights)
+    sweep.run("%d tuned" % i, [gputrain, "train", sweep.config_file("config%d-tuned" % i, tuned)], tuned)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv", "signals"), default="train")
+    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv", "signals", "files", "finetune"), default="train")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=100)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -357,6 +445,10 @@ def main():
                 sweep_csv(p, sweep, i, args.gputrain)
             elif args.mode == "signals":
                 sweep_signals(p, sweep, i, args.gputrain)
+            elif args.mode == "files":
+                sweep_files(p, sweep, i, args.gputrain)
+            elif args.mode == "finetune":
+                sweep_finetune(p, sweep, i, args.gputrain)
             else:
                 sweep_synthetic(p, sweep, i, args.gputrain, args.mode)
     print("%d runs (%s, seed %d): %d findings%s" % (args.runs, args.mode, args.seed, sweep.found,
