@@ -23,6 +23,19 @@ TEST(PgSplit, ATopLevelWhereIsParenthesisedAndRestrictedToTheBlocks) {
   EXPECT_EQ(restricted_to_blocks("SELECT a FROM t  ;\n ", BlockRange{5, std::nullopt}), "SELECT a FROM t\nWHERE ctid >= '(5,0)'::tid");
 }
 
+// A statement as psql takes it ends in ';', perhaps before or after a comment: the ';' goes, the
+// comment stays; a ';' inside quotes or comments, or with a statement after it, stays.
+TEST(PgSplit, FinalSemicolonsGoAndEverythingElseStays) {
+  EXPECT_EQ(without_final_semicolons("SELECT a FROM t;"), "SELECT a FROM t");
+  EXPECT_EQ(without_final_semicolons("SELECT a FROM t ;; \n"), "SELECT a FROM t");
+  EXPECT_EQ(without_final_semicolons("SELECT a FROM t; -- the rows;"), "SELECT a FROM t -- the rows;");
+  EXPECT_EQ(without_final_semicolons("SELECT a FROM t /* ; */ ;"), "SELECT a FROM t /* ; */");
+  EXPECT_EQ(without_final_semicolons("SELECT ';' FROM t"), "SELECT ';' FROM t");
+  EXPECT_EQ(without_final_semicolons("SELECT a FROM t; DELETE FROM t;"), "SELECT a FROM t; DELETE FROM t");
+  EXPECT_EQ(without_final_semicolons("SELECT 'unclosed;"), "SELECT 'unclosed;");
+  EXPECT_EQ(restricted_to_blocks("SELECT a FROM t; -- all", kMiddle), "SELECT a FROM t -- all\nWHERE " + kRange);
+}
+
 TEST(PgSplit, WhereInQuotesCommentsAndSubqueriesIsNotTheQuerysOwn) {
   const std::string hidden =
       "SELECT 'WHERE' AS w, \"where\", E'it\\'s WHERE', $$ WHERE $$, $tag$ ' WHERE $tag$ /* WHERE /* nested */ WHERE */ "

@@ -63,20 +63,20 @@ std::vector<float> row_of(const at::Tensor& inputs, std::int64_t row) {
 TEST_F(Postgres, EveryTypeReadsAsItsNumbers) {
   server.exec(
       "DROP TABLE IF EXISTS types; CREATE TABLE types (id int, a int2, b int4, c int8, d float4, e float8, f numeric, g bool, "
-      "v real[], w float8[], color text, label int);"
-      "INSERT INTO types VALUES (1, -3, 70000, 5000000000, 1.5, -2.25, 12345.678, true, '{1,2,3}', '{0.5,-0.5}', 'red', 0),"
-      "(2, 4, -1, 0, 0, 1e-3, -0.001, false, '{4,5,6}', '{1,2}', 'blue', 1);");
+      "v real[], w float8[], n numeric[], m bool[], color text, label int);"
+      "INSERT INTO types VALUES (1, -3, 70000, 5000000000, 1.5, -2.25, 12345.678, true, '{1,2,3}', '{0.5,-0.5}', '{2.5}', '{t,f}', "
+      "'red', 0), (2, 4, -1, 0, 0, 1e-3, -0.001, false, '{4,5,6}', '{1,2}', '{-7}', '{f,f}', 'blue', 1);");
   auto s = spec("SELECT * FROM types ORDER BY id");
   s.exclude = {"id"};
   const auto sources = data::open_sources(s);
   const auto set = *sources.train->tensors();
   ASSERT_EQ(set.size(), 2);
-  const std::vector<std::string> names{"a",    "b",    "c",    "d",    "e",    "f",          "g",
-                                       "v[0]", "v[1]", "v[2]", "w[0]", "w[1]", "color=blue", "color=red"};
+  const std::vector<std::string> names{"a",    "b",    "c",    "d",    "e",    "f",    "g",          "v[0]",     "v[1]",
+                                       "v[2]", "w[0]", "w[1]", "n[0]", "m[0]", "m[1]", "color=blue", "color=red"};
   EXPECT_EQ(sources.feature_names, names);
-  const std::vector<float> first{-3, 70000, 5e9f, 1.5f, -2.25f, 12345.678f, 1, 1, 2, 3, 0.5f, -0.5f, 0, 1};
+  const std::vector<float> first{-3, 70000, 5e9f, 1.5f, -2.25f, 12345.678f, 1, 1, 2, 3, 0.5f, -0.5f, 2.5f, 1, 0, 0, 1};
   EXPECT_EQ(row_of(set.inputs, 0), first);
-  const std::vector<float> second{4, -1, 0, 0, 1e-3f, -0.001f, 0, 4, 5, 6, 1, 2, 1, 0};
+  const std::vector<float> second{4, -1, 0, 0, 1e-3f, -0.001f, 0, 4, 5, 6, 1, 2, -7, 0, 0, 1, 0};
   EXPECT_EQ(row_of(set.inputs, 1), second);
   EXPECT_TRUE(at::equal(set.targets, at::tensor({0, 1}, at::kLong)));
   EXPECT_EQ(sources.classes, 2);
@@ -165,12 +165,29 @@ TEST_F(Postgres, AnEmptyResultIsAnErrorAndOneRowIsASet) {
   EXPECT_EQ(row_of(one.train->tensors()->inputs, 0), std::vector<float>{7});
 }
 
-TEST_F(Postgres, AnUnsupportedTypeSaysWhatToCastItTo) {
-  server.exec("DROP TABLE IF EXISTS dated; CREATE TABLE dated (at timestamp, label int); INSERT INTO dated VALUES (now(), 0);");
-  const auto [message, code] = error_of(spec("SELECT at, label FROM dated"));
-  EXPECT_EQ(code, ExitCode::usage);
-  EXPECT_NE(message.find("column 'at' is timestamp without time zone"), std::string::npos) << message;
-  EXPECT_NE(message.find("::float8"), std::string::npos) << message;
+// The fix for each is SQL the server runs: no cast makes a number of a timestamp, EXTRACT does.
+TEST_F(Postgres, AnUnsupportedTypeSaysWhatToMakeOfIt) {
+  server.exec(
+      "DROP TABLE IF EXISTS dated; CREATE TABLE dated (at timestamp, \"Seen\" date, doc jsonb, uid uuid, pt point, label int);"
+      "INSERT INTO dated VALUES (now(), '2024-01-02', '{\"x\": 2}', gen_random_uuid(), point(1, 2), 0);");
+  const auto advice = [&](const std::string& column) {
+    const auto [message, code] = error_of(spec("SELECT " + column + ", label FROM dated"));
+    EXPECT_EQ(code, ExitCode::usage) << message;
+    return message;
+  };
+  const auto at = advice("at");
+  EXPECT_NE(at.find("column 'at' is timestamp without time zone, which gputrain does not read"), std::string::npos) << at;
+  EXPECT_NE(at.find("EXTRACT(EPOCH FROM at)::float8 AS at"), std::string::npos) << at;
+  EXPECT_EQ(server.value("SELECT EXTRACT(EPOCH FROM at)::float8 > 0 FROM dated"), "t") << "the advice runs";
+  const auto seen = advice("\"Seen\"");  // a name SQL must quote is quoted in the fix
+  EXPECT_NE(seen.find("EXTRACT(EPOCH FROM \"Seen\")::float8 AS \"Seen\""), std::string::npos) << seen;
+  EXPECT_EQ(server.value("SELECT EXTRACT(EPOCH FROM \"Seen\")::float8 AS \"Seen\" FROM dated"), "1704153600");
+  const auto doc = advice("doc");
+  EXPECT_NE(doc.find("(doc->>'field')::float8 AS doc_field"), std::string::npos) << doc;
+  EXPECT_EQ(server.value("SELECT (doc->>'x')::float8 FROM dated"), "2");
+  EXPECT_NE(advice("uid").find("an id tells the model nothing about a row: leave it out (data.exclude: [uid])"), std::string::npos);
+  const auto pt = advice("pt");
+  EXPECT_NE(pt.find("cast it in the query to a number (pt::float8)"), std::string::npos) << pt;
 }
 
 TEST_F(Postgres, ArraysOfVaryingLengthAreRefusedWithTheRow) {
@@ -209,6 +226,19 @@ TEST_F(Postgres, ASyntaxErrorShowsTheServersMessageAndWhereItPoints) {
   EXPECT_EQ(code, ExitCode::usage);
   EXPECT_NE(message.find("data.query: PostgreSQL says: syntax error at or near \"FORM\""), std::string::npos) << message;
   EXPECT_NE(message.find("\n    FORM nowhere\n    ^"), std::string::npos) << message;  // the line it points at, a caret under FORM
+}
+
+// A query as psql takes it, copied from a session or a .sql file: a final ';', a comment on its
+// last line. Wrapped in COPY (...) both were syntax errors.
+TEST_F(Postgres, AQueryEndingInASemicolonOrACommentReadsAsInPsql) {
+  server.exec("DROP TABLE IF EXISTS psqlish; CREATE TABLE psqlish AS SELECT g::float8 AS x, g % 2 AS label FROM generate_series(1, 10) g;");
+  for (const char* query : {"SELECT x, label FROM psqlish;", "SELECT x, label FROM psqlish ;\n",
+                            "SELECT x, label FROM psqlish -- training rows", "SELECT x, label FROM psqlish ORDER BY x; -- sorted;"}) {
+    auto s = spec(query);
+    s.streams = 1;
+    EXPECT_EQ(data::open_sources(s).train->size(), 10) << query;
+    EXPECT_GT(data::raw_copy_throughput(s).rows, 0) << query;
+  }
 }
 
 // COPY takes a DELETE, UPDATE or INSERT with RETURNING: a training run and `gputrain profile`'s

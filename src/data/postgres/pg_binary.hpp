@@ -16,13 +16,13 @@ namespace gputrain::data::postgres {
 namespace oid {
 constexpr std::uint32_t kBool = 16, kBytea = 17, kName = 19, kInt8 = 20, kInt2 = 21, kInt4 = 23, kText = 25, kFloat4 = 700, kFloat8 = 701,
                         kBpchar = 1042, kVarchar = 1043, kNumeric = 1700, kFloat4Array = 1021, kFloat8Array = 1022, kInt2Array = 1005,
-                        kInt4Array = 1007, kInt8Array = 1016;
+                        kInt4Array = 1007, kInt8Array = 1016, kNumericArray = 1231, kBoolArray = 1000;
 }
 
 /// How a column reaches the model.
 enum class ColumnKind {
   number,  ///< int2, int4, int8, float4, float8, numeric, bool: one input
-  vector,  ///< real[], double precision[], integer arrays: one input per element, the same count in every row
+  vector,  ///< real[], double precision[], integer, numeric and bool arrays: one input per element, the same count in every row
   text,    ///< text, varchar, char, name: a category (one-hot inputs), or a class name as the label
   bytes,   ///< bytea: an encoded image (JPEG or PNG)
 };
@@ -30,8 +30,9 @@ enum class ColumnKind {
 /// The kind of a column of type `type`, or nullopt for a type the reader does not take.
 std::optional<ColumnKind> kind_of(std::uint32_t type);
 
-/// What to cast a column of an unsupported type to, in the query: "::float8", "::text", ...
-std::string cast_advice();
+/// What to make of a column of an unsupported type `type` in the query: a date or time as its
+/// EXTRACT(EPOCH ...), a json field as a number, an id left out, else a cast to a type read.
+std::string cast_advice(std::uint32_t type, const std::string& column);
 
 /// One field of a tuple: its bytes, or null.
 struct Field {

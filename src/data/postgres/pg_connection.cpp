@@ -9,6 +9,7 @@
 
 #include "dsn.hpp"
 #include "gputrain/core/error.hpp"
+#include "pg_split.hpp"
 
 namespace gputrain::data::postgres {
 namespace {
@@ -127,7 +128,8 @@ std::optional<std::string> Connection::try_value(const std::string& sql) {
 void Connection::copy_out(const std::string& query, const std::string& what, const std::function<void(const char*, std::size_t)>& piece,
                           const std::function<void()>& tick) {
   const std::string prefix = "COPY (";
-  const auto sql = prefix + query + ") TO STDOUT (FORMAT binary)";
+  // The ')' on a line of its own: a '--' comment at the query's end must not swallow it.
+  const auto sql = prefix + without_final_semicolons(query) + "\n) TO STDOUT (FORMAT binary)";
   std::uint64_t received = 0;
   const auto lost = [&] {
     return Error("the PostgreSQL server at " + where() + " closed the connection while sending " + what + "'s rows (after " +

@@ -51,7 +51,7 @@ Selected::Use feature_use(Connection& conn, const std::vector<Column>& columns, 
   const auto kind = kind_of(column.type);
   if (!kind)
     throw UsageError(what + "'s column '" + column.name + "' is " + conn.type_name(column.type) + ", which gputrain does not read",
-                     cast_advice() + " (data.exclude: [" + column.name + "])");
+                     cast_advice(column.type, column.name));
   if (listed(spec.categorical, column.name) && kind != ColumnKind::text)
     throw UsageError("data.categorical lists '" + column.name + "', which is " + conn.type_name(column.type) + ", not text",
                      "select it as text (" + column.name + "::text) to read it as categories; text columns are categories already");

@@ -118,9 +118,32 @@ T field_or(const nlohmann::json& object, const char* key, T fallback) {
 
 }  // namespace
 
-std::optional<std::string> restricted_to_blocks(const std::string& query, const BlockRange& range) {
+std::string without_final_semicolons(const std::string& query) {
+  std::size_t last_end = 0;  // one past the last character of the statement itself
+  std::vector<std::size_t> semicolons;
+  for (std::size_t i = 0; i < query.size();) {
+    const auto skipped = past_quoted(query, i);
+    if (skipped == std::string::npos) return query;  // unterminated: the server names it
+    const bool comment = query.compare(i, 2, "--") == 0 || query.compare(i, 2, "/*") == 0;
+    if (skipped != i) {
+      if (!comment) last_end = skipped;
+      i = skipped;
+      continue;
+    }
+    if (query[i] == ';')
+      semicolons.push_back(i);
+    else if (!std::isspace(static_cast<unsigned char>(query[i])))
+      last_end = i + 1;
+    ++i;
+  }
   auto text = query;
-  while (!text.empty() && (std::isspace(static_cast<unsigned char>(text.back())) || text.back() == ';')) text.pop_back();
+  for (auto at = semicolons.rbegin(); at != semicolons.rend() && *at >= last_end; ++at) text.erase(*at, 1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  return text;
+}
+
+std::optional<std::string> restricted_to_blocks(const std::string& query, const BlockRange& range) {
+  const auto text = without_final_semicolons(query);
   const auto words = top_level_words(text);
   if (!words || words->empty() || (*words)[0].text != "SELECT") return std::nullopt;
   static const std::vector<std::string> refused = {"GROUP",  "ORDER",  "LIMIT", "OFFSET",    "FETCH",  "FOR",

@@ -12,6 +12,11 @@
 
 namespace gputrain::data::postgres {
 
+/// `query` without the ';' a statement copied from psql ends with (before or after a final
+/// comment, which stays) and its final blanks: wrapped in `COPY (...)`, or rewritten for a range
+/// of blocks, such a ';' is a syntax error. A ';' with a statement after it stays (one is sent).
+std::string without_final_semicolons(const std::string& query);
+
 /// A table's blocks [first, end); no end: to the table's end.
 struct BlockRange {
   std::uint64_t first = 0;
