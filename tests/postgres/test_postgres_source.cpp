@@ -92,6 +92,15 @@ TEST_F(Postgres, TextLabelsAreClassNamesAndValidationUsesTheirIds) {
   EXPECT_EQ(sources.class_names, (std::vector<std::string>{"churn", "stay"}));
   EXPECT_TRUE(at::equal(sources.train->tensors()->targets, at::tensor({1, 0, 1}, at::kLong)));
   EXPECT_TRUE(at::equal(sources.val->tensors()->targets, at::tensor({1}, at::kLong)));
+  // A training column the validation query lacks (SELECT * beside a list) is named as the training
+  // query's, not as a data.features the config does not have.
+  s.query = "SELECT * FROM named WHERE split = 'train'";
+  const auto [message, code] = error_of(s);
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("data.query's feature column 'split' is not among data.val_query's columns (x, label)\n"
+                         "fix: select it in data.val_query too, or leave it out of the features: data.exclude: [split]"),
+            std::string::npos)
+      << message;
 }
 
 // Without data.val_query the rows can be split as any source's: data.val_fraction holds some out.

@@ -89,6 +89,18 @@ Selected select_columns(Connection& conn, const std::vector<Column>& columns, co
   return s;
 }
 
+// The training features by name among data.val_query's columns: one it lacks is named as the
+// training query's (data.features only when the user listed them).
+void require_training_features(const std::vector<Column>& val_columns, const std::vector<std::string>& names, const SourceSpec& spec) {
+  if (!spec.features.empty()) return;  // index_of names data.features
+  std::vector<std::string> returned;
+  for (const auto& c : val_columns) returned.push_back(c.name);
+  for (const auto& name : names)
+    if (!listed(returned, name))
+      throw UsageError("data.query's feature column '" + name + "' is not among data.val_query's columns (" + core::join(returned) + ")",
+                       "select it in data.val_query too, or leave it out of the features: data.exclude: [" + name + "]");
+}
+
 // Reads `query`'s rows through a decoder, telling `spec.row_progress` how far it is.
 ReadRows read_rows(CopyStreams& streams, const std::string& query, const std::string& what, RowDecoder& decoder, const SourceSpec& spec) {
   const auto read = streams.read(query, what, decoder, [&](std::int64_t rows, std::int64_t estimated, std::uint64_t bytes) {
@@ -152,7 +164,9 @@ Sources open_postgres(const SourceSpec& spec) {
     val_spec.features.clear();
     val_spec.exclude.clear();
     for (const auto& use : selected.features) val_spec.features.push_back(use.column.name);
-    const auto val_selected = select_columns(conn, conn.columns_of(spec.val_query, "data.val_query"), val_spec, "data.val_query");
+    const auto val_columns_found = conn.columns_of(spec.val_query, "data.val_query");
+    require_training_features(val_columns_found, val_spec.features, spec);
+    const auto val_selected = select_columns(conn, val_columns_found, val_spec, "data.val_query");
     DecodeSpec val_decode{classification,   "data.val_query",        spec.image_size,
                           &out.class_names, &train.vector_lengths(), &columns.categories};
     val_decode.keep_missing = decode.keep_missing;
