@@ -12,7 +12,7 @@ The fuzz targets feed each reader bytes; this feeds whole commands settings, whe
 in how features meet (a crash after a failed run inside a trace window, an out-of-memory error
 that left an optimizer's state half made).
 
-Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv|signals|files|finetune] [--seed N] [--runs N]
+Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv|signals|files|finetune|postgres] [--seed N] [--runs N]
                                [--gputrain build/bin/gputrain] [--findings FILE.jsonl]
   train    synthetic data, every model, most settings; `gputrain train`
   ranks    the same on two CPU ranks (`--nproc-per-node 2`), with the distributed settings
@@ -27,6 +27,9 @@ Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv|signals|files|fin
   finetune a synthetic run, then another started from its weights (model.init_weights: its
            model.safetensors or a checkpoint) with another head, width or model, init_strict,
            train.freeze and optimizer.param_groups drawn from the first run's tensor names
+  postgres a random table in a real PostgreSQL (scripts/sweep_postgres.py: every column type,
+           NULLs, NaN, images in bytea; the queries people write) trained, resumed after rows
+           changed, evaluated, profiled
 A seed gives the same configs on every run. Findings go to FILE.jsonl, one JSON object each: the
 command, the config, and the output's end; the console shows one line a run. Exit 1 when any.
 """
@@ -425,9 +428,28 @@ def sweep_finetune(p, sweep, i, gputrain):
     sweep.run("%d tuned" % i, [gputrain, "train", sweep.config_file("config%d-tuned" % i, tuned)], tuned)
 
 
+def sweep_database(p, sweep, i, gputrain, server):
+    import sweep_postgres  # numpy, as the files mode
+    data = sweep_postgres.write_table(p, server, "t%d" % i)
+    config = {"model": {"name": p.one("auto", "mlp"), "hidden": [8], "width": 2, "norm": p.one("none", "batch")}, "data": data}
+    quick_run_parts(p, config, os.path.join(sweep.folder, "run%d" % i))
+    path = sweep.config_file("config%d" % i, config)
+    sweep.run("%d train" % i, [gputrain, "train", path], config)
+    if p.maybe(.3):  # rows change under the run, then it resumes
+        server.sql("INSERT INTO t%d SELECT * FROM t%d LIMIT 3;" % (i, i))
+        config["data"]["require_same"] = p.one(True, False)
+        config["train"]["epochs"] += 1
+        sweep.run("%d resume" % i, [gputrain, "train", sweep.config_file("config%d-resumed" % i, config)], config)
+    weights = os.path.join(config["logging"]["dir"], "model.safetensors")
+    if os.path.exists(weights) and p.maybe(.5):
+        sweep.run("%d eval" % i, [gputrain, "train", path, "--evaluate", weights], config)
+    if p.maybe(.2):
+        sweep.run("%d profile" % i, [gputrain, "profile", "--steps", "2", path], config)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv", "signals", "files", "finetune"), default="train")
+    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv", "signals", "files", "finetune", "postgres"), default="train")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=100)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -440,17 +462,21 @@ def main():
     p = Picker(args.seed)
     with tempfile.TemporaryDirectory(prefix="gputrain-sweep-") as folder:
         sweep = Sweep(args, folder)
-        for i in range(args.runs):
-            if args.mode == "csv":
-                sweep_csv(p, sweep, i, args.gputrain)
-            elif args.mode == "signals":
-                sweep_signals(p, sweep, i, args.gputrain)
-            elif args.mode == "files":
-                sweep_files(p, sweep, i, args.gputrain)
-            elif args.mode == "finetune":
-                sweep_finetune(p, sweep, i, args.gputrain)
-            else:
-                sweep_synthetic(p, sweep, i, args.gputrain, args.mode)
+        modes = {"csv": sweep_csv, "signals": sweep_signals, "files": sweep_files, "finetune": sweep_finetune}
+        server = None
+        if args.mode == "postgres":
+            import sweep_postgres
+            server = sweep_postgres.Server(folder)
+        try:
+            for i in range(args.runs):
+                if server:
+                    sweep_database(p, sweep, i, args.gputrain, server)
+                elif args.mode in modes:
+                    modes[args.mode](p, sweep, i, args.gputrain)
+                else:
+                    sweep_synthetic(p, sweep, i, args.gputrain, args.mode)
+        finally:
+            if server: server.stop()
     print("%d runs (%s, seed %d): %d findings%s" % (args.runs, args.mode, args.seed, sweep.found,
                                                    " in " + args.findings if sweep.found else ""))
     return 1 if sweep.found else 0
