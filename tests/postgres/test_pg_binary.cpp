@@ -94,14 +94,15 @@ TEST(PgBinary, NumbersDecodeToTheirValues) {
 TEST(PgBinary, ArraysAppendTheirElementsAndRefuseNulls) {
   const auto bytes = float4_array({1.5f, -2.0f, 3.0f});
   std::vector<float> out;
-  EXPECT_EQ(append_vector(Field{bytes.data(), static_cast<std::int32_t>(bytes.size())}, out, "emb"), 3U);
+  EXPECT_EQ(append_vector(Field{bytes.data(), static_cast<std::int32_t>(bytes.size())}, out, "data.query", "emb", 1), 3U);
   EXPECT_EQ(out, (std::vector<float>{1.5f, -2.0f, 3.0f}));
   auto with_null = be(1, 4) + be(1, 4) + be(oid::kFloat4, 4) + be(1, 4) + be(1, 4) + kNull;
   try {
-    append_vector(Field{with_null.data(), static_cast<std::int32_t>(with_null.size())}, out, "emb");
+    append_vector(Field{with_null.data(), static_cast<std::int32_t>(with_null.size())}, out, "data.val_query", "emb", 7);
     FAIL() << "a NULL element was read";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("column 'emb' holds an array with a NULL element"), std::string::npos) << e.what();
+    EXPECT_STREQ(e.what(), "data.val_query's column 'emb' holds an array with a NULL element (element 1) in row 7");
+    EXPECT_NE(e.remedy().find("array_replace(emb, NULL, 0)"), std::string::npos) << e.remedy();
   }
 }
 

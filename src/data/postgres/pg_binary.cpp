@@ -193,14 +193,15 @@ double number_of(std::uint32_t type, const Field& f) {
 
 // An array: dimensions, a has-nulls flag, the element type, each dimension's size and lower
 // bound, then each element as a length and its bytes.
-std::size_t append_vector(const Field& f, std::vector<float>& out, const std::string& column) {
+std::size_t append_vector(const Field& f, std::vector<float>& out, const std::string& what, const std::string& column, std::int64_t row) {
   if (f.length < 12) throw std::runtime_error("an array field of " + std::to_string(f.length) + " bytes");
   const auto dims = static_cast<std::int32_t>(be32(f.data));
   const auto element = be32(f.data + 8);
   if (dims == 0) return 0;  // '{}'
   if (dims != 1)
-    throw UsageError("column '" + column + "' holds an array of " + std::to_string(dims) + " dimensions",
-                     "flatten it in the query to one dimension (one input per element)");
+    throw UsageError(
+        what + "'s column '" + column + "' holds an array of " + std::to_string(dims) + " dimensions in row " + std::to_string(row),
+        "flatten it in the query to one dimension (one input per element)");
   if (f.length < 20) throw std::runtime_error("an array field of " + std::to_string(f.length) + " bytes");
   const auto count = static_cast<std::int32_t>(be32(f.data + 12));
   const char* p = f.data + 20;
@@ -210,7 +211,8 @@ std::size_t append_vector(const Field& f, std::vector<float>& out, const std::st
     const auto length = static_cast<std::int32_t>(be32(p));
     p += 4;
     if (length < 0)
-      throw UsageError("column '" + column + "' holds an array with a NULL element (element " + std::to_string(i + 1) + ")",
+      throw UsageError(what + "'s column '" + column + "' holds an array with a NULL element (element " + std::to_string(i + 1) +
+                           ") in row " + std::to_string(row),
                        "replace NULL elements in the query, e.g. array_replace(" + column + ", NULL, 0)");
     if (end - p < length) throw std::runtime_error("an array cut short");
     out.push_back(static_cast<float>(element_of(element, p, length)));

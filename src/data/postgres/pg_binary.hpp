@@ -69,8 +69,10 @@ class TupleReader {
 double number_of(std::uint32_t type, const Field& field);
 
 /// A one-dimensional array's elements appended to `out` as floats; returns their count. Throws
-/// UsageError, naming `column`, for more dimensions or a NULL element.
-std::size_t append_vector(const Field& field, std::vector<float>& out, const std::string& column);
+/// UsageError for more dimensions or a NULL element, naming `what` ("data.query"), `column` and
+/// the `row` (from 1).
+std::size_t append_vector(const Field& field, std::vector<float>& out, const std::string& what, const std::string& column,
+                          std::int64_t row);
 
 /// A fixed-size number type's decoder (float4, float8, int2, int4, int8, bool) and its field
 /// length, for the rows' hot loop and number_of; nullptr for other types.

@@ -106,7 +106,7 @@ void RowDecoder::add_features(const std::vector<Field>& fields) {
     } else if (use.kind == ColumnKind::text) {
       codes_[text++].add(field.null() ? std::string_view() : text_of(field));
     } else {
-      const auto n = append_vector(field, row_, use.column.name);
+      const auto n = append_vector(field, row_, spec_.what, use.column.name, rows_ + 1);
       if (!length_set_[f]) {
         lengths_[f] = n;
         length_set_[f] = true;

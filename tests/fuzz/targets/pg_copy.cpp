@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             }
           try {
             elements.clear();
-            (void)append_vector(field, elements, "emb");
+            (void)append_vector(field, elements, "data.query", "emb", 1);
           } catch (const gputrain::Error&) {
           } catch (const std::runtime_error&) {
           }
