@@ -212,20 +212,20 @@ Field int_or_auto_field(std::string key, Get get, Int min, Int max = kNoMax) {
           [=](const Config& c) { return get(c) ? YAML::Node(*get(c)) : YAML::Node("auto"); }};
 }
 
-// A number >= `min`, or `off` (stored as nullopt).
+// A number in [`min`, `max`], or `off` (stored as nullopt).
 template <typename Get>
-Field number_or_off_field(std::string key, Get get, double min) {
+Field number_or_off_field(std::string key, Get get, double min, double max = std::numeric_limits<double>::infinity()) {
   return {std::move(key),
           [=](Config& c, const FieldValue& v) {
             if (v.node.IsScalar() && v.node.Scalar() == "off") {
               get(c).reset();
               return;
             }
-            const std::string allowed = "a number >= " + shortest(min) + ", or off";
+            const std::string allowed = "a number >= " + shortest(min) + (std::isinf(max) ? "" : " and <= " + shortest(max)) + ", or off";
             const std::string text = scalar(v, allowed);
             char* end = nullptr;
             const double value = std::strtod(text.c_str(), &end);
-            if (text.empty() || *end != '\0' || !std::isfinite(value) || value < min) reject(v, found_text(v.node), allowed);
+            if (text.empty() || *end != '\0' || !std::isfinite(value) || value < min || value > max) reject(v, found_text(v.node), allowed);
             get(c) = value;
           },
           [=](const Config& c) { return get(c) ? YAML::Node(shortest(*get(c))) : YAML::Node("off"); }};

@@ -355,6 +355,11 @@ TEST(Config, OutOfRangeNumberIsRejected) {
   EXPECT_NE(error_of({{}, {"model.dropout=1.5"}, ""}).find("<= 0.99"), std::string::npos);
   EXPECT_NE(error_of({{}, {"train.epochs=0"}, ""}).find("an integer >= 1"), std::string::npos);
   EXPECT_NE(error_of({{}, {"optimizer.lr=fast"}, ""}).find("a number >= 0"), std::string::npos);
+  // A share above 100 % is an alert that never fires: refused, not taken as off.
+  const auto percent = error_of({{}, {"logging.alerts.gpu_memory_percent=1e6"}, ""});
+  EXPECT_NE(percent.find("found '1e6'; allowed: a number >= 0 and <= 100, or off"), std::string::npos) << percent;
+  EXPECT_NE(error_of({{}, {"logging.alerts.gpu_utilization_percent=101"}, ""}).find("<= 100, or off"), std::string::npos);
+  EXPECT_EQ(load_config({{}, {"logging.alerts.gpu_utilization_percent=100"}, ""}).logging.alerts.gpu_utilization_percent, 100.0);
 }
 
 TEST(Config, DuplicateKeyIsRejected) {
