@@ -176,6 +176,14 @@ def sweep_files(p, sweep, i, gputrain):
     weights = os.path.join(config["logging"]["dir"], "model.safetensors")
     if os.path.exists(weights):
         sweep.run("%d eval" % i, [gputrain, "train", path, "--evaluate", weights], config)
+    # The same files without a config: a loader sweep, and a run of --set alone (the README's way in).
+    labels = ["--labels", data["labels"]] if "labels" in data and "features" not in data else []
+    if p.maybe(.3):
+        sweep.run("%d sweep" % i, [gputrain, "profile", "--path", data["path"], "--batches", "3", "--repeats", "1"] + labels, config)
+    if p.maybe(.3):
+        sets = ["data.path=" + data["path"], "train.max_steps=2", "device.name=cpu", "logging.dir=" + config["logging"]["dir"] + "-bare"]
+        sets += ["data.labels=" + data["labels"]] if labels else []
+        sweep.run("%d bare" % i, [gputrain, "train"] + [arg for s in sets for arg in ("--set", s)], config)
 
 
 def sweep_finetune(p, sweep, i, gputrain):
