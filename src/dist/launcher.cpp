@@ -150,6 +150,7 @@ Ending watch_ranks(std::vector<Child>& children, const LaunchSpec& spec, RankOut
       if (c.fd >= 0) output.drain(c);
 
     if (g_signals > forwarded) {
+      output.user_stopped();
       // First: SIGTERM, every rank checkpoints at the next step and exits 130. Again: kill.
       signal_all(children, spec.through_mpirun, forwarded == 0 ? SIGTERM : SIGKILL);
       forwarded = g_signals;
@@ -262,6 +263,9 @@ int launch_local(const LaunchSpec& spec, std::ostream& report) {
   RankOutput output(spec.ranks, spec.tail_lines, first_rank);
   const auto ending = watch_ranks(children, spec, output);
   drain_ranks(children, output);
+  output.finish(std::any_of(children.begin(), children.end(), [](const Child& c) {
+    return !WIFEXITED(c.status) || (WEXITSTATUS(c.status) != 0 && WEXITSTATUS(c.status) != 130);
+  }));
   core::restore_actions(restore);
   return report_ending(spec, children, output, ending, report);
 }

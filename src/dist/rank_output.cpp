@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <iostream>
 #include <regex>
+#include <utility>
 
 #include "gputrain/core/stop_signal.hpp"
 
@@ -66,6 +67,19 @@ void RankOutput::rank_line(int rank, const std::string& body) {
   // what ends the job.
   static const std::string announcement(core::kStopAnnouncement + 1, sizeof core::kStopAnnouncement - 3);
   if (ending_after_failure_ && (body.empty() || body == announcement)) return;
+  // A rank stopped in its set-up says "interrupted while ..." (exit 130). Unless the user stopped
+  // the job, what stopped it was another rank's failure (the launcher's SIGTERM, or mpirun's),
+  // whose error may reach the console later: held back until the end says which.
+  const bool held_fix = holding_fix_.erase(rank) > 0 && body.rfind("  fix: ", 0) == 0;
+  if (!user_stopped_ && known && (held_fix || body.rfind("error: interrupted while ", 0) == 0)) {
+    held_stops_.emplace_back(rank, body);
+    if (!held_fix) holding_fix_.insert(rank);
+    return;
+  }
+  show(rank, known, body);
+}
+
+void RankOutput::show(int rank, bool known, const std::string& body) {
   const bool error_line = body.rfind("error: ", 0) == 0 || body.rfind("  fix: ", 0) == 0;
   if (known && body.rfind("error: ", 0) == 0) error_ranks_[body].insert(rank);
   if (error_line) {
@@ -129,6 +143,18 @@ void RankOutput::flush(Child& c) {
   if (!c.partial.empty()) line(c, c.partial);
   c.partial.clear();
   for (const auto& shown : noise_.rest()) echo(shown);
+}
+
+void RankOutput::user_stopped() {
+  user_stopped_ = true;
+  finish(false);
+}
+
+void RankOutput::finish(bool failed) {
+  const auto held = std::exchange(held_stops_, {});
+  holding_fix_.clear();
+  if (!failed)
+    for (const auto& [rank, body] : held) show(rank, true, body);
 }
 
 bool RankOutput::every_rank_said_one_error() const {

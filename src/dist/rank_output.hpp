@@ -53,6 +53,11 @@ class RankOutput {
 
   /// A rank failed and the launcher is stopping the others.
   void ending_after_failure() { ending_after_failure_ = true; }
+  /// The user stopped the job (a signal to the launcher): each rank's "interrupted" error is news.
+  void user_stopped();
+  /// The ranks have ended: a rank's "interrupted" error held back (it was stopped in its set-up
+  /// by no signal of the user's) is shown unless another rank `failed`, which stopped it.
+  void finish(bool failed);
   /// Whether every rank said the same error: a mistake in the config or data they share, not
   /// one rank's failure.
   bool every_rank_said_one_error() const;
@@ -65,6 +70,9 @@ class RankOutput {
 
  private:
   void echo(const std::string& text);
+  // The console's part of rank_line: an error line said before is not repeated; other ranks' lines
+  // get their "[rank N]".
+  void show(int rank, bool known, const std::string& body);
 
   std::vector<std::deque<std::string>> tails_;
   std::vector<std::size_t> on_screen_at_;             // per rank: the console line its last line is (or repeats)
@@ -72,6 +80,9 @@ class RankOutput {
   std::map<std::string, std::set<int>> error_ranks_;  // each error line, and the ranks that said it
   std::size_t echoed_ = 0;                            // lines written to the console so far
   bool ending_after_failure_ = false;
+  bool user_stopped_ = false;
+  std::vector<std::pair<int, std::string>> held_stops_;  // "interrupted" errors and their fixes, by rank
+  std::set<int> holding_fix_;                            // ranks whose next fix line is held with their error
   MpirunNoise noise_;
   int tail_lines_;
   int first_rank_;  // added to a rank's place on this node to tell people its rank in the run

@@ -189,6 +189,37 @@ TEST(Launcher, TheOthersStopAnnouncementsAfterAFailureAreLeftOut) {
   EXPECT_EQ(console.find("[rank 1] \n"), std::string::npos) << console;
 }
 
+// A rank still in its set-up when another fails is stopped there and says "interrupted while
+// ..., nothing to resume": the other's error is the news, and under mpirun it can reach the
+// console after it. Shown only when no rank failed (something else stopped that rank).
+TEST(Launcher, AnotherRanksFailureStopsASetUpThatSaysNothingOfIt) {
+  const std::string interrupted =
+      R"sh(trap 'echo "error: interrupted while labelling the validation set (3 of 64 samples), before any training step: nothing to resume";
+           echo "  fix: run the same command again to start over"; exit 130' TERM; sleep 60 & wait)sh";
+  std::ostringstream report;
+  testing::internal::CaptureStderr();
+  const int code = launch_local(
+      shell_ranks(2, R"sh(if [ "$RANK" = 0 ]; then sleep 0.3; echo "error: out of disk"; exit 2; fi; )sh" + interrupted), report);
+  const std::string console = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(console.find("error: out of disk"), std::string::npos) << console;
+  EXPECT_EQ(console.find("interrupted while"), std::string::npos) << console;
+  EXPECT_EQ(console.find("start over"), std::string::npos) << console;
+  EXPECT_NE(report.str().find("rank 0 of 2 failed (exit code 2)"), std::string::npos) << report.str();
+
+  // No rank failed: the stop was the news, and is shown.
+  testing::internal::CaptureStderr();
+  const int stopped = launch_local(
+      shell_ranks(
+          2,
+          R"sh(if [ "$RANK" = 1 ]; then echo "error: interrupted while reading the data (1 of 2 files), before any training step: nothing to resume"; echo "  fix: run it again"; exit 130; fi; exit 0)sh"),
+      report);
+  const std::string shown = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(stopped, 130);
+  EXPECT_NE(shown.find("[rank 1] error: interrupted while reading the data"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("[rank 1]   fix: run it again"), std::string::npos) << shown;
+}
+
 TEST(Launcher, ARankIgnoringSigtermIsKilledAfterTheGracePeriod) {
   std::ostringstream report;
   // Rank 0 fails once rank 1 has had time to ignore SIGTERM, so only the SIGKILL can end rank 1.
