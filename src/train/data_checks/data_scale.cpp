@@ -40,9 +40,13 @@ double root_mean_square(const data::ChannelStats& stats, std::size_t i) { return
 std::string standardize_inputs(Config& config, const std::shared_ptr<const data::Dataset>& train) {
   const auto& shape = train->layout().input_shape;
   if (shape.size() != 1 && shape.size() != 3)
-    throw UsageError("data.standardize works per feature of vectors or per channel of images, but samples have shape " +
-                         c10::str(c10::IntArrayRef(shape)),
-                     "set data.standardize: false, or data.mean and data.std per index of the samples' first dimension");
+    throw UsageError(
+        "data.standardize works per feature of vectors or per channel of images, but samples have shape " +
+            c10::str(c10::IntArrayRef(shape)),
+        shape.size() == 2  // [sequence, features]: data.mean would apply per position, not per feature
+            ? "set data.standardize: false and standardize each feature before saving the data: x = (x - x.mean(axis=(0, 1))) / "
+              "x.std(axis=(0, 1)) (numpy, x of shape [samples, sequence, features])"
+            : "set data.standardize: false, or data.mean and data.std per index of the samples' first dimension");
   data::ChannelStats stats;
   std::string of;
   if (const auto whole = train->tensors()) {

@@ -511,6 +511,8 @@ TEST(Trainer, StandardizeRefusesSamplesThatAreNeitherVectorsNorImages) {
     ADD_FAILURE() << "[4, 8] samples were standardized";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("samples have shape [4, 8]"), std::string::npos) << e.what();
+    // [sequence, features]: data.mean would apply per position, so the fix standardizes the data itself.
+    EXPECT_NE(e.remedy().find("x = (x - x.mean(axis=(0, 1))) / x.std(axis=(0, 1))"), std::string::npos) << e.remedy();
   }
 }
 
