@@ -12,7 +12,7 @@ The fuzz targets feed each reader bytes; this feeds whole commands settings, whe
 in how features meet (a crash after a failed run inside a trace window, an out-of-memory error
 that left an optimizer's state half made).
 
-Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv|signals|files|finetune|postgres|sets] [--seed N]
+Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv|signals|files|finetune|postgres|sets|resume] [--seed N]
                                [--runs N]
                                [--gputrain build/bin/gputrain] [--findings FILE.jsonl]
   train    synthetic data, every model, most settings; `gputrain train`
@@ -31,6 +31,8 @@ Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv|signals|files|fin
   postgres a random table in a real PostgreSQL (scripts/sweep_postgres.py: every column type,
            NULLs, NaN, images in bytea; the queries people write) trained, resumed after rows
            changed, evaluated, profiled
+  resume   a short run on one or two ranks, then the same command after edits a user makes
+           (another optimizer, EMA on, other groups, width, batch, precision), on one or two ranks
   sets     a small valid run with one to three --set overrides of documented keys (or whole
            sections) to values of every YAML kind and the numbers that break parsers
 A seed gives the same configs on every run. Findings go to FILE.jsonl, one JSON object each: the
@@ -51,8 +53,8 @@ try:
 except ImportError:  # JSON is YAML too: the venv's python (numpy, no PyYAML) runs the files mode
     yaml = None
 
-from sweep_configs import (Picker, changed_for_resume, csv_config, finetuned, quick_run_parts, signals_config, synthetic_config,
-                           write_csv)
+from sweep_configs import (Picker, changed_for_resume, csv_config, finetuned, quick_run_parts, resumed_config, signals_config,
+                           synthetic_config, write_csv)
 
 BAD_WORDS = ("report it", "Exception raised from", "terminate called", "what():", "Segmentation")
 
@@ -222,6 +224,20 @@ def sweep_database(p, sweep, i, gputrain, server):
         sweep.run("%d profile" % i, [gputrain, "profile", "--steps", "2", path], config)
 
 
+def sweep_resume(p, sweep, i, gputrain):
+    """A short run on one or two ranks, then the same command after an edit, on one or two ranks."""
+    config = signals_config(p)
+    config["train"]["max_steps"], config["checkpoint"]["every_steps"] = p.one(3, 6), p.one(1, 2)
+    config["logging"]["dir"] = os.path.join(sweep.folder, "run%d" % i)
+    ranks = lambda: p.one([], [], ["--nproc-per-node", "2"])
+    sweep.run("%d first" % i, [gputrain, "train", sweep.config_file("config%d" % i, config)] + ranks(), config)
+    for k in range(p.one(1, 2)):
+        config = resumed_config(p, config)
+        if p.maybe(.2): config["distributed"] = {"shard_optimizer": p.one(True, False)}
+        path = sweep.config_file("config%d-resumed%d" % (i, k), config)
+        sweep.run("%d resume" % i, [gputrain, "train", path] + ranks(), config)
+
+
 # Values of every YAML kind, and the numbers that break parsers: one overrides a documented key.
 HOSTILE_VALUES = ("", "null", "[]", "{}", "-1", "0", "1e309", "-0.0", "abc", "true", "[1, [2]]", "99999999999999999999", ".nan",
                   ".inf", "'5'", "1.5", "[0]", "{a: 1}", "0x10", "1e-320", "[-1]", '"1"', "2", "[2, 2]", "[a, b]", "1e6")
@@ -252,7 +268,7 @@ def sweep_sets(p, sweep, i, gputrain, keys):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv", "signals", "files", "finetune", "postgres", "sets"), default="train")
+    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv", "signals", "files", "finetune", "postgres", "sets", "resume"), default="train")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=100)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -265,7 +281,7 @@ def main():
     p = Picker(args.seed)
     with tempfile.TemporaryDirectory(prefix="gputrain-sweep-") as folder:
         sweep = Sweep(args, folder)
-        modes = {"csv": sweep_csv, "signals": sweep_signals, "files": sweep_files, "finetune": sweep_finetune}
+        modes = {"csv": sweep_csv, "signals": sweep_signals, "files": sweep_files, "finetune": sweep_finetune, "resume": sweep_resume}
         server, keys = None, documented_keys()
         if args.mode == "postgres":
             import sweep_postgres

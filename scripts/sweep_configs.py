@@ -243,3 +243,32 @@ def finetuned(p, first, weights):
     if p.maybe(.2): c["train"]["ema_decay"] = 0.9
     c["logging"]["dir"] += "-tuned"
     return c
+
+
+def resumed_config(p, config):
+    """`config` as a user edits it before running the same command again: the run resumes from its
+    last checkpoint with some of its state no longer fitting (another optimizer, EMA turned on,
+    other parameter groups, another model width)."""
+    c = json.loads(json.dumps(config))
+    c["train"]["max_steps"] += p.one(2, 6)
+    for _ in range(p.one(1, 2, 3)):
+        key = p.one("optimizer", "lr", "scheduler", "ema", "clip", "accumulation", "batch", "precision", "freeze", "groups", "width",
+                    "samples", "order", "keep", "smoothing", "norm")
+        t, o = c["train"], c["optimizer"]
+        if key == "optimizer": o["name"] = p.one("sgd", "adam", "adamw")
+        if key == "lr": o["lr"] = p.one(0.1, 1e-4)
+        if key == "scheduler": c["scheduler"] = {"name": p.one("none", "cosine", "onecycle", "step", "plateau"), "warmup_steps": p.one(0, 3)}
+        if key == "ema": t["ema_decay"] = p.one(0, 0.9, 0.99)
+        if key == "clip": t["clip_grad_norm"] = p.one(0, 0.5)
+        if key == "accumulation": t["grad_accum"] = p.one(1, 2, 5)
+        if key == "batch": t["batch_size"] = p.one(2, 7, 32, "auto")
+        if key == "precision": t["precision"] = p.one("fp32", "bf16-mixed", "fp16-mixed")
+        if key == "freeze": t["freeze"] = p.one(["0"], ["1"], [])
+        if key == "groups": o["param_groups"] = p.one([], [{"params": ["0"], "lr": 0.001}], [{"params": "default", "lr": 0.01}])
+        if key == "width": c["model"]["width"], c["model"]["hidden"], c["model"]["d_model"] = p.one(2, 8), [p.one(16, 64)], p.one(4, 16)
+        if key == "samples": c["data"]["samples"] = p.one(40, 300, 2000)
+        if key == "order": c["data"]["shuffle"], c["data"]["drop_last"] = p.one(True, False), p.one(True, False)
+        if key == "keep": c["checkpoint"]["keep_last"] = p.one(1, 5)
+        if key == "smoothing" and c["data"]["task"] == "classification": t["label_smoothing"] = p.one(0, 0.2)
+        if key == "norm": c["model"]["norm"] = p.one("none", "batch", "layer")
+    return c
