@@ -12,8 +12,7 @@ The fuzz targets feed each reader bytes; this feeds whole commands settings, whe
 in how features meet (a crash after a failed run inside a trace window, an out-of-memory error
 that left an optimizer's state half made).
 
-Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv|signals|files|finetune|postgres|sets|resume] [--seed N]
-                               [--runs N]
+Usage: scripts/config_sweep.py [--mode MODE] [--seed N] [--runs N]
                                [--gputrain build/bin/gputrain] [--findings FILE.jsonl]
   train    synthetic data, every model, most settings; `gputrain train`
   ranks    the same on two CPU ranks (`--nproc-per-node 2`), with the distributed settings
@@ -33,6 +32,9 @@ Usage: scripts/config_sweep.py [--mode train|ranks|profile|csv|signals|files|fin
            changed, evaluated, profiled
   resume   a short run on one or two ranks, then the same command after edits a user makes
            (another optimizer, EMA on, other groups, width, batch, precision), on one or two ranks
+  torchscript  a random module scripted in Python (scripts/sweep_torchscript.py: a tuple or dict
+           back, a shape off by a dimension, class ids, a detached output, a host sync, float64
+           weights, a second argument, ...) trained with random settings, on one or two ranks
   sets     a small valid run with one to three --set overrides of documented keys (or whole
            sections) to values of every YAML kind and the numbers that break parsers
 A seed gives the same configs on every run. Findings go to FILE.jsonl, one JSON object each: the
@@ -228,6 +230,7 @@ def sweep_resume(p, sweep, i, gputrain):
     """A short run on one or two ranks, then the same command after an edit, on one or two ranks."""
     config = signals_config(p)
     config["train"]["max_steps"], config["checkpoint"]["every_steps"] = p.one(3, 6), p.one(1, 2)
+    if config["model"]["name"] == "transformer": config["data"]["standardize"] = False  # refused for [sequence, features]
     config["logging"]["dir"] = os.path.join(sweep.folder, "run%d" % i)
     ranks = lambda: p.one([], [], ["--nproc-per-node", "2"])
     sweep.run("%d first" % i, [gputrain, "train", sweep.config_file("config%d" % i, config)] + ranks(), config)
@@ -236,6 +239,28 @@ def sweep_resume(p, sweep, i, gputrain):
         if p.maybe(.2): config["distributed"] = {"shard_optimizer": p.one(True, False)}
         path = sweep.config_file("config%d-resumed%d" % (i, k), config)
         sweep.run("%d resume" % i, [gputrain, "train", path] + ranks(), config)
+
+
+def sweep_scripted(p, sweep, i, gputrain):
+    import sweep_torchscript  # torch, as the files mode needs numpy
+    features, classes = p.one(1, 6), p.one(2, 5)
+    kind = sweep_torchscript.write_module(p, sweep.folder, "net%d" % i, features, classes)
+    if kind is None: return
+    config = {"model": {"torchscript": os.path.join(sweep.folder, "net%d.pt" % i)},
+              "data": {"source": "synthetic", "shape": p.one([features], [features], [1, features]), "samples": p.one(7, 64),
+                       "val_samples": p.one(0, 9), "classes": classes}}
+    quick_run_parts(p, config, os.path.join(sweep.folder, "run%d" % i))
+    t = config["train"]
+    for key, values, share in (("ema_decay", (0.9,), .2), ("freeze", (["hidden"], ["b"]), .15), ("channels_last", (True,), .1),
+                               ("activation_checkpointing", (True,), .1), ("clip_grad_norm", (1.0,), .2), ("cuda_graphs", ("on",), .05)):
+        if p.maybe(share): t[key] = p.one(*values)
+    if p.maybe(.15): config["optimizer"]["param_groups"] = [{"params": ["b"], "lr": 0.01}]
+    if p.maybe(.2): config["data"]["task"], config["data"]["outputs"] = "regression", classes
+    command = [gputrain, "train", sweep.config_file("config%d" % i, config)] + p.one([], [], [], ["--nproc-per-node", "2"])
+    sweep.run("%d %s" % (i, kind), command, config)
+    weights = os.path.join(config["logging"]["dir"], "model.safetensors")
+    if os.path.exists(weights) and config["data"]["val_samples"]:
+        sweep.run("%d eval" % i, [gputrain, "train", command[2], "--evaluate", weights], config)
 
 
 # Values of every YAML kind, and the numbers that break parsers: one overrides a documented key.
@@ -268,7 +293,7 @@ def sweep_sets(p, sweep, i, gputrain, keys):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv", "signals", "files", "finetune", "postgres", "sets", "resume"), default="train")
+    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv", "signals", "files", "finetune", "postgres", "sets", "resume", "torchscript"), default="train")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=100)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -281,7 +306,8 @@ def main():
     p = Picker(args.seed)
     with tempfile.TemporaryDirectory(prefix="gputrain-sweep-") as folder:
         sweep = Sweep(args, folder)
-        modes = {"csv": sweep_csv, "signals": sweep_signals, "files": sweep_files, "finetune": sweep_finetune, "resume": sweep_resume}
+        modes = {"csv": sweep_csv, "signals": sweep_signals, "files": sweep_files, "finetune": sweep_finetune, "resume": sweep_resume,
+                 "torchscript": sweep_scripted}
         server, keys = None, documented_keys()
         if args.mode == "postgres":
             import sweep_postgres

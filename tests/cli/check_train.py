@@ -247,6 +247,13 @@ class ScriptedNetWithFeatures(ScriptedNet):
         return self.head(features), features
 
 
+class DetachingNet(ScriptedNet):
+    """Cuts its output off from the weights (.detach()), as code copied from inference does."""
+
+    def forward(self, x):
+        return self.head(torch.relu(self.norm(self.body(x.flatten(1))))).detach()
+
+
 class RaisingNet(ScriptedNet):
     """Refuses full batches in training, as a module with its own input checks does mid-run."""
 
@@ -308,7 +315,8 @@ def check_torchscript(workdir, command):
     for name, net, expected in [
             ("wrong-input", ScriptedNet(13, 3), "cannot take this data's samples, shaped [12]"),
             ("wrong-output", ScriptedNet(12, 2), "gives [2, 2] for a batch of 2 samples shaped [12]"),
-            ("tuple-output", ScriptedNetWithFeatures(), "returns a tuple of 2 values, not one tensor of [batch, outputs]")]:
+            ("tuple-output", ScriptedNetWithFeatures(), "returns a tuple of 2 values, not one tensor of [batch, outputs]"),
+            ("detached-output", DetachingNet(), "gives an output that no parameter that trains leads to")]:
         path = os.path.join(workdir, name + ".pt")
         torch.jit.script(net).save(path)
         run_dir = os.path.join(workdir, name)

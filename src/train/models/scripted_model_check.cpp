@@ -66,7 +66,7 @@ void check_scripted_model(const Config& config, const RunData& data, c10::Device
   };
   at::Tensor output;
   try {
-    at::NoGradGuard no_grad;
+    const at::AutoGradMode grad(training);  // to see below that the output reaches the weights
     output = model->forward(model_input(data.transform, channels_last, samples.inputs, /*training=*/false));
   } catch (const c10::Error& e) {
     throw refuse(e.what_without_backtrace());
@@ -89,6 +89,12 @@ void check_scripted_model(const Config& config, const RunData& data, c10::Device
                                          : "a value for each of the " + std::to_string(wanted) + " regression targets"),
                      "end the model with a layer of " + std::to_string(wanted) + " outputs (e.g. nn.Linear(..., " + std::to_string(wanted) +
                          ")) and script it again");
+  if (training && !output.requires_grad())  // LibTorch's backward would fail with "element 0 of tensors does not require grad"
+    throw UsageError("model.torchscript '" + file +
+                         "' gives an output that no parameter that trains leads to (it has no gradient "
+                         "graph): no step could change the weights",
+                     "return the layers' output itself, not one cut off by .detach(), torch.no_grad() or a new tensor (torch.zeros(...)) "
+                     "in forward, and script it again");
 }
 
 }  // namespace gputrain::train

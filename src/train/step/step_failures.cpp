@@ -97,6 +97,9 @@ std::string remedy_for_step_failure(const std::string& message, std::int64_t mic
            std::string(micro_batch == 1 ? "the out-of-memory handler had split the step into passes of one; set oom.min_micro_batch: 2"
                                         : "unreadable samples left out of a batch left one; set data.drop_last: true, or mend or remove "
                                           "the unreadable files the run named");
+  if (message.find("does not require grad and does not have a grad_fn") != std::string::npos)  // backward found no graph
+    return "the loss does not depend on any weight that trains: a model's forward that ends in .detach(), torch.no_grad() or a new "
+           "tensor (torch.zeros) cuts it off; return the layers' output itself";
   if (message.find("out of memory") != std::string::npos)  // one the OOM guard could not take (outside a step's batch)
     return "lower train.batch_size and raise train.grad_accum, use train.precision: bf16-mixed, or allow more memory "
            "(device.max_memory); `gputrain profile --memory` shows where it goes";

@@ -123,6 +123,9 @@ TEST(StepFailures, LibTorchErrorsGetTheFixForTheirCause) {
   EXPECT_TRUE(contains(dropped, "unreadable samples")) << dropped;
   EXPECT_TRUE(contains(dropped, "data.drop_last: true")) << dropped;
   EXPECT_TRUE(contains(remedy_for_step_failure("CUDA out of memory. Tried to allocate 2.00 GiB", 2), "train.grad_accum"));
+  // A loss cut off from the weights (a C++ model's detach; a TorchScript one is refused before training).
+  EXPECT_TRUE(contains(remedy_for_step_failure("element 0 of tensors does not require grad and does not have a grad_fn", 2),
+                       "the loss does not depend on any weight that trains"));
   EXPECT_TRUE(contains(remedy_for_step_failure("mat1 and mat2 shapes cannot be multiplied", 2), "report it"));
 }
 
