@@ -1,7 +1,5 @@
 #include "pg_binary.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -51,19 +49,6 @@ double numeric_of(const Field& f) {
 
 double element_of(std::uint32_t type, const char* p, std::int32_t length) { return number_of(type, Field{p, length}); }
 
-// `name` as SQL must write it: as it is when PostgreSQL would read it back unchanged (lower case,
-// letters, digits, '_'), else in double quotes.
-std::string sql_identifier(const std::string& name) {
-  const bool plain =
-      !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) && std::all_of(name.begin(), name.end(), [](char c) {
-        return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_';
-      });
-  if (plain) return name;
-  std::string quoted = "\"";
-  for (const char c : name) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
 }  // namespace
 
 std::optional<ColumnKind> kind_of(std::uint32_t type) {
@@ -93,35 +78,6 @@ std::optional<ColumnKind> kind_of(std::uint32_t type) {
       return ColumnKind::bytes;
     default:
       return std::nullopt;
-  }
-}
-
-std::string cast_advice(std::uint32_t type, const std::string& name) {
-  const auto column = sql_identifier(name);
-  // pg_type.dat: date, time, timestamp, timestamptz, interval, timetz; json, jsonb; uuid; money.
-  constexpr std::uint32_t kDate = 1082, kTime = 1083, kTimestamp = 1114, kTimestampTz = 1184, kInterval = 1186, kTimeTz = 1266, kJson = 114,
-                          kJsonb = 3802, kUuid = 2950, kMoney = 790;
-  const auto leave_out = "leave it out (data.exclude: [" + name + "])";
-  switch (type) {
-    case kDate:
-    case kTime:
-    case kTimestamp:
-    case kTimestampTz:
-    case kInterval:
-    case kTimeTz:  // no cast makes a number of these; EXTRACT does
-      return "make a number of it in the query: EXTRACT(EPOCH FROM " + column + ")::float8 AS " + column + " (seconds), EXTRACT(DOY FROM " +
-             column + ") or EXTRACT(HOUR FROM " + column + ") for a season or a time of day, or " + leave_out;
-    case kJson:
-    case kJsonb:
-      return "select its fields as numbers: (" + column + "->>'field')::float8 AS " + sql_identifier(name + "_field") +
-             ", one per field, or " + leave_out;
-    case kUuid:
-      return "an id tells the model nothing about a row: " + leave_out;
-    case kMoney:
-      return "select it as a number: " + column + "::numeric AS " + column + ", or " + leave_out;
-    default:
-      return "cast it in the query to a number (" + column + "::float8), an array of numbers (::real[]), a category (::text), or " +
-             leave_out;
   }
 }
 

@@ -30,10 +30,6 @@ enum class ColumnKind {
 /// The kind of a column of type `type`, or nullopt for a type the reader does not take.
 std::optional<ColumnKind> kind_of(std::uint32_t type);
 
-/// What to make of a column of an unsupported type `type` in the query: a date or time as its
-/// EXTRACT(EPOCH ...), a json field as a number, an id left out, else a cast to a type read.
-std::string cast_advice(std::uint32_t type, const std::string& column);
-
 /// One field of a tuple: its bytes, or null.
 struct Field {
   const char* data = nullptr;

@@ -116,6 +116,14 @@ std::string Connection::type_name(std::uint32_t type) {
   return name;
 }
 
+std::string Connection::quoted_identifier(const std::string& name) {
+  const char* values[] = {name.c_str()};
+  auto* result = PQexecParams(conn_, "SELECT quote_ident($1)", 1, nullptr, values, nullptr, nullptr, 0);
+  std::string quoted = PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1 ? PQgetvalue(result, 0, 0) : name;
+  PQclear(result);
+  return quoted;
+}
+
 std::optional<std::string> Connection::try_value(const std::string& sql) {
   // The extended protocol runs one statement only: a query's text cannot smuggle in another.
   auto* result = PQexecParams(conn_, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0);

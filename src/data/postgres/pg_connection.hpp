@@ -38,6 +38,9 @@ class Connection {
   std::vector<Column> columns_of(const std::string& query, const std::string& what);
   /// A type's name as SQL writes it ("timestamp with time zone"), for errors.
   std::string type_name(std::uint32_t type);
+  /// `name` as SQL must write it (the server's quote_ident: in double quotes when it is not a plain
+  /// lower-case name, or is a reserved word), for the fixes errors give.
+  std::string quoted_identifier(const std::string& name);
   /// The first value of `sql`'s first row, or nullopt when the statement fails (or is more than
   /// one: it may hold a user's query). In a transaction a failure aborts it: run such probes
   /// inside a savepoint.

@@ -22,6 +22,15 @@ bool listed(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// The reader's kind of a column's type: kind_of's, or text for an enum, whose values travel as
+// their labels, as text does.
+std::optional<ColumnKind> column_kind(Connection& conn, std::uint32_t type) {
+  if (const auto kind = kind_of(type)) return kind;
+  if (conn.try_value("SELECT typtype FROM pg_type WHERE oid = " + std::to_string(type)) == std::optional<std::string>("e"))
+    return ColumnKind::text;
+  return std::nullopt;
+}
+
 // The column named `name` among the query's, or a UsageError naming what it returns.
 std::size_t index_of(const std::vector<Column>& columns, const std::string& name, const std::string& key, const std::string& what) {
   for (std::size_t i = 0; i < columns.size(); ++i)
@@ -35,7 +44,7 @@ std::size_t index_of(const std::vector<Column>& columns, const std::string& name
 Selected::Use label_use(Connection& conn, const std::vector<Column>& columns, const std::string& name, bool classification,
                         const std::string& what) {
   const auto i = index_of(columns, name, "data.labels", what);
-  const auto kind = kind_of(columns[i].type);
+  const auto kind = column_kind(conn, columns[i].type);
   const bool fits = kind == ColumnKind::number || (classification && kind == ColumnKind::text);
   if (!fits)
     throw UsageError(what + "'s label column '" + name + "' is " + conn.type_name(columns[i].type) + ", which cannot be " +
@@ -45,13 +54,48 @@ Selected::Use label_use(Connection& conn, const std::vector<Column>& columns, co
   return {columns[i], i, *kind};
 }
 
+// What to make of a column of a type the reader does not take, as SQL the server runs: no cast
+// makes a number of a date or time (EXTRACT does), a json field is one, an id is no feature, and
+// a cast to float8 is offered only where the server has one (pg_cast).
+std::string cast_advice(Connection& conn, const Column& column) {
+  // pg_type.dat: date, time, timestamp, timestamptz, interval, timetz; json, jsonb; uuid; money.
+  constexpr std::uint32_t kDate = 1082, kTime = 1083, kTimestamp = 1114, kTimestampTz = 1184, kInterval = 1186, kTimeTz = 1266, kJson = 114,
+                          kJsonb = 3802, kUuid = 2950, kMoney = 790;
+  const auto name = conn.quoted_identifier(column.name);
+  const auto leave_out = "leave it out (data.exclude: [" + column.name + "])";
+  switch (column.type) {
+    case kDate:
+    case kTime:
+    case kTimestamp:
+    case kTimestampTz:
+    case kInterval:
+    case kTimeTz:
+      return "make a number of it in the query: EXTRACT(EPOCH FROM " + name + ")::float8 AS " + name + " (seconds), EXTRACT(DOY FROM " +
+             name + ") or EXTRACT(HOUR FROM " + name + ") for a season or a time of day, or " + leave_out;
+    case kJson:
+    case kJsonb:
+      return "select its fields as numbers: (" + name + "->>'field')::float8 AS " + conn.quoted_identifier(column.name + "_field") +
+             ", one per field, or " + leave_out;
+    case kUuid:
+      return "an id tells the model nothing about a row: " + leave_out;
+    case kMoney:
+      return "select it as a number: " + name + "::numeric AS " + name + ", or " + leave_out;
+    default:
+      break;
+  }
+  if (conn.try_value("SELECT 1 FROM pg_cast WHERE castsource = " + std::to_string(column.type) + " AND casttarget = 'float8'::regtype"))
+    return "cast it in the query: " + name + "::float8 AS " + name + ", or " + leave_out;
+  return "no cast makes a number of it: select numbers the query computes from it, its text as a category (" + name + "::text AS " + name +
+         "), or " + leave_out;
+}
+
 Selected::Use feature_use(Connection& conn, const std::vector<Column>& columns, std::size_t i, const SourceSpec& spec,
                           const std::string& what) {
   const auto& column = columns[i];
-  const auto kind = kind_of(column.type);
+  const auto kind = column_kind(conn, column.type);
   if (!kind)
     throw UsageError(what + "'s column '" + column.name + "' is " + conn.type_name(column.type) + ", which gputrain does not read",
-                     cast_advice(column.type, column.name));
+                     cast_advice(conn, column));
   if (listed(spec.categorical, column.name) && kind != ColumnKind::text)
     throw UsageError("data.categorical lists '" + column.name + "', which is " + conn.type_name(column.type) + ", not text",
                      "select it as text (" + column.name + "::text) to read it as categories; text columns are categories already");
