@@ -1,7 +1,8 @@
 """Random tables in a real PostgreSQL for scripts/config_sweep.py's `postgres` mode: columns of
 every type a user's table has (numbers, NaN and Infinity among them, arrays of fixed and varying
 length, text, dates, json, images in bytea), NULLs here and there, and the queries people write
-over them (a WHERE, SELECT *, an ORDER BY, a LIMIT 0, a CTE, a duplicated or unnamed column).
+over them (a WHERE, SELECT *, an ORDER BY, a LIMIT 0, a CTE, a duplicated or unnamed column);
+an enum and a domain among the types.
 
 The server is tests/postgres/pg_server.py's: initdb into a scratch folder, a Unix socket and a
 127.0.0.1 port, stopped at the end. Needs numpy (the PNGs of sweep_sources).
@@ -72,6 +73,8 @@ def random_columns(p):
         "char(2)": lambda: quoted(p.one("x", "yy")), "date": lambda: quoted("2024-01-%02d" % p.rng.randrange(1, 29)),
         "timestamptz": lambda: "now()", "jsonb": lambda: quoted('{"a": 1}'), "uuid": lambda: "gen_random_uuid()",
         "bytea": lambda: image(p), "int4[][]": lambda: "'{{1,2},{3,4}}'", "interval": lambda: "'1 day'",
+        "mood": lambda: quoted(p.one("sad", "ok", "happy")), "price": lambda: "%.2f" % p.rng.random(), "point": lambda: "point(1, 2)",
+        "numeric[]": lambda: array(p, length, lambda: "%.2f" % p.rng.random()), "bool[]": lambda: array(p, length, lambda: p.one("t", "f")),
     }
     common = ("int4", "real", "double precision", "numeric", "bool", "real[]", "text", "int2", "int8")
     names = [p.one(*common) if p.maybe(.85) else p.one(*kinds) for _ in range(p.one(1, 2, 4))]
@@ -92,7 +95,9 @@ def write_table(p, server, table):
     columns = random_columns(p)
     label_kind, label = random_label(p)
     rows = p.one(0, 1, 2, 5, 40, 300)
-    statements = ["CREATE TABLE %s (id serial, %s, label %s);" % (table, ", ".join("%s %s" % (n, k) for n, k, _ in columns), label_kind)]
+    statements = ["DO $$ BEGIN CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy'); CREATE DOMAIN price AS numeric; "
+                  "EXCEPTION WHEN duplicate_object THEN NULL; END $$;",
+                  "CREATE TABLE %s (id serial, %s, label %s);" % (table, ", ".join("%s %s" % (n, k) for n, k, _ in columns), label_kind)]
     values = []
     for _ in range(rows):
         cells = ["NULL" if p.maybe(.01) else make() for _, _, make in columns] + [label()]
