@@ -42,7 +42,7 @@ double numeric_of(const Field& f) {
   if (sign == 0xF000) return -std::numeric_limits<double>::infinity();
   if (f.length != 8 + 2 * digits) throw std::runtime_error("a numeric field of " + std::to_string(f.length) + " bytes");
   long double value = 0;
-  for (int i = 0; i < digits; ++i) value = value * 10000 + be16(f.data + 8 + 2 * i);
+  for (std::ptrdiff_t i = 0; i < digits; ++i) value = value * 10000 + be16(f.data + 8 + 2 * i);
   value *= std::pow(10000.0L, weight - digits + 1);
   return static_cast<double>(sign == 0x4000 ? -value : value);
 }

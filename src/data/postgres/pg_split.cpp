@@ -48,9 +48,8 @@ std::size_t past_quoted(const std::string& q, std::size_t i) {
     // E'...' strings take backslash escapes; the others double the quote to escape it.
     const bool escapes = c == '\'' && i > 0 && (q[i - 1] == 'E' || q[i - 1] == 'e') && (i < 2 || !word_char(q[i - 2]));
     for (std::size_t j = i + 1; j < n; ++j) {
-      if (escapes && q[j] == '\\') {
-        ++j;
-      } else if (q[j] == c && j + 1 < n && q[j + 1] == c) {
+      const bool escaped = (escapes && q[j] == '\\') || (q[j] == c && j + 1 < n && q[j + 1] == c);  // \' or ''
+      if (escaped) {
         ++j;
       } else if (q[j] == c) {
         return j + 1;
