@@ -6,7 +6,9 @@ that ends as no run should (docs/fuzzing.md, "Sweeping settings"):
 - an exit code other than 0, 1, 2, 3;
 - words of a bug: ours ("report it", the fix of an error we could not explain), LibTorch's
   ("Exception raised from": a backtrace), the C++ runtime's ("terminate called", "what():");
-- an error without a `fix:` line.
+- an error without a `fix:` line;
+- malformed output: a metrics.jsonl line, report.json or `--json`'s stdout that is not strict
+  JSON (a NaN written as such, which Python reads and other parsers refuse).
 
 The fuzz targets feed each reader bytes; this feeds whole commands settings, where the bugs are
 in how features meet (a crash after a failed run inside a trace window, an out-of-memory error
@@ -70,6 +72,31 @@ def verdict(code, output, interrupted=False):
     return None
 
 
+def strict_json(text):
+    """json.loads that refuses NaN and Infinity, which Python writes and JSON parsers elsewhere refuse."""
+    def refuse(token):
+        raise ValueError("%s is not JSON" % token)
+    return json.loads(text, parse_constant=refuse)
+
+
+def written_wrong(command, config, stdout):
+    """What is malformed in what a run wrote (metrics.jsonl, report.json, --json's stdout), or None."""
+    folder = config.get("logging", {}).get("dir", "")
+    try:
+        if "--json" in command and stdout.strip():
+            strict_json(stdout)
+        metrics = os.path.join(folder, "metrics.jsonl")
+        if folder and os.path.exists(metrics):
+            for n, line in enumerate(open(metrics), 1):
+                if line.strip(): strict_json(line)
+        report = os.path.join(folder, "report.json")
+        if folder and os.path.exists(report):
+            strict_json(open(report).read())
+    except ValueError as e:  # json.JSONDecodeError too
+        return "malformed output: %s" % e
+    return None
+
+
 class Sweep:
     def __init__(self, args, folder):
         self.args, self.folder, self.found = args, folder, 0
@@ -81,9 +108,9 @@ class Sweep:
             code, output = done.returncode, done.stdout + done.stderr
         except subprocess.TimeoutExpired as e:
             code, output = None, str(e.stdout or "") + str(e.stderr or "")
-        wrong = verdict(code, output)
+        wrong = verdict(code, output) or (written_wrong(command, config, done.stdout) if code is not None else None)
         first_error = next((line for line in output.splitlines() if line.startswith("error")), "")
-        print("%-10s exit %-4s %-15s %s" % (label, code, wrong or "", first_error[:120]), flush=True)
+        print("%-10s exit %-4s %-15s %s" % (label, code, (wrong or "")[:15], first_error[:120]), flush=True)
         if wrong:
             self.found += 1
             self.findings.write(json.dumps({"finding": wrong, "exit": code, "command": command, "config": config,
@@ -160,7 +187,7 @@ def sweep_csv(p, sweep, i, gputrain):
         sweep.run("%d resume" % i, [gputrain, "train", path], config)
     weights = os.path.join(config["logging"]["dir"], "model.safetensors")
     if os.path.exists(weights):
-        sweep.run("%d eval" % i, [gputrain, "train", path, "--evaluate", weights], config)
+        sweep.run("%d eval" % i, [gputrain, "train", path, "--evaluate", weights] + p.one([], ["--json"]), config)
 
 
 def sweep_files(p, sweep, i, gputrain):
@@ -179,7 +206,7 @@ def sweep_files(p, sweep, i, gputrain):
     sweep.run("%d train" % i, [gputrain, "train", path], config)
     weights = os.path.join(config["logging"]["dir"], "model.safetensors")
     if os.path.exists(weights):
-        sweep.run("%d eval" % i, [gputrain, "train", path, "--evaluate", weights], config)
+        sweep.run("%d eval" % i, [gputrain, "train", path, "--evaluate", weights] + p.one([], ["--json"]), config)
     # The same files without a config: a loader sweep, and a run of --set alone (the README's way in).
     labels = ["--labels", data["labels"]] if "labels" in data and "features" not in data else []
     if p.maybe(.3):
@@ -221,7 +248,7 @@ def sweep_database(p, sweep, i, gputrain, server):
         sweep.run("%d resume" % i, [gputrain, "train", sweep.config_file("config%d-resumed" % i, config)], config)
     weights = os.path.join(config["logging"]["dir"], "model.safetensors")
     if os.path.exists(weights) and p.maybe(.5):
-        sweep.run("%d eval" % i, [gputrain, "train", path, "--evaluate", weights], config)
+        sweep.run("%d eval" % i, [gputrain, "train", path, "--evaluate", weights] + p.one([], ["--json"]), config)
     if p.maybe(.2):
         sweep.run("%d profile" % i, [gputrain, "profile", "--steps", "2", path], config)
 
@@ -260,7 +287,7 @@ def sweep_scripted(p, sweep, i, gputrain):
     sweep.run("%d %s" % (i, kind), command, config)
     weights = os.path.join(config["logging"]["dir"], "model.safetensors")
     if os.path.exists(weights) and config["data"]["val_samples"]:
-        sweep.run("%d eval" % i, [gputrain, "train", command[2], "--evaluate", weights], config)
+        sweep.run("%d eval" % i, [gputrain, "train", command[2], "--evaluate", weights] + p.one([], ["--json"]), config)
 
 
 # Values of every YAML kind, and the numbers that break parsers: one overrides a documented key.
