@@ -203,7 +203,7 @@ def sweep_files(p, sweep, i, gputrain):
     config = {"model": model, "data": data}
     quick_run_parts(p, config, os.path.join(sweep.folder, "run%d" % i))
     path = sweep.config_file("config%d" % i, config)
-    sweep.run("%d train" % i, [gputrain, "train", path], config)
+    sweep.run("%d train" % i, [gputrain, "train", path] + p.one([], [], ["--nproc-per-node", "2"]), config)
     weights = os.path.join(config["logging"]["dir"], "model.safetensors")
     if os.path.exists(weights):
         sweep.run("%d eval" % i, [gputrain, "train", path, "--evaluate", weights] + p.one([], ["--json"]), config)

@@ -199,6 +199,7 @@ FitResult Trainer::fit() {
     loop.fail(e);
     throw;
   } catch (const c10::Error& e) {
+    s.report_skipped();  // unreadable samples a streamed batch lost may be the cause: named first
     // LibTorch's own errors carry a C++ backtrace users cannot act on: keep its message, say
     // which step failed and, where the cause is known, what to change.
     const Error error(s.failing_part() + " failed in LibTorch: " + e.what_without_backtrace(),

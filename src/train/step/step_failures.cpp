@@ -95,8 +95,9 @@ std::string remedy_for_step_failure(const std::string& message, std::int64_t mic
   if (batch_norm_refused_one_sample(message))
     return "a pass of one sample reached a batch-norm layer, which cannot normalise one value: " +
            std::string(micro_batch == 1 ? "the out-of-memory handler had split the step into passes of one; set oom.min_micro_batch: 2"
-                                        : "unreadable samples left out of a batch left one; set data.drop_last: true, or mend or remove "
-                                          "the unreadable files the run named");
+                                        : "unreadable samples left out of a streamed batch left one; mend or remove the unreadable files "
+                                          "named above, or set data.cache: ram (a cache leaves them out before the first step, so every "
+                                          "batch is whole)");
   if (message.find("does not require grad and does not have a grad_fn") != std::string::npos)  // backward found no graph
     return "the loss does not depend on any weight that trains: a model's forward that ends in .detach(), torch.no_grad() or a new "
            "tensor (torch.zeros) cuts it off; return the layers' output itself";

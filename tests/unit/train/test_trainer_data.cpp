@@ -361,6 +361,33 @@ TEST(TrainerData, ImageFolderRunSkipsTheCorruptImageAndSaysSo) {
   }
 }
 
+// Streamed without shuffling, the second batch of two is cat/2.jpg and cat/broken.jpg: one sample
+// reaches the MLP's batch norm, which cannot take it. The run names the unreadable file before the
+// error, and the fix that works: a cache leaves such files out before the first step.
+TEST(TrainerData, AStreamedBatchLeftWithOneSampleNamesTheUnreadableFileAndTheCacheThatAvoidsIt) {
+  std::vector<std::string> settings = {"data.source=image_folder", "data.path=" + fixture("folder/train"),
+                                       "data.image_size=[8, 8]",   "model.name=mlp",
+                                       "model.norm=batch",         "model.hidden=[8]",
+                                       "train.batch_size=2",       "data.shuffle=false",
+                                       "data.num_workers=0",       "train.epochs=1",
+                                       "logging.progress=lines"};
+  std::ostringstream console;
+  auto options = test_support::quiet_trainer();
+  options.console = &console;
+  auto streamed = settings;
+  streamed.push_back("data.cache=none");
+  try {
+    Trainer(data_run("images-lone-streamed", streamed), options).fit();
+    ADD_FAILURE() << "a pass of one sample trained";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Expected more than 1 value per channel"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("set data.cache: ram"), std::string::npos) << e.remedy();
+  }
+  EXPECT_NE(console.str().find("broken.jpg: corrupt JPEG"), std::string::npos) << console.str();
+  settings.push_back("data.cache=ram");
+  EXPECT_GT(test_support::fit_capturing_console(data_run("images-lone-cached", settings)).result.steps, 0);
+}
+
 TEST(TrainerData, StandardizeMeasuresAnImageFolderFromItsImages) {
   const auto config =
       data_run("images-standardized", {"data.source=image_folder", "data.path=" + fixture("folder/train"), "data.image_size=[16, 16]",
