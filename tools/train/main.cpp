@@ -33,10 +33,10 @@ int main(int argc, char** argv) {
   tools::add_launch_options(app, launch);
   std::string evaluate;
   bool json = false;
-  auto* evaluate_option =
-      app.add_option("--evaluate", evaluate,
-                     "measure these weights (a checkpoint .pt or model.safetensors) on the validation data; no training")
-          ->type_name("WEIGHTS");
+  auto* evaluate_option = app.add_option("--evaluate", evaluate,
+                                         "measure these weights (a checkpoint .pt, model.safetensors, or a state_dict torch.save wrote) on "
+                                         "the validation data; no training")
+                              ->type_name("WEIGHTS");
   app.add_flag("--json", json, "with --evaluate: print the figures as one JSON object on stdout")->needs(evaluate_option);
   tools::add_logging_options(app);
 

@@ -29,6 +29,10 @@ struct CheckpointContents {
 void write_pickled_checkpoint(const std::string& path, const CheckpointParts& parts, const TrainingProgress& progress,
                               const std::string& config_yaml, const NamedTensors& rng);
 
+/// Whether torch.save archive `path` is a gputrain checkpoint (its data.pkl names the format), not
+/// a Python model's state_dict: read from that small record alone, no tensor.
+bool holds_gputrain_run(const std::string& path);
+
 /// Reads a format-3 checkpoint, or throws UsageError when `path` is a torch.save file gputrain did not write.
 CheckpointContents read_pickled_checkpoint(const std::string& path);
 

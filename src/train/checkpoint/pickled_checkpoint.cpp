@@ -7,6 +7,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <exception>
+#include <string_view>
 
 #include "gputrain/core/atomic_file.hpp"
 
@@ -202,6 +203,18 @@ void write_pickled_checkpoint(const std::string& path, const CheckpointParts& pa
     writer.writeEndOfFile();
     if (failed) std::rethrow_exception(failed);
   });
+}
+
+bool holds_gputrain_run(const std::string& path) {
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    if (!reader.hasRecord("data.pkl")) return false;
+    const auto [data, size] = reader.getRecord("data.pkl");
+    const std::string_view pickle(static_cast<const char*>(data.get()), size);
+    return pickle.find(kFormatName) != std::string_view::npos;  // a short string pickles as its UTF-8 bytes
+  } catch (const c10::Error&) {
+    return false;
+  }
 }
 
 CheckpointContents read_pickled_checkpoint(const std::string& path) {

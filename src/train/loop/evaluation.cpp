@@ -10,6 +10,9 @@
 #include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
+#include "train/checkpoint/checkpoint_file.hpp"
+#include "train/models/state_dict_file.hpp"
+#include "train/models/weight_matching.hpp"
 #include "train/report/human_lines.hpp"
 #include "train/step/step_failures.hpp"
 #include "trainer_state.hpp"
@@ -70,11 +73,23 @@ void check_weights_fit_the_data(const std::string& path, const std::map<std::str
   check("targets", "data.target_mean", "data.target_std", transform.target_mean, transform.target_std);
 }
 
+// A state_dict torch.save wrote, loaded whole (an evaluation takes no partial fit), its names read
+// without a wrapper's prefix ("module.", "model.").
+void load_state_dict_file(Model& model, const std::string& path, const StateOrigin& origin) {
+  auto given = read_torch_save_state(path, "--evaluate");
+  const auto prefix = match_weights(model.named_state(), given).prefix;
+  if (!prefix.empty())
+    for (auto& [name, tensor] : given)
+      if (name.rfind(prefix, 0) == 0) name.erase(0, prefix.size());
+  load_named_state(model, given, origin);
+}
+
 }  // namespace
 
 void check_weights_file(const std::string& weights) {
   const std::string what_to_give =
-      "give a checkpoint (runs/NAME/checkpoints/best.pt or step-*.pt) or the weights a finished run wrote (runs/NAME/model.safetensors)";
+      "give a checkpoint (runs/NAME/checkpoints/best.pt or step-*.pt), the weights a finished run wrote (runs/NAME/model.safetensors), "
+      "or a state_dict torch.save wrote";
   std::error_code ec;
   if (!fs::exists(weights, ec))
     throw UsageError("--evaluate: '" + weights + "' does not exist" + core::did_you_mean(weights), what_to_give);
@@ -97,7 +112,12 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
   EvaluationResult result;
   result.weights = weights;
   try {
-    if (is_zip_archive(weights)) {  // a checkpoint, whatever the file is called
+    if (is_torch_save_archive(weights) && !holds_gputrain_run(weights)) {  // a Python model's state_dict (torchvision's .pth)
+      load_state_dict_file(*model, weights,
+                           StateOrigin{origin.name,
+                                       "set model.name and the settings that shape it (model.hidden, model.width, ...) to the "
+                                       "model these weights are a state_dict of"});
+    } else if (is_zip_archive(weights)) {  // a checkpoint, whatever the file is called
       const auto at = load_checkpoint_weights(weights, *model, device, origin);
       result.from_checkpoint = true;
       result.checkpoint_step = at.step;

@@ -351,6 +351,11 @@ state = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2)).stat
 torch.save(state, path("checkpoints", "state_dict.pth"))
 torch.save({"epoch": 4, "state_dict": {"model." + k: v for k, v in state.items()}}, path("checkpoints", "lightning.ckpt"))
 torch.save(state, path("checkpoints", "protocol4.pth"), pickle_protocol=4)
+# gputrain's mlp (hidden [4], 3 features, 2 classes) as Python builds it, saved from under DDP's
+# "module." prefix: --evaluate takes such a state_dict as it is.
+torch.manual_seed(0)
+mlp = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+torch.save({"module." + k: v for k, v in mlp.state_dict().items()}, path("checkpoints", "mlp_state_dict.pth"))
 
 # --- A TorchScript archive whose code LibTorch cannot compile (its code/ records left out, as a
 # module whose classes this LibTorch does not know): model.torchscript refuses it, naming why ---

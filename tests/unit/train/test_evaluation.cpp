@@ -1,8 +1,10 @@
 // Trainer::evaluate (`gputrain train --evaluate`): a trained model's weights measured on the
 // validation data by the pass that validates each epoch, with nothing trained or written; and
 // the lines and JSON it is reported as.
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -17,6 +19,7 @@
 #include "gputrain/train/evaluation.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "train/models/state_dict_file.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -158,6 +161,25 @@ TEST(Evaluate, RefusesAMissingFileAFolderAConfigAndAnotherModelsWeightsWithExitC
   const auto config = (fs::path(weights).parent_path() / "config.yaml").string();
   EXPECT_NE(refusal(config).find("'" + config + "' holds no weights: it is neither a checkpoint"), std::string::npos) << refusal(config);
   EXPECT_NE(refusal(config).find("fix: give a checkpoint"), std::string::npos) << refusal(config);
+}
+
+// A Python model's state_dict (torch.save, DDP's "module." prefix on its names) is evaluated as it
+// is: the model holds the file's weights, and the figures are theirs.
+TEST(Evaluate, TakesAStateDictTorchSaveWrote) {
+  const auto file = std::string(GPUTRAIN_FORMAT_FIXTURES) + "/checkpoints/mlp_state_dict.pth";
+  Trainer trainer(
+      small_run("evaluate-state-dict", {"model.name=mlp", "model.hidden=[4]", "model.dropout=0", "data.shape=[3]", "data.classes=2"}),
+      evaluating());
+  const auto result = trainer.evaluate(file);
+  EXPECT_FALSE(result.from_checkpoint);
+  ASSERT_TRUE(result.metrics.val_loss.has_value());
+  const auto saved = read_torch_save_state(file, "--evaluate");
+  ASSERT_EQ(saved.size(), 4U);
+  for (const auto& [name, tensor] : trainer.model().named_state()) {
+    const auto it = std::find_if(saved.begin(), saved.end(), [&](const auto& s) { return s.first == "module." + name; });
+    ASSERT_NE(it, saved.end()) << name;
+    EXPECT_TRUE(at::equal(tensor.cpu(), it->second)) << name;
+  }
 }
 
 // A run that held data.val_fraction out, evaluated on a test file: the training samples stay
