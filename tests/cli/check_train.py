@@ -254,6 +254,16 @@ class DetachingNet(ScriptedNet):
         return self.head(torch.relu(self.norm(self.body(x.flatten(1))))).detach()
 
 
+class BatchFollowingNet(ScriptedNet):
+    """Gives one logit on odd batches: right on the check's even batch, wrong on a validation of 9."""
+
+    def forward(self, x):
+        out = self.head(torch.relu(self.norm(self.body(x.flatten(1)))))
+        if x.size(0) % 2 == 1:
+            return out[:, :1]
+        return out
+
+
 class RaisingNet(ScriptedNet):
     """Refuses full batches in training, as a module with its own input checks does mid-run."""
 
@@ -316,7 +326,8 @@ def check_torchscript(workdir, command):
             ("wrong-input", ScriptedNet(13, 3), "cannot take this data's samples, shaped [12]"),
             ("wrong-output", ScriptedNet(12, 2), "gives [2, 2] for a batch of 2 samples shaped [12]"),
             ("tuple-output", ScriptedNetWithFeatures(), "returns a tuple of 2 values, not one tensor of [batch, outputs]"),
-            ("detached-output", DetachingNet(), "gives an output that no parameter that trains leads to")]:
+            ("detached-output", DetachingNet(), "gives an output that no parameter that trains leads to"),
+            ("batch-following-output", BatchFollowingNet(), "gives [3, 1] for a batch of 3 samples shaped [12] (synthetic")]:
         path = os.path.join(workdir, name + ".pt")
         torch.jit.script(net).save(path)
         run_dir = os.path.join(workdir, name)
