@@ -76,12 +76,7 @@ void check_weights_fit_the_data(const std::string& path, const std::map<std::str
 // A state_dict torch.save wrote, loaded whole (an evaluation takes no partial fit), its names read
 // without a wrapper's prefix ("module.", "model.").
 void load_state_dict_file(Model& model, const std::string& path, const StateOrigin& origin) {
-  auto given = read_torch_save_state(path, "--evaluate");
-  const auto prefix = match_weights(model.named_state(), given).prefix;
-  if (!prefix.empty())
-    for (auto& [name, tensor] : given)
-      if (name.rfind(prefix, 0) == 0) name.erase(0, prefix.size());
-  load_named_state(model, given, origin);
+  load_named_state(model, without_wrapper_prefix(model.named_state(), read_torch_save_state(path, "--evaluate")), origin);
 }
 
 }  // namespace

@@ -68,6 +68,14 @@ bool only_the_head_differs(const WeightMatch& match, const std::vector<std::stri
   });
 }
 
+NamedTensors without_wrapper_prefix(const NamedTensors& model, NamedTensors file) {
+  const auto prefix = match_weights(model, file).prefix;
+  if (!prefix.empty())
+    for (auto& [name, tensor] : file)
+      if (name.rfind(prefix, 0) == 0) name.erase(0, prefix.size());
+  return file;
+}
+
 bool names_under(const std::string& name, const std::string& prefix) {
   return name == prefix || (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 && name[prefix.size()] == '.');
 }

@@ -28,6 +28,10 @@ struct WeightMatch {
 /// Matches `file` (names as saved) to `model` (the model's named_state).
 WeightMatch match_weights(const NamedTensors& model, const NamedTensors& file);
 
+/// `file`'s tensors, their names read without the wrapper's prefix match_weights found for `model`
+/// ("module.": DDP's): what load_named_state takes whole.
+NamedTensors without_wrapper_prefix(const NamedTensors& model, NamedTensors file);
+
 /// The classifier head: the model's last 2-d parameter whose rows are `outputs`, and its bias
 /// beside it, by name ("fc.weight", "fc.bias"); empty when there is no such parameter.
 std::vector<std::string> head_names(const NamedTensors& model, std::int64_t outputs);

@@ -93,11 +93,8 @@ std::vector<std::string> load_init_weights(Model& model, const Config& config, s
   const auto head = head_names(own, outputs);
   const bool new_head = only_the_head_differs(match, head);
   const bool partial = !match.misfits.empty() || !match.missing.empty() || !match.extra.empty();
-  if (partial && !new_head && config.model.init_strict) {
-    for (auto& [name, tensor] : given)  // the strict refusal, in load_named_state's words, without the prefix read off
-      if (name.rfind(match.prefix, 0) == 0) name.erase(0, match.prefix.size());
-    load_named_state(model, given, origin);
-  }
+  if (partial && !new_head && config.model.init_strict)  // the strict refusal, in load_named_state's words
+    load_named_state(model, without_wrapper_prefix(own, given), origin);
   refuse_nonfinite(match.fits, origin.name);
   {
     c10::NoGradGuard no_grad;
