@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <chrono>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,19 @@ class Backend;
 
 namespace gputrain::dist {
 
-/// Meets the other ranks at rank 0's TCPStore (rank 0 hosts it). `engine` names the backend in
-/// errors ("NCCL", "Gloo"). Throws UsageError without MASTER_ADDR on several ranks, and
-/// CommunicationError when the rendezvous fails or times out.
-c10::intrusive_ptr<c10d::Store> meet_at_rank_zero(const RankEnvironment& env, std::chrono::seconds timeout, const std::string& engine);
+/// How ranks wait for each other at the rendezvous.
+struct RendezvousOptions {
+  std::chrono::seconds timeout{300};  ///< distributed.timeout
+  std::string engine;                 ///< the backend, in errors: "NCCL", "Gloo"
+  std::ostream* progress = nullptr;   ///< where a long wait says how it stands (stderr in a run)
+  std::chrono::milliseconds first_report{10000}, report_every{30000};
+};
+
+/// Meets the other ranks at rank 0's TCPStore (rank 0 hosts it and waits until every rank has
+/// joined). A long wait says who is missing; a stop signal ends it (Error, exit 130). Throws
+/// UsageError without MASTER_ADDR on several ranks, and CommunicationError when the port is taken,
+/// rank 0 cannot be reached, or ranks are missing after the timeout (naming them).
+c10::intrusive_ptr<c10d::Store> meet_at_rank_zero(const RankEnvironment& env, const RendezvousOptions& options);
 
 /// Waits for `work` on the host, polling: past `timeout` (or when it fails) a CommunicationError
 /// names `what`, the rank and `remedy`.

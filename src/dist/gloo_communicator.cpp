@@ -35,7 +35,7 @@ class GlooCommunicator final : public Communicator {
  public:
   GlooCommunicator(const RankEnvironment& env, const CommunicatorOptions& options)
       : rank_(env.rank), size_(env.world_size), timeout_(options.timeout) {
-    group_ = connect_gloo_group(meet_at_rank_zero(env, timeout_, "Gloo"), rank_, size_, timeout_, env.master_addr);
+    group_ = connect_gloo_group(meet_at_rank_zero(env, {timeout_, "Gloo", options.progress}), rank_, size_, timeout_, env.master_addr);
   }
 
   int rank() const override { return rank_; }

@@ -58,7 +58,7 @@ class NcclCommunicator final : public Communicator {
         timeout_(options.timeout),
         master_addr_(env.master_addr),
         host_values_stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, options.device.index())) {
-    store_ = meet_at_rank_zero(env, timeout_, "NCCL");
+    store_ = meet_at_rank_zero(env, {timeout_, "NCCL", options.progress});
     auto pg_options = c10d::ProcessGroupNCCL::Options::create();
     // The watchdog's limit sits past ours, so our message (operation, step, rank) comes first.
     pg_options->timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout_ + std::chrono::seconds(30));

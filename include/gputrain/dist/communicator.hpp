@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,6 +84,7 @@ struct CommunicatorOptions {
   Backend backend = Backend::mpi;
   c10::Device device{c10::kCPU};      ///< cuda:LOCAL_RANK for NCCL
   std::chrono::seconds timeout{300};  ///< a collective (or the rendezvous) that takes longer is an error
+  std::ostream* progress = nullptr;   ///< where a long rendezvous says who it waits for (NCCL, Gloo)
 };
 
 /// Joins the run described by `env`. NCCL: rank 0 hosts a TCPStore at MASTER_ADDR:MASTER_PORT and

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iostream>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -38,6 +39,7 @@ void RankGroup::connect(const DistributedConfig& config, c10::Device device) {
   options.backend = dist::choose_backend(config.backend, device, env_->launcher);
   options.device = device;
   options.timeout = std::chrono::seconds(static_cast<std::int64_t>(std::ceil(config.timeout)));
+  options.progress = &std::cerr;
   comm_ = dist::connect(*env_, options);
 }
 
