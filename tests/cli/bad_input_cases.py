@@ -244,6 +244,8 @@ def flag_cases():
         case("train_hugging_face_flag", ["train", "--learning_rate=3e-4"], 2, expect="Hugging Face's --learning_rate is optimizer.lr here"),
         case("profile_setting_as_flag", ["profile", "--batch-size", "64"], 2, expect="--set train.batch_size=64"),
         case("train_json_without_evaluate", ["train", "--json"], 2),
+        case("train_print_config_with_evaluate", ["train", "--set", "device=cpu", "--evaluate", "w.safetensors", "--print-config"], 2,
+             expect="--print-config excludes --evaluate"),
         case("train_evaluate_missing", ["train", "--set", "device=cpu", "--evaluate", "nope.safetensors"], 2, expect="does not exist"),
         case("profile_workers_negative", ["profile", "--workers", "-1"], 2, expect="is too small"),
         case("profile_workers_beyond_threads", ["profile", "--workers", "2147483648"], 2, expect="from 0 to 1024"),

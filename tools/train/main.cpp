@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-memory", max_memory, "cap device memory as a smaller GPU would, e.g. 8GiB (= --set device.max_memory=...)")
       ->type_name("SIZE")
       ->envname("GPUTRAIN_MAX_MEMORY");
-  app.add_flag("--print-config", print_config, "print the resolved config as YAML and exit");
+  auto* print_config_flag = app.add_flag("--print-config", print_config, "print the resolved config as YAML and exit");
   tools::LaunchFlags launch;
   tools::add_launch_options(app, launch);
   std::string evaluate;
@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
                                          "the validation data; no training")
                               ->type_name("WEIGHTS");
   app.add_flag("--json", json, "with --evaluate: print the figures as one JSON object on stdout")->needs(evaluate_option);
+  print_config_flag->excludes(evaluate_option);  // it would print the config and evaluate nothing
   tools::add_logging_options(app);
 
   const int code = tools::run_command(
