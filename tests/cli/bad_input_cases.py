@@ -260,6 +260,8 @@ def flag_cases():
              expect="--junit: 'good.csv' cannot be created: 'good.csv' is a file"),
         case("quick_junit_under_a_file", ["quick-train", "--allow-cpu", "--junit", "good.csv/j.xml"], 2, {"good.csv": GOOD_CSV},
              expect="--junit: 'good.csv' cannot be created: 'good.csv' is a file"),
+        case("quick_junit_value_left_out", ["quick-train", "--allow-cpu", "--junit", "--json"], 2,
+             expect="--junit: '--json' is an option, not a file: give a file name, e.g. report.xml"),
         case("profile_trace_is_a_folder", ["profile", "--trace", "."], 2, expect="is a folder: give a file in it"),
         case("profile_trace_under_a_file", ["profile", "--trace", "good.csv/t.json", "--path", "good.csv", "--labels", "label"], 2,
              {"good.csv": GOOD_CSV}, expect="--trace: 'good.csv' cannot be created: 'good.csv' is a file"),
