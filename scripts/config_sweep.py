@@ -39,6 +39,10 @@ Usage: scripts/config_sweep.py [--mode MODE] [--seed N] [--runs N]
            weights, a second argument, ...) trained with random settings, on one or two ranks
   sets     a small valid run with one to three --set overrides of documented keys (or whole
            sections) to values of every YAML kind and the numbers that break parsers
+  flags    a random command line of verify, quick-train, profile or train: the options each
+           --help lists, with values of every kind (or none), in an environment with the
+           launchers' rank variables, the options' twins or CUDA_VISIBLE_DEVICES set wrong
+           (scripts/sweep_flags.py)
 A seed gives the same configs on every run. Findings go to FILE.jsonl, one JSON object each: the
 command, the config, and the output's end; the console shows one line a run. Exit 1 when any.
 """
@@ -102,9 +106,9 @@ class Sweep:
         self.args, self.folder, self.found = args, folder, 0
         self.findings = open(args.findings, "a")
 
-    def run(self, label, command, config):
+    def run(self, label, command, config, env=None):
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=self.folder)
+            done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=self.folder, env=env)
             code, output = done.returncode, done.stdout + done.stderr
         except subprocess.TimeoutExpired as e:
             code, output = None, str(e.stdout or "") + str(e.stderr or "")
@@ -303,13 +307,19 @@ def documented_keys():
     return sorted(set(re.findall(r"^\| `([a-z_]+\.[a-z_.]+)`", text, re.M))) + list(SECTIONS)
 
 
-def sweep_sets(p, sweep, i, gputrain, keys):
+def small_run(p, sweep, i):
+    """A valid config of a few CPU steps of a small model on synthetic data."""
     model = p.one("mlp", "small_cnn", "transformer")
     config = {"model": {"name": model, "hidden": [8], "width": 2, "layers": 1, "d_model": 4, "heads": 2, "ff_dim": 8},
               "data": {"source": "synthetic", "shape": {"mlp": [6], "small_cnn": [3, 8, 8], "transformer": [4, 4]}[model],
                        "samples": 32, "val_samples": 8, "classes": 3}}
     quick_run_parts(p, config, os.path.join(sweep.folder, "run%d" % i))
     config["train"]["max_steps"] = 3  # a set 0 or a larger epoch count still ends within seconds
+    return config
+
+
+def sweep_sets(p, sweep, i, gputrain, keys):
+    config = small_run(p, sweep, i)
     sets = []
     for _ in range(p.one(1, 1, 2, 3)):
         sets += ["--set", "%s=%s" % (p.one(*keys), p.one(*HOSTILE_VALUES))]
@@ -318,9 +328,22 @@ def sweep_sets(p, sweep, i, gputrain, keys):
     sweep.run("%d" % i, [gputrain, "train", path] + sets, config)
 
 
+def sweep_command_lines(p, sweep, i, gputrain, options):
+    """A random command line of a random command, in an environment with some of what the commands
+    read set (scripts/sweep_flags.py)."""
+    import sweep_flags
+    config = small_run(p, sweep, i)
+    path = sweep.config_file("config%d" % i, config)
+    command = p.one(*sweep_flags.COMMANDS)
+    words = sweep_flags.command_line(p, gputrain, command, options[command], path, sweep.folder)
+    env, config["environment"] = sweep_flags.environment(p)
+    sweep.run("%d %s" % (i, command), words, config, env=env)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv", "signals", "files", "finetune", "postgres", "sets", "resume", "torchscript"), default="train")
+    parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv", "signals", "files", "finetune", "postgres", "sets", "resume", "torchscript",
+                                           "flags"), default="train")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=100)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -336,6 +359,9 @@ def main():
         modes = {"csv": sweep_csv, "signals": sweep_signals, "files": sweep_files, "finetune": sweep_finetune, "resume": sweep_resume,
                  "torchscript": sweep_scripted}
         server, keys = None, documented_keys()
+        if args.mode == "flags":
+            import sweep_flags as flags
+            options = {command: flags.help_options(args.gputrain, command) for command in flags.COMMANDS}
         if args.mode == "postgres":
             import sweep_postgres
             server = sweep_postgres.Server(folder)
@@ -345,6 +371,8 @@ def main():
                     sweep_database(p, sweep, i, args.gputrain, server)
                 elif args.mode == "sets":
                     sweep_sets(p, sweep, i, args.gputrain, keys)
+                elif args.mode == "flags":
+                    sweep_command_lines(p, sweep, i, args.gputrain, options)
                 elif args.mode in modes:
                     modes[args.mode](p, sweep, i, args.gputrain)
                 else:
