@@ -86,6 +86,9 @@ def check_examples(words, where, bin_dir, cwd, env):
     if not os.access(os.path.join(bin_dir, "gputrain-" + command), os.X_OK):
         return ["%s: no command 'gputrain %s'" % (where, command)]
     if command == "train":
+        # --print-config resolves the config alone: it excludes --evaluate (and so --json).
+        words = [w for i, w in enumerate(words) if w != "--json" and w != "--evaluate" and not w.startswith("--evaluate=")
+                 and (i == 0 or words[i - 1] != "--evaluate")]
         result = subprocess.run(words + ["--print-config"], cwd=cwd, env=env, capture_output=True, text=True)
         if result.returncode != 0:
             return ["%s: %s --print-config: exit %d\n%s" % (where, " ".join(words), result.returncode, result.stderr)]
