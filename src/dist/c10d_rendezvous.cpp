@@ -64,7 +64,7 @@ void stop_if_requested(const std::string& waiting) {
                 "run the same command again to start over", ExitCode::interrupted);
 }
 
-// Says how a long wait stands: first after `first_report`, then every `every`.
+// Says how a long wait stands: first after `first_report`, then every `report_every`.
 class WaitReport {
  public:
   explicit WaitReport(const RendezvousOptions& options) : options_(options), next_(start_ + options.first_report) {}

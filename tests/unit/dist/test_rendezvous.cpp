@@ -110,6 +110,19 @@ TEST(Rendezvous, ATakenPortIsNamedWithItsFix) {
   ::close(taken);
 }
 
+TEST(Rendezvous, AMasterAddressThatIsNotRankZerosNodeIsNamed) {
+  auto env = rank_of(0, 2, free_local_port());
+  env.master_addr = "no-such-host.invalid";  // RFC 2606: never resolves
+  try {
+    meet_at_rank_zero(env, quick());
+    FAIL() << "rank 0 reached a host that does not exist";
+  } catch (const CommunicationError& e) {
+    EXPECT_TRUE(contains(e.what(), "rank 0 could not reach its own rendezvous at no-such-host.invalid:")) << e.what();
+    EXPECT_FALSE(contains(e.what(), "Exception raised from")) << e.what();
+    EXPECT_TRUE(contains(e.remedy(), "MASTER_ADDR must name rank 0's node")) << e.remedy();
+  }
+}
+
 TEST(Rendezvous, AStopSignalEndsTheWaitWithNothingToResume) {
   const int port = free_local_port();
   RendezvousOptions options;
