@@ -83,11 +83,17 @@ def strict_json(text):
     return json.loads(text, parse_constant=refuse)
 
 
+def json_asked(command):
+    """Whether the command line's last --json asks for JSON (`--json=no` after `--json` does not)."""
+    flags = [word for word in command if word == "--json" or word.startswith("--json=")]
+    return bool(flags) and flags[-1].split("=", 1)[-1].lower() not in ("no", "false", "0", "off")
+
+
 def written_wrong(command, config, stdout):
     """What is malformed in what a run wrote (metrics.jsonl, report.json, --json's stdout), or None."""
     folder = config.get("logging", {}).get("dir", "")
     try:
-        if "--json" in command and stdout.strip():
+        if json_asked(command) and stdout.strip():
             strict_json(stdout)
         metrics = os.path.join(folder, "metrics.jsonl")
         if folder and os.path.exists(metrics):
