@@ -100,8 +100,9 @@ std::string usage_remedy(const CLI::App& app, const std::string& message, int ar
   std::string command = app.get_name().substr(app.get_name().find_last_of('/') + 1);
   if (command.rfind("gputrain-", 0) == 0) command[8] = ' ';
   if (const auto choice = closest_choice(message)) return "did you mean '" + *choice + "'? (`" + command + " --help` lists the options)";
-  if (const auto excludes = message.find(" excludes "); excludes != std::string::npos)  // "--print-config excludes --evaluate"
-    return "give one of " + message.substr(0, excludes) + " and " + message.substr(excludes + 10) + ", not both (`" + command +
+  const std::string excludes = " excludes ";  // CLI11's "--print-config excludes --evaluate"
+  if (const auto at = message.find(excludes); at != std::string::npos)
+    return "give one of " + message.substr(0, at) + " and " + message.substr(at + excludes.size()) + ", not both (`" + command +
            " --help` says what each does)";
   std::vector<std::string> options;
   for (const auto* option : app.get_options())

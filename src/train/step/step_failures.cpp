@@ -100,8 +100,8 @@ std::string remedy_for_step_failure(const std::string& message, std::int64_t mic
                                           "batch is whole)");
   if (message.find("is out of bounds") != std::string::npos && message.rfind("Target ", 0) == 0)  // cross entropy's class check
     return "a class id reached an output with fewer logits than classes: the model must give one per class (data.classes) for "
-           "every batch; a model.torchscript whose output's shape follows its batch's (checked before training on a batch of 2) "
-           "does this on another batch size";
+           "every batch; a model.torchscript whose output's shape follows its batch's (checked before training on batches "
+           "of 2 and 3) does this on another batch size";
   if (message.find("does not require grad and does not have a grad_fn") != std::string::npos)  // backward found no graph
     return "the loss does not depend on any weight that trains: a model's forward that ends in .detach(), torch.no_grad() or a new "
            "tensor (torch.zeros) cuts it off; return the layers' output itself";

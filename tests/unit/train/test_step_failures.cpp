@@ -123,7 +123,7 @@ TEST(StepFailures, LibTorchErrorsGetTheFixForTheirCause) {
   EXPECT_TRUE(contains(dropped, "unreadable samples")) << dropped;
   EXPECT_TRUE(contains(dropped, "data.cache: ram")) << dropped;  // data.drop_last would not help: the batch shrank mid-epoch
   EXPECT_TRUE(contains(remedy_for_step_failure("CUDA out of memory. Tried to allocate 2.00 GiB", 2), "train.grad_accum"));
-  // Fewer logits than classes on some batch (checked on a batch of 2 before training).
+  // Fewer logits than classes on some batch (checked on batches of 2 and 3 before training).
   EXPECT_TRUE(contains(remedy_for_step_failure("Target 1 is out of bounds.", 16), "the model must give one per class (data.classes)"));
   // A loss cut off from the weights (a C++ model's detach; a TorchScript one is refused before training).
   EXPECT_TRUE(contains(remedy_for_step_failure("element 0 of tensors does not require grad and does not have a grad_fn", 2),
