@@ -250,13 +250,20 @@ def first_losses_arrived(client, experiment_name):
     return bool(runs) and bool(client.get_metric_history(runs[0].info.run_id, "train/loss"))
 
 
+# MLflow's basic-auth app hashes the password on every request (werkzeug's scrypt, about 0.1 s of a
+# core each): on two busy cores the run's last metrics, files and status took longer than the
+# default 10 s the run's end waits for them (the run stayed RUNNING there). These cases are about
+# credentials, not a slow server, so the end may wait longer.
+AUTH_APP_TIMEOUT = ["--set", "logging.mlflow.timeout=60s"]
+
+
 def authenticates(workdir, command):
     user, password = "admin", "gputrain-test-password-1"
     server = mlflow_server.Server(os.path.join(workdir, "server"), auth=(user, password)).start()
-    settings = ["--set", f"logging.mlflow.tracking_uri={server.uri}", "--set", "logging.mlflow.experiment=auth"]
+    settings = ["--set", f"logging.mlflow.tracking_uri={server.uri}", "--set", "logging.mlflow.experiment=auth", *AUTH_APP_TIMEOUT]
     try:
         credentials = {"MLFLOW_TRACKING_USERNAME": user, "MLFLOW_TRACKING_PASSWORD": password}
-        train(command, os.path.join(workdir, "run"), settings, env=credentials)
+        logged, _ = train(command, os.path.join(workdir, "run"), settings, env=credentials)
         output, _ = train(command, os.path.join(workdir, "refused"), settings,
                           env={"MLFLOW_TRACKING_USERNAME": user, "MLFLOW_TRACKING_PASSWORD": "wrong"})
         said = warnings_in(output)
@@ -265,7 +272,8 @@ def authenticates(workdir, command):
         os.environ.update(credentials)
         run = the_run(MlflowClient(server.uri), "auth")
         if run.info.status != "FINISHED" or run.data.params.get("optimizer.lr") != "0.05":
-            fail(f"the authenticated run: status {run.info.status}, optimizer.lr {run.data.params.get('optimizer.lr')}")
+            fail(f"the authenticated run: status {run.info.status}, optimizer.lr {run.data.params.get('optimizer.lr')}; "
+                 f"its mlflow warnings: {warnings_in(logged)}")
     finally:
         server.stop()
 
@@ -273,12 +281,12 @@ def authenticates(workdir, command):
 def authenticates_with_a_token(workdir, command):
     user, token = "admin", "gputrain-test-token-7f3a"
     server = mlflow_server.Server(os.path.join(workdir, "server"), auth=(user, "gputrain-test-password-1"), token=token).start()
-    settings = ["--set", f"logging.mlflow.tracking_uri={server.uri}", "--set", "logging.mlflow.experiment=token"]
+    settings = ["--set", f"logging.mlflow.tracking_uri={server.uri}", "--set", "logging.mlflow.experiment=token", *AUTH_APP_TIMEOUT]
     try:
         # A token and a (wrong) password both set: MLflow's clients send the token, and so must
         # gputrain; with the line break a token read from a file keeps, trimmed.
-        train(command, os.path.join(workdir, "run"), settings,
-              env={"MLFLOW_TRACKING_TOKEN": token + "\n", "MLFLOW_TRACKING_USERNAME": user, "MLFLOW_TRACKING_PASSWORD": "wrong"})
+        logged, _ = train(command, os.path.join(workdir, "run"), settings,
+                          env={"MLFLOW_TRACKING_TOKEN": token + "\n", "MLFLOW_TRACKING_USERNAME": user, "MLFLOW_TRACKING_PASSWORD": "wrong"})
         output, _ = train(command, os.path.join(workdir, "refused"), settings, env={"MLFLOW_TRACKING_TOKEN": "not-" + token})
         said = warnings_in(output)
         if len(said) != 1 or "401" not in said[0]:
@@ -288,7 +296,8 @@ def authenticates_with_a_token(workdir, command):
         os.environ["MLFLOW_TRACKING_TOKEN"] = token
         run = the_run(MlflowClient(server.uri), "token")  # one: the refused run logs nothing
         if run.info.status != "FINISHED" or run.data.params.get("optimizer.lr") != "0.05":
-            fail(f"the run logged with the token: status {run.info.status}, optimizer.lr {run.data.params.get('optimizer.lr')}")
+            fail(f"the run logged with the token: status {run.info.status}, optimizer.lr {run.data.params.get('optimizer.lr')}; "
+                 f"its mlflow warnings: {warnings_in(logged)}")
     finally:
         server.stop()
 
