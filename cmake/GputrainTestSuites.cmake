@@ -29,14 +29,21 @@ gputrain_list_test_suites([==[$<TARGET_FILE:${target}>]==] [==[${list_file}]==]
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${include_file})
 endfunction()
 
-# At ctest time: write (when stale) and read the add_test lines of EXE's suites.
+# At ctest time: write (when stale) and read the add_test lines of EXE's suites. The list is stale
+# when the binary, the calling include file (the properties) or this module is newer.
 function(gputrain_list_test_suites exe list_file work_dir properties)
   if(NOT EXISTS "${exe}")
     get_filename_component(name "${exe}" NAME)
     add_test(${name}_NOT_BUILT ${name}_NOT_BUILT)
     return()
   endif()
-  if(NOT EXISTS "${list_file}" OR "${exe}" IS_NEWER_THAN "${list_file}")
+  set(stale FALSE)
+  foreach(source IN ITEMS "${exe}" "${CMAKE_CURRENT_LIST_FILE}" "${CMAKE_CURRENT_FUNCTION_LIST_FILE}")
+    if(NOT EXISTS "${list_file}" OR "${source}" IS_NEWER_THAN "${list_file}")
+      set(stale TRUE)
+    endif()
+  endforeach()
+  if(stale)
     execute_process(COMMAND "${exe}" --gtest_list_tests WORKING_DIRECTORY "${work_dir}" TIMEOUT 60
                     OUTPUT_VARIABLE listing ERROR_VARIABLE errors RESULT_VARIABLE status)
     if(NOT status EQUAL 0)
