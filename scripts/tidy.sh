@@ -13,14 +13,21 @@ else
 fi
 [ ${#files[@]} -gt 0 ] || { echo "nothing to check"; exit 0; }
 # The build's precompiled header is GCC's (.gch), which clang cannot read: the files are checked
-# without it, as each must compile alone (cmake/GputrainPch.cmake).
+# without it, as each must compile alone (cmake/GputrainPch.cmake). A unity build's batch file
+# (cmake/GputrainUnity.cmake) stands for the files it includes: each gets the batch's command.
 db=$(mktemp -d)
 trap 'rm -rf "$db"' EXIT
 python3 - "$build/compile_commands.json" "$db/compile_commands.json" <<'PY'
-import json, re, sys
-entries = json.load(open(sys.argv[1]))
-for entry in entries:
+import json, os, re, sys
+checked = []
+for entry in json.load(open(sys.argv[1])):
     entry["command"] = re.sub(r" -include \S+cmake_pch\.hxx| -Winvalid-pch", "", entry["command"])
-json.dump(entries, open(sys.argv[2], "w"))
+    checked.append(entry)
+    if re.search(r"/unity/[^/]+_[0-9]+\.cpp$", entry["file"]):
+        folder = os.path.dirname(entry["file"])
+        for included in re.findall(r'^#include "(.+)"$', open(entry["file"]).read(), re.M):
+            source = os.path.normpath(os.path.join(folder, included))
+            checked.append(dict(entry, file=source, command=entry["command"].replace(entry["file"], source)))
+json.dump(checked, open(sys.argv[2], "w"))
 PY
 clang-tidy -p "$db" --quiet "${files[@]}"

@@ -18,7 +18,9 @@
 #include "gputrain/data/sources.hpp"
 #include "gputrain/device/system_info.hpp"
 #include "support/pg_server.hpp"
+#include "support/text_checks.hpp"
 
+using gputrain::test_support::contains;
 using namespace gputrain;
 
 namespace {
@@ -54,8 +56,6 @@ class PostgresStreams : public ::testing::Test {
   test_support::PgServer server;
 };
 
-bool said(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 void expect_same_sets(const data::Sources& one, const data::Sources& many) {
   const auto a = *one.train->tensors(), b = *many.train->tensors();
   ASSERT_EQ(a.size(), b.size());
@@ -89,9 +89,9 @@ TEST_F(PostgresStreams, ASplitQueryReadsTheRowsOneStreamReadsInTheSameOrder) {
   expect_same_sets(one, four);
   ASSERT_TRUE(one.val && four.val);
   EXPECT_TRUE(at::equal(one.val->tensors()->inputs, four.val->tensors()->inputs));
-  EXPECT_TRUE(said(four.train->description(), "27000 rows, read over 4 COPY streams")) << four.train->description();
-  EXPECT_TRUE(said(four.val->description(), "read over 4 COPY streams")) << four.val->description();
-  EXPECT_FALSE(said(one.train->description(), "COPY streams")) << one.train->description();
+  EXPECT_TRUE(contains(four.train->description(), "27000 rows, read over 4 COPY streams")) << four.train->description();
+  EXPECT_TRUE(contains(four.val->description(), "read over 4 COPY streams")) << four.val->description();
+  EXPECT_FALSE(contains(one.train->description(), "COPY streams")) << one.train->description();
   EXPECT_EQ(one.class_names, (std::vector<std::string>{"cat", "dog", "elk", "owl"}));
 }
 
@@ -120,11 +120,11 @@ TEST_F(PostgresStreams, ImagesReadOverStreamsAreTheImagesOneStreamReads) {
   const auto one = data::open_sources(s);
   s.streams = 4;
   const auto four = data::open_sources(s);
-  EXPECT_TRUE(said(four.train->description(), "302 rows, read over 4 COPY streams")) << four.train->description();
+  EXPECT_TRUE(contains(four.train->description(), "302 rows, read over 4 COPY streams")) << four.train->description();
   EXPECT_TRUE(at::equal(one.train->tensors()->inputs, four.train->tensors()->inputs));
   EXPECT_TRUE(at::equal(one.train->tensors()->targets, four.train->tensors()->targets));
   ASSERT_EQ(four.notes.size(), 1U);
-  EXPECT_TRUE(said(four.notes[0], "151 rows of data.query held images that did not decode")) << four.notes[0];
+  EXPECT_TRUE(contains(four.notes[0], "151 rows of data.query held images that did not decode")) << four.notes[0];
 }
 
 // Queries whose rows are not one table's, block by block, are read over one stream, and a
@@ -138,14 +138,14 @@ TEST_F(PostgresStreams, QueriesThatAreNotOneTablesScanAreReadOverOneStream) {
         "SELECT avg(x) AS x, label FROM whole GROUP BY label", "WITH w AS (SELECT x, label FROM whole) SELECT x, label FROM w",
         "SELECT a.x, b.label FROM whole a JOIN whole b USING (id)", "SELECT x, label FROM (SELECT * FROM whole) s"}) {
     const auto sources = data::open_sources(spec(query, 4));
-    EXPECT_FALSE(said(sources.train->description(), "COPY streams")) << query;
+    EXPECT_FALSE(contains(sources.train->description(), "COPY streams")) << query;
     EXPECT_TRUE(notes_say(sources, "is read over one COPY stream")) << query;
   }
   EXPECT_EQ(data::open_sources(spec("SELECT x, label FROM whole_view", 4)).train->size(), 19990);
   // Auto says nothing of it; a small table is not worth a second connection.
   const auto automatic = data::open_sources(spec("SELECT x, label FROM whole ORDER BY id", 0));
   EXPECT_TRUE(automatic.notes.empty());
-  EXPECT_FALSE(said(data::open_sources(spec("SELECT x, label FROM whole", 0)).train->description(), "COPY streams"));
+  EXPECT_FALSE(contains(data::open_sources(spec("SELECT x, label FROM whole", 0)).train->description(), "COPY streams"));
 }
 
 // Auto opens one stream per core this process may use (its affinity, a container's quota), as
@@ -188,7 +188,7 @@ TEST_F(PostgresStreams, EveryStreamReadsTheFirstConnectionsSnapshot) {
   };
   const auto sources = data::open_sources(s);
   ASSERT_TRUE(changed);
-  EXPECT_TRUE(said(sources.train->description(), "20000 rows, read over 4 COPY streams")) << sources.train->description();
+  EXPECT_TRUE(contains(sources.train->description(), "20000 rows, read over 4 COPY streams")) << sources.train->description();
   EXPECT_EQ(sources.train->tensors()->inputs.to(at::kDouble).sum().item<double>(), 20000.0 * 20001 / 2)
       << "rows of another snapshot were read";
   EXPECT_EQ(server.value("SELECT count(*) FROM moving"), "18334");
@@ -200,7 +200,7 @@ TEST_F(PostgresStreams, NullsInEveryStreamAreCountedTogether) {
       "DROP TABLE IF EXISTS holes; CREATE TABLE holes AS SELECT CASE WHEN g % 1000 = 0 THEN NULL ELSE g END::float8 AS x,"
       " g % 2 AS label FROM generate_series(1, 20000) g;");
   const auto one = error_of(spec("SELECT x, label FROM holes", 1));
-  EXPECT_TRUE(said(one, "'x' in 20 rows")) << one;
+  EXPECT_TRUE(contains(one, "'x' in 20 rows")) << one;
   EXPECT_EQ(error_of(spec("SELECT x, label FROM holes", 4)), one);
 }
 
@@ -213,7 +213,7 @@ TEST_F(PostgresStreams, OneStreamsErrorEndsEveryStream) {
   const auto start = std::chrono::steady_clock::now();
   const auto message = error_of(spec(
       "SELECT 1.0 / (id - 39000) AS x, label FROM fails WHERE length(pg_sleep(CASE WHEN id < 30000 THEN 0.001 ELSE 0 END)::text) = 0", 4));
-  EXPECT_TRUE(said(message, "division by zero")) << message;
+  EXPECT_TRUE(contains(message, "division by zero")) << message;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4)) << "the other streams ran on";
   EXPECT_EQ(server.active_after_waiting("COPY (SELECT 1.0 / (id - 39000)%"), "0") << "a stream's COPY still runs on the server";
 }

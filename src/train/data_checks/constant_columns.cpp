@@ -12,7 +12,7 @@ namespace gputrain::train {
 namespace {
 
 // Below this many samples a column may repeat one value by chance (a few rows of a small export).
-constexpr std::int64_t kMinSamples = 10;
+constexpr std::int64_t kMinSamplesForConstants = 10;
 
 // Columns named in the line; the count says the rest.
 constexpr std::size_t kShown = 5;
@@ -43,7 +43,8 @@ std::string column_name(const std::vector<std::string>& names, std::int64_t i, c
 
 std::vector<std::string> constant_column_notes(const Config& config, const data::Dataset& train, const std::vector<std::string>& names) {
   const auto whole = train.tensors();
-  if (!whole || whole->size() < kMinSamples || whole->inputs.dim() != 2 || !at::isFloatingType(whole->inputs.scalar_type())) return {};
+  if (!whole || whole->size() < kMinSamplesForConstants || whole->inputs.dim() != 2 || !at::isFloatingType(whole->inputs.scalar_type()))
+    return {};
   const std::string every = " in every one of the " + std::to_string(whole->size()) + " training samples";
   std::vector<std::string> lines;
   std::vector<std::pair<std::int64_t, double>> features;

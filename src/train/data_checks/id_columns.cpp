@@ -12,7 +12,7 @@ namespace gputrain::train {
 namespace {
 
 // Below this many samples, a few rising whole numbers are as likely a coincidence as an id.
-constexpr std::int64_t kMinSamples = 100;
+constexpr std::int64_t kMinSamplesForIds = 100;
 
 // The leading samples looked at: enough to be sure, and a bounded cost on a 10-million-row file.
 constexpr std::int64_t kLookedAt = 65536;
@@ -36,7 +36,7 @@ std::string id_column_hint(const Config& config, const data::Dataset& train, con
   const auto whole = train.tensors();
   if (!whole || whole->inputs.dim() != 2 || !at::isFloatingType(whole->inputs.scalar_type())) return "";
   const auto n = std::min(whole->size(), kLookedAt);
-  if (n < kMinSamples) return "";
+  if (n < kMinSamplesForIds) return "";
   const auto x = whole->inputs.slice(0, 0, n);
   // The first rows rule most columns out at once; the rest are checked one column at a time.
   const auto head = x.slice(0, 0, 8);

@@ -1,23 +1,16 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
+#include "support/text_checks.hpp"
 
+using gputrain::test_support::file_text;
 namespace fs = std::filesystem;
 using gputrain::core::write_file_atomically;
 
 namespace {
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 fs::path fresh_dir(const std::string& name) {
   const auto dir = fs::temp_directory_path() / name;
@@ -30,9 +23,9 @@ fs::path fresh_dir(const std::string& name) {
 TEST(AtomicFile, WritesAndReplacesCreatingFolders) {
   const auto path = fresh_dir("gputrain-atomic-a") / "sub" / "file.bin";
   write_file_atomically(path.string(), "first");
-  EXPECT_EQ(read(path), "first");
+  EXPECT_EQ(file_text(path), "first");
   write_file_atomically(path.string(), "second");
-  EXPECT_EQ(read(path), "second");
+  EXPECT_EQ(file_text(path), "second");
   EXPECT_FALSE(fs::exists(path.string() + ".partial"));
 }
 
@@ -46,7 +39,7 @@ TEST(AtomicFile, CrashMidWriteLeavesThePreviousFileIntact) {
                                        throw std::runtime_error("simulated crash");
                                      }),
                std::runtime_error);
-  EXPECT_EQ(read(path), std::string(1 << 20, 'a'));
+  EXPECT_EQ(file_text(path), std::string(1 << 20, 'a'));
   EXPECT_FALSE(fs::exists(path.string() + ".partial"));
 }
 
@@ -73,5 +66,5 @@ TEST(AtomicFile, ANamedFileThatIsNoRegularFileIsWrittenThroughNotReplaced) {
   }
   const auto path = fresh_dir("gputrain-atomic-named") / "reports" / "verify.xml";
   gputrain::core::write_named_file(path.string(), "<testsuites/>");
-  EXPECT_EQ(read(path), "<testsuites/>");
+  EXPECT_EQ(file_text(path), "<testsuites/>");
 }

@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
@@ -11,23 +10,13 @@
 #include "gputrain/core/write_error.hpp"
 #include "support/file_size_limit.hpp"
 #include "support/scratch_folder.hpp"
+#include "support/text_checks.hpp"
 
 using gputrain::core::RecordFile;
+using gputrain::test_support::contains;
+using gputrain::test_support::file_text;
 using gputrain::test_support::FileSizeLimit;
 using gputrain::test_support::ScratchFolder;
-
-namespace {
-
-std::string read(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-}  // namespace
 
 TEST(RecordFile, AppendsToWhatTheFileHeld) {
   ScratchFolder folder("record-file-append");
@@ -37,7 +26,7 @@ TEST(RecordFile, AppendsToWhatTheFileHeld) {
   EXPECT_EQ(file.size(), 11u);
   EXPECT_FALSE(file.append("{\"step\":2}\n"));
   EXPECT_EQ(file.size(), 22u);
-  EXPECT_EQ(read(path), "{\"step\":1}\n{\"step\":2}\n");
+  EXPECT_EQ(file_text(path), "{\"step\":1}\n{\"step\":2}\n");
 }
 
 // A record that only part fits is cut back off, not left for the next record to follow: a reader
@@ -52,11 +41,11 @@ TEST(RecordFile, ARefusedRecordIsCutOffAndTheNextOneFollowsTheLastWholeOne) {
   const auto refused = file.append("second line\n");
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(*refused, EFBIG);
-  EXPECT_EQ(read(path), "first line\n");
+  EXPECT_EQ(file_text(path), "first line\n");
   EXPECT_EQ(file.size(), 11u);
   limit.lift();
   EXPECT_FALSE(file.append("third line\n"));
-  EXPECT_EQ(read(path), "first line\nthird line\n");
+  EXPECT_EQ(file_text(path), "first line\nthird line\n");
 }
 
 TEST(RecordFile, AFullDiskIsReturnedAsItsReason) {
@@ -144,6 +133,6 @@ TEST(AtomicFile, AWriteTheSystemRefusesKeepsTheOldFileAndNamesTheReason) {
     EXPECT_TRUE(contains(e.remedy(), "now 1.00 KiB")) << e.remedy();
   }
   limit.lift();
-  EXPECT_EQ(read(path), "old");
+  EXPECT_EQ(file_text(path), "old");
   EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
 }

@@ -6,22 +6,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <fstream>
 #include <regex>
-#include <sstream>
+#include "support/text_checks.hpp"
 
+using gputrain::test_support::file_text;
 namespace fs = std::filesystem;
 
 namespace {
 
 const fs::path kExamples = fs::path(GPUTRAIN_SOURCE_DIR) / "docs" / "examples";
-
-std::string read(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 }  // namespace
 
@@ -49,7 +42,7 @@ TEST(LaunchExamples, PyTorchJobRunsGputrainsLauncherWithARankPerGpu) {
 }
 
 TEST(LaunchExamples, SlurmScriptStartsOneTaskPerGpuOnAnExistingConfig) {
-  const auto script = read(kExamples / "slurm-train.sbatch");
+  const auto script = file_text(kExamples / "slurm-train.sbatch");
   std::smatch tasks, gpus, config;
   ASSERT_TRUE(std::regex_search(script, tasks, std::regex(R"(#SBATCH --ntasks-per-node=(\d+))")));
   ASSERT_TRUE(std::regex_search(script, gpus, std::regex(R"(#SBATCH --gpus-per-node=(\d+))")));

@@ -15,7 +15,9 @@
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/dist/communicator.hpp"
 #include "gputrain/dist/launcher.hpp"
+#include "support/text_checks.hpp"
 
+using gputrain::test_support::contains;
 using namespace gputrain;
 using namespace gputrain::dist;
 
@@ -39,8 +41,6 @@ RendezvousOptions quick(std::ostream* progress = nullptr) {
   options.report_every = std::chrono::milliseconds(300);
   return options;
 }
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace
 

@@ -7,8 +7,10 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/train/config.hpp"
+#include "support/text_checks.hpp"
 #include "train/data_checks/data_scale.hpp"
 
+using gputrain::test_support::contains;
 using namespace gputrain;
 using namespace gputrain::train;
 
@@ -25,8 +27,6 @@ Config regression(bool standardize_targets) {
   return c;
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 }  // namespace
 
 TEST(DataScale, FeaturesFarFromUnitScaleAreNamedWithTheSettingThatFixesThem) {
@@ -37,15 +37,15 @@ TEST(DataScale, FeaturesFarFromUnitScaleAreNamedWithTheSettingThatFixesThem) {
   const auto set = arrays(x, at::zeros({200}, at::kLong));
   const auto named = feature_scale_hint(*set, {"a", "height", "c", "d", "offset", "f"});
   EXPECT_TRUE(
-      has(named, "features far from unit scale: 'height' mean 170.0, std 50.0; 'offset' mean -40.0, std 0.0; data.standardize: true"))
+      contains(named, "features far from unit scale: 'height' mean 170.0, std 50.0; 'offset' mean -40.0, std 0.0; data.standardize: true"))
       << named;
-  EXPECT_FALSE(has(named, "'a'")) << named;
+  EXPECT_FALSE(contains(named, "'a'")) << named;
   // Arrays have no column names: features are named by index.
-  EXPECT_TRUE(has(feature_scale_hint(*set, {}), "feature 1 mean")) << feature_scale_hint(*set, {});
+  EXPECT_TRUE(contains(feature_scale_hint(*set, {}), "feature 1 mean")) << feature_scale_hint(*set, {});
   // More than three: three examples and the count.
   const auto wide = feature_scale_hint(*arrays(at::full({10, 5}, 100.0), at::zeros({10}, at::kLong)), {});
-  EXPECT_TRUE(has(wide, "feature 2 mean 100.0, std 0.0 (5 features in all)")) << wide;
-  EXPECT_FALSE(has(wide, "feature 3")) << wide;
+  EXPECT_TRUE(contains(wide, "feature 2 mean 100.0, std 0.0 (5 features in all)")) << wide;
+  EXPECT_FALSE(contains(wide, "feature 3")) << wide;
 }
 
 TEST(DataScale, NoFeatureHintForUnitScaleVectorsOrForImages) {
@@ -63,7 +63,7 @@ TEST(DataScale, StandardizeTargetsSetsTheTransformFromTheTrainingTargets) {
   ASSERT_EQ(transform.target_mean.size(), 1u);
   EXPECT_DOUBLE_EQ(transform.target_mean[0], 400.0);
   EXPECT_NEAR(transform.target_std[0], std::sqrt(50000.0), 1e-9);  // population std
-  EXPECT_TRUE(has(note, "data.standardize_targets: per-target mean [400] and std [223.607] of the 4 training samples")) << note;
+  EXPECT_TRUE(contains(note, "data.standardize_targets: per-target mean [400] and std [223.607] of the 4 training samples")) << note;
   const auto standardised = transform.targets(y);
   EXPECT_TRUE(at::allclose(standardised, (y - 400) / std::sqrt(50000.0)));
   EXPECT_TRUE(at::allclose(transform.predictions(standardised), y));
@@ -74,9 +74,9 @@ TEST(DataScale, LargeTargetsGetAHintAndSmallOnesNone) {
   data::BatchTransform transform;
   const auto prices = arrays(at::randn({50, 2}), at::full({50, 1}, 250000.0));
   const auto hint = scale_targets(regression(false), *prices, transform);
-  EXPECT_TRUE(has(hint, "regression targets far from unit scale")) << hint;
-  EXPECT_TRUE(has(hint, "the MSE loss starts near 62500000000")) << hint;
-  EXPECT_TRUE(has(hint, "data.standardize_targets: true")) << hint;
+  EXPECT_TRUE(contains(hint, "regression targets far from unit scale")) << hint;
+  EXPECT_TRUE(contains(hint, "the MSE loss starts near 62500000000")) << hint;
+  EXPECT_TRUE(contains(hint, "data.standardize_targets: true")) << hint;
   EXPECT_TRUE(transform.target_mean.empty());
   EXPECT_EQ(scale_targets(regression(false), *arrays(at::randn({50, 2}), at::randn({50, 1})), transform), "");
   Config classification;

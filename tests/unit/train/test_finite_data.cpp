@@ -7,14 +7,14 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/train/config.hpp"
+#include "support/text_checks.hpp"
 #include "train/data_checks/finite_data.hpp"
 
+using gputrain::test_support::contains;
 using namespace gputrain;
 using namespace gputrain::train;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The UsageError refuse_nonfinite_samples throws, as "message\nfix"; empty when it accepts.
 std::string refusal(const Config& config, const data::Sources& sources) {

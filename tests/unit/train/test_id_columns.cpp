@@ -6,8 +6,10 @@
 
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/train/config.hpp"
+#include "support/text_checks.hpp"
 #include "train/data_checks/id_columns.hpp"
 
+using gputrain::test_support::contains;
 using namespace gputrain;
 using namespace gputrain::train;
 
@@ -28,8 +30,6 @@ at::Tensor table() {
   return x;
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 }  // namespace
 
 TEST(IdColumns, ARowNumberAndANamedIdAreNamedWithTheSettingThatLeavesThemOut) {
@@ -43,18 +43,19 @@ TEST(IdColumns, ARowNumberAndANamedIdAreNamedWithTheSettingThatLeavesThemOut) {
       "label): if they are, leave them out with data.exclude: [date, row, customer_id]");
   // Features listed by hand: the fix is the list without them.
   config.data.features = {"row", "temp", "customer_id"};
-  EXPECT_TRUE(has(id_column_hint(config, *features(table()), {"row", "temp", "customer_id"}), "leave them out of data.features: [temp]"));
+  EXPECT_TRUE(
+      contains(id_column_hint(config, *features(table()), {"row", "temp", "customer_id"}), "leave them out of data.features: [temp]"));
   // Arrays: by index, and the fix is in the array.
   const auto by_index = id_column_hint(kDefaults, *features(table()), {});
-  EXPECT_TRUE(has(by_index, "feature 0 (0, 1, 2, ... down the file) looks like a row number or an id")) << by_index;
-  EXPECT_TRUE(has(by_index, "drop that column from the inputs' array")) << by_index;
+  EXPECT_TRUE(contains(by_index, "feature 0 (0, 1, 2, ... down the file) looks like a row number or an id")) << by_index;
+  EXPECT_TRUE(contains(by_index, "drop that column from the inputs' array")) << by_index;
 }
 
 TEST(IdColumns, NamesThatSayIdAreRecognisedInTheUsualSpellings) {
   auto x = table();
   x.select(1, 0).copy_(at::randn({500}));  // no row number: only the name can tell
   for (const char* name : {"id", "ID", "user_id", "user id", "userId", "customerID", "index"})
-    EXPECT_TRUE(has(id_column_hint(kDefaults, *features(x), {"a", "b", name}), std::string("'") + name + "'")) << name;
+    EXPECT_TRUE(contains(id_column_hint(kDefaults, *features(x), {"a", "b", name}), std::string("'") + name + "'")) << name;
   // Shuffled distinct whole numbers under another name are a measurement (sqm, price), not an id.
   for (const char* name : {"sqm", "idle", "Valid", "paid"})
     EXPECT_EQ(id_column_hint(kDefaults, *features(x), {"a", "b", name}), "") << name;
@@ -69,7 +70,7 @@ TEST(IdColumns, RisingValuesThatAreNotARowNumberAreLeftAlone) {
   EXPECT_EQ(id_column_hint(kDefaults, *features(x), {"time", "b", "c"}), "");
   auto gaps = table();  // rows held out for validation leave gaps: still a row number
   gaps.select(1, 0).copy_(at::arange(500) + at::arange(500).div(4, "floor"));
-  EXPECT_TRUE(has(id_column_hint(kDefaults, *features(gaps), {"n", "b", "c"}), "'n' (0, 1, 2, ... down the file)"));
+  EXPECT_TRUE(contains(id_column_hint(kDefaults, *features(gaps), {"n", "b", "c"}), "'n' (0, 1, 2, ... down the file)"));
   // Under 100 samples, a few rising numbers say too little.
   EXPECT_EQ(id_column_hint(kDefaults, *features(table().slice(0, 0, 99)), {"row", "b", "c"}), "");
   // Images are not vectors of columns.

@@ -13,9 +13,11 @@
 #include "support/jsonl_records.hpp"
 #include "support/run_info.hpp"
 #include "support/scratch_folder.hpp"
+#include "support/text_checks.hpp"
 #include "support/tfrecords.hpp"
 #include "train/report/human_lines.hpp"  // private: the lines training.log and the console share
 
+using gputrain::test_support::contains;
 using namespace gputrain::train;
 using gputrain::test_support::small_run_info;
 
@@ -182,8 +184,6 @@ struct Warnings {
     return [this](const std::string& line) { lines.push_back(line); };
   }
 };
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Steps 1-2 are written, 3-5 refused (the file may not grow), 6 written again; `end_refused`
 // keeps step 6 refused too, so the run ends with the file still refused.

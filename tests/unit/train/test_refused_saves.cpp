@@ -11,12 +11,12 @@
 #include "support/file_size_limit.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
+#include "support/text_checks.hpp"
 
+using gputrain::test_support::contains;
 using namespace gputrain;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // The error `config`'s run ends with when, from optimizer step `step` on, no file may grow past
 // 2 KiB (a checkpoint is several times that); the limit is lifted again when it returns.

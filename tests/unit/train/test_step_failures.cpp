@@ -15,14 +15,14 @@
 #include "gputrain/train/trainer.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
+#include "support/text_checks.hpp"
 #include "train/step/step_failures.hpp"  // private: the trainer's stop messages
 
+using gputrain::test_support::contains;
 using namespace gputrain;
 using namespace gputrain::train;
 
 namespace {
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // A linear model whose forward fails in LibTorch at its `fail_at`-th call in training mode, or at
 // its first in evaluation mode when `fail_at` is 0.
