@@ -21,6 +21,7 @@
 #include "gputrain/train/trainer.hpp"
 #include "support/pg_server.hpp"
 #include "support/quiet_trainer.hpp"
+#include "support/test_paths.hpp"
 
 using namespace gputrain;
 namespace fs = std::filesystem;
@@ -168,7 +169,7 @@ TEST_F(PostgresLoad, AMillionRowsOf64FloatsLoadWithinOneCopyOfMemory) {
 
 TEST_F(PostgresLoad, ByteaImagesDecodeToTheImageSize) {
   // A JPEG and a PNG the image tests decode.
-  const fs::path images = fs::path(GPUTRAIN_FORMAT_FIXTURES) / "images" / "exact";
+  const fs::path images = fs::path(gputrain::test_support::format_fixtures_dir()) / "images" / "exact";
   const std::vector<fs::path> files{images / "rgb.jpg", images / "rgb.png"};
   server.exec("DROP TABLE IF EXISTS pictures; CREATE TABLE pictures (id int, img bytea, label int);");
   PGconn* conn = PQconnectdb(server.dsn().c_str());

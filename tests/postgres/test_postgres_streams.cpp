@@ -18,6 +18,7 @@
 #include "gputrain/data/sources.hpp"
 #include "gputrain/device/system_info.hpp"
 #include "support/pg_server.hpp"
+#include "support/test_paths.hpp"
 #include "support/text_checks.hpp"
 
 using gputrain::test_support::contains;
@@ -98,7 +99,7 @@ TEST_F(PostgresStreams, ASplitQueryReadsTheRowsOneStreamReadsInTheSameOrder) {
 // Images decoded on four threads, in chunks each stream leaves part-filled: joined in order, with
 // the rows whose image did not decode counted over every stream.
 TEST_F(PostgresStreams, ImagesReadOverStreamsAreTheImagesOneStreamReads) {
-  const auto images = std::filesystem::path(GPUTRAIN_FORMAT_FIXTURES) / "images" / "exact";
+  const auto images = std::filesystem::path(gputrain::test_support::format_fixtures_dir()) / "images" / "exact";
   server.exec("DROP TABLE IF EXISTS gallery; CREATE TABLE gallery (id int, img bytea, label int);");
   PGconn* conn = PQconnectdb(server.dsn().c_str());
   int id = 0;

@@ -5,6 +5,7 @@
 
 #include "gputrain/dist/rank_environment.hpp"
 #include "gputrain/train/model.hpp"
+#include "support/test_paths.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -31,7 +32,7 @@ void barrier() { peers().all_gather({0}, "the test's barrier"); }
 // Where the runs write: this build's own test folder, not the shared temp directory, so two builds
 // testing at once never share a run directory. (TMPDIR stays as it is: mpirun keeps its session
 // sockets there, and a deep build folder would make their paths too long.)
-fs::path scratch(const std::string& name) { return fs::path(GPUTRAIN_TEST_TMPDIR) / ("gputrain-two-ranks-" + name); }
+fs::path scratch(const std::string& name) { return fs::path(gputrain::test_support::test_tmpdir()) / ("gputrain-two-ranks-" + name); }
 
 // A run directory shared by both ranks; `fresh`: emptied by rank 0 before either starts (a
 // collective: both ranks must ask for it together).

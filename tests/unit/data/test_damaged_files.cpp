@@ -19,6 +19,7 @@
 #include "gputrain/data/numpy_format.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "support/damaged_copies.hpp"
+#include "support/test_paths.hpp"
 #include "support/usage_errors.hpp"
 
 using namespace gputrain;
@@ -26,7 +27,7 @@ using namespace gputrain::data;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(GPUTRAIN_FORMAT_FIXTURES) + "/" + name; }
+std::string fixture(const std::string& name) { return std::string(gputrain::test_support::format_fixtures_dir()) + "/" + name; }
 
 /// Touches every element, so a mapping that promised more bytes than the file has faults now.
 void touch(const at::Tensor& tensor) {

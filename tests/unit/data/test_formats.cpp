@@ -24,6 +24,7 @@
 #include "gputrain/data/sources.hpp"
 #include "support/damaged_copies.hpp"
 #include "support/scratch_folder.hpp"
+#include "support/test_paths.hpp"
 #include "support/usage_errors.hpp"
 
 using namespace gputrain;
@@ -33,7 +34,7 @@ using test_support::usage_error_and_fix;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(GPUTRAIN_FORMAT_FIXTURES) + "/" + name; }
+std::string fixture(const std::string& name) { return std::string(gputrain::test_support::format_fixtures_dir()) + "/" + name; }
 
 at::Tensor reference() { return at::arange(60, at::kDouble).reshape({3, 4, 5}); }
 

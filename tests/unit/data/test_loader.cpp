@@ -18,6 +18,7 @@
 #include "gputrain/data/loader.hpp"
 #include "gputrain/data/numpy_format.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
+#include "support/test_paths.hpp"
 
 using namespace gputrain;
 using namespace gputrain::data;
@@ -318,7 +319,8 @@ TEST(DeviceCache, ARamCacheHoldsTheTableOnceAndReadsAMappedFileIn) {
   EXPECT_EQ(ram.data().targets.data_ptr(), decoded.targets.data_ptr());
   EXPECT_FALSE(ram.data().inputs.is_pinned());
 
-  const auto mapped = read_npy(std::string(GPUTRAIN_FORMAT_FIXTURES) + "/npy/f4_le_c.npy");  // C order: mapped, not read
+  const auto mapped =
+      read_npy(std::string(gputrain::test_support::format_fixtures_dir()) + "/npy/f4_le_c.npy");  // C order: mapped, not read
   const auto labels = at::arange(3, at::kLong);
   const DeviceCache from_file({mapped, labels}, CacheMode::ram, gpu);
   EXPECT_NE(from_file.data().inputs.data_ptr(), mapped.data_ptr());

@@ -2,11 +2,14 @@
 
 #include "gputrain/device/cgroup.hpp"
 #include "gputrain/device/system_info.hpp"
+#include "support/test_paths.hpp"
 
 using namespace gputrain::device;
 
 namespace {
-CgroupLimits fixture(const std::string& name) { return read_cgroup_limits(std::string(GPUTRAIN_TEST_DATA) + "/cgroup/" + name); }
+CgroupLimits fixture(const std::string& name) {
+  return read_cgroup_limits(std::string(gputrain::test_support::test_data_dir()) + "/cgroup/" + name);
+}
 }  // namespace
 
 TEST(CgroupV2, TightestLimitAlongThePathWins) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "gputrain/device/os_release.hpp"
+#include "support/test_paths.hpp"
 
 using namespace gputrain::device;
 
@@ -21,9 +22,9 @@ TEST(OsRelease, HandlesSingleQuotesEscapesAndJunkLines) {
 }
 
 TEST(OsRelease, ReadsTheFixtureTreeAndFallsBackToUsrLib) {
-  const auto debian = read_os_release(std::string(GPUTRAIN_TEST_DATA) + "/os/debian");
+  const auto debian = read_os_release(std::string(gputrain::test_support::test_data_dir()) + "/os/debian");
   EXPECT_EQ(debian.id, "debian");
-  const auto fallback = read_os_release(std::string(GPUTRAIN_TEST_DATA) + "/os/usr_lib_only");
+  const auto fallback = read_os_release(std::string(gputrain::test_support::test_data_dir()) + "/os/usr_lib_only");
   EXPECT_EQ(fallback.id, "ubuntu");
   EXPECT_TRUE(read_os_release("/nonexistent-root").id.empty());
 }

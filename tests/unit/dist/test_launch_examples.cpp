@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <regex>
+#include "support/test_paths.hpp"
 #include "support/text_checks.hpp"
 
 using gputrain::test_support::file_text;
@@ -14,7 +15,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kExamples = fs::path(GPUTRAIN_SOURCE_DIR) / "docs" / "examples";
+const fs::path kExamples = fs::path(gputrain::test_support::source_dir()) / "docs" / "examples";
 
 }  // namespace
 
@@ -49,5 +50,5 @@ TEST(LaunchExamples, SlurmScriptStartsOneTaskPerGpuOnAnExistingConfig) {
   EXPECT_EQ(tasks[1], gpus[1]);
   EXPECT_NE(script.find("srun"), std::string::npos);
   ASSERT_TRUE(std::regex_search(script, config, std::regex(R"(gputrain train (\S+\.yaml))")));
-  EXPECT_TRUE(fs::exists(fs::path(GPUTRAIN_SOURCE_DIR) / config[1].str())) << config[1];
+  EXPECT_TRUE(fs::exists(fs::path(gputrain::test_support::source_dir()) / config[1].str())) << config[1];
 }

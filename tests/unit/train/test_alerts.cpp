@@ -20,6 +20,7 @@
 #include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
+#include "support/test_paths.hpp"
 #include "train/monitor/alert_rules.hpp"
 
 using namespace gputrain;
@@ -169,7 +170,7 @@ namespace {
 // docs/monitoring.md's report.json table: each row's first-cell names, with the backticked words
 // of its meaning (a nested object's keys are named there).
 std::map<std::string, std::set<std::string>> documented_report_fields() {
-  std::ifstream doc(std::string(GPUTRAIN_SOURCE_DIR) + "/docs/monitoring.md");
+  std::ifstream doc(std::string(gputrain::test_support::source_dir()) + "/docs/monitoring.md");
   std::map<std::string, std::set<std::string>> fields;
   bool inside = false;
   const std::regex word("`([a-z0-9_]+)`");

@@ -20,6 +20,7 @@
 #include "support/quiet_trainer.hpp"
 #include "support/scratch_folder.hpp"
 #include "support/small_run.hpp"
+#include "support/test_paths.hpp"
 
 namespace fs = std::filesystem;
 using namespace gputrain;
@@ -127,7 +128,7 @@ TEST(Callbacks, ARequestedStopEndsTheRunAsAFinishedOneWithTheReasonKept) {
 // the plateau schedule's and best.pt's state as progress fields), made by tests/data/checkpoints/
 // format1/README.md's command: 3 epochs at lr 0 with val_accuracy flat at 50 %.
 TEST(Callbacks, AFormat1CheckpointResumesWithItsStateInTheCallbacks) {
-  const fs::path fixture = fs::path(GPUTRAIN_TEST_DATA) / "checkpoints" / "format1";
+  const fs::path fixture = fs::path(gputrain::test_support::test_data_dir()) / "checkpoints" / "format1";
   const auto saved = checkpoint_progress((fixture / "checkpoints" / "step-00000012.pt").string());
   EXPECT_EQ(saved.step, 12);
   EXPECT_EQ(saved.epoch, 3);

@@ -10,12 +10,13 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/checkpoint.hpp"
+#include "support/test_paths.hpp"
 
 using namespace gputrain;
 
 namespace {
 
-const std::string kFixtures = std::string(GPUTRAIN_FORMAT_FIXTURES) + "/checkpoints/";
+const std::string kFixtures = std::string(gputrain::test_support::format_fixtures_dir()) + "/checkpoints/";
 
 // The error reading `path` throws, as the CLI prints it.
 Error error_reading(const std::string& path) {

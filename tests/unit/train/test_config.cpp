@@ -12,6 +12,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/config.hpp"
 #include "support/scratch_folder.hpp"
+#include "support/test_paths.hpp"
 
 using namespace gputrain;
 using train::ConfigSources;
@@ -19,7 +20,7 @@ using train::load_config;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(GPUTRAIN_TEST_DATA) + "/configs/" + name; }
+std::string fixture(const std::string& name) { return std::string(gputrain::test_support::test_data_dir()) + "/configs/" + name; }
 
 // The UsageError message and remedy of loading `sources` (fails the test if it loads).
 std::string error_of(const ConfigSources& sources) {
@@ -416,7 +417,7 @@ TEST(Config, MissingFileNamesThePath) {
 }
 
 TEST(Config, AMissingFileNamesTheConfigMeantBesideIt) {
-  const std::string configs = std::string(GPUTRAIN_SOURCE_DIR) + "/configs/";
+  const std::string configs = std::string(gputrain::test_support::source_dir()) + "/configs/";
   const auto message = error_of({{configs + "mlp.yml"}, {}, ""});
   EXPECT_NE(message.find("does not exist (did you mean '" + configs + "mlp.yaml'?)"), std::string::npos) << message;
 }
@@ -638,7 +639,7 @@ TEST(Config, PrintedNumbersAreShortAndPlain) {
 
 // docs/configuration.md documents exactly the keys the schema has: a row "| `key` | ..." each.
 TEST(Config, EveryKeyIsDocumentedAndEveryDocumentedKeyExists) {
-  std::ifstream doc(std::string(GPUTRAIN_SOURCE_DIR) + "/docs/configuration.md");
+  std::ifstream doc(std::string(gputrain::test_support::source_dir()) + "/docs/configuration.md");
   ASSERT_TRUE(doc) << "docs/configuration.md is missing";
   std::set<std::string> documented;
   const std::regex row("^\\| `([a-z0-9_.]+)` \\|");

@@ -23,6 +23,7 @@
 #include "support/quiet_trainer.hpp"
 #include "support/scratch_folder.hpp"
 #include "support/small_run.hpp"
+#include "support/test_paths.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -127,6 +128,6 @@ TEST(DamagedCheckpoints, AResumeRefusesAChangedCheckpointAndNamesTheIntactOneBef
 // A config file damaged the same ways (a cut-short copy, changed bytes) loads, when what is left is
 // still a valid config, or is refused with an error that names the file.
 TEST(DamagedConfigs, AConfigFileIsLoadedOrRefusedNamingIt) {
-  const std::string quickstart = std::string(GPUTRAIN_SOURCE_DIR) + "/configs/quickstart.yaml";
+  const std::string quickstart = std::string(gputrain::test_support::source_dir()) + "/configs/quickstart.yaml";
   test_support::read_damaged_copies(quickstart, [](const std::string& path) { (void)load_config({{path}, {}, ""}); });
 }

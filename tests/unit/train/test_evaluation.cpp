@@ -19,6 +19,7 @@
 #include "gputrain/train/evaluation.hpp"
 #include "gputrain/train/run_setup.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "support/test_paths.hpp"
 #include "train/models/state_dict_file.hpp"
 
 using namespace gputrain;
@@ -166,7 +167,7 @@ TEST(Evaluate, RefusesAMissingFileAFolderAConfigAndAnotherModelsWeightsWithExitC
 // A Python model's state_dict (torch.save, DDP's "module." prefix on its names) is evaluated as it
 // is: the model holds the file's weights, and the figures are theirs.
 TEST(Evaluate, TakesAStateDictTorchSaveWrote) {
-  const auto file = std::string(GPUTRAIN_FORMAT_FIXTURES) + "/checkpoints/mlp_state_dict.pth";
+  const auto file = std::string(gputrain::test_support::format_fixtures_dir()) + "/checkpoints/mlp_state_dict.pth";
   Trainer trainer(
       small_run("evaluate-state-dict", {"model.name=mlp", "model.hidden=[4]", "model.dropout=0", "data.shape=[3]", "data.classes=2"}),
       evaluating());

@@ -11,6 +11,7 @@
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model_registry.hpp"
 #include "support/scratch_folder.hpp"
+#include "support/test_paths.hpp"
 #include "support/usage_errors.hpp"
 #include "train/models/frozen_model.hpp"
 #include "train/models/state_dict_file.hpp"
@@ -158,7 +159,7 @@ TEST(Freeze, APrefixIsAWholeNameComponentAndMustNameAParameter) {
 // torch.save's state_dict is an OrderedDict with _metadata, which LibTorch's unpickler alone reads
 // as None; a training script's checkpoint holds one under "state_dict".
 TEST(TorchSaveFiles, AStateDictAndACheckpointHoldingOneAreRead) {
-  const std::string fixtures = std::string(GPUTRAIN_FORMAT_FIXTURES) + "/checkpoints/";
+  const std::string fixtures = std::string(gputrain::test_support::format_fixtures_dir()) + "/checkpoints/";
   ASSERT_TRUE(is_torch_save_archive(fixtures + "state_dict.pth"));
   const auto state = read_torch_save_state(fixtures + "state_dict.pth", "model.init_weights");
   std::vector<std::string> names;
@@ -174,7 +175,7 @@ TEST(TorchSaveFiles, AStateDictAndACheckpointHoldingOneAreRead) {
 }
 
 TEST(TorchSaveFiles, APickleProtocolAboveTwoIsRefusedWithTheFix) {
-  const std::string path = std::string(GPUTRAIN_FORMAT_FIXTURES) + "/checkpoints/protocol4.pth";
+  const std::string path = std::string(gputrain::test_support::format_fixtures_dir()) + "/checkpoints/protocol4.pth";
   const auto message = test_support::usage_error_and_fix([&] { read_torch_save_state(path, "model.init_weights"); });
   EXPECT_NE(message.find("of a pickle protocol above torch.save's default (2)"), std::string::npos) << message;
   EXPECT_NE(message.find("torch.save(model.state_dict(), 'w.pth')"), std::string::npos) << message;

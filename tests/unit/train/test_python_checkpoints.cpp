@@ -18,6 +18,7 @@
 #include "support/quiet_trainer.hpp"
 #include "support/scratch_folder.hpp"
 #include "support/small_run.hpp"
+#include "support/test_paths.hpp"
 #include "train/models/state_dict_file.hpp"  // private: the torch.save reader
 
 namespace fs = std::filesystem;
@@ -63,7 +64,7 @@ TEST(Checkpoints, AreTorchSaveDictsWithTheDocumentedKeys) {
 // third epoch, it ends where a run of 3 epochs from the start ends: AdamW's moments and step
 // counts came back (float rounding aside: the fixture was written on another machine).
 TEST(Checkpoints, AFormat2CheckpointResumesExactly) {
-  const fs::path fixture = fs::path(GPUTRAIN_TEST_DATA) / "checkpoints" / "format2";
+  const fs::path fixture = fs::path(gputrain::test_support::test_data_dir()) / "checkpoints" / "format2";
   test_support::ScratchFolder run("format2-resume");
   fs::copy(fixture, run.path, fs::copy_options::recursive);
   const auto settings = [&](const fs::path& dir) {

@@ -19,6 +19,7 @@
 #include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
+#include "support/test_paths.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -26,7 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(GPUTRAIN_FORMAT_FIXTURES) + "/" + name; }
+std::string fixture(const std::string& name) { return std::string(gputrain::test_support::format_fixtures_dir()) + "/" + name; }
 
 // The trainer tests' small run, in run directories of its own ("data-...").
 Config data_run(const std::string& name, std::vector<std::string> overrides) {

@@ -9,6 +9,7 @@
 
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/model_registry.hpp"
+#include "support/test_paths.hpp"
 #include "train/config/unread_settings.hpp"
 
 using namespace gputrain;
@@ -24,7 +25,7 @@ TEST(UnreadSettings, DefaultsAndEveryShippedConfigNameNone) {
   const Config defaults;
   EXPECT_TRUE(unread_settings(defaults).empty());
   int configs = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(GPUTRAIN_SOURCE_DIR) + "/configs")) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(gputrain::test_support::source_dir()) + "/configs")) {
     if (entry.path().extension() != ".yaml") continue;
     ++configs;
     EXPECT_EQ(unread_settings(load_config({{entry.path().string()}, {}, ""})), std::vector<std::string>{}) << entry.path();
