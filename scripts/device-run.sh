@@ -39,13 +39,15 @@
 #          functional checks (the batch-norm kernels' among them), ResNet-18 batch 256 against
 #          reduce-overhead (and with autocast's casts per layer), its profile --step (GPU busy
 #          from CUPTI), the kernel breakdown (the third batch-norm kernels' time per kernel,
-#          launches per step), then the DDP path with graphs on and off if time is left
+#          launches per step), then the rest stage's figures if time is left
+#   rest   ResNet-18 batch 1024 against eager (no compile), issue #51's monitoring overhead on the
+#          GPU, the DDP path with graphs on and off: next's tail, for a second call on a warm machine
 #   full   verify --level full (burn-in included)
 #   suite  the whole CPU suite with a GPU present (4 tests at a time: each uses several cores)
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|graphs|graphs2|figures|recheck|batchnorm|monitoring|ddpgraphs|next|full|suite"
+stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|graphs|graphs2|figures|recheck|batchnorm|monitoring|ddpgraphs|next|rest|full|suite"
 case "|$stages|" in *"|$stage|"*) ;; *) [ "$stage" = quick ] && stage=test || { echo "usage: $0 $stages" >&2; exit 2; } ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
@@ -80,6 +82,7 @@ graphs) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_trai
 batchnorm) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_train) ;;
 monitoring) targets=(--target gputrain gputrain-train) ;;
 ddpgraphs) targets=(--target gputrain gputrain-train test_gpu_train) ;;
+rest) targets=(--target gputrain gputrain-profile gputrain-train) ;;
 next) targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 figures) targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 recheck) targets=(--target test_gpu_train) ;;
@@ -122,6 +125,13 @@ run_auto_batch() {
 run_mlp_batch() {
   local sets="configs/mlp.yaml --set data.samples=16384 --set data.val_samples=512 --set device=cuda --max-memory $1"
   run_bench "mlp-batch-$1" 40 bash -c "$build/bin/gputrain profile --batch --exhaustive $sets 2>&1; $build/bin/gputrain profile --memory $sets 2>&1"
+}
+
+# next's tail: the figures that move least with the batch-norm kernels, each cut to what is left.
+run_rest() {
+  GPUTRAIN_BUILD=$build run_bench train-1024 150 "$python" bench/train_vs_pytorch.py --runs 2 --cases resnet18_1024 --no-compile
+  GPUTRAIN_BUILD=$build run_bench monitoring 150 "$python" bench/monitoring_overhead.py --device cuda --no-mlflow --runs 5
+  GPUTRAIN_BUILD=$build run_bench ddp-graphs 200 "$python" bench/ddp_scaling.py --gpu --runs "${GPUTRAIN_BENCH_RUNS:-2}" --steps 200
 }
 
 case "$stage" in
@@ -267,7 +277,10 @@ next)
   run_bench profile-step-busy 60 bash -c "$build/bin/gputrain profile --step configs/resnet18-cifar.yaml 2>&1"
   # Each side's line comes as it ends (graphs on, off, reduce-overhead first): a cut run keeps them.
   GPUTRAIN_BUILD=$build run_bench kernels 200 "$python" bench/kernel_breakdown.py
-  GPUTRAIN_BUILD=$build run_bench ddp-graphs 200 "$python" bench/ddp_scaling.py --gpu --runs "${GPUTRAIN_BENCH_RUNS:-2}" --steps 200
+  run_rest
+  ;;
+rest)
+  run_rest
   ;;
 full)
   step "verify full"
