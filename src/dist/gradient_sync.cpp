@@ -21,15 +21,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Runs `ready` after the parameter's AccumulateGrad node wrote its .grad().
-class GradientReadyHook final : public torch::autograd::FunctionPostHook {
+// Runs `ready` after the parameter's AccumulateGrad node wrote its .grad(). A hook on the tensor,
+// not on the node: holding the node would pin it to the stream it was made on, and autograd then
+// makes that stream wait on the one backward runs on, which a CUDA graph's capture refuses.
+class GradientReadyHook final : public torch::autograd::PostAccumulateGradHook {
  public:
   explicit GradientReadyHook(std::function<void()> ready) : ready_(std::move(ready)) {}
-  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                            const torch::autograd::variable_list& /*inputs*/) override {
-    ready_();
-    return outputs;
-  }
+  void operator()(const torch::autograd::Variable& /*parameter*/) override { ready_(); }
 
  private:
   std::function<void()> ready_;
@@ -52,9 +50,8 @@ struct GradientSync::Impl {
   std::vector<std::size_t> bucket_of;   // per param
   std::vector<std::int64_t> offset_of;  // per param, elements into its bucket's flat buffer
   std::vector<Bucket> buckets;
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
-  std::vector<std::uintptr_t> hook_keys;
-  std::unordered_map<const c10::TensorImpl*, std::size_t> index_of;  // a parameter's place in params
+  std::vector<const torch::autograd::PostAccumulateGradHook*> hooks;  // per param, ours to remove
+  std::unordered_map<const c10::TensorImpl*, std::size_t> index_of;   // a parameter's place in params
 
   std::mutex mutex;
   bool armed = false;
@@ -155,16 +152,19 @@ GradientSync::GradientSync(const std::vector<at::Tensor>& parameters, Communicat
   m.reset();
   for (std::size_t k = 0; k < m.params.size(); ++k) {
     m.index_of[m.params[k].unsafeGetTensorImpl()] = k;
-    auto accumulator = torch::autograd::impl::grad_accumulator(m.params[k]);
-    TORCH_CHECK(accumulator, "GradientSync: parameter ", k, " is not a leaf that requires grad");
+    TORCH_CHECK(m.params[k].is_leaf(), "GradientSync: parameter ", k, " is not a leaf that requires grad");
     Impl* impl = impl_.get();
-    m.hook_keys.push_back(accumulator->add_post_hook(std::make_unique<GradientReadyHook>([impl, k] { impl->on_gradient_ready(k); })));
-    m.accumulators.push_back(std::move(accumulator));
+    auto hook = std::make_unique<GradientReadyHook>([impl, k] { impl->on_gradient_ready(k); });
+    m.hooks.push_back(hook.get());
+    torch::autograd::impl::set_post_acc_grad_hooks(m.params[k], std::move(hook));
   }
 }
 
 GradientSync::~GradientSync() {
-  for (std::size_t k = 0; k < impl_->accumulators.size(); ++k) impl_->accumulators[k]->del_post_hook(impl_->hook_keys[k]);
+  for (std::size_t k = 0; k < impl_->hooks.size(); ++k) {
+    auto& hook = torch::autograd::impl::post_acc_grad_hooks(impl_->params[k]);
+    if (hook.get() == impl_->hooks[k]) hook.reset();  // a later owner's hook stays
+  }
 }
 
 void GradientSync::begin_step(std::int64_t step) {

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/linear.h>
@@ -109,6 +112,27 @@ TEST(GradientSync, SendsDuringBackwardAndReturnsTheSum) {
   EXPECT_NE(comm.sent.front().what.find("step 1"), std::string::npos);
   const auto params = net->parameters();
   for (std::size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(at::allclose(params[i].grad(), expected[i])) << i;
+}
+
+// The sync hooks the parameters, not their AccumulateGrad nodes: a node it held would keep the
+// stream it was made on, and a CUDA graph's capture on another stream fails where autograd makes
+// the two wait on each other. Its hooks leave with it.
+TEST(GradientSync, HoldsNoAccumulateGradNodeAndRemovesItsHooks) {
+  auto net = three_layers();
+  MirrorCommunicator comm(2);
+  const auto first = net->parameters().front();
+  {
+    GradientSync sync(net->parameters(), comm, several_buckets());
+    std::weak_ptr<torch::autograd::Node> node = torch::autograd::impl::grad_accumulator(first);
+    EXPECT_TRUE(node.expired()) << "the sync keeps the parameter's AccumulateGrad node alive";
+    EXPECT_NE(torch::autograd::impl::post_acc_grad_hooks(first), nullptr);
+    sync.begin_step(0);
+    sync.arm();
+    loss_of(net, 1).backward();  // a node made now, on this step's stream, still calls the hook
+    EXPECT_EQ(comm.sent.size(), sync.bucket_parameter_counts().size());
+    sync.finish();
+  }
+  EXPECT_EQ(torch::autograd::impl::post_acc_grad_hooks(first), nullptr);
 }
 
 // A backward whose gradients autograd's hooks do not see says each gradient is ready itself: a bucket
