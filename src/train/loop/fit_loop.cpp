@@ -38,6 +38,9 @@ void Trainer::State::FitLoop::start() {
          "; to train again set checkpoint.resume: never or another logging.dir, to train longer raise "
          "train.epochs or train.max_steps");
   each_callback([&](Callback& c) { c.on_fit_start(*this); });
+  // The run's clocks start now: what the callbacks set up (NVML, a TensorBoard file, an MLflow
+  // run) is not training time, and a short fast run would read that as a slower step.
+  totals_.start = window_.start = Clock::now();
   // What a callback decided from the checkpoint every rank read holds on every rank: in effect now.
   if (pending_) stop_.swap(pending_);
 }

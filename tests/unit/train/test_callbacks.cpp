@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 #include <torch/serialize/archive.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gputrain/core/error.hpp"
@@ -68,6 +70,13 @@ class StopAfter : public Callback {
   std::int64_t step_;
 };
 
+// Takes its time setting up, as NVML's or an MLflow run's start can.
+class SlowStart : public Callback {
+ public:
+  std::string name() const override { return "slow_start"; }
+  void on_fit_start(RunControl&) override { std::this_thread::sleep_for(std::chrono::milliseconds(1500)); }
+};
+
 FitResult fit_with(const Config& config, std::vector<std::shared_ptr<Callback>> callbacks) {
   auto options = test_support::quiet_trainer();
   options.callbacks = std::move(callbacks);
@@ -88,6 +97,15 @@ TEST(Callbacks, GetEveryHookInTheLoopsOrder) {
                                           "validation@1+val", "epoch_end@1", "log@8[7-8]", "log@10[9-10]", "log@12[11-12]",
                                           "validation@2+val", "epoch_end@2", "fit_end@12"};
   EXPECT_EQ(recorder->calls, expected);
+}
+
+// A callback's set-up is not training: the run's step time, and so its samples/s, start after it.
+TEST(Callbacks, SetUpInOnFitStartIsNotCountedAsStepTime) {
+  const auto config = test_support::small_run("callback-slow-start", {"train.max_steps=2"});
+  const auto result = fit_with(config, {std::make_shared<SlowStart>()});
+  EXPECT_EQ(result.steps, 2);
+  EXPECT_GT(result.step_seconds, 0);
+  EXPECT_LT(result.step_seconds, 1.0) << "the callback's 1.5 s counted as training";
 }
 
 TEST(Callbacks, StateIsSavedUnderTheirNameAndRestoredOnResume) {
