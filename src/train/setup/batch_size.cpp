@@ -25,6 +25,7 @@
 #include "gputrain/train/run_setup.hpp"
 #include "train/models/frozen_model.hpp"
 #include "train/setup/activation_checkpointing_setup.hpp"
+#include "train/step/graph_plan.hpp"
 #include "train/step/optimizer_shards.hpp"
 #include "train/step/step_engine.hpp"
 #include "train/step/step_failures.hpp"
@@ -85,6 +86,7 @@ class ProbeRig {
                                                      nullptr,
                                                      {}});
     engine_->create_optimizer_state();
+    captures_ = run_captures_steps();
   }
 
   sizing::ProbePoint operator()(std::int64_t batch) {
@@ -152,6 +154,43 @@ class ProbeRig {
     const auto optimizer_step = memory::memory_figures(device_, /*with_limit=*/false);
     point.optimizer_peak = optimizer_step.peak;
     point.reserved_peak = std::max(point.reserved_peak, optimizer_step.reserved_peak);
+    if (captures_) captured_step(samples, point);
+  }
+
+  // The run will replay its steps from a CUDA graph, which holds the step's memory in a pool of its
+  // own: on the H200 a batch whose eager step fit a 4 GiB cap ran out of memory at its capture. So
+  // the step is captured too (the eager one above chose cuDNN's algorithms), and the graph's
+  // memory counts: its out-of-memory error is the probe's.
+  void captured_step(const data::Batch& samples, sizing::ProbePoint& point) {
+    // One eager step in the backend's own hands (it plans its weight casts), then the capture.
+    engine_->use(make_graph_backend(
+        false, [](const std::string&) {}, CapturePlan::Options{1, 1, 1, 1}));
+    struct BackToEager {  // the graph and its pool go with the backend, also after an error
+      StepEngine& engine;
+      ~BackToEager() { engine.use(make_eager_backend()); }
+    } back{*engine_};
+    memory::reset_peak_memory(device_);
+    for (int step = 0; step < 2; ++step) {
+      const auto loss = engine_->accumulate(samples, point.batch);
+      engine_->apply();
+      (void)loss.item<float>();
+    }
+    const auto captured = memory::memory_figures(device_, /*with_limit=*/false);
+    point.peak = std::max(point.peak, captured.peak);
+    point.reserved_peak = std::max(point.reserved_peak, captured.reserved_peak);
+  }
+
+  // Whether the run's steps will be captured, as far as the rig can tell (the run's callbacks and
+  // ranks can still rule it out; then the probes were only cautious).
+  bool run_captures_steps() {
+    GraphConditions conditions;
+    conditions.setting = config_.train.cuda_graphs == "off" ? "off" : "auto";  // "on"'s refusal is the run's to say
+    conditions.cuda = device_.is_cuda();
+    const auto ranks = dist::read_rank_environment();
+    conditions.sharded_optimizer = config_.distributed.shard_optimizer && ranks && ranks->world_size > 1;
+    conditions.device_stepped = device_stepped(*optimizer_) != nullptr;
+    conditions.recomputes_random = recomputation_draws_random_numbers(*model_);
+    return decide_cuda_graphs(conditions).capture;
   }
 
   const Config& config_;
@@ -165,6 +204,7 @@ class ProbeRig {
   std::unique_ptr<GradScaler> scaler_;
   std::unique_ptr<StepEngine> engine_;  // the run's: the probes measure what it will run
   sizing::MemoryBudget budget_;
+  bool captures_ = false;  // the run's steps are CUDA graphs: the probes capture theirs too
 };
 
 // The config with everything that does not change a step's memory set to defaults, as YAML.

@@ -92,8 +92,8 @@ class InGraphPool {
 
 class GraphStep final : public StepBackend {
  public:
-  GraphStep(std::unique_ptr<StepBackend> eager, bool required, std::function<void(const std::string&)> say)
-      : eager_(std::move(eager)), required_(required), say_(std::move(say)) {}
+  GraphStep(std::unique_ptr<StepBackend> eager, bool required, std::function<void(const std::string&)> say, CapturePlan::Options plan)
+      : eager_(std::move(eager)), required_(required), say_(std::move(say)), plan_(plan) {}
 
   at::Tensor accumulate(const StepParts& p, const data::Batch& batch, std::int64_t micro_batch, std::int64_t global_rows,
                         const std::function<void()>& after_forward) override {
@@ -328,8 +328,8 @@ at::Tensor GraphStep::eager_instead(const StepParts& p, const data::Batch& batch
 
 }  // namespace
 
-std::unique_ptr<StepBackend> make_graph_backend(bool required, std::function<void(const std::string&)> say) {
-  return std::make_unique<GraphStep>(make_eager_backend(), required, std::move(say));
+std::unique_ptr<StepBackend> make_graph_backend(bool required, std::function<void(const std::string&)> say, CapturePlan::Options plan) {
+  return std::make_unique<GraphStep>(make_eager_backend(), required, std::move(say), plan);
 }
 
 }  // namespace gputrain::train

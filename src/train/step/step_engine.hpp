@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "graph_plan.hpp"
 #include "training_step.hpp"
 
 namespace gputrain::memory {
@@ -56,7 +57,8 @@ std::unique_ptr<StepBackend> make_eager_backend();
 /// CapturePlan says so. `required` (train.cuda_graphs: on) makes a capture that turns out
 /// impossible an error; otherwise the run goes on eagerly and `say` gets one line on why.
 /// The loss a replayed step returns is the graph's own buffer: read it before the next step.
-std::unique_ptr<StepBackend> make_graph_backend(bool required, std::function<void(const std::string&)> say);
+/// `plan`: when to capture (the batch-size probes capture a shape's first step).
+std::unique_ptr<StepBackend> make_graph_backend(bool required, std::function<void(const std::string&)> say, CapturePlan::Options plan = {});
 
 class StepEngine {
  public:
