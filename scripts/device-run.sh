@@ -40,6 +40,9 @@
 #          reduce-overhead (and with autocast's casts per layer), its profile --step (GPU busy
 #          from CUPTI), the kernel breakdown (the third batch-norm kernels' time per kernel,
 #          launches per step), then the rest stage's figures if time is left
+#   retest the GPU tests a change after next's failures touches (batch-norm mask, busy share, the
+#          distributed capture, the auto batch with captured probes), then monitoring (each part
+#          alone too) and the DDP path with graphs on and off
 #   rest   ResNet-18 batch 1024 against eager (no compile), issue #51's monitoring overhead on the
 #          GPU, the DDP path with graphs on and off: next's tail, for a second call on a warm machine
 #   full   verify --level full (burn-in included)
@@ -47,7 +50,7 @@
 # The tool brings back at most 8 files: logs go into $OUT/logs.tgz, refreshed after every step.
 set -uo pipefail
 stage=${1:-test}
-stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|graphs|graphs2|figures|recheck|batchnorm|monitoring|ddpgraphs|next|rest|full|suite"
+stages="test|bench|bench2|batch|probe|lightning|mlp-batch|search|open|graphs|graphs2|figures|recheck|batchnorm|monitoring|ddpgraphs|next|rest|retest|full|suite"
 case "|$stages|" in *"|$stage|"*) ;; *) [ "$stage" = quick ] && stage=test || { echo "usage: $0 $stages" >&2; exit 2; } ;; esac
 results=${OUT:-/tmp/gputrain-out}; out=/tmp/gputrain-logs; mkdir -p "$results" "$out"
 build=build-device
@@ -83,6 +86,7 @@ batchnorm) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_t
 monitoring) targets=(--target gputrain gputrain-train) ;;
 ddpgraphs) targets=(--target gputrain gputrain-train test_gpu_train) ;;
 rest) targets=(--target gputrain gputrain-profile gputrain-train) ;;
+retest) targets=(--target gputrain gputrain-train test_gpu_train test_gpu_checks) ;;
 next) targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 figures) targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 recheck) targets=(--target test_gpu_train) ;;
@@ -130,7 +134,7 @@ run_mlp_batch() {
 # next's tail: the figures that move least with the batch-norm kernels, each cut to what is left.
 run_rest() {
   GPUTRAIN_BUILD=$build run_bench train-1024 150 "$python" bench/train_vs_pytorch.py --runs 2 --cases resnet18_1024 --no-compile
-  GPUTRAIN_BUILD=$build run_bench monitoring 150 "$python" bench/monitoring_overhead.py --device cuda --no-mlflow --runs 5
+  GPUTRAIN_BUILD=$build run_bench monitoring 150 "$python" bench/monitoring_overhead.py --device cuda --no-mlflow --parts --runs 3
   GPUTRAIN_BUILD=$build run_bench ddp-graphs 200 "$python" bench/ddp_scaling.py --gpu --runs "${GPUTRAIN_BENCH_RUNS:-2}" --steps 200
 }
 
@@ -281,6 +285,14 @@ next)
   ;;
 rest)
   run_rest
+  ;;
+retest)
+  step "ctest GpuBatchNorm, GpuProfile, GpuDist, GpuGraphs, GpuTrainer.AutoBatch"
+  ctest --test-dir $build -R "^(GpuBatchNorm|GpuProfile|GpuDist|GpuGraphs|GpuTrainer\.AutoBatch)" -V --timeout 150 \
+    > "$out/ctest-retest.log" 2>&1; echo "rc=$?"
+  grep -E "Test +#|tests passed|Failure|Expected|Which is|differs|max difference|error|found [0-9]+, largest" "$out/ctest-retest.log" | head -50
+  GPUTRAIN_BUILD=$build run_bench monitoring 100 "$python" bench/monitoring_overhead.py --device cuda --no-mlflow --parts --runs 3
+  GPUTRAIN_BUILD=$build run_bench ddp-graphs 120 "$python" bench/ddp_scaling.py --gpu --runs 2 --steps 200
   ;;
 full)
   step "verify full"
