@@ -111,6 +111,27 @@ TEST_F(GpuGraphs, AGraphRunRepeatsTheEagerRunBitForBit) {
   }
 }
 
+// logging.grad_norm without clipping, in bf16 and fp32: the graph holds its applied gradients and
+// a logged step measures them after its replay (the steps between measure nothing), which gives
+// the eager run's norms bit for bit.
+TEST_F(GpuGraphs, LoggedGradientNormsRepeatTheEagerRunsWithoutANormEveryReplay) {
+  for (const char* precision : {"bf16-mixed", "fp32"}) {
+    const std::vector<std::string> settings{std::string("train.precision=") + precision, "logging.grad_norm=true", "logging.every_steps=2"};
+    Trainer eager(graph_run("norms", "off", settings), test_support::quiet_trainer());
+    Trainer graphs(graph_run("norms", "on", settings), test_support::quiet_trainer());
+    const auto a = eager.fit(), b = graphs.fit();
+    EXPECT_EQ(graphs_said(b), "on");
+    const auto norms = [](const FitResult& r) {
+      std::vector<double> out;
+      for (const auto& record : test_support::jsonl_records(r.run_dir + "/metrics.jsonl", "step"))
+        if (!record["grad_norm"].is_null()) out.push_back(record["grad_norm"].get<double>());
+      return out;
+    };
+    EXPECT_FALSE(norms(a).empty());
+    EXPECT_EQ(norms(a), norms(b)) << precision;
+  }
+}
+
 // ResNet blocks that recompute in backward (train.activation_checkpointing) rewind no generator,
 // so the whole step, recomputation included, is captured and repeats the eager run bit for bit.
 TEST_F(GpuGraphs, RecomputingResNetBlocksAreCapturedAndRepeatTheEagerRun) {

@@ -26,6 +26,8 @@ at::Tensor global_grad_norm(const std::vector<at::Tensor>& params) {
   return grads.empty() ? at::Tensor() : norm_of(grads);
 }
 
+at::Tensor gradients_norm(const std::vector<at::Tensor>& gradients) { return gradients.empty() ? at::Tensor() : norm_of(gradients); }
+
 at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
   auto grads = grads_of(params);
   if (grads.empty()) return {};

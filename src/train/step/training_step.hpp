@@ -38,6 +38,10 @@ struct GradientReadout {
   /// gradients in place instead.
   bool keep_gradients = false;
   std::vector<at::Tensor> gradients;
+  /// Hold the next step's applied gradients themselves in `held` (no copy): a captured step's
+  /// stay in its pool, where a logged step measures their norm after the replay.
+  bool hold_gradients = false;
+  std::vector<at::Tensor> held;
 };
 
 /// What a step works on; references only, owned by the caller.
