@@ -322,6 +322,7 @@ def pytorch_run(case, device, steps, init, lr, data, channels_last=False, fused_
 # first step begins) and to the first step's record (its end: cuDNN's algorithm search included),
 # the trainer's set-up among them, and the data's opening among those.
 STARTUP = {}
+SETUP_PHASES = {}  # case: {phase: [seconds per run]}, the start record's setup_phases
 
 
 def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=None, graphs="auto", env=None):
@@ -356,6 +357,8 @@ def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=
     if "setup_seconds" in start:  # builds before 2026-11-29 lack it
         STARTUP.setdefault(case, []).append((start["time"] - started, first_step, start["setup_seconds"], start["data_read_seconds"],
                                             start.get("data_load_seconds") or 0.0))
+        for phase, seconds in start.get("setup_phases", {}).items():  # builds before 2026-11-30 lack them
+            SETUP_PHASES.setdefault(case, {}).setdefault(phase, []).append(seconds)
     first = [r for r in lines if r["step"] == (every or c["window"])]
     first_window_seconds = first[0]["time"] - started if first and "time" in first[0] else None
     return [l["samples_per_second"] for l in lines], [l["loss"] for l in lines], first_window_seconds
@@ -565,6 +568,9 @@ def main():
                       "set-up (%.2f s opening the data, %.2f s loading it into the cache), the rest loading the program and its "
                       "libraries; the first step (first-use work: on a GPU cuDNN's algorithm search) done %.2f s after the command"
                       % (len(STARTUP[case]), to_step, setup, read, load, step_done))
+                if SETUP_PHASES.get(case):
+                    phases = sorted(((statistics.median(v), phase) for phase, v in SETUP_PHASES[case].items()), reverse=True)
+                    print("the set-up's phases, medians: " + ", ".join("%s %.2f s" % (phase, sec) for sec, phase in phases))
             flops, peak = training_flops_per_sample(case), peak_of(device)
             achieved = ours * flops / 1e12
             print("\ngputrain computes %.3g TFLOPS (%.3g GFLOP a training sample)%s"

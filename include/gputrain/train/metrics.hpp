@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gputrain/memory/oom_guard.hpp"
@@ -25,9 +26,13 @@ struct RunInfo {
   std::int64_t num_workers = 0;                 ///< data.num_workers after `auto` is resolved
   std::string data_cache = "none";              ///< where the data lives: vram, ram or none (streamed)
   std::int64_t train_samples = 0, val_samples = 0;
-  double data_read_seconds = 0;     ///< opening the data files (a CSV's parse), before the cache load
-  double data_load_seconds = 0;     ///< the one-time load into the cache, apart from any epoch
-  double setup_seconds = 0;         ///< the trainer's set-up (device, data, model, batch search, resume), before fit()
+  double data_read_seconds = 0;  ///< opening the data files (a CSV's parse), before the cache load
+  double data_load_seconds = 0;  ///< the one-time load into the cache, apart from any epoch
+  double setup_seconds = 0;      ///< the trainer's set-up (device, data, model, batch search, resume), before fit()
+  /// Where setup_seconds went, in order: device, ranks, data, cache (with batch_size: auto's
+  /// search), model, step (optimizer and the step engine), callbacks, resume, config_file (an
+  /// evaluation: device, ranks, data, model). They add up to setup_seconds.
+  std::vector<std::pair<std::string, double>> setup_phases;
   std::int64_t start_step = 0;      ///< above 0 when resumed
   std::int64_t world_size = 1;      ///< data-parallel ranks (batch_size is per rank)
   std::string distributed;          ///< "2 ranks over mpi", or empty for a plain run

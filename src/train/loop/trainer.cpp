@@ -140,17 +140,21 @@ Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_uniqu
   state_->config = std::move(config);
   state_->options = std::move(options);
   state_->config_yaml = to_yaml(state_->config);
+  state_->phase_start = start;
   try {
     state_->setup();
     if (!state_->evaluating()) {
       state_->callbacks = builtin_callbacks(state_->config);
       for (const auto& callback : state_->options.callbacks) state_->callbacks.push_back(callback);
       state_->choose_step_backend();
+      state_->phase_done("callbacks");
       state_->resume();
+      state_->phase_done("resume");
       state_->write_config_file();
       state_->keep_rng_at_setup();
+      state_->phase_done("config_file");
     }
-    state_->setup_seconds = seconds_since(start);
+    for (const auto& [phase, seconds] : state_->setup_phases) state_->setup_seconds += seconds;  // from `start` on, phase by phase
   } catch (const c10::OutOfMemoryError& e) {
     throw Error("out of memory before the first step, while placing the data, the model and its optimizer on " + state_->device.str() +
                     ": " + memory::describe(memory::memory_figures(state_->device)) + ". The allocator said: " + e.what_without_backtrace(),

@@ -59,7 +59,13 @@ struct Trainer::State : RunContext {
   RunData data;
   DataPlacement placement;
   std::int64_t train_size = 0, val_size = 0;
-  double setup_seconds = 0;  // the Trainer's constructor: everything before fit()
+  double setup_seconds = 0;                                  // the Trainer's constructor: everything before fit()
+  std::vector<std::pair<std::string, double>> setup_phases;  // RunInfo::setup_phases
+  Clock::time_point phase_start = Clock::now();
+  void phase_done(const char* name) {
+    setup_phases.emplace_back(name, seconds_since(phase_start));
+    phase_start = Clock::now();
+  }
   std::size_t skipped_reported = 0;
   std::unique_ptr<Model> model;
   std::vector<at::Tensor> params;

@@ -23,6 +23,13 @@ RefusedWrites::Warn or_log(RefusedWrites::Warn warn) {
   return [](const std::string& line) { core::log_warn(line); };
 }
 
+// The set-up's phases as an object, phase: seconds (the start record's setup_phases).
+nlohmann::json phases_json(const std::vector<std::pair<std::string, double>>& phases) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [phase, seconds] : phases) out[phase] = seconds;
+  return out;
+}
+
 // The bytes after the last '\n' of the file at `path`: a line an earlier run left half-written (a
 // full disk, a kill mid-write); 0 when the file is missing, empty or ends in a whole line.
 std::uintmax_t partial_last_line(const std::string& path) {
@@ -86,6 +93,7 @@ class JsonlSink final : public MetricSink {
            {"data_read_seconds", i.data_read_seconds},
            {"data_load_seconds", i.data_load_seconds},
            {"setup_seconds", i.setup_seconds},
+           {"setup_phases", phases_json(i.setup_phases)},
            {"total_steps", i.total_steps},
            {"steps_per_epoch", i.steps_per_epoch},
            {"start_step", i.start_step},

@@ -99,15 +99,20 @@ void Trainer::State::setup() {
   rank_config.device.name = ranks.device_name(config.device.name);
   auto run_device = prepare_device(rank_config);
   device = run_device.device;
+  phase_done("device");
   for (const auto& line : run_device.notes) reporter.later(line);
   if (const auto note = config_not_utf8_note(config_yaml); !note.empty()) reporter.later(note);
   ranks.connect(config.distributed, device);
   apply_backend_settings(config.train);
+  phase_done("ranks");
   open_the_data();
-  if (evaluating())
+  phase_done("data");
+  if (evaluating()) {
     prepare_to_evaluate(run_device.name);
-  else
+    phase_done("model");
+  } else {
     prepare_to_train(run_device.name);
+  }
 }
 
 // Training: its folders, the batch found or given, the model from its initial weights, and
@@ -133,6 +138,7 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
   resolve_workers();
   check_scripted_model(config, data, device);  // before the probes and the cache plan run it
   place_the_data(device_name);
+  phase_done("cache");
   // Before the model's seeding: the check runs a copy of the model, which draws random numbers.
   if (!config.data.drop_last && !(config.model.sync_batch_norm && ranks.world_size() > 1))
     lone_samples = plan_lone_samples(config, data, {train_size, ranks.world_size(), effective_batch, micro_batch});
@@ -156,6 +162,7 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
   }
   place_the_model();
   share_the_weights();
+  phase_done("model");
   if (auto* comm = ranks.communicator()) {
     sync = std::make_unique<dist::GradientSync>(params, *comm, sync_options(config.distributed));
     reporter.later("distributed: " + ranks.summary() + ", gradients in " + core::counted(sync->figures().buckets, "bucket") + " of up to " +
@@ -166,6 +173,7 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
     reporter.later(models::transformer_attention_note(ModelSpec{config.model, config.data.shape, model_outputs(config)}, device,
                                                       config.train.precision));
   make_the_step();
+  phase_done("step");
   count_the_steps();
   for (const auto& line : schedule_notes(config.optimizer, config.scheduler, total_steps)) reporter.later(line);
   store = std::make_unique<CheckpointStore>(config.checkpoint_dir(), config.checkpoint.keep_last);
@@ -447,49 +455,6 @@ void Trainer::State::resolve_workers() {
                    core::format_fixed(cores_per_rank, cores_per_rank == std::floor(cores_per_rank) ? 0 : 1) +
                    " usable cores of a rank here, so they take turns with the training thread; data.num_workers: auto picks " +
                    std::to_string(plan.workers) + ", and gputrain profile measures the fastest count");
-}
-
-void Trainer::State::open_reporter(std::int64_t start_step) {
-  if (!ranks.writer()) {  // rank 0 speaks for the run
-    reporter.stay_silent();
-    return;
-  }
-  const fs::path dir(config.logging.dir);
-  std::ostream& console = options.console ? *options.console : std::cerr;
-  std::string mode = config.logging.progress;
-  if (mode == "auto") mode = options.console_is_terminal ? "bar" : "lines";
-  std::vector<std::unique_ptr<MetricSink>> sinks;
-  sinks.push_back(make_console_sink(mode, console, options.console_quiet));
-  // A run file the disk refuses says so where the user looks: the console and training.log.
-  const SinkWarning warn = [this](const std::string& line) { reporter.note(line); };
-  sinks.push_back(make_log_file_sink((dir / "training.log").string(), warn));
-  if (config.logging.jsonl) sinks.push_back(make_jsonl_sink((dir / "metrics.jsonl").string(), warn));
-  if (config.logging.tensorboard) sinks.push_back(make_tensorboard_sink(dir.string(), warn));
-  RunInfo info;
-  info.run_dir = config.logging.dir;
-  info.model = model->name();
-  info.device = device.str();
-  info.precision = to_string(config.train.precision);
-  info.parameters = parameter_count(*model);
-  info.total_steps = total_steps;
-  info.steps_per_epoch = steps_per_epoch;
-  info.epochs = config.train.epochs;
-  info.batch_size = micro_batch;
-  info.grad_accum = config.train.grad_accum;
-  info.batch_size_auto = !config.train.batch_size.has_value();
-  info.num_workers = num_workers;
-  info.data_cache = data::to_string(placement.plan.mode);
-  info.train_samples = train_size;
-  info.val_samples = val_size;
-  info.data_read_seconds = data.read_seconds;
-  info.data_load_seconds = placement.load_seconds;
-  info.setup_seconds = setup_seconds;
-  info.start_step = start_step;
-  info.world_size = ranks.world_size();
-  info.distributed = ranks.summary();
-  info.cuda_graphs = cuda_graphs;
-  info.show_balanced_accuracy = shows_balanced_accuracy();
-  reporter.open(std::move(sinks), info);
 }
 
 }  // namespace gputrain::train

@@ -56,6 +56,18 @@ TEST(TrainerData, TheStartRecordsSetUpTimeHoldsTheDatasReadAndLoad) {
   const double read = start.at("data_read_seconds"), load = start.at("data_load_seconds"), setup = start.at("setup_seconds");
   EXPECT_GT(setup, 0.0);
   EXPECT_GE(setup, read + load) << start.dump();
+  // Its phases, which together are the set-up: the data's read in "data", its load in "cache".
+  const auto& phases = start.at("setup_phases");
+  double sum = 0;
+  for (const char* phase : {"device", "ranks", "data", "cache", "model", "step", "callbacks", "resume", "config_file"}) {
+    ASSERT_TRUE(phases.contains(phase)) << phase << " in " << phases.dump();
+    EXPECT_GE(phases.at(phase).get<double>(), 0.0) << phase;
+    sum += phases.at(phase).get<double>();
+  }
+  EXPECT_EQ(phases.size(), 9U) << phases.dump();
+  EXPECT_GE(phases.at("data").get<double>(), read) << phases.dump();
+  EXPECT_GE(phases.at("cache").get<double>(), load) << phases.dump();
+  EXPECT_NEAR(sum, setup, 1e-9) << phases.dump();
 }
 
 // The loader hands over exactly the batches the cache gathers: the same run, bit for bit.
