@@ -62,23 +62,37 @@ struct GradientSync::Impl {
 
   Impl(Communicator& c, GradientSyncOptions o) : comm(c), options(o) {}
 
-  at::Tensor slot(std::size_t param) {
+  // The parameter's place in its bucket, laid out as the parameter is (a channels_last weight's
+  // elements in channels_last order): its gradient copies in as one run of memory, and the sum
+  // becomes its .grad() with the parameter's strides, as the fused optimizer takes it.
+  at::Tensor view_of(std::size_t param) {
     const auto& p = params[param];
-    return buckets[bucket_of[param]].flat.narrow(0, offset_of[param], p.numel());
+    const auto slot = buckets[bucket_of[param]].flat.narrow(0, offset_of[param], p.numel());
+    return p.is_non_overlapping_and_dense() ? slot.as_strided(p.sizes(), p.strides()) : slot.view(p.sizes());
   }
 
-  // Copies the parameter's gradient (zeros when it has none) into its bucket.
-  void stage(std::size_t param) {
-    const auto& grad = params[param].grad();
-    auto target = slot(param);
-    if (grad.defined()) {
-      // Last step's sum, still the gradient when nothing reset it: already in place.
-      if (grad.data_ptr() != target.data_ptr()) target.copy_(grad.reshape(-1));
-    } else {
-      target.zero_();
-    }
+  // The parameter's gradient is in its .grad() (or it has none this step): its bucket fills.
+  void mark_ready(std::size_t param) {
     ready[param] = 1;
-    --buckets[bucket_of[param]].pending;
+    auto& b = buckets[bucket_of[param]];
+    if (--b.pending == 0) stage(b);
+  }
+
+  // Copies a full bucket's gradients in with one multi-tensor copy (zeros for a parameter without
+  // one): a kernel or a few for the bucket, not one per parameter inside a captured step.
+  void stage(Bucket& b) {
+    std::vector<at::Tensor> to, from;
+    for (const auto k : b.members) {
+      const auto& grad = params[k].grad();
+      auto target = view_of(k);
+      if (!grad.defined()) {
+        target.zero_();
+      } else if (grad.data_ptr() != target.data_ptr()) {  // last step's sum, still the gradient, is in place
+        to.push_back(target);
+        from.push_back(grad);
+      }
+    }
+    if (!to.empty()) at::_foreach_copy_(to, from);
   }
 
   // Starts every full bucket whose predecessors have started: the same order on every rank.
@@ -97,7 +111,7 @@ struct GradientSync::Impl {
   void on_gradient_ready(std::size_t param) {
     std::lock_guard<std::mutex> lock(mutex);
     if (!armed || ready[param]) return;
-    stage(param);
+    mark_ready(param);
     launch_in_order(/*in_backward=*/true);
   }
 
@@ -189,7 +203,7 @@ void GradientSync::finish() {
     std::lock_guard<std::mutex> lock(m.mutex);
     m.armed = false;
     for (std::size_t k = 0; k < m.params.size(); ++k)
-      if (!m.ready[k]) m.stage(k);
+      if (!m.ready[k]) m.mark_ready(k);
     m.launch_in_order(/*in_backward=*/false);
   }
   const auto start = Clock::now();
@@ -203,8 +217,8 @@ void GradientSync::finish() {
   at::NoGradGuard no_grad;
   for (std::size_t k = 0; k < m.params.size(); ++k) {
     auto& p = m.params[k];
-    const auto sum = m.slot(k).view(p.sizes());
-    if (sum.scalar_type() == p.scalar_type() && p.is_contiguous()) {
+    const auto sum = m.view_of(k);
+    if (sum.scalar_type() == p.scalar_type() && sum.strides() == p.strides()) {
       // The optimizer reads the sum where the all-reduce left it (PyTorch DDP's gradient_as_bucket_view,
       // for the copy out): same dtype and layout as the parameter, so the fused optimizer takes it too.
       // detach(): the same memory, but not an autograd view, which zero_grad()'s detach_() refuses.

@@ -2,9 +2,10 @@
 // dist::GradientSync: our DDP (LibTorch's C++ API has none). Gradients are summed across ranks in
 // buckets, as PyTorch DDP does: parameters in reverse registration order (roughly the order
 // backward produces their gradients), a small first bucket so communication starts early, the rest
-// up to the bucket cap. A hook on each parameter's gradient accumulator copies its gradient into
-// its bucket; a full bucket's all-reduce starts at once, in bucket order on every rank, while
-// backward computes the next ones. finish() starts what is left, waits, and writes the sums back.
+// up to the bucket cap. A post-accumulate hook on each parameter marks its gradient ready; a full
+// bucket takes its gradients in one multi-tensor copy (each laid out as its parameter is) and its
+// all-reduce starts at once, in bucket order on every rank, while backward computes the next ones.
+// finish() starts what is left, waits, and makes each sum its parameter's .grad() in place.
 // Over NCCL a CUDA-graph step (train/step/graph_step.cpp) records the all-reduces its captured
 // backward's hooks start and finish()'s wait; its replays run them without this host code.
 //

@@ -9,6 +9,7 @@
 #include <torch/csrc/autograd/variable.h>
 #include <torch/nn/modules/activation.h>
 #include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
 #include "gputrain/core/error.hpp"
@@ -133,6 +134,31 @@ TEST(GradientSync, HoldsNoAccumulateGradNodeAndRemovesItsHooks) {
     sync.finish();
   }
   EXPECT_EQ(torch::autograd::impl::post_acc_grad_hooks(first), nullptr);
+}
+
+// A channels_last weight's place in its bucket is laid out as the weight is: its gradient copies in
+// as one run of memory, and the sum becomes its .grad() in place (a view of the bucket, the
+// weight's strides), as for a contiguous one, with no copy back.
+TEST(GradientSync, AChannelsLastWeightsSumIsABucketViewWithItsStrides) {
+  torch::manual_seed(0);
+  torch::nn::Conv2d conv(torch::nn::Conv2dOptions(3, 8, 3));
+  conv->weight.set_data(conv->weight.contiguous(at::MemoryFormat::ChannelsLast));
+  MirrorCommunicator comm(2);
+  GradientSync sync(conv->parameters(), comm, several_buckets());
+  ASSERT_EQ(sync.bucket_parameter_counts(), (std::vector<std::int64_t>{2})) << "bias and weight share the first bucket";
+  const auto input = torch::randn({2, 3, 8, 8}).contiguous(at::MemoryFormat::ChannelsLast);
+  conv->forward(input).pow(2).mean().backward();  // the reference, without the sync armed
+  const auto expected = conv->weight.grad().clone() * 2;
+  for (auto& p : conv->parameters()) p.mutable_grad() = at::Tensor();
+
+  sync.begin_step(0);
+  sync.arm();
+  conv->forward(input).pow(2).mean().backward();
+  sync.finish();
+  const auto grad = conv->weight.grad();
+  EXPECT_EQ(grad.strides(), conv->weight.strides());
+  EXPECT_TRUE(at::allclose(grad, expected));
+  EXPECT_TRUE(grad.is_alias_of(conv->bias.grad())) << "the weight's sum was copied out of the bucket";
 }
 
 // A backward whose gradients autograd's hooks do not see says each gradient is ready itself: a bucket
