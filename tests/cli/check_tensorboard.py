@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """What TensorBoard's own reader finds in a run's folder besides the scalars (#51).
 
-Usage: check_tensorboard.py WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
+Usage: check_tensorboard.py [--cuda] WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
+
+--cuda: the runs train on the GPU with train.cuda_graphs on, so the gradient histograms are of the
+gradients a replayed CUDA graph holds (skipped, exit 77, where PyTorch sees no GPU).
 
 gputrain trains an MLP for 8 steps with logging.histograms_every 4. TensorBoard's EventAccumulator
 then finds:
@@ -22,7 +25,15 @@ from checker import fail, fresh_workdir_and_command  # noqa: E402
 
 
 def main():
-    workdir, command = fresh_workdir_and_command("usage: check_tensorboard.py WORKDIR -- GPUTRAIN_TRAIN_COMMAND...")
+    cuda = "--cuda" in sys.argv[1:2]
+    if cuda:
+        del sys.argv[1]
+        import torch
+        if not torch.cuda.is_available():
+            print("SKIP: no CUDA GPU visible")
+            sys.exit(77)
+    device = ["--set", "device=cuda", "--set", "train.cuda_graphs=on"] if cuda else ["--set", "device=cpu"]
+    workdir, command = fresh_workdir_and_command("usage: check_tensorboard.py [--cuda] WORKDIR -- GPUTRAIN_TRAIN_COMMAND...")
     try:
         from safetensors.torch import load_file
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -31,7 +42,7 @@ def main():
         print(f"SKIP: {e} (scripts/requirements.txt installs it)")
         sys.exit(77)
     def train(run_dir, *settings):
-        args = command + ["--set", "device=cpu", "--set", "model.name=mlp", "--set", "model.hidden=[16]", "--set", "data.shape=[6]",
+        args = command + device + ["--set", "model.name=mlp", "--set", "model.hidden=[16]", "--set", "data.shape=[6]",
                           "--set", "data.classes=3", "--set", "data.samples=64", "--set", "data.val_samples=16",
                           "--set", "train.batch_size=16", "--set", "train.epochs=2", "--set", "optimizer.lr=0.05",
                           "--set", "train.deterministic=true", "--set", "logging.histograms_every=4",

@@ -54,7 +54,7 @@ NamedTensors Trainer::State::FitLoop::gradients() {
   const auto& kept = s_.readout.gradients;
   NamedTensors out;
   for (std::size_t i = 0; i < s_.params.size(); ++i) {
-    // A replayed CUDA graph keeps its gradients in place; an eager step left a copy.
+    // An eager step left a copy; a replayed CUDA graph, the ones in its pool.
     const auto gradient = i < kept.size() ? kept[i] : s_.params[i].grad();
     const auto name = names.find(s_.params[i].unsafeGetTensorImpl());
     if (gradient.defined() && name != names.end()) out.emplace_back(name->second, gradient);

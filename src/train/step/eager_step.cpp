@@ -77,8 +77,7 @@ class EagerStep final : public StepBackend {
     p.scaler.update();
     if (p.readout && p.readout->hold_gradients) {
       p.readout->held.clear();
-      for (const auto& param : p.params)
-        if (param.grad().defined()) p.readout->held.push_back(param.grad());
+      for (const auto& param : p.params) p.readout->held.push_back(param.grad());
     }
     if (p.readout && p.readout->keep_gradients) {
       p.readout->gradients.clear();

@@ -26,7 +26,12 @@ at::Tensor global_grad_norm(const std::vector<at::Tensor>& params) {
   return grads.empty() ? at::Tensor() : norm_of(grads);
 }
 
-at::Tensor gradients_norm(const std::vector<at::Tensor>& gradients) { return gradients.empty() ? at::Tensor() : norm_of(gradients); }
+at::Tensor gradients_norm(const std::vector<at::Tensor>& gradients) {
+  std::vector<at::Tensor> defined;
+  for (const auto& g : gradients)
+    if (g.defined()) defined.push_back(g);
+  return defined.empty() ? at::Tensor() : norm_of(defined);
+}
 
 at::Tensor clip_grad_norm(const std::vector<at::Tensor>& params, double max_norm) {
   auto grads = grads_of(params);

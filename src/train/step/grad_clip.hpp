@@ -13,7 +13,7 @@ namespace gputrain::train {
 /// gradient): PyTorch's foreach rule, one norm per tensor then the norm of those.
 at::Tensor global_grad_norm(const std::vector<at::Tensor>& params);
 
-/// The same norm over `gradients` themselves (all defined), e.g. the ones a captured step left.
+/// The same norm over `gradients` themselves (undefined ones skipped), e.g. the ones a captured step left.
 at::Tensor gradients_norm(const std::vector<at::Tensor>& gradients);
 
 /// Scales the gradients of `params` so their joint L2 norm is at most `max_norm` (PyTorch's rule:

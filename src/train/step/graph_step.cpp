@@ -48,7 +48,7 @@ struct CapturedStep {
   at::Tensor inputs, targets;         // the host copies each batch in before a replay
   at::Tensor loss;                    // the step's mean loss, rewritten by each replay
   at::Tensor grad_norm;               // the gradients' norm where every replay computes it (fp16, clipping)
-  std::vector<at::Tensor> gradients;  // the applied gradients, in the pool: a logged step's norm reads them
+  std::vector<at::Tensor> gradients;  // the applied gradients in the pool, per parameter: the norm and callbacks read them
   c10::MempoolId_t graph_pool{0, 0};
   bool recorded = false;  // capture_end succeeded: the graph owns its pool and frees it itself
 };
@@ -167,18 +167,20 @@ class GraphStep final : public StepBackend {
     RECORD_USER_SCOPE("gputrain::graph_replay");
     step.graph->replay();
     replayed_ = true;
-    read_norm(p, step);
+    read_out(p, step);
     return step.loss;
   }
 
-  // logging.grad_norm after a replay: the graph's own buffer, or on a logged step the norm of the
-  // gradients the graph left in its pool (queued before the next replay rewrites them).
-  static void read_norm(const StepParts& p, const CapturedStep& step) {
+  // What the loop reads after a replay: logging.grad_norm from the graph's own buffer or, on a
+  // logged step, from the gradients the graph left in its pool (queued before the next replay
+  // rewrites them); those gradients themselves where a callback asked for them (histograms).
+  static void read_out(const StepParts& p, const CapturedStep& step) {
     if (!p.readout) return;
     if (step.grad_norm.defined())
       p.readout->value = step.grad_norm;
     else if (p.readout->wanted && !step.gradients.empty())
       p.readout->value = gradients_norm(step.gradients);
+    if (p.readout->keep_gradients) p.readout->gradients = step.gradients;
   }
 
   at::Tensor capture(const StepParts& p, const data::Batch& batch, const GraphKey& key);
@@ -244,14 +246,14 @@ void GraphStep::record(const StepParts& p, CapturedStep& step, c10::cuda::CUDASt
   // A graph cannot measure on some replays only. Where the step computes the norm anyway
   // (clipping) or its gradients stay scaled in memory (fp16), every replay measures it into a
   // buffer; otherwise the graph holds its applied gradients and a logged step measures them after
-  // its replay (read_norm), so the other steps skip one more read of every gradient (14 % of
+  // its replay (read_out), so the other steps skip one more read of every gradient (14 % of
   // configs/mlp.yaml's step on the H200). Gradients are not copied inside it.
   const bool measured = p.readout && p.readout->wanted, keep = p.readout && p.readout->keep_gradients;
   const bool norm_inside = p.readout && p.readout->norms && (p.train.clip_grad_norm > 0 || p.scaler.enabled());
   if (p.readout) {
     p.readout->wanted = norm_inside;
     p.readout->keep_gradients = false;
-    p.readout->hold_gradients = p.readout->norms && !norm_inside;
+    p.readout->hold_gradients = true;
   }
   eager_->apply(p);
   if (p.readout) {
@@ -310,7 +312,7 @@ at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, cons
   graphs_.push_back(std::move(step));
   auto& captured = *graphs_.back();
   captured.graph->replay();  // the capture ran nothing: this is the step's work
-  read_norm(p, captured);
+  read_out(p, captured);
   replayed_ = captured_now_ = true;
   say_("cuda graphs: the step at micro-batch " + std::to_string(key.micro_batch) + " is captured (" +
        core::format_fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 2) +

@@ -34,12 +34,13 @@ struct GradientReadout {
   bool wanted = false;  ///< measure the next steps' norm
   at::Tensor value;     ///< the last measured step's, a device scalar
   /// Keep a copy of the next step's gradients (unscaled, as applied) in `gradients`, in the
-  /// parameters' order, for a callback to read (histograms). A replayed CUDA graph leaves its
-  /// gradients in place instead.
+  /// parameters' order, for a callback to read (histograms). A replayed CUDA graph gives the ones
+  /// it holds in its pool instead (no copy; read them before the next step).
   bool keep_gradients = false;
   std::vector<at::Tensor> gradients;
-  /// Hold the next step's applied gradients themselves in `held` (no copy): a captured step's
-  /// stay in its pool, where a logged step measures their norm after the replay.
+  /// Hold the next step's applied gradients themselves in `held` (no copy), in the parameters'
+  /// order (undefined where none): a captured step's stay in its pool, where a logged step
+  /// measures their norm and a callback reads them after the replay.
   bool hold_gradients = false;
   std::vector<at::Tensor> held;
 };
