@@ -86,7 +86,7 @@ batchnorm) targets=(--target gputrain gputrain-profile gputrain-train test_gpu_t
 monitoring) targets=(--target gputrain gputrain-train) ;;
 ddpgraphs) targets=(--target gputrain gputrain-train test_gpu_train) ;;
 rest) targets=(--target gputrain gputrain-profile gputrain-train) ;;
-retest) targets=(--target gputrain gputrain-train test_gpu_train test_gpu_checks) ;;
+retest) targets=(--target gputrain gputrain-train gputrain-profile test_gpu_train test_gpu_checks) ;;
 next) targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 figures) targets=(--target gputrain gputrain-verify gputrain-profile gputrain-train test_gpu_train test_gpu_checks) ;;
 recheck) targets=(--target test_gpu_train) ;;
@@ -288,7 +288,7 @@ rest)
   ;;
 retest)
   step "ctest GpuBatchNorm, GpuProfile, GpuDist, GpuGraphs, GpuTrainer.AutoBatch"
-  ctest --test-dir $build -R "^(GpuBatchNorm|GpuProfile|GpuDist|GpuGraphs|GpuTrainer\.AutoBatch)" -V --timeout 150 \
+  ctest --test-dir $build -R "^(GpuBatchNorm|GpuProfile|GpuDist|GpuGraphs|GpuTrainer\.AutoBatch|gpu\.tensorboard)" -V --timeout 150 \
     > "$out/ctest-retest.log" 2>&1; echo "rc=$?"
   grep -E "Test +#|tests passed|Failure|Expected|Which is|differs|max difference|error|found [0-9]+, largest" "$out/ctest-retest.log" | head -50
   GPUTRAIN_BUILD=$build run_bench monitoring 100 "$python" bench/monitoring_overhead.py --device cuda --no-mlflow --parts --runs 3
