@@ -31,6 +31,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -323,6 +324,7 @@ def pytorch_run(case, device, steps, init, lr, data, channels_last=False, fused_
 # the trainer's set-up among them, and the data's opening among those.
 STARTUP = {}
 SETUP_PHASES = {}  # case: {phase: [seconds per run]}, the start record's setup_phases
+CAPTURES = {}  # (case, side): [seconds of each run's captures], from training.log's "is captured (X s)"
 
 
 def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=None, graphs="auto", env=None):
@@ -359,6 +361,11 @@ def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=
                                             start.get("data_load_seconds") or 0.0))
         for phase, seconds in start.get("setup_phases", {}).items():  # builds before 2026-11-30 lack them
             SETUP_PHASES.setdefault(case, {}).setdefault(phase, []).append(seconds)
+    with open(os.path.join(run_dir, "training.log")) as f:
+        captured = [float(s) for s in re.findall(r"is captured \(([0-9.]+) s\)", f.read())]
+    if captured:
+        side = "graphs " + graphs + "".join(", %s=%s" % kv for kv in sorted((env or {}).items()))
+        CAPTURES.setdefault((case, side), []).append(captured)
     first = [r for r in lines if r["step"] == (every or c["window"])]
     first_window_seconds = first[0]["time"] - started if first and "time" in first[0] else None
     return [l["samples_per_second"] for l in lines], [l["loss"] for l in lines], first_window_seconds
@@ -571,6 +578,10 @@ def main():
                 if SETUP_PHASES.get(case):
                     phases = sorted(((statistics.median(v), phase) for phase, v in SETUP_PHASES[case].items()), reverse=True)
                     print("the set-up's phases, medians: " + ", ".join("%s %.2f s" % (phase, sec) for sec, phase in phases))
+                for (of_case, side), runs in sorted(CAPTURES.items()):
+                    if of_case == case:
+                        print("CUDA-graph captures (%s), seconds each, run by run: %s"
+                              % (side, "; ".join(", ".join("%.2f" % s for s in run) for run in runs)))
             flops, peak = training_flops_per_sample(case), peak_of(device)
             achieved = ours * flops / 1e12
             print("\ngputrain computes %.3g TFLOPS (%.3g GFLOP a training sample)%s"
