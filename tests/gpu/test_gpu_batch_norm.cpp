@@ -40,7 +40,6 @@ at::Tensor fused(SyncableBatchNorm2d& bn, const at::Tensor& x, const at::Tensor&
   if (residual.defined() && !relu) {
     auto y = fused_batch_norm(x, residual, {bn->weight, bn->bias, bn->running_mean, bn->running_var, bn->num_batches_tracked, bn->options},
                               false);
-    bn->num_batches_tracked += 1;
     return y.value_or(at::Tensor());
   }
   if (residual.defined()) return bn->forward_add_relu(x, residual);

@@ -38,7 +38,8 @@ at::Tensor synchronised_batch_norm(const at::Tensor& input, const BatchNormTenso
 
 /// relu?(batch norm(input) + residual?) in training mode by gputrain's kernels for channels-last
 /// bf16/fp16 input on a GPU (src/train/models/layers/fused_batch_norm.cpp), the running statistics
-/// updated (num_batches_tracked is the caller's). nullopt where they do not apply (CPU, fp32, NCHW,
+/// and num_batches_tracked updated (the count by the pass that updates the statistics). nullopt
+/// where they do not apply (CPU, fp32, NCHW,
 /// channels not a multiple of 8, no momentum, GPUTRAIN_BATCH_NORM=aten): run the composite then.
 std::optional<at::Tensor> fused_batch_norm(const at::Tensor& input, const at::Tensor& residual, const BatchNormTensors& layer, bool relu);
 
@@ -68,7 +69,6 @@ class SyncableBatchNormImpl : public Base, public SyncableNorm {
     if (this->is_training() && sync_) {
       out = synchronised_batch_norm(input, tensors(), *sync_, name_);
     } else if (auto fused = this->is_training() ? fused_batch_norm(input, residual, tensors(), relu) : std::nullopt) {
-      if (this->options.track_running_stats()) this->num_batches_tracked += 1;
       return *fused;
     } else {
       out = Base::forward(input);

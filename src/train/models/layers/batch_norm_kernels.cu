@@ -181,6 +181,7 @@ __global__ void __launch_bounds__(kFinalLanes* kFinalSlices)
   __shared__ SliceSums<3> s_sums;
   const int lane = static_cast<int>(threadIdx.x), slice = static_cast<int>(threadIdx.y);
   const int first_channel = static_cast<int>(blockIdx.x) * kFinalLanes;
+  if (args.batches_tracked != nullptr && blockIdx.x == 0 && lane == 0 && slice == 0) *args.batches_tracked += 1;
   ShiftedSums sums;
   if (const int c = first_channel + lane; c < channels) {
     const float about = part_mean[c];  // block 0's mean: every block has rows

@@ -44,6 +44,9 @@ struct Forward {
   double eps = 1e-5;
   double momentum = 0.1;
   bool relu = false;
+  // nullable: the layer's num_batches_tracked (int64 on the device), counted by the pass that
+  // updates the running statistics, instead of by a kernel of its own per layer and step
+  std::int64_t* batches_tracked = nullptr;
 };
 
 struct Backward {

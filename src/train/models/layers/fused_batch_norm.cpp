@@ -71,6 +71,13 @@ bool layer_fits(const BatchNormTensors& layer, const at::Tensor& input) {
 
 float* float_ptr(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
 
+// The layer's num_batches_tracked where the forward pass can count it (int64 beside the input).
+std::int64_t* counter_on(const BatchNormTensors* layer, const at::Tensor& input) {
+  const auto& n = layer->num_batches_tracked;
+  const bool here = layer->options.track_running_stats() && n.defined() && n.scalar_type() == at::kLong && n.device() == input.device();
+  return here ? n.data_ptr<std::int64_t>() : nullptr;
+}
+
 at::Tensor workspace(const kernels::Layout& layout, const at::Tensor& input) {
   kernels::Plan plan;
   if (const char* error = kernels::plan_on_device(layout, plan))
@@ -110,8 +117,11 @@ class FusedBatchNormFunction : public torch::autograd::Function<FusedBatchNormFu
     args.eps = layer->options.eps();
     args.momentum = layer->options.momentum().value_or(0.0);
     args.relu = relu;
+    args.batches_tracked = counter_on(layer, input);
     auto scratch = workspace(layout, input);
     check_launch(kernels::forward(layout, args, scratch.data_ptr<float>(), at::cuda::getCurrentCUDAStream().stream()), "forward");
+    if (args.batches_tracked == nullptr && layer->options.track_running_stats() && layer->num_batches_tracked.defined())
+      layer->num_batches_tracked.add_(1);  // elsewhere than the input: counted apart
     ctx->save_for_backward({input, relu ? output : at::Tensor(), weight, statistics});
     ctx->saved_data["relu"] = relu;
     ctx->saved_data["residual"] = residual.defined();
