@@ -163,8 +163,13 @@ class ProbeRig {
   // memory counts: its out-of-memory error is the probe's.
   void captured_step(const data::Batch& samples, sizing::ProbePoint& point) {
     // One eager step in the backend's own hands (it plans its weight casts), then the capture.
+    CapturePlan::Options once;
+    once.warmup_steps = 1;
+    once.max_graphs = 1;
+    once.max_captures = 1;
+    once.max_shapes = 1;
     engine_->use(make_graph_backend(
-        false, [](const std::string&) {}, CapturePlan::Options{1, 1, 1, 1}));
+        false, [](const std::string&) {}, once));
     struct BackToEager {  // the graph and its pool go with the backend, also after an error
       StepEngine& engine;
       ~BackToEager() { engine.use(make_eager_backend()); }

@@ -21,10 +21,7 @@ at::Tensor norm_of(const std::vector<at::Tensor>& grads) {
 
 }  // namespace
 
-at::Tensor global_grad_norm(const std::vector<at::Tensor>& params) {
-  const auto grads = grads_of(params);
-  return grads.empty() ? at::Tensor() : norm_of(grads);
-}
+at::Tensor global_grad_norm(const std::vector<at::Tensor>& params) { return gradients_norm(grads_of(params)); }
 
 at::Tensor gradients_norm(const std::vector<at::Tensor>& gradients) {
   std::vector<at::Tensor> defined;

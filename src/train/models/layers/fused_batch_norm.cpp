@@ -66,17 +66,12 @@ bool layer_fits(const BatchNormTensors& layer, const at::Tensor& input) {
   // Without momentum ATen's factor is 1 / num_batches_tracked, read on the host: left to ATen.
   if (o.track_running_stats() && !(o.momentum().has_value() && float_on(layer.running_mean, input) && float_on(layer.running_var, input)))
     return false;
-  return true;
+  // num_batches_tracked is counted by the forward pass itself: an int64 beside the input.
+  const auto& n = layer.num_batches_tracked;
+  return !(o.track_running_stats() && n.defined()) || (n.scalar_type() == at::kLong && n.device() == input.device());
 }
 
 float* float_ptr(const at::Tensor& t) { return t.defined() ? t.data_ptr<float>() : nullptr; }
-
-// The layer's num_batches_tracked where the forward pass can count it (int64 beside the input).
-std::int64_t* counter_on(const BatchNormTensors* layer, const at::Tensor& input) {
-  const auto& n = layer->num_batches_tracked;
-  const bool here = layer->options.track_running_stats() && n.defined() && n.scalar_type() == at::kLong && n.device() == input.device();
-  return here ? n.data_ptr<std::int64_t>() : nullptr;
-}
 
 at::Tensor workspace(const kernels::Layout& layout, const at::Tensor& input) {
   kernels::Plan plan;
@@ -117,11 +112,10 @@ class FusedBatchNormFunction : public torch::autograd::Function<FusedBatchNormFu
     args.eps = layer->options.eps();
     args.momentum = layer->options.momentum().value_or(0.0);
     args.relu = relu;
-    args.batches_tracked = counter_on(layer, input);
+    if (layer->options.track_running_stats() && layer->num_batches_tracked.defined())
+      args.batches_tracked = layer->num_batches_tracked.data_ptr<std::int64_t>();  // layer_fits checked where it lives
     auto scratch = workspace(layout, input);
     check_launch(kernels::forward(layout, args, scratch.data_ptr<float>(), at::cuda::getCurrentCUDAStream().stream()), "forward");
-    if (args.batches_tracked == nullptr && layer->options.track_running_stats() && layer->num_batches_tracked.defined())
-      layer->num_batches_tracked.add_(1);  // elsewhere than the input: counted apart
     ctx->save_for_backward({input, relu ? output : at::Tensor(), weight, statistics});
     ctx->saved_data["relu"] = relu;
     ctx->saved_data["residual"] = residual.defined();
