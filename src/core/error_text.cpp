@@ -1,6 +1,9 @@
 #include "gputrain/core/error_text.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::core {
 
@@ -14,9 +17,24 @@ std::string without_miniz_advice(const std::string& reader_message) {
   return reader_message.substr(0, reader_message.find(". This is an internal miniz error"));
 }
 
+namespace {
+bool cpu_allocation_failed(const std::string& what) { return what.find("DefaultCPUAllocator: can't allocate memory") != std::string::npos; }
+}  // namespace
+
+std::string message_for_unexplained(const std::string& what) {
+  const auto text = without_backtrace(what);
+  const std::string tried = "you tried to allocate ";
+  const auto at = text.find(tried);
+  if (!cpu_allocation_failed(text) || at == std::string::npos) return text;
+  const auto bytes = std::strtoull(text.c_str() + at + tried.size(), nullptr, 10);
+  return "out of host memory: an allocation of " + format_bytes(bytes) +
+         " in RAM failed (LibTorch's CPU allocator: " + text.substr(text.find("can't allocate memory")) + ")";
+}
+
 std::string fix_for_unexplained(const std::string& what) {
-  // LibTorch's allocators: "CUDA out of memory. Tried to allocate ...", and the CPU cap's own.
-  if (what.find("out of memory") != std::string::npos)
+  // LibTorch's allocators: "CUDA out of memory. Tried to allocate ...", the CPU cap's own, and
+  // malloc's failure in the CPU allocator.
+  if (what.find("out of memory") != std::string::npos || cpu_allocation_failed(what))
     return "allow more memory (device.max_memory, or --max-memory), or make what must fit smaller: the model, the batch "
            "(train.batch_size) or the data";
   return "";

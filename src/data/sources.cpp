@@ -19,6 +19,7 @@
 #include "gputrain/device/system_info.hpp"
 #include "image_folder.hpp"
 #include "path_text.hpp"
+#include "synthetic_teacher.hpp"
 
 namespace gputrain::data {
 namespace fs = std::filesystem;
@@ -261,30 +262,44 @@ bool validates_on_training_data(const SourceSpec& spec) {
   return !spec.val_path.empty() && fs::equivalent(spec.path, spec.val_path, ec) && !ec;
 }
 
-// Synthetic samples are made in RAM, all at once: a data.samples too large for it is said so, not
-// met by the allocator's "can't allocate memory" (or by the kernel's OOM killer).
+// Synthetic samples are made in RAM, all at once, and labelled by a teacher whose logits take a
+// float per class and sample: a data.samples, data.shape or data.classes too large for it is said
+// so, not met by the allocator's "can't allocate memory" (or by the kernel's OOM killer).
 void refuse_synthetic_beyond_ram(const SourceSpec& spec) {
-  std::int64_t features = 1;
-  for (const auto extent : spec.synthetic.shape) features *= extent;
-  const bool classification = spec.task == "classification";
-  const double per_sample =
-      4.0 * static_cast<double>(features) + (classification ? 8.0 : 4.0 * static_cast<double>(spec.synthetic.outputs));
-  const double bytes = per_sample * static_cast<double>(spec.samples + spec.val_samples);
+  const auto need = synthetic_memory(spec.synthetic);
+  const double per_sample = need.per_sample + need.labelling_per_sample;  // a bound: only one split's logits at a time
+  const double bytes = need.per_sample * static_cast<double>(spec.samples + spec.val_samples) +
+                       need.labelling_per_sample * static_cast<double>(std::max(spec.samples, spec.val_samples)) + need.teacher;
   const auto memory = device::read_memory_info();
   std::uint64_t available = memory.ram_available;
   if (memory.memory_limit) available = std::min(available, *memory.memory_limit);
   if (available == 0 || bytes <= static_cast<double>(available)) return;
-  // A round figure that leaves a fifth of the memory for the rest of the run.
-  auto most = static_cast<std::int64_t>(0.8 * static_cast<double>(available) / per_sample);
-  std::int64_t round = 1;
-  while (most / round >= 100) round *= 10;
-  most = most / round * round;
-  throw UsageError(
-      "synthetic data of " + core::counted(spec.samples + spec.val_samples, "sample") + " shaped " +
-          c10::str(c10::IntArrayRef(spec.synthetic.shape)) + " takes " + core::format_bytes(static_cast<std::uint64_t>(bytes)) +
-          " of float32 in RAM, and " + core::format_bytes(available) + " is available",
-      most > 0 ? "lower data.samples (and data.val_samples) to about " + std::to_string(most) + " in all, or train on files"
-               : "one sample alone takes " + core::format_bytes(static_cast<std::uint64_t>(per_sample)) + ": make data.shape smaller");
+  const double room = 0.8 * static_cast<double>(available);  // a fifth of the memory left for the rest of the run
+  const bool classification = spec.task == "classification";
+  std::string fix;
+  const auto said = [](double b) { return core::format_bytes(static_cast<std::uint64_t>(b)); };
+  const std::string fewer_outputs = classification ? "fewer data.classes" : "fewer data.outputs";
+  if (need.labelling_per_sample > room) {
+    fix = "one sample's logits alone take " + said(need.labelling_per_sample) + " (a float a class): " + fewer_outputs;
+  } else if (per_sample > room) {
+    fix = "one sample alone takes " + said(per_sample) + ": make data.shape smaller";
+  } else if (need.teacher + per_sample > room) {
+    fix = "the teacher that labels the synthetic task takes " + said(need.teacher) +
+          (need.reference > need.teacher / 2
+               ? " for its 4096 reference samples: make data.shape smaller"
+               : " for its " + core::counted(spec.synthetic.outputs, classification ? "class" : "output") + ": " + fewer_outputs);
+  } else {
+    auto most = static_cast<std::int64_t>((room - need.teacher) / per_sample);  // a round figure
+    std::int64_t round = 1;
+    while (most / round >= 100) round *= 10;
+    fix = "lower data.samples (and data.val_samples) to about " + std::to_string(most / round * round) + " in all, or train on files";
+  }
+  throw UsageError("synthetic data of " + core::counted(spec.samples + spec.val_samples, "sample") + " shaped " +
+                       c10::str(c10::IntArrayRef(spec.synthetic.shape)) +
+                       (classification ? " in " + core::counted(spec.synthetic.outputs, "class") : "") + " takes " +
+                       core::format_bytes(static_cast<std::uint64_t>(bytes)) + " in RAM to make, and " + core::format_bytes(available) +
+                       " is available",
+                   fix);
 }
 
 // data.source synthetic: samples a teacher network labels, made in memory.
@@ -298,10 +313,11 @@ Sources open_synthetic(const SourceSpec& spec) {
       spec.synthetic_progress(doing + " the synthetic " + set + " set", done, total);
     };
   };
-  const auto train = make_synthetic(spec.synthetic, spec.samples, 0, told("training"));
+  const SyntheticTeacher teacher(spec.synthetic);  // built once: with many classes it takes seconds
+  const auto train = make_synthetic(teacher, spec.synthetic, spec.samples, 0, told("training"));
   out.train = make_array_dataset(train, "synthetic " + spec.task + " (" + core::counted(spec.samples, "sample") + ")", "synthetic");
   if (spec.val_samples > 0)
-    out.val = make_array_dataset(make_synthetic(spec.synthetic, spec.val_samples, 1, told("validation")),
+    out.val = make_array_dataset(make_synthetic(teacher, spec.synthetic, spec.val_samples, 1, told("validation")),
                                  "synthetic validation (" + core::counted(spec.val_samples, "sample") + ")", "synthetic validation");
   out.classes = classification ? spec.synthetic.outputs : 0;
   return out;

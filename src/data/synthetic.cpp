@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "gputrain/core/parallel_tasks.hpp"
 #include "synthetic_teacher.hpp"
@@ -38,7 +40,40 @@ at::Tensor coarse_images(const at::Tensor& inputs) {  // [n, C, H, W, ...] -> [n
   return at::avg_pool2d(images, {kh, kw}) * std::sqrt(static_cast<double>(kh * kw));
 }
 
+// One reference sample as the view sees it: a sequence [T, F] whole, an image [C, H, W...] as its
+// [C, h, w] cells; empty for vectors, which the teacher sees as they are.
+std::vector<std::int64_t> view_shape(const std::vector<std::int64_t>& shape) {
+  if (shape.size() == 2) return shape;
+  if (shape.size() < 3) return {};
+  std::int64_t width = 1;
+  for (std::size_t d = 2; d < shape.size(); ++d) width *= shape[d];
+  return {shape[0], shape[1] / cell_extent(shape[1]), width / cell_extent(width)};
+}
+
+double product(const std::vector<std::int64_t>& shape) {
+  double n = 1;
+  for (const auto extent : shape) n *= static_cast<double>(extent);
+  return n;
+}
+
 }  // namespace
+
+SyntheticMemory synthetic_memory(const SyntheticSpec& spec) {
+  const bool classification = spec.task == "classification";
+  const auto outputs = static_cast<double>(spec.outputs);
+  SyntheticMemory m;
+  m.per_sample = 4 * product(spec.shape) + (classification ? 8 : 4 * outputs);
+  // The logits; a regression's projection is its targets.
+  m.labelling_per_sample = classification ? 4 * outputs : 0;
+  const double seen = spec.shape.size() >= 2 ? static_cast<double>(kViewFeatures) : product(spec.shape);
+  m.teacher = 4 * seen * outputs;
+  // The reference set, and its logits while the class offsets are balanced on them.
+  if (spec.shape.size() >= 2) {
+    m.reference = 4 * static_cast<double>(kReferenceSamples) * product(view_shape(spec.shape));
+    m.teacher += m.reference + (classification ? 4 * static_cast<double>(kReferenceSamples) * outputs : 0);
+  }
+  return m;
+}
 
 SyntheticTeacher::SyntheticTeacher(const SyntheticSpec& spec) : task_(spec.task) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(spec.seed);
@@ -46,15 +81,12 @@ SyntheticTeacher::SyntheticTeacher(const SyntheticSpec& spec) : task_(spec.task)
   std::int64_t features = 1;
   for (auto extent : shape) features *= extent;
   std::vector<std::int64_t> reference{kReferenceSamples};  // standard-normal samples as the view sees them
-  if (shape.size() == 2) {
+  const auto view = view_shape(shape);
+  reference.insert(reference.end(), view.begin(), view.end());
+  if (view.size() == 2) {
     filters_ = unit_filters({kViewFeatures, shape[1]}, gen);
-    reference.insert(reference.end(), shape.begin(), shape.end());
-  } else if (shape.size() >= 3) {
-    std::int64_t width = 1;
-    for (std::size_t d = 2; d < shape.size(); ++d) width *= shape[d];
-    const std::int64_t h = shape[1] / cell_extent(shape[1]), w = width / cell_extent(width);
-    filters_ = unit_filters({kViewFeatures, shape[0], std::min<std::int64_t>(h, 3), std::min<std::int64_t>(w, 3)}, gen);
-    reference.insert(reference.end(), {shape[0], h, w});
+  } else if (view.size() == 3) {
+    filters_ = unit_filters({kViewFeatures, shape[0], std::min<std::int64_t>(view[1], 3), std::min<std::int64_t>(view[2], 3)}, gen);
   }
   at::Tensor reference_features;
   if (filters_.defined()) {
@@ -75,7 +107,7 @@ SyntheticTeacher::SyntheticTeacher(const SyntheticSpec& spec) : task_(spec.task)
     const auto logits = reference_features.mm(map_);
     for (int round = 0; round < 200; ++round) {
       const auto share =
-          at::bincount((logits - offsets_).argmax(1), {}, spec.outputs).to(at::kDouble) / static_cast<double>(kReferenceSamples);
+          at::bincount(argmax_less_offsets(logits, offsets_), {}, spec.outputs).to(at::kDouble) / static_cast<double>(kReferenceSamples);
       offsets_ += (share - 1.0 / static_cast<double>(spec.outputs)).to(at::kFloat);
     }
   }
@@ -106,7 +138,58 @@ at::Tensor SyntheticTeacher::features(const at::Tensor& inputs, const std::funct
 
 at::Tensor SyntheticTeacher::targets(const at::Tensor& inputs, const std::function<void(std::int64_t)>& labelled) const {
   const auto projected = features(inputs, labelled).matmul(map_);
-  return task_ == "classification" ? (projected - offsets_).argmax(1) : projected;
+  return task_ == "classification" ? argmax_less_offsets(projected, offsets_) : projected;
+}
+
+namespace {
+
+// Four floats as one value, which GCC and Clang keep in a vector register (SSE2's, x86-64's
+// baseline, or NEON's); eight took three times as long where they must be split in two.
+using Lanes = float __attribute__((vector_size(16)));
+constexpr int kLanes = 4;
+
+// The first index of row - shift's largest value, or of its first NaN, as ATen's argmax gives
+// it: one vectorised pass finds the largest value and whether any is NaN, then a scan its place.
+// (A plain loop is not vectorised: without -ffast-math a float max reduction is kept in order.)
+std::int64_t first_argmax_less(const float* row, const float* shift, std::int64_t n) {
+  const float lowest = -std::numeric_limits<float>::infinity();
+  Lanes top{lowest, lowest, lowest, lowest}, nan{};
+  std::int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes) {
+    Lanes a, b;
+    std::memcpy(&a, row + c, sizeof a);
+    std::memcpy(&b, shift + c, sizeof b);
+    const Lanes v = a - b;
+    top = v > top ? v : top;
+    nan = v != v ? v : nan;
+  }
+  float largest = lowest;
+  bool any_nan = false;
+  for (int k = 0; k < kLanes; ++k) largest = top[k] > largest ? top[k] : largest, any_nan |= nan[k] != nan[k];
+  for (; c < n; ++c) {
+    const float v = row[c] - shift[c];
+    largest = v > largest ? v : largest, any_nan |= v != v;
+  }
+  for (c = 0; c < n; ++c) {
+    const float v = row[c] - shift[c];
+    if (any_nan ? v != v : v == largest) return c;
+  }
+  return 0;
+}
+
+}  // namespace
+
+at::Tensor argmax_less_offsets(const at::Tensor& logits, const at::Tensor& offsets) {
+  const auto l = logits.contiguous(), o = offsets.contiguous();
+  const std::int64_t rows = l.size(0), classes = l.size(1);
+  auto out = at::zeros({rows}, at::kLong);
+  if (classes == 0) return out;
+  const float *from = l.const_data_ptr<float>(), *shift = o.const_data_ptr<float>();
+  auto* best = out.mutable_data_ptr<std::int64_t>();
+  at::parallel_for(0, rows, std::max<std::int64_t>(1, (std::int64_t{1} << 16) / classes), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) best[r] = first_argmax_less(from + r * classes, shift, classes);
+  });
+  return out;
 }
 
 std::uint64_t block_seed(std::uint64_t seed, std::int64_t block) {
@@ -138,6 +221,11 @@ void fill_standard_normal(at::Tensor& out, std::uint64_t seed, const std::functi
 // rebuilds the same tensors in Python): the teacher from `seed`, split k's inputs from `seed + 1 + k`
 // in blocks (fill_standard_normal).
 TensorDataset make_synthetic(const SyntheticSpec& spec, std::int64_t samples, int split, const SyntheticProgress& progress) {
+  return make_synthetic(SyntheticTeacher(spec), spec, samples, split, progress);
+}
+
+TensorDataset make_synthetic(const SyntheticTeacher& teacher, const SyntheticSpec& spec, std::int64_t samples, int split,
+                             const SyntheticProgress& progress) {
   std::vector<std::int64_t> shape{samples};
   shape.insert(shape.end(), spec.shape.begin(), spec.shape.end());
   TensorDataset set;
@@ -148,7 +236,7 @@ TensorDataset make_synthetic(const SyntheticSpec& spec, std::int64_t samples, in
     };
   };
   fill_standard_normal(set.inputs, spec.seed + 1 + static_cast<std::uint64_t>(split), told("generating"));
-  set.targets = SyntheticTeacher(spec).targets(set.inputs, told("labelling"));
+  set.targets = teacher.targets(set.inputs, told("labelling"));
   return set;
 }
 

@@ -168,7 +168,7 @@ int run_parsed(CLI::App& app, int argc, char** argv, const std::function<int()>&
     say_error(error.what(), error.remedy());
     return static_cast<int>(error.exit_code());
   } catch (const std::exception& error) {
-    say_error(core::without_backtrace(error.what()), core::fix_for_unexplained(error.what()));
+    say_error(core::message_for_unexplained(error.what()), core::fix_for_unexplained(error.what()));
     return static_cast<int>(ExitCode::failure);
   }
 }

@@ -30,7 +30,7 @@ int with_json_errors(const char* schema, const std::function<int()>& profile) {
     print_error(schema, e.what(), e.remedy(), e.exit_code());
     throw;
   } catch (const std::exception& e) {
-    print_error(schema, core::without_backtrace(e.what()), core::fix_for_unexplained(e.what()), ExitCode::failure);
+    print_error(schema, core::message_for_unexplained(e.what()), core::fix_for_unexplained(e.what()), ExitCode::failure);
     throw;
   }
 }

@@ -13,8 +13,14 @@ std::string without_backtrace(const std::string& what);
 /// ("... corrupted"): its first sentence says what went wrong.
 std::string without_miniz_advice(const std::string& reader_message);
 
+/// The message of an error no part of gputrain put in a user's terms: without_backtrace(what),
+/// except that LibTorch's CPU allocator's failure ("[enforce fail at alloc_cpu.cpp:...] ...
+/// DefaultCPUAllocator: can't allocate memory: you tried to allocate N bytes ...") says the bytes
+/// and that they were RAM.
+std::string message_for_unexplained(const std::string& what);
+
 /// A fix for an error no part of gputrain put in a user's terms, where its message tells one: an
-/// allocator's out-of-memory error (a cap or a device too small for what had to fit). Empty
+/// allocator's out-of-memory error (a cap, a device or the host's RAM too small for what had to fit). Empty
 /// otherwise.
 std::string fix_for_unexplained(const std::string& what);
 

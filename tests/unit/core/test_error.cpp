@@ -30,6 +30,20 @@ TEST(Error, AnUnexplainedOutOfMemoryErrorGetsTheMemoryFix) {
   EXPECT_EQ(core::fix_for_unexplained("mat1 and mat2 shapes cannot be multiplied"), "");
 }
 
+// LibTorch's CPU allocator's failure, as it reached the console from a too-large synthetic
+// labeller: said as RAM, with the bytes readable, and given the memory fix.
+TEST(Error, TheCpuAllocatorsFailureIsSaidAsHostMemoryWithItsSize) {
+  const std::string what =
+      "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+      "68719476736 bytes. Error code 12 (Cannot allocate memory)\nframe #0: c10::ThrowEnforceNotMet(...)";
+  EXPECT_EQ(core::message_for_unexplained(what),
+            "out of host memory: an allocation of 64.00 GiB in RAM failed (LibTorch's CPU allocator: can't allocate memory: you "
+            "tried to allocate 68719476736 bytes. Error code 12 (Cannot allocate memory))");
+  EXPECT_NE(core::fix_for_unexplained(what).find("make what must fit smaller"), std::string::npos);
+  EXPECT_EQ(core::message_for_unexplained("mat1 and mat2 shapes cannot be multiplied\nException raised from x"),
+            "mat1 and mat2 shapes cannot be multiplied");
+}
+
 TEST(LogLevel, ParsesKnownNamesAndRejectsOthersWithTheAllowedList) {
   EXPECT_EQ(core::parse_log_level("debug"), core::LogLevel::debug);
   EXPECT_EQ(core::parse_log_level("off"), core::LogLevel::off);

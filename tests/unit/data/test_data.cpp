@@ -146,9 +146,54 @@ TEST(Synthetic, MoreSamplesThanRamHoldsAreRefusedBeforeTheyAreMade) {
   spec.synthetic = {"classification", {3, 1024, 1024}, 10, 1};
   spec.samples = 10'000'000;
   const auto error = test_support::usage_error_and_fix([&] { open_sources(spec); });
-  EXPECT_NE(error.find("synthetic data of 10000000 samples shaped [3, 1024, 1024] takes 114.44 TiB of float32 in RAM"), std::string::npos)
+  EXPECT_NE(error.find("synthetic data of 10000000 samples shaped [3, 1024, 1024] in 10 classes takes 114.44 TiB in RAM to make"),
+            std::string::npos)
       << error;
   EXPECT_NE(error.find("\nlower data.samples (and data.val_samples) to about "), std::string::npos) << error;
+}
+
+// The teacher's logits take a float per class and sample, and its reference set 4096 samples as
+// it sees them: a data.classes or a sequence too large for RAM is refused by name, not by the
+// allocator (both reached the console as "DefaultCPUAllocator: can't allocate memory").
+TEST(Synthetic, ATeacherLargerThanRamIsRefusedNamingWhatToMakeSmaller) {
+  SourceSpec spec;
+  spec.source = "synthetic";
+  spec.samples = 64;
+  spec.val_samples = 16;
+  // A sample's logits take 400 MB, the teacher's reference logits 1.6 TB: on any machine between.
+  spec.synthetic = {"classification", {3, 32, 32}, 100'000'000, 1};
+  auto error = test_support::usage_error_and_fix([&] { open_sources(spec); });
+  EXPECT_NE(error.find("in 100000000 classes takes "), std::string::npos) << error;
+  EXPECT_NE(error.find("\nthe teacher that labels the synthetic task takes "), std::string::npos) << error;
+  EXPECT_NE(error.find(": fewer data.classes"), std::string::npos) << error;
+  spec.synthetic = {"classification", {100'000, 1024}, 4, 1};  // 410 MB a sample; the teacher's 4096 of them do not fit
+  error = test_support::usage_error_and_fix([&] { open_sources(spec); });
+  EXPECT_NE(error.find(" for its 4096 reference samples: make data.shape smaller"), std::string::npos) << error;
+}
+
+TEST(Synthetic, MemoryCountsTheSamplesTheLogitsAndTheTeacher) {
+  const auto images = synthetic_memory({"classification", {3, 32, 32}, 10, 1});
+  EXPECT_EQ(images.per_sample, 4.0 * 3 * 32 * 32 + 8);
+  EXPECT_EQ(images.labelling_per_sample, 4.0 * 10);
+  EXPECT_EQ(images.reference, 4.0 * 4096 * 3 * 16 * 16);  // 32x32 in 2x2 cells
+  EXPECT_EQ(images.teacher, 4.0 * 16 * 10 + images.reference + 4.0 * 4096 * 10);
+  const auto vectors = synthetic_memory({"regression", {256}, 3, 1});
+  EXPECT_EQ(vectors.per_sample, 4.0 * 256 + 4 * 3);
+  EXPECT_EQ(vectors.labelling_per_sample, 0);
+  EXPECT_EQ(vectors.teacher, 4.0 * 256 * 3);
+}
+
+// The class balancing's argmax, without the difference tensor: ATen's indices, ties (the first)
+// and NaN (the first) included.
+TEST(Synthetic, ArgmaxLessOffsetsIsAtensArgmaxOfTheDifference) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
+  for (const std::int64_t classes : {1, 7, 1000}) {
+    auto logits = at::randn({300, classes}, gen).round();  // whole numbers: many equal maxima
+    const auto offsets = at::randn({classes}, gen).round();
+    logits[5][classes / 2] = std::nanf("");
+    logits[6][0] = std::nanf("");
+    EXPECT_TRUE(at::equal(argmax_less_offsets(logits, offsets), (logits - offsets).argmax(1))) << classes << " classes";
+  }
 }
 
 TEST(EpochSampler, ShufflesPerEpochReproducibly) {
