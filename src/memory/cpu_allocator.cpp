@@ -14,6 +14,7 @@
 #include "block_cache.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/device/system_info.hpp"
+#include "gputrain/device/system_sampler.hpp"
 
 namespace gputrain::memory {
 namespace {
@@ -31,6 +32,13 @@ std::atomic<bool> g_cache_enabled{true};
 // the cache must never be what pushes a process sized near the machine's memory (batch_size: auto
 // on a CPU) into the kernel's OOM killer. 0: unknown, no bound.
 std::atomic<std::uint64_t> g_uncapped_bound{0};
+
+// While nonzero (a model's build), an allocation is refused where the process's resident memory
+// has passed it: what the count misses (module objects, the heap's small blocks) counts there.
+// Read at each allocation of 1 MiB or more and every 256th of the others: /proc/self/statm takes
+// microseconds, a small allocation less.
+std::atomic<std::uint64_t> g_resident_limit{0}, g_allocations{0};
+constexpr std::uint64_t kResidentCheckEvery = 256, kResidentCheckBytes = core::kMiB;
 
 // Each live allocation, keyed by its context: the size to give back and the wrapped allocator's
 // deleter. A side table rather than a wrapping context keeps "simple" data pointers (data ==
@@ -126,6 +134,16 @@ class CountingCpuAllocator final : public c10::Allocator {
                        core::format_bytes(now - bytes), " already allocated under a cap of ", core::format_bytes(cap),
                        " (device.max_memory)");
     }
+    if (const std::uint64_t limit = g_resident_limit.load(std::memory_order_relaxed);
+        limit != 0 && (bytes >= kResidentCheckBytes || g_allocations.fetch_add(1, std::memory_order_relaxed) % kResidentCheckEvery == 0)) {
+      const auto resident = static_cast<std::uint64_t>(device::host_rss_bytes());
+      if (resident + bytes > limit) {
+        g_allocated.fetch_sub(bytes, std::memory_order_relaxed);
+        TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", core::format_bytes(bytes),
+                         " with the process holding ", core::format_bytes(resident), " of RAM, past its limit of ",
+                         core::format_bytes(limit));
+      }
+    }
     raise_to(g_peak, now);
     raise_to(g_high_water, now);
     if (bytes >= kSmallestCachedBlock && g_cache_enabled.load(std::memory_order_relaxed)) {
@@ -215,6 +233,12 @@ void set_cpu_memory_cap(std::uint64_t bytes) {
   free_blocks(pushed_out);
 }
 
+void set_cpu_resident_limit(std::uint64_t bytes) {
+  install_counting_cpu_allocator();
+  g_allocations.store(0, std::memory_order_relaxed);  // the first allocation after it checks
+  g_resident_limit.store(bytes, std::memory_order_relaxed);
+}
+
 void enable_cpu_block_cache(bool enabled) {
   g_cache_enabled.store(enabled, std::memory_order_relaxed);
   if (!enabled) release_cpu_cache();
@@ -233,9 +257,10 @@ std::uint64_t release_cpu_cache() {
 }
 
 CpuMemoryStats cpu_memory_stats() {
-  return {g_allocated.load(std::memory_order_relaxed), g_peak.load(std::memory_order_relaxed),
-          g_cached.load(std::memory_order_relaxed),    footprint_bound(),
-          g_cap.load(std::memory_order_relaxed),       g_refused.load(std::memory_order_relaxed)};
+  return {g_allocated.load(std::memory_order_relaxed),     g_peak.load(std::memory_order_relaxed),
+          g_cached.load(std::memory_order_relaxed),        footprint_bound(),
+          g_cap.load(std::memory_order_relaxed),           g_refused.load(std::memory_order_relaxed),
+          g_resident_limit.load(std::memory_order_relaxed)};
 }
 
 void reset_cpu_peak() { g_peak.store(g_allocated.load(std::memory_order_relaxed), std::memory_order_relaxed); }

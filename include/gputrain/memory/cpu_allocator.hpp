@@ -19,6 +19,7 @@ struct CpuMemoryStats {
       0;                      ///< allocated + cached stay under this: the cap, else 90 % of the memory available at install (0: unknown)
   std::uint64_t cap = 0;      ///< 0: no cap
   std::uint64_t refused = 0;  ///< allocations refused by the cap
+  std::uint64_t resident_limit = 0;  ///< set_cpu_resident_limit's (0: none)
 };
 
 /// Makes the counting allocator LibTorch's CPU allocator (idempotent, thread-safe). Tensors
@@ -29,6 +30,12 @@ void install_counting_cpu_allocator();
 /// Caps what CPU tensors may hold in total; 0 removes the cap. Installs the allocator if needed.
 /// Cached blocks are given back before live tensors plus cache would pass the cap.
 void set_cpu_memory_cap(std::uint64_t bytes);
+
+/// While `bytes` is nonzero, CPU allocations are refused with c10::OutOfMemoryError once the
+/// process's resident memory (/proc/self/statm, read at each allocation of 1 MiB or more and every
+/// 256th other) has passed it; 0 lifts it. For a model's build, whose module objects the count of
+/// tensor bytes does not see.
+void set_cpu_resident_limit(std::uint64_t bytes);
 
 /// Turns the block cache on or off (off also empties it). For memory debuggers, which cannot see
 /// a use after free into a block the cache handed out again.

@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <string_view>
@@ -9,6 +10,9 @@
 #include "builtin_models.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/device/system_info.hpp"
+#include "gputrain/device/system_sampler.hpp"
+#include "gputrain/memory/cpu_allocator.hpp"
 #include "module_model.hpp"
 
 namespace gputrain::train {
@@ -72,6 +76,50 @@ std::vector<std::string> registered_models() {
   return names;
 }
 
+namespace {
+
+// While a model is built, the process may grow by 90 % of the RAM that is free, no more: Linux
+// hands out pages it does not have, so a model too large in many small parameters (model.layers:
+// 100000) grew until the kernel's OOM killer ended the process. The counting allocator refuses
+// the allocation past it instead (where it counts: a run's set-up installs it).
+class WithinFreeRam {
+ public:
+  WithinFreeRam() {
+    const auto stats = memory::cpu_memory_stats();
+    const auto resident = static_cast<std::uint64_t>(device::host_rss_bytes());
+    if (stats.cache_bound == 0 || resident == 0) return;
+    if (stats.resident_limit != 0) {  // a caller's limit holds
+      growth_ = stats.resident_limit > resident ? stats.resident_limit - resident : 1;
+      return;
+    }
+    const auto system = device::read_memory_info();
+    std::uint64_t free = system.ram_available;
+    if (system.memory_limit) free = std::min(free, *system.memory_limit);
+    if (free == 0) return;
+    growth_ = free / 10 * 9;  // the rest for the page cache and the other processes
+    owned_ = true;
+    memory::set_cpu_resident_limit(resident + growth_);
+  }
+  ~WithinFreeRam() {
+    if (owned_) memory::set_cpu_resident_limit(0);
+  }
+  WithinFreeRam(const WithinFreeRam&) = delete;
+  WithinFreeRam& operator=(const WithinFreeRam&) = delete;
+  std::uint64_t growth() const { return growth_; }
+
+ private:
+  std::uint64_t growth_ = 0;
+  bool owned_ = false;
+};
+
+[[noreturn]] void refuse_too_large(const ModelSpec& spec, const std::string& why) {
+  throw UsageError("model " + spec.config.name + " cannot be built: " + why,
+                   "make the model smaller (model.hidden, model.width, model.layers, model.d_model, model.ff_dim) or check data.shape "
+                   "and data.image_size, which size its first layer");
+}
+
+}  // namespace
+
 std::unique_ptr<Model> build_model(const ModelSpec& spec) {
   if (!spec.config.torchscript.empty()) return load_torchscript(spec.config.torchscript);
   ModelFactory factory;
@@ -84,23 +132,23 @@ std::unique_ptr<Model> build_model(const ModelSpec& spec) {
                        "pick a registered model (mlp, small_cnn, resnet18, resnet34, resnet50, transformer) or register_model() yours");
     factory = it->second;
   }
+  const WithinFreeRam within;
   try {
     return wrap_module(factory(spec), spec.config.name);
+  } catch (const c10::OutOfMemoryError& e) {  // the limit above (or the user's cap): many parameters, none too large alone
+    if (within.growth() == 0 || std::string(e.what()).find("past its limit") == std::string::npos) throw;
+    refuse_too_large(spec, "it takes more than the " + core::format_bytes(within.growth()) + " of RAM that is free");
   } catch (const c10::Error& e) {  // a model too large to build: the allocator's words are not the fix
     const std::string what = e.what_without_backtrace();
     const bool overflow = what.find("Storage size calculation overflowed") != std::string::npos;
     if (!overflow && what.find("can't allocate memory") == std::string::npos) throw;
     constexpr std::string_view kAsked = "you tried to allocate ";  // the CPU allocator's words, then the bytes
     const auto asked = what.find(kAsked);
-    throw UsageError(
-        "model " + spec.config.name + " cannot be built: " +
-            (overflow ? "a parameter's size is past 2^63 bytes"
-                      : "a parameter needs " +
-                            (asked == std::string::npos
-                                 ? std::string("more memory than is free")
-                                 : core::format_bytes(std::stoull(what.substr(asked + kAsked.size()))) + " at once, more than is free")),
-        "make the model smaller (model.hidden, model.width, model.layers, model.d_model, model.ff_dim) or check data.shape and "
-        "data.image_size, which size its first layer");
+    refuse_too_large(spec, overflow ? "a parameter's size is past 2^63 bytes"
+                                    : "a parameter needs " + (asked == std::string::npos
+                                                                  ? std::string("more memory than is free")
+                                                                  : core::format_bytes(std::stoull(what.substr(asked + kAsked.size()))) +
+                                                                        " at once, more than is free"));
   }
 }
 

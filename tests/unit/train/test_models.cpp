@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+#include "gputrain/device/system_sampler.hpp"
+#include "gputrain/memory/cpu_allocator.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
 
@@ -120,6 +124,33 @@ TEST(Models, RegisteredModelIsBuiltByName) {
   auto model = build_model(spec("tiny_linear", {5}, 2));
   EXPECT_EQ(parameter_count(*model), 12);
   EXPECT_EQ(model->forward(at::randn({4, 5})).sizes(), (std::vector<std::int64_t>{4, 2}));
+}
+
+// A model of many parameters, none too large alone (model.layers: 100000), grew until the kernel's
+// OOM killer ended the run; the build now stops where the process has grown by 90 % of the free
+// RAM, with the model's error. Here a limit of 256 MiB over what the process holds stands for it
+// (a caller's limit holds), and 64 MiB parameters are touched, so that they count.
+TEST(Models, AModelLargerThanTheFreeRamIsRefusedWhileItIsBuilt) {
+  struct Hoard : torch::nn::Module {
+    Hoard() {
+      for (int i = 0; i < 1024; ++i) register_parameter("p" + std::to_string(i), at::zeros({std::int64_t{1} << 24}));
+    }
+    at::Tensor forward(const at::Tensor& x) { return x; }
+  };
+  memory::install_counting_cpu_allocator();  // as a run's set-up does
+  register_model("hoard", [](const ModelSpec&) { return torch::nn::AnyModule(Hoard()); });
+  const auto resident = static_cast<std::uint64_t>(device::host_rss_bytes());
+  memory::set_cpu_resident_limit(resident + 256 * core::kMiB);
+  try {
+    build_model(spec("hoard", {4}));
+    ADD_FAILURE() << "64 GiB of parameters were built";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("model hoard cannot be built: it takes more than the "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(" of RAM that is free"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(memory::cpu_memory_stats().resident_limit, resident + 256 * core::kMiB);  // the caller's, left to it
+  memory::set_cpu_resident_limit(0);
+  EXPECT_LT(device::host_rss_bytes(), static_cast<double>(resident + 512 * core::kMiB));  // the parameters went with the error
 }
 
 TEST(Models, AutoIsModelNamesChoiceAndCannotBeRegistered) {
