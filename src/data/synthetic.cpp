@@ -186,8 +186,12 @@ at::Tensor argmax_less_offsets(const at::Tensor& logits, const at::Tensor& offse
   if (classes == 0) return out;
   const float *from = l.const_data_ptr<float>(), *shift = o.const_data_ptr<float>();
   auto* best = out.mutable_data_ptr<std::int64_t>();
-  at::parallel_for(0, rows, std::max<std::int64_t>(1, (std::int64_t{1} << 16) / classes), [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) best[r] = first_argmax_less(from + r * classes, shift, classes);
+  // Threads where they pay: a 10-class teacher's 40,960 values take less than starting them.
+  const int threads = rows * classes >= (std::int64_t{1} << 20) ? std::max(1, at::get_num_threads()) : 1;
+  const std::int64_t parts = std::min<std::int64_t>(rows, 4 * threads), per_part = (rows + parts - 1) / parts;
+  core::parallel_tasks(parts, threads, [&](std::int64_t part) {
+    for (std::int64_t r = part * per_part; r < std::min(rows, (part + 1) * per_part); ++r)
+      best[r] = first_argmax_less(from + r * classes, shift, classes);
   });
   return out;
 }
