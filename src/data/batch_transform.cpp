@@ -91,9 +91,11 @@ void ChannelSums::add(const at::Tensor& inputs) {
 ChannelStats ChannelSums::stats() const {
   TORCH_CHECK(samples_ > 0, "ChannelSums::stats needs at least one sample");
   ChannelStats stats;
-  for (std::int64_t c = 0; c < sum_.size(0); ++c) {
-    const double mean = sum_[c].item<double>() / values_per_channel_;
-    const double variance = std::max(0.0, sum_sq_[c].item<double>() / values_per_channel_ - mean * mean);
+  const auto sums = sum_.contiguous(), squares = sum_sq_.contiguous();  // float64; read here, not by an item() a channel
+  const double *sum = sums.const_data_ptr<double>(), *sum_sq = squares.const_data_ptr<double>();
+  for (std::int64_t c = 0; c < sums.size(0); ++c) {
+    const double mean = sum[c] / values_per_channel_;
+    const double variance = std::max(0.0, sum_sq[c] / values_per_channel_ - mean * mean);
     const double std = std::sqrt(variance);
     stats.mean.push_back(mean);
     // Relative to the values' size: float rounding leaves a constant column a tiny nonzero variance.

@@ -42,7 +42,7 @@ struct BatchTransform {
 /// Summed in float64 a chunk of samples at a time, so a large uint8 set is never copied whole.
 struct ChannelStats {
   std::vector<double> mean, std;                ///< std is the population standard deviation
-  std::vector<std::int64_t> constant_channels;  ///< no spread: std set to 1, so they are only centred
+  std::vector<std::int64_t> constant_channels;  ///< no spread: std set to 1, so they are only centred; ascending
 };
 ChannelStats measure_channel_stats(const at::Tensor& inputs);
 

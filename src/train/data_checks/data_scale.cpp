@@ -30,7 +30,9 @@ constexpr std::int64_t kHintSamples = 65536;
 // The measured spread: ChannelStats gives a constant column std 1 so that it is only centred.
 double spread(const data::ChannelStats& stats, std::size_t i) {
   const auto& constant = stats.constant_channels;
-  return std::find(constant.begin(), constant.end(), static_cast<std::int64_t>(i)) != constant.end() ? 0.0 : stats.std[i];
+  return std::binary_search(constant.begin(), constant.end(), static_cast<std::int64_t>(i))
+             ? 0.0
+             : stats.std[i];  // a scan: minutes at 300,000 columns
 }
 
 double root_mean_square(const data::ChannelStats& stats, std::size_t i) { return std::hypot(stats.mean[i], spread(stats, i)); }
