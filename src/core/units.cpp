@@ -96,4 +96,10 @@ std::string join(const std::vector<std::string>& words, const std::string& separ
   return out;
 }
 
+std::string join_first(const std::vector<std::string>& words, std::size_t most, const std::string& separator) {
+  if (words.size() <= most) return join(words, separator);
+  return join(std::vector<std::string>(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(most)), separator) + separator + "... (" +
+         std::to_string(words.size()) + " in all)";
+}
+
 }  // namespace gputrain::core

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <unordered_set>
 
 #include "gputrain/core/units.hpp"
 
@@ -11,12 +12,13 @@ std::string leaving_out(const RowFormat& format, const std::vector<std::size_t>&
   if (!format.features_listed) {
     auto excluded = format.excluded;
     for (const auto c : columns) excluded.push_back(format.header[c]);
-    return " with data.exclude: [" + core::join(excluded) + "]";
+    return " with data.exclude: [" + core::join_first(excluded, kNamedColumns) + "]";
   }
   std::vector<std::string> others;
+  const std::unordered_set<std::size_t> out(columns.begin(), columns.end());
   for (const auto other : format.model_columns)
-    if (std::find(columns.begin(), columns.end(), other) == columns.end()) others.push_back(format.header[other]);
-  return others.empty() ? std::string() : " with data.features: [" + core::join(others) + "]";
+    if (out.count(other) == 0) others.push_back(format.header[other]);
+  return others.empty() ? std::string() : " with data.features: [" + core::join_first(others, kNamedColumns) + "]";
 }
 
 std::string leaving_out(const RowFormat& format, std::size_t c) { return leaving_out(format, std::vector<std::size_t>{c}); }

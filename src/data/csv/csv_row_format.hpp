@@ -30,9 +30,13 @@ struct RowFormat {
   bool keep_missing = false;                         // data.missing other than error: a missing feature is read as NaN
 };
 
+/// How many columns a fix names before "... (N in all)": a file of 30,000 text columns made a
+/// fix of 750 KB.
+inline constexpr std::size_t kNamedColumns = 12;
+
 /// How a user leaves `columns` out, in the key they use: " with data.features: [...]" without
 /// them when they listed the features, else " with data.exclude: [...]" with them; "" when no
-/// feature is left.
+/// feature is left. At most kNamedColumns names.
 std::string leaving_out(const RowFormat& format, const std::vector<std::size_t>& columns);
 std::string leaving_out(const RowFormat& format, std::size_t column);
 

@@ -125,21 +125,21 @@ std::string text_columns_remedy(const RowFormat& format, const Stretch& stretch)
     }
   }
   const bool one = all_names.size() == 1;
-  std::string remedy = (one ? "column " : "columns ") + core::join(all_names, ", ") + (one ? " holds" : " hold") + " text: ";
+  std::string remedy = (one ? "column " : "columns ") + core::join_first(all_names, kNamedColumns) + (one ? " holds" : " hold") + " text: ";
   const auto them = [](const std::vector<std::size_t>& columns) { return columns.size() == 1 ? "it" : "them"; };
   if (!categories.empty()) {
     auto listed = format.categorical;
     for (const auto c : categories) listed.push_back(format.header[c]);
-    remedy += "one-hot encode " + (others.empty() ? std::string(them(categories)) : core::join(category_names, ", ")) +
-              " with data.categorical: [" + core::join(listed) + "]";
+    remedy += "one-hot encode " + (others.empty() ? std::string(them(categories)) : core::join_first(category_names, kNamedColumns)) +
+              " with data.categorical: [" + core::join_first(listed, kNamedColumns) + "]";
     if (others.empty()) return remedy + ", or leave " + them(categories) + " out" + leaving_out(format, categories);
     remedy += "; ";
   }
-  remedy +=
-      "leave " + (categories.empty() ? std::string(them(others)) : core::join(other_names, ", ")) + " out" + leaving_out(format, others);
+  remedy += "leave " + (categories.empty() ? std::string(them(others)) : core::join_first(other_names, kNamedColumns)) + " out" +
+            leaving_out(format, others);
   if (free_text) remedy += " (a new value in most rows: names, ids or free text)";
   if (dates.empty()) return remedy;
-  return remedy + ", or turn the dates in '" + core::join(dates, "', '") +
+  return remedy + ", or turn the dates in '" + core::join_first(dates, kNamedColumns, "', '") +
          "' into numbers first, e.g. their hour or day of the year: pandas' pd.to_datetime(df['" + dates.front() + "']).dt.dayofyear";
 }
 

@@ -47,6 +47,9 @@ TEST(Join, SeparatesWordsAndGivesNothingForNone) {
   EXPECT_EQ(gputrain::core::join({"a", "b"}, " | "), "a | b");
   EXPECT_EQ(gputrain::core::join({"only"}), "only");
   EXPECT_EQ(gputrain::core::join({}), "");
+  EXPECT_EQ(gputrain::core::join_first({"a", "b", "c"}, 2), "a, b, ... (3 in all)");
+  EXPECT_EQ(gputrain::core::join_first({"a", "b"}, 2), "a, b");
+  EXPECT_EQ(gputrain::core::join_first({"a", "b", "c"}, 1, "', '"), "a', '... (3 in all)");
 }
 
 TEST(Counted, PutsTheNounInThePluralExceptForOne) {

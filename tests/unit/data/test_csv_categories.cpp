@@ -208,6 +208,24 @@ TEST(CsvCategories, TextColumnsAreToldApartAsCategoriesOrFreeText) {
             std::string::npos);
 }
 
+// A file of thousands of text columns made a fix naming each three times (750 KB for 30,000): the
+// fix names the first twelve of each list and says how many there are.
+TEST(CsvCategories, AFixNamesTheFirstTwelveOfManyTextColumns) {
+  ScratchFolder root("csv-categories-wide");
+  std::string header, row;
+  for (int c = 0; c < 40; ++c) header += "t" + std::to_string(c) + ",", row += std::string(c % 2 ? "red" : "blue") + ",";
+  std::string text = header + "label\n";
+  for (int i = 0; i < 30; ++i) text += row + std::to_string(i % 2) + "\n";
+  const auto file = written(root.path / "wide.csv", text);
+  const auto fix = usage_error_and_fix([&] { read_csv(file, CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(fix.find("columns 't0', 't1', 't2', 't3', 't4', 't5', 't6', 't7', 't8', 't9', 't10', 't11', ... (40 in all) hold text: "
+                     "one-hot encode them with data.categorical: [t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, ... (40 in all)], "
+                     "or leave them out with data.exclude: [t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, ... (40 in all)]"),
+            std::string::npos)
+      << fix;
+  EXPECT_EQ(fix.find("t12"), std::string::npos) << fix;
+}
+
 // A missing category is none of them: the pandas line that drops rows with missing values keeps
 // rows that miss only a category.
 TEST(CsvCategories, RowsMissingOnlyACategoryAreNotDropped) {
