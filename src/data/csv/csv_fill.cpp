@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "csv_row_format.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 
@@ -42,10 +43,10 @@ Gaps gaps_of(const Table& table, std::size_t width) {
 
 // "'b' 8, 'c' 4": the columns that miss values and how many.
 std::string per_column(const std::vector<std::string>& names, const std::vector<std::int64_t>& missing) {
-  std::string text;
+  std::vector<std::string> counts;
   for (std::size_t f = 0; f < names.size(); ++f)
-    if (missing[f] > 0) text += (text.empty() ? "'" : ", '") + names[f] + "' " + std::to_string(missing[f]);
-  return text;
+    if (missing[f] > 0) counts.push_back("'" + names[f] + "' " + std::to_string(missing[f]));
+  return core::join_first(counts, kNamedColumns);  // a file of 20,000 such columns made a 300 KB note
 }
 
 // Keeps the rows that miss nothing: one chunk of them, their categories and their targets.

@@ -64,6 +64,28 @@ TEST(CsvMissing, MeanFillsWithTheTrainingColumnsMeanAndSaysSo) {
   EXPECT_EQ(row_of(val.inputs, 1), (std::vector<float>{5, 5}));
 }
 
+// The note names the first twelve columns that miss values and the count: a file of 20,000 such
+// columns made a note of 300 KB.
+TEST(CsvMissing, TheNoteNamesTheFirstTwelveOfManyColumns) {
+  test_support::ScratchFolder folder("csv-missing-wide");
+  std::string header;
+  for (int c = 0; c < 30; ++c) header += "x" + std::to_string(c) + ",";
+  std::ofstream file(folder.path / "train.csv");
+  file << header << "label\n";
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 30; ++c) file << (r == 0 ? "" : "1") << ",";
+    file << r % 2 << "\n";
+  }
+  file.close();
+  CsvColumns columns;
+  read_csv((folder.path / "train.csv").string(), with_missing("zero"), nullptr, &columns);
+  ASSERT_EQ(columns.notes.size(), 1U);
+  EXPECT_NE(columns.notes[0].find("miss a value ('x0' 1, 'x1' 1, 'x2' 1, 'x3' 1, 'x4' 1, 'x5' 1, 'x6' 1, 'x7' 1, 'x8' 1, 'x9' 1, 'x10' 1, "
+                                  "'x11' 1, ... (30 in all)), filled with 0"),
+            std::string::npos)
+      << columns.notes[0];
+}
+
 TEST(CsvMissing, ZeroFillsWithZero) {
   test_support::ScratchFolder folder("csv-missing-zero");
   std::ofstream(folder.path / "train.csv") << kTrain;
