@@ -51,6 +51,22 @@ void refuse_single_class(const data::Sources& sources, const data::SourceSpec& s
                              : "check that data.labels names the label column; to predict a number instead, set data.task: regression");
 }
 
+void refuse_identifier_labels(const data::Sources& sources, const data::SourceSpec& spec) {
+  const auto ids = sources.train->class_ids();
+  if (!ids || ids->numel() <= kSparseClassesFrom) return;
+  const auto counts = at::bincount(*ids);
+  const auto present = (counts > 0).sum().item<std::int64_t>(), once = (counts == 1).sum().item<std::int64_t>();
+  if (present <= kSparseClassesFrom || once * 100 < present * 99) return;
+  throw UsageError("the labels of " + sources.train->description() + " name samples, not classes: " + std::to_string(present) +
+                       " classes among " + std::to_string(ids->numel()) + " training samples, " + std::to_string(once) +
+                       " of them on one sample only; a classifier learns no class from one sample, and its output layer would have " +
+                       std::to_string(present) + " units",
+                   spec.source == "image_folder"
+                       ? "put each class's images in one sub-folder of " + spec.path + " (a folder's name is its class)"
+                       : "check that data.labels names the column to predict, not an id or a name per row; to predict a number, set "
+                         "data.task: regression");
+}
+
 std::string unseen_classes_note(const data::Sources& sources, std::int64_t classes) {
   const auto train_ids = sources.train->class_ids();
   const auto val_ids = sources.val ? sources.val->class_ids() : std::nullopt;

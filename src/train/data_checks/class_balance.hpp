@@ -27,6 +27,12 @@ void refuse_sparse_class_ids(const data::Sources& sources);
 /// checked (a tiny generated set may fall into one class by chance, and the user chose it).
 void refuse_single_class(const data::Sources& sources, const data::SourceSpec& spec);
 
+/// Labels that name each sample rather than a class (an id column given as data.labels: 200,000
+/// rows, 200,000 classes) make an output unit per sample and nothing to learn: with more than
+/// 1,000 classes of which 99 % occur once in the training labels, throws UsageError naming the
+/// column's count and data.labels. Synthetic data is not checked (its caller skips it).
+void refuse_identifier_labels(const data::Sources& sources, const data::SourceSpec& spec);
+
 /// Classification: a line naming the classes the validation labels hold and no training label does
 /// (a numeric id only the validation file uses, a rare class the hold-out took whole), whose samples
 /// the model cannot get right; empty when there are none or either set does not know its labels.

@@ -122,7 +122,10 @@ void check_the_classes(Config& config, RunData& out, const data::SourceSpec& spe
     if (d.classes && *d.classes < found)
       throw UsageError("data.classes is " + std::to_string(*d.classes) + " but the labels go up to class id " + std::to_string(found - 1),
                        "set data.classes: auto (or at least " + std::to_string(found) + ")");
-    if (d.source != "synthetic") refuse_single_class(out.sources, spec);
+    if (d.source != "synthetic") {
+      refuse_single_class(out.sources, spec);
+      refuse_identifier_labels(out.sources, spec);
+    }
     if (!d.classes) {
       refuse_sparse_class_ids(out.sources);
       config.data.classes = std::max<std::int64_t>(2, found);

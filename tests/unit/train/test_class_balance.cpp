@@ -5,6 +5,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/data/sources.hpp"
+#include "support/usage_errors.hpp"
 #include "train/data_checks/class_balance.hpp"
 
 using namespace gputrain;
@@ -80,6 +81,25 @@ TEST(ClassBalance, ASetOfFilesIsJudgedByTheLabelsItKnowsWithoutReadingThem) {
   data::Sources sources;
   sources.train = std::make_shared<LabelsOnly>(two_classes(90, 10));
   EXPECT_NE(class_balance_note(sources, 2, false).find("class 0, is 90.0 % of the training samples (90 of 100)"), std::string::npos);
+}
+
+// An id column given as the labels (a class per row) is refused before a model with an output
+// unit per sample is built; many classes of a few samples each are not.
+TEST(ClassBalance, LabelsThatNameEachSampleAreRefused) {
+  data::Sources sources;
+  sources.train = labelled(at::arange(2000, at::kLong));
+  data::SourceSpec spec;
+  spec.source = "csv";
+  const auto error = test_support::usage_error_and_fix([&] { refuse_identifier_labels(sources, spec); });
+  EXPECT_NE(error.find("the labels of arrays name samples, not classes: 2000 classes among 2000 training samples, 2000 of them on one "
+                       "sample only"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("\ncheck that data.labels names the column to predict"), std::string::npos) << error;
+  sources.train = labelled(at::arange(4000, at::kLong).floor_divide(2));  // 2000 classes of two samples
+  EXPECT_NO_THROW(refuse_identifier_labels(sources, spec));
+  sources.train = labelled(at::arange(900, at::kLong));  // a few hundred one-sample classes: too few to say
+  EXPECT_NO_THROW(refuse_identifier_labels(sources, spec));
 }
 
 // Training labels of one class leave a classifier nothing to learn: refused, naming the class and

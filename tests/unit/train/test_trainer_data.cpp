@@ -267,8 +267,8 @@ TEST(TrainerData, SparseLargeClassIdsAreTakenForValuesUnlessDataClassesConfirmsT
   }
   auto confirmed = data_run("sparse-ids", {"data.source=safetensors", "data.path=" + file.string(), "data.classes=" + classes});
   EXPECT_EQ(open_data(confirmed).sources.classes, std::stoll(classes));
-  // Dense ids (every id of 0..1199 used) are classes however many there are.
-  data::write_safetensors(file.string(), {{"x", at::randn({1200, 10})}, {"y", at::arange(1200, at::kLong)}});
+  // Dense ids (every id of 0..1199 used, twice: ids used once each name samples) are classes however many there are.
+  data::write_safetensors(file.string(), {{"x", at::randn({2400, 10})}, {"y", at::arange(2400, at::kLong).floor_divide(2)}});
   auto dense = data_run("dense-ids", {"data.source=safetensors", "data.path=" + file.string(), "data.classes=auto"});
   open_data(dense);
   EXPECT_EQ(dense.data.classes, 1200);
