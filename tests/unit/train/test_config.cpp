@@ -464,6 +464,17 @@ TEST(Config, EveryMistakeIsReportedAtOnce) {
   }
 }
 
+// A file of thousands of mistakes (20,000 unknown keys wrote 9 MB) lists the first twenty.
+TEST(Config, ManyMistakesListTheFirstTwenty) {
+  std::vector<std::string> sets;
+  for (int i = 0; i < 25; ++i) sets.push_back("train.k" + std::to_string(i) + "=1");
+  const auto message = error_of({{}, sets, ""});
+  EXPECT_EQ(message.rfind("25 problems in the config:\n", 0), 0U) << message;
+  EXPECT_NE(message.find("unknown key 'train.k19'"), std::string::npos) << message;
+  EXPECT_EQ(message.find("unknown key 'train.k20'"), std::string::npos) << message;
+  EXPECT_NE(message.find("\n  ... and 5 more\n  fix: fix all 25 (the first 20 are above), then run again"), std::string::npos) << message;
+}
+
 TEST(Config, InconsistentKeysAreRejected) {
   EXPECT_NE(error_of({{}, {"data.task=regression", "checkpoint.best_metric=val_accuracy"}, ""}).find("needs data.task classification"),
             std::string::npos);
