@@ -21,13 +21,18 @@ namespace {
 bool cpu_allocation_failed(const std::string& what) { return what.find("DefaultCPUAllocator: can't allocate memory") != std::string::npos; }
 }  // namespace
 
+std::optional<std::uint64_t> failed_cpu_allocation_bytes(const std::string& what) {
+  const std::string tried = "you tried to allocate ";
+  const auto at = what.find(tried);
+  if (!cpu_allocation_failed(what) || at == std::string::npos) return std::nullopt;
+  return std::strtoull(what.c_str() + at + tried.size(), nullptr, 10);
+}
+
 std::string message_for_unexplained(const std::string& what) {
   const auto text = without_backtrace(what);
-  const std::string tried = "you tried to allocate ";
-  const auto at = text.find(tried);
-  if (!cpu_allocation_failed(text) || at == std::string::npos) return text;
-  const auto bytes = std::strtoull(text.c_str() + at + tried.size(), nullptr, 10);
-  return "out of host memory: an allocation of " + format_bytes(bytes) +
+  const auto bytes = failed_cpu_allocation_bytes(text);
+  if (!bytes) return text;
+  return "out of host memory: an allocation of " + format_bytes(*bytes) +
          " in RAM failed (LibTorch's CPU allocator: " + text.substr(text.find("can't allocate memory")) + ")";
 }
 

@@ -270,9 +270,7 @@ void refuse_synthetic_beyond_ram(const SourceSpec& spec) {
   const double per_sample = need.per_sample + need.labelling_per_sample;  // a bound: only one split's logits at a time
   const double bytes = need.per_sample * static_cast<double>(spec.samples + spec.val_samples) +
                        need.labelling_per_sample * static_cast<double>(std::max(spec.samples, spec.val_samples)) + need.teacher;
-  const auto memory = device::read_memory_info();
-  std::uint64_t available = memory.ram_available;
-  if (memory.memory_limit) available = std::min(available, *memory.memory_limit);
+  const auto available = device::read_memory_info().available();
   if (available == 0 || bytes <= static_cast<double>(available)) return;
   const double room = 0.8 * static_cast<double>(available);  // a fifth of the memory left for the rest of the run
   const bool classification = spec.task == "classification";

@@ -63,6 +63,13 @@ MemoryInfo read_memory_info() {
   return info;
 }
 
+double host_rss_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  double size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return resident * static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
 double usable_cores(int affinity_cores, const std::optional<double>& cgroup_quota_cores) {
   double cores = affinity_cores;
   if (cgroup_quota_cores) cores = std::min(cores, *cgroup_quota_cores);

@@ -1,23 +1,14 @@
 #include "gputrain/device/system_sampler.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <condition_variable>
-#include <fstream>
 #include <mutex>
 #include <thread>
 
+#include "gputrain/device/system_info.hpp"
 #include "nvml_api.hpp"
 
 namespace gputrain::device {
-
-double host_rss_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  double size = 0, resident = 0;
-  if (!(statm >> size >> resident)) return 0;
-  return resident * static_cast<double>(::sysconf(_SC_PAGESIZE));
-}
 
 struct SystemSampler::Impl {
   std::unique_ptr<nvml::Library> nvml;

@@ -14,7 +14,6 @@
 #include "block_cache.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/device/system_info.hpp"
-#include "gputrain/device/system_sampler.hpp"
 
 namespace gputrain::memory {
 namespace {
@@ -212,9 +211,7 @@ void install_counting_cpu_allocator() {
     const char* cache_setting = std::getenv("GPUTRAIN_CPU_CACHE");
     if (cache_setting != nullptr && std::strcmp(cache_setting, "0") == 0) g_cache_enabled.store(false);
     const auto system = device::read_memory_info();
-    std::uint64_t available = system.ram_available;
-    if (system.memory_limit) available = std::min(available, *system.memory_limit);
-    g_uncapped_bound.store(available / 10 * 9);
+    g_uncapped_bound.store(system.available() / 10 * 9);
     // Never freed: tensors allocated through it may outlive any owner we could give it.
     static CountingCpuAllocator* allocator = new CountingCpuAllocator(c10::GetCPUAllocator());
     // Priority above LibTorch's own registration (0), so a later default cannot displace it.

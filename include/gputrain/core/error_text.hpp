@@ -1,6 +1,8 @@
 #pragma once
 // The part of an exception's message a user can act on.
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace gputrain::core {
@@ -12,6 +14,10 @@ std::string without_backtrace(const std::string& what);
 /// LibTorch's zip reader's message less the paragraph about miniz it appends to every failure
 /// ("... corrupted"): its first sentence says what went wrong.
 std::string without_miniz_advice(const std::string& reader_message);
+
+/// The bytes LibTorch's CPU allocator could not allocate, where `what` is its failure
+/// ("DefaultCPUAllocator: can't allocate memory: you tried to allocate N bytes ..."); none otherwise.
+std::optional<std::uint64_t> failed_cpu_allocation_bytes(const std::string& what);
 
 /// The message of an error no part of gputrain put in a user's terms: without_backtrace(what),
 /// except that LibTorch's CPU allocator's failure ("[enforce fail at alloc_cpu.cpp:...] ...

@@ -1,6 +1,7 @@
 #pragma once
 // Facts about the host that decide how fast and how safely training can run on it.
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -23,10 +24,15 @@ struct MemoryInfo {
   std::uint64_t ram_total = 0;                ///< MemTotal
   std::uint64_t ram_available = 0;            ///< MemAvailable
   std::optional<std::uint64_t> memory_limit;  ///< the cgroup limit when tighter than RAM
+  /// What a process may still take: MemAvailable, within the cgroup limit.
+  std::uint64_t available() const { return memory_limit ? std::min(ram_available, *memory_limit) : ram_available; }
 };
 
 /// Reads MemoryInfo (/proc/meminfo and the cgroup's memory limit); never throws.
 MemoryInfo read_memory_info();
+
+/// This process's resident memory in bytes (/proc/self/statm); 0 where that cannot be read.
+double host_rss_bytes();
 
 /// OS, CPU, memory, shared memory and container facts of this machine.
 struct SystemInfo {

@@ -18,9 +18,6 @@ struct SystemSample {
   double host_rss_bytes = 0;
 };
 
-/// This process's resident memory in bytes (/proc/self/statm); 0 where that cannot be read.
-double host_rss_bytes();
-
 class SystemSampler {
  public:
   /// Reads at once, then every `period_seconds`: GPU `nvml_index` through NVML (nullopt: the host

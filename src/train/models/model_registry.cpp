@@ -2,16 +2,14 @@
 
 #include <c10/util/Exception.h>
 
-#include <algorithm>
 #include <map>
 #include <mutex>
-#include <string_view>
 
 #include "builtin_models.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/error_text.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/device/system_info.hpp"
-#include "gputrain/device/system_sampler.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
 #include "module_model.hpp"
 
@@ -92,9 +90,7 @@ class WithinFreeRam {
       growth_ = stats.resident_limit > resident ? stats.resident_limit - resident : 1;
       return;
     }
-    const auto system = device::read_memory_info();
-    std::uint64_t free = system.ram_available;
-    if (system.memory_limit) free = std::min(free, *system.memory_limit);
+    const auto free = device::read_memory_info().available();
     if (free == 0) return;
     growth_ = free / 10 * 9;  // the rest for the page cache and the other processes
     owned_ = true;
@@ -142,13 +138,10 @@ std::unique_ptr<Model> build_model(const ModelSpec& spec) {
     const std::string what = e.what_without_backtrace();
     const bool overflow = what.find("Storage size calculation overflowed") != std::string::npos;
     if (!overflow && what.find("can't allocate memory") == std::string::npos) throw;
-    constexpr std::string_view kAsked = "you tried to allocate ";  // the CPU allocator's words, then the bytes
-    const auto asked = what.find(kAsked);
+    const auto asked = core::failed_cpu_allocation_bytes(what);
     refuse_too_large(spec, overflow ? "a parameter's size is past 2^63 bytes"
-                                    : "a parameter needs " + (asked == std::string::npos
-                                                                  ? std::string("more memory than is free")
-                                                                  : core::format_bytes(std::stoull(what.substr(asked + kAsked.size()))) +
-                                                                        " at once, more than is free"));
+                                    : "a parameter needs " + (asked ? core::format_bytes(*asked) + " at once, more than is free"
+                                                                    : std::string("more memory than is free")));
   }
 }
 

@@ -9,7 +9,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
-#include "gputrain/device/system_sampler.hpp"
+#include "gputrain/device/system_info.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
