@@ -67,11 +67,15 @@ std::optional<std::uint64_t> parse_bytes(const std::string& text) {
   return std::nullopt;
 }
 
-std::string format_parameter_count(std::int64_t count) {
-  if (count >= 1000000) return format_fixed(static_cast<double>(count) / 1e6, 2) + " M parameters";
+std::string with_commas(std::uint64_t count) {
   std::string digits = std::to_string(count);
   for (auto i = static_cast<std::ptrdiff_t>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
-  return digits + (count == 1 ? " parameter" : " parameters");
+  return digits;
+}
+
+std::string format_parameter_count(std::int64_t count) {
+  if (count >= 1000000) return format_fixed(static_cast<double>(count) / 1e6, 2) + " M parameters";
+  return with_commas(static_cast<std::uint64_t>(std::max<std::int64_t>(count, 0))) + (count == 1 ? " parameter" : " parameters");
 }
 
 std::string lower(std::string text) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gputrain/core/units.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "image_resize.hpp"
 
@@ -18,8 +19,16 @@ namespace gputrain::data {
 namespace {
 
 struct RgbImage : RgbPixels {
-  std::vector<std::uint8_t> cmyk_row;  // decode_jpeg's scratch, here because no destructor may live across its setjmp
+  std::vector<std::uint8_t> cmyk_row;                     // decode_jpeg's scratch, here because no destructor may live across its setjmp
+  std::uint64_t declared_width = 0, declared_height = 0;  // the header's, read before any pixel is decoded
 };
+
+// Pillow's Image.open refuses an image of more pixels than this (DecompressionBombError, twice its
+// Image.MAX_IMAGE_PIXELS), so docs/examples/predict.py could not read it back either. The bound
+// comes before decoding: a 1 MB PNG of 32000 x 32000 zeros would take 4 GB and 8 s per loader thread.
+constexpr std::uint64_t kMaxPixels = 178'956'970;
+
+bool too_many_pixels(const RgbImage& image) { return image.declared_width * image.declared_height > kMaxPixels; }
 
 struct JpegError {
   jpeg_error_mgr manager;
@@ -66,6 +75,12 @@ bool decode_jpeg(const unsigned char* bytes, std::size_t size, int min_height, i
   jpeg_create_decompress(&info);
   jpeg_mem_src(&info, bytes, static_cast<unsigned long>(size));
   jpeg_read_header(&info, TRUE);
+  out.declared_width = info.image_width;
+  out.declared_height = info.image_height;
+  if (too_many_pixels(out)) {
+    jpeg_destroy_decompress(&info);
+    return true;  // decode_image_into skips it, with the size
+  }
   // libjpeg converts grey and YCbCr to RGB itself, but not CMYK or YCCK (print-shop and Photoshop
   // exports): those come out as CMYK and become RGB below.
   const bool cmyk = info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK;
@@ -108,6 +123,12 @@ bool decode_png(const unsigned char* bytes, std::size_t size, RgbImage& out, std
   // Palette, grey and 16-bit become 8-bit RGBA, whose alpha is then dropped: what Pillow's
   // convert("RGB") does (PNG_FORMAT_RGB would composite transparent pixels on black instead).
   image.format = PNG_FORMAT_RGBA;
+  out.declared_width = image.width;
+  out.declared_height = image.height;
+  if (too_many_pixels(out)) {
+    png_image_free(&image);
+    return true;  // decode_image_into skips it, with the size
+  }
   out.height = static_cast<int>(image.height);
   out.width = static_cast<int>(image.width);
   out.pixels.resize(PNG_IMAGE_SIZE(image));
@@ -138,6 +159,13 @@ void decode_image_into(const unsigned char* bytes, std::size_t size, std::int64_
     if (!decode_png(bytes, size, image, why)) throw SkippedSample("corrupt PNG: " + why);
   } else {
     throw SkippedSample("neither a JPEG nor a PNG (unknown signature)");
+  }
+  if (too_many_pixels(image)) {
+    const auto pixels = image.declared_width * image.declared_height;
+    throw SkippedSample("too large: " + std::to_string(image.declared_width) + " x " + std::to_string(image.declared_height) + " = " +
+                        core::with_commas(pixels) + " pixels, more than the " + core::with_commas(kMaxPixels) +
+                        " Pillow opens (its decompression-bomb limit); decoding it would take " + core::format_bytes(pixels * 4) +
+                        " of RAM per loader thread: scale it down first (ImageMagick: mogrify -resize '8192x8192>' FILE)");
   }
   if (image.height == 0 || image.width == 0) throw SkippedSample("the image is empty");
   const int h = static_cast<int>(height), w = static_cast<int>(width);

@@ -14,6 +14,9 @@ std::string format_bytes(std::uint64_t bytes);
 /// A number with a fixed count of decimals: format_fixed(3.14159, 2) -> "3.14".
 std::string format_fixed(double value, int decimals);
 
+/// Digits grouped in threes: with_commas(178956970) -> "178,956,970".
+std::string with_commas(std::uint64_t count);
+
 /// A model's size as people say it: "4,675 parameters" below a million, "11.17 M parameters" above.
 std::string format_parameter_count(std::int64_t count);
 

@@ -17,6 +17,14 @@ TEST(FormatFixed, RoundsToTheGivenDecimals) {
   EXPECT_EQ(format_fixed(-1.005, 1), "-1.0");
 }
 
+TEST(WithCommas, GroupsDigitsInThrees) {
+  EXPECT_EQ(with_commas(0), "0");
+  EXPECT_EQ(with_commas(999), "999");
+  EXPECT_EQ(with_commas(1000), "1,000");
+  EXPECT_EQ(with_commas(178956970), "178,956,970");
+  EXPECT_EQ(with_commas(18446744073709551615ULL), "18,446,744,073,709,551,615");
+}
+
 TEST(FormatParameterCount, ExactBelowAMillionThenMillions) {
   EXPECT_EQ(format_parameter_count(1), "1 parameter");
   EXPECT_EQ(format_parameter_count(999), "999 parameters");

@@ -3,6 +3,7 @@
 // turned into a UsageError that names the file and what is wrong.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -947,6 +948,70 @@ TEST(Images, ATruncatedJpegIsSkippedAsPillowRefusesIt) {
   } catch (const SkippedSample& e) {
     EXPECT_NE(std::string(e.what()).find("Premature end of JPEG file"), std::string::npos) << e.what();
   }
+}
+
+// Images whose header promises more pixels than Pillow opens (a 1 MB PNG of zeros can say 32000 x
+// 32000: 4 GB and seconds to decode, per loader thread) are skipped before a pixel is decoded, with
+// the size and the fix. One pixel within the bound is decoded as usual (here: found corrupt).
+namespace {
+
+std::string skip_reason(const std::string& bytes) {
+  std::vector<std::uint8_t> chw(3 * 16 * 16);
+  try {
+    decode_image_into(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), 16, 16, chw.data());
+  } catch (const SkippedSample& e) {
+    return e.what();
+  }
+  return "decoded";
+}
+
+void put_big_endian(std::string& bytes, std::size_t at, std::uint32_t value, int size) {
+  for (int i = 0; i < size; ++i) bytes[at + i] = static_cast<char>((value >> (8 * (size - 1 - i))) & 0xff);
+}
+
+// A chunk with its length and the CRC-32 libpng checks.
+std::string png_chunk(const std::string& type_and_data) {
+  std::string chunk(8, '\0');
+  put_big_endian(chunk, 0, static_cast<std::uint32_t>(type_and_data.size() - 4), 4);
+  chunk.replace(4, 4, type_and_data);
+  chunk.resize(4 + type_and_data.size() + 4);
+  put_big_endian(chunk, chunk.size() - 4,
+                 static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(type_and_data.data()), type_and_data.size())), 4);
+  return chunk;
+}
+
+// A PNG whose header says width x height, with an empty image data chunk.
+std::string png_header(std::uint32_t width, std::uint32_t height) {
+  std::string ihdr = "IHDR" + std::string(13, '\0');
+  put_big_endian(ihdr, 4, width, 4);
+  put_big_endian(ihdr, 8, height, 4);
+  ihdr[12] = 8;  // 8-bit grey
+  return "\x89PNG\r\n\x1a\n" + png_chunk(ihdr) + png_chunk("IDAT") + png_chunk("IEND");
+}
+
+// The fixture's JPEG with its frame header's size changed.
+std::string jpeg_declaring(std::uint16_t width, std::uint16_t height) {
+  auto bytes = test_support::file_bytes(fixture("images/exact/rgb.jpg"));
+  const auto frame = bytes.find("\xff\xc0");  // SOF0: length, precision, height, width
+  EXPECT_NE(frame, std::string::npos);
+  put_big_endian(bytes, frame + 5, height, 2);
+  put_big_endian(bytes, frame + 7, width, 2);
+  return bytes;
+}
+
+}  // namespace
+
+TEST(Images, AHeaderOfMorePixelsThanPillowOpensIsSkippedBeforeDecoding) {
+  const auto png = skip_reason(png_header(32000, 32000));
+  EXPECT_NE(png.find("too large: 32000 x 32000 = 1,024,000,000 pixels, more than the 178,956,970 Pillow opens (its "
+                     "decompression-bomb limit); decoding it would take 3.81 GiB of RAM per loader thread: scale it down first "
+                     "(ImageMagick: mogrify -resize '8192x8192>' FILE)"),
+            std::string::npos)
+      << png;
+  EXPECT_NE(skip_reason(jpeg_declaring(13378, 13377)).find("too large: 13378 x 13377 = 178,957,506 pixels"), std::string::npos);
+  // Within the bound (13377 x 13377 = 178,944,129) the decoders run: the PNG's data is found short.
+  EXPECT_EQ(skip_reason(png_header(13377, 13377)).rfind("corrupt PNG", 0), 0U) << skip_reason(png_header(13377, 13377));
+  EXPECT_EQ(skip_reason(jpeg_declaring(13377, 13377)).find("too large"), std::string::npos);
 }
 
 // data.standardize on an image folder: the images as the cache decodes them, all or a seeded choice.
