@@ -39,6 +39,13 @@ struct ProbePoint {
   /// fraction limits these, so under a small cap its rounding can decide an OOM the model of
   /// allocated bytes does not see; search_batch_size fits them after such an OOM.
   std::uint64_t reserved_peak = 0;
+  /// CUDA graphs, where the probe captured its step too: the eager step's allocated and reserved
+  /// peaks, and the captured step's (its eager warm-up, capture and replay). `peak` and
+  /// `reserved_peak` are the larger of the two; all 0 where the probe did not capture.
+  struct StepPeaks {
+    std::uint64_t allocated = 0, reserved = 0;
+  };
+  StepPeaks eager{}, captured{};
 };
 
 /// The fitted model, and the memory it is measured against.

@@ -181,6 +181,8 @@ class ProbeRig {
       (void)loss.item<float>();
     }
     const auto captured = memory::memory_figures(device_, /*with_limit=*/false);
+    point.eager = {point.peak, point.reserved_peak};
+    point.captured = {captured.peak, captured.reserved_peak};
     point.peak = std::max(point.peak, captured.peak);
     point.reserved_peak = std::max(point.reserved_peak, captured.reserved_peak);
   }
@@ -329,8 +331,15 @@ MemoryEstimate estimate_model_memory(const Config& config, c10::Device device, c
 
 std::string probe_text(const sizing::ProbePoint& probe) {
   if (!probe.fits) return std::to_string(probe.batch) + ": out of memory";
-  std::string text = std::to_string(probe.batch) + ": peak " + core::format_bytes(probe.peak);
-  if (probe.reserved_peak != 0) text += " (reserved " + core::format_bytes(probe.reserved_peak) + ")";
+  const auto peaks = [](std::uint64_t allocated, std::uint64_t reserved) {
+    return core::format_bytes(allocated) + (reserved != 0 ? " (reserved " + core::format_bytes(reserved) + ")" : "");
+  };
+  std::string text = std::to_string(probe.batch) + ": ";
+  if (probe.captured.allocated != 0)
+    text += "eager step " + peaks(probe.eager.allocated, probe.eager.reserved) + ", captured step " +
+            peaks(probe.captured.allocated, probe.captured.reserved);
+  else
+    text += "peak " + peaks(probe.peak, probe.reserved_peak);
   return text + " in " + core::format_fixed(probe.seconds, 2) + " s";
 }
 
@@ -339,6 +348,10 @@ namespace {
 nlohmann::json probe_object(const sizing::ProbePoint& p) {
   nlohmann::json out = {{"batch", p.batch}, {"fits", p.fits}, {"peak_bytes", p.peak}, {"seconds", p.seconds}};
   if (p.reserved_peak != 0) out["reserved_peak_bytes"] = p.reserved_peak;
+  if (p.captured.allocated != 0) {
+    out["eager_step"] = {{"peak_bytes", p.eager.allocated}, {"reserved_peak_bytes", p.eager.reserved}};
+    out["captured_step"] = {{"peak_bytes", p.captured.allocated}, {"reserved_peak_bytes", p.captured.reserved}};
+  }
   return out;
 }
 

@@ -319,6 +319,20 @@ TEST(AutoBatch, AProbeIsSaidWithItsReservedPeakWhereTheAllocatorHasOne) {
   EXPECT_EQ(train::probe_text(cuda), "1024: peak 3.00 MiB (reserved 6.00 MiB) in 0.50 s");
   EXPECT_EQ(nlohmann::json::parse(train::probe_json(cuda)).at("reserved_peak_bytes").get<std::uint64_t>(), 6 * core::kMiB);
   EXPECT_EQ(train::probe_text(sizing::ProbePoint{2048, false, 0, 0, 0, 0}), "2048: out of memory");
+  // A probe that captured its step (CUDA graphs) says its eager and captured steps' peaks apart:
+  // how much more the graph takes.
+  auto captured = cuda;
+  captured.eager = {2 * core::kMiB, 4 * core::kMiB};
+  captured.captured = {3 * core::kMiB, 6 * core::kMiB};
+  EXPECT_EQ(train::probe_text(captured),
+            "1024: eager step 2.00 MiB (reserved 4.00 MiB), captured step 3.00 MiB (reserved 6.00 MiB) in 0.50 s");
+  const auto json = nlohmann::json::parse(train::probe_json(captured));
+  EXPECT_EQ(json.at("peak_bytes").get<std::uint64_t>(), 3 * core::kMiB);
+  EXPECT_EQ(json.at("eager_step").at("peak_bytes").get<std::uint64_t>(), 2 * core::kMiB);
+  EXPECT_EQ(json.at("eager_step").at("reserved_peak_bytes").get<std::uint64_t>(), 4 * core::kMiB);
+  EXPECT_EQ(json.at("captured_step").at("peak_bytes").get<std::uint64_t>(), 3 * core::kMiB);
+  EXPECT_EQ(json.at("captured_step").at("reserved_peak_bytes").get<std::uint64_t>(), 6 * core::kMiB);
+  EXPECT_FALSE(nlohmann::json::parse(train::probe_json(cuda)).contains("captured_step"));
 }
 
 // Data and model past the cap before any step: said as such, with the fix that fits the source
