@@ -9,11 +9,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include "array_bytes.hpp"
 #include "gputrain/core/error.hpp"
 #include "mapped_file.hpp"
+#include "npz_pieces.hpp"
 #include "path_text.hpp"
 #include "widen_unsigned.hpp"
 
@@ -191,6 +193,18 @@ std::string hex32(unsigned long value) {
   return text;
 }
 
+// The member's `size` bytes, in reads of at most `piece_bytes`: or the bytes read before an error, or -1.
+zip_int64_t read_member(zip_file_t* entry, unsigned char* into, std::uint64_t size, std::uint64_t piece_bytes) {
+  std::uint64_t done = 0;
+  while (done < size) {
+    const auto got = zip_fread(entry, into + done, std::min<std::uint64_t>(piece_bytes, size - done));
+    if (got < 0) return -1;
+    if (got == 0) break;
+    done += static_cast<std::uint64_t>(got);
+  }
+  return static_cast<zip_int64_t>(done);
+}
+
 }  // namespace
 
 at::Tensor read_npy(const std::string& path) {
@@ -198,7 +212,9 @@ at::Tensor read_npy(const std::string& path) {
   return array_of(file->data(), file->size(), path, file);
 }
 
-std::vector<std::pair<std::string, at::Tensor>> read_npz(const std::string& path) {
+std::vector<std::pair<std::string, at::Tensor>> read_npz(const std::string& path) { return read_npz_in_pieces(path, kZipReadPiece); }
+
+std::vector<std::pair<std::string, at::Tensor>> read_npz_in_pieces(const std::string& path, std::uint64_t piece_bytes) {
   int error = 0;
   zip_t* archive = zip_open(path.c_str(), ZIP_RDONLY, &error);
   if (!archive) {
@@ -231,8 +247,9 @@ std::vector<std::pair<std::string, at::Tensor>> read_npz(const std::string& path
                        "write the file again with numpy.savez");
     zip_file_t* entry = zip_fopen_index(archive, static_cast<zip_uint64_t>(i), 0);
     if (!entry) throw UsageError("'" + member + "' cannot be read: " + zip_strerror(archive), "write the file again with numpy.savez");
-    std::vector<unsigned char> bytes(stat.size);
-    const zip_int64_t got = zip_fread(entry, bytes.data(), stat.size);
+    // Not zeroed first (seconds for gigabytes), and the array's storage once read: no second copy.
+    const std::shared_ptr<unsigned char[]> bytes(new unsigned char[stat.size]);
+    const zip_int64_t got = read_member(entry, bytes.get(), stat.size, piece_bytes);
     std::string why = got < 0 ? zip_file_strerror(entry) : "";
     const int closed = zip_fclose(entry);  // checks the CRC of a fully read entry
     if (closed != 0 && why.empty()) why = "checksum mismatch";
@@ -242,12 +259,12 @@ std::vector<std::pair<std::string, at::Tensor>> read_npz(const std::string& path
     // libzip checks the CRC-32 only when a read meets the entry's end, which an exact-size read
     // never does: checked here, as numpy does, for stored and deflated members alike.
     if (stat.valid & ZIP_STAT_CRC) {
-      const auto crc = ::crc32_z(0L, bytes.data(), bytes.size());
+      const auto crc = ::crc32_z(0L, bytes.get(), stat.size);
       if (crc != stat.crc)
         throw UsageError("'" + member + "' is corrupt: its data's CRC-32 is " + hex32(crc) + ", and the archive records " + hex32(stat.crc),
                          "write the file again with numpy.savez (numpy refuses it too)");
     }
-    arrays.emplace_back(key, array_of(bytes.data(), bytes.size(), member, nullptr));
+    arrays.emplace_back(key, array_of(bytes.get(), stat.size, member, bytes));
   }
   return arrays;
 }
