@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +16,8 @@ namespace gputrain::core {
 
 namespace {
 
+constexpr const char* kLockName = ".gputrain.lock";
+
 // The holder writes its pid into the lock file, so the one refused can say who holds it.
 std::string holder_of(int fd) {
   char text[32] = {};
@@ -25,27 +28,52 @@ std::string holder_of(int fd) {
 
 }  // namespace
 
-DirectoryLock::DirectoryLock(const std::string& folder, const std::string& key) {
-  const std::string path = (std::filesystem::path(folder) / ".gputrain.lock").string();
+DirectoryLock::DirectoryLock(const std::string& folder, const std::string& key) : folder_(folder), key_(key) {
+  struct stat info {};
+  if (::stat(folder.c_str(), &info) == 0) {
+    device_ = info.st_dev;
+    inode_ = info.st_ino;
+  }
+  take((std::filesystem::path(folder) / kLockName).string());
+}
+
+void DirectoryLock::take(const std::string& path) {
   // O_CLOEXEC: a child process (a launched rank, a PNG renderer) must not inherit the lock.
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0)
-    throw UsageError(key + ": cannot create '" + path + "': " + std::strerror(errno), "set " + key + " to a folder this user can write");
+    throw UsageError(key_ + ": cannot create '" + path + "': " + std::strerror(errno), "set " + key_ + " to a folder this user can write");
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
     const std::string holder = error == EWOULDBLOCK ? holder_of(fd_) : "";
     ::close(fd_);
     fd_ = -1;
     if (error != EWOULDBLOCK)
-      throw Error("cannot lock '" + path + "': " + std::strerror(error), "check the file system of " + key + " supports file locks");
-    throw UsageError(holder + " is writing to '" + folder + "' (" + key + ")",
-                     "wait for that run to finish, or give this one its own folder: --set " + key + "=<another folder>");
+      throw Error("cannot lock '" + path + "': " + std::strerror(error), "check the file system of " + key_ + " supports file locks");
+    throw UsageError(holder + " is writing to '" + folder_ + "' (" + key_ + ")",
+                     "wait for that run to finish, or give this one its own folder: --set " + key_ + "=<another folder>");
   }
   const std::string pid = std::to_string(::getpid());
   if (::ftruncate(fd_, 0) == 0) {
     const ssize_t written = ::pwrite(fd_, pid.data(), pid.size(), 0);
     (void)written;  // the pid only improves another run's message; the lock is held either way
   }
+}
+
+void DirectoryLock::check_still_held() {
+  struct stat folder {};
+  const bool gone = ::stat(folder_.c_str(), &folder) != 0;
+  if (gone || folder.st_dev != device_ || folder.st_ino != inode_)
+    throw Error("'" + folder_ + "' (" + key_ + ") " + (gone ? "was deleted or moved away" : "was replaced by another folder of that name") +
+                    " while this run trained: nothing more is written there, where another run may be writing now",
+                "keep a run's folder until the run ends; to train again, start the run anew (checkpoint.resume: PATH goes on "
+                "from a checkpoint kept elsewhere)");
+  const std::string path = (std::filesystem::path(folder_) / kLockName).string();
+  struct stat held {
+  }, named{};
+  if (::fstat(fd_, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino && held.st_dev == named.st_dev) return;
+  ::close(fd_);  // its file was removed: another run could lock a new one
+  fd_ = -1;
+  take(path);
 }
 
 DirectoryLock::~DirectoryLock() {

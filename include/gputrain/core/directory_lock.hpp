@@ -17,7 +17,15 @@ class DirectoryLock {
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
 
+  /// Throws Error (exit 1) when the folder is no longer the one locked: deleted, moved away, or
+  /// replaced by another of its name, which another run may have taken since. A lock file removed
+  /// from the folder itself (a cleaner of old files in /tmp) is made and taken again.
+  void check_still_held();
+
  private:
+  void take(const std::string& path);
+  std::string folder_, key_;
+  unsigned long long device_ = 0, inode_ = 0;  // the folder's, when it was locked
   int fd_ = -1;
 };
 

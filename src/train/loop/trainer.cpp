@@ -105,6 +105,8 @@ std::map<std::string, std::string> weights_metadata(const Config& config, const 
 // later step unsaved. The system's reason and fix are kept; added is where the run goes on from
 // once that is fixed, since a failed save leaves the checkpoints before it as they were.
 std::string Trainer::State::refused_saves_explained(const std::function<std::string()>& save) {
+  // A folder deleted or replaced under the run: its checkpoints would mix with another run's.
+  for (const auto& lock : folder_locks) lock->check_still_held();
   try {
     return save();
   } catch (const Error& e) {

@@ -54,3 +54,42 @@ TEST(DirectoryLock, AProcessThatDiesWithoutCleaningUpLeavesNoStaleLock) {
 TEST(DirectoryLock, AFolderThatCannotHoldTheLockFileIsAUsageError) {
   EXPECT_THROW(DirectoryLock("/proc/no-such-folder", "checkpoint.dir"), UsageError);
 }
+
+namespace {
+std::string lost_message(DirectoryLock& lock) {
+  try {
+    lock.check_still_held();
+  } catch (const gputrain::Error& e) {
+    EXPECT_EQ(e.exit_code(), gputrain::ExitCode::failure);
+    return e.what();
+  }
+  return "held";
+}
+}  // namespace
+
+// A folder deleted, moved away or replaced under a run is no longer its own: a second run may
+// hold it now, and the checkpoints of both would mix. The lock says so before a checkpoint.
+TEST(DirectoryLock, AFolderDeletedOrReplacedUnderItsHolderIsReported) {
+  ScratchFolder folder("lock-test");
+  DirectoryLock lock(folder.path.string(), "logging.dir");
+  EXPECT_EQ(lost_message(lock), "held");
+  fs::remove_all(folder.path);
+  EXPECT_EQ(lost_message(lock), "'" + folder.path.string() +
+                                    "' (logging.dir) was deleted or moved away while this run trained: nothing more is written there, "
+                                    "where another run may be writing now");
+  fs::create_directories(folder.path);
+  EXPECT_NE(lost_message(lock).find("was replaced by another folder of that name while this run trained"), std::string::npos);
+}
+
+// A cleaner of old files (systemd-tmpfiles in /tmp) may remove the lock file alone: the folder is
+// still the run's, so the lock is made and taken again, and a second run is still refused.
+TEST(DirectoryLock, ALockFileRemovedFromTheSameFolderIsTakenAgain) {
+  ScratchFolder folder("lock-test");
+  DirectoryLock lock(folder.path.string(), "logging.dir");
+  fs::remove(folder.path / ".gputrain.lock");
+  EXPECT_NO_THROW(DirectoryLock(folder.path.string(), "logging.dir")) << "nothing holds a lock file that is not there";
+  fs::remove(folder.path / ".gputrain.lock");
+  EXPECT_EQ(lost_message(lock), "held");
+  EXPECT_TRUE(fs::exists(folder.path / ".gputrain.lock"));
+  EXPECT_THROW(DirectoryLock(folder.path.string(), "logging.dir"), UsageError);
+}

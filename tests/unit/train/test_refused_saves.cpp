@@ -83,3 +83,22 @@ TEST(RefusedSaves, RefusedFinalWeightsSayTheStateIsSavedAndTheSameCommandWritesT
   EXPECT_EQ(result.start_step, 12);
   EXPECT_TRUE(std::filesystem::exists(run / "model.safetensors"));
 }
+
+// A run whose folder is deleted under it (someone cleaning up runs/) stops at its next checkpoint
+// instead of making the folder again, where a new run of that name may already be writing.
+TEST(RefusedSaves, ARunWhoseFolderIsDeletedStopsAtItsNextCheckpointWithoutMakingItAgain) {
+  const auto config = test_support::small_run("folder-deleted", {"checkpoint.every_steps=3", "logging.tensorboard=false"});
+  auto options = test_support::quiet_trainer();
+  options.after_step = [&](std::int64_t at) {
+    if (at == 4) std::filesystem::remove_all(config.logging.dir);
+  };
+  try {
+    train::Trainer(config, options).fit();
+    ADD_FAILURE() << "the run went on after its folder was deleted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "'" + config.logging.dir + "' (logging.dir) was deleted or moved away while this run trained"))
+        << e.what();
+    EXPECT_EQ(e.exit_code(), ExitCode::failure);
+  }
+  EXPECT_FALSE(std::filesystem::exists(config.logging.dir)) << "made again by the run";
+}

@@ -181,6 +181,10 @@ class RunReport final : public Callback {
         {"alerts", {{"total", result.alerts}, {"by_name", alerts}}},
         {"error", result.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(result.error)}};
     const auto path = (std::filesystem::path(run.config().logging.dir) / "report.json").string();
+    if (!std::filesystem::is_directory(run.config().logging.dir)) {  // deleted under the run: not made again for the report alone
+      run.warn("report.json was not written: the run's folder " + run.config().logging.dir + " is gone");
+      return;
+    }
     try {
       core::write_file_atomically(path, report.dump(2) + "\n");
     } catch (const std::exception& e) {  // the run's outcome stands; the report is a summary of it
