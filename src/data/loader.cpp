@@ -139,7 +139,7 @@ Loader::Loader(std::shared_ptr<const Dataset> dataset, std::int64_t max_batch, L
   const bool pinned = options.device.is_cuda() && options.pin_memory;
   if (options.device.is_cuda()) m.side_stream = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, options.device.index());
   const int workers = std::max(0, options.workers);
-  const std::size_t slots = workers == 0 ? 1 : static_cast<std::size_t>(workers) * static_cast<std::size_t>(std::max(1, options.prefetch));
+  const auto slots = staging_for(layout, m.max_batch, options).first;
   std::vector<std::int64_t> in_shape{m.max_batch}, tgt_shape{m.max_batch};
   in_shape.insert(in_shape.end(), layout.input_shape.begin(), layout.input_shape.end());
   tgt_shape.insert(tgt_shape.end(), layout.target_shape.begin(), layout.target_shape.end());
@@ -227,6 +227,14 @@ std::optional<FedBatch> Loader::next() {
 std::vector<std::string> Loader::skipped() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->skipped_all;
+}
+
+std::pair<std::size_t, std::uint64_t> Loader::staging_for(const SampleLayout& layout, std::int64_t max_batch,
+                                                          const LoaderOptions& options) {
+  const std::size_t slots =
+      options.workers <= 0 ? 1 : static_cast<std::size_t>(options.workers) * static_cast<std::size_t>(std::max(1, options.prefetch));
+  const auto per_sample = static_cast<std::uint64_t>(layout.input_bytes() + layout.target_bytes());
+  return {slots, per_sample * static_cast<std::uint64_t>(std::max<std::int64_t>(1, max_batch))};
 }
 
 std::uint64_t Loader::staging_bytes() const {

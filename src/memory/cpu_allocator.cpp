@@ -189,14 +189,25 @@ class CountingCpuAllocator final : public c10::Allocator {
   void copy_data(void* dest, const void* src, std::size_t count) const override { inner_->copy_data(dest, src, count); }
 
  private:
-  // The wrapped allocator; when the system itself is out of memory, once more after emptying the cache.
+  // The wrapped allocator; when the system itself is out of memory, once more after emptying the
+  // cache. A refusal then is an OutOfMemoryError, as a cap's is: the OOM guard splits the step,
+  // and a probe finds the batch too large, instead of the run failing on the allocator's words.
   c10::DataPtr allocate_inner(size_t n) {
     try {
       return inner_->allocate(n);
-    } catch (const c10::Error&) {
-      if (release_cpu_cache() == 0) throw;
+    } catch (const c10::Error& e) {
+      if (release_cpu_cache() == 0) refuse(n, e);
     }
-    return inner_->allocate(n);
+    try {
+      return inner_->allocate(n);
+    } catch (const c10::Error& e) {
+      refuse(n, e);
+    }
+  }
+  // Its text keeps the allocator's ("you tried to allocate N bytes"), which error_text.hpp reads.
+  [[noreturn]] static void refuse(size_t n, const c10::Error& e) {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: the system refused ", core::format_bytes(n), " with ",
+                     core::format_bytes(device::read_memory_info().available()), " of RAM free (", e.what_without_backtrace(), ")");
   }
 
   c10::Allocator* inner_;

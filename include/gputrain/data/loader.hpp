@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "gputrain/data/dataset.hpp"
 #include "gputrain/data/feed.hpp"
@@ -34,6 +35,10 @@ class Loader final : public Feed {
   std::vector<std::string> skipped() const override;
   /// Bytes of host staging memory (fixed for the loader's life).
   std::uint64_t staging_bytes() const;
+  /// The staging buffers a loader with `options` holds (one, or workers x prefetch) and the
+  /// bytes of each, for batches of `max_batch` samples of `layout`: known before it allocates.
+  static std::pair<std::size_t, std::uint64_t> staging_for(const SampleLayout& layout, std::int64_t max_batch,
+                                                           const LoaderOptions& options);
 
  private:
   struct Impl;

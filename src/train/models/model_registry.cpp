@@ -114,6 +114,12 @@ class WithinFreeRam {
                    "and data.image_size, which size its first layer");
 }
 
+// One parameter the system's allocator refused: its words are not the fix.
+void refuse_if_refused(const ModelSpec& spec, const std::string& what) {
+  if (const auto asked = core::failed_cpu_allocation_bytes(what))
+    refuse_too_large(spec, "a parameter needs " + core::format_bytes(*asked) + " at once, more than is free");
+}
+
 }  // namespace
 
 std::unique_ptr<Model> build_model(const ModelSpec& spec) {
@@ -131,17 +137,16 @@ std::unique_ptr<Model> build_model(const ModelSpec& spec) {
   const WithinFreeRam within;
   try {
     return wrap_module(factory(spec), spec.config.name);
-  } catch (const c10::OutOfMemoryError& e) {  // the limit above (or the user's cap): many parameters, none too large alone
-    if (within.growth() == 0 || std::string(e.what()).find("past its limit") == std::string::npos) throw;
-    refuse_too_large(spec, "it takes more than the " + core::format_bytes(within.growth()) + " of RAM that is free");
-  } catch (const c10::Error& e) {  // a model too large to build: the allocator's words are not the fix
-    const std::string what = e.what_without_backtrace();
-    const bool overflow = what.find("Storage size calculation overflowed") != std::string::npos;
-    if (!overflow && what.find("can't allocate memory") == std::string::npos) throw;
-    const auto asked = core::failed_cpu_allocation_bytes(what);
-    refuse_too_large(spec, overflow ? "a parameter's size is past 2^63 bytes"
-                                    : "a parameter needs " + (asked ? core::format_bytes(*asked) + " at once, more than is free"
-                                                                    : std::string("more memory than is free")));
+  } catch (const c10::OutOfMemoryError& e) {
+    // The limit above (or the user's cap): many parameters, none too large alone.
+    if (within.growth() != 0 && std::string(e.what()).find("past its limit") != std::string::npos)
+      refuse_too_large(spec, "it takes more than the " + core::format_bytes(within.growth()) + " of RAM that is free");
+    refuse_if_refused(spec, e.what_without_backtrace());
+    throw;
+  } catch (const c10::Error& e) {  // the same without the counting allocator, or a size no storage can count
+    refuse_if_refused(spec, e.what_without_backtrace());
+    if (std::string(e.what_without_backtrace()).find("Storage size calculation overflowed") == std::string::npos) throw;
+    refuse_too_large(spec, "a parameter's size is past 2^63 bytes");
   }
 }
 

@@ -199,6 +199,11 @@ RunData open_data(Config& config, bool evaluating) {
 
 data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::int64_t count) {
   const auto& train = *data.sources.train;
+  // The probes repeat what they are given: no need for 1,024 samples of large images, which at
+  // 3 x 8192 x 8192 would be 192 GiB.
+  const auto sample_bytes =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(1, train.layout().input_bytes() + train.layout().target_bytes()));
+  count = std::clamp<std::int64_t>(static_cast<std::int64_t>(kProbeSampleBytes / sample_bytes), 1, count);
   if (auto whole = train.tensors()) {
     const auto n = std::min(count, whole->size());
     return {whole->inputs.slice(0, 0, n).to(device), whole->targets.slice(0, 0, n).to(device)};
@@ -239,6 +244,34 @@ data::CachePlan plan_data_cache(const Config& config, const RunData& data, c10::
   return data::plan_cache(config.data.cache, f);
 }
 
+namespace {
+
+// A streamed run's staging buffers are allocated whole before the first batch, and filled as it
+// goes: past the free RAM (large images in a large batch) the system would kill the run mid-epoch.
+void refuse_staging_past_free_ram(const RunData& data, const data::LoaderOptions& options, std::int64_t train_batch,
+                                  std::int64_t val_batch) {
+  std::uint64_t total = 0;
+  std::vector<std::string> parts;
+  const auto add = [&](const data::Dataset& set, std::int64_t batch, const char* what) {
+    if (batch <= 0) return;
+    const auto [buffers, bytes] = data::Loader::staging_for(set.layout(), batch, options);
+    total += buffers * bytes;
+    parts.push_back(core::counted(static_cast<std::int64_t>(buffers), "buffer") + " of " + core::format_bytes(bytes) + " (" +
+                    core::counted(batch, "sample") + ") for " + what);
+  };
+  add(*data.sources.train, train_batch, "training");
+  if (data.sources.val) add(*data.sources.val, val_batch, "validation");
+  const auto host = memory::memory_figures(c10::Device(c10::kCPU));
+  const auto free = host.limit > host.allocated ? host.limit - host.allocated : 0;
+  if (free == 0 || total <= free) return;
+  throw UsageError("the data loader's staging buffers need " + core::format_bytes(total) + " of RAM (" + core::join(parts) +
+                       "), more than the " + core::format_bytes(free) + " free",
+                   "stream smaller batches: lower train.batch_size or the samples' size (data.image_size), or hold fewer at once "
+                   "(data.prefetch, data.num_workers: buffers = workers x prefetch)");
+}
+
+}  // namespace
+
 DataPlacement place_data(const Config& config, const RunData& data, c10::Device device, const data::CachePlan& plan,
                          std::int64_t train_batch, std::int64_t val_batch, int workers, bool evaluating) {
   DataPlacement out;
@@ -274,6 +307,7 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
                   core::format_bytes(left.limit > left.allocated ? left.limit - left.allocated : 0) + " left for training";
   } else {
     const data::LoaderOptions options{workers, static_cast<int>(config.data.prefetch), config.data.pin_memory, config.data.timeout, device};
+    refuse_staging_past_free_ram(data, options, evaluating ? 0 : train_batch, src.val ? val_batch : 0);
     std::uint64_t staging = 0;
     if (!evaluating) {  // an evaluation reads the training data for its class names and figures only
       auto train_loader = std::make_unique<data::Loader>(src.train, train_batch, options);

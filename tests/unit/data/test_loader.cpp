@@ -7,6 +7,7 @@
 #include <chrono>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "data/chunked_upload.hpp"
 #include "gputrain/core/error.hpp"
@@ -116,6 +117,19 @@ TEST(Loader, DeliversTheOrderInBatchesWithAnyWorkerCount) {
     std::int64_t batches = 0;
     EXPECT_EQ(drain(loader, order, 16, &batches), to_vector(order)) << workers << " workers";
     EXPECT_EQ(batches, 7);  // 6 x 16 + 4
+  }
+}
+
+// What a loader will hold is known before it allocates (the trainer checks it against free RAM),
+// and is what it then holds: one buffer without workers, else workers x prefetch.
+TEST(Loader, ItsStagingIsKnownBeforeItAllocates) {
+  auto data = std::make_shared<Probe>(100);
+  for (const auto& [workers, prefetch, buffers] : {std::tuple{0, 4, 1}, std::tuple{1, 2, 2}, std::tuple{3, 4, 12}}) {
+    const LoaderOptions options{workers, prefetch, false, 30, c10::kCPU};
+    const auto [count, bytes] = Loader::staging_for(data->layout(), 16, options);
+    EXPECT_EQ(count, static_cast<std::size_t>(buffers)) << workers << " x " << prefetch;
+    EXPECT_EQ(bytes, static_cast<std::uint64_t>(16 * (data->layout().input_bytes() + data->layout().target_bytes())));
+    EXPECT_EQ(Loader(data, 16, options).staging_bytes(), count * bytes) << workers << " x " << prefetch;
   }
 }
 

@@ -56,6 +56,23 @@ TEST(CpuAllocator, CapRaisesTheTypedOutOfMemoryErrorAndLiftsCleanly) {
   EXPECT_NO_THROW(at::empty({4 * 1024, 256}, at::kFloat));
 }
 
+// An allocation the system itself refuses (no cap set) is the typed OutOfMemoryError too, so the
+// OOM guard splits the step and a batch probe finds the batch too large; the allocator's own
+// words ("you tried to allocate N bytes") stay in it, and nothing stays counted.
+TEST(CpuAllocator, AnAllocationTheSystemRefusesIsTheTypedOutOfMemoryError) {
+  install_counting_cpu_allocator();
+  const auto before = cpu_memory_stats().allocated;
+  try {
+    auto too_much = at::empty({std::int64_t{1} << 58}, at::kFloat);  // 1 EiB
+    FAIL() << "the system gave 1 EiB";
+  } catch (const c10::OutOfMemoryError& e) {
+    const std::string what = e.what_without_backtrace();
+    EXPECT_EQ(what.rfind("CPU out of memory: the system refused ", 0), 0U) << what;
+    EXPECT_NE(what.find("you tried to allocate 1152921504606846976 bytes"), std::string::npos) << what;
+  }
+  EXPECT_EQ(cpu_memory_stats().allocated, before);
+}
+
 TEST(CpuAllocator, ZeroByteTensorsAndRawAllocationsWork) {
   install_counting_cpu_allocator();
   const auto before = cpu_memory_stats().allocated;

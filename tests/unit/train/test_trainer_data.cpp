@@ -410,3 +410,25 @@ TEST(TrainerData, StandardizeMeasuresAnImageFolderFromItsImages) {
   EXPECT_NE(console.find("data.standardize: per-channel mean ["), std::string::npos) << console;
   EXPECT_NE(console.find("] of 6 training samples"), std::string::npos) << console;
 }
+
+// A streamed run's staging buffers are allocated before the first batch and filled as it goes:
+// past the free RAM (here a cap of 512 MiB against 256 training buffers of 4 MiB) the run is
+// refused with the sizes and the settings that shrink them, instead of being killed mid-epoch.
+TEST(TrainerData, StagingBuffersPastTheFreeRamAreRefusedBeforeTheFirstBatch) {
+  const auto config = data_run(
+      "staging-past-ram", {"data.shape=[65536]", "data.cache=none", "data.num_workers=16", "data.prefetch=16", "device.max_memory=512MiB"});
+  try {
+    Trainer trainer(config, test_support::quiet_trainer());
+    ADD_FAILURE() << "a run whose staging buffers pass the cap was set up";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("the data loader's staging buffers need 2.00 GiB of RAM (256 buffers of 4.00 MiB (16 samples) "
+                                         "for training, 256 buffers of 4.00 MiB (16 samples) for validation), more than the "),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(e.remedy().find("lower train.batch_size"), std::string::npos) << e.remedy();
+  }
+  EXPECT_NO_THROW(Trainer(data_run("staging-past-ram", {"data.shape=[65536]", "data.cache=none", "data.num_workers=1", "data.prefetch=2",
+                                                        "device.max_memory=512MiB"}),
+                          test_support::quiet_trainer()))
+      << "2 buffers fit";
+}
