@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -124,44 +125,12 @@ class CountingCpuAllocator final : public c10::Allocator {
 
   c10::DataPtr allocate(size_t n) override {
     const std::uint64_t bytes = n;
-    const std::uint64_t cap = g_cap.load(std::memory_order_relaxed);
-    const std::uint64_t now = g_allocated.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    if (cap != 0 && now > cap) {
-      g_allocated.fetch_sub(bytes, std::memory_order_relaxed);
-      g_refused.fetch_add(1, std::memory_order_relaxed);
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", core::format_bytes(bytes), "; ",
-                       core::format_bytes(now - bytes), " already allocated under a cap of ", core::format_bytes(cap),
-                       " (device.max_memory)");
-    }
-    if (const std::uint64_t limit = g_resident_limit.load(std::memory_order_relaxed);
-        limit != 0 && (bytes >= kResidentCheckBytes || g_allocations.fetch_add(1, std::memory_order_relaxed) % kResidentCheckEvery == 0)) {
-      const auto resident = static_cast<std::uint64_t>(device::host_rss_bytes());
-      if (resident + bytes > limit) {
-        g_allocated.fetch_sub(bytes, std::memory_order_relaxed);
-        TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", core::format_bytes(bytes),
-                         " with the process holding ", core::format_bytes(resident), " of RAM, past its limit of ",
-                         core::format_bytes(limit));
-      }
-    }
+    const std::uint64_t now = count_within_cap(bytes);
+    if (bytes >= kSmallestCachedBlock && g_cache_enabled.load(std::memory_order_relaxed))
+      if (auto cached = take_cached(bytes, now)) return std::move(*cached);
+    check_resident(bytes);  // a new block only: a cached one is in RAM already
     raise_to(g_peak, now);
     raise_to(g_high_water, now);
-    if (bytes >= kSmallestCachedBlock && g_cache_enabled.load(std::memory_order_relaxed)) {
-      std::vector<BlockCache::Block> pushed_out;
-      {
-        std::lock_guard<std::mutex> lock(g_mutex);
-        if (const auto block = cache().take(bytes)) {
-          publish_cache_size_locked();
-          table()[block->context] = Allocation{bytes, block->data, block->deleter};
-          return {block->data, block->context, &delete_counted, c10::Device(c10::kCPU)};
-        }
-        // A new block: live tensors and cache together stay within the bound (the cap, as reserved
-        // GPU memory does). Only under memory pressure: in a steady loop a miss is a size seen for
-        // the first time, and pushing out other blocks then would only make them miss next.
-        if (const std::uint64_t bound = footprint_bound(); bound != 0 && now + cache().bytes() > bound)
-          pushed_out = shrink_cache_locked(bound > now ? bound - now : 0);
-      }
-      free_blocks(pushed_out);
-    }
     c10::DataPtr inner;
     try {
       inner = allocate_inner(n);
@@ -189,6 +158,57 @@ class CountingCpuAllocator final : public c10::Allocator {
   void copy_data(void* dest, const void* src, std::size_t count) const override { inner_->copy_data(dest, src, count); }
 
  private:
+  // Counts `bytes` in, or refuses them past the cap; returns the bytes allocated with them.
+  static std::uint64_t count_within_cap(std::uint64_t bytes) {
+    const std::uint64_t cap = g_cap.load(std::memory_order_relaxed);
+    const std::uint64_t now = g_allocated.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    if (cap != 0 && now > cap) {
+      g_allocated.fetch_sub(bytes, std::memory_order_relaxed);
+      g_refused.fetch_add(1, std::memory_order_relaxed);
+      TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", core::format_bytes(bytes), "; ",
+                       core::format_bytes(now - bytes), " already allocated under a cap of ", core::format_bytes(cap),
+                       " (device.max_memory)");
+    }
+    return now;
+  }
+
+  // A cached block of the size, or none; on a miss, makes room in the cache for a new block.
+  static std::optional<c10::DataPtr> take_cached(std::uint64_t bytes, std::uint64_t now) {
+    std::vector<BlockCache::Block> pushed_out;
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      if (const auto block = cache().take(bytes)) {
+        publish_cache_size_locked();
+        table()[block->context] = Allocation{bytes, block->data, block->deleter};
+        raise_to(g_peak, now);
+        raise_to(g_high_water, now);
+        return c10::DataPtr{block->data, block->context, &delete_counted, c10::Device(c10::kCPU)};
+      }
+      // A new block: live tensors and cache together stay within the bound (the cap, as reserved
+      // GPU memory does). Only under memory pressure: in a steady loop a miss is a size seen for
+      // the first time, and pushing out other blocks then would only make them miss next.
+      if (const std::uint64_t bound = footprint_bound(); bound != 0 && now + cache().bytes() > bound)
+        pushed_out = shrink_cache_locked(bound > now ? bound - now : 0);
+    }
+    free_blocks(pushed_out);
+    return std::nullopt;
+  }
+
+  // Under a resident limit, a new block that would take the process's RAM past it is refused
+  // (uncounted again), after the cache has given its blocks back.
+  static void check_resident(std::uint64_t bytes) {
+    const std::uint64_t limit = g_resident_limit.load(std::memory_order_relaxed);
+    if (limit == 0 || (bytes < kResidentCheckBytes && g_allocations.fetch_add(1, std::memory_order_relaxed) % kResidentCheckEvery != 0))
+      return;
+    auto resident = static_cast<std::uint64_t>(device::host_rss_bytes());
+    if (resident + bytes > limit && release_cpu_cache() != 0) resident = static_cast<std::uint64_t>(device::host_rss_bytes());
+    if (resident + bytes <= limit) return;
+    g_allocated.fetch_sub(bytes, std::memory_order_relaxed);
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: tried to allocate ", core::format_bytes(bytes),
+                     " with the process holding ", core::format_bytes(resident), " of RAM, past its limit of ", core::format_bytes(limit),
+                     " (from the RAM free at set-up; device.max_memory sets a limit of your own)");
+  }
+
   // The wrapped allocator; when the system itself is out of memory, once more after emptying the
   // cache. A refusal then is an OutOfMemoryError, as a cap's is: the OOM guard splits the step,
   // and a probe finds the batch too large, instead of the run failing on the allocator's words.

@@ -86,6 +86,7 @@ class ProbeRig {
                                                      nullptr,
                                                      {}});
     engine_->create_optimizer_state();
+    engine_->expect_out_of_memory();
     captures_ = run_captures_steps();
   }
 

@@ -13,6 +13,7 @@
 #include "gputrain/data/loader.hpp"
 #include "gputrain/device/gpu_info.hpp"
 #include "gputrain/device/select.hpp"
+#include "gputrain/device/system_info.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/model_registry.hpp"
@@ -26,6 +27,21 @@
 #include "train/data_checks/id_columns.hpp"
 
 namespace gputrain::train {
+
+namespace {
+
+// A CPU run's steps, data and model are all host memory, which Linux hands out beyond what it has
+// and then takes back by killing the process. Without device.max_memory, a run may grow by 90 % of
+// the RAM free at its start (what the page cache and other processes keep) and gets the typed
+// OutOfMemoryError past it, which the OOM guard answers by splitting the step.
+void hold_to_free_ram(bool capped) {
+  if (capped) return memory::set_cpu_resident_limit(0);  // the user's cap decides
+  const auto resident = static_cast<std::uint64_t>(device::host_rss_bytes());
+  const auto free = device::read_memory_info().available();
+  memory::set_cpu_resident_limit(resident != 0 && free != 0 ? resident + free / 10 * 9 : 0);
+}
+
+}  // namespace
 
 RunDevice prepare_device(const Config& config) {
   // Counted from the start, so the memory model and the cap see the data and the model too.
@@ -50,6 +66,7 @@ RunDevice prepare_device(const Config& config) {
     }
   }
   if (config.device.max_memory != 0) memory::cap_memory(run.device, config.device.max_memory);
+  if (!run.device.is_cuda()) hold_to_free_ram(config.device.max_memory != 0);
   // fp16 is a GPU format: most CPUs (all without AVX512-FP16) compute it in LibTorch's scalar
   // fallback loops, where a step takes many times fp32's.
   if (!run.device.is_cuda() && config.train.precision == Precision::fp16_mixed)

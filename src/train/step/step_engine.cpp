@@ -20,12 +20,17 @@ StepEngine::StepEngine(StepParts parts, std::unique_ptr<StepBackend> backend) : 
 StepEngine::~StepEngine() = default;
 
 void StepEngine::on_step_thread(const std::function<void()>& work) {
-  if (!parts_.device.is_cpu() || memory::cpu_memory_stats().cap == 0) return work();
+  // Under a cap every step may run out of memory (the CPU tests of the OOM path, a plan for a
+  // smaller machine): there from the start, at that cost.
+  if (!parts_.device.is_cpu() || (!own_thread_ && memory::cpu_memory_stats().cap == 0)) return work();
   if (!step_thread_) step_thread_ = std::make_unique<StepThread>();
   step_thread_->run(work);
 }
 
-void StepEngine::after_out_of_memory() { step_thread_.reset(); }
+void StepEngine::after_out_of_memory() {
+  step_thread_.reset();
+  own_thread_ = true;
+}
 
 at::Tensor StepEngine::step(const data::Batch* batch, StepRows rows, std::int64_t step, memory::OomGuard& guard) {
   at::Tensor step_loss;

@@ -81,17 +81,24 @@ class StepEngine {
   /// stepping once on zero gradients: the probes then measure it as the run will hold it. It
   /// changes the parameters (weight decay), so use it only on a model that is thrown away.
   void create_optimizer_state();
-  /// Runs a step's forward and backward: on the CPU under a memory cap on a StepThread, elsewhere
-  /// here (step_thread.hpp). step() uses it; the batch-size probes too.
+  /// Runs a step's forward and backward: here, or on the CPU under a memory cap, or once an
+  /// attempt has run out of memory (or expect_out_of_memory() said one will), on a StepThread
+  /// (step_thread.hpp). step() uses it; the batch-size probes too.
   void on_step_thread(const std::function<void()>& work);
   /// After an out-of-memory error in on_step_thread(): the thread goes, with what the failed
   /// attempt left on it, and the next work gets a new one.
   void after_out_of_memory();
+  /// Work that looks for the edge of memory (the batch-size probes) runs on a StepThread from the
+  /// start. An uncapped training loop does not: two threads' OpenMP teams on the CPU made
+  /// configs/mlp.yaml's steps 2.3x slower on 2 cores, so it moves there after its first
+  /// out-of-memory error only.
+  void expect_out_of_memory() { own_thread_ = true; }
 
  private:
   StepParts parts_;
   std::unique_ptr<StepBackend> backend_;
   std::unique_ptr<StepThread> step_thread_;
+  bool own_thread_ = false;  // on the CPU, steps run on step_thread_
 };
 
 }  // namespace gputrain::train
