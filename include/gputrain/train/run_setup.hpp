@@ -54,11 +54,12 @@ struct RunData {
 /// then only keeps the training samples as they were. Throws UsageError naming the file and what is wrong.
 RunData open_data(Config& config, bool evaluating = false);
 
-/// Up to `count` training samples on `device`, and no more than kProbeSampleBytes of them (one at
+constexpr std::uint64_t kProbeSampleBytes = std::uint64_t{256} << 20;
+/// Up to `count` training samples on `device`, and no more than `most_bytes` of them (but 3 at
 /// least), read in order: what the batch-size probes and the step-memory measurement step on (the
 /// dataset's real sample shape and dtype).
-data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::int64_t count = 1024);
-constexpr std::uint64_t kProbeSampleBytes = std::uint64_t{256} << 20;
+data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::int64_t count = 1024,
+                                  std::uint64_t most_bytes = kProbeSampleBytes);
 
 /// A TorchScript model is built in Python, not from the data as the registry's models are: one
 /// forward pass of two training samples checks that it takes them and gives what the loss needs.

@@ -214,13 +214,14 @@ RunData open_data(Config& config, bool evaluating) {
   return out;
 }
 
-data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::int64_t count) {
+data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::int64_t count, std::uint64_t most_bytes) {
   const auto& train = *data.sources.train;
   // The probes repeat what they are given: no need for 1,024 samples of large images, which at
   // 3 x 8192 x 8192 would be 192 GiB.
   const auto sample_bytes =
       static_cast<std::uint64_t>(std::max<std::int64_t>(1, train.layout().input_bytes() + train.layout().target_bytes()));
-  count = std::clamp<std::int64_t>(static_cast<std::int64_t>(kProbeSampleBytes / sample_bytes), 1, count);
+  const auto within_bytes = static_cast<std::int64_t>(most_bytes / sample_bytes);
+  count = std::min(count, std::max<std::int64_t>(within_bytes, 3));  // 3: the TorchScript check's odd batch
   if (auto whole = train.tensors()) {
     const auto n = std::min(count, whole->size());
     return {whole->inputs.slice(0, 0, n).to(device), whole->targets.slice(0, 0, n).to(device)};

@@ -361,3 +361,15 @@ TEST(OomRecovery, NoRoomForTheDataBeforeTheFirstStepNamesTheFixForItsSource) {
   EXPECT_NE(remedy.find("a smaller dataset"), std::string::npos) << remedy;
   EXPECT_EQ(remedy.find("data.samples"), std::string::npos) << remedy;
 }
+
+// The probes repeat the samples they are given: no more than a bound's worth are read (1,024
+// images of 3 x 8192 x 8192 would be 192 GiB), but 3 at least (the TorchScript check's batches).
+TEST(AutoBatch, TheProbesReadNoMoreSamplesThanTheirBytesAllow) {
+  auto config = test_support::small_run("probe-sample-bytes");  // samples of 10 floats and a class id: 48 bytes
+  const auto run = prepare_device(config);
+  const auto data = open_data(config);
+  EXPECT_EQ(probe_samples(data, run.device).size(), 96) << "all 96 within 256 MiB";
+  EXPECT_EQ(probe_samples(data, run.device, 1024, 480).size(), 10);
+  EXPECT_EQ(probe_samples(data, run.device, 1024, 1).size(), 3);
+  EXPECT_EQ(probe_samples(data, run.device, 2, 1).size(), 2);
+}
