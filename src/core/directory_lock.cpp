@@ -68,8 +68,8 @@ void DirectoryLock::check_still_held() {
                 "keep a run's folder until the run ends; to train again, start the run anew (checkpoint.resume: PATH goes on "
                 "from a checkpoint kept elsewhere)");
   const std::string path = (std::filesystem::path(folder_) / kLockName).string();
-  struct stat held {
-  }, named{};
+  struct stat held {};
+  struct stat named {};
   if (::fstat(fd_, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino && held.st_dev == named.st_dev) return;
   ::close(fd_);  // its file was removed: another run could lock a new one
   fd_ = -1;
