@@ -235,19 +235,30 @@ class CountingCpuAllocator final : public c10::Allocator {
 
 std::once_flag g_install_once;
 
+// What of the free RAM a process may take: the rest for the page cache and the other processes.
+std::uint64_t usable_share(std::uint64_t available) { return available / 10 * 9; }
+
 }  // namespace
 
 void install_counting_cpu_allocator() {
   std::call_once(g_install_once, [] {
     const char* cache_setting = std::getenv("GPUTRAIN_CPU_CACHE");
     if (cache_setting != nullptr && std::strcmp(cache_setting, "0") == 0) g_cache_enabled.store(false);
-    const auto system = device::read_memory_info();
-    g_uncapped_bound.store(system.available() / 10 * 9);
+    g_uncapped_bound.store(usable_share(device::read_memory_info().available()));
     // Never freed: tensors allocated through it may outlive any owner we could give it.
     static CountingCpuAllocator* allocator = new CountingCpuAllocator(c10::GetCPUAllocator());
     // Priority above LibTorch's own registration (0), so a later default cannot displace it.
     c10::SetCPUAllocator(allocator, /*priority=*/100);
   });
+}
+
+std::uint64_t hold_to_free_ram() {
+  install_counting_cpu_allocator();
+  const auto resident = static_cast<std::uint64_t>(device::host_rss_bytes());
+  const auto growth = usable_share(device::read_memory_info().available());
+  if (resident == 0 || growth == 0) return 0;  // not known here: no limit
+  set_cpu_resident_limit(resident + growth);
+  return growth;
 }
 
 void set_cpu_memory_cap(std::uint64_t bytes) {

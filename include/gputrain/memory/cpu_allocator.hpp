@@ -37,6 +37,11 @@ void set_cpu_memory_cap(std::uint64_t bytes);
 /// tensor bytes does not see.
 void set_cpu_resident_limit(std::uint64_t bytes);
 
+/// set_cpu_resident_limit() to what the process holds now plus 90 % of the RAM free (the rest for
+/// the page cache and the other processes); returns that growth, or 0 (and sets nothing) where
+/// the system does not say.
+std::uint64_t hold_to_free_ram();
+
 /// Turns the block cache on or off (off also empties it). For memory debuggers, which cannot see
 /// a use after free into a block the cache handed out again.
 void enable_cpu_block_cache(bool enabled);

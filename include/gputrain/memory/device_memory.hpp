@@ -19,6 +19,8 @@ struct MemoryFigures {
   std::uint64_t reserved_peak = 0;
   std::uint64_t limit = 0;   ///< what this process may hold in all (see limit_source)
   std::string limit_source;  ///< device.max_memory, free GPU memory, cgroup limit, available RAM
+  /// What the limit leaves beside the live tensors (0 past it, or without a limit).
+  std::uint64_t free() const { return limit > allocated ? limit - allocated : 0; }
 };
 
 /// The figures now. On the CPU they count tensors allocated after install_counting_cpu_allocator().

@@ -90,11 +90,8 @@ class WithinFreeRam {
       growth_ = stats.resident_limit > resident ? stats.resident_limit - resident : 1;
       return;
     }
-    const auto free = device::read_memory_info().available();
-    if (free == 0) return;
-    growth_ = free / 10 * 9;  // the rest for the page cache and the other processes
-    owned_ = true;
-    memory::set_cpu_resident_limit(resident + growth_);
+    growth_ = memory::hold_to_free_ram();
+    owned_ = growth_ != 0;
   }
   ~WithinFreeRam() {
     if (owned_) memory::set_cpu_resident_limit(0);

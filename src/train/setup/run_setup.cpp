@@ -13,7 +13,6 @@
 #include "gputrain/data/loader.hpp"
 #include "gputrain/device/gpu_info.hpp"
 #include "gputrain/device/select.hpp"
-#include "gputrain/device/system_info.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/model_registry.hpp"
@@ -27,21 +26,6 @@
 #include "train/data_checks/id_columns.hpp"
 
 namespace gputrain::train {
-
-namespace {
-
-// A CPU run's steps, data and model are all host memory, which Linux hands out beyond what it has
-// and then takes back by killing the process. Without device.max_memory, a run may grow by 90 % of
-// the RAM free at its start (what the page cache and other processes keep) and gets the typed
-// OutOfMemoryError past it, which the OOM guard answers by splitting the step.
-void hold_to_free_ram(bool capped) {
-  if (capped) return memory::set_cpu_resident_limit(0);  // the user's cap decides
-  const auto resident = static_cast<std::uint64_t>(device::host_rss_bytes());
-  const auto free = device::read_memory_info().available();
-  memory::set_cpu_resident_limit(resident != 0 && free != 0 ? resident + free / 10 * 9 : 0);
-}
-
-}  // namespace
 
 RunDevice prepare_device(const Config& config) {
   // Counted from the start, so the memory model and the cap see the data and the model too.
@@ -66,7 +50,15 @@ RunDevice prepare_device(const Config& config) {
     }
   }
   if (config.device.max_memory != 0) memory::cap_memory(run.device, config.device.max_memory);
-  if (!run.device.is_cuda()) hold_to_free_ram(config.device.max_memory != 0);
+  // A CPU run's steps, data and model are all host memory, which Linux hands out beyond what it
+  // has and then takes back by killing the process. Without a cap of the user's, the run gets the
+  // typed OutOfMemoryError past 90 % of the RAM free now, which the OOM guard answers by splitting.
+  if (!run.device.is_cuda()) {
+    if (config.device.max_memory != 0)
+      memory::set_cpu_resident_limit(0);
+    else
+      memory::hold_to_free_ram();
+  }
   // fp16 is a GPU format: most CPUs (all without AVX512-FP16) compute it in LibTorch's scalar
   // fallback loops, where a step takes many times fp32's.
   if (!run.device.is_cuda() && config.train.precision == Precision::fp16_mixed)
@@ -254,10 +246,8 @@ data::CachePlan plan_data_cache(const Config& config, const RunData& data, c10::
   f.step_bytes = step_bytes;
   f.gpu = device.is_cuda();
   f.in_memory = data.sources.train->tensors().has_value();
-  const auto free_of = [](const memory::MemoryFigures& m) { return m.limit > m.allocated ? m.limit - m.allocated : 0; };
-  const auto host = memory::memory_figures(c10::Device(c10::kCPU));
-  f.host_free_bytes = free_of(host);
-  f.device_free_bytes = f.gpu ? free_of(memory::memory_figures(device)) : f.host_free_bytes;
+  f.host_free_bytes = memory::memory_figures(c10::Device(c10::kCPU)).free();
+  f.device_free_bytes = f.gpu ? memory::memory_figures(device).free() : f.host_free_bytes;
   if (figures_out) *figures_out = f;
   return data::plan_cache(config.data.cache, f);
 }
@@ -279,8 +269,7 @@ void refuse_staging_past_free_ram(const RunData& data, const data::LoaderOptions
   };
   add(*data.sources.train, train_batch, "training");
   if (data.sources.val) add(*data.sources.val, val_batch, "validation");
-  const auto host = memory::memory_figures(c10::Device(c10::kCPU));
-  const auto free = host.limit > host.allocated ? host.limit - host.allocated : 0;
+  const auto free = memory::memory_figures(c10::Device(c10::kCPU)).free();
   if (free == 0 || total <= free) return;
   throw UsageError("the data loader's staging buffers need " + core::format_bytes(total) + " of RAM (" + core::join(parts) +
                        "), more than the " + core::format_bytes(free) + " free",
@@ -321,8 +310,8 @@ DataPlacement place_data(const Config& config, const RunData& data, c10::Device 
     // On the CPU the caller says where the data is ("vram (in RAM: training on the CPU)").
     const std::string where = !device.is_cuda() ? "" : out.train_cache->mode() == data::CacheMode::vram ? " in GPU memory" : " in RAM";
     out.summary = std::to_string(samples - static_cast<std::int64_t>(out.skipped.size())) + " samples, " + core::format_bytes(bytes) +
-                  where + " (loaded in " + core::format_fixed(out.load_seconds, 2) + " s), " +
-                  core::format_bytes(left.limit > left.allocated ? left.limit - left.allocated : 0) + " left for training";
+                  where + " (loaded in " + core::format_fixed(out.load_seconds, 2) + " s), " + core::format_bytes(left.free()) +
+                  " left for training";
   } else {
     const data::LoaderOptions options{workers, static_cast<int>(config.data.prefetch), config.data.pin_memory, config.data.timeout, device};
     refuse_staging_past_free_ram(data, options, evaluating ? 0 : train_batch, src.val ? val_batch : 0);

@@ -14,6 +14,7 @@
 
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/device/system_info.hpp"
 #include "gputrain/memory/cpu_allocator.hpp"
 #include "gputrain/memory/oom_guard.hpp"
 #include "gputrain/train/batch_size.hpp"
@@ -372,4 +373,24 @@ TEST(AutoBatch, TheProbesReadNoMoreSamplesThanTheirBytesAllow) {
   EXPECT_EQ(probe_samples(data, run.device, 1024, 480).size(), 10);
   EXPECT_EQ(probe_samples(data, run.device, 1024, 1).size(), 3);
   EXPECT_EQ(probe_samples(data, run.device, 2, 1).size(), 2);
+}
+
+// Linux hands out RAM it does not have and then kills the process: a CPU run without a cap is held
+// to what it holds at set-up plus 90 % of the RAM free, past which its steps get the typed OOM the
+// guard splits; with device.max_memory the user's cap decides alone.
+TEST(OomRecovery, ACpuRunWithoutACapIsHeldToTheFreeRamAndOneWithACapIsNot) {
+  struct Reset {
+    ~Reset() {
+      memory::set_cpu_memory_cap(0);
+      memory::set_cpu_resident_limit(0);
+    }
+  } reset;
+  (void)prepare_device(test_support::small_run("held-to-free-ram"));
+  const auto limit = memory::cpu_memory_stats().resident_limit;
+  const auto rss = static_cast<std::uint64_t>(device::host_rss_bytes());
+  EXPECT_GT(limit, rss);
+  EXPECT_LE(limit, rss + device::read_memory_info().available());
+  (void)prepare_device(test_support::small_run("held-to-free-ram", {"device.max_memory=1GiB"}));
+  EXPECT_EQ(memory::cpu_memory_stats().resident_limit, 0U);
+  EXPECT_EQ(memory::cpu_memory_stats().cap, core::kGiB);
 }
