@@ -100,6 +100,11 @@ void Trainer::State::setup() {
   auto run_device = prepare_device(rank_config);
   device = run_device.device;
   phase_done("device");
+  if (device.is_cuda()) {
+    // Made here rather than by the first allocation, so that what it costs is a phase of its own.
+    torch::cuda::synchronize(device.index());
+    phase_done("cuda_context");
+  }
   for (const auto& line : run_device.notes) reporter.later(line);
   if (const auto note = config_not_utf8_note(config_yaml); !note.empty()) reporter.later(note);
   ranks.connect(config.distributed, device);
@@ -135,6 +140,7 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
     make_run_folders();
     lock_folders();
   }
+  phase_done("folders");
   resolve_workers();
   check_scripted_model(config, data, device);  // before the probes and the cache plan run it
   place_the_data(device_name);
@@ -160,9 +166,10 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
     model = freeze_parameters(std::move(model), config.train.freeze, line);
     reporter.later("note: " + line);
   }
+  phase_done("model");
   place_the_model();
   share_the_weights();
-  phase_done("model");
+  phase_done("model_to_device");
   if (auto* comm = ranks.communicator()) {
     sync = std::make_unique<dist::GradientSync>(params, *comm, sync_options(config.distributed));
     reporter.later("distributed: " + ranks.summary() + ", gradients in " + core::counted(sync->figures().buckets, "bucket") + " of up to " +
