@@ -41,6 +41,9 @@ import time
 
 import torch
 import torch.nn.functional as F
+
+import cuda_floor  # bench/ (the script's folder is on the path)
+
 try:
     from safetensors.torch import save_file
 except ImportError:  # the GPU machine has no network to install it: the format is simple enough
@@ -547,6 +550,7 @@ def main():
     if args.check:
         with tempfile.TemporaryDirectory() as workdir:
             check_cases(workdir)
+        print(cuda_floor.line(runs=1))  # on a machine without a GPU: the reason it is not measured
         return
     device = torch.device(args.device)
     cases = (args.cases or ("mlp,resnet18,transformer512" if device.type == "cuda" else "mlp,cnn,transformer")).split(",")
@@ -578,6 +582,8 @@ def main():
                 if SETUP_PHASES.get(case):
                     phases = sorted(((statistics.median(v), phase) for phase, v in SETUP_PHASES[case].items()), reverse=True)
                     print("the set-up's phases, medians: " + ", ".join("%s %.2f s" % (phase, sec) for sec, phase in phases))
+                if device.type == "cuda":
+                    print(cuda_floor.line())
                 for (of_case, side), runs in sorted(CAPTURES.items()):
                     if of_case == case:
                         print("CUDA-graph captures (%s), seconds each, run by run: %s"
