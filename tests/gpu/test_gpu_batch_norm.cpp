@@ -5,11 +5,13 @@
 // The layouts the kernels do not take run ATen's ops. Skipped without a GPU.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/cuda.h>
 #include <torch/nn/modules/batchnorm.h>
 
 #include <string>
+#include <utility>
 
 #include "gputrain/train/sync_batch_norm.hpp"
 
@@ -124,5 +126,67 @@ TEST_F(GpuBatchNorm, LayoutsTheKernelsDoNotTakeRunAtensOps) {
     const auto y = bn->forward_relu(x.detach().requires_grad_(true));
     ASSERT_TRUE(y.grad_fn());
     EXPECT_EQ(y.grad_fn()->name().find("FusedBatchNorm"), std::string::npos) << y.grad_fn()->name();
+  }
+}
+
+namespace {
+
+// A forked output's backward against one output read twice, whose readers' gradients autograd adds
+// (in the element type) before the layer's backward: the same bits, and the readers' memory one.
+void expect_fork_matches_autograds_add(const Case& k, bool read_shortcut) {
+  SCOPED_TRACE(name_of(k) + (read_shortcut ? "" : ", shortcut unread"));
+  at::manual_seed(5);
+  const auto cuda = at::TensorOptions().device(at::kCUDA);
+  const auto shape = std::vector<std::int64_t>{k.n, k.c, k.h, k.w};
+  const auto channels_last = [&](at::Tensor t) { return t.to(k.dtype).contiguous(at::MemoryFormat::ChannelsLast); };
+  const auto x = channels_last(at::randn(shape, cuda) * 2 + 0.5);
+  const auto residual = k.residual ? channels_last(at::randn(shape, cuda)) : at::Tensor();
+  const auto g_main = channels_last(at::randn(shape, cuda)), g_shortcut = channels_last(at::randn(shape, cuda));
+  SyncableBatchNorm2d once(k.c), forked(k.c);
+  once->to(at::kCUDA);
+  forked->to(at::kCUDA);
+  const auto weight = at::rand({k.c}, cuda) + 0.5, bias = at::randn({k.c}, cuda);
+  for (auto* w : {&once->weight, &forked->weight}) w->set_data(weight.clone());
+  for (auto* b : {&once->bias, &forked->bias}) b->set_data(bias.clone());
+  const auto inputs = [&] {
+    return std::pair{x.detach().requires_grad_(true), k.residual ? residual.detach().requires_grad_(true) : at::Tensor()};
+  };
+
+  const auto [x_once, r_once] = inputs();
+  const auto y = k.residual ? once->forward_add_relu(x_once, r_once) : once->forward_relu(x_once);
+  if (read_shortcut)
+    torch::autograd::backward({y, y}, {g_main, g_shortcut});
+  else
+    y.backward(g_main);
+  const auto [x_fork, r_fork] = inputs();
+  const auto out = forked->forward_relu_forked(x_fork, r_fork);
+  ASSERT_TRUE(out.main.grad_fn() && out.shortcut.grad_fn());
+  EXPECT_NE(out.main.grad_fn()->name().find("FusedBatchNorm"), std::string::npos) << out.main.grad_fn()->name();
+  EXPECT_EQ(out.main.data_ptr(), out.shortcut.data_ptr()) << "the readers' tensors are one memory";
+  if (read_shortcut)
+    torch::autograd::backward({out.main, out.shortcut}, {g_main, g_shortcut});
+  else
+    out.main.backward(g_main);
+
+  EXPECT_TRUE(at::equal(out.main, y)) << "output";
+  EXPECT_TRUE(at::equal(x_fork.grad(), x_once.grad())) << "input gradient";
+  if (k.residual) {
+    EXPECT_TRUE(at::equal(r_fork.grad(), r_once.grad())) << "residual gradient";
+  }
+  EXPECT_TRUE(at::equal(forked->weight.grad(), once->weight.grad())) << "weight gradient";
+  EXPECT_TRUE(at::equal(forked->bias.grad(), once->bias.grad())) << "bias gradient";
+}
+
+}  // namespace
+
+TEST_F(GpuBatchNorm, AForkedOutputsBackwardAddsItsReadersGradientsAsAutogradWould) {
+  const Case cases[] = {
+      {8, 64, 16, 16, true, true, at::kBFloat16},    // a BasicBlock's end, read by the next block's conv and shortcut
+      {4, 128, 7, 9, false, true, at::kHalf},        // the CIFAR stem's batch norm: ReLU, no residual
+      {256, 64, 32, 32, true, true, at::kBFloat16},  // ResNet-18's first stage at batch 256
+  };
+  for (const auto& k : cases) {
+    expect_fork_matches_autograds_add(k, true);
+    expect_fork_matches_autograds_add(k, false);  // the last block's output: its shortcut reader is none
   }
 }

@@ -43,6 +43,19 @@ at::Tensor synchronised_batch_norm(const at::Tensor& input, const BatchNormTenso
 /// channels not a multiple of 8, no momentum, GPUTRAIN_BATCH_NORM=aten): run the composite then.
 std::optional<at::Tensor> fused_batch_norm(const at::Tensor& input, const at::Tensor& residual, const BatchNormTensors& layer, bool relu);
 
+/// A layer's output that two layers read, such as a residual block's input (its first convolution
+/// and its shortcut): the same values, one tensor for each reader. Through gputrain's kernels the
+/// two are one memory and the layer's backward adds the readers' gradients in its own first pass,
+/// where autograd would add them in a kernel of its own (a read of both and a write, per block).
+struct ForkedOutput {
+  at::Tensor main, shortcut;
+  /// One tensor for both readers (autograd adds their gradients).
+  static ForkedOutput same(const at::Tensor& t) { return {t, t}; }
+};
+
+/// fused_batch_norm with ReLU, its output forked; nullopt where the kernels do not apply.
+std::optional<ForkedOutput> fused_batch_norm_forked(const at::Tensor& input, const at::Tensor& residual, const BatchNormTensors& layer);
+
 template <typename Base>
 class SyncableBatchNormImpl : public Base, public SyncableNorm {
  public:
@@ -54,6 +67,14 @@ class SyncableBatchNormImpl : public Base, public SyncableNorm {
   at::Tensor forward_relu(const at::Tensor& input) { return normalise(input, at::Tensor(), true); }
   /// relu(forward(input) + residual), a residual block's end: one pass on a GPU instead of three.
   at::Tensor forward_add_relu(const at::Tensor& input, const at::Tensor& residual) { return normalise(input, residual, true); }
+  /// forward_relu (residual undefined) or forward_add_relu, for an output two layers read.
+  ForkedOutput forward_relu_forked(const at::Tensor& input, const at::Tensor& residual = {}) {
+    if (this->is_training() && !sync_) {
+      this->_check_input_dim(input);
+      if (auto fused = fused_batch_norm_forked(input, residual, tensors())) return *fused;
+    }
+    return ForkedOutput::same(normalise(input, residual, true));
+  }
   void synchronise_with(std::shared_ptr<BatchNormSync> sync, std::string name) override {
     sync_ = std::move(sync);
     name_ = std::move(name);

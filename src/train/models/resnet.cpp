@@ -24,7 +24,22 @@ nn::Sequential downsample(std::int64_t in, std::int64_t out, std::int64_t stride
   return nn::Sequential(conv(in, out, 1, stride), SyncableBatchNorm2d(out));
 }
 
-struct BasicBlockImpl : nn::Module, CheckpointableBlock {
+// A block whose input comes forked (ForkedOutput: its first convolution reads `main`, its
+// shortcut `shortcut`) and whose output goes out forked to the next block.
+struct ForkedBlock {
+  virtual ~ForkedBlock() = default;
+  virtual ForkedOutput forward_forked(const ForkedOutput& x) = 0;
+};
+
+// A recomputed block (activation checkpointing) takes one input tensor: its readers' gradients
+// are added by autograd there.
+template <typename Block>
+ForkedOutput forked(Block& block, const ForkedOutput& x) {
+  if (block.recomputes_in_backward()) return ForkedOutput::same(block.forward(x.main));
+  return block.block_forward_forked(x);
+}
+
+struct BasicBlockImpl : nn::Module, CheckpointableBlock, ForkedBlock {
   static constexpr std::int64_t kExpansion = 1;
   BasicBlockImpl(std::int64_t in, std::int64_t planes, std::int64_t stride)
       : conv1(register_module("conv1", conv(in, planes, 3, stride))),
@@ -35,9 +50,11 @@ struct BasicBlockImpl : nn::Module, CheckpointableBlock {
   }
   at::Tensor forward(const at::Tensor& x) { return run_block(x); }
   bool draws_random_numbers() const override { return false; }
-  at::Tensor block_forward(const at::Tensor& x) override {
-    const auto y = bn1->forward_relu(conv1(x));
-    return bn2->forward_add_relu(conv2(y), shortcut ? shortcut->forward(x) : x);
+  at::Tensor block_forward(const at::Tensor& x) override { return block_forward_forked(ForkedOutput::same(x)).main; }
+  ForkedOutput forward_forked(const ForkedOutput& x) override { return forked(*this, x); }
+  ForkedOutput block_forward_forked(const ForkedOutput& x) {
+    const auto y = bn1->forward_relu(conv1(x.main));
+    return bn2->forward_relu_forked(conv2(y), shortcut ? shortcut->forward(x.shortcut) : x.shortcut);
   }
   nn::Conv2d conv1;
   SyncableBatchNorm2d bn1;
@@ -47,7 +64,7 @@ struct BasicBlockImpl : nn::Module, CheckpointableBlock {
 };
 TORCH_MODULE(BasicBlock);
 
-struct BottleneckImpl : nn::Module, CheckpointableBlock {
+struct BottleneckImpl : nn::Module, CheckpointableBlock, ForkedBlock {
   static constexpr std::int64_t kExpansion = 4;
   BottleneckImpl(std::int64_t in, std::int64_t planes, std::int64_t stride)
       : conv1(register_module("conv1", conv(in, planes, 1, 1))),
@@ -60,10 +77,12 @@ struct BottleneckImpl : nn::Module, CheckpointableBlock {
   }
   at::Tensor forward(const at::Tensor& x) { return run_block(x); }
   bool draws_random_numbers() const override { return false; }
-  at::Tensor block_forward(const at::Tensor& x) override {
-    auto y = bn1->forward_relu(conv1(x));
+  at::Tensor block_forward(const at::Tensor& x) override { return block_forward_forked(ForkedOutput::same(x)).main; }
+  ForkedOutput forward_forked(const ForkedOutput& x) override { return forked(*this, x); }
+  ForkedOutput block_forward_forked(const ForkedOutput& x) {
+    auto y = bn1->forward_relu(conv1(x.main));
     y = bn2->forward_relu(conv2(y));
-    return bn3->forward_add_relu(conv3(y), shortcut ? shortcut->forward(x) : x);
+    return bn3->forward_relu_forked(conv3(y), shortcut ? shortcut->forward(x.shortcut) : x.shortcut);
   }
   nn::Conv2d conv1;
   SyncableBatchNorm2d bn1;
@@ -98,11 +117,13 @@ struct ResNetImpl : nn::Module {
     }
     fc = register_module("fc", nn::Linear(in, spec.outputs));
   }
+  // Each block's input forked between its convolution and its shortcut (ForkedOutput); after the
+  // ImageNet stem's pooling, one tensor.
   at::Tensor forward(const at::Tensor& x) {
-    auto y = bn1->forward_relu(conv1(x));
-    if (pool) y = pool(y);
-    for (auto& layer : layers) y = layer->forward(y);
-    return fc(torch::flatten(torch::adaptive_avg_pool2d(y, {1, 1}), 1));
+    auto y = pool ? ForkedOutput::same(pool(bn1->forward_relu(conv1(x)))) : bn1->forward_relu_forked(conv1(x));
+    for (auto& layer : layers)
+      for (const auto& block : *layer) y = dynamic_cast<ForkedBlock&>(*block.ptr()).forward_forked(y);
+    return fc(torch::flatten(torch::adaptive_avg_pool2d(y.main, {1, 1}), 1));
   }
   nn::Conv2d conv1{nullptr};
   SyncableBatchNorm2d bn1{nullptr};

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/any.h>
 #include <torch/nn/modules/linear.h>
@@ -133,6 +134,28 @@ TEST(SyncBatchNorm, ForwardAddReluOffTheGpuIsBatchNormAddAndRelu) {
   mine->eval();
   plain->eval();
   EXPECT_TRUE(at::equal(mine->forward_add_relu(x, residual), at::relu(plain->forward(x) + residual)));
+}
+
+// Off the GPU a forked output is one tensor for both readers: forward_add_relu's, whose readers'
+// gradients autograd adds.
+TEST(SyncBatchNorm, AForkedOutputOffTheGpuIsOneTensorForBothReaders) {
+  at::manual_seed(6);
+  SyncableBatchNorm2d forked(4), once(4);
+  const auto x = at::randn({3, 4, 5, 5}), residual = at::randn({3, 4, 5, 5});
+  BatchNormTensors layer{forked->weight, forked->bias, forked->running_mean, forked->running_var, forked->num_batches_tracked,
+                         forked->options};
+  EXPECT_FALSE(fused_batch_norm_forked(x, residual, layer).has_value());
+  const auto x_forked = x.clone().requires_grad_(true), x_once = x.clone().requires_grad_(true);
+  const auto out = forked->forward_relu_forked(x_forked, residual);
+  EXPECT_TRUE(out.main.is_same(out.shortcut));
+  const auto y = once->forward_add_relu(x_once, residual);
+  EXPECT_TRUE(at::equal(out.main, y));
+  const auto g_main = at::randn_like(y), g_shortcut = at::randn_like(y);
+  torch::autograd::backward({out.main, out.shortcut}, {g_main, g_shortcut});
+  y.backward(g_main + g_shortcut);
+  EXPECT_TRUE(at::equal(x_forked.grad(), x_once.grad()));
+  EXPECT_TRUE(at::equal(forked->weight.grad(), once->weight.grad()));
+  EXPECT_TRUE(at::equal(forked->forward_relu_forked(x).main, once->forward_relu(x)));  // no residual
 }
 
 TEST(SyncBatchNorm, OneRankSaysItChangesNothing) {

@@ -3,9 +3,9 @@
 // per-channel constants in registers, never change. Forward: Welford statistics per thread,
 // combined per block (Chan et al.), then over blocks by a small kernel (batch_norm_moments.hpp)
 // that also updates the running statistics; then one pass normalise (+ residual) (+ ReLU).
-// Backward: one pass sums g and g * (x - mean) (g: the output gradient through ReLU's mask), a
-// small kernel turns the sums into per-channel coefficients, and one pass writes
-// dx = a * g + b * (x - mean) + d. The reductions issue several rows' loads before using any:
+// Backward: one pass sums g and g * (x - mean) (g: the output gradient, a forked output's two
+// added, through ReLU's mask), a small kernel turns the sums into per-channel coefficients, and
+// one pass writes dx = a * g + b * (x - mean) + d. The reductions issue several rows' loads before using any:
 // with only a few blocks a multiprocessor, one 16-byte load in flight a thread left HBM a third
 // used. No atomics: the same launch on the same GPU gives the same bits, as train.deterministic wants.
 #include <cuda_bf16.h>
@@ -250,27 +250,47 @@ __device__ inline void masked_gradient(const T* dy, const T* y, std::int64_t at,
   if (kRelu) mask_by_output<T>(load_raw(y + at), g);
 }
 
-template <typename T, bool kRelu, bool kWriteGradient>
+// g += the second reader's gradient, rounded to T: the sum autograd's add of the two would make.
+template <typename T>
+__device__ inline void add_rounded(const uint4& raw_other, float (&g)[kVector]) {
+  float other[kVector];
+  unpack8<T>(raw_other, other);
+#pragma unroll
+  for (int k = 0; k < kVector; ++k) g[k] += other[k];
+  uint4 raw;
+  auto* pairs = reinterpret_cast<typename Pair<T>::Type*>(&raw);
+#pragma unroll
+  for (int i = 0; i < kVector / 2; ++i) pairs[i] = Pair<T>::from_float(g[2 * i], g[2 * i + 1]);
+  unpack8<T>(raw, g);
+}
+
+// kSecond: a forked output's two gradients, dy and dy2, summed (only with kWriteGradient, whose
+// one row in flight leaves the registers for the fourth load).
+template <typename T, bool kRelu, bool kWriteGradient, bool kSecond>
 __global__ void __launch_bounds__(kThreads, kReductionBlocksPerSm)
-    gradient_partials(const T* __restrict__ dy, const T* __restrict__ y, const T* __restrict__ x, T* __restrict__ g_out, std::int64_t rows,
-                      int channels, const float* __restrict__ mean, float* __restrict__ part_g, float* __restrict__ part_gx) {
+    gradient_partials(const T* __restrict__ dy, const T* __restrict__ dy2, const T* __restrict__ y, const T* __restrict__ x,
+                      T* __restrict__ g_out, std::int64_t rows, int channels, const float* __restrict__ mean, float* __restrict__ part_g,
+                      float* __restrict__ part_gx) {
+  static_assert(!kSecond || kWriteGradient, "the summed gradient is written for the last pass");
   __shared__ float s_g[kThreads * kVector], s_gx[kThreads * kVector];
   const Walk walk(channels);
   float mu[kVector], sum_g[kVector] = {}, sum_gx[kVector] = {};
 #pragma unroll
   for (int k = 0; k < kVector; ++k) mu[k] = mean[walk.group * kVector + k];
   constexpr int kRows = kGradientRowsInFlight<kWriteGradient>;
-  uint4 raw_dy[kRows], raw_y[kRows], raw_x[kRows];
+  uint4 raw_dy[kRows], raw_dy2[kRows], raw_y[kRows], raw_x[kRows];
   const auto at_row = [&](std::int64_t r) { return r * channels + walk.group * kVector; };
   walk_rows<kRows>(
       walk.first(), walk.stride(), rows,
       [&](int u, std::int64_t r) {
         raw_dy[u] = load_raw(dy + at_row(r)), raw_x[u] = load_raw(x + at_row(r));
+        if (kSecond) raw_dy2[u] = load_raw(dy2 + at_row(r));
         if (kRelu) raw_y[u] = load_raw(y + at_row(r));
       },
       [&](int u, std::int64_t r) {
         float g[kVector], v[kVector];
         unpack8<T>(raw_dy[u], g);
+        if (kSecond) add_rounded<T>(raw_dy2[u], g);
         if (kRelu) mask_by_output<T>(raw_y[u], g);
         unpack8<T>(raw_x[u], v);
 #pragma unroll
@@ -384,15 +404,18 @@ void backward_passes(const Layout& layout, const Backward& args, const Plan& gri
   const auto* dy = static_cast<const T*>(args.grad_output);
   const auto* y = static_cast<const T*>(args.output);
   const auto* x = static_cast<const T*>(args.input);
+  const auto* dy2 = static_cast<const T*>(args.grad_output_other);
   auto* g = static_cast<T*>(args.grad_residual);
-  const bool write_g = args.relu && g != nullptr;  // the residual's gradient, read back by the last pass
+  const bool write_g = args.relu && g != nullptr;  // the masked gradient, read back by the last pass
   const auto reduce = [&](auto kernel) {
-    kernel<<<grid.reduction_blocks, grid.threads, 0, stream>>>(dy, y, x, g, layout.rows, channels, args.save_mean, part_g, part_gx);
+    kernel<<<grid.reduction_blocks, grid.threads, 0, stream>>>(dy, dy2, y, x, g, layout.rows, channels, args.save_mean, part_g, part_gx);
   };
-  if (write_g)
-    reduce(gradient_partials<T, true, true>);
+  if (write_g && dy2 != nullptr)
+    reduce(gradient_partials<T, true, true, true>);
+  else if (write_g)
+    reduce(gradient_partials<T, true, true, false>);
   else
-    args.relu ? reduce(gradient_partials<T, true, false>) : reduce(gradient_partials<T, false, false>);
+    args.relu ? reduce(gradient_partials<T, true, false, false>) : reduce(gradient_partials<T, false, false, false>);
   const dim3 final_block(kFinalLanes, kFinalSlices);
   gradient_final<<<(channels + kFinalLanes - 1) / kFinalLanes, final_block, 0, stream>>>(part_g, part_gx, grid.reduction_blocks,
                                                                                          layout.rows, channels, args, coefficients);

@@ -54,7 +54,13 @@ struct Backward {
   const void* output = nullptr;  // the forward's output, read for ReLU's mask (only with relu)
   const void* input = nullptr;
   void* grad_input = nullptr;
-  void* grad_residual = nullptr;  // written only with relu and a residual (without relu it is grad_output)
+  // With relu: the output gradient through ReLU's mask, written by the first pass for the last
+  // (the residual's gradient, or scratch); nullptr: the last pass masks grad_output itself.
+  void* grad_residual = nullptr;
+  // nullable: the output's second reader's gradient (a forked output: a block's input read by its
+  // convolution and its shortcut), added to grad_output in the first pass, rounded to the element
+  // type as autograd's add of the two would. Needs relu and grad_residual.
+  const void* grad_output_other = nullptr;
   const float* weight = nullptr;  // nullable: no affine transform
   const float* save_mean = nullptr;
   const float* save_invstd = nullptr;

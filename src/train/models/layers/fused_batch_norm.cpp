@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "batch_norm_kernels.hpp"
 #include "gputrain/core/error.hpp"
@@ -87,12 +88,19 @@ void check_launch(const char* error, const char* pass) {
                 "run with GPUTRAIN_BATCH_NORM=aten to use LibTorch's batch norm, and report the model and GPU");
 }
 
+// A gradient as the kernels read it: the input's type, channels-last, 16-byte aligned.
+at::Tensor as_kernel_operand(const at::Tensor& grad, const at::Tensor& input) {
+  auto g = grad.to(input.scalar_type()).contiguous(at::MemoryFormat::ChannelsLast);
+  return aligned(g) ? g : g.clone(at::MemoryFormat::ChannelsLast);
+}
+
 class FusedBatchNormFunction : public torch::autograd::Function<FusedBatchNormFunction> {
  public:
-  // The optional tensors are absent, not undefined: autograd describes every tensor input by its device.
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& input, const std::optional<at::Tensor>& residual_input,
-                            const std::optional<at::Tensor>& weight_input, const std::optional<at::Tensor>& bias_input,
-                            const BatchNormTensors* layer, bool relu) {
+  // The optional tensors are absent, not undefined: autograd describes every tensor input by its
+  // device. `forked` (with relu): a second output, the same memory, for a second reader (ForkedOutput).
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& input, const std::optional<at::Tensor>& residual_input,
+                               const std::optional<at::Tensor>& weight_input, const std::optional<at::Tensor>& bias_input,
+                               const BatchNormTensors* layer, bool relu, bool forked) {
     const auto residual = residual_input.value_or(at::Tensor()), weight = weight_input.value_or(at::Tensor());
     const auto bias = bias_input.value_or(at::Tensor());
     const auto layout = *layout_of(input);
@@ -119,27 +127,39 @@ class FusedBatchNormFunction : public torch::autograd::Function<FusedBatchNormFu
     ctx->save_for_backward({input, relu ? output : at::Tensor(), weight, statistics});
     ctx->saved_data["relu"] = relu;
     ctx->saved_data["residual"] = residual.defined();
-    return output;
+    if (!forked) return {output};
+    ctx->set_materialize_grads(false);  // a reader that is not used sends no gradient: no zeros read
+    return {output, output.alias()};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const auto saved = ctx->get_saved_variables();
     const auto &input = saved[0], &output = saved[1], &weight = saved[2], &statistics = saved[3];
     const bool relu = ctx->saved_data["relu"].toBool(), has_residual = ctx->saved_data["residual"].toBool();
+    // A forked output's readers' gradients, either of which may be absent.
+    at::Tensor first = grads[0], second = grads.size() > 1 ? grads[1] : at::Tensor();
+    if (!first.defined()) std::swap(first, second);
+    if (!first.defined()) return variable_list(7);  // one for each of forward's inputs
     const auto layout = *layout_of(input);
     const c10::cuda::CUDAGuard on_device(input.device());
-    auto grad_output = grads[0].to(input.scalar_type()).contiguous(at::MemoryFormat::ChannelsLast);
-    if (!aligned(grad_output)) grad_output = grad_output.clone(at::MemoryFormat::ChannelsLast);
+    const auto grad_output = as_kernel_operand(first, input);
+    const auto grad_other = second.defined() ? as_kernel_operand(second, input) : at::Tensor();
     auto grad_input = at::empty_like(input, at::MemoryFormat::ChannelsLast);
+    // With ReLU and a residual, or two gradients, the first pass writes the masked gradient for the
+    // last: the residual's gradient, or scratch.
     at::Tensor grad_residual;
-    if (has_residual) grad_residual = relu ? at::empty_like(input, at::MemoryFormat::ChannelsLast) : grad_output;
+    if (relu && (has_residual || grad_other.defined()))
+      grad_residual = at::empty_like(input, at::MemoryFormat::ChannelsLast);
+    else if (has_residual)
+      grad_residual = grad_output;
     const auto affine_grads = at::empty({2, input.size(1)}, input.options().dtype(at::kFloat));
     kernels::Backward args;
     args.grad_output = grad_output.data_ptr();
+    args.grad_output_other = grad_other.defined() ? grad_other.data_ptr() : nullptr;
     args.output = relu ? output.data_ptr() : nullptr;
     args.input = input.data_ptr();
     args.grad_input = grad_input.data_ptr();
-    args.grad_residual = has_residual && relu ? grad_residual.data_ptr() : nullptr;
+    args.grad_residual = relu && grad_residual.defined() ? grad_residual.data_ptr() : nullptr;
     args.weight = float_ptr(weight);
     args.save_mean = statistics[0].data_ptr<float>();
     args.save_invstd = statistics[1].data_ptr<float>();
@@ -149,19 +169,36 @@ class FusedBatchNormFunction : public torch::autograd::Function<FusedBatchNormFu
     auto scratch = workspace(layout, input);
     check_launch(kernels::backward(layout, args, scratch.data_ptr<float>(), at::cuda::getCurrentCUDAStream().stream()), "backward");
     const bool affine = weight.defined();
-    return {grad_input,   grad_residual, affine ? affine_grads[0] : at::Tensor(), affine ? affine_grads[1] : at::Tensor(),
-            at::Tensor(), at::Tensor()};
+    return {grad_input,
+            has_residual ? grad_residual : at::Tensor(),
+            affine ? affine_grads[0] : at::Tensor(),
+            affine ? affine_grads[1] : at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor()};
   }
 };
+
+// The layer's tensors and settings, if the kernels take this input.
+bool kernels_take(const at::Tensor& input, const at::Tensor& residual, const BatchNormTensors& layer) {
+  if (!kernels_wanted()) return false;
+  const auto layout = layout_of(input);  // first: on the CPU it says no at once
+  return layout && layer_fits(layer, input) && (!residual.defined() || channels_last_like(residual, input));
+}
+
+std::optional<at::Tensor> given(const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; }
 
 }  // namespace
 
 std::optional<at::Tensor> fused_batch_norm(const at::Tensor& input, const at::Tensor& residual, const BatchNormTensors& layer, bool relu) {
-  if (!kernels_wanted()) return std::nullopt;
-  const auto layout = layout_of(input);  // first: on the CPU it says no at once
-  if (!layout || !layer_fits(layer, input) || (residual.defined() && !channels_last_like(residual, input))) return std::nullopt;
-  const auto given = [](const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; };
-  return FusedBatchNormFunction::apply(input, given(residual), given(layer.weight), given(layer.bias), &layer, relu);
+  if (!kernels_take(input, residual, layer)) return std::nullopt;
+  return FusedBatchNormFunction::apply(input, given(residual), given(layer.weight), given(layer.bias), &layer, relu, false)[0];
+}
+
+std::optional<ForkedOutput> fused_batch_norm_forked(const at::Tensor& input, const at::Tensor& residual, const BatchNormTensors& layer) {
+  if (!kernels_take(input, residual, layer)) return std::nullopt;
+  auto outputs = FusedBatchNormFunction::apply(input, given(residual), given(layer.weight), given(layer.bias), &layer, true, true);
+  return ForkedOutput{outputs[0], outputs[1]};
 }
 
 }  // namespace gputrain::train
