@@ -22,7 +22,7 @@ namespace {
 
 constexpr int kThreads = Plan::kThreads;
 constexpr int kVector = Plan::kVector;              // elements per 16-byte load
-constexpr int kFinalLanes = 32, kFinalSlices = 32;  // the combining kernels' block: channels x partial slices
+constexpr int kFinalLanes = 8, kFinalSlices = 128;  // the combining kernels' block: channels x partial slices
 // The plan puts kReductionBlocksPerSm reduction blocks on each multiprocessor: all must fit at once
 // (64 registers a thread), or the last ones would run as a second wave.
 constexpr int kReductionBlocksPerSm = Plan::kReductionBlocksPerSm;
@@ -156,49 +156,61 @@ __global__ void __launch_bounds__(kThreads, kReductionBlocksPerSm)
   if (walk.group == 0) part_count[blockIdx.x] = n;
 }
 
-// The combining kernels' block is (kFinalLanes, kFinalSlices). Loading, lane = channel and slice =
-// every kFinalSlices-th block's partial, a handful a thread, loaded together. Then each warp (one
-// slice) takes one of the block's channels and sums its slices, one a lane: `transposed_sum` reads
-// the value slice `lane` left for channel `slice`. The padding column keeps those reads on distinct banks.
-static_assert(kFinalLanes == 32 && kFinalSlices == 32, "a warp is one slice while loading and one channel while summing");
-template <int kQuantities>
-using SliceSums = float[kQuantities][kFinalSlices][kFinalLanes + 1];
+// The combining kernels' block is (kFinalLanes, kFinalSlices): lane = channel, slice = every
+// kFinalSlices-th reduction block's partial, a few a thread, loaded together (many slices: the
+// loads' latency, not their bytes, is what such a kernel waits for). A warp holds 4 slices of the
+// 8 lanes: shuffles sum those, then warp 0 sums the warps' sums.
+constexpr int kFinalWarps = kFinalLanes * kFinalSlices / 32;
+static_assert(kFinalLanes == 8 && kFinalWarps == 32, "a warp is 4 slices of 8 lanes, and warp 0 sums the 32 warps' sums");
 
-__device__ inline float warp_sum(float v) {
+// Each lane's values summed over the block's slices: the totals are on the threads of slice 0.
+// Every thread of the block calls it.
+template <int kQuantities>
+__device__ inline void sum_slices(float (&v)[kQuantities], float (&shared)[kQuantities][kFinalWarps][kFinalLanes]) {
+  const int lane = static_cast<int>(threadIdx.x), slice = static_cast<int>(threadIdx.y), warp = slice / 4;
+  const auto fold_warp_slices = [&] {
 #pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-template <int kQuantities>
-__device__ inline float transposed_sum(SliceSums<kQuantities>& shared, int quantity) {
-  return warp_sum(shared[quantity][threadIdx.x][threadIdx.y]);
+    for (int q = 0; q < kQuantities; ++q) {
+      v[q] += __shfl_xor_sync(0xffffffffu, v[q], 8);  // 8 and 16 threads apart: the next slices, same lane
+      v[q] += __shfl_xor_sync(0xffffffffu, v[q], 16);
+    }
+  };
+  fold_warp_slices();
+  if (slice % 4 == 0) {
+#pragma unroll
+    for (int q = 0; q < kQuantities; ++q) shared[q][warp][lane] = v[q];
+  }
+  __syncthreads();
+  if (warp != 0) return;
+#pragma unroll
+  for (int q = 0; q < kQuantities; ++q) {
+    v[q] = 0.f;
+    for (int w = slice; w < kFinalWarps; w += 4) v[q] += shared[q][w][lane];
+  }
+  fold_warp_slices();
 }
 
 __global__ void __launch_bounds__(kFinalLanes* kFinalSlices)
     statistics_final(const float* __restrict__ part_mean, const float* __restrict__ part_m2, const float* __restrict__ part_count,
                      int blocks, int channels, Forward args, float* __restrict__ scale, float* __restrict__ shift) {
-  __shared__ SliceSums<3> s_sums;
-  const int lane = static_cast<int>(threadIdx.x), slice = static_cast<int>(threadIdx.y);
-  const int first_channel = static_cast<int>(blockIdx.x) * kFinalLanes;
-  if (args.batches_tracked != nullptr && blockIdx.x == 0 && lane == 0 && slice == 0) *args.batches_tracked += 1;
+  __shared__ float s_sums[3][kFinalWarps][kFinalLanes];
+  const int slice = static_cast<int>(threadIdx.y), c = static_cast<int>(blockIdx.x) * kFinalLanes + static_cast<int>(threadIdx.x);
+  if (args.batches_tracked != nullptr && blockIdx.x == 0 && threadIdx.x == 0 && slice == 0) *args.batches_tracked += 1;
   ShiftedSums sums;
-  if (const int c = first_channel + lane; c < channels) {
-    const float about = part_mean[c];  // block 0's mean: every block has rows
+  const float about = c < channels ? part_mean[c] : 0.f;  // block 0's mean: every block has rows
+  if (c < channels) {
 #pragma unroll 4
     for (int b = slice; b < blocks; b += kFinalSlices) {
       const std::int64_t at = static_cast<std::int64_t>(b) * channels + c;
       add_partial(sums, part_count[b], part_mean[at], part_m2[at], about);
     }
   }
-  s_sums[0][slice][lane] = sums.count, s_sums[1][slice][lane] = sums.shifted, s_sums[2][slice][lane] = sums.squares;
-  __syncthreads();
-  const int c = first_channel + slice;  // the warp's channel from here on
-  if (c >= channels) return;            // the whole warp: c is the same on every lane
-  const ShiftedSums total{transposed_sum(s_sums, 0), transposed_sum(s_sums, 1), transposed_sum(s_sums, 2)};
-  if (lane != 0) return;
+  float v[3] = {sums.count, sums.shifted, sums.squares};
+  sum_slices(v, s_sums);
+  if (slice != 0 || c >= channels) return;
+  const ShiftedSums total{v[0], v[1], v[2]};
   const float n = total.count;
-  const Moments moments = moments_of(total, part_mean[c]);
+  const Moments moments = moments_of(total, about);
   const float mean = moments.mean, var = moments.squares / n, invstd = 1.f / sqrtf(var + static_cast<float>(args.eps));
   args.save_mean[c] = mean;
   args.save_invstd[c] = invstd;
@@ -318,23 +330,19 @@ __global__ void __launch_bounds__(kThreads, kReductionBlocksPerSm)
 __global__ void __launch_bounds__(kFinalLanes* kFinalSlices)
     gradient_final(const float* __restrict__ part_g, const float* __restrict__ part_gx, int blocks, std::int64_t rows, int channels,
                    Backward args, float* __restrict__ coefficients) {
-  __shared__ SliceSums<2> s_sums;
-  const int lane = static_cast<int>(threadIdx.x), slice = static_cast<int>(threadIdx.y);
-  const int first_channel = static_cast<int>(blockIdx.x) * kFinalLanes;
-  float mine_g = 0.f, mine_gx = 0.f;
-  if (const int c = first_channel + lane; c < channels) {
+  __shared__ float s_sums[2][kFinalWarps][kFinalLanes];
+  const int slice = static_cast<int>(threadIdx.y), c = static_cast<int>(blockIdx.x) * kFinalLanes + static_cast<int>(threadIdx.x);
+  float v[2] = {0.f, 0.f};
+  if (c < channels) {
 #pragma unroll 4
     for (int b = slice; b < blocks; b += kFinalSlices) {
       const std::int64_t at = static_cast<std::int64_t>(b) * channels + c;
-      mine_g += part_g[at], mine_gx += part_gx[at];
+      v[0] += part_g[at], v[1] += part_gx[at];
     }
   }
-  s_sums[0][slice][lane] = mine_g, s_sums[1][slice][lane] = mine_gx;
-  __syncthreads();
-  const int c = first_channel + slice;  // the warp's channel from here on
-  if (c >= channels) return;
-  const float sum_g = transposed_sum(s_sums, 0), sum_gx = transposed_sum(s_sums, 1);
-  if (lane != 0) return;
+  sum_slices(v, s_sums);
+  if (slice != 0 || c >= channels) return;
+  const float sum_g = v[0], sum_gx = v[1];
   const float invstd = args.save_invstd[c], w = args.weight != nullptr ? args.weight[c] : 1.f;
   const float count = static_cast<float>(rows), a = w * invstd;
   args.grad_weight[c] = sum_gx * invstd;
