@@ -55,6 +55,13 @@ def function_of(name):
     return head.rsplit("::", 1)[-1] or name[:60]
 
 
+def optimizer_key(name):
+    """An optimizer-kind kernel by what it computes: multi_tensor_apply_kernel's functor (the fused
+    SGD, a foreach copy, a norm), else its function name."""
+    functor = re.search(r"(\w+Functor)\b", name)
+    return functor.group(1) if functor else function_of(name)
+
+
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
@@ -66,7 +73,7 @@ def read_trace(path, steps, categories=GPU_CATEGORIES):
     gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in categories]
     if not gpu:
         raise SystemExit(f"{path}: no {' or '.join(categories)} event in the trace")
-    by_kind, top, elementwise, batch_norm = (collections.Counter() for _ in range(4))
+    by_kind, top, elementwise, batch_norm, optimizer, optimizer_launches = (collections.Counter() for _ in range(6))
     for e in gpu:
         kind = "copies" if e["cat"] in ("gpu_memcpy", "gpu_memset") else kind_of(e["name"])
         by_kind[kind] += e["dur"]
@@ -75,13 +82,17 @@ def read_trace(path, steps, categories=GPU_CATEGORIES):
             elementwise[e["name"][:120]] += 1
         if kind == "batch norm":
             batch_norm[function_of(e["name"])] += e["dur"]
+        if kind == "optimizer":
+            optimizer[optimizer_key(e["name"])] += e["dur"]
+            optimizer_launches[optimizer_key(e["name"])] += 1
     start = min(e["ts"] for e in gpu)
     end = max(e["ts"] + e["dur"] for e in gpu)
     busy = sum(e["dur"] for e in gpu)
     return {"kernels": len(gpu) / steps, "busy_us": busy / steps, "span_us": (end - start) / steps,
             "kinds": {k: v / steps for k, v in by_kind.items()}, "top": [(n, d / steps) for n, d in top.most_common(12)],
             "elementwise": [(n, c / steps) for n, c in elementwise.most_common(12)],
-            "batch_norm": [(n, d / steps) for n, d in batch_norm.most_common()]}
+            "batch_norm": [(n, d / steps) for n, d in batch_norm.most_common()],
+            "optimizer": [(n, d / steps, optimizer_launches[n] / steps) for n, d in optimizer.most_common()]}
 
 
 def gputrain_side(graphs, batch, workdir, check=False, env=None):
@@ -162,6 +173,10 @@ def table(sides):
             print(f"{n}: batch norm by kernel function (ms a step, all sites and variants)")
             for name, us in sides[n]["batch_norm"]:
                 print(f"  {us / 1000:7.3f}  {name}")
+        if sides[n]["optimizer"]:  # the fused SGD apart from the weight casts' copies and a norm
+            print(f"{n}: the optimizer kind by what it computes (ms a step, launches a step)")
+            for name, us, launches in sides[n]["optimizer"]:
+                print(f"  {us / 1000:7.3f}  {launches:5.1f}  {name}")
 
 
 def check():
