@@ -327,7 +327,8 @@ def pytorch_run(case, device, steps, init, lr, data, channels_last=False, fused_
 # the trainer's set-up among them, and the data's opening among those.
 STARTUP = {}
 SETUP_PHASES = {}  # case: {phase: [seconds per run]}, the start record's setup_phases
-CAPTURES = {}  # (case, side): [seconds of each run's captures], from training.log's "is captured (X s)"
+CAPTURES = {}  # (case, side): [seconds of each run's captures], from training.log's "is captured (X s: ...)"
+CAPTURE_PARTS = {}  # (case, side): [[settling, recording, instantiating, first replay] of each capture]
 
 
 def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=None, graphs="auto", env=None):
@@ -365,10 +366,15 @@ def gputrain_run(case, device, steps, init_path, lr, workdir, every=None, front=
         for phase, seconds in start.get("setup_phases", {}).items():  # builds before 2026-11-30 lack them
             SETUP_PHASES.setdefault(case, {}).setdefault(phase, []).append(seconds)
     with open(os.path.join(run_dir, "training.log")) as f:
-        captured = [float(s) for s in re.findall(r"is captured \(([0-9.]+) s\)", f.read())]
+        log = f.read()
+        captured = [float(s) for s in re.findall(r"is captured \(([0-9.]+) s[:)]", log)]
+        parts = re.findall(r"is captured \([0-9.]+ s: ([0-9.]+) s settling, ([0-9.]+) s recording, ([0-9.]+) s instantiating, "
+                           r"([0-9.]+) s the first replay\)", log)
     if captured:
         side = "graphs " + graphs + "".join(", %s=%s" % kv for kv in sorted((env or {}).items()))
         CAPTURES.setdefault((case, side), []).append(captured)
+        for part in parts:
+            CAPTURE_PARTS.setdefault((case, side), []).append([float(x) for x in part])
     first = [r for r in lines if r["step"] == (every or c["window"])]
     first_window_seconds = first[0]["time"] - started if first and "time" in first[0] else None
     return [l["samples_per_second"] for l in lines], [l["loss"] for l in lines], first_window_seconds
@@ -588,6 +594,9 @@ def main():
                     if of_case == case:
                         print("CUDA-graph captures (%s), seconds each, run by run: %s"
                               % (side, "; ".join(", ".join("%.2f" % s for s in run) for run in runs)))
+                        if CAPTURE_PARTS.get((of_case, side)):
+                            medians = [statistics.median(p) for p in zip(*CAPTURE_PARTS[(of_case, side)])]
+                            print("  medians: %.2f s settling, %.2f s recording, %.2f s instantiating, %.2f s the first replay" % tuple(medians))
             flops, peak = training_flops_per_sample(case), peak_of(device)
             achieved = ours * flops / 1e12
             print("\ngputrain computes %.3g TFLOPS (%.3g GFLOP a training sample)%s"

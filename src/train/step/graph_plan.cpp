@@ -1,6 +1,7 @@
 #include "graph_plan.hpp"
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::train {
 
@@ -74,6 +75,12 @@ std::optional<GraphKey> CapturePlan::captured(const GraphKey& key) {
       return entry.key;
     }
   return std::nullopt;
+}
+
+std::string capture_timing_text(const CaptureTiming& t) {
+  const auto s = [](double seconds) { return core::format_fixed(seconds, 2) + " s"; };
+  return s(t.total) + ": " + s(t.settling) + " settling, " + s(t.recording) + " recording, " + s(t.instantiating) + " instantiating, " +
+         s(t.first_replay) + " the first replay";
 }
 
 }  // namespace gputrain::train

@@ -102,4 +102,17 @@ class CapturePlan {
   std::string off_reason_;
 };
 
+/// How long a capture took, and where (graph_step.cpp measures it, the log line says it).
+struct CaptureTiming {
+  double settling = 0;       ///< the queue finished and cached blocks handed back
+  double recording = 0;      ///< the step's work recorded into the graph (the host's launches)
+  double instantiating = 0;  ///< capture_end: CUDA turns the recording into an executable graph
+  double first_replay = 0;   ///< the graph's first launch, run to its end
+  double total = 0;          ///< from the capture's start to the first replay's end
+};
+
+/// "2.41 s: 0.02 s settling, 0.31 s recording, 1.90 s instantiating, 0.18 s the first replay",
+/// the part of the log line in parentheses.
+std::string capture_timing_text(const CaptureTiming& t);
+
 }  // namespace gputrain::train

@@ -31,7 +31,6 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/error_text.hpp"
-#include "gputrain/core/units.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/optimizer.hpp"
 #include "grad_clip.hpp"
@@ -40,6 +39,10 @@
 
 namespace gputrain::train {
 namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // One captured step: the graph and the tensors it reads and writes at fixed addresses.
 struct CapturedStep {
@@ -184,7 +187,8 @@ class GraphStep final : public StepBackend {
   }
 
   at::Tensor capture(const StepParts& p, const data::Batch& batch, const GraphKey& key);
-  void record(const StepParts& p, CapturedStep& step, c10::cuda::CUDAStream stream);
+  // Returns the seconds of capture_end, where CUDA instantiates the graph.
+  double record(const StepParts& p, CapturedStep& step, c10::cuda::CUDAStream stream);
   void abandon(const StepParts& p, CapturedStep& step, c10::MempoolId_t pool, c10::cuda::CUDAStream stream);
   at::Tensor eager_instead(const StepParts& p, const data::Batch& batch, const GraphKey& key, const std::string& reason);
   // A distributed capture that failed cannot fall back to an eager step: the all-reduces it
@@ -231,7 +235,7 @@ class GraphStep final : public StepBackend {
 };
 
 // The step's work, recorded into step.graph on `stream` (nothing runs).
-void GraphStep::record(const StepParts& p, CapturedStep& step, c10::cuda::CUDAStream stream) {
+double GraphStep::record(const StepParts& p, CapturedStep& step, c10::cuda::CUDAStream stream) {
   c10::cuda::CUDAStreamGuard on_side(stream);
   // Autocast's cache of cast weights would hold casts made inside the capture past its end.
   const bool cache = at::autocast::is_autocast_cache_enabled();
@@ -263,12 +267,15 @@ void GraphStep::record(const StepParts& p, CapturedStep& step, c10::cuda::CUDASt
     p.readout->wanted = measured;
     p.readout->keep_gradients = keep;
   }
+  const auto ending = std::chrono::steady_clock::now();
   step.graph->capture_end();
   step.recorded = true;
+  return seconds_since(ending);
 }
 
 at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, const GraphKey& key) {
   const auto started = std::chrono::steady_clock::now();
+  CaptureTiming timing;
   auto step = std::make_unique<CapturedStep>();
   step->key = key;
   step->graph = std::make_unique<at::cuda::CUDAGraph>();
@@ -285,13 +292,16 @@ at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, cons
   // As torch.cuda.graph: settle the queue and hand cached blocks back, so the pool can grow.
   c10::cuda::device_synchronize();
   c10::cuda::CUDACachingAllocator::emptyCache();
+  timing.settling = seconds_since(started);
   const auto pool = at::cuda::graph_pool_handle();
   step->graph_pool = pool;
   c10::cuda::CUDAEvent ready;
   ready.record(caller);
   ready.block(*side_);
   try {
-    record(p, *step, *side_);
+    const auto recording_from = std::chrono::steady_clock::now();
+    timing.instantiating = record(p, *step, *side_);
+    timing.recording = seconds_since(recording_from) - timing.instantiating;
   } catch (const c10::OutOfMemoryError& e) {
     abandon(p, *step, pool, *side_);
     if (p.sync) refuse_distributed_capture(key, "out of memory: " + core::first_line(e.what_without_backtrace()));
@@ -311,12 +321,15 @@ at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, cons
   if (const auto evicted = plan_.captured(key)) graphs_.remove_if([&](const auto& g) { return g->key == *evicted; });
   graphs_.push_back(std::move(step));
   auto& captured = *graphs_.back();
-  captured.graph->replay();  // the capture ran nothing: this is the step's work
+  const auto replay_from = std::chrono::steady_clock::now();
+  captured.graph->replay();         // the capture ran nothing: this is the step's work
+  c10::cuda::device_synchronize();  // once, so that the line below can say what the first replay took
+  timing.first_replay = seconds_since(replay_from);
+  timing.total = seconds_since(started);
   read_out(p, captured);
   replayed_ = captured_now_ = true;
-  say_("cuda graphs: the step at micro-batch " + std::to_string(key.micro_batch) + " is captured (" +
-       core::format_fixed(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 2) +
-       " s) and replayed from here on");
+  say_("cuda graphs: the step at micro-batch " + std::to_string(key.micro_batch) + " is captured (" + capture_timing_text(timing) +
+       ") and replayed from here on");
   return captured.loss;
 }
 

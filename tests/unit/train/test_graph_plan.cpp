@@ -143,3 +143,10 @@ TEST(CapturePlan, AFailedCaptureMeansEagerFromThenOn) {
   EXPECT_EQ(plan.next(key(256), 256), Action::eager);
   EXPECT_EQ(plan.off_reason(), "capture failed: operation not permitted when stream is capturing");
 }
+
+// The capture's log line says where its time went: the start-up figure counts it (issue #48).
+TEST(CaptureTiming, TheLogLineSaysEachPartOfTheCapture) {
+  CaptureTiming timing;
+  timing.settling = 0.019, timing.recording = 0.314, timing.instantiating = 1.9, timing.first_replay = 0.176, timing.total = 2.412;
+  EXPECT_EQ(capture_timing_text(timing), "2.41 s: 0.02 s settling, 0.31 s recording, 1.90 s instantiating, 0.18 s the first replay");
+}
