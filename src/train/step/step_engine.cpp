@@ -21,7 +21,7 @@ StepEngine::~StepEngine() = default;
 
 void StepEngine::on_step_thread(const std::function<void()>& work) {
   // Under a cap every step may run out of memory (the CPU tests of the OOM path, a plan for a
-  // smaller machine): there from the start, at that cost.
+  // smaller machine): there from the start.
   if (!parts_.device.is_cpu() || (!own_thread_ && memory::cpu_memory_stats().cap == 0)) return work();
   if (!step_thread_) step_thread_ = std::make_unique<StepThread>();
   step_thread_->run(work);
@@ -50,7 +50,7 @@ at::Tensor StepEngine::step(const data::Batch* batch, StepRows rows, std::int64_
           after_out_of_memory();
         });
   try {
-    backend_->apply(parts_);
+    on_step_thread([&] { backend_->apply(parts_); });  // where the step's parallel work runs, one OpenMP team
   } catch (const c10::OutOfMemoryError& e) {
     // Past the micro-batches nothing scales with the batch: parameters, gradients and optimizer
     // state alone do not fit, and the parameters may be half-updated, so no checkpoint is written.

@@ -76,22 +76,23 @@ class StepEngine {
   at::Tensor accumulate(const data::Batch& batch, std::int64_t micro_batch, const std::function<void()>& after_forward = {});
   void apply();
   bool last_step_was_setup() const { return backend_->last_step_was_setup(); }
-  void between_steps(const std::function<void()>& work) { backend_->between_steps(work); }
+  void between_steps(const std::function<void()>& work) {
+    on_step_thread([&] { backend_->between_steps(work); });
+  }
   /// Creates the optimizer's state (momentum buffers, Adam's moments) without a forward pass, by
   /// stepping once on zero gradients: the probes then measure it as the run will hold it. It
   /// changes the parameters (weight decay), so use it only on a model that is thrown away.
   void create_optimizer_state();
-  /// Runs a step's forward and backward: here, or on the CPU under a memory cap, or once an
-  /// attempt has run out of memory (or expect_out_of_memory() said one will), on a StepThread
-  /// (step_thread.hpp). step() uses it; the batch-size probes too.
+  /// Runs a step's work: here, or on the CPU under a memory cap, or once an attempt has run out
+  /// of memory (or expect_out_of_memory() said one will), on a StepThread (step_thread.hpp).
+  /// step() (forward, backward and the optimizer's step) and between_steps() use it; the
+  /// batch-size probes too.
   void on_step_thread(const std::function<void()>& work);
   /// After an out-of-memory error in on_step_thread(): the thread goes, with what the failed
   /// attempt left on it, and the next work gets a new one.
   void after_out_of_memory();
   /// Work that looks for the edge of memory (the batch-size probes) runs on a StepThread from the
-  /// start. An uncapped training loop does not: two threads' OpenMP teams on the CPU made
-  /// configs/mlp.yaml's steps 2.3x slower on 2 cores, so it moves there after its first
-  /// out-of-memory error only.
+  /// start. An uncapped training loop moves there after its first out-of-memory error only.
   void expect_out_of_memory() { own_thread_ = true; }
 
  private:

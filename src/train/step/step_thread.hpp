@@ -1,14 +1,14 @@
 #pragma once
-// Where a step's forward and backward run on the CPU once they can run out of memory (the
-// batch-size probes, a run under device.max_memory, and any other run after its first
-// out-of-memory error): a thread of their own, replaced after an attempt runs out. LibTorch's CPU
-// path can keep memory on the thread where an operation ran out of it, until that thread ends: a
-// batch-size probe of ResNet-50 that ran out under 512 MiB left 147 MB allocated on its thread
-// (seen with oneDNN's convolutions on, not with them off; not traced further into oneDNN). On the
-// training loop's own thread that memory would stay for the rest of the run, and each split or
-// probe would find less room than the last. One thread until then, so its OpenMP team is made
-// once. Not from the start of an uncapped run: beside the loop's own team it made
-// configs/mlp.yaml's steps 2.3x slower on 2 cores.
+// Where a step's work (forward, backward, the optimizer's step) and validation run on the CPU
+// once they can run out of memory (the batch-size probes, a run under device.max_memory, and any
+// other run after its first out-of-memory error): a thread of their own, replaced after an attempt
+// runs out. LibTorch's CPU path can keep memory on the thread where an operation ran out of it,
+// until that thread ends: a batch-size probe of ResNet-50 that ran out under 512 MiB left 147 MB
+// allocated on its thread (seen with oneDNN's convolutions on, not with them off; not traced
+// further into oneDNN). On the training loop's own thread that memory would stay for the rest of
+// the run, and each split or probe would find less room than the last. One thread until then, so
+// its OpenMP team is made once; while it lives, the loop's thread runs its parallel work alone
+// (the constructor says why).
 
 #include <condition_variable>
 #include <exception>
@@ -37,6 +37,7 @@ class StepThread {
   const std::function<void()>* task_ = nullptr;
   std::exception_ptr error_;
   bool stop_ = false;
+  int loop_threads_;  // the loop thread's OpenMP threads, given back when this thread ends
   std::thread thread_;
 };
 

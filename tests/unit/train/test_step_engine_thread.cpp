@@ -1,6 +1,8 @@
-// Where the CPU step runs: on the loop's own thread until an attempt runs out of memory (a second
-// thread's OpenMP team beside the loop's made steps 2.3x slower), then on a thread of its own,
-// which takes with it what a failed attempt leaves held; the batch-size probes there from the start.
+// Where the CPU step runs: on the loop's own thread until an attempt runs out of memory, then on a
+// thread of its own, which takes with it what a failed attempt leaves held; the batch-size probes
+// there from the start. While it steps there, the loop's thread runs its own parallel work alone
+// (a second OpenMP team beside the step's made steps 2.3x slower on 2 cores).
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -51,4 +53,28 @@ TEST(StepEngineThread, WorkThatLooksForTheEdgeOfMemoryStepsOnAThreadFromTheStart
   EngineRig rig;
   rig.engine.expect_out_of_memory();
   EXPECT_NE(rig.where_work_runs(), std::this_thread::get_id());
+}
+
+TEST(StepEngineThread, TheLoopsThreadRunsItsParallelWorkAloneWhileTheStepThreadSteps) {
+  const int threads = at::get_num_threads();  // the loop's, before there is a step thread
+  if (threads < 2) GTEST_SKIP() << "one OpenMP thread here: nothing to give up";
+  EngineRig rig;
+  rig.engine.after_out_of_memory();
+  int on_step_thread = 0;
+  rig.engine.on_step_thread([&] { on_step_thread = at::get_num_threads(); });
+  EXPECT_EQ(on_step_thread, threads) << "the step's parallel work keeps every thread";
+  EXPECT_EQ(at::get_num_threads(), 1) << "the loop's own parallel work runs alone beside it";
+  rig.engine.after_out_of_memory();  // the step thread goes (a new one comes with the next work)
+  EXPECT_EQ(at::get_num_threads(), threads) << "the loop's threads come back with the step thread's end";
+  rig.engine.on_step_thread([] {});
+  EXPECT_EQ(at::get_num_threads(), 1);
+}
+
+TEST(StepEngineThread, ValidationBetweenStepsRunsWhereTheStepRuns) {
+  EngineRig rig;
+  rig.engine.after_out_of_memory();
+  const auto step_thread = rig.where_work_runs();
+  std::thread::id validation;
+  rig.engine.between_steps([&] { validation = std::this_thread::get_id(); });
+  EXPECT_EQ(validation, step_thread);
 }
