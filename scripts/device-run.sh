@@ -37,8 +37,9 @@
 #   next   what no GPU has checked yet, most telling first, in one call: the GpuDist, GpuGraphs,
 #          GpuBatchNorm, GpuProfile, GpuData (the chunked upload) and auto-batch tests, verify's
 #          functional checks (the batch-norm kernels' among them), ResNet-18 batch 256 against
-#          reduce-overhead (and with autocast's casts per layer), its profile --step (GPU busy
-#          from CUPTI), the kernel breakdown (the third batch-norm kernels' time per kernel,
+#          reduce-overhead (and with autocast's casts per layer; the set-up's phases, the CUDA
+#          start-up floor and each capture's parts beside it), its profile --step (GPU busy from
+#          CUPTI), the kernel breakdown (batch norm's and the optimizer's kernels one by one,
 #          launches per step), then the rest stage's figures if time is left
 #   retest the GPU tests a change after next's failures touches (batch-norm mask, busy share, the
 #          distributed capture, the auto batch with captured probes), then monitoring (each part
