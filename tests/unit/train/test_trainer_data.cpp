@@ -20,6 +20,7 @@
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
 #include "support/test_paths.hpp"
+#include "support/usage_errors.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;
@@ -418,16 +419,14 @@ TEST(TrainerData, StandardizeMeasuresAnImageFolderFromItsImages) {
 TEST(TrainerData, StagingBuffersPastTheFreeRamAreRefusedBeforeTheFirstBatch) {
   const auto config = data_run(
       "staging-past-ram", {"data.shape=[65536]", "data.cache=none", "data.num_workers=16", "data.prefetch=16", "device.max_memory=512MiB"});
-  try {
-    Trainer trainer(config, test_support::quiet_trainer());
-    ADD_FAILURE() << "a run whose staging buffers pass the cap was set up";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("the data loader's staging buffers need 2.00 GiB of RAM (256 buffers of 4.00 MiB (16 samples) "
-                                         "for training, 256 buffers of 4.00 MiB (16 samples) for validation), more than the "),
-              std::string::npos)
-        << e.what();
-    EXPECT_NE(e.remedy().find("lower train.batch_size"), std::string::npos) << e.remedy();
-  }
+  const auto error = test_support::thrown_usage_error([&] { Trainer trainer(config, test_support::quiet_trainer()); });
+  ASSERT_TRUE(error) << "a run whose staging buffers pass the cap was set up";
+  EXPECT_NE(std::string(error->what())
+                .find("the data loader's staging buffers need 2.00 GiB of RAM (256 buffers of 4.00 MiB (16 samples) "
+                      "for training, 256 buffers of 4.00 MiB (16 samples) for validation), more than the "),
+            std::string::npos)
+      << error->what();
+  EXPECT_NE(error->remedy().find("lower train.batch_size"), std::string::npos) << error->remedy();
   EXPECT_NO_THROW(Trainer(data_run("staging-past-ram", {"data.shape=[65536]", "data.cache=none", "data.num_workers=1", "data.prefetch=2",
                                                         "device.max_memory=512MiB"}),
                           test_support::quiet_trainer()))
