@@ -119,6 +119,12 @@ void raise_to(std::atomic<std::uint64_t>& mark, std::uint64_t now) {
   }
 }
 
+// The peak and the high-water mark, once an allocation of `now` bytes in all is granted.
+void raise_peaks(std::uint64_t now) {
+  raise_to(g_peak, now);
+  raise_to(g_high_water, now);
+}
+
 class CountingCpuAllocator final : public c10::Allocator {
  public:
   explicit CountingCpuAllocator(c10::Allocator* inner) : inner_(inner) {}
@@ -127,10 +133,12 @@ class CountingCpuAllocator final : public c10::Allocator {
     const std::uint64_t bytes = n;
     const std::uint64_t now = count_within_cap(bytes);
     if (bytes >= kSmallestCachedBlock && g_cache_enabled.load(std::memory_order_relaxed))
-      if (auto cached = take_cached(bytes, now)) return std::move(*cached);
+      if (auto cached = take_cached(bytes, now)) {
+        raise_peaks(now);
+        return std::move(*cached);
+      }
     check_resident(bytes);  // a new block only: a cached one is in RAM already
-    raise_to(g_peak, now);
-    raise_to(g_high_water, now);
+    raise_peaks(now);
     c10::DataPtr inner;
     try {
       inner = allocate_inner(n);
@@ -180,8 +188,6 @@ class CountingCpuAllocator final : public c10::Allocator {
       if (const auto block = cache().take(bytes)) {
         publish_cache_size_locked();
         table()[block->context] = Allocation{bytes, block->data, block->deleter};
-        raise_to(g_peak, now);
-        raise_to(g_high_water, now);
         return c10::DataPtr{block->data, block->context, &delete_counted, c10::Device(c10::kCPU)};
       }
       // A new block: live tensors and cache together stay within the bound (the cap, as reserved
