@@ -17,19 +17,16 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// Low-precision copies of a group of fp32 weights, and in backward their gradients back to fp32:
-// one multi-tensor copy each way. The fp32 gradients keep each incoming gradient's strides, as
-// autocast's per-layer cast's backward (ToCopyBackward) gives them.
+// A group of fp32 weights' low-precision copies as one autograd node: forward hands out the
+// copies, made before for all groups at once (ATen's multi-tensor copy runs a block per 64K
+// elements: a copy per group of 4M ran 64 blocks at a time, a third of an H200); backward casts the group's gradients back to fp32 in one
+// copy. The fp32 gradients keep each incoming gradient's strides, as autocast's per-layer cast's
+// backward (ToCopyBackward) gives them.
 struct CastGroup : torch::autograd::Function<CastGroup> {
-  static variable_list forward(AutogradContext*, at::TensorList weights, c10::ScalarType dtype) {
-    variable_list casts;
-    casts.reserve(weights.size());
-    for (const auto& w : weights) casts.push_back(at::empty_like(w, w.options().dtype(dtype)));
-    at::_foreach_copy_(casts, weights);
-    return casts;
-  }
+  // The weights are inputs for their edges only: backward's gradients go to them.
+  static variable_list forward(AutogradContext*, at::TensorList /*weights*/, const std::vector<at::Tensor>* copies) { return *copies; }
   static variable_list backward(AutogradContext*, variable_list grads) {
-    variable_list widened(grads.size() + 1);  // the last for dtype, which has none
+    variable_list widened(grads.size() + 1);  // the last for `copies`, which has none
     std::vector<at::Tensor> from, to;
     for (std::size_t i = 0; i < grads.size(); ++i) {
       if (!grads[i].defined()) continue;  // a copy no layer used with a gradient (a recomputed block's)
@@ -77,13 +74,22 @@ BatchedWeightCasts::BatchedWeightCasts(torch::nn::Module& module) {
 
 std::vector<at::Tensor> BatchedWeightCasts::cast_trainable(c10::ScalarType dtype, const BucketOf& bucket_of,
                                                            std::int64_t group_elements) const {
-  std::vector<at::Tensor> casts(trainable_.size());
+  std::vector<at::Tensor> casts, from;
+  casts.reserve(trainable_.size());
+  for (const auto& t : trainable_) {
+    casts.push_back(at::empty_like(t.weight, t.weight.options().dtype(dtype)));
+    from.push_back(t.weight);
+  }
+  if (!casts.empty()) {
+    at::NoGradGuard no_grad;  // the groups' nodes below carry the gradients
+    at::_foreach_copy_(casts, from);
+  }
   std::vector<std::size_t> group;
   std::int64_t elements = 0, bucket = -1;
   const auto cast_group = [&] {
-    std::vector<at::Tensor> inputs;
-    for (const auto i : group) inputs.push_back(trainable_[i].weight);
-    const auto outputs = CastGroup::apply(at::TensorList(inputs), dtype);
+    std::vector<at::Tensor> inputs, copies;
+    for (const auto i : group) inputs.push_back(trainable_[i].weight), copies.push_back(casts[i]);
+    const auto outputs = CastGroup::apply(at::TensorList(inputs), &copies);
     for (std::size_t k = 0; k < group.size(); ++k) casts[group[k]] = outputs[k];
     group.clear();
     elements = 0;
