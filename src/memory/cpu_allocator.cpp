@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "block_cache.hpp"
+#include "gputrain/core/env.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/device/system_info.hpp"
 
@@ -248,8 +248,7 @@ std::uint64_t usable_share(std::uint64_t available) { return available / 10 * 9;
 
 void install_counting_cpu_allocator() {
   std::call_once(g_install_once, [] {
-    const char* cache_setting = std::getenv("GPUTRAIN_CPU_CACHE");
-    if (cache_setting != nullptr && std::strcmp(cache_setting, "0") == 0) g_cache_enabled.store(false);
+    if (core::env_choice("GPUTRAIN_CPU_CACHE", {"0", "1"}, "1, the block cache on") == "0") g_cache_enabled.store(false);
     g_uncapped_bound.store(usable_share(device::read_memory_info().available()));
     // Never freed: tensors allocated through it may outlive any owner we could give it.
     static CountingCpuAllocator* allocator = new CountingCpuAllocator(c10::GetCPUAllocator());

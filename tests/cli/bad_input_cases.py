@@ -279,6 +279,15 @@ def flag_cases():
              expect="GPUTRAIN_VERIFY_LEVEL=ful (the environment's twin of --level): ful not in {quick,full}"),
         case("env_twin_quick_device", ["quick-train"], 2, env={"GPUTRAIN_DEVICE": "tpu"},
              expect="GPUTRAIN_DEVICE=tpu (the environment's twin of --device)"),
+        case("env_twin_allow_cpu", ["verify"], 2, env={"GPUTRAIN_ALLOW_CPU": "maybe"},
+             expect="GPUTRAIN_ALLOW_CPU=maybe (the environment's twin of --allow-cpu): not a yes or no"),
+        # gputrain's own switches (docs/troubleshooting.md): a mistyped one is refused, not read as unset.
+        case("env_switch_cpu_cache", ["train", "c.yaml", "--set", "device=cpu", "--set", "logging.dir=run"], 2,
+             {"good.csv": GOOD_CSV, "c.yaml": config()}, env={"GPUTRAIN_CPU_CACHE": "off"},
+             expect="GPUTRAIN_CPU_CACHE=off is not a value it takes (0, 1; unset: 1, the block cache on)"),
+        case("env_switch_batch_norm", ["train", "c.yaml", "--set", "device=cpu", "--set", "logging.dir=run"], 2,
+             {"good.csv": GOOD_CSV, "c.yaml": config(model="  name: small_cnn\n", data="  source: synthetic\n  shape: [1, 8, 8]\n  samples: 32\n")},
+             env={"GPUTRAIN_BATCH_NORM": "Aten"}, expect="did you mean 'aten'?"),
     ]
     return cases
 

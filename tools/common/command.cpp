@@ -124,10 +124,14 @@ std::string usage_remedy(const CLI::App& app, const std::string& message, int ar
 
 // A value CLI11 refused that came from an option's environment twin (GPUTRAIN_VERIFY_LEVEL for
 // --level): the message names the variable, which the user set, not the flag, which they did not
-// type. `message` starts "--level: ..." as CLI11 words it; `remedy` is changed to unsetting it.
+// type. `message` starts "--level: ..." as CLI11 words it, or "Could not convert: --allow-cpu =
+// maybe" for a flag's; `remedy` is changed to unsetting it.
 void name_the_env_twin(const CLI::App& app, int argc, char** argv, std::string& message, std::string& remedy) {
-  if (message.rfind("--", 0) != 0) return;
-  const auto flag = message.substr(0, message.find(':'));
+  const std::string not_a_flag_value = "Could not convert: ";
+  const bool flag_value = message.rfind(not_a_flag_value + "--", 0) == 0;
+  if (!flag_value && message.rfind("--", 0) != 0) return;
+  const auto flag = flag_value ? message.substr(not_a_flag_value.size(), message.find(" = ") - not_a_flag_value.size())
+                               : message.substr(0, message.find(':'));
   const auto* option = app.get_option_no_throw(flag);
   if (!option || option->get_envname().empty()) return;
   for (int i = 1; i < argc; ++i) {
@@ -136,8 +140,11 @@ void name_the_env_twin(const CLI::App& app, int argc, char** argv, std::string& 
   }
   const char* value = std::getenv(option->get_envname().c_str());
   if (!value) return;
-  message = option->get_envname() + "=" + value + " (the environment's twin of " + flag + ")" + message.substr(flag.size());
-  remedy = "set " + option->get_envname() + " to an allowed value, or unset it (unset " + option->get_envname() + ")";
+  const auto& name = option->get_envname();
+  const auto twin = name + "=" + value + " (the environment's twin of " + flag + ")";
+  message =
+      flag_value ? twin + ": not a yes or no; it takes 1, true, yes or on, and 0, false, no or off" : twin + message.substr(flag.size());
+  remedy = "set " + name + (flag_value ? "=1 (or 0)" : " to an allowed value") + ", or unset it (unset " + name + ")";
 }
 
 // "error: ...", then "  fix: ..." when there is one, in one write: a rank under mpirun shares the

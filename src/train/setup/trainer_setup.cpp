@@ -34,6 +34,7 @@
 #include "train/loop/trainer_state.hpp"
 #include "train/models/builtin_models.hpp"
 #include "train/models/frozen_model.hpp"
+#include "train/models/layers/layer_switches.hpp"
 #include "train/report/human_lines.hpp"
 #include "train/step/graph_plan.hpp"
 
@@ -95,6 +96,7 @@ std::string config_not_utf8_note(const std::string& config_yaml) {
 }  // namespace
 
 void Trainer::State::setup() {
+  check_layer_switches();       // before anything is written
   Config rank_config = config;  // the device is this rank's; config itself stays what every rank saves
   rank_config.device.name = ranks.device_name(config.device.name);
   auto run_device = prepare_device(rank_config);

@@ -2,9 +2,11 @@
 
 #include <ATen/ATen.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "gputrain/core/env.hpp"
+#include "layer_switches.hpp"
 
 namespace at::native {
 // LibTorch's oneDNN matmul (ATen/native/mkldnn/Matmul.cpp): result = beta * result + alpha * mat1 @ mat2.
@@ -48,11 +50,16 @@ CpuMatmul cpu_matmul_for(const std::string& cpuinfo, bool onednn_available) {
   return onednn_available && amd && avx512 ? CpuMatmul::onednn : CpuMatmul::mkl;
 }
 
+bool cpu_matmul_forced_to_mkl() {
+  static const bool forced = core::env_choice("GPUTRAIN_CPU_MATMUL", {"mkl"}, "oneDNN's products where they pay, else MKL's").has_value();
+  return forced;
+}
+
 CpuMatmul cpu_matmul_for_this_machine() {
   static const CpuMatmul choice = [] {
     // GPUTRAIN_CPU_MATMUL=mkl keeps LibTorch's own products: what bench/train_vs_pytorch.py
     // compares against to tell whether the oneDNN path still pays (docs/benchmarks.md).
-    if (const char* forced = std::getenv("GPUTRAIN_CPU_MATMUL"); forced && std::string(forced) == "mkl") return CpuMatmul::mkl;
+    if (cpu_matmul_forced_to_mkl()) return CpuMatmul::mkl;
     std::ifstream file("/proc/cpuinfo");
     std::stringstream text;
     text << file.rdbuf();

@@ -10,14 +10,15 @@
 #include <torch/autograd.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "batch_norm_kernels.hpp"
+#include "gputrain/core/env.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/sync_batch_norm.hpp"
+#include "layer_switches.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -35,15 +36,6 @@ bool channels_last_like(const at::Tensor& t, const at::Tensor& input) {
 
 bool float_on(const at::Tensor& t, const at::Tensor& input) {
   return t.scalar_type() == at::kFloat && t.device() == input.device() && t.is_contiguous();
-}
-
-// GPUTRAIN_BATCH_NORM=aten keeps ATen's kernels: for comparing the two (bench/), read once.
-bool kernels_wanted() {
-  static const bool wanted = [] {
-    const char* choice = std::getenv("GPUTRAIN_BATCH_NORM");
-    return choice == nullptr || std::string(choice) != "aten";
-  }();
-  return wanted;
 }
 
 std::optional<kernels::Layout> layout_of(const at::Tensor& input) {
@@ -181,7 +173,7 @@ class FusedBatchNormFunction : public torch::autograd::Function<FusedBatchNormFu
 
 // The layer's tensors and settings, if the kernels take this input.
 bool kernels_take(const at::Tensor& input, const at::Tensor& residual, const BatchNormTensors& layer) {
-  if (!kernels_wanted()) return false;
+  if (!batch_norm_kernels_wanted()) return false;
   const auto layout = layout_of(input);  // first: on the CPU it says no at once
   return layout && layer_fits(layer, input) && (!residual.defined() || channels_last_like(residual, input));
 }
@@ -189,6 +181,12 @@ bool kernels_take(const at::Tensor& input, const at::Tensor& residual, const Bat
 std::optional<at::Tensor> given(const at::Tensor& t) { return t.defined() ? std::optional<at::Tensor>(t) : std::nullopt; }
 
 }  // namespace
+
+// GPUTRAIN_BATCH_NORM=aten keeps ATen's kernels: for comparing the two (bench/).
+bool batch_norm_kernels_wanted() {
+  static const bool wanted = !core::env_choice("GPUTRAIN_BATCH_NORM", {"aten"}, "gputrain's kernels where they apply");
+  return wanted;
+}
 
 std::optional<at::Tensor> fused_batch_norm(const at::Tensor& input, const at::Tensor& residual, const BatchNormTensors& layer, bool relu) {
   if (!kernels_take(input, residual, layer)) return std::nullopt;

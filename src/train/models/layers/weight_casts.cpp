@@ -10,6 +10,7 @@
 #include "gputrain/core/env.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/model_registry.hpp"
+#include "layer_switches.hpp"
 
 namespace gputrain::train {
 namespace {
@@ -147,9 +148,14 @@ BatchedWeightCasts::Scope::~Scope() {
   for (auto it = restore_.rbegin(); it != restore_.rend(); ++it) *it->first = std::move(it->second);
 }
 
+// Read at each step's plan, not once: the tests compare both ways in one process.
+bool weight_casts_per_layer() {
+  return core::env_choice("GPUTRAIN_WEIGHT_CASTS", {"per-layer"}, "one multi-tensor copy each way").has_value();
+}
+
 std::optional<BatchedWeightCasts> batched_weight_casts(Model& model, c10::ScalarType dtype) {
   if (dtype == at::kFloat || !model.module() || !model_keys_read(model.name())) return std::nullopt;
-  if (core::env("GPUTRAIN_WEIGHT_CASTS") == "per-layer") return std::nullopt;
+  if (weight_casts_per_layer()) return std::nullopt;
   BatchedWeightCasts casts(*model.module());
   if (casts.empty()) return std::nullopt;
   return casts;
