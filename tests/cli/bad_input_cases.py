@@ -114,6 +114,7 @@ def config_cases():
         ("scalar_document", "just words\n", "mapping"),
         ("mlflow_file_store", config() + "logging:\n  mlflow:\n    tracking_uri: file:./mlruns\n", "mlflow server"),
         ("mlflow_no_server", config() + "logging:\n  mlflow:\n    experiment: sweeps\n", "MLFLOW_TRACKING_URI"),
+        ("mlflow_no_host", config() + "logging:\n  mlflow:\n    tracking_uri: 'http://:5000'\n", "which is not an address to connect to"),
         ("mlflow_timeout_none", config() + "logging:\n  mlflow:\n    tracking_uri: http://127.0.0.1:9\n    timeout: none\n",
          "logging.mlflow.timeout"),
     ]

@@ -5,6 +5,7 @@
 #include "data/postgres/dsn.hpp"
 #include "gputrain/core/env.hpp"
 #include "gputrain/core/error.hpp"
+#include "train/monitor/mlflow_api.hpp"
 
 namespace gputrain::train {
 
@@ -13,19 +14,25 @@ void resolve_mlflow_settings(MlflowConfig& mlflow) {
   // in a shell must not make every run log somewhere.
   const bool asked = !mlflow.tracking_uri.empty() || !mlflow.experiment.empty() || !mlflow.run_name.empty();
   if (!asked) return;
-  if (mlflow.tracking_uri.empty()) mlflow.tracking_uri = core::env("MLFLOW_TRACKING_URI").value_or("");
+  const bool from_env = mlflow.tracking_uri.empty();
+  if (from_env) mlflow.tracking_uri = core::env("MLFLOW_TRACKING_URI").value_or("");
   if (mlflow.tracking_uri.empty())
     throw UsageError("config: logging.mlflow." + std::string(mlflow.experiment.empty() ? "run_name" : "experiment") +
                          " is set, but no tracking server is named: logging.mlflow.tracking_uri is unset and so is MLFLOW_TRACKING_URI",
                      "set logging.mlflow.tracking_uri: http://HOST:5000 (the address `mlflow server` listens on), "
                      "or export MLFLOW_TRACKING_URI");
   const auto& uri = mlflow.tracking_uri;
+  const std::string named =
+      (from_env ? "MLFLOW_TRACKING_URI (logging.mlflow.tracking_uri is unset)" : "config: logging.mlflow.tracking_uri") +
+      std::string(" is '") + data::postgres::mask_password(uri) + "'";
+  const std::string set_it = from_env ? "export MLFLOW_TRACKING_URI=" : "set logging.mlflow.tracking_uri: ";
   if (uri.rfind("http://", 0) != 0 && uri.rfind("https://", 0) != 0)
     throw UsageError(
-        "config: logging.mlflow.tracking_uri is '" + data::postgres::mask_password(uri) +
-            "', which is not an MLflow tracking server's address: gputrain logs over MLflow's REST API, to http:// or https://",
-        "start a server (mlflow server --host 127.0.0.1 --port 5000) and set logging.mlflow.tracking_uri: "
-        "http://127.0.0.1:5000; file stores, databricks and database URIs are for MLflow's Python client");
+        named + ", which is not an MLflow tracking server's address: gputrain logs over MLflow's REST API, to http:// or https://",
+        "start a server (mlflow server --host 127.0.0.1 --port 5000) and " + set_it +
+            "http://127.0.0.1:5000; file stores, databricks and database URIs are for MLflow's Python client");
+  if (const auto fault = mlflow::url_fault(uri); !fault.empty())
+    throw UsageError(named + ", which is not an address to connect to: " + fault, set_it + "http://HOST:PORT, e.g. http://127.0.0.1:5000");
   if (mlflow.timeout <= 0)
     throw UsageError("config: logging.mlflow.timeout is none: each request to the server needs a time limit",
                      "set logging.mlflow.timeout: 10s, or longer for a slow link");

@@ -77,4 +77,8 @@ std::int64_t now_ms();
 /// The libcurl client. Throws gputrain::Error when this build has no libcurl.
 std::unique_ptr<Api> make_rest_api(const Connection& connection);
 
+/// What libcurl's URL parser finds wrong with `url` ("No host part in the URL", "Bad IPv6
+/// address", a port past 65535), or "" when it is an address to connect to (or there is no libcurl).
+std::string url_fault(const std::string& url);
+
 }  // namespace gputrain::train::mlflow

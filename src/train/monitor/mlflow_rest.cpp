@@ -208,4 +208,11 @@ class RestApi final : public Api {
 
 std::unique_ptr<Api> make_rest_api(const Connection& connection) { return std::make_unique<RestApi>(connection); }
 
+std::string url_fault(const std::string& url) {
+  const std::unique_ptr<CURLU, void (*)(CURLU*)> parsed(curl_url(), curl_url_cleanup);
+  if (!parsed) return "libcurl could not allocate its URL parser";
+  const auto code = curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0);
+  return code == CURLUE_OK ? "" : curl_url_strerror(code);
+}
+
 }  // namespace gputrain::train::mlflow

@@ -30,6 +30,8 @@ std::unique_ptr<Api> make_rest_api(const Connection&) {
   throw UsageError("logging.mlflow is set, but this build of gputrain has no libcurl to reach the server",
                    "install libcurl (Debian: apt-get install libcurl4-openssl-dev) and rebuild, or remove logging.mlflow");
 }
+
+std::string url_fault(const std::string&) { return ""; }  // make_rest_api says what is missing
 #endif
 
 Tracker::Tracker(std::unique_ptr<Api> api, TrackerPlan plan) : api_(std::move(api)), plan_(std::move(plan)) {

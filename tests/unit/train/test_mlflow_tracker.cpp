@@ -12,6 +12,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/config.hpp"
+#include "support/usage_errors.hpp"
 #include "train/config/mlflow_settings.hpp"
 #include "train/monitor/mlflow_tracker.hpp"
 
@@ -260,6 +261,29 @@ TEST(MlflowSettings, RefusesAnAddressThatIsNotAServersAndHidesAPassword) {
   const auto config = load_config({{}, {"device=cpu", "logging.mlflow.tracking_uri=http://me:secret@127.0.0.1:5000"}, ""});
   EXPECT_EQ(to_yaml(config).find("secret"), std::string::npos);
   EXPECT_EQ(config.logging.mlflow.experiment, "Default");
+}
+
+// An address libcurl cannot connect to is a config error at once, named where it came from; a
+// well-formed one with no server behind it is not (the server may start later: a warning then).
+TEST(MlflowSettings, RefusesAnAddressWithNoHostOrABadPortAndNamesTheEnvironmentWhenItGaveIt) {
+  if (url_fault("http://") == "") GTEST_SKIP() << "a build without libcurl: its own error comes at the run's start";
+  const auto error_for = [](const std::string& setting) {
+    return test_support::usage_error([&] { load_config({{}, {"device=cpu", setting}, ""}); });
+  };
+  EXPECT_EQ(error_for("logging.mlflow.tracking_uri=http://127.0.0.1:99999"),
+            "config: logging.mlflow.tracking_uri is 'http://127.0.0.1:99999', which is not an address to connect to: "
+            "Port number was not a decimal number between 0 and 65535");
+  EXPECT_NE(error_for("logging.mlflow.tracking_uri=http://[::1:5000").find("Bad IPv6 address"), std::string::npos);
+  ::setenv("MLFLOW_TRACKING_URI", "http://", 1);
+  EXPECT_EQ(error_for("logging.mlflow.experiment=x"),
+            "MLFLOW_TRACKING_URI (logging.mlflow.tracking_uri is unset) is 'http://', which is not an address to connect to: "
+            "No host part in the URL");
+  EXPECT_EQ(test_support::usage_fix([] {
+              load_config({{}, {"device=cpu", "logging.mlflow.experiment=x"}, ""});
+            }),
+            "export MLFLOW_TRACKING_URI=http://HOST:PORT, e.g. http://127.0.0.1:5000");
+  ::unsetenv("MLFLOW_TRACKING_URI");
+  EXPECT_EQ(url_fault("http://127.0.0.1:5000/mlflow"), "");
 }
 
 // The REST client's own errors show the address as the config and the log do: without its password.
