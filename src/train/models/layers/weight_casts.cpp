@@ -20,9 +20,9 @@ using torch::autograd::variable_list;
 
 // A group of fp32 weights' low-precision copies as one autograd node: forward hands out the
 // copies, made before for all groups at once (ATen's multi-tensor copy runs a block per 64K
-// elements: a copy per group of 4M ran 64 blocks at a time, a third of an H200); backward casts the group's gradients back to fp32 in one
-// copy. The fp32 gradients keep each incoming gradient's strides, as autocast's per-layer cast's
-// backward (ToCopyBackward) gives them.
+// elements: a copy per group of 4M ran 64 blocks at a time, a third of an H200); backward casts
+// the group's gradients back to fp32 in one copy. The fp32 gradients keep each incoming
+// gradient's strides, as autocast's per-layer cast's backward (ToCopyBackward) gives them.
 struct CastGroup : torch::autograd::Function<CastGroup> {
   // The weights are inputs for their edges only: backward's gradients go to them.
   static variable_list forward(AutogradContext*, at::TensorList /*weights*/, const std::vector<at::Tensor>* copies) { return *copies; }
