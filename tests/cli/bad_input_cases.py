@@ -121,6 +121,7 @@ def config_cases():
     cases += [train_case("config_" + n, t, expect=e) for n, t, e in other]
     cases += [
         case("config_missing_file", ["train", "no-such.yaml"], 2, expect="does not exist"),
+        case("config_from_standard_input", ["train", "-"], 2, expect="'-' (standard input) is not one"),
         case("config_is_a_folder", ["train", "."], 2, expect="is a folder"),
         case("config_is_data", ["train", "good.csv"], 2, files={"good.csv": GOOD_CSV},
              expect="'good.csv' is csv data, not a YAML config"),
