@@ -96,9 +96,18 @@ std::vector<std::string> keys_starting(const std::vector<std::string>& names, co
   return found;
 }
 
+// The keys and every section above one ("train.profile.steps": also "train" and "train.profile").
+std::vector<std::string> keys_and_sections(const std::vector<std::string>& keys) {
+  std::vector<std::string> names = keys;
+  for (const auto& key : keys)
+    for (auto dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1)) names.push_back(key.substr(0, dot));
+  return names;
+}
+
 }  // namespace
 
-// The best guess for a key nobody declared: another tool's name for one of ours ("max_epochs" ->
+// The best guess for a key nobody declared: the key in another case ("Train.Epochs": YAML's keys
+// are case-sensitive), else another tool's name for one of ours ("max_epochs" ->
 // "train.epochs"), else the same leaf in another section ("train.lr" -> "optimizer.lr"), else the
 // closest leaf in its own section ("data.sorce" -> "data.source"), else the closest spelling among
 // all keys and sections ("trian" -> "train").
@@ -107,6 +116,9 @@ std::string did_you_mean(const std::string& key) {
   const auto dot = key.rfind('.');
   const std::string section = dot == std::string::npos ? "" : key.substr(0, dot);
   const std::string leaf = dot == std::string::npos ? key : key.substr(dot + 1);
+  const auto names = keys_and_sections(keys);
+  for (const auto& known : names)
+    if (core::lower(known) == core::lower(key)) return "; keys are lower case: did you mean '" + known + "'?";
   for (const auto& foreign : kForeignNames)
     if (leaf == foreign.name) return "; " + std::string(foreign.tool) + "'s " + foreign.name + " is " + foreign.key + " here";
   // A whole section written inside another one ("train.scheduler: cosine").
@@ -117,18 +129,15 @@ std::string did_you_mean(const std::string& key) {
   }
   if (const auto plain = plain_word(leaf); plain && (section.empty() || section == "train")) return "; did you mean '" + *plain + "'?";
   if (const auto same_leaf = keys_with_leaf(keys, leaf); !same_leaf.empty()) return "; did you mean '" + same_leaf.front() + "'?";
-  std::vector<std::string> siblings, candidates = keys;
-  for (const auto& known : keys) {
-    const auto kdot = known.rfind('.');
-    if (kdot != std::string::npos && known.substr(0, kdot) == section) siblings.push_back(known.substr(kdot + 1));
-    for (auto pdot = known.find('.'); pdot != std::string::npos; pdot = known.find('.', pdot + 1))
-      candidates.push_back(known.substr(0, pdot));
-  }
+  std::vector<std::string> siblings;
+  for (const auto& known : keys)
+    if (const auto kdot = known.rfind('.'); kdot != std::string::npos && known.substr(0, kdot) == section)
+      siblings.push_back(known.substr(kdot + 1));
   if (auto best = core::closest_match(leaf, siblings)) return "; did you mean '" + section + "." + *best + "'?";
   if (const auto longer = keys_starting(siblings, leaf + "_"); longer.size() == 1)  // "logging.every" -> every_steps
     return "; did you mean '" + section + "." + longer.front() + "'?";
   if (!siblings.empty()) return "";  // in a known section, the remedy lists that section's keys instead
-  if (auto best = core::closest_match(key, candidates)) return "; did you mean '" + *best + "'?";
+  if (auto best = core::closest_match(key, names)) return "; did you mean '" + *best + "'?";
   return "";
 }
 

@@ -61,6 +61,14 @@ TEST(KeySuggestions, AKeyWrittenShortSuggestsTheOneItBegins) {
   EXPECT_EQ(unknown_key_message("train.early_stop=3").find("did you mean"), std::string::npos);
 }
 
+// YAML's keys are case-sensitive: a key or section in another case is named in ours.
+TEST(KeySuggestions, AKeyInAnotherCaseIsNamedInLowerCase) {
+  EXPECT_NE(unknown_key_message("TRAIN.EPOCHS=3").find("unknown key 'TRAIN.EPOCHS'; keys are lower case: did you mean 'train.epochs'?"),
+            std::string::npos);
+  EXPECT_NE(unknown_key_message("Optimizer.LR=0.1").find("did you mean 'optimizer.lr'?"), std::string::npos);
+  EXPECT_NE(unknown_key_message("Train=3").find("did you mean 'train'?"), std::string::npos);
+}
+
 // "steps" is train.profile.steps' leaf, but `--steps 100` and `train.steps` mean how long to train.
 TEST(KeySuggestions, PlainWordsForHowLongAndHowLargeAreTheKeysMeant) {
   EXPECT_EQ(flag_as_setting("--steps", "100"), "a setting is given with --set: --set train.max_steps=100 (docs/configuration.md)");
