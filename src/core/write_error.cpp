@@ -50,7 +50,8 @@ std::string file_size_limit() {
 
 std::optional<std::string> file_in_the_way(const std::string& folder) {
   for (auto part = std::filesystem::path(folder); !part.empty() && part != part.parent_path(); part = part.parent_path())
-    if (std::error_code ec; std::filesystem::is_regular_file(part, ec)) return part.string();
+    // Any kind but a folder: a regular file, or a device such as /dev/null.
+    if (std::error_code ec; std::filesystem::exists(part, ec) && !std::filesystem::is_directory(part, ec)) return part.string();
   return std::nullopt;
 }
 

@@ -9,7 +9,8 @@
 
 namespace gputrain::core {
 
-/// The file that stands where `folder` or a folder above it would go ("Not a directory"), if any.
+/// The file (regular, a device, a pipe) that stands where `folder` or a folder above it would go
+/// ("Not a directory"), if any.
 std::optional<std::string> file_in_the_way(const std::string& folder);
 
 /// Makes `folder` and those above it, for output that `key` (a config key or an option) points at,

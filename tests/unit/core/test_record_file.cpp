@@ -115,6 +115,13 @@ TEST(WriteError, AnOutputFolderThatCannotBeMadeIsAUsageErrorNamingTheKeyAndTheFi
   } catch (const gputrain::UsageError& e) {
     EXPECT_TRUE(contains(e.remedy(), "point logging.dir at another folder (missing folders are created)")) << e.remedy();
   }
+  // A device stands in the way as a file does (as root, "may not write in" would not even hold).
+  try {
+    make_output_folder("/dev/null/run", "logging.dir");
+    FAIL() << "a folder under /dev/null was made";
+  } catch (const gputrain::UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "logging.dir: '/dev/null/run' cannot be created: '/dev/null' is a file");
+  }
 }
 
 // An atomic write past the file-size limit leaves the old file and says which limit, and how high.
