@@ -40,7 +40,8 @@
 #          reduce-overhead (and with autocast's casts per layer; the set-up's phases, the CUDA
 #          start-up floor and each capture's parts beside it), its profile --step (GPU busy from
 #          CUPTI), the kernel breakdown (batch norm's and the optimizer's kernels one by one,
-#          launches per step), then the rest stage's figures if time is left
+#          launches per step), then the rest stage's figures if time is left; if a GpuBatchNorm
+#          test fails, the benchmarks run with GPUTRAIN_BATCH_NORM=aten and say so
 #   retest the GPU tests a change after next's failures touches (batch-norm mask, busy share, the
 #          distributed capture, the auto batch with captured probes), then monitoring (each part
 #          alone too) and the DDP path with graphs on and off
