@@ -15,6 +15,7 @@
 
 #include "gputrain/core/directory_lock.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/process_time.hpp"
 #include "gputrain/dist/gradient_sync.hpp"
 #include "gputrain/memory/oom_guard.hpp"
 #include "gputrain/train/amp.hpp"
@@ -39,7 +40,7 @@ namespace gputrain::train {
 
 using Clock = std::chrono::steady_clock;
 
-inline double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+using core::seconds_since;
 
 // What fit() reports about the steps this process ran.
 struct RunTotals {

@@ -31,6 +31,7 @@
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/error_text.hpp"
+#include "gputrain/core/process_time.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/optimizer.hpp"
 #include "grad_clip.hpp"
@@ -39,10 +40,6 @@
 
 namespace gputrain::train {
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // One captured step: the graph and the tensors it reads and writes at fixed addresses.
 struct CapturedStep {
@@ -270,7 +267,7 @@ double GraphStep::record(const StepParts& p, CapturedStep& step, c10::cuda::CUDA
   const auto ending = std::chrono::steady_clock::now();
   step.graph->capture_end();
   step.recorded = true;
-  return seconds_since(ending);
+  return core::seconds_since(ending);
 }
 
 at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, const GraphKey& key) {
@@ -292,7 +289,7 @@ at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, cons
   // As torch.cuda.graph: settle the queue and hand cached blocks back, so the pool can grow.
   c10::cuda::device_synchronize();
   c10::cuda::CUDACachingAllocator::emptyCache();
-  timing.settling = seconds_since(started);
+  timing.settling = core::seconds_since(started);
   const auto pool = at::cuda::graph_pool_handle();
   step->graph_pool = pool;
   c10::cuda::CUDAEvent ready;
@@ -301,7 +298,7 @@ at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, cons
   try {
     const auto recording_from = std::chrono::steady_clock::now();
     timing.instantiating = record(p, *step, *side_);
-    timing.recording = seconds_since(recording_from) - timing.instantiating;
+    timing.recording = core::seconds_since(recording_from) - timing.instantiating;
   } catch (const c10::OutOfMemoryError& e) {
     abandon(p, *step, pool, *side_);
     if (p.sync) refuse_distributed_capture(key, "out of memory: " + core::first_line(e.what_without_backtrace()));
@@ -324,8 +321,8 @@ at::Tensor GraphStep::capture(const StepParts& p, const data::Batch& batch, cons
   const auto replay_from = std::chrono::steady_clock::now();
   captured.graph->replay();         // the capture ran nothing: this is the step's work
   c10::cuda::device_synchronize();  // once, so that the line below can say what the first replay took
-  timing.first_replay = seconds_since(replay_from);
-  timing.total = seconds_since(started);
+  timing.first_replay = core::seconds_since(replay_from);
+  timing.total = core::seconds_since(started);
   read_out(p, captured);
   replayed_ = captured_now_ = true;
   say_("cuda graphs: the step at micro-batch " + std::to_string(key.micro_batch) + " is captured (" + capture_timing_text(timing) +
