@@ -88,6 +88,9 @@ def config_cases():
         ("model_hidden_overflow", "  name: mlp\n  hidden: [9223372036854775807]\n", "cannot be built"),
     ]
     cases += [train_case("config_" + n, config(model=m), expect=e) for n, m, e in model_values]
+    synthetic_sequences = "  source: synthetic\n  shape: [16, 8]\n  samples: 64\n"
+    cases.append(train_case("config_model_layers_beyond_memory", config(data=synthetic_sequences, model="  name: transformer\n  layers: 100000000\n"),
+                            expect="its 100000000 encoder layers take"))
     other = [
         ("top_unknown_key", config() + "modle:\n  name: mlp\n", "unknown key"),
         ("device_tpu", config() + "device: tpu\n", "device"),

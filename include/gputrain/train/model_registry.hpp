@@ -44,6 +44,12 @@ std::string model_for_samples(const std::vector<std::int64_t>& sample_shape);
 /// model the user registered, whose factory may read any of them.
 std::optional<std::vector<std::string>> model_keys_read(const std::string& name);
 
+/// For a factory about to make `copies` of a part of `part_bytes` (the transformer's encoder
+/// layers): throws the model's UsageError at once when they would not fit in the RAM its build may
+/// still take, rather than after building copies until the limit (nothing while no limit holds:
+/// outside build_model, or with no figure for the free RAM). `part` names one, e.g. "encoder layer".
+void require_room_for_copies(const ModelSpec& spec, std::uint64_t part_bytes, std::int64_t copies, const std::string& part);
+
 /// Builds the model `spec.config` asks for: a registered one, or the TorchScript file in
 /// `model.torchscript`. Throws UsageError for an unknown name or unreadable file.
 std::unique_ptr<Model> build_model(const ModelSpec& spec);

@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <cstdint>
 #include <map>
 #include <mutex>
 
@@ -118,6 +119,18 @@ void refuse_if_refused(const ModelSpec& spec, const std::string& what) {
 }
 
 }  // namespace
+
+void require_room_for_copies(const ModelSpec& spec, std::uint64_t part_bytes, std::int64_t copies, const std::string& part) {
+  const auto limit = memory::cpu_memory_stats().resident_limit;
+  if (limit == 0 || copies <= 0 || part_bytes == 0) return;
+  const auto resident = static_cast<std::uint64_t>(device::host_rss_bytes());
+  const auto room = limit > resident ? limit - resident : 0;
+  const auto count = static_cast<std::uint64_t>(copies);
+  if (part_bytes <= room / count) return;
+  const auto need = part_bytes > UINT64_MAX / count ? std::string("more than 2^64 bytes") : core::format_bytes(part_bytes * count);
+  refuse_too_large(spec, "its " + std::to_string(copies) + " " + part + "s take " + need + " (" + core::format_bytes(part_bytes) +
+                             " each), more than the " + core::format_bytes(room) + " of RAM that is free");
+}
 
 std::unique_ptr<Model> build_model(const ModelSpec& spec) {
   if (!spec.config.torchscript.empty()) return load_torchscript(spec.config.torchscript);

@@ -10,8 +10,10 @@
 #include <torch/nn/pimpl.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "builtin_models.hpp"
 #include "gputrain/train/activation_checkpoint.hpp"
@@ -27,6 +29,12 @@ namespace nn = torch::nn;
 
 // A Linear's forward, with its products on oneDNN where this CPU runs them faster (cpu_linear.hpp).
 at::Tensor project(const nn::Linear& layer, const at::Tensor& x) { return linear(x, layer->weight, layer->bias); }
+
+std::uint64_t tensor_bytes(const std::vector<at::Tensor>& tensors) {
+  std::uint64_t bytes = 0;
+  for (const auto& t : tensors) bytes += t.nbytes();
+  return bytes;
+}
 
 // The encoder is written here rather than taken from LibTorch's nn::TransformerEncoderLayer, whose
 // multi-head attention (a) compares query, key and value with torch::equal on every forward, two
@@ -122,6 +130,7 @@ struct TransformerClassifierImpl : nn::Module {
     // Every layer starts from the same weights, as PyTorch's TransformerEncoder (deep copies of
     // one layer) and LibTorch's (clones) start them; registered as "encoder.layers.N" like theirs.
     const EncoderLayer first(c);
+    require_room_for_copies(spec, tensor_bytes(first->parameters()), c.layers, "encoder layer");
     layers = register_module("encoder", std::make_shared<nn::Module>())->register_module("layers", nn::ModuleList());
     for (std::int64_t i = 0; i < c.layers; ++i) layers->push_back(first->clone());
     norm = register_module("norm", nn::LayerNorm(nn::LayerNormOptions({c.d_model})));

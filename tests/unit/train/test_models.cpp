@@ -153,6 +153,36 @@ TEST(Models, AModelLargerThanTheFreeRamIsRefusedWhileItIsBuilt) {
   EXPECT_LT(device::host_rss_bytes(), static_cast<double>(resident + 512 * core::kMiB));  // the parameters went with the error
 }
 
+// model.layers: 100000 was refused by the limit above only after ~80 s of building layers; the
+// transformer now weighs its first layer and refuses the copies before making any.
+TEST(Models, ATransformerWhoseLayersCannotFitIsRefusedBeforeTheyAreBuilt) {
+  memory::install_counting_cpu_allocator();
+  auto s = spec("transformer", {16, 8});
+  s.config.layers = 100000;
+  s.config.d_model = 256;
+  s.config.ff_dim = 1024;
+  const auto resident = static_cast<std::uint64_t>(device::host_rss_bytes());
+  memory::set_cpu_resident_limit(resident + 256 * core::kMiB);
+  try {
+    build_model(s);
+    ADD_FAILURE() << "100000 encoder layers were built";
+  } catch (const UsageError& e) {
+    // One layer: 4 256x256 projections, 256x1024 twice, biases and norms: 789,760 fp32 weights.
+    EXPECT_NE(std::string(e.what()).find("model transformer cannot be built: its 100000 encoder layers take 294.21 GiB (3.01 MiB each), "
+                                         "more than the "),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.remedy()).find("model.layers"), std::string::npos) << e.remedy();
+  }
+  memory::set_cpu_resident_limit(0);
+  EXPECT_LT(device::host_rss_bytes(), static_cast<double>(resident + 128 * core::kMiB));  // no copy was made
+
+  s.config.layers = 2;  // copies that fit are built
+  memory::set_cpu_resident_limit(resident + 256 * core::kMiB);
+  EXPECT_NO_THROW(build_model(s));
+  memory::set_cpu_resident_limit(0);
+}
+
 TEST(Models, AutoIsModelNamesChoiceAndCannotBeRegistered) {
   const auto dummy = [](const ModelSpec& s) { return torch::nn::AnyModule(torch::nn::Linear(s.input_shape.at(0), s.outputs)); };
   EXPECT_THROW(register_model("auto", dummy), UsageError);
