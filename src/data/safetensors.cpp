@@ -35,8 +35,10 @@ std::string dtype_name(at::ScalarType type) {
   throw Error(std::string("safetensors: cannot store dtype ") + c10::toString(type), "convert the tensor to float32 first");
 }
 
-// zlib's CRC-32 of `size` bytes (crc32_z takes any length; zlib's crc32 stops at 4 GiB).
+// zlib's CRC-32 of `size` bytes (crc32_z takes any length; zlib's crc32 stops at 4 GiB). An empty
+// tensor's null data pointer would make zlib return its initial value, dropping the CRC so far.
 std::uint32_t crc32_of(std::uint32_t crc, const void* bytes, std::size_t size) {
+  if (size == 0) return crc;
   return static_cast<std::uint32_t>(crc32_z(crc, static_cast<const Bytef*>(bytes), size));
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/build_features.hpp"
+#include "data/empty_samples.hpp"
 #include "data/postgres/pg_source.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -456,6 +457,8 @@ CopyThroughput raw_copy_throughput(const SourceSpec&) {
 
 Sources open_sources(const SourceSpec& spec) {
   auto out = open_as_named(spec);
+  for (const auto& set : {out.train, out.val})
+    if (set) refuse_empty_samples(*set, spec.source);
   if (spec.val_fraction > 0) {
     const bool evaluated_elsewhere = spec.evaluate_on_val_path && !spec.val_path.empty();
     if (out.val && !evaluated_elsewhere)

@@ -196,6 +196,18 @@ TEST(Safetensors, UnsignedTypesAreWidenedAndUnreadableTypesNamed) {
   EXPECT_EQ(f8.find("not a valid safetensors file"), std::string::npos) << f8;
 }
 
+// zlib's crc32 of an empty tensor's null pointer is its initial value: the CRC-32 recorded for a
+// file holding an empty tensor dropped everything before it, and gputrain called its own file damaged.
+TEST(Safetensors, AFileHoldingAnEmptyTensorReadsBackUndamaged) {
+  const test_support::ScratchFolder folder("safetensors-empty");
+  const auto path = (folder.path / "e.safetensors").string();
+  write_safetensors(path, {{"a", at::arange(6, at::kFloat)}, {"empty", at::zeros({4, 0})}, {"b", at::ones({2, 2})}});
+  const auto read = read_safetensors(path);
+  ASSERT_EQ(read.size(), 3u);
+  EXPECT_EQ(read.at(1).second.sizes(), (std::vector<std::int64_t>{4, 0}));
+  EXPECT_TRUE(at::equal(read.at(0).second, at::arange(6, at::kFloat)));
+}
+
 // numpy bool arrays are what a mask or a yes/no label is saved as: features of 0 and 1 (as a CSV's
 // True/False column), and labels of classes 0 (False) and 1 (True).
 TEST(Sources, BoolFeaturesAreZeroAndOneAndBoolLabelsTwoClasses) {
@@ -211,6 +223,27 @@ TEST(Sources, BoolFeaturesAreZeroAndOneAndBoolLabelsTwoClasses) {
   const auto set = materialize(*sources.train, 1).set;
   EXPECT_TRUE(at::equal(set.inputs, x.to(at::kFloat)));
   EXPECT_TRUE(at::equal(set.targets, y.to(at::kLong)));
+}
+
+// Samples of no values (features shaped [N, 0]) made a model of no inputs, which divided by zero
+// (SIGFPE) in the first statistics; they are refused as data, as are empty regression targets.
+TEST(Sources, SamplesOrTargetsOfNoValuesAreRefused) {
+  const test_support::ScratchFolder folder("empty-samples");
+  const auto y = at::arange(8).remainder(2);
+  write_safetensors((folder.path / "empty.safetensors").string(), {{"x", at::zeros({8, 3, 0})}, {"y", y}});
+  SourceSpec spec;
+  spec.source = "safetensors";
+  spec.path = (folder.path / "empty.safetensors").string();
+  const auto inputs = usage_error_and_fix([&] { open_sources(spec); });
+  EXPECT_NE(inputs.find("empty.safetensors (8 samples): its samples hold no values (each is shaped [3, 0])\nsave samples of at least one "
+                        "value"),
+            std::string::npos)
+      << inputs;
+  write_safetensors((folder.path / "no-targets.safetensors").string(), {{"x", at::ones({8, 2})}, {"y", at::zeros({8, 0})}});
+  spec.path = (folder.path / "no-targets.safetensors").string();
+  spec.task = "regression";
+  const auto targets = usage_error([&] { open_sources(spec); });
+  EXPECT_NE(targets.find("its targets (data.labels) hold no values (each is shaped [0])"), std::string::npos) << targets;
 }
 
 // Class names read as regression targets: the other task is the likely fix.
