@@ -124,7 +124,7 @@ TEST_F(Postgres, NullsAreCountedByColumnWithTheFix) {
   const auto [message, code] = error_of(spec("SELECT x, y, label FROM holes"));
   EXPECT_EQ(code, ExitCode::usage);
   EXPECT_NE(message.find("'label' in 1 row, 'x' in 1 row, 'y' in 2 rows"), std::string::npos) << message;
-  EXPECT_NE(message.find("COALESCE(label, 0)"), std::string::npos) << message;
+  EXPECT_NE(message.find("COALESCE(x, 0)"), std::string::npos) << message;  // a feature's: a label filled in would be class 0
   EXPECT_NE(message.find("WHERE label IS NOT NULL AND x IS NOT NULL AND y IS NOT NULL"), std::string::npos) << message;
   EXPECT_NE(message.find("or set data.missing: drop, mean or zero"), std::string::npos) << message;
 }
@@ -161,7 +161,53 @@ TEST_F(Postgres, DataMissingFillsOrDropsNullFeatures) {
   s.missing = "zero";
   const auto [message, code] = error_of(s);
   EXPECT_EQ(code, ExitCode::usage);
-  EXPECT_NE(message.find("'label' in 1 row"), std::string::npos) << message;
+  EXPECT_NE(message.find("'label' in 1 row\nfix: leave those rows out: WHERE label IS NOT NULL (a sample needs its label; data.missing "
+                         "fills features only)"),
+            std::string::npos)
+      << message;
+}
+
+// Labels that are not class ids are shown as the query has them (not "-1.000000"), with the bound.
+TEST_F(Postgres, ALabelThatIsNoClassIdIsShownAsTheQueryHasIt) {
+  server.exec("DROP TABLE IF EXISTS ids; CREATE TABLE ids (x float8, label int8); INSERT INTO ids VALUES (1, 0), (2, -1);");
+  const auto [negative, code] = error_of(spec("SELECT x, label FROM ids"));
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(negative.find("data.query's label column 'label' holds -1 in row 2: class ids are whole numbers from 0 to 1,000,000,000"),
+            std::string::npos)
+      << negative;
+  const auto [huge, huge_code] = error_of(spec("SELECT x, label * 9000000000 AS label FROM ids WHERE x = 2"));
+  EXPECT_NE(huge.find("holds -9000000000 in row 1"), std::string::npos) << huge;
+}
+
+// Columns are found by name: a name returned twice, or no column at all, is named as such.
+TEST_F(Postgres, AQueryReturningANameTwiceOrNoColumnsIsRefusedSayingSo) {
+  server.exec("DROP TABLE IF EXISTS twice; CREATE TABLE twice (x float8, label int); INSERT INTO twice VALUES (1, 0);");
+  const auto [message, code] = error_of(spec("SELECT x, x, label FROM twice"));
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("data.query returns two columns named 'x' (columns 1 and 2), and gputrain finds columns by name\n"
+                         "fix: give each its own name in the query (... AS x_2), or select it once"),
+            std::string::npos)
+      << message;
+  const auto [none, none_code] = error_of(spec("SELECT FROM twice"));
+  EXPECT_NE(none.find("data.labels names column 'label', which data.query does not return; it returns no columns\n"
+                      "fix: add the column to data.query's SELECT"),
+            std::string::npos)
+      << none;
+}
+
+// data.missing leaves an array's NULLs alone: the fix says so and offers no COALESCE(array, 0).
+TEST_F(Postgres, ANullArrayUnderDataMissingIsNamedAsNotFilled) {
+  server.exec(
+      "DROP TABLE IF EXISTS holey; CREATE TABLE holey (emb real[], label int);"
+      "INSERT INTO holey VALUES ('{1,2}', 0), (NULL, 1);");
+  auto s = spec("SELECT emb, label FROM holey");
+  s.missing = "mean";
+  const auto [message, code] = error_of(s);
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("'emb' in 1 row\nfix: leave those rows out: WHERE emb IS NOT NULL (data.missing fills number and text columns, "
+                         "not arrays or images)"),
+            std::string::npos)
+      << message;
 }
 
 TEST_F(Postgres, AnEmptyResultIsAnErrorAndOneRowIsASet) {

@@ -2,7 +2,9 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "data/image_decode.hpp"
@@ -15,6 +17,14 @@ namespace {
 
 constexpr std::int64_t kChunkRows = 65536;      // rows of numbers per chunk (a few MB)
 constexpr std::int64_t kImageChunkRows = 1024;  // decoded images per chunk
+constexpr double kMaxClassId = 1e9;             // past it, a column of ids or values, not classes
+
+// A value as the query would show it: -1, 0.5, 9.223372037e+18 (not -1.000000).
+std::string shown_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.10g", value);
+  return text;
+}
 
 }  // namespace
 
@@ -139,10 +149,10 @@ void RowDecoder::add_labels(const std::vector<Field>& fields) {
     return;
   }
   const double id = number_of(use.column.type, field);
-  if (!(id >= 0) || id != std::floor(id) || id > 1e9)
+  if (!(id >= 0) || id != std::floor(id) || id > kMaxClassId)
     throw UsageError(
-        spec_.what + "'s label column '" + use.column.name + "' holds " + core::format_fixed(id, 6) + " in row " +
-            std::to_string(rows_ + 1) + ": class ids are whole numbers from 0",
+        spec_.what + "'s label column '" + use.column.name + "' holds " + shown_number(id) + " in row " + std::to_string(rows_ + 1) +
+            ": class ids are whole numbers from 0 to " + core::with_commas(static_cast<std::uint64_t>(kMaxClassId)),
         "map the labels to 0, 1, 2, ... in the query (e.g. " + use.column.name + " - 1, or CASE ... END), or set data.task: regression");
   class_ids_.push_back(static_cast<std::int64_t>(id));
 }
@@ -194,15 +204,28 @@ void RowDecoder::append(RowDecoder&& later) {
 
 void RowDecoder::throw_nulls() const {
   if (nulls_.empty()) return;
-  std::string counts, kept;
+  const auto is_label = [&](const std::string& column) {
+    return std::any_of(selected_.labels.begin(), selected_.labels.end(), [&](const auto& use) { return use.column.name == column; });
+  };
+  const auto is_number = [&](const std::string& column) {
+    return std::any_of(selected_.features.begin(), selected_.features.end(),
+                       [&](const auto& use) { return use.column.name == column && use.kind == ColumnKind::number; });
+  };
+  std::string counts, kept, feature, number;
   for (const auto& [column, rows] : nulls_) {
     counts += (counts.empty() ? "" : ", ") + ("'" + column + "' in " + core::counted(rows, "row"));
     kept += (kept.empty() ? "" : " AND ") + column + " IS NOT NULL";
+    if (feature.empty() && !is_label(column)) feature = column;
+    if (number.empty() && is_number(column)) number = column;
   }
-  const auto& first = nulls_.begin()->first;
-  throw UsageError(spec_.what + "'s rows hold NULLs, which the model cannot read: " + counts,
-                   "replace them in the query, e.g. COALESCE(" + first + ", 0), or leave those rows out: WHERE " + kept +
-                       " (or set data.missing: drop, mean or zero for NULL numbers and text)");
+  // A label cannot be filled in (COALESCE(label, 0) would make them class 0), nor an array with a 0.
+  std::string fix = "leave those rows out: WHERE " + kept;
+  if (!number.empty()) fix = "replace them in the query, e.g. COALESCE(" + number + ", 0), or " + fix;
+  if (feature.empty()) fix += " (a sample needs its label; data.missing fills features only)";
+  if (!feature.empty())
+    fix += spec_.keep_missing ? " (data.missing fills number and text columns, not arrays or images)"
+                              : " (or set data.missing: drop, mean or zero for NULL numbers and text)";
+  throw UsageError(spec_.what + "'s rows hold NULLs, which the model cannot read: " + counts, fix);
 }
 
 csv::Table RowDecoder::table() {

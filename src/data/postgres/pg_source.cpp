@@ -37,8 +37,9 @@ std::size_t index_of(const std::vector<Column>& columns, const std::string& name
     if (columns[i].name == name) return i;
   std::vector<std::string> names;
   for (const auto& c : columns) names.push_back(c.name);
-  throw UsageError(key + " names column '" + name + "', which " + what + " does not return; it returns: " + core::join(names),
-                   "use one of those names, or add the column to " + what + "'s SELECT");
+  const auto returned = names.empty() ? std::string("it returns no columns") : "it returns: " + core::join(names);
+  throw UsageError(key + " names column '" + name + "', which " + what + " does not return; " + returned,
+                   (names.empty() ? "" : "use one of those names, or ") + std::string("add the column to ") + what + "'s SELECT");
 }
 
 Selected::Use label_use(Connection& conn, const std::vector<Column>& columns, const std::string& name, bool classification,
@@ -102,9 +103,20 @@ Selected::Use feature_use(Connection& conn, const std::vector<Column>& columns, 
   return {column, i, *kind};
 }
 
+// Columns are found by name, so two of one name (SELECT a.x, b.x ...) would be one read twice.
+void require_distinct_names(const std::vector<Column>& columns, const std::string& what) {
+  for (std::size_t i = 0; i < columns.size(); ++i)
+    for (std::size_t j = i + 1; j < columns.size(); ++j)
+      if (columns[i].name == columns[j].name)
+        throw UsageError(what + " returns two columns named '" + columns[i].name + "' (columns " + std::to_string(i + 1) + " and " +
+                             std::to_string(j + 1) + "), and gputrain finds columns by name",
+                         "give each its own name in the query (... AS " + columns[i].name + "_2), or select it once");
+}
+
 // The features and labels among a query's columns, as data.features, data.exclude and data.labels say.
 Selected select_columns(Connection& conn, const std::vector<Column>& columns, const SourceSpec& spec, const std::string& what) {
   const bool classification = spec.task == "classification";
+  require_distinct_names(columns, what);
   Selected s;
   if (classification && spec.labels.size() != 1)
     throw UsageError("data.labels names " + std::to_string(spec.labels.size()) + " columns; a classification reads one",
