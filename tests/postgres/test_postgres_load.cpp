@@ -194,6 +194,23 @@ TEST_F(PostgresLoad, ByteaImagesDecodeToTheImageSize) {
   EXPECT_NE(sources.notes[0].find("1 row of data.query held images that did not decode"), std::string::npos) << sources.notes[0];
 }
 
+// No image that decodes left 0 samples, which the run called a batch-size problem (data.drop_last).
+TEST_F(PostgresLoad, AQueryWhoseImagesAllFailToDecodeIsRefusedSayingSo) {
+  server.exec(
+      "DROP TABLE IF EXISTS scrap; CREATE TABLE scrap AS SELECT decode(repeat('ff', 64), 'hex') AS img, g % 2 AS label FROM "
+      "generate_series(1, 5) g;");
+  auto s = spec("SELECT img, label FROM scrap");
+  s.image_size = {8, 8};
+  try {
+    data::open_sources(s);
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("none of the 5 images of data.query decodes (row 1: neither a JPEG nor a PNG"), std::string::npos)
+        << e.what();
+    EXPECT_NE(e.remedy().find("whole JPEG or PNG files"), std::string::npos) << e.remedy();
+  }
+}
+
 namespace {
 
 train::Config rows_run(const test_support::PgServer& server, const fs::path& dir, std::vector<std::string> more = {}) {

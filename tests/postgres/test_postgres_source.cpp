@@ -195,6 +195,18 @@ TEST_F(Postgres, AQueryReturningANameTwiceOrNoColumnsIsRefusedSayingSo) {
       << none;
 }
 
+// A text column is a category by its type, not by data.categorical: an id-like one is refused
+// naming it as text, with data.exclude (not "remove data.categorical", which the user never set).
+TEST_F(Postgres, AnIdLikeTextColumnIsNamedAsTextWithDataExcludeAsTheFix) {
+  server.exec(
+      "DROP TABLE IF EXISTS named; CREATE TABLE named AS SELECT g::float8 AS x, 'n' || g AS name, g % 2 AS label FROM "
+      "generate_series(1, 60) g;");
+  const auto [message, code] = error_of(spec("SELECT x, name, label FROM named"));
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("column 'name' of 'data.query' (text) has 60 different values in its 60 rows"), std::string::npos) << message;
+  EXPECT_NE(message.find("\nfix: leave it out: data.exclude: [name]"), std::string::npos) << message;
+}
+
 // data.missing leaves an array's NULLs alone: the fix says so and offers no COALESCE(array, 0).
 TEST_F(Postgres, ANullArrayUnderDataMissingIsNamedAsNotFilled) {
   server.exec(

@@ -14,23 +14,32 @@
 namespace gputrain::data::csv {
 namespace {
 
-// The settings that leave feature `column` out: without it in data.categorical, and out of the
-// features in the key the user chose (data.features when they listed them, else data.exclude).
+bool listed_categorical(const std::string& column, const CsvSpec& spec) {
+  return std::find(spec.categorical.begin(), spec.categorical.end(), column) != spec.categorical.end();
+}
+
+// The settings that leave feature `column` out: without it in data.categorical (where it is listed;
+// a PostgreSQL text column is a category by its type), and out of the features in the key the user
+// chose (data.features when they listed them, else data.exclude).
 std::string leaving_out_category(const std::string& column, const CsvSpec& spec, const std::vector<std::string>& features) {
-  std::vector<std::string> categorical;
-  for (const auto& name : spec.categorical)
-    if (name != column) categorical.push_back(name);
-  const auto category_key = categorical.empty() ? "remove data.categorical" : "data.categorical: [" + core::join(categorical) + "]";
+  std::string category_key;
+  if (listed_categorical(column, spec)) {
+    std::vector<std::string> categorical;
+    for (const auto& name : spec.categorical)
+      if (name != column) categorical.push_back(name);
+    category_key = categorical.empty() ? "remove data.categorical" : "data.categorical: [" + core::join(categorical) + "]";
+  }
+  const auto then = [&](const std::string& separator) { return category_key.empty() ? "" : category_key + separator; };
   if (spec.features_origin == "data.features" && !spec.features.empty()) {
     std::vector<std::string> kept;
     for (const auto& name : features)
       if (name != column) kept.push_back(name);
-    if (kept.empty()) return category_key + ", and give the model other features";
-    return category_key + " and data.features: [" + core::join(kept) + "]";
+    if (kept.empty()) return then(", and ") + "give the model other features";
+    return then(" and ") + "data.features: [" + core::join(kept) + "]";
   }
   auto excluded = spec.exclude;
   excluded.push_back(column);
-  return category_key + " and data.exclude: [" + core::join(excluded) + "]";
+  return then(" and ") + "data.exclude: [" + core::join(excluded) + "]";
 }
 
 // A column found to hold no categories worth one-hot columns each.
@@ -38,7 +47,8 @@ void check_categories(const Table& table, const std::string& column, const Coded
   const auto with_value =
       static_cast<std::int64_t>(std::count_if(coded.codes.begin(), coded.codes.end(), [](std::int32_t c) { return c >= 0; }));
   const auto values = coded.values.size();
-  const auto where = "column '" + column + "' of '" + table.path + "' (data.categorical) ";
+  const auto where =
+      "column '" + column + "' of '" + table.path + "' (" + (listed_categorical(column, spec) ? "data.categorical" : "text") + ") ";
   const auto leave = leaving_out_category(column, spec, table.features);
   if (values == 0)
     throw UsageError(

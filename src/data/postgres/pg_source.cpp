@@ -180,6 +180,30 @@ std::string hex(std::uint64_t value) {
   return out;
 }
 
+// Every image left out as undecodable would leave no samples, which later reads as a batch-size problem.
+void refuse_no_image_decoded(const RowDecoder& rows, const std::string& what) {
+  if (rows.rows() > 0 || rows.undecoded() == 0) return;
+  throw UsageError(
+      "none of the " + core::counted(rows.undecoded(), "image") + " of " + what + " decodes (" + rows.undecoded_example() + ")",
+      "the bytea column must hold whole JPEG or PNG files, as read from disk (pg_read_binary_file, or psycopg's bytes); "
+      "check how the rows were written");
+}
+
+// The training rows as a dataset: the decoded images, or the columns as features (CSV's rules).
+TensorDataset training_set(RowDecoder& train, const Selected& selected, const SourceSpec& spec, CsvColumns& columns) {
+  if (selected.images()) {
+    refuse_no_image_decoded(train, "data.query");
+    return {train.images(), train.targets()};
+  }
+  CsvSpec csv{{}, spec.labels, spec.task == "classification"};
+  csv.missing = spec.missing;
+  auto table = train.table();
+  csv.features = table.features;
+  if (spec.features.empty()) csv.features_origin = "data.query's columns";  // a fix then names data.exclude
+  csv.exclude = spec.exclude;
+  return csv::finish_table(std::move(table), csv, &columns);
+}
+
 }  // namespace
 
 Sources open_postgres(const SourceSpec& spec) {
@@ -198,17 +222,8 @@ Sources open_postgres(const SourceSpec& spec) {
   out.copy_streams = train_read.streams;
   out.provenance = {
       {"data.query", spec.query}, {"data.rows", std::to_string(train.rows())}, {"data.checksum", hex(train_read.fingerprint)}};
-  CsvSpec csv{{}, spec.labels, classification};
-  csv.missing = spec.missing;
   CsvColumns columns;
-  TensorDataset train_set;
-  if (selected.images()) {
-    train_set = {train.images(), train.targets()};
-  } else {
-    auto table = train.table();
-    csv.features = table.features;
-    train_set = csv::finish_table(std::move(table), csv, &columns);
-  }
+  const auto train_set = training_set(train, selected, spec, columns);
   out.class_names = train.class_names();
   out.train = make_array_dataset(train_set, described(conn, "data.query", train_set.size(), train_read.streams), "data.query");
   if (train.undecoded() > 0)
@@ -234,6 +249,7 @@ Sources open_postgres(const SourceSpec& spec) {
     out.provenance["data.val_checksum"] = hex(val_read.fingerprint);
     TensorDataset val_set;
     if (val_selected.images()) {
+      refuse_no_image_decoded(val, "data.val_query");
       val_set = {val.images(), val.targets()};
     } else {
       CsvSpec val_csv{{}, spec.labels, classification, ',', "data.query's feature columns", {}, {}, columns.categories};
