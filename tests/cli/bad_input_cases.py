@@ -159,6 +159,9 @@ def data_cases():
         data_case("image_folder_empty", "  source: image_folder\n  path: imgs\n  image_size: 8\n", {"imgs/.keep": ""}),
         data_case("image_folder_no_images", "  source: image_folder\n  path: imgs\n  image_size: 8\n", {"imgs/cat/notes.txt": "x"}),
         data_case("image_folder_is_a_file", "  source: image_folder\n  path: good.csv\n  image_size: 8\n"),
+        data_case("image_folder_none_decodes", "  source: image_folder\n  path: imgs\n  image_size: 8\n",
+                  {"imgs/cat/1.jpg": "not an image", "imgs/dog/2.png": "nor this"},
+                  expect="none of the first 2 samples can be read; the first: "),
         data_case("path_is_a_device", "  source: csv\n  path: /dev/zero\n  labels: label\n", expect="is a device, not a file"),
         data_case("val_path_missing", "  path: good.csv\n  labels: label\n  val_path: nope.csv\n", expect="data.val_path"),
     ]

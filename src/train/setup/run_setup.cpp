@@ -206,6 +206,23 @@ RunData open_data(Config& config, bool evaluating) {
   return out;
 }
 
+namespace {
+
+// Why sample `index` cannot be read, as the loader that skipped it was told: "train/a/1.jpg: corrupt JPEG: ...".
+std::string why_unreadable(const data::Dataset& set, std::int64_t index) {
+  const auto& layout = set.layout();
+  auto input = at::empty(layout.input_shape, layout.input_dtype);
+  auto target = at::empty(layout.target_shape, layout.target_dtype);
+  try {
+    set.read(index, input.data_ptr(), target.data_ptr());
+  } catch (const data::SkippedSample& e) {
+    return set.origin(index) + ": " + e.what();
+  }
+  return set.origin(index) + " reads now";  // a file mended meanwhile
+}
+
+}  // namespace
+
 data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::int64_t count, std::uint64_t most_bytes) {
   const auto& train = *data.sources.train;
   // The probes repeat what they are given: no need for 1,024 samples of large images, which at
@@ -222,7 +239,10 @@ data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::
   data::Loader loader(data.sources.train, std::min(count, train.size()), data::LoaderOptions{0, 1, false, 600, c10::kCPU});
   loader.start(at::arange(std::min(count, train.size()), at::kLong), std::min(count, train.size()));
   const auto fed = loader.next();
-  if (!fed) throw UsageError(train.description() + ": none of the first samples can be read", "check the files");
+  if (!fed)
+    throw UsageError(train.description() + ": none of the first " + core::counted(std::min(count, train.size()), "sample") +
+                         " can be read; the first: " + why_unreadable(train, 0),
+                     "replace or remove the files that cannot be read (a copy cut short, or files of another format), then run again");
   return {fed->batch.inputs.to(device), fed->batch.targets.to(device)};
 }
 
