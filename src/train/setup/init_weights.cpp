@@ -83,6 +83,25 @@ void refuse_nonfinite(const NamedTensors& fits, const std::string& origin) {
                      "model.init_weights takes one), or leave model.init_weights unset");
 }
 
+// A copy into the model's tensor would change what these values are: complex into real drops the
+// imaginary part (PyTorch warns and goes on), and true/false are no weights.
+void refuse_other_kinds(const NamedTensors& fits, const NamedTensors& own, const std::string& origin) {
+  std::map<std::string, at::ScalarType> own_types;
+  for (const auto& [name, tensor] : own) own_types[name] = tensor.scalar_type();
+  for (const auto& [name, tensor] : fits) {
+    const auto type = tensor.scalar_type();
+    const auto into = own_types.at(name);
+    const auto held = origin + ": " + name + " holds " + (type == at::kBool ? "true/false" : "complex") + " values";
+    if (at::isComplexType(type) && !at::isComplexType(into))
+      throw UsageError(held + ", which the model's real " + name + " cannot take without dropping their imaginary parts",
+                       "check that the file holds this model's weights; if the real parts are the weights, save those in Python: "
+                       "{k: (v.real if v.is_complex() else v) for k, v in state_dict.items()}");
+    if (type == at::kBool && into != at::kBool)
+      throw UsageError(held + " (a mask?), which the model's " + name + " would read as 0 and 1",
+                       "check that the file holds this model's weights under their names (model.init_weights)");
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> load_init_weights(Model& model, const Config& config, std::int64_t outputs) {
@@ -96,6 +115,7 @@ std::vector<std::string> load_init_weights(Model& model, const Config& config, s
   if (partial && !new_head && config.model.init_strict)  // the strict refusal, in load_named_state's words
     load_named_state(model, without_wrapper_prefix(own, given), origin);
   refuse_nonfinite(match.fits, origin.name);
+  refuse_other_kinds(match.fits, own, origin.name);
   {
     c10::NoGradGuard no_grad;
     std::map<std::string, at::Tensor> fits(match.fits.begin(), match.fits.end());

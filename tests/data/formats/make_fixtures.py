@@ -351,6 +351,8 @@ state = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2)).stat
 torch.save(state, path("checkpoints", "state_dict.pth"))
 torch.save({"epoch": 4, "state_dict": {"model." + k: v for k, v in state.items()}}, path("checkpoints", "lightning.ckpt"))
 torch.save(state, path("checkpoints", "protocol4.pth"), pickle_protocol=4)
+# The same weights as complex numbers, which a real model could take only by dropping a part.
+torch.save({k: v.to(torch.complex64) if v.is_floating_point() else v for k, v in state.items()}, path("checkpoints", "complex.pth"))
 # gputrain's mlp (hidden [4], 3 features, 2 classes) as Python builds it, saved from under DDP's
 # "module." prefix: --evaluate takes such a state_dict as it is.
 torch.manual_seed(0)

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 #include <gtest/gtest.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/linear.h>
 
 #include <limits>
 #include <string>
@@ -128,6 +130,39 @@ TEST(FineTuning, WeightsHoldingNanOrInfAreRefusedByName) {
   EXPECT_EQ(nonfinite_tensor({{"steps", at::full({2}, 3, at::kLong)}, {"w", at::ones({4})}}), std::nullopt);
   const auto nan = at::full({4}, std::numeric_limits<double>::quiet_NaN());
   EXPECT_EQ(nonfinite_tensor({{"w", at::ones({4})}, {"b", nan}}), "b holds NaN or inf in 4 of its 4 values");
+}
+
+// Weights whose values a copy would change in kind: complex ones (the imaginary part dropped, as
+// PyTorch's load_state_dict does with a warning) and true/false ones; refused before anything loads.
+TEST(FineTuning, ComplexOrTrueFalseWeightsAreRefusedByName) {
+  struct Linear0 : torch::nn::Module {
+    Linear0() { register_module("0", torch::nn::Linear(3, 2)); }
+    at::Tensor forward(const at::Tensor& x) { return x; }
+  };
+  register_model("linear0", [](const ModelSpec&) { return torch::nn::AnyModule(Linear0()); });
+  ModelSpec spec;
+  spec.config.name = "linear0";
+  spec.input_shape = {3};
+  auto model = build_model(spec);
+  Config config;
+  config.model.name = "linear0";
+  config.model.init_strict = false;  // the fixture's batch norm tensors are not this model's
+  config.model.init_weights = std::string(gputrain::test_support::format_fixtures_dir()) + "/checkpoints/complex.pth";
+  const auto complex = test_support::usage_error_and_fix([&] { load_init_weights(*model, config, 2); });
+  EXPECT_NE(
+      complex.find("0.weight holds complex values, which the model's real 0.weight cannot take without dropping their imaginary parts"),
+      std::string::npos)
+      << complex;
+  EXPECT_NE(complex.find("v.real if v.is_complex() else v"), std::string::npos) << complex;
+
+  test_support::ScratchFolder folder("bool-weights");
+  config.model.init_weights = (folder.path / "mask.safetensors").string();
+  data::write_safetensors(config.model.init_weights, {{"0.weight", at::ones({2, 3}, at::kBool)}, {"0.bias", at::zeros({2})}});
+  const auto before = state_of(*model, "0.bias").clone();
+  const auto mask = test_support::usage_error([&] { load_init_weights(*model, config, 2); });
+  EXPECT_NE(mask.find("0.weight holds true/false values (a mask?), which the model's 0.weight would read as 0 and 1"), std::string::npos)
+      << mask;
+  EXPECT_TRUE(at::equal(state_of(*model, "0.bias"), before));  // nothing loaded
 }
 
 TEST(Freeze, FrozenParametersLeaveTheOptimizersListAndTheirBatchNormStaysInEvalMode) {
