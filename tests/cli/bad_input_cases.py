@@ -207,6 +207,8 @@ def checkpoint_cases():
         init("garbage", "\xff" * 300),
         init("header_too_long", "\xff\xff\xff\xff\xff\xff\xff\x7f{}"),
         train_case("init_weights_missing", config(model="  name: mlp\n  init_weights: nope.safetensors\n"), expect="does not exist"),
+        train_case("init_weights_pth_garbage", config(model="  name: mlp\n  init_weights: w.pth\n"), files={"w.pth": "\x80\x02" + "x" * 300},
+                   expect="'w.pth' is not a torch.save file or gputrain checkpoint (not a zip archive)"),
         train_case("init_weights_other_model", config(model="  name: mlp\n  init_weights: {f}/checkpoints/weights.safetensors\n")),
         script("zero_bytes", "", expect="is not a TorchScript module"),
         script("garbage", "\xff" * 300, expect="is not a TorchScript module"),
