@@ -48,9 +48,13 @@ void parse_descr(const std::string& descr, const std::string& name, NpyHeader& h
   if (descr.size() < 3) throw malformed(name, "dtype '" + descr + "' is not a plain numeric dtype");
   const char order = descr[0], kind = descr[1];
   const std::string size_text = descr.substr(2);
-  if (!std::all_of(size_text.begin(), size_text.end(), ::isdigit) || (order != '<' && order != '>' && order != '|' && order != '='))
+  const bool dates = kind == 'M' || kind == 'm';  // datetime64 / timedelta64: '<M8[s]'
+  if (dates || !std::all_of(size_text.begin(), size_text.end(), ::isdigit) ||
+      (order != '<' && order != '>' && order != '|' && order != '='))
     throw UsageError("'" + name + "' holds dtype '" + descr + "', which gputrain cannot read",
-                     "save a numeric array (bool, int, uint, float or complex): structured, string and object arrays are not supported");
+                     dates ? "save numbers made of the dates: seconds as x.astype('datetime64[s]').astype(numpy.float64) (timedelta64 "
+                             "alike), or a day of the year or an hour as features"
+                           : "save a numeric array (bool, int, uint or float): structured, string and object arrays are not supported");
   if (size_text.size() > 2) throw malformed(name, "dtype '" + descr + "' has an item size no numeric dtype has");
   const int size = std::stoi(size_text);
   h.big_endian = order == '>' && size > 1;

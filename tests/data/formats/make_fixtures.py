@@ -55,6 +55,7 @@ open(path("bad", "not_npy.npy"), "wb").write(b"PK\x03\x04 definitely not numpy")
 open(path("bad", "header_cut.npy"), "wb").write(good[:20])
 np.save(path("bad", "object.npy"), np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
 np.save(path("bad", "structured.npy"), np.zeros(3, dtype=[("x", "f4"), ("y", "i4")]))
+np.save(path("bad", "dates.npy"), np.arange(4).astype("datetime64[s]"))  # numbers only once made so
 np.save(path("bad", "zero_dim.npy"), np.float32(3.5))  # one value, shape (): no samples to index
 # Headers a hostile file could hold: numpy refuses a header past 10000 bytes (max_header_size), and
 # no dtype has an 11-digit item size.

@@ -84,6 +84,11 @@ TEST(Npy, MalformedFilesAreClearErrors) {
             }).find("\nsave a numeric array: numpy.asarray(values, dtype=numpy.float32)"),
             std::string::npos);
   EXPECT_NE(usage_error([] { read_npy(fixture("bad/structured.npy")); }).find("structured"), std::string::npos);
+  const auto dates = usage_error_and_fix([] { read_npy(fixture("bad/dates.npy")); });
+  EXPECT_NE(dates.find("holds dtype '<M8[s]', which gputrain cannot read\nsave numbers made of the dates: seconds as "
+                       "x.astype('datetime64[s]').astype(numpy.float64)"),
+            std::string::npos)
+      << dates;
   // Hostile headers: one of 300 kB (a std::regex over it overflowed the stack), an 11-digit item size.
   EXPECT_NE(usage_error([] { read_npy(fixture("bad/long_header.npy")); }).find("past the 10000 numpy itself reads"), std::string::npos);
   EXPECT_NE(usage_error([] { read_npy(fixture("bad/huge_itemsize.npy")); }).find("an item size no numeric dtype has"), std::string::npos);
