@@ -54,6 +54,21 @@ void count_missing(const Stretch& stretch, const RowFormat& format, MissingCount
   }
 }
 
+// Under data.missing (drop, mean, zero) the features were taken care of: what is left is a label,
+// which is never guessed, so the counts and the fix speak of the label columns alone.
+[[noreturn]] void throw_missing_labels(const MissingValue& first, const std::vector<std::int64_t>& per_column, const std::string& of_rows,
+                                       const RowFormat& format) {
+  std::vector<std::string> counts, labels;
+  for (const auto c : format.label_columns) {
+    if (per_column[c] > 0) counts.push_back("'" + format.header[c] + "' misses " + std::to_string(per_column[c]) + " of " + of_rows);
+    labels.push_back(python_quoted(format.header[c]));
+  }
+  const auto [command, labelled] = pandas_rewrite(format, "", ".dropna(subset=[" + core::join(labels) + "])", "-labelled");
+  throw UsageError(
+      std::string(first.what()) + "; " + core::join(counts),
+      "a sample needs its label (data.missing fills features only): drop the rows without one with " + command + " and use " + labelled);
+}
+
 }  // namespace
 
 // Rows split cell by cell: only a file with a missing value pays for it (137 MB: 0.73 s on the two
@@ -78,6 +93,8 @@ void count_missing(const Stretch& stretch, const RowFormat& format, MissingCount
       break;
     }
   }
+  const auto rows_counted = (counted_all ? "its " : "the first ") + std::to_string(total) + " rows";
+  if (format.keep_missing) throw_missing_labels(first, per_column, rows_counted, format);
   std::vector<std::size_t> columns;
   for (std::size_t c = 0; c < header.size(); ++c)
     if (per_column[c] > 0) columns.push_back(c);
@@ -86,7 +103,7 @@ void count_missing(const Stretch& stretch, const RowFormat& format, MissingCount
   for (std::size_t i = 0; i < columns.size() && i < 4; ++i)
     where.push_back("'" + header[columns[i]] + "' " + std::to_string(per_column[columns[i]]));
   if (columns.size() > 4) where.push_back("and " + std::to_string(columns.size() - 4) + " more columns");
-  const auto of_rows = std::to_string(with_missing) + " of " + (counted_all ? "its " : "the first ") + std::to_string(total) + " rows";
+  const auto of_rows = std::to_string(with_missing) + " of " + rows_counted;
   const auto what =
       std::string(first.what()) + "; " + of_rows + (with_missing == 1 ? " misses" : " miss") + " a value (" + core::join(where) + ")";
 
