@@ -10,6 +10,7 @@
 #include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
+#include "gputrain/train/checkpoint.hpp"
 #include "train/checkpoint/checkpoint_file.hpp"
 #include "train/models/state_dict_file.hpp"
 #include "train/models/weight_matching.hpp"
@@ -79,6 +80,36 @@ void load_state_dict_file(Model& model, const std::string& path, const StateOrig
   load_named_state(model, without_wrapper_prefix(model.named_state(), read_torch_save_state(path, "--evaluate")), origin);
 }
 
+// An evaluation's likeliest misfit is a head of another size: the data gives another number of
+// classes (labels the model never saw) or of targets. Said so, rather than as a tensor's shape.
+void refuse_other_outputs(const std::string& weights, Model& model, const Config& config) {
+  NamedTensors file;
+  try {
+    file = is_torch_save_archive(weights) && !holds_gputrain_run(weights) ? read_torch_save_state(weights, "--evaluate")
+           : is_zip_archive(weights)                                      ? checkpoint_weights(weights)
+                                                                          : data::read_safetensors(weights);
+  } catch (const Error&) {
+    return;  // the load's own error stands
+  }
+  const auto& d = config.data;
+  const bool classes = d.task == "classification";
+  const auto outputs = classes ? d.classes.value_or(0) : d.outputs;
+  const auto own = model.named_state();
+  const auto head = head_names(own, outputs);
+  const auto match = match_weights(own, file);
+  if (head.empty() || match.misfits.empty() || !only_the_head_differs(match, head)) return;
+  const auto& misfit = match.misfits.front();
+  const auto trained = misfit.in_file.front();
+  throw UsageError(
+      "'" + weights + "' gives " + core::counted(trained, "output") + " (its head " + misfit.name + " is " + shape_text(misfit.in_file) +
+          "), and this config's data needs " +
+          (classes ? core::counted(outputs, "class") + " (by its labels: ids 0 to " + std::to_string(outputs - 1) + ")"
+                   : core::counted(outputs, "regression target")),
+      classes ? "evaluate on data labelled with the classes the model was trained on (ids 0 to " + std::to_string(trained - 1) +
+                    "): it cannot score classes it never learned; and with the config it was trained with (config.yaml in its run folder)"
+              : "set data.task and data.labels as the model was trained with (config.yaml in its run folder)");
+}
+
 }  // namespace
 
 void check_weights_file(const std::string& weights) {
@@ -124,8 +155,10 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
       check_weights_fit_the_data(weights, metadata, data.sources.class_names, data.transform);
     }
   } catch (const UsageError&) {
+    refuse_other_outputs(weights, *model, config);
     throw;
   } catch (const Error& e) {  // weights of another model: for an evaluation, the input is wrong (exit 2)
+    refuse_other_outputs(weights, *model, config);
     throw UsageError(e.what(), e.remedy());
   }
   result.data = data.sources.val->description();

@@ -286,3 +286,35 @@ TEST(Evaluate, RefusesWeightsWhoseClassesOrStandardisationTheDataDoesNotGive) {
   const auto renamed = refusal(write_csv(scratch.path, "renamed.csv", 60, 0, {"false", "true"}));
   EXPECT_NE(renamed.find("was trained on the classes [no, yes], and this config's data has [false, true]"), std::string::npos) << renamed;
 }
+
+// Labels past the trained classes in the evaluation data made a head of another size, reported as a
+// tensor's shape with "evaluate with the config the weights were trained with", which the user had
+// done; it is named as the classes (or targets) the data needs and the weights do not give.
+TEST(Evaluate, DataOfOtherClassesOrAnotherTaskIsNamedAsSuch) {
+  test_support::ScratchFolder scratch("evaluate-classes");
+  const auto trained_on = write_csv(scratch.path, "train.csv", 40, 0);
+  auto config = small_run("evaluate-classes",
+                          {"data.source=csv", "data.path=" + trained_on, "data.labels=label", "data.classes=auto", "train.epochs=1"});
+  const auto weights = Trainer(config, test_support::quiet_trainer()).fit().weights_path;
+  const auto refusal = [&](const std::vector<std::string>& labels, const std::string& task) {
+    auto other = config;
+    other.data.val_path = write_csv(scratch.path, "val.csv", 20, 3, labels);
+    other.data.task = task;
+    try {
+      Trainer(other, evaluating()).evaluate(weights);
+    } catch (const UsageError& e) {
+      return std::string(e.what()) + "\n  fix: " + e.remedy();
+    }
+    return std::string("evaluated");
+  };
+  EXPECT_EQ(refusal({"0", "1"}, "classification"), "evaluated");
+  const auto unseen = refusal({"0", "5"}, "classification");
+  EXPECT_NE(unseen.find("' gives 2 outputs (its head "), std::string::npos) << unseen;
+  EXPECT_NE(unseen.find("and this config's data needs 6 classes (by its labels: ids 0 to 5)\n  fix: evaluate on data labelled with the "
+                        "classes the model was trained on (ids 0 to 1)"),
+            std::string::npos)
+      << unseen;
+  const auto regression = refusal({"0", "1"}, "regression");
+  EXPECT_NE(regression.find("and this config's data needs 1 regression target\n  fix: set data.task and data.labels"), std::string::npos)
+      << regression;
+}
