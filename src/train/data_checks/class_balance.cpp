@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <string>
@@ -70,9 +71,11 @@ void refuse_identifier_labels(const data::Sources& sources, const data::SourceSp
 std::string unseen_classes_note(const data::Sources& sources, std::int64_t classes) {
   const auto train_ids = sources.train->class_ids();
   const auto val_ids = sources.val ? sources.val->class_ids() : std::nullopt;
-  if (classes < 2 || !train_ids || !val_ids || val_ids->numel() == 0) return "";
-  const auto trained = at::bincount(*train_ids, {}, classes) > 0;
-  const auto val_counts = at::bincount(*val_ids, {}, classes);
+  if (classes < 2 || !train_ids || !val_ids || val_ids->numel() == 0 || train_ids->numel() == 0) return "";
+  // Counted over the labels' span, not data.classes' (a mistyped 1000000000 is 8 GB of counts).
+  const auto span = std::max(train_ids->max().item<std::int64_t>(), val_ids->max().item<std::int64_t>()) + 1;
+  const auto trained = at::bincount(*train_ids, {}, span) > 0;
+  const auto val_counts = at::bincount(*val_ids, {}, span);
   const auto unseen = at::nonzero((val_counts > 0).logical_and(trained.logical_not())).flatten();
   if (unseen.numel() == 0) return "";
   constexpr std::int64_t kNamed = 5;
@@ -103,7 +106,7 @@ std::string class_balance_note(const data::Sources& sources, std::int64_t classe
   const auto ids = set ? set->class_ids() : std::nullopt;
   if (classes < 2 || !ids || ids->numel() == 0) return "";
   const auto samples = ids->numel();
-  const auto counts = at::bincount(*ids, {}, classes);
+  const auto counts = at::bincount(*ids);  // up to the largest label: the classes past it have none
   const auto most = counts.argmax().item<std::int64_t>();
   const auto count = counts[most].item<std::int64_t>();
   const double share = static_cast<double>(count) / static_cast<double>(samples);

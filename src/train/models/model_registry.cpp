@@ -109,7 +109,8 @@ class WithinFreeRam {
 [[noreturn]] void refuse_too_large(const ModelSpec& spec, const std::string& why) {
   throw UsageError("model " + spec.config.name + " cannot be built: " + why,
                    "make the model smaller (model.hidden, model.width, model.layers, model.d_model, model.ff_dim) or check data.shape "
-                   "and data.image_size, which size its first layer");
+                   "and data.image_size, which size its first layer, and data.classes, which sizes its last (" +
+                       core::counted(spec.outputs, "output") + " here)");
 }
 
 // One parameter the system's allocator refused: its words are not the fix.

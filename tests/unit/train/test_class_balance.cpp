@@ -174,6 +174,17 @@ TEST(ClassBalance, ValidationClassesNoTrainingLabelHasAreNamed) {
   EXPECT_EQ(unseen_classes_note(sources, 4), "");
 }
 
+// A data.classes far past the labels (a mistyped 1000000000) made each note count 8 GB of classes
+// before the model refused the size; the notes count the labels' span, whatever data.classes says.
+TEST(ClassBalance, TheNotesCountTheLabelsNotTheClassesDataClassesGives) {
+  constexpr std::int64_t kClasses = std::int64_t{1} << 50;  // 8 PiB of counts, were they made
+  data::Sources sources;
+  sources.train = labelled(two_classes(90, 10));
+  sources.val = labelled(at::tensor({0, 1, 2}, at::kLong));
+  EXPECT_NE(class_balance_note(sources, kClasses, false).find("the most common, class 0"), std::string::npos);
+  EXPECT_NE(unseen_classes_note(sources, kClasses).find("the validation labels hold class 2,"), std::string::npos);
+}
+
 // Names a spreadsheet's typing made twice ("Cat" and "cat", a doubled space) are named, since they
 // train as classes of their own; names that differ otherwise are not.
 TEST(ClassBalance, ClassNamesThatDifferOnlyInCaseOrSpacingAreNamed) {
