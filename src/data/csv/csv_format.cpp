@@ -150,6 +150,16 @@ struct FindColumn {
               (key == "data.labels" ? "; on gputrain profile's command line: --labels " + core::join(csv::split(name, ','), " ") : "") +
               "); the header row names: " + core::join(header));
     }
+    // numpy.savetxt and to_csv(header=False) write no header: the first row is then taken for one.
+    if (std::all_of(header.begin(), header.end(), [](const std::string& cell) {
+          double value = 0;
+          return csv::parse_number(cell, value);
+        }))
+      throw UsageError("'" + path + "' has no column '" + name + "' (" + key + "): its first row (" + core::join_first(header, 6) +
+                           ") holds numbers, not column names, so the file has no header row",
+                       "add a header row naming the columns, '" + name +
+                           "' among them (pandas reads the file with pd.read_csv(path, header=None), and df.to_csv(path, index=False) "
+                           "writes one)");
     throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")" + core::did_you_mean_among(name, header),
                      "the header row names: " + core::join(header));
   }

@@ -437,6 +437,20 @@ TEST(Csv, RegressionTakesEachLabelColumnAsATarget) {
 
 // A decimal comma or thousands separators are numbers for people: the error says which, with the
 // pandas line that converts the file, rather than calling the column text.
+// numpy.savetxt writes no header: its first row was listed as "the header row names: 0, 0, 0".
+TEST(Csv, AFileWithoutAHeaderRowIsNamedAsSuch) {
+  const test_support::ScratchFolder folder("csv-headerless");
+  std::ofstream(folder.path / "rows.csv") << "0.5,1,0\n2,3,1\n";
+  const auto message = usage_error_and_fix([&] { read_csv((folder.path / "rows.csv").string(), CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(message.find("rows.csv' has no column 'label' (data.labels): its first row (0.5, 1, 0) holds numbers, not column names, so "
+                         "the file has no header row\nadd a header row naming the columns, 'label' among them"),
+            std::string::npos)
+      << message;
+  std::ofstream(folder.path / "named.csv") << "a,b,c\n2,3,1\n";  // a header without the column: its names, as before
+  const auto named = usage_error_and_fix([&] { read_csv((folder.path / "named.csv").string(), CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(named.find("\nthe header row names: a, b, c"), std::string::npos) << named;
+}
+
 TEST(Csv, NumbersWrittenForPeopleAreNamedWithTheConversion) {
   const auto comma = usage_error_and_fix([] { read_csv(fixture("bad/decimal_comma.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(comma.find("decimal_comma.csv:2: column 'a' (1): '3,5' is not a number: it has a decimal comma"), std::string::npos) << comma;
