@@ -54,4 +54,10 @@ TEST(ProfilerTrace, ARunEndingInsideTheWindowWritesWhatItTraced) {
   Trainer never(test_support::small_run("trace-never", {"train.profile.start_step=50"}), test_support::quiet_trainer());
   const auto none = never.fit();
   EXPECT_FALSE(fs::exists(fs::path(none.run_dir) / "traces"));
+  // ... and says so, rather than ending with no trace and no word.
+  std::ifstream log(fs::path(none.run_dir) / "training.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("no profiler trace: the run ended at step 12, before train.profile.start_step 50 (lower it, or train longer)"),
+            std::string::npos)
+      << text;
 }

@@ -56,6 +56,7 @@ class ProfilerTrace final : public Callback {
   // A run that ends inside the window (max_steps, a stop) still writes what it traced.
   void on_fit_end(RunControl& run, FitResult&) override {
     if (on_) save(run);
+    if (!started_ && traces_) say_why_no_trace(run);
   }
   // So does a run an error ended there: the trace of the steps that failed (a diverging one).
   void on_fit_failed(RunControl& run, const FitResult&) override {
@@ -70,7 +71,17 @@ class ProfilerTrace final : public Callback {
     const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true);
     profiler::prepareProfiler(config, activities);
     profiler::enableProfiler(config, activities);
-    on_ = true;
+    on_ = started_ = true;
+  }
+  // A window the run never reached would otherwise end it with no trace and no word.
+  void say_why_no_trace(RunControl& run) const {
+    const auto step = run.progress().step;
+    if (step < first_)
+      run.note("no profiler trace: the run ended at step " + std::to_string(step) + ", before train.profile.start_step " +
+               std::to_string(first_) + " (lower it, or train longer)");
+    else
+      run.note("no profiler trace: train.profile.start_step " + std::to_string(first_) +
+               " came before this resumed run's first step (an earlier run of this folder traced it, if it got there)");
   }
   void save(RunControl& run) {
     on_ = false;
@@ -88,7 +99,7 @@ class ProfilerTrace final : public Callback {
 
   std::int64_t first_, last_;
   std::string dir_;
-  bool cuda_ = false, on_ = false, traces_ = false;
+  bool cuda_ = false, on_ = false, started_ = false, traces_ = false;
 };
 
 }  // namespace
