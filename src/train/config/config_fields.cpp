@@ -27,6 +27,7 @@ namespace gputrain::train::fields {
 std::string found_text(const YAML::Node& node) {
   if (node.IsNull()) return "no value";
   if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.size() == 0) return node.IsSequence() ? "an empty list" : "an empty mapping";
   return node.IsSequence() ? "a list" : "a mapping";
 }
 

@@ -447,6 +447,7 @@ TEST(Config, BadOverrides) {
   // A bad element of a list is named by its index.
   EXPECT_NE(error_of({{}, {"model.hidden=[8, x]"}, ""}).find("model.hidden[1]: found 'x'; allowed: an integer >= 1"), std::string::npos);
   EXPECT_NE(error_of({{}, {"data.features=[a, [b]]"}, ""}).find("data.features[1]: found a list; allowed: a name"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"data.shape=[]"}, ""}).find("data.shape: found an empty list; allowed: a non-empty list"), std::string::npos);
 }
 
 // A user fixing a config should meet all its mistakes in one run, each where it is, with its fix.
