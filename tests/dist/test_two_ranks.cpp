@@ -194,6 +194,34 @@ TEST(TwoRanks, EverySampleIsSeenExactlyOncePerEpochEvenWithUnevenShards) {
   barrier();
 }
 
+// Each rank reads the data itself: ranks that read different data (a table changed between their
+// reads, per-node copies that differ) would shard it so that samples are skipped and repeated.
+TEST(TwoRanks, RanksThatReadDifferentDataAreRefusedBeforeTraining) {
+  const auto dir = scratch("csv-differs");
+  if (my_rank() == 0) {
+    fs::create_directories(dir);
+    for (const int rows : {40, 41}) {
+      std::ofstream csv(dir / ("rows-" + std::to_string(rows) + ".csv"));
+      csv << "x,label\n";
+      for (int i = 0; i < rows; ++i) csv << i * 0.1 << "," << i % 2 << "\n";
+    }
+  }
+  barrier();
+  const auto mine = dir / (my_rank() == 0 ? "rows-40.csv" : "rows-41.csv");
+  const auto config = run("differs", {"data.source=csv", "data.path=" + mine.string(), "data.labels=label", "data.val_samples=0"});
+  try {
+    Trainer trainer(config, test_support::quiet_trainer());
+    ADD_FAILURE() << "the ranks trained on different data";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("the ranks read different data (training samples: rank 0 read 40, rank 1 41), so their shards "
+                                         "would skip and repeat samples"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(e.remedy().find("data.path must be one shared file"), std::string::npos) << e.remedy();
+  }
+  barrier();
+}
+
 TEST(TwoRanks, AStopOnOneRankStopsBothAndTheResumeContinuesExactly) {
   Trainer reference(run("reference", {}), test_support::quiet_trainer());
   reference.fit();

@@ -30,6 +30,7 @@
 #include "sync_batch_norm_setup.hpp"
 #include "train/checkpoint/checkpoint_space.hpp"
 #include "train/config/unread_settings.hpp"
+#include "train/data_checks/rank_data.hpp"
 #include "train/loop/callbacks/plateau.hpp"
 #include "train/loop/trainer_state.hpp"
 #include "train/models/builtin_models.hpp"
@@ -260,6 +261,7 @@ void Trainer::State::choose_step_backend() {
 void Trainer::State::open_the_data() {
   classification = config.data.task == "classification";
   data = open_data(config, evaluating());
+  refuse_ranks_reading_different_data(ranks, data.sources, config.data.source);
   if (data.class_weights.defined()) class_weights = data.class_weights.to(device);
   if (!data.model_choice.empty()) reporter.later(data.model_choice);
   train_size = data.sources.train->size();

@@ -1,0 +1,59 @@
+#include "rank_data.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+
+namespace gputrain::train {
+namespace {
+
+// A provenance checksum ("data.checksum": hex digits) as a number all ranks can compare; 0 where
+// the source records none.
+std::int64_t provenance_checksum(const data::Sources& sources, const std::string& key) {
+  const auto it = sources.provenance.find(key);
+  if (it == sources.provenance.end()) return 0;
+  try {
+    return static_cast<std::int64_t>(std::stoull(it->second, nullptr, 16) >> 1);  // 63 bits: one int64 without sign trouble
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+std::string different_data_fix(const std::string& source) {
+  if (source == "postgres")
+    return "each rank reads data.query in its own snapshot, and another client changed the rows between their reads: train on rows "
+           "no one changes meanwhile, e.g. a copy (CREATE TABLE train_rows AS SELECT ...) or a WHERE that fixes the set "
+           "(WHERE created_at < '2026-12-01')";
+  return "every rank must read the same data: on several nodes, data.path must be one shared file (or identical copies), and no "
+         "process may write it while the ranks start";
+}
+
+}  // namespace
+
+void refuse_ranks_reading_different_data(RankGroup& ranks, const data::Sources& sources, const std::string& source) {
+  if (!ranks.distributed()) return;
+  const std::vector<std::int64_t> mine{sources.train->size(), sources.val ? sources.val->size() : 0,
+                                       provenance_checksum(sources, "data.checksum"), provenance_checksum(sources, "data.val_checksum")};
+  const auto all = ranks.communicator()->all_gather(mine, "the ranks' agreement on the data they read");
+  const auto world = all.size() / mine.size();
+  const char* names[] = {"training samples", "validation samples", "training rows' checksums", "validation rows' checksums"};
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    std::vector<std::int64_t> values;
+    for (std::size_t r = 0; r < world; ++r) values.push_back(all[r * mine.size() + i]);
+    const auto [low, high] = std::minmax_element(values.begin(), values.end());
+    if (*low == *high) continue;
+    const auto odd = std::find_if(values.begin(), values.end(), [&](std::int64_t v) { return v != values.front(); }) - values.begin();
+    const auto detail = i < 2 ? ": rank 0 read " + std::to_string(values.front()) + ", rank " + std::to_string(odd) + " " +
+                                    std::to_string(values[static_cast<std::size_t>(odd)])
+                              : ": rank 0's and rank " + std::to_string(odd) + "'s differ, with as many rows";
+    throw UsageError(
+        std::string("the ranks read different data (") + names[i] + detail + "), so their shards would skip and repeat samples",
+        different_data_fix(source));
+  }
+}
+
+}  // namespace gputrain::train
