@@ -283,6 +283,13 @@ def flag_cases():
              {"good.csv": GOOD_CSV}, expect="--plot: 'good.csv' cannot be created: 'good.csv' is a file"),
         train_case("train_profile_dir_under_a_file", config(train="  epochs: 1\n  profile: {start_step: 1, dir: good.csv/p}\n"),
                    expect="train.profile.dir: 'good.csv/p' cannot be created: 'good.csv' is a file"),
+        # A config from a pipe or device gives its text once: ranks that read it again got nothing and trained the defaults.
+        case("config_device_with_ranks", ["train", "/dev/null", "--set", "device=cpu", "--nproc-per-node", "2"], 2,
+             expect="config file '/dev/null' is a pipe or a device, which gives its text once, and the ranks this command starts"),
+        case("config_device_as_a_rank", ["train", "/dev/null", "--set", "device=cpu"], 2,
+             env={"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                  "MASTER_PORT": "29500"},
+             expect="and each of the 2 ranks reads it itself"),
         case("unknown_command", ["trian"], 2),
         case("log_level_typo", ["train", "--log-level", "verbose"], 2),
         case("env_twin_verify_level", ["verify", "--allow-cpu"], 2, env={"GPUTRAIN_VERIFY_LEVEL": "ful"},

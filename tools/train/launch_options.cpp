@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/device/gpu_info.hpp"
 #include "gputrain/dist/communicator.hpp"
@@ -43,6 +44,15 @@ void LaunchFlags::add_settings(train::ConfigSources& sources) const {
   if (node_rank >= 0) add("--node-rank", "distributed.node_rank", std::to_string(node_rank));
   if (!master_addr.empty()) add("--master-addr", "distributed.master_addr", master_addr);
   if (master_port > 0) add("--master-port", "distributed.master_port", std::to_string(master_port));
+}
+
+void refuse_configs_read_once(const std::vector<std::string>& files, const std::string& readers) {
+  for (const auto& file : files) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(file, ec)) continue;
+    throw UsageError("config file '" + file + "' is a pipe or a device, which gives its text once, and " + readers,
+                     "save the config to a file and give that: your-command > run.yaml, then gputrain train run.yaml");
+  }
 }
 
 int launch_ranks(const train::Config& config, int argc, char** argv) {

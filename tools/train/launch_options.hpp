@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <vector>
 
 #include "gputrain/train/config.hpp"
 
@@ -26,6 +27,11 @@ struct LaunchFlags {
 
 /// Declares the flags on `app`, in a group of their own.
 void add_launch_options(CLI::App& app, LaunchFlags& flags);
+
+/// Throws UsageError when a config file of `files` is no regular file (a pipe: `<(command)`, a
+/// here-document, /dev/stdin) while other processes read the config again (`readers`, e.g. "each of
+/// the 4 ranks reads the config itself"): the first would take its text, the others an empty file.
+void refuse_configs_read_once(const std::vector<std::string>& files, const std::string& readers);
 
 /// Starts this node's distributed.nproc_per_node ranks of this very command and watches them: GPU
 /// ranks meet over NCCL (one GPU each), CPU ranks run under mpirun. Returns the exit code.

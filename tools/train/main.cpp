@@ -8,6 +8,7 @@
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/dist/communicator.hpp"
 #include "gputrain/dist/launcher.hpp"
+#include "gputrain/dist/rank_environment.hpp"
 #include "gputrain/train/config.hpp"
 #include "gputrain/train/evaluation.hpp"
 #include "gputrain/train/fit_summary.hpp"
@@ -57,7 +58,10 @@ int main(int argc, char** argv) {
           return int(ExitCode::ok);
         }
         const auto& d = config.distributed;
+        if (const auto rank = dist::read_rank_environment(); rank && rank->world_size > 1)
+          tools::refuse_configs_read_once(sources.files, "each of the " + std::to_string(rank->world_size) + " ranks reads it itself");
         if (dist::starts_ranks_here(static_cast<int>(d.nproc_per_node), static_cast<int>(d.nnodes))) {
+          tools::refuse_configs_read_once(sources.files, "the ranks this command starts read it again");
           // Said once, before any rank starts, rather than by every rank (Trainer::evaluate checks it too).
           if (!evaluate.empty()) train::check_weights_file(evaluate);
           return tools::launch_ranks(config, argc, argv);

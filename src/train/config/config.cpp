@@ -212,7 +212,7 @@ void apply_document(Config& config, const std::string& text, const std::string& 
 std::string read_config_file(const std::string& path) {
   if (path == "-")  // ranks a launcher starts could not all read one standard input
     throw UsageError("gputrain reads a config from a file, and '-' (standard input) is not one",
-                     "give the file, or a command's output as one: gputrain train <(your-command)");
+                     "give the file, or, for one process, a command's output as one: gputrain train <(your-command)");
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw UsageError("config file '" + path + "' does not exist" + core::did_you_mean(path),
