@@ -25,9 +25,9 @@ std::int64_t provenance_checksum(const data::Sources& sources, const std::string
 
 std::string different_data_fix(const std::string& source) {
   if (source == "postgres")
-    return "each rank reads data.query in its own snapshot, and another client changed the rows between their reads: train on rows "
-           "no one changes meanwhile, e.g. a copy (CREATE TABLE train_rows AS SELECT ...) or a WHERE that fixes the set "
-           "(WHERE created_at < '2026-12-01')";
+    return "each rank runs data.query itself, in its own snapshot: another client changed the rows between their reads, or the query "
+           "gives other rows each time (random(), now(), TABLESAMPLE); train on rows no one changes meanwhile, e.g. a copy "
+           "(CREATE TABLE train_rows AS SELECT ...) or a WHERE that fixes the set (WHERE created_at < '2026-12-01')";
   return "every rank must read the same data: on several nodes, data.path must be one shared file (or identical copies), and no "
          "process may write it while the ranks start";
 }
