@@ -205,20 +205,31 @@ TEST(TwoRanks, RanksThatReadDifferentDataAreRefusedBeforeTraining) {
       csv << "x,label\n";
       for (int i = 0; i < rows; ++i) csv << i * 0.1 << "," << i % 2 << "\n";
     }
+    std::ofstream reversed(dir / "rows-40-reversed.csv");  // the same rows in another order (ORDER BY random())
+    reversed << "x,label\n";
+    for (int i = 39; i >= 0; --i) reversed << i * 0.1 << "," << i % 2 << "\n";
   }
   barrier();
-  const auto mine = dir / (my_rank() == 0 ? "rows-40.csv" : "rows-41.csv");
-  const auto config = run("differs", {"data.source=csv", "data.path=" + mine.string(), "data.labels=label", "data.val_samples=0"});
-  try {
-    Trainer trainer(config, test_support::quiet_trainer());
-    ADD_FAILURE() << "the ranks trained on different data";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("the ranks read different data (training samples: rank 0 read 40, rank 1 41), so their shards "
-                                         "would skip and repeat samples"),
-              std::string::npos)
-        << e.what();
-    EXPECT_NE(e.remedy().find("data.path must be one shared file"), std::string::npos) << e.remedy();
-  }
+  const auto refusal = [&](const std::string& other) {
+    const auto mine = dir / (my_rank() == 0 ? "rows-40.csv" : other);
+    const auto config = run("differs", {"data.source=csv", "data.path=" + mine.string(), "data.labels=label", "data.val_samples=0"});
+    try {
+      Trainer trainer(config, test_support::quiet_trainer());
+      ADD_FAILURE() << "the ranks trained on different data";
+    } catch (const UsageError& e) {
+      EXPECT_NE(e.remedy().find("data.path must be one shared file"), std::string::npos) << e.remedy();
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const auto count = refusal("rows-41.csv");
+  EXPECT_NE(count.find("the ranks read different data (training samples: rank 0 read 40, rank 1 41), so their shards would skip and "
+                       "repeat samples"),
+            std::string::npos)
+      << count;
+  const auto order = refusal("rows-40-reversed.csv");
+  EXPECT_NE(order.find("(64 training samples compared in order: rank 0's and rank 1's differ, with as many samples)"), std::string::npos)
+      << order;
   barrier();
 }
 

@@ -23,6 +23,29 @@ std::int64_t provenance_checksum(const data::Sources& sources, const std::string
   }
 }
 
+// FNV-1a over 64 samples spread over the set, in their order: rows in another order (ORDER BY
+// random()) or other values under the same count. A set held in memory hashes the samples' bytes,
+// a streamed one their origins (file names). 0 for no set.
+std::int64_t sampled_fingerprint(const data::Dataset* set) {
+  if (!set || set->size() == 0) return 0;
+  std::uint64_t hash = 14695981039346656037ull;
+  const auto add = [&](const void* bytes, std::size_t size) {
+    for (std::size_t i = 0; i < size; ++i) hash = (hash ^ static_cast<const unsigned char*>(bytes)[i]) * 1099511628211ull;
+  };
+  const auto whole = set->tensors();
+  constexpr std::int64_t kSamples = 64;
+  for (std::int64_t k = 0; k < kSamples; ++k) {
+    const auto index = k * (set->size() - 1) / (kSamples - 1);
+    if (whole) {
+      for (const auto& t : {whole->inputs[index].contiguous(), whole->targets[index].contiguous()}) add(t.data_ptr(), t.nbytes());
+    } else {
+      const auto origin = set->origin(index);
+      add(origin.data(), origin.size());
+    }
+  }
+  return static_cast<std::int64_t>(hash >> 1);
+}
+
 std::string different_data_fix(const std::string& source) {
   if (source == "postgres")
     return "each rank runs data.query itself, in its own snapshot: another client changed the rows between their reads, or the query "
@@ -36,11 +59,20 @@ std::string different_data_fix(const std::string& source) {
 
 void refuse_ranks_reading_different_data(RankGroup& ranks, const data::Sources& sources, const std::string& source) {
   if (!ranks.distributed()) return;
-  const std::vector<std::int64_t> mine{sources.train->size(), sources.val ? sources.val->size() : 0,
-                                       provenance_checksum(sources, "data.checksum"), provenance_checksum(sources, "data.val_checksum")};
+  const std::vector<std::int64_t> mine{sources.train->size(),
+                                       sources.val ? sources.val->size() : 0,
+                                       provenance_checksum(sources, "data.checksum"),
+                                       provenance_checksum(sources, "data.val_checksum"),
+                                       sampled_fingerprint(sources.train.get()),
+                                       sampled_fingerprint(sources.val.get())};
   const auto all = ranks.communicator()->all_gather(mine, "the ranks' agreement on the data they read");
   const auto world = all.size() / mine.size();
-  const char* names[] = {"training samples", "validation samples", "training rows' checksums", "validation rows' checksums"};
+  const char* names[] = {"training samples",
+                         "validation samples",
+                         "training rows' checksums",
+                         "validation rows' checksums",
+                         "64 training samples compared in order",
+                         "64 validation samples compared in order"};
   for (std::size_t i = 0; i < mine.size(); ++i) {
     std::vector<std::int64_t> values;
     for (std::size_t r = 0; r < world; ++r) values.push_back(all[r * mine.size() + i]);
@@ -49,7 +81,7 @@ void refuse_ranks_reading_different_data(RankGroup& ranks, const data::Sources& 
     const auto odd = std::find_if(values.begin(), values.end(), [&](std::int64_t v) { return v != values.front(); }) - values.begin();
     const auto detail = i < 2 ? ": rank 0 read " + std::to_string(values.front()) + ", rank " + std::to_string(odd) + " " +
                                     std::to_string(values[static_cast<std::size_t>(odd)])
-                              : ": rank 0's and rank " + std::to_string(odd) + "'s differ, with as many rows";
+                              : ": rank 0's and rank " + std::to_string(odd) + "'s differ, with as many samples";
     throw UsageError(
         std::string("the ranks read different data (") + names[i] + detail + "), so their shards would skip and repeat samples",
         different_data_fix(source));
