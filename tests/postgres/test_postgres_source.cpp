@@ -306,6 +306,31 @@ TEST_F(Postgres, NoServerAtTheAddressIsAnEnvironmentError) {
   EXPECT_NE(message.find("pg_isready -h 127.0.0.1 -p 1"), std::string::npos) << message;
 }
 
+// A server without SSL asked for it (sslmode=require) is up: "start the server" was the wrong fix.
+// A reply that is no PostgreSQL's ("invalid response to SSL negotiation") is not a DSN typo either.
+TEST_F(Postgres, SslTheServerDoesNotOfferIsNamedAsTheDsnsDemand) {
+  auto s = spec("SELECT 1 AS x, 0 AS label");
+  s.dsn = server.tcp_dsn(server.password()) + "?sslmode=require";
+  const auto [message, code] = error_of(s);
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("takes no SSL connections, and data.dsn asks for one"), std::string::npos) << message;
+  EXPECT_NE(message.find("fix: leave sslmode out of data.dsn"), std::string::npos) << message;
+  EXPECT_EQ(message.find(server.password()), std::string::npos) << message;
+}
+
+// The role's or the DSN's statement_timeout ending the read is said as such, with the setting
+// that lifts it, not as a server that stopped.
+TEST_F(Postgres, AStatementTimeoutIsNamedWithTheSettingThatLiftsIt) {
+  auto s = spec("SELECT g::float8 AS x, g % 2 AS label FROM generate_series(1, 3000000) g");
+  s.dsn = server.dsn() + " options='-c statement_timeout=1'";
+  const auto [message, code] = error_of(s);
+  EXPECT_EQ(code, ExitCode::failure);
+  EXPECT_NE(message.find("ended data.query at its statement_timeout: canceling statement due to statement timeout\n"
+                         "fix: raise it for gputrain's connection: add options='-c statement_timeout=0' to data.dsn"),
+            std::string::npos)
+      << message;
+}
+
 TEST_F(Postgres, ASyntaxErrorShowsTheServersMessageAndWhereItPoints) {
   const auto [message, code] = error_of(spec("SELECT 1 AS x, 0 AS label\nFORM nowhere"));  // a typo on the second line
   EXPECT_EQ(code, ExitCode::usage);

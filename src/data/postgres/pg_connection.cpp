@@ -38,9 +38,16 @@ Connection::Connection(const std::string& dsn) : dsn_masked_(mask_password(dsn))
   PQfinish(conn_);
   conn_ = nullptr;
   const auto has = [&](const char* text) { return message.find(text) != std::string::npos; };
-  if (has("invalid ") || has("missing \"=\"") || has("unterminated quoted"))
+  // libpq's words for a string it cannot parse, or a value it does not take; not a reply from a
+  // server ("received invalid response to SSL negotiation" is something else on that port).
+  if (has("connection option") || has("invalid URI") || has("invalid percent-encoded") || has("invalid port number") ||
+      has("invalid sslmode value") || has("missing \"=\"") || has("unterminated quoted"))
     throw UsageError("data.dsn is not a libpq connection string: " + message,
                      "write it as postgresql://user@host:5432/dbname or 'host=... port=... dbname=... user=...'");
+  if (has("server does not support SSL, but SSL was required"))
+    throw UsageError("the PostgreSQL server for " + who + " takes no SSL connections, and data.dsn asks for one: " + message,
+                     "leave sslmode out of data.dsn (libpq's default, prefer, uses SSL where the server offers it), or turn ssl on "
+                     "in the server's postgresql.conf");
   if (has("authentication failed") || has("no password supplied") || has("does not exist") || has("not permitted to log in") ||
       has("no pg_hba.conf entry"))
     throw UsageError("PostgreSQL refused the login of " + who + ": " + message,
@@ -67,6 +74,10 @@ void Connection::fail_query(pg_result* result, std::size_t offset, const std::st
   const char* position_field = PQresultErrorField(result, PG_DIAG_STATEMENT_POSITION);
   const std::string position = position_field ? position_field : "";
   PQclear(result);
+  if (message.find("statement timeout") != std::string::npos)  // 57014, from the role's, database's or data.dsn's setting
+    throw Error("the PostgreSQL server at " + where() + " ended " + what + " at its statement_timeout: " + message,
+                "raise it for gputrain's connection: add options='-c statement_timeout=0' to data.dsn (or ALTER ROLE " +
+                    trimmed(PQuser(conn_)) + " SET statement_timeout = 0)");
   // The server's own trouble, not the query's: an administrator's or a crash's shutdown (57),
   // a connection fault (08), resources (53), the system (58), an internal error (XX).
   for (const char* server_side : {"57", "08", "53", "58", "XX"})
