@@ -7,6 +7,7 @@
 
 #include "core/build_features.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::train::mlflow {
 namespace {
@@ -252,14 +253,25 @@ bool Tracker::send_metrics() {
 
 // The run's files, then its status: a file the server refuses is said and left out.
 bool Tracker::end_run() {
+  // One line for the files refused for one reason (a server that cannot take files refuses all).
+  std::vector<std::pair<std::string, std::vector<std::string>>> refusals;
+  const auto say_refusals = [&] {
+    for (const auto& [why, files] : refusals)
+      say(Level::warning, "mlflow: " + core::join(files) + (files.size() == 1 ? " was" : " were") + " not uploaded: " + why);
+  };
   while (!files_.empty()) {
     try {
-      if (!attempt([&] { api_->upload_artifact(run_, files_.front()); })) return false;
+      if (!attempt([&] { api_->upload_artifact(run_, files_.front()); })) {
+        say_refusals();
+        return false;
+      }
     } catch (const ApiError& e) {
-      say(Level::warning, "mlflow: " + files_.front() + " was not uploaded: " + e.what());
+      if (refusals.empty() || refusals.back().first != e.what()) refusals.push_back({e.what(), {}});
+      refusals.back().second.push_back(files_.front());
     }
     files_.erase(files_.begin());
   }
+  say_refusals();
   try {
     return attempt([&] { api_->end_run(run_.run_id, status_, now_ms()); });
   } catch (const ApiError& e) {

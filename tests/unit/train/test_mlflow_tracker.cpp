@@ -25,6 +25,7 @@ struct Received {
   std::atomic<int> away{0};       // the next `away` requests find no server
   std::atomic<bool> gone{false};  // from now on no request finds it
   bool refuse_metrics = false;
+  bool refuse_files = false;  // as a server without --serve-artifacts refuses every file
   std::vector<Metric> metrics;
   std::vector<std::size_t> batch_sizes;
   std::vector<Entry> params, logged_before;
@@ -58,6 +59,7 @@ class FakeApi final : public Api {
   void upload_artifact(const RunRef&, const std::string& file) override {
     call("upload");
     std::lock_guard lock(r_.mutex);
+    if (r_.refuse_files) throw ApiError("the server keeps this run's files where gputrain cannot write", false);
     r_.files.push_back(file);
   }
   void end_run(const std::string&, const std::string& status, std::int64_t) override {
@@ -227,6 +229,22 @@ TEST(MlflowTracker, RefusedMetricsAreDroppedWithOneWarningAndTheRunGoesOn) {
   tracker.finish("FINISHED", {}, 30);
   EXPECT_EQ(r.status, "FINISHED");
   EXPECT_EQ(warnings(tracker.take_messages()), 1);
+}
+
+// A server that takes no files refuses each for one reason: one warning names them all.
+TEST(MlflowTracker, FilesRefusedForOneReasonAreOneWarning) {
+  Received r;
+  r.refuse_files = true;
+  Tracker tracker(std::make_unique<FakeApi>(r), fast_plan());
+  tracker.finish("FINISHED", {"config.yaml", "report.json", "model.safetensors"}, 30);
+  EXPECT_EQ(r.status, "FINISHED");
+  std::vector<std::string> lines;
+  for (const auto& m : tracker.take_messages())
+    if (m.level == Level::warning) lines.push_back(m.text);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].rfind("mlflow: config.yaml, report.json, model.safetensors were not uploaded: the server keeps this run's files", 0),
+            0u)
+      << lines[0];
 }
 
 TEST(MlflowTracker, ADestroyedTrackerMarksItsRunFailed) {
