@@ -76,6 +76,22 @@ TEST(ParamGroups, MistakesNameTheEntry) {
   EXPECT_NE(to_yaml(shown).find("param_groups:\n    - {params: [fc], lr: 0.5}"), std::string::npos) << to_yaml(shown);
 }
 
+// A parameter joins the first entry naming it: a narrower entry after a wider one got nothing, and
+// its rate applied to no parameter, silently. Refused with the order that works; a partial overlap
+// stays allowed (the first entry keeps what it names).
+TEST(ParamGroups, AnEntryAnEarlierOneTookWholeIsRefusedWithTheOrderThatWorks) {
+  const auto shadowed = test_support::usage_error_and_fix(
+      [] { plan_param_groups(with_groups("[{params: [layer4, fc], lr: 0.5}, {params: [fc], lr: 0.1}]"), resnet_like()); });
+  EXPECT_NE(shadowed.find("optimizer.param_groups[1] (fc) applies to no parameter: [0] names them first (fc.weight among them), and a "
+                          "parameter joins the first entry naming it\nput the narrower entry first: [1] before [0]"),
+            std::string::npos)
+      << shadowed;
+  const auto narrower_first = plan_param_groups(with_groups("[{params: [fc], lr: 0.1}, {params: [layer4, fc], lr: 0.5}]"), resnet_like());
+  EXPECT_EQ(narrower_first.lrs, (std::vector<double>{0.1, 0.5, 1.0e-3}));
+  const auto partial = plan_param_groups(with_groups("[{params: [fc], lr: 0.1}, {params: [fc, conv1], lr: 0.5}]"), resnet_like());
+  EXPECT_EQ(partial.params[1].size(), 1U);  // conv1 alone
+}
+
 // The schedule scales each group's own base, as PyTorch's schedulers do with each group's initial_lr.
 TEST(ParamGroups, TheScheduleAppliesToEachGroupsBase) {
   auto model = at::zeros({2}, at::requires_grad());
