@@ -138,6 +138,20 @@ void check_sizes(const Config& c) {
            "lower data.samples");
 }
 
+// scheduler.min_lr above a base rate: cosine would raise that rate all run (PyTorch's eta_min does
+// so too), and plateau's floor would sit above where it starts.
+void check_min_lr(const Config& c) {
+  const auto& s = c.scheduler;
+  if ((s.name != "cosine" && s.name != "plateau") || s.min_lr <= 0) return;
+  double lowest = c.optimizer.lr;
+  for (const auto& group : c.optimizer.param_groups) lowest = std::min(lowest, group.lr.value_or(c.optimizer.lr));
+  if (s.min_lr <= lowest) return;
+  inconsistent("scheduler.min_lr " + c10::str(s.min_lr) + " is above the learning rate it would lower (" + c10::str(lowest) +
+                   (lowest == c.optimizer.lr ? ", optimizer.lr" : ", an optimizer.param_groups entry's") +
+                   "): " + (s.name == "cosine" ? "the cosine schedule would raise it all run" : "plateau's floor would sit above it"),
+               "set scheduler.min_lr below it (e.g. a hundredth of the rate), or 0");
+}
+
 }  // namespace
 
 void check_consistency(const Config& c) {
@@ -216,6 +230,7 @@ void check_consistency(const Config& c) {
   if (c.scheduler.name == "onecycle" && c.scheduler.warmup_steps > 0)
     inconsistent("scheduler.onecycle has its own warm-up (pct_start); scheduler.warmup_steps must be 0",
                  "remove scheduler.warmup_steps or pick the cosine schedule");
+  check_min_lr(c);
 }
 
 }  // namespace gputrain::train

@@ -450,6 +450,22 @@ TEST(Config, BadOverrides) {
   EXPECT_NE(error_of({{}, {"data.shape=[]"}, ""}).find("data.shape: found an empty list; allowed: a non-empty list"), std::string::npos);
 }
 
+// scheduler.min_lr above a rate it lowers made the cosine schedule raise that rate all run, silently.
+TEST(Config, AMinimumRateAboveARateItLowersIsRefused) {
+  const auto above = error_of({{}, {"scheduler.name=cosine", "scheduler.min_lr=0.5", "optimizer.lr=0.1"}, ""});
+  EXPECT_NE(above.find("scheduler.min_lr 0.5 is above the learning rate it would lower (0.1, optimizer.lr): the cosine schedule would "
+                       "raise it all run"),
+            std::string::npos)
+      << above;
+  const auto group = error_of(
+      {{},
+       {"scheduler.name=plateau", "scheduler.min_lr=0.001", "optimizer.lr=0.1", "optimizer.param_groups=[{params: [fc], lr: 1.0e-4}]"},
+       ""});
+  EXPECT_NE(group.find("(0.0001, an optimizer.param_groups entry's): plateau's floor would sit above it"), std::string::npos) << group;
+  EXPECT_EQ(load_config({{}, {"scheduler.name=cosine", "scheduler.min_lr=0.001", "optimizer.lr=0.1"}, ""}).scheduler.min_lr, 0.001);
+  EXPECT_EQ(load_config({{}, {"scheduler.name=step", "scheduler.min_lr=0.5", "optimizer.lr=0.1"}, ""}).scheduler.min_lr, 0.5);  // unread
+}
+
 // A user fixing a config should meet all its mistakes in one run, each where it is, with its fix.
 TEST(Config, EveryMistakeIsReportedAtOnce) {
   const auto message = error_of({{fixture("three_mistakes.yaml")}, {"train.batch_size=0"}, ""});
