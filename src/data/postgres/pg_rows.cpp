@@ -221,8 +221,9 @@ void RowDecoder::throw_nulls() const {
   // A label cannot be filled in (COALESCE(label, 0) would make them class 0), nor an array with a 0.
   std::string fix = "leave those rows out: WHERE " + kept;
   if (!number.empty()) fix = "replace them in the query, e.g. COALESCE(" + number + ", 0), or " + fix;
-  if (feature.empty()) fix += " (a sample needs its label; data.missing fills features only)";
-  if (!feature.empty())
+  if (feature.empty())
+    fix += " (a sample needs its label; data.missing fills features only)";
+  else
     fix += spec_.keep_missing ? " (data.missing fills number and text columns, not arrays or images)"
                               : " (or set data.missing: drop, mean or zero for NULL numbers and text)";
   throw UsageError(spec_.what + "'s rows hold NULLs, which the model cannot read: " + counts, fix);

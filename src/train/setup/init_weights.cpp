@@ -46,18 +46,15 @@ NamedTensors read_weights_file(const std::string& path) {
     throw UsageError("model.init_weights: '" + path + "' is a pipe or a device, not a weights file", what_to_give);
   if (is_torch_save_archive(path)) return read_torch_save_state(path, "model.init_weights");
   if (is_zip_archive(path)) return checkpoint_weights(path);
-  try {
-    return data::read_safetensors(path);
-  } catch (const UsageError& e) {
-    // torch.save and gputrain write zip archives: a file named as one and no safetensors either is
-    // best described as a broken one.
-    const auto extension = core::lower(fs::path(path).extension().string());
-    const bool named_as_archive = extension == ".pt" || extension == ".pth" || extension == ".ckpt" || extension == ".bin";
-    if (!named_as_archive || std::string(e.what()).find("is not a valid safetensors file") == std::string::npos) throw;
+  // torch.save and gputrain write zip archives: a file named as one that does not begin as a
+  // safetensors file either is best described as a broken archive.
+  const auto extension = core::lower(fs::path(path).extension().string());
+  const bool named_as_archive = extension == ".pt" || extension == ".pth" || extension == ".ckpt" || extension == ".bin";
+  if (named_as_archive && !data::starts_like_safetensors(path))
     throw UsageError("model.init_weights: '" + path + "' is not a torch.save file or gputrain checkpoint (not a zip archive): " +
                          "damaged, cut short, or saved by an old torch.save (_use_new_zipfile_serialization=False)",
                      "save it again in Python with torch.save(model.state_dict(), 'w.pth') (PyTorch 1.6 or later), or " + what_to_give);
-  }
+  return data::read_safetensors(path);
 }
 
 // "fc.weight ([1000, 512] in the file, [3, 512] here)".
