@@ -99,6 +99,7 @@ def config_cases():
         ("optimizer_lr_nan", config() + "optimizer:\n  lr: .nan\n", "optimizer.lr"),
         ("optimizer_lr_inf", config() + "optimizer:\n  lr: .inf\n", "optimizer.lr"),
         ("optimizer_betas_above_one", config() + "optimizer:\n  name: adam\n  betas: [2, 3]\n", "optimizer.betas"),
+        ("optimizer_adam_eps_zero", config() + "optimizer:\n  name: adam\n  eps: 0\n", "NaN weights from the first such step"),
         ("scheduler_typo", config() + "scheduler:\n  name: cosin\n", "did you mean"),
         ("max_memory_unit", config() + "device:\n  max_memory: 5 XB\n", "max_memory"),
         ("param_group_without_params_key", config() + "optimizer:\n  param_groups:\n    - {params: [1], lr: 0.1}\n    - default\n",

@@ -152,6 +152,31 @@ void check_min_lr(const Config& c) {
                "set scheduler.min_lr below it (e.g. a hundredth of the rate), or 0");
 }
 
+// Values inside their ranges that leave a run learning nothing or dividing by zero, with no sign
+// until the loss goes flat or NaN (whose message would blame the learning rate).
+void check_degenerate_values(const Config& c) {
+  const auto& o = c.optimizer;
+  if ((o.name == "adam" || o.name == "adamw") && o.eps == 0)
+    inconsistent("optimizer.eps 0 makes " + o.name +
+                     "'s update m / (sqrt(v) + eps) 0 / 0 wherever a gradient is exactly 0 (a ReLU unit "
+                     "that never fires, an unused embedding row): NaN weights from the first such step",
+                 "set optimizer.eps to a small positive value: 1e-08 (the default, PyTorch's too)");
+  if (o.name == "sgd" && o.momentum == 1)
+    inconsistent("optimizer.momentum 1 never lets a gradient fade: every step moves by the sum of all gradients so far",
+                 "use a value below 1: 0.9 is usual");
+  if (c.train.label_smoothing == 1 && c.data.task == "classification")
+    inconsistent(
+        "train.label_smoothing 1 replaces every target with the uniform distribution over the classes: the labels teach "
+        "nothing",
+        "use a value below 1: 0.1 is usual");
+  const auto& s = c.scheduler;
+  if ((s.name == "step" || s.name == "plateau") && s.gamma == 0)
+    inconsistent("scheduler.gamma 0 sets the learning rate to 0 at the " +
+                     std::string(s.name == "step" ? "first decay (after scheduler.step_size steps)" : "first plateau") +
+                     ": the run learns nothing after it",
+                 "use a factor above 0: 0.1 is usual" + std::string(s.name == "plateau" ? " (0.1 to 0.5 with plateau)" : ""));
+}
+
 }  // namespace
 
 void check_consistency(const Config& c) {
@@ -231,6 +256,7 @@ void check_consistency(const Config& c) {
     inconsistent("scheduler.onecycle has its own warm-up (pct_start); scheduler.warmup_steps must be 0",
                  "remove scheduler.warmup_steps or pick the cosine schedule");
   check_min_lr(c);
+  check_degenerate_values(c);
 }
 
 }  // namespace gputrain::train

@@ -15,7 +15,10 @@ namespace {
 // steps, ...": the time is the whole run's, the rate the steps' alone (validation and checkpoints apart).
 void done_line(std::ostream& out, const FitResult& result, const Config& config) {
   out << "done: ";
-  if (!result.early_stop_reason.empty()) out << "stopped early after epoch " << result.epochs_done << " of " << config.train.epochs << ", ";
+  if (!result.early_stop_reason.empty() && result.epochs_done < config.train.epochs)
+    out << "stopped early after epoch " << result.epochs_done << " of " << config.train.epochs << ", ";
+  else if (!result.early_stop_reason.empty())  // every epoch ran: only the best epoch's weights tell it apart
+    out << "early stopping's patience ran out at the last epoch (" << result.epochs_done << "), ";
   if (result.time_limit_reached)
     out << "stopped at train.max_time " << core::duration_text(config.train.max_time) << " after step " << result.steps << " of "
         << result.total_steps << ", ";

@@ -466,6 +466,28 @@ TEST(Config, AMinimumRateAboveARateItLowersIsRefused) {
   EXPECT_EQ(load_config({{}, {"scheduler.name=step", "scheduler.min_lr=0.5", "optimizer.lr=0.1"}, ""}).scheduler.min_lr, 0.5);  // unread
 }
 
+// Values at the ends of their ranges that left a run learning nothing, silently, or ended it with a
+// NaN blamed on the learning rate (Adam's eps 0, where a gradient is exactly 0).
+TEST(Config, ValuesThatLeaveARunLearningNothingAreRefused) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"optimizer.name=adamw", "optimizer.eps=0"}, "optimizer.eps 0 makes adamw's update m / (sqrt(v) + eps) 0 / 0"},
+      {{"optimizer.name=sgd", "optimizer.momentum=1"}, "optimizer.momentum 1 never lets a gradient fade"},
+      {{"train.label_smoothing=1"}, "train.label_smoothing 1 replaces every target with the uniform distribution"},
+      {{"scheduler.name=step", "scheduler.gamma=0"}, "scheduler.gamma 0 sets the learning rate to 0 at the first decay"},
+      {{"scheduler.name=plateau", "scheduler.gamma=0", "data.val_samples=64"}, "to 0 at the first plateau"},
+  };
+  for (const auto& [sets, expected] : cases) {
+    const auto message = error_of({{}, sets, ""});
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  }
+  // Where the value is not read, or just inside the range, it stays allowed.
+  EXPECT_EQ(load_config({{}, {"optimizer.name=sgd", "optimizer.eps=0"}, ""}).optimizer.eps, 0.0);
+  EXPECT_EQ(load_config({{}, {"optimizer.name=adam", "optimizer.momentum=1"}, ""}).optimizer.momentum, 1.0);
+  EXPECT_EQ(load_config({{}, {"optimizer.name=sgd", "optimizer.momentum=0.99"}, ""}).optimizer.momentum, 0.99);
+  EXPECT_EQ(load_config({{}, {"train.label_smoothing=0.9"}, ""}).train.label_smoothing, 0.9);
+  EXPECT_EQ(load_config({{}, {"scheduler.name=cosine", "scheduler.gamma=0"}, ""}).scheduler.gamma, 0.0);
+}
+
 // A user fixing a config should meet all its mistakes in one run, each where it is, with its fix.
 TEST(Config, EveryMistakeIsReportedAtOnce) {
   const auto message = error_of({{fixture("three_mistakes.yaml")}, {"train.batch_size=0"}, ""});

@@ -12,6 +12,7 @@
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/config.hpp"
+#include "gputrain/train/fit_summary.hpp"
 #include "gputrain/train/model.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/damaged_copies.hpp"
@@ -223,6 +224,20 @@ TEST(EarlyStop, ADamagedBestPtLeavesTheLastWeightsAndSaysWhy) {
   const auto last = copy_of(reader.model());
   ASSERT_EQ(saved.size(), last.size());
   for (std::size_t i = 0; i < saved.size(); ++i) EXPECT_TRUE(at::equal(saved[i].second, last[i].second)) << saved[i].first;
+}
+
+// Patience that runs out at the last epoch stopped nothing early: the summary says what happened
+// (it said "stopped early after epoch 3 of 3"), and the run still ends on the best epoch's weights.
+TEST(EarlyStop, PatienceRunningOutAtTheLastEpochIsNotCalledAnEarlyStop) {
+  const auto config = small_run("early-stop-last", {"train.epochs=3", "train.early_stop_patience=2", "train.early_stop_min_delta=1000",
+                                                    "checkpoint.best_mode=max", "model.dropout=0", "optimizer.lr=0.01"});
+  const auto result = Trainer(config, test_support::quiet_trainer()).fit();
+  ASSERT_EQ(result.epochs_done, 3);
+  ASSERT_FALSE(result.early_stop_reason.empty());
+  EXPECT_GT(result.weights_epoch, 0);
+  const auto summary = fit_summary(result, config, false);
+  EXPECT_EQ(summary.rfind("done: early stopping's patience ran out at the last epoch (3), 18 steps in ", 0), 0u) << summary;
+  EXPECT_EQ(summary.find("stopped early"), std::string::npos) << summary;
 }
 
 // Without early stopping, a run that validates ends on its last weights as before.

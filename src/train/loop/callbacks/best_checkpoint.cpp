@@ -30,7 +30,7 @@ class BestCheckpoint final : public Callback {
   void on_fit_end(RunControl& run, FitResult& result) override {
     if (result.early_stop_reason.empty() || result.interrupted || !run.writer()) return;
     const auto best = run.best_path();
-    const std::string stopped = "stopped early: " + result.early_stop_reason + "; ";
+    const std::string stopped = "early stopping: " + result.early_stop_reason + "; ";
     if (!std::filesystem::exists(best) || best_epoch_ == 0) {  // best.pt deleted by hand, or written before epochs were recorded
       run.note(stopped + best + " is missing, so model.safetensors holds the last epoch's weights");
       return;
