@@ -127,3 +127,21 @@ TEST(EmaWeights, BestMetricMayWatchTheAverage) {
     EXPECT_NE(e.remedy().find("set train.ema_decay, e.g. 0.999, or checkpoint.best_metric: val_accuracy"), std::string::npos);
   }
 }
+
+// An average whose horizon is longer than the run stays mostly the starting weights, which its
+// *_ema figures measured, silently; a run that never updates it, the same. Both are noted, with the
+// decay that would reach 1 %; a decay that fits the run says nothing.
+TEST(EmaWeights, AnAverageLongerThanTheRunIsNoted) {
+  const auto console_of = [](const std::vector<std::string>& settings) {
+    return test_support::fit_capturing_console(test_support::small_run("ema-reach", settings)).console;
+  };
+  const auto slow = console_of({"train.ema_decay=0.999"});  // 12 updates: 98.8 % of the start
+  EXPECT_NE(slow.find("note: train.ema_decay 0.999 over the run's 12 updates of the average leaves the starting weights 99 % of the "
+                      "average at the end; lower train.ema_decay, e.g. 0.681 (1 % at the end)"),
+            std::string::npos)
+      << slow;
+  const auto never = console_of({"train.ema_decay=0.5", "train.ema_every=13"});
+  EXPECT_NE(never.find("note: train.ema_every 13 is more than the run's 12 steps: the moving average is never updated"), std::string::npos)
+      << never;
+  EXPECT_EQ(console_of({"train.ema_decay=0.9"}).find("note: train.ema_"), std::string::npos);  // 0.9^12: 28 % of the start
+}

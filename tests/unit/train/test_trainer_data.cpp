@@ -194,6 +194,28 @@ TEST(TrainerData, TooFewClassesForTheLabelsIsAUsageError) {
   }
 }
 
+// Image augmentations on samples that are not images did nothing, silently: said in a note. A crop
+// padding as wide as the images (crops of padding alone; at 100,000 a 3.5 TiB batch the OOM
+// handler halved in vain) is refused before the first step, with the usual value.
+TEST(TrainerData, AugmentationsThatCannotApplyAreNamed) {
+  const auto flat = test_support::fit_capturing_console(data_run("augment-flat", {"data.hflip=true", "data.crop_padding=4"}));
+  EXPECT_NE(flat.console.find("note: data.crop_padding 4 and data.hflip augment images shaped [channels, height, width], but these "
+                              "samples are shaped [10]: they are not applied; remove them"),
+            std::string::npos)
+      << flat.console;
+  const auto wide = test_support::usage_error_and_fix([] {
+    Trainer(data_run("augment-wide", {"model.name=small_cnn", "data.shape=[3, 8, 6]", "data.crop_padding=6"}),
+            test_support::quiet_trainer());
+  });
+  EXPECT_NE(wide.find("data.crop_padding 6 is as wide as the images ([3, 8, 6]) or wider: a random crop could hold padding alone"),
+            std::string::npos)
+      << wide;
+  EXPECT_NE(wide.find("(4 for 32 x 32 images, as in the CIFAR recipes)"), std::string::npos) << wide;
+  const auto images = test_support::fit_capturing_console(
+      data_run("augment-images", {"model.name=small_cnn", "data.shape=[3, 8, 6]", "data.crop_padding=5", "data.hflip=true"}));
+  EXPECT_EQ(images.console.find("not applied"), std::string::npos) << images.console;
+}
+
 // An id column among a CSV's features is named in the run's log with the line that leaves it out,
 // and the line goes once it is left out.
 TEST(TrainerData, AnIdColumnAmongTheFeaturesIsNamedUntilItIsLeftOut) {

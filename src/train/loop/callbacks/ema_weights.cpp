@@ -8,6 +8,9 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <cmath>
+#include <cstdio>
+
 #include "builtin_callbacks.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/checkpoint.hpp"
@@ -15,6 +18,23 @@
 
 namespace gputrain::train {
 namespace {
+
+// A decay whose horizon is longer than the run leaves the average mostly the starting weights
+// (0.999 over a 24-step run: 98 % of it), which the *_ema figures then measure, silently.
+std::string ema_reach_note(double decay, std::int64_t every, std::int64_t steps) {
+  const auto updates = steps / every;
+  if (updates == 0)
+    return "note: train.ema_every " + std::to_string(every) + " is more than the run's " + std::to_string(steps) +
+           " steps: the moving average is never updated, so the *_ema figures and model_ema.safetensors are the starting weights'; "
+           "lower train.ema_every";
+  const double start_share = std::pow(decay, static_cast<double>(updates));
+  if (start_share < 0.5) return "";
+  char text[160];
+  std::snprintf(text, sizeof text, "%.0f %% of the average at the end; lower train.ema_decay, e.g. %.3g (1 %% at the end)",
+                100 * start_share, std::pow(0.01, 1.0 / static_cast<double>(updates)));
+  return "note: train.ema_decay " + c10::str(decay) + " over the run's " + std::to_string(updates) + " updates of the average leaves " +
+         "the starting weights " + text + ": the *_ema figures and model_ema.safetensors stay close to the starting weights";
+}
 
 class EmaWeights final : public Callback {
  public:
@@ -43,6 +63,8 @@ class EmaWeights final : public Callback {
         copied_.emplace_back(copy, tensor.detach());
       }
     }
+    if (loaded_.empty() && run.progress().step == 0)
+      if (const auto note = ema_reach_note(decay_, every_, run.total_steps()); !note.empty()) run.note(note);
     loaded_.clear();
   }
 
