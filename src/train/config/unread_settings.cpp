@@ -107,10 +107,19 @@ std::vector<std::string> unread_settings(const Config& config) {
   if (!config.logging.grad_norm && !at_default(config, "logging.alerts.grad_norm"))
     out.push_back("logging.alerts.grad_norm is " + shown(config, "logging.alerts.grad_norm") +
                   ", but logging.grad_norm is false: the norm it watches is not measured");
-  // NHWC is a layout of images: samples of any other shape train as they are.
+  if (config.train.batch_size)  // a fixed batch: nothing searches for one
+    for (const char* key : {"train.max_batch_size", "sizing.target_fraction", "sizing.objective"})
+      if (!at_default(config, key))
+        out.push_back(std::string(key) + " is " + shown(config, key) + ", but train.batch_size is " + shown(config, "train.batch_size") +
+                      ": only train.batch_size auto reads it");
+  // NHWC is a layout of images, and the augmentations act on images: samples of any other shape train as they are.
   if (config.train.channels_last.value_or(false) && config.data.shape.size() != 3)
     out.push_back("train.channels_last is true, but the samples are shaped " + shown(config, "data.shape") +
                   ", not [channels, height, width]: only images have a channels-last layout");
+  for (const char* key : {"data.crop_padding", "data.hflip"})
+    if (!at_default(config, key) && config.data.shape.size() != 3)
+      out.push_back(std::string(key) + " is " + shown(config, key) + ", but the samples are shaped " + shown(config, "data.shape") +
+                    ", not [channels, height, width]: only images are cropped and flipped");
   return out;
 }
 

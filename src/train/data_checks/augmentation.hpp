@@ -1,19 +1,17 @@
 #pragma once
-// data.crop_padding and data.hflip augment [channels, height, width] images on the device
-// (data::BatchTransform). Set for other samples they did nothing, silently; a padding as wide as
-// the image made crops of padding alone (and, at 100,000, a 3.5 TiB batch that the OOM handler
-// halved in vain). Private to the train area: open_data (run_setup.cpp) calls it.
+// data.crop_padding as wide as the images made crops of padding alone (and, at 100,000, a 3.5 TiB
+// batch that the OOM handler halved in vain). Private to the train area: open_data (run_setup.cpp)
+// calls it once the samples' shape is known.
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "gputrain/train/config.hpp"
 
 namespace gputrain::train {
 
-/// Throws UsageError when data.crop_padding is at least the images' height or width. Returns a
-/// note when an augmentation is set but the samples (shaped `input_shape`) are not images, else "".
-std::string check_augmentation(const DataConfig& data, const std::vector<std::int64_t>& input_shape);
+/// Throws UsageError when data.crop_padding is at least the height or width of images shaped
+/// `input_shape` ([channels, height, width]); other shapes are not cropped (unread_settings says so).
+void refuse_crop_wider_than_images(const DataConfig& data, const std::vector<std::int64_t>& input_shape);
 
 }  // namespace gputrain::train

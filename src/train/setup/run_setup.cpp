@@ -200,7 +200,7 @@ RunData open_data(Config& config, bool evaluating) {
                          c10::str(c10::IntArrayRef(layout.input_shape)) + ")",
                      "give one mean and one std per channel");
   note_what_the_data_says(config, out);
-  if (auto line = check_augmentation(d, layout.input_shape); !line.empty()) out.data_notes.push_back(std::move(line));
+  refuse_crop_wider_than_images(d, layout.input_shape);
   out.transform.mean = d.mean;
   out.transform.std = d.std;
   out.transform.crop_padding = d.crop_padding;

@@ -82,6 +82,14 @@ TEST(UnreadSettings, NamesChannelsLastForSamplesThatAreNotImages) {
   EXPECT_TRUE(unread_with({"model.name=mlp", "data.shape=[12]", "train.channels_last=false"}).empty());
 }
 
+// A fixed batch reads none of the batch search's settings.
+TEST(UnreadSettings, NamesTheBatchSearchsKeysUnderAFixedBatch) {
+  EXPECT_EQ(unread_with({"train.batch_size=8", "train.max_batch_size=4", "sizing.objective=throughput"}),
+            (std::vector<std::string>{"train.max_batch_size is 4, but train.batch_size is 8: only train.batch_size auto reads it",
+                                      "sizing.objective is throughput, but train.batch_size is 8: only train.batch_size auto reads it"}));
+  EXPECT_TRUE(unread_with({"train.batch_size=auto", "train.max_batch_size=4", "sizing.target_fraction=0.5"}).empty());
+}
+
 TEST(UnreadSettings, NamesEmaEveryWithoutEmaAndMissingWithoutColumns) {
   EXPECT_EQ(unread_with({"train.ema_every=4"}),
             std::vector<std::string>{
