@@ -209,10 +209,19 @@ void Trainer::State::continue_on_this_shape(const std::string& path) {
   // Files that gained or lost samples since: the epoch order is a permutation of another count,
   // so the rest of this epoch is not the rest of the checkpoint's. Allowed (data gets cleaned up
   // between runs), but said.
-  if (progress.train_samples != 0 && progress.train_samples != train_size)
-    reporter.later("note: the training data has " + std::to_string(train_size) + " samples, and " + path + "'s run had " +
-                   std::to_string(progress.train_samples) + ": the epoch order changes with the count, so the rest of epoch " +
-                   std::to_string(progress.epoch + 1) + " is not exactly the samples that run had left");
+  if (progress.train_samples != 0 && progress.train_samples != train_size) {
+    const auto old_total = total_steps;
+    count_steps_from_the_position();
+    std::string line = "note: the training data has " + std::to_string(train_size) + " samples, and " + path + "'s run had " +
+                       std::to_string(progress.train_samples);
+    if (progress.position > 0)
+      line += ": the epoch order changes with the count, so the rest of epoch " + std::to_string(progress.epoch + 1) +
+              " is not exactly the samples that run had left";
+    if (total_steps != old_total)
+      line += std::string(progress.position > 0 ? ";" : ":") + " the run ends at step " + std::to_string(total_steps) +
+              ", the end of its epochs at " + std::to_string(steps_per_epoch) + " steps each";
+    reporter.later(line + (progress.position == 0 && total_steps == old_total ? ": training goes on with the data as it is now" : ""));
+  }
   // Rows of a database that changed under the run: the epochs ahead read other samples.
   const auto rows_now = data_rows_of(data.sources.provenance);
   if (!progress.data_rows.empty() && progress.data_rows != rows_now) {
@@ -224,6 +233,21 @@ void Trainer::State::continue_on_this_shape(const std::string& path) {
     reporter.later("note: " + what + "; training goes on with the rows as they are now (data.require_same: true stops instead)");
   }
   stamp_progress();
+}
+
+// The steps left, counted from where the checkpoint stands in its epoch: the rest of that epoch,
+// then the epochs after it, at this run's steps per epoch. Counted as epochs x steps per epoch,
+// a resumed run whose data gained or lost samples ended inside an extra epoch, or short of its last.
+void Trainer::State::count_steps_from_the_position() {
+  const auto done_in_epoch = (progress.position + effective_batch - 1) / effective_batch;
+  std::int64_t left = std::max<std::int64_t>(0, steps_per_epoch - done_in_epoch);
+  const auto later_epochs = std::max<std::int64_t>(0, config.train.epochs - progress.epoch - 1);
+  if (progress.epoch >= config.train.epochs) left = 0;
+  std::int64_t later_steps = 0;
+  if (__builtin_mul_overflow(later_epochs, steps_per_epoch, &later_steps) ||
+      __builtin_add_overflow(progress.step, left + later_steps, &total_steps))
+    total_steps = INT64_MAX;  // bounded by max_steps, as count_the_steps requires of such a run
+  if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
 }
 
 void Trainer::State::write_config_file() {

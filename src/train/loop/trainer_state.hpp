@@ -128,6 +128,7 @@ struct Trainer::State : RunContext {
   void stamp_progress();
   void refuse_another_run(const std::string& path, const YAML::Node& saved, const TrainingProgress& at) const;
   void continue_on_this_shape(const std::string& path);
+  void count_steps_from_the_position();
   void note_config_changes(const std::string& path, const std::string& saved_yaml);
   void write_config_file();  // after a resume was accepted: a refused one leaves the run's file as it was
   EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);

@@ -322,7 +322,8 @@ TEST(Trainer, AnAutoBatchOfAlmostAllTheDataIsNotedAndItsResumeNamesWhatItFound) 
   }
 }
 
-// Data that gained samples since the checkpoint resumes, but says the epoch's order changed.
+// Data that gained samples since the checkpoint resumes, says the epoch's order changed, and ends
+// where its epochs do.
 TEST(Trainer, ResumingOnDataOfAnotherSizeSaysTheEpochOrderChanged) {
   const auto first = small_run("other-size", {"train.max_steps=3"});
   Trainer(first, test_support::quiet_trainer()).fit();
@@ -333,6 +334,17 @@ TEST(Trainer, ResumingOnDataOfAnotherSizeSaysTheEpochOrderChanged) {
                          "/step-00000003.pt's run had 96: the epoch order changes with the count"),
             std::string::npos)
       << console;
+  // Resumed at an epoch's end with more samples (8 steps an epoch, not 6), the run ends with its
+  // epochs: 6 + 8 steps. Counted as 2 epochs x 8 it went on into a third epoch, to step 16.
+  const auto one_epoch = small_run("other-size-epochs", {"train.epochs=1"});
+  Trainer(one_epoch, test_support::quiet_trainer()).fit();
+  const auto more = test_support::fit_capturing_console(small_run("other-size-epochs", {"data.samples=128"}, /*fresh=*/false));
+  EXPECT_EQ(more.result.start_step, 6);
+  EXPECT_EQ(more.result.total_steps, 14);
+  EXPECT_EQ(more.result.steps, 14);
+  EXPECT_EQ(more.result.epochs_done, 2);
+  EXPECT_NE(more.console.find("'s run had 96: the run ends at step 14, the end of its epochs at 8 steps each"), std::string::npos)
+      << more.console;
 }
 
 // Training longer stretches a cosine schedule: the resumed run names the changed key and the jump
