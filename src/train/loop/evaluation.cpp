@@ -12,6 +12,7 @@
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "train/checkpoint/checkpoint_file.hpp"
+#include "train/checkpoint/weights_file.hpp"
 #include "train/models/state_dict_file.hpp"
 #include "train/models/weight_matching.hpp"
 #include "train/report/human_lines.hpp"
@@ -85,9 +86,7 @@ void load_state_dict_file(Model& model, const std::string& path, const StateOrig
 void refuse_other_outputs(const std::string& weights, Model& model, const Config& config) {
   NamedTensors file;
   try {
-    file = is_torch_save_archive(weights) && !holds_gputrain_run(weights) ? read_torch_save_state(weights, "--evaluate")
-           : is_zip_archive(weights)                                      ? checkpoint_weights(weights)
-                                                                          : data::read_safetensors(weights);
+    file = read_named_weights(weights, "--evaluate");
   } catch (const Error&) {
     return;  // the load's own error stands
   }

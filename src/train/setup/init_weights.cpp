@@ -8,10 +8,9 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/units.hpp"
-#include "gputrain/data/safetensors.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/model_registry.hpp"
-#include "train/models/state_dict_file.hpp"
+#include "train/checkpoint/weights_file.hpp"
 #include "train/models/weight_matching.hpp"
 
 namespace gputrain::train {
@@ -44,17 +43,7 @@ NamedTensors read_weights_file(const std::string& path) {
   }
   if (!fs::is_regular_file(path, ec))  // a named pipe would block LibTorch's reader for good
     throw UsageError("model.init_weights: '" + path + "' is a pipe or a device, not a weights file", what_to_give);
-  if (is_torch_save_archive(path)) return read_torch_save_state(path, "model.init_weights");
-  if (is_zip_archive(path)) return checkpoint_weights(path);
-  // torch.save and gputrain write zip archives: a file named as one that does not begin as a
-  // safetensors file either is best described as a broken archive.
-  const auto extension = core::lower(fs::path(path).extension().string());
-  const bool named_as_archive = extension == ".pt" || extension == ".pth" || extension == ".ckpt" || extension == ".bin";
-  if (named_as_archive && !data::starts_like_safetensors(path))
-    throw UsageError("model.init_weights: '" + path + "' is not a torch.save file or gputrain checkpoint (not a zip archive): " +
-                         "damaged, cut short, or saved by an old torch.save (_use_new_zipfile_serialization=False)",
-                     "save it again in Python with torch.save(model.state_dict(), 'w.pth') (PyTorch 1.6 or later), or " + what_to_give);
-  return data::read_safetensors(path);
+  return read_named_weights(path, "model.init_weights");
 }
 
 // "fc.weight ([1000, 512] in the file, [3, 512] here)".

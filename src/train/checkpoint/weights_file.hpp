@@ -1,0 +1,17 @@
+#pragma once
+// The tensors of any weights file gputrain reads by name, whatever wrote it: model.init_weights
+// loads them, and --evaluate compares their head with the data before naming a mismatch.
+
+#include <string>
+
+#include "gputrain/train/model.hpp"
+
+namespace gputrain::train {
+
+/// The named tensors of `path`: a state_dict Python's torch.save wrote (torchvision's .pth), a
+/// gputrain checkpoint's weights, or a safetensors file. A file named as an archive (.pt, .pth,
+/// .ckpt, .bin) that is neither a zip nor safetensors is refused as damaged or saved by an old
+/// torch.save. Errors name `key` (the setting or flag that gave the path).
+NamedTensors read_named_weights(const std::string& path, const std::string& key);
+
+}  // namespace gputrain::train
