@@ -31,6 +31,7 @@
 #include "train/checkpoint/checkpoint_space.hpp"
 #include "train/config/unread_settings.hpp"
 #include "train/data_checks/rank_data.hpp"
+#include "train/loop/callbacks/early_stop.hpp"
 #include "train/loop/callbacks/plateau.hpp"
 #include "train/loop/trainer_state.hpp"
 #include "train/models/builtin_models.hpp"
@@ -155,6 +156,7 @@ void Trainer::State::prepare_to_train(const std::string& device_name) {
   // Training's settings, not worth a note before an evaluation, whose weights come from its file.
   for (const auto& line : unread_settings(config)) reporter.later("note: " + line);
   if (const auto line = plateau_patience_note(config); !line.empty()) reporter.later("note: " + line);
+  if (const auto line = best_mode_note(config.checkpoint); !line.empty() && val_size > 0) reporter.later("note: " + line);
   if (!config.model.init_weights.empty())
     for (const auto& line : load_init_weights(*model, config, model_outputs(config))) reporter.later("note: " + line);
   if (!config.train.activation_checkpointing.empty())  // before freezing, which hides the blocks behind its wrapper

@@ -140,6 +140,27 @@ TEST(EarlyStop, SettingsThatCannotWorkAreRefusedWithTheFix) {
             "of the training samples), or train.early_stop_patience: 0");
 }
 
+// best_mode against the metric's sense kept the worst epoch in best.pt, silently: noted before
+// training (the tests below use it on purpose, to keep an earlier epoch than the last).
+TEST(EarlyStop, ABestModeAgainstItsMetricIsNoted) {
+  const auto note_for = [](const std::string& metric, const std::string& mode) {
+    CheckpointConfig checkpoint;
+    checkpoint.best_metric = metric;
+    checkpoint.best_mode = mode;
+    return best_mode_note(checkpoint);
+  };
+  EXPECT_EQ(note_for("val_loss", "max"),
+            "checkpoint.best_mode max keeps the epoch with the highest val_loss, the worst by that figure (early stopping and scheduler "
+            "plateau wait for it to rise); checkpoint.best_mode: auto takes min for losses and errors, max for accuracies");
+  EXPECT_NE(note_for("val_balanced_accuracy_ema", "min").find("keeps the epoch with the lowest val_balanced_accuracy_ema"),
+            std::string::npos);
+  for (const auto& [metric, mode] : std::vector<std::pair<std::string, std::string>>{
+           {"val_loss", "min"}, {"val_loss", "auto"}, {"val_accuracy", "max"}, {"val_mae", "min"}, {"none", "max"}})
+    EXPECT_EQ(note_for(metric, mode), "") << metric << " " << mode;
+  const auto run = test_support::fit_capturing_console(small_run("best-mode-note", {"train.epochs=1", "checkpoint.best_mode=max"}));
+  EXPECT_NE(run.console.find("note: checkpoint.best_mode max keeps the epoch with the highest val_loss"), std::string::npos) << run.console;
+}
+
 // A margin no epoch can beat makes the stop exact: the first validation sets the reference, the
 // next `patience` do not beat it. best.pt is kept by the highest val_loss (best_mode max): the
 // first epoch's, before the loss fell, so the weights the run ends on are not its last ones.

@@ -28,6 +28,15 @@ bool maximizes(const CheckpointConfig& checkpoint) {
   return checkpoint.best_mode == "max" || (checkpoint.best_mode == "auto" && is_accuracy_metric(checkpoint.best_metric));
 }
 
+std::string best_mode_note(const CheckpointConfig& checkpoint) {
+  const auto& metric = checkpoint.best_metric;
+  if (checkpoint.best_mode == "auto" || metric == "none" || maximizes(checkpoint) == is_accuracy_metric(metric)) return "";
+  const bool max = checkpoint.best_mode == "max";
+  return "checkpoint.best_mode " + checkpoint.best_mode + " keeps the epoch with the " + (max ? "highest " : "lowest ") + metric +
+         ", the worst by that figure (early stopping and scheduler plateau wait for it to " + (max ? "rise" : "fall") +
+         "); checkpoint.best_mode: auto takes min for losses and errors, max for accuracies";
+}
+
 EarlyStopRule EarlyStopRule::from(const Config& config) {
   return {config.checkpoint.best_metric, maximizes(config.checkpoint), config.train.early_stop_patience, config.train.early_stop_min_delta};
 }

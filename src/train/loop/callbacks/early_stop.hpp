@@ -15,6 +15,11 @@ namespace gputrain::train {
 /// Whether a larger checkpoint.best_metric is better: `max`, or `auto` with an accuracy.
 bool maximizes(const CheckpointConfig& checkpoint);
 
+/// A line when checkpoint.best_mode goes against its metric's sense (max for a loss or an error,
+/// min for an accuracy): best.pt then keeps the worst epoch, and early stopping and the plateau
+/// schedule wait for it to get worse. "" otherwise.
+std::string best_mode_note(const CheckpointConfig& checkpoint);
+
 /// Whether `value` beats `reference` by more than `margin`, larger or smaller as `maximize` says
 /// (best.pt with no margin, early stopping with train.early_stop_min_delta).
 bool improves(double value, double reference, bool maximize, double margin = 0);
