@@ -17,6 +17,7 @@
 #include "gputrain/memory/device_memory.hpp"
 #include "gputrain/train/model_registry.hpp"
 
+#include "cpu_precision.hpp"
 #include "setup_progress.hpp"
 #include "train/data_checks/augmentation.hpp"
 #include "train/data_checks/class_balance.hpp"
@@ -60,13 +61,8 @@ RunDevice prepare_device(const Config& config) {
     else
       memory::hold_to_free_ram();
   }
-  // fp16 is a GPU format: most CPUs (all without AVX512-FP16) compute it in LibTorch's scalar
-  // fallback loops, where a step takes many times fp32's.
-  if (!run.device.is_cuda() && config.train.precision == Precision::fp16_mixed)
-    run.notes.push_back(
-        "train.precision fp16-mixed on the CPU: LibTorch computes fp16 there without vector instructions on most CPUs, "
-        "so steps take many times longer than in fp32 (a ResNet-18 step 35x as long on an AMD Zen 3); "
-        "--set train.precision=bf16-mixed (or fp32) trains faster on a CPU");
+  if (!run.device.is_cuda())  // half precision without the CPU's instructions for it: many times fp32's step
+    if (auto note = cpu_precision_note(config.train.precision, cpu_half_support()); !note.empty()) run.notes.push_back(std::move(note));
   return run;
 }
 
