@@ -161,6 +161,21 @@ void check_degenerate_values(const Config& c) {
                      "'s update m / (sqrt(v) + eps) 0 / 0 wherever a gradient is exactly 0 (a ReLU unit "
                      "that never fires, an unused embedding row): NaN weights from the first such step",
                  "set optimizer.eps to a small positive value: 1e-08 (the default, PyTorch's too)");
+  // SGD's and AdamW's decay take lr x weight_decay of every weight each step: at 1 or more the
+  // weights change sign and grow, and the NaN that follows was blamed on the learning rate.
+  if (o.name == "sgd" || o.name == "adamw")
+    for (std::size_t i = 0; i <= o.param_groups.size(); ++i) {
+      const bool group = i < o.param_groups.size();
+      const double lr = group ? o.param_groups[i].lr.value_or(o.lr) : o.lr;
+      const double decay = group ? o.param_groups[i].weight_decay.value_or(o.weight_decay) : o.weight_decay;
+      if (lr * decay < 1) continue;
+      inconsistent((group ? "optimizer.param_groups[" + std::to_string(i) + "]'s" : std::string("the")) + " weight decay " +
+                       c10::str(decay) + " at learning rate " + c10::str(lr) + " takes lr x weight_decay = " + c10::str(lr * decay) +
+                       " of every weight each step (1 or more): the weights change sign and grow until they are NaN",
+                   "lower optimizer.weight_decay" + std::string(group ? " or the entry's" : "") +
+                       " so that lr x weight_decay is well under 1 (" +
+                       (o.name == "adamw" ? "AdamW's usual: 0.01 to 0.1" : "SGD's usual: 1e-4 to 5e-4") + ")");
+    }
   if (o.name == "sgd" && o.momentum == 1)
     inconsistent("optimizer.momentum 1 never lets a gradient fade: every step moves by the sum of all gradients so far",
                  "use a value below 1: 0.9 is usual");

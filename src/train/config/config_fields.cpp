@@ -135,10 +135,10 @@ std::vector<std::string> parse_string_list(const FieldValue& v, const std::strin
   return out;
 }
 
-std::vector<double> parse_double_list(const FieldValue& v, double min) {
+std::vector<double> parse_double_list(const FieldValue& v, double min, double max) {
   if (!v.node.IsSequence()) reject(v, found_text(v.node), "a list of numbers, e.g. [0.485, 0.456, 0.406]");
   std::vector<double> out;
-  for (std::size_t i = 0; i < v.node.size(); ++i) out.push_back(parse_double(FieldValue{v.node[i], v.where, element_key(v, i)}, min));
+  for (std::size_t i = 0; i < v.node.size(); ++i) out.push_back(parse_double(FieldValue{v.node[i], v.where, element_key(v, i)}, min, max));
   return out;
 }
 

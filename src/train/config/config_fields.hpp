@@ -56,7 +56,7 @@ std::string parse_string(const FieldValue& v, const std::string& what);
 
 std::vector<std::string> parse_string_list(const FieldValue& v, const std::string& allowed = "a list of names, e.g. [x1, x2]");
 
-std::vector<double> parse_double_list(const FieldValue& v, double min);
+std::vector<double> parse_double_list(const FieldValue& v, double min, double max);
 
 std::vector<Int> parse_int_list(const FieldValue& v, Int min, bool allow_empty);
 
@@ -162,8 +162,8 @@ Field name_or_names_field(std::string key, Get get, const std::string& what) {
 }
 
 template <typename Get>
-Field double_list_field(std::string key, Get get, double min) {
-  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_double_list(v, min); },
+Field double_list_field(std::string key, Get get, double min, double max = std::numeric_limits<double>::infinity()) {
+  return {std::move(key), [=](Config& c, const FieldValue& v) { get(c) = parse_double_list(v, min, max); },
           [=](const Config& c) {
             YAML::Node list(YAML::NodeType::Sequence);
             for (double x : get(c)) list.push_back(shortest(x));

@@ -28,6 +28,10 @@
 namespace gputrain::train {
 namespace {
 
+// The largest float32: rates, norms and scales become float tensors on the device, and a larger
+// value stopped the first step with LibTorch's "cannot be converted to type float without overflow".
+constexpr double kFloatMax = 3.4e38;
+
 using namespace fields;
 
 // none, balanced, or one weight per class.
@@ -41,7 +45,7 @@ Field class_weights_field() {
             } else if (v.node.IsScalar() && v.node.Scalar() == "balanced") {
               weights = {true, {}};
             } else if (v.node.IsSequence() && v.node.size() > 0) {
-              weights = {false, parse_double_list(v, 0.0)};
+              weights = {false, parse_double_list(v, 0.0, kFloatMax)};
             } else {
               reject(v, found_text(v.node), allowed, v.node.IsScalar() ? guess_choice(v.node.Scalar(), {"none", "balanced"}) : "");
             }
@@ -223,8 +227,8 @@ std::vector<Field> data_fields() {
     int_field("data.prefetch", [](auto& c) -> auto& { return c.data.prefetch; }, 1, 64),
     bool_field("data.pin_memory", [](auto& c) -> auto& { return c.data.pin_memory; }),
     double_field("data.timeout", [](auto& c) -> auto& { return c.data.timeout; }, 1.0),
-    double_list_field("data.mean", [](auto& c) -> auto& { return c.data.mean; }, -1e9),
-    double_list_field("data.std", [](auto& c) -> auto& { return c.data.std; }, 1e-12),
+    double_list_field("data.mean", [](auto& c) -> auto& { return c.data.mean; }, -1e9, 1e9),
+    double_list_field("data.std", [](auto& c) -> auto& { return c.data.std; }, 1e-12, kFloatMax),
     bool_field("data.standardize", [](auto& c) -> auto& { return c.data.standardize; }),
     bool_field("data.standardize_targets", [](auto& c) -> auto& { return c.data.standardize_targets; }),
     int_field("data.crop_padding", [](auto& c) -> auto& { return c.data.crop_padding; }, 0),
@@ -250,7 +254,7 @@ std::vector<Field> train_fields() {
     bool_or_auto_field("train.channels_last", [](auto& c) -> auto& { return c.train.channels_last; }),
     bool_field("train.cudnn_benchmark", [](auto& c) -> auto& { return c.train.cudnn_benchmark; }),
     choice_field("train.cuda_graphs", [](auto& c) -> auto& { return c.train.cuda_graphs; }, {"auto", "on", "off"}),
-    double_field("train.clip_grad_norm", [](auto& c) -> auto& { return c.train.clip_grad_norm; }, 0.0),
+    double_field("train.clip_grad_norm", [](auto& c) -> auto& { return c.train.clip_grad_norm; }, 0.0, kFloatMax),
     double_field("train.label_smoothing", [](auto& c) -> auto& { return c.train.label_smoothing; }, 0.0, 1.0),
     class_weights_field(),
     int_field("train.seed", [](auto& c) -> auto& { return c.train.seed; }, 0),
@@ -272,12 +276,12 @@ std::vector<Field> optimizer_fields() {
   // clang-format off
   return {
     choice_field("optimizer.name", [](auto& c) -> auto& { return c.optimizer.name; }, {"sgd", "adam", "adamw"}),
-    double_field("optimizer.lr", [](auto& c) -> auto& { return c.optimizer.lr; }, 0.0),
+    double_field("optimizer.lr", [](auto& c) -> auto& { return c.optimizer.lr; }, 0.0, kFloatMax),
     double_field("optimizer.momentum", [](auto& c) -> auto& { return c.optimizer.momentum; }, 0.0, 1.0),
     bool_field("optimizer.nesterov", [](auto& c) -> auto& { return c.optimizer.nesterov; }),
-    double_field("optimizer.weight_decay", [](auto& c) -> auto& { return c.optimizer.weight_decay; }, 0.0),
+    double_field("optimizer.weight_decay", [](auto& c) -> auto& { return c.optimizer.weight_decay; }, 0.0, kFloatMax),
     betas_field(),
-    double_field("optimizer.eps", [](auto& c) -> auto& { return c.optimizer.eps; }, 0.0),
+    double_field("optimizer.eps", [](auto& c) -> auto& { return c.optimizer.eps; }, 0.0, kFloatMax),
     param_groups_field(),
   };
   // clang-format on
@@ -292,7 +296,7 @@ std::vector<Field> scheduler_fields() {
     int_field("scheduler.step_size", [](auto& c) -> auto& { return c.scheduler.step_size; }, 1),
     double_field("scheduler.gamma", [](auto& c) -> auto& { return c.scheduler.gamma; }, 0.0, 1.0),
     int_field("scheduler.patience", [](auto& c) -> auto& { return c.scheduler.patience; }, 0),
-    double_field("scheduler.min_lr", [](auto& c) -> auto& { return c.scheduler.min_lr; }, 0.0),
+    double_field("scheduler.min_lr", [](auto& c) -> auto& { return c.scheduler.min_lr; }, 0.0, kFloatMax),
     double_field("scheduler.pct_start", [](auto& c) -> auto& { return c.scheduler.pct_start; }, 0.0, 1.0),
   };
   // clang-format on

@@ -29,9 +29,9 @@ ParamGroupConfig parse_entry(const FieldValue& v, std::size_t index) {
     if (name == "params")
       group.params = value.node.IsScalar() ? std::vector<std::string>{parse_string(value, "a name prefix")} : parse_string_list(value);
     else if (name == "lr")
-      group.lr = parse_double(value, 0.0);
+      group.lr = parse_double(value, 0.0, 3.4e38);  // float32's largest, as optimizer.lr
     else if (name == "weight_decay")
-      group.weight_decay = parse_double(value, 0.0);
+      group.weight_decay = parse_double(value, 0.0, 3.4e38);
     else
       reject(value, "the key '" + name + "'", "params, lr, weight_decay", guess_choice(name, {"params", "lr", "weight_decay"}));
   }

@@ -488,6 +488,30 @@ TEST(Config, ValuesThatLeaveARunLearningNothingAreRefused) {
   EXPECT_EQ(load_config({{}, {"scheduler.name=cosine", "scheduler.gamma=0"}, ""}).scheduler.gamma, 0.0);
 }
 
+// Rates and scales past float32 stopped the first step with LibTorch's "value cannot be converted
+// to type float without overflow", with no fix; a weight decay that takes all of a weight each
+// step ended in a NaN blamed on the learning rate.
+TEST(Config, ValuesPastFloatAndADecayThatTakesEveryWeightAreRefused) {
+  for (const std::string key : {"optimizer.lr", "optimizer.eps", "optimizer.weight_decay", "train.clip_grad_norm", "scheduler.min_lr"}) {
+    const auto message = error_of({{}, {key + "=1e300"}, ""});
+    EXPECT_NE(message.find(key + ": found '1e300'; allowed: a number >= 0 and <= 3.4e+38"), std::string::npos) << message;
+  }
+  EXPECT_NE(error_of({{}, {"data.std=[1e300]"}, ""}).find("data.std[0]: found '1e300'"), std::string::npos);
+  EXPECT_NE(error_of({{}, {"optimizer.param_groups=[{params: [fc], lr: 1e39}]"}, ""}).find("allowed: a number >= 0 and <= 3.4e+38"),
+            std::string::npos);
+  const auto decay = error_of({{}, {"optimizer.name=adamw", "optimizer.lr=0.01", "optimizer.weight_decay=100"}, ""});
+  EXPECT_NE(decay.find("the weight decay 100 at learning rate 0.01 takes lr x weight_decay = 1 of every weight each step (1 or more)"),
+            std::string::npos)
+      << decay;
+  EXPECT_NE(decay.find("(AdamW's usual: 0.01 to 0.1)"), std::string::npos) << decay;
+  const auto group = error_of({{}, {"optimizer.name=sgd", "optimizer.param_groups=[{params: [fc], lr: 0.5, weight_decay: 4}]"}, ""});
+  EXPECT_NE(group.find("optimizer.param_groups[0]'s weight decay 4 at learning rate 0.5 takes lr x weight_decay = 2"), std::string::npos)
+      << group;
+  EXPECT_EQ(load_config({{}, {"optimizer.name=adam", "optimizer.lr=0.01", "optimizer.weight_decay=100"}, ""}).optimizer.weight_decay, 100);
+  EXPECT_EQ(load_config({{}, {"optimizer.name=adamw", "optimizer.lr=0.001", "optimizer.weight_decay=0.1"}, ""}).optimizer.weight_decay,
+            0.1);
+}
+
 // A user fixing a config should meet all its mistakes in one run, each where it is, with its fix.
 TEST(Config, EveryMistakeIsReportedAtOnce) {
   const auto message = error_of({{fixture("three_mistakes.yaml")}, {"train.batch_size=0"}, ""});
