@@ -243,9 +243,9 @@ void Trainer::State::count_steps_from_the_position() {
   std::int64_t left = std::max<std::int64_t>(0, steps_per_epoch - done_in_epoch);
   const auto later_epochs = std::max<std::int64_t>(0, config.train.epochs - progress.epoch - 1);
   if (progress.epoch >= config.train.epochs) left = 0;
-  std::int64_t later_steps = 0;
-  if (__builtin_mul_overflow(later_epochs, steps_per_epoch, &later_steps) ||
-      __builtin_add_overflow(progress.step, left + later_steps, &total_steps))
+  std::int64_t later_steps = 0, steps_left = 0;
+  if (__builtin_mul_overflow(later_epochs, steps_per_epoch, &later_steps) || __builtin_add_overflow(left, later_steps, &steps_left) ||
+      __builtin_add_overflow(progress.step, steps_left, &total_steps))
     total_steps = INT64_MAX;  // bounded by max_steps, as count_the_steps requires of such a run
   if (config.train.max_steps > 0) total_steps = std::min(total_steps, config.train.max_steps);
 }
