@@ -45,6 +45,16 @@ std::string fix_for_unexplained(const std::string& what) {
   return "";
 }
 
+std::string message_for_filesystem_error(const std::string& path1, const std::string& path2, std::error_code code) {
+  if (path1.empty()) return code.message();
+  return "cannot use '" + path1 + "'" + (path2.empty() ? "" : " and '" + path2 + "'") + ": " + code.message();
+}
+
+std::string fix_for_filesystem_error(const std::string& path1, std::error_code code) {
+  if (code != std::errc::permission_denied && code != std::errc::operation_not_permitted) return "";
+  return "give this user access to it (ls -ld '" + path1 + "' shows who may read it), or move it out of what gputrain reads";
+}
+
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 }  // namespace gputrain::core

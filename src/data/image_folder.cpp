@@ -46,8 +46,12 @@ bool is_system_file(const fs::path& path) {
 }
 
 // Dot-files and dot-folders (.DS_Store, .ipynb_checkpoints, .git) are the tools', not the user's:
-// a class named .ipynb_checkpoints is torchvision's best-known ImageFolder surprise.
-bool is_hidden(const fs::path& path) { return path.filename().string().rfind('.', 0) == 0; }
+// a class named .ipynb_checkpoints is torchvision's best-known ImageFolder surprise. lost+found is
+// the filesystem's, at the root of a data volume, and only root may read it.
+bool is_hidden(const fs::path& path) {
+  const auto name = path.filename().string();
+  return name.rfind('.', 0) == 0 || name == "lost+found";
+}
 
 class ImageFolder final : public Dataset {
  public:

@@ -174,6 +174,10 @@ int run_parsed(CLI::App& app, int argc, char** argv, const std::function<int()>&
   } catch (const Error& error) {
     say_error(error.what(), error.remedy());
     return static_cast<int>(error.exit_code());
+  } catch (const std::filesystem::filesystem_error& error) {
+    say_error(core::message_for_filesystem_error(error.path1().string(), error.path2().string(), error.code()),
+              core::fix_for_filesystem_error(error.path1().string(), error.code()));
+    return static_cast<int>(ExitCode::failure);
   } catch (const std::exception& error) {
     say_error(core::message_for_unexplained(error.what()), core::fix_for_unexplained(error.what()));
     return static_cast<int>(ExitCode::failure);

@@ -1,6 +1,7 @@
 // --json's promise holds on failure too: the error, as JSON, on stdout.
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <iostream>
 
 #include "gputrain/core/error.hpp"
@@ -28,6 +29,10 @@ int with_json_errors(const char* schema, const std::function<int()>& profile) {
     return profile();
   } catch (const Error& e) {
     print_error(schema, e.what(), e.remedy(), e.exit_code());
+    throw;
+  } catch (const std::filesystem::filesystem_error& e) {
+    print_error(schema, core::message_for_filesystem_error(e.path1().string(), e.path2().string(), e.code()),
+                core::fix_for_filesystem_error(e.path1().string(), e.code()), ExitCode::failure);
     throw;
   } catch (const std::exception& e) {
     print_error(schema, core::message_for_unexplained(e.what()), core::fix_for_unexplained(e.what()), ExitCode::failure);

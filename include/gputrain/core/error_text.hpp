@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <system_error>
 
 namespace gputrain::core {
 
@@ -29,6 +30,14 @@ std::string message_for_unexplained(const std::string& what);
 /// allocator's out-of-memory error (a cap, a device or the host's RAM too small for what had to fit). Empty
 /// otherwise.
 std::string fix_for_unexplained(const std::string& what);
+
+/// A filesystem failure no part of gputrain put in a user's terms (std::filesystem's "filesystem
+/// error: status: Permission denied [/data/lost+found]"): the path or paths and the reason, so a
+/// folder the user cannot read is named as such.
+std::string message_for_filesystem_error(const std::string& path1, const std::string& path2, std::error_code code);
+
+/// Its fix: access for this user where the reason is a permission; empty otherwise.
+std::string fix_for_filesystem_error(const std::string& path1, std::error_code code);
 
 /// The first line of `text` (all of it when it has one).
 std::string first_line(const std::string& text);

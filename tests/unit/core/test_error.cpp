@@ -54,3 +54,15 @@ TEST(LogLevel, ParsesKnownNamesAndRejectsOthersWithTheAllowedList) {
     EXPECT_NE(error.remedy().find("trace, debug, info, warn, error, off"), std::string::npos);
   }
 }
+
+// std::filesystem's own failure ("filesystem error: status: Permission denied [/proc/1/...]"), as
+// an image folder holding a folder this user may not read reached the console: the path and the
+// reason, and a fix that names access.
+TEST(Error, AFilesystemFailureNamesThePathAndAPermissionGetsAFix) {
+  const auto denied = std::make_error_code(std::errc::permission_denied);
+  EXPECT_EQ(core::message_for_filesystem_error("/data/lost+found", "", denied), "cannot use '/data/lost+found': Permission denied");
+  EXPECT_EQ(core::message_for_filesystem_error("/a", "/b", std::make_error_code(std::errc::no_such_file_or_directory)),
+            "cannot use '/a' and '/b': No such file or directory");
+  EXPECT_NE(core::fix_for_filesystem_error("/data/lost+found", denied).find("ls -ld '/data/lost+found'"), std::string::npos);
+  EXPECT_EQ(core::fix_for_filesystem_error("/a", std::make_error_code(std::errc::no_such_file_or_directory)), "");
+}

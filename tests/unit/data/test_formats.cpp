@@ -1163,6 +1163,21 @@ TEST(ImageFolder, ImagesOutsideTheClassFoldersAreNamedAsSuch) {
                 "put each class's images in a sub-folder named after the class (" + (root.path / "CLASS" / "IMAGE.jpg").string() + ")");
 }
 
+// An ext4 volume's root holds lost+found, which only root may read: the filesystem's folder, not a
+// class (as a class it stopped the run: no images, or this user's "Permission denied").
+TEST(ImageFolder, LostAndFoundAtAVolumesRootIsNotAClass) {
+  test_support::ScratchFolder root("lost-found");
+  std::filesystem::create_directories(root.path / "cat");
+  std::filesystem::copy_file(fixture("images/exact/rgb.jpg"), root.path / "cat" / "0.jpg");
+  std::filesystem::create_directories(root.path / "lost+found" / "#1234");
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = root.path.string();
+  const auto sources = open_sources(spec);
+  EXPECT_EQ(sources.class_names, (std::vector<std::string>{"cat"}));
+  EXPECT_EQ(sources.train->size(), 1);
+}
+
 TEST(Sources, ArraysByKeyAndDefaults) {
   SourceSpec spec;
   spec.source = "npz";
