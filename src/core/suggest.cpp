@@ -30,6 +30,8 @@ std::optional<std::string> closest_match(std::string_view word, const std::vecto
   std::size_t best_distance = limit + 1;
   for (const auto& candidate : candidates) {
     const std::size_t d = edit_distance(word, candidate);
+    // Every letter replaced ("[" for "1", "" for "0") is no typo of it, short as the two may be.
+    if (d >= std::max(word.size(), candidate.size())) continue;
     if (d < best_distance) {
       best_distance = d;
       best = candidate;

@@ -12,7 +12,7 @@ namespace gputrain::core {
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
 /// The candidate closest to `word`, if it is close enough to be a plausible typo (at most a third
-/// of the word's letters differ, and never more than 3).
+/// of the word's letters differ, and never more than 3; one letter at least is kept).
 std::optional<std::string> closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 /// "; did you mean 'virginica'?" when closest_match finds one among `candidates`, else "": the

@@ -20,6 +20,10 @@ TEST(Suggest, ClosestMatchOnlyForPlausibleTypos) {
   EXPECT_EQ(closest_match("train.maxsteps", words), "train.max_steps");
   EXPECT_FALSE(closest_match("completely.different", words).has_value());
   EXPECT_EQ(closest_match("trian", {"profile", "train", "verify"}), "train");
+  // A name replaced whole is no typo of it: train.freeze: [""] was offered the MLP's layer '1'.
+  EXPECT_FALSE(closest_match("", {"0", "1"}).has_value());
+  EXPECT_FALSE(closest_match("[", {"0", "1"}).has_value());
+  EXPECT_EQ(closest_match("l", {"0", "l1"}), "l1");
 }
 
 TEST(Suggest, DidYouMeanAmongIsTheTailOfAnError) {
