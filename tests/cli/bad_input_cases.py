@@ -262,6 +262,13 @@ def flag_cases():
         case("train_print_config_with_evaluate", ["train", "--set", "device=cpu", "--evaluate", "w.safetensors", "--print-config"], 2,
              expect="--print-config excludes --evaluate"),
         case("train_evaluate_missing", ["train", "--set", "device=cpu", "--evaluate", "nope.safetensors"], 2, expect="does not exist"),
+        # An empty value (`--evaluate "$WEIGHTS"`, WEIGHTS unset) was taken as no option: that one trained instead.
+        case("train_evaluate_empty", ["train", "--set", "device=cpu", "--evaluate", ""], 2,
+             expect="--evaluate: the value is empty (an unset shell variable?): give a weights file"),
+        case("train_config_empty", ["train", ""], 2, expect="config: the value is empty"),
+        case("train_master_addr_empty", ["train", "--set", "device=cpu", "--master-addr", ""], 2, expect="--master-addr: the value is empty"),
+        case("profile_trace_empty", ["profile", "--trace", ""], 2, expect="--trace: the value is empty (an unset shell variable?): give a file name"),
+        case("profile_path_empty", ["profile", "--path", ""], 2, expect="--path: the value is empty"),
         case("profile_workers_negative", ["profile", "--workers", "-1"], 2, expect="is too small"),
         case("profile_workers_beyond_threads", ["profile", "--workers", "2147483648"], 2, expect="from 0 to 1024"),
         case("profile_repeats_zero", ["profile", "--repeats", "0"], 2, expect="is too small"),

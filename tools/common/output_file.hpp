@@ -9,7 +9,8 @@
 namespace gputrain::tools {
 
 /// A CLI11 check for an output file option: a path that is a folder is refused, naming a file in
-/// it, and so is one that starts with '-' (an option typed where the file's name was left out).
+/// it, and so is an empty one and one that starts with '-' (an option typed where the file's name
+/// was left out).
 CLI::Validator output_file(const std::string& example_name);
 
 }  // namespace gputrain::tools

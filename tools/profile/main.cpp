@@ -15,6 +15,7 @@
 #include "modes.hpp"
 #include "number_options.hpp"
 #include "output_file.hpp"
+#include "text_options.hpp"
 
 using namespace gputrain;
 using namespace gputrain::tools::profile;
@@ -41,6 +42,17 @@ void refuse_configs_as_labels(const std::vector<std::string>& labels) {
   }
 }
 
+// Without a config: the data to profile, as data.source, data.path and data.labels.
+void add_data_options(CLI::App& app, std::string& source, std::string& path, std::vector<std::string>& labels) {
+  app.add_option(
+         "--source", source,
+         "without a config: data.source (" + core::join(data::file_source_names()) + "); default: the config's, else told from the path")
+      ->check(tools::not_empty("a data source, e.g. csv"));
+  app.add_option("--path", path, "without a config: data.path")->check(tools::not_empty("the data's file or folder"));
+  app.add_option("--labels", labels, "without a config: data.labels (CSV: one or more label columns, --labels y1 y2)")
+      ->check(tools::not_empty("the labels' file or column"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -51,7 +63,8 @@ int main(int argc, char** argv) {
   int steps = 50;
   std::string max_memory, source, path, trace;
   std::vector<std::string> labels;
-  app.add_option("config", sources.files, "YAML config files; later files override earlier ones");
+  app.add_option("config", sources.files, "YAML config files; later files override earlier ones")
+      ->check(tools::not_empty("a YAML config file, e.g. configs/quickstart.yaml"));
   app.add_flag("--memory", memory_mode, "print the memory model of one training step");
   app.add_flag("--batch", batch_mode, "find the micro-batch batch_size: auto would pick");
   app.add_flag("--step", step_mode, "time real training steps: data wait, copy, compute, GPU utilisation");
@@ -64,11 +77,7 @@ int main(int argc, char** argv) {
       ->type_name("FILE.json")
       ->check(tools::output_file("trace.json"));
   app.add_flag("--exhaustive", exhaustive, "with --batch: also bisect for the true largest batch (more steps)");
-  app.add_option(
-      "--source", source,
-      "without a config: data.source (" + core::join(data::file_source_names()) + "); default: the config's, else told from the path");
-  app.add_option("--path", path, "without a config: data.path");
-  app.add_option("--labels", labels, "without a config: data.labels (CSV: one or more label columns, --labels y1 y2)");
+  add_data_options(app, source, path, labels);
   app.add_option("--workers", sweep.workers, "sweep only these loader thread counts, e.g. 0 2 4")->check(tools::whole_number(0, 1024));
   app.add_option("--repeats", sweep.repeats, "timed repeats per setting (default 3; the median is reported)")
       ->check(tools::whole_number(1, 50));
@@ -80,9 +89,11 @@ int main(int argc, char** argv) {
       ->type_name("FILE.svg|FILE.png")
       ->check(tools::output_file("loader.svg"));
   app.add_option("--set", sources.overrides, "override one key, e.g. --set train.precision=bf16-mixed (repeatable)")
-      ->type_name("KEY=VALUE");
+      ->type_name("KEY=VALUE")
+      ->check(tools::not_empty("KEY=VALUE, e.g. --set train.max_steps=100"));
   app.add_option("--max-memory", max_memory, "cap device memory, e.g. 8GiB (same as --set device.max_memory=...)")
       ->type_name("SIZE")
+      ->check(tools::not_empty("a size such as 8GiB, or none"))
       ->envname("GPUTRAIN_MAX_MEMORY");
   tools::add_logging_options(app);
 

@@ -15,19 +15,38 @@
 #include "gputrain/train/trainer.hpp"
 #include "help.hpp"
 #include "launch_options.hpp"
+#include "text_options.hpp"
 
 using namespace gputrain;
+
+namespace {
+
+// --evaluate: the weights measured on the validation data; rank 0 reports the sums.
+int evaluate_weights(const train::Config& config, train::TrainerOptions options, const std::string& weights, bool json) {
+  options.evaluate_only = true;
+  train::Trainer trainer(config, options);
+  const auto result = trainer.evaluate(weights);
+  if (result.rank != 0) return int(ExitCode::ok);
+  for (const auto& line : train::evaluation_lines(result)) std::cerr << line << "\n";
+  if (json) std::cout << train::evaluation_json(result) << "\n";
+  return int(ExitCode::ok);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{tools::kTrainHelp, "gputrain train"};
   train::ConfigSources sources;
   bool print_config = false;
-  app.add_option("config", sources.files, "YAML config files; later files override earlier ones");
+  app.add_option("config", sources.files, "YAML config files; later files override earlier ones")
+      ->check(tools::not_empty("a YAML config file, e.g. configs/quickstart.yaml"));
   app.add_option("--set", sources.overrides, "override one key, e.g. --set optimizer.lr=3e-4 (repeatable; the value is YAML)")
-      ->type_name("KEY=VALUE");
+      ->type_name("KEY=VALUE")
+      ->check(tools::not_empty("KEY=VALUE, e.g. --set train.max_steps=100"));
   std::string max_memory;
   app.add_option("--max-memory", max_memory, "cap device memory as a smaller GPU would, e.g. 8GiB (= --set device.max_memory=...)")
       ->type_name("SIZE")
+      ->check(tools::not_empty("a size such as 8GiB, or none"))
       ->envname("GPUTRAIN_MAX_MEMORY");
   auto* print_config_flag = app.add_flag("--print-config", print_config, "print the resolved config as YAML and exit");
   tools::LaunchFlags launch;
@@ -37,7 +56,8 @@ int main(int argc, char** argv) {
   auto* evaluate_option = app.add_option("--evaluate", evaluate,
                                          "measure these weights (a checkpoint .pt, model.safetensors, or a state_dict torch.save wrote) on "
                                          "the validation data; no training")
-                              ->type_name("WEIGHTS");
+                              ->type_name("WEIGHTS")
+                              ->check(tools::not_empty("a weights file, e.g. runs/NAME/checkpoints/best.pt"));
   app.add_flag("--json", json, "with --evaluate: print the figures as one JSON object on stdout")->needs(evaluate_option);
   print_config_flag->excludes(evaluate_option);  // it would print the config and evaluate nothing
   tools::add_logging_options(app);
@@ -69,15 +89,7 @@ int main(int argc, char** argv) {
         core::install_stop_handlers();
         train::TrainerOptions options;
         options.console_is_terminal = isatty(STDERR_FILENO) != 0;
-        if (!evaluate.empty()) {
-          options.evaluate_only = true;
-          train::Trainer trainer(config, options);
-          const auto result = trainer.evaluate(evaluate);
-          if (result.rank != 0) return int(ExitCode::ok);  // rank 0 reports the sums
-          for (const auto& line : train::evaluation_lines(result)) std::cerr << line << "\n";
-          if (json) std::cout << train::evaluation_json(result) << "\n";
-          return int(ExitCode::ok);
-        }
+        if (!evaluate.empty()) return evaluate_weights(config, options, evaluate, json);
         train::Trainer trainer(config, options);
         const auto result = trainer.fit();
         if (result.rank != 0) return int(result.interrupted ? ExitCode::interrupted : ExitCode::ok);  // rank 0 reports
