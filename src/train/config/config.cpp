@@ -182,9 +182,9 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
 
 void apply_document(Config& config, const std::string& text, const std::string& origin, Problems& problems, FileOrigins* paths,
                     GivenKeys& given) {
-  YAML::Node root;
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(text);
+    documents = YAML::LoadAll(text);
   } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own bound, which it reports as "bad file"
     throw UsageError(where(origin, e.mark) + ": lists or mappings are nested more than " + std::to_string(e.depth() - 1) +
                          " deep, more than gputrain reads",
@@ -192,6 +192,15 @@ void apply_document(Config& config, const std::string& text, const std::string& 
   } catch (const YAML::ParserException& e) {
     throw UsageError(where(origin, e.mark) + ": not valid YAML: " + e.msg, yaml_syntax_remedy(text, e.msg, e.mark.line));
   }
+  if (documents.empty()) return;
+  // yaml-cpp's Load reads the first document alone: the rest of the file went unread, silently.
+  for (std::size_t i = 1; i < documents.size(); ++i)
+    if (!documents[i].IsNull())
+      throw UsageError(
+          where(origin, documents[i].Mark()) + ": a second YAML document, after a '---' line: gputrain reads one per config file",
+          "delete the '---' line to make one document of them, or put the second in a file of its own and give both files "
+          "(later files override earlier ones)");
+  const YAML::Node& root = documents.front();
   if (root.IsNull()) return;
   if (!root.IsMap())
     throw UsageError(where(origin, root.Mark()) + ": a config file must be a mapping of sections (model:, train:, ...)",

@@ -369,6 +369,17 @@ TEST(Config, DuplicateKeyIsRejected) {
   EXPECT_NE(message.find("set twice"), std::string::npos) << message;
 }
 
+// Two configs pasted into one file with '---' between them: yaml-cpp's Load read the first and
+// dropped the second without a word (epochs: 2 below trained 1 epoch).
+TEST(Config, ASecondYamlDocumentIsRefusedNotDropped) {
+  const auto message = error_of({{}, {}, "train:\n  epochs: 1\n---\ntrain:\n  epochs: 2\n"});
+  EXPECT_NE(message.find(":4:1: a second YAML document, after a '---' line: gputrain reads one per config file"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("delete the '---' line"), std::string::npos) << message;
+  // A leading '---', or a trailing one with nothing after it, is one document.
+  EXPECT_EQ(load_config({{}, {}, "---\ntrain:\n  epochs: 3\n---\n"}).train.epochs, 3);
+}
+
 TEST(Config, SectionGivenAValueIsRejected) {
   const auto message = error_of({{fixture("section_as_value.yaml")}, {}, ""});
   EXPECT_NE(message.find("'logging' is a section"), std::string::npos) << message;
