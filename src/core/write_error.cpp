@@ -105,6 +105,8 @@ std::string write_error_remedy(int error_number, const std::string& path) {
       [[fallthrough]];
     case ENOENT:
       return "the folder '" + folder + "' does not exist and could not be made: check the path";
+    case EBADF:  // standard output given for reading (`1< file`, `1</dev/null`)
+      return "'" + path + "' was opened for reading, not writing: send the output with > (> out.txt, or > /dev/null to drop it)";
     case EIO:
       return "the disk reported an input/output error: check it (`dmesg` names the device), and write to another disk meanwhile";
     default:

@@ -201,7 +201,13 @@ int with_output_written(int code) {
   if (std::fflush(stdout) == 0 && !std::ferror(stdout) && std::cout.good()) return code;
   const int reason = errno;
   struct stat out {};
-  if (::fstat(STDOUT_FILENO, &out) == 0 && (S_ISFIFO(out.st_mode) || S_ISSOCK(out.st_mode))) return code;
+  const bool opened = ::fstat(STDOUT_FILENO, &out) == 0;
+  if (opened && (S_ISFIFO(out.st_mode) || S_ISSOCK(out.st_mode))) return code;
+  if (!opened && errno == EBADF) {  // `>&-`, or a service started without one: no folder or disk to blame
+    say_error("the output was not all written: standard output is closed",
+              "give the command a standard output: a file (> out.txt), or > /dev/null to drop it");
+    return code == 0 ? static_cast<int>(ExitCode::failure) : code;
+  }
   const auto target = stdout_target();
   say_error("the output was not all written to " + target + (reason ? ": " + std::string(std::strerror(reason)) : ""),
             reason ? core::write_error_remedy(reason, target) : "check where the output goes (" + target + ") and run again");

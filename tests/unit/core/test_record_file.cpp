@@ -74,6 +74,7 @@ TEST(WriteError, EachReasonGetsItsOwnFix) {
   EXPECT_TRUE(contains(write_error_remedy(EROFS, "/mnt/ro/x"), "'/mnt/ro' is on a read-only filesystem"));
   EXPECT_TRUE(contains(write_error_remedy(EACCES, "/data/x"), "may not write in '/data'"));
   EXPECT_TRUE(contains(write_error_remedy(EIO, "/data/x"), "input/output error"));
+  EXPECT_TRUE(contains(write_error_remedy(EBADF, "/dev/null"), "'/dev/null' was opened for reading, not writing"));
   EXPECT_TRUE(contains(write_error_remedy(EBUSY, "/data/x"), "exists, is writable and its disk is not full"));
   // "Not a directory": the file standing where a folder would go is named.
   const auto file = std::filesystem::temp_directory_path() / "gputrain-write-error-a-file";
