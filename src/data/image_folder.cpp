@@ -1,12 +1,14 @@
 #include "image_folder.hpp"
 
 #include <ATen/ops/empty.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
@@ -84,19 +86,8 @@ class ImageFolder final : public Dataset {
     for (std::size_t c = 0; c < classes_.size(); ++c) {
       const fs::path folder = fs::path(root_) / classes_[c];
       if (!fs::is_directory(folder)) continue;  // a validation folder may lack a class
-      std::vector<std::string> names;
       const auto other_images_before = other_image_count();
-      for (auto it = fs::recursive_directory_iterator(folder); it != fs::recursive_directory_iterator(); ++it) {
-        if (is_hidden(it->path())) {
-          if (it->is_directory()) it.disable_recursion_pending();
-          continue;
-        }
-        if (!it->is_regular_file()) continue;
-        if (is_image(it->path()))
-          names.push_back(fs::relative(it->path(), root_).string());
-        else
-          note_ignored(it->path());
-      }
+      auto names = images_in(folder);
       if (names.empty() && !fixed) {
         const auto others = other_image_count() - other_images_before;
         if (others > 0)
@@ -179,6 +170,31 @@ class ImageFolder final : public Dataset {
       return;
     }
     if (ignored_++ == 0 || path.string() < first_ignored_) first_ignored_ = path.string();  // the same example on every file system
+  }
+  // A class folder's images, relative to root_, found as torchvision's ImageFolder finds them
+  // (os.walk, following links): in linked sub-folders too, each folder once, so a link back up
+  // does not loop. A dangling link counts as its file, to be named unreadable when it is read.
+  std::vector<std::string> images_in(const fs::path& folder) {
+    std::vector<std::string> names;
+    std::set<std::pair<dev_t, ino_t>> seen;
+    const auto first_visit = [&seen](const fs::path& dir) {
+      struct stat status {};
+      return ::stat(dir.c_str(), &status) != 0 || seen.insert({status.st_dev, status.st_ino}).second;
+    };
+    first_visit(folder);
+    for (auto it = fs::recursive_directory_iterator(folder, fs::directory_options::follow_directory_symlink);
+         it != fs::recursive_directory_iterator(); ++it) {
+      if (it->is_directory()) {
+        if (is_hidden(it->path()) || !first_visit(it->path())) it.disable_recursion_pending();
+        continue;
+      }
+      if (is_hidden(it->path()) || (!it->is_regular_file() && !(it->is_symlink() && !fs::exists(it->status())))) continue;
+      if (is_image(it->path()))
+        names.push_back(it->path().lexically_relative(root_).string());
+      else
+        note_ignored(it->path());
+    }
+    return names;
   }
   // An image directly in the root has no class folder, so no label: left out, and said apart from
   // the files left out for their format.

@@ -1178,6 +1178,36 @@ TEST(ImageFolder, LostAndFoundAtAVolumesRootIsNotAClass) {
   EXPECT_EQ(sources.train->size(), 1);
 }
 
+// Images in a linked sub-folder of a class are that class's, as torchvision's os.walk(followlinks=True)
+// finds them (they were left out, unsaid); a link back up is followed once, not in a loop; a dangling
+// link is a file that will not read, named when it is read rather than left out unsaid.
+TEST(ImageFolder, LinkedSubFoldersAreReadOnceEachAndADanglingLinkIsNamed) {
+  test_support::ScratchFolder root("linked");
+  const auto images = root.path / "elsewhere";
+  std::filesystem::create_directories(images);
+  for (const char* name : {"0.jpg", "1.jpg"}) std::filesystem::copy_file(fixture("images/exact/rgb.jpg"), images / name);
+  const auto train = root.path / "train";
+  std::filesystem::create_directories(train / "cat");
+  std::filesystem::copy_file(fixture("images/exact/rgb.jpg"), train / "cat" / "own.jpg");
+  std::filesystem::create_directory_symlink(images, train / "cat" / "more");
+  std::filesystem::create_directory_symlink(train / "cat", train / "cat" / "loop");  // back up: once
+  std::filesystem::create_symlink(root.path / "gone.jpg", train / "cat" / "gone.jpg");
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = train.string();
+  spec.image_size = {4, 4};
+  const auto sources = open_sources(spec);
+  ASSERT_EQ(sources.train->size(), 4);
+  std::vector<std::string> origins;
+  for (std::int64_t i = 0; i < 4; ++i) origins.push_back(sources.train->origin(i));
+  const auto in_cat = [&](const std::string& name) { return (train / "cat" / name).string(); };
+  EXPECT_EQ(origins, (std::vector<std::string>{in_cat("gone.jpg"), in_cat("more/0.jpg"), in_cat("more/1.jpg"), in_cat("own.jpg")}));
+  const auto loaded = materialize(*sources.train, 1);
+  ASSERT_EQ(loaded.skipped.size(), 1U);
+  EXPECT_NE(loaded.skipped[0].find("gone.jpg: cannot open the file"), std::string::npos) << loaded.skipped[0];
+  EXPECT_EQ(loaded.set.size(), 3);
+}
+
 TEST(Sources, ArraysByKeyAndDefaults) {
   SourceSpec spec;
   spec.source = "npz";
