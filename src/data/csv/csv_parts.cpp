@@ -41,8 +41,12 @@ std::vector<std::string> csv_parts(const std::string& path) {
   std::error_code ec;
   std::vector<std::string> files;
   if (fs::is_directory(path, ec)) {
-    for (const auto& entry : fs::directory_iterator(path, ec))
-      if (entry.is_regular_file(ec) && is_csv_name(entry.path().filename().string())) files.push_back(entry.path().string());
+    for (const auto& entry : fs::directory_iterator(path, ec)) {
+      // Names starting with '.' or '_' are the tools' (macOS's ._part-0.csv, a writer's _temporary
+      // part), as Hadoop, Spark and pyarrow read a folder.
+      const auto name = entry.path().filename().string();
+      if (name[0] != '.' && name[0] != '_' && entry.is_regular_file(ec) && is_csv_name(name)) files.push_back(entry.path().string());
+    }
   } else if (path.find_first_of("*?") != std::string::npos && !fs::exists(path, ec)) {
     for (const auto& file : matches(path))
       if (is_csv_name(fs::path(file).filename().string())) files.push_back(file);

@@ -613,6 +613,8 @@ TEST(Csv, ATableInPartsIsReadAsOne) {
   std::ofstream(parts / "part-0.csv") << "a,b,species\n1,2,rose\n3,4,iris\n";
   std::ofstream(parts / "part-1.csv") << "species,b,a\nlily,6,5\nrose,8,7\n";  // columns in another order
   std::ofstream(parts / "_SUCCESS") << "";                                     // Spark's marker: not a part
+  std::ofstream(parts / "._part-0.csv") << "\x00\x05\x16\x07";                 // macOS's AppleDouble copy: not a part
+  std::ofstream(parts / "_part-2.csv") << "a,b,species\n";                     // a writer's temporary part: not one yet
   EXPECT_EQ(csv_parts(parts.string()), (std::vector<std::string>{(parts / "part-0.csv").string(), (parts / "part-1.csv").string()}));
   EXPECT_EQ(csv_parts((parts / "part-*.csv").string()).size(), 2U);
   EXPECT_TRUE(csv_parts((parts / "part-0.csv").string()).empty());  // a file is read as itself
