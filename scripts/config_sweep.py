@@ -15,7 +15,7 @@ in how features meet (a crash after a failed run inside a trace window, an out-o
 that left an optimizer's state half made).
 
 Usage: scripts/config_sweep.py [--mode MODE] [--seed N] [--runs N]
-                               [--gputrain build/bin/gputrain] [--findings FILE.jsonl]
+                               [--gputrain build/bin/gputrain] [--findings FILE.jsonl] [--show REGEX]
   train    synthetic data, every model, most settings; `gputrain train`
   ranks    the same on two CPU ranks (`--nproc-per-node 2`), with the distributed settings
   profile  the same configs through `gputrain profile --step/--memory/--batch/--trace`
@@ -121,6 +121,8 @@ class Sweep:
         wrong = verdict(code, output) or (written_wrong(command, config, done.stdout) if code is not None else None)
         first_error = next((line for line in output.splitlines() if line.startswith("error")), "")
         print("%-10s exit %-4s %-15s %s" % (label, code, (wrong or "")[:15], first_error[:120]), flush=True)
+        if self.args.show and re.search(self.args.show, output):
+            print("  command: %s\n  config: %s\n%s" % (" ".join(command), json.dumps(config), output), flush=True)
         if wrong:
             self.found += 1
             self.findings.write(json.dumps({"finding": wrong, "exit": code, "command": command, "config": config,
@@ -355,6 +357,7 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser.add_argument("--gputrain", default=os.path.join(root, "build", "bin", "gputrain"))
     parser.add_argument("--findings", default="config-sweep-findings.jsonl")
+    parser.add_argument("--show", metavar="REGEX", help="print the command, config and whole output of each run whose output matches")
     args = parser.parse_args()
     if not os.access(args.gputrain, os.X_OK):
         sys.exit("error: no gputrain at %s\n  fix: build it (scripts/bootstrap.sh build) or give --gputrain PATH" % args.gputrain)
