@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "gputrain/core/error.hpp"
+#include "mapping_watch.hpp"
 #include "path_text.hpp"
 
 namespace gputrain::data {
@@ -51,12 +52,14 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
       throw UsageError("cannot map '" + path + "' into memory: " + std::strerror(error), "check that the file is readable");
     }
     file->data_ = static_cast<const unsigned char*>(address);
+    file->watch_ = watch_mapping(address, file->size_, path, info);
   }
   ::close(fd);  // the mapping keeps the file alive
   return file;
 }
 
 MappedFile::~MappedFile() {
+  unwatch_mapping(watch_);
   if (data_) ::munmap(const_cast<unsigned char*>(data_), size_);
 }
 

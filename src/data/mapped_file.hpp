@@ -1,6 +1,8 @@
 #pragma once
 // A read-only memory map of a whole file, shared by the tensors that view it: dataset files are
-// paged in as the loader touches them instead of being read up front.
+// paged in as the loader touches them instead of being read up front. A file cut short under a
+// mapping ends the run with an error that names it, not "Bus error"; one rewritten in place is
+// named too (mapping_watch.hpp).
 
 #include <cstddef>
 #include <memory>
@@ -25,6 +27,7 @@ class MappedFile {
   const unsigned char* data_ = nullptr;
   std::size_t size_ = 0;
   std::string path_;
+  int watch_ = -1;  ///< its registration with mapping_watch.hpp
 };
 
 }  // namespace gputrain::data

@@ -72,6 +72,7 @@ std::vector<std::shared_ptr<Callback>> builtin_callbacks(const Config& config) {
   add(plateau_callback(config));
   add(periodic_checkpoint_callback(config));
   add(divergence_stop_callback());
+  add(data_file_watch_callback());
   add(time_limit_callback(config));
   add(ema_weights_callback(config));
   add(tensorboard_extras_callback(config));  // after best.pt's: at the end it follows best.pt's choice of epoch

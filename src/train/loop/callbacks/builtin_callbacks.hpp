@@ -31,6 +31,7 @@ std::unique_ptr<Callback> early_stop_callback(const Config& config);
 std::unique_ptr<Callback> plateau_callback(const Config& config);
 std::unique_ptr<Callback> periodic_checkpoint_callback(const Config& config);
 std::unique_ptr<Callback> divergence_stop_callback();
+std::unique_ptr<Callback> data_file_watch_callback();
 std::unique_ptr<Callback> time_limit_callback(const Config& config);
 std::unique_ptr<Callback> ema_weights_callback(const Config& config);
 std::unique_ptr<Callback> tensorboard_extras_callback(const Config& config);
