@@ -7,6 +7,8 @@
 #include <unordered_map>
 
 #include "fit_loop.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 #include "gputrain/train/amp.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "train/step/optimizer_shards.hpp"
@@ -112,6 +114,19 @@ void Trainer::State::FitLoop::write_checkpoint() {
   s_.last_checkpoint = s_.refused_saves_explained([&] { return s_.store->save(s_.parts(), progress, s_.config_yaml); });
   s_.last_saved_step = progress.step;
   note("checkpoint written: " + s_.last_checkpoint);
+}
+
+void Trainer::State::FitLoop::refuse_unread_epoch(std::int64_t start_position, std::int64_t to_read, std::int64_t rows) {
+  const auto epoch = std::to_string(s_.progress.epoch + 1);
+  const auto sums = s_.ranks.sum({static_cast<double>(to_read), static_cast<double>(rows)}, "the samples epoch " + epoch + " read");
+  if (sums[0] == 0 || sums[1] > 0) return;
+  s_.progress.position = start_position;  // none of them was trained on: a resume reads them all
+  write_checkpoint();                     // the steps since the last checkpoint, if any
+  const auto& path = s_.config.data.path;
+  throw Error("epoch " + epoch + " read none of its " + core::counted(static_cast<std::int64_t>(sums[0]), "sample") +
+                  ": each was unreadable (named above), as when the data is moved, deleted or its file system unmounted during a run",
+              "put the data back" + (path.empty() ? std::string() : " at data.path ('" + path + "')") + ", then run the same command: " +
+                  (s_.last_checkpoint.empty() ? std::string("it starts over") : "it resumes from " + s_.last_checkpoint));
 }
 
 void Trainer::State::FitLoop::write_best() {

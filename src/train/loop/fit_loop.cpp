@@ -72,8 +72,9 @@ void Trainer::State::FitLoop::run_epoch() {
   std::int64_t epoch_steps = 0;
   double last_lr = 0;
   const std::int64_t n = order.size(0);
+  const std::int64_t start_position = std::min(progress.position, n), samples_before = totals_.samples;
   // A resumed epoch starts at the saved position, so it sees exactly the samples it had left.
-  s_.placement.train_feed->start(order.slice(0, std::min(progress.position, n)), s_.effective_batch);
+  s_.placement.train_feed->start(order.slice(0, start_position), s_.effective_batch);
   // A rank whose shard is through keeps joining the steps (with no samples) until all are.
   while ((progress.position < n || distributed) && progress.step < s_.total_steps) {
     if (s_.options.before_batch) s_.options.before_batch();
@@ -124,6 +125,7 @@ void Trainer::State::FitLoop::run_epoch() {
     if (stop_) break;
   }
   s_.report_skipped();
+  if (!result_.interrupted && !stop_) refuse_unread_epoch(start_position, n - start_position, totals_.samples - samples_before);
   // Whether the epoch is over must be the same on every rank: validation is collective. A stop
   // agreed on while a rank still had a sample left (shards differ by one) leaves the others
   // through; the epoch then ends after the resume, on every rank at once.

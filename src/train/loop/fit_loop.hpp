@@ -71,6 +71,9 @@ class Trainer::State::FitLoop final : public RunControl {
  private:
   void finish(bool together);
   void run_epoch();
+  // Ends the run when an epoch that had `to_read` samples left trained on none (`rows`): its data
+  // is gone, and it would run empty epochs for ever. A collective.
+  void refuse_unread_epoch(std::int64_t start_position, std::int64_t to_read, std::int64_t rows);
   void tally_step(std::int64_t rows, double data_seconds, const at::Tensor& loss);
   // Writes step-N.pt unless this step's is written already (rank 0; the others keep count).
   void write_checkpoint();

@@ -1,6 +1,7 @@
-// A data file rewritten under a run that reads it where it lies (data_file_watch callback): in
-// place, the run warns once, naming the file; replaced by another file (mv, os.replace), it reads
-// on from the file it opened and says nothing.
+// Data changed under a run. A file the run reads where it lies (data_file_watch callback): rewritten
+// in place, the run warns once, naming the file; replaced by another file (mv, os.replace), it reads
+// on from the file it opened and says nothing. A streamed image folder moved away: the first epoch
+// that reads none of its samples ends the run, which resumes once the folder is back.
 #include <ATen/ATen.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -13,10 +14,12 @@
 #include <sstream>
 #include <string>
 
+#include "gputrain/core/error.hpp"
 #include "gputrain/data/safetensors.hpp"
 #include "gputrain/train/trainer.hpp"
 #include "support/quiet_trainer.hpp"
 #include "support/small_run.hpp"
+#include "support/test_paths.hpp"
 
 using namespace gputrain;
 namespace fs = std::filesystem;
@@ -78,4 +81,32 @@ TEST(DataFileWatch, AFileReplacedByAnotherMidRunIsNoChangeToTheRun) {
     fs::rename(path + ".new", path);
   });
   EXPECT_EQ(console.find("rewritten in place"), std::string::npos) << console;
+}
+
+TEST(DataGoneMidRun, AnEpochThatReadsNoneOfItsSamplesEndsTheRunWhichResumesOnceTheyAreBack) {
+  const auto images = fs::temp_directory_path() / "gputrain-gone-images";
+  fs::remove_all(images);
+  fs::remove_all(images.string() + ".away");
+  fs::copy(std::string(test_support::format_fixtures_dir()) + "/folder/train", images, fs::copy_options::recursive);
+  const auto config = test_support::small_run(
+      "gone", {"data.source=image_folder", "data.path=" + images.string(), "data.image_size=[8, 8]", "data.classes=auto",
+               "data.val_samples=0", "model.name=small_cnn", "train.batch_size=4", "data.cache=none", "train.epochs=3"});
+  auto options = test_support::quiet_trainer();
+  options.after_step = [&](std::int64_t step) {
+    if (step == 2) fs::rename(images, images.string() + ".away");  // epoch 1's last step
+  };
+  try {
+    train::Trainer(config, options).fit();
+    ADD_FAILURE() << "a run whose data went away ran on";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("epoch 2 read none of its 8 samples: each was unreadable"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("put the data back at data.path"), std::string::npos) << e.remedy();
+    EXPECT_NE(e.remedy().find("it resumes from "), std::string::npos) << e.remedy();
+  }
+  fs::rename(images.string() + ".away", images);
+  train::Trainer again(config, test_support::quiet_trainer());
+  const auto resumed = again.fit();
+  EXPECT_EQ(resumed.start_step, 2);
+  EXPECT_EQ(resumed.steps, 6);
+  fs::remove_all(images);
 }
