@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "gputrain/core/units.hpp"
 #include "train/models/layers/weight_casts.hpp"
 #include "trainer_state.hpp"
 
@@ -169,6 +170,13 @@ EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, dou
   model->set_training(true);
   fill_figures(m, ranks.sum(figures, "the sum of the validation figures after epoch " + std::to_string(epoch + 1)), classification, classes,
                model_outputs(config));
+  if (val_size > 0 && m.val_samples == 0) {  // moved, deleted or unmounted during the run
+    report_skipped();
+    reporter.note("warning: validation after epoch " + std::to_string(epoch + 1) + " read none of its " +
+                  core::counted(val_size, "sample") +
+                  ": each was unreadable (named above), so the epoch has no validation figures; put the data back for the next "
+                  "epochs to have them");
+  }
   return m;
 }
 

@@ -87,13 +87,19 @@ TEST(DataGoneMidRun, AnEpochThatReadsNoneOfItsSamplesEndsTheRunWhichResumesOnceT
   const auto images = fs::temp_directory_path() / "gputrain-gone-images";
   fs::remove_all(images);
   fs::remove_all(images.string() + ".away");
-  fs::copy(std::string(test_support::format_fixtures_dir()) + "/folder/train", images, fs::copy_options::recursive);
-  const auto config = test_support::small_run(
-      "gone", {"data.source=image_folder", "data.path=" + images.string(), "data.image_size=[8, 8]", "data.classes=auto",
-               "data.val_samples=0", "model.name=small_cnn", "train.batch_size=4", "data.cache=none", "train.epochs=3"});
+  fs::create_directories(images);
+  for (const std::string part : {"train", "val"})
+    fs::copy(std::string(test_support::format_fixtures_dir()) + "/folder/" + part, images / part, fs::copy_options::recursive);
+  auto config =
+      test_support::small_run("gone", {"data.source=image_folder", "data.path=" + (images / "train").string(),
+                                       "data.val_path=" + (images / "val").string(), "data.image_size=[8, 8]", "data.classes=auto",
+                                       "model.name=small_cnn", "train.batch_size=4", "data.cache=none", "train.epochs=3"});
+  config.logging.progress = "lines";
+  std::ostringstream console;
   auto options = test_support::quiet_trainer();
+  options.console = &console;
   options.after_step = [&](std::int64_t step) {
-    if (step == 2) fs::rename(images, images.string() + ".away");  // epoch 1's last step
+    if (step == 2) fs::rename(images, images.string() + ".away");  // epoch 1's last step, before its validation
   };
   try {
     train::Trainer(config, options).fit();
@@ -103,10 +109,14 @@ TEST(DataGoneMidRun, AnEpochThatReadsNoneOfItsSamplesEndsTheRunWhichResumesOnceT
     EXPECT_NE(e.remedy().find("put the data back at data.path"), std::string::npos) << e.remedy();
     EXPECT_NE(e.remedy().find("it resumes from "), std::string::npos) << e.remedy();
   }
+  EXPECT_NE(console.str().find("warning: validation after epoch 1 read none of its 2 samples: each was unreadable"), std::string::npos)
+      << console.str();
   fs::rename(images.string() + ".away", images);
   train::Trainer again(config, test_support::quiet_trainer());
   const auto resumed = again.fit();
   EXPECT_EQ(resumed.start_step, 2);
   EXPECT_EQ(resumed.steps, 6);
+  ASSERT_TRUE(resumed.last_epoch.has_value());
+  EXPECT_EQ(resumed.last_epoch->val_samples, 2);
   fs::remove_all(images);
 }
