@@ -37,6 +37,9 @@ Usage: scripts/config_sweep.py [--mode MODE] [--seed N] [--runs N]
   torchscript  a random module scripted in Python (scripts/sweep_torchscript.py: a tuple or dict
            back, a shape off by a dimension, class ids, a detached output, a host sync, float64
            weights, a second argument, ...) trained with random settings, on one or two ranks
+  changes  a run of array files or an image folder that another program changes mid-run (cut
+           short, rewritten in place, saved again, replaced, deleted, moved away and back), then
+           the same command again (scripts/sweep_changes.py; needs numpy)
   sets     a small valid run with one to three --set overrides of documented keys (or whole
            sections) to values of every YAML kind and the numbers that break parsers
   flags    a random command line of verify, quick-train, profile or train: the options each
@@ -152,6 +155,27 @@ class Sweep:
                                             "output_end": output[-3000:]}) + "\n")
             self.findings.flush()
 
+    def run_while(self, label, command, config, change, after):
+        """Runs `command` and calls `change()`, another program's doing to its data, `after`
+        seconds in: the run must end as any run should."""
+        started = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=self.folder)
+        time.sleep(after)
+        did = change()
+        try:
+            output, _ = started.communicate(timeout=120)
+            code = started.returncode
+        except subprocess.TimeoutExpired:
+            started.kill()
+            output, code = started.communicate()[0], None
+        wrong = verdict(code, output)
+        first_error = next((line for line in output.splitlines() if line.startswith("error")), "")
+        print("%-10s exit %-4s %-15s %s after %.1f s: %s" % (label, code, wrong or "", did, after, first_error[:90]), flush=True)
+        if wrong:
+            self.found += 1
+            self.findings.write(json.dumps({"finding": wrong, "exit": code, "command": command, "config": config, "change": did,
+                                            "after_seconds": after, "output_end": output[-3000:]}) + "\n")
+            self.findings.flush()
+
     def config_file(self, name, config):
         path = os.path.join(self.folder, name + ".yaml")
         with open(path, "w") as f:
@@ -227,6 +251,11 @@ def sweep_files(p, sweep, i, gputrain):
         sets = ["data.path=" + data["path"], "train.max_steps=2", "device.name=cpu", "logging.dir=" + config["logging"]["dir"] + "-bare"]
         sets += ["data.labels=" + data["labels"]] if labels else []
         sweep.run("%d bare" % i, [gputrain, "train"] + [arg for s in sets for arg in ("--set", s)], config)
+
+
+def sweep_data_changes(p, sweep, i, gputrain):
+    import sweep_changes  # numpy, which the other modes do without
+    sweep_changes.sweep_changes(p, sweep, i, gputrain)
 
 
 def sweep_finetune(p, sweep, i, gputrain):
@@ -351,7 +380,7 @@ def sweep_command_lines(p, sweep, i, gputrain, options):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=("train", "ranks", "profile", "csv", "signals", "files", "finetune", "postgres", "sets", "resume", "torchscript",
-                                           "flags"), default="train")
+                                           "flags", "changes"), default="train")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--runs", type=int, default=100)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -366,7 +395,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gputrain-sweep-") as folder:
         sweep = Sweep(args, folder)
         modes = {"csv": sweep_csv, "signals": sweep_signals, "files": sweep_files, "finetune": sweep_finetune, "resume": sweep_resume,
-                 "torchscript": sweep_scripted}
+                 "torchscript": sweep_scripted, "changes": sweep_data_changes}
         server, keys = None, documented_keys()
         if args.mode == "flags":
             import sweep_flags as flags

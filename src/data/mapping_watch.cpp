@@ -112,15 +112,19 @@ void unwatch_mapping(int registration) {
   mapping.begin.store(kUnwatched, std::memory_order_release);
 }
 
-std::vector<std::string> changed_in_place() {
-  std::vector<std::string> changed;
+std::vector<ChangedFile> changed_in_place() {
+  std::vector<ChangedFile> changed;
   const std::lock_guard<std::mutex> lock(watch_lock);
   for (const auto& mapping : watched_mappings) {
     if (mapping.begin.load(std::memory_order_relaxed) <= kChanging) continue;
     struct stat now {};
     if (::stat(mapping.path.c_str(), &now) != 0 || now.st_dev != mapping.device || now.st_ino != mapping.inode) continue;
+    const auto size = static_cast<std::size_t>(now.st_size);
     const bool same_time = now.st_mtim.tv_sec == mapping.modified.tv_sec && now.st_mtim.tv_nsec == mapping.modified.tv_nsec;
-    if (!same_time || static_cast<std::size_t>(now.st_size) != mapping.size) changed.push_back(mapping.path);
+    if (size < mapping.size)  // within its last page, which reads as zeros past the end rather than faulting
+      changed.push_back({mapping.path, "cut short to " + std::to_string(size) + " of its " + std::to_string(mapping.size) + " bytes"});
+    else if (!same_time || size != mapping.size)
+      changed.push_back({mapping.path, "rewritten in place"});
   }
   return changed;
 }

@@ -23,9 +23,16 @@ int watch_mapping(const void* begin, std::size_t size, const std::string& path, 
 /// Forgets a registration, before its bytes are unmapped; -1 is ignored.
 void unwatch_mapping(int registration);
 
+/// A watched file changed in place: its path, and how ("cut short to 96 of its 4096 bytes",
+/// "rewritten in place").
+struct ChangedFile {
+  std::string path;
+  std::string how;
+};
+
 /// The watched files whose path still names the file that was mapped and whose size or
-/// modification time has changed since: rewritten in place. A file replaced by another (mv,
-/// os.replace) is not: its mapping keeps the old contents whole.
-std::vector<std::string> changed_in_place();
+/// modification time has changed since. A file replaced by another (mv, os.replace) is not: its
+/// mapping keeps the old contents whole.
+std::vector<ChangedFile> changed_in_place();
 
 }  // namespace gputrain::data

@@ -75,6 +75,13 @@ TEST(DataFileWatch, AFileRewrittenInPlaceMidRunIsNamedOnce) {
   EXPECT_NE(console.find("move it over the old one"), std::string::npos) << console;
 }
 
+// Cut within its last page, a mapped file reads as zeros past its new end: no fault, a warning.
+TEST(DataFileWatch, AFileCutShortWithinItsLastPageIsNamedWithItsNewSize) {
+  const auto console = run_changing_data("cut", [](const std::string& path) { fs::resize_file(path, fs::file_size(path) - 64); });
+  EXPECT_NE(console.find("gputrain-watch-cut.safetensors' was cut short to "), std::string::npos) << console;
+  EXPECT_NE(console.find("(zeros past its new end)"), std::string::npos) << console;
+}
+
 TEST(DataFileWatch, AFileReplacedByAnotherMidRunIsNoChangeToTheRun) {
   const auto console = run_changing_data("replaced", [](const std::string& path) {
     write_data(path + ".new");

@@ -19,12 +19,13 @@ class DataFileWatch final : public Callback {
 
  private:
   void check(RunControl& run) {
-    for (const auto& path : data::changed_in_place()) {
+    for (const auto& [path, how] : data::changed_in_place()) {
       if (!warned_.insert(path).second) continue;
-      run.warn("data file '" + path + "' was rewritten in place while this run read it (found at step " +
-               std::to_string(run.progress().step) +
-               "): gputrain reads data files where they lie, so the steps since then read a mix of its old and new contents; "
-               "to change data under a run, write a new file and move it over the old one (mv, os.replace): a run keeps reading "
+      const bool cut = how.rfind("cut", 0) == 0;
+      run.warn("data file '" + path + "' was " + how + " while this run read it (found at step " + std::to_string(run.progress().step) +
+               "): gputrain reads data files where they lie, so the steps since then read a mix of its old and new contents" +
+               (cut ? " (zeros past its new end)" : "") +
+               "; to change data under a run, write a new file and move it over the old one (mv, os.replace): a run keeps reading "
                "the file it opened");
     }
   }
