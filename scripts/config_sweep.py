@@ -79,6 +79,10 @@ def verdict(code, output, interrupted=False):
     return None
 
 
+def first_error(output):
+    return next((line for line in output.splitlines() if line.startswith("error")), "")
+
+
 def strict_json(text):
     """json.loads that refuses NaN and Infinity, which Python writes and JSON parsers elsewhere refuse."""
     def refuse(token):
@@ -122,59 +126,51 @@ class Sweep:
         except subprocess.TimeoutExpired as e:
             code, output = None, str(e.stdout or "") + str(e.stderr or "")
         wrong = verdict(code, output) or (written_wrong(command, config, done.stdout) if code is not None else None)
-        first_error = next((line for line in output.splitlines() if line.startswith("error")), "")
-        print("%-10s exit %-4s %-15s %s" % (label, code, (wrong or "")[:15], first_error[:120]), flush=True)
+        print("%-10s exit %-4s %-15s %s" % (label, code, (wrong or "")[:15], first_error(output)[:120]), flush=True)
         if self.args.show and re.search(self.args.show, output):
             print("  command: %s\n  config: %s\n%s" % (" ".join(command), json.dumps(config), output), flush=True)
-        if wrong:
-            self.found += 1
-            self.findings.write(json.dumps({"finding": wrong, "exit": code, "command": command, "config": config,
-                                            "output_end": output[-3000:]}) + "\n")
-            self.findings.flush()
+        self.record(wrong, code, command, config, output)
+
+    def record(self, wrong, code, command, config, output, **more):
+        """Keeps a run that ended wrong in the findings file."""
+        if not wrong: return
+        self.found += 1
+        self.findings.write(json.dumps({"finding": wrong, "exit": code, "command": command, "config": config, **more,
+                                        "output_end": output[-3000:]}) + "\n")
+        self.findings.flush()
+
+    def meanwhile(self, command, after, act):
+        """Starts `command`, calls `act(process)` `after` seconds in, and waits for its end: its
+        exit code (None after a hang) and output."""
+        started = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=self.folder)
+        time.sleep(after)
+        act(started)
+        try:
+            output, _ = started.communicate(timeout=120)
+            return started.returncode, output
+        except subprocess.TimeoutExpired:
+            started.kill()
+            return None, started.communicate()[0]
 
     def interrupt(self, label, command, config, signal_number, after):
         """Runs `command` and sends it `signal_number` `after` seconds in: it must end 130 (or as a
         run ends that finished or failed first), with no bug's words."""
-        started = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=self.folder)
-        time.sleep(after)
-        if started.poll() is None: started.send_signal(signal_number)
-        try:
-            output, _ = started.communicate(timeout=120)
-            code = started.returncode
-        except subprocess.TimeoutExpired:
-            started.kill()
-            output, code = started.communicate()[0], None
+        code, output = self.meanwhile(command, after, lambda started: started.poll() is None and started.send_signal(signal_number))
         # Before its set-up has started (the config read, its errors said) a command dies of the
         # signal as any other does; once it has, it ends 130 with its checkpoint.
         wrong = None if code == -signal_number and "\ntraining " not in "\n" + output else verdict(code, output, interrupted=True)
-        print("%-10s exit %-4s %-15s %s after %.1f s" % (label, code, wrong or "", signal.Signals(signal_number).name, after), flush=True)
-        if wrong:
-            self.found += 1
-            self.findings.write(json.dumps({"finding": wrong, "exit": code, "command": command, "config": config,
-                                            "signal": signal.Signals(signal_number).name, "after_seconds": after,
-                                            "output_end": output[-3000:]}) + "\n")
-            self.findings.flush()
+        name = signal.Signals(signal_number).name
+        print("%-10s exit %-4s %-15s %s after %.1f s" % (label, code, wrong or "", name, after), flush=True)
+        self.record(wrong, code, command, config, output, signal=name, after_seconds=after)
 
     def run_while(self, label, command, config, change, after):
         """Runs `command` and calls `change()`, another program's doing to its data, `after`
         seconds in: the run must end as any run should."""
-        started = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=self.folder)
-        time.sleep(after)
-        did = change()
-        try:
-            output, _ = started.communicate(timeout=120)
-            code = started.returncode
-        except subprocess.TimeoutExpired:
-            started.kill()
-            output, code = started.communicate()[0], None
+        did = []
+        code, output = self.meanwhile(command, after, lambda started: did.append(change()))
         wrong = verdict(code, output)
-        first_error = next((line for line in output.splitlines() if line.startswith("error")), "")
-        print("%-10s exit %-4s %-15s %s after %.1f s: %s" % (label, code, wrong or "", did, after, first_error[:90]), flush=True)
-        if wrong:
-            self.found += 1
-            self.findings.write(json.dumps({"finding": wrong, "exit": code, "command": command, "config": config, "change": did,
-                                            "after_seconds": after, "output_end": output[-3000:]}) + "\n")
-            self.findings.flush()
+        print("%-10s exit %-4s %-15s %s after %.1f s: %s" % (label, code, wrong or "", did[0], after, first_error(output)[:90]), flush=True)
+        self.record(wrong, code, command, config, output, change=did[0], after_seconds=after)
 
     def config_file(self, name, config):
         path = os.path.join(self.folder, name + ".yaml")
