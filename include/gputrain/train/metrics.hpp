@@ -70,7 +70,9 @@ struct StepMetrics {
 /// End-of-epoch figures; the validation ones are absent without validation data.
 struct EpochMetrics {
   std::int64_t epoch = 0, step = 0;
-  double train_loss = 0;
+  /// The mean loss of the epoch's steps this run took (after a resume mid-epoch, those since the
+  /// resume); absent when all of them ran before a resume, whose losses no checkpoint keeps.
+  std::optional<double> train_loss;
   std::optional<double> val_loss, val_accuracy, val_mse, val_mae;
   /// Classification: each class's share of its validation samples predicted right, averaged over
   /// the classes that have any (scikit-learn's balanced_accuracy_score); equals val_accuracy when

@@ -175,7 +175,7 @@ EvaluationResult Trainer::State::evaluate(const std::string& weights) {
   }
   const auto start = Clock::now();
   try {
-    result.metrics = validate(progress.epoch, 0.0, 0.0);
+    result.metrics = validate(progress.epoch, std::nullopt, 0.0);
   } catch (const std::exception& e) {  // a TorchScript module's failed operation: its message and code line
     const auto error = interpreter_failure(e.what(), "the evaluation", config.model.torchscript, false);
     if (!error) throw;

@@ -41,7 +41,7 @@ EpochMetrics Trainer::State::FitLoop::validate_with(const NamedTensors& weights)
   };
   swap_all();
   try {
-    auto metrics = s_.validate(s_.progress.epoch, 0, 0);
+    auto metrics = s_.validate(s_.progress.epoch, std::nullopt, 0);
     swap_all();
     return metrics;
   } catch (...) {

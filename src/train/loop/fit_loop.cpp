@@ -138,7 +138,7 @@ void Trainer::State::FitLoop::run_epoch() {
   // A loss that turned nan/inf since the last step line gets its line now (the same on every rank):
   // the callbacks stop a diverged run there, before it validates and reports broken weights.
   if (!std::isfinite(epoch_loss_sum) && window_.steps > 0) report_steps(last_lr);
-  end_epoch(epoch_steps > 0 ? epoch_loss_sum / static_cast<double>(epoch_steps) : 0.0, seconds_since(epoch_start));
+  end_epoch(epoch_steps > 0 ? std::optional(epoch_loss_sum / static_cast<double>(epoch_steps)) : std::nullopt, seconds_since(epoch_start));
 }
 
 // The step just taken, in the step line's window and the run's totals.
@@ -250,7 +250,7 @@ void Trainer::State::FitLoop::report_steps(double lr) {
 }
 
 // Validation, then the callbacks (best.pt, early stopping, the plateau schedule, checkpoints).
-void Trainer::State::FitLoop::end_epoch(double train_loss, double epoch_seconds) {
+void Trainer::State::FitLoop::end_epoch(std::optional<double> train_loss, double epoch_seconds) {
   auto& progress = s_.progress;
   EpochMetrics metrics;
   paused([&] {

@@ -87,7 +87,7 @@ class Trainer::State::FitLoop final : public RunControl {
   bool stops_before_step(bool fed, StepRows& rows);
   void report_steps(double lr);
   bool logs_step(std::int64_t step, bool first) const;
-  void end_epoch(double train_loss, double epoch_seconds);
+  void end_epoch(std::optional<double> train_loss, double epoch_seconds);
   std::optional<LossWindow> window_loss(double mean_loss) const;
   template <typename Hook>
   void each_callback(const Hook& hook) {

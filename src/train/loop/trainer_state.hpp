@@ -10,6 +10,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -131,7 +132,7 @@ struct Trainer::State : RunContext {
   void count_steps_from_the_position();
   void note_config_changes(const std::string& path, const std::string& saved_yaml);
   void write_config_file();  // after a resume was accepted: a refused one leaves the run's file as it was
-  EpochMetrics validate(std::int64_t epoch, double train_loss, double seconds);
+  EpochMetrics validate(std::int64_t epoch, std::optional<double> train_loss, double seconds);
   EvaluationResult evaluate(const std::string& weights);
   // `together`: the ranks sum their samples (a collective); a failed run's figures are this rank's.
   void fill_run_figures(FitResult& result, const RunTotals& totals, bool together = true);

@@ -117,7 +117,7 @@ void fill_figures(EpochMetrics& m, const std::vector<double>& sums, bool classif
 
 }  // namespace
 
-EpochMetrics Trainer::State::validate(std::int64_t epoch, double train_loss, double seconds) {
+EpochMetrics Trainer::State::validate(std::int64_t epoch, std::optional<double> train_loss, double seconds) {
   RECORD_USER_SCOPE("gputrain::validation");
   EpochMetrics m;
   m.epoch = epoch;

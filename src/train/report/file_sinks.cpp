@@ -145,8 +145,9 @@ class JsonlSink final : public MetricSink {
     write(line, r.step);
   }
   void on_epoch(const EpochMetrics& m) override {
-    nlohmann::json line = {
-        {"kind", "epoch"}, {"epoch", m.epoch + 1}, {"step", m.step}, {"train_loss", m.train_loss}, {"seconds", m.seconds}};
+    nlohmann::json line = {{"kind", "epoch"}, {"epoch", m.epoch + 1}, {"step", m.step}};
+    if (m.train_loss) line["train_loss"] = *m.train_loss;
+    line["seconds"] = m.seconds;
     if (m.val_loss) line["val_loss"] = *m.val_loss;
     if (m.val_accuracy) line["val_accuracy"] = *m.val_accuracy;
     if (m.val_balanced_accuracy) line["val_balanced_accuracy"] = *m.val_balanced_accuracy;

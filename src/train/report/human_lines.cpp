@@ -116,7 +116,7 @@ std::string step_line(const StepMetrics& m, std::int64_t total_steps) {
 
 std::string epoch_line(const EpochMetrics& m, std::int64_t epochs, bool show_balanced_accuracy) {
   std::string line = "epoch " + std::to_string(m.epoch + 1) + "/" + std::to_string(epochs) + " done in " + format_duration(m.seconds) +
-                     ": train loss " + core::format_fixed(m.train_loss, 4);
+                     ": " + (m.train_loss ? "train loss " + core::format_fixed(*m.train_loss, 4) : "its steps ran before the resume");
   if (m.val_loss) line += ", val loss " + metric_text("val_loss", *m.val_loss);
   if (m.val_accuracy) line += ", val accuracy " + metric_text("val_accuracy", *m.val_accuracy);
   if (m.val_balanced_accuracy && show_balanced_accuracy)

@@ -16,7 +16,8 @@ Scalars scalars_of(const StepMetrics& m) {
 }
 
 Scalars scalars_of(const EpochMetrics& m) {
-  Scalars out{{"epoch/train_loss", m.train_loss}};
+  Scalars out;
+  if (m.train_loss) out.emplace_back("epoch/train_loss", *m.train_loss);
   for (const auto& [name, value] : {std::pair{"val/loss", m.val_loss},
                                     {"val/accuracy", m.val_accuracy},
                                     {"val/balanced_accuracy", m.val_balanced_accuracy},

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/stop_signal.hpp"
@@ -642,6 +643,27 @@ TEST(Trainer, StoppedAndResumedRunMatchesAnUninterruptedOneExactly) {
   EXPECT_EQ(resumed.start_step, 4);
   EXPECT_EQ(resumed.steps, 12);
   expect_bit_identical(final_state(second), expected);
+}
+
+// A run that died after its checkpoint of an epoch's last step, before the epoch's end (killed,
+// a node lost; checkpoint.every_steps): the resume ends that epoch at once, and its steps' losses,
+// which no checkpoint keeps, are not shown as a training loss of 0.
+TEST(Trainer, AnEpochWhoseStepsAllRanBeforeTheResumeShowsNoTrainingLoss) {
+  auto config = small_run("resumed-at-epoch-end", {"checkpoint.every_steps=6", "logging.progress=lines"});
+  auto dying = test_support::quiet_trainer();
+  dying.after_step = [](std::int64_t step) {
+    if (step == 6) throw std::runtime_error("killed");  // after the first epoch's last step and its checkpoint
+  };
+  EXPECT_THROW(Trainer(config, dying).fit(), std::runtime_error);
+  std::ostringstream console;
+  auto options = test_support::quiet_trainer();
+  options.console = &console;
+  EXPECT_EQ(Trainer(config, options).fit().start_step, 6);
+  EXPECT_NE(console.str().find("epoch 1/2 done in 0:00: its steps ran before the resume, val loss "), std::string::npos) << console.str();
+  const auto epochs = test_support::jsonl_records(fs::path(config.logging.dir) / "metrics.jsonl", "epoch");
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_FALSE(epochs[0].contains("train_loss")) << epochs[0];
+  EXPECT_TRUE(epochs[1]["train_loss"].is_number()) << epochs[1];
 }
 
 // Two trainers set up side by side, then fit one after the other (as a sweep or a test does): the
