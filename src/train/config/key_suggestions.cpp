@@ -64,13 +64,14 @@ constexpr ForeignName kForeignNames[] = {
     {"max_iters", "nanoGPT", "train.max_steps"},
     {"warmup_iters", "nanoGPT", "scheduler.warmup_steps"},
     {"out_dir", "nanoGPT", "logging.dir"},
+    {"validation_split", "Keras", "data.val_fraction"},
 };
 
 // Plain words for a setting that are no key's leaf, or the leaf of another key than the one meant:
 // `--steps 100` and `train.steps` mean how long to train, not train.profile.steps.
 constexpr std::pair<const char*, const char*> kPlainWords[] = {
-    {"steps", "train.max_steps"}, {"iterations", "train.max_steps"}, {"iters", "train.max_steps"},
-    {"bs", "train.batch_size"},   {"batch", "train.batch_size"},
+    {"steps", "train.max_steps"},  {"iterations", "train.max_steps"},  {"iters", "train.max_steps"},       {"bs", "train.batch_size"},
+    {"batch", "train.batch_size"}, {"val_split", "data.val_fraction"}, {"val_ratio", "data.val_fraction"},
 };
 
 std::optional<std::string> plain_word(const std::string& word) {
@@ -127,7 +128,9 @@ std::string did_you_mean(const std::string& key) {
       return "; " + leaf + " is a section of its own: did you mean '" + leaf + ".name'?";
     return "; " + leaf + " is a section of its own, at the top level";
   }
-  if (const auto plain = plain_word(leaf); plain && (section.empty() || section == "train")) return "; did you mean '" + *plain + "'?";
+  // A plain word means its key at the top, in train and in its key's own section (data.val_split).
+  if (const auto plain = plain_word(leaf); plain && (section.empty() || section == "train" || plain->rfind(section + ".", 0) == 0))
+    return "; did you mean '" + *plain + "'?";
   if (const auto same_leaf = keys_with_leaf(keys, leaf); !same_leaf.empty()) return "; did you mean '" + same_leaf.front() + "'?";
   std::vector<std::string> siblings;
   for (const auto& known : keys)

@@ -77,4 +77,7 @@ TEST(KeySuggestions, PlainWordsForHowLongAndHowLargeAreTheKeysMeant) {
   EXPECT_NE(unknown_key_message("train.iterations=5").find("did you mean 'train.max_steps'?"), std::string::npos);
   // In another section the word keeps that section's meaning.
   EXPECT_NE(unknown_key_message("profile.steps=5").find("did you mean 'train.profile.steps'?"), std::string::npos);
+  // In its key's own section too: a validation share by the names scripts give it.
+  EXPECT_NE(unknown_key_message("data.val_split=0.1").find("did you mean 'data.val_fraction'?"), std::string::npos);
+  EXPECT_NE(unknown_key_message("data.validation_split=0.1").find("Keras's validation_split is data.val_fraction here"), std::string::npos);
 }
