@@ -2,6 +2,7 @@
 #include "key_suggestions.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <vector>
 
@@ -65,14 +66,30 @@ constexpr ForeignName kForeignNames[] = {
     {"warmup_iters", "nanoGPT", "scheduler.warmup_steps"},
     {"out_dir", "nanoGPT", "logging.dir"},
     {"validation_split", "Keras", "data.val_fraction"},
+    {"num_classes", "timm", "data.classes"},
+    {"drop_rate", "timm", "model.dropout"},
+    {"log_interval", "timm", "logging.every_steps"},
+    {"gpus", "Lightning", "distributed.nproc_per_node"},
+    {"devices", "Lightning", "distributed.nproc_per_node"},
 };
 
 // Plain words for a setting that are no key's leaf, or the leaf of another key than the one meant:
 // `--steps 100` and `train.steps` mean how long to train, not train.profile.steps.
 constexpr std::pair<const char*, const char*> kPlainWords[] = {
-    {"steps", "train.max_steps"},  {"iterations", "train.max_steps"},  {"iters", "train.max_steps"},       {"bs", "train.batch_size"},
-    {"batch", "train.batch_size"}, {"val_split", "data.val_fraction"}, {"val_ratio", "data.val_fraction"},
+    {"steps", "train.max_steps"},         {"iterations", "train.max_steps"},
+    {"iters", "train.max_steps"},         {"bs", "train.batch_size"},
+    {"batch", "train.batch_size"},        {"val_split", "data.val_fraction"},
+    {"val_ratio", "data.val_fraction"},   {"num_epochs", "train.epochs"},
+    {"log_every", "logging.every_steps"}, {"save_every", "checkpoint.every_steps"},
+    {"log_dir", "logging.dir"},           {"train_path", "data.path"},
+    {"train_dir", "data.path"},           {"val_dir", "data.val_path"},
+    {"valid_path", "data.val_path"},      {"dropout_rate", "model.dropout"},
+    {"pretrained", "model.init_weights"}, {"normalize", "data.standardize"},
+    {"accumulate", "train.grad_accum"},   {"gradient_clip", "train.clip_grad_norm"},
 };
+
+// Words for what a section's `name` says: scheduler.type, model.arch.
+constexpr const char* kNameWords[] = {"type", "kind", "arch", "architecture", "backbone"};
 
 std::optional<std::string> plain_word(const std::string& word) {
   for (const auto& [plain, key] : kPlainWords)
@@ -131,6 +148,10 @@ std::string did_you_mean(const std::string& key) {
   // A plain word means its key at the top, in train and in its key's own section (data.val_split).
   if (const auto plain = plain_word(leaf); plain && (section.empty() || section == "train" || plain->rfind(section + ".", 0) == 0))
     return "; did you mean '" + *plain + "'?";
+  if (std::find(std::begin(kNameWords), std::end(kNameWords), leaf) != std::end(kNameWords) &&
+      std::find(keys.begin(), keys.end(), section + ".name") != keys.end())
+    return "; did you mean '" + section + ".name'?";
+  if (key == "checkpoint.path") return "; did you mean 'checkpoint.dir' (where checkpoints go) or 'checkpoint.resume' (one to go on from)?";
   if (const auto same_leaf = keys_with_leaf(keys, leaf); !same_leaf.empty()) return "; did you mean '" + same_leaf.front() + "'?";
   std::vector<std::string> siblings;
   for (const auto& known : keys)
