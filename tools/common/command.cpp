@@ -52,7 +52,7 @@ const std::vector<std::pair<std::string, std::string>>& other_tools_names() {
       {"--steps", "--iterations"},     {"--iters", "--iterations"}, {"--max-steps", "--iterations"},    {"--bs", "--batch-size"},
       {"--batch", "--batch-size"},     {"--gpu", "--device"},       {"--amp", "--precision"},           {"--dtype", "--precision"},
       {"--junitxml", "--junit"},       {"--xml", "--junit"},        {"--verbose", "--log-level debug"}, {"--debug", "--log-level debug"},
-      {"--quiet", "--log-level warn"}, {"--cpu", "--allow-cpu"},    {"--full", "--level full"}};
+      {"--quiet", "--log-level warn"}, {"--cpu", "--allow-cpu"},    {"--full", "--level full"},         {"--dry-run", "--print-config"}};
   return names;
 }
 
@@ -105,8 +105,19 @@ std::string usage_remedy(const CLI::App& app, const std::string& message, int ar
     return "give one of " + message.substr(0, at) + " and " + message.substr(at + excludes.size()) + ", not both (`" + command +
            " --help` says what each does)";
   std::vector<std::string> options;
-  for (const auto* option : app.get_options())
+  bool takes_config = false;  // train and profile read CONFIG.yaml as their first argument
+  for (const auto* option : app.get_options()) {
     for (const auto& name : option->get_lnames()) options.push_back("--" + name);
+    takes_config = takes_config || (option->get_positional() && option->get_name() == "config");
+  }
+  for (const auto& argument : app.remaining()) {
+    const auto flag = argument.substr(0, argument.find('='));
+    if (!takes_config || (flag != "--config" && flag != "-c" && flag != "--config-file" && flag != "--cfg")) continue;
+    std::string given = argument.size() > flag.size() ? argument.substr(flag.size() + 1) : "CONFIG.yaml";
+    for (int i = 1; i + 1 < argc; ++i)  // value_given passes over a .yaml word, which is the one meant here
+      if (argv[i] == flag && argv[i + 1][0] != '-') given = argv[i + 1];
+    return "the config is the first argument, with no flag before it: " + command + " " + given;
+  }
   for (const auto& argument : app.remaining()) {
     if (argument.rfind("--", 0) != 0 || !setting_hint) continue;
     const auto flag = argument.substr(0, argument.find('='));

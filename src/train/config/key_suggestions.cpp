@@ -70,22 +70,34 @@ constexpr ForeignName kForeignNames[] = {
     {"drop_rate", "timm", "model.dropout"},
     {"log_interval", "timm", "logging.every_steps"},
     {"gpus", "Lightning", "distributed.nproc_per_node"},
+    {"cpu", "Accelerate", "device.name: cpu"},
     {"devices", "Lightning", "distributed.nproc_per_node"},
 };
 
 // Plain words for a setting that are no key's leaf, or the leaf of another key than the one meant:
 // `--steps 100` and `train.steps` mean how long to train, not train.profile.steps.
 constexpr std::pair<const char*, const char*> kPlainWords[] = {
-    {"steps", "train.max_steps"},         {"iterations", "train.max_steps"},
-    {"iters", "train.max_steps"},         {"bs", "train.batch_size"},
-    {"batch", "train.batch_size"},        {"val_split", "data.val_fraction"},
-    {"val_ratio", "data.val_fraction"},   {"num_epochs", "train.epochs"},
-    {"log_every", "logging.every_steps"}, {"save_every", "checkpoint.every_steps"},
-    {"log_dir", "logging.dir"},           {"train_path", "data.path"},
-    {"train_dir", "data.path"},           {"val_dir", "data.val_path"},
-    {"valid_path", "data.val_path"},      {"dropout_rate", "model.dropout"},
-    {"pretrained", "model.init_weights"}, {"normalize", "data.standardize"},
-    {"accumulate", "train.grad_accum"},   {"gradient_clip", "train.clip_grad_norm"},
+    {"steps", "train.max_steps"},
+    {"iterations", "train.max_steps"},
+    {"iters", "train.max_steps"},
+    {"bs", "train.batch_size"},
+    {"batch", "train.batch_size"},
+    {"val_split", "data.val_fraction"},
+    {"val_ratio", "data.val_fraction"},
+    {"num_epochs", "train.epochs"},
+    {"log_every", "logging.every_steps"},
+    {"save_every", "checkpoint.every_steps"},
+    {"log_dir", "logging.dir"},
+    {"train_path", "data.path"},
+    {"train_dir", "data.path"},
+    {"val_dir", "data.val_path"},
+    {"valid_path", "data.val_path"},
+    {"dropout_rate", "model.dropout"},
+    {"pretrained", "model.init_weights"},
+    {"normalize", "data.standardize"},
+    {"accumulate", "train.grad_accum"},
+    {"gradient_clip", "train.clip_grad_norm"},
+    {"device", "device.name"},
 };
 
 // Words for what a section's `name` says: scheduler.type, model.arch.
@@ -205,6 +217,9 @@ std::string flag_as_setting(const std::string& flag, const std::string& value) {
     return "a setting is given with --set: --set " + key + "=" + given + " (docs/configuration.md)";
   };
   const auto keys = config_keys();
+  if (name == "resume" && value.empty())  // a switch in other tools; here the default
+    return "a run resumes by itself (checkpoint.resume: auto): run the same command again; from a file of your choice: --set "
+           "checkpoint.resume=PATH (docs/configuration.md)";
   if (std::find(keys.begin(), keys.end(), name) != keys.end()) return set_key(name);
   for (const auto& foreign : kForeignNames) {
     if (name != foreign.name) continue;
