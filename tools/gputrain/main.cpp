@@ -29,6 +29,20 @@ const std::map<std::string, std::string> kDescriptions = {
     {"train", "train from a YAML config"},
 };
 
+// Other tools' commands, and what does their work here: Lightning's CLI has fit/validate/test/predict.
+const std::map<std::string, std::string> kOtherToolsCommands = {
+    {"version", "gputrain --version"},
+    {"fit", "gputrain train CONFIG.yaml (Lightning's fit)"},
+    {"run", "gputrain train CONFIG.yaml"},
+    {"eval", "gputrain train CONFIG.yaml --evaluate WEIGHTS (the run's model.safetensors or a checkpoint)"},
+    {"evaluate", "gputrain train CONFIG.yaml --evaluate WEIGHTS (the run's model.safetensors or a checkpoint)"},
+    {"validate", "gputrain train CONFIG.yaml --evaluate WEIGHTS (the run's model.safetensors or a checkpoint)"},
+    {"test", "gputrain train CONFIG.yaml --evaluate WEIGHTS --set data.val_path=TEST_DATA"},
+    {"predict", "docs/examples/predict.py, which runs a run's model.safetensors in Python"},
+    {"check", "gputrain verify"},
+    {"benchmark", "gputrain profile --step CONFIG.yaml"},
+};
+
 fs::path own_directory() {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
@@ -78,6 +92,10 @@ int main(int argc, char** argv) {
   if (command.empty() || command[0] == '-' || access(program.c_str(), X_OK) != 0) {
     const auto known = installed_commands(dir);
     std::cerr << "error: unknown command '" << command << "'";
+    if (const auto other = kOtherToolsCommands.find(command); other != kOtherToolsCommands.end()) {
+      std::cerr << "\n  fix: " << other->second << "\n";
+      return 2;
+    }
     if (const auto close = core::closest_match(command, known)) std::cerr << "; did you mean '" << *close << "'?";
     std::cerr << "\n  fix: use one of:";
     for (const auto& name : known) std::cerr << " " << name;

@@ -225,7 +225,8 @@ std::string read_config_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     throw UsageError("config file '" + path + "' does not exist" + core::did_you_mean(path),
-                     "check the path (configs/ holds ready configs)");
+                     path == "help" ? "for the options and examples, --help: gputrain train --help, gputrain profile --help"
+                                    : "check the path (configs/ holds ready configs)");
   if (std::filesystem::is_directory(path, ec))  // an ifstream opens a folder and reads nothing from it
     throw UsageError("config file '" + path + "' is a folder",
                      "name a YAML file, e.g. " + (std::filesystem::path(path) / "train.yaml").string());
