@@ -169,7 +169,11 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
           throw UsageError(at + ": '" + key + "' is a section, not a value", "write its keys under it, indented: " + section_keys(key));
         apply_node(config, key, entry.second, origin, problems, paths, given);
       } else {
-        const auto guess = did_you_mean(key);
+        // Hydra's defaults list composes configs, which gputrain does with files given in order.
+        const auto guess = key == "defaults" && entry.second.IsSequence()
+                               ? "; Hydra composes configs from a defaults list, gputrain from files given in order, each "
+                                 "overriding the ones before: gputrain train base.yaml this.yaml"
+                               : did_you_mean(key);
         // No section's misspelling at the top: perhaps a mapping kept for merge keys to copy.
         const std::string holder = prefix.empty() && guess.empty()
                                        ? "; a key gputrain should not read (one holding anchors for <<: *name) starts with x-, as x-" + name

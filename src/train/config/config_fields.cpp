@@ -20,8 +20,12 @@
 namespace gputrain::train::fields {
 
 [[noreturn]] void reject(const FieldValue& v, const std::string& found, const std::string& allowed, const std::string& guess) {
-  throw UsageError(v.where + ": " + v.key + ": found " + found + "; allowed: " + allowed + guess,
-                   "set " + v.key + " to " + allowed + " (docs/configuration.md)");
+  const bool interpolation = found.rfind("'${", 0) == 0;  // OmegaConf's ${train.epochs}
+  throw UsageError(
+      v.where + ": " + v.key + ": found " + found + "; allowed: " + allowed + guess,
+      "set " + v.key + " to " + allowed +
+          (interpolation ? "; ${...} is OmegaConf's and Hydra's interpolation, which gputrain does not resolve: write the value" : "") +
+          " (docs/configuration.md)");
 }
 
 std::string found_text(const YAML::Node& node) {

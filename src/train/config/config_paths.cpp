@@ -55,6 +55,11 @@ std::string expand_path(const std::string& text, const std::string& key, const s
         i = close + 1;
         continue;
       }
+      // ${oc.env:HOME}, ${train.lr}: kept as written it would name a folder "${oc.env:HOME}".
+      throw UsageError(where + ": " + key + " '" + text + "' holds '" +
+                           text.substr(i, close == std::string::npos ? std::string::npos : close - i + 1) +
+                           "', an interpolation of OmegaConf's or Hydra's, which gputrain does not resolve",
+                       "write the path itself, or an environment variable as the shell writes it: $HOME or ${HOME}");
     } else if (text[i] == '$' && i + 1 < text.size() && name_char(text[i + 1], true)) {
       auto end = i + 1;
       while (end < text.size() && name_char(text[end], false)) ++end;

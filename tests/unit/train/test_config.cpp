@@ -635,6 +635,8 @@ TEST(Config, MergeKeysCopyAnAnchoredMappingAndXKeysHoldIt) {
   EXPECT_NE(holder.find("unknown key 'defaults'"), std::string::npos) << holder;
   EXPECT_NE(holder.find("starts with x-, as x-defaults"), std::string::npos) << holder;
   EXPECT_EQ(error_of({{}, {}, "trian:\n  epochs: 1\n"}).find("x-"), std::string::npos) << "a misspelt section gets its guess alone";
+  // Hydra's defaults is a list of configs to compose: gputrain's way is files in order.
+  EXPECT_NE(error_of({{}, {}, "defaults:\n  - base\ntrain:\n  epochs: 1\n"}).find("gputrain from files given in order"), std::string::npos);
 }
 
 TEST(Config, PrintedConfigLoadsBackToTheSameConfig) {
@@ -797,5 +799,11 @@ TEST(Config, PathsExpandTildeAndEnvironmentVariables) {
                 ":3:9: data.path '${GPUTRAIN_TEST_UNSET}/x.csv' names $GPUTRAIN_TEST_UNSET, which is not set in "
                 "this environment\n  fix: set it (export GPUTRAIN_TEST_UNSET=...) before running "
                 "gputrain, or write the path out");
+  // OmegaConf's interpolation is no variable: a folder named "${oc.env:HOME}" would be made.
+  EXPECT_NE(error_of({{}, {"logging.dir=${oc.env:HOME}/runs"}, ""})
+                .find("logging.dir '${oc.env:HOME}/runs' holds '${oc.env:HOME}', an interpolation of OmegaConf's or Hydra's"),
+            std::string::npos);
+  EXPECT_NE(error_of({{}, {"scheduler.warmup_steps=${train.epochs}"}, ""}).find("gputrain does not resolve: write the value"),
+            std::string::npos);
   ::unsetenv("GPUTRAIN_TEST_DATA_DIR");
 }

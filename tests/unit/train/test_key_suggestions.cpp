@@ -86,20 +86,22 @@ TEST(KeySuggestions, PlainWordsForHowLongAndHowLargeAreTheKeysMeant) {
 
 // Names scripts give settings, each got no guess or a wrong one (train.log_every -> train.ema_every).
 TEST(KeySuggestions, TheNamesTrainingScriptsUseAreTheKeysMeant) {
-  for (const auto& [written, meant] : std::vector<std::pair<std::string, std::string>>{
-           {"train.log_every", "did you mean 'logging.every_steps'?"},
-           {"train.num_epochs", "did you mean 'train.epochs'?"},
-           {"logging.log_dir", "did you mean 'logging.dir'?"},
-           {"data.train_path", "did you mean 'data.path'?"},
-           {"data.val_dir", "did you mean 'data.val_path'?"},
-           {"checkpoint.save_every", "did you mean 'checkpoint.every_steps'?"},
-           {"checkpoint.path", "did you mean 'checkpoint.dir' (where checkpoints go) or 'checkpoint.resume' (one to go on from)?"},
-           {"scheduler.type", "did you mean 'scheduler.name'?"},
-           {"model.arch", "did you mean 'model.name'?"},
-           {"model.pretrained", "did you mean 'model.init_weights'?"},
-           {"model.dropout_rate", "did you mean 'model.dropout'?"},
-           {"model.num_classes", "timm's num_classes is data.classes here"},
-           {"device.gpus", "Lightning's gpus is distributed.nproc_per_node here"}})
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train.log_every", "did you mean 'logging.every_steps'?"},
+      {"train.num_epochs", "did you mean 'train.epochs'?"},
+      {"logging.log_dir", "did you mean 'logging.dir'?"},
+      {"data.train_path", "did you mean 'data.path'?"},
+      {"data.val_dir", "did you mean 'data.val_path'?"},
+      {"checkpoint.save_every", "did you mean 'checkpoint.every_steps'?"},
+      {"checkpoint.path", "did you mean 'checkpoint.dir' (where checkpoints go) or 'checkpoint.resume' (one to go on from)?"},
+      {"scheduler.type", "did you mean 'scheduler.name'?"},
+      {"model.arch", "did you mean 'model.name'?"},
+      {"model.pretrained", "did you mean 'model.init_weights'?"},
+      {"model.dropout_rate", "did you mean 'model.dropout'?"},
+      {"model.num_classes", "timm's num_classes is data.classes here"},
+      {"device.gpus", "Lightning's gpus is distributed.nproc_per_node here"},
+  };
+  for (const auto& [written, meant] : cases)
     EXPECT_NE(unknown_key_message(written + "=1").find("unknown key '" + written + "'; " + meant), std::string::npos)
         << written << ": " << unknown_key_message(written + "=1");
 }
