@@ -93,9 +93,33 @@ bool parse_bool(const FieldValue& v, const std::string& allowed) {
   reject(v, found_text(v.node), allowed);
 }
 
+// Other tools' values for ours: Lightning's precision (16, "16-mixed", "bf16-true"), dtype names,
+// PyTorch's scheduler classes (the part after the last '.' of torch.optim.lr_scheduler.StepLR).
+constexpr std::pair<const char*, const char*> kOtherToolsValues[] = {
+    {"16", "fp16-mixed"},
+    {"16-mixed", "fp16-mixed"},
+    {"half", "fp16-mixed"},
+    {"float16", "fp16-mixed"},
+    {"bf16-true", "bf16-mixed"},
+    {"bfloat16", "bf16-mixed"},
+    {"32", "fp32"},
+    {"32-true", "fp32"},
+    {"float32", "fp32"},
+    {"float", "fp32"},
+    {"tf32", "fp32"},
+    {"steplr", "step"},
+    {"cosineannealinglr", "cosine"},
+    {"onecyclelr", "onecycle"},
+    {"reducelronplateau", "plateau"},
+};
+
 std::string guess_choice(const std::string& text, const std::vector<std::string>& allowed) {
+  const auto last = core::lower(text.substr(text.rfind('.') == std::string::npos ? 0 : text.rfind('.') + 1));  // torch.optim.AdamW
+  for (const auto& [other, ours] : kOtherToolsValues)
+    if (last == other && std::find(allowed.begin(), allowed.end(), ours) != allowed.end())
+      return "; did you mean '" + std::string(ours) + "'?";
   std::vector<std::string> quoted;
-  for (const auto& choice : core::likely_choices(text, allowed)) quoted.push_back("'" + choice + "'");
+  for (const auto& choice : core::likely_choices(last, allowed)) quoted.push_back("'" + choice + "'");
   if (quoted.empty()) return "";
   return quoted.size() == 1 ? "; did you mean " + quoted.front() + "?" : "; did you mean one of " + core::join(quoted) + "?";
 }

@@ -342,6 +342,13 @@ TEST(Config, ANearMissOfAChoiceGetsAGuess) {
       {"device=gpu", "; did you mean 'cuda'?"},
       {"device=GPU:1", "; did you mean 'cuda:1'?"},
       {"device=CPU", "; did you mean 'cpu'?"},
+      // Other tools' values: Lightning's precision, dtype names, PyTorch's class paths.
+      {"train.precision=16", "; did you mean 'fp16-mixed'?"},
+      {"train.precision=32", "; did you mean 'fp32'?"},
+      {"train.precision=bfloat16", "; did you mean 'bf16-mixed'?"},
+      {"optimizer.name=torch.optim.AdamW", "; did you mean 'adamw'?"},
+      {"scheduler.name=CosineAnnealingLR", "; did you mean 'cosine'?"},
+      {"scheduler.name=torch.optim.lr_scheduler.OneCycleLR", "; did you mean 'onecycle'?"},
   };
   for (const auto& [assignment, guess] : cases) {
     const auto message = error_of({{}, {assignment}, ""});
