@@ -359,6 +359,20 @@ TEST(Config, ANearMissOfAChoiceGetsAGuess) {
   EXPECT_EQ(unguessable.find("did you mean"), std::string::npos) << unguessable;
 }
 
+// A value spelt as people write it elsewhere gets the spelling the key takes.
+TEST(Config, AValueSpeltAnotherWayGetsTheSpellingTheKeyTakes) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train.epochs=1,000", "; did you mean '1000'?"},   {"optimizer.betas=(0.9, 0.999)", "; did you mean '[0.9, 0.999]'?"},
+      {"device.max_memory=8gb", "; did you mean '8GB'?"}, {"device.max_memory=512 mib", "; did you mean '512MiB'?"},
+      {"train.max_time=90min", "; did you mean '90m'?"},  {"train.max_time=2 hours", "; did you mean '2h'?"},
+  };
+  for (const auto& [assignment, guess] : cases) {
+    const auto message = error_of({{}, {assignment}, ""});
+    EXPECT_NE(message.find(guess + "\n  fix: "), std::string::npos) << assignment << ": " << message;
+  }
+  EXPECT_EQ(error_of({{}, {"train.epochs=many"}, ""}).find("did you mean"), std::string::npos);
+}
+
 TEST(Config, OutOfRangeNumberIsRejected) {
   EXPECT_NE(error_of({{}, {"model.dropout=1.5"}, ""}).find("<= 0.99"), std::string::npos);
   EXPECT_NE(error_of({{}, {"train.epochs=0"}, ""}).find("an integer >= 1"), std::string::npos);
