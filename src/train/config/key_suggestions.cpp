@@ -231,7 +231,13 @@ std::string flag_as_setting(const std::string& flag, const std::string& value) {
   }
   if (const auto plain = plain_word(name)) return set_key(*plain);
   const auto same_leaf = keys_with_leaf(keys, name);
-  return same_leaf.size() == 1 ? set_key(same_leaf.front()) : "";
+  if (same_leaf.size() == 1) return set_key(same_leaf.front());
+  // --no-shuffle, --no-cuda-graphs: a switch turned off is the key set to off (a boolean's or a mode's).
+  if (name.rfind("no_", 0) == 0 && value.empty()) {
+    const auto off = flag_as_setting("--" + name.substr(3), "off");
+    if (off.rfind("a setting is given with --set: ", 0) == 0) return off;
+  }
+  return "";
 }
 
 }  // namespace gputrain::train

@@ -48,6 +48,12 @@ TEST(FlagAsSetting, AnotherToolsFlagIsSaidAsOurKeyWithItsValue) {
             "Hugging Face's --per_device_eval_batch_size is train.batch_size here: --set train.batch_size=8 (docs/configuration.md)");
 }
 
+TEST(FlagAsSetting, ASwitchTurnedOffIsItsKeySetToOff) {
+  EXPECT_EQ(flag_as_setting("--no-cuda-graphs", ""), "a setting is given with --set: --set train.cuda_graphs=off (docs/configuration.md)");
+  EXPECT_EQ(flag_as_setting("--no-shuffle", ""), "a setting is given with --set: --set data.shuffle=off (docs/configuration.md)");
+  EXPECT_EQ(flag_as_setting("--no-such-thing", ""), "");
+}
+
 TEST(FlagAsSetting, NamesThatAreNoKeyOrSeveralGetNothing) {
   EXPECT_EQ(flag_as_setting("--outdir", "x"), "");
   EXPECT_EQ(flag_as_setting("--name", "mlp"), "");  // model.name, optimizer.name, ...: which one is not for us to guess
