@@ -247,6 +247,8 @@ def flag_cases():
         case("quick_unknown_flag", q + ["--batchsize", "3"], 2, expect="not expected: --batchsize 3"),  # in the order typed
         case("quick_steps_is_iterations", q + ["--steps", "5"], 2, expect="did you mean '--iterations'?"),
         case("verify_quiet_is_a_log_level", ["verify", "--quiet"], 2, expect="did you mean '--log-level warn'?"),
+        case("verify_gpu_is_chosen_by_visible_devices", ["verify", "--gpu", "1"], 2,
+             expect="gputrain verify works on every GPU it can see; to choose them: CUDA_VISIBLE_DEVICES=1 gputrain verify"),
         case("train_steps_is_max_steps", ["train", "--steps", "100"], 2, expect="--set train.max_steps=100"),
         case("train_nproc_zero", ["train", "--nproc-per-node", "0"], 2, expect="is too small"),
         case("train_nproc_text", ["train", "--nproc-per-node", "two"], 2, expect="is not a whole number"),

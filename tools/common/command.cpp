@@ -126,6 +126,9 @@ std::string usage_remedy(const CLI::App& app, const std::string& message, int ar
   for (const auto& argument : app.remaining()) {
     if (argument.rfind("--", 0) != 0) continue;
     const auto flag = argument.substr(0, argument.find('='));
+    const bool picks_gpus = flag == "--gpu" || flag == "--gpus" || flag == "--device" || flag == "--devices";
+    if (picks_gpus && std::find(options.begin(), options.end(), "--device") == options.end())  // verify
+      return command + " works on every GPU it can see; to choose them: CUDA_VISIBLE_DEVICES=1 " + command;
     auto close = core::closest_match(flag, options);
     if (!close) close = other_tools_name(flag, options);
     if (close) return "did you mean '" + *close + "'? (`" + command + " --help` lists the options)";
