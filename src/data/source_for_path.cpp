@@ -1,5 +1,6 @@
 // Telling a data file's format from its name, so that a path given without data.source is either
 // read as what it is (gputrain profile --path) or named in the error's fix (train).
+#include <cstring>
 #include <filesystem>
 
 #include "gputrain/core/units.hpp"
@@ -43,6 +44,39 @@ std::string source_for_path(const std::string& path) {
   if (extension == ".safetensors") return "safetensors";
   // The CSV reader inflates a gzip'd file (data.csv.gz, as pandas writes it).
   return is_csv_name(fs::path(path).filename().string()) ? "csv" : "";
+}
+
+FormatNotRead format_not_read(const std::string& path) {
+  const auto pandas = [&](const std::string& read) {
+    return "write it as CSV: python -c \"import pandas as p; p." + read + ".to_csv('data.csv', index=False)\", then data.path: data.csv";
+  };
+  const std::string name = core::lower(fs::path(path).filename().string());
+  const auto ends = [&](const char* suffix) {
+    const auto n = std::strlen(suffix);
+    return name.size() > n && name.compare(name.size() - n, n, suffix) == 0;
+  };
+  if (ends(".parquet") || ends(".pq")) return {"a Parquet file", pandas("read_parquet('" + path + "')")};
+  if (ends(".feather") || ends(".arrow")) return {"an Arrow/Feather file", pandas("read_feather('" + path + "')")};
+  if (ends(".jsonl") || ends(".ndjson")) return {"JSON lines", pandas("read_json('" + path + "', lines=True)")};
+  if (ends(".json")) return {"JSON", pandas("read_json('" + path + "')")};
+  if (ends(".xlsx") || ends(".xls"))
+    return {"an Excel workbook", "save the sheet as \"CSV UTF-8\", or " + pandas("read_excel('" + path + "')")};
+  if (ends(".h5") || ends(".hdf5"))
+    return {"an HDF5 file", "save its arrays as .npz: python -c \"import h5py, numpy as n; f = h5py.File('" + path +
+                                "'); n.savez('data.npz', **{k: f[k][:] for k in f})\", then data.path: data.npz"};
+  if (ends(".pt") || ends(".pth"))
+    return {"a torch.save file (a pickle)",
+            "save its tensors as safetensors: from safetensors.torch import save_file; "
+            "save_file({'x': x, 'y': y}, 'data.safetensors'), then data.path: data.safetensors"};
+  if (ends(".pkl") || ends(".pickle"))
+    return {"a pickle (which runs code when read)",
+            "save its arrays with numpy: numpy.savez('data.npz', x=x, y=y), then data.path: data.npz"};
+  if (ends(".tfrecord") || ends(".tfrecords"))
+    return {"a TFRecord file", "write its features as .npz or safetensors (tf.data to numpy), or its images as a folder per class"};
+  if (ends(".zip")) return {"a zip archive", "unpack it (unzip " + path + ") and point data.path at what it holds"};
+  if (ends(".tar") || ends(".tar.gz") || ends(".tgz") || ends(".tar.xz"))
+    return {"a tar archive", "unpack it (tar -xf " + path + ") and point data.path at what it holds"};
+  return {};
 }
 
 }  // namespace gputrain::data

@@ -24,6 +24,15 @@ std::vector<std::string> file_source_names();
 /// tell.
 std::string source_for_path(const std::string& path);
 
+/// A format people keep data in that gputrain does not read, told from `path`'s extension
+/// (Parquet, Feather, JSON lines, Excel, HDF5, a torch.save or pickle file, TFRecord, an
+/// archive): what it is, and the command that writes it as one gputrain reads. Empty `what` when
+/// the extension names none of them.
+struct FormatNotRead {
+  std::string what, fix;
+};
+FormatNotRead format_not_read(const std::string& path);
+
 /// What the data section of a config says (train::Config::data, without depending on train).
 struct SourceSpec {
   std::string source = "synthetic";

@@ -114,6 +114,8 @@ void tell_data_source(Config& config, const std::string& path_origin) {
   if (!found(path))
     throw UsageError(path_origin + ": data.path '" + path + "' does not exist" + core::did_you_mean(path),
                      "check the path (relative paths start from the folder gputrain runs in)");
+  if (const auto other = data::format_not_read(path); !other.what.empty())
+    throw UsageError(path_origin + ": data.path '" + path + "' is " + other.what + ", which gputrain does not read", other.fix);
   throw UsageError(path_origin + ": cannot tell the format of '" + path + "' from its name or contents, and data.source is not set",
                    "set data.source to its format (" + core::join(data::file_source_names()) + ")");
 }

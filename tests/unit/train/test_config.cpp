@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -147,6 +148,17 @@ TEST(Config, APathWithoutASourceIsReadAsTheFormatItNames) {
             std::string::npos)
       << unknown;
   EXPECT_NE(error_of({{}, {"data.path=" + at("empty")}, ""}).find("cannot tell the format of"), std::string::npos);
+  // A format gputrain does not read is named, with the command that writes one it does.
+  for (const auto& [name, what, fix] : std::vector<std::array<std::string, 3>>{
+           {"sales.parquet", "is a Parquet file, which gputrain does not read", "p.read_parquet('" + at("sales.parquet") + "').to_csv("},
+           {"tensors.pt", "is a torch.save file (a pickle), which gputrain does not read",
+            "save_file({'x': x, 'y': y}, 'data.safetensors')"},
+           {"data.h5", "is an HDF5 file, which gputrain does not read", "n.savez('data.npz'"}}) {
+    std::ofstream(at(name)) << "x";
+    const auto message = error_of({{}, {"data.path=" + at(name)}, ""});
+    EXPECT_NE(message.find("data.path '" + at(name) + "' " + what), std::string::npos) << message;
+    EXPECT_NE(message.find(fix), std::string::npos) << message;
+  }
   const auto in_file = at("typo.yaml");
   std::ofstream(in_file) << "data:\n  path: " << at("x.cs") << "\n";
   const auto missing = error_of({{in_file}, {}, ""});
