@@ -24,4 +24,8 @@ UsageError not_a_folder(const std::string& path, const std::string& fix);
 /// .npy files beside it (a few), else the key's form.
 std::string npy_labels_fix(const std::string& key, const std::string& features);
 
+/// The fix for a table in a format gputrain does not read, which pandas does: `read_call` (as
+/// "read_parquet('x.parquet')") written out as data.csv.
+std::string pandas_to_csv_fix(const std::string& read_call);
+
 }  // namespace gputrain::data

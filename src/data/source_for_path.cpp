@@ -6,6 +6,7 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/csv_parts.hpp"
 #include "gputrain/data/sources.hpp"
+#include "path_text.hpp"
 
 namespace gputrain::data {
 namespace fs = std::filesystem;
@@ -47,9 +48,7 @@ std::string source_for_path(const std::string& path) {
 }
 
 FormatNotRead format_not_read(const std::string& path) {
-  const auto pandas = [&](const std::string& read) {
-    return "write it as CSV: python -c \"import pandas as p; p." + read + ".to_csv('data.csv', index=False)\", then data.path: data.csv";
-  };
+  const auto pandas = pandas_to_csv_fix;
   const std::string name = core::lower(fs::path(path).filename().string());
   const auto ends = [&](const char* suffix) {
     const auto n = std::strlen(suffix);

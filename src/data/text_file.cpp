@@ -7,6 +7,7 @@
 #include "gputrain/core/text_encoding.hpp"
 #include "gzip_data.hpp"
 #include "mapped_file.hpp"
+#include "path_text.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -15,7 +16,8 @@ namespace {
 struct NotText {
   std::string_view magic;
   const char* what;
-  const char* fix;  // "%s" is the path
+  const char* fix;  // "%s" is the path; for a table pandas reads, its read call (pandas_to_csv_fix)
+  bool pandas = false;
 };
 
 constexpr const char* kUtf16 = "UTF-16 text (as a spreadsheet's \"Unicode text\" export writes), not UTF-8";
@@ -30,9 +32,8 @@ const std::vector<NotText>& not_text_kinds() {
        "xz-compressed", "decompress it first: xz -dk %s"},
       {"\x28\xB5\x2F\xFD", "zstd-compressed", "decompress it first: zstd -d %s"},
       {"PK\x03\x04", "a zip archive (an Excel .xlsx workbook is one too)", "unzip it, or save the sheet as \"CSV UTF-8\""},
-      {"PAR1", "a Parquet file", "write it as CSV: python -c \"import pandas as p; p.read_parquet('%s').to_csv('data.csv', index=False)\""},
-      {"ARROW1", "an Arrow/Feather file",
-       "write it as CSV: python -c \"import pandas as p; p.read_feather('%s').to_csv('data.csv', index=False)\""},
+      {"PAR1", "a Parquet file", "read_parquet('%s')", true},
+      {"ARROW1", "an Arrow/Feather file", "read_feather('%s')", true},
       {"\xFF\xFE", kUtf16, kUtf16Fix},  // little-endian
       {"\xFE\xFF", kUtf16, kUtf16Fix},  // big-endian
   };
@@ -49,7 +50,8 @@ std::string with_path(const char* fix, const std::string& path) {
 void refuse_if_not_text(std::string_view text, const std::string& path, bool inflated) {
   const std::string what = inflated ? "'" + path + "' holds " : "'" + path + "' is ";
   for (const auto& kind : not_text_kinds())
-    if (text.substr(0, kind.magic.size()) == kind.magic) throw UsageError(what + kind.what, with_path(kind.fix, path));
+    if (text.substr(0, kind.magic.size()) == kind.magic)
+      throw UsageError(what + kind.what, kind.pandas ? pandas_to_csv_fix(with_path(kind.fix, path)) : with_path(kind.fix, path));
   // A zero byte in the first line: no text format has one there.
   const auto first_line = text.substr(0, text.find('\n'));
   if (first_line.find('\0') != std::string_view::npos)

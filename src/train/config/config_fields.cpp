@@ -22,34 +22,38 @@ namespace gputrain::train::fields {
 
 namespace {
 
-// `text` as the field would take it, when it is only spelt another way: 1,000 (thousands marked),
-// (0.9, 0.999) (Python's tuple), 8gb (a size's unit in lower case), 90min (a duration's long unit).
-std::string other_spelling(const std::string& text, const std::string& allowed) {
+// `text` as a number or list field would take it, when it is only spelt another way: 1,000
+// (thousands marked), (0.9, 0.999) (Python's tuple). Sizes and durations guess their own units.
+std::string other_spelling(const std::string& text) {
   std::string out = text;
-  if (std::regex_match(text, std::regex("[0-9]{1,3}(,[0-9]{3})+(\\.[0-9]*)?"))) {
+  if (std::regex_match(text, std::regex("[0-9]{1,3}(,[0-9]{3})+(\\.[0-9]*)?")))
     out.erase(std::remove(out.begin(), out.end(), ','), out.end());
-  } else if (text.size() > 2 && text.front() == '(' && text.back() == ')') {
+  else if (text.size() > 2 && text.front() == '(' && text.back() == ')')
     out = "[" + text.substr(1, text.size() - 2) + "]";
-  } else if (allowed.rfind("a size", 0) == 0) {
-    std::smatch m;
-    if (!std::regex_match(text, m, std::regex("([0-9.]+) *([kmgt])(i?)b", std::regex::icase))) return "";
-    out = m[1].str() + static_cast<char>(std::toupper(static_cast<unsigned char>(m[2].str()[0]))) + (m[3].length() ? "i" : "") + "B";
-  } else if (allowed.rfind("a duration", 0) == 0) {
-    std::smatch m;
-    if (!std::regex_match(
-            text, m,
-            std::regex("([0-9.]+) *(sec|secs|second|seconds|min|mins|minute|minutes|hr|hrs|hour|hours|day|days)", std::regex::icase)))
-      return "";
-    out = m[1].str() + static_cast<char>(std::tolower(static_cast<unsigned char>(m[2].str()[0])));
-  }
   return out == text ? "" : "; did you mean '" + out + "'?";
 }
 
 }  // namespace
 
+std::string size_guess(const std::string& text) {  // 8gb, 512 mib
+  std::smatch m;
+  if (!std::regex_match(text, m, std::regex("([0-9.]+) *([kmgt])(i?)b", std::regex::icase))) return "";
+  const auto unit = static_cast<char>(std::toupper(static_cast<unsigned char>(m[2].str()[0])));
+  return "; did you mean '" + m[1].str() + unit + (m[3].length() ? "i" : "") + "B'?";
+}
+
+std::string duration_guess(const std::string& text) {  // 90min, 2 hours
+  std::smatch m;
+  if (!std::regex_match(
+          text, m,
+          std::regex("([0-9.]+) *(sec|secs|second|seconds|min|mins|minute|minutes|hr|hrs|hour|hours|day|days)", std::regex::icase)))
+    return "";
+  return "; did you mean '" + m[1].str() + static_cast<char>(std::tolower(static_cast<unsigned char>(m[2].str()[0]))) + "'?";
+}
+
 [[noreturn]] void reject(const FieldValue& v, const std::string& found, const std::string& allowed, const std::string& guess) {
   const bool interpolation = found.rfind("'${", 0) == 0;  // OmegaConf's ${train.epochs}
-  const auto spelt = guess.empty() && v.node.IsScalar() ? other_spelling(v.node.Scalar(), allowed) : "";
+  const auto spelt = guess.empty() && v.node.IsScalar() ? other_spelling(v.node.Scalar()) : "";
   throw UsageError(
       v.where + ": " + v.key + ": found " + found + "; allowed: " + allowed + guess + spelt,
       "set " + v.key + " to " + allowed +
@@ -143,7 +147,8 @@ constexpr std::pair<const char*, const char*> kOtherToolsValues[] = {
 };
 
 std::string guess_choice(const std::string& text, const std::vector<std::string>& allowed) {
-  const auto last = core::lower(text.substr(text.rfind('.') == std::string::npos ? 0 : text.rfind('.') + 1));  // torch.optim.AdamW
+  const auto dot = text.rfind('.');
+  const auto last = core::lower(dot == std::string::npos ? text : text.substr(dot + 1));  // torch.optim.AdamW
   for (const auto& [other, ours] : kOtherToolsValues)
     if (last == other && std::find(allowed.begin(), allowed.end(), ours) != allowed.end())
       return "; did you mean '" + std::string(ours) + "'?";

@@ -49,6 +49,10 @@ bool parse_bool(const FieldValue& v, const std::string& allowed = "true or false
 // What a near-miss of a choice most likely meant: another case ("Adam"), a prefix that fits one
 // value only ("bf16", "cos"), or a typo ("cosin"); several values a prefix fits are all named.
 std::string guess_choice(const std::string& text, const std::vector<std::string>& allowed);
+/// A size or a duration with its unit spelt another way ("8gb", "90min"): "; did you mean '8GB'?",
+/// or empty.
+std::string size_guess(const std::string& text);
+std::string duration_guess(const std::string& text);
 
 std::string parse_choice(const FieldValue& v, const std::vector<std::string>& allowed);
 

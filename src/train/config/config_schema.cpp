@@ -133,7 +133,7 @@ Field max_memory_field() {
               return;
             }
             const auto bytes = core::parse_bytes(text);
-            if (!bytes || *bytes < core::kMiB) reject(v, found_text(v.node), allowed + " (at least 1MiB)");
+            if (!bytes || *bytes < core::kMiB) reject(v, found_text(v.node), allowed + " (at least 1MiB)", bytes ? "" : size_guess(text));
             c.device.max_memory = *bytes;
           },
           [](const Config& c) { return YAML::Node(size_text(c.device.max_memory)); }};
@@ -156,7 +156,9 @@ Field duration_field(std::string key, Get get, const std::string& examples, cons
               const bool bare = text.find_first_not_of("0123456789.") == std::string::npos;
               reject(v, found_text(v.node),
                      allowed + (min_seconds > 0 && seconds ? " (" + core::duration_text(min_seconds) + " at least)" : ""),
-                     bare ? "; a number alone has no unit: write " + text + "m or " + text + "s" : "");
+                     bare      ? "; a number alone has no unit: write " + text + "m or " + text + "s"
+                     : seconds ? ""
+                               : duration_guess(text));
             }
             get(c) = *seconds;  // "0s" is none, as 0 is
           },

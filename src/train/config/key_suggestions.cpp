@@ -207,6 +207,19 @@ std::string unknown_key_remedy(const std::string& key, const std::string& elsewh
   return "the top-level sections are: " + core::join(sections) + " (docs/configuration.md)";
 }
 
+namespace {
+
+// The key a flag's name (dashes read as underscores) is ours for: the key itself, a plain word
+// for it, or the one key with that leaf.
+std::optional<std::string> our_key(const std::string& name, const std::vector<std::string>& keys) {
+  if (std::find(keys.begin(), keys.end(), name) != keys.end()) return name;
+  if (const auto plain = plain_word(name)) return plain;
+  const auto same_leaf = keys_with_leaf(keys, name);
+  return same_leaf.size() == 1 ? std::optional(same_leaf.front()) : std::nullopt;
+}
+
+}  // namespace
+
 std::string flag_as_setting(const std::string& flag, const std::string& value) {
   const auto start = flag.find_first_not_of('-');
   if (start == std::string::npos || start == 0) return "";
@@ -229,14 +242,10 @@ std::string flag_as_setting(const std::string& flag, const std::string& value) {
     const std::string set = "--set " + key + "=" + (colon == std::string::npos ? given : said.substr(colon + 2));
     return std::string(foreign.tool) + "'s --" + foreign.name + " is " + key + " here: " + set + " (docs/configuration.md)";
   }
-  if (const auto plain = plain_word(name)) return set_key(*plain);
-  const auto same_leaf = keys_with_leaf(keys, name);
-  if (same_leaf.size() == 1) return set_key(same_leaf.front());
+  if (const auto key = our_key(name, keys)) return set_key(*key);
   // --no-shuffle, --no-cuda-graphs: a switch turned off is the key set to off (a boolean's or a mode's).
-  if (name.rfind("no_", 0) == 0 && value.empty()) {
-    const auto off = flag_as_setting("--" + name.substr(3), "off");
-    if (off.rfind("a setting is given with --set: ", 0) == 0) return off;
-  }
+  if (const auto key = name.rfind("no_", 0) == 0 && value.empty() ? our_key(name.substr(3), keys) : std::nullopt)
+    return "a setting is given with --set: --set " + *key + "=off (docs/configuration.md)";
   return "";
 }
 
