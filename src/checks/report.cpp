@@ -7,6 +7,7 @@
 
 #include "core/json_text.hpp"
 #include "gputrain/core/build_info.hpp"
+#include "gputrain/core/text_encoding.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::checks {
@@ -113,9 +114,10 @@ json system_json(const device::SystemInfo& s) {
           {"container", {{"inside", s.container.inside}, {"runtime", s.container.runtime}, {"evidence", s.container.evidence}}}};
 }
 
+// The XML says it is UTF-8: text that is not (a path from a Latin-1 system) is read as Windows-1252.
 std::string xml_escape(const std::string& text) {
   std::string out;
-  for (const char c : text) {
+  for (const char c : core::as_utf8(text)) {
     switch (c) {
       case '&':
         out += "&amp;";

@@ -86,4 +86,41 @@ std::string windows1252_to_utf8(std::string_view text) {
 
 std::string as_utf8(std::string_view text) { return is_utf8(text) ? std::string(text) : windows1252_to_utf8(text); }
 
+std::string surrogate_escaped(std::string_view text) {
+  if (is_utf8(text)) return std::string(text);
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  std::string out;
+  out.reserve(text.size() + 8);
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t length = s[at] < 0x80 ? 1 : sequence_length(s + at, text.size() - at);
+    if (length > 0) {
+      out.append(text.substr(at, length));
+      at += length;
+      continue;
+    }
+    const char32_t surrogate = 0xDC00 + s[at++];  // U+DC80-U+DCFF: ED B2 80 - ED B3 BF
+    out += static_cast<char>(0xE0 | (surrogate >> 12));
+    out += static_cast<char>(0x80 | ((surrogate >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (surrogate & 0x3F));
+  }
+  return out;
+}
+
+std::string surrogate_unescaped(std::string_view text) {
+  if (text.find('\xED') == std::string_view::npos) return std::string(text);
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    const auto* s = reinterpret_cast<const unsigned char*>(text.data()) + at;
+    if (text.size() - at >= 3 && s[0] == 0xED && (s[1] == 0xB2 || s[1] == 0xB3) && (s[2] & 0xC0) == 0x80) {
+      const unsigned surrogate = 0xD000U | (s[1] & 0x3FU) << 6 | (s[2] & 0x3FU);
+      out += static_cast<char>(surrogate - 0xDC00U);
+      at += 2;
+      continue;
+    }
+    out += text[at];
+  }
+  return out;
+}
+
 }  // namespace gputrain::core

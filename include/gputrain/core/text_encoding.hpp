@@ -24,4 +24,12 @@ std::string windows1252_to_utf8(std::string_view text);
 /// `text` as it is when it is UTF-8, else read as Windows-1252.
 std::string as_utf8(std::string_view text);
 
+/// `text` with each byte that begins no UTF-8 sequence written as the lone surrogate U+DC80 + byte,
+/// encoded as Python's "surrogatepass" does: what Python's pickle reads as `os.fsdecode` of a
+/// path, so a checkpoint's text opens in `torch.load` and comes back byte for byte.
+std::string surrogate_escaped(std::string_view text);
+
+/// The bytes `surrogate_escaped` wrote; other text as it is.
+std::string surrogate_unescaped(std::string_view text);
+
 }  // namespace gputrain::core

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "gputrain/core/atomic_file.hpp"
+#include "gputrain/core/text_encoding.hpp"
 
 #include "checkpoint_file.hpp"
 #include "gputrain/train/amp.hpp"
@@ -168,7 +169,7 @@ void write_pickled_checkpoint(const std::string& path, const CheckpointParts& pa
   top.insert("scaler", scaler_dict(parts.scaler));
   top.insert("scheduler", scheduler_dict(parts.optimizer, progress));
   top.insert("progress", progress_dict(progress, rng));
-  top.insert("config", config_yaml);
+  top.insert("config", core::surrogate_escaped(config_yaml));  // Python reads a pickled str as UTF-8
   if (!progress.callback_tensors.empty()) {
     Dict tensors = named_dict();
     for (const auto& [name, named_tensors] : progress.callback_tensors) tensors.insert(name, tensor_dict(named_tensors));
@@ -237,7 +238,7 @@ CheckpointContents read_pickled_checkpoint(const std::string& path) {
   CheckpointContents contents;
   const auto scheduler = fields.dict(top, "scheduler");
   contents.progress = read_progress(top, path, Fields(path, "scheduler.").number(scheduler, "lr_scale"));
-  contents.config = fields.text(top, "config");
+  contents.config = core::surrogate_unescaped(fields.text(top, "config"));
   contents.model = fields.tensors(top, "model");
   contents.rng = Fields(path, "progress.").tensors(fields.dict(top, "progress"), "rng");
   if (top.contains("callback_tensors")) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/json_text.hpp"
 #include "data/postgres/dsn.hpp"
 #include "gputrain/core/env.hpp"
 #include "mlflow_api.hpp"
@@ -78,7 +79,7 @@ class RestApi final : public Api {
       const auto found = request("GET", query, "");
       if (found.status == 200) return json::parse(found.body).at("experiment").at("experiment_id").get<std::string>();
       if (error_code(found) != "RESOURCE_DOES_NOT_EXIST") fail("finding experiment '" + name + "'", found);
-      const auto made = request("POST", "experiments/create", json{{"name", name}}.dump());
+      const auto made = request("POST", "experiments/create", core::json_text(json{{"name", name}}));
       if (made.status == 200) return json::parse(made.body).at("experiment_id").get<std::string>();
       if (error_code(made) != "RESOURCE_ALREADY_EXISTS") fail("creating experiment '" + name + "'", made);
     }  // another client made it between our two requests: find it again
@@ -88,7 +89,7 @@ class RestApi final : public Api {
   RunRef create_run(const std::string& experiment_id, const std::string& run_name, std::int64_t start_ms,
                     const std::vector<Entry>& tags) override {
     const json body{{"experiment_id", experiment_id}, {"run_name", run_name}, {"start_time", start_ms}, {"tags", entries(tags)}};
-    const auto made = request("POST", "runs/create", body.dump());
+    const auto made = request("POST", "runs/create", core::json_text(body));
     if (made.status != 200) fail("creating a run", made);
     return run_ref(json::parse(made.body).at("run").at("info"));
   }
@@ -99,7 +100,7 @@ class RestApi final : public Api {
     const auto run = json::parse(found.body).at("run");
     for (const auto& param : run.value("data", json::object()).value("params", json::array()))
       params.emplace_back(param.at("key").get<std::string>(), param.value("value", ""));
-    const auto updated = request("POST", "runs/update", json{{"run_id", run_id}, {"status", "RUNNING"}}.dump());
+    const auto updated = request("POST", "runs/update", core::json_text(json{{"run_id", run_id}, {"status", "RUNNING"}}));
     if (updated.status != 200) fail("marking run " + run_id + " as running", updated);
     return run_ref(run.at("info"));
   }
@@ -109,7 +110,7 @@ class RestApi final : public Api {
     json list = json::array();
     for (const auto& m : metrics) list.push_back({{"key", m.key}, {"value", m.value}, {"timestamp", m.timestamp_ms}, {"step", m.step}});
     const json body{{"run_id", run_id}, {"metrics", list}, {"params", entries(params)}, {"tags", entries(tags)}};
-    const auto logged = request("POST", "runs/log-batch", body.dump());
+    const auto logged = request("POST", "runs/log-batch", core::json_text(body));
     if (logged.status != 200) fail("logging to run " + run_id, logged);
   }
 
@@ -130,7 +131,8 @@ class RestApi final : public Api {
   }
 
   void end_run(const std::string& run_id, const std::string& status, std::int64_t end_ms) override {
-    const auto updated = request("POST", "runs/update", json{{"run_id", run_id}, {"status", status}, {"end_time", end_ms}}.dump());
+    const auto updated =
+        request("POST", "runs/update", core::json_text(json{{"run_id", run_id}, {"status", status}, {"end_time", end_ms}}));
     if (updated.status != 200) fail("ending run " + run_id, updated);
   }
 

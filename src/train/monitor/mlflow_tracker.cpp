@@ -7,6 +7,7 @@
 
 #include "core/build_features.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/text_encoding.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::train::mlflow {
@@ -14,10 +15,24 @@ namespace {
 
 std::chrono::milliseconds millis(double seconds) { return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000)); }
 
-// MLflow refuses a param value longer than its limit: the start and a mark of the cut.
+// MLflow refuses a param value longer than its limit: the start, cut between two characters (the
+// request is JSON, UTF-8), and a mark of the cut.
 Entry within_limits(Entry param) {
-  if (param.second.size() > kMaxParamValue) param.second = param.second.substr(0, kMaxParamValue - 3) + "...";
+  if (param.second.size() <= kMaxParamValue) return param;
+  std::size_t cut = kMaxParamValue - 3;
+  while (cut > 0 && (static_cast<unsigned char>(param.second[cut]) & 0xC0) == 0x80) --cut;  // inside a character
+  param.second = param.second.substr(0, cut) + "...";
   return param;
+}
+
+// The server takes UTF-8 only: a name or value that is not (a path typed on a Latin-1 system) is
+// read as Windows-1252, the same way each time, so a resume finds the experiment it made.
+TrackerPlan plan_in_utf8(TrackerPlan plan) {
+  plan.experiment = core::as_utf8(plan.experiment);
+  plan.run_name = core::as_utf8(plan.run_name);
+  for (auto* entries : {&plan.params, &plan.tags})
+    for (auto& [key, value] : *entries) key = core::as_utf8(key), value = core::as_utf8(value);
+  return plan;
 }
 
 }  // namespace
@@ -35,7 +50,7 @@ std::unique_ptr<Api> make_rest_api(const Connection&) {
 std::string url_fault(const std::string&) { return ""; }  // make_rest_api says what is missing
 #endif
 
-Tracker::Tracker(std::unique_ptr<Api> api, TrackerPlan plan) : api_(std::move(api)), plan_(std::move(plan)) {
+Tracker::Tracker(std::unique_ptr<Api> api, TrackerPlan plan) : api_(std::move(api)), plan_(plan_in_utf8(std::move(plan))) {
   thread_ = std::thread([this] { work(); });
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "crc32c.hpp"
+#include "gputrain/core/text_encoding.hpp"
 #include "gputrain/core/write_error.hpp"
 
 namespace gputrain::train {
@@ -34,6 +35,10 @@ void put_bytes_field(std::string& out, int field, const std::string& bytes) {
   out += bytes;
 }
 
+// A proto3 string must be UTF-8: TensorBoard's reader drops a message with one that is not (a path
+// typed on a Latin-1 system), so such text is read as Windows-1252 first.
+void put_string_field(std::string& out, int field, const std::string& text) { put_bytes_field(out, field, core::as_utf8(text)); }
+
 void put_double_field(std::string& out, int field, double value) {
   put_varint(out, static_cast<std::uint64_t>(field) << 3 | 1);  // 64-bit
   put_little_endian(out, value);
@@ -58,7 +63,7 @@ std::string plugin_metadata(const std::string& plugin, const std::string& conten
 std::string protobuf_value(const HParamValue& value) {
   std::string out;
   if (const auto* number = std::get_if<double>(&value)) put_double_field(out, 2, *number);
-  if (const auto* text = std::get_if<std::string>(&value)) put_bytes_field(out, 3, *text);
+  if (const auto* text = std::get_if<std::string>(&value)) put_string_field(out, 3, *text);
   if (const auto* flag = std::get_if<bool>(&value)) put_varint_field(out, 4, *flag ? 1 : 0);
   return out;
 }
@@ -134,9 +139,9 @@ void TensorBoardWriter::add_text(const std::string& tag, const std::string& text
   std::string tensor;  // TensorProto { DataType dtype = 1 (DT_STRING 7); TensorShapeProto tensor_shape = 2; bytes string_val = 8; }
   put_varint_field(tensor, 1, 7);
   put_bytes_field(tensor, 2, "");
-  put_bytes_field(tensor, 8, text);
-  std::string version;        // TextPluginData { int32 version = 1; }: 0, empty on the wire
-  std::string summary_value;  // Summary.Value { tag = 1; TensorProto tensor = 8; SummaryMetadata metadata = 9; }
+  put_string_field(tensor, 8, text);  // bytes, which the Text tab shows as UTF-8
+  std::string version;                // TextPluginData { int32 version = 1; }: 0, empty on the wire
+  std::string summary_value;          // Summary.Value { tag = 1; TensorProto tensor = 8; SummaryMetadata metadata = 9; }
   put_bytes_field(summary_value, 1, tag);
   put_bytes_field(summary_value, 8, tensor);
   put_bytes_field(summary_value, 9, plugin_metadata("text", version));
@@ -150,7 +155,7 @@ void TensorBoardWriter::add_hparams(const std::map<std::string, HParamValue>& hp
   std::string start;
   for (const auto& [name, value] : hparams) {
     std::string entry;  // a map entry: { string key = 1; Value value = 2; }
-    put_bytes_field(entry, 1, name);
+    put_string_field(entry, 1, name);
     put_bytes_field(entry, 2, protobuf_value(value));
     put_bytes_field(start, 1, entry);
   }

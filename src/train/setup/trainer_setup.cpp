@@ -91,8 +91,9 @@ std::string config_not_utf8_note(const std::string& config_yaml) {
   auto line = config_yaml.substr(begin, config_yaml.find('\n', *at) - begin);
   line.erase(0, line.find_first_not_of(' '));
   return "note: the config's '" + core::windows1252_to_utf8(line) +
-         "' is not UTF-8: paths are used byte for byte; model.safetensors' metadata reads such text as Windows-1252 and "
-         "metrics.jsonl writes U+FFFD for its other bytes";
+         "' is not UTF-8: paths are used byte for byte and checkpoints keep it as Python's os.fsdecode reads it; "
+         "model.safetensors' metadata, TensorBoard and MLflow read it as Windows-1252, and metrics.jsonl and report.json "
+         "write U+FFFD for its other bytes";
 }
 
 }  // namespace

@@ -58,6 +58,8 @@ TEST(Report, JunitHasOneSuitePerAreaAndEscapesText) {
   EXPECT_NE(xml.find("<failure type=\"timeout\""), std::string::npos);
   EXPECT_NE(xml.find("<skipped message=\"not probed\"/>"), std::string::npos);
   EXPECT_EQ(xml.find("<errors>"), std::string::npos);
+  const std::string latin1 = to_junit({{"a.b", "a", "t", fail("no '/data/caf\xE9'", "fix"), 0.0}}, 1.0);  // not UTF-8
+  EXPECT_NE(latin1.find("message=\"no &apos;/data/caf\xC3\xA9&apos;\""), std::string::npos) << latin1;
 }
 
 TEST(Report, TextShowsTheFixUnderProblemsOnly) {

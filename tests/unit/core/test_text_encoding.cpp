@@ -42,3 +42,15 @@ TEST(TextEncoding, Windows1252IsDecodedAsPythonDecodesIt) {
   EXPECT_EQ(as_utf8("caf\xE9"), "caf\xC3\xA9");
   for (int byte = 0; byte < 256; ++byte) EXPECT_TRUE(is_utf8(windows1252_to_utf8(std::string(1, static_cast<char>(byte))))) << byte;
 }
+
+TEST(TextEncoding, SurrogateEscapesAreWhatPythonsPickleReadsAndComeBackByteForByte) {
+  // Python: b"caf\xe9\x80".decode("utf-8", "surrogateescape").encode("utf-8", "surrogatepass")
+  EXPECT_EQ(surrogate_escaped("caf\xE9\x80"), "caf\xED\xB3\xA9\xED\xB2\x80");
+  EXPECT_EQ(surrogate_escaped("caf\xC3\xA9"), "caf\xC3\xA9");            // UTF-8 stays as it is
+  EXPECT_EQ(surrogate_escaped("\xE2\x82"), "\xED\xB3\xA2\xED\xB2\x82");  // a cut sequence: each byte
+  std::string every_byte;
+  for (int b = 1; b < 256; ++b) every_byte += static_cast<char>(b);
+  const auto escaped = surrogate_escaped(every_byte + "\xC3\xA9\xED\xA0\x80");  // also a surrogate's own bytes
+  EXPECT_EQ(surrogate_unescaped(escaped), every_byte + "\xC3\xA9\xED\xA0\x80");
+  EXPECT_EQ(surrogate_unescaped("caf\xC3\xA9 \xED\x9F\xBF"), "caf\xC3\xA9 \xED\x9F\xBF");  // U+D7FF is no escape
+}

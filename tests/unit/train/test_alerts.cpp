@@ -285,6 +285,32 @@ TEST(RunReport, AFailedRunLeavesOneWithItsError) {
 
 namespace {
 
+// An error naming a path typed on a Latin-1 system, as a data reader's does.
+class LatinOneFailure final : public Callback {
+ public:
+  std::string name() const override { return "latin_one_failure"; }
+  void on_step_end(RunControl&, std::int64_t step) override {
+    if (step == 2) throw Error("cannot read '/data/caf\xE9/x.npy'", "check the file");
+  }
+};
+
+}  // namespace
+
+// Its error's bytes that are not UTF-8 reach report.json as U+FFFD; they used to cost the report.
+TEST(RunReport, AnErrorThatIsNotUtf8IsKept) {
+  auto options = test_support::quiet_trainer();
+  options.callbacks.push_back(std::make_shared<LatinOneFailure>());
+  const auto config = test_support::small_run("report-latin-one", {});
+  Trainer trainer(config, options);
+  EXPECT_THROW(trainer.fit(), Error);
+  std::ifstream in(std::filesystem::path(config.logging.dir) / "report.json");
+  ASSERT_TRUE(in) << "no report.json for an error that is not UTF-8";
+  const auto error = nlohmann::json::parse(in)["error"].get<std::string>();
+  EXPECT_NE(error.find("cannot read '/data/caf\uFFFD/x.npy'"), std::string::npos) << error;
+}
+
+namespace {
+
 // A collective that fails at step 3, as a peer rank's death makes it fail.
 class FailingCollective final : public Callback {
  public:

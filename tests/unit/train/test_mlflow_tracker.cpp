@@ -30,15 +30,24 @@ struct Received {
   std::vector<std::size_t> batch_sizes;
   std::vector<Entry> params, logged_before;
   std::vector<std::string> files, calls;
-  std::string status;
+  std::string status, experiment, run_name;
 };
 
 class FakeApi final : public Api {
  public:
   explicit FakeApi(Received& r) : r_(r) {}
-  std::string experiment_id(const std::string&) override { return call("experiment"), "7"; }
-  RunRef create_run(const std::string& experiment, const std::string&, std::int64_t, const std::vector<Entry>&) override {
+  std::string experiment_id(const std::string& name) override {
+    call("experiment");
+    std::lock_guard lock(r_.mutex);
+    r_.experiment = name;
+    return "7";
+  }
+  RunRef create_run(const std::string& experiment, const std::string& run_name, std::int64_t, const std::vector<Entry>&) override {
     call("create");
+    {
+      std::lock_guard lock(r_.mutex);
+      r_.run_name = run_name;
+    }
     return {"run-new", experiment, "mlflow-artifacts:/7/run-new/artifacts"};
   }
   RunRef reopen_run(const std::string& id, std::vector<Entry>& params) override {
@@ -116,6 +125,27 @@ TEST(MlflowTracker, SendsParamsMetricsInBatchesFilesAndTheStatus) {
   EXPECT_EQ(r.status, "FINISHED");
   EXPECT_EQ(tracker.run_id(), "run-new");
   EXPECT_EQ(warnings(tracker.take_messages()), 0);
+}
+
+// The server takes JSON, UTF-8: names and values typed on a Latin-1 system are read as
+// Windows-1252, and a value cut to MLflow's limit is cut between two characters.
+TEST(MlflowTracker, SendsUtf8AndCutsALongValueBetweenCharacters) {
+  Received r;
+  auto plan = fast_plan();
+  plan.experiment = "caf\xE9";
+  plan.run_name = "run-caf\xE9";
+  std::string long_value = "xy";  // then two-byte characters, the limit's byte a character's second
+  while (long_value.size() <= kMaxParamValue) long_value += "\xC3\xA9";
+  plan.params = {{"data.path", "/data/caf\xE9/x.npy"}, {"data.class_names", long_value}};
+  Tracker tracker(std::make_unique<FakeApi>(r), plan);
+  tracker.finish("FINISHED", {}, 30);
+  EXPECT_EQ(r.experiment, "caf\xC3\xA9");
+  EXPECT_EQ(r.run_name, "run-caf\xC3\xA9");
+  ASSERT_EQ(r.params.size(), 2U);
+  EXPECT_EQ(r.params[0].second, "/data/caf\xC3\xA9/x.npy");
+  const auto& cut = r.params[1].second;
+  EXPECT_LE(cut.size(), kMaxParamValue);
+  EXPECT_EQ(cut.substr(cut.size() - 5), "\xC3\xA9...");
 }
 
 TEST(MlflowTracker, KeepsMetricsWhileTheServerIsAwayAndWarnsOnce) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "builtin_callbacks.hpp"
+#include "core/json_text.hpp"
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/train/checkpoint.hpp"
 #include "gputrain/train/config.hpp"
@@ -186,7 +187,7 @@ class RunReport final : public Callback {
       return;
     }
     try {
-      core::write_file_atomically(path, report.dump(2) + "\n");
+      core::write_file_atomically(path, core::json_text(report, 2) + "\n");
     } catch (const std::exception& e) {  // the run's outcome stands; the report is a summary of it
       run.warn("report.json was not written: " + std::string(e.what()));
     }
