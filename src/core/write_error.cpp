@@ -84,7 +84,21 @@ void make_folders_for_file(const std::string& path, const std::string& key) {
   if (const auto folder = parent_of(path); !folder.empty()) make_output_folder(folder, key, /*for_a_file=*/true);
 }
 
+std::optional<std::string> open_files_limit_remedy(int error_number) {
+  if (error_number == ENFILE)
+    return std::string(
+        "the system has as many files open as it allows: close other programs, or raise its limit "
+        "(`sysctl fs.file-max`)");
+  if (error_number != EMFILE) return std::nullopt;
+  rlimit limit{};
+  const std::string now =
+      ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? " (" + std::to_string(limit.rlim_cur) + " now)" : "";
+  return "this process has as many files open as it may, the shell's `ulimit -n`" + now +
+         ": raise it before starting gputrain (`ulimit -n 65536`; a container: `docker run --ulimit nofile=65536`)";
+}
+
 std::string write_error_remedy(int error_number, const std::string& path) {
+  if (auto limit = open_files_limit_remedy(error_number)) return *limit;
   const auto folder = folder_of(path);
   switch (error_number) {
     case ENOSPC:

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -14,6 +16,7 @@
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/text_encoding.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/core/write_error.hpp"
 #include "image_decode.hpp"
 #include "path_text.hpp"
 
@@ -110,8 +113,14 @@ class ImageFolder final : public Dataset {
   const SampleLayout& layout() const override { return layout_; }
   void read(std::int64_t index, void* input, void* target) const override {
     const auto& file = files_[static_cast<std::size_t>(index)];
+    errno = 0;
     std::ifstream in(fs::path(root_) / file.name, std::ios::binary | std::ios::ate);
-    if (!in) throw SkippedSample("cannot open the file");
+    if (!in) {
+      const int error = errno;
+      const std::string why = error ? std::string("cannot open the file: ") + std::strerror(error) : "cannot open the file";
+      if (auto fix = core::open_files_limit_remedy(error)) throw Error(why, std::move(*fix));  // every image after it fails too
+      throw SkippedSample(why);
+    }
     const auto size = static_cast<std::size_t>(in.tellg());
     std::vector<unsigned char> bytes(size);
     in.seekg(0);

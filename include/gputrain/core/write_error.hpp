@@ -28,6 +28,10 @@ void refuse_unmakeable_folder(const std::string& folder, const std::string& key,
 void refuse_unwritable_file(const std::string& path, const std::string& key);
 void make_folders_for_file(const std::string& path, const std::string& key);
 
+/// The fix for an open refused by a limit on open files, of the process (EMFILE: `ulimit -n`) or
+/// of the system (ENFILE), for which no file or folder is at fault; nothing for any other errno.
+std::optional<std::string> open_files_limit_remedy(int error_number);
+
 /// What to do about `error_number` (an errno from writing `path`), in the user's terms.
 std::string write_error_remedy(int error_number, const std::string& path);
 

@@ -76,6 +76,9 @@ TEST(WriteError, EachReasonGetsItsOwnFix) {
   EXPECT_TRUE(contains(write_error_remedy(EIO, "/data/x"), "input/output error"));
   EXPECT_TRUE(contains(write_error_remedy(EBADF, "/dev/null"), "'/dev/null' was opened for reading, not writing"));
   EXPECT_TRUE(contains(write_error_remedy(EBUSY, "/data/x"), "exists, is writable and its disk is not full"));
+  // Too many open files: the limit, not the folder, is what to change.
+  EXPECT_TRUE(contains(write_error_remedy(EMFILE, "/data/x"), "`ulimit -n` (")) << write_error_remedy(EMFILE, "/data/x");
+  EXPECT_TRUE(contains(write_error_remedy(ENFILE, "/data/x"), "fs.file-max")) << write_error_remedy(ENFILE, "/data/x");
   // "Not a directory": the file standing where a folder would go is named.
   const auto file = std::filesystem::temp_directory_path() / "gputrain-write-error-a-file";
   std::ofstream(file) << "x";

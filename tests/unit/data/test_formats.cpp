@@ -2,10 +2,14 @@
 // Pillow, Python's gzip, bz2, lzma, zipfile and csv: tests/data/formats/make_fixtures.py), and every malformed file
 // turned into a UsageError that names the file and what is wrong.
 #include <ATen/ATen.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -1208,6 +1212,38 @@ TEST(ImageFolder, LinkedSubFoldersAreReadOnceEachAndADanglingLinkIsNamed) {
   ASSERT_EQ(loaded.skipped.size(), 1U);
   EXPECT_NE(loaded.skipped[0].find("gone.jpg: cannot open the file"), std::string::npos) << loaded.skipped[0];
   EXPECT_EQ(loaded.set.size(), 3);
+}
+
+// An image that cannot be opened because the process may open no more files is no fault of that
+// image: the run ends with the limit's fix rather than skipping every image after it as unreadable.
+TEST(ImageFolder, TooManyOpenFilesIsAnErrorWithTheLimitsFixNotASkippedImage) {
+  test_support::ScratchFolder root("open-files");
+  std::filesystem::create_directories(root.path / "cat");
+  std::filesystem::copy_file(fixture("images/exact/rgb.jpg"), root.path / "cat" / "0.jpg");
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = root.path.string();
+  spec.image_size = {4, 4};
+  const auto sources = open_sources(spec);
+  EXPECT_EXIT(
+      {
+        rlimit limit{};  // a low limit, all of it held, as a leak or a crowded process holds it
+        ::getrlimit(RLIMIT_NOFILE, &limit);
+        limit.rlim_cur = 64;
+        ::setrlimit(RLIMIT_NOFILE, &limit);
+        while (::open("/dev/null", O_RDONLY) >= 0) {
+        }
+        std::vector<std::uint8_t> image(3 * 4 * 4);
+        std::int64_t label = 0;
+        try {
+          sources.train->read(0, image.data(), &label);
+        } catch (const gputrain::Error& e) {
+          std::fprintf(stderr, "%s | %s\n", e.what(), e.remedy().c_str());
+          std::_Exit(3);
+        }
+        std::_Exit(4);
+      },
+      ::testing::ExitedWithCode(3), "cannot open the file: Too many open files \\| .*ulimit -n");
 }
 
 TEST(Sources, ArraysByKeyAndDefaults) {
