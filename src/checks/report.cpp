@@ -110,6 +110,7 @@ json system_json(const device::SystemInfo& s) {
           {"ram_total_bytes", s.ram_total},
           {"ram_available_bytes", s.ram_available},
           {"memory_limit_bytes", optional_json(s.memory_limit)},
+          {"address_space_limit_bytes", optional_json(s.address_space_limit)},
           {"shm", shm},
           {"container", {{"inside", s.container.inside}, {"runtime", s.container.runtime}, {"evidence", s.container.evidence}}}};
 }

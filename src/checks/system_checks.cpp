@@ -34,6 +34,12 @@ Result check_memory(const Context& c) {
   std::string detail = format_bytes(s.ram_total) + " RAM, " + format_bytes(s.ram_available) + " available";
   if (s.memory_limit) detail += ", cgroup limit " + format_bytes(*s.memory_limit);
   std::vector<Figure> figures{{"usable_memory", double(usable) / double(kGiB), "GiB", {}}};
+  if (s.address_space_limit) {
+    return warn(detail + "; this process may map at most " + format_bytes(*s.address_space_limit) +
+                    " (the shell's `ulimit -v`): CUDA and LibTorch map much more address space than the memory they use, "
+                    "so a run can fail to start or to allocate with RAM free",
+                "start gputrain after `ulimit -v unlimited` (on Grid Engine, request memory with mem_free rather than h_vmem)", figures);
+  }
   if (usable < kWarnMemory) {
     return warn(detail + "; under " + format_bytes(kWarnMemory) + " limits dataset caching and workers",
                 "raise the container's memory limit (docker run --memory=32g) or use a bigger machine", figures);

@@ -1,6 +1,7 @@
 #include "gputrain/device/system_info.hpp"
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -53,6 +54,23 @@ std::optional<std::uint64_t> tighter_limit(const CgroupLimits& cgroup, std::uint
   return std::nullopt;
 }
 
+std::optional<std::uint64_t> address_space_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  return static_cast<std::uint64_t>(limit.rlim_cur);
+}
+
+// The limit less this process's mappings (/proc/self/statm's size: VmSize).
+std::optional<std::uint64_t> address_space_left() {
+  const auto limit = address_space_limit();
+  if (!limit) return std::nullopt;
+  std::ifstream statm("/proc/self/statm");
+  std::uint64_t pages = 0;
+  statm >> pages;
+  const std::uint64_t mapped = pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  return *limit > mapped ? *limit - mapped : 0;
+}
+
 }  // namespace
 
 MemoryInfo read_memory_info() {
@@ -60,6 +78,7 @@ MemoryInfo read_memory_info() {
   info.ram_total = meminfo_bytes("MemTotal");
   info.ram_available = meminfo_bytes("MemAvailable");
   info.memory_limit = tighter_limit(read_cgroup_limits(), info.ram_total);
+  info.address_space_left = address_space_left();
   return info;
 }
 
@@ -101,6 +120,7 @@ SystemInfo collect_system_info() {
   info.ram_total = meminfo_bytes("MemTotal");
   info.ram_available = meminfo_bytes("MemAvailable");
   info.memory_limit = tighter_limit(info.cgroup, info.ram_total);
+  info.address_space_limit = address_space_limit();
   info.shm = disk_space("/dev/shm");
   info.container = detect_container();
   return info;

@@ -232,8 +232,13 @@ class CountingCpuAllocator final : public c10::Allocator {
   }
   // Its text keeps the allocator's ("you tried to allocate N bytes"), which error_text.hpp reads.
   [[noreturn]] static void refuse(size_t n, const c10::Error& e) {
+    const auto memory = device::read_memory_info();
+    const std::string left = memory.address_space_bound()
+                                 ? " of address space left under this process's limit, the shell's `ulimit -v` (raise it: `ulimit -v "
+                                   "unlimited`)"
+                                 : " of RAM free";
     TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU out of memory: the system refused ", core::format_bytes(n), " with ",
-                     core::format_bytes(device::read_memory_info().available()), " of RAM free (", e.what_without_backtrace(), ")");
+                     core::format_bytes(memory.available()), left, " (", e.what_without_backtrace(), ")");
   }
 
   c10::Allocator* inner_;

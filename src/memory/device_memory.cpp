@@ -85,6 +85,10 @@ MemoryFigures memory_figures(c10::Device device, bool with_limit) {
     f.limit = *system.memory_limit;
     f.limit_source = "cgroup limit";
   }
+  if (system.address_space_left && *system.address_space_left + f.reserved < f.limit) {  // what we hold is mapped already
+    f.limit = *system.address_space_left + f.reserved;
+    f.limit_source = "address space left under `ulimit -v`";
+  }
   return f;
 }
 

@@ -56,6 +56,13 @@ TEST(SystemChecks, AContainersMemoryLimitCountsRatherThanTheHostsRam) {
   expect_warning(run_check("system.memory", c), {"cgroup limit 4.00 GiB"}, "--memory");
 }
 
+// `ulimit -v` (Grid Engine's h_vmem): allocations fail with RAM free, and CUDA may not start.
+TEST(SystemChecks, AnAddressSpaceLimitWarnsWithTheCommandThatLiftsIt) {
+  auto c = machine();
+  c.system.address_space_limit = 8 * core::kGiB;
+  expect_warning(run_check("system.memory", c), {"may map at most 8.00 GiB (the shell's `ulimit -v`)"}, "ulimit -v unlimited");
+}
+
 // Docker's default /dev/shm (64 MiB) is too small for NCCL between ranks on one node.
 TEST(SystemChecks, DockersDefaultSharedMemoryWarnsWithTheFlagThatRaisesIt) {
   auto c = machine();

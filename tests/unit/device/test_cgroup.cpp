@@ -1,10 +1,17 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
+
+#include "gputrain/core/units.hpp"
 #include "gputrain/device/cgroup.hpp"
 #include "gputrain/device/system_info.hpp"
 #include "support/test_paths.hpp"
 
 using namespace gputrain::device;
+using gputrain::core::kGiB;
 
 namespace {
 CgroupLimits fixture(const std::string& name) {
@@ -90,4 +97,35 @@ TEST(SystemInfo, MemoryInfoAloneReadsWhatTheFullCollectionDoes) {
   EXPECT_GT(memory.ram_available, 0u);
   EXPECT_LE(memory.ram_available, memory.ram_total);
   EXPECT_EQ(memory.memory_limit, full.memory_limit);
+}
+
+// Under `ulimit -v`, what may still be allocated is the limit less what the process maps, whatever
+// RAM is free; the limit is read in a child, which may lower its own.
+TEST(SystemInfo, AnAddressSpaceLimitBoundsWhatIsAvailable) {
+  MemoryInfo info;
+  info.ram_available = 8 * kGiB;
+  EXPECT_EQ(info.available(), 8 * kGiB);
+  EXPECT_FALSE(info.address_space_bound());
+  info.address_space_left = 2 * kGiB;
+  EXPECT_EQ(info.available(), 2 * kGiB);
+  EXPECT_TRUE(info.address_space_bound());
+  info.memory_limit = 1 * kGiB;  // a tighter cgroup limit bounds it instead
+  EXPECT_EQ(info.available(), 1 * kGiB);
+  EXPECT_FALSE(info.address_space_bound());
+
+  EXPECT_EXIT(
+      {
+        std::ifstream statm("/proc/self/statm");
+        std::uint64_t pages = 0;
+        statm >> pages;
+        const std::uint64_t mapped = pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+        rlimit limit{};
+        ::getrlimit(RLIMIT_AS, &limit);
+        limit.rlim_cur = mapped + kGiB;
+        ::setrlimit(RLIMIT_AS, &limit);
+        const auto left = read_memory_info().address_space_left;
+        const auto system = collect_system_info();
+        std::_Exit(left && *left > kGiB / 2 && *left <= kGiB && system.address_space_limit == limit.rlim_cur ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
