@@ -1,9 +1,12 @@
 #include "gputrain/core/write_error.hpp"
 
+#include <pwd.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -46,6 +49,25 @@ std::string file_size_limit() {
   return " (now " + format_bytes(limit.rlim_cur) + ")";
 }
 
+// "owned by root, mode 755": why this user may not write there.
+std::string owner_and_mode(const std::filesystem::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return "its owner unknown";
+  const passwd* owner = ::getpwuid(info.st_uid);
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(info.st_mode & 0777));
+  return "owned by " + (owner ? std::string(owner->pw_name) : "user " + std::to_string(info.st_uid)) + ", mode " + mode;
+}
+
+// Write access for this user: its own folder by chmod; another's (a container run as root made
+// it) by its owner or sudo.
+std::string access_fix(const std::filesystem::path& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && info.st_uid == ::geteuid())
+    return "let its owner write in it (`chmod u+w '" + path.string() + "'`)";
+  return "have it made this user's (`sudo chown -R \"$(id -un)\" '" + path.string() + "'`)";
+}
+
 }  // namespace
 
 std::optional<std::string> file_in_the_way(const std::string& folder) {
@@ -62,9 +84,12 @@ void refuse_unmakeable_folder(const std::string& folder, const std::string& key,
         key + ": '" + folder + "' cannot be created: '" + *file + "' is a file",
         "point " + key + " at " + elsewhere(for_a_file) + " (missing folders are created), or move the file '" + *file + "' away");
   const auto existing = nearest_existing(folder);
-  if (!existing.empty() && ::access(existing.c_str(), W_OK | X_OK) != 0)
-    throw UsageError(key + ": '" + folder + "' cannot be created: this user may not write in '" + existing.string() + "'",
-                     "point " + key + " at " + elsewhere(for_a_file) + " this user can write (missing folders are created)");
+  if (existing.empty() || ::access(existing.c_str(), W_OK | X_OK) == 0) return;
+  std::error_code ec;
+  const std::string where = "this user may not write in '" + existing.string() + "' (" + owner_and_mode(existing) + ")";
+  throw UsageError(
+      key + ": " + (std::filesystem::is_directory(folder, ec) ? where : "'" + folder + "' cannot be created: " + where),
+      "point " + key + " at " + elsewhere(for_a_file) + " this user can write (missing folders are created), or " + access_fix(existing));
 }
 
 void make_output_folder(const std::string& folder, const std::string& key, bool for_a_file) {

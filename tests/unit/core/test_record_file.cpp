@@ -1,6 +1,10 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -89,6 +93,33 @@ TEST(WriteError, EachReasonGetsItsOwnFix) {
   const auto error = gputrain::core::write_error("write", "/tmp/run/x", ENOSPC);
   EXPECT_EQ(std::string(error.what()), "cannot write '/tmp/run/x': No space left on device");
   EXPECT_EQ(error.remedy().rfind("the disk of '/tmp/run' is full (", 0), 0u) << error.remedy();
+}
+
+// A folder this user may not write in (a run folder a container made as root) is named with its
+// owner and mode, and the fix gives the command that lends it to this user. As root, the check
+// runs in a child that is `nobody`; otherwise in one that locks its own folder.
+TEST(WriteError, AFolderThisUserMayNotWriteInIsNamedWithItsOwnerModeAndTheCommandThatHelps) {
+  char made[] = "/tmp/gputrain-unwritable-XXXXXX";  // in /tmp, which `nobody` reaches wherever TMPDIR points
+  ASSERT_NE(::mkdtemp(made), nullptr);
+  const std::filesystem::path scratch(made);
+  const auto locked = scratch / "locked";
+  std::filesystem::create_directories(locked);
+  std::filesystem::permissions(scratch, std::filesystem::perms::all);  // nobody reaches it, but not into locked
+  EXPECT_EXIT(
+      {
+        if (::geteuid() == 0 ? ::setuid(65534) != 0 : ::chmod(locked.c_str(), 0555) != 0) std::_Exit(5);
+        try {
+          gputrain::core::make_output_folder(locked.string(), "logging.dir");
+        } catch (const gputrain::UsageError& e) {
+          std::fprintf(stderr, "%s | %s\n", e.what(), e.remedy().c_str());
+          std::_Exit(3);
+        }
+        std::_Exit(4);
+      },
+      ::testing::ExitedWithCode(3),
+      "logging.dir: this user may not write in '[^']*locked' \\(owned by [^,]+, mode [57]55\\) \\| point logging.dir at another "
+      "folder this user can write \\(missing folders are created\\), or (have it made this user's|let its owner write in it)");
+  std::filesystem::remove_all(scratch);
 }
 
 TEST(WriteError, AnOutputFolderThatCannotBeMadeIsAUsageErrorNamingTheKeyAndTheFileInTheWay) {
