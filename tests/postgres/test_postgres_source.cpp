@@ -103,6 +103,21 @@ TEST_F(Postgres, TextLabelsAreClassNamesAndValidationUsesTheirIds) {
       << message;
 }
 
+// A database in LATIN1 (a legacy one) sends its text in LATIN1 unless asked for UTF-8: class names
+// would be bytes that JSON and safetensors metadata cannot hold ('caf\xE9'), and a query's 'é'
+// would be read as two characters.
+TEST_F(Postgres, ALatin1DatabasesTextComesAsUtf8BothWays) {
+  server.exec("DROP DATABASE IF EXISTS latin1");
+  server.exec("CREATE DATABASE latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0");
+  server.exec(
+      "CREATE TABLE drinks (x float8, label text); INSERT INTO drinks VALUES (1, 'caf\xC3\xA9'), (2, 'cr\xC3\xA8me'), (3, 'th\xC3\xA9');",
+      "latin1");
+  auto s = spec("SELECT x, label FROM drinks WHERE label <> 'th\xC3\xA9' ORDER BY x");
+  s.dsn = server.dsn("latin1");
+  const auto sources = data::open_sources(s);
+  EXPECT_EQ(sources.class_names, (std::vector<std::string>{"caf\xC3\xA9", "cr\xC3\xA8me"}));
+}
+
 // Without data.val_query the rows can be split as any source's: data.val_fraction holds some out.
 TEST_F(Postgres, ValFractionHoldsRowsOutAndFeaturesPickColumns) {
   server.exec(

@@ -31,7 +31,9 @@ class PgServer {
   /// Why there is no server ("" when there is one).
   const std::string& absent() const { return absent_; }
   /// The superuser over the Unix socket (trusted).
-  std::string dsn() const { return "host=" + values_.at("socket_dir") + " port=" + values_.at("port") + " user=gputrain dbname=postgres"; }
+  std::string dsn(const std::string& database = "postgres") const {
+    return "host=" + values_.at("socket_dir") + " port=" + values_.at("port") + " user=gputrain dbname=" + database;
+  }
   /// A password login over TCP.
   std::string tcp_dsn(const std::string& password) const {
     return "postgresql://trainer:" + password + "@127.0.0.1:" + values_.at("port") + "/postgres";
@@ -39,9 +41,10 @@ class PgServer {
   const std::string& password() const { return values_.at("password"); }
   const std::string& port() const { return values_.at("port"); }
 
-  /// Runs `sql` (statements separated by ';'); fails the test with the server's message.
-  void exec(const std::string& sql) const {
-    PGconn* conn = PQconnectdb(dsn().c_str());
+  /// Runs `sql` (statements separated by ';') in `database`, sent as UTF-8; fails the test with
+  /// the server's message.
+  void exec(const std::string& sql, const std::string& database = "postgres") const {
+    PGconn* conn = PQconnectdb((dsn(database) + " client_encoding=UTF8").c_str());
     PGresult* result = PQexec(conn, sql.c_str());
     const auto status = PQresultStatus(result);
     const std::string error = PQerrorMessage(conn);

@@ -24,10 +24,11 @@ std::string trimmed(const char* text) {
 
 Connection::Connection(const std::string& dsn) : dsn_masked_(mask_password(dsn)) {
   // Our defaults first: the DSN's own settings, expanded from dbname, override them. Keepalives
-  // notice a server that vanished mid-read instead of waiting on it for ever.
-  const char* keys[] = {
-      "connect_timeout", "application_name", "keepalives_idle", "keepalives_interval", "keepalives_count", "dbname", nullptr};
-  const char* values[] = {"10", "gputrain", "30", "10", "3", dsn.c_str(), nullptr};
+  // notice a server that vanished mid-read instead of waiting on it for ever; UTF-8 text both ways
+  // whatever the database's encoding (a LATIN1 one's 'café' would come as bytes no JSON takes).
+  const char* keys[] = {"connect_timeout",  "application_name", "keepalives_idle", "keepalives_interval",
+                        "keepalives_count", "client_encoding",  "dbname",          nullptr};
+  const char* values[] = {"10", "gputrain", "30", "10", "3", "UTF8", dsn.c_str(), nullptr};
   conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (!conn_) throw Error("libpq could not allocate a connection", "", ExitCode::environment);
   if (PQstatus(conn_) == CONNECTION_OK) return;
