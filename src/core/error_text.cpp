@@ -1,7 +1,10 @@
 #include "gputrain/core/error_text.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <system_error>
 
 #include "gputrain/core/units.hpp"
 
@@ -43,6 +46,28 @@ std::string fix_for_unexplained(const std::string& what) {
     return "allow more memory (device.max_memory, or --max-memory), or make what must fit smaller: the model, the batch "
            "(train.batch_size) or the data";
   return "";
+}
+
+namespace {
+// std::thread's failure to start one: pthread_create's EAGAIN.
+bool thread_refused(const std::exception& error) {
+  const auto* system = dynamic_cast<const std::system_error*>(&error);
+  return system && system->code() == std::errc::resource_unavailable_try_again;
+}
+}  // namespace
+
+std::string message_for_unexplained(const std::exception& error) {
+  if (thread_refused(error)) return std::string("the system would not start another thread: ") + error.what();
+  return message_for_unexplained(std::string(error.what()));
+}
+
+std::string fix_for_unexplained(const std::exception& error) {
+  if (!thread_refused(error)) return fix_for_unexplained(std::string(error.what()));
+  rlimit limit{};
+  const std::string now =
+      ::getrlimit(RLIMIT_NPROC, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? " (" + std::to_string(limit.rlim_cur) + " now)" : "";
+  return "this user or container runs as many processes and threads as it may: raise the shell's `ulimit -u`" + now +
+         " or the container's limit (`docker run --pids-limit`), or start fewer threads (data.num_workers, OMP_NUM_THREADS)";
 }
 
 std::string message_for_filesystem_error(const std::string& path1, const std::string& path2, std::error_code code) {

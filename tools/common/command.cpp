@@ -193,7 +193,7 @@ int run_parsed(CLI::App& app, int argc, char** argv, const std::function<int()>&
               core::fix_for_filesystem_error(error.path1().string(), error.code()));
     return static_cast<int>(ExitCode::failure);
   } catch (const std::exception& error) {
-    say_error(core::message_for_unexplained(error.what()), core::fix_for_unexplained(error.what()));
+    say_error(core::message_for_unexplained(error), core::fix_for_unexplained(error));
     return static_cast<int>(ExitCode::failure);
   }
 }

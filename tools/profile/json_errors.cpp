@@ -35,7 +35,7 @@ int with_json_errors(const char* schema, const std::function<int()>& profile) {
                 core::fix_for_filesystem_error(e.path1().string(), e.code()), ExitCode::failure);
     throw;
   } catch (const std::exception& e) {
-    print_error(schema, core::message_for_unexplained(e.what()), core::fix_for_unexplained(e.what()), ExitCode::failure);
+    print_error(schema, core::message_for_unexplained(e), core::fix_for_unexplained(e), ExitCode::failure);
     throw;
   }
 }

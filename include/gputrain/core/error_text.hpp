@@ -2,6 +2,7 @@
 // The part of an exception's message a user can act on.
 
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -30,6 +31,11 @@ std::string message_for_unexplained(const std::string& what);
 /// allocator's out-of-memory error (a cap, a device or the host's RAM too small for what had to fit). Empty
 /// otherwise.
 std::string fix_for_unexplained(const std::string& what);
+
+/// The same for an exception: a thread the system would not start (std::thread's system_error,
+/// EAGAIN: the limit on this user's or container's processes) is named with the limit to raise.
+std::string message_for_unexplained(const std::exception& error);
+std::string fix_for_unexplained(const std::exception& error);
 
 /// A filesystem failure no part of gputrain put in a user's terms (std::filesystem's "filesystem
 /// error: status: Permission denied [/data/lost+found]"): the path or paths and the reason, so a

@@ -1,4 +1,11 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/error_text.hpp"
@@ -42,6 +49,29 @@ TEST(Error, TheCpuAllocatorsFailureIsSaidAsHostMemoryWithItsSize) {
   EXPECT_NE(core::fix_for_unexplained(what).find("make what must fit smaller"), std::string::npos);
   EXPECT_EQ(core::message_for_unexplained("mat1 and mat2 shapes cannot be multiplied\nException raised from x"),
             "mat1 and mat2 shapes cannot be multiplied");
+}
+
+// A thread the system will not start (`ulimit -u`, a container's pids limit) was "error: Resource
+// temporarily unavailable" and no fix. In a child that is `nobody` (as root) and may run one process.
+TEST(Error, AThreadTheSystemWillNotStartNamesTheLimitOnProcesses) {
+  EXPECT_EXIT(
+      {
+        if (::geteuid() == 0 && ::setuid(65534) != 0) std::_Exit(5);
+        rlimit one{};
+        one.rlim_cur = one.rlim_max = 1;
+        ::setrlimit(RLIMIT_NPROC, &one);
+        try {
+          std::thread([] {}).join();
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "%s | %s\n", core::message_for_unexplained(e).c_str(), core::fix_for_unexplained(e).c_str());
+          std::_Exit(3);
+        }
+        std::_Exit(4);
+      },
+      ::testing::ExitedWithCode(3), "the system would not start another thread: .+ \\| .*`ulimit -u` \\(1 now\\)");
+  const std::runtime_error other("mat1 and mat2 shapes cannot be multiplied");
+  EXPECT_EQ(core::message_for_unexplained(other), "mat1 and mat2 shapes cannot be multiplied");
+  EXPECT_EQ(core::fix_for_unexplained(other), "");
 }
 
 TEST(LogLevel, ParsesKnownNamesAndRejectsOthersWithTheAllowedList) {
