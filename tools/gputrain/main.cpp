@@ -60,15 +60,22 @@ std::vector<std::string> installed_commands(const fs::path& dir) {
   return commands;
 }
 
+// A gputrain copied away from its commands (`cp build/bin/gputrain ~/bin`) finds none of them.
+const char* const kInstallWhole =
+    "install gputrain whole (cmake --install build --prefix ~/.local puts every program in ~/.local/bin), or put a link to "
+    "the built one on your PATH instead of a copy (ln -s \"$PWD/build/bin/gputrain\" ~/.local/bin/gputrain)";
+
 void print_help(const fs::path& dir) {
   std::cout << "gputrain: set up, check and train on NVIDIA GPUs with LibTorch.\n\n"
                "usage: gputrain <command> [options]      (gputrain <command> --help, or gputrain help <command>, for its options)\n"
                "       gputrain --version                versions of gputrain, LibTorch, CUDA, driver, cuDNN, NCCL\n\n"
                "commands:\n";
-  for (const auto& command : installed_commands(dir)) {
+  const auto commands = installed_commands(dir);
+  for (const auto& command : commands) {
     const auto known = kDescriptions.find(command);
     std::printf("  %-13s %s\n", command.c_str(), known != kDescriptions.end() ? known->second.c_str() : "");
   }
+  if (commands.empty()) std::cout << "  none beside this gputrain (in " << dir.string() << "): " << kInstallWhole << "\n";
   std::cout << "\nexit codes: 0 success, 1 a check or run failed, 2 bad usage, 3 environment unusable (no GPU),\n"
                "            130 interrupted after a clean checkpoint\n";
 }
@@ -91,7 +98,17 @@ int main(int argc, char** argv) {
   const fs::path program = dir / ("gputrain-" + command);
   if (command.empty() || command[0] == '-' || access(program.c_str(), X_OK) != 0) {
     const auto known = installed_commands(dir);
+    if (kDescriptions.count(command) != 0) {  // ours, but its program is not where this one is
+      std::cerr << "error: '" << command << "' is a gputrain command, but its program gputrain-" << command
+                << " is not beside this gputrain (in " << dir.string()
+                << "): each command is a program of its own\n  fix: " << kInstallWhole << "\n";
+      return 2;
+    }
     std::cerr << "error: unknown command '" << command << "'";
+    if (known.empty()) {
+      std::cerr << " (no gputrain command is beside this gputrain, in " << dir.string() << ")\n  fix: " << kInstallWhole << "\n";
+      return 2;
+    }
     if (const auto other = kOtherToolsCommands.find(command); other != kOtherToolsCommands.end()) {
       std::cerr << "\n  fix: " << other->second << "\n";
       return 2;

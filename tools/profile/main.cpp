@@ -47,10 +47,10 @@ void add_data_options(CLI::App& app, std::string& source, std::string& path, std
   app.add_option(
          "--source", source,
          "without a config: data.source (" + core::join(data::file_source_names()) + "); default: the config's, else told from the path")
-      ->check(tools::not_empty("a data source, e.g. csv"));
-  app.add_option("--path", path, "without a config: data.path")->check(tools::not_empty("the data's file or folder"));
+      ->check(tools::required_value("a data source, e.g. csv"));
+  app.add_option("--path", path, "without a config: data.path")->check(tools::required_value("the data's file or folder"));
   app.add_option("--labels", labels, "without a config: data.labels (CSV: one or more label columns, --labels y1 y2)")
-      ->check(tools::not_empty("the labels' file or column"));
+      ->check(tools::required_value("the labels' file or column"));
 }
 
 }  // namespace
@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   std::string max_memory, source, path, trace;
   std::vector<std::string> labels;
   app.add_option("config", sources.files, "YAML config files; later files override earlier ones")
-      ->check(tools::not_empty("a YAML config file, e.g. configs/quickstart.yaml"));
+      ->check(tools::required_value("a YAML config file, e.g. configs/quickstart.yaml"));
   app.add_flag("--memory", memory_mode, "print the memory model of one training step");
   app.add_flag("--batch", batch_mode, "find the micro-batch batch_size: auto would pick");
   app.add_flag("--step", step_mode, "time real training steps: data wait, copy, compute, GPU utilisation");
@@ -90,10 +90,10 @@ int main(int argc, char** argv) {
       ->check(tools::output_file("loader.svg"));
   app.add_option("--set", sources.overrides, "override one key, e.g. --set train.precision=bf16-mixed (repeatable)")
       ->type_name("KEY=VALUE")
-      ->check(tools::not_empty("KEY=VALUE, e.g. --set train.max_steps=100"));
+      ->check(tools::required_value("KEY=VALUE, e.g. --set train.max_steps=100"));
   app.add_option("--max-memory", max_memory, "cap device memory, e.g. 8GiB (same as --set device.max_memory=...)")
       ->type_name("SIZE")
-      ->check(tools::not_empty("a size such as 8GiB, or none"))
+      ->check(tools::required_value("a size such as 8GiB, or none"))
       ->envname("GPUTRAIN_MAX_MEMORY");
   tools::add_logging_options(app);
 

@@ -31,7 +31,7 @@ void add_launch_options(CLI::App& app, LaunchFlags& flags) {
       ->group(group);
   app.add_option("--master-addr", flags.master_addr, "node 0's host, where every node's ranks meet (= distributed.master_addr)")
       ->type_name("HOST")
-      ->check(not_empty("node 0's host name or address, e.g. 10.0.0.1"))
+      ->check(required_value("node 0's host name or address, e.g. 10.0.0.1"))
       ->group(group);
   app.add_option("--master-port", flags.master_port, "the port there, the same on every node (= distributed.master_port)")
       ->type_name("PORT")

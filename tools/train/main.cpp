@@ -39,14 +39,14 @@ int main(int argc, char** argv) {
   train::ConfigSources sources;
   bool print_config = false;
   app.add_option("config", sources.files, "YAML config files; later files override earlier ones")
-      ->check(tools::not_empty("a YAML config file, e.g. configs/quickstart.yaml"));
+      ->check(tools::required_value("a YAML config file, e.g. configs/quickstart.yaml"));
   app.add_option("--set", sources.overrides, "override one key, e.g. --set optimizer.lr=3e-4 (repeatable; the value is YAML)")
       ->type_name("KEY=VALUE")
-      ->check(tools::not_empty("KEY=VALUE, e.g. --set train.max_steps=100"));
+      ->check(tools::required_value("KEY=VALUE, e.g. --set train.max_steps=100"));
   std::string max_memory;
   app.add_option("--max-memory", max_memory, "cap device memory as a smaller GPU would, e.g. 8GiB (= --set device.max_memory=...)")
       ->type_name("SIZE")
-      ->check(tools::not_empty("a size such as 8GiB, or none"))
+      ->check(tools::required_value("a size such as 8GiB, or none"))
       ->envname("GPUTRAIN_MAX_MEMORY");
   auto* print_config_flag = app.add_flag("--print-config", print_config, "print the resolved config as YAML and exit");
   tools::LaunchFlags launch;
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
                                          "measure these weights (a checkpoint .pt, model.safetensors, or a state_dict torch.save wrote) on "
                                          "the validation data; no training")
                               ->type_name("WEIGHTS")
-                              ->check(tools::not_empty("a weights file, e.g. runs/NAME/checkpoints/best.pt"));
+                              ->check(tools::required_value("a weights file, e.g. runs/NAME/checkpoints/best.pt"));
   app.add_flag("--json", json, "with --evaluate: print the figures as one JSON object on stdout")->needs(evaluate_option);
   print_config_flag->excludes(evaluate_option);  // it would print the config and evaluate nothing
   tools::add_logging_options(app);
