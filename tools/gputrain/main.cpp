@@ -80,6 +80,14 @@ void print_help(const fs::path& dir) {
                "            130 interrupted after a clean checkpoint\n";
 }
 
+// A shell still standing in a deleted folder: every command's LibTorch then dies loading with MKL's
+// "Cannot load libtorch_cpu.so", which names nothing the user did, so the front says it first.
+bool current_folder_deleted() {
+  std::error_code ec;
+  (void)fs::current_path(ec);
+  return ec == std::errc::no_such_file_or_directory;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,6 +125,12 @@ int main(int argc, char** argv) {
     std::cerr << "\n  fix: use one of:";
     for (const auto& name : known) std::cerr << " " << name;
     std::cerr << " (gputrain --help)\n";
+    return 2;
+  }
+  if (current_folder_deleted()) {
+    std::cerr << "error: the current folder was deleted after this shell entered it (a folder removed and made again, as a "
+                 "fresh clone over an old one)\n  fix: cd to a folder that exists; `cd \"$PWD\"` enters one made again at the "
+                 "same path\n";
     return 2;
   }
   std::vector<char*> args{const_cast<char*>(program.c_str())};
