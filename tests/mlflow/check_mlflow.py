@@ -7,7 +7,8 @@ Usage: check_mlflow.py CASE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
   logs_a_run: a run that names its server through MLFLOW_TRACKING_URI logs the resolved config
       as params, each step line's and epoch's figures as metrics (the values metrics.jsonl has, at
       its steps), its tags, and config.yaml, report.json and model.safetensors (byte for byte) as
-      artifacts; the run is FINISHED and named after its folder.
+      artifacts; the run is FINISHED and named after its folder. A run folder that is not UTF-8
+      (Latin-1 bytes) is logged too, its name read as Windows-1252.
   server_away_and_resume: a run goes on while its server is paused (answers nothing) and then
       killed (refuses connections): each run exits 0 with one mlflow warning on the console, and
       ends within a few seconds of its timeout. A resume after the server is back goes on in the
@@ -64,7 +65,7 @@ def train(command, run_dir, settings, env=None, epochs=2):
                       "--set", "logging.every_steps=1", "--set", "logging.progress=lines", "--set", f"logging.dir={run_dir}",
                       "--set", "checkpoint.resume=auto", *settings]
     started = time.time()
-    result = subprocess.run(args, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=300)
+    result = subprocess.run(args, capture_output=True, text=True, errors="replace", env={**os.environ, **(env or {})}, timeout=300)
     if result.returncode != 0:
         fail(f"{' '.join(args)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
     return result.stdout + result.stderr, time.time() - started
@@ -124,8 +125,21 @@ def logs_a_run(workdir, command):
         with open(fetched, "rb") as a, open(os.path.join(run_dir, "model.safetensors"), "rb") as b:
             if a.read() != b.read():
                 fail("model.safetensors in MLflow differs from the run folder's")
+        latin1_run_folder(workdir, command, server, client)
     finally:
         server.stop()
+
+
+def latin1_run_folder(workdir, command, server, client):
+    """A run folder named on a Latin-1 system (the byte 0xE9, not UTF-8): logged all the same, its
+    name and params read as Windows-1252 (MLflow takes UTF-8 only)."""
+    run_dir = os.fsdecode(os.path.join(os.fsencode(workdir), b"caf\xe9"))
+    output, _ = train(command, run_dir, ["--set", "logging.mlflow.experiment=gputrain-latin1"], env={"MLFLOW_TRACKING_URI": server.uri})
+    if "warning: mlflow" in output:
+        fail(f"a run folder that is not UTF-8 cost the MLflow logging:\n{output}")
+    run = the_run(client, "gputrain-latin1")
+    if run.info.run_name != "caf\u00e9" or not run.data.params.get("logging.dir", "").endswith("caf\u00e9"):
+        fail(f"run name {run.info.run_name!r}, logging.dir {run.data.params.get('logging.dir')!r}: not caf\u00e9")
 
 
 def warnings_in(output):
