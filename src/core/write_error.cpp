@@ -3,6 +3,7 @@
 #include <pwd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,10 +32,13 @@ std::filesystem::path nearest_existing(const std::string& folder) {
 }
 
 std::string free_space(const std::string& folder) {
-  std::error_code ec;
   const auto existing = nearest_existing(folder);
-  const auto space = std::filesystem::space(existing, ec);
-  return ec || existing.empty() ? std::string("its free space is unknown") : format_bytes(space.available) + " free now";
+  struct statvfs disk {};
+  if (existing.empty() || ::statvfs(existing.c_str(), &disk) != 0) return "its free space is unknown";
+  const std::string free = format_bytes(static_cast<std::uint64_t>(disk.f_bavail) * disk.f_frsize) + " free now";
+  // Bytes to spare but no inode: many small files (a dataset of images, old runs) used them up.
+  if (disk.f_files > 0 && disk.f_favail == 0) return free + ", but no room for one more file: its inodes are used up, `df -i`";
+  return free;
 }
 
 // The fix's "point KEY at ...": another folder, or a file in one.
@@ -85,10 +89,15 @@ void refuse_unmakeable_folder(const std::string& folder, const std::string& key,
         "point " + key + " at " + elsewhere(for_a_file) + " (missing folders are created), or move the file '" + *file + "' away");
   const auto existing = nearest_existing(folder);
   if (existing.empty() || ::access(existing.c_str(), W_OK | X_OK) == 0) return;
+  const int error = errno;
   std::error_code ec;
-  const std::string where = "this user may not write in '" + existing.string() + "' (" + owner_and_mode(existing) + ")";
+  const std::string prefix = key + ": " + (std::filesystem::is_directory(folder, ec) ? "" : "'" + folder + "' cannot be created: ");
+  if (error == EROFS)  // a volume mounted read-only (docker -v /data:/data:ro): no permission would help
+    throw UsageError(
+        prefix + "'" + existing.string() + "' is on a read-only filesystem",
+        "point " + key + " at " + elsewhere(for_a_file) + " on a filesystem this user can write (missing folders are created)");
   throw UsageError(
-      key + ": " + (std::filesystem::is_directory(folder, ec) ? where : "'" + folder + "' cannot be created: " + where),
+      prefix + "this user may not write in '" + existing.string() + "' (" + owner_and_mode(existing) + ")",
       "point " + key + " at " + elsewhere(for_a_file) + " this user can write (missing folders are created), or " + access_fix(existing));
 }
 
@@ -96,9 +105,12 @@ void make_output_folder(const std::string& folder, const std::string& key, bool 
   refuse_unmakeable_folder(folder, key, for_a_file);
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
-  if (ec)
-    throw UsageError(key + ": '" + folder + "' cannot be created: " + ec.message(),
-                     "point " + key + " at " + elsewhere(for_a_file) + " this user can write (missing folders are created)");
+  if (!ec) return;
+  const int error = ec.value();  // a full disk or quota has its own fix; a refusal, another folder
+  const bool of_the_disk = error == ENOSPC || error == EDQUOT || error == EIO || error == EMFILE || error == ENFILE;
+  throw UsageError(key + ": '" + folder + "' cannot be created: " + ec.message(),
+                   of_the_disk ? write_error_remedy(error, folder)
+                               : "point " + key + " at " + elsewhere(for_a_file) + " this user can write (missing folders are created)");
 }
 
 void refuse_unwritable_file(const std::string& path, const std::string& key) {

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -120,6 +123,53 @@ TEST(WriteError, AFolderThisUserMayNotWriteInIsNamedWithItsOwnerModeAndTheComman
       "logging.dir: this user may not write in '[^']*locked' \\(owned by [^,]+, mode [57]55\\) \\| point logging.dir at another "
       "folder this user can write \\(missing folders are created\\), or (have it made this user's|let its owner write in it)");
   std::filesystem::remove_all(scratch);
+}
+
+namespace {
+
+// In a child with a mount namespace of its own: a 64 KiB tmpfs of 8 inodes at `where`, read-only
+// when asked, then make_output_folder(`folder`) and its error on stderr (exit 3). Exit 77 where
+// this process may not mount (not root, or a container without CAP_SYS_ADMIN).
+[[noreturn]] void make_folder_on_small_tmpfs(const std::string& where, const std::string& folder, bool read_only, bool fill) {
+  if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+      ::mount("tmpfs", where.c_str(), "tmpfs", 0, "size=64k,nr_inodes=8") != 0)
+    std::_Exit(77);
+  for (int i = 0; fill; ++i) fill = std::ofstream(where + "/f" + std::to_string(i)).good();  // till no inode is left
+  if (read_only && ::mount(nullptr, where.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr) != 0) std::_Exit(77);
+  try {
+    gputrain::core::make_output_folder(folder, "logging.dir");
+  } catch (const gputrain::UsageError& e) {
+    std::fprintf(stderr, "%s | %s\n", e.what(), e.remedy().c_str());
+    std::_Exit(3);
+  }
+  std::_Exit(4);
+}
+
+// Whether a child may mount a tmpfs in a namespace of its own (not in every container).
+bool can_mount_tmpfs(const std::string& where) {
+  const pid_t child = ::fork();
+  if (child == 0)
+    std::_Exit(::unshare(CLONE_NEWNS) == 0 && ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+                       ::mount("tmpfs", where.c_str(), "tmpfs", 0, "size=64k") == 0
+                   ? 0
+                   : 77);
+  int status = 0;
+  return child > 0 && ::waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace
+
+// A run folder on a volume mounted read-only, or on a disk with no inode left: each named as such,
+// with its own fix, rather than as a folder this user may not write in.
+TEST(WriteError, AReadOnlyOrFullFilesystemUnderTheRunFolderGetsItsOwnFix) {
+  const ScratchFolder scratch("small-tmpfs");
+  const auto where = scratch.path.string();
+  if (!can_mount_tmpfs(where)) GTEST_SKIP() << "this process may not mount a tmpfs (root with CAP_SYS_ADMIN)";
+  EXPECT_EXIT(make_folder_on_small_tmpfs(where, where + "/run", /*read_only=*/true, /*fill=*/false), ::testing::ExitedWithCode(3),
+              "logging.dir: '[^']*/run' cannot be created: '[^']*' is on a read-only filesystem \\| point");
+  EXPECT_EXIT(make_folder_on_small_tmpfs(where, where + "/run", /*read_only=*/false, /*fill=*/true), ::testing::ExitedWithCode(3),
+              "cannot be created: No space left on device \\| the disk of '[^']*' is full \\(.* free now, but no room for one more "
+              "file: its inodes are used up");
 }
 
 TEST(WriteError, AnOutputFolderThatCannotBeMadeIsAUsageErrorNamingTheKeyAndTheFileInTheWay) {
