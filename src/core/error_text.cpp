@@ -1,11 +1,10 @@
 #include "gputrain/core/error_text.hpp"
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <system_error>
 
+#include "core/resource_limit.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::core {
@@ -63,9 +62,8 @@ std::string message_for_unexplained(const std::exception& error) {
 
 std::string fix_for_unexplained(const std::exception& error) {
   if (!thread_refused(error)) return fix_for_unexplained(std::string(error.what()));
-  rlimit limit{};
-  const std::string now =
-      ::getrlimit(RLIMIT_NPROC, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? " (" + std::to_string(limit.rlim_cur) + " now)" : "";
+  const auto limit = soft_limit(RLIMIT_NPROC);
+  const std::string now = limit ? " (" + std::to_string(*limit) + " now)" : "";
   return "this user or container runs as many processes and threads as it may: raise the shell's `ulimit -u`" + now +
          " or the container's limit (`docker run --pids-limit`), or start fewer threads (data.num_workers, OMP_NUM_THREADS)";
 }

@@ -1,7 +1,6 @@
 #include "gputrain/core/write_error.hpp"
 
 #include <pwd.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/resource_limit.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::core {
@@ -48,9 +48,8 @@ std::string elsewhere(bool for_a_file) { return for_a_file ? "a file in another 
 std::string parent_of(const std::string& path) { return std::filesystem::path(path).parent_path().string(); }
 
 std::string file_size_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return "";
-  return " (now " + format_bytes(limit.rlim_cur) + ")";
+  const auto limit = soft_limit(RLIMIT_FSIZE);
+  return limit ? " (now " + format_bytes(*limit) + ")" : "";
 }
 
 // "owned by root, mode 755": why this user may not write there.
@@ -127,9 +126,8 @@ std::optional<std::string> open_files_limit_remedy(int error_number) {
         "the system has as many files open as it allows: close other programs, or raise its limit "
         "(`sysctl fs.file-max`)");
   if (error_number != EMFILE) return std::nullopt;
-  rlimit limit{};
-  const std::string now =
-      ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? " (" + std::to_string(limit.rlim_cur) + " now)" : "";
+  const auto limit = soft_limit(RLIMIT_NOFILE);
+  const std::string now = limit ? " (" + std::to_string(*limit) + " now)" : "";
   return "this process has as many files open as it may, the shell's `ulimit -n`" + now +
          ": raise it before starting gputrain (`ulimit -n 65536`; a container: `docker run --ulimit nofile=65536`)";
 }

@@ -1,7 +1,6 @@
 #include "gputrain/device/system_info.hpp"
 
 #include <sched.h>
-#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -9,6 +8,8 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+
+#include "core/resource_limit.hpp"
 
 namespace gputrain::device {
 namespace {
@@ -54,15 +55,9 @@ std::optional<std::uint64_t> tighter_limit(const CgroupLimits& cgroup, std::uint
   return std::nullopt;
 }
 
-std::optional<std::uint64_t> address_space_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;
-  return static_cast<std::uint64_t>(limit.rlim_cur);
-}
-
-// The limit less this process's mappings (/proc/self/statm's size: VmSize).
+// `ulimit -v` less this process's mappings (/proc/self/statm's size: VmSize).
 std::optional<std::uint64_t> address_space_left() {
-  const auto limit = address_space_limit();
+  const auto limit = core::soft_limit(RLIMIT_AS);
   if (!limit) return std::nullopt;
   std::ifstream statm("/proc/self/statm");
   std::uint64_t pages = 0;
@@ -120,7 +115,7 @@ SystemInfo collect_system_info() {
   info.ram_total = meminfo_bytes("MemTotal");
   info.ram_available = meminfo_bytes("MemAvailable");
   info.memory_limit = tighter_limit(info.cgroup, info.ram_total);
-  info.address_space_limit = address_space_limit();
+  info.address_space_limit = core::soft_limit(RLIMIT_AS);
   info.shm = disk_space("/dev/shm");
   info.container = detect_container();
   return info;
