@@ -1,5 +1,6 @@
-// The binary COPY format and the password mask, on bytes made here (no server): a stream split at
-// every byte reads the same tuples, each type decodes to its value, and a DSN never shows its password.
+// The binary COPY format, the password mask and the text recoder, on bytes made here (no server): a
+// stream split at every byte reads the same tuples, each type decodes to its value, a DSN never
+// shows its password, and text converts between a session's encoding and UTF-8.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 
 #include "data/postgres/dsn.hpp"
 #include "data/postgres/pg_binary.hpp"
+#include "data/postgres/pg_text.hpp"
 #include "gputrain/core/error.hpp"
 
 using namespace gputrain;
@@ -121,4 +123,33 @@ TEST(Dsn, APasswordIsNeverShown) {
   EXPECT_EQ(mask_password("host=db user=ana password=s3cr3t dbname=shop"), "host=db user=ana password=**** dbname=shop");
   EXPECT_EQ(mask_password("host=db password = 'se cr\\'et' dbname=shop"), "host=db password = **** dbname=shop");
   EXPECT_EQ(mask_password("postgresql://ana@db:5432/shop"), "postgresql://ana@db:5432/shop");  // nothing to hide
+}
+
+// A session in data.dsn's client_encoding: text converted from and to UTF-8 with iconv, under the
+// C library's names for PostgreSQL's encodings; SQL_ASCII (no encoding) and UTF8 pass as they are.
+TEST(TextRecoder, ConvertsBetweenPostgresEncodingsAndUtf8) {
+  EXPECT_EQ(iconv_name("WIN1252"), "CP1252");
+  EXPECT_EQ(iconv_name("latin1"), "LATIN1");
+  EXPECT_EQ(iconv_name("EUC_JP"), "EUC-JP");
+  EXPECT_EQ(iconv_name("ISO_8859_5"), "ISO-8859-5");
+  EXPECT_EQ(iconv_name("KOI8R"), "KOI8-R");
+  EXPECT_EQ(iconv_name("UTF8"), "UTF-8");
+  EXPECT_FALSE(TextRecoder("UTF8", "UTF8").converts());
+  EXPECT_FALSE(TextRecoder("SQL_ASCII", "UTF8").converts());
+  EXPECT_EQ(*TextRecoder("SQL_ASCII", "UTF8")("caf\xE9"), "caf\xE9");  // no encoding to read it in: as it is
+  EXPECT_EQ(*TextRecoder("LATIN1", "UTF8")("caf\xE9"), "caf\xC3\xA9");
+  EXPECT_EQ(*TextRecoder("WIN1252", "UTF8")("\x80uro"), "\xE2\x82\xACuro");
+  EXPECT_EQ(*TextRecoder("SJIS", "UTF8")("\x93\xFA\x96\x7B"), "\xE6\x97\xA5\xE6\x9C\xAC");  // 日本
+  EXPECT_EQ(*TextRecoder("UTF8", "LATIN1")("th\xC3\xA9"), "th\xE9");
+  EXPECT_FALSE(TextRecoder("UTF8", "LATIN1")("\xE2\x82\xAC").has_value());  // no euro sign in Latin-1
+  EXPECT_FALSE(TextRecoder("SJIS", "UTF8")("\x93").has_value());            // a character cut short
+  const std::string long_text(10000, '\xE9');                               // past the first guess of room
+  EXPECT_EQ(TextRecoder("LATIN1", "UTF8")(long_text)->size(), 20000u);
+  try {
+    TextRecoder("NO_SUCH_ENCODING", "UTF8");
+    ADD_FAILURE() << "an encoding iconv lacks was taken";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("NO_SUCH_ENCODING"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("leave client_encoding out of data.dsn"), std::string::npos) << e.remedy();
+  }
 }

@@ -118,6 +118,36 @@ TEST_F(Postgres, ALatin1DatabasesTextComesAsUtf8BothWays) {
   EXPECT_EQ(sources.class_names, (std::vector<std::string>{"caf\xC3\xA9", "cr\xC3\xA8me"}));
 }
 
+// A SQL_ASCII database (no declared encoding) holding Latin-1 bytes: refused with the fix that
+// names its encoding in data.dsn, not "fix data.query" (psql, in SQL_ASCII too, runs it fine);
+// with client_encoding=LATIN1 the names arrive in UTF-8 and a query's UTF-8 'é' matches the bytes.
+// A client_encoding that cannot carry a UTF8 database's text ('€' in LATIN1) is named as such.
+TEST_F(Postgres, ASqlAsciiDatabasesBytesAreReadInTheEncodingTheDsnNames) {
+  server.exec("DROP DATABASE IF EXISTS bytes_only");
+  server.exec("CREATE DATABASE bytes_only ENCODING 'SQL_ASCII' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0");
+  server.exec("CREATE TABLE drinks (x float8, label text); INSERT INTO drinks VALUES (1, E'caf\\xe9'), (2, E'cr\\xe8me'), (3, E'th\\xe9');",
+              "bytes_only");
+  auto s = spec("SELECT x, label FROM drinks WHERE label <> 'th\xC3\xA9' ORDER BY x");
+  s.dsn = server.dsn("bytes_only");
+  const auto [message, code] = error_of(s);
+  EXPECT_EQ(code, ExitCode::usage);
+  EXPECT_NE(message.find("declares no encoding (SQL_ASCII"), std::string::npos) << message;
+  EXPECT_NE(message.find("fix: name the encoding that text was written in, in data.dsn: client_encoding=LATIN1"), std::string::npos)
+      << message;
+  s.dsn += " client_encoding=LATIN1";
+  EXPECT_EQ(data::open_sources(s).class_names, (std::vector<std::string>{"caf\xC3\xA9", "cr\xC3\xA8me"}));
+
+  server.exec(
+      "DROP TABLE IF EXISTS prices; CREATE TABLE prices (x float8, label text); INSERT INTO prices VALUES (1, '\xE2\x82\xAC'), (2, "
+      "'usd');");
+  auto latin1 = spec("SELECT x, label FROM prices");
+  latin1.dsn = server.dsn() + " client_encoding=LATIN1";
+  const auto [refused, refused_code] = error_of(latin1);
+  EXPECT_EQ(refused_code, ExitCode::usage);
+  EXPECT_NE(refused.find("client_encoding LATIN1 (from data.dsn) cannot carry"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("fix: leave client_encoding out of data.dsn"), std::string::npos) << refused;
+}
+
 // Without data.val_query the rows can be split as any source's: data.val_fraction holds some out.
 TEST_F(Postgres, ValFractionHoldsRowsOutAndFeaturesPickColumns) {
   server.exec(

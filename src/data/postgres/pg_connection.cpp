@@ -10,6 +10,7 @@
 #include "dsn.hpp"
 #include "gputrain/core/error.hpp"
 #include "pg_split.hpp"
+#include "pg_text.hpp"
 
 namespace gputrain::data::postgres {
 namespace {
@@ -31,7 +32,19 @@ Connection::Connection(const std::string& dsn) : dsn_masked_(mask_password(dsn))
   const char* values[] = {"10", "gputrain", "30", "10", "3", "UTF8", dsn.c_str(), nullptr};
   conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (!conn_) throw Error("libpq could not allocate a connection", "", ExitCode::environment);
-  if (PQstatus(conn_) == CONNECTION_OK) return;
+  if (PQstatus(conn_) != CONNECTION_OK) fail_to_connect(dsn);
+  // A client_encoding from data.dsn other than UTF-8: the text sent and read is converted here.
+  client_encoding_ = trimmed(PQparameterStatus(conn_, "client_encoding"));
+  try {
+    to_session_ = std::make_unique<TextRecoder>("UTF8", client_encoding_);
+    from_session_ = std::make_unique<TextRecoder>(client_encoding_, "UTF8");
+  } catch (...) {
+    PQfinish(conn_);
+    throw;
+  }
+}
+
+void Connection::fail_to_connect(const std::string& dsn) {
   const auto message = trimmed(PQerrorMessage(conn_));
   const std::string host = trimmed(PQhost(conn_)), port = trimmed(PQport(conn_)), user = trimmed(PQuser(conn_));
   const auto who =
@@ -67,9 +80,9 @@ std::string Connection::where() const {
 }
 
 void Connection::fail_query(pg_result* result, std::size_t offset, const std::string& query, const std::string& what) {
-  std::string message = trimmed(PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY));
-  if (message.empty()) message = trimmed(PQerrorMessage(conn_));
-  const std::string hint = trimmed(PQresultErrorField(result, PG_DIAG_MESSAGE_HINT));
+  std::string message = received(trimmed(PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY)).c_str());
+  if (message.empty()) message = received(trimmed(PQerrorMessage(conn_)).c_str());
+  const std::string hint = received(trimmed(PQresultErrorField(result, PG_DIAG_MESSAGE_HINT)).c_str());
   const std::string state = trimmed(PQresultErrorField(result, PG_DIAG_SQLSTATE));
   // The fields live in `result`: each is copied before it goes.
   const char* position_field = PQresultErrorField(result, PG_DIAG_STATEMENT_POSITION);
@@ -86,6 +99,7 @@ void Connection::fail_query(pg_result* result, std::size_t offset, const std::st
       throw Error(
           "the PostgreSQL server at " + where() + " stopped while sending " + what + "'s rows: " + message + " (SQLSTATE " + state + ")",
           "nothing was trained; check the server's log, and run again once it is back");
+  fail_on_encoding(state, message, what);
   // The place the server points at, in the query as the user wrote it, with a caret under it.
   std::string caret;
   if (!position.empty() && !query.empty()) {
@@ -101,20 +115,57 @@ void Connection::fail_query(pg_result* result, std::size_t offset, const std::st
                    (hint.empty() ? "" : hint + "; ") + "fix " + what + " (psql runs it as it is: psql '" + dsn_masked_ + "' -c '...')");
 }
 
+// Text the session's encoding cannot carry: 22021 from a database of no declared encoding
+// (SQL_ASCII) whose bytes are not UTF-8, or 22P05 for a character data.dsn's client_encoding lacks.
+void Connection::fail_on_encoding(const std::string& state, const std::string& message, const std::string& what) {
+  const std::string server_encoding = trimmed(PQparameterStatus(conn_, "server_encoding"));
+  if (state == "22021" && server_encoding == "SQL_ASCII" && client_encoding_ == "UTF8")
+    throw UsageError(what + " reads text that is not UTF-8 from database '" + trimmed(PQdb(conn_)) +
+                         "', which declares no encoding (SQL_ASCII: its text is stored as the bytes it was written in): "
+                         "PostgreSQL says: " +
+                         message,
+                     "name the encoding that text was written in, in data.dsn: client_encoding=LATIN1 (Western European), "
+                     "WIN1252 (Windows' Western European), or another of PostgreSQL's names (LATIN2, WIN1251, SJIS, ...); "
+                     "gputrain then reads it as such and converts it to UTF-8");
+  if (state == "22P05" || (state == "22021" && client_encoding_ != "UTF8"))
+    throw UsageError(
+        what + " reads text that client_encoding " + client_encoding_ + " (from data.dsn) cannot carry: PostgreSQL says: " + message,
+        server_encoding == "SQL_ASCII"
+            ? "name the encoding the database's text was written in as data.dsn's client_encoding"
+            : "leave client_encoding out of data.dsn: gputrain reads UTF-8, which holds every character, and the server "
+              "converts its " +
+                  server_encoding + " text to it");
+}
+
+std::string Connection::sent(const std::string& sql, const std::string& what) const {
+  auto converted = (*to_session_)(sql);
+  if (!converted)
+    throw UsageError(what + " holds a character that " + client_encoding_ + " (data.dsn's client_encoding) has not",
+                     "write the query without it (a string literal can be written with chr(), or compared in the database's "
+                     "own encoding), or leave client_encoding out of data.dsn where the database declares its encoding");
+  return std::move(*converted);
+}
+
+std::string Connection::received(const char* text) const {
+  if (!text) return "";
+  auto converted = (*from_session_)(text);
+  return converted ? std::move(*converted) : std::string(text);
+}
+
 void Connection::run(const std::string& sql) {
-  auto* result = PQexec(conn_, sql.c_str());
+  auto* result = PQexec(conn_, sent(sql, sql).c_str());
   if (PQresultStatus(result) != PGRES_COMMAND_OK) fail_query(result, 0, "", sql);
   PQclear(result);
 }
 
 std::vector<Column> Connection::columns_of(const std::string& query, const std::string& what) {
-  auto* prepared = PQprepare(conn_, "", query.c_str(), 0, nullptr);
+  auto* prepared = PQprepare(conn_, "", sent(query, what).c_str(), 0, nullptr);
   if (PQresultStatus(prepared) != PGRES_COMMAND_OK) fail_query(prepared, 0, query, what);
   PQclear(prepared);
   auto* described = PQdescribePrepared(conn_, "");
   if (PQresultStatus(described) != PGRES_COMMAND_OK) fail_query(described, 0, query, what);
   std::vector<Column> columns;
-  for (int i = 0; i < PQnfields(described); ++i) columns.push_back({PQfname(described, i), PQftype(described, i)});
+  for (int i = 0; i < PQnfields(described); ++i) columns.push_back({received(PQfname(described, i)), PQftype(described, i)});
   PQclear(described);
   return columns;
 }
@@ -123,24 +174,30 @@ std::string Connection::type_name(std::uint32_t type) {
   const auto text = std::to_string(type);
   const char* values[] = {text.c_str()};
   auto* result = PQexecParams(conn_, "SELECT format_type($1::oid, NULL)", 1, nullptr, values, nullptr, nullptr, 0);
-  std::string name = PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1 ? PQgetvalue(result, 0, 0) : "type " + text;
+  std::string name =
+      PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1 ? received(PQgetvalue(result, 0, 0)) : "type " + text;
   PQclear(result);
   return name;
 }
 
 std::string Connection::quoted_identifier(const std::string& name) {
-  const char* values[] = {name.c_str()};
+  const auto in_session = (*to_session_)(name);
+  if (!in_session) return "\"" + name + "\"";
+  const char* values[] = {in_session->c_str()};
   auto* result = PQexecParams(conn_, "SELECT quote_ident($1)", 1, nullptr, values, nullptr, nullptr, 0);
-  std::string quoted = PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1 ? PQgetvalue(result, 0, 0) : name;
+  std::string quoted = PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1 ? received(PQgetvalue(result, 0, 0)) : name;
   PQclear(result);
   return quoted;
 }
 
 std::optional<std::string> Connection::try_value(const std::string& sql) {
   // The extended protocol runs one statement only: a query's text cannot smuggle in another.
-  auto* result = PQexecParams(conn_, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0);
+  const auto in_session = (*to_session_)(sql);
+  if (!in_session) return std::nullopt;
+  auto* result = PQexecParams(conn_, in_session->c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0);
   std::optional<std::string> value;
-  if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) > 0 && PQnfields(result) > 0) value = PQgetvalue(result, 0, 0);
+  if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) > 0 && PQnfields(result) > 0)
+    value = received(PQgetvalue(result, 0, 0));
   PQclear(result);
   return value;
 }
@@ -149,7 +206,7 @@ void Connection::copy_out(const std::string& query, const std::string& what, con
                           const std::function<void()>& tick) {
   const std::string prefix = "COPY (";
   // The ')' on a line of its own: a '--' comment at the query's end must not swallow it.
-  const auto sql = prefix + without_final_semicolons(query) + "\n) TO STDOUT (FORMAT binary)";
+  const auto sql = sent(prefix + without_final_semicolons(query) + "\n) TO STDOUT (FORMAT binary)", what);
   std::uint64_t received = 0;
   const auto lost = [&] {
     return Error("the PostgreSQL server at " + where() + " closed the connection while sending " + what + "'s rows (after " +

@@ -15,6 +15,8 @@ struct pg_result;
 
 namespace gputrain::data::postgres {
 
+class TextRecoder;
+
 /// A column of a query's result: its name and type OID.
 struct Column {
   std::string name;
@@ -55,14 +57,25 @@ class Connection {
 
   /// "user@host:port/db", for the run's data line and errors.
   std::string where() const;
+  /// The session's client_encoding ("UTF8" unless data.dsn names another): the encoding of the
+  /// text fields copy_out's rows hold.
+  const std::string& client_encoding() const { return client_encoding_; }
 
  private:
+  [[noreturn]] void fail_to_connect(const std::string& dsn);
+  void fail_on_encoding(const std::string& state, const std::string& message, const std::string& what);
+  // SQL in the session's encoding (`what` names it in the error when a character has none there),
+  // and the server's text in UTF-8 (as it came when it does not convert).
+  std::string sent(const std::string& sql, const std::string& what) const;
+  std::string received(const char* text) const;
   // Throws the server's error of `result`: a caret under its position in `query` (which starts
   // `offset` characters into the statement sent).
   [[noreturn]] void fail_query(pg_result* result, std::size_t offset, const std::string& query, const std::string& what);
   void cancel();
   pg_conn* conn_ = nullptr;
   std::string dsn_masked_;
+  std::string client_encoding_ = "UTF8";
+  std::unique_ptr<TextRecoder> to_session_, from_session_;
 };
 
 }  // namespace gputrain::data::postgres

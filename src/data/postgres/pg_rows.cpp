@@ -28,7 +28,8 @@ std::string shown_number(double value) {
 
 }  // namespace
 
-RowDecoder::RowDecoder(const Selected& selected, DecodeSpec spec) : selected_(selected), spec_(std::move(spec)) {
+RowDecoder::RowDecoder(const Selected& selected, DecodeSpec spec)
+    : selected_(selected), spec_(std::move(spec)), recoder_(std::make_unique<TextRecoder>(spec_.client_encoding, "UTF8")) {
   lengths_.assign(selected_.features.size(), 0);
   if (spec_.vector_lengths) lengths_ = *spec_.vector_lengths;
   length_set_.assign(selected_.features.size(), spec_.vector_lengths != nullptr);
@@ -114,7 +115,7 @@ void RowDecoder::add_features(const std::vector<Field>& fields) {
     if (use.kind == ColumnKind::number) {
       row_.push_back(field.null() ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(number_of(use.column.type, field)));
     } else if (use.kind == ColumnKind::text) {
-      codes_[text++].add(field.null() ? std::string_view() : text_of(field));
+      codes_[text++].add(field.null() ? std::string_view() : text_in_utf8(field, use.column.name));
     } else {
       const auto n = append_vector(field, row_, spec_.what, use.column.name, rows_ + 1);
       if (!length_set_[f]) {
@@ -137,6 +138,17 @@ void RowDecoder::add_features(const std::vector<Field>& fields) {
   ++chunks_.back().rows;
 }
 
+std::string_view RowDecoder::text_in_utf8(const Field& field, const std::string& column) {
+  if (!recoder_->converts()) return text_of(field);
+  auto converted = (*recoder_)(text_of(field));
+  if (!converted)
+    throw UsageError(spec_.what + "'s column '" + column + "' holds text in row " + std::to_string(rows_ + 1) + " that is not " +
+                         spec_.client_encoding + ", the client_encoding data.dsn names",
+                     "name the encoding the database's text was written in as data.dsn's client_encoding (LATIN1, WIN1252, SJIS, ...)");
+  converted_ = std::move(*converted);
+  return converted_;
+}
+
 void RowDecoder::add_labels(const std::vector<Field>& fields) {
   if (!spec_.classification) {
     for (const auto& use : selected_.labels) regression_.push_back(static_cast<float>(number_of(use.column.type, fields[use.index])));
@@ -145,7 +157,7 @@ void RowDecoder::add_labels(const std::vector<Field>& fields) {
   const auto& use = selected_.labels[0];
   const auto& field = fields[use.index];
   if (use.kind == ColumnKind::text) {
-    label_names_.add(text_of(field));
+    label_names_.add(text_in_utf8(field, use.column.name));
     return;
   }
   const double id = number_of(use.column.type, field);

@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "data/csv/csv_table.hpp"
 #include "pg_binary.hpp"
 #include "pg_connection.hpp"
+#include "pg_text.hpp"
 
 namespace gputrain::data::postgres {
 
@@ -38,6 +40,7 @@ struct DecodeSpec {
   /// data.missing other than error: a NULL number feature is read as NaN (csv_fill.hpp fills or
   /// drops it) and a NULL text feature as no category; NULL labels and arrays stay errors.
   bool keep_missing = false;
+  std::string client_encoding = "UTF8";  ///< the session's (Connection::client_encoding): text is converted to UTF-8
 };
 
 class RowDecoder {
@@ -75,6 +78,8 @@ class RowDecoder {
   void add_labels(const std::vector<Field>& fields);
   bool add_image(const Field& field);
   void throw_nulls() const;
+  // A text field in UTF-8: as it is, or converted from data.dsn's client_encoding (valid until the next call).
+  std::string_view text_in_utf8(const Field& field, const std::string& column);
 
   Selected selected_;
   DecodeSpec spec_;
@@ -105,6 +110,8 @@ class RowDecoder {
   };
   std::vector<Fixed> fixed_;  // one per feature when all are fixed-size numbers; else empty
   at::Tensor targets_;        // made once, from the labels read
+  std::unique_ptr<TextRecoder> recoder_;
+  std::string converted_;  // the last text converted
 };
 
 }  // namespace gputrain::data::postgres

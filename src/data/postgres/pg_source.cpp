@@ -217,6 +217,7 @@ Sources open_postgres(const SourceSpec& spec) {
   const bool classification = spec.task == "classification";
   DecodeSpec decode{classification, "data.query", spec.image_size};
   decode.keep_missing = spec.missing != "error";
+  decode.client_encoding = conn.client_encoding();
   RowDecoder train(selected, decode);
   const auto train_read = read_rows(streams, spec.query, "data.query", train, spec);
   out.copy_streams = train_read.streams;
@@ -241,6 +242,7 @@ Sources open_postgres(const SourceSpec& spec) {
     DecodeSpec val_decode{classification,   "data.val_query",        spec.image_size,
                           &out.class_names, &train.vector_lengths(), &columns.categories};
     val_decode.keep_missing = decode.keep_missing;
+    val_decode.client_encoding = decode.client_encoding;
     if (!classification || selected.labels[0].kind != ColumnKind::text) val_decode.class_names = nullptr;
     RowDecoder val(val_selected, val_decode);
     const auto val_read = read_rows(streams, spec.val_query, "data.val_query", val, spec);
