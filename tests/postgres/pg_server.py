@@ -9,6 +9,9 @@
                            skip saying it.
   pg_server.py stop DIR    stop the server, remove its folder and DIR.
 
+start(DIR, ssl=True) also turns SSL on for TCP, with a self-signed certificate for 'localhost'
+made by the openssl command (server.env's ssl_cert names it).
+
 The server refuses to run as root, which CI is: as root, it runs as the unprivileged user
 'nobody', which owns DIR. Local (socket) logins are trusted; logins over TCP need a password
 (scram-sha-256), which the tests of a wrong password use.
@@ -51,7 +54,18 @@ def run(command, **kwargs):
     return result.stdout
 
 
-def start(folder):
+def self_signed_certificate(home):
+    key, cert = os.path.join(home, "server.key"), os.path.join(home, "server.crt")
+    subprocess.run(["openssl", "req", "-new", "-x509", "-days", "2", "-nodes", "-subj", "/CN=localhost", "-keyout", key, "-out", cert],
+                   check=True, capture_output=True)
+    os.chmod(key, 0o600)  # the server refuses a key others may read
+    if os.geteuid() == 0:
+        for path in (key, cert):
+            shutil.chown(path, "nobody", "nogroup")
+    return key, cert
+
+
+def start(folder, ssl=False):
     stop(folder)
     os.makedirs(folder)
     binaries = bin_dir()
@@ -75,12 +89,16 @@ def start(folder):
          "--pwfile=" + pwfile, "--no-sync", "-E", "UTF8", "--locale=C"])
     port = free_port()
     options = "-k %s -p %d -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" % (home, port)
+    cert = ""
+    if ssl:
+        key, cert = self_signed_certificate(home)
+        options += " -c ssl=on -c ssl_cert_file=%s -c ssl_key_file=%s" % (cert, key)
     run([os.path.join(binaries, "pg_ctl"), "-D", data, "-o", options, "-l", os.path.join(home, "server.log"), "-w", "-t", "60", "start"])
     psql = [os.path.join(binaries, "psql"), "-h", home, "-p", str(port), "-U", "gputrain", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c"]
     run(psql + ["CREATE ROLE trainer LOGIN PASSWORD '%s'; GRANT pg_read_all_data TO trainer;" % PASSWORD])
     with open(os.path.join(folder, "server.env"), "w") as f:
-        f.write("socket_dir=%s\nport=%d\nuser=gputrain\npassword_user=trainer\npassword=%s\nbin_dir=%s\n"
-                % (home, port, PASSWORD, binaries))
+        f.write("socket_dir=%s\nport=%d\nuser=gputrain\npassword_user=trainer\npassword=%s\nbin_dir=%s\nssl_cert=%s\n"
+                % (home, port, PASSWORD, binaries, cert))
 
 
 def stop(folder):

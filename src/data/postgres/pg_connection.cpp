@@ -21,6 +21,31 @@ std::string trimmed(const char* text) {
   return s;
 }
 
+// libpq's certificate checks (sslmode verify-ca or verify-full, sslrootcert, sslcert, sslkey)
+// fail after the server answered: it is up, and data.dsn's SSL settings are what to change.
+std::optional<std::string> ssl_fix(const std::string& message) {
+  const auto has = [&](const char* text) { return message.find(text) != std::string::npos; };
+  if (has("root certificate file") && has("does not exist"))
+    return "give the certificate of the authority that signed the server's: sslrootcert=/path/to/ca.crt in data.dsn (or put "
+           "it in ~/.postgresql/root.crt), or sslmode=require to encrypt without checking the server";
+  if (has("does not match host name"))
+    return "connect by a name the server's certificate holds (quoted above) as data.dsn's host, or set sslmode=verify-ca to "
+           "check the certificate's signer but not its name";
+  if (has("could not read root certificate file") || has("no certificate or crl found"))
+    return "sslrootcert must name a PEM file of CA certificates (-----BEGIN CERTIFICATE-----) that this user can read";
+  if (has("private key file") || has("could not load private key") || has("could not read certificate file") ||
+      has("could not load certificate"))
+    return "give the client certificate and its key as data.dsn's sslcert and sslkey: PEM files this user can read, the key "
+           "readable by this user alone (chmod 600)";
+  if (has("certificate verify failed"))
+    return "the server's certificate is not signed by sslrootcert's authority: give the certificate of the one that signed "
+           "it, or sslmode=require to encrypt without checking the server";
+  if (has("certificate") || has(" alert "))
+    return "check data.dsn's sslmode, sslrootcert, sslcert and sslkey against the server's ssl settings (libpq's docs, "
+           "\"SSL Support\")";
+  return std::nullopt;
+}
+
 }  // namespace
 
 Connection::Connection(const std::string& dsn) : dsn_masked_(mask_password(dsn)) {
@@ -62,6 +87,8 @@ void Connection::fail_to_connect(const std::string& dsn) {
     throw UsageError("the PostgreSQL server for " + who + " takes no SSL connections, and data.dsn asks for one: " + message,
                      "leave sslmode out of data.dsn (libpq's default, prefer, uses SSL where the server offers it), or turn ssl on "
                      "in the server's postgresql.conf");
+  if (const auto fix = ssl_fix(message))
+    throw UsageError("the PostgreSQL server for " + who + " answered, but the SSL connection data.dsn asks for failed: " + message, *fix);
   if (has("authentication failed") || has("no password supplied") || has("does not exist") || has("not permitted to log in") ||
       has("no pg_hba.conf entry"))
     throw UsageError("PostgreSQL refused the login of " + who + ": " + message,
