@@ -18,6 +18,11 @@ Usage: check_mlflow.py CASE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
       one mlflow warning, every step line of metrics.jsonl is in MLflow (kept while it was away,
       sent once it answered) and the run is KILLED. A signal, not train.max_time, ends the run:
       an mlflow server restarting on a loaded machine took 36 s, past a fixed run length.
+  over_https: a server on https with a self-signed certificate: a run that does not trust it
+      trains (exit 0) and says once, with MLFLOW_TRACKING_SERVER_CERT_PATH as the fix, that the
+      certificate is not trusted; with that variable (as MLflow's clients take it), or with
+      MLFLOW_TRACKING_INSECURE_TLS=true, it is logged; the two together, or a certificate path
+      that is no file, are refused before training (exit 2).
   a_failed_run: a run that diverges (exit 1) is FAILED in MLflow, with its metrics so far and
       config.yaml and report.json, whose outcome is failed and whose error is the console's.
   authenticates: a server with MLflow's basic-auth app takes a run logged with
@@ -230,6 +235,67 @@ def server_restarts_mid_run(workdir, command):
         server.stop()
 
 
+def self_signed_certificate(folder):
+    """A certificate for 127.0.0.1 (its subjectAltName, which TLS clients check) and its key."""
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    import ipaddress
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "gputrain test server")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=2))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    os.makedirs(folder, exist_ok=True)
+    cert_path, key_path = os.path.join(folder, "server.crt"), os.path.join(folder, "server.key")
+    with open(cert_path, "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(key_path, "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+def over_https(workdir, command):
+    cert, key = self_signed_certificate(os.path.join(workdir, "tls"))
+    server = mlflow_server.Server(os.path.join(workdir, "server"), tls=(cert, key)).start()
+    plain = {"MLFLOW_TRACKING_SERVER_CERT_PATH": "", "MLFLOW_TRACKING_INSECURE_TLS": ""}
+    try:
+        settings = ["--set", f"logging.mlflow.tracking_uri={server.uri}"]
+        output, _ = train(command, os.path.join(workdir, "untrusted"), settings + ["--set", "logging.mlflow.experiment=untrusted"],
+                          env=plain)
+        said = warnings_in(output)
+        if len(said) != 1 or "does not trust" not in said[0] or "MLFLOW_TRACKING_SERVER_CERT_PATH" not in said[0]:
+            fail(f"an untrusted certificate: {len(said)} mlflow warnings, not one naming MLFLOW_TRACKING_SERVER_CERT_PATH:\n{output}")
+        for experiment, env in (("trusted", {**plain, "MLFLOW_TRACKING_SERVER_CERT_PATH": cert}),
+                                ("insecure", {**plain, "MLFLOW_TRACKING_INSECURE_TLS": "true"})):
+            run_dir = os.path.join(workdir, experiment)
+            output, _ = train(command, run_dir, settings + ["--set", f"logging.mlflow.experiment={experiment}"], env=env)
+            if warnings_in(output):
+                fail(f"{experiment}: {warnings_in(output)}")
+            os.environ["MLFLOW_TRACKING_SERVER_CERT_PATH"] = cert  # MLflow's own client, reading back
+            run = the_run(MlflowClient(server.uri), experiment)
+            steps = sorted(m.step for m in MlflowClient(server.uri).get_metric_history(run.info.run_id, "train/loss"))
+            if run.info.status != "FINISHED" or steps != [r["step"] for r in records(run_dir, "step")]:
+                fail(f"{experiment}: run {run.info.status}, train/loss at steps {steps}")
+        both = {"MLFLOW_TRACKING_SERVER_CERT_PATH": cert, "MLFLOW_TRACKING_INSECURE_TLS": "true"}
+        for env, expected in ((both, "unset one of them"), ({**plain, "MLFLOW_TRACKING_SERVER_CERT_PATH": cert + ".missing"},
+                                                            "not a file this user can read")):
+            result = subprocess.run(command + ["--set", "device=cpu", "--set", "model.name=mlp", "--set", "data.shape=[6]",
+                                               "--set", "logging.dir=" + os.path.join(workdir, "refused")] + settings,
+                                    capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+            if result.returncode != 2 or expected not in result.stderr:
+                fail(f"{env}: exit {result.returncode}, not 2 with '{expected}':\n{result.stderr}")
+        print("ok: an untrusted certificate is said once with its fix; a trusted or unchecked one logs the run")
+    finally:
+        server.stop()
+
+
 def a_failed_run(workdir, command):
     server = mlflow_server.Server(os.path.join(workdir, "server")).start()
     try:
@@ -333,6 +399,7 @@ def main():
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     cases = {"logs_a_run": logs_a_run, "server_away_and_resume": server_away_and_resume, "server_restarts_mid_run": server_restarts_mid_run,
+             "over_https": over_https,
              "authenticates": authenticates, "authenticates_with_a_token": authenticates_with_a_token, "a_failed_run": a_failed_run}
     cases[case](workdir, command)
     print(f"ok: {case}")

@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -67,17 +68,18 @@ class Server:
     app, with that user as its admin; with `token` too, the app takes that bearer token for the
     user instead of the password (bearer_auth.py, MLflow's custom authorization_function)."""
 
-    def __init__(self, folder, port=None, auth=None, token=None):
+    def __init__(self, folder, port=None, auth=None, token=None, tls=None):
         self.folder = folder
         self.port = port or free_port()
         self.auth = auth
         self.token = token
+        self.tls = tls  # (certificate, key) PEM files: the server speaks https (uvicorn's TLS)
         self.process = None
         os.makedirs(folder, exist_ok=True)
 
     @property
     def uri(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def start(self, timeout=180):
         venv = venv_dir()
@@ -85,6 +87,10 @@ class Server:
                    "--workers", "1", "--backend-store-uri", f"sqlite:///{os.path.join(self.folder, 'mlflow.db')}",
                    "--artifacts-destination", os.path.join(self.folder, "artifacts")]
         env = dict(os.environ)
+        context = None
+        if self.tls:
+            command += ["--uvicorn-opts", f"--ssl-certfile {self.tls[0]} --ssl-keyfile {self.tls[1]}"]
+            context = ssl.create_default_context(cafile=self.tls[0])
         if self.auth:
             command += ["--app-name", "basic-auth"]
             env["MLFLOW_AUTH_CONFIG_PATH"] = self.write_auth_config()
@@ -99,7 +105,7 @@ class Server:
             if self.process.poll() is not None:
                 raise RuntimeError(f"mlflow server exited {self.process.returncode}; see {self.folder}/server.log")
             try:
-                with urllib.request.urlopen(self.uri + "/health", timeout=2) as answer:
+                with urllib.request.urlopen(self.uri + "/health", timeout=2, context=context) as answer:
                     if answer.status == 200:
                         return self
             except urllib.error.HTTPError as e:

@@ -1,6 +1,10 @@
 #include "mlflow_settings.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
 
 #include "data/postgres/dsn.hpp"
 #include "gputrain/core/env.hpp"
@@ -39,6 +43,43 @@ void resolve_mlflow_settings(MlflowConfig& mlflow) {
   while (mlflow.tracking_uri.size() > 8 && mlflow.tracking_uri.back() == '/') mlflow.tracking_uri.pop_back();
   if (mlflow.experiment.empty()) mlflow.experiment = core::env("MLFLOW_EXPERIMENT_NAME").value_or("Default");
   (void)tracking_token();  // refused now, not at the first request
+  (void)tls_settings();
+}
+
+namespace {
+
+std::string readable_file(const char* variable) {
+  const auto path = core::env(variable).value_or("");
+  if (path.empty()) return path;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) || ::access(path.c_str(), R_OK) != 0)
+    throw UsageError(
+        std::string(variable) + " is '" + path + "', which is not a file this user can read",
+        std::string("point it at the PEM file (-----BEGIN CERTIFICATE-----)") +
+            (std::string(variable) == "MLFLOW_TRACKING_SERVER_CERT_PATH" ? " of the authority that signed the server's certificate"
+                                                                         : " holding the client certificate and its key") +
+            ", or unset it");
+  return path;
+}
+
+}  // namespace
+
+TlsSettings tls_settings() {
+  TlsSettings tls;
+  auto insecure = core::env("MLFLOW_TRACKING_INSECURE_TLS").value_or("false");
+  std::transform(insecure.begin(), insecure.end(), insecure.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (insecure != "true" && insecure != "false" && insecure != "1" && insecure != "0" && !insecure.empty())
+    throw UsageError("MLFLOW_TRACKING_INSECURE_TLS is '" + insecure + "', which is neither true nor false",
+                     "set it to true (the server's certificate is not checked) or false, or unset it");
+  tls.insecure = insecure == "true" || insecure == "1";
+  tls.server_cert = readable_file("MLFLOW_TRACKING_SERVER_CERT_PATH");
+  tls.client_cert = readable_file("MLFLOW_TRACKING_CLIENT_CERT_PATH");
+  if (tls.insecure && !tls.server_cert.empty())
+    throw UsageError(
+        "MLFLOW_TRACKING_INSECURE_TLS is true and MLFLOW_TRACKING_SERVER_CERT_PATH is set: one says not to check the "
+        "server's certificate, the other what to check it against",
+        "unset one of them (MLflow's clients refuse the two together too)");
+  return tls;
 }
 
 std::optional<std::string> tracking_token() {

@@ -19,4 +19,15 @@ void resolve_mlflow_settings(MlflowConfig& mlflow);
 /// break or other control character inside it is a UsageError that says where, not what.
 std::optional<std::string> tracking_token();
 
+/// How an https:// server's certificate is checked, from MLflow's own variables:
+/// MLFLOW_TRACKING_SERVER_CERT_PATH (the CA certificate, PEM, that signed it; else the system's),
+/// MLFLOW_TRACKING_INSECURE_TLS=true (no check) and MLFLOW_TRACKING_CLIENT_CERT_PATH (a client
+/// certificate, PEM, its key in the same file). Refuses, as MLflow does, both of the first two set,
+/// a value of INSECURE_TLS other than true or false, and a file that cannot be read (UsageError).
+struct TlsSettings {
+  bool insecure = false;
+  std::string server_cert, client_cert;
+};
+TlsSettings tls_settings();
+
 }  // namespace gputrain::train

@@ -68,6 +68,7 @@ class RestApi final : public Api {
     } else if (const auto user = core::env("MLFLOW_TRACKING_USERNAME")) {
       user_password_ = *user + ":" + core::env("MLFLOW_TRACKING_PASSWORD").value_or("");
     }
+    tls_ = tls_settings();
   }
   ~RestApi() override { curl_easy_cleanup(curl_); }
 
@@ -187,20 +188,50 @@ class RestApi final : public Api {
     curl_easy_setopt(curl_, CURLOPT_XFERINFOFUNCTION, keep_going);
     curl_easy_setopt(curl_, CURLOPT_XFERINFODATA, &cancelled_);
     if (!user_password_.empty()) curl_easy_setopt(curl_, CURLOPT_USERPWD, user_password_.c_str());
+    set_tls_options();
+    char error[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(curl_, CURLOPT_ERRORBUFFER, error);
     if (method == "POST") {
       curl_easy_setopt(curl_, CURLOPT_POSTFIELDS, body.c_str());
       curl_easy_setopt(curl_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
     }
     const CURLcode code = curl_easy_perform(curl_);
+    curl_easy_setopt(curl_, CURLOPT_ERRORBUFFER, nullptr);  // `error` ends here
     if (code != CURLE_OK) {
-      response.body = cancelled_ ? "cancelled at the run's end" : curl_easy_strerror(code);
+      if (!cancelled_) refuse_on_tls(code, error);
+      response.body = cancelled_ ? "cancelled at the run's end" : (*error ? error : curl_easy_strerror(code));
       return response;
     }
     curl_easy_getinfo(curl_, CURLINFO_RESPONSE_CODE, &response.status);
     return response;
   }
 
+  void set_tls_options() {
+    if (tls_.insecure) {
+      curl_easy_setopt(curl_, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(curl_, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (!tls_.server_cert.empty()) curl_easy_setopt(curl_, CURLOPT_CAINFO, tls_.server_cert.c_str());
+    if (!tls_.client_cert.empty()) curl_easy_setopt(curl_, CURLOPT_SSLCERT, tls_.client_cert.c_str());  // its key in it too
+  }
+
+  // A certificate the link cannot check, or ours it cannot use, is no server away: retrying never helps.
+  void refuse_on_tls(CURLcode code, const char* detail) const {
+    const std::string said = std::string(" (") + (*detail ? detail : curl_easy_strerror(code)) + ")";
+    const auto where = data::postgres::mask_password(connection_.tracking_uri);
+    if (code == CURLE_PEER_FAILED_VERIFICATION)
+      throw ApiError("the server at " + where + " has a TLS certificate this machine does not trust" + said +
+                         ": set MLFLOW_TRACKING_SERVER_CERT_PATH to the CA certificate (PEM) that signed it, as MLflow's clients "
+                         "take it, or MLFLOW_TRACKING_INSECURE_TLS=true to skip the check",
+                     false);
+    if (code == CURLE_SSL_CACERT_BADFILE || code == CURLE_SSL_CERTPROBLEM)
+      throw ApiError("a certificate for the TLS link to " + where + " cannot be used" + said +
+                         ": MLFLOW_TRACKING_SERVER_CERT_PATH and MLFLOW_TRACKING_CLIENT_CERT_PATH must name PEM files",
+                     false);
+  }
+
   Connection connection_;
+  TlsSettings tls_;
   CURL* curl_ = nullptr;
   std::atomic<bool> cancelled_{false};
   std::string authorization_, user_password_;

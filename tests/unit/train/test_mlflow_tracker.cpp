@@ -6,12 +6,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/config.hpp"
+#include "support/scratch_folder.hpp"
 #include "support/usage_errors.hpp"
 #include "train/config/mlflow_settings.hpp"
 #include "train/monitor/mlflow_tracker.hpp"
@@ -371,6 +373,37 @@ TEST(MlflowSettings, ATokensBlanksAreTrimmedAndALineBreakInsideIsRefused) {
   }
   EXPECT_NO_THROW(load_config({{}, {"device=cpu"}, ""})) << "a run without MLflow does not read it";
   ::unsetenv("MLFLOW_TRACKING_TOKEN");
+}
+
+// An https server's certificate is checked as MLflow's variables say; what MLflow refuses (both
+// CERT_PATH and INSECURE_TLS, a value that is no boolean) and a path that is no file are refused
+// before training, naming the variable.
+TEST(MlflowSettings, TlsVariablesAreReadAsMlflowsClientsReadThem) {
+  const auto refused = [](const std::string& expected) {
+    try {
+      load_config({{}, {"device=cpu", "logging.mlflow.tracking_uri=https://127.0.0.1:5000"}, ""});
+      ADD_FAILURE() << "taken; expected: " << expected;
+    } catch (const UsageError& e) {
+      EXPECT_NE((std::string(e.what()) + "\n" + e.remedy()).find(expected), std::string::npos) << e.what() << "\n" << e.remedy();
+    }
+  };
+  EXPECT_FALSE(tls_settings().insecure);
+  ::setenv("MLFLOW_TRACKING_INSECURE_TLS", "True", 1);
+  EXPECT_TRUE(tls_settings().insecure);
+  ::setenv("MLFLOW_TRACKING_INSECURE_TLS", "yes please", 1);
+  refused("MLFLOW_TRACKING_INSECURE_TLS is 'yes please', which is neither true nor false");
+  ::setenv("MLFLOW_TRACKING_INSECURE_TLS", "true", 1);
+  const test_support::ScratchFolder folder("tls-settings");
+  const std::string cert = (folder.path / "ca.pem").string();
+  std::ofstream(cert) << "-----BEGIN CERTIFICATE-----\n";
+  ::setenv("MLFLOW_TRACKING_SERVER_CERT_PATH", cert.c_str(), 1);
+  refused("unset one of them");
+  ::unsetenv("MLFLOW_TRACKING_INSECURE_TLS");
+  EXPECT_EQ(tls_settings().server_cert, cert);
+  ::setenv("MLFLOW_TRACKING_CLIENT_CERT_PATH", (cert + ".gone").c_str(), 1);
+  refused("MLFLOW_TRACKING_CLIENT_CERT_PATH is '" + cert + ".gone', which is not a file this user can read");
+  ::unsetenv("MLFLOW_TRACKING_CLIENT_CERT_PATH");
+  ::unsetenv("MLFLOW_TRACKING_SERVER_CERT_PATH");
 }
 
 }  // namespace
