@@ -60,6 +60,7 @@ Connection::Connection(const std::string& dsn) : dsn_masked_(mask_password(dsn))
   if (PQstatus(conn_) != CONNECTION_OK) fail_to_connect(dsn);
   // A client_encoding from data.dsn other than UTF-8: the text sent and read is converted here.
   client_encoding_ = trimmed(PQparameterStatus(conn_, "client_encoding"));
+  if (client_encoding_.empty()) client_encoding_ = "UTF8";  // a pooler that does not report it: what we asked for
   try {
     to_session_ = std::make_unique<TextRecoder>("UTF8", client_encoding_);
     from_session_ = std::make_unique<TextRecoder>(client_encoding_, "UTF8");
