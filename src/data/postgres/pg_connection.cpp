@@ -111,6 +111,7 @@ void Connection::fail_query(pg_result* result, std::size_t offset, const std::st
   std::string message = received(trimmed(PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY)).c_str());
   if (message.empty()) message = received(trimmed(PQerrorMessage(conn_)).c_str());
   const std::string hint = received(trimmed(PQresultErrorField(result, PG_DIAG_MESSAGE_HINT)).c_str());
+  const std::string detail = received(trimmed(PQresultErrorField(result, PG_DIAG_MESSAGE_DETAIL)).c_str());
   const std::string state = trimmed(PQresultErrorField(result, PG_DIAG_SQLSTATE));
   // The fields live in `result`: each is copied before it goes.
   const char* position_field = PQresultErrorField(result, PG_DIAG_STATEMENT_POSITION);
@@ -120,6 +121,16 @@ void Connection::fail_query(pg_result* result, std::size_t offset, const std::st
     throw Error("the PostgreSQL server at " + where() + " ended " + what + " at its statement_timeout: " + message,
                 "raise it for gputrain's connection: add options='-c statement_timeout=0' to data.dsn (or ALTER ROLE " +
                     trimmed(PQuser(conn_)) + " SET statement_timeout = 0)");
+  // A standby (a read replica) cancels a read whose snapshot holds rows the primary's changes,
+  // as it replays them, remove; any transaction rollback (40) is worth a second try.
+  if (state.rfind("40", 0) == 0) {
+    const bool standby = message.find("conflict with recovery") != std::string::npos;
+    throw Error("the PostgreSQL server at " + where() + (standby ? ", a standby," : "") + " cancelled " + what + "'s read: " + message +
+                    (detail.empty() ? "" : " (" + detail + ")"),
+                standby ? "nothing was trained; run again, and for reads this long set hot_standby_feedback = on on the standby "
+                          "(or raise its max_standby_streaming_delay), or point data.dsn at the primary"
+                        : "nothing was trained; run again");
+  }
   // The server's own trouble, not the query's: an administrator's or a crash's shutdown (57),
   // a connection fault (08), resources (53), the system (58), an internal error (XX).
   for (const char* server_side : {"57", "08", "53", "58", "XX"})
