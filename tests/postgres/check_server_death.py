@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""The PostgreSQL server dying mid-COPY ends the run with exit 1 and a clear message, never a hang (#49).
+"""The PostgreSQL server dying mid-COPY ends the run with exit 1 and a clear message, never a hang (#49);
+so does the read cancelled by another session (pg_cancel_backend), named as a cancel.
 
 Usage: check_server_death.py WORKDIR -- GPUTRAIN...
 
 Starts a server of its own (tests/postgres/pg_server.py: the shared one serves the other tests),
-runs `gputrain train` on a query whose rows come slowly (pg_sleep every 10,000 rows), stops the
+runs `gputrain train` on a query whose rows come slowly (pg_sleep every 10,000 rows) and cancels
+it from psql once pg_stat_activity shows it; then runs it again and stops the
 server with `pg_ctl -m immediate` (its processes end at once, as in a crash) while the rows
 stream, and checks: exit 1 within 60 s, `error: the PostgreSQL server at ... closed the connection
 while sending data.query's rows` then its fix, no traceback, and no model written. Exits 77
@@ -27,6 +29,24 @@ def fail(message):
     sys.exit(1)
 
 
+def cancelled(command, env, dsn, run_dir):
+    """pg_cancel_backend() from another session (an administrator, a watchdog) is named as such."""
+    args = command + ["--set", "data.source=postgres", "--set", "data.dsn=" + dsn, "--set", "data.query=" + QUERY,
+                      "--set", "data.labels=label", "--set", "device=cpu", "--set", "logging.dir=" + run_dir + "-cancelled"]
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    psql = [os.path.join(env["bin_dir"], "psql"), "-h", env["socket_dir"], "-p", env["port"], "-U", env["user"], "-d", "postgres",
+            "-tA", "-c", "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'COPY (%'"]
+    deadline = time.time() + 60
+    while subprocess.run(psql, capture_output=True, text=True).stdout.strip() in ("", "0"):
+        if process.poll() is not None or time.time() > deadline:
+            fail("the read never showed in pg_stat_activity:\n" + process.communicate()[1])
+        time.sleep(0.2)
+    _, err = process.communicate(timeout=60)
+    if process.returncode != 1 or "cancelled data.query's read at another session's request" not in err or "ask who cancelled it" not in err:
+        fail(f"pg_cancel_backend: exit {process.returncode}; expected 1 naming the cancel:\n{err}")
+    print("ok: pg_cancel_backend ended the run with exit 1, named as a cancel")
+
+
 def main():
     if len(sys.argv) < 4 or sys.argv[2] != "--":
         sys.exit(__doc__)
@@ -43,6 +63,7 @@ def main():
         args = command + ["--set", "data.source=postgres", "--set", "data.dsn=" + dsn, "--set", "data.query=" + QUERY,
                           "--set", "data.labels=label", "--set", "device=cpu", "--set", "logging.dir=" + run_dir,
                           "--set", "checkpoint.resume=never", "--set", "logging.progress=lines"]
+        cancelled(command, env, dsn, run_dir)
         print("+ " + " ".join(args), flush=True)
         process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(3)  # the rows take about 10 s to come

@@ -131,6 +131,10 @@ void Connection::fail_query(pg_result* result, std::size_t offset, const std::st
                           "(or raise its max_standby_streaming_delay), or point data.dsn at the primary"
                         : "nothing was trained; run again");
   }
+  if (state == "57014")  // query_canceled, not at a timeout: pg_cancel_backend(), from a person or a tool
+    throw Error("the PostgreSQL server at " + where() + " cancelled " + what + "'s read at another session's request: " + message,
+                "nothing was trained; run again, and ask who cancelled it: the server's log names the session, and "
+                "pg_stat_activity shows what watches long queries");
   // The server's own trouble, not the query's: an administrator's or a crash's shutdown (57),
   // a connection fault (08), resources (53), the system (58), an internal error (XX).
   for (const char* server_side : {"57", "08", "53", "58", "XX"})
