@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The PostgreSQL server dying mid-COPY ends the run with exit 1 and a clear message, never a hang (#49);
-so does the read cancelled by another session (pg_cancel_backend), named as a cancel.
+so does the read cancelled by another session (pg_cancel_backend), named as a cancel; a read that
+waits for another session's lock says so, names it, and stops on Ctrl-C.
 
 Usage: check_server_death.py WORKDIR -- GPUTRAIN...
 
@@ -13,6 +14,7 @@ while sending data.query's rows` then its fix, no traceback, and no model writte
 (skipped) on a machine without the server binaries.
 """
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -47,6 +49,47 @@ def cancelled(command, env, dsn, run_dir):
     print("ok: pg_cancel_backend ended the run with exit 1, named as a cancel")
 
 
+def locked(command, env, dsn, run_dir):
+    """A table another session holds an ACCESS EXCLUSIVE lock on (an ALTER TABLE, a TRUNCATE of a
+    nightly load): Ctrl-C stops the waiting read (exit 130), and after 10 s the wait is said,
+    naming the session; the run goes on once the lock is gone."""
+    psql = [os.path.join(env["bin_dir"], "psql"), "-h", env["socket_dir"], "-p", env["port"], "-U", env["user"], "-d", "postgres"]
+    subprocess.run(psql + ["-c", "CREATE TABLE held AS SELECT g::float4 AS x, g % 2 AS label FROM generate_series(1, 1000) g"],
+                   check=True, capture_output=True)
+    holder = subprocess.Popen(psql + ["-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    holder.stdin.write("BEGIN; LOCK TABLE held IN ACCESS EXCLUSIVE MODE;\n")
+    holder.stdin.flush()
+    args = command + ["--set", "data.source=postgres", "--set", "data.dsn=" + dsn, "--set", "data.query=SELECT x, label FROM held",
+                      "--set", "data.labels=label", "--set", "device=cpu", "--set", "train.epochs=1", "--set", "checkpoint.resume=never"]
+    try:
+        time.sleep(1)
+        stopped = subprocess.Popen(args + ["--set", "logging.dir=" + run_dir + "-stopped"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        time.sleep(3)
+        stopped.send_signal(signal.SIGINT)
+        _, err = stopped.communicate(timeout=30)
+        if stopped.returncode != 130 or "interrupted while waiting for the PostgreSQL server" not in err:
+            fail(f"Ctrl-C while waiting for a lock: exit {stopped.returncode}, not 130 with the wait named:\n{err}")
+        waiting = subprocess.Popen(args + ["--set", "logging.dir=" + run_dir + "-locked"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True)
+        said = ""
+        for line in waiting.stderr:
+            said += line
+            if "has waited 10 s for a lock that session" in line:
+                break
+        if "holds on its tables" not in said:
+            fail("no word of the lock the read waits for:\n" + said)
+        holder.stdin.write("COMMIT;\n")
+        holder.stdin.close()
+        said += waiting.communicate(timeout=120)[1]
+        if waiting.returncode != 0:
+            fail(f"once the lock was gone the run exited {waiting.returncode}:\n{said}")
+        print("ok: a locked table's wait was said after 10 s and Ctrl-C stopped it; the run went on once the lock was gone")
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+
+
 def main():
     if len(sys.argv) < 4 or sys.argv[2] != "--":
         sys.exit(__doc__)
@@ -64,6 +107,7 @@ def main():
                           "--set", "data.labels=label", "--set", "device=cpu", "--set", "logging.dir=" + run_dir,
                           "--set", "checkpoint.resume=never", "--set", "logging.progress=lines"]
         cancelled(command, env, dsn, run_dir)
+        locked(command, env, dsn, run_dir)
         print("+ " + " ".join(args), flush=True)
         process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(3)  # the rows take about 10 s to come

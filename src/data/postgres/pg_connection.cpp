@@ -48,7 +48,7 @@ std::optional<std::string> ssl_fix(const std::string& message) {
 
 }  // namespace
 
-Connection::Connection(const std::string& dsn) : dsn_masked_(mask_password(dsn)) {
+Connection::Connection(const std::string& dsn) : dsn_(dsn), dsn_masked_(mask_password(dsn)) {
   // Our defaults first: the DSN's own settings, expanded from dbname, override them. Keepalives
   // notice a server that vanished mid-read instead of waiting on it for ever; UTF-8 text both ways
   // whatever the database's encoding (a LATIN1 one's 'café' would come as bytes no JSON takes).
@@ -196,16 +196,16 @@ std::string Connection::received(const char* text) const {
 }
 
 void Connection::run(const std::string& sql) {
-  auto* result = PQexec(conn_, sent(sql, sql).c_str());
+  auto* result = result_of(PQsendQuery(conn_, sent(sql, sql).c_str()), sql);
   if (PQresultStatus(result) != PGRES_COMMAND_OK) fail_query(result, 0, "", sql);
   PQclear(result);
 }
 
 std::vector<Column> Connection::columns_of(const std::string& query, const std::string& what) {
-  auto* prepared = PQprepare(conn_, "", sent(query, what).c_str(), 0, nullptr);
+  auto* prepared = result_of(PQsendPrepare(conn_, "", sent(query, what).c_str(), 0, nullptr), what);
   if (PQresultStatus(prepared) != PGRES_COMMAND_OK) fail_query(prepared, 0, query, what);
   PQclear(prepared);
-  auto* described = PQdescribePrepared(conn_, "");
+  auto* described = result_of(PQsendDescribePrepared(conn_, ""), what);
   if (PQresultStatus(described) != PGRES_COMMAND_OK) fail_query(described, 0, query, what);
   std::vector<Column> columns;
   for (int i = 0; i < PQnfields(described); ++i) columns.push_back({received(PQfname(described, i)), PQftype(described, i)});
@@ -216,7 +216,8 @@ std::vector<Column> Connection::columns_of(const std::string& query, const std::
 std::string Connection::type_name(std::uint32_t type) {
   const auto text = std::to_string(type);
   const char* values[] = {text.c_str()};
-  auto* result = PQexecParams(conn_, "SELECT format_type($1::oid, NULL)", 1, nullptr, values, nullptr, nullptr, 0);
+  auto* result =
+      result_of(PQsendQueryParams(conn_, "SELECT format_type($1::oid, NULL)", 1, nullptr, values, nullptr, nullptr, 0), "a type's name");
   std::string name =
       PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1 ? received(PQgetvalue(result, 0, 0)) : "type " + text;
   PQclear(result);
@@ -227,7 +228,8 @@ std::string Connection::quoted_identifier(const std::string& name) {
   const auto in_session = (*to_session_)(name);
   if (!in_session) return "\"" + name + "\"";
   const char* values[] = {in_session->c_str()};
-  auto* result = PQexecParams(conn_, "SELECT quote_ident($1)", 1, nullptr, values, nullptr, nullptr, 0);
+  auto* result =
+      result_of(PQsendQueryParams(conn_, "SELECT quote_ident($1)", 1, nullptr, values, nullptr, nullptr, 0), "a column's quoting");
   std::string quoted = PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) == 1 ? received(PQgetvalue(result, 0, 0)) : name;
   PQclear(result);
   return quoted;
@@ -237,7 +239,7 @@ std::optional<std::string> Connection::try_value(const std::string& sql) {
   // The extended protocol runs one statement only: a query's text cannot smuggle in another.
   const auto in_session = (*to_session_)(sql);
   if (!in_session) return std::nullopt;
-  auto* result = PQexecParams(conn_, in_session->c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0);
+  auto* result = result_of(PQsendQueryParams(conn_, in_session->c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0), "a query");
   std::optional<std::string> value;
   if (PQresultStatus(result) == PGRES_TUPLES_OK && PQntuples(result) > 0 && PQnfields(result) > 0)
     value = received(PQgetvalue(result, 0, 0));
@@ -268,11 +270,14 @@ void Connection::copy_out(const std::string& query, const std::string& what, con
       throw;
     }
   };
+  auto last_data = std::chrono::steady_clock::now();  // a COPY that waits for a lock sends nothing
+  bool said = false;
   const auto wait = [&] {
     ticked(true);
     pollfd fd{PQsocket(conn_), POLLIN, 0};
     ::poll(&fd, 1, 200);
     if (!PQconsumeInput(conn_)) throw lost();
+    note_lock_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - last_data).count(), what, said);
   };
   // One statement only (the extended protocol): "...; COMMIT; DROP ..." in data.query is refused.
   if (!PQsendQueryParams(conn_, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0)) throw lost();
@@ -292,6 +297,7 @@ void Connection::copy_out(const std::string& query, const std::string& what, con
     if (n > 0) {
       const std::unique_ptr<char, decltype(&PQfreemem)> owned(buffer, &PQfreemem);  // freed if `piece` throws too
       received += static_cast<std::uint64_t>(n);
+      last_data = std::chrono::steady_clock::now();
       piece(buffer, static_cast<std::size_t>(n));
       ticked(false);
     } else if (n == 0) {

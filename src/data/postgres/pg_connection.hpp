@@ -68,12 +68,17 @@ class Connection {
   // and the server's text in UTF-8 (as it came when it does not convert).
   std::string sent(const std::string& sql, const std::string& what) const;
   std::string received(const char* text) const;
+  // The result of the statement just sent (`sent`: PQsend... took it), waited for in steps: a stop
+  // request cancels it, and a long wait for another session's lock is said (pg_wait.cpp).
+  pg_result* result_of(bool sent, const std::string& what);
+  void note_lock_wait(double waited_seconds, const std::string& what, bool& said);
   // Throws the server's error of `result`: a caret under its position in `query` (which starts
   // `offset` characters into the statement sent).
   [[noreturn]] void fail_query(pg_result* result, std::size_t offset, const std::string& query, const std::string& what);
   void cancel();
   pg_conn* conn_ = nullptr;
-  std::string dsn_masked_;
+  std::string dsn_, dsn_masked_;  // dsn_ for the probe that asks who holds a lock
+  bool says_who_blocks_ = true;
   std::string client_encoding_ = "UTF8";
   std::unique_ptr<TextRecoder> to_session_, from_session_;
 };

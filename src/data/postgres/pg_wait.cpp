@@ -1,0 +1,57 @@
+// Waiting on the server for a statement's result: in steps of 200 ms, so that a stop request
+// (Ctrl-C) cancels it, and a wait of 10 s for a lock that another session holds (an ALTER TABLE,
+// a TRUNCATE of a nightly load, a LOCK TABLE) is said with who holds it instead of silence.
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <chrono>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/log.hpp"
+#include "gputrain/core/stop_signal.hpp"
+#include "pg_connection.hpp"
+
+namespace gputrain::data::postgres {
+
+constexpr double kLockNoteSeconds = 10;
+
+pg_result* Connection::result_of(bool sent, const std::string& what) {
+  const auto since = std::chrono::steady_clock::now();
+  bool said = false;
+  while (sent && PQisBusy(conn_)) {
+    if (core::stop_requested()) {
+      cancel();
+      throw Error("interrupted while waiting for the PostgreSQL server at " + where() + " to run " + what +
+                      ", before any training step: nothing to resume",
+                  "run the same command again to start over", ExitCode::interrupted);
+    }
+    pollfd fd{PQsocket(conn_), POLLIN, 0};
+    ::poll(&fd, 1, 200);
+    if (!PQconsumeInput(conn_)) break;  // the result below is the error
+    note_lock_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count(), what, said);
+  }
+  auto* result = PQgetResult(conn_);  // null when the connection failed: callers read PQerrorMessage
+  while (auto* extra = PQgetResult(conn_)) PQclear(extra);
+  return result;
+}
+
+void Connection::note_lock_wait(double waited_seconds, const std::string& what, bool& said) {
+  if (said || !says_who_blocks_ || waited_seconds < kLockNoteSeconds) return;
+  said = true;
+  try {
+    Connection probe(dsn_);
+    probe.says_who_blocks_ = false;
+    const auto holders = probe.try_value(
+        "SELECT string_agg(format('session %s (user %s, %s%s)', pid, coalesce(usename, '?'), "
+        "coalesce(nullif(application_name, ''), 'no application name'), "
+        "CASE WHEN coalesce(query, '') = '' THEN '' ELSE ', ' || state || ': ' || left(regexp_replace(query, '\\s+', ' ', 'g'), 80) END), "
+        "'; ') FROM pg_stat_activity WHERE pid = ANY(pg_blocking_pids(" +
+        std::to_string(PQbackendPID(conn_)) + "))");
+    if (holders && !holders->empty())
+      core::log_warn(what + " has waited " + std::to_string(static_cast<int>(waited_seconds)) + " s for a lock that " + *holders +
+                     " holds on its tables; gputrain goes on once that session commits or ends (Ctrl-C stops it)");
+  } catch (const std::exception&) {  // the note is a courtesy: the wait goes on without it
+  }
+}
+
+}  // namespace gputrain::data::postgres
