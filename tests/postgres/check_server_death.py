@@ -95,12 +95,8 @@ def main():
         sys.exit(__doc__)
     workdir, command = os.path.abspath(sys.argv[1]), sys.argv[3:]
     server = os.path.join(workdir, "server")
-    pg_server.start(server)
-    if os.path.exists(os.path.join(server, "absent")):
-        print("skipped: " + open(os.path.join(server, "absent")).read())
-        sys.exit(77)
+    env = pg_server.start_or_skip(server)
     try:
-        env = dict(line.strip().split("=", 1) for line in open(os.path.join(server, "server.env")) if "=" in line)
         dsn = "host=%s port=%s user=%s dbname=postgres" % (env["socket_dir"], env["port"], env["user"])
         run_dir = os.path.join(workdir, "run")
         args = command + ["--set", "data.source=postgres", "--set", "data.dsn=" + dsn, "--set", "data.query=" + QUERY,

@@ -45,12 +45,8 @@ def main():
         print("skipped: no openssl command to make the server's certificate (Debian: apt-get install openssl)")
         sys.exit(77)
     server = os.path.join(workdir, "server")
-    pg_server.start(server, ssl=True)
-    if os.path.exists(os.path.join(server, "absent")):
-        print("skipped: " + open(os.path.join(server, "absent")).read())
-        sys.exit(77)
+    env = pg_server.start_or_skip(server, ssl=True)
     try:
-        env = dict(line.strip().split("=", 1) for line in open(os.path.join(server, "server.env")) if "=" in line)
         home = os.path.join(workdir, "home")
         os.makedirs(home, exist_ok=True)
         root = os.path.join(workdir, "root.crt")

@@ -32,11 +32,7 @@ def main():
         sys.exit(__doc__)
     workdir, command = os.path.abspath(sys.argv[1]), sys.argv[3:]
     primary = os.path.join(workdir, "primary")
-    pg_server.start(primary)
-    if os.path.exists(os.path.join(primary, "absent")):
-        print("skipped: " + open(os.path.join(primary, "absent")).read())
-        sys.exit(77)
-    env = dict(line.strip().split("=", 1) for line in open(os.path.join(primary, "server.env")) if "=" in line)
+    env = pg_server.start_or_skip(primary)
     home, binaries, port = env["socket_dir"], env["bin_dir"], int(env["port"])
     standby, standby_port = os.path.join(home, "standby"), pg_server.free_port()
     running, started = None, time.time()

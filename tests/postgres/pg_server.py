@@ -101,10 +101,26 @@ def start(folder, ssl=False):
                 % (home, port, PASSWORD, binaries, cert))
 
 
+def read_env(folder):
+    """server.env as a dict: socket_dir, port, user, password_user, password, bin_dir, ssl_cert."""
+    with open(os.path.join(folder, "server.env")) as f:
+        return dict(line.strip().split("=", 1) for line in f if "=" in line)
+
+
+def start_or_skip(folder, ssl=False):
+    """start() for a check script with a server of its own: its server.env, or exit 77 (skipped,
+    saying why) on a machine without the server binaries."""
+    start(folder, ssl)
+    if os.path.exists(os.path.join(folder, "absent")):
+        print("skipped: " + open(os.path.join(folder, "absent")).read())
+        sys.exit(77)
+    return read_env(folder)
+
+
 def stop(folder):
     env = os.path.join(folder, "server.env")
     if os.path.exists(env):
-        home = dict(line.strip().split("=", 1) for line in open(env) if "=" in line).get("socket_dir", "")
+        home = read_env(folder).get("socket_dir", "")
         data = os.path.join(home, "data")
         binaries = bin_dir()
         if binaries and os.path.isdir(data):
