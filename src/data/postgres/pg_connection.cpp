@@ -9,6 +9,7 @@
 
 #include "dsn.hpp"
 #include "gputrain/core/error.hpp"
+#include "pg_refusals.hpp"
 #include "pg_split.hpp"
 #include "pg_text.hpp"
 
@@ -19,31 +20,6 @@ std::string trimmed(const char* text) {
   std::string s = text ? text : "";
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
-}
-
-// libpq's certificate checks (sslmode verify-ca or verify-full, sslrootcert, sslcert, sslkey)
-// fail after the server answered: it is up, and data.dsn's SSL settings are what to change.
-std::optional<std::string> ssl_fix(const std::string& message) {
-  const auto has = [&](const char* text) { return message.find(text) != std::string::npos; };
-  if (has("root certificate file") && has("does not exist"))
-    return "give the certificate of the authority that signed the server's: sslrootcert=/path/to/ca.crt in data.dsn (or put "
-           "it in ~/.postgresql/root.crt), or sslmode=require to encrypt without checking the server";
-  if (has("does not match host name"))
-    return "connect by a name the server's certificate holds (quoted above) as data.dsn's host, or set sslmode=verify-ca to "
-           "check the certificate's signer but not its name";
-  if (has("could not read root certificate file") || has("no certificate or crl found"))
-    return "sslrootcert must name a PEM file of CA certificates (-----BEGIN CERTIFICATE-----) that this user can read";
-  if (has("private key file") || has("could not load private key") || has("could not read certificate file") ||
-      has("could not load certificate"))
-    return "give the client certificate and its key as data.dsn's sslcert and sslkey: PEM files this user can read, the key "
-           "readable by this user alone (chmod 600)";
-  if (has("certificate verify failed"))
-    return "the server's certificate is not signed by sslrootcert's authority: give the certificate of the one that signed "
-           "it, or sslmode=require to encrypt without checking the server";
-  if (has("certificate") || has(" alert "))
-    return "check data.dsn's sslmode, sslrootcert, sslcert and sslkey against the server's ssl settings (libpq's docs, "
-           "\"SSL Support\")";
-  return std::nullopt;
 }
 
 }  // namespace
@@ -71,32 +47,11 @@ Connection::Connection(const std::string& dsn) : dsn_(dsn), dsn_masked_(mask_pas
 }
 
 void Connection::fail_to_connect(const std::string& dsn) {
-  const auto message = trimmed(PQerrorMessage(conn_));
-  const std::string host = trimmed(PQhost(conn_)), port = trimmed(PQport(conn_)), user = trimmed(PQuser(conn_));
-  const auto who =
-      "user '" + user + "' at " + host + ":" + port + " (data.dsn " + (dsn.empty() ? "empty: PG* variables" : dsn_masked_) + ")";
+  ConnectFailure failure{trimmed(PQerrorMessage(conn_)), trimmed(PQhost(conn_)), trimmed(PQport(conn_)), trimmed(PQuser(conn_)),
+                         dsn.empty() ? "" : dsn_masked_};
   PQfinish(conn_);
   conn_ = nullptr;
-  const auto has = [&](const char* text) { return message.find(text) != std::string::npos; };
-  // libpq's words for a string it cannot parse, or a value it does not take; not a reply from a
-  // server ("received invalid response to SSL negotiation" is something else on that port).
-  if (has("connection option") || has("invalid URI") || has("invalid percent-encoded") || has("invalid port number") ||
-      has("invalid sslmode value") || has("missing \"=\"") || has("unterminated quoted"))
-    throw UsageError("data.dsn is not a libpq connection string: " + message,
-                     "write it as postgresql://user@host:5432/dbname or 'host=... port=... dbname=... user=...'");
-  if (has("server does not support SSL, but SSL was required"))
-    throw UsageError("the PostgreSQL server for " + who + " takes no SSL connections, and data.dsn asks for one: " + message,
-                     "leave sslmode out of data.dsn (libpq's default, prefer, uses SSL where the server offers it), or turn ssl on "
-                     "in the server's postgresql.conf");
-  if (const auto fix = ssl_fix(message))
-    throw UsageError("the PostgreSQL server for " + who + " answered, but the SSL connection data.dsn asks for failed: " + message, *fix);
-  if (has("authentication failed") || has("no password supplied") || has("does not exist") || has("not permitted to log in") ||
-      has("no pg_hba.conf entry"))
-    throw UsageError("PostgreSQL refused the login of " + who + ": " + message,
-                     "check the user and database in data.dsn, and the password: give it in ~/.pgpass or PGPASSWORD, never in the config");
-  throw EnvironmentError("cannot reach PostgreSQL for " + who + ": " + message,
-                         "start the server, or correct data.dsn's host and port; `pg_isready -h " + host + " -p " + port +
-                             "` says whether it accepts connections");
+  throw_connect_error(failure);
 }
 
 Connection::~Connection() {
@@ -137,6 +92,7 @@ void Connection::fail_query(pg_result* result, std::size_t offset, const std::st
                 "pg_stat_activity shows what watches long queries");
   // The server's own trouble, not the query's: an administrator's or a crash's shutdown (57),
   // a connection fault (08), resources (53), the system (58), an internal error (XX).
+  if (state == "08P01") throw_if_pooler_refused(message, where(), what);
   for (const char* server_side : {"57", "08", "53", "58", "XX"})
     if (state.rfind(server_side, 0) == 0)
       throw Error(

@@ -55,6 +55,11 @@ class Connection {
   void copy_out(const std::string& query, const std::string& what, const std::function<void(const char*, std::size_t)>& piece,
                 const std::function<void()>& tick);
 
+  /// Gives each statement from now on `seconds` to be answered (0: no limit); past that it throws
+  /// EnvironmentError, after which the connection is to be dropped. For a further COPY stream's
+  /// set-up, which a pooler with no free server connection would queue for minutes.
+  void answer_within(double seconds) { answer_within_ = seconds; }
+
   /// "user@host:port/db", for the run's data line and errors.
   std::string where() const;
   /// The session's client_encoding ("UTF8" unless data.dsn names another): the encoding of the
@@ -79,6 +84,7 @@ class Connection {
   pg_conn* conn_ = nullptr;
   std::string dsn_, dsn_masked_;  // dsn_ for the probe that asks who holds a lock
   bool says_who_blocks_ = true;
+  double answer_within_ = 0;
   std::string client_encoding_ = "UTF8";
   std::unique_ptr<TextRecoder> to_session_, from_session_;
 };

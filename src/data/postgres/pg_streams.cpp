@@ -18,6 +18,9 @@ namespace {
 
 constexpr int kAutoMostStreams = 4;
 constexpr std::uint64_t kAutoBlocksPerStream = 1024;  // 8 MB of table: less is not worth a connection
+// A server answers a further stream's BEGIN at once; a pooler (PgBouncer) whose server
+// connections the other streams hold queues it for its query_wait_timeout (2 minutes).
+constexpr double kFurtherStreamPatience = 3;
 
 // Thrown from a stream's tick when another stream failed or the load was stopped: the stream's
 // query is cancelled and the stream ends without an error of its own.
@@ -180,8 +183,10 @@ int CopyStreams::join_snapshot(int count) {
   while (static_cast<int>(extra_.size()) + 1 < count) {
     try {
       auto conn = std::make_unique<Connection>(dsn_);
+      conn->answer_within(kFurtherStreamPatience);
       conn->run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
       conn->run("SET TRANSACTION SNAPSHOT '" + snapshot_ + "'");
+      conn->answer_within(0);
       extra_.push_back(std::move(conn));
     } catch (const Error& e) {
       say("note: a connection for a further COPY stream failed, reading over " + std::to_string(extra_.size() + 1) + ": " + e.what());

@@ -1,0 +1,118 @@
+#include "pg_refusals.hpp"
+
+#include <optional>
+
+#include "gputrain/core/error.hpp"
+
+namespace gputrain::data::postgres {
+namespace {
+
+bool has(const std::string& message, const char* text) { return message.find(text) != std::string::npos; }
+
+// libpq's certificate checks (sslmode verify-ca or verify-full, sslrootcert, sslcert, sslkey)
+// fail after the server answered: it is up, and data.dsn's SSL settings are what to change.
+std::optional<std::string> ssl_fix(const std::string& message) {
+  const auto says = [&](const char* text) { return has(message, text); };
+  if (says("root certificate file") && says("does not exist"))
+    return "give the certificate of the authority that signed the server's: sslrootcert=/path/to/ca.crt in data.dsn (or put "
+           "it in ~/.postgresql/root.crt), or sslmode=require to encrypt without checking the server";
+  if (says("does not match host name"))
+    return "connect by a name the server's certificate holds (quoted above) as data.dsn's host, or set sslmode=verify-ca to "
+           "check the certificate's signer but not its name";
+  if (says("could not read root certificate file") || says("no certificate or crl found"))
+    return "sslrootcert must name a PEM file of CA certificates (-----BEGIN CERTIFICATE-----) that this user can read";
+  if (says("private key file") || says("could not load private key") || says("could not read certificate file") ||
+      says("could not load certificate"))
+    return "give the client certificate and its key as data.dsn's sslcert and sslkey: PEM files this user can read, the key "
+           "readable by this user alone (chmod 600)";
+  if (says("certificate verify failed"))
+    return "the server's certificate is not signed by sslrootcert's authority: give the certificate of the one that signed "
+           "it, or sslmode=require to encrypt without checking the server";
+  if (says("certificate") || says(" alert "))
+    return "check data.dsn's sslmode, sslrootcert, sslcert and sslkey against the server's ssl settings (libpq's docs, "
+           "\"SSL Support\")";
+  return std::nullopt;
+}
+
+// The word after `prefix` in `message` ("unsupported startup parameter: options" -> "options").
+std::string word_after(const std::string& message, const std::string& prefix) {
+  const auto at = message.find(prefix);
+  if (at == std::string::npos) return "";
+  const auto start = at + prefix.size();
+  const auto end = message.find_first_of(" \n\"", start);
+  return message.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// A pooler (PgBouncer) passes on the session settings it knows and refuses others, and serves
+// only the databases its [databases] section lists: each is data.dsn's to change.
+void throw_if_pooler_refused_login(const ConnectFailure& f, const std::string& who) {
+  if (const auto setting = word_after(f.message, "unsupported startup parameter: "); !setting.empty())
+    throw UsageError("the server for " + who + " refused data.dsn's '" + setting + "' setting: " + f.message +
+                         ": it is a connection pooler (PgBouncer), which passes on only the settings it knows",
+                     "leave " + setting + " out of data.dsn, or list it in the pooler's ignore_startup_parameters (pgbouncer.ini); " +
+                         "a session setting such as statement_timeout can go to the role instead: ALTER ROLE " + f.user +
+                         " SET statement_timeout = 0");
+  if (const auto database = word_after(f.message, "no such database: "); !database.empty())
+    throw UsageError("the connection pooler (PgBouncer) for " + who + " serves no database '" + database + "': " + f.message,
+                     "give data.dsn a dbname its pgbouncer.ini lists under [databases] (SHOW DATABASES on its admin console "
+                     "names them), or add '" +
+                         database + "' there");
+}
+
+}  // namespace
+
+void throw_connect_error(const ConnectFailure& f) {
+  const auto who = "user '" + f.user + "' at " + f.host + ":" + f.port + " (data.dsn " +
+                   (f.dsn_shown.empty() ? std::string("empty: PG* variables") : f.dsn_shown) + ")";
+  const auto says = [&](const char* text) { return has(f.message, text); };
+  // libpq's words for a string it cannot parse, or a value it does not take; not a reply from a
+  // server ("received invalid response to SSL negotiation" is something else on that port).
+  if (says("connection option") || says("invalid URI") || says("invalid percent-encoded") || says("invalid port number") ||
+      says("invalid sslmode value") || says("missing \"=\"") || says("unterminated quoted"))
+    throw UsageError("data.dsn is not a libpq connection string: " + f.message,
+                     "write it as postgresql://user@host:5432/dbname or 'host=... port=... dbname=... user=...'");
+  if (says("server does not support SSL, but SSL was required"))
+    throw UsageError("the PostgreSQL server for " + who + " takes no SSL connections, and data.dsn asks for one: " + f.message,
+                     "leave sslmode out of data.dsn (libpq's default, prefer, uses SSL where the server offers it), or turn ssl on "
+                     "in the server's postgresql.conf");
+  if (const auto fix = ssl_fix(f.message))
+    throw UsageError("the PostgreSQL server for " + who + " answered, but the SSL connection data.dsn asks for failed: " + f.message, *fix);
+  throw_if_pooler_refused_login(f, who);
+  if (says("authentication failed") || says("no password supplied") || says("does not exist") || says("not permitted to log in") ||
+      says("no pg_hba.conf entry"))
+    throw UsageError("PostgreSQL refused the login of " + who + ": " + f.message,
+                     "check the user and database in data.dsn, and the password: give it in ~/.pgpass or PGPASSWORD, never in the config");
+  // Up, but full: the server's max_connections, a role's or database's CONNECTION LIMIT, a
+  // pooler's max_client_conn. A later run may find room.
+  if (says("too many clients") || says("too many connections") || says("connection slots are reserved") ||
+      says("no more connections allowed"))
+    throw EnvironmentError("the PostgreSQL server for " + who + " is up, but takes no more connections: " + f.message,
+                           "run again once other sessions have ended (pg_stat_activity lists them), or raise the limit named "
+                           "above: max_connections, the role's or database's CONNECTION LIMIT, a pooler's max_client_conn");
+  const std::string ready = "`pg_isready -h " + f.host + " -p " + f.port + "` says whether it accepts connections";
+  if (says("the database system is"))  // starting up, shutting down, in recovery: 57P03
+    throw EnvironmentError("the PostgreSQL server for " + who + " takes no connections now: " + f.message,
+                           "run again once it is up; " + ready);
+  if (says("timeout expired"))  // connect_timeout: a dropped SYN and a pooler whose server is down look alike
+    throw EnvironmentError("cannot reach PostgreSQL for " + who + " within data.dsn's connect_timeout (10 s unless it says): " + f.message,
+                           "start the server, or correct data.dsn's host and port; a firewall that drops the connection, or a "
+                           "connection pooler (PgBouncer) whose own server is down, waits the same way: " +
+                               ready);
+  throw EnvironmentError("cannot reach PostgreSQL for " + who + ": " + f.message,
+                         "start the server, or correct data.dsn's host and port; " + ready);
+}
+
+void throw_if_pooler_refused(const std::string& message, const std::string& where, const std::string& what) {
+  if (has(message, "statement pooling mode"))
+    throw UsageError("the connection pooler at " + where + " pools statement by statement (pool_mode = statement), and gputrain " +
+                         "reads data.query and data.val_query in one transaction, from one snapshot: " + message,
+                     "point data.dsn at a pool in transaction or session mode (pool_mode in pgbouncer.ini, or pool_mode=session on "
+                     "its [databases] line), or at the server itself");
+  if (has(message, "query_wait_timeout"))
+    throw EnvironmentError(
+        "the connection pooler at " + where + " found no free server connection for " + what + " within its query_wait_timeout: " + message,
+        "nothing was trained; run again when the pool is less busy (SHOW POOLS on its admin console), or raise "
+        "its default_pool_size");
+}
+
+}  // namespace gputrain::data::postgres

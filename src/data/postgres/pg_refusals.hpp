@@ -1,0 +1,26 @@
+#pragma once
+// What it means when a PostgreSQL server, or a connection pooler in front of it (PgBouncer),
+// refuses a connection or a statement, told from libpq's and the pooler's words: the error a user
+// can act on, naming the setting to change. Pure functions of the text, so every case is tested
+// without a server.
+
+#include <string>
+
+namespace gputrain::data::postgres {
+
+/// A connection that failed: libpq's message and who it was for (the DSN with its password
+/// masked, or empty when data.dsn was, and the PG* variables alone said where).
+struct ConnectFailure {
+  std::string message, host, port, user, dsn_shown;
+};
+
+/// Throws the error `failure` means: UsageError for data.dsn to fix (not a connection string, a
+/// refused login, SSL settings, a setting or database a pooler does not know), EnvironmentError
+/// for a server that cannot be reached or takes no more connections now.
+[[noreturn]] void throw_connect_error(const ConnectFailure& failure);
+
+/// A statement a connection pooler refused (its errors come as SQLSTATE 08P01 with words of its
+/// own): throws what that means for `what` (BEGIN, data.query) at `where`; returns otherwise.
+void throw_if_pooler_refused(const std::string& message, const std::string& where, const std::string& what);
+
+}  // namespace gputrain::data::postgres

@@ -1,0 +1,89 @@
+// What a refused connection or statement means, from the words libpq, the server and PgBouncer
+// send (copied from real ones): each case's exit code and the setting its fix names, and a
+// message of no known kind left to the caller. The real server and pooler: check_pooler.py.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "data/postgres/pg_refusals.hpp"
+#include "gputrain/core/error.hpp"
+
+using namespace gputrain;
+using namespace gputrain::data::postgres;
+
+namespace {
+
+// The error throw_connect_error throws for libpq's `message` at 127.0.0.1:6432.
+Error connect_error(const std::string& message) {
+  try {
+    throw_connect_error({"connection to server at \"127.0.0.1\", port 6432 failed: " + message, "127.0.0.1", "6432", "trainer",
+                         "host=127.0.0.1 port=6432 password=**** dbname=db"});
+  } catch (const Error& e) {
+    return e;
+  }
+  return Error("nothing thrown", "");
+}
+
+void expect_says(const Error& e, ExitCode code, const std::string& message_words, const std::string& fix_words) {
+  EXPECT_EQ(e.exit_code(), code) << e.what();
+  EXPECT_NE(std::string(e.what()).find(message_words), std::string::npos) << e.what();
+  EXPECT_NE(e.remedy().find(fix_words), std::string::npos) << e.remedy();
+  EXPECT_EQ(e.remedy().find("start the server"), std::string::npos) << e.remedy();
+}
+
+}  // namespace
+
+TEST(PgRefusals, APoolersRefusalsNameItsSettingsNotAServerToStart) {
+  expect_says(connect_error("FATAL:  unsupported startup parameter: options"), ExitCode::usage, "refused data.dsn's 'options' setting",
+              "ignore_startup_parameters");
+  expect_says(connect_error("FATAL:  no such database: analytics"), ExitCode::usage, "serves no database 'analytics'", "[databases]");
+  expect_says(connect_error("FATAL:  no more connections allowed (max_client_conn)"), ExitCode::environment, "takes no more connections",
+              "max_client_conn");
+}
+
+TEST(PgRefusals, AFullServerIsToldFromOneThatIsDown) {
+  for (const auto* message : {"FATAL:  sorry, too many clients already", "FATAL:  too many connections for role \"trainer\"",
+                              "FATAL:  remaining connection slots are reserved for non-replication superuser connections"})
+    expect_says(connect_error(message), ExitCode::environment, "is up, but takes no more connections", "max_connections");
+  const auto starting = connect_error("FATAL:  the database system is starting up");
+  EXPECT_EQ(starting.exit_code(), ExitCode::environment);
+  EXPECT_NE(starting.remedy().find("run again once it is up"), std::string::npos) << starting.remedy();
+  const auto down = connect_error("Connection refused\n\tIs the server running on that host and accepting TCP/IP connections?");
+  EXPECT_EQ(down.exit_code(), ExitCode::environment);
+  EXPECT_NE(down.remedy().find("start the server"), std::string::npos) << down.remedy();
+  const auto waited = connect_error("timeout expired");
+  EXPECT_NE(waited.remedy().find("PgBouncer"), std::string::npos) << waited.remedy();
+}
+
+TEST(PgRefusals, TheLoginAndTheStringAreStillTheirOwnCases) {
+  expect_says(connect_error("FATAL:  password authentication failed for user \"trainer\""), ExitCode::usage, "refused the login",
+              "~/.pgpass");
+  expect_says(connect_error("FATAL:  database \"nosuch\" does not exist"), ExitCode::usage, "refused the login", "database");
+  EXPECT_EQ(connect_error("invalid connection option \"hots\"").exit_code(), ExitCode::usage);
+  const auto no_dsn = [] {
+    try {
+      throw_connect_error({"timeout expired", "db", "5432", "me", ""});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  }();
+  EXPECT_NE(no_dsn.find("empty: PG* variables"), std::string::npos) << no_dsn;
+}
+
+TEST(PgRefusals, APoolersStatementRefusalsAreNamedAndOthersLeftToTheCaller) {
+  try {
+    throw_if_pooler_refused("transaction blocks not allowed in statement pooling mode", "me@db:6432/x", "BEGIN");
+    ADD_FAILURE() << "statement pooling not named";
+  } catch (const Error& e) {
+    expect_says(e, ExitCode::usage, "pool_mode = statement", "transaction or session mode");
+  }
+  try {
+    throw_if_pooler_refused("query_wait_timeout", "me@db:6432/x", "data.query");
+    ADD_FAILURE() << "query_wait_timeout not named";
+  } catch (const Error& e) {
+    expect_says(e, ExitCode::environment, "no free server connection for data.query", "default_pool_size");
+  }
+  EXPECT_NO_THROW(throw_if_pooler_refused("server conn crashed?", "me@db:6432/x", "data.query"));
+  EXPECT_NO_THROW(throw_if_pooler_refused("invalid message format", "me@db:5432/x", "data.query"));
+}
