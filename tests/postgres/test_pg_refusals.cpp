@@ -87,3 +87,22 @@ TEST(PgRefusals, APoolersStatementRefusalsAreNamedAndOthersLeftToTheCaller) {
   EXPECT_NO_THROW(throw_if_pooler_refused("server conn crashed?", "me@db:6432/x", "data.query"));
   EXPECT_NO_THROW(throw_if_pooler_refused("invalid message format", "me@db:5432/x", "data.query"));
 }
+
+TEST(PgRefusals, LibpqsOwnRefusalsOfTheDsnsSettingsNameThem) {
+  expect_says(connect_error("definition of service \"nosuch\" not found"), ExitCode::usage, "names a connection service",
+              "~/.pg_service.conf");
+  expect_says(connect_error("syntax error in service file \"/home/me/.pg_service.conf\", line 3"), ExitCode::usage,
+              "names a connection service", "[name] section");
+  expect_says(connect_error("server is not in hot standby mode"), ExitCode::environment, "target_session_attrs",
+              "target_session_attrs=any");
+  expect_says(connect_error("session is read-only"), ExitCode::environment, "target_session_attrs", "host=a,b");
+  expect_says(connect_error("GSSAPI encryption required but was impossible (possibly no credential cache, no server support, or "
+                            "using a local socket)"),
+              ExitCode::usage, "GSSAPI", "gssencmode");
+  try {  // a service libpq could not read leaves no host to name
+    throw_connect_error({"could not connect", "", "", "", "service=x"});
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find(" at :"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("`pg_isready`"), std::string::npos) << e.remedy();
+  }
+}

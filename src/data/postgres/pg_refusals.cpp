@@ -59,12 +59,32 @@ void throw_if_pooler_refused_login(const ConnectFailure& f, const std::string& w
                          database + "' there");
 }
 
+// libpq's own refusals of data.dsn's settings before or after it reached a server: a service
+// no file defines, a session kind (target_session_attrs) no host is, GSSAPI encryption it cannot have.
+void throw_if_client_settings_refused(const ConnectFailure& f) {
+  const auto shown = "data.dsn " + (f.dsn_shown.empty() ? std::string("(empty: PG* variables)") : f.dsn_shown);
+  if (has(f.message, "definition of service") || has(f.message, "service file"))
+    throw UsageError(shown + " names a connection service libpq cannot read: " + f.message,
+                     "define it as a [name] section with host, port and dbname in ~/.pg_service.conf (or the file "
+                     "PGSERVICEFILE names), or write those in data.dsn instead of service=");
+  if (has(f.message, "hot standby mode") || has(f.message, "session is read-only") || has(f.message, "session is not read-only"))
+    throw EnvironmentError("the PostgreSQL server at " + f.host + ":" + f.port +
+                               " is up, but not the kind of server target_session_attrs asks for (" + shown + "): " + f.message,
+                           "point data.dsn at such a server (several hosts, host=a,b, are tried in turn: the primary and its "
+                           "standbys), or set target_session_attrs=any; training only reads, so a standby serves as well");
+  if (has(f.message, "GSSAPI encryption required"))
+    throw UsageError(shown + " asks for GSSAPI encryption, which this connection cannot have: " + f.message,
+                     "leave gssencmode out of data.dsn, or connect over TCP (host=name, not a socket folder) with a Kerberos "
+                     "ticket (kinit) to a server that takes GSSAPI");
+}
+
 }  // namespace
 
 void throw_connect_error(const ConnectFailure& f) {
-  const auto who = "user '" + f.user + "' at " + f.host + ":" + f.port + " (data.dsn " +
+  const auto who = "user '" + f.user + "'" + (f.host.empty() ? "" : " at " + f.host + ":" + f.port) + " (data.dsn " +
                    (f.dsn_shown.empty() ? std::string("empty: PG* variables") : f.dsn_shown) + ")";
   const auto says = [&](const char* text) { return has(f.message, text); };
+  throw_if_client_settings_refused(f);
   // libpq's words for a string it cannot parse, or a value it does not take; not a reply from a
   // server ("received invalid response to SSL negotiation" is something else on that port).
   if (says("connection option") || says("invalid URI") || says("invalid percent-encoded") || says("invalid port number") ||
@@ -89,7 +109,8 @@ void throw_connect_error(const ConnectFailure& f) {
     throw EnvironmentError("the PostgreSQL server for " + who + " is up, but takes no more connections: " + f.message,
                            "run again once other sessions have ended (pg_stat_activity lists them), or raise the limit named "
                            "above: max_connections, the role's or database's CONNECTION LIMIT, a pooler's max_client_conn");
-  const std::string ready = "`pg_isready -h " + f.host + " -p " + f.port + "` says whether it accepts connections";
+  const std::string ready = (f.host.empty() ? std::string("`pg_isready`") : "`pg_isready -h " + f.host + " -p " + f.port + "`") +
+                            " says whether it accepts connections";
   if (says("the database system is"))  // starting up, shutting down, in recovery: 57P03
     throw EnvironmentError("the PostgreSQL server for " + who + " takes no connections now: " + f.message,
                            "run again once it is up; " + ready);
