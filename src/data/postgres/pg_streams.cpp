@@ -189,6 +189,7 @@ int CopyStreams::join_snapshot(int count) {
       conn->answer_within(0);
       extra_.push_back(std::move(conn));
     } catch (const Error& e) {
+      if (e.exit_code() == ExitCode::interrupted) throw;  // Ctrl-C while it waited: not a stream to do without
       say("note: a connection for a further COPY stream failed, reading over " + std::to_string(extra_.size() + 1) + ": " + e.what());
       most_ = static_cast<int>(extra_.size()) + 1;
       break;
