@@ -101,6 +101,13 @@ TEST(PgSplit, APlanIsOneTablesScanOrNothing) {
   EXPECT_EQ(single_table_scan(plan("\"Node Type\": 1, \"Relation Name\": [], \"Schema\": {}"), "Seq Scan"), std::nullopt);
   EXPECT_EQ(single_table_scan(plan(seq + ", \"Parallel Aware\": \"no\""), "Seq Scan"), "\"public\".\"rows\"");
   EXPECT_EQ(planned_rows("[{\"Plan\": []}]"), 0);
+  // A partitioned table: an Append of its partitions' scans, which no block range splits.
+  const std::string part = "{\"Node Type\": \"Seq Scan\", \"Relation Name\": \"p\", \"Schema\": \"s\"}";
+  EXPECT_EQ(partitions_scanned(plan("\"Node Type\": \"Append\", \"Plans\": [" + part + ", " + part + ", " + part + "]")), 3u);
+  EXPECT_EQ(partitions_scanned(plan("\"Node Type\": \"Append\", \"Plans\": [" + part + ", {\"Node Type\": \"Hash Join\"}]")), 0u);
+  EXPECT_EQ(partitions_scanned(plan(seq)), 0u);
+  EXPECT_EQ(partitions_scanned(plan("\"Node Type\": \"Append\", \"Plans\": 5")), 0u);
+  EXPECT_EQ(partitions_scanned("[5]"), 0u);
   EXPECT_EQ(planned_rows(plan("\"Plan Rows\": \"many\"")), 0);
   EXPECT_EQ(planned_rows(plan("\"Plan Rows\": 1e300")), 0);
 }

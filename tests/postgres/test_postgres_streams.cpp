@@ -129,7 +129,7 @@ TEST_F(PostgresStreams, ImagesReadOverStreamsAreTheImagesOneStreamReads) {
 }
 
 // Queries whose rows are not one table's, block by block, are read over one stream, and a
-// data.streams that asked for more says why.
+// data.streams that asked for more says why (a partitioned table's partitions by name).
 TEST_F(PostgresStreams, QueriesThatAreNotOneTablesScanAreReadOverOneStream) {
   server.exec(
       "DROP TABLE IF EXISTS whole CASCADE; CREATE TABLE whole AS SELECT g AS id, g::float8 AS x, g % 3 AS label FROM "
@@ -143,6 +143,16 @@ TEST_F(PostgresStreams, QueriesThatAreNotOneTablesScanAreReadOverOneStream) {
     EXPECT_TRUE(notes_say(sources, "is read over one COPY stream")) << query;
   }
   EXPECT_EQ(data::open_sources(spec("SELECT x, label FROM whole_view", 4)).train->size(), 19990);
+  // A partitioned table's partitions are several tables: named as such; a WHERE that leaves one splits.
+  server.exec(
+      "DROP TABLE IF EXISTS by_day CASCADE; CREATE TABLE by_day (x float8, label int, day int) PARTITION BY RANGE (day); "
+      "CREATE TABLE by_day_a PARTITION OF by_day FOR VALUES FROM (0) TO (5); CREATE TABLE by_day_b PARTITION OF by_day FOR "
+      "VALUES FROM (5) TO (10); INSERT INTO by_day SELECT g, g % 3, g % 10 FROM generate_series(1, 20000) g;");
+  const auto partitioned = data::open_sources(spec("SELECT x, label FROM by_day", 4));
+  EXPECT_TRUE(notes_say(partitioned, "reads a partitioned table's 2 partitions")) << partitioned.notes.front();
+  EXPECT_EQ(partitioned.train->size(), 20000);
+  const auto one_partition = data::open_sources(spec("SELECT x, label FROM by_day WHERE day < 5", 4));
+  EXPECT_TRUE(contains(one_partition.train->description(), "10000 rows, read over 4 COPY streams")) << one_partition.train->description();
   // Auto says nothing of it; a small table is not worth a second connection.
   const auto automatic = data::open_sources(spec("SELECT x, label FROM whole ORDER BY id", 0));
   EXPECT_TRUE(automatic.notes.empty());

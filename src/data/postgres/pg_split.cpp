@@ -197,4 +197,15 @@ std::optional<std::string> single_table_scan(const std::string& explain_json, co
   return quoted(schema) + "." + quoted(table);
 }
 
+std::size_t partitions_scanned(const std::string& explain_json) {
+  const auto parsed = nlohmann::json::parse(explain_json, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_array() || parsed.size() != 1 || !parsed[0].is_object() || !parsed[0].contains("Plan")) return 0;
+  const auto& plan = parsed[0]["Plan"];
+  if (!plan.is_object() || field_or<std::string>(plan, "Node Type", "") != "Append" || !plan.contains("Plans") || !plan["Plans"].is_array())
+    return 0;
+  for (const auto& child : plan["Plans"])
+    if (!child.is_object() || field_or<std::string>(child, "Node Type", "") != "Seq Scan" || child.contains("Plans")) return 0;
+  return plan["Plans"].size();
+}
+
 }  // namespace gputrain::data::postgres

@@ -39,6 +39,11 @@ std::vector<BlockRange> block_ranges(std::uint64_t blocks, int streams);
 /// identifiers, or nullopt.
 std::optional<std::string> single_table_scan(const std::string& explain_json, const std::string& node_type);
 
+/// How many tables a plan reads when it is an Append of plain sequential scans and nothing else:
+/// a partitioned table's (or an inheritance tree's) partitions, which one table's block ranges do
+/// not split. 0 for any other plan.
+std::size_t partitions_scanned(const std::string& explain_json);
+
 /// The planner's estimate of the rows a plan returns (its top node's "Plan Rows"); 0 when the
 /// text of `EXPLAIN (FORMAT JSON)` has none.
 std::int64_t planned_rows(const std::string& explain_json);

@@ -137,9 +137,13 @@ std::vector<std::string> CopyStreams::split(const std::string& query, const std:
 std::pair<int, std::uint64_t> CopyStreams::streams_for(const std::string& query, const std::string& what, const std::string& plan) {
   const auto table = single_table_scan(plan, "Seq Scan");
   if (!table) {
-    say("note: " + what +
-        " is read over one COPY stream: only a plain SELECT ... FROM one table [WHERE ...] splits into "
-        "block ranges (this one joins, sorts, groups, limits or reads a view)");
+    const auto partitions = partitions_scanned(plan);
+    say("note: " + what + " is read over one COPY stream: " +
+        (partitions > 1 ? "it reads a partitioned table's " + std::to_string(partitions) +
+                              " partitions, one after another, and gputrain splits one table's blocks into ranges, not "
+                              "several tables' (a query of one partition splits)"
+                        : std::string("only a plain SELECT ... FROM one table [WHERE ...] splits into block ranges (this one "
+                                      "joins, sorts, groups, limits or reads a view)")));
     return {1, 0};
   }
   std::string literal;  // the quoted name as an SQL string
