@@ -101,13 +101,68 @@ TEST(PgSplit, APlanIsOneTablesScanOrNothing) {
   EXPECT_EQ(single_table_scan(plan("\"Node Type\": 1, \"Relation Name\": [], \"Schema\": {}"), "Seq Scan"), std::nullopt);
   EXPECT_EQ(single_table_scan(plan(seq + ", \"Parallel Aware\": \"no\""), "Seq Scan"), "\"public\".\"rows\"");
   EXPECT_EQ(planned_rows("[{\"Plan\": []}]"), 0);
-  // A partitioned table: an Append of its partitions' scans, which no block range splits.
-  const std::string part = "{\"Node Type\": \"Seq Scan\", \"Relation Name\": \"p\", \"Schema\": \"s\"}";
-  EXPECT_EQ(partitions_scanned(plan("\"Node Type\": \"Append\", \"Plans\": [" + part + ", " + part + ", " + part + "]")), 3u);
-  EXPECT_EQ(partitions_scanned(plan("\"Node Type\": \"Append\", \"Plans\": [" + part + ", {\"Node Type\": \"Hash Join\"}]")), 0u);
-  EXPECT_EQ(partitions_scanned(plan(seq)), 0u);
-  EXPECT_EQ(partitions_scanned(plan("\"Node Type\": \"Append\", \"Plans\": 5")), 0u);
-  EXPECT_EQ(partitions_scanned("[5]"), 0u);
+  // A partitioned table: an Append of its partitions' scans, in the order it reads them.
+  const auto part = [](const char* name) {
+    return "{\"Node Type\": \"Seq Scan\", \"Relation Name\": \"" + std::string(name) + "\", \"Schema\": \"s\"}";
+  };
+  EXPECT_EQ(appended_scans(plan("\"Node Type\": \"Append\", \"Plans\": [" + part("b") + ", " + part("a") + "]"), "Seq Scan"),
+            (std::vector<std::string>{"\"s\".\"b\"", "\"s\".\"a\""}));
+  EXPECT_TRUE(appended_scans(plan("\"Node Type\": \"Append\", \"Plans\": [" + part("a") + ", {\"Node Type\": \"Hash Join\"}]"), "Seq Scan")
+                  .empty());
+  EXPECT_TRUE(appended_scans(plan("\"Node Type\": \"Append\", \"Plans\": [" + part("a") + "]"), "Seq Scan").empty());
+  EXPECT_TRUE(appended_scans(plan(seq), "Seq Scan").empty());
+  EXPECT_TRUE(appended_scans(plan("\"Node Type\": \"Append\", \"Plans\": 5"), "Seq Scan").empty());
+  EXPECT_TRUE(appended_scans("[5]", "Seq Scan").empty());
   EXPECT_EQ(planned_rows(plan("\"Plan Rows\": \"many\"")), 0);
   EXPECT_EQ(planned_rows(plan("\"Plan Rows\": 1e300")), 0);
+}
+
+// A partition's share: the FROM item becomes that partition alone under the name the query's
+// columns use, whatever way the item was written; anything but one table's name is refused.
+TEST(PgSplit, APartitionsShareReadsItUnderTheQuerysName) {
+  const BlockRange range{2, 5};
+  const std::string p = "\"public\".\"events_1\"";
+  EXPECT_EQ(restricted_to_table_blocks("SELECT x, label FROM events", p, range),
+            "SELECT x, label FROM ONLY \"public\".\"events_1\" AS events\nWHERE ctid >= '(2,0)'::tid AND ctid < '(5,0)'::tid");
+  EXPECT_EQ(restricted_to_table_blocks("SELECT e.x, label FROM public.events e WHERE day < 5;", p, {0, std::nullopt}),
+            "SELECT e.x, label FROM ONLY \"public\".\"events_1\" AS e\nWHERE ( day < 5\n) AND ctid >= '(0,0)'::tid");
+  for (const char* query : {"SELECT x FROM ONLY events AS ev", "SELECT x FROM \"My Events\" /* c */ ev", "SELECT x FROM s.events * ev",
+                            "SELECT x FROM events -- all\n"}) {
+    const auto rewritten = restricted_to_table_blocks(query, p, range);
+    ASSERT_TRUE(rewritten) << query;
+    EXPECT_NE(rewritten->find("FROM ONLY \"public\".\"events_1\" AS "), std::string::npos) << *rewritten;
+  }
+  EXPECT_NE(restricted_to_table_blocks("SELECT x FROM \"My Events\"", p, range)->find("AS \"My Events\""), std::string::npos);
+  for (const char* query : {"SELECT x FROM events, other", "SELECT x FROM events e JOIN other o USING (id)",
+                            "SELECT x FROM events TABLESAMPLE SYSTEM (10)", "SELECT x FROM (SELECT * FROM events) s",
+                            "SELECT x FROM events LEFT", "SELECT 1", "SELECT x FROM events ORDER BY x", "SELECT x FROM $$e$$"})
+    EXPECT_EQ(restricted_to_table_blocks(query, p, range), std::nullopt) << query;
+}
+
+// Tables read one after another, dealt to streams: contiguous, about equal shares; every block
+// of every table once; each table's tail open-ended; read stream by stream, the tables' order.
+TEST(PgSplit, TablesBlocksAreDealtInTheirOrder) {
+  const auto dealt = deal_blocks({10, 0, 30, 20}, 3);  // 60 blocks end to end: 20 a stream
+  ASSERT_EQ(dealt.size(), 3u);
+  const auto piece = [](std::size_t table, std::uint64_t first, std::optional<std::uint64_t> end) {
+    return std::make_tuple(table, first, end);
+  };
+  std::vector<std::vector<std::tuple<std::size_t, std::uint64_t, std::optional<std::uint64_t>>>> got;
+  for (const auto& pieces : dealt) {
+    auto& row = got.emplace_back();
+    for (const auto& p : pieces) row.push_back(piece(p.table, p.range.first, p.range.end));
+  }
+  EXPECT_EQ(got[0], (decltype(got)::value_type{piece(0, 0, std::nullopt), piece(1, 0, std::nullopt), piece(2, 0, 10)}));
+  EXPECT_EQ(got[1], (decltype(got)::value_type{piece(2, 10, std::nullopt)}));  // blocks 20-40 end to end: table 2's tail
+  EXPECT_EQ(got[2], (decltype(got)::value_type{piece(3, 0, std::nullopt)}));
+  // One table: block_ranges's shares.
+  const auto one = deal_blocks({7}, 2);
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_EQ(one[0][0].range.end, block_ranges(7, 2)[0].end);
+  EXPECT_EQ(one[1][0].range.first, block_ranges(7, 2)[1].first);
+  EXPECT_EQ(one[1][0].range.end, std::nullopt);
+  // Fewer blocks than streams: the empty shares are dropped; empty tables are read once.
+  EXPECT_EQ(deal_blocks({1, 0}, 4).size(), 1u);
+  EXPECT_EQ(deal_blocks({0, 0}, 2).size(), 1u);
+  EXPECT_EQ(deal_blocks({0, 0}, 2)[0].size(), 2u);
 }

@@ -129,7 +129,7 @@ TEST_F(PostgresStreams, ImagesReadOverStreamsAreTheImagesOneStreamReads) {
 }
 
 // Queries whose rows are not one table's, block by block, are read over one stream, and a
-// data.streams that asked for more says why (a partitioned table's partitions by name).
+// data.streams that asked for more says why.
 TEST_F(PostgresStreams, QueriesThatAreNotOneTablesScanAreReadOverOneStream) {
   server.exec(
       "DROP TABLE IF EXISTS whole CASCADE; CREATE TABLE whole AS SELECT g AS id, g::float8 AS x, g % 3 AS label FROM "
@@ -143,20 +143,42 @@ TEST_F(PostgresStreams, QueriesThatAreNotOneTablesScanAreReadOverOneStream) {
     EXPECT_TRUE(notes_say(sources, "is read over one COPY stream")) << query;
   }
   EXPECT_EQ(data::open_sources(spec("SELECT x, label FROM whole_view", 4)).train->size(), 19990);
-  // A partitioned table's partitions are several tables: named as such; a WHERE that leaves one splits.
-  server.exec(
-      "DROP TABLE IF EXISTS by_day CASCADE; CREATE TABLE by_day (x float8, label int, day int) PARTITION BY RANGE (day); "
-      "CREATE TABLE by_day_a PARTITION OF by_day FOR VALUES FROM (0) TO (5); CREATE TABLE by_day_b PARTITION OF by_day FOR "
-      "VALUES FROM (5) TO (10); INSERT INTO by_day SELECT g, g % 3, g % 10 FROM generate_series(1, 20000) g;");
-  const auto partitioned = data::open_sources(spec("SELECT x, label FROM by_day", 4));
-  EXPECT_TRUE(notes_say(partitioned, "reads a partitioned table's 2 partitions")) << partitioned.notes.front();
-  EXPECT_EQ(partitioned.train->size(), 20000);
-  const auto one_partition = data::open_sources(spec("SELECT x, label FROM by_day WHERE day < 5", 4));
-  EXPECT_TRUE(contains(one_partition.train->description(), "10000 rows, read over 4 COPY streams")) << one_partition.train->description();
   // Auto says nothing of it; a small table is not worth a second connection.
   const auto automatic = data::open_sources(spec("SELECT x, label FROM whole ORDER BY id", 0));
   EXPECT_TRUE(automatic.notes.empty());
   EXPECT_FALSE(contains(data::open_sources(spec("SELECT x, label FROM whole", 0)).train->description(), "COPY streams"));
+}
+
+// A partitioned table's partitions (the ones its WHERE leaves), dealt to the streams by blocks,
+// each read under the name the query gives its table: the rows one stream reads, in its order,
+// over any number of streams; an empty partition and a default one included.
+TEST_F(PostgresStreams, APartitionedTableSplitsAcrossItsPartitionsInTheirOrder) {
+  server.exec(
+      "DROP TABLE IF EXISTS by_day CASCADE; CREATE TABLE by_day (x float8, label int, day int) PARTITION BY RANGE (day);"
+      "CREATE TABLE by_day_a PARTITION OF by_day FOR VALUES FROM (0) TO (2); CREATE TABLE by_day_b PARTITION OF by_day FOR "
+      "VALUES FROM (2) TO (9); CREATE TABLE by_day_empty PARTITION OF by_day FOR VALUES FROM (100) TO (200);"
+      "CREATE TABLE by_day_rest PARTITION OF by_day DEFAULT;"
+      "INSERT INTO by_day SELECT g * 0.25, g % 3, g % 12 FROM generate_series(1, 24000) g;");
+  // Partitions partitioned again: the server plans their leaves as one Append too.
+  server.exec(
+      "DROP TABLE IF EXISTS nested CASCADE; CREATE TABLE nested (x float8, label int, day int, hour int) PARTITION BY RANGE (day);"
+      "CREATE TABLE nested_a PARTITION OF nested FOR VALUES FROM (0) TO (5) PARTITION BY RANGE (hour);"
+      "CREATE TABLE nested_a1 PARTITION OF nested_a FOR VALUES FROM (0) TO (12); CREATE TABLE nested_a2 PARTITION OF nested_a FOR "
+      "VALUES FROM (12) TO (24); CREATE TABLE nested_b PARTITION OF nested FOR VALUES FROM (5) TO (10);"
+      "INSERT INTO nested SELECT g, g % 3, g % 10, g % 24 FROM generate_series(1, 20000) g;");
+  for (const char* query :
+       {"SELECT x, label FROM by_day", "SELECT d.x, d.label FROM public.by_day AS d WHERE d.day <> 4;",
+        "SELECT x, label FROM by_day WHERE day >= 1 AND day < 50 -- two partitions and the default", "SELECT x, label FROM nested"}) {
+    const auto one = data::open_sources(spec(query, 1));
+    for (const int streams : {2, 3, 4}) {
+      const auto many = data::open_sources(spec(query, streams));
+      expect_same_sets(one, many);
+      EXPECT_TRUE(contains(many.train->description(), "read over " + std::to_string(streams) + " COPY streams"))
+          << query << ": " << many.train->description();
+      EXPECT_TRUE(many.notes.empty()) << many.notes.front();
+    }
+  }
+  EXPECT_EQ(data::open_sources(spec("SELECT x, label FROM by_day", 4)).train->size(), 24000);
 }
 
 // Auto opens one stream per core this process may use (its affinity, a container's quota), as

@@ -115,6 +115,61 @@ T field_or(const nlohmann::json& object, const char* key, T fallback) {
     return found->is_number() ? found->template get<T>() : fallback;
 }
 
+// The name a FROM item gives its table's columns when it is one table, `[ONLY] [schema.]table
+// [*] [[AS] alias]` (names plain or in double quotes; comments anywhere): the alias, else the
+// table's name as written. nullopt for anything else (a join, a sub-query, TABLESAMPLE).
+std::optional<std::string> from_item_alias(const std::string& item) {
+  std::vector<std::string> tokens;  // identifiers as written, and the punctuation '.' and '*'
+  for (std::size_t i = 0; i < item.size();) {
+    const auto c = item[i];
+    const auto skipped = past_quoted(item, i);
+    if (skipped == std::string::npos || (skipped != i && c != '"' && c != '-' && c != '/')) return std::nullopt;  // a string
+    if (skipped != i) {
+      if (c == '"') tokens.push_back(item.substr(i, skipped - i));
+      i = skipped;
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+    } else if (c == '.' || c == '*') {
+      tokens.emplace_back(1, c);
+      ++i;
+    } else if (word_char(c)) {
+      auto end = i;
+      while (end < item.size() && word_char(item[end])) ++end;
+      tokens.push_back(item.substr(i, end - i));
+      i = end;
+    } else {
+      return std::nullopt;
+    }
+  }
+  const auto identifier = [](const std::string& t) { return !t.empty() && (t[0] == '"' || word_char(t[0])); };
+  std::size_t at = 0;
+  if (at < tokens.size() && upper(tokens[at]) == "ONLY") ++at;
+  if (at >= tokens.size() || !identifier(tokens[at])) return std::nullopt;
+  std::string name = tokens[at++];
+  while (at + 1 < tokens.size() && tokens[at] == "." && identifier(tokens[at + 1])) name = tokens[(at += 2) - 1];
+  if (at < tokens.size() && tokens[at] == "*") ++at;
+  if (at < tokens.size() && upper(tokens[at]) == "AS") ++at;
+  if (at < tokens.size() && identifier(tokens[at])) name = tokens[at++];
+  static const std::vector<std::string> clauses = {"TABLESAMPLE", "JOIN", "NATURAL", "CROSS", "LEFT", "INNER", "FULL", "RIGHT"};
+  if (at != tokens.size() || std::find(clauses.begin(), clauses.end(), upper(name)) != clauses.end()) return std::nullopt;
+  return name;
+}
+
+// A plan node's table when it is a scan of `node_type` and nothing else: no child plans, not parallel.
+std::optional<std::string> scan_of(const nlohmann::json& node, const std::string& node_type) {
+  if (field_or<std::string>(node, "Node Type", "") != node_type || !node.is_object() || node.contains("Plans") ||
+      field_or(node, "Parallel Aware", false))
+    return std::nullopt;
+  const auto schema = field_or<std::string>(node, "Schema", ""), table = field_or<std::string>(node, "Relation Name", "");
+  if (schema.empty() || table.empty()) return std::nullopt;
+  const auto quoted = [](const std::string& name) {
+    std::string out = "\"";
+    for (const char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return out + "\"";
+  };
+  return quoted(schema) + "." + quoted(table);
+}
+
 }  // namespace
 
 std::string without_final_semicolons(const std::string& query) {
@@ -174,6 +229,29 @@ std::vector<BlockRange> block_ranges(std::uint64_t blocks, int streams) {
   return ranges;
 }
 
+std::vector<std::vector<TablePiece>> deal_blocks(const std::vector<std::uint64_t>& blocks, int streams) {
+  std::uint64_t total = 0;
+  for (const auto b : blocks) total += b;
+  const auto shares = block_ranges(total, streams);  // of the tables' blocks end to end
+  std::vector<std::vector<TablePiece>> dealt(shares.size());
+  std::uint64_t start = 0;  // the table's first block, counted end to end
+  for (std::size_t t = 0; t < blocks.size(); ++t) {
+    const auto end = start + blocks[t];
+    for (std::size_t i = 0; i < shares.size(); ++i) {
+      const auto share_end = shares[i].end.value_or(UINT64_MAX);
+      const auto first = std::max(shares[i].first, start), last = std::min(share_end, end);
+      const bool holds_empty_table = blocks[t] == 0 && shares[i].first <= start && start < share_end;
+      if (first >= last && !holds_empty_table) continue;
+      BlockRange range{first - start, std::nullopt};
+      if (last != end) range.end = last - start;  // the table's tail stays open-ended
+      dealt[i].push_back({t, range});
+    }
+    start = end;
+  }
+  dealt.erase(std::remove_if(dealt.begin(), dealt.end(), [](const auto& pieces) { return pieces.empty(); }), dealt.end());
+  return dealt;
+}
+
 std::int64_t planned_rows(const std::string& explain_json) {
   const auto parsed = nlohmann::json::parse(explain_json, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_array() || parsed.empty() || !parsed[0].contains("Plan")) return 0;
@@ -184,28 +262,37 @@ std::int64_t planned_rows(const std::string& explain_json) {
 std::optional<std::string> single_table_scan(const std::string& explain_json, const std::string& node_type) {
   const auto parsed = nlohmann::json::parse(explain_json, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_array() || parsed.size() != 1 || !parsed[0].contains("Plan")) return std::nullopt;
-  const auto& plan = parsed[0]["Plan"];
-  if (field_or<std::string>(plan, "Node Type", "") != node_type || plan.contains("Plans") || field_or(plan, "Parallel Aware", false))
-    return std::nullopt;
-  const auto schema = field_or<std::string>(plan, "Schema", ""), table = field_or<std::string>(plan, "Relation Name", "");
-  if (schema.empty() || table.empty()) return std::nullopt;
-  const auto quoted = [](const std::string& name) {
-    std::string out = "\"";
-    for (const char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return out + "\"";
-  };
-  return quoted(schema) + "." + quoted(table);
+  return scan_of(parsed[0]["Plan"], node_type);
 }
 
-std::size_t partitions_scanned(const std::string& explain_json) {
+std::vector<std::string> appended_scans(const std::string& explain_json, const std::string& node_type) {
   const auto parsed = nlohmann::json::parse(explain_json, nullptr, /*allow_exceptions=*/false);
-  if (!parsed.is_array() || parsed.size() != 1 || !parsed[0].is_object() || !parsed[0].contains("Plan")) return 0;
+  if (!parsed.is_array() || parsed.size() != 1 || !parsed[0].is_object() || !parsed[0].contains("Plan")) return {};
   const auto& plan = parsed[0]["Plan"];
-  if (!plan.is_object() || field_or<std::string>(plan, "Node Type", "") != "Append" || !plan.contains("Plans") || !plan["Plans"].is_array())
-    return 0;
-  for (const auto& child : plan["Plans"])
-    if (!child.is_object() || field_or<std::string>(child, "Node Type", "") != "Seq Scan" || child.contains("Plans")) return 0;
-  return plan["Plans"].size();
+  if (field_or<std::string>(plan, "Node Type", "") != "Append" || !plan.contains("Plans") || !plan["Plans"].is_array()) return {};
+  std::vector<std::string> tables;
+  for (const auto& child : plan["Plans"]) {
+    const auto table = scan_of(child, node_type);
+    if (!table) return {};
+    tables.push_back(*table);
+  }
+  return tables.size() > 1 ? tables : std::vector<std::string>{};
+}
+
+std::optional<std::string> restricted_to_table_blocks(const std::string& query, const std::string& table, const BlockRange& range) {
+  const auto text = without_final_semicolons(query);
+  const auto words = top_level_words(text);
+  if (!words) return std::nullopt;
+  const auto from = std::find_if(words->begin(), words->end(), [](const TopWord& w) { return w.text == "FROM"; });
+  if (from == words->end()) return std::nullopt;
+  const auto is_where = [](const TopWord& w) { return w.text == "WHERE"; };
+  if (std::any_of(words->begin(), from, is_where)) return std::nullopt;  // no SQL: restricted_to_blocks would use it
+  const auto where = std::find_if(from, words->end(), is_where);
+  const auto item_start = from->at + 4, item_end = where == words->end() ? text.size() : where->at;
+  const auto alias = from_item_alias(text.substr(item_start, item_end - item_start));
+  if (!alias) return std::nullopt;
+  const auto one_table = text.substr(0, item_start) + " ONLY " + table + " AS " + *alias + "\n" + text.substr(item_end);
+  return restricted_to_blocks(one_table, range);
 }
 
 }  // namespace gputrain::data::postgres

@@ -1,9 +1,10 @@
 #pragma once
 // Splitting a query's rows across several COPY streams: a plain `SELECT ... FROM table [WHERE
 // ...]` is read as N queries over disjoint ranges of the table's blocks (ctid ranges), each by
-// its own server backend, since one backend's per-value encoding is what limits one COPY. The
-// text is rewritten here; whether the server plans the original as one scan of one table, and
-// the rewrite as a TID range scan of that same table, is what decides (pg_streams.cpp asks it).
+// its own server backend, since one backend's per-value encoding is what limits one COPY; a
+// partitioned table's read, as ranges of each partition's blocks. The text is rewritten here;
+// whether the server plans the original as one scan of one table (or an Append of partitions'),
+// and each rewrite as a TID range scan of that table, is what decides (pg_streams.cpp asks it).
 
 #include <cstdint>
 #include <optional>
@@ -33,16 +34,36 @@ std::optional<std::string> restricted_to_blocks(const std::string& query, const 
 /// concurrent insert adds after the size was read hold no row of the snapshot, but cost nothing).
 std::vector<BlockRange> block_ranges(std::uint64_t blocks, int streams);
 
+/// A stream's share of one table in a read of several (a partitioned table's partitions):
+/// `table` indexes the tables as the read lists them.
+struct TablePiece {
+  std::size_t table = 0;
+  BlockRange range;
+};
+
+/// The blocks of tables read one after another (their sizes in `blocks`, in the read's order)
+/// dealt to `streams` streams in contiguous shares of about equal size, so that the streams' pieces,
+/// stream by stream, give the rows in the order one read of all the tables gives. Each table's last
+/// piece is open-ended, and an empty table is read by the stream whose share it falls in; streams
+/// left without a piece are dropped. One table: block_ranges's shares.
+std::vector<std::vector<TablePiece>> deal_blocks(const std::vector<std::uint64_t>& blocks, int streams);
+
 /// The table a plan reads when it is one scan node of `node_type` ("Seq Scan", "Tid Range
 /// Scan") and nothing else: no child plans (joins, sorts, sub-plans), not parallel. `explain_json`
 /// is the text of `EXPLAIN (FORMAT JSON, VERBOSE)`. Returns "schema"."table" quoted as SQL quotes
 /// identifiers, or nullopt.
 std::optional<std::string> single_table_scan(const std::string& explain_json, const std::string& node_type);
 
-/// How many tables a plan reads when it is an Append of plain sequential scans and nothing else:
-/// a partitioned table's (or an inheritance tree's) partitions, which one table's block ranges do
-/// not split. 0 for any other plan.
-std::size_t partitions_scanned(const std::string& explain_json);
+/// The tables a plan reads when it is an Append of two or more `node_type` scans and nothing else:
+/// a partitioned table's partitions (or an inheritance tree's tables), in the order it reads
+/// them, quoted as single_table_scan quotes them; empty for any other plan.
+std::vector<std::string> appended_scans(const std::string& explain_json, const std::string& node_type);
+
+/// `query`, a plain SELECT ... FROM one table [WHERE ...], reading `table` alone (`ONLY table AS
+/// name`, under the name its FROM item gives the columns, so references such as `t.x` still hold)
+/// and only its rows in `range`: one partition's share of a partitioned table's read. nullopt for
+/// a FROM item that is not one table's name with an optional alias, and as restricted_to_blocks.
+std::optional<std::string> restricted_to_table_blocks(const std::string& query, const std::string& table, const BlockRange& range);
 
 /// The planner's estimate of the rows a plan returns (its top node's "Plan Rows"); 0 when the
 /// text of `EXPLAIN (FORMAT JSON)` has none.

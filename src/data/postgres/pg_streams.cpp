@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -30,7 +31,7 @@ struct StreamStopped {};
 // (read by the thread that reports progress).
 struct Stream {
   Connection* conn = nullptr;
-  std::string query;
+  std::vector<std::string> queries;  // one COPY each, one after another: its share of the rows
   RowDecoder* decoder = nullptr;
   std::atomic<std::int64_t> tuples{0};
   std::atomic<std::uint64_t> bytes{0};
@@ -38,19 +39,20 @@ struct Stream {
   std::exception_ptr error;
 };
 
-// Streams one query's rows through its decoder; `tick` is called while it waits and may throw.
-void read_stream(Stream& s, const std::string& what, const std::function<void()>& tick) {
+// Streams one query's rows through the stream's decoder; `tick` is called while it waits and may throw.
+void read_copy(Stream& s, const std::string& query, const std::string& what, const std::function<void()>& tick) {
+  const auto before = s.tuples.load();
   TupleReader reader([&](const std::vector<Field>& fields) {
     s.fingerprint += tuple_fingerprint(fields);
     s.decoder->add(fields);
   });
   try {
     s.conn->copy_out(
-        s.query, what,
+        query, what,
         [&](const char* data, std::size_t size) {
           reader.feed(data, size);
           s.bytes.fetch_add(size, std::memory_order_relaxed);
-          s.tuples.store(reader.tuples(), std::memory_order_relaxed);
+          s.tuples.store(before + reader.tuples(), std::memory_order_relaxed);
         },
         tick);
   } catch (const Error&) {
@@ -59,6 +61,10 @@ void read_stream(Stream& s, const std::string& what, const std::function<void()>
     throw Error(what + ": the server's COPY stream could not be read: " + e.what(), "report this with the query and PostgreSQL's version");
   }
   if (!reader.finished()) throw Error(what + ": the COPY stream ended without its trailer", "run again; report it if it repeats");
+}
+
+void read_stream(Stream& s, const std::string& what, const std::function<void()>& tick) {
+  for (const auto& query : s.queries) read_copy(s, query, what, tick);
 }
 
 // Each stream on a thread of its own; this one tells `report` how far they are, ~5 times a
@@ -120,58 +126,102 @@ void CopyStreams::say(const std::string& note) {
   if (asked_ && std::find(notes_.begin(), notes_.end(), note) == notes_.end()) notes_.push_back(note);
 }
 
-std::vector<std::string> CopyStreams::split(const std::string& query, const std::string& what, std::int64_t& estimated_rows) {
+std::vector<std::vector<std::string>> CopyStreams::split(const std::string& query, const std::string& what, std::int64_t& estimated_rows) {
   // Probes in a savepoint: a rewrite the server refuses must not abort the snapshot's transaction.
   main_.run("SAVEPOINT gputrain_split; SET LOCAL max_parallel_workers_per_gather = 0");
   const auto plan = main_.try_value("EXPLAIN (FORMAT JSON, VERBOSE) " + query);
   estimated_rows = plan ? planned_rows(*plan) : 0;
-  auto [streams, blocks] = plan && most_ > 1 ? streams_for(query, what, *plan) : std::pair<int, std::uint64_t>{1, 0};
+  const auto shape = plan && most_ > 1 ? streams_for(query, what, *plan) : Split{};
   main_.run("ROLLBACK TO SAVEPOINT gputrain_split; RELEASE SAVEPOINT gputrain_split");
-  if (streams > 1) streams = join_snapshot(streams);
-  if (streams <= 1) return {query};
-  std::vector<std::string> queries;
-  for (const auto& range : block_ranges(blocks, streams)) queries.push_back(*restricted_to_blocks(query, range));
+  const int streams = shape.streams > 1 ? join_snapshot(shape.streams) : 1;
+  if (streams <= 1) return {{query}};
+  // The rewrites' texts differ from the one checked by their numbers and table names only.
+  std::vector<std::vector<std::string>> queries;
+  for (const auto& pieces : deal_blocks(shape.blocks, streams)) {
+    auto& texts = queries.emplace_back();
+    for (const auto& piece : pieces)
+      texts.push_back(shape.partitions ? *restricted_to_table_blocks(query, shape.tables[piece.table], piece.range)
+                                       : *restricted_to_blocks(query, piece.range));
+  }
   return queries;
 }
 
-std::pair<int, std::uint64_t> CopyStreams::streams_for(const std::string& query, const std::string& what, const std::string& plan) {
-  const auto table = single_table_scan(plan, "Seq Scan");
-  if (!table) {
-    const auto partitions = partitions_scanned(plan);
-    say("note: " + what + " is read over one COPY stream: " +
-        (partitions > 1 ? "it reads a partitioned table's " + std::to_string(partitions) +
-                              " partitions, one after another, and gputrain splits one table's blocks into ranges, not "
-                              "several tables' (a query of one partition splits)"
-                        : std::string("only a plain SELECT ... FROM one table [WHERE ...] splits into block ranges (this one "
-                                      "joins, sorts, groups, limits or reads a view)")));
-    return {1, 0};
+CopyStreams::Split CopyStreams::streams_for(const std::string& query, const std::string& what, const std::string& plan) {
+  Split shape;
+  if (const auto table = single_table_scan(plan, "Seq Scan")) {
+    shape.tables = {*table};
+  } else {
+    shape.tables = appended_scans(plan, "Seq Scan");  // a partitioned table's partitions
+    shape.partitions = true;
   }
-  std::string literal;  // the quoted name as an SQL string
-  for (const char c : *table) literal += c == '\'' ? std::string("''") : std::string(1, c);
-  const auto size = main_.try_value("SELECT pg_relation_size('" + literal + "'::regclass) / current_setting('block_size')::bigint");
-  const auto blocks = size ? std::stoull(*size) : 0;
+  if (shape.tables.empty()) {
+    say("note: " + what +
+        " is read over one COPY stream: only a plain SELECT ... FROM one table [WHERE ...] (or a partitioned table) splits "
+        "into block ranges (this one joins, sorts, groups, limits or reads a view)");
+    return {};
+  }
+  shape.blocks = blocks_of(shape.tables);
+  std::uint64_t blocks = 0;
+  for (const auto b : shape.blocks) blocks += b;
   const auto per_stream = asked_ ? 1 : kAutoBlocksPerStream;
   const auto n = static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(most_), blocks / per_stream));
   if (n <= 1) {
-    say("note: " + what + " reads " + std::to_string(blocks) + " blocks of " + *table +
+    say("note: " + what + " reads " + std::to_string(blocks) + " blocks of " +
+        (shape.partitions ? std::to_string(shape.tables.size()) + " partitions" : shape.tables.front()) +
         ": too few to split; it is read over one COPY stream");
-    return {1, 0};
+    return {};
   }
-  // The rewrite's text is the same for every range but its numbers: checking the first checks all.
-  const auto restricted = restricted_to_blocks(query, block_ranges(blocks, n).front());
-  if (!restricted) {
-    say("note: " + what +
-        " is read over one COPY stream: gputrain splits a plain SELECT ... FROM table [WHERE ...], not one "
-        "that starts with WITH or ends with ORDER BY, LIMIT or the like");
-    return {1, 0};
+  if (!rewrites_plan_as_range_scans(query, what, shape)) return {};
+  shape.streams = n;
+  return shape;
+}
+
+bool CopyStreams::rewrites_plan_as_range_scans(const std::string& query, const std::string& what, const Split& shape) {
+  // A partitioned table's rewrites differ by the partition's name alone: the first, the last and
+  // a sample between them speak for all.
+  const auto count = shape.tables.size();
+  std::vector<std::size_t> checked;
+  for (std::size_t t = 0; t < count; t += std::max<std::size_t>(1, count / 16)) checked.push_back(t);
+  if (checked.back() != count - 1) checked.push_back(count - 1);
+  for (const auto t : checked) {
+    const BlockRange range{0, shape.blocks[t]};
+    const auto restricted =
+        shape.partitions ? restricted_to_table_blocks(query, shape.tables[t], range) : restricted_to_blocks(query, range);
+    if (!restricted) {
+      say("note: " + what + " is read over one COPY stream: gputrain splits a plain SELECT ... FROM table [[AS] name] [WHERE ...], " +
+          "not one that starts with WITH or ends with ORDER BY, LIMIT or the like");
+      return false;
+    }
+    // The server has the last word: the rewrite must be a TID range scan of the same table.
+    const auto restricted_plan = main_.try_value("EXPLAIN (FORMAT JSON, VERBOSE) " + *restricted);
+    if (!restricted_plan || single_table_scan(*restricted_plan, "Tid Range Scan") != shape.tables[t]) {
+      say("note: " + what + " is read over one COPY stream: restricted to a range of " +
+          (shape.partitions ? "a partition's" : std::string("its table's")) + " blocks, it does not plan as a range scan");
+      return false;
+    }
   }
-  // The server has the last word: the rewrite must be a TID range scan of the same table.
-  const auto restricted_plan = main_.try_value("EXPLAIN (FORMAT JSON, VERBOSE) " + *restricted);
-  if (!restricted_plan || single_table_scan(*restricted_plan, "Tid Range Scan") != table) {
-    say("note: " + what + " is read over one COPY stream: restricted to a range of its table's blocks, it does not plan as a range scan");
-    return {1, 0};
+  return true;
+}
+
+std::vector<std::uint64_t> CopyStreams::blocks_of(const std::vector<std::string>& tables) {
+  std::string names;  // the quoted names as SQL strings
+  for (const auto& table : tables) {
+    names += names.empty() ? "'" : ", '";
+    for (const char c : table) names += c == '\'' ? std::string("''") : std::string(1, c);
+    names += "'";
   }
-  return {n, blocks};
+  const auto sizes = main_.try_value(
+      "SELECT string_agg((pg_relation_size(t::regclass) / current_setting('block_size')::bigint)::text, ',' ORDER BY i) FROM "
+      "unnest(ARRAY[" +
+      names + "]::text[]) WITH ORDINALITY AS u(t, i)");
+  std::vector<std::uint64_t> blocks;
+  for (std::size_t at = 0; sizes && at <= sizes->size();) {
+    const auto comma = std::min(sizes->find(',', at), sizes->size());
+    blocks.push_back(std::strtoull(sizes->c_str() + at, nullptr, 10));
+    at = comma + 1;
+  }
+  if (blocks.size() != tables.size()) blocks.assign(tables.size(), 0);  // unknown: too few to split
+  return blocks;
 }
 
 int CopyStreams::join_snapshot(int count) {
@@ -213,7 +263,7 @@ ReadRows CopyStreams::read(const std::string& query, const std::string& what, Ro
     streams.push_back(std::make_unique<Stream>());
     auto& s = *streams.back();
     s.conn = i == 0 ? &main_ : extra_[i - 1].get();
-    s.query = queries[i];
+    s.queries = queries[i];
     s.decoder = i == 0 ? &decoder : &siblings.emplace_back(decoder.sibling());
   }
   const auto report = [&] {

@@ -1,8 +1,9 @@
 #pragma once
 // Reading a query's rows over one COPY stream, or over several when the query is a plain scan of
-// one table (pg_split.hpp): each stream on its own connection, all in the first connection's
+// one table or of a partitioned table's partitions (pg_split.hpp): each stream on its own connection, all in the first connection's
 // snapshot (pg_export_snapshot), each decoded on its own thread, the parts joined in order.
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -42,11 +43,21 @@ class CopyStreams {
   const std::vector<std::string>& notes() const { return notes_; }
 
  private:
-  // The queries of the streams `query` is read over (itself alone, or its block ranges), and the
-  // planner's estimate of its rows: one EXPLAIN for both.
-  std::vector<std::string> split(const std::string& query, const std::string& what, std::int64_t& estimated_rows);
-  // How many streams `query`, planned as `plan`, splits into (1: it does not), and its table's blocks.
-  std::pair<int, std::uint64_t> streams_for(const std::string& query, const std::string& what, const std::string& plan);
+  // How a query's rows divide: the tables it reads in order (one, or a partitioned table's
+  // partitions) with their sizes in blocks, and the streams worth opening (1: it does not split).
+  struct Split {
+    std::vector<std::string> tables;
+    std::vector<std::uint64_t> blocks;
+    bool partitions = false;
+    int streams = 1;
+  };
+  // The queries each stream `query` is read over runs in turn (itself alone, or block ranges of
+  // its tables), and the planner's estimate of its rows: one EXPLAIN for both.
+  std::vector<std::vector<std::string>> split(const std::string& query, const std::string& what, std::int64_t& estimated_rows);
+  Split streams_for(const std::string& query, const std::string& what, const std::string& plan);
+  // Whether the server plans `query` restricted to a range of blocks (of each table) as a TID range scan of that table.
+  bool rewrites_plan_as_range_scans(const std::string& query, const std::string& what, const Split& shape);
+  std::vector<std::uint64_t> blocks_of(const std::vector<std::string>& tables);
   // Opens connections until `count` share the main one's snapshot; returns how many do.
   int join_snapshot(int count);
   void say(const std::string& note);
