@@ -179,6 +179,13 @@ TEST_F(PostgresStreams, APartitionedTableSplitsAcrossItsPartitionsInTheirOrder) 
     }
   }
   EXPECT_EQ(data::open_sources(spec("SELECT x, label FROM by_day", 4)).train->size(), 24000);
+  // A user granted the partitioned table but not its partitions reads it over one stream, told why.
+  server.exec("DROP ROLE IF EXISTS parent_reader; CREATE ROLE parent_reader LOGIN; GRANT SELECT ON by_day TO parent_reader;");
+  auto parent_only = spec("SELECT x, label FROM by_day", 4);
+  parent_only.dsn = server.dsn() + " user=parent_reader";
+  const auto read = data::open_sources(parent_only);
+  EXPECT_EQ(read.train->size(), 24000);
+  EXPECT_TRUE(notes_say(read, "but not each of its partitions by name")) << read.train->description();
 }
 
 // Auto opens one stream per core this process may use (its affinity, a container's quota), as
