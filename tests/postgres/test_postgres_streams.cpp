@@ -186,6 +186,14 @@ TEST_F(PostgresStreams, APartitionedTableSplitsAcrossItsPartitionsInTheirOrder) 
   const auto read = data::open_sources(parent_only);
   EXPECT_EQ(read.train->size(), 24000);
   EXPECT_TRUE(notes_say(read, "but not each of its partitions by name")) << read.train->description();
+  // Row-level security on the parent: its partitions by name would give the rows it hides.
+  server.exec(
+      "GRANT SELECT ON by_day_a, by_day_b, by_day_empty, by_day_rest TO parent_reader; ALTER TABLE by_day ENABLE ROW LEVEL "
+      "SECURITY; CREATE POLICY even_days ON by_day FOR SELECT USING (day % 2 = 0);");
+  const auto secured = data::open_sources(parent_only);
+  server.exec("DROP POLICY even_days ON by_day; ALTER TABLE by_day DISABLE ROW LEVEL SECURITY;");
+  EXPECT_EQ(secured.train->size(), 12000) << "the policy's rows only";
+  EXPECT_TRUE(notes_say(secured, "row-level security")) << secured.train->description();
 }
 
 // Auto opens one stream per core this process may use (its affinity, a container's quota), as

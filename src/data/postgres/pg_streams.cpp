@@ -190,6 +190,16 @@ CopyStreams::Split CopyStreams::streams_for(const std::string& query, const std:
         "which a split reads (GRANT SELECT ON each partition, or ALTER DEFAULT PRIVILEGES for new ones)");
     return {};
   }
+  // Row-level security of the parent applies to reads through it only: its partitions read by
+  // name would give rows its policies hide.
+  if (shape.partitions && main_.try_value("SELECT bool_or(c.relrowsecurity) FROM unnest(ARRAY[" + as_sql_strings(shape.tables) +
+                                          "]::text[]) AS u(t), pg_partition_ancestors(t::regclass) AS a JOIN pg_class c ON c.oid = "
+                                          "a.relid") != "f") {
+    say("note: " + what +
+        " is read over one COPY stream: its partitioned table has row-level security, whose policies a read of each partition "
+        "by name would not apply");
+    return {};
+  }
   if (!rewrites_plan_as_range_scans(query, what, shape)) return {};
   shape.streams = n;
   return shape;
