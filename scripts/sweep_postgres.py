@@ -97,7 +97,14 @@ def write_table(p, server, table):
     rows = p.one(0, 1, 2, 5, 40, 300)
     statements = ["DO $$ BEGIN CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy'); CREATE DOMAIN price AS numeric; "
                   "EXCEPTION WHEN duplicate_object THEN NULL; END $$;",
-                  "CREATE TABLE %s (id serial, %s, label %s);" % (table, ", ".join("%s %s" % (n, k) for n, k, _ in columns), label_kind)]
+                  "CREATE TABLE %s (id serial, %s, label %s)" % (table, ", ".join("%s %s" % (n, k) for n, k, _ in columns), label_kind)]
+    if p.maybe(.3):  # partitioned by a hash of id, which a split reads partition by partition
+        partitions = p.one(1, 2, 4)
+        statements[-1] += " PARTITION BY HASH (id);" + "".join(
+            " CREATE TABLE %s_p%d PARTITION OF %s FOR VALUES WITH (MODULUS %d, REMAINDER %d);" % (table, r, table, partitions, r)
+            for r in range(partitions))
+    else:
+        statements[-1] += ";"
     values = []
     for _ in range(rows):
         cells = ["NULL" if p.maybe(.01) else make() for _, _, make in columns] + [label()]
@@ -111,6 +118,7 @@ def write_table(p, server, table):
                   "WITH r AS (SELECT * FROM %s) SELECT %s, label FROM r" % (table, names),
                   "SELECT %s, label FROM %s LIMIT 0" % (names, table), "SELECT %s, %s, label FROM %s" % (names, columns[0][0], table),
                   "SELECT %s + 1, label FROM %s" % (columns[0][0], table), "SELECT %s, label FROM %s -- the training rows" % (names, table),
+                  "SELECT r.%s, r.label FROM public.%s AS r WHERE r.id > 3" % (columns[0][0], table),
                   "SELEC %s FROM %s" % (names, table))
     data = {"source": "postgres", "dsn": server.dsn, "query": query, "labels": "label",
             "task": "regression" if label_kind == "double precision" and p.maybe(.8) else "classification"}
