@@ -192,12 +192,16 @@ CopyStreams::Split CopyStreams::streams_for(const std::string& query, const std:
   }
   // Row-level security of the parent applies to reads through it only: its partitions read by
   // name would give rows its policies hide.
-  if (shape.partitions && main_.try_value("SELECT bool_or(c.relrowsecurity) FROM unnest(ARRAY[" + as_sql_strings(shape.tables) +
-                                          "]::text[]) AS u(t), pg_partition_ancestors(t::regclass) AS a JOIN pg_class c ON c.oid = "
-                                          "a.relid") != "f") {
-    say("note: " + what +
-        " is read over one COPY stream: its partitioned table has row-level security, whose policies a read of each partition "
-        "by name would not apply");
+  const auto secured = shape.partitions
+                           ? main_.try_value("SELECT bool_or(c.relrowsecurity) FROM unnest(ARRAY[" + as_sql_strings(shape.tables) +
+                                             "]::text[]) AS u(t), pg_partition_ancestors(t::regclass) AS a JOIN "
+                                             "pg_class c ON c.oid = a.relid")
+                           : std::optional<std::string>("f");
+  if (secured != "f") {
+    say("note: " + what + " is read over one COPY stream: " +
+        (secured ? "its partitioned table has row-level security, whose policies a read of each partition by name would not apply"
+                 : "this server cannot say whether its partitions have row-level security (pg_partition_ancestors: PostgreSQL "
+                   "12 or later)"));
     return {};
   }
   if (!rewrites_plan_as_range_scans(query, what, shape)) return {};
