@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -33,33 +34,43 @@ def pgbouncer_binary():
 
 
 def start_pgbouncer(folder, env):
-    """PgBouncer on 127.0.0.1 at a free port, its pools on the server's socket; returns the port."""
+    """PgBouncer on 127.0.0.1 at a free port, its pools on the server's socket; returns the port.
+    Its files go in a folder under /tmp, which the server's user reaches wherever WORKDIR is (a
+    checkout under /root is not), named in FOLDER/home for stop_pgbouncer."""
     stop_pgbouncer(folder)  # one a killed run left
     os.makedirs(folder)
+    home = tempfile.mkdtemp(prefix="gputrain-pgb-", dir="/tmp")
+    os.chmod(home, 0o755)
+    with open(os.path.join(folder, "home"), "w") as f:
+        f.write(home)
     port = pg_server.free_port()
     server = "host=%s port=%s dbname=postgres" % (env["socket_dir"], env["port"])
-    with open(os.path.join(folder, "users.txt"), "w") as f:
+    with open(os.path.join(home, "users.txt"), "w") as f:
         f.write('"gputrain" ""\n')
-    with open(os.path.join(folder, "pgbouncer.ini"), "w") as f:
+    with open(os.path.join(home, "pgbouncer.ini"), "w") as f:
         f.write("[databases]\npooled = %s\none = %s pool_size=1\nstmt = %s pool_mode=statement\n" % (server, server, server))
         f.write("[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = %d\nunix_socket_dir =\nauth_type = trust\n" % port)
-        f.write("auth_file = %s/users.txt\npool_mode = transaction\ndefault_pool_size = 10\nquery_wait_timeout = 15\n" % folder)
-        f.write("logfile = %s/pgbouncer.log\npidfile = %s/pgbouncer.pid\n" % (folder, folder))
+        f.write("auth_file = %s/users.txt\npool_mode = transaction\ndefault_pool_size = 10\nquery_wait_timeout = 15\n" % home)
+        f.write("logfile = %s/pgbouncer.log\npidfile = %s/pgbouncer.pid\n" % (home, home))
     if os.geteuid() == 0:  # it refuses to run as root, as the server does
-        for path in [folder] + [os.path.join(folder, name) for name in os.listdir(folder)]:
+        for path in [home] + [os.path.join(home, name) for name in os.listdir(home)]:
             shutil.chown(path, "nobody", "nogroup")
-    pg_server.run([pgbouncer_binary(), "-d", os.path.join(folder, "pgbouncer.ini")])
+    pg_server.run([pgbouncer_binary(), "-d", os.path.join(home, "pgbouncer.ini")])
     for _ in range(100):
-        if os.path.exists(os.path.join(folder, "pgbouncer.pid")):
+        if os.path.exists(os.path.join(home, "pgbouncer.pid")):
             return port
         time.sleep(0.1)
-    fail("pgbouncer did not start:\n" + open(os.path.join(folder, "pgbouncer.log")).read())
+    fail("pgbouncer did not start:\n" + open(os.path.join(home, "pgbouncer.log")).read())
 
 
 def stop_pgbouncer(folder):
-    pidfile = os.path.join(folder, "pgbouncer.pid")
-    if os.path.exists(pidfile):
+    named = os.path.join(folder, "home")
+    home = open(named).read().strip() if os.path.exists(named) else ""
+    pidfile = os.path.join(home, "pgbouncer.pid")
+    if home.startswith("/tmp/gputrain-pgb-") and os.path.exists(pidfile):
         subprocess.run(["kill", open(pidfile).read().strip()], capture_output=True)
+    if home.startswith("/tmp/gputrain-pgb-"):
+        shutil.rmtree(home, ignore_errors=True)
     shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -1,6 +1,7 @@
 // Waiting on the server for a statement's result: in steps of 200 ms, so that a stop request
 // (Ctrl-C) cancels it, and a wait of 10 s for a lock that another session holds (an ALTER TABLE,
-// a TRUNCATE of a nightly load, a LOCK TABLE) is said with who holds it instead of silence.
+// a TRUNCATE of a nightly load, a LOCK TABLE) is said with who holds it instead of silence, as is
+// a connection pooler's queue; a statement given a time to answer in (answer_within) ends there.
 #include <libpq-fe.h>
 #include <poll.h>
 
