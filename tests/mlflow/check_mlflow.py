@@ -392,17 +392,21 @@ def authenticates_with_a_token(workdir, command):
         server.stop()
 
 
-def main():
-    if len(sys.argv) < 4 or sys.argv[3] != "--":
-        sys.exit(__doc__)
+def run_case(cases, usage):
+    """Runs the case the command line names (CASE WORKDIR -- COMMAND...) in a fresh WORKDIR."""
+    if len(sys.argv) < 4 or sys.argv[3] != "--" or sys.argv[1] not in cases:
+        sys.exit(usage)
     case, workdir, command = sys.argv[1], sys.argv[2], sys.argv[4:]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
-    cases = {"logs_a_run": logs_a_run, "server_away_and_resume": server_away_and_resume, "server_restarts_mid_run": server_restarts_mid_run,
-             "over_https": over_https,
-             "authenticates": authenticates, "authenticates_with_a_token": authenticates_with_a_token, "a_failed_run": a_failed_run}
     cases[case](workdir, command)
     print(f"ok: {case}")
+
+
+def main():
+    run_case({"logs_a_run": logs_a_run, "server_away_and_resume": server_away_and_resume, "server_restarts_mid_run": server_restarts_mid_run,
+              "over_https": over_https, "authenticates": authenticates, "authenticates_with_a_token": authenticates_with_a_token,
+              "a_failed_run": a_failed_run}, __doc__)
 
 
 if __name__ == "__main__":

@@ -41,10 +41,21 @@ void resolve_mlflow_settings(MlflowConfig& mlflow) {
     throw UsageError("config: logging.mlflow.timeout is none: each request to the server needs a time limit",
                      "set logging.mlflow.timeout: 10s, or longer for a slow link");
   while (mlflow.tracking_uri.size() > 8 && mlflow.tracking_uri.back() == '/') mlflow.tracking_uri.pop_back();
-  if (mlflow.experiment.empty()) mlflow.experiment = core::env("MLFLOW_EXPERIMENT_NAME").value_or("Default");
+  if (mlflow.experiment.empty()) {
+    mlflow.experiment = core::env("MLFLOW_EXPERIMENT_NAME").value_or("");
+    if (mlflow.experiment.empty() && core::env("MLFLOW_EXPERIMENT_ID").value_or("").empty()) mlflow.experiment = "Default";
+  }
   (void)tracking_token();  // refused now, not at the first request
   (void)tls_settings();
 }
+
+std::string experiment_id_from_env(const MlflowConfig& resolved) {
+  const auto id = core::env("MLFLOW_EXPERIMENT_ID").value_or("");
+  if (id.empty() || resolved.experiment.empty()) return id;
+  return resolved.experiment == core::env("MLFLOW_EXPERIMENT_NAME").value_or("") ? id : "";
+}
+
+std::string run_id_from_env() { return core::env("MLFLOW_RUN_ID").value_or(""); }
 
 namespace {
 

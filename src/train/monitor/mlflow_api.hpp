@@ -29,14 +29,17 @@ struct RunRef {
 };
 
 /// A request the server did not carry out. `retry`: no answer (down, slow, a 5xx, 429), so the same
-/// request may succeed later; else the server refused it (a 4xx), and it never will.
+/// request may succeed later; else the server refused it (a 4xx), and it never will. `run_deleted`:
+/// the refusal was for a run deleted on the server, so nothing more can be logged to it.
 class ApiError : public std::runtime_error {
  public:
-  ApiError(const std::string& what, bool retry) : std::runtime_error(what), retry_(retry) {}
+  ApiError(const std::string& what, bool retry, bool run_deleted = false)
+      : std::runtime_error(what), retry_(retry), run_deleted_(run_deleted) {}
   bool retry() const { return retry_; }
+  bool run_deleted() const { return run_deleted_; }
 
  private:
-  bool retry_;
+  bool retry_, run_deleted_;
 };
 
 /// Limits of the REST API's log-batch (MLflow's documented ones).
@@ -49,6 +52,8 @@ class Api {
   virtual ~Api() = default;
   /// The experiment's id, made when there is none by that name.
   virtual std::string experiment_id(const std::string& name) = 0;
+  /// The name of the experiment with this id (MLFLOW_EXPERIMENT_ID); refused when there is none.
+  virtual std::string experiment_name(const std::string& id) = 0;
   virtual RunRef create_run(const std::string& experiment_id, const std::string& run_name, std::int64_t start_ms,
                             const std::vector<Entry>& tags) = 0;
   /// An existing run (a resumed one), marked as running again; `params` gets what it logged before.

@@ -14,6 +14,7 @@
 #include "core/json_text.hpp"
 #include "data/postgres/dsn.hpp"
 #include "gputrain/core/env.hpp"
+#include "mlflow_answers.hpp"
 #include "mlflow_api.hpp"
 #include "train/config/mlflow_settings.hpp"
 
@@ -21,11 +22,6 @@ namespace gputrain::train::mlflow {
 namespace {
 
 using nlohmann::json;
-
-struct Response {
-  long status = 0;  // 0: no answer
-  std::string body;
-};
 
 std::size_t collect(char* data, std::size_t size, std::size_t count, void* out) {
   static_cast<std::string*>(out)->append(data, size * count);
@@ -63,12 +59,14 @@ class RestApi final : public Api {
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     curl_ = curl_easy_init();
     if (!curl_) throw ApiError("libcurl could not start a connection", false);
+    const auto user = core::env("MLFLOW_TRACKING_USERNAME").value_or("");
     if (const auto token = tracking_token()) {
       authorization_ = "Authorization: Bearer " + *token;
-    } else if (const auto user = core::env("MLFLOW_TRACKING_USERNAME")) {
-      user_password_ = *user + ":" + core::env("MLFLOW_TRACKING_PASSWORD").value_or("");
+    } else if (!user.empty()) {  // set but empty is unset, as MLflow's clients read it
+      user_password_ = user + ":" + core::env("MLFLOW_TRACKING_PASSWORD").value_or("");
     }
     tls_ = tls_settings();
+    asker_ = {data::postgres::mask_password(connection.tracking_uri), user, tracking_token().has_value()};
   }
   ~RestApi() override { curl_easy_cleanup(curl_); }
 
@@ -77,14 +75,36 @@ class RestApi final : public Api {
       char* escaped = curl_easy_escape(curl_, name.c_str(), static_cast<int>(name.size()));
       const std::string query = std::string("experiments/get-by-name?experiment_name=") + (escaped ? escaped : "");
       curl_free(escaped);
+      const std::string finding = "finding experiment '" + name + "'";
       const auto found = request("GET", query, "");
-      if (found.status == 200) return json::parse(found.body).at("experiment").at("experiment_id").get<std::string>();
-      if (error_code(found) != "RESOURCE_DOES_NOT_EXIST") fail("finding experiment '" + name + "'", found);
+      if (found.status == 200) {
+        const auto experiment = parsed(finding, found).at("experiment");
+        const auto id = experiment.at("experiment_id").get<std::string>();
+        if (experiment.value("lifecycle_stage", "") == "deleted") throw deleted_experiment(name, id, asker_);
+        return id;
+      }
+      if (error_code(found) != "RESOURCE_DOES_NOT_EXIST") fail(finding, found);
+      const std::string creating = "creating experiment '" + name + "'";
       const auto made = request("POST", "experiments/create", core::json_text(json{{"name", name}}));
-      if (made.status == 200) return json::parse(made.body).at("experiment_id").get<std::string>();
-      if (error_code(made) != "RESOURCE_ALREADY_EXISTS") fail("creating experiment '" + name + "'", made);
+      if (made.status == 200) return parsed(creating, made).at("experiment_id").get<std::string>();
+      if (error_code(made) != "RESOURCE_ALREADY_EXISTS") fail(creating, made);
     }  // another client made it between our two requests: find it again
     throw ApiError("experiment '" + name + "' could be neither found nor created", true);
+  }
+
+  std::string experiment_name(const std::string& id) override {
+    char* escaped = curl_easy_escape(curl_, id.c_str(), static_cast<int>(id.size()));
+    const std::string query = std::string("experiments/get?experiment_id=") + (escaped ? escaped : "");
+    curl_free(escaped);
+    const std::string finding = "finding experiment " + id;
+    const auto found = request("GET", query, "");
+    if ((found.status == 404 || found.status == 400) && !error_code(found).empty())  // MLflow's own "no such experiment"
+      throw no_experiment_with_id(id, parsed(finding, found).value("message", error_code(found)), asker_);
+    if (found.status != 200) fail(finding, found);
+    const auto experiment = parsed(finding, found).at("experiment");
+    const auto name = experiment.at("name").get<std::string>();
+    if (experiment.value("lifecycle_stage", "") == "deleted") throw deleted_experiment(name, id, asker_);
+    return name;
   }
 
   RunRef create_run(const std::string& experiment_id, const std::string& run_name, std::int64_t start_ms,
@@ -92,13 +112,14 @@ class RestApi final : public Api {
     const json body{{"experiment_id", experiment_id}, {"run_name", run_name}, {"start_time", start_ms}, {"tags", entries(tags)}};
     const auto made = request("POST", "runs/create", core::json_text(body));
     if (made.status != 200) fail("creating a run", made);
-    return run_ref(json::parse(made.body).at("run").at("info"));
+    return run_ref(parsed("creating a run", made).at("run").at("info"));
   }
 
   RunRef reopen_run(const std::string& run_id, std::vector<Entry>& params) override {
     const auto found = request("GET", "runs/get?run_id=" + run_id, "");
     if (found.status != 200) fail("finding run " + run_id, found);
-    const auto run = json::parse(found.body).at("run");
+    const auto run = parsed("finding run " + run_id, found).at("run");
+    if (run.at("info").value("lifecycle_stage", "") == "deleted") throw deleted_run(run_id, asker_);
     for (const auto& param : run.value("data", json::object()).value("params", json::array()))
       params.emplace_back(param.at("key").get<std::string>(), param.value("value", ""));
     const auto updated = request("POST", "runs/update", core::json_text(json{{"run_id", run_id}, {"status", "RUNNING"}}));
@@ -112,7 +133,7 @@ class RestApi final : public Api {
     for (const auto& m : metrics) list.push_back({{"key", m.key}, {"value", m.value}, {"timestamp", m.timestamp_ms}, {"step", m.step}});
     const json body{{"run_id", run_id}, {"metrics", list}, {"params", entries(params)}, {"tags", entries(tags)}};
     const auto logged = request("POST", "runs/log-batch", core::json_text(body));
-    if (logged.status != 200) fail("logging to run " + run_id, logged);
+    if (logged.status != 200) fail_for_run(run_id, "logging to run " + run_id, logged);
   }
 
   void upload_artifact(const RunRef& run, const std::string& file) override {
@@ -134,7 +155,7 @@ class RestApi final : public Api {
   void end_run(const std::string& run_id, const std::string& status, std::int64_t end_ms) override {
     const auto updated =
         request("POST", "runs/update", core::json_text(json{{"run_id", run_id}, {"status", status}, {"end_time", end_ms}}));
-    if (updated.status != 200) fail("ending run " + run_id, updated);
+    if (updated.status != 200) fail_for_run(run_id, "ending run " + run_id, updated);
   }
 
   void cancel() override { cancelled_ = true; }
@@ -144,32 +165,45 @@ class RestApi final : public Api {
     return {info.at("run_id").get<std::string>(), info.at("experiment_id").get<std::string>(), info.value("artifact_uri", "")};
   }
 
-  static std::string error_code(const Response& r) {
+  static std::string error_code(const Answer& r) {
     const auto body = json::parse(r.body, nullptr, false);
     return body.is_object() ? body.value("error_code", "") : "";
   }
 
   // What the server said (or that it said nothing), as an ApiError: retried unless it refused.
-  [[noreturn]] void fail(const std::string& doing, const Response& r) const {
-    if (r.status == 0)  // the address as the run shows it everywhere: a password in it masked
-      throw ApiError(doing + ": no answer from " + data::postgres::mask_password(connection_.tracking_uri) + " (" + r.body + ")", true);
-    const auto body = json::parse(r.body, nullptr, false);
-    std::string said = body.is_object() ? body.value("message", "") : "";
-    if (said.empty()) said = r.body.substr(0, 200);
-    const bool retry = r.status >= 500 || r.status == 429 || r.status == 408;
-    if (r.status == 401 || r.status == 403)
-      said += " (gputrain sends MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, as MLflow's clients do)";
-    throw ApiError(doing + ": the server answered HTTP " + std::to_string(r.status) + ": " + said, retry);
+  [[noreturn]] void fail(const std::string& doing, const Answer& r) const {
+    if (r.status == 0) throw ApiError(doing + ": no answer from " + asker_.tracking_uri + " (" + r.body + ")", true);
+    throw refusal(doing, r, asker_);
   }
 
-  Response request(const std::string& method, const std::string& path, const std::string& body) {
+  // A refusal to log to a run may be for a run deleted meanwhile (MLflow says only "must be in the
+  // 'active' state", in words that change between versions): the run's own record says.
+  [[noreturn]] void fail_for_run(const std::string& run_id, const std::string& doing, const Answer& r) {
+    if (r.status >= 400 && r.status < 500 && r.status != 408 && r.status != 429) {
+      const auto found = request("GET", "runs/get?run_id=" + run_id, "");
+      const auto run = json::parse(found.body, nullptr, false);
+      if (found.status == 200 && run.is_object() &&
+          run.value("run", json::object()).value("info", json::object()).value("lifecycle_stage", "") == "deleted")
+        throw deleted_run(run_id, asker_);
+    }
+    fail(doing, r);
+  }
+
+  // A 200's body as MLflow's JSON; anything else (a sign-in page's HTML) is named as not MLflow.
+  json parsed(const std::string& doing, const Answer& r) const {
+    auto body = json::parse(r.body, nullptr, false);
+    if (!body.is_object()) throw not_mlflow(doing, r, asker_);
+    return body;
+  }
+
+  Answer request(const std::string& method, const std::string& path, const std::string& body) {
     curl_easy_reset(curl_);
     curl_easy_setopt(curl_, CURLOPT_TIMEOUT_MS, static_cast<long>(connection_.timeout_seconds * 1000));
     return perform(connection_.tracking_uri + "/api/2.0/mlflow/" + path, method, body, true);
   }
 
-  Response perform(const std::string& url, const std::string& method, const std::string& body, bool json_body) {
-    Response response;
+  Answer perform(const std::string& url, const std::string& method, const std::string& body, bool json_body) {
+    Answer response;
     if (cancelled_) {
       response.body = "cancelled at the run's end";
       return response;
@@ -199,10 +233,14 @@ class RestApi final : public Api {
     curl_easy_setopt(curl_, CURLOPT_ERRORBUFFER, nullptr);  // `error` ends here
     if (code != CURLE_OK) {
       if (!cancelled_) refuse_on_tls(code, error);
+      if (!cancelled_ && code == CURLE_GOT_NOTHING && speaks_tls_instead()) throw speaks_tls(asker_);
       response.body = cancelled_ ? "cancelled at the run's end" : (*error ? error : curl_easy_strerror(code));
       return response;
     }
     curl_easy_getinfo(curl_, CURLINFO_RESPONSE_CODE, &response.status);
+    const char* text = nullptr;
+    if (curl_easy_getinfo(curl_, CURLINFO_CONTENT_TYPE, &text) == CURLE_OK && text) response.content_type = text;
+    if (curl_easy_getinfo(curl_, CURLINFO_REDIRECT_URL, &text) == CURLE_OK && text) response.location = text;
     return response;
   }
 
@@ -217,20 +255,42 @@ class RestApi final : public Api {
 
   // A certificate the link cannot check, or ours it cannot use, is no server away: retrying never helps.
   void refuse_on_tls(CURLcode code, const char* detail) const {
-    const std::string said = std::string(" (") + (*detail ? detail : curl_easy_strerror(code)) + ")";
-    const auto where = data::postgres::mask_password(connection_.tracking_uri);
+    const std::string detail_text = *detail ? detail : curl_easy_strerror(code);
+    const std::string said = " (" + detail_text + ")";
+    const auto& where = asker_.tracking_uri;
     if (code == CURLE_PEER_FAILED_VERIFICATION)
       throw ApiError("the server at " + where + " has a TLS certificate this machine does not trust" + said +
                          ": set MLFLOW_TRACKING_SERVER_CERT_PATH to the CA certificate (PEM) that signed it, as MLflow's clients "
                          "take it, or MLFLOW_TRACKING_INSECURE_TLS=true to skip the check",
                      false);
+    if (code == CURLE_SSL_CONNECT_ERROR && is_plain_http_handshake(detail_text)) throw speaks_plain_http(detail_text, asker_);
     if (code == CURLE_SSL_CACERT_BADFILE || code == CURLE_SSL_CERTPROBLEM)
       throw ApiError("a certificate for the TLS link to " + where + " cannot be used" + said +
                          ": MLFLOW_TRACKING_SERVER_CERT_PATH and MLFLOW_TRACKING_CLIENT_CERT_PATH must name PEM files",
                      false);
   }
 
+  // An http:// server that sent nothing back may speak TLS on that port (uvicorn's --ssl-certfile
+  // does so): one handshake, certificate unchecked, says. Asked once: a server that dies mid-answer
+  // sends nothing too, and is retried as any server away.
+  bool speaks_tls_instead() {
+    if (probed_tls_ || connection_.tracking_uri.rfind("http://", 0) != 0) return false;
+    probed_tls_ = true;
+    const std::unique_ptr<CURL, void (*)(CURL*)> probe(curl_easy_init(), curl_easy_cleanup);
+    if (!probe) return false;
+    const auto url = "https://" + connection_.tracking_uri.substr(7) + "/health";
+    curl_easy_setopt(probe.get(), CURLOPT_URL, url.c_str());
+    curl_easy_setopt(probe.get(), CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(probe.get(), CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(probe.get(), CURLOPT_TIMEOUT_MS, static_cast<long>(connection_.timeout_seconds * 1000));
+    curl_easy_setopt(probe.get(), CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(probe.get(), CURLOPT_SSL_VERIFYHOST, 0L);
+    return curl_easy_perform(probe.get()) == CURLE_OK;
+  }
+
   Connection connection_;
+  Asker asker_;
+  bool probed_tls_ = false;
   TlsSettings tls_;
   CURL* curl_ = nullptr;
   std::atomic<bool> cancelled_{false};

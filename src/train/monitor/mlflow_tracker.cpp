@@ -9,6 +9,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/text_encoding.hpp"
 #include "gputrain/core/units.hpp"
+#include "mlflow_answers.hpp"
 
 namespace gputrain::train::mlflow {
 namespace {
@@ -178,14 +179,17 @@ bool Tracker::open_run() {
   if (!run_id().empty()) return true;
   RunRef run;
   try {
-    if (!plan_.resume_run_id.empty() && !reopen_run(run)) return false;
+    // The checkpoint's run wins over MLFLOW_RUN_ID: the resume of a run goes on where it logged.
+    const bool given = plan_.resume_run_id.empty() && !plan_.given_run_id.empty();
+    const auto& earlier = given ? plan_.given_run_id : plan_.resume_run_id;
+    if (!earlier.empty() && !reopen_run(run, earlier, given)) return false;
     if (run.run_id.empty()) {
-      std::string experiment;
-      if (!attempt([&] { experiment = api_->experiment_id(plan_.experiment); })) return false;
+      std::string experiment, name;
+      if (!attempt([&] { experiment = find_experiment(name); })) return false;
       if (!attempt([&] { run = api_->create_run(experiment, plan_.run_name, now_ms(), plan_.tags); })) return false;
       for (const auto& param : plan_.params) params_to_send_.push_back(within_limits(param));
-      say(Level::note, "mlflow: run '" + plan_.run_name + "' in experiment '" + plan_.experiment + "': " + plan_.tracking_uri +
-                           "/#/experiments/" + run.experiment_id + "/runs/" + run.run_id);
+      say(Level::note, "mlflow: run '" + plan_.run_name + "' in experiment '" + name + "': " + plan_.tracking_uri + "/#/experiments/" +
+                           run.experiment_id + "/runs/" + run.run_id);
     }
   } catch (const ApiError& e) {
     say(Level::warning,
@@ -200,14 +204,32 @@ bool Tracker::open_run() {
   return true;
 }
 
-// The run a resumed training logged to: its params are sent again only where new (MLflow keeps a
-// param's first value); a run the server no longer has leaves `run` empty, and a new one is made.
-bool Tracker::reopen_run(RunRef& run) {
+// The experiment's id, and its name in `name`: the one plan_.experiment names (made if missing), or
+// the one MLFLOW_EXPERIMENT_ID alone names; where both are set they must agree, as in MLflow's clients.
+std::string Tracker::find_experiment(std::string& name) {
+  if (plan_.experiment.empty()) {
+    name = api_->experiment_name(plan_.experiment_id);
+    return plan_.experiment_id;
+  }
+  name = plan_.experiment;
+  const auto id = api_->experiment_id(plan_.experiment);
+  if (!plan_.experiment_id.empty() && id != plan_.experiment_id) throw experiment_id_mismatch(name, id, plan_.experiment_id);
+  return id;
+}
+
+// The run a resumed training logged to, or the one MLFLOW_RUN_ID gives (`given`): its params are
+// sent again only where new (MLflow keeps a param's first value); a run the server no longer has
+// leaves `run` empty, and a new one is made.
+bool Tracker::reopen_run(RunRef& run, const std::string& run_id, bool given) {
   std::vector<Entry> logged;
   try {
-    if (!attempt([&] { run = api_->reopen_run(plan_.resume_run_id, logged); })) return false;
+    if (!attempt([&] { run = api_->reopen_run(run_id, logged); })) return false;
   } catch (const ApiError& e) {
-    say(Level::note, "mlflow: cannot go on with run " + plan_.resume_run_id + " (" + e.what() + "): logging to a new run");
+    if (given)  // a pipeline waits for this run's figures in that run: worth more than a note
+      say(Level::warning,
+          "mlflow: MLFLOW_RUN_ID names run " + run_id + ", which cannot take this run's figures (" + e.what() + "): logging to a new run");
+    else
+      say(Level::note, "mlflow: cannot go on with run " + run_id + " (" + e.what() + "): logging to a new run");
     run = {};
     return true;
   }
@@ -221,8 +243,9 @@ bool Tracker::reopen_run(RunRef& run) {
     else if (found->second != value)
       changed.push_back(param.first + " (" + found->second + " -> " + value + ")");
   }
-  std::string line =
-      "mlflow: going on with run " + run.run_id + ": " + plan_.tracking_uri + "/#/experiments/" + run.experiment_id + "/runs/" + run.run_id;
+  std::string line = (given ? "mlflow: logging to run " + run.run_id + ", which MLFLOW_RUN_ID names: "
+                            : "mlflow: going on with run " + run.run_id + ": ") +
+                     plan_.tracking_uri + "/#/experiments/" + run.experiment_id + "/runs/" + run.run_id;
   if (!changed.empty()) {
     line += "; MLflow keeps a param's first value, so these show the run's start: ";
     for (std::size_t i = 0; i < changed.size() && i < 5; ++i) line += (i ? ", " : "") + changed[i];
@@ -239,6 +262,7 @@ bool Tracker::send_params() {
     try {
       if (!attempt([&] { api_->log_batch(run_.run_id, {}, batch, {}); })) return false;
     } catch (const ApiError& e) {
+      if (e.run_deleted()) return stop_sending(e), true;
       say(Level::warning, "mlflow: the server refused " + std::to_string(count) + " params: " + e.what());
     }
     params_to_send_.erase(params_to_send_.begin(), params_to_send_.begin() + static_cast<std::ptrdiff_t>(count));
@@ -247,7 +271,7 @@ bool Tracker::send_params() {
 }
 
 bool Tracker::send_metrics() {
-  for (;;) {
+  while (!disabled_) {
     std::vector<Metric> batch;
     {
       std::lock_guard lock(mutex_);
@@ -258,16 +282,28 @@ bool Tracker::send_metrics() {
     try {
       if (!attempt([&] { api_->log_batch(run_.run_id, batch, {}, {}); })) return false;
     } catch (const ApiError& e) {
+      if (e.run_deleted()) return stop_sending(e), true;
       if (!refused_) say(Level::warning, "mlflow: the server refused " + std::to_string(batch.size()) + " metrics: " + e.what());
       refused_ = true;
     }
     std::lock_guard lock(mutex_);  // only log() touches the queue meanwhile, at its back
     buffered_.erase(buffered_.begin(), buffered_.begin() + static_cast<std::ptrdiff_t>(batch.size()));
   }
+  return true;
+}
+
+// A run deleted on the server takes nothing more: said once, and nothing more is sent (the run's
+// id stays in the checkpoints: restored, a resume logs on in it).
+void Tracker::stop_sending(const ApiError& deleted) {
+  say(Level::warning, "mlflow: " + std::string(deleted.what()) + ": nothing more is sent to it (metrics.jsonl has every figure)");
+  std::lock_guard lock(mutex_);
+  disabled_ = true;
+  buffered_.clear();
 }
 
 // The run's files, then its status: a file the server refuses is said and left out.
 bool Tracker::end_run() {
+  if (disabled_) return true;
   // One line for the files refused for one reason (a server that cannot take files refuses all).
   std::vector<std::pair<std::string, std::vector<std::string>>> refusals;
   const auto say_refusals = [&] {
@@ -290,6 +326,7 @@ bool Tracker::end_run() {
   try {
     return attempt([&] { api_->end_run(run_.run_id, status_, now_ms()); });
   } catch (const ApiError& e) {
+    if (e.run_deleted()) return stop_sending(e), true;
     say(Level::warning, "mlflow: the run could not be marked " + status_ + ": " + e.what());
     return true;
   }

@@ -20,9 +20,11 @@ namespace gputrain::train::mlflow {
 
 struct TrackerPlan {
   std::string tracking_uri;   ///< for the lines it says (the run's page)
-  std::string experiment;     ///< the experiment's name
+  std::string experiment;     ///< the experiment's name; empty: the one `experiment_id` names
+  std::string experiment_id;  ///< MLFLOW_EXPERIMENT_ID: the experiment, or the id the named one must have
   std::string run_name;       ///< a new run's name
   std::string resume_run_id;  ///< a run to go on with (from the checkpoint); empty: a new run
+  std::string given_run_id;   ///< MLFLOW_RUN_ID: a run made elsewhere to log to, where there is no resume_run_id
   std::vector<Entry> params, tags;
   double first_retry_seconds = 1;  ///< the wait after a failed request, doubled up to 30 s
   double send_every_seconds = 1;   ///< how often buffered metrics are sent
@@ -70,10 +72,12 @@ class Tracker {
  private:
   void work();
   bool open_run();
-  bool reopen_run(RunRef& run);
+  bool reopen_run(RunRef& run, const std::string& run_id, bool given);
+  std::string find_experiment(std::string& name);
   bool send_params();
   bool send_metrics();
   bool end_run();
+  void stop_sending(const ApiError& deleted);
   bool attempt(const std::function<void()>& request);
   void say(Level level, const std::string& text);
 

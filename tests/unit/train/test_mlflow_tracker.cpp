@@ -1,5 +1,5 @@
 // The MLflow tracker's buffering, batching, retries and resume against a scripted stand-in for the
-// server (the real one: tests/mlflow/check_mlflow.py). Also logging.mlflow's settings.
+// server (the real one: tests/mlflow/check_mlflow.py); the settings: test_mlflow_settings.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +28,7 @@ struct Received {
   std::atomic<bool> gone{false};  // from now on no request finds it
   bool refuse_metrics = false;
   bool refuse_files = false;  // as a server without --serve-artifacts refuses every file
+  bool run_deleted = false;   // the run is in the server's trash: nothing can be logged to it
   std::vector<Metric> metrics;
   std::vector<std::size_t> batch_sizes;
   std::vector<Entry> params, logged_before;
@@ -43,6 +44,13 @@ class FakeApi final : public Api {
     std::lock_guard lock(r_.mutex);
     r_.experiment = name;
     return "7";
+  }
+  std::string experiment_name(const std::string& id) override {
+    call("experiment by id");
+    if (id != "7") throw ApiError("MLFLOW_EXPERIMENT_ID is '" + id + "', but the server has no such experiment", false);
+    std::lock_guard lock(r_.mutex);
+    r_.experiment = "seven";
+    return r_.experiment;
   }
   RunRef create_run(const std::string& experiment, const std::string& run_name, std::int64_t, const std::vector<Entry>&) override {
     call("create");
@@ -63,6 +71,7 @@ class FakeApi final : public Api {
     call("log");
     std::lock_guard lock(r_.mutex);
     if (!metrics.empty() && r_.refuse_metrics) throw ApiError("INVALID_PARAMETER_VALUE", false);
+    if (r_.run_deleted) throw ApiError("run run-new is deleted on the server", false, true);
     if (!metrics.empty()) r_.batch_sizes.push_back(metrics.size());
     r_.metrics.insert(r_.metrics.end(), metrics.begin(), metrics.end());
     r_.params.insert(r_.params.end(), params.begin(), params.end());
@@ -76,6 +85,7 @@ class FakeApi final : public Api {
   void end_run(const std::string&, const std::string& status, std::int64_t) override {
     call("end");
     std::lock_guard lock(r_.mutex);
+    if (r_.run_deleted) throw ApiError("run run-new is deleted on the server", false, true);
     r_.status = status;
   }
   void cancel() override {}
@@ -279,6 +289,88 @@ TEST(MlflowTracker, FilesRefusedForOneReasonAreOneWarning) {
       << lines[0];
 }
 
+// A run deleted on the server (its trash) while training: one warning, and no request after it
+// (each would be refused: more warnings, or files uploaded into the trash).
+TEST(MlflowTracker, ARunDeletedOnTheServerIsSaidOnceAndSentNothingMore) {
+  Received r;
+  r.run_deleted = true;  // from its first batch on: deterministic, as a deletion mid-run is not
+  Tracker tracker(std::make_unique<FakeApi>(r), fast_plan());
+  tracker.log(metrics(3, 1));
+  tracker.log(metrics(1500, 4));
+  tracker.finish("FINISHED", {"config.yaml", "report.json"}, 30);
+  std::vector<std::string> lines;
+  for (const auto& m : tracker.take_messages())
+    if (m.level == Level::warning) lines.push_back(m.text);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("is deleted on the server: nothing more is sent to it"), std::string::npos) << lines[0];
+  EXPECT_EQ(std::count(r.calls.begin(), r.calls.end(), "log"), 1);
+  EXPECT_EQ(std::count(r.calls.begin(), r.calls.end(), "upload"), 0);
+  EXPECT_EQ(std::count(r.calls.begin(), r.calls.end(), "end"), 0);
+  EXPECT_TRUE(r.status.empty());
+}
+
+std::string said(Tracker& tracker, Level level) {
+  std::string text;
+  for (const auto& m : tracker.take_messages())
+    if (m.level == level) text += m.text + "\n";
+  return text;
+}
+
+// MLFLOW_EXPERIMENT_ID alone names the experiment: the run goes there, said by its name.
+TEST(MlflowTracker, AnExperimentNamedByIdAloneGetsTheRun) {
+  Received r;
+  auto plan = fast_plan();
+  plan.experiment = "";
+  plan.experiment_id = "7";
+  Tracker tracker(std::make_unique<FakeApi>(r), plan);
+  tracker.finish("FINISHED", {}, 30);
+  EXPECT_EQ(r.experiment, "seven");
+  EXPECT_EQ(tracker.run_id(), "run-new");
+  EXPECT_NE(said(tracker, Level::note).find("in experiment 'seven'"), std::string::npos);
+}
+
+// Named both ways, the two must agree (MLflow's clients refuse them otherwise): no run is made.
+TEST(MlflowTracker, AnExperimentIdThatIsNotTheNamedOnesIsRefused) {
+  Received r;
+  auto plan = fast_plan();
+  plan.experiment_id = "3";  // "e" is 7 on this server
+  Tracker tracker(std::make_unique<FakeApi>(r), plan);
+  tracker.finish("FINISHED", {}, 30);
+  EXPECT_TRUE(tracker.run_id().empty());
+  EXPECT_EQ(std::count(r.calls.begin(), r.calls.end(), "create"), 0);
+  EXPECT_NE(
+      said(tracker, Level::warning).find("MLFLOW_EXPERIMENT_ID is '3', but experiment 'e', which MLFLOW_EXPERIMENT_NAME names, has id 7"),
+      std::string::npos);
+}
+
+// MLFLOW_RUN_ID: a run made elsewhere takes this one's figures; a checkpoint's run wins over it.
+TEST(MlflowTracker, ARunGivenByMlflowRunIdIsLoggedToUnlessTheCheckpointHasOne) {
+  Received r;
+  auto plan = fast_plan();
+  plan.given_run_id = "run-old";
+  Tracker given(std::make_unique<FakeApi>(r), plan);
+  given.finish("FINISHED", {}, 30);
+  EXPECT_EQ(given.run_id(), "run-old");
+  EXPECT_NE(said(given, Level::note).find("logging to run run-old, which MLFLOW_RUN_ID names"), std::string::npos);
+
+  plan.resume_run_id = "run-old";
+  plan.given_run_id = "run-gone";
+  Tracker resumed(std::make_unique<FakeApi>(r), plan);
+  resumed.finish("FINISHED", {}, 30);
+  EXPECT_EQ(resumed.run_id(), "run-old");
+}
+
+TEST(MlflowTracker, ARunIdTheServerDoesNotHaveIsAWarningAndANewRun) {
+  Received r;
+  auto plan = fast_plan();
+  plan.given_run_id = "run-gone";
+  Tracker tracker(std::make_unique<FakeApi>(r), plan);
+  tracker.finish("FINISHED", {}, 30);
+  EXPECT_EQ(tracker.run_id(), "run-new");
+  EXPECT_NE(said(tracker, Level::warning).find("MLFLOW_RUN_ID names run run-gone, which cannot take this run's figures"),
+            std::string::npos);
+}
+
 TEST(MlflowTracker, ADestroyedTrackerMarksItsRunFailed) {
   Received r;
   {
@@ -287,123 +379,6 @@ TEST(MlflowTracker, ADestroyedTrackerMarksItsRunFailed) {
   }
   EXPECT_EQ(r.status, "FAILED");
   EXPECT_EQ(r.metrics.size(), 3u);
-}
-
-TEST(MlflowSettings, TheEnvironmentNamesTheServerOnlyForAConfigThatAsksForMlflow) {
-  ::setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999/", 1);
-  const auto plain = load_config({{}, {"device=cpu"}, ""});
-  EXPECT_TRUE(plain.logging.mlflow.tracking_uri.empty());
-  const auto asked = load_config({{}, {"device=cpu", "logging.mlflow.experiment=x"}, ""});
-  EXPECT_EQ(asked.logging.mlflow.tracking_uri, "http://127.0.0.1:5999");
-  EXPECT_EQ(asked.logging.mlflow.experiment, "x");
-  ::unsetenv("MLFLOW_TRACKING_URI");
-  EXPECT_THROW(load_config({{}, {"device=cpu", "logging.mlflow.experiment=x"}, ""}), UsageError);
-}
-
-TEST(MlflowSettings, RefusesAnAddressThatIsNotAServersAndHidesAPassword) {
-  try {
-    load_config({{}, {"device=cpu", "logging.mlflow.tracking_uri=file:./mlruns"}, ""});
-    FAIL() << "a file store was accepted";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("http://"), std::string::npos);
-    EXPECT_NE(e.remedy().find("mlflow server"), std::string::npos);
-  }
-  const auto config = load_config({{}, {"device=cpu", "logging.mlflow.tracking_uri=http://me:secret@127.0.0.1:5000"}, ""});
-  EXPECT_EQ(to_yaml(config).find("secret"), std::string::npos);
-  EXPECT_EQ(config.logging.mlflow.experiment, "Default");
-}
-
-// An address libcurl cannot connect to is a config error at once, named where it came from; a
-// well-formed one with no server behind it is not (the server may start later: a warning then).
-TEST(MlflowSettings, RefusesAnAddressWithNoHostOrABadPortAndNamesTheEnvironmentWhenItGaveIt) {
-  if (url_fault("http://") == "") GTEST_SKIP() << "a build without libcurl: its own error comes at the run's start";
-  const auto error_for = [](const std::string& setting) {
-    return test_support::usage_error([&] { load_config({{}, {"device=cpu", setting}, ""}); });
-  };
-  EXPECT_EQ(error_for("logging.mlflow.tracking_uri=http://127.0.0.1:99999"),
-            "config: logging.mlflow.tracking_uri is 'http://127.0.0.1:99999', which is not an address to connect to: "
-            "Port number was not a decimal number between 0 and 65535");
-  EXPECT_NE(error_for("logging.mlflow.tracking_uri=http://[::1:5000").find("Bad IPv6 address"), std::string::npos);
-  ::setenv("MLFLOW_TRACKING_URI", "http://", 1);
-  EXPECT_EQ(error_for("logging.mlflow.experiment=x"),
-            "MLFLOW_TRACKING_URI (logging.mlflow.tracking_uri is unset) is 'http://', which is not an address to connect to: "
-            "No host part in the URL");
-  EXPECT_EQ(test_support::usage_fix([] {
-              load_config({{}, {"device=cpu", "logging.mlflow.experiment=x"}, ""});
-            }),
-            "export MLFLOW_TRACKING_URI=http://HOST:PORT, e.g. http://127.0.0.1:5000");
-  ::unsetenv("MLFLOW_TRACKING_URI");
-  EXPECT_EQ(url_fault("http://127.0.0.1:5000/mlflow"), "");
-}
-
-// The REST client's own errors show the address as the config and the log do: without its password.
-TEST(MlflowRest, AServerThatDoesNotAnswerIsNamedWithItsPasswordMasked) {
-  std::unique_ptr<Api> api;
-  try {
-    api = make_rest_api({"http://alice:s3cret@127.0.0.1:9", 5});  // the discard port: nothing listens
-  } catch (const Error& e) {
-    GTEST_SKIP() << e.what();
-  }
-  try {
-    api->experiment_id("Default");
-    FAIL() << "a server answered on port 9";
-  } catch (const ApiError& e) {
-    const std::string said = e.what();
-    EXPECT_EQ(said.find("s3cret"), std::string::npos) << said;
-    EXPECT_NE(said.find("no answer from http://alice:****@127.0.0.1:9"), std::string::npos) << said;
-  }
-}
-
-// A token read from a file keeps its line break: trimmed, as a header needs it. One with a line
-// break inside (which would end the header and start another) is refused before training, and the
-// error says where, never what.
-TEST(MlflowSettings, ATokensBlanksAreTrimmedAndALineBreakInsideIsRefused) {
-  ::setenv("MLFLOW_TRACKING_TOKEN", " tok-123\r\n", 1);
-  EXPECT_EQ(tracking_token(), "tok-123");
-  ::setenv("MLFLOW_TRACKING_TOKEN", "\n", 1);
-  EXPECT_EQ(tracking_token(), std::nullopt);
-  ::setenv("MLFLOW_TRACKING_TOKEN", "tok\r\nX-Injected: 1", 1);
-  try {
-    load_config({{}, {"device=cpu", "logging.mlflow.tracking_uri=http://127.0.0.1:5000"}, ""});
-    ADD_FAILURE() << "a token with a line break was accepted";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("MLFLOW_TRACKING_TOKEN holds a control character (byte 13 at position 4"), std::string::npos)
-        << e.what();
-    EXPECT_EQ(std::string(e.what()).find("Injected"), std::string::npos) << "the token's text is not shown";
-  }
-  EXPECT_NO_THROW(load_config({{}, {"device=cpu"}, ""})) << "a run without MLflow does not read it";
-  ::unsetenv("MLFLOW_TRACKING_TOKEN");
-}
-
-// An https server's certificate is checked as MLflow's variables say; what MLflow refuses (both
-// CERT_PATH and INSECURE_TLS, a value that is no boolean) and a path that is no file are refused
-// before training, naming the variable.
-TEST(MlflowSettings, TlsVariablesAreReadAsMlflowsClientsReadThem) {
-  const auto refused = [](const std::string& expected) {
-    try {
-      load_config({{}, {"device=cpu", "logging.mlflow.tracking_uri=https://127.0.0.1:5000"}, ""});
-      ADD_FAILURE() << "taken; expected: " << expected;
-    } catch (const UsageError& e) {
-      EXPECT_NE((std::string(e.what()) + "\n" + e.remedy()).find(expected), std::string::npos) << e.what() << "\n" << e.remedy();
-    }
-  };
-  EXPECT_FALSE(tls_settings().insecure);
-  ::setenv("MLFLOW_TRACKING_INSECURE_TLS", "True", 1);
-  EXPECT_TRUE(tls_settings().insecure);
-  ::setenv("MLFLOW_TRACKING_INSECURE_TLS", "yes please", 1);
-  refused("MLFLOW_TRACKING_INSECURE_TLS is 'yes please', which is neither true nor false");
-  ::setenv("MLFLOW_TRACKING_INSECURE_TLS", "true", 1);
-  const test_support::ScratchFolder folder("tls-settings");
-  const std::string cert = (folder.path / "ca.pem").string();
-  std::ofstream(cert) << "-----BEGIN CERTIFICATE-----\n";
-  ::setenv("MLFLOW_TRACKING_SERVER_CERT_PATH", cert.c_str(), 1);
-  refused("unset one of them");
-  ::unsetenv("MLFLOW_TRACKING_INSECURE_TLS");
-  EXPECT_EQ(tls_settings().server_cert, cert);
-  ::setenv("MLFLOW_TRACKING_CLIENT_CERT_PATH", (cert + ".gone").c_str(), 1);
-  refused("MLFLOW_TRACKING_CLIENT_CERT_PATH is '" + cert + ".gone', which is not a file this user can read");
-  ::unsetenv("MLFLOW_TRACKING_CLIENT_CERT_PATH");
-  ::unsetenv("MLFLOW_TRACKING_SERVER_CERT_PATH");
 }
 
 }  // namespace

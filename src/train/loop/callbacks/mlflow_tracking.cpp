@@ -12,6 +12,7 @@
 #include "gputrain/core/build_info.hpp"
 #include "gputrain/device/gpu_info.hpp"
 #include "gputrain/train/trainer.hpp"
+#include "train/config/mlflow_settings.hpp"
 #include "train/monitor/mlflow_tracker.hpp"
 
 namespace gputrain::train {
@@ -61,7 +62,9 @@ class MlflowTracking final : public Callback {
     plan.tracking_uri = data::postgres::mask_password(settings_.tracking_uri);
     plan.experiment = settings_.experiment;
     plan.run_name = settings_.run_name.empty() ? fs::path(run.config().logging.dir).filename().string() : settings_.run_name;
+    plan.experiment_id = experiment_id_from_env(settings_);
     plan.resume_run_id = resume_run_id_;
+    plan.given_run_id = run_id_from_env();
     plan.params = config_settings(run.config());
     plan.tags = tags(run);
     tracker_ = std::make_unique<mlflow::Tracker>(std::move(api_), std::move(plan));
