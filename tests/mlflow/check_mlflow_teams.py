@@ -22,6 +22,8 @@ Usage: check_mlflow_teams.py CASE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
   not_mlflow_at_the_address: a sign-in redirect, a sign-in page, a web server without MLflow's API,
       https:// to a plain-HTTP server and http:// to a TLS one: each named, with the address to use
       where it can be known; a redirect of the API to https names that address, which then logs.
+      Behind a proxy that serves MLflow under a path prefix and takes no request over 100 kB, the
+      run logs, and the model too large for it is one warning naming the proxy's limit.
 
 Exits 77 (skipped, with the reason) only when MLflow cannot be installed from PyPI.
 """
@@ -29,10 +31,13 @@ import http.server
 import os
 import signal
 import socketserver
+import ssl
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -174,17 +179,19 @@ def environment_names_the_experiment_and_run(workdir, command):
 
 
 def front(answer):
-    """A web server on 127.0.0.1 that answers every request with answer(path) -> (status, headers, body)."""
+    """A web server on 127.0.0.1 that answers every request with answer(request, body) -> (status,
+    headers, body)."""
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
-            status, headers, body = answer(self.path)
+            sent = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            status, headers, body = answer(self, sent)
             self.send_response(status)
             for key, value in {**headers, "Content-Length": str(len(body))}.items():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(body)
 
-        do_POST = do_HEAD = do_GET
+        do_POST = do_HEAD = do_PUT = do_GET
 
         def log_message(self, *args):
             pass
@@ -193,14 +200,47 @@ def front(answer):
     return f"http://127.0.0.1:{server.server_address[1]}"
 
 
+def proxy(target, prefix, limit, context):
+    """A reverse proxy that serves `target` under the path `prefix`, refusing bodies over `limit`
+    bytes as nginx's client_max_body_size does."""
+    def answer(request, body):
+        if len(body) > limit:
+            return 413, {"Content-Type": "text/html"}, b"<html><head><title>413 Request Entity Too Large</title></head></html>"
+        if not request.path.startswith(prefix + "/"):
+            return 404, {"Content-Type": "text/html"}, b"<html><title>404 Not Found</title></html>"
+        forwarded = urllib.request.Request(target + request.path[len(prefix):], data=body if request.command != "GET" else None,
+                                           method=request.command, headers={"Content-Type": request.headers.get("Content-Type", "")})
+        try:
+            with urllib.request.urlopen(forwarded, context=context, timeout=60) as got:
+                return got.status, {"Content-Type": got.headers.get("Content-Type", "")}, got.read()
+        except urllib.error.HTTPError as refused:
+            return refused.code, {"Content-Type": refused.headers.get("Content-Type", "")}, refused.read()
+    return front(answer)
+
+
+def behind_a_proxy(workdir, command, server, cert):
+    """MLflow under a path prefix, behind a proxy that takes no file over 100 kB: the run is logged,
+    its small files too, and the model that is too large is one warning naming the proxy's limit."""
+    address = proxy(server.uri, "/mlflow", 100_000, ssl.create_default_context(cafile=cert)) + "/mlflow"
+    run_dir = os.path.join(workdir, "proxied")
+    output, _ = train(command, run_dir, ["--set", f"logging.mlflow.tracking_uri={address}", "--set", "logging.mlflow.experiment=proxied",
+                                         "--set", "model.hidden=[256,256]"])  # weights of about 300 kB
+    one_warning(output, "model.safetensors was not uploaded", "HTTP 413", "client_max_body_size")
+    client = MlflowClient(server.uri)
+    run = the_run(client, "proxied")
+    artifacts = sorted(a.path for a in client.list_artifacts(run.info.run_id))
+    if run.info.status != "FINISHED" or artifacts != ["config.yaml", "report.json"] or not client.get_metric_history(run.info.run_id, "train/loss"):
+        fail(f"behind the proxy: run {run.info.status}, artifacts {artifacts}")
+
+
 def not_mlflow_at_the_address(workdir, command):
     cert, key = self_signed_certificate(os.path.join(workdir, "tls"))
     server = mlflow_server.Server(os.path.join(workdir, "server"), tls=(cert, key)).start()
     page = b"<!DOCTYPE html><html><head><title>Sign in - Example SSO</title></head><body>...</body></html>"
-    sso = front(lambda path: (302, {"Location": "https://sso.example.com/oauth2/start?rd=" + path}, b""))
-    sign_in = front(lambda path: (200, {"Content-Type": "text/html"}, page))
-    elsewhere = front(lambda path: (404, {"Content-Type": "text/html"}, b"<html><title>404 Not Found</title></html>"))
-    moved = front(lambda path: (308, {"Location": server.uri + path}, b""))
+    sso = front(lambda request, _: (302, {"Location": "https://sso.example.com/oauth2/start?rd=" + request.path}, b""))
+    sign_in = front(lambda request, _: (200, {"Content-Type": "text/html"}, page))
+    elsewhere = front(lambda request, _: (404, {"Content-Type": "text/html"}, b"<html><title>404 Not Found</title></html>"))
+    moved = front(lambda request, _: (308, {"Location": server.uri + request.path}, b""))
     plain = sso.replace("http://", "https://")
     cases = [(sso, ["HTTP 302, sending gputrain to https://sso.example.com/oauth2/start", "MLFLOW_TRACKING_TOKEN"]),
              (sign_in, ["a web page, 'Sign in - Example SSO', where MLflow answers JSON"]),
@@ -221,6 +261,7 @@ def not_mlflow_at_the_address(workdir, command):
         os.environ["MLFLOW_TRACKING_SERVER_CERT_PATH"] = cert
         if the_run(MlflowClient(server.uri), "moved").info.status != "FINISHED":
             fail("the run at the address the redirect named is not FINISHED")
+        behind_a_proxy(workdir, command, server, cert)
     finally:
         server.stop()
 

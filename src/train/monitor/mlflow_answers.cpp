@@ -108,6 +108,12 @@ ApiError refusal(const std::string& doing, const Answer& a, const Asker& asker) 
   if (a.status >= 300 && a.status < 400) return redirected(doing, a, asker);
   if (a.status == 401) return unauthenticated(doing, a, asker);
   if (a.status == 403) return forbidden(doing, a, asker);
+  if (a.status == 413)  // MLflow takes files of any size: a proxy in front of it does not
+    return ApiError(doing + ": the server answered " + http(a) + " (" + what_it_said(a) +
+                        "): a proxy in front of MLflow limits "
+                        "the size of a request; raise its limit (nginx: client_max_body_size) for " +
+                        asker.tracking_uri,
+                    false);
   if (a.status == 404 && mlflow_message(a.body).empty())  // MLflow's own 404s say what is missing, in JSON
     return ApiError(doing + ": " + asker.tracking_uri + " has no MLflow tracking API at " + kApiPath + " (" + http(a) + ", " +
                         what_it_said(a) +

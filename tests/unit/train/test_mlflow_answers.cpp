@@ -73,6 +73,16 @@ TEST(MlflowAnswers, A404WithoutMlflowsJsonIsNoTrackingServerButMlflowsOwnIsItsMe
   EXPECT_EQ(own, "finding run 1: the server answered HTTP 404: Run '1' not found");
 }
 
+TEST(MlflowAnswers, AFileTooLargeForAProxyNamesTheProxysLimit) {
+  const auto e = refusal("uploading model.safetensors",
+                         {413, "<html><head><title>413 Request Entity Too Large</title></head></html>", "text/html", ""}, kAnonymous);
+  EXPECT_FALSE(e.retry());
+  EXPECT_NE(text_of(e).find("(a web page, '413 Request Entity Too Large'): a proxy in front of MLflow limits the size of a request; "
+                            "raise its limit (nginx: client_max_body_size)"),
+            std::string::npos)
+      << text_of(e);
+}
+
 TEST(MlflowAnswers, AWebPageWhereJsonWasDueIsNamedByItsTitle) {
   const Answer page{200, "<!DOCTYPE html>\n<html><head><title>\n  Sign in - Corp SSO </title></head><body>...</body></html>", "text/html",
                     ""};
