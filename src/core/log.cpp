@@ -5,11 +5,15 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdlib>
 #include <memory>
+#include <string>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/suggest.hpp"
 
 namespace gputrain::core {
 namespace {
@@ -54,11 +58,18 @@ spdlog::logger& logger() {
 
 }  // namespace
 
-LogLevel parse_log_level(std::string_view text) {
+LogLevel parse_log_level(std::string_view text, std::string_view source) {
+  // Python's names are in capitals, and call warn "warning": both are taken as they mean.
+  std::string word(text);
+  std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (word == "warning") word = "warn";
   for (std::size_t i = 0; i < kLevelNames.size(); ++i) {
-    if (text == kLevelNames[i]) return static_cast<LogLevel>(i);
+    if (word == kLevelNames[i]) return static_cast<LogLevel>(i);
   }
-  throw UsageError("unknown log level '" + std::string(text) + "'", "use one of: trace, debug, info, warn, error, off");
+  std::string fix = "use one of: trace, debug, info, warn, error, off";
+  const auto likely = likely_choices(word, std::vector<std::string>(kLevelNames.begin(), kLevelNames.end()));
+  if (likely.size() == 1) fix = "did you mean " + likely.front() + "? " + fix;
+  throw UsageError(std::string(source) + " is '" + std::string(text) + "', which is not a log level", fix);
 }
 
 void set_log_level(LogLevel level) { logger().set_level(to_spdlog(level)); }

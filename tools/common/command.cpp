@@ -24,7 +24,13 @@ namespace gputrain::tools {
 
 void add_logging_options(CLI::App& app) {
   app.add_option_function<std::string>(
-         "--log-level", [](const std::string& level) { core::set_log_level(core::parse_log_level(level)); },
+         "--log-level",
+         [](const std::string& level) {
+           // CLI11 gives the variable's value here too when the option is not on the command line.
+           const char* variable = std::getenv("GPUTRAIN_LOG_LEVEL");
+           const bool from_variable = variable && level == variable;
+           core::set_log_level(core::parse_log_level(level, from_variable ? "GPUTRAIN_LOG_LEVEL" : "--log-level"));
+         },
          "trace, debug, info, warn, error or off")
       ->envname("GPUTRAIN_LOG_LEVEL");
 }

@@ -10,8 +10,9 @@ namespace gputrain::core {
 /// Severity of a log line, lowest first.
 enum class LogLevel { trace, debug, info, warn, error, off };
 
-/// Parses "trace|debug|info|warn|error|off"; throws UsageError naming the allowed values otherwise.
-LogLevel parse_log_level(std::string_view text);
+/// Parses "trace|debug|info|warn|error|off", in any case, and Python's "warning"; throws UsageError
+/// naming `source` (the option or variable it came from) and the allowed values otherwise.
+LogLevel parse_log_level(std::string_view text, std::string_view source = "--log-level");
 
 /// Sets the level below which lines are dropped (default: info, or GPUTRAIN_LOG_LEVEL when set).
 void set_log_level(LogLevel level);

@@ -55,12 +55,22 @@ ApiError redirected(const std::string& doing, const Answer& a, const Asker& aske
                   false);
 }
 
+// http://user:****@host: credentials written in the address (libcurl sends them).
+bool has_user_info(const std::string& uri) {
+  const auto authority = uri.find("://");
+  if (authority == std::string::npos) return false;
+  const auto end = uri.find('/', authority + 3);
+  return uri.substr(authority + 3, end == std::string::npos ? std::string::npos : end - authority - 3).find('@') != std::string::npos;
+}
+
 ApiError unauthenticated(const std::string& doing, const Answer& a, const Asker& asker) {
   std::string fix;
   if (asker.token)
     fix = "the server did not take MLFLOW_TRACKING_TOKEN: check the token and that it has not expired";
   else if (!asker.username.empty())
     fix = "the server did not take the password of MLFLOW_TRACKING_USERNAME='" + asker.username + "': check MLFLOW_TRACKING_PASSWORD";
+  else if (has_user_info(asker.tracking_uri))
+    fix = "the server did not take the user and password written in the address: check them";
   else
     fix =
         "it asks who is logging: export MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN, as "

@@ -77,11 +77,20 @@ TEST(Error, AThreadTheSystemWillNotStartNamesTheLimitOnProcesses) {
 TEST(LogLevel, ParsesKnownNamesAndRejectsOthersWithTheAllowedList) {
   EXPECT_EQ(core::parse_log_level("debug"), core::LogLevel::debug);
   EXPECT_EQ(core::parse_log_level("off"), core::LogLevel::off);
+  EXPECT_EQ(core::parse_log_level("DEBUG"), core::LogLevel::debug);  // Python's logging names
+  EXPECT_EQ(core::parse_log_level("WARNING"), core::LogLevel::warn);
   try {
-    core::parse_log_level("verbose");
+    core::parse_log_level("verbose", "GPUTRAIN_LOG_LEVEL");
     FAIL() << "expected a UsageError";
   } catch (const UsageError& error) {
+    EXPECT_EQ(std::string(error.what()), "GPUTRAIN_LOG_LEVEL is 'verbose', which is not a log level");
     EXPECT_NE(error.remedy().find("trace, debug, info, warn, error, off"), std::string::npos);
+  }
+  try {
+    core::parse_log_level("errror");
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& error) {
+    EXPECT_EQ(error.remedy().rfind("did you mean error?", 0), 0u) << error.remedy();
   }
 }
 

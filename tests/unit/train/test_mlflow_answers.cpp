@@ -29,6 +29,8 @@ TEST(MlflowAnswers, A401SaysWhichCredentialsTheServerDidNotTake) {
   EXPECT_NE(user.find("did not take the password of MLFLOW_TRACKING_USERNAME='bob'"), std::string::npos) << user;
   const auto token = text_of(refusal("finding experiment 'e'", no, {"http://mlflow:5000", "bob", true}));  // the token wins
   EXPECT_NE(token.find("did not take MLFLOW_TRACKING_TOKEN"), std::string::npos) << token;
+  const auto in_address = text_of(refusal("finding experiment 'e'", no, {"http://bob:****@mlflow:5000", "", false}));
+  EXPECT_NE(in_address.find("did not take the user and password written in the address"), std::string::npos) << in_address;
 }
 
 TEST(MlflowAnswers, A403NamesTheUserAndThePermissionToAskFor) {
