@@ -41,10 +41,17 @@ void resolve_mlflow_settings(MlflowConfig& mlflow) {
     throw UsageError("config: logging.mlflow.timeout is none: each request to the server needs a time limit",
                      "set logging.mlflow.timeout: 10s, or longer for a slow link");
   while (mlflow.tracking_uri.size() > 8 && mlflow.tracking_uri.back() == '/') mlflow.tracking_uri.pop_back();
-  if (mlflow.experiment.empty()) {
+  const bool experiment_from_env = mlflow.experiment.empty();
+  if (experiment_from_env) {
     mlflow.experiment = core::env("MLFLOW_EXPERIMENT_NAME").value_or("");
     if (mlflow.experiment.empty() && core::env("MLFLOW_EXPERIMENT_ID").value_or("").empty()) mlflow.experiment = "Default";
   }
+  constexpr std::size_t kMaxExperimentName = 500;  // MLflow's own limit, which its server enforces
+  if (mlflow.experiment.size() > kMaxExperimentName)
+    throw UsageError(std::string(experiment_from_env ? "MLFLOW_EXPERIMENT_NAME" : "config: logging.mlflow.experiment") + " is " +
+                         std::to_string(mlflow.experiment.size()) + " bytes long; MLflow takes a name of at most " +
+                         std::to_string(kMaxExperimentName),
+                     "give the experiment a shorter name");
   (void)tracking_token();  // refused now, not at the first request
   (void)tls_settings();
 }

@@ -44,6 +44,10 @@ TEST(MlflowSettings, TheExperimentIdFromTheEnvironmentNamesOrChecksTheExperiment
   ::unsetenv("MLFLOW_EXPERIMENT_ID");
   EXPECT_EQ(load_config({{}, {"device=cpu", "logging.mlflow.run_name=r"}, ""}).logging.mlflow.experiment, "Default");
   EXPECT_EQ(run_id_from_env(), "");
+  EXPECT_EQ(test_support::usage_error([] {
+              load_config({{}, {"device=cpu", "logging.mlflow.experiment=" + std::string(501, 'e')}, ""});
+            }),
+            "config: logging.mlflow.experiment is 501 bytes long; MLflow takes a name of at most 500");
   ::setenv("MLFLOW_RUN_ID", "9f1c", 1);
   EXPECT_EQ(run_id_from_env(), "9f1c");
   ::unsetenv("MLFLOW_RUN_ID");
