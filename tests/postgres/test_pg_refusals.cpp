@@ -16,8 +16,12 @@ namespace {
 // The error throw_connect_error throws for libpq's `message` at 127.0.0.1:6432.
 Error connect_error(const std::string& message) {
   try {
-    throw_connect_error({"connection to server at \"127.0.0.1\", port 6432 failed: " + message, "127.0.0.1", "6432", "trainer",
-                         "host=127.0.0.1 port=6432 password=**** dbname=db"});
+    throw_connect_error({"connection to server at \"127.0.0.1\", port 6432 failed: " + message,
+                         "127.0.0.1",
+                         "6432",
+                         "trainer",
+                         "host=127.0.0.1 port=6432 password=**** dbname=db",
+                         {}});
   } catch (const Error& e) {
     return e;
   }
@@ -62,13 +66,33 @@ TEST(PgRefusals, TheLoginAndTheStringAreStillTheirOwnCases) {
   EXPECT_EQ(connect_error("invalid connection option \"hots\"").exit_code(), ExitCode::usage);
   const auto no_dsn = [] {
     try {
-      throw_connect_error({"timeout expired", "db", "5432", "me", ""});
+      throw_connect_error({"timeout expired", "db", "5432", "me", "", {}});
     } catch (const Error& e) {
       return std::string(e.what());
     }
     return std::string();
   }();
   EXPECT_NE(no_dsn.find("empty: PG* variables"), std::string::npos) << no_dsn;
+}
+
+// host=a,b (a primary and its standbys): libpq tries each in turn, and the error names them all.
+TEST(PgRefusals, EveryServerADsnListsIsNamedWithItsOwnCheck) {
+  EXPECT_EQ(servers_listed("a,b", "5433,5434", "5432"), (std::vector<std::string>{"a:5433", "b:5434"}));
+  EXPECT_EQ(servers_listed("a,b", "6000", "5432"), (std::vector<std::string>{"a:6000", "b:6000"}));  // one port for all
+  EXPECT_EQ(servers_listed("a,b", "", "5432"), (std::vector<std::string>{"a:5432", "b:5432"}));
+  EXPECT_EQ(servers_listed("a,b", "5433,", "5432"), (std::vector<std::string>{"a:5433", "b:5432"}));
+  try {
+    throw_connect_error({"connection to server at \"a\", port 5433 failed: Connection refused",
+                         "b",
+                         "5434",
+                         "me",
+                         "host=a,b port=5433,5434",
+                         {"a:5433", "b:5434"}});
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("for user 'me' at a:5433 or b:5434 (data.dsn"), std::string::npos) << e.what();
+    EXPECT_NE(e.remedy().find("`pg_isready -h a -p 5433`, `pg_isready -h b -p 5434` say whether they accept"), std::string::npos)
+        << e.remedy();
+  }
 }
 
 TEST(PgRefusals, APoolersStatementRefusalsAreNamedAndOthersLeftToTheCaller) {
@@ -100,7 +124,7 @@ TEST(PgRefusals, LibpqsOwnRefusalsOfTheDsnsSettingsNameThem) {
                             "using a local socket)"),
               ExitCode::usage, "GSSAPI", "gssencmode");
   try {  // a service libpq could not read leaves no host to name
-    throw_connect_error({"could not connect", "", "", "", "service=x"});
+    throw_connect_error({"could not connect", "", "", "", "service=x", {}});
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).find(" at :"), std::string::npos) << e.what();
     EXPECT_NE(e.remedy().find("`pg_isready`"), std::string::npos) << e.remedy();

@@ -47,8 +47,19 @@ Connection::Connection(const std::string& dsn) : dsn_(dsn), dsn_masked_(mask_pas
 }
 
 void Connection::fail_to_connect(const std::string& dsn) {
-  ConnectFailure failure{trimmed(PQerrorMessage(conn_)), trimmed(PQhost(conn_)), trimmed(PQport(conn_)), trimmed(PQuser(conn_)),
-                         dsn.empty() ? "" : dsn_masked_};
+  ConnectFailure failure{trimmed(PQerrorMessage(conn_)), trimmed(PQhost(conn_)),         trimmed(PQport(conn_)),
+                         trimmed(PQuser(conn_)),         dsn.empty() ? "" : dsn_masked_, {}};
+  // host=a,b: libpq tried each, and PQhost names the last; the error names them all.
+  std::string hosts, addresses, ports;
+  if (const std::unique_ptr<PQconninfoOption, void (*)(PQconninfoOption*)> options(PQconninfo(conn_), PQconninfoFree); options)
+    for (auto* option = options.get(); option->keyword; ++option) {
+      if (!option->val) continue;
+      if (std::strcmp(option->keyword, "host") == 0) hosts = option->val;
+      if (std::strcmp(option->keyword, "hostaddr") == 0) addresses = option->val;
+      if (std::strcmp(option->keyword, "port") == 0) ports = option->val;
+    }
+  const auto listed = servers_listed(hosts.empty() ? addresses : hosts, ports, failure.port);
+  if (listed.size() > 1) failure.tried = listed;
   PQfinish(conn_);
   conn_ = nullptr;
   throw_connect_error(failure);

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
 
 namespace gputrain::data::postgres {
 namespace {
@@ -80,9 +81,28 @@ void throw_if_client_settings_refused(const ConnectFailure& f) {
 
 }  // namespace
 
+std::vector<std::string> servers_listed(const std::string& hosts, const std::string& ports, const std::string& default_port) {
+  const auto split = [](const std::string& list) {
+    std::vector<std::string> items;
+    std::size_t start = 0;
+    for (std::size_t comma; (comma = list.find(',', start)) != std::string::npos; start = comma + 1)
+      items.push_back(list.substr(start, comma - start));
+    items.push_back(list.substr(start));
+    return items;
+  };
+  const auto host_list = split(hosts), port_list = split(ports);
+  std::vector<std::string> servers;
+  for (std::size_t i = 0; i < host_list.size(); ++i) {
+    auto port = port_list.size() == host_list.size() ? port_list[i] : port_list.front();
+    servers.push_back(host_list[i] + ":" + (port.empty() ? default_port : port));
+  }
+  return servers;
+}
+
 void throw_connect_error(const ConnectFailure& f) {
-  const auto who = "user '" + f.user + "'" + (f.host.empty() ? "" : " at " + f.host + ":" + f.port) + " (data.dsn " +
-                   (f.dsn_shown.empty() ? std::string("empty: PG* variables") : f.dsn_shown) + ")";
+  const auto at = f.tried.size() > 1 ? " at " + core::join(f.tried, " or ") : f.host.empty() ? "" : " at " + f.host + ":" + f.port;
+  const auto who =
+      "user '" + f.user + "'" + at + " (data.dsn " + (f.dsn_shown.empty() ? std::string("empty: PG* variables") : f.dsn_shown) + ")";
   const auto says = [&](const char* text) { return has(f.message, text); };
   throw_if_client_settings_refused(f);
   // libpq's words for a string it cannot parse, or a value it does not take; not a reply from a
@@ -109,8 +129,17 @@ void throw_connect_error(const ConnectFailure& f) {
     throw EnvironmentError("the PostgreSQL server for " + who + " is up, but takes no more connections: " + f.message,
                            "run again once other sessions have ended (pg_stat_activity lists them), or raise the limit named "
                            "above: max_connections, the role's or database's CONNECTION LIMIT, a pooler's max_client_conn");
-  const std::string ready = (f.host.empty() ? std::string("`pg_isready`") : "`pg_isready -h " + f.host + " -p " + f.port + "`") +
-                            " says whether it accepts connections";
+  std::string ready = (f.host.empty() ? std::string("`pg_isready`") : "`pg_isready -h " + f.host + " -p " + f.port + "`") +
+                      " says whether it accepts connections";
+  if (f.tried.size() > 1) {  // each server in turn
+    ready.clear();
+    for (const auto& server : f.tried) {
+      const auto colon = server.rfind(':');
+      ready +=
+          (ready.empty() ? "`" : ", `") + std::string("pg_isready -h ") + server.substr(0, colon) + " -p " + server.substr(colon + 1) + "`";
+    }
+    ready += " say whether they accept connections";
+  }
   if (says("the database system is"))  // starting up, shutting down, in recovery: 57P03
     throw EnvironmentError("the PostgreSQL server for " + who + " takes no connections now: " + f.message,
                            "run again once it is up; " + ready);

@@ -5,6 +5,7 @@
 // without a server.
 
 #include <string>
+#include <vector>
 
 namespace gputrain::data::postgres {
 
@@ -12,7 +13,12 @@ namespace gputrain::data::postgres {
 /// masked, or empty when data.dsn was, and the PG* variables alone said where).
 struct ConnectFailure {
   std::string message, host, port, user, dsn_shown;
+  std::vector<std::string> tried;  ///< host:port of each server data.dsn lists (host=a,b), where more than one
 };
+
+/// The host:port of each server a connection string lists, as libpq tries them: `hosts` and `ports`
+/// are its comma lists (one port serves every host; an empty one is `default_port`).
+std::vector<std::string> servers_listed(const std::string& hosts, const std::string& ports, const std::string& default_port);
 
 /// Throws the error `failure` means: UsageError for data.dsn to fix (not a connection string, a
 /// refused login, SSL settings, a setting or database a pooler does not know), EnvironmentError
