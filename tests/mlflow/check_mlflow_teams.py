@@ -10,7 +10,7 @@ Usage: check_mlflow_teams.py CASE WORKDIR -- GPUTRAIN_TRAIN_COMMAND...
 
   deleted_experiments_and_runs: an experiment deleted on the server is named with the command that
       restores it, and once restored the same command logs to it; a resumed run whose MLflow run
-      was deleted logs to a new one; a run deleted while training is one warning, and nothing more
+      was deleted logs to a new one; a run deleted while training (or its experiment, which deletes its runs) is one warning, and nothing more
       is sent to it (no refusal of each later batch, of its files, of its status).
   permissions: MLflow's basic-auth app: a user who may not EDIT another's experiment is told so by
       name (HTTP 403) with the fix; once an admin grants EDIT the same command logs; a run with no
@@ -89,24 +89,30 @@ def deleted_experiments_and_runs(workdir, command):
         steps = sorted(m.step for m in client.get_metric_history(resumed.info.run_id, "train/loss"))
         if resumed.info.run_id == first or steps != [r["step"] for r in records(run_dir, "step") if r["step"] > 2 * STEPS_PER_EPOCH]:
             fail(f"the resume logged to run {resumed.info.run_id} (the deleted one: {first}), train/loss at steps {steps}")
-        deleted_mid_run(workdir, command, server, client)
+        deleted_mid_run(workdir, command, server, client, "mid-run", lambda run_id: client.delete_run(run_id),
+                        lambda run_id: [f"run {run_id} is deleted on the server", f"mlflow runs restore --run-id {run_id}"])
+        deleted_mid_run(workdir, command, server, client, "mid-experiment",
+                        lambda run_id: client.delete_experiment(client.get_run(run_id).info.experiment_id),
+                        lambda run_id: [f"run {run_id} is deleted on the server at {server.uri} with its experiment 'mid-experiment'",
+                                        "mlflow experiments restore --experiment-id"])
     finally:
         server.stop()
 
 
-def deleted_mid_run(workdir, command, server, client):
-    """A run deleted while it trains: one warning, and no request refused after it."""
-    run_dir = os.path.join(workdir, "mid")
+def deleted_mid_run(workdir, command, server, client, name, delete, words):
+    """A run deleted while it trains (`delete(run_id)`: the run, or its experiment with it): one
+    warning saying `words(run_id)`, and no request refused after it."""
+    run_dir = os.path.join(workdir, name)
     args = command + ["--set", "device=cpu", "--set", "model.name=mlp", "--set", "model.hidden=[16]", "--set", "data.shape=[6]",
                       "--set", "data.samples=8192", "--set", "data.val_samples=16", "--set", "train.batch_size=16",
                       "--set", "train.epochs=1000000", "--set", "train.max_time=600s", "--set", "logging.every_steps=200",
                       "--set", "logging.progress=lines", "--set", f"logging.dir={run_dir}", "--set", "checkpoint.every_epochs=0",
-                      "--set", f"logging.mlflow.tracking_uri={server.uri}", "--set", "logging.mlflow.experiment=mid"]
+                      "--set", f"logging.mlflow.tracking_uri={server.uri}", "--set", f"logging.mlflow.experiment={name}"]
     run = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        wait_for_losses(client, "mid", after=0, seconds=60, what="of the run's start")
-        run_id = the_run(client, "mid").info.run_id
-        client.delete_run(run_id)
+        wait_for_losses(client, name, after=0, seconds=60, what="of the run's start")
+        run_id = the_run(client, name).info.run_id
+        delete(run_id)
         deadline = time.time() + 60
         while "is deleted on the server" not in open(os.path.join(run_dir, "training.log"), errors="replace").read():
             if time.time() > deadline:
@@ -117,8 +123,7 @@ def deleted_mid_run(workdir, command, server, client):
         output = run.communicate(timeout=300)[0]
         if run.returncode != 130:
             fail(f"the run exited {run.returncode} on SIGTERM, not 130:\n{output}")
-        one_warning(output, f"run {run_id} is deleted on the server", f"mlflow runs restore --run-id {run_id}",
-                    "nothing more is sent to it")
+        one_warning(output, *words(run_id), "nothing more is sent to it")
     finally:
         if run.poll() is None:
             run.kill()

@@ -162,7 +162,13 @@ ApiError experiment_id_mismatch(const std::string& name, const std::string& foun
                   false);
 }
 
-ApiError deleted_run(const std::string& run_id, const Asker& asker) {
+ApiError deleted_run(const std::string& run_id, const Asker& asker, const std::string& deleted_experiment_id,
+                     const std::string& experiment_name) {
+  if (!deleted_experiment_id.empty())
+    return ApiError("run " + run_id + " is deleted on the server at " + asker.tracking_uri + " with its experiment '" + experiment_name +
+                        "' (MLFLOW_TRACKING_URI=" + asker.tracking_uri + " mlflow experiments restore --experiment-id " +
+                        deleted_experiment_id + " brings both back)",
+                    false, true);
   return ApiError("run " + run_id + " is deleted on the server at " + asker.tracking_uri + " (MLFLOW_TRACKING_URI=" + asker.tracking_uri +
                       " mlflow runs restore --run-id " + run_id + " brings it back)",
                   false, true);

@@ -43,8 +43,11 @@ ApiError no_experiment_with_id(const std::string& id, const std::string& said, c
 /// clients refuse it.
 ApiError experiment_id_mismatch(const std::string& name, const std::string& found_id, const std::string& env_id);
 
-/// A run deleted on the server (its trash): nothing can be logged to it until it is restored.
-ApiError deleted_run(const std::string& run_id, const Asker& asker);
+/// A run deleted on the server (its trash): nothing can be logged to it until it is restored. With
+/// its experiment's name where the experiment was deleted (which deletes its runs): restoring that
+/// brings both back.
+ApiError deleted_run(const std::string& run_id, const Asker& asker, const std::string& deleted_experiment_id = "",
+                     const std::string& experiment_name = "");
 
 /// An https:// address whose server speaks plain HTTP on that port (`detail`: the TLS library's words).
 ApiError speaks_plain_http(const std::string& detail, const Asker& asker);

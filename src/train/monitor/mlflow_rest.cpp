@@ -119,7 +119,7 @@ class RestApi final : public Api {
     const auto found = request("GET", "runs/get?run_id=" + run_id, "");
     if (found.status != 200) fail("finding run " + run_id, found);
     const auto run = parsed("finding run " + run_id, found).at("run");
-    if (run.at("info").value("lifecycle_stage", "") == "deleted") throw deleted_run(run_id, asker_);
+    if (run.at("info").value("lifecycle_stage", "") == "deleted") throw gone(run_id, run.at("info"));
     for (const auto& param : run.value("data", json::object()).value("params", json::array()))
       params.emplace_back(param.at("key").get<std::string>(), param.value("value", ""));
     const auto updated = request("POST", "runs/update", core::json_text(json{{"run_id", run_id}, {"status", "RUNNING"}}));
@@ -182,11 +182,21 @@ class RestApi final : public Api {
     if (r.status >= 400 && r.status < 500 && r.status != 408 && r.status != 429) {
       const auto found = request("GET", "runs/get?run_id=" + run_id, "");
       const auto run = json::parse(found.body, nullptr, false);
-      if (found.status == 200 && run.is_object() &&
-          run.value("run", json::object()).value("info", json::object()).value("lifecycle_stage", "") == "deleted")
-        throw deleted_run(run_id, asker_);
+      const auto info = run.is_object() ? run.value("run", json::object()).value("info", json::object()) : json::object();
+      if (found.status == 200 && info.value("lifecycle_stage", "") == "deleted") throw gone(run_id, info);
     }
     fail(doing, r);
+  }
+
+  // A deleted run, with its experiment where that was deleted too (deleting one deletes its runs).
+  ApiError gone(const std::string& run_id, const json& info) {
+    const auto experiment_id = info.value("experiment_id", "");
+    const auto found = request("GET", "experiments/get?experiment_id=" + experiment_id, "");
+    const auto experiment = json::parse(found.body, nullptr, false);
+    const auto fields = experiment.is_object() ? experiment.value("experiment", json::object()) : json::object();
+    if (found.status == 200 && fields.value("lifecycle_stage", "") == "deleted")
+      return deleted_run(run_id, asker_, experiment_id, fields.value("name", ""));
+    return deleted_run(run_id, asker_);
   }
 
   // A 200's body as MLflow's JSON; anything else (a sign-in page's HTML) is named as not MLflow.

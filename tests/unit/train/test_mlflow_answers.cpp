@@ -117,6 +117,13 @@ TEST(MlflowAnswers, DeletedExperimentsAndRunsSayHowToRestoreThem) {
   const auto run = deleted_run("9f1c", kAnonymous);
   EXPECT_TRUE(run.run_deleted());
   EXPECT_NE(text_of(run).find("mlflow runs restore --run-id 9f1c"), std::string::npos);
+  const auto with_experiment = deleted_run("9f1c", kAnonymous, "4", "sweeps");
+  EXPECT_TRUE(with_experiment.run_deleted());
+  EXPECT_NE(text_of(with_experiment)
+                .find("with its experiment 'sweeps' (MLFLOW_TRACKING_URI=http://mlflow:5000 mlflow experiments restore "
+                      "--experiment-id 4 brings both back)"),
+            std::string::npos)
+      << text_of(with_experiment);
 }
 
 TEST(MlflowAnswers, TheWrongSchemeIsNamedWithTheAddressToUse) {
