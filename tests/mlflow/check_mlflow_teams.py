@@ -177,8 +177,10 @@ def environment_names_the_experiment_and_run(workdir, command):
         run = client.get_run(made.info.run_id)
         steps = sorted(m.step for m in client.get_metric_history(made.info.run_id, "train/loss"))
         if len(runs) != 2 or run.info.status != "FINISHED" or run.data.params.get("optimizer.lr") != "0.05" or \
-                run.data.params.get("pipeline.stage") != "train" or steps != [r["step"] for r in records(run_dir, "step")]:
-            fail(f"{len(runs)} runs (2 expected); the given run: {run.info.status}, params {run.data.params}, train/loss at {steps}")
+                run.data.params.get("pipeline.stage") != "train" or steps != [r["step"] for r in records(run_dir, "step")] or \
+                not run.data.tags.get("gputrain.version"):
+            fail(f"{len(runs)} runs (2 expected); the given run: {run.info.status}, params {run.data.params}, tags {run.data.tags}, "
+                 f"train/loss at {steps}")
     finally:
         server.stop()
 

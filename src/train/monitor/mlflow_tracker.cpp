@@ -233,6 +233,10 @@ bool Tracker::reopen_run(RunRef& run, const std::string& run_id, bool given) {
     run = {};
     return true;
   }
+  // A run made elsewhere gets gputrain's own tags (what trained, on what); its source stays its maker's.
+  if (given)
+    for (const auto& tag : plan_.tags)
+      if (tag.first.rfind("gputrain.", 0) == 0) tags_to_send_.push_back(tag);
   std::map<std::string, std::string> before(logged.begin(), logged.end());
   std::vector<std::string> changed;
   for (const auto& param : plan_.params) {
@@ -256,6 +260,15 @@ bool Tracker::reopen_run(RunRef& run, const std::string& run_id, bool given) {
 }
 
 bool Tracker::send_params() {
+  if (!tags_to_send_.empty()) {
+    try {
+      if (!attempt([&] { api_->log_batch(run_.run_id, {}, {}, tags_to_send_); })) return false;
+    } catch (const ApiError& e) {
+      if (e.run_deleted()) return stop_sending(e), true;
+      say(Level::warning, "mlflow: the server refused gputrain's tags: " + std::string(e.what()));
+    }
+    tags_to_send_.clear();
+  }
   while (!params_to_send_.empty()) {
     const auto count = std::min(params_to_send_.size(), kMaxParamsPerBatch);
     const std::vector<Entry> batch(params_to_send_.begin(), params_to_send_.begin() + static_cast<std::ptrdiff_t>(count));

@@ -84,7 +84,7 @@ class Tracker {
   std::unique_ptr<Api> api_;
   TrackerPlan plan_;
   RunRef run_;
-  std::vector<Entry> params_to_send_;
+  std::vector<Entry> params_to_send_, tags_to_send_;
   mutable std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::deque<Metric> buffered_;

@@ -31,7 +31,7 @@ struct Received {
   bool run_deleted = false;   // the run is in the server's trash: nothing can be logged to it
   std::vector<Metric> metrics;
   std::vector<std::size_t> batch_sizes;
-  std::vector<Entry> params, logged_before;
+  std::vector<Entry> params, logged_before, tags;
   std::vector<std::string> files, calls;
   std::string status, experiment, run_name;
 };
@@ -67,7 +67,7 @@ class FakeApi final : public Api {
     return {id, "7", ""};
   }
   void log_batch(const std::string&, const std::vector<Metric>& metrics, const std::vector<Entry>& params,
-                 const std::vector<Entry>&) override {
+                 const std::vector<Entry>& tags) override {
     call("log");
     std::lock_guard lock(r_.mutex);
     if (!metrics.empty() && r_.refuse_metrics) throw ApiError("INVALID_PARAMETER_VALUE", false);
@@ -75,6 +75,7 @@ class FakeApi final : public Api {
     if (!metrics.empty()) r_.batch_sizes.push_back(metrics.size());
     r_.metrics.insert(r_.metrics.end(), metrics.begin(), metrics.end());
     r_.params.insert(r_.params.end(), params.begin(), params.end());
+    r_.tags.insert(r_.tags.end(), tags.begin(), tags.end());
   }
   void upload_artifact(const RunRef&, const std::string& file) override {
     call("upload");
@@ -348,10 +349,12 @@ TEST(MlflowTracker, ARunGivenByMlflowRunIdIsLoggedToUnlessTheCheckpointHasOne) {
   Received r;
   auto plan = fast_plan();
   plan.given_run_id = "run-old";
+  plan.tags = {{"gputrain.version", "1.2"}, {"mlflow.source.name", "gputrain train"}};
   Tracker given(std::make_unique<FakeApi>(r), plan);
   given.finish("FINISHED", {}, 30);
   EXPECT_EQ(given.run_id(), "run-old");
   EXPECT_NE(said(given, Level::note).find("logging to run run-old, which MLFLOW_RUN_ID names"), std::string::npos);
+  EXPECT_EQ(r.tags, (std::vector<Entry>{{"gputrain.version", "1.2"}})) << "gputrain's tags, not the maker's source";
 
   plan.resume_run_id = "run-old";
   plan.given_run_id = "run-gone";
