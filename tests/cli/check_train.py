@@ -239,6 +239,14 @@ class ScriptedNet(torch.nn.Module):
         return self.head(torch.relu(self.norm(self.body(x.flatten(1)))))
 
 
+class PrintingNet(ScriptedNet):
+    """Prints each batch's shape, as a module under debugging does."""
+
+    def forward(self, x):
+        print("batch", x.shape)
+        return self.head(torch.relu(self.norm(self.body(x.flatten(1)))))
+
+
 class ScriptedNetWithFeatures(ScriptedNet):
     """Returns its features beside the logits, as a model scripted for inference often does."""
 
@@ -338,6 +346,36 @@ def check_torchscript(workdir, command):
         if os.path.exists(os.path.join(run_dir, "metrics.jsonl")):
             fail("%s: the run started before the mismatch was found" % name)
         print("ok: %s refused: %s" % (name, result.stderr.strip().splitlines()[0]))
+
+    # A head wider than the data's classes (a pretrained one) trains; its picks past them are wrong
+    # predictions of no class in validation (they once indexed past the per-class sums).
+    wide = ScriptedNet(12, 5)
+    with torch.no_grad():
+        wide.head.bias[3:] = 50.0  # every sample's pick is an extra logit
+    path = os.path.join(workdir, "wide-head.pt")
+    torch.jit.script(wide).save(path)
+    run_dir = os.path.join(workdir, "wide-head")
+    result = run(command + ["--set", "model.torchscript=" + path, "--set", "data.shape=[12]", "--set", "data.classes=3",
+                            "--set", "data.samples=64", "--set", "data.val_samples=32", "--set", "train.epochs=1",
+                            "--set", "optimizer.lr=1e-6", "--set", "logging.dir=" + run_dir, "--set", "device=cpu"])
+    epochs = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl")) if '"kind":"epoch"' in l] if result.returncode == 0 else []
+    if not epochs or epochs[-1]["val_accuracy"] != 0 or sum(epochs[-1]["val_class_predicted"]) != 0:
+        fail("a head of 5 logits for 3 classes: exit %d, epochs %s:\n%s" % (result.returncode, epochs, result.stderr[-1500:]))
+    print("ok: a head wider than the classes trains, its extra picks counted wrong")
+
+    # A module's print() goes to stderr with gputrain's lines: stdout keeps --evaluate --json's object alone.
+    path = os.path.join(workdir, "printing.pt")
+    torch.jit.script(PrintingNet()).save(path)
+    args = command + ["--set", "model.torchscript=" + path, "--set", "data.shape=[12]", "--set", "data.classes=3",
+                      "--set", "logging.dir=" + os.path.join(workdir, "printing"), "--set", "device=cpu"]
+    result = run(args + ["--evaluate", os.path.join(workdir, "run", "model.safetensors"), "--json"])
+    try:
+        figures = json.loads(result.stdout)
+    except ValueError:
+        figures = None
+    if result.returncode != 0 or not figures or "batch" not in result.stderr:
+        fail("a printing module under --evaluate --json: exit %d, stdout %r" % (result.returncode, result.stdout[:300]))
+    print("ok: a module's print() leaves --json's stdout alone")
 
     # A module that raises mid-run: its class and message with the step and a fix (exit 1), not the
     # interpreter's tracebacks, which go to training.log.

@@ -72,7 +72,9 @@ struct ValidationStep {
         // index_add_ rather than bincount: no wait for the device to size the result.
         sums.class_samples.index_add_(0, targets, ones);
         sums.class_right.index_add_(0, targets, right);
-        sums.class_predicted.index_add_(0, predicted, ones);
+        // A model may give more logits than the data has classes (a pretrained head): a pick past
+        // them is a wrong prediction of no class.
+        sums.class_predicted.index_add_(0, predicted.clamp_max(classes - 1), ones * predicted.lt(classes).to(at::kDouble));
       } else {
         const auto diff = (transform.predictions(output) - targets).to(at::kDouble);
         sums.se += diff.pow(2).sum();

@@ -1,11 +1,13 @@
 #include "module_model.hpp"
 
+#include <torch/csrc/jit/runtime/print_handler.h>
 #include <torch/nn/module.h>
 #include <torch/script.h>
 #include <torch/version.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <new>
 #include <optional>
@@ -197,6 +199,8 @@ std::unique_ptr<Model> load_torchscript(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec) && !std::filesystem::is_directory(path, ec))  // a named pipe would block the load
     throw UsageError("model.torchscript: '" + path + "' is a pipe or a device, not a file", kSaveScripted);
+  // A module's print() goes where gputrain's own lines go, stderr: stdout keeps --json's object alone.
+  torch::jit::setPrintHandler([](const std::string& text) { std::cerr << text << std::flush; });
   try {
     auto module = torch::jit::load(path);
     refuse_without_forward(module, path);
