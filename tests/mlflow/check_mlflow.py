@@ -47,14 +47,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "cli"))
 import mlflow_server  # noqa: E402
 
-try:
-    import mlflow  # noqa: F401  (in the MLflow venv: the script runs itself there)
-except ImportError:
-    venv, why = mlflow_server.ensure_venv()
-    if why:
-        print(f"SKIP: {why}")
-        sys.exit(77)
-    os.execv(mlflow_server.python_in_venv(), [mlflow_server.python_in_venv(), os.path.abspath(__file__)] + sys.argv[1:])
+mlflow_server.run_script_in_venv(__file__)  # MLflow's client lives in the venv the server runs from
 
 from mlflow.tracking import MlflowClient  # noqa: E402
 

@@ -43,14 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import mlflow_server  # noqa: E402
 
-try:
-    import mlflow  # noqa: F401  (in the MLflow venv: the script runs itself there)
-except ImportError:
-    venv, why = mlflow_server.ensure_venv()
-    if why:
-        print(f"SKIP: {why}")
-        sys.exit(77)
-    os.execv(mlflow_server.python_in_venv(), [mlflow_server.python_in_venv(), os.path.abspath(__file__)] + sys.argv[1:])
+mlflow_server.run_script_in_venv(__file__)  # MLflow's client lives in the venv the server runs from
 
 from check_mlflow import (AUTH_APP_TIMEOUT, STEPS_PER_EPOCH, fail, records, run_case, self_signed_certificate,  # noqa: E402
                           the_run, train, wait_for_losses, warnings_in)

@@ -56,6 +56,21 @@ def python_in_venv():
     return os.path.join(venv_dir(), "bin", "python")
 
 
+def run_script_in_venv(script):
+    """Makes `script` (a check importing mlflow) run under the venv's interpreter: returns when mlflow
+    is importable here, else execs the script there; exits 77 (skipped) when no venv can be made."""
+    try:
+        import mlflow  # noqa: F401
+        return
+    except ImportError:
+        pass
+    _, why = ensure_venv()
+    if why:
+        print(f"SKIP: {why}")
+        sys.exit(77)
+    os.execv(python_in_venv(), [python_in_venv(), os.path.abspath(script)] + sys.argv[1:])
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -79,6 +79,19 @@ void throw_if_client_settings_refused(const ConnectFailure& f) {
                      "ticket (kinit) to a server that takes GSSAPI");
 }
 
+// The pg_isready that says whether the server accepts connections; one per server data.dsn lists.
+std::string readiness_check(const ConnectFailure& f) {
+  if (f.tried.size() <= 1)
+    return (f.host.empty() ? std::string("`pg_isready`") : "`pg_isready -h " + f.host + " -p " + f.port + "`") +
+           " says whether it accepts connections";
+  std::vector<std::string> checks;
+  for (const auto& server : f.tried) {
+    const auto colon = server.rfind(':');
+    checks.push_back("`pg_isready -h " + server.substr(0, colon) + " -p " + server.substr(colon + 1) + "`");
+  }
+  return core::join(checks) + " say whether they accept connections";
+}
+
 }  // namespace
 
 std::vector<std::string> servers_listed(const std::string& hosts, const std::string& ports, const std::string& default_port) {
@@ -129,17 +142,7 @@ void throw_connect_error(const ConnectFailure& f) {
     throw EnvironmentError("the PostgreSQL server for " + who + " is up, but takes no more connections: " + f.message,
                            "run again once other sessions have ended (pg_stat_activity lists them), or raise the limit named "
                            "above: max_connections, the role's or database's CONNECTION LIMIT, a pooler's max_client_conn");
-  std::string ready = (f.host.empty() ? std::string("`pg_isready`") : "`pg_isready -h " + f.host + " -p " + f.port + "`") +
-                      " says whether it accepts connections";
-  if (f.tried.size() > 1) {  // each server in turn
-    ready.clear();
-    for (const auto& server : f.tried) {
-      const auto colon = server.rfind(':');
-      ready +=
-          (ready.empty() ? "`" : ", `") + std::string("pg_isready -h ") + server.substr(0, colon) + " -p " + server.substr(colon + 1) + "`";
-    }
-    ready += " say whether they accept connections";
-  }
+  const auto ready = readiness_check(f);
   if (says("the database system is"))  // starting up, shutting down, in recovery: 57P03
     throw EnvironmentError("the PostgreSQL server for " + who + " takes no connections now: " + f.message,
                            "run again once it is up; " + ready);

@@ -11,8 +11,9 @@
 namespace gputrain::train {
 
 /// Fills logging.mlflow's tracking_uri and experiment from the environment where the config leaves
-/// them out (the experiment stays empty where MLFLOW_EXPERIMENT_ID alone names it), and refuses an address that is not an http(s) server's
-/// (UsageError, with the fix), or a token tracking_token() refuses.
+/// them out (the experiment stays empty where MLFLOW_EXPERIMENT_ID alone names it), and refuses an
+/// address that is not an http(s) server's, an experiment name longer than MLflow takes (UsageError,
+/// with the fix), or a token tracking_token() refuses.
 void resolve_mlflow_settings(MlflowConfig& mlflow);
 
 /// MLFLOW_EXPERIMENT_ID, as MLflow's clients read it, for a resolved logging.mlflow: the experiment

@@ -14,8 +14,7 @@ namespace gputrain::train::mlflow {
 struct Answer {
   long status = 0;
   std::string body;
-  std::string content_type;  ///< its Content-Type header, "" when none
-  std::string location;      ///< where a redirect sends the client, "" when none
+  std::string location;  ///< where a redirect sends the client, "" when none
 };
 
 /// Who asked, for the fixes: the address as the run shows it (a password masked) and the credentials

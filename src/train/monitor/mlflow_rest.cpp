@@ -60,21 +60,20 @@ class RestApi final : public Api {
     curl_ = curl_easy_init();
     if (!curl_) throw ApiError("libcurl could not start a connection", false);
     const auto user = core::env("MLFLOW_TRACKING_USERNAME").value_or("");
-    if (const auto token = tracking_token()) {
+    const auto token = tracking_token();
+    if (token) {
       authorization_ = "Authorization: Bearer " + *token;
     } else if (!user.empty()) {  // set but empty is unset, as MLflow's clients read it
       user_password_ = user + ":" + core::env("MLFLOW_TRACKING_PASSWORD").value_or("");
     }
     tls_ = tls_settings();
-    asker_ = {data::postgres::mask_password(connection.tracking_uri), user, tracking_token().has_value()};
+    asker_ = {data::postgres::mask_password(connection.tracking_uri), user, token.has_value()};
   }
   ~RestApi() override { curl_easy_cleanup(curl_); }
 
   std::string experiment_id(const std::string& name) override {
     for (int attempt = 0; attempt < 2; ++attempt) {
-      char* escaped = curl_easy_escape(curl_, name.c_str(), static_cast<int>(name.size()));
-      const std::string query = std::string("experiments/get-by-name?experiment_name=") + (escaped ? escaped : "");
-      curl_free(escaped);
+      const std::string query = "experiments/get-by-name?experiment_name=" + escaped(name);
       const std::string finding = "finding experiment '" + name + "'";
       const auto found = request("GET", query, "");
       if (found.status == 200) {
@@ -93,11 +92,8 @@ class RestApi final : public Api {
   }
 
   std::string experiment_name(const std::string& id) override {
-    char* escaped = curl_easy_escape(curl_, id.c_str(), static_cast<int>(id.size()));
-    const std::string query = std::string("experiments/get?experiment_id=") + (escaped ? escaped : "");
-    curl_free(escaped);
     const std::string finding = "finding experiment " + id;
-    const auto found = request("GET", query, "");
+    const auto found = request("GET", "experiments/get?experiment_id=" + escaped(id), "");
     if ((found.status == 404 || found.status == 400) && !error_code(found).empty())  // MLflow's own "no such experiment"
       throw no_experiment_with_id(id, parsed(finding, found).value("message", error_code(found)), asker_);
     if (found.status != 200) fail(finding, found);
@@ -165,6 +161,12 @@ class RestApi final : public Api {
     return {info.at("run_id").get<std::string>(), info.at("experiment_id").get<std::string>(), info.value("artifact_uri", "")};
   }
 
+  // `text` as a URL's query value: a name may hold spaces, '&' or '#'.
+  std::string escaped(const std::string& text) const {
+    const std::unique_ptr<char, void (*)(void*)> out(curl_easy_escape(curl_, text.c_str(), static_cast<int>(text.size())), curl_free);
+    return out ? out.get() : "";
+  }
+
   static std::string error_code(const Answer& r) {
     const auto body = json::parse(r.body, nullptr, false);
     return body.is_object() ? body.value("error_code", "") : "";
@@ -191,7 +193,7 @@ class RestApi final : public Api {
   // A deleted run, with its experiment where that was deleted too (deleting one deletes its runs).
   ApiError gone(const std::string& run_id, const json& info) {
     const auto experiment_id = info.value("experiment_id", "");
-    const auto found = request("GET", "experiments/get?experiment_id=" + experiment_id, "");
+    const auto found = request("GET", "experiments/get?experiment_id=" + escaped(experiment_id), "");
     const auto experiment = json::parse(found.body, nullptr, false);
     const auto fields = experiment.is_object() ? experiment.value("experiment", json::object()) : json::object();
     if (found.status == 200 && fields.value("lifecycle_stage", "") == "deleted")
@@ -248,9 +250,8 @@ class RestApi final : public Api {
       return response;
     }
     curl_easy_getinfo(curl_, CURLINFO_RESPONSE_CODE, &response.status);
-    const char* text = nullptr;
-    if (curl_easy_getinfo(curl_, CURLINFO_CONTENT_TYPE, &text) == CURLE_OK && text) response.content_type = text;
-    if (curl_easy_getinfo(curl_, CURLINFO_REDIRECT_URL, &text) == CURLE_OK && text) response.location = text;
+    const char* location = nullptr;
+    if (curl_easy_getinfo(curl_, CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location) response.location = location;
     return response;
   }
 

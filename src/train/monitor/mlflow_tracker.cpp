@@ -260,25 +260,18 @@ bool Tracker::reopen_run(RunRef& run, const std::string& run_id, bool given) {
 }
 
 bool Tracker::send_params() {
-  if (!tags_to_send_.empty()) {
-    try {
-      if (!attempt([&] { api_->log_batch(run_.run_id, {}, {}, tags_to_send_); })) return false;
-    } catch (const ApiError& e) {
-      if (e.run_deleted()) return stop_sending(e), true;
-      say(Level::warning, "mlflow: the server refused gputrain's tags: " + std::string(e.what()));
-    }
-    tags_to_send_.clear();
-  }
-  while (!params_to_send_.empty()) {
+  while (!params_to_send_.empty() || !tags_to_send_.empty()) {  // the tags (a few) go with the first params
     const auto count = std::min(params_to_send_.size(), kMaxParamsPerBatch);
     const std::vector<Entry> batch(params_to_send_.begin(), params_to_send_.begin() + static_cast<std::ptrdiff_t>(count));
     try {
-      if (!attempt([&] { api_->log_batch(run_.run_id, {}, batch, {}); })) return false;
+      if (!attempt([&] { api_->log_batch(run_.run_id, {}, batch, tags_to_send_); })) return false;
     } catch (const ApiError& e) {
       if (e.run_deleted()) return stop_sending(e), true;
-      say(Level::warning, "mlflow: the server refused " + std::to_string(count) + " params: " + e.what());
+      say(Level::warning, "mlflow: the server refused " + std::to_string(count) + " params" +
+                              (tags_to_send_.empty() ? "" : " and gputrain's tags") + ": " + e.what());
     }
     params_to_send_.erase(params_to_send_.begin(), params_to_send_.begin() + static_cast<std::ptrdiff_t>(count));
+    tags_to_send_.clear();
   }
   return true;
 }
