@@ -7,9 +7,10 @@
 
 namespace gputrain::test_support {
 
-std::string source_dir();           ///< the checkout's top folder
-std::string test_data_dir();        ///< tests/data
-std::string format_fixtures_dir();  ///< the files data.make_format_fixtures writes into the build
-std::string test_tmpdir();          ///< the build's scratch folder for tests (their TMPDIR)
+std::string source_dir();                             ///< the checkout's top folder
+std::string test_data_dir();                          ///< tests/data
+std::string format_fixtures_dir();                    ///< the files data.make_format_fixtures writes into the build
+std::string format_fixture(const std::string& name);  ///< one of them, by its path under that folder
+std::string test_tmpdir();                            ///< the build's scratch folder for tests (their TMPDIR)
 
 }  // namespace gputrain::test_support

@@ -1,4 +1,4 @@
-"""Writes the dataset files test_formats reads, with the reference implementations themselves
+"""Writes the dataset files the format tests (tests/unit/data) read, with the reference implementations themselves
 (numpy, safetensors, Pillow, Python's gzip/bz2/lzma/zipfile/csv), so gputrain's readers are checked against what
 users' tools really write, not against gputrain's own writer. Usage: make_fixtures.py OUT_DIR
 

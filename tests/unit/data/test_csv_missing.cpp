@@ -1,7 +1,7 @@
 // data.missing for CSV: a missing feature value (an empty cell, NA, nan, ...) filled with the
 // training file's column mean or 0, or its row dropped; the validation file filled with the
 // training file's values; a table in parts filled as one; what cannot be done is refused.
-// (`error`, the default, is tests/unit/data/test_formats.cpp's.)
+// (`error`, the default, is tests/unit/data/test_csv_cells.cpp's.)
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 

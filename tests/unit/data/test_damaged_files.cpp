@@ -23,11 +23,10 @@
 #include "support/usage_errors.hpp"
 
 using namespace gputrain;
+using gputrain::test_support::format_fixture;
 using namespace gputrain::data;
 
 namespace {
-
-std::string fixture(const std::string& name) { return std::string(gputrain::test_support::format_fixtures_dir()) + "/" + name; }
 
 /// Touches every element, so a mapping that promised more bytes than the file has faults now.
 void touch(const at::Tensor& tensor) {
@@ -36,7 +35,7 @@ void touch(const at::Tensor& tensor) {
 
 using test_support::DamagedFileReader;
 
-void sweep(const std::string& name, const DamagedFileReader& read) { test_support::read_damaged_copies(fixture(name), read); }
+void sweep(const std::string& name, const DamagedFileReader& read) { test_support::read_damaged_copies(format_fixture(name), read); }
 
 void read_and_touch_npy(const std::string& path) { touch(read_npy(path)); }
 
@@ -164,7 +163,7 @@ TEST(DamagedFiles, SizesThatOverflowAreRefused) {
 // A zip entry's size field changed to gigabytes is refused before anything is allocated for it.
 TEST(DamagedFiles, AnNpzEntrysSizeMustFitItsCompressedBytes) {
   for (const char* name : {"npz/stored.npz", "npz/deflated.npz"}) {
-    std::string bytes = test_support::file_bytes(fixture(name));
+    std::string bytes = test_support::file_bytes(format_fixture(name));
     const auto directory = bytes.find(std::string("PK\x01\x02", 4));
     ASSERT_NE(directory, std::string::npos) << name;
     bytes.replace(directory + 24, 4, std::string("\xf0\xff\xff\x7f", 4));  // the entry's uncompressed size: ~2 GiB

@@ -23,12 +23,11 @@
 #include "support/usage_errors.hpp"
 
 using namespace gputrain;
+using gputrain::test_support::format_fixture;
 using namespace gputrain::train;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string fixture(const std::string& name) { return std::string(gputrain::test_support::format_fixtures_dir()) + "/" + name; }
 
 // The trainer tests' small run, in run directories of its own ("data-...").
 Config data_run(const std::string& name, std::vector<std::string> overrides) {
@@ -140,9 +139,10 @@ TEST(TrainerData, BeforeBatchPrecedesEveryTrainingBatch) {
 }
 
 TEST(TrainerData, TrainsOnNpyFilesWithShapeAndClassesFromTheData) {
-  const auto config = data_run("npy", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
-                                       "data.val_path=" + fixture("npz/x.npy"), "data.val_labels=" + fixture("npz/y.npy"),
-                                       "data.classes=auto", "data.shape=[99]", "train.batch_size=10"});
+  const auto config =
+      data_run("npy", {"data.source=npy", "data.path=" + format_fixture("npz/x.npy"), "data.labels=" + format_fixture("npz/y.npy"),
+                       "data.val_path=" + format_fixture("npz/x.npy"), "data.val_labels=" + format_fixture("npz/y.npy"),
+                       "data.classes=auto", "data.shape=[99]", "train.batch_size=10"});
   const auto [result, console] = test_support::fit_capturing_console(config);
   EXPECT_EQ(result.steps, 10);  // 50 samples, batch 10, 2 epochs
   ASSERT_TRUE(result.last_epoch);
@@ -156,9 +156,9 @@ TEST(TrainerData, TrainsOnNpyFilesWithShapeAndClassesFromTheData) {
 // One file and no validation set of its own: data.val_fraction holds a part out, streamed or cached.
 TEST(TrainerData, ValFractionValidatesOnSamplesHeldOutOfTraining) {
   for (const std::string cache : {"vram", "none"}) {
-    const auto config =
-        data_run("holdout-" + cache, {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
-                                      "data.val_fraction=0.2", "data.cache=" + cache, "train.batch_size=10"});
+    const auto config = data_run(
+        "holdout-" + cache, {"data.source=npy", "data.path=" + format_fixture("npz/x.npy"), "data.labels=" + format_fixture("npz/y.npy"),
+                             "data.val_fraction=0.2", "data.cache=" + cache, "train.batch_size=10"});
     const auto [result, console] = test_support::fit_capturing_console(config);
     EXPECT_EQ(result.steps, 8) << cache;  // 40 of the 50 samples train, batch 10, 2 epochs
     ASSERT_TRUE(result.last_epoch);
@@ -168,8 +168,9 @@ TEST(TrainerData, ValFractionValidatesOnSamplesHeldOutOfTraining) {
 }
 
 TEST(TrainerData, ARunWithoutValidationDataSaysHowToAddSome) {
-  const auto config = data_run("no-val", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
-                                          "train.batch_size=25", "checkpoint.best_metric=none"});
+  const auto config =
+      data_run("no-val", {"data.source=npy", "data.path=" + format_fixture("npz/x.npy"), "data.labels=" + format_fixture("npz/y.npy"),
+                          "train.batch_size=25", "checkpoint.best_metric=none"});
   const auto console = test_support::fit_capturing_console(config).console;
   EXPECT_NE(console.find("no validation data, so epochs report the training loss only (data.val_path or data.val_fraction adds some)"),
             std::string::npos)
@@ -177,15 +178,16 @@ TEST(TrainerData, ARunWithoutValidationDataSaysHowToAddSome) {
 }
 
 TEST(TrainerData, ABatchLargerThanTheDataTakesItAllAndSaysSo) {
-  const auto config = data_run("batch-over", {"data.source=npy", "data.path=" + fixture("npz/x.npy"), "data.labels=" + fixture("npz/y.npy"),
-                                              "train.batch_size=64", "checkpoint.best_metric=none"});
+  const auto config =
+      data_run("batch-over", {"data.source=npy", "data.path=" + format_fixture("npz/x.npy"), "data.labels=" + format_fixture("npz/y.npy"),
+                              "train.batch_size=64", "checkpoint.best_metric=none"});
   const auto [result, console] = test_support::fit_capturing_console(config);
   EXPECT_EQ(result.steps, 2);  // 2 epochs of one 50-sample step
   EXPECT_NE(console.find("the effective batch (64) is larger than the 50 training samples"), std::string::npos) << console;
 }
 
 TEST(TrainerData, TooFewClassesForTheLabelsIsAUsageError) {
-  const auto config = data_run("classes", {"data.source=npz", "data.path=" + fixture("npz/stored.npz"), "data.classes=2"});
+  const auto config = data_run("classes", {"data.source=npz", "data.path=" + format_fixture("npz/stored.npz"), "data.classes=2"});
   try {
     Trainer trainer(config, test_support::quiet_trainer());
     ADD_FAILURE() << "no error";
@@ -366,7 +368,7 @@ static Error stopped_setup(const Config& config) {
 // Decoding a large image folder into the cache takes minutes: a stop meanwhile ends the run there
 // (exit 130), not after the whole load and a first step.
 TEST(TrainerData, AStopWhileTheCacheLoadsEndsTheRunThereWithExit130) {
-  const auto e = stopped_setup(data_run("images-stopped", {"data.source=image_folder", "data.path=" + fixture("folder/train"),
+  const auto e = stopped_setup(data_run("images-stopped", {"data.source=image_folder", "data.path=" + format_fixture("folder/train"),
                                                            "data.image_size=[16, 16]", "model.name=small_cnn", "data.cache=vram"}));
   EXPECT_EQ(e.exit_code(), ExitCode::interrupted);
   EXPECT_NE(std::string(e.what()).find("interrupted while loading image folder"), std::string::npos) << e.what();
@@ -376,16 +378,16 @@ TEST(TrainerData, AStopWhileTheCacheLoadsEndsTheRunThereWithExit130) {
 // Parsing a large CSV takes a while too: a stop meanwhile ends the read and the run there.
 TEST(TrainerData, AStopWhileACsvIsReadEndsTheRunThereWithExit130) {
   const auto e =
-      stopped_setup(data_run("csv-stopped", {"data.source=csv", "data.path=" + fixture("csv/numeric.csv"), "data.labels=label"}));
+      stopped_setup(data_run("csv-stopped", {"data.source=csv", "data.path=" + format_fixture("csv/numeric.csv"), "data.labels=label"}));
   EXPECT_EQ(e.exit_code(), ExitCode::interrupted);
-  EXPECT_NE(std::string(e.what()).find("interrupted while reading " + fixture("csv/numeric.csv")), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("interrupted while reading " + format_fixture("csv/numeric.csv")), std::string::npos) << e.what();
 }
 
 TEST(TrainerData, ImageFolderRunSkipsTheCorruptImageAndSaysSo) {
   for (const std::string cache : {"vram", "none"}) {
     const auto config =
-        data_run("images-" + cache, {"data.source=image_folder", "data.path=" + fixture("folder/train"),
-                                     "data.val_path=" + fixture("folder/val"), "data.image_size=[16, 16]", "data.classes=auto",
+        data_run("images-" + cache, {"data.source=image_folder", "data.path=" + format_fixture("folder/train"),
+                                     "data.val_path=" + format_fixture("folder/val"), "data.image_size=[16, 16]", "data.classes=auto",
                                      "model.name=small_cnn", "train.batch_size=4", "data.cache=" + cache, "data.num_workers=2",
                                      "data.mean=[0.5, 0.5, 0.5]", "data.std=[0.25, 0.25, 0.25]", "data.hflip=true", "data.crop_padding=2"});
     const auto [result, console] = test_support::fit_capturing_console(config);
@@ -403,7 +405,7 @@ TEST(TrainerData, ImageFolderRunSkipsTheCorruptImageAndSaysSo) {
 // reaches the MLP's batch norm, which cannot take it. The run names the unreadable file before the
 // error, and the fix that works: a cache leaves such files out before the first step.
 TEST(TrainerData, AStreamedBatchLeftWithOneSampleNamesTheUnreadableFileAndTheCacheThatAvoidsIt) {
-  std::vector<std::string> settings = {"data.source=image_folder", "data.path=" + fixture("folder/train"),
+  std::vector<std::string> settings = {"data.source=image_folder", "data.path=" + format_fixture("folder/train"),
                                        "data.image_size=[8, 8]",   "model.name=mlp",
                                        "model.norm=batch",         "model.hidden=[8]",
                                        "train.batch_size=2",       "data.shuffle=false",
@@ -427,9 +429,9 @@ TEST(TrainerData, AStreamedBatchLeftWithOneSampleNamesTheUnreadableFileAndTheCac
 }
 
 TEST(TrainerData, StandardizeMeasuresAnImageFolderFromItsImages) {
-  const auto config =
-      data_run("images-standardized", {"data.source=image_folder", "data.path=" + fixture("folder/train"), "data.image_size=[16, 16]",
-                                       "model.name=small_cnn", "train.batch_size=4", "data.standardize=true", "logging.progress=lines"});
+  const auto config = data_run("images-standardized",
+                               {"data.source=image_folder", "data.path=" + format_fixture("folder/train"), "data.image_size=[16, 16]",
+                                "model.name=small_cnn", "train.batch_size=4", "data.standardize=true", "logging.progress=lines"});
   const auto [result, console] = test_support::fit_capturing_console(config);
   EXPECT_GT(result.steps, 0);
   EXPECT_NE(console.find("data.standardize: per-channel mean ["), std::string::npos) << console;
