@@ -1,5 +1,6 @@
 #pragma once
-// What a test reads back as text: a whole file, and whether a message holds a phrase.
+// What a test reads back as text: a whole file, the lines of one that hold a phrase, and whether a
+// message holds one.
 
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,14 @@ inline std::string file_text(const std::filesystem::path& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+/// How many of the file's lines hold `part`.
+inline int lines_containing(const std::filesystem::path& path, const std::string& part) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += contains(line, part);
+  return n;
 }
 
 }  // namespace gputrain::test_support

@@ -13,7 +13,7 @@ using namespace gputrain::train;
 
 namespace {
 
-std::shared_ptr<const data::Dataset> labelled(const at::Tensor& labels) {
+std::shared_ptr<const data::Dataset> labelled_arrays(const at::Tensor& labels) {
   return data::make_array_dataset({at::zeros({labels.size(0), 2}), labels}, "arrays", "arrays");
 }
 
@@ -42,8 +42,8 @@ at::Tensor two_classes(std::int64_t first, std::int64_t second) {
 
 TEST(ClassBalance, TheMostCommonClassIsNamedWithItsShareOfTheValidationSamples) {
   data::Sources sources;
-  sources.train = labelled(two_classes(10, 10));
-  sources.val = labelled(two_classes(5, 95));
+  sources.train = labelled_arrays(two_classes(10, 10));
+  sources.val = labelled_arrays(two_classes(5, 95));
   sources.class_names = {"churn", "stay"};
   EXPECT_EQ(class_balance_note(sources, 2, false),
             "classes are unbalanced: the most common, 'stay' (class 1), is 95.0 % of the validation samples (95 of 100), "
@@ -57,7 +57,7 @@ TEST(ClassBalance, TheMostCommonClassIsNamedWithItsShareOfTheValidationSamples) 
   // Without validation data, the training samples' and how to get a balanced accuracy; without names, the id.
   sources.val = nullptr;
   sources.class_names.clear();
-  sources.train = labelled(two_classes(80, 20));
+  sources.train = labelled_arrays(two_classes(80, 20));
   EXPECT_EQ(
       class_balance_note(sources, 2, false),
       "classes are unbalanced: the most common, class 0, is 80.0 % of the training samples (80 of 100), "
@@ -67,13 +67,14 @@ TEST(ClassBalance, TheMostCommonClassIsNamedWithItsShareOfTheValidationSamples) 
 
 TEST(ClassBalance, NothingIsSaidOfANearlyEvenSplit) {
   data::Sources sources;
-  sources.train = labelled(two_classes(60, 40));  // 60 % < 1.5 x 50 %
+  sources.train = labelled_arrays(two_classes(60, 40));  // 60 % < 1.5 x 50 %
   EXPECT_EQ(class_balance_note(sources, 2, false), "");
   // Ten classes: 14 % of the samples in one is under 1.5 x 10 %; 15 % is not.
   sources.train =
-      labelled(at::cat({at::zeros({14}, at::kLong), at::arange(1, 10, at::kLong).repeat_interleave(86 / 9 + 1).slice(0, 0, 86)}));
+      labelled_arrays(at::cat({at::zeros({14}, at::kLong), at::arange(1, 10, at::kLong).repeat_interleave(86 / 9 + 1).slice(0, 0, 86)}));
   EXPECT_EQ(class_balance_note(sources, 10, false), "");
-  sources.train = labelled(at::cat({at::zeros({15}, at::kLong), at::arange(1, 10, at::kLong).repeat_interleave(10).slice(0, 0, 85)}));
+  sources.train =
+      labelled_arrays(at::cat({at::zeros({15}, at::kLong), at::arange(1, 10, at::kLong).repeat_interleave(10).slice(0, 0, 85)}));
   EXPECT_NE(class_balance_note(sources, 10, false).find("class 0, is 15.0 %"), std::string::npos);
 }
 
@@ -87,7 +88,7 @@ TEST(ClassBalance, ASetOfFilesIsJudgedByTheLabelsItKnowsWithoutReadingThem) {
 // unit per sample is built; many classes of a few samples each are not.
 TEST(ClassBalance, LabelsThatNameEachSampleAreRefused) {
   data::Sources sources;
-  sources.train = labelled(at::arange(2000, at::kLong));
+  sources.train = labelled_arrays(at::arange(2000, at::kLong));
   data::SourceSpec spec;
   spec.source = "csv";
   const auto error = test_support::usage_error_and_fix([&] { refuse_identifier_labels(sources, spec); });
@@ -96,9 +97,9 @@ TEST(ClassBalance, LabelsThatNameEachSampleAreRefused) {
             std::string::npos)
       << error;
   EXPECT_NE(error.find("\ncheck that data.labels names the column to predict"), std::string::npos) << error;
-  sources.train = labelled(at::arange(4000, at::kLong).floor_divide(2));  // 2000 classes of two samples
+  sources.train = labelled_arrays(at::arange(4000, at::kLong).floor_divide(2));  // 2000 classes of two samples
   EXPECT_NO_THROW(refuse_identifier_labels(sources, spec));
-  sources.train = labelled(at::arange(900, at::kLong));  // a few hundred one-sample classes: too few to say
+  sources.train = labelled_arrays(at::arange(900, at::kLong));  // a few hundred one-sample classes: too few to say
   EXPECT_NO_THROW(refuse_identifier_labels(sources, spec));
 }
 
@@ -106,7 +107,7 @@ TEST(ClassBalance, LabelsThatNameEachSampleAreRefused) {
 // where to look for the mistake.
 TEST(ClassBalance, TrainingLabelsOfOneClassAreRefused) {
   data::Sources sources;
-  sources.train = labelled(at::full({5}, 1, at::kLong));
+  sources.train = labelled_arrays(at::full({5}, 1, at::kLong));
   sources.class_names = {"cat", "dog"};
   data::SourceSpec spec;
   spec.source = "csv";
@@ -129,15 +130,15 @@ TEST(ClassBalance, TrainingLabelsOfOneClassAreRefused) {
   } catch (const UsageError& e) {
     EXPECT_NE(e.remedy().find("give each class a sub-folder of its own images in photos/train"), std::string::npos) << e.remedy();
   }
-  sources.train = labelled(two_classes(99, 1));
+  sources.train = labelled_arrays(two_classes(99, 1));
   EXPECT_NO_THROW(refuse_single_class(sources, spec));
 }
 
 // A small file whose rarer classes all landed in the hold-out: the split is named, not the file.
 TEST(ClassBalance, AHoldOutThatTookEveryOtherClassIsNamed) {
   data::Sources sources;
-  sources.train = labelled(at::zeros({4}, at::kLong));
-  sources.val = labelled(at::ones({1}, at::kLong));
+  sources.train = labelled_arrays(at::zeros({4}, at::kLong));
+  sources.val = labelled_arrays(at::ones({1}, at::kLong));
   data::SourceSpec spec;
   spec.source = "csv";
   spec.val_fraction = 0.2;
@@ -162,13 +163,13 @@ TEST(ClassBalance, AHoldOutThatTookEveryOtherClassIsNamed) {
 // Validation classes no training label has cannot be answered: named with their samples' count.
 TEST(ClassBalance, ValidationClassesNoTrainingLabelHasAreNamed) {
   data::Sources sources;
-  sources.train = labelled(two_classes(10, 10));
-  sources.val = labelled(at::tensor({0, 1, 2, 2, 3}, at::kLong));
+  sources.train = labelled_arrays(two_classes(10, 10));
+  sources.val = labelled_arrays(at::tensor({0, 1, 2, 2, 3}, at::kLong));
   sources.class_names = {"a", "b", "c", "d"};
   EXPECT_EQ(unseen_classes_note(sources, 4),
             "note: the validation labels hold classes 2 ('c'), 3 ('d'), which no training label has (3 validation samples of 5): the model "
             "cannot learn to answer them, so those samples count as errors");
-  sources.val = labelled(two_classes(3, 1));
+  sources.val = labelled_arrays(two_classes(3, 1));
   EXPECT_EQ(unseen_classes_note(sources, 4), "");
   sources.val = nullptr;
   EXPECT_EQ(unseen_classes_note(sources, 4), "");
@@ -179,8 +180,8 @@ TEST(ClassBalance, ValidationClassesNoTrainingLabelHasAreNamed) {
 TEST(ClassBalance, TheNotesCountTheLabelsNotTheClassesDataClassesGives) {
   constexpr std::int64_t kClasses = std::int64_t{1} << 50;  // 8 PiB of counts, were they made
   data::Sources sources;
-  sources.train = labelled(two_classes(90, 10));
-  sources.val = labelled(at::tensor({0, 1, 2}, at::kLong));
+  sources.train = labelled_arrays(two_classes(90, 10));
+  sources.val = labelled_arrays(at::tensor({0, 1, 2}, at::kLong));
   EXPECT_NE(class_balance_note(sources, kClasses, false).find("the most common, class 0"), std::string::npos);
   EXPECT_NE(unseen_classes_note(sources, kClasses).find("the validation labels hold class 2,"), std::string::npos);
 }

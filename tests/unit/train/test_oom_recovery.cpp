@@ -25,6 +25,7 @@
 #include "gputrain/train/trainer.hpp"
 #include "support/jsonl_records.hpp"
 #include "support/quiet_trainer.hpp"
+#include "support/small_run.hpp"
 
 using namespace gputrain;
 using namespace gputrain::train;

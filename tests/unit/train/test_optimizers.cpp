@@ -48,7 +48,7 @@ void set_grads(std::vector<at::Tensor>& params, int step) {
   }
 }
 
-void train(torch::optim::Optimizer& optimizer, std::vector<at::Tensor>& params, int from, int to) {
+void take_steps(torch::optim::Optimizer& optimizer, std::vector<at::Tensor>& params, int from, int to) {
   for (int step = from; step < to; ++step) {
     set_grads(params, step);
     optimizer.step();
@@ -97,8 +97,8 @@ struct SideBySide {
       : ours(make_params(bias_dtype)), theirs(copy_of(ours)), fused(make_optimizer(c, ours)), plain(libtorch_optimizer(c, theirs)) {}
 
   void train_both(int from, int to) {
-    train(*fused, ours, from, to);
-    train(*plain, theirs, from, to);
+    take_steps(*fused, ours, from, to);
+    take_steps(*plain, theirs, from, to);
   }
 };
 
@@ -166,7 +166,7 @@ TEST(FusedOptimizers, ACheckpointedStateContinuesExactly) {
   for (const auto& c : every_kind()) {
     auto params = make_params();
     auto optimizer = make_optimizer(c, params);
-    train(*optimizer, params, 0, 5);
+    take_steps(*optimizer, params, 0, 5);
     std::stringstream saved;
     {
       torch::serialize::OutputArchive archive;
@@ -174,7 +174,7 @@ TEST(FusedOptimizers, ACheckpointedStateContinuesExactly) {
       archive.save_to(saved);
     }
     const auto params_at_5 = copy_of(params);
-    train(*optimizer, params, 5, 10);  // the uninterrupted run
+    take_steps(*optimizer, params, 5, 10);  // the uninterrupted run
 
     // A new optimizer restored from step 5 ...
     auto restored_params = copy_of(params_at_5);
@@ -182,11 +182,11 @@ TEST(FusedOptimizers, ACheckpointedStateContinuesExactly) {
     torch::serialize::InputArchive archive;
     archive.load_from(saved);
     restored->load(archive);
-    train(*restored, restored_params, 5, 10);
+    take_steps(*restored, restored_params, 5, 10);
     // ... and an optimizer that had gone further, sent back to step 5.
     auto rewound_params = copy_of(params_at_5);
     auto rewound = make_optimizer(c, rewound_params);
-    train(*rewound, rewound_params, 0, 8);
+    take_steps(*rewound, rewound_params, 0, 8);
     for (std::size_t i = 0; i < rewound_params.size(); ++i) {
       at::NoGradGuard no_grad;
       rewound_params[i].copy_(params_at_5[i]);
@@ -195,7 +195,7 @@ TEST(FusedOptimizers, ACheckpointedStateContinuesExactly) {
     saved.seekg(0);
     again.load_from(saved);
     rewound->load(again);
-    train(*rewound, rewound_params, 5, 10);
+    take_steps(*rewound, rewound_params, 5, 10);
 
     for (std::size_t i = 0; i < params.size(); ++i) {
       EXPECT_TRUE(at::equal(params[i], restored_params[i])) << describe(c) << ", parameter " << i << " after a restore";
@@ -266,12 +266,12 @@ TEST(OptimizerStateDict, EveryKindContinuesExactlyFromPyTorchsLayout) {
   for (const auto& c : every_kind()) {
     auto params = make_params();
     auto optimizer = make_optimizer(c, params);
-    train(*optimizer, params, 0, 5);
+    take_steps(*optimizer, params, 0, 5);
     // Through the pickler, as a checkpoint holds it (the dict shares the live CPU tensors until then).
     const auto saved = torch::jit::pickle_load(
         torch::jit::pickle_save(optimizer_state_dict(*optimizer, {{"w", params[0]}, {"b", params[1]}, {"conv", params[2]}})));
     const auto params_at_5 = copy_of(params);
-    train(*optimizer, params, 5, 10);
+    take_steps(*optimizer, params, 5, 10);
 
     const auto groups = saved.toGenericDict().at("param_groups").toList();
     ASSERT_EQ(groups.size(), 1U);
@@ -284,7 +284,7 @@ TEST(OptimizerStateDict, EveryKindContinuesExactlyFromPyTorchsLayout) {
     auto restored_params = copy_of(params_at_5);
     auto restored = make_optimizer(c, restored_params);
     load_optimizer_state_dict(*restored, saved, "step-5.pt");
-    train(*restored, restored_params, 5, 10);
+    take_steps(*restored, restored_params, 5, 10);
     for (std::size_t i = 0; i < params.size(); ++i)
       EXPECT_TRUE(at::equal(params[i], restored_params[i])) << describe(c) << ", parameter " << i;
   }
@@ -293,10 +293,10 @@ TEST(OptimizerStateDict, EveryKindContinuesExactlyFromPyTorchsLayout) {
 TEST(OptimizerStateDict, AnotherOptimizersStateIsRefusedBeforeAnythingChanges) {
   auto params = make_params();
   auto adamw = make_optimizer(config("adamw"), params);
-  train(*adamw, params, 0, 2);
+  take_steps(*adamw, params, 0, 2);
   const auto saved = optimizer_state_dict(*adamw, {});
   auto sgd = make_optimizer(config("sgd"), params);
-  train(*sgd, params, 0, 1);
+  take_steps(*sgd, params, 0, 1);
   const auto refusal = [&](torch::optim::Optimizer& optimizer, const c10::IValue& state) -> std::string {
     try {
       load_optimizer_state_dict(optimizer, state, "step-2.pt");
@@ -323,15 +323,15 @@ TEST(OptimizerStateDict, AnotherOptimizersStateIsRefusedBeforeAnythingChanges) {
 TEST(OptimizerStateDict, AnotherOptimizerKeepsLibTorchsArchive) {
   auto params = make_params();
   torch::optim::RMSprop optimizer(params, torch::optim::RMSpropOptions(0.01).momentum(0.5));
-  train(optimizer, params, 0, 3);
+  take_steps(optimizer, params, 0, 3);
   const auto saved = optimizer_state_dict(optimizer, {});
   ASSERT_TRUE(saved.toGenericDict().contains("libtorch_archive"));
   const auto params_at_3 = copy_of(params);
-  train(optimizer, params, 3, 6);
+  take_steps(optimizer, params, 3, 6);
   auto restored_params = copy_of(params_at_3);
   torch::optim::RMSprop restored(restored_params, torch::optim::RMSpropOptions(0.01).momentum(0.5));
   load_optimizer_state_dict(restored, saved, "step-3.pt");
-  train(restored, restored_params, 3, 6);
+  take_steps(restored, restored_params, 3, 6);
   for (std::size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(at::equal(params[i], restored_params[i])) << "parameter " << i;
 }
 
