@@ -11,18 +11,18 @@ Each block marked `<!-- ci: KIND -->` is checked as its system reads it:
 Then every `gputrain COMMAND --flag ...` in the block must be a command whose --help lists each
 flag. Needs PyYAML (Debian's python3-yaml).
 """
+import os
 import re
 import subprocess
 import sys
 
 import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checker import fail  # noqa: E402
+
+
 MARKER = re.compile(r"<!--\s*ci:\s*(\w+)\s*-->\s*\n```\w*\n(.*?)\n```", re.S)
-
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
 
 
 def check_github(text):

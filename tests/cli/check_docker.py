@@ -10,17 +10,17 @@ is checked without it:
 
 Usage: check_docker.py SOURCE_DIR BINARY_OR_LIBRARY...
 """
+import os
 import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checker import fail  # noqa: E402
+
+
 # Debian's name for a package where Ubuntu's differs, with the name both know.
 SAME_PACKAGE = {"libjpeg62-turbo-dev": "libjpeg-dev"}
-
-
-def fail(message):
-    print(f"FAIL: {message}")
-    sys.exit(1)
 
 
 def bootstrap_dev_packages(source):

@@ -16,14 +16,12 @@ import sys
 import numpy as np
 from PIL import Image
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checker import fail  # noqa: E402
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 PREDICT = os.path.join(ROOT, "docs", "examples", "predict.py")
 CLASSES = ["circle", "square", "stripes"]
-
-
-def fail(message):
-    print("FAIL:", message)
-    sys.exit(1)
 
 
 def picture(kind, rng, height, width):

@@ -27,10 +27,8 @@ import subprocess
 import sys
 import xml.dom.minidom
 
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checker import fail  # noqa: E402
 
 
 def documented_step_fields():

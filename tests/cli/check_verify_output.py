@@ -13,12 +13,10 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from checker import fail  # noqa: E402
+
 STATUSES = {"pass", "warn", "fail", "skip", "timeout"}
-
-
-def fail(message):
-    print("FAIL:", message)
-    sys.exit(1)
 
 
 VERIFY_IDS = ("system.cores", "driver.present", "gpu.count", "libraries.single_copy")
