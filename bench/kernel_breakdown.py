@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import train_vs_pytorch as peer  # noqa: E402  (the same ResNet-18 as the throughput benchmark)
+from peer_models import resnet18  # noqa: E402  (the same ResNet-18 as the throughput benchmark)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FRONT = os.path.join(os.environ.get("GPUTRAIN_BUILD", os.path.join(ROOT, "build")), "bin", "gputrain")
@@ -114,7 +114,7 @@ def gputrain_side(graphs, batch, workdir, check=False, env=None):
 
 def pytorch_side(mode, batch, steps, workdir, device=torch.device("cuda")):
     torch.manual_seed(0)
-    model = peer.resnet18(10).to(device).to(memory_format=torch.channels_last)
+    model = resnet18(10).to(device).to(memory_format=torch.channels_last)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, fused=device.type == "cuda")
     x = torch.randn(batch, 3, 32, 32, device=device).contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, 10, (batch,), device=device)
