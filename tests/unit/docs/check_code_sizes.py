@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The size rules of docs/architecture.md: no source file over 500 lines, no function over 80.
 
-Counts every .cpp/.hpp/.cu under src/, include/ and tools/. A function is a brace block opened at
+Counts every .cpp/.hpp/.cu under src/, include/, tools/, tests/ and bench/ (a test is a function
+too), and the lines of every Python, shell and CMake file under those and scripts/. A function is a brace block opened at
 namespace or class level after a ')' (its parameter list); its length runs from the line its
 signature starts on to its closing brace. Prints each file or function over its limit, with the
 fix, and exits 1 when there is one.
@@ -16,7 +17,9 @@ from source_rules import finish, repo_root
 
 MAX_FILE_LINES = 500
 MAX_FUNCTION_LINES = 80
-FOLDERS = ("src", "include", "tools")
+FOLDERS = ("src", "include", "tools", "tests", "bench", "scripts")
+CPP = (".cpp", ".hpp", ".cu")
+OTHER_CODE = (".py", ".sh", ".cmake", "CMakeLists.txt")
 
 
 def code_only(text):
@@ -97,7 +100,7 @@ def main():
     for folder in FOLDERS:
         for dirpath, _, files in os.walk(os.path.join(root, folder)):
             for name in sorted(files):
-                if not name.endswith((".cpp", ".hpp", ".cu")):
+                if not name.endswith(CPP + OTHER_CODE):
                     continue
                 path = os.path.join(dirpath, name)
                 rel = os.path.relpath(path, root)
@@ -106,7 +109,7 @@ def main():
                 lines = text.count("\n")
                 if lines > MAX_FILE_LINES:
                     problems.append(f"{rel}: {lines} lines (at most {MAX_FILE_LINES}): split it by concern")
-                for first, length in long_functions(text):
+                for first, length in long_functions(text) if name.endswith(CPP) else ():
                     problems.append(f"{rel}:{first}: a function of {length} lines (at most {MAX_FUNCTION_LINES}): split it into named steps")
     return finish(problems)
 
