@@ -1,6 +1,6 @@
 // What an MLflow server's answers mean to the user: each refusal with its fix, and the answers of
 // what is not MLflow at all (a sign-in page, another web server). The real servers' side:
-// tests/mlflow/check_mlflow_fronts.py.
+// tests/mlflow/check_mlflow_teams.py.
 #include <gtest/gtest.h>
 
 #include "train/monitor/mlflow_answers.hpp"
