@@ -9,7 +9,7 @@
 # so whichever is loaded first wins for the whole process. We make that the wheel's copy by putting
 # the wheel's folders first in the RUNPATH of every target we build (GPUTRAIN_CUDA_RUNTIME_DIRS),
 # and we never link the toolkit's libraries ourselves: the toolkit gives headers and nvcc only.
-# tests/unit/device/test_loaded_libraries.cpp checks it in the running process.
+# tests/unit/checks/test_loaded_libraries.cpp checks it in the running process.
 
 set(GPUTRAIN_PYTHON "" CACHE FILEPATH "Python of the environment holding the torch wheel")
 if(NOT Torch_DIR)

@@ -1,4 +1,4 @@
-// train::cpu_dropout (src/train/cpu_dropout.hpp): at::dropout's contract, with a mask that all threads
+// train::cpu_dropout (src/train/models/layers/cpu_dropout.hpp): at::dropout's contract, with a mask that all threads
 // draw and that depends only on the seed.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

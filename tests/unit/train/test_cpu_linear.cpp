@@ -1,4 +1,4 @@
-// train::linear (src/train/cpu_linear.hpp): at::linear's results and gradients, with oneDNN's
+// train::linear (src/train/models/layers/cpu_linear.hpp): at::linear's results and gradients, with oneDNN's
 // products where asked, and at::linear itself wherever oneDNN does not apply.
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
