@@ -7,7 +7,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from checker import fail, run, require  # noqa: E402
+from checker import fail, require, run  # noqa: E402
 
 
 class ScriptedNet(torch.nn.Module):
