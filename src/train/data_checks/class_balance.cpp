@@ -96,6 +96,34 @@ std::string unseen_classes_note(const data::Sources& sources, std::int64_t class
          (samples == 1 ? "that sample counts" : "those samples count") + " as errors";
 }
 
+std::string empty_class_ids_note(const data::Sources& sources) {
+  if (!sources.class_names.empty()) return "";  // names are numbered 0, 1, 2, ... as they come
+  const auto train_ids = sources.train->class_ids();
+  if (!train_ids || train_ids->numel() == 0) return "";
+  auto val_ids = sources.val ? sources.val->class_ids() : std::nullopt;
+  if (val_ids && val_ids->numel() == 0) val_ids.reset();
+  const auto span = std::max(train_ids->max().item<std::int64_t>(), val_ids ? val_ids->max().item<std::int64_t>() : 0) + 1;
+  auto counts = at::bincount(*train_ids, {}, span);
+  if (val_ids) counts += at::bincount(*val_ids, {}, span);
+  const auto empty = at::nonzero(counts == 0).flatten();
+  if (empty.numel() == 0) return "";
+  const auto classes = std::to_string(span), used = std::to_string(span - empty.numel());
+  if (empty.numel() == 1 && empty[0].item<std::int64_t>() == 0)
+    return "note: no label is class 0: the labels run from 1 to " + std::to_string(span - 1) +
+           ", as R, MATLAB and many datasets number classes, so the model gets " + classes + " outputs for " + used +
+           " classes, one of which no sample trains; to number them from 0, save the labels minus 1 (y - 1)";
+  constexpr std::int64_t kNamed = 5;
+  std::vector<std::string> named;
+  for (std::int64_t i = 0; i < std::min(empty.numel(), kNamed); ++i) named.push_back(std::to_string(empty[i].item<std::int64_t>()));
+  std::string list = core::join(named);
+  if (empty.numel() > kNamed) list += " and " + std::to_string(empty.numel() - kNamed) + " more";
+  return "note: " + std::string(empty.numel() == 1 ? "class " + list + " has" : "classes " + list + " have") +
+         " no sample among the labels, which run from 0 to " + std::to_string(span - 1) + ": the model gets " + classes + " outputs for " +
+         used + " classes, " + (empty.numel() == 1 ? "one" : std::to_string(empty.numel())) +
+         " of which no sample trains; labels that are codes rather than class ids become ids 0, 1, 2, ... with "
+         "numpy.unique(y, return_inverse=True)";
+}
+
 // How far above an even split the most common class must be before it is worth a line: a
 // 60/40 binary split is ordinary, 95/5 changes what an accuracy means.
 constexpr double kUnbalancedFactor = 1.5;

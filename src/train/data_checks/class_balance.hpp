@@ -1,6 +1,7 @@
 #pragma once
 // What classification labels say before anything trains: integer values that are not class ids at
-// all, training labels of one class, validation classes training never saw, and the accuracy a
+// all, training labels of one class, validation classes training never saw, class ids no label
+// uses (labels numbered from 1), and the accuracy a
 // model gets without learning anything (when one class is most of the samples, always answering it
 // scores its share, and a run's "val accuracy 95 %" means little until that figure is beside it).
 // Private to the train area: open_data (run_setup.cpp) calls these.
@@ -37,6 +38,12 @@ void refuse_identifier_labels(const data::Sources& sources, const data::SourceSp
 /// (a numeric id only the validation file uses, a rare class the hold-out took whole), whose samples
 /// the model cannot get right; empty when there are none or either set does not know its labels.
 std::string unseen_classes_note(const data::Sources& sources, std::int64_t classes);
+
+/// Classification with numeric labels: a line naming the class ids below the largest label that no
+/// training or validation label has, each an output that no sample trains. Labels numbered from 1
+/// (R, MATLAB, star ratings) get the line that numbers them from 0. Empty when every id up to the
+/// largest has a sample, when the labels are names (numbered densely) or are not known unread.
+std::string empty_class_ids_note(const data::Sources& sources);
 
 /// Classification: a line naming class names that differ only in letter case or spacing ("Cat"
 /// and "cat", "New York" and "New  York"), which train as classes of their own; empty when none.

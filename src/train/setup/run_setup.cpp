@@ -162,6 +162,7 @@ void note_what_the_data_says(Config& config, RunData& out) {
       out.unbalanced_classes = !balance.empty();
       note(balance);
       note(unseen_classes_note(out.sources, config.data.classes.value_or(0)));
+      note(empty_class_ids_note(out.sources));
       note(look_alike_classes_note(out.sources.class_names));
     }
     out.class_weights = resolve_class_weights(weights, *out.sources.train, config.data.classes.value_or(0));

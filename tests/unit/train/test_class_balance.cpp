@@ -1,4 +1,5 @@
-// The line that puts a val accuracy beside the accuracy of always answering the most common class.
+// What classification labels say before training: the val accuracy of always answering the most
+// common class, labels of one class or one per sample, classes only validation has, ids no label uses.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -173,6 +174,33 @@ TEST(ClassBalance, ValidationClassesNoTrainingLabelHasAreNamed) {
   EXPECT_EQ(unseen_classes_note(sources, 4), "");
   sources.val = nullptr;
   EXPECT_EQ(unseen_classes_note(sources, 4), "");
+}
+
+// Labels numbered from 1 (R, MATLAB, star ratings) make an output for class 0 that no sample
+// trains, and a gap in numeric ids one per missing id: said before training, with the fix. Class
+// names are numbered densely and never get the line.
+TEST(ClassBalance, ClassIdsNoLabelUsesAreNamedAndLabelsFromOneGetTheirFix) {
+  data::Sources sources;
+  sources.train = labelled_arrays(at::tensor({1, 2, 3, 3}, at::kLong));
+  EXPECT_EQ(empty_class_ids_note(sources),
+            "note: no label is class 0: the labels run from 1 to 3, as R, MATLAB and many datasets number classes, so the model gets 4 "
+            "outputs for 3 classes, one of which no sample trains; to number them from 0, save the labels minus 1 (y - 1)");
+  sources.train = labelled_arrays(at::tensor({0, 1, 4, 4}, at::kLong));
+  sources.val = labelled_arrays(at::tensor({2}, at::kLong));  // a class only the validation labels hold has a sample
+  EXPECT_EQ(empty_class_ids_note(sources),
+            "note: class 3 has no sample among the labels, which run from 0 to 4: the model gets 5 outputs for 4 classes, one of which no "
+            "sample trains; labels that are codes rather than class ids become ids 0, 1, 2, ... with numpy.unique(y, return_inverse=True)");
+  sources.val = nullptr;
+  sources.train = labelled_arrays(at::tensor({0, 9}, at::kLong));
+  EXPECT_NE(
+      empty_class_ids_note(sources).find("note: classes 1, 2, 3, 4, 5 and 3 more have no sample among the labels, which run from 0 to "
+                                         "9: the model gets 10 outputs for 2 classes, 8 of which no sample trains"),
+      std::string::npos);
+  sources.train = labelled_arrays(two_classes(3, 3));
+  EXPECT_EQ(empty_class_ids_note(sources), "");
+  sources.train = labelled_arrays(at::tensor({1, 2}, at::kLong));
+  sources.class_names = {"a", "b", "c"};
+  EXPECT_EQ(empty_class_ids_note(sources), "");
 }
 
 // A data.classes far past the labels (a mistyped 1000000000) made each note count 8 GB of classes
