@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "class_id_labels.hpp"
 #include "core/build_features.hpp"
 #include "data/empty_samples.hpp"
 #include "data/postgres/pg_source.hpp"
@@ -66,13 +67,6 @@ at::Tensor pick(const Arrays& arrays, const std::string& wanted, const std::vect
                    "set " + key + " to one of: " + keys_of(arrays));
 }
 
-// Rows of 0s with a single 1 each, as Keras' to_categorical and one-hot encoders write labels.
-bool is_one_hot(const at::Tensor& labels) {
-  if (labels.is_complex()) return false;
-  const auto values = labels.to(at::kDouble);
-  return at::logical_or(values == 0, values == 1).all().item<bool>() && at::equal(values.sum(1), at::ones({values.size(0)}, at::kDouble));
-}
-
 // Targets as the loss wants them and inputs in a compact dtype the model can take.
 TensorDataset normalise(TensorDataset set, bool classification, const std::string& what) {
   for (const auto& [array, role] : {std::pair{set.inputs, "features"}, std::pair{set.targets, "labels"}})
@@ -87,32 +81,7 @@ TensorDataset normalise(TensorDataset set, bool classification, const std::strin
                      "convert the features to float32 (or uint8 for images)");
   auto& t = set.targets;
   if (classification) {
-    if (t.dim() == 2 && t.size(1) == 1) t = t.squeeze(1);
-    if (t.dim() == 2 && t.size(0) > 0 && is_one_hot(t))
-      throw UsageError(
-          what + ": classification labels must be one class id per sample; they are one-hot rows of shape " + c10::str(t.sizes()),
-          "save the class ids: y.argmax(1)");
-    if (t.dim() != 1)
-      throw UsageError(what + ": classification labels must be one class id per sample; they have shape " + c10::str(t.sizes()),
-                       "save the labels as a 1-D integer array, or set data.task: regression");
-    if (at::isFloatingType(t.scalar_type())) {
-      if (!at::equal(t, t.floor())) {
-        const auto first = at::nonzero(t != t.floor())[0][0].item<std::int64_t>();
-        throw UsageError(what + ": classification labels are not whole numbers (label " + std::to_string(first) + " is " +
-                             c10::str(t[first].item<double>()) + ")",
-                         "save class ids (0, 1, 2, ...), or set data.task: regression");
-      }
-    } else if (t.is_complex()) {  // bool labels are classes 0 and 1 (False, True), as a CSV's are
-      throw UsageError(what + ": labels of dtype " + std::string(c10::toString(t.scalar_type())) + " are not class ids",
-                       "save the labels as integers");
-    }
-    t = t.to(at::kLong);
-    if (t.numel() > 0 && t.min().item<std::int64_t>() < 0) {
-      const auto first = at::nonzero(t < 0)[0][0].item<std::int64_t>();
-      throw UsageError(
-          what + ": a class id is negative (label " + std::to_string(first) + " is " + std::to_string(t[first].item<std::int64_t>()) + ")",
-          "class ids are 0, 1, 2, ...: shift the labels (y - y.min()), or set data.task: regression");
-    }
+    t = class_ids_from_labels(std::move(t), what);
   } else {
     if (t.dim() == 1) t = t.unsqueeze(1);
     t = t.to(at::kFloat);

@@ -213,6 +213,20 @@ TEST(Sources, LabelsThatAreNoClassIdsNameTheFirstOffender) {
   spec.labels = {format_fixture("bad/one_hot_labels.npy")};
   const auto one_hot = usage_error_and_fix([&] { open_sources(spec); });
   EXPECT_NE(one_hot.find("they are one-hot rows of shape [50, 3]\nsave the class ids: y.argmax(1)"), std::string::npos) << one_hot;
+  // A missing label (nan, as pandas writes one) or an infinite one was converted to class id
+  // -9223372036854775808 and named as negative; one beyond int64 converted to another.
+  spec.labels = {format_fixture("bad/missing_labels.npy")};
+  const auto missing = usage_error_and_fix([&] { open_sources(spec); });
+  EXPECT_NE(missing.find("a label is missing (label 2 is nan; 2 of the 50 labels are nan or inf)\nkeep the samples that have a label: "
+                         "keep = numpy.isfinite(y); X, y = X[keep], y[keep]"),
+            std::string::npos)
+      << missing;
+  spec.labels = {format_fixture("bad/infinite_labels.npy")};
+  const auto infinite = usage_error([&] { open_sources(spec); });
+  EXPECT_NE(infinite.find("a label is infinite (label 1 is inf, the only one)"), std::string::npos) << infinite;
+  spec.labels = {format_fixture("bad/huge_labels.npy")};
+  const auto beyond = usage_error([&] { open_sources(spec); });
+  EXPECT_NE(beyond.find("a label is beyond any class id (label 1 is 1e+30)"), std::string::npos) << beyond;
   spec.task = "regression";  // as targets, all are fine
   EXPECT_EQ(open_sources(spec).train->size(), 50);
   spec.labels = {format_fixture("bad/fractional_labels.npy")};
