@@ -72,26 +72,50 @@ run_target() {
 }
 
 # CI's pass: every corpus and regression under ASan and UBSan, then RUNS inputs of each target
-# mutated from its corpus with a fixed seed (the same inputs each time: CI stays deterministic;
-# fuzzing proper is `all`). Finds go to a scratch folder: the committed corpora stay as they are.
+# mutated from its corpus with a fixed seed (fuzzing proper is `all`). The seed fixes the
+# mutations, but some inputs' coverage depends on addresses, so the inputs are the same each run
+# only without address-space randomisation (setarch -R, where the machine allows it). New inputs go
+# to a scratch folder, the committed corpora stay as they are; a finding is kept in
+# build-fuzz/ci-findings/TARGET/ and, when small, printed in base64 so that a CI log can reproduce it.
 ci() {
-  local runs=$1 target passed=0 failed=0
+  local runs=$1 target passed=0 failed=0 same_addresses=()
   replay $(targets) || failed=$((failed + 1))
+  if setarch "$(uname -m)" -R true 2>/dev/null; then
+    same_addresses=(setarch "$(uname -m)" -R)
+  else
+    say "setarch -R is not allowed here: the inputs may differ from run to run"
+  fi
   local scratch; scratch=$(mktemp -d)
   for target in $(targets); do
     say "fuzzing $target: $runs inputs, seed 1"
-    mkdir -p "$scratch/$target"
-    if TMPDIR=$fuzz/tmp "$fuzz/fuzz_$target" -seed=1 -runs="$runs" -rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=20 \
-      -artifact_prefix="$scratch/" "$scratch/$target" "$root/tests/fuzz/corpus/$target" >"$fuzz/$target.ci.log" 2>&1; then
+    rm -rf "$fuzz/ci-findings/$target"
+    mkdir -p "$scratch/$target" "$fuzz/ci-findings/$target"
+    if "${same_addresses[@]}" env TMPDIR="$fuzz/tmp" "$fuzz/fuzz_$target" -seed=1 -runs="$runs" -rss_limit_mb=2048 \
+      -malloc_limit_mb=2048 -timeout=20 -artifact_prefix="$fuzz/ci-findings/$target/" "$scratch/$target" \
+      "$root/tests/fuzz/corpus/$target" >"$fuzz/$target.ci.log" 2>&1; then
       passed=$((passed + 1))
     else
       failed=$((failed + 1))
       tail -40 "$fuzz/$target.ci.log" >&2
+      show_findings "$target"
     fi
   done
   rm -rf "$scratch"
   echo "fuzz: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
+}
+
+# Each input a failed CI pass kept for TARGET, with its base64 when under 16 kB.
+show_findings() {
+  local input
+  for input in "$fuzz/ci-findings/$1"/*; do
+    [ -f "$input" ] || continue
+    echo "kept: $input ($(stat -c %s "$input") bytes); scripts/fuzz.sh replay runs it once it is in tests/fuzz/regressions/$1/" >&2
+    if [ "$(stat -c %s "$input")" -lt 16384 ]; then
+      echo "its bytes, base64 (base64 -d > input):" >&2
+      base64 -w 100 "$input" >&2
+    fi
+  done
 }
 
 replay() {

@@ -49,8 +49,9 @@ c10::IValue unpickle_torch_save(const std::string& path) {
   const auto pickle = ordered_dicts_as_dicts(std::string_view(static_cast<const char*>(data.get()), size), &unknown);
   if (!pickle)
     throw c10::Error({__func__, __FILE__, static_cast<std::uint32_t>(__LINE__)},
-                     "its pickle holds opcode 0x" + c10::str(std::hex, static_cast<int>(unknown)) +
-                         ", of a pickle protocol above torch.save's default (2)");
+                     unknown != 0 ? "its pickle holds opcode 0x" + c10::str(std::hex, static_cast<int>(unknown)) +
+                                        ", of a pickle protocol above torch.save's default (2)"
+                                  : std::string("its pickle is damaged: cut short, or an opcode's argument out of place"));
   std::size_t read = 0;
   const auto reader_fn = [&](char* buffer, std::size_t wanted) {
     const auto n = std::min(wanted, pickle->size() - read);

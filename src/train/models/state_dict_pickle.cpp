@@ -130,6 +130,9 @@ std::optional<std::string> ordered_dicts_as_dicts(std::string_view pickle, unsig
     }
     if (end > pickle.size()) return std::nullopt;  // cut short
     const auto whole = pickle.substr(at, end - at);
+    // LibTorch's unpickler makes room for every memo slot up to a PUT's: a 1 kB file whose
+    // LONG_BINPUT says slot 1.7e9 asked for 27 GB. Python numbers slots 0, 1, 2, ..., one an object.
+    if (op == 'r' && little_endian(bytes + at + 1, 4) > pickle.size()) return std::nullopt;
     const bool get = op == 'h' || op == 'j';
     const std::size_t here = out.size();
     auto effect = effect_of(op);

@@ -14,7 +14,8 @@ namespace gputrain::train {
 inline constexpr char kBuildStateKey[] = "__pickled_state__";
 
 /// `pickle` (pickle protocol 2, torch.save's default) with every OrderedDict made a dict; nothing
-/// when it holds an opcode this does not walk (a later protocol's), with that opcode's byte.
+/// when it holds an opcode this does not walk (a later protocol's), with that opcode's byte, or
+/// when it is damaged (cut short, an unbalanced stack, a memo slot past its size), with 0.
 std::optional<std::string> ordered_dicts_as_dicts(std::string_view pickle, unsigned char* unknown_opcode);
 
 }  // namespace gputrain::train

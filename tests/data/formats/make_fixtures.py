@@ -84,6 +84,10 @@ np.save(path("npz", "y.npy"), y)
 # Labels a classifier cannot take: -1 as a "missing" class (sample 4), and a float mid-way (sample 7).
 np.save(path("bad", "negative_labels.npy"), np.where(np.arange(50) == 4, -1, y))
 np.save(path("bad", "fractional_labels.npy"), np.where(np.arange(50) == 7, 1.5, y.astype(np.float64)))
+# pandas' missing label (nan, samples 2 and 9), an overflow's inf (sample 1), and a float past any id.
+np.save(path("bad", "missing_labels.npy"), np.where(np.isin(np.arange(50), [2, 9]), np.nan, y.astype(np.float64)))
+np.save(path("bad", "infinite_labels.npy"), np.where(np.arange(50) == 1, np.inf, y.astype(np.float32)))
+np.save(path("bad", "huge_labels.npy"), np.where(np.arange(50) == 1, 1e30, y.astype(np.float64)))
 # Labels as class names (numpy's fixed-width unicode and bytes strings) and as one-hot rows.
 np.save(path("bad", "name_labels.npy"), np.array(["cat", "dog", "bird"])[y])
 np.save(path("bad", "bytes_labels.npy"), np.array([b"cat", b"dog", b"bird"])[y])
@@ -371,6 +375,18 @@ with zipfile.ZipFile(scripted) as whole, zipfile.ZipFile(path("checkpoints", "sc
     for record in whole.infolist():
         if "/code/" not in record.filename:
             cut.writestr(record, whole.read(record.filename))
+
+# --- A state_dict whose pickle's first memo slot is LONG_BINPUT 1,734,241,634: LibTorch's unpickler
+# made room for every slot up to it (27 GB) from this 1 kB file; refused as damaged before it ---
+with zipfile.ZipFile(path("checkpoints", "state_dict.pth")) as whole, \
+        zipfile.ZipFile(path("checkpoints", "memo_slot_past_the_pickle.pth"), "w") as bad:
+    for record in whole.infolist():
+        data = whole.read(record.filename)
+        if record.filename.endswith("/data.pkl"):
+            slot = b"OrderedDict\nq\x00"  # the GLOBAL, then BINPUT 0
+            assert slot in data, data[:40]
+            data = data.replace(slot, b"OrderedDict\nr" + (0x675F6D62).to_bytes(4, "little"), 1)
+        bad.writestr(record, data)
 
 # --- TorchScript modules model.torchscript refuses before training, each for one reason ---
 

@@ -17,6 +17,7 @@
 #include "support/usage_errors.hpp"
 #include "train/models/frozen_model.hpp"
 #include "train/models/state_dict_file.hpp"
+#include "train/models/state_dict_pickle.hpp"
 #include "train/models/weight_matching.hpp"
 #include "train/setup/init_weights.hpp"
 
@@ -207,6 +208,20 @@ TEST(TorchSaveFiles, AStateDictAndACheckpointHoldingOneAreRead) {
   ASSERT_EQ(held.size(), 7U);
   EXPECT_EQ(held[0].first, "model.0.weight");
   EXPECT_FALSE(is_torch_save_archive(fixtures + "weights.safetensors"));
+}
+
+// LibTorch's unpickler makes room for every memo slot up to a PUT's: a 1 kB file whose pickle
+// says LONG_BINPUT 1,734,241,634 made it ask for 27 GB (std::bad_alloc, or the OOM killer). Found
+// by the checkpoint fuzz target. Refused as damaged before LibTorch reads it.
+TEST(TorchSaveFiles, AMemoSlotPastThePickleIsRefusedBeforeLibTorchMakesRoomForIt) {
+  const std::string path = std::string(gputrain::test_support::format_fixtures_dir()) + "/checkpoints/memo_slot_past_the_pickle.pth";
+  const auto message = test_support::usage_error([&] { read_torch_save_state(path, "model.init_weights"); });
+  EXPECT_NE(message.find("is a torch.save file LibTorch cannot unpickle: its pickle is damaged"), std::string::npos) << message;
+  unsigned char unknown = 0;
+  const std::string far("\x80\x02}r\x62\x6d\x5f\x67.", 9), near("\x80\x02}r\x00\x00\x00\x00.", 9);
+  EXPECT_FALSE(ordered_dicts_as_dicts(far, &unknown));
+  EXPECT_EQ(unknown, 0) << "a damaged pickle, not another protocol's opcode";
+  EXPECT_EQ(ordered_dicts_as_dicts(near, &unknown), near);
 }
 
 TEST(TorchSaveFiles, APickleProtocolAboveTwoIsRefusedWithTheFix) {
