@@ -9,6 +9,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/config.hpp"
 #include "support/test_paths.hpp"
+#include "support/usage_errors.hpp"
 
 namespace gputrain::test_support {
 
@@ -18,15 +19,11 @@ inline std::string config_fixture(const std::string& name) { return test_data_di
 /// The UsageError message and fix of loading `sources`, as the CLI prints them; a test failure when
 /// it loads, exits with another code or has no fix.
 inline std::string config_error(const train::ConfigSources& sources) {
-  try {
-    train::load_config(sources);
-  } catch (const UsageError& e) {
-    EXPECT_EQ(e.exit_code(), ExitCode::usage);
-    EXPECT_FALSE(e.remedy().empty());
-    return std::string(e.what()) + "\n  fix: " + e.remedy();
-  }
-  ADD_FAILURE() << "expected a UsageError";
-  return "";
+  const auto e = thrown_usage_error([&] { train::load_config(sources); });
+  if (!e) return "";
+  EXPECT_EQ(e->exit_code(), ExitCode::usage);
+  EXPECT_FALSE(e->remedy().empty());
+  return std::string(e->what()) + "\n  fix: " + e->remedy();
 }
 
 }  // namespace gputrain::test_support

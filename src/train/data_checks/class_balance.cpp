@@ -68,6 +68,24 @@ void refuse_identifier_labels(const data::Sources& sources, const data::SourceSp
                          "data.task: regression");
 }
 
+namespace {
+
+// The first five of `ids` (a 1-D tensor of class ids), each with its name where there is one,
+// then how many more: "2 ('c'), 3 ('d') and 4 more".
+std::string listed_ids(const at::Tensor& ids, const std::vector<std::string>& class_names) {
+  constexpr std::int64_t kNamed = 5;
+  std::vector<std::string> named;
+  for (std::int64_t i = 0; i < std::min(ids.numel(), kNamed); ++i) {
+    const auto id = ids[i].item<std::int64_t>();
+    named.push_back(std::to_string(id) + (id < static_cast<std::int64_t>(class_names.size()) ? " ('" + class_names[id] + "')" : ""));
+  }
+  std::string list = core::join(named);
+  if (ids.numel() > kNamed) list += " and " + std::to_string(ids.numel() - kNamed) + " more";
+  return list;
+}
+
+}  // namespace
+
 std::string unseen_classes_note(const data::Sources& sources, std::int64_t classes) {
   const auto train_ids = sources.train->class_ids();
   const auto val_ids = sources.val ? sources.val->class_ids() : std::nullopt;
@@ -78,18 +96,8 @@ std::string unseen_classes_note(const data::Sources& sources, std::int64_t class
   const auto val_counts = at::bincount(*val_ids, {}, span);
   const auto unseen = at::nonzero((val_counts > 0).logical_and(trained.logical_not())).flatten();
   if (unseen.numel() == 0) return "";
-  constexpr std::int64_t kNamed = 5;
-  std::vector<std::string> named;
-  std::int64_t samples = 0;
-  for (std::int64_t i = 0; i < unseen.numel(); ++i) {
-    const auto id = unseen[i].item<std::int64_t>();
-    samples += val_counts[id].item<std::int64_t>();
-    if (i < kNamed)
-      named.push_back(std::to_string(id) +
-                      (id < static_cast<std::int64_t>(sources.class_names.size()) ? " ('" + sources.class_names[id] + "')" : ""));
-  }
-  std::string list = core::join(named);
-  if (unseen.numel() > kNamed) list += " and " + std::to_string(unseen.numel() - kNamed) + " more";
+  const auto samples = val_counts.index_select(0, unseen).sum().item<std::int64_t>();
+  const std::string list = listed_ids(unseen, sources.class_names);
   return "note: the validation labels hold " + std::string(unseen.numel() == 1 ? "class " : "classes ") + list +
          ", which no training label has (" + core::counted(samples, "validation sample") + " of " + std::to_string(val_ids->numel()) +
          "): the model cannot learn to answer " + (unseen.numel() == 1 ? "it" : "them") + ", so " +
@@ -112,11 +120,7 @@ std::string empty_class_ids_note(const data::Sources& sources) {
     return "note: no label is class 0: the labels run from 1 to " + std::to_string(span - 1) +
            ", as R, MATLAB and many datasets number classes, so the model gets " + classes + " outputs for " + used +
            " classes, one of which no sample trains; to number them from 0, save the labels minus 1 (y - 1)";
-  constexpr std::int64_t kNamed = 5;
-  std::vector<std::string> named;
-  for (std::int64_t i = 0; i < std::min(empty.numel(), kNamed); ++i) named.push_back(std::to_string(empty[i].item<std::int64_t>()));
-  std::string list = core::join(named);
-  if (empty.numel() > kNamed) list += " and " + std::to_string(empty.numel() - kNamed) + " more";
+  const std::string list = listed_ids(empty, sources.class_names);
   return "note: " + std::string(empty.numel() == 1 ? "class " + list + " has" : "classes " + list + " have") +
          " no sample among the labels, which run from 0 to " + std::to_string(span - 1) + ": the model gets " + classes + " outputs for " +
          used + " classes, " + (empty.numel() == 1 ? "one" : std::to_string(empty.numel())) +

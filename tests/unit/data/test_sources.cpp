@@ -204,28 +204,26 @@ TEST(Sources, LabelsThatAreNoClassIdsNameTheFirstOffender) {
   SourceSpec spec;
   spec.source = "npy";
   spec.path = format_fixture("npz/x.npy");
-  spec.labels = {format_fixture("bad/negative_labels.npy")};
-  const auto negative = usage_error([&] { open_sources(spec); });
+  const auto refusal = [&](const std::string& labels) {  // the message, then its fix
+    spec.labels = {format_fixture("bad/" + labels)};
+    return usage_error_and_fix([&] { open_sources(spec); });
+  };
+  const auto negative = refusal("negative_labels.npy");
   EXPECT_NE(negative.find("a class id is negative (label 4 is -1)"), std::string::npos) << negative;
-  spec.labels = {format_fixture("bad/fractional_labels.npy")};
-  const auto fractional = usage_error([&] { open_sources(spec); });
+  const auto fractional = refusal("fractional_labels.npy");
   EXPECT_NE(fractional.find("classification labels are not whole numbers (label 7 is 1.5)"), std::string::npos) << fractional;
-  spec.labels = {format_fixture("bad/one_hot_labels.npy")};
-  const auto one_hot = usage_error_and_fix([&] { open_sources(spec); });
+  const auto one_hot = refusal("one_hot_labels.npy");
   EXPECT_NE(one_hot.find("they are one-hot rows of shape [50, 3]\nsave the class ids: y.argmax(1)"), std::string::npos) << one_hot;
   // A missing label (nan, as pandas writes one) or an infinite one was converted to class id
   // -9223372036854775808 and named as negative; one beyond int64 converted to another.
-  spec.labels = {format_fixture("bad/missing_labels.npy")};
-  const auto missing = usage_error_and_fix([&] { open_sources(spec); });
+  const auto missing = refusal("missing_labels.npy");
   EXPECT_NE(missing.find("a label is missing (label 2 is nan; 2 of the 50 labels are nan or inf)\nkeep the samples that have a label: "
                          "keep = numpy.isfinite(y); X, y = X[keep], y[keep]"),
             std::string::npos)
       << missing;
-  spec.labels = {format_fixture("bad/infinite_labels.npy")};
-  const auto infinite = usage_error([&] { open_sources(spec); });
+  const auto infinite = refusal("infinite_labels.npy");
   EXPECT_NE(infinite.find("a label is infinite (label 1 is inf, the only one)"), std::string::npos) << infinite;
-  spec.labels = {format_fixture("bad/huge_labels.npy")};
-  const auto beyond = usage_error([&] { open_sources(spec); });
+  const auto beyond = refusal("huge_labels.npy");
   EXPECT_NE(beyond.find("a label is beyond any class id (label 1 is 1e+30)"), std::string::npos) << beyond;
   spec.task = "regression";  // as targets, all are fine
   EXPECT_EQ(open_sources(spec).train->size(), 50);
