@@ -7,6 +7,7 @@
 
 #include "core/json_text.hpp"
 #include "gputrain/core/build_info.hpp"
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/text_encoding.hpp"
 #include "gputrain/core/units.hpp"
 
@@ -176,10 +177,10 @@ void write_area_heading(std::ostream& out, const std::string& area, bool color) 
 void write_outcome(std::ostream& out, const Outcome& o, bool color) {
   const Status s = o.result.status;
   out << "  " << (color ? color_of(s) : "") << "[" << mark(s) << "]" << (color ? "\033[0m" : "") << " " << o.title;
-  if (!o.result.detail.empty()) out << ": " << o.result.detail;
+  if (!o.result.detail.empty()) out << ": " << core::printable(o.result.detail);  // it may quote an environment variable
   out << "\n";
   if ((s == Status::warn || s == Status::fail || s == Status::timeout) && !o.result.remedy.empty()) {
-    out << "         fix: " << o.result.remedy << "\n";
+    out << "         fix: " << core::printable(o.result.remedy) << "\n";
   }
 }
 

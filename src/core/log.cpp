@@ -13,6 +13,7 @@
 #include <string>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/suggest.hpp"
 
 namespace gputrain::core {
@@ -74,6 +75,7 @@ LogLevel parse_log_level(std::string_view text, std::string_view source) {
 
 void set_log_level(LogLevel level) { logger().set_level(to_spdlog(level)); }
 
-void log(LogLevel level, std::string_view message) { logger().log(to_spdlog(level), "{}", message); }
+// Warnings quote names from data: printed as escapes, never acted on by the terminal.
+void log(LogLevel level, std::string_view message) { logger().log(to_spdlog(level), "{}", printable(message)); }
 
 }  // namespace gputrain::core

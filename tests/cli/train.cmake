@@ -77,6 +77,10 @@ add_test(NAME cli.train_evaluate_gives_the_runs_figures_and_predict_pys
 add_test(NAME cli.train_text_not_utf8_is_read_as_windows_1252
          COMMAND ${GPUTRAIN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_text_encoding.py ${train_work}/text-encoding -- ${front} train)
 set_tests_properties(cli.train_text_not_utf8_is_read_as_windows_1252 PROPERTIES LABELS cli ENVIRONMENT "${no_gpu_env}")
+# Names from data (a CSV's class names and cells) print as escapes, never as terminal control.
+add_test(NAME cli.train_names_from_data_print_no_terminal_control
+         COMMAND ${GPUTRAIN_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/check_control_characters.py ${train_work}/control-characters -- ${front} train)
+set_tests_properties(cli.train_names_from_data_print_no_terminal_control PROPERTIES LABELS cli ENVIRONMENT "${no_gpu_env}")
 # scheduler: plateau against PyTorch's ReduceLROnPlateau, given the run's own validation figures.
 add_test(NAME cli.train_plateau_matches_pytorchs_reduce_lr_on_plateau
          COMMAND ${GPUTRAIN_PYTHON} ${train_checker} plateau ${train_work}/plateau -- ${front} train ${PROJECT_SOURCE_DIR}/configs/mlp.yaml)

@@ -16,6 +16,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/error_text.hpp"
 #include "gputrain/core/log.hpp"
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/write_error.hpp"
 #include "gputrain/device/runtime_libraries.hpp"
@@ -170,8 +171,8 @@ void name_the_env_twin(const CLI::App& app, int argc, char** argv, std::string& 
 // "error: ...", then "  fix: ..." when there is one, in one write: a rank under mpirun shares the
 // console with mpirun's own messages, which would otherwise land between the pieces.
 void say_error(const std::string& message, const std::string& remedy) {
-  std::string text = "error: " + message + "\n";
-  if (!remedy.empty()) text += "  fix: " + remedy + "\n";
+  std::string text = "error: " + core::printable(message) + "\n";  // a cell or name quoted in it moves no cursor
+  if (!remedy.empty()) text += "  fix: " + core::printable(remedy) + "\n";
   std::cerr << text << std::flush;
 }
 

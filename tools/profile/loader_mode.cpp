@@ -4,6 +4,7 @@
 
 #include "gputrain/core/atomic_file.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/core/write_error.hpp"
 #include "gputrain/device/system_info.hpp"
@@ -41,7 +42,7 @@ int profile_loader(const train::Config& config, const train::RunDevice& run, con
     options.caches.push_back(data::CacheMode::ram);
   const bool quiet = flags.json || flags.csv;
   if (!quiet)
-    std::cerr << "sweeping the loader over " << data.sources.train->description() << " on " << run.device.str() << " ("
+    std::cerr << "sweeping the loader over " << core::printable(data.sources.train->description()) << " on " << run.device.str() << " ("
               << core::counted(std::int64_t(options.workers.size()), "thread count") << ", " << core::counted(options.repeats, "repeat")
               << " each)\n";
   const auto sweep = gputrain::profile::sweep_loader(

@@ -5,6 +5,7 @@
 
 #include "command.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/core/write_error.hpp"
 #include "gputrain/data/sources.hpp"
@@ -109,7 +110,7 @@ int main(int argc, char** argv) {
     if (!max_memory.empty()) sources.flags.push_back({"--max-memory/GPUTRAIN_MAX_MEMORY", "device.max_memory", {max_memory}});
     auto config = train::load_config(sources);
     const auto run = train::prepare_device(config);
-    for (const auto& note : run.notes) std::cerr << "note: " << note << "\n";
+    for (const auto& note : run.notes) std::cerr << "note: " << core::printable(note) << "\n";
     if (step_mode || !trace.empty()) {
       const auto profile = gputrain::profile::profile_steps(config, run, steps, trace);
       if (!trace.empty()) std::cerr << "trace of 5 steps after the timed ones: " << trace << " (ui.perfetto.dev or chrome://tracing)\n";

@@ -5,6 +5,7 @@
 
 #include "command.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/dist/communicator.hpp"
 #include "gputrain/dist/launcher.hpp"
@@ -27,7 +28,7 @@ int evaluate_weights(const train::Config& config, train::TrainerOptions options,
   train::Trainer trainer(config, options);
   const auto result = trainer.evaluate(weights);
   if (result.rank != 0) return int(ExitCode::ok);
-  for (const auto& line : train::evaluation_lines(result)) std::cerr << line << "\n";
+  for (const auto& line : train::evaluation_lines(result)) std::cerr << core::printable(line) << "\n";  // class names from data
   if (json) std::cout << train::evaluation_json(result) << "\n";
   return int(ExitCode::ok);
 }
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
                     << "\n  resume: run the same command again (checkpoint.resume: auto)\n";
           return int(ExitCode::interrupted);
         }
-        std::cerr << train::fit_summary(result, config, trainer.device() != "cpu");
+        std::cerr << core::printable(train::fit_summary(result, config, trainer.device() != "cpu"));
         return int(ExitCode::ok);
       },
       train::flag_as_setting);

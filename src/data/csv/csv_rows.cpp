@@ -16,6 +16,7 @@
 #include "csv_number.hpp"
 #include "csv_records.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
 
@@ -33,25 +34,13 @@ std::vector<std::string> class_names_of(const std::map<std::string, std::int64_t
 std::string class_list(const std::vector<std::string>& names) {
   constexpr std::size_t kShown = 8;
   std::vector<std::string> shown;
-  for (std::size_t i = 0; i < std::min(kShown, names.size()); ++i) shown.push_back("'" + names[i] + "'");
+  for (std::size_t i = 0; i < std::min(kShown, names.size()); ++i) shown.push_back(core::quoted(names[i]));
   return core::join(shown) + (names.size() > kShown ? ", ... (" + std::to_string(names.size()) + " classes)" : "");
 }
 
 // A cell as an error message quotes it: on one line (a free-text cell may hold line breaks) and
-// at most 60 characters of it.
-std::string shown(std::string_view cell) {
-  std::string text;
-  for (const char c : cell.substr(0, 60)) {
-    if (c == '\n') {
-      text += "\\n";
-    } else if (c == '\r') {
-      text += "\\r";
-    } else {
-      text += c;
-    }
-  }
-  return cell.size() > 60 ? text + "..." : text;
-}
+// at most 60 bytes of it.
+std::string shown(std::string_view cell) { return core::quoted(cell, 60); }
 
 // "column 'b' (2)": a feature column as errors name it, by its header cell and 1-based position.
 std::string column_text(const std::vector<std::string>& header, std::size_t c) {
@@ -227,12 +216,12 @@ void read_checked_features(const std::vector<std::string_view>& cells, const Rec
       auto [what, remedy] = foreign_number_text(cells[c], format);
       if (remedy.empty()) remedy = "fix or remove that row; feature cells must be numbers";
       if (what.empty() && first_row) remedy = text_columns_remedy(format, stretch);  // text columns, not a bad row
-      throw UsageError(records.where() + column_text(header, c) + ": '" + shown(cells[c]) + "' is not a number" + what, remedy);
+      throw UsageError(records.where() + column_text(header, c) + ": " + shown(cells[c]) + " is not a number" + what, remedy);
     }
     // NaN or inf in the inputs would only surface later as a "diverged" loss, with the wrong advice.
     if (!std::isfinite(static_cast<float>(value)))
       throw UsageError(
-          records.where() + column_text(header, c) + ": '" + shown(cells[c]) + "' is not a finite float32 number",
+          records.where() + column_text(header, c) + ": " + shown(cells[c]) + " is not a finite float32 number",
           "fill in or remove that row (missing values are not filled in for you), or leave the column out" + leaving_out(format, c));
     features.push_back(static_cast<float>(value));
   }
@@ -249,7 +238,7 @@ void read_labels(const std::vector<std::string_view>& cells, const Records& reco
   };
   const auto require_finite = [&](double value, std::string_view cell) {
     if (!std::isfinite(static_cast<float>(value)))
-      throw UsageError(records.where() + "label '" + shown(cell) + "' is not a finite float32 number", "fill in or remove that row");
+      throw UsageError(records.where() + "label " + shown(cell) + " is not a finite float32 number", "fill in or remove that row");
   };
   if (!format.classification) {  // one float target per label column
     for (const auto c : format.label_columns) {
@@ -257,7 +246,7 @@ void read_labels(const std::vector<std::string_view>& cells, const Records& reco
       double value = 0;
       if (!parse_number(cell, value)) {
         const auto [what, remedy] = foreign_number_text(cell, format);
-        throw UsageError(records.where() + "column '" + header[c] + "': '" + shown(cell) + "' is not a number" + what,
+        throw UsageError(records.where() + "column '" + header[c] + "': " + shown(cell) + " is not a number" + what,
                          remedy.empty() ? "regression labels must be numbers; to predict '" + header[c] +
                                               "' as classes (its values as names), set data.task: classification"
                                         : remedy);
@@ -274,7 +263,7 @@ void read_labels(const std::vector<std::string_view>& cells, const Records& reco
     if (format.known && !format.known->count(name)) {
       const auto classes = class_names_of(*format.known);
       throw UsageError(
-          records.where() + "label '" + shown(name) + "' is not a class of the training file" + core::did_you_mean_among(name, classes),
+          records.where() + "label " + shown(name) + " is not a class of the training file" + core::did_you_mean_among(name, classes),
           "the model learns the training file's classes only (" + class_list(classes) +
               "): leave the rows of other classes out of the validation file, or add such rows to the training file");
     }
@@ -283,10 +272,10 @@ void read_labels(const std::vector<std::string_view>& cells, const Records& reco
   }
   double value = 0;
   if (!parse_number(cell, value))
-    throw UsageError(records.where() + "column '" + header[label_column] + "': '" + shown(cell) + "' is not a number",
+    throw UsageError(records.where() + "column '" + header[label_column] + "': " + shown(cell) + " is not a number",
                      "use either class ids or class names in the whole label column");
   if (value < 0 || value != std::floor(value))
-    throw UsageError(records.where() + "label '" + shown(cell) + "' is not a class id",
+    throw UsageError(records.where() + "label " + shown(cell) + " is not a class id",
                      "class ids are integers >= 0; or set data.task: regression");
   require_finite(value, cell);
   out.labels.push_back(value);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::train {
@@ -37,7 +38,7 @@ void refuse_single_class(const data::Sources& sources, const data::SourceSpec& s
   const auto first = (*ids)[0].item<std::int64_t>();
   if (!at::equal(*ids, at::full_like(*ids, first))) return;
   const std::string name = first < static_cast<std::int64_t>(sources.class_names.size())
-                               ? "class " + std::to_string(first) + " ('" + sources.class_names[first] + "')"
+                               ? "class " + std::to_string(first) + " (" + core::quoted(sources.class_names[first]) + ")"
                                : "class " + std::to_string(first);
   std::string what = "the training labels are all " + name +
                      ": a classifier learns nothing from one class (it would always answer it); data: " + sources.train->description();
@@ -77,10 +78,11 @@ std::string listed_ids(const at::Tensor& ids, const std::vector<std::string>& cl
   std::vector<std::string> named;
   for (std::int64_t i = 0; i < std::min(ids.numel(), kNamed); ++i) {
     const auto id = ids[i].item<std::int64_t>();
-    named.push_back(std::to_string(id) + (id < static_cast<std::int64_t>(class_names.size()) ? " ('" + class_names[id] + "')" : ""));
+    named.push_back(std::to_string(id) +
+                    (id < static_cast<std::int64_t>(class_names.size()) ? " (" + core::quoted(class_names[id]) + ")" : ""));
   }
   std::string list = core::join(named);
-  if (ids.numel() > kNamed) list += " and " + std::to_string(ids.numel() - kNamed) + " more";
+  if (ids.numel() > kNamed) list += " and " + std::to_string(ids.numel() - kNamed) + " more";  // ids may be many: not all named
   return list;
 }
 
@@ -144,7 +146,7 @@ std::string class_balance_note(const data::Sources& sources, std::int64_t classe
   const double share = static_cast<double>(count) / static_cast<double>(samples);
   if (share < kUnbalancedFactor / static_cast<double>(classes)) return "";
   const std::string name = most < static_cast<std::int64_t>(sources.class_names.size())
-                               ? "'" + sources.class_names[most] + "' (class " + std::to_string(most) + ")"
+                               ? core::quoted(sources.class_names[most]) + " (class " + std::to_string(most) + ")"
                                : "class " + std::to_string(most);
   return "classes are unbalanced: the most common, " + name + ", is " + core::format_fixed(100 * share, 1) + " % of the " +
          (on_val ? "validation" : "training") + " samples (" + std::to_string(count) + " of " + std::to_string(samples) + "), the " +
@@ -171,9 +173,9 @@ std::string look_alike_classes_note(const std::vector<std::string>& class_names)
   std::vector<std::string> groups;
   for (const auto& [key, names] : by_key) {
     if (names.size() < 2) continue;
-    std::vector<std::string> quoted;
-    for (const auto& name : names) quoted.push_back("'" + name + "'");
-    groups.push_back(core::join(quoted, " and "));
+    std::vector<std::string> shown;
+    for (const auto& name : names) shown.push_back(core::quoted(name));  // a stray tab shows as \t
+    groups.push_back(core::join(shown, " and "));
   }
   if (groups.empty()) return "";
   const bool one = groups.size() == 1;

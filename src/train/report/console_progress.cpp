@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/terminal.hpp"
 #include "gputrain/train/metrics.hpp"
 #include "human_lines.hpp"
@@ -68,7 +69,7 @@ class ConsoleSink final : public MetricSink {
   }
   void print_locked(const std::string& line) {
     if (bar_drawn_) out_ << "\r\x1b[K";
-    out_ << line << "\n" << std::flush;
+    out_ << core::printable(line) << "\n" << std::flush;  // a name from data moves no cursor
     bar_drawn_ = false;
   }
 

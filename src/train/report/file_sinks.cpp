@@ -8,6 +8,7 @@
 
 #include "core/json_text.hpp"
 #include "gputrain/core/log.hpp"
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/record_file.hpp"
 #include "gputrain/train/metrics.hpp"
 #include "gputrain/train/tensorboard_writer.hpp"
@@ -221,7 +222,7 @@ class LogFileSink final : public MetricSink {
     const std::time_t now = std::time(nullptr);
     char stamp[32];
     std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-    refused_.record(file_.append(std::string(stamp) + " " + line + "\n"), step_);
+    refused_.record(file_.append(std::string(stamp) + " " + core::printable(line) + "\n"), step_);  // `cat` acts on no name
   }
   core::RecordFile file_;
   RefusedWrites refused_;

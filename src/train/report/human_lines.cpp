@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::train {
@@ -51,7 +52,7 @@ std::string first_values(const std::vector<double>& values) {
 }
 
 std::string class_label(std::int64_t id, const std::vector<std::string>& class_names) {
-  return id < static_cast<std::int64_t>(class_names.size()) ? "'" + class_names[static_cast<std::size_t>(id)] + "'"
+  return id < static_cast<std::int64_t>(class_names.size()) ? core::quoted(class_names[static_cast<std::size_t>(id)])
                                                             : "class " + std::to_string(id);
 }
 

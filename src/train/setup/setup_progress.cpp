@@ -1,6 +1,7 @@
 #include "setup_progress.hpp"
 
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/stop_signal.hpp"
 #include "gputrain/dist/rank_environment.hpp"
 
@@ -15,7 +16,7 @@ void SetupProgress::operator()(const std::string& doing, std::uint64_t done, std
                 "run the same command again to start over", ExitCode::interrupted);
   if (!speaks_ || std::chrono::steady_clock::now() - last_ < every_) return;
   last_ = std::chrono::steady_clock::now();
-  out_ << doing << ": " << (total ? 100 * done / total : 100) << " % (" << amounts() << ")\n" << std::flush;
+  out_ << core::printable(doing) << ": " << (total ? 100 * done / total : 100) << " % (" << amounts() << ")\n" << std::flush;
 }
 
 bool SetupProgress::rank_zero() {
