@@ -106,4 +106,10 @@ std::string join_first(const std::vector<std::string>& words, std::size_t most, 
          std::to_string(words.size()) + " in all)";
 }
 
+std::string join_some(const std::vector<std::string>& words, std::size_t most) {
+  if (words.size() <= most) return join(words);
+  const auto shown = join(std::vector<std::string>(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(most)));
+  return (shown.empty() ? "" : shown + " and ") + std::to_string(words.size() - most) + " more";
+}
+
 }  // namespace gputrain::core

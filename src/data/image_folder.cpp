@@ -84,7 +84,7 @@ class ImageFolder final : public Dataset {
       if (std::find(classes_.begin(), classes_.end(), folder) == classes_.end())
         throw UsageError("'" + (fs::path(root_) / folder).string() + "' is a class the training folder does not have" +
                              core::did_you_mean_among(folder, classes_),
-                         "the model learns the training folder's classes only (" + core::join(classes_) +
+                         "the model learns the training folder's classes only (" + core::join_first(classes_, 40) +
                              "): rename the folder, or move it out of the validation folder");
     for (std::size_t c = 0; c < classes_.size(); ++c) {
       const fs::path folder = fs::path(root_) / classes_[c];

@@ -69,8 +69,10 @@ std::string npy_labels_fix(const std::string& key, const std::string& features) 
   return "set " + key + ": path/to/labels.npy";
 }
 
-std::string pandas_to_csv_fix(const std::string& read_call) {
-  return "write it as CSV: python -c \"import pandas as p; p." + read_call + ".to_csv('data.csv', index=False)\", then data.path: data.csv";
+std::string pandas_to_csv_fix(const std::string& read_call, const std::string& read_path) {
+  const std::string out = std::filesystem::path(read_path).filename() == "data.csv" ? "table.csv" : "data.csv";
+  return "write it as CSV: python -c \"import pandas as p; p." + read_call + ".to_csv('" + out +
+         "', index=False)\", then data.path: " + out;
 }
 
 }  // namespace gputrain::data

@@ -25,7 +25,8 @@ UsageError not_a_folder(const std::string& path, const std::string& fix);
 std::string npy_labels_fix(const std::string& key, const std::string& features);
 
 /// The fix for a table in a format gputrain does not read, which pandas does: `read_call` (as
-/// "read_parquet('x.parquet')") written out as data.csv.
-std::string pandas_to_csv_fix(const std::string& read_call);
+/// "read_parquet('x.parquet')") written out as data.csv, or as table.csv when `read_path` (the
+/// file it reads) is a data.csv, which the fix would overwrite.
+std::string pandas_to_csv_fix(const std::string& read_call, const std::string& read_path = "");
 
 }  // namespace gputrain::data

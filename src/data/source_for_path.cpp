@@ -48,7 +48,7 @@ std::string source_for_path(const std::string& path) {
 }
 
 FormatNotRead format_not_read(const std::string& path) {
-  const auto pandas = pandas_to_csv_fix;
+  const auto pandas = [](const std::string& read_call) { return pandas_to_csv_fix(read_call); };
   const std::string name = core::lower(fs::path(path).filename().string());
   const auto ends = [&](const char* suffix) {
     const auto n = std::strlen(suffix);

@@ -1,6 +1,8 @@
 #include "text_file.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "gputrain/core/error.hpp"
@@ -40,6 +42,26 @@ const std::vector<NotText>& not_text_kinds() {
   return kinds;
 }
 
+// JSON under a CSV name (an API's answer saved as data.csv, df.to_json): read as CSV, its header
+// row would be the first object, or the whole file. What it is, and read_json's extra argument.
+std::optional<std::pair<std::string, std::string>> json_kind(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\r\n";
+  const auto open = text.find_first_not_of(kSpace);
+  const auto inner = open == std::string_view::npos ? open : text.find_first_not_of(kSpace, open + 1);
+  if (inner == std::string_view::npos) return {};
+  const bool object = text[open] == '{' && text[inner] == '"';
+  const bool array = text[open] == '[' && (text[inner] == '{' || text[inner] == '[' || text[inner] == '"');
+  if (!object && !array) return {};
+  // One object per line, more lines after the first: JSON lines (pandas' lines=True).
+  const auto line_end = text.find('\n', open);
+  const auto first_line = text.substr(open, line_end == std::string_view::npos ? std::string_view::npos : line_end - open);
+  const auto last = first_line.find_last_not_of(kSpace);
+  const bool more = line_end != std::string_view::npos && text.find_first_not_of(kSpace, line_end) != std::string_view::npos;
+  if (object && more && first_line[last] == '}')
+    return std::pair{std::string("JSON lines (one object per line)"), std::string(", lines=True")};
+  return std::pair{std::string(object ? "JSON (an object)" : "JSON (an array)"), std::string()};
+}
+
 std::string with_path(const char* fix, const std::string& path) {
   std::string out = fix;
   const auto at = out.find("%s");
@@ -51,7 +73,9 @@ void refuse_if_not_text(std::string_view text, const std::string& path, bool inf
   const std::string what = inflated ? "'" + path + "' holds " : "'" + path + "' is ";
   for (const auto& kind : not_text_kinds())
     if (text.substr(0, kind.magic.size()) == kind.magic)
-      throw UsageError(what + kind.what, kind.pandas ? pandas_to_csv_fix(with_path(kind.fix, path)) : with_path(kind.fix, path));
+      throw UsageError(what + kind.what, kind.pandas ? pandas_to_csv_fix(with_path(kind.fix, path), path) : with_path(kind.fix, path));
+  if (const auto json = json_kind(text))
+    throw UsageError(what + json->first + ", not CSV", pandas_to_csv_fix("read_json('" + path + "'" + json->second + ")", path));
   // A zero byte in the first line: no text format has one there.
   const auto first_line = text.substr(0, text.find('\n'));
   if (first_line.find('\0') != std::string_view::npos)

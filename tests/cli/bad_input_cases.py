@@ -165,6 +165,10 @@ def data_cases():
                   expect="none of the first 2 samples can be read; the first: "),
         data_case("path_is_a_device", "  source: csv\n  path: /dev/zero\n  labels: label\n", expect="is a device, not a file"),
         data_case("val_path_missing", "  path: good.csv\n  labels: label\n  val_path: nope.csv\n", expect="data.val_path"),
+        data_case("json_lines_named_csv", "  path: rows.csv\n  labels: label\n", {"rows.csv": '{"a": 1, "label": 0}\n{"a": 2, "label": 1}\n'},
+                  expect="'rows.csv' is JSON lines (one object per line), not CSV"),
+        data_case("json_array_named_csv", "  path: data.csv\n  labels: label\n", {"data.csv": '[{"a": 1, "label": 0}]'},
+                  expect="to_csv('table.csv', index=False)"),
     ]
     csv_fixtures = ["bad_cell.csv", "decimal_comma.csv", "empty_cells.csv", "missing_values.csv", "not_finite.csv",
                     "numeric.csv.bz2", "numeric.csv.xz", "numeric.zip", "numeric_cut.csv.gz", "text_columns.csv",

@@ -28,6 +28,9 @@ std::string join(const std::vector<std::string>& words, const std::string& separ
 /// join() of the first `most` words, then "..." and the count where there are more:
 /// join_first({"a", "b", "c"}, 2) -> "a, b, ... (3 in all)". For lists a message may not hold whole.
 std::string join_first(const std::vector<std::string>& words, std::size_t most, const std::string& separator = ", ");
+/// join() of the first `most` words, then how many more: join_some({"a", "b", "c", "d"}, 2) ->
+/// "a, b and 2 more". For a note's examples, where the count left out matters less.
+std::string join_some(const std::vector<std::string>& words, std::size_t most);
 
 /// A count with its noun: counted(1, "bucket") -> "1 bucket", counted(2, "GPU") -> "2 GPUs",
 /// counted(2, "class") -> "2 classes", counted(2, "epoch") -> "2 epochs" (regular plurals only).

@@ -133,6 +133,9 @@ Header read_header(csv::Records& records, const std::string& path, const CsvSpec
   return {csv::split(line, delimiter), delimiter};
 }
 
+// The header's names for a fix: a file of thousands of columns is not listed whole.
+std::string header_names(const std::vector<std::string>& header) { return core::join_first(header, 40); }
+
 // A header's columns by name: a name it lacks is an error that lists what it has.
 struct FindColumn {
   const std::string& path;
@@ -148,7 +151,7 @@ struct FindColumn {
           "'" + path + "' has no column '" + name + "' (" + key + ")",
           "several columns are a YAML list: " + key + ": " + list + " (with --set, quote it: --set '" + key + "=" + list + "'" +
               (key == "data.labels" ? "; on gputrain profile's command line: --labels " + core::join(csv::split(name, ','), " ") : "") +
-              "); the header row names: " + core::join(header));
+              "); the header row names: " + header_names(header));
     }
     // numpy.savetxt and to_csv(header=False) write no header: the first row is then taken for one.
     if (std::all_of(header.begin(), header.end(), [](const std::string& cell) {
@@ -161,7 +164,7 @@ struct FindColumn {
                            "' among them (pandas reads the file with pd.read_csv(path, header=None), and df.to_csv(path, index=False) "
                            "writes one)");
     throw UsageError("'" + path + "' has no column '" + name + "' (" + key + ")" + core::did_you_mean_among(name, header),
-                     "the header row names: " + core::join(header));
+                     "the header row names: " + header_names(header));
   }
 };
 
@@ -180,7 +183,7 @@ Columns choose_columns(const std::string& path, const CsvSpec& spec, const std::
     throw UsageError(
         "data.labels is not set for the CSV source",
         (named.empty() ? "set data.labels to the label column's name" : "set data.labels: " + named + " (the column named like a label)") +
-            "; '" + path + "' has the columns " + core::join(header));
+            "; '" + path + "' has the columns " + header_names(header));
   }
   if (spec.classification && spec.labels.size() > 1)
     throw UsageError("data.labels names " + std::to_string(spec.labels.size()) + " columns (" + core::join(spec.labels) +

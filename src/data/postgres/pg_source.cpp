@@ -37,7 +37,7 @@ std::size_t index_of(const std::vector<Column>& columns, const std::string& name
     if (columns[i].name == name) return i;
   std::vector<std::string> names;
   for (const auto& c : columns) names.push_back(c.name);
-  const auto returned = names.empty() ? std::string("it returns no columns") : "it returns: " + core::join(names);
+  const auto returned = names.empty() ? std::string("it returns no columns") : "it returns: " + core::join_first(names, 40);
   throw UsageError(key + " names column '" + name + "', which " + what + " does not return; " + returned,
                    (names.empty() ? "" : "use one of those names, or ") + std::string("add the column to ") + what + "'s SELECT");
 }

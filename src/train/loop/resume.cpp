@@ -98,8 +98,7 @@ void Trainer::State::resume() {
 void Trainer::State::note_config_changes(const std::string& path, const std::string& saved_yaml) {
   const auto changes = config_differences(saved_yaml, config_yaml);
   constexpr std::size_t kListed = 4;
-  std::string listed = core::join(std::vector<std::string>(changes.begin(), changes.begin() + std::min(changes.size(), kListed)));
-  if (changes.size() > kListed) listed += " and " + std::to_string(changes.size() - kListed) + " more";
+  const std::string listed = core::join_some(changes, kListed);
   reporter.later("note: the config differs from the one " + path + " was written with" + (changes.empty() ? "" : ": " + listed) +
                  " (both are kept: config.yaml and the checkpoint)");
   try {

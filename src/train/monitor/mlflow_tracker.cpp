@@ -252,8 +252,7 @@ bool Tracker::reopen_run(RunRef& run, const std::string& run_id, bool given) {
                      plan_.tracking_uri + "/#/experiments/" + run.experiment_id + "/runs/" + run.run_id;
   if (!changed.empty()) {
     line += "; MLflow keeps a param's first value, so these show the run's start: ";
-    for (std::size_t i = 0; i < changed.size() && i < 5; ++i) line += (i ? ", " : "") + changed[i];
-    if (changed.size() > 5) line += " and " + std::to_string(changed.size() - 5) + " more";
+    line += core::join_some(changed, 5);
   }
   say(Level::note, line);
   return true;

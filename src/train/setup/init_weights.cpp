@@ -51,23 +51,15 @@ std::string misfit_text(const WeightMatch::Misfit& m) {
   return m.name + " (" + shape_text(m.in_file) + " in the file, " + shape_text(m.in_model) + " here)";
 }
 
-// At most `most` names, then how many more.
-std::string some(const std::vector<std::string>& names, std::size_t most = 6) {
-  std::vector<std::string> shown(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(most, names.size())));
-  auto text = core::join(shown);
-  if (names.size() > most) text += " and " + std::to_string(names.size() - most) + " more";
-  return text;
-}
-
 // One note, one line per kind of tensor not loaded.
 std::string partial_note(const std::string& origin, const WeightMatch& match, std::size_t total) {
   std::string note = origin + ": " + std::to_string(match.fits.size()) + " of the model's " + std::to_string(total) +
                      " tensors loaded; the rest keep their random start (model.init_strict: false)";
   std::vector<std::string> misfits;
   for (const auto& m : match.misfits) misfits.push_back(misfit_text(m));
-  if (!misfits.empty()) note += "\n  shaped otherwise in the file: " + some(misfits, 4);
-  if (!match.missing.empty()) note += "\n  not in the file: " + some(match.missing);
-  if (!match.extra.empty()) note += "\n  in the file, not in the model (not read): " + some(match.extra);
+  if (!misfits.empty()) note += "\n  shaped otherwise in the file: " + core::join_some(misfits, 4);
+  if (!match.missing.empty()) note += "\n  not in the file: " + core::join_some(match.missing, 6);
+  if (!match.extra.empty()) note += "\n  in the file, not in the model (not read): " + core::join_some(match.extra, 6);
   return note;
 }
 

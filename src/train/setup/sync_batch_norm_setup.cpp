@@ -9,16 +9,6 @@
 #include "train/models/layers/sync_batch_norm.hpp"
 
 namespace gputrain::train {
-namespace {
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (std::size_t i = 0; i < names.size() && i < 5; ++i) out += (i ? ", " : "") + names[i];
-  if (names.size() > 5) out += " and " + std::to_string(names.size() - 5) + " more";
-  return out;
-}
-
-}  // namespace
 
 BatchNormSyncSetup synchronise_batch_norm(Model& model, dist::Communicator* communicator) {
   auto* module = model.module();
@@ -31,7 +21,7 @@ BatchNormSyncSetup synchronise_batch_norm(Model& model, dist::Communicator* comm
   const auto census = count_batch_norms(*module);
   if (!census.plain.empty())
     throw UsageError("model.sync_batch_norm: true, but " + model.name() + "'s layer" + (census.plain.size() > 1 ? "s " : " ") +
-                         joined(census.plain) + (census.plain.size() > 1 ? " are" : " is") +
+                         core::join_some(census.plain, 5) + (census.plain.size() > 1 ? " are" : " is") +
                          " torch::nn::BatchNorm, which normalises over one rank's samples only",
                      "build them as gputrain::train::SyncableBatchNorm1d/2d (#include \"gputrain/train/sync_batch_norm.hpp\"), which "
                      "are torch::nn's BatchNorm until a run synchronises them, or set model.sync_batch_norm: false");

@@ -60,6 +60,13 @@ TEST(Join, SeparatesWordsAndGivesNothingForNone) {
   EXPECT_EQ(gputrain::core::join_first({"a", "b", "c"}, 1, "', '"), "a', '... (3 in all)");
 }
 
+TEST(Join, SomeWordsThenHowManyMore) {
+  EXPECT_EQ(gputrain::core::join_some({"a", "b", "c", "d"}, 2), "a, b and 2 more");
+  EXPECT_EQ(gputrain::core::join_some({"a", "b"}, 2), "a, b");
+  EXPECT_EQ(gputrain::core::join_some({"a", "b", "c"}, 0), "3 more");
+  EXPECT_EQ(gputrain::core::join_some({}, 3), "");
+}
+
 TEST(Counted, PutsTheNounInThePluralExceptForOne) {
   EXPECT_EQ(gputrain::core::counted(1, "bucket"), "1 bucket");
   EXPECT_EQ(gputrain::core::counted(0, "GPU"), "0 GPUs");

@@ -373,3 +373,60 @@ TEST(Csv, RegressionTargetsAreOneColumn) {
   EXPECT_EQ(set.targets.sizes(), (std::vector<std::int64_t>{10, 1}));
   EXPECT_FLOAT_EQ(set.targets[9][0].item<float>(), 4.5f);
 }
+
+// JSON saved under a CSV name (an API's answer, df.to_json) was read as a CSV whose header row
+// was the whole first object, or the whole file: an error naming megabytes of "columns".
+TEST(Csv, JsonUnderACsvNameIsNamedWithTheReadJsonFix) {
+  test_support::ScratchFolder scratch("json-named-csv");
+  const auto refusal = [&](const std::string& name, const std::string& text) -> std::pair<std::string, std::string> {
+    const auto path = (scratch.path / name).string();
+    std::ofstream(path, std::ios::binary) << text;
+    try {
+      read_csv(path, CsvSpec{{}, {"label"}, true});
+      ADD_FAILURE() << "read " << text << " as a CSV";
+    } catch (const UsageError& e) {
+      return {e.what(), e.remedy()};
+    }
+    return {};
+  };
+  const auto lines = refusal("rows.csv", "{\"a\": 1, \"label\": 0}\n{\"a\": 2, \"label\": 1}\n");
+  EXPECT_NE(lines.first.find("rows.csv' is JSON lines (one object per line), not CSV"), std::string::npos) << lines.first;
+  EXPECT_NE(lines.second.find("p.read_json('" + (scratch.path / "rows.csv").string() + "', lines=True).to_csv('data.csv', index=False)"),
+            std::string::npos)
+      << lines.second;
+  const auto array = refusal("data.csv", " [\n  {\"a\": 1, \"label\": 0}\n]");
+  EXPECT_NE(array.first.find("data.csv' is JSON (an array), not CSV"), std::string::npos) << array.first;
+  EXPECT_NE(array.second.find("p.read_json('" + (scratch.path / "data.csv").string() +
+                              "').to_csv('table.csv', index=False)\", then data.path: table.csv"),
+            std::string::npos)
+      << "the fix must not write over the file it reads: " << array.second;
+  const auto columns = refusal("columns.csv", "{\"a\": {\"0\": 1}, \"label\": {\"0\": 0}}");  // to_json's default orient
+  EXPECT_NE(columns.first.find("columns.csv' is JSON (an object), not CSV"), std::string::npos) << columns.first;
+
+  // A header whose first name merely starts with a bracket is a CSV.
+  const auto path = (scratch.path / "brackets.csv").string();
+  std::ofstream(path) << "[a],label\n1,0\n2,1\n";
+  EXPECT_EQ(read_csv(path, CsvSpec{{}, {"label"}, true}).inputs.size(0), 2);
+}
+
+// A file of thousands of columns without the label named: the fix lists the first 40 names.
+TEST(Csv, AMissingLabelInAWideFileListsTheFirstNames) {
+  test_support::ScratchFolder scratch("wide-no-label");
+  const auto path = (scratch.path / "wide.csv").string();
+  {
+    std::ofstream out(path);
+    for (int c = 0; c < 5000; ++c) out << (c ? "," : "") << "gene" << c;
+    out << "\n";
+    for (int c = 0; c < 5000; ++c) out << (c ? "," : "") << c;
+    out << "\n";
+  }
+  try {
+    read_csv(path, CsvSpec{{}, {"label"}, true});
+    ADD_FAILURE() << "no label column, yet read";
+  } catch (const UsageError& e) {
+    const std::string fix = e.remedy();
+    EXPECT_NE(fix.find("the header row names: gene0, gene1, "), std::string::npos) << fix;
+    EXPECT_NE(fix.find("gene39, ... (5000 in all)"), std::string::npos) << fix;
+    EXPECT_LT(fix.size(), 600u) << fix;
+  }
+}
