@@ -5,10 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "gputrain/core/error.hpp"
+#include "lfs_pointer.hpp"
 #include "mapping_watch.hpp"
 #include "path_text.hpp"
 
@@ -55,6 +57,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
     file->watch_ = watch_mapping(address, file->size_, path, info);
   }
   ::close(fd);  // the mapping keeps the file alive
+  refuse_lfs_pointer(std::string_view(reinterpret_cast<const char*>(file->data_), std::min<std::size_t>(file->size_, 1024)), path);
   return file;
 }
 

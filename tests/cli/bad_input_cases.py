@@ -167,6 +167,9 @@ def data_cases():
         data_case("val_path_missing", "  path: good.csv\n  labels: label\n  val_path: nope.csv\n", expect="data.val_path"),
         data_case("json_lines_named_csv", "  path: rows.csv\n  labels: label\n", {"rows.csv": '{"a": 1, "label": 0}\n{"a": 2, "label": 1}\n'},
                   expect="'rows.csv' is JSON lines (one object per line), not CSV"),
+        data_case("git_lfs_pointer", "  path: data.csv\n  labels: label\n",
+                  {"data.csv": "version https://git-lfs.github.com/spec/v1\noid sha256:" + "ab" * 32 + "\nsize 48213\n"},
+                  expect="is a Git LFS pointer (130 bytes) standing in for a 47.08 KiB file"),
         data_case("json_array_named_csv", "  path: data.csv\n  labels: label\n", {"data.csv": '[{"a": 1, "label": 0}]'},
                   expect="to_csv('table.csv', index=False)"),
     ]

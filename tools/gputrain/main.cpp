@@ -13,6 +13,7 @@
 
 #include "command.hpp"
 #include "gputrain/core/build_info.hpp"
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/device/version_report.hpp"
 
@@ -112,7 +113,7 @@ int main(int argc, char** argv) {
                 << "): each command is a program of its own\n  fix: " << kInstallWhole << "\n";
       return 2;
     }
-    std::cerr << "error: unknown command '" << command << "'";
+    std::cerr << "error: unknown command " << core::quoted(command, 80);  // a script's stray text, printed as text
     if (known.empty()) {
       std::cerr << " (no gputrain command is beside this gputrain, in " << dir.string() << ")\n  fix: " << kInstallWhole << "\n";
       return 2;

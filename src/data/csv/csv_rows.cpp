@@ -44,7 +44,7 @@ std::string shown(std::string_view cell) { return core::quoted(cell, 60); }
 
 // "column 'b' (2)": a feature column as errors name it, by its header cell and 1-based position.
 std::string column_text(const std::vector<std::string>& header, std::size_t c) {
-  return "column '" + header[c] + "' (" + std::to_string(c + 1) + ")";
+  return "column " + core::quoted(header[c], 80) + " (" + std::to_string(c + 1) + ")";
 }
 
 // A feature column that holds text: its first value is neither a number nor a bool.
@@ -233,7 +233,7 @@ void read_labels(const std::vector<std::string_view>& cells, const Records& reco
   const auto label_cell = [&](std::size_t c) -> std::string_view {
     // A class named "None" or "NA" is a name; a number's marker of a missing one is not.
     if (format.label_names ? cells[c].empty() : is_missing(cells[c]))
-      throw MissingValue(records.where() + "the label (column '" + header[c] + "')" + missing_text(cells[c]), "");
+      throw MissingValue(records.where() + "the label (column " + core::quoted(header[c], 80) + ")" + missing_text(cells[c]), "");
     return cells[c];
   };
   const auto require_finite = [&](double value, std::string_view cell) {
@@ -246,7 +246,7 @@ void read_labels(const std::vector<std::string_view>& cells, const Records& reco
       double value = 0;
       if (!parse_number(cell, value)) {
         const auto [what, remedy] = foreign_number_text(cell, format);
-        throw UsageError(records.where() + "column '" + header[c] + "': " + shown(cell) + " is not a number" + what,
+        throw UsageError(records.where() + "column " + core::quoted(header[c], 80) + ": " + shown(cell) + " is not a number" + what,
                          remedy.empty() ? "regression labels must be numbers; to predict '" + header[c] +
                                               "' as classes (its values as names), set data.task: classification"
                                         : remedy);
@@ -272,7 +272,7 @@ void read_labels(const std::vector<std::string_view>& cells, const Records& reco
   }
   double value = 0;
   if (!parse_number(cell, value))
-    throw UsageError(records.where() + "column '" + header[label_column] + "': " + shown(cell) + " is not a number",
+    throw UsageError(records.where() + "column " + core::quoted(header[label_column], 80) + ": " + shown(cell) + " is not a number",
                      "use either class ids or class names in the whole label column");
   if (value < 0 || value != std::floor(value))
     throw UsageError(records.where() + "label " + shown(cell) + " is not a class id",

@@ -238,10 +238,15 @@ data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::
   data::Loader loader(data.sources.train, std::min(count, train.size()), data::LoaderOptions{0, 1, false, 600, c10::kCPU});
   loader.start(at::arange(std::min(count, train.size()), at::kLong), std::min(count, train.size()));
   const auto fed = loader.next();
-  if (!fed)
-    throw UsageError(train.description() + ": none of the first " + core::counted(std::min(count, train.size()), "sample") +
-                         " can be read; the first: " + why_unreadable(train, 0),
-                     "replace or remove the files that cannot be read (a copy cut short, or files of another format), then run again");
+  if (!fed) {
+    const auto why = why_unreadable(train, 0);
+    throw UsageError(
+        train.description() + ": none of the first " + core::counted(std::min(count, train.size()), "sample") +
+            " can be read; the first: " + why,
+        why.find("Git LFS pointer") != std::string::npos  // lfs_pointer_text's words: a clone without git-lfs
+            ? "fetch the images where the repository is: git lfs install && git lfs pull"
+            : "replace or remove the files that cannot be read (a copy cut short, or files of another format), then run again");
+  }
   return {fed->batch.inputs.to(device), fed->batch.targets.to(device)};
 }
 
