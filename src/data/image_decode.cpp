@@ -14,7 +14,7 @@
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/dataset.hpp"
 #include "image_resize.hpp"
-#include "lfs_pointer.hpp"
+#include "stand_in_file.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -158,9 +158,8 @@ void decode_image_into(const unsigned char* bytes, std::size_t size, std::int64_
   } else if (size >= 4 && std::memcmp(bytes, png_signature, 4) == 0) {
     std::string why;
     if (!decode_png(bytes, size, image, why)) throw SkippedSample("corrupt PNG: " + why);
-  } else if (const auto pointer =
-                 lfs_pointer_text(std::string_view(reinterpret_cast<const char*>(bytes), std::min<std::size_t>(size, 1024)))) {
-    throw SkippedSample(*pointer + ", not the image: git lfs pull fetches the images");
+  } else if (const auto found = stand_in(std::string_view(reinterpret_cast<const char*>(bytes), std::min(size, kStandInHeadBytes)))) {
+    throw SkippedSample(found->what + ", not the image: " + found->why, found->fix);
   } else {
     throw SkippedSample("neither a JPEG nor a PNG (unknown signature)");
   }

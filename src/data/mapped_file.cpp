@@ -10,9 +10,9 @@
 #include <cstring>
 
 #include "gputrain/core/error.hpp"
-#include "lfs_pointer.hpp"
 #include "mapping_watch.hpp"
 #include "path_text.hpp"
+#include "stand_in_file.hpp"
 
 namespace gputrain::data {
 
@@ -57,7 +57,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
     file->watch_ = watch_mapping(address, file->size_, path, info);
   }
   ::close(fd);  // the mapping keeps the file alive
-  refuse_lfs_pointer(std::string_view(reinterpret_cast<const char*>(file->data_), std::min<std::size_t>(file->size_, 1024)), path);
+  refuse_stand_in(std::string_view(reinterpret_cast<const char*>(file->data_), std::min(file->size_, kStandInHeadBytes)), path);
   return file;
 }
 

@@ -14,10 +14,10 @@
 
 #include "array_bytes.hpp"
 #include "gputrain/core/error.hpp"
-#include "lfs_pointer.hpp"
 #include "mapped_file.hpp"
 #include "npz_pieces.hpp"
 #include "path_text.hpp"
+#include "stand_in_file.hpp"
 #include "widen_unsigned.hpp"
 
 namespace gputrain::data {
@@ -220,7 +220,7 @@ at::Tensor read_npy(const std::string& path) {
 std::vector<std::pair<std::string, at::Tensor>> read_npz(const std::string& path) { return read_npz_in_pieces(path, kZipReadPiece); }
 
 std::vector<std::pair<std::string, at::Tensor>> read_npz_in_pieces(const std::string& path, std::uint64_t piece_bytes) {
-  refuse_lfs_pointer_file(path);
+  refuse_stand_in_file(path);
   int error = 0;
   zip_t* archive = zip_open(path.c_str(), ZIP_RDONLY, &error);
   if (!archive) {

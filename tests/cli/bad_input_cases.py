@@ -170,6 +170,9 @@ def data_cases():
         data_case("git_lfs_pointer", "  path: data.csv\n  labels: label\n",
                   {"data.csv": "version https://git-lfs.github.com/spec/v1\noid sha256:" + "ab" * 32 + "\nsize 48213\n"},
                   expect="is a Git LFS pointer (130 bytes) standing in for a 47.08 KiB file"),
+        data_case("web_page_named_csv", "  path: data.csv\n  labels: label\n",
+                  {"data.csv": "<!DOCTYPE html>\n<html><head><title>Page not found &middot; GitHub</title></head></html>\n"},
+                  expect="'data.csv' is a web page ('Page not found \u00b7 GitHub'), not the file itself"),
         data_case("json_array_named_csv", "  path: data.csv\n  labels: label\n", {"data.csv": '[{"a": 1, "label": 0}]'},
                   expect="to_csv('table.csv', index=False)"),
     ]

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gputrain/data/tensor_dataset.hpp"
@@ -30,7 +31,12 @@ struct SampleLayout {
 /// counts it instead of stopping the run.
 class SkippedSample : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit SkippedSample(const std::string& what, std::string fix = "") : std::runtime_error(what), fix_(std::move(fix)) {}
+  /// How to get such a sample back, when one way fits every file like it ("git lfs pull"); else empty.
+  const std::string& fix() const { return fix_; }
+
+ private:
+  std::string fix_;
 };
 
 class Dataset {

@@ -13,7 +13,7 @@
 #include "checkpoint_errors.hpp"
 #include "checkpoint_file.hpp"
 #include "checkpoint_integrity.hpp"
-#include "data/lfs_pointer.hpp"
+#include "data/stand_in_file.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/log.hpp"
 #include "gputrain/core/units.hpp"
@@ -52,7 +52,7 @@ CheckpointContents read_contents(const std::string& path, c10::Device device) {
   if (!fs::exists(path))
     throw UsageError("checkpoint '" + path + "' does not exist" + checkpoints_beside(path),
                      "set checkpoint.resume to auto, never, or an existing file");
-  data::refuse_lfs_pointer_file(path);
+  data::refuse_stand_in_file(path);
   if (!is_zip_archive(path)) throw_unreadable(path, "");
   // LibTorch's reader never checks the records' CRC-32s, so a changed byte would load as a wrong
   // weight. (Checking on a thread of its own while LibTorch reads was no faster on 2 cores.)

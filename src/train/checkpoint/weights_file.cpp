@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "checkpoint_file.hpp"
-#include "data/lfs_pointer.hpp"
+#include "data/stand_in_file.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/safetensors.hpp"
@@ -13,7 +13,7 @@
 namespace gputrain::train {
 
 NamedTensors read_named_weights(const std::string& path, const std::string& key) {
-  data::refuse_lfs_pointer_file(path);
+  data::refuse_stand_in_file(path);
   if (is_torch_save_archive(path) && !holds_gputrain_run(path)) return read_torch_save_state(path, key);
   if (is_zip_archive(path)) return checkpoint_weights(path);
   // torch.save and gputrain write zip archives: a file named as one that does not begin as a

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/lfs_pointer.hpp"
+#include "data/stand_in_file.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/units.hpp"
@@ -123,7 +123,7 @@ void check_weights_file(const std::string& weights) {
     throw UsageError("--evaluate: '" + weights + "' is " +
                          (fs::is_directory(weights, ec) ? "a folder" : "no regular file (a pipe or a device)") + ", not a weights file",
                      what_to_give);
-  data::refuse_lfs_pointer_file(weights);
+  data::refuse_stand_in_file(weights);
   if (!is_zip_archive(weights) && !data::starts_like_safetensors(weights))
     throw UsageError("--evaluate: '" + weights +
                          "' holds no weights: it is neither a checkpoint (a zip archive, as torch.save writes) nor a "

@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-#include "data/lfs_pointer.hpp"
+#include "data/stand_in_file.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/error_text.hpp"
 #include "gputrain/core/similar_path.hpp"
@@ -200,7 +200,7 @@ std::unique_ptr<Model> load_torchscript(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec) && !std::filesystem::is_directory(path, ec))  // a named pipe would block the load
     throw UsageError("model.torchscript: '" + path + "' is a pipe or a device, not a file", kSaveScripted);
-  data::refuse_lfs_pointer_file(path);
+  data::refuse_stand_in_file(path);
   // A module's print() goes where gputrain's own lines go, stderr: stdout keeps --json's object alone.
   torch::jit::setPrintHandler([](const std::string& text) { std::cerr << text << std::flush; });
   try {

@@ -4,11 +4,12 @@
 #include <cctype>
 #include <nlohmann/json.hpp>
 
+#include "core/web_page.hpp"
+
 namespace gputrain::train::mlflow {
 namespace {
 
 constexpr const char* kApiPath = "/api/2.0/mlflow";
-constexpr std::size_t kGistLength = 160;  // MLflow's 401 text with its link, whole
 
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -24,17 +25,12 @@ std::string mlflow_message(const std::string& body) {
 }
 
 // By its markup: servers label plain text as HTML too (MLflow's own 401 and 403 do).
-bool is_web_page(const Answer& a) {
-  const auto start = lower(a.body.substr(0, 300));
-  for (const char* tag : {"<!doctype html", "<html", "<title", "<body", "<h1"})
-    if (start.find(tag) != std::string::npos) return true;
-  return false;
-}
+bool is_web_page(const Answer& a) { return core::looks_like_web_page(a.body); }
 
 // What the server said: MLflow's message, a page's title, or the start of its text.
 std::string what_it_said(const Answer& a) {
   if (const auto said = mlflow_message(a.body); !said.empty()) return said;
-  const auto gist = page_gist(a.body);
+  const auto gist = core::page_gist(a.body);
   if (gist.empty()) return "an empty answer";
   return is_web_page(a) ? "a web page, '" + gist + "'" : gist;
 }
@@ -48,7 +44,7 @@ ApiError redirected(const std::string& doing, const Answer& a, const Asker& aske
                         http(a) + "): set logging.mlflow.tracking_uri to " + a.location.substr(0, api),
                     false);
   return ApiError(doing + ": the server at " + asker.tracking_uri + " answered " + http(a) + ", sending gputrain to " +
-                      (a.location.empty() ? std::string("no address") : page_gist(a.location)) +
+                      (a.location.empty() ? std::string("no address") : core::page_gist(a.location)) +
                       ", as a sign-in page in front of MLflow does to a browser; gputrain does not follow it: give "
                       "logging.mlflow.tracking_uri the tracking server's own address, or the credentials the front takes "
                       "(MLFLOW_TRACKING_TOKEN is sent as a bearer token)",
@@ -87,30 +83,6 @@ ApiError forbidden(const std::string& doing, const Answer& a, const Asker& asker
 }
 
 }  // namespace
-
-std::string page_gist(const std::string& body) {
-  std::string text;
-  const auto low = lower(body);
-  const auto title = low.find("<title");
-  const auto title_end = title == std::string::npos ? std::string::npos : low.find('>', title);
-  const auto closing = title_end == std::string::npos ? std::string::npos : low.find("</title", title_end);
-  const auto source = closing != std::string::npos ? body.substr(title_end + 1, closing - title_end - 1) : body;
-  bool in_tag = false;
-  for (const char c : source) {  // markup left out, blanks of any kind as one space
-    if (c == '<') in_tag = true;
-    if (!in_tag && !std::isspace(static_cast<unsigned char>(c)) && static_cast<unsigned char>(c) >= 0x20) text += c;
-    if (!in_tag && std::isspace(static_cast<unsigned char>(c)) && !text.empty() && text.back() != ' ') text += ' ';
-    if (c == '>') in_tag = false;
-    if (text.size() > kGistLength) break;
-  }
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  if (text.size() > kGistLength) {
-    std::size_t cut = kGistLength - 3;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
-    text = text.substr(0, cut) + "...";
-  }
-  return text;
-}
 
 ApiError refusal(const std::string& doing, const Answer& a, const Asker& asker) {
   if (a.status >= 500 || a.status == 429 || a.status == 408)

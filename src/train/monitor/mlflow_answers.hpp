@@ -58,7 +58,4 @@ bool is_plain_http_handshake(const std::string& detail);
 /// An http:// address whose server speaks TLS on that port.
 ApiError speaks_tls(const Asker& asker);
 
-/// A web page's title, or the start of the text with its markup left out; at most 160 characters.
-std::string page_gist(const std::string& body);
-
 }  // namespace gputrain::train::mlflow

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <utility>
 
 #include "gputrain/core/duration.hpp"
 #include "gputrain/core/error.hpp"
@@ -207,17 +208,18 @@ RunData open_data(Config& config, bool evaluating) {
 
 namespace {
 
-// Why sample `index` cannot be read, as the loader that skipped it was told: "train/a/1.jpg: corrupt JPEG: ...".
-std::string why_unreadable(const data::Dataset& set, std::int64_t index) {
+// Why sample `index` cannot be read, as the loader that skipped it was told ("train/a/1.jpg:
+// corrupt JPEG: ..."), and the fix for such files when there is one.
+std::pair<std::string, std::string> why_unreadable(const data::Dataset& set, std::int64_t index) {
   const auto& layout = set.layout();
   auto input = at::empty(layout.input_shape, layout.input_dtype);
   auto target = at::empty(layout.target_shape, layout.target_dtype);
   try {
     set.read(index, input.data_ptr(), target.data_ptr());
   } catch (const data::SkippedSample& e) {
-    return set.origin(index) + ": " + e.what();
+    return {set.origin(index) + ": " + e.what(), e.fix()};
   }
-  return set.origin(index) + " reads now";  // a file mended meanwhile
+  return {set.origin(index) + " reads now", ""};  // a file mended meanwhile
 }
 
 }  // namespace
@@ -239,13 +241,12 @@ data::TensorDataset probe_samples(const RunData& data, c10::Device device, std::
   loader.start(at::arange(std::min(count, train.size()), at::kLong), std::min(count, train.size()));
   const auto fed = loader.next();
   if (!fed) {
-    const auto why = why_unreadable(train, 0);
+    const auto [why, fix] = why_unreadable(train, 0);
     throw UsageError(
         train.description() + ": none of the first " + core::counted(std::min(count, train.size()), "sample") +
             " can be read; the first: " + why,
-        why.find("Git LFS pointer") != std::string::npos  // lfs_pointer_text's words: a clone without git-lfs
-            ? "fetch the images where the repository is: git lfs install && git lfs pull"
-            : "replace or remove the files that cannot be read (a copy cut short, or files of another format), then run again");
+        !fix.empty() ? fix
+                     : "replace or remove the files that cannot be read (a copy cut short, or files of another format), then run again");
   }
   return {fed->batch.inputs.to(device), fed->batch.targets.to(device)};
 }

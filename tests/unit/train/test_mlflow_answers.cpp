@@ -91,17 +91,6 @@ TEST(MlflowAnswers, AWebPageWhereJsonWasDueIsNamedByItsTitle) {
       << text_of(e);
 }
 
-TEST(MlflowAnswers, APagesGistLeavesMarkupOutAndIsShort) {
-  EXPECT_EQ(page_gist("<h1>Bad\n\n Gateway</h1>"), "Bad Gateway");
-  EXPECT_EQ(page_gist("<TITLE>Oops</TITLE><p>long text</p>"), "Oops");
-  EXPECT_EQ(page_gist(""), "");
-  const auto long_text = page_gist(std::string(300, 'x'));
-  EXPECT_EQ(long_text.size(), 160u);
-  EXPECT_EQ(long_text.substr(157), "...");
-  const auto accented = page_gist(std::string(156, 'x') + "\xC3\xA9\xC3\xA9\xC3\xA9");  // é at the cut: kept whole or left out
-  EXPECT_EQ(accented, std::string(156, 'x') + "...");
-}
-
 TEST(MlflowAnswers, DeletedExperimentsAndRunsSayHowToRestoreThem) {
   const auto experiment = deleted_experiment("sweeps", "4", kAnonymous);
   EXPECT_FALSE(experiment.retry());
