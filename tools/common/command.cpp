@@ -1,5 +1,6 @@
 #include "command.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -205,6 +206,25 @@ int run_parsed(CLI::App& app, int argc, char** argv, const std::function<int()>&
   }
 }
 
+bool stdout_closed_at_start = false;
+
+// A process started with standard input, output or error closed (`2>&-`, some supervisors) gives
+// that descriptor to the next file it opens: the console's lines went into the run's lock file, and
+// could go into a checkpoint. Each takes a device first, as in coreutils: /dev/null, or for standard
+// output /dev/full, whose refused writes say that output was lost.
+void fill_closed_standard_streams() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd == STDOUT_FILENO) stdout_closed_at_start = true;
+    int opened = fd == STDOUT_FILENO ? ::open("/dev/full", O_WRONLY) : -1;
+    if (opened < 0) opened = ::open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+    if (opened >= 0 && opened != fd) {
+      ::dup2(opened, fd);
+      ::close(opened);
+    }
+  }
+}
+
 // Where standard output goes ("/tmp/run/out.yaml", "/dev/full"), for a message about it.
 std::string stdout_target() {
   std::error_code ec;
@@ -224,7 +244,7 @@ int with_output_written(int code) {
   struct stat out {};
   const bool opened = ::fstat(STDOUT_FILENO, &out) == 0;
   if (opened && (S_ISFIFO(out.st_mode) || S_ISSOCK(out.st_mode))) return code;
-  if (!opened && errno == EBADF) {  // `>&-`, or a service started without one: no folder or disk to blame
+  if ((!opened && errno == EBADF) || stdout_closed_at_start) {  // `>&-`, or a service started without one: no disk to blame
     say_error("the output was not all written: standard output is closed",
               "give the command a standard output: a file (> out.txt), or > /dev/null to drop it");
     return code == 0 ? static_cast<int>(ExitCode::failure) : code;
@@ -236,6 +256,7 @@ int with_output_written(int code) {
 }
 
 int run_command(CLI::App& app, int argc, char** argv, const std::function<int()>& body, const SettingHint& setting_hint) {
+  fill_closed_standard_streams();
   device::reexec_without_rival_cuda_folders(argv);
   return with_output_written(run_parsed(app, argc, argv, body, setting_hint));
 }
