@@ -173,6 +173,8 @@ def data_cases():
         data_case("web_page_named_csv", "  path: data.csv\n  labels: label\n",
                   {"data.csv": "<!DOCTYPE html>\n<html><head><title>Page not found &middot; GitHub</title></head></html>\n"},
                   expect="'data.csv' is a web page ('Page not found \u00b7 GitHub'), not the file itself"),
+        data_case("space_separated_csv", "  path: spaces.csv\n  labels: label\n", {"spaces.csv": "a b label\n0.5 1 0\n0.25 2 1\n"},
+                  expect="'spaces.csv' separates its cells by spaces"),
         data_case("json_array_named_csv", "  path: data.csv\n  labels: label\n", {"data.csv": '[{"a": 1, "label": 0}]'},
                   expect="to_csv('table.csv', index=False)"),
     ]

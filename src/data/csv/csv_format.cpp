@@ -17,8 +17,10 @@
 #include "csv_row_format.hpp"
 #include "csv_rows.hpp"
 #include "csv_table.hpp"
+#include "data/path_text.hpp"
 #include "data/text_file.hpp"
 #include "gputrain/core/error.hpp"
+#include "gputrain/core/printable.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
 
@@ -118,6 +120,38 @@ struct Header {
   char delimiter = ',';
 };
 
+// The words of a line split by runs of blanks: "0.5  1.2 0" -> 3.
+std::vector<std::string_view> blank_separated(std::string_view line) {
+  std::vector<std::string_view> words;
+  for (std::size_t at = line.find_first_not_of(" \t\r"); at != std::string_view::npos;) {
+    const auto end = std::min(line.find_first_of(" \t\r", at), line.size());
+    words.push_back(line.substr(at, end - at));
+    at = line.find_first_not_of(" \t\r", end);
+  }
+  return words;
+}
+
+// numpy.savetxt's default, R's write.table and many .data files put spaces between cells, which a
+// CSV reader (pandas' default too) takes for one column: named, with the pandas line that writes
+// commas. Only when the header and the first row split into as many words.
+void refuse_blank_separated(std::string_view header, const csv::Records& records, const std::string& path) {
+  const auto words = blank_separated(header);
+  if (words.size() < 2) return;
+  auto peek = records;  // the first row, left for the reader
+  std::string_view row;
+  if (!peek.next(row) || blank_separated(row).size() != words.size() || row.find(',') != std::string_view::npos) return;
+  const bool numbers = std::all_of(words.begin(), words.end(), [](std::string_view word) {
+    double value = 0;
+    return csv::parse_number(word, value);
+  });
+  throw UsageError(
+      "'" + path + "' separates its cells by spaces, not commas, semicolons or tabs (its first line is " + core::quoted(header, 80) + ")",
+      pandas_to_csv_fix("read_csv('" + path + "', sep=r'\\s+'" + (numbers ? ", header=None).add_prefix('c')" : ")"), path) +
+          (numbers ? " (its first line is a row of numbers, not names: the columns are then c0 to c" + std::to_string(words.size() - 1) +
+                         ", data.labels: c" + std::to_string(words.size() - 1) + " for the last)"
+                   : ""));
+}
+
 Header read_header(csv::Records& records, const std::string& path, const CsvSpec& spec) {
   std::string_view line;
   if (!records.next(line)) throw UsageError("'" + path + "' is empty", "write a header row, then one row per sample");
@@ -129,6 +163,7 @@ Header read_header(csv::Records& records, const std::string& path, const CsvSpec
       throw UsageError("'" + path + "' has only its \"sep=\" line, no header row", "write a header row after it, then one row per sample");
   }
   const char delimiter = named_delimiter ? *named_delimiter : detect_delimiter(line, spec.delimiter);
+  if (!named_delimiter && delimiter == ',' && line.find(',') == std::string_view::npos) refuse_blank_separated(line, records, path);
   records.set_delimiter(delimiter);
   return {csv::split(line, delimiter), delimiter};
 }

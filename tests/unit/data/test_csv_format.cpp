@@ -374,39 +374,51 @@ TEST(Csv, RegressionTargetsAreOneColumn) {
   EXPECT_FLOAT_EQ(set.targets[9][0].item<float>(), 4.5f);
 }
 
+// The error and fix (after a newline) of reading `text`, written as `name` in `folder`, as a CSV.
+std::string refusal_of(const test_support::ScratchFolder& folder, const std::string& name, const std::string& text) {
+  const auto path = (folder.path / name).string();
+  std::ofstream(path, std::ios::binary) << text;
+  return usage_error_and_fix([&] { read_csv(path, CsvSpec{{}, {"label"}, true}); });
+}
+
 // JSON saved under a CSV name (an API's answer, df.to_json) was read as a CSV whose header row
 // was the whole first object, or the whole file: an error naming megabytes of "columns".
 TEST(Csv, JsonUnderACsvNameIsNamedWithTheReadJsonFix) {
   test_support::ScratchFolder scratch("json-named-csv");
-  const auto refusal = [&](const std::string& name, const std::string& text) -> std::pair<std::string, std::string> {
-    const auto path = (scratch.path / name).string();
-    std::ofstream(path, std::ios::binary) << text;
-    try {
-      read_csv(path, CsvSpec{{}, {"label"}, true});
-      ADD_FAILURE() << "read " << text << " as a CSV";
-    } catch (const UsageError& e) {
-      return {e.what(), e.remedy()};
-    }
-    return {};
-  };
-  const auto lines = refusal("rows.csv", "{\"a\": 1, \"label\": 0}\n{\"a\": 2, \"label\": 1}\n");
-  EXPECT_NE(lines.first.find("rows.csv' is JSON lines (one object per line), not CSV"), std::string::npos) << lines.first;
-  EXPECT_NE(lines.second.find("p.read_json('" + (scratch.path / "rows.csv").string() + "', lines=True).to_csv('data.csv', index=False)"),
+  const auto at = [&](const std::string& name) { return (scratch.path / name).string(); };
+  const auto lines = refusal_of(scratch, "rows.csv", "{\"a\": 1, \"label\": 0}\n{\"a\": 2, \"label\": 1}\n");
+  EXPECT_NE(lines.find("rows.csv' is JSON lines (one object per line), not CSV"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("p.read_json('" + at("rows.csv") + "', lines=True).to_csv('data.csv', index=False)"), std::string::npos) << lines;
+  const auto array = refusal_of(scratch, "data.csv", " [\n  {\"a\": 1, \"label\": 0}\n]");
+  EXPECT_NE(array.find("data.csv' is JSON (an array), not CSV"), std::string::npos) << array;
+  EXPECT_NE(array.find("p.read_json('" + at("data.csv") + "').to_csv('table.csv', index=False)\", then data.path: table.csv"),
             std::string::npos)
-      << lines.second;
-  const auto array = refusal("data.csv", " [\n  {\"a\": 1, \"label\": 0}\n]");
-  EXPECT_NE(array.first.find("data.csv' is JSON (an array), not CSV"), std::string::npos) << array.first;
-  EXPECT_NE(array.second.find("p.read_json('" + (scratch.path / "data.csv").string() +
-                              "').to_csv('table.csv', index=False)\", then data.path: table.csv"),
-            std::string::npos)
-      << "the fix must not write over the file it reads: " << array.second;
-  const auto columns = refusal("columns.csv", "{\"a\": {\"0\": 1}, \"label\": {\"0\": 0}}");  // to_json's default orient
-  EXPECT_NE(columns.first.find("columns.csv' is JSON (an object), not CSV"), std::string::npos) << columns.first;
+      << "the fix must not write over the file it reads: " << array;
+  const auto columns = refusal_of(scratch, "columns.csv", "{\"a\": {\"0\": 1}, \"label\": {\"0\": 0}}");  // to_json's default orient
+  EXPECT_NE(columns.find("columns.csv' is JSON (an object), not CSV"), std::string::npos) << columns;
 
   // A header whose first name merely starts with a bracket is a CSV.
-  const auto path = (scratch.path / "brackets.csv").string();
-  std::ofstream(path) << "[a],label\n1,0\n2,1\n";
-  EXPECT_EQ(read_csv(path, CsvSpec{{}, {"label"}, true}).inputs.size(0), 2);
+  std::ofstream(at("brackets.csv")) << "[a],label\n1,0\n2,1\n";
+  EXPECT_EQ(read_csv(at("brackets.csv"), CsvSpec{{}, {"label"}, true}).inputs.size(0), 2);
+}
+
+// numpy.savetxt's default and R's write.table put spaces between cells: read as a CSV, the header
+// was one column named 'a b label'.
+TEST(Csv, SpaceSeparatedFilesAreNamedWithTheLineThatWritesCommas) {
+  test_support::ScratchFolder scratch("space-separated");
+  const auto named = refusal_of(scratch, "named.txt.csv", "a b label\n0.5 1.5 0\n0.25  2 1\n");
+  EXPECT_NE(named.find("named.txt.csv' separates its cells by spaces, not commas, semicolons or tabs (its first line is 'a b label')"),
+            std::string::npos)
+      << named;
+  EXPECT_NE(named.find("p.read_csv('" + (scratch.path / "named.txt.csv").string() + "', sep=r'\\s+').to_csv('data.csv', index=False)"),
+            std::string::npos)
+      << named;
+  const auto savetxt = refusal_of(scratch, "savetxt.csv", "5.0e-01 1.5e+00 0.0e+00\n2.5e-01 2.0e+00 1.0e+00\n");
+  EXPECT_NE(savetxt.find("sep=r'\\s+', header=None).add_prefix('c')"), std::string::npos) << savetxt;
+  EXPECT_NE(savetxt.find("the columns are then c0 to c2, data.labels: c2 for the last"), std::string::npos) << savetxt;
+  // One column whose name holds a space is a CSV (of no features here).
+  const auto one = refusal_of(scratch, "one.csv", "house price\n1.5\n2.5\n");
+  EXPECT_EQ(one.find("spaces"), std::string::npos) << one;
 }
 
 // A file of thousands of columns without the label named: the fix lists the first 40 names.
