@@ -306,6 +306,11 @@ def flag_cases():
              expect="--junit: 'good.csv' cannot be created: 'good.csv' is a file"),
         case("quick_junit_value_left_out", ["quick-train", "--allow-cpu", "--junit", "--json"], 2,
              expect="--junit: '--json' is an option, not a file: give a file name, e.g. report.xml"),
+        # CLI11's "--nnodes: 1 required N:from 1 to 100000 missing" and "--precision: --json not in {...}".
+        case("train_last_option_without_value", ["train", "c.yaml", "--nnodes"], 2, {"c.yaml": config(), "good.csv": GOOD_CSV},
+             expect="--nnodes was given no value (it ends the command line): it takes a number from 1 to 100000"),
+        case("quick_choice_value_left_out", ["quick-train", "--precision", "--json"], 2,
+             expect="'--json' is the next option, not --precision's value: --precision takes one of fp32, fp16-mixed, bf16-mixed"),
         # The value left out, the next option taken as it: --print-config was not done and a run trained.
         case("train_master_addr_value_left_out", ["train", "c.yaml", "--master-addr", "--print-config"], 2,
              {"c.yaml": config(), "good.csv": GOOD_CSV},

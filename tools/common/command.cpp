@@ -13,6 +13,7 @@
 #include <iostream>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/error_text.hpp"
@@ -21,6 +22,7 @@
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/write_error.hpp"
 #include "gputrain/device/runtime_libraries.hpp"
+#include "left_out_value.hpp"
 
 namespace gputrain::tools {
 
@@ -188,6 +190,7 @@ int run_parsed(CLI::App& app, int argc, char** argv, const std::function<int()>&
     } catch (const CLI::ParseError& e) {
       std::string message = dynamic_cast<const CLI::ExtrasError*>(&e) ? unexpected_in_typed_order(app, argc, argv) : e.what();
       std::string remedy = usage_remedy(app, e.what(), argc, argv, setting_hint);
+      if (const auto left_out = value_left_out(e.what())) std::tie(message, remedy) = *left_out;
       name_the_env_twin(app, argc, argv, message, remedy);
       say_error(message, remedy);
       return static_cast<int>(ExitCode::usage);
