@@ -35,6 +35,22 @@ UsageError malformed(const std::string& name, const std::string& why) {
   return UsageError("'" + name + "' is not a valid .npy array: " + why, "write it with numpy.save (or numpy.savez for .npz)");
 }
 
+// A zip archive named .npy is one of two mix-ups: an .npz (numpy.savez; its first member is an
+// array, "x.npy") or a torch.save file (its first member "archive/data.pkl"). Told by that name.
+void refuse_zip_named_npy(const unsigned char* bytes, std::size_t size, const std::string& name) {
+  if (size < 30 || std::memcmp(bytes, "PK\x03\x04", 4) != 0) return;
+  const std::size_t length = bytes[26] | (bytes[27] << 8);  // the first local header's file name
+  const std::string first(reinterpret_cast<const char*>(bytes) + 30, std::min(length, size - 30));
+  if (first.size() > 4 && first.compare(first.size() - 4, 4, ".npy") == 0)
+    throw UsageError("'" + name + "' is an .npz archive (numpy.savez writes one), not a .npy array",
+                     "set data.source: npz, with data.features and data.labels naming its arrays (data.features: [x], "
+                     "data.labels: y), or name the file .npz");
+  if (first.find('/') != std::string::npos)
+    throw UsageError("'" + name + "' is a torch.save file, not a .npy array",
+                     "save the tensor with numpy: numpy.save('x.npy', t.numpy()), or as safetensors: "
+                     "safetensors.torch.save_file({'x': x, 'y': y}, 'data.safetensors')");
+}
+
 // descr is '<f4', '>i8', '|u1', '<c16', ...: byte order, kind, item size.
 void parse_descr(const std::string& descr, const std::string& name, NpyHeader& h) {
   h.numpy_dtype = descr;
@@ -108,7 +124,10 @@ std::optional<std::string> dict_value(const std::string& header, const std::stri
 
 NpyHeader parse_header(const unsigned char* bytes, std::size_t size, const std::string& name) {
   static const unsigned char magic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-  if (size < 10 || std::memcmp(bytes, magic, 6) != 0) throw malformed(name, "it does not start with the .npy magic bytes");
+  if (size < 10 || std::memcmp(bytes, magic, 6) != 0) {
+    refuse_zip_named_npy(bytes, size, name);
+    throw malformed(name, "it does not start with the .npy magic bytes");
+  }
   const int major = bytes[6];
   std::size_t length = 0, prefix = 0;
   if (major == 1) {

@@ -266,3 +266,22 @@ TEST(Cifar10, ReadsRecordsAcrossBatches) {
       << packed;
   std::filesystem::remove(archive);
 }
+
+// Zip archives named .npy: an .npz renamed, or a torch.save file. Each is named for what it is,
+// with the setting or the numpy line that fits, not "does not start with the .npy magic bytes".
+TEST(Npy, AnNpzOrATorchSaveFileNamedNpyIsNamedSo) {
+  test_support::ScratchFolder scratch("zip-named-npy");
+  const auto as_npy = [&](const std::string& fixture, const std::string& name) {
+    const auto path = (scratch.path / name).string();
+    std::filesystem::copy_file(format_fixture(fixture), path);
+    return test_support::usage_error_and_fix([&] { read_npy(path); });
+  };
+  const auto npz = as_npy("npz/stored.npz", "arrays.npy");
+  EXPECT_NE(npz.find("arrays.npy' is an .npz archive (numpy.savez writes one), not a .npy array\nset data.source: npz"), std::string::npos)
+      << npz;
+  const auto torch_save = as_npy("checkpoints/python_torch_save.pt", "tensor.npy");
+  EXPECT_NE(
+      torch_save.find("tensor.npy' is a torch.save file, not a .npy array\nsave the tensor with numpy: numpy.save('x.npy', t.numpy())"),
+      std::string::npos)
+      << torch_save;
+}
