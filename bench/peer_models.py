@@ -69,7 +69,7 @@ def synthetic(shape, classes, samples, split, seed=SEED):
         mean, scale = raw.mean(0), raw.std(0)
         view, features = (lambda x: (raw_features(x, filters) - mean) / scale), 16
     teacher = torch.randn(features, classes, generator=gen) / math.sqrt(features)
-    if view is not None:  # per-class offsets that give every class its share of the reference set
+    if view is not None and classes <= REFERENCE_SAMPLES:  # offsets giving every class its share of the reference set
         logits = ((raw - mean) / scale).mm(teacher)
         for _ in range(200):
             share = torch.bincount((logits - offsets).argmax(1), minlength=classes).to(torch.double) / REFERENCE_SAMPLES

@@ -15,7 +15,8 @@ namespace gputrain::data {
 /// they are. Images [C, H, W] and sequences [T, F] are seen the way a convolutional network or a
 /// transformer sees them: the mean over positions of a ReLU of local responses (a fixed random 3x3
 /// convolution without padding over the image averaged over at most 16 x 16 cells, or a per-step
-/// projection), standardised, with per-class offsets that give every class an even share. So a
+/// projection), standardised, with per-class offsets that give every class an even share (up to
+/// 4096 classes, the reference samples they are balanced on; past that, none). So a
 /// label does not depend on where in the image or the sequence something is, and the built-in
 /// models, which pool over positions, can learn it.
 class SyntheticTeacher {
