@@ -49,6 +49,8 @@ def config_cases():
         ("seed_text", "  epochs: 1\n  seed: lucky\n", "train.seed"),
         ("unknown_train_key", "  epoch: 1\n", "did you mean"),
         ("train_value_is_a_map", "  epochs: {a: 1}\n", "train.epochs"),
+        ("python_object_tag", "  epochs: 1\n  optimizer: !!python/object:torch.optim.Adam {lr: 1}\n", "carries the YAML tag"),
+        ("include_tag", "  epochs: !include epochs.yaml\n", "'train.epochs' carries the YAML tag '!include'"),
     ]
     cases = [train_case("config_" + n, config(train=t), expect=e) for n, t, e in values]
     data_values = [

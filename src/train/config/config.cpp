@@ -23,6 +23,7 @@
 #include "key_suggestions.hpp"
 #include "mlflow_settings.hpp"
 #include "yaml_hints.hpp"
+#include "yaml_tags.hpp"
 
 namespace gputrain::train {
 
@@ -89,11 +90,6 @@ class Problems {
   std::vector<UsageError> found_;
 };
 
-std::string where(const std::string& origin, const YAML::Mark& mark) {
-  if (mark.line < 0) return origin;
-  return origin + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
-
 // A section with a `name` key takes a plain value as that name: "device: cuda", "optimizer: sgd".
 const Field* shorthand_field(const std::string& section) { return find_field(section + ".name"); }
 
@@ -148,9 +144,12 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
   std::set<std::string> seen;  // merged entries are each a key no other entry has
   for (const auto& entry : entries)
     problems.check([&] {
+      const std::string at = where(origin, entry.first.Mark());
+      if (!entry.first.IsScalar())  // YAML's complex key, `? [a, b]`: its Scalar() is ""
+        throw UsageError(at + ": a key is a " + (entry.first.IsMap() ? "mapping" : "list") + ", not a name",
+                         "write keys as names, one a line: epochs: 3");
       const std::string name = entry.first.Scalar();
       const std::string key = prefix.empty() ? name : prefix + "." + name;
-      const std::string at = where(origin, entry.first.Mark());
       if (!seen.insert(name).second) throw UsageError(at + ": '" + key + "' is set twice in the same mapping", "keep one of the two lines");
       if (is_extension_key(prefix, name)) return;
       const std::string value_at = where(origin, entry.second.Mark());
@@ -209,6 +208,7 @@ void apply_document(Config& config, const std::string& text, const std::string& 
   if (!root.IsMap())
     throw UsageError(where(origin, root.Mark()) + ": a config file must be a mapping of sections (model:, train:, ...)",
                      "start the file with a section such as 'train:'");
+  refuse_unread_tags(root, "", origin);
   apply_node(config, "", root, origin, problems, paths, given);
 }
 
@@ -295,6 +295,7 @@ void apply_override(Config& config, const std::string& assignment, GivenKeys& gi
     throw UsageError(origin + ": the value is not valid YAML: " + e.msg, "quote it, or write lists as [1, 2]");
   }
   refuse_vanished_value(value, text, origin, key);
+  refuse_unread_tags(value, key, origin, false);
   field->assign(config, FieldValue{value, origin, key});
   given[field->key] = origin;
 }

@@ -161,6 +161,31 @@ TEST(Config, ASecondYamlDocumentIsRefusedNotDropped) {
   EXPECT_EQ(load_config({{}, {}, "---\ntrain:\n  epochs: 3\n---\n"}).train.epochs, 3);
 }
 
+// yaml-cpp keeps a tag beside the value, and the value alone was read: PyYAML's dump of an
+// optimizer object trained AdamW, `!include base.yaml` took the file's name as the value.
+TEST(Config, TagsThatChangeAValuesMeaningAreRefusedPlainOnesRead) {
+  auto message = config_error({{}, {}, "train:\n  epochs: 1\noptimizer: !!python/object:torch.optim.Adam {lr: 1}\n"});
+  EXPECT_NE(message.find(":3:12: 'optimizer' carries the YAML tag '!!python/object:torch.optim.Adam', which gputrain does not read"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("yaml.safe_dump writes plain values"), std::string::npos) << message;
+  message = config_error({{}, {}, "data:\n  path: !include other.yaml\n"});
+  EXPECT_NE(message.find("'data.path' carries the YAML tag '!include'"), std::string::npos) << message;
+  EXPECT_NE(message.find("gputrain train base.yaml this.yaml"), std::string::npos) << message;
+  message = config_error({{}, {}, "model:\n  name: mlp\n  hidden: [64, !custom 32]\n"});
+  EXPECT_NE(message.find("'model.hidden[1]' carries the YAML tag '!custom'"), std::string::npos) << message;
+  message = config_error({{}, {"optimizer.lr=!!binary aGVsbG8="}, "train:\n  epochs: 1\n"});
+  EXPECT_NE(message.find("--set optimizer.lr=!!binary aGVsbG8=: 'optimizer.lr' carries the YAML tag '!!binary'"), std::string::npos)
+      << message;
+  message = config_error({{}, {}, "train:\n  ? [epochs, steps]\n  : 3\n"});
+  EXPECT_NE(message.find(":2:5: a key is a list, not a name"), std::string::npos) << message;
+  // The core schema's tags, and PyYAML's for a tuple, are what the value already is.
+  const auto config =
+      load_config({{}, {}, "train: {epochs: !!int 2, batch_size: !!str 8}\nmodel: {name: mlp, hidden: !!python/tuple [16]}\n"});
+  EXPECT_EQ(config.train.epochs, 2);
+  EXPECT_EQ(config.train.batch_size, 8);
+}
+
 TEST(Config, SectionGivenAValueIsRejected) {
   const auto message = config_error({{config_fixture("section_as_value.yaml")}, {}, ""});
   EXPECT_NE(message.find("'logging' is a section"), std::string::npos) << message;
