@@ -37,6 +37,11 @@ DirectoryLock::DirectoryLock(const std::string& folder, const std::string& key) 
   take((std::filesystem::path(folder) / kLockName).string());
 }
 
+bool DirectoryLock::used_by_a_run(const std::string& folder) {
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::path(folder) / kLockName, ec);
+}
+
 void DirectoryLock::take(const std::string& path) {
   // O_CLOEXEC: a child process (a launched rank, a PNG renderer) must not inherit the lock.
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);

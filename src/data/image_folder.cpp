@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "gputrain/core/directory_lock.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/text_encoding.hpp"
@@ -58,6 +59,18 @@ bool is_hidden(const fs::path& path) {
   return name.rfind('.', 0) == 0 || name == "lost+found";
 }
 
+// A gputrain run's folder (its .gputrain.lock) at most two levels into `folder`: a logging.dir
+// that was put inside the images, which then read as a class with no images.
+std::string run_folder_in(const fs::path& folder) {
+  std::error_code ec;
+  if (core::DirectoryLock::used_by_a_run(folder.string())) return folder.string();
+  for (fs::recursive_directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it.depth() >= 1) it.disable_recursion_pending();
+    if (it->is_directory(ec) && core::DirectoryLock::used_by_a_run(it->path().string())) return it->path().string();
+  }
+  return "";
+}
+
 class ImageFolder final : public Dataset {
  public:
   ImageFolder(std::string root, std::int64_t height, std::int64_t width, std::vector<std::string> classes)
@@ -98,6 +111,11 @@ class ImageFolder final : public Dataset {
                                "' holds no .jpg, .jpeg or .png files, but " + core::counted(others, "image") + " in other formats (" +
                                core::join(other_extensions(), " or ") + ")",
                            "convert them: Pillow writes a .png beside each with " + conversion_command(folder.string()));
+        if (const auto run = run_folder_in(folder); !run.empty())
+          throw UsageError(
+              "class '" + classes_[c] + "' has no images: '" + folder.string() + "' holds a gputrain run ('" + run +
+                  "'), put inside the image folder, whose sub-folders are its classes",
+              "move '" + folder.string() + "' out of '" + root_ + "', and give runs a logging.dir outside it (logging.dir: runs/NAME)");
         throw UsageError("class '" + classes_[c] + "' has no images: '" + folder.string() + "' holds no .jpg, .jpeg or .png files",
                          "add its images, or move the folder out of '" + root_ + "' if it is not a class");
       }

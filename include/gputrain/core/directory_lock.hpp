@@ -17,6 +17,9 @@ class DirectoryLock {
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
 
+  /// Whether `folder` holds the lock file: a gputrain run has used it (the file outlives the run).
+  static bool used_by_a_run(const std::string& folder);
+
   /// Throws Error (exit 1) when the folder is no longer the one locked: deleted, moved away, or
   /// replaced by another of its name, which another run may have taken since. A lock file removed
   /// from the folder itself (a cleaner of old files in /tmp) is made and taken again.

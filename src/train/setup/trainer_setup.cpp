@@ -27,6 +27,7 @@
 #include "gputrain/train/optimizer.hpp"
 #include "init_weights.hpp"
 #include "optimizer_sharding_setup.hpp"
+#include "run_folder_checks.hpp"
 #include "sync_batch_norm_setup.hpp"
 #include "train/checkpoint/checkpoint_space.hpp"
 #include "train/config/unread_settings.hpp"
@@ -274,7 +275,9 @@ void Trainer::State::open_the_data() {
 // logging.dir and checkpoint.dir, made before anything else is, and the trace's folder checked:
 // a folder that cannot be made is said now, not after hours of training.
 void Trainer::State::make_run_folders() {
+  refuse_run_folder_among_classes(config);
   core::make_output_folder(config.logging.dir, "logging.dir");
+  refuse_foreign_run_files(config.logging.dir);
   core::make_output_folder(config.checkpoint_dir(), config.checkpoint.dir.empty() ? "logging.dir" : "checkpoint.dir");
   if (config.train.profile_start_step > 0)  // made when its window comes: a run may end before it
     core::refuse_unmakeable_folder(config.trace_dir(), config.train.profile_dir.empty() ? "logging.dir" : "train.profile.dir");

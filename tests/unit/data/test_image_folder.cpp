@@ -149,6 +149,25 @@ TEST(ImageFolder, AClassFolderWithoutImagesIsAnError) {
   EXPECT_EQ(open_sources(spec).val->size(), 1);
 }
 
+// A run whose logging.dir was inside the images left a folder the next run read as a class: named
+// as a gputrain run, to be moved out, not as a class to add images to.
+TEST(ImageFolder, ARunFolderInsideTheImagesIsNamedAsARun) {
+  test_support::ScratchFolder root("run-in-images");
+  std::filesystem::create_directories(root.path / "cat");
+  std::filesystem::copy_file(format_fixture("images/exact/rgb.jpg"), root.path / "cat" / "0.jpg");
+  std::filesystem::create_directories(root.path / "runs" / "a" / "checkpoints");
+  std::ofstream(root.path / "runs" / "a" / ".gputrain.lock") << "123";
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = root.path.string();
+  const auto error = usage_error_and_fix([&] { open_sources(spec); });
+  EXPECT_NE(error.find("class 'runs' has no images: '" + (root.path / "runs").string() + "' holds a gputrain run ('" +
+                       (root.path / "runs" / "a").string() + "')"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("give runs a logging.dir outside it"), std::string::npos) << error;
+}
+
 // An image directly in the root has no class: left out and said so, apart from files of other
 // formats; a root of images alone says where they belong.
 TEST(ImageFolder, ImagesOutsideTheClassFoldersAreNamedAsSuch) {

@@ -1,0 +1,68 @@
+#include "run_folder_checks.hpp"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+#include "gputrain/core/directory_lock.hpp"
+#include "gputrain/core/error.hpp"
+#include "gputrain/core/units.hpp"
+
+namespace gputrain::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Whether `inner` is `outer` or lies under it, once both are absolute, `..` and links resolved.
+bool lies_inside(const std::string& inner, const std::string& outer) {
+  std::error_code ec;
+  const auto in = fs::weakly_canonical(fs::absolute(inner, ec), ec), out = fs::weakly_canonical(fs::absolute(outer, ec), ec);
+  if (ec) return false;
+  auto mismatch = std::mismatch(out.begin(), out.end(), in.begin(), in.end());
+  return mismatch.first == out.end() || (std::next(mismatch.first) == out.end() && mismatch.first->empty());  // "imgs/"
+}
+
+// A run's folder: its lock file, or, from a version before the lock or copied without its
+// dot-files, checkpoints in its checkpoints/ sub-folder.
+bool a_runs_folder(const std::string& folder) {
+  if (core::DirectoryLock::used_by_a_run(folder)) return true;
+  std::error_code ec;
+  for (fs::directory_iterator it(fs::path(folder) / "checkpoints", ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".pt") return true;
+  return false;
+}
+
+}  // namespace
+
+void refuse_foreign_run_files(const std::string& folder) {
+  if (a_runs_folder(folder)) return;
+  static constexpr std::array<const char*, 5> kRunFiles{"config.yaml", "model.safetensors", "metrics.jsonl", "report.json", "training.log"};
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto* name : kRunFiles)
+    if (fs::exists(fs::path(folder) / name, ec)) found.emplace_back(name);
+  if (found.empty()) return;
+  const bool one = found.size() == 1;
+  throw UsageError("logging.dir '" + folder + "' holds " + core::join(found) + ", which no gputrain run wrote there (the folder has " +
+                       "no .gputrain.lock, nor checkpoints): the run would write its own " + (one ? "file over it" : "files over them"),
+                   std::string("give the run a folder of its own (logging.dir: runs/NAME, or --set logging.dir=runs/NAME), or move ") +
+                       (one ? "that file" : "those files") + " out of '" + folder + "'");
+}
+
+void refuse_run_folder_among_classes(const Config& config) {
+  if (config.data.source != "image_folder") return;
+  const std::array<std::pair<const char*, std::string>, 2> data{{{"data.path", config.data.path}, {"data.val_path", config.data.val_path}}};
+  const std::array<std::pair<const char*, std::string>, 2> runs{
+      {{"logging.dir", config.logging.dir}, {"checkpoint.dir", config.checkpoint_dir()}}};
+  for (const auto& [data_key, images] : data)
+    for (const auto& [run_key, folder] : runs)
+      if (!images.empty() && lies_inside(folder, images))
+        throw UsageError(std::string(run_key) + " '" + folder + "' is inside " + data_key + " '" + images +
+                             "', an image folder whose sub-folders are its classes: the next run would read the run's folder as a class",
+                         "put the run outside the images: --set " + std::string(run_key) + "=runs/NAME");
+}
+
+}  // namespace gputrain::train

@@ -1,0 +1,22 @@
+#pragma once
+// Where a run may write, checked before it writes anything. A run writes config.yaml,
+// model.safetensors, metrics.jsonl, report.json and training.log into logging.dir: a folder no
+// run has used that holds files so named (`logging.dir: .` beside one's own config.yaml) would
+// have them written over. And an image folder's sub-folders are its classes: a run folder inside
+// data.path became a class of the next run ("class 'runs' has no images").
+
+#include <string>
+
+#include "gputrain/train/config.hpp"
+
+namespace gputrain::train {
+
+/// Throws UsageError naming the files when `folder` (logging.dir) holds any a run writes and no
+/// gputrain run has used it (no .gputrain.lock, nor checkpoints/*.pt).
+void refuse_foreign_run_files(const std::string& folder);
+
+/// Throws UsageError when logging.dir or checkpoint.dir lies inside an image folder's data.path
+/// or data.val_path.
+void refuse_run_folder_among_classes(const Config& config);
+
+}  // namespace gputrain::train

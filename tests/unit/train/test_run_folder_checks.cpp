@@ -1,0 +1,83 @@
+// Where a run may write, checked before it writes (train/setup/run_folder_checks.hpp): a folder
+// holding files a run writes that no run wrote (`logging.dir: .` beside one's own config.yaml
+// wrote the expanded config over it), and a run folder inside an image folder's classes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gputrain/core/error.hpp"
+#include "gputrain/train/trainer.hpp"
+#include "support/quiet_trainer.hpp"
+#include "support/small_run.hpp"
+#include "support/test_paths.hpp"
+
+using namespace gputrain;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string contents(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST(RunFolder, AFolderHoldingFilesARunWritesIsRefusedAndLeftAsItWas) {
+  const auto config = test_support::small_run("foreign-files", {"train.epochs=1"});
+  const fs::path dir = config.logging.dir;
+  fs::create_directories(dir);
+  std::ofstream(dir / "config.yaml") << "# my own config, with its comments\n";
+  std::ofstream(dir / "model.safetensors") << "weights from elsewhere";
+  try {
+    train::Trainer trainer(config, test_support::quiet_trainer());
+    FAIL() << "a folder holding another's config.yaml and model.safetensors was taken";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds config.yaml, model.safetensors, which no gputrain run wrote there"), std::string::npos)
+        << e.what();
+    EXPECT_NE(e.remedy().find("give the run a folder of its own"), std::string::npos) << e.remedy();
+  }
+  EXPECT_EQ(contents(dir / "config.yaml"), "# my own config, with its comments\n");
+  EXPECT_EQ(contents(dir / "model.safetensors"), "weights from elsewhere");
+  EXPECT_FALSE(fs::exists(dir / "metrics.jsonl"));
+}
+
+TEST(RunFolder, ARunsOwnFolderIsTakenAgain) {
+  const auto config = test_support::small_run("own-files", {"train.epochs=1"});
+  train::Trainer(config, test_support::quiet_trainer()).fit();
+  ASSERT_TRUE(fs::exists(fs::path(config.logging.dir) / "config.yaml"));
+  // The same folder again (a resume, or the next run of the same config): its lock file marks it.
+  const auto again = test_support::small_run("own-files", {"train.epochs=2"}, false);
+  EXPECT_EQ(train::Trainer(again, test_support::quiet_trainer()).fit().total_steps, 12);
+  // Copied without its dot-files (or written before the lock): its checkpoints mark it.
+  fs::remove(fs::path(config.logging.dir) / ".gputrain.lock");
+  const auto third = test_support::small_run("own-files", {"train.epochs=3"}, false);
+  EXPECT_EQ(train::Trainer(third, test_support::quiet_trainer()).fit().total_steps, 18);
+}
+
+TEST(RunFolder, ARunFolderInsideAnImageFolderIsRefusedBeforeItIsMade) {
+  const auto images = fs::temp_directory_path() / "gputrain-run-folder-images";
+  fs::remove_all(images);
+  for (const std::string name : {"cat", "dog"}) {
+    fs::create_directories(images / name);
+    for (int i = 0; i < 4; ++i)
+      fs::copy_file(test_support::format_fixture("images/checker.png"), images / name / (std::to_string(i) + ".png"));
+  }
+  const auto run = images / "runs" / "a";
+  const auto config = test_support::small_run("images", {"data.source=image_folder", "data.path=" + images.string(), "data.shape=[3, 8, 8]",
+                                                         "data.image_size=8", "data.val_fraction=0.25", "logging.dir=" + run.string()});
+  try {
+    train::Trainer trainer(config, test_support::quiet_trainer());
+    FAIL() << "a logging.dir inside the image folder was taken";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "logging.dir '" + run.string() + "' is inside data.path '" + images.string() +
+                  "', an image folder whose sub-folders are its classes: the next run would read the run's folder as a class");
+    EXPECT_EQ(e.remedy(), "put the run outside the images: --set logging.dir=runs/NAME");
+  }
+  EXPECT_FALSE(fs::exists(images / "runs"));
+}
