@@ -325,6 +325,11 @@ def flag_cases():
         case("profile_path_value_left_out", ["profile", "--path", "--json"], 2,
              expect="--path: '--json' is the next option, not this one's value: give the data's file or folder"),
         case("profile_trace_is_a_folder", ["profile", "--trace", "."], 2, expect="is a folder: give a file in it"),
+        # The option took the argument after it, the config: the trace or the report went over it.
+        case("profile_trace_over_the_config", ["profile", "--step", "--trace", "c.yaml", "c.yaml"], 2,
+             {"c.yaml": config(), "good.csv": GOOD_CSV}, expect="--trace: 'c.yaml' is a file that is not a trace (it starts 'model:')"),
+        case("verify_junit_over_the_config", ["verify", "--allow-cpu", "--junit", "c.yaml"], 2, {"c.yaml": config()},
+             expect="--junit: 'c.yaml' is a file that is not a JUnit report (it starts 'model:')"),
         case("profile_trace_under_a_file", ["profile", "--trace", "good.csv/t.json", "--path", "good.csv", "--labels", "label"], 2,
              {"good.csv": GOOD_CSV}, expect="--trace: 'good.csv' cannot be created: 'good.csv' is a file"),
         case("profile_plot_under_a_file", ["profile", "--plot", "good.csv/l.svg", "--path", "good.csv", "--labels", "label"], 2,

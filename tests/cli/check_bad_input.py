@@ -37,6 +37,7 @@ def run_case(item, root, fixtures, command):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(expand(content, folder, fixtures).encode("utf-8", "surrogateescape"))
+    given = {name: open(os.path.join(folder, name), "rb").read() for name in item["files"]}
     args = [expand(a, folder, fixtures) for a in item["args"]]
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", GPUTRAIN_COLOR="never", NO_COLOR="1", **item["env"])
     try:
@@ -61,6 +62,10 @@ def run_case(item, root, fixtures, command):
         problems.append(f"stderr lacks '{item['expect']}'")
     for top, _, names in os.walk(folder):
         problems += [f"half-written file {os.path.join(top, n)}" for n in names if n.endswith(".partial")]
+    for name, content in given.items():  # a usage error changes none of the files it was given
+        path = os.path.join(folder, name)
+        if item["exit"] == 2 and (not os.path.isfile(path) or open(path, "rb").read() != content):
+            problems.append(f"a usage error changed or removed the input file {name}")
     run = os.path.join(folder, "run")
     if item["exit"] == 2 and os.path.isdir(run):
         written = [n for n in os.listdir(run) if n not in ("checkpoints", ".gputrain.lock")]

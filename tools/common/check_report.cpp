@@ -23,7 +23,7 @@ int checks_exit_code(const std::vector<checks::Outcome>& outcomes, bool gpu_requ
 void add_junit_option(CLI::App& app, std::string& path) {
   app.add_option("--junit", path, "also write JUnit XML to this file, for CI systems (its folders are made)")
       ->type_name("FILE")
-      ->check(output_file("report.xml"));
+      ->check(output_file("report.xml", {"a JUnit report", {"<?xml", "<testsuites"}}));
 }
 
 void write_junit(const std::string& path, const std::string& xml) {

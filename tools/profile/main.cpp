@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
                  "with --step (implied): also trace 5 more steps with LibTorch's profiler into this Chrome/Perfetto JSON file "
                  "(open it in ui.perfetto.dev or chrome://tracing)")
       ->type_name("FILE.json")
-      ->check(tools::output_file("trace.json"));
+      ->check(tools::output_file("trace.json", {"a trace", {"{"}}));
   app.add_flag("--exhaustive", exhaustive, "with --batch: also bisect for the true largest batch (more steps)");
   add_data_options(app, source, path, labels);
   app.add_option("--workers", sweep.workers, "sweep only these loader thread counts, e.g. 0 2 4")->check(tools::whole_number(0, 1024));
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   app.add_flag("--csv", sweep.csv, "sweep: print CSV, one row per setting");
   app.add_option("--plot", sweep.plot, "sweep: also write a chart of samples/s by thread count (.svg, or .png via librsvg)")
       ->type_name("FILE.svg|FILE.png")
-      ->check(tools::output_file("loader.svg"));
+      ->check(tools::output_file("loader.svg", {"a chart", {"<?xml", "<svg", "\x89PNG"}}));
   app.add_option("--set", sources.overrides, "override one key, e.g. --set train.precision=bf16-mixed (repeatable)")
       ->type_name("KEY=VALUE")
       ->check(tools::required_value("KEY=VALUE, e.g. --set train.max_steps=100"));
