@@ -138,4 +138,14 @@ std::string describe(const MemoryFigures& f) {
   return text;
 }
 
+std::string more_memory_remedy(const MemoryFigures& f) {
+  if (f.limit_source == "device.max_memory") return "allow more memory (device.max_memory)";
+  if (f.limit_source.find("ulimit -v") != std::string::npos)
+    return "raise this shell's address-space limit before starting gputrain (`ulimit -v unlimited`)";
+  if (f.limit_source == "cgroup limit") return "give the container or job more memory (docker run --memory, the job's memory request)";
+  if (f.limit_source == "free GPU memory") return "free GPU memory that other processes hold (nvidia-smi lists them)";
+  if (f.limit_source == "available RAM") return "free RAM that other processes hold";
+  return "";
+}
+
 }  // namespace gputrain::memory

@@ -45,4 +45,9 @@ void cap_memory(c10::Device device, std::uint64_t bytes);
 /// "allocated 1.20 GiB, reserved 1.50 GiB, peak 1.40 GiB; limit 8.00 GiB (device.max_memory)".
 std::string describe(const MemoryFigures& figures);
 
+/// How to give the process more of what its limit measures: device.max_memory when that is the
+/// limit, the shell's `ulimit -v` or the container's memory when those are, else the memory
+/// other processes hold. "" without a limit.
+std::string more_memory_remedy(const MemoryFigures& figures);
+
 }  // namespace gputrain::memory

@@ -158,9 +158,11 @@ Trainer::Trainer(Config config, TrainerOptions options) : state_(std::make_uniqu
     }
     for (const auto& [phase, seconds] : state_->setup_phases) state_->setup_seconds += seconds;  // from `start` on, phase by phase
   } catch (const c10::OutOfMemoryError& e) {
+    const auto figures = memory::memory_figures(state_->device);
+    const auto more = memory::more_memory_remedy(figures);
     throw Error("out of memory before the first step, while placing the data, the model and its optimizer on " + state_->device.str() +
-                    ": " + memory::describe(memory::memory_figures(state_->device)) + ". The allocator said: " + e.what_without_backtrace(),
-                "allow more memory (device.max_memory), or use a smaller model or " +
+                    ": " + memory::describe(figures) + ". The allocator said: " + e.what_without_backtrace(),
+                (more.empty() ? "" : more + ", or ") + "use a smaller model or " +
                     std::string(state_->config.data.source == "synthetic" ? "fewer samples (data.samples)" : "a smaller dataset"));
   }
 }

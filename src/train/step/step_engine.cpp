@@ -54,12 +54,14 @@ at::Tensor StepEngine::step(const data::Batch* batch, StepRows rows, std::int64_
   } catch (const c10::OutOfMemoryError& e) {
     // Past the micro-batches nothing scales with the batch: parameters, gradients and optimizer
     // state alone do not fit, and the parameters may be half-updated, so no checkpoint is written.
+    const auto figures = memory::memory_figures(parts_.device);
+    const auto more = memory::more_memory_remedy(figures);
     throw Error(
         "out of memory in the optimizer step (step " + std::to_string(step + 1) +
-            "): the parameters, gradients and optimizer state alone do not fit; " +
-            memory::describe(memory::memory_figures(parts_.device)) + ". The allocator said: " + e.what_without_backtrace(),
-        "use optimizer.name: sgd (less state than adam/adamw), a smaller model, or allow more memory (device.max_memory); "
-        "the last periodic checkpoint is intact" +
+            "): the parameters, gradients and optimizer state alone do not fit; " + memory::describe(figures) +
+            ". The allocator said: " + e.what_without_backtrace(),
+        "use optimizer.name: sgd (less state than adam/adamw), a smaller model" + (more.empty() ? "" : ", or " + more) +
+            "; the last periodic checkpoint is intact" +
             std::string(parts_.sync && !parts_.shards ? "; distributed.shard_optimizer: true splits the optimizer state among the ranks"
                                                       : ""));
   }

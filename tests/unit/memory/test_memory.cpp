@@ -185,6 +185,23 @@ TEST(DeviceMemory, CpuFiguresNameTheirLimit) {
   EXPECT_NE(describe(figures).find("512.00 MiB (device.max_memory)"), std::string::npos) << describe(figures);
 }
 
+// An out-of-memory error's fix names what the limit was: device.max_memory only when it was that
+// (under `ulimit -v` the fix said to raise device.max_memory, which was not set).
+TEST(DeviceMemory, TheMoreMemoryFixNamesTheLimitThatWasMet) {
+  MemoryFigures figures;
+  EXPECT_EQ(more_memory_remedy(figures), "");
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"device.max_memory", "allow more memory (device.max_memory)"},
+      {"address space left under `ulimit -v`", "raise this shell's address-space limit before starting gputrain (`ulimit -v unlimited`)"},
+      {"cgroup limit", "give the container or job more memory (docker run --memory, the job's memory request)"},
+      {"free GPU memory", "free GPU memory that other processes hold (nvidia-smi lists them)"},
+      {"available RAM", "free RAM that other processes hold"}};
+  for (const auto& [source, remedy] : cases) {
+    figures.limit_source = source;
+    EXPECT_EQ(more_memory_remedy(figures), remedy) << source;
+  }
+}
+
 TEST(OomGuard, RunsOnceWhenNothingFails) {
   OomGuard guard(kCpu, 64, {});
   std::vector<std::int64_t> sizes;
