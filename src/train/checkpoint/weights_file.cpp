@@ -12,6 +12,8 @@
 
 namespace gputrain::train {
 
+namespace fs = std::filesystem;
+
 NamedTensors read_named_weights(const std::string& path, const std::string& key) {
   data::refuse_stand_in_file(path);
   if (is_torch_save_archive(path) && !holds_gputrain_run(path)) return read_torch_save_state(path, key);
@@ -27,6 +29,18 @@ NamedTensors read_named_weights(const std::string& path, const std::string& key)
                      ".safetensors file (a finished run's model.safetensors), a state_dict torch.save wrote, or a gputrain "
                      "checkpoint (.pt)");
   return data::read_safetensors(path);
+}
+
+std::string weights_in_folder(const std::string& folder) {
+  std::error_code ec;
+  const fs::path dir(folder);
+  if (fs::is_regular_file(dir / "model.safetensors", ec)) return (dir / "model.safetensors").string();
+  for (const auto& checkpoints : {dir / "checkpoints", dir}) {
+    const CheckpointStore store(checkpoints.string(), 0);
+    if (fs::is_regular_file(store.best_path(), ec)) return store.best_path();
+    if (const auto latest = store.latest()) return *latest;
+  }
+  return "";
 }
 
 }  // namespace gputrain::train

@@ -14,4 +14,9 @@ namespace gputrain::train {
 /// torch.save. Errors name `key` (the setting or flag that gave the path).
 NamedTensors read_named_weights(const std::string& path, const std::string& key);
 
+/// The weights a folder given where a weights file goes holds, for the fix: a run folder's
+/// model.safetensors, else its checkpoints' best.pt or newest step-*.pt; a checkpoint folder's
+/// best.pt or newest step-*.pt. "" when it holds none of them.
+std::string weights_in_folder(const std::string& folder);
+
 }  // namespace gputrain::train

@@ -119,10 +119,13 @@ void check_weights_file(const std::string& weights) {
   std::error_code ec;
   if (!fs::exists(weights, ec))
     throw UsageError("--evaluate: '" + weights + "' does not exist" + core::did_you_mean(weights), what_to_give);
+  if (fs::is_directory(weights, ec)) {
+    const auto inside = weights_in_folder(weights);
+    throw UsageError("--evaluate: '" + weights + "' is a folder, not a weights file",
+                     inside.empty() ? what_to_give : "give the weights in it: --evaluate " + inside);
+  }
   if (!fs::is_regular_file(weights, ec))
-    throw UsageError("--evaluate: '" + weights + "' is " +
-                         (fs::is_directory(weights, ec) ? "a folder" : "no regular file (a pipe or a device)") + ", not a weights file",
-                     what_to_give);
+    throw UsageError("--evaluate: '" + weights + "' is no regular file (a pipe or a device), not a weights file", what_to_give);
   data::refuse_stand_in_file(weights);
   if (!is_zip_archive(weights) && !data::starts_like_safetensors(weights))
     throw UsageError("--evaluate: '" + weights +

@@ -36,10 +36,9 @@ NamedTensors read_weights_file(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw UsageError("model.init_weights: '" + path + "' does not exist" + core::did_you_mean(path), what_to_give);
   if (fs::is_directory(path, ec)) {
-    const auto weights = fs::path(path) / "model.safetensors";
-    throw UsageError(
-        "model.init_weights: '" + path + "' is a folder, not a weights file",
-        fs::exists(weights, ec) ? "set model.init_weights: " + weights.string() + ", the weights that run finished with" : what_to_give);
+    const auto weights = weights_in_folder(path);
+    throw UsageError("model.init_weights: '" + path + "' is a folder, not a weights file",
+                     weights.empty() ? what_to_give : "set model.init_weights: " + weights + ", the weights in it");
   }
   if (!fs::is_regular_file(path, ec))  // a named pipe would block LibTorch's reader for good
     throw UsageError("model.init_weights: '" + path + "' is a pipe or a device, not a weights file", what_to_give);

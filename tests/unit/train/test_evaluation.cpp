@@ -156,7 +156,14 @@ TEST(Evaluate, RefusesAMissingFileAFolderAConfigAndAnotherModelsWeightsWithExitC
   EXPECT_NE(refusal(weights).find("has shape [32, 10] in '" + weights + "'"), std::string::npos) << refusal(weights);
   EXPECT_NE(refusal(weights).find("fix: evaluate with the config the weights were trained with"), std::string::npos);
   EXPECT_NE(refusal("no-such-weights.pt").find("'no-such-weights.pt' does not exist"), std::string::npos);
-  EXPECT_NE(refusal(fs::path(weights).parent_path().string()).find("is a folder, not a weights file"), std::string::npos);
+  // A folder: the weights in it are the fix, a run folder's model.safetensors or a checkpoint folder's newest.
+  const auto run = fs::path(weights).parent_path();
+  EXPECT_NE(refusal(run.string()).find("is a folder, not a weights file\n  fix: give the weights in it: --evaluate " + weights),
+            std::string::npos)
+      << refusal(run.string());
+  EXPECT_NE(refusal((run / "checkpoints").string()).find("fix: give the weights in it: --evaluate " + (run / "checkpoints").string() + "/"),
+            std::string::npos)
+      << refusal((run / "checkpoints").string());
   EXPECT_NE(refusal("/dev/null").find("'/dev/null' is no regular file (a pipe or a device), not a weights file"), std::string::npos);
   // The run's config given in the weights' place: named as holding no weights, with what to give.
   const auto config = (fs::path(weights).parent_path() / "config.yaml").string();
