@@ -73,7 +73,8 @@ void Trainer::State::resume() {
     if (model_changes.empty()) throw;
     const std::string message = std::string(e.what()) + " (the settings that shape the model differ from those " + path +
                                 " was written with: " + core::join(model_changes) + ")";
-    const std::string remedy = e.remedy() + "; or give this run its own folder (--set logging.dir=runs/NAME)";
+    const bool names_a_folder = e.remedy().find("logging.dir=") != std::string::npos;  // refuse_another_run's does
+    const std::string remedy = e.remedy() + (names_a_folder ? "" : "; or give this run its own folder (--set logging.dir=runs/NAME)");
     if (e.exit_code() == ExitCode::usage) throw UsageError(message, remedy);
     throw Error(message, remedy, e.exit_code());
   }

@@ -217,7 +217,9 @@ TEST(Trainer, ResumingAnotherModelsFolderSaysItIsAnotherRunsAndAResizedModelName
     EXPECT_NE(std::string(e.what()).find("is a checkpoint of mlp, and this config trains transformer: the folder looks like another run's"),
               std::string::npos)
         << e.what();
-    EXPECT_NE(e.remedy().find("--set logging.dir="), std::string::npos) << e.remedy();
+    const auto remedy = e.remedy();
+    EXPECT_NE(remedy.find("--set logging.dir="), std::string::npos) << remedy;
+    EXPECT_EQ(remedy.find("--set logging.dir=", remedy.find("--set logging.dir=") + 1), std::string::npos) << "said twice: " << remedy;
   }
   try {
     Trainer(small_run("other-model", {"model.hidden=[64, 16]"}, /*fresh=*/false), test_support::quiet_trainer());
