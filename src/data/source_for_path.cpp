@@ -73,8 +73,18 @@ FormatNotRead format_not_read(const std::string& path) {
   if (ends(".tfrecord") || ends(".tfrecords"))
     return {"a TFRecord file", "write its features as .npz or safetensors (tf.data to numpy), or its images as a folder per class"};
   if (ends(".zip")) return {"a zip archive", "unpack it (unzip " + path + ") and point data.path at what it holds"};
-  if (ends(".tar") || ends(".tar.gz") || ends(".tgz") || ends(".tar.xz"))
+  if (ends(".tar") || ends(".tar.gz") || ends(".tgz") || ends(".tar.xz") || ends(".tar.bz2") || ends(".tbz2") || ends(".tar.zst"))
     return {"a tar archive", "unpack it (tar -xf " + path + ") and point data.path at what it holds"};
+  // gzip is read as it is (a .csv.gz); the others the CSV reader names by their bytes once data.source is set.
+  const auto decompress = [&](const std::string& command) {
+    return "decompress it (" + command + " " + path + ") and set data.path: " + path.substr(0, path.rfind('.')) +
+           "; gzip-compressed files (.csv.gz) are read as they are";
+  };
+  if (ends(".bz2")) return {"bzip2-compressed", decompress("bunzip2 -k")};
+  if (ends(".xz")) return {"xz-compressed", decompress("xz -dk")};
+  if (ends(".zst")) return {"zstd-compressed", decompress("zstd -d")};
+  if (ends(".7z") || ends(".rar"))
+    return {"a " + std::string(ends(".7z") ? "7-Zip" : "RAR") + " archive", "unpack it and point data.path at what it holds"};
   return {};
 }
 

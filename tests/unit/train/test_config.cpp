@@ -138,7 +138,11 @@ TEST(Config, APathWithoutASourceIsReadAsTheFormatItNames) {
            {"sales.parquet", "is a Parquet file, which gputrain does not read", "p.read_parquet('" + at("sales.parquet") + "').to_csv("},
            {"tensors.pt", "is a torch.save file (a pickle), which gputrain does not read",
             "save_file({'x': x, 'y': y}, 'data.safetensors')"},
-           {"data.h5", "is an HDF5 file, which gputrain does not read", "n.savez('data.npz'"}}) {
+           {"data.h5", "is an HDF5 file, which gputrain does not read", "n.savez('data.npz'"},
+           // A compressed CSV other than gzip's: the command that decompresses it, not "set data.source".
+           {"rows.csv.bz2", "is bzip2-compressed, which gputrain does not read",
+            "decompress it (bunzip2 -k " + at("rows.csv.bz2") + ") and set data.path: " + at("rows.csv")},
+           {"rows.csv.zst", "is zstd-compressed, which gputrain does not read", "zstd -d"}}) {
     std::ofstream(at(name)) << "x";
     const auto message = config_error({{}, {"data.path=" + at(name)}, ""});
     EXPECT_NE(message.find("data.path '" + at(name) + "' " + what), std::string::npos) << message;
