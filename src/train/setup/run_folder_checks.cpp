@@ -9,6 +9,7 @@
 #include "gputrain/core/directory_lock.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/train/checkpoint.hpp"
 
 namespace gputrain::train {
 
@@ -37,13 +38,23 @@ bool a_runs_folder(const std::string& folder) {
 
 }  // namespace
 
-void refuse_foreign_run_files(const std::string& folder) {
-  if (a_runs_folder(folder)) return;
-  static constexpr std::array<const char*, 5> kRunFiles{"config.yaml", "model.safetensors", "metrics.jsonl", "report.json", "training.log"};
+void refuse_foreign_run_files(const Config& config) {
+  const auto& folder = config.logging.dir;
   std::vector<std::string> found;
   std::error_code ec;
-  for (const auto* name : kRunFiles)
-    if (fs::exists(fs::path(folder) / name, ec)) found.emplace_back(name);
+  if (!a_runs_folder(folder)) {
+    for (const char* name : {"config.yaml", "model.safetensors", "metrics.jsonl", "report.json", "training.log"})
+      if (fs::exists(fs::path(folder) / name, ec)) found.emplace_back(name);
+  }
+  // A checkpoint.dir of its own (a models folder) holding another's best.pt, which save_best would replace.
+  const auto checkpoints = config.checkpoint_dir();
+  const bool own_checkpoint_dir = !config.checkpoint.dir.empty() && !fs::equivalent(checkpoints, folder, ec);
+  if (found.empty() && own_checkpoint_dir && !core::DirectoryLock::used_by_a_run(checkpoints) &&
+      CheckpointStore(checkpoints, 0).periodic().empty() && fs::exists(fs::path(checkpoints) / "best.pt", ec))
+    throw UsageError("checkpoint.dir '" + checkpoints + "' holds best.pt, which no gputrain run wrote there (the folder has no " +
+                         ".gputrain.lock, nor step-*.pt checkpoints): the run's best checkpoint would be written over it",
+                     "give the run's checkpoints a folder of their own (checkpoint.dir: runs/NAME/checkpoints), or move best.pt out of '" +
+                         checkpoints + "'");
   if (found.empty()) return;
   const bool one = found.size() == 1;
   throw UsageError("logging.dir '" + folder + "' holds " + core::join(found) + ", which no gputrain run wrote there (the folder has " +

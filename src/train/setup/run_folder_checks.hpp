@@ -11,9 +11,10 @@
 
 namespace gputrain::train {
 
-/// Throws UsageError naming the files when `folder` (logging.dir) holds any a run writes and no
-/// gputrain run has used it (no .gputrain.lock, nor checkpoints/*.pt).
-void refuse_foreign_run_files(const std::string& folder);
+/// Throws UsageError naming the files when logging.dir holds any a run writes and no gputrain run
+/// has used it (no .gputrain.lock, nor checkpoints/*.pt); and when a checkpoint.dir of its own
+/// holds a best.pt but no lock and no step-*.pt.
+void refuse_foreign_run_files(const Config& config);
 
 /// Throws UsageError when logging.dir or checkpoint.dir lies inside an image folder's data.path
 /// or data.val_path.

@@ -277,7 +277,7 @@ void Trainer::State::open_the_data() {
 void Trainer::State::make_run_folders() {
   refuse_run_folder_among_classes(config);
   core::make_output_folder(config.logging.dir, "logging.dir");
-  refuse_foreign_run_files(config.logging.dir);
+  refuse_foreign_run_files(config);
   core::make_output_folder(config.checkpoint_dir(), config.checkpoint.dir.empty() ? "logging.dir" : "checkpoint.dir");
   if (config.train.profile_start_step > 0)  // made when its window comes: a run may end before it
     core::refuse_unmakeable_folder(config.trace_dir(), config.train.profile_dir.empty() ? "logging.dir" : "train.profile.dir");

@@ -46,6 +46,24 @@ TEST(RunFolder, AFolderHoldingFilesARunWritesIsRefusedAndLeftAsItWas) {
   EXPECT_FALSE(fs::exists(dir / "metrics.jsonl"));
 }
 
+// A checkpoint.dir of its own (a models folder) holding another's best.pt: save_best would replace it.
+TEST(RunFolder, ACheckpointFolderHoldingAnothersBestIsRefused) {
+  const auto models = fs::temp_directory_path() / "gputrain-run-folder-models";
+  fs::remove_all(models);
+  fs::create_directories(models);
+  std::ofstream(models / "best.pt") << "another tool's model";
+  const auto config = test_support::small_run("foreign-best", {"train.epochs=1", "checkpoint.dir=" + models.string()});
+  try {
+    train::Trainer trainer(config, test_support::quiet_trainer());
+    FAIL() << "a checkpoint.dir holding another's best.pt was taken";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("checkpoint.dir '" + models.string() + "' holds best.pt, which no gputrain run wrote there"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(contents(models / "best.pt"), "another tool's model");
+}
+
 TEST(RunFolder, ARunsOwnFolderIsTakenAgain) {
   const auto config = test_support::small_run("own-files", {"train.epochs=1"});
   train::Trainer(config, test_support::quiet_trainer()).fit();
