@@ -82,10 +82,16 @@ std::optional<std::string> file_in_the_way(const std::string& folder) {
 
 void refuse_unmakeable_folder(const std::string& folder, const std::string& key, bool for_a_file) {
   // A file where the folder (or one above it) would go: name it, as "Not a directory" does not.
-  if (const auto file = file_in_the_way(folder))
+  if (const auto file = file_in_the_way(folder)) {
+    // A device (`logging.dir: /dev/null`, to write nothing) is no file to move away.
+    if (std::error_code ec; !std::filesystem::is_regular_file(*file, ec))
+      throw UsageError(key + ": '" + folder + "' cannot be created: '" + *file + "' is a device, not a folder",
+                       "point " + key + " at " + elsewhere(for_a_file) + " (missing folders are created)" +
+                           (for_a_file ? std::string() : "; for a run whose files are thrown away, --set " + key + "=$(mktemp -d)"));
     throw UsageError(
         key + ": '" + folder + "' cannot be created: '" + *file + "' is a file",
         "point " + key + " at " + elsewhere(for_a_file) + " (missing folders are created), or move the file '" + *file + "' away");
+  }
   const auto existing = nearest_existing(folder);
   if (existing.empty() || ::access(existing.c_str(), W_OK | X_OK) == 0) return;
   const int error = errno;

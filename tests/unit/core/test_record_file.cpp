@@ -200,12 +200,17 @@ TEST(WriteError, AnOutputFolderThatCannotBeMadeIsAUsageErrorNamingTheKeyAndTheFi
   } catch (const gputrain::UsageError& e) {
     EXPECT_TRUE(contains(e.remedy(), "point logging.dir at another folder (missing folders are created)")) << e.remedy();
   }
-  // A device stands in the way as a file does (as root, "may not write in" would not even hold).
-  try {
-    make_output_folder("/dev/null/run", "logging.dir");
-    FAIL() << "a folder under /dev/null was made";
-  } catch (const gputrain::UsageError& e) {
-    EXPECT_EQ(std::string(e.what()), "logging.dir: '/dev/null/run' cannot be created: '/dev/null' is a file");
+  // A device stands in the way as a file does (as root, "may not write in" would not even hold),
+  // and is no file to move away (`logging.dir: /dev/null`, to write nothing).
+  for (const std::string folder : {"/dev/null/run", "/dev/null"}) {
+    try {
+      make_output_folder(folder, "logging.dir");
+      FAIL() << "a folder at " << folder << " was made";
+    } catch (const gputrain::UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), "logging.dir: '" + folder + "' cannot be created: '/dev/null' is a device, not a folder");
+      EXPECT_FALSE(contains(e.remedy(), "move")) << e.remedy();
+      EXPECT_TRUE(contains(e.remedy(), "--set logging.dir=$(mktemp -d)")) << e.remedy();
+    }
   }
 }
 
