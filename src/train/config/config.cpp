@@ -15,6 +15,7 @@
 #include "config_consistency.hpp"
 #include "config_paths.hpp"
 #include "config_schema.hpp"
+#include "gputrain/core/directory_lock.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/suggest.hpp"
@@ -222,6 +223,22 @@ void apply_document(Config& config, const std::string& text, const std::string& 
                    "defaults train on synthetic data, which --set alone asks for (e.g. --set train.epochs=1)");
 }
 
+// The YAML files a folder given as the config holds (a run folder's config.yaml, configs/).
+std::string config_in_folder_remedy(const std::string& folder) {
+  std::vector<std::string> configs;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto extension = it->path().extension();
+    if ((extension == ".yaml" || extension == ".yml") && it->is_regular_file(ec)) configs.push_back(it->path().string());
+  }
+  std::sort(configs.begin(), configs.end());
+  const auto run_config = (std::filesystem::path(folder) / "config.yaml").string();
+  if (std::find(configs.begin(), configs.end(), run_config) != configs.end())
+    return "name the config in it: gputrain train " + run_config + (core::DirectoryLock::used_by_a_run(folder) ? " (the run's own)" : "");
+  if (configs.empty()) return "name a YAML file, e.g. " + (std::filesystem::path(folder) / "train.yaml").string();
+  return "name one of its YAML files: " + core::join_first(configs, 8);
+}
+
 std::string read_config_file(const std::string& path) {
   if (path == "-")  // ranks a launcher starts could not all read one standard input
     throw UsageError("gputrain reads a config from a file, and '-' (standard input) is not one",
@@ -232,8 +249,7 @@ std::string read_config_file(const std::string& path) {
                      path == "help" ? "for the options and examples, --help: gputrain train --help, gputrain profile --help"
                                     : "check the path (configs/ holds ready configs)");
   if (std::filesystem::is_directory(path, ec))  // an ifstream opens a folder and reads nothing from it
-    throw UsageError("config file '" + path + "' is a folder",
-                     "name a YAML file, e.g. " + (std::filesystem::path(path) / "train.yaml").string());
+    throw UsageError("config file '" + path + "' is a folder", config_in_folder_remedy(path));
   // `gputrain train data.csv`: the data where the config goes.
   if (const auto source = data::source_for_path(path); !source.empty())
     throw UsageError("'" + path + "' is " + source + " data, not a YAML config",

@@ -205,10 +205,20 @@ TEST(Config, AMissingFileNamesTheConfigMeantBesideIt) {
   EXPECT_NE(message.find("does not exist (did you mean '" + configs + "mlp.yaml'?)"), std::string::npos) << message;
 }
 
-TEST(Config, AFolderGivenAsTheConfigFileIsAnError) {
-  const auto folder = std::filesystem::temp_directory_path().string();
-  const auto message = config_error({{folder}, {}, ""});
+// The fix names the configs the folder holds: a run folder's config.yaml, configs/'s files.
+TEST(Config, AFolderGivenAsTheConfigFileIsAnErrorNamingTheConfigsInIt) {
+  const auto folder = (std::filesystem::temp_directory_path() / "gputrain-config-folder").string();
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder);
+  auto message = config_error({{folder}, {}, ""});
   EXPECT_NE(message.find("'" + folder + "' is a folder"), std::string::npos) << message;
+  EXPECT_NE(message.find("name a YAML file, e.g. " + folder + "/train.yaml"), std::string::npos) << message;
+  const std::string configs = std::string(gputrain::test_support::source_dir()) + "/configs";
+  message = config_error({{configs}, {}, ""});
+  EXPECT_NE(message.find("name one of its YAML files: " + configs + "/cifar10.yaml, "), std::string::npos) << message;
+  std::ofstream(folder + "/config.yaml") << "train:\n  epochs: 1\n";
+  message = config_error({{folder}, {}, ""});
+  EXPECT_NE(message.find("name the config in it: gputrain train " + folder + "/config.yaml"), std::string::npos) << message;
 }
 
 TEST(Config, BadOverrides) {
