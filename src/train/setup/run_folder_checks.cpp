@@ -40,27 +40,27 @@ bool a_runs_folder(const std::string& folder) {
 
 void refuse_foreign_run_files(const Config& config) {
   const auto& folder = config.logging.dir;
-  std::vector<std::string> found;
   std::error_code ec;
   if (!a_runs_folder(folder)) {
+    std::vector<std::string> found;
     for (const char* name : {"config.yaml", "model.safetensors", "metrics.jsonl", "report.json", "training.log"})
       if (fs::exists(fs::path(folder) / name, ec)) found.emplace_back(name);
+    const bool one = found.size() == 1;
+    if (!found.empty())
+      throw UsageError("logging.dir '" + folder + "' holds " + core::join(found) + ", which no gputrain run wrote there (the folder " +
+                           "has no .gputrain.lock, nor checkpoints): the run would write its own " +
+                           (one ? "file over it" : "files over them"),
+                       std::string("give the run a folder of its own (logging.dir: runs/NAME, or --set logging.dir=runs/NAME), or move ") +
+                           (one ? "that file" : "those files") + " out of '" + folder + "'");
   }
   // A checkpoint.dir of its own (a models folder) holding another's best.pt, which save_best would replace.
   const auto checkpoints = config.checkpoint_dir();
-  const bool own_checkpoint_dir = !config.checkpoint.dir.empty() && !fs::equivalent(checkpoints, folder, ec);
-  if (found.empty() && own_checkpoint_dir && !core::DirectoryLock::used_by_a_run(checkpoints) &&
-      CheckpointStore(checkpoints, 0).periodic().empty() && fs::exists(fs::path(checkpoints) / "best.pt", ec))
+  if (config.checkpoint.dir.empty() || fs::equivalent(checkpoints, folder, ec) || core::DirectoryLock::used_by_a_run(checkpoints)) return;
+  if (CheckpointStore(checkpoints, 0).periodic().empty() && fs::exists(fs::path(checkpoints) / "best.pt", ec))
     throw UsageError("checkpoint.dir '" + checkpoints + "' holds best.pt, which no gputrain run wrote there (the folder has no " +
                          ".gputrain.lock, nor step-*.pt checkpoints): the run's best checkpoint would be written over it",
                      "give the run's checkpoints a folder of their own (checkpoint.dir: runs/NAME/checkpoints), or move best.pt out of '" +
                          checkpoints + "'");
-  if (found.empty()) return;
-  const bool one = found.size() == 1;
-  throw UsageError("logging.dir '" + folder + "' holds " + core::join(found) + ", which no gputrain run wrote there (the folder has " +
-                       "no .gputrain.lock, nor checkpoints): the run would write its own " + (one ? "file over it" : "files over them"),
-                   std::string("give the run a folder of its own (logging.dir: runs/NAME, or --set logging.dir=runs/NAME), or move ") +
-                       (one ? "that file" : "those files") + " out of '" + folder + "'");
 }
 
 void refuse_run_folder_among_classes(const Config& config) {
