@@ -3,6 +3,7 @@
 // `--set a.b=c` overrides; every key is documented in docs/configuration.md.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -221,6 +222,13 @@ struct DistributedConfig {
 };
 
 /// The whole resolved configuration.
+/// Where a key was set last: the config file ("" for --set, a command's flag or a built-in config)
+/// and "file:line:column", "--set k=v" or "--path x" for errors that name it.
+struct KeyOrigin {
+  std::string file;
+  std::string where;
+};
+
 struct Config {
   ModelConfig model;
   DataConfig data;
@@ -233,6 +241,8 @@ struct Config {
   OomConfig oom;
   DeviceConfig device;
   DistributedConfig distributed;
+  /// Where load_config found each key it was given; keys left at their defaults are absent.
+  std::map<std::string, KeyOrigin> origins;
 
   /// The checkpoint directory after defaults are applied.
   std::string checkpoint_dir() const;

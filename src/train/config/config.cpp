@@ -94,14 +94,10 @@ class Problems {
 // A section with a `name` key takes a plain value as that name: "device: cuda", "optimizer: sgd".
 const Field* shorthand_field(const std::string& section) { return find_field(section + ".name"); }
 
-// The path keys a config file set last, for check_path_beside_config; --set and flags take
-// theirs out. Null for the built-in config, whose paths are no file's.
-using FileOrigins = std::map<std::string, FileOrigin>;
-
 // Where each key was given last ("file:line:column", "--set k=v", "--path x"), so that a key left
 // unset can take a value told from another (data.source from data.path) and an error about that
 // names the line that set the other.
-using GivenKeys = std::map<std::string, std::string>;
+using GivenKeys = std::map<std::string, KeyOrigin>;
 
 // YAML 1.1's merge key, which PyYAML (and so most Python configs) honours and yaml-cpp reads as a
 // plain key "<<": the entries of `node`, then those of the mappings `<<` names (`<<: *base` or
@@ -138,8 +134,9 @@ std::vector<std::pair<YAML::Node, YAML::Node>> merged_entries(const YAML::Node& 
 // that merge keys copy (docker compose's extension fields use the same prefix).
 bool is_extension_key(const std::string& prefix, const std::string& name) { return prefix.empty() && name.rfind("x-", 0) == 0; }
 
-void apply_node(Config& config, const std::string& prefix, const YAML::Node& node, const std::string& origin, Problems& problems,
-                FileOrigins* paths, GivenKeys& given) {
+// `file` is the config file the node is from, "" for a built-in config (whose paths are no file's).
+void apply_node(Config& config, const std::string& prefix, const YAML::Node& node, const std::string& origin, const std::string& file,
+                Problems& problems, GivenKeys& given) {
   std::vector<std::pair<YAML::Node, YAML::Node>> entries;
   problems.check([&] { entries = merged_entries(node, prefix, origin); });
   std::set<std::string> seen;  // merged entries are each a key no other entry has
@@ -156,18 +153,17 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
       const std::string value_at = where(origin, entry.second.Mark());
       if (const Field* field = find_field(key)) {
         field->assign(config, FieldValue{entry.second, value_at, key});
-        given[key] = value_at;
-        if (paths && is_input_path_key(key)) (*paths)[key] = {origin, value_at};
+        given[key] = {file, value_at};
       } else if (is_section(key)) {
         if (entry.second.IsNull()) return;                                                            // "logging:" with nothing under it
         if (const Field* name_field = shorthand_field(key); name_field && entry.second.IsScalar()) {  // "device: cuda"
           name_field->assign(config, FieldValue{entry.second, value_at, key + ".name"});
-          given[key + ".name"] = value_at;
+          given[key + ".name"] = {file, value_at};
           return;
         }
         if (!entry.second.IsMap())
           throw UsageError(at + ": '" + key + "' is a section, not a value", "write its keys under it, indented: " + section_keys(key));
-        apply_node(config, key, entry.second, origin, problems, paths, given);
+        apply_node(config, key, entry.second, origin, file, problems, given);
       } else {
         // Hydra's defaults list composes configs, which gputrain does with files given in order.
         const auto guess = key == "defaults" && entry.second.IsSequence()
@@ -184,7 +180,7 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
     });
 }
 
-void apply_document(Config& config, const std::string& text, const std::string& origin, Problems& problems, FileOrigins* paths,
+void apply_document(Config& config, const std::string& text, const std::string& origin, const std::string& file, Problems& problems,
                     GivenKeys& given) {
   std::vector<YAML::Node> documents;
   try {
@@ -210,7 +206,7 @@ void apply_document(Config& config, const std::string& text, const std::string& 
     throw UsageError(where(origin, root.Mark()) + ": a config file must be a mapping of sections (model:, train:, ...)",
                      "start the file with a section such as 'train:'");
   refuse_unread_tags(root, "", origin);
-  apply_node(config, "", root, origin, problems, paths, given);
+  apply_node(config, "", root, origin, file, problems, given);
 }
 
 // Config files that set nothing (empty, or comments only: a truncated copy, the wrong file) and
@@ -313,7 +309,7 @@ void apply_override(Config& config, const std::string& assignment, GivenKeys& gi
   refuse_vanished_value(value, text, origin, key);
   refuse_unread_tags(value, key, origin, false);
   field->assign(config, FieldValue{value, origin, key});
-  given[field->key] = origin;
+  given[field->key] = {"", origin};
 }
 
 void apply_flag(Config& config, const FlagSetting& setting, GivenKeys& given) {
@@ -327,7 +323,7 @@ void apply_flag(Config& config, const FlagSetting& setting, GivenKeys& given) {
   }
   const std::string origin = setting.flag + " " + core::join(setting.values, " ");
   field->assign(config, FieldValue{value, origin, setting.key});
-  given[setting.key] = origin;
+  given[setting.key] = {"", origin};
 }
 
 }  // namespace
@@ -335,27 +331,22 @@ void apply_flag(Config& config, const FlagSetting& setting, GivenKeys& given) {
 Config load_config(const ConfigSources& sources) {
   Config config;
   Problems problems;
-  FileOrigins paths;
   GivenKeys given;
   if (!sources.embedded_yaml.empty())
-    problems.check([&] { apply_document(config, sources.embedded_yaml, "built-in config", problems, nullptr, given); });
+    problems.check([&] { apply_document(config, sources.embedded_yaml, "built-in config", "", problems, given); });
   for (const auto& file : sources.files)
-    problems.check([&] { apply_document(config, read_config_file(file), file, problems, &paths, given); });
-  for (const auto& assignment : sources.overrides) {
-    problems.check([&] { apply_override(config, assignment, given); });
-    paths.erase(assignment.substr(0, assignment.find('=')));
-  }
-  for (const auto& setting : sources.flags) {
-    problems.check([&] { apply_flag(config, setting, given); });
-    paths.erase(setting.key);
-  }
-  for (const auto& path : paths)  // not a structured binding: C++17 lambdas cannot capture one
-    problems.check([&] { check_path_beside_config(config, path.first, path.second); });
+    problems.check([&] { apply_document(config, read_config_file(file), file, file, problems, given); });
+  for (const auto& assignment : sources.overrides) problems.check([&] { apply_override(config, assignment, given); });
+  for (const auto& setting : sources.flags) problems.check([&] { apply_flag(config, setting, given); });
+  for (const auto& key : given)  // not a structured binding: C++17 lambdas cannot capture one
+    if (!key.second.file.empty() && is_input_path_key(key.first))
+      problems.check([&] { check_path_beside_config(config, key.first, key.second); });
   problems.throw_if_any();
   if (!sources.files.empty() && given.empty()) refuse_empty_configs(sources.files);
-  if (!given.count("data.source") && given.count("data.path")) tell_data_source(config, given.at("data.path"));
+  if (!given.count("data.source") && given.count("data.path")) tell_data_source(config, given.at("data.path").where);
   resolve_mlflow_settings(config.logging.mlflow);
   check_consistency(config);  // its checks read several keys, so they need each to be valid first
+  config.origins = std::move(given);
   return config;
 }
 

@@ -80,7 +80,7 @@ bool is_input_path_key(const std::string& key) {
   return keys.count(key) > 0;
 }
 
-void check_path_beside_config(const Config& config, const std::string& key, const FileOrigin& origin) {
+void check_path_beside_config(const Config& config, const std::string& key, const KeyOrigin& origin) {
   const Field* field = find_field(key);
   const fs::path config_folder = fs::path(origin.file).parent_path();
   if (!field || config_folder.empty()) return;  // a config in the current folder: its paths resolve alike

@@ -9,12 +9,6 @@
 
 namespace gputrain::train {
 
-/// Where a config file set a key last: the file, and "file:line:column" for errors.
-struct FileOrigin {
-  std::string file;
-  std::string where;
-};
-
 /// A path key's value as a shell would have expanded it: a leading `~` (alone or before '/') is
 /// $HOME, and `$NAME` or `${NAME}` is that environment variable; any other '$' stays as written.
 /// A variable that is not set is a UsageError at `where` naming it, as a path with the name left
@@ -27,7 +21,7 @@ bool is_input_path_key(const std::string& key);
 /// Throws UsageError, at the line that set it, when `key`'s path (or one of its list of paths) in
 /// `config` was set relative by the config file `origin`, is missing from the current folder and
 /// exists next to that file.
-void check_path_beside_config(const Config& config, const std::string& key, const FileOrigin& origin);
+void check_path_beside_config(const Config& config, const std::string& key, const KeyOrigin& origin);
 
 /// data.source for a config that sets data.path but no source: the format the path names (its
 /// extension, or what its folder holds: data::source_for_path), as `gputrain profile --path` does.

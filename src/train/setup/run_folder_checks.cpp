@@ -36,7 +36,55 @@ bool a_runs_folder(const std::string& folder) {
   return false;
 }
 
+// The folder a run at `run` (absolute) was started from when its logging.dir was `dir`: `run` less
+// dir's components at its end; "" when `dir` is absolute or `run` does not end with it.
+fs::path folder_run_from(fs::path run, const fs::path& dir) {
+  if (dir.is_absolute()) return {};
+  std::vector<fs::path> parts;
+  for (const auto& part : dir.lexically_normal())
+    if (!part.empty() && part != ".") parts.push_back(part);
+  for (auto part = parts.rbegin(); part != parts.rend(); ++part) {
+    if (run.filename() != *part) return {};
+    run = run.parent_path();
+  }
+  return parts.empty() ? fs::path() : run;
+}
+
+// " --set checkpoint.dir=..." that moves a checkpoint.dir set inside logging.dir `from` along to `to`.
+std::string checkpoints_along(const Config& config, const std::string& from, const fs::path& to) {
+  if (config.checkpoint.dir.empty() || !lies_inside(config.checkpoint.dir, from)) return "";
+  std::error_code ec;
+  const auto inner = fs::weakly_canonical(fs::absolute(config.checkpoint.dir, ec), ec)
+                         .lexically_relative(fs::weakly_canonical(fs::absolute(from, ec), ec));
+  return " --set checkpoint.dir=" + (to / inner).lexically_normal().string();
+}
+
 }  // namespace
+
+void refuse_run_config_from_elsewhere(const Config& config) {
+  const auto origin = config.origins.find("logging.dir");
+  if (origin == config.origins.end()) return;
+  const fs::path file(origin->second.file);
+  if (file.filename() != "config.yaml") return;  // set by --set, a flag or a config of the user's own
+  const std::string saved_in = file.has_parent_path() ? file.parent_path().string() : ".";
+  const auto& dir = config.logging.dir;
+  std::error_code ec;
+  if (!a_runs_folder(saved_in) || fs::equivalent(saved_in, dir, ec)) return;
+  const auto run = fs::weakly_canonical(fs::absolute(saved_in, ec), ec);
+  const auto started_from = folder_run_from(run, dir);
+  const std::string how = started_from.empty() ? "the folder was moved or copied since"
+                                               : "gputrain runs from another folder than the run did, " + started_from.string();
+  const std::string then = a_runs_folder(dir) ? "go on with the run in '" + dir + "' instead of this one"
+                                              : "start a new run in '" + dir + "', away from this run's checkpoints";
+  const std::string go_on =
+      started_from.empty() ? "to go on with this run where it is: --set logging.dir=" + saved_in + checkpoints_along(config, dir, saved_in)
+                           : "run gputrain from " + started_from.string() +
+                                 ", where the run started (paths in a config are taken from the folder gputrain runs in)";
+  const std::string saved_here = saved_in == "." ? "the current folder, " + run.string() : "'" + saved_in + "'";
+  throw UsageError(origin->second.where + ": logging.dir '" + dir + "' is not the run folder this config.yaml was saved in, " + saved_here +
+                       " (" + how + "): training would " + then,
+                   go_on + "; to start a new run from its settings: --set logging.dir=runs/NAME");
+}
 
 void refuse_foreign_run_files(const Config& config) {
   const auto& folder = config.logging.dir;

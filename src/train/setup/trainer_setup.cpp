@@ -275,6 +275,7 @@ void Trainer::State::open_the_data() {
 // logging.dir and checkpoint.dir, made before anything else is, and the trace's folder checked:
 // a folder that cannot be made is said now, not after hours of training.
 void Trainer::State::make_run_folders() {
+  refuse_run_config_from_elsewhere(config);
   refuse_run_folder_among_classes(config);
   core::make_output_folder(config.logging.dir, "logging.dir");
   refuse_foreign_run_files(config);

@@ -1,6 +1,7 @@
 // Where a run may write, checked before it writes (train/setup/run_folder_checks.hpp): a folder
 // holding files a run writes that no run wrote (`logging.dir: .` beside one's own config.yaml
-// wrote the expanded config over it), and a run folder inside an image folder's classes.
+// wrote the expanded config over it), a run folder inside an image folder's classes, and a run
+// folder's own config.yaml trained on after the folder moved.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -98,4 +99,56 @@ TEST(RunFolder, ARunFolderInsideAnImageFolderIsRefusedBeforeItIsMade) {
     EXPECT_EQ(e.remedy(), "put the run outside the images: --set logging.dir=runs/NAME");
   }
   EXPECT_FALSE(fs::exists(images / "runs"));
+}
+
+// `mv runs/a runs/b; gputrain train runs/b/config.yaml`: its logging.dir still names runs/a, where
+// a new run would have started, away from the checkpoints in runs/b.
+TEST(RunFolder, ARunsConfigTrainedAfterItsFolderMovedIsRefusedWithTheSettingThatGoesOn) {
+  const auto first = test_support::small_run("moved-from", {"train.epochs=1"});
+  train::Trainer(first, test_support::quiet_trainer()).fit();
+  const fs::path was = first.logging.dir, moved = fs::temp_directory_path() / "gputrain-trainer-moved-to";
+  fs::remove_all(moved);
+  fs::rename(was, moved);
+  const auto saved = (moved / "config.yaml").string();
+  try {
+    train::Trainer trainer(train::load_config({{saved}, {"train.epochs=2"}, ""}), test_support::quiet_trainer());
+    FAIL() << "a moved run's config.yaml trained in its old folder";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(saved + ":"), std::string::npos) << "the line that sets logging.dir: " << e.what();
+    EXPECT_NE(std::string(e.what()).find("logging.dir '" + was.string() + "' is not the run folder this config.yaml was saved in, '" +
+                                         moved.string() + "' (the folder was moved or copied since): training would start a new run"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(e.remedy().find("to go on with this run where it is: --set logging.dir=" + moved.string()), std::string::npos) << e.remedy();
+  }
+  EXPECT_FALSE(fs::exists(was)) << "made before the refusal";
+  // The fix it gives goes on with the run where it is now.
+  const auto result =
+      train::Trainer(train::load_config({{saved}, {"train.epochs=2", "logging.dir=" + moved.string()}, ""}), test_support::quiet_trainer())
+          .fit();
+  EXPECT_EQ(result.start_step, 6);
+  EXPECT_EQ(result.steps, 12);
+}
+
+// The run's config.yaml given from another folder than the run started in: its relative
+// logging.dir names a folder under this one. The fix names the folder to run from.
+TEST(RunFolder, ARunsConfigWithARelativeFolderGivenFromElsewhereNamesTheFolderToRunFrom) {
+  const fs::path started_in = fs::temp_directory_path() / "gputrain-trainer-started-here";
+  const std::string relative = "runs/gputrain-test-relative-run";
+  ASSERT_FALSE(fs::exists(relative)) << "left in the folder the tests run in";
+  fs::remove_all(started_in);
+  const auto run = started_in / relative;
+  fs::create_directories(run / "checkpoints");
+  std::ofstream(run / "checkpoints" / "step-00000006.pt") << "a checkpoint";
+  std::ofstream(run / "config.yaml") << train::to_yaml(test_support::small_run("relative-run", {"logging.dir=" + relative}));
+  try {
+    train::Trainer trainer(train::load_config({{(run / "config.yaml").string()}, {}, ""}), test_support::quiet_trainer());
+    FAIL() << "a run's config.yaml given from elsewhere trained in a folder under this one";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("(gputrain runs from another folder than the run did, " + started_in.string() + ")"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(e.remedy().find("run gputrain from " + started_in.string() + ", where the run started"), std::string::npos) << e.remedy();
+  }
+  EXPECT_FALSE(fs::exists(relative));
 }
