@@ -18,12 +18,22 @@ namespace {
 
 constexpr const char* kLockName = ".gputrain.lock";
 
-// The holder writes its pid into the lock file, so the one refused can say who holds it.
+// This machine's name, beside the pid in the lock file: a run folder on a shared file system
+// (NFS) may be locked from another node, where the pid names no process of this one.
+std::string host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? name : "";
+}
+
+// The holder writes "PID@HOST" into the lock file, so the one refused can say who holds it.
 std::string holder_of(int fd) {
-  char text[32] = {};
+  char text[300] = {};
   const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
-  const std::string pid = n > 0 ? std::string(text, static_cast<std::size_t>(n)) : "";
-  return pid.empty() ? "another gputrain run" : "another gputrain run (pid " + pid + ")";
+  const std::string written = n > 0 ? std::string(text, static_cast<std::size_t>(n)) : "";
+  const auto at = written.find('@');
+  const std::string pid = written.substr(0, at), host = at == std::string::npos ? "" : written.substr(at + 1);
+  if (pid.empty()) return "another gputrain run";
+  return "another gputrain run (pid " + pid + (host.empty() || host == host_name() ? "" : " on " + host) + ")";
 }
 
 }  // namespace
@@ -57,10 +67,10 @@ void DirectoryLock::take(const std::string& path) {
     throw UsageError(holder + " is writing to '" + folder_ + "' (" + key_ + ")",
                      "wait for that run to finish, or give this one its own folder: --set " + key_ + "=<another folder>");
   }
-  const std::string pid = std::to_string(::getpid());
+  const std::string holder = std::to_string(::getpid()) + "@" + host_name();
   if (::ftruncate(fd_, 0) == 0) {
-    const ssize_t written = ::pwrite(fd_, pid.data(), pid.size(), 0);
-    (void)written;  // the pid only improves another run's message; the lock is held either way
+    const ssize_t written = ::pwrite(fd_, holder.data(), holder.size(), 0);
+    (void)written;  // it only improves another run's message; the lock is held either way
   }
 }
 

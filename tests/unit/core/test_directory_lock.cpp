@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "gputrain/core/directory_lock.hpp"
@@ -29,6 +30,19 @@ TEST(DirectoryLock, ASecondHolderIsRefusedWithTheFirstsPidAndTheKeyToChange) {
   }
   first.reset();
   EXPECT_NO_THROW(DirectoryLock(folder.path.string(), "logging.dir")) << "released with its holder";
+}
+
+// A run folder on a shared file system (NFS) locked from another node: its pid is no process here.
+TEST(DirectoryLock, AHolderOnAnotherMachineIsNamedWithItsHost) {
+  ScratchFolder folder("lock-test");
+  DirectoryLock first(folder.path.string(), "logging.dir");
+  std::ofstream(folder.path / ".gputrain.lock", std::ios::trunc) << "4242@gpu-node-07";
+  try {
+    DirectoryLock second(folder.path.string(), "logging.dir");
+    FAIL() << "a second lock on the same folder was granted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("another gputrain run (pid 4242 on gpu-node-07) is writing to"), std::string::npos) << e.what();
+  }
 }
 
 // A run killed without unwinding (SIGKILL, a crash) must not leave the folder locked.
