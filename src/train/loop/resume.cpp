@@ -1,10 +1,12 @@
 // Trainer's resume: the checks before anything is restored from a checkpoint (another run's
 // folder, another optimizer, another global batch), the restore itself (the callbacks' states
 // included), and what a resumed run says about what changed.
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <ctime>
 #include <filesystem>
 #include <map>
 
@@ -46,6 +48,19 @@ bool shapes_the_model(const std::string& change) {
   return false;
 }
 
+// A run folder whose checkpoints were cleaned away, the weights kept, starts over with
+// checkpoint.resume: auto: its weights are written over when this run ends, said while they can be kept.
+std::string earlier_weights_warning(const std::string& dir, const std::string& checkpoints) {
+  const auto weights = fs::path(dir) / "model.safetensors";
+  struct stat info {};
+  if (::stat(weights.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return "";
+  char written[32] = "";
+  std::strftime(written, sizeof written, "%Y-%m-%d %H:%M", std::localtime(&info.st_mtime));
+  return "warning: " + weights.string() + " holds an earlier run's weights (written " + written + ") and " + checkpoints +
+         " holds no checkpoint to resume from: this run starts over and writes its own weights over them when it ends; copy the file " +
+         "elsewhere to keep it, or stop now (Ctrl-C) and give this run its own folder (--set logging.dir=runs/NAME)";
+}
+
 }  // namespace
 
 void Trainer::State::resume() {
@@ -53,6 +68,9 @@ void Trainer::State::resume() {
   std::string path;
   if (config.checkpoint.resume == "auto") {
     if (auto latest = store->latest()) path = *latest;
+    if (path.empty() && ranks.writer())
+      if (const auto warning = earlier_weights_warning(config.logging.dir, config.checkpoint_dir()); !warning.empty())
+        reporter.later(warning);
   } else if (config.checkpoint.resume != "never") {
     path = config.checkpoint.resume;
   }

@@ -372,3 +372,21 @@ TEST(Trainer, ASecondRunInTheSameFolderIsRefusedWhileTheFirstLives) {
   EXPECT_NO_THROW(Trainer(small_run("two-in-one-folder", {"train.max_steps=4"}, /*fresh=*/false), test_support::quiet_trainer()).fit())
       << "the folder is free once the first run is gone";
 }
+
+// Checkpoints cleaned away to keep a finished run's weights alone: the same command starts over,
+// and says first that it will write over those weights, while they can still be kept.
+TEST(TrainerResume, AFolderWhoseCheckpointsWereCleanedSaysItsWeightsWillBeWrittenOver) {
+  const auto first = small_run("cleaned-checkpoints", {"train.epochs=1"});
+  Trainer(first, test_support::quiet_trainer()).fit();
+  const fs::path dir = first.logging.dir;
+  const std::string warning = "model.safetensors holds an earlier run's weights (written ";
+  EXPECT_EQ(lines_containing(dir / "training.log", warning), 0) << "said by a run in a fresh folder";
+  fs::remove_all(dir / "checkpoints");
+  const auto again = Trainer(small_run("cleaned-checkpoints", {"train.epochs=1"}, false), test_support::quiet_trainer()).fit();
+  EXPECT_EQ(again.start_step, 0);
+  EXPECT_EQ(lines_containing(dir / "training.log", warning), 1);
+  EXPECT_EQ(lines_containing(dir / "training.log", "holds no checkpoint to resume from: this run starts over"), 1);
+  // A finished run with its checkpoints resumes at its end: nothing is written over, nothing said.
+  Trainer(small_run("cleaned-checkpoints", {"train.epochs=1"}, false), test_support::quiet_trainer()).fit();
+  EXPECT_EQ(lines_containing(dir / "training.log", warning), 1);
+}
