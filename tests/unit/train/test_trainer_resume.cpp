@@ -375,7 +375,7 @@ TEST(Trainer, ASecondRunInTheSameFolderIsRefusedWhileTheFirstLives) {
 
 // Checkpoints cleaned away to keep a finished run's weights alone: the same command starts over,
 // and says first that it will write over those weights, while they can still be kept.
-TEST(TrainerResume, AFolderWhoseCheckpointsWereCleanedSaysItsWeightsWillBeWrittenOver) {
+TEST(Trainer, AFolderWhoseCheckpointsWereCleanedSaysItsWeightsWillBeWrittenOver) {
   const auto first = small_run("cleaned-checkpoints", {"train.epochs=1"});
   Trainer(first, test_support::quiet_trainer()).fit();
   const fs::path dir = first.logging.dir;
