@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <vector>
 
+#include "config_schema.hpp"
 #include "gputrain/core/suggest.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/train/config.hpp"
@@ -50,7 +52,7 @@ constexpr ForeignName kForeignNames[] = {
     {"ckpt_path", "Lightning", "checkpoint.resume"},
     {"fp16", "Hugging Face", "train.precision: fp16-mixed"},
     {"bf16", "Hugging Face", "train.precision: bf16-mixed"},
-    {"amp", "timm", "train.precision"},
+    {"amp", "timm", "train.precision: fp16-mixed"},  // timm's --amp-dtype is float16 unless told
     {"label_smoothing_factor", "Hugging Face", "train.label_smoothing"},
     {"smoothing", "timm", "train.label_smoothing"},
     {"early_stopping_patience", "Hugging Face", "train.early_stop_patience"},
@@ -71,6 +73,8 @@ constexpr ForeignName kForeignNames[] = {
     {"log_interval", "timm", "logging.every_steps"},
     {"gpus", "Lightning", "distributed.nproc_per_node"},
     {"cpu", "Accelerate", "device.name: cpu"},
+    {"use_cpu", "Hugging Face", "device.name: cpu"},
+    {"no_cuda", "Hugging Face", "device.name: cpu"},
     {"devices", "Lightning", "distributed.nproc_per_node"},
 };
 
@@ -218,6 +222,27 @@ std::optional<std::string> our_key(const std::string& name, const std::vector<st
   return same_leaf.size() == 1 ? std::optional(same_leaf.front()) : std::nullopt;
 }
 
+// A boolean key (train.deterministic): a flag given bare is a switch turned on.
+bool is_boolean_key(const std::string& key) {
+  const Field* field = find_field(key);
+  const auto shown = field ? field->show(Config{}) : YAML::Node();
+  return shown.IsScalar() && (shown.Scalar() == "true" || shown.Scalar() == "false");
+}
+
+// Flags of other tools that are no setting here, each with what does its work.
+constexpr std::pair<const char*, const char*> kFlagsOfNoSetting[] = {
+    {"allow_cpu",
+     "--allow-cpu is quick-train's: gputrain train runs on the CPU by itself when no GPU is visible (device.name: auto), and "
+     "with one there, --set device.name=cpu (docs/configuration.md)"},
+    {"compile",
+     "gputrain compiles nothing (its step is C++): on a GPU it captures the step in a CUDA graph by itself, as "
+     "torch.compile's reduce-overhead mode does (train.cuda_graphs: auto); --set train.cuda_graphs=on makes a step it cannot "
+     "capture an error (docs/configuration.md)"},
+    {"profile",
+     "a run traces its steps with --set train.profile.start_step=20 (train.profile.steps, train.profile.dir); a step's time "
+     "and memory: gputrain profile --step CONFIG (docs/profiling.md)"},
+};
+
 }  // namespace
 
 std::string flag_as_setting(const std::string& flag, const std::string& value) {
@@ -227,9 +252,14 @@ std::string flag_as_setting(const std::string& flag, const std::string& value) {
   std::replace(name.begin(), name.end(), '-', '_');
   const std::string given = value.empty() ? "VALUE" : value;
   const auto set_key = [&](const std::string& key) {
-    return "a setting is given with --set: --set " + key + "=" + given + " (docs/configuration.md)";
+    static const std::set<std::string> switch_words = {"true", "false", "on", "off", "yes", "no"};
+    const bool bare_switch = is_boolean_key(key) && !switch_words.count(core::lower(value));  // --deterministic [CONFIG]
+    return "a setting is given with --set: --set " + key + "=" + (bare_switch ? "true" : given) + " (docs/configuration.md)";
   };
   const auto keys = config_keys();
+  if (name == "torch_compile") name = "compile";  // Hugging Face's
+  for (const auto& [flag_name, remedy] : kFlagsOfNoSetting)
+    if (name == flag_name) return remedy;
   if (name == "resume" && value.empty())  // a switch in other tools; here the default
     return "a run resumes by itself (checkpoint.resume: auto): run the same command again; from a file of your choice: --set "
            "checkpoint.resume=PATH (docs/configuration.md)";

@@ -33,6 +33,28 @@ TEST(FlagAsSetting, AKeysOwnLeafBecomesItsSetWithTheGivenValue) {
   EXPECT_EQ(flag_as_setting("--lr", "0.1"), "a setting is given with --set: --set optimizer.lr=0.1 (docs/configuration.md)");
 }
 
+// A boolean key's flag given bare is a switch turned on, whatever word follows it.
+TEST(FlagAsSetting, ABareSwitchOfABooleanKeyIsSetTrue) {
+  EXPECT_EQ(flag_as_setting("--deterministic", ""),
+            "a setting is given with --set: --set train.deterministic=true (docs/configuration.md)");
+  EXPECT_EQ(flag_as_setting("--deterministic", "configs/x.yaml"),
+            "a setting is given with --set: --set train.deterministic=true (docs/configuration.md)");
+  EXPECT_EQ(flag_as_setting("--deterministic", "false"),
+            "a setting is given with --set: --set train.deterministic=false (docs/configuration.md)");
+}
+
+// Flags of other tools (and quick-train's own) that no key here is: what does their work.
+TEST(FlagAsSetting, FlagsOfNoSettingNameWhatDoesTheirWork) {
+  EXPECT_NE(flag_as_setting("--allow-cpu", "").find("--allow-cpu is quick-train's: gputrain train runs on the CPU by itself"),
+            std::string::npos);
+  EXPECT_NE(flag_as_setting("--compile", "").find("train.cuda_graphs: auto"), std::string::npos);
+  EXPECT_EQ(flag_as_setting("--torch_compile", ""), flag_as_setting("--compile", ""));
+  EXPECT_NE(flag_as_setting("--profile", "").find("gputrain profile --step CONFIG"), std::string::npos);
+  EXPECT_EQ(flag_as_setting("--no-cuda", ""),
+            "Hugging Face's --no_cuda is device.name here: --set device.name=cpu (docs/configuration.md)");
+  EXPECT_EQ(flag_as_setting("--amp", ""), "timm's --amp is train.precision here: --set train.precision=fp16-mixed (docs/configuration.md)");
+}
+
 TEST(FlagAsSetting, AWholeKeyWrittenAsAFlagIsThatKey) {
   EXPECT_EQ(flag_as_setting("--train.max_steps", "3"), "a setting is given with --set: --set train.max_steps=3 (docs/configuration.md)");
 }
