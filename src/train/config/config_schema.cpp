@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <string_view>
@@ -137,6 +138,34 @@ Field max_memory_field() {
             c.device.max_memory = *bytes;
           },
           [](const Config& c) { return YAML::Node(size_text(c.device.max_memory)); }};
+}
+
+// checkpoint.resume: auto, never or a file. Other tools' words for the first two (Hugging Face's
+// `resume_from_checkpoint: true`, Lightning's `ckpt_path: last`) and `best` would be looked for
+// as files, and said not to exist only once the data had opened.
+Field resume_field() {
+  auto field = path_field(
+      "checkpoint.resume", [](auto& c) -> auto& { return c.checkpoint.resume; }, "auto, never, or a checkpoint file", false);
+  field.assign = [assign = field.assign](Config& c, const FieldValue& v) {
+    assign(c, v);
+    const auto& value = c.checkpoint.resume;
+    const std::string word = core::lower(value);
+    std::error_code ec;
+    if (std::filesystem::exists(value, ec)) return;
+    const auto said = [&](const std::string& what, const std::string& fix) {
+      throw UsageError(v.where + ": checkpoint.resume '" + value + "' is " + what, fix + " (docs/checkpoints.md)");
+    };
+    if (word == "true" || word == "yes" || word == "on" || word == "last" || word == "latest" || word == "newest")
+      said("no file here: going on from the newest checkpoint of the run folder is checkpoint.resume: auto, the default",
+           "set checkpoint.resume: auto (or leave it out)");
+    if (word == "false" || word == "no" || word == "off" || word == "none")
+      said("no file here: starting over, whatever checkpoints the run folder holds, is checkpoint.resume: never",
+           "set checkpoint.resume: never");
+    if (word == "best")
+      said("no file here: a run's best checkpoint is the file best.pt in its checkpoint folder",
+           "set checkpoint.resume: runs/NAME/checkpoints/best.pt");
+  };
+  return field;
 }
 
 // A duration with its unit (45m, 10s, 1h30m), or `none_word` (and 0), both kept as 0 seconds.
@@ -314,7 +343,7 @@ std::vector<Field> checkpoint_fields() {
     int_field("checkpoint.keep_last", [](auto& c) -> auto& { return c.checkpoint.keep_last; }, 1),
     choice_field("checkpoint.best_metric", [](auto& c) -> auto& { return c.checkpoint.best_metric; }, {"val_loss", "val_accuracy", "val_balanced_accuracy", "val_mse", "val_mae", "val_loss_ema", "val_accuracy_ema", "val_balanced_accuracy_ema", "val_mse_ema", "val_mae_ema", "none"}),
     choice_field("checkpoint.best_mode", [](auto& c) -> auto& { return c.checkpoint.best_mode; }, {"auto", "min", "max"}),
-    path_field("checkpoint.resume", [](auto& c) -> auto& { return c.checkpoint.resume; }, "auto, never, or a checkpoint file", false),
+    resume_field(),
   };
   // clang-format on
 }

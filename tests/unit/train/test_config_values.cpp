@@ -271,3 +271,20 @@ TEST(Config, MaxTimeIsADurationWithItsUnit) {
   EXPECT_NE(wrong.find("found '2 hours'"), std::string::npos) << wrong;
   EXPECT_EQ(wrong.find("no unit"), std::string::npos) << "the hint is for a bare number only: " << wrong;
 }
+
+// Other tools' words for auto and never (Hugging Face's `resume_from_checkpoint: true`, Lightning's
+// `ckpt_path: last`) and `best` are said at their line, not looked for as files once the data opened.
+TEST(Config, ResumeWordsOfOtherToolsAreNamedAtLoad) {
+  const auto error = config_error({{}, {"checkpoint.resume=true"}, ""});
+  EXPECT_NE(error.find("--set checkpoint.resume=true: checkpoint.resume 'true' is no file here: going on from the newest checkpoint of "
+                       "the run folder is checkpoint.resume: auto, the default"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(config_error({{}, {"checkpoint.resume=last"}, ""}).find("set checkpoint.resume: auto"), std::string::npos);
+  EXPECT_NE(config_error({{}, {"checkpoint.resume=false"}, ""}).find("set checkpoint.resume: never"), std::string::npos);
+  EXPECT_NE(config_error({{}, {"checkpoint.resume=best"}, ""}).find("checkpoints/best.pt"), std::string::npos);
+  // auto, never and a path are taken as before: a missing path is said when the run resumes.
+  EXPECT_EQ(load_config({{}, {"checkpoint.resume=never"}, ""}).checkpoint.resume, "never");
+  EXPECT_EQ(load_config({{}, {"checkpoint.resume=runs/x/checkpoints/step-00000010.pt"}, ""}).checkpoint.resume,
+            "runs/x/checkpoints/step-00000010.pt");
+}
