@@ -228,6 +228,7 @@ void probe_run_config(train::Config& config, std::int64_t window, std::int64_t t
   // Everything the probe run writes goes to a folder of its own, removed after: never into the
   // config's run or checkpoint folders, whose checkpoints keep_last would otherwise rotate away.
   config.logging.dir = dir;
+  config.origins.erase("logging.dir");  // this command's folder, not the config file's (a run's own config.yaml names its run)
   config.checkpoint.dir.clear();
   config.logging.progress = "off";
   config.logging.tensorboard = false;

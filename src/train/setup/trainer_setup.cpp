@@ -100,8 +100,9 @@ std::string config_not_utf8_note(const std::string& config_yaml) {
 }  // namespace
 
 void Trainer::State::setup() {
-  check_layer_switches();       // before anything is written
-  Config rank_config = config;  // the device is this rank's; config itself stays what every rank saves
+  check_layer_switches();                                       // before anything is written
+  if (!evaluating()) refuse_run_config_from_elsewhere(config);  // before the data opens, which may take minutes
+  Config rank_config = config;                                  // the device is this rank's; config itself stays what every rank saves
   rank_config.device.name = ranks.device_name(config.device.name);
   auto run_device = prepare_device(rank_config);
   device = run_device.device;
@@ -275,7 +276,6 @@ void Trainer::State::open_the_data() {
 // logging.dir and checkpoint.dir, made before anything else is, and the trace's folder checked:
 // a folder that cannot be made is said now, not after hours of training.
 void Trainer::State::make_run_folders() {
-  refuse_run_config_from_elsewhere(config);
   refuse_run_folder_among_classes(config);
   core::make_output_folder(config.logging.dir, "logging.dir");
   refuse_foreign_run_files(config);
