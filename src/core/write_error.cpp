@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "core/resource_limit.hpp"
 #include "gputrain/core/units.hpp"
@@ -71,6 +73,33 @@ std::string access_fix(const std::filesystem::path& path) {
   return "have it made this user's (`sudo chown -R \"$(id -un)\" '" + path.string() + "'`)";
 }
 
+// A name in `path` longer than its file system takes (255 bytes on most, 143 under eCryptfs), or
+// the whole path longer than the system's PATH_MAX, with the lengths: "File name too long" names
+// neither. Sweep tools that name a run by its settings reach the first.
+std::optional<std::string> overlong_path(const std::string& path) {
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(path, ec);
+  if (ec) return std::nullopt;
+  std::filesystem::path walked = absolute.root_path();
+  long name_max = ::pathconf(walked.c_str(), _PC_NAME_MAX);
+  for (const auto& part : absolute.relative_path()) {
+    const auto& name = part.native();
+    const std::size_t limit = name_max > 0 ? static_cast<std::size_t>(name_max) : 255;
+    if (name.size() > limit) {
+      std::size_t cut = 24;  // a beginning to recognise it by, cut between UTF-8 characters
+      while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xC0) == 0x80) --cut;
+      return "the name '" + name.substr(0, cut) + "...' in it is " + std::to_string(name.size()) + " bytes long, over the " +
+             std::to_string(limit) + " its file system takes";
+    }
+    walked /= part;
+    if (std::filesystem::is_directory(walked, ec)) name_max = ::pathconf(walked.c_str(), _PC_NAME_MAX);
+  }
+  if (absolute.native().size() >= PATH_MAX)
+    return "it is " + std::to_string(absolute.native().size()) + " bytes long from /, over the system's " + std::to_string(PATH_MAX) +
+           " (PATH_MAX)";
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> file_in_the_way(const std::string& folder) {
@@ -81,6 +110,9 @@ std::optional<std::string> file_in_the_way(const std::string& folder) {
 }
 
 void refuse_unmakeable_folder(const std::string& folder, const std::string& key, bool for_a_file) {
+  if (const auto too_long = overlong_path(folder))
+    throw UsageError(key + ": '" + folder + "' cannot be created: " + *too_long,
+                     "give " + key + " a shorter path (a run named by its settings has them in its config.yaml)");
   // A file where the folder (or one above it) would go: name it, as "Not a directory" does not.
   if (const auto file = file_in_the_way(folder)) {
     // A device (`logging.dir: /dev/null`, to write nothing) is no file to move away.
@@ -119,6 +151,8 @@ void make_output_folder(const std::string& folder, const std::string& key, bool 
 }
 
 void refuse_unwritable_file(const std::string& path, const std::string& key) {
+  if (const auto too_long = overlong_path(path))
+    throw UsageError(key + ": '" + path + "' cannot be written: " + *too_long, "give " + key + " a shorter path");
   if (const auto folder = parent_of(path); !folder.empty()) refuse_unmakeable_folder(folder, key, /*for_a_file=*/true);
 }
 
@@ -162,6 +196,9 @@ std::string write_error_remedy(int error_number, const std::string& path) {
       return "the folder '" + folder + "' does not exist and could not be made: check the path";
     case EBADF:  // standard output given for reading (`1< file`, `1</dev/null`)
       return "'" + path + "' was opened for reading, not writing: send the output with > (> out.txt, or > /dev/null to drop it)";
+    case ENAMETOOLONG:
+      return "a name in '" + path + "' is longer than its file system takes (255 bytes on most), or the whole path longer than " +
+             "the system's " + std::to_string(PATH_MAX) + ": write to a shorter path";
     case EIO:
       return "the disk reported an input/output error: check it (`dmesg` names the device), and write to another disk meanwhile";
     default:

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -83,6 +84,7 @@ TEST(WriteError, EachReasonGetsItsOwnFix) {
   EXPECT_TRUE(contains(write_error_remedy(EIO, "/data/x"), "input/output error"));
   EXPECT_TRUE(contains(write_error_remedy(EBADF, "/dev/null"), "'/dev/null' was opened for reading, not writing"));
   EXPECT_TRUE(contains(write_error_remedy(EBUSY, "/data/x"), "exists, is writable and its disk is not full"));
+  EXPECT_TRUE(contains(write_error_remedy(ENAMETOOLONG, "/data/x"), "longer than its file system takes"));
   // Too many open files: the limit, not the folder, is what to change.
   EXPECT_TRUE(contains(write_error_remedy(EMFILE, "/data/x"), "`ulimit -n` (")) << write_error_remedy(EMFILE, "/data/x");
   EXPECT_TRUE(contains(write_error_remedy(ENFILE, "/data/x"), "fs.file-max")) << write_error_remedy(ENFILE, "/data/x");
@@ -212,6 +214,34 @@ TEST(WriteError, AnOutputFolderThatCannotBeMadeIsAUsageErrorNamingTheKeyAndTheFi
       EXPECT_TRUE(contains(e.remedy(), "--set logging.dir=$(mktemp -d)")) << e.remedy();
     }
   }
+}
+
+// A run named by its settings past the file system's 255 bytes a name, or a path past PATH_MAX:
+// the lengths, and a shorter path as the fix, rather than "File name too long" and another folder.
+TEST(WriteError, ANameOrPathTooLongIsSaidWithItsLength) {
+  const ScratchFolder scratch("long-names");
+  const std::string long_name = "lr=0.001_batch=256_" + std::string(281, 'x');  // 300 bytes
+  try {
+    gputrain::core::make_output_folder((scratch.path / "runs" / long_name).string(), "logging.dir");
+    FAIL() << "a folder of a 300-byte name was made";
+  } catch (const gputrain::UsageError& e) {
+    EXPECT_TRUE(contains(e.what(),
+                         "cannot be created: the name 'lr=0.001_batch=256_xxxxx...' in it is 300 bytes long, over the 255 its "
+                         "file system takes"))
+        << e.what();
+    EXPECT_TRUE(contains(e.remedy(), "give logging.dir a shorter path")) << e.remedy();
+  }
+  std::string deep = scratch.path.string();
+  while (deep.size() < PATH_MAX) deep += "/" + std::string(200, 'd');
+  try {
+    gputrain::core::refuse_unmakeable_folder(deep, "checkpoint.dir");
+    FAIL() << "a path of " << deep.size() << " bytes was taken";
+  } catch (const gputrain::UsageError& e) {
+    EXPECT_TRUE(contains(e.what(), "bytes long from /, over the system's " + std::to_string(PATH_MAX) + " (PATH_MAX)")) << e.what();
+  }
+  // An output file's own name (--junit, --trace), before the command's work.
+  EXPECT_THROW(gputrain::core::refuse_unwritable_file((scratch.path / (long_name + ".xml")).string(), "--junit"), gputrain::UsageError);
+  EXPECT_FALSE(std::filesystem::exists(scratch.path / "runs"));
 }
 
 // An atomic write past the file-size limit leaves the old file and says which limit, and how high.
