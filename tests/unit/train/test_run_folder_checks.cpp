@@ -3,6 +3,7 @@
 // wrote the expanded config over it), a run folder inside an image folder's classes, and a run
 // folder's own config.yaml trained on after the folder moved.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -134,8 +135,7 @@ TEST(RunFolder, ARunsConfigTrainedAfterItsFolderMovedIsRefusedWithTheSettingThat
 // logging.dir names a folder under this one. The fix names the folder to run from.
 TEST(RunFolder, ARunsConfigWithARelativeFolderGivenFromElsewhereNamesTheFolderToRunFrom) {
   const fs::path started_in = fs::temp_directory_path() / "gputrain-trainer-started-here";
-  const std::string relative = "runs/gputrain-test-relative-run";
-  ASSERT_FALSE(fs::exists(relative)) << "left in the folder the tests run in";
+  const std::string relative = "runs/gputrain-test-relative-run-" + std::to_string(::getpid());  // under the tests' folder
   fs::remove_all(started_in);
   const auto run = started_in / relative;
   fs::create_directories(run / "checkpoints");
@@ -150,5 +150,25 @@ TEST(RunFolder, ARunsConfigWithARelativeFolderGivenFromElsewhereNamesTheFolderTo
         << e.what();
     EXPECT_NE(e.remedy().find("run gputrain from " + started_in.string() + ", where the run started"), std::string::npos) << e.remedy();
   }
-  EXPECT_FALSE(fs::exists(relative));
+  EXPECT_FALSE(fs::exists(relative)) << "made before the refusal";
+  fs::remove_all(relative);
+}
+
+// A checkpoint.dir set inside the run folder moved with it: the fix moves it along.
+TEST(RunFolder, AMovedRunsCheckpointFolderInsideItMovesAlongInTheFix) {
+  const auto first = test_support::small_run(
+      "moved-ckpt-from",
+      {"train.epochs=1", "checkpoint.dir=" + (fs::temp_directory_path() / "gputrain-trainer-moved-ckpt-from" / "ckpts").string()});
+  train::Trainer(first, test_support::quiet_trainer()).fit();
+  const fs::path moved = fs::temp_directory_path() / "gputrain-trainer-moved-ckpt-to";
+  fs::remove_all(moved);
+  fs::rename(first.logging.dir, moved);
+  try {
+    train::Trainer trainer(train::load_config({{(moved / "config.yaml").string()}, {}, ""}), test_support::quiet_trainer());
+    FAIL() << "a moved run's config.yaml trained in its old folder";
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.remedy().find("--set logging.dir=" + moved.string() + " --set checkpoint.dir=" + (moved / "ckpts").string() + ";"),
+              std::string::npos)
+        << e.remedy();
+  }
 }
