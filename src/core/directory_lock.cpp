@@ -62,6 +62,12 @@ void DirectoryLock::take(const std::string& path) {
     const std::string holder = error == EWOULDBLOCK ? holder_of(fd_) : "";
     ::close(fd_);
     fd_ = -1;
+    // A file system without locks (Lustre without -o flock, FUSE mounts such as gcsfuse): a run
+    // there beats no run at all; the caller warns that a second one would not be refused.
+    if (error == ENOSYS || error == EOPNOTSUPP || error == ENOLCK || error == EINVAL) {
+      unlocked_ = std::strerror(error);
+      return;
+    }
     if (error != EWOULDBLOCK)
       throw Error("cannot lock '" + path + "': " + std::strerror(error), "check the file system of " + key_ + " supports file locks");
     throw UsageError(holder + " is writing to '" + folder_ + "' (" + key_ + ")",
@@ -82,6 +88,7 @@ void DirectoryLock::check_still_held() {
                     " while this run trained: nothing more is written there, where another run may be writing now",
                 "keep a run's folder until the run ends; to train again, start the run anew (checkpoint.resume: PATH goes on "
                 "from a checkpoint kept elsewhere)");
+  if (!unlocked_.empty()) return;  // no lock to hold on this file system
   const std::string path = (std::filesystem::path(folder_) / kLockName).string();
   struct stat held {};
   struct stat named {};

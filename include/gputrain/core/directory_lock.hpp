@@ -11,7 +11,8 @@ namespace gputrain::core {
 class DirectoryLock {
  public:
   /// Takes the lock on an existing folder, or throws UsageError naming the process that holds it
-  /// and `key` (the config key that chose the folder) in the remedy.
+  /// and `key` (the config key that chose the folder) in the remedy. On a file system that takes
+  /// no locks (Lustre mounted without -o flock, gcsfuse) the folder is used unlocked: see unlocked().
   DirectoryLock(const std::string& folder, const std::string& key);
   ~DirectoryLock();
   DirectoryLock(const DirectoryLock&) = delete;
@@ -25,9 +26,14 @@ class DirectoryLock {
   /// from the folder itself (a cleaner of old files in /tmp) is made and taken again.
   void check_still_held();
 
+  /// Why the folder is not locked: its file system refused the lock call itself (the system's
+  /// words); "" when it is locked. A second run there would not be refused.
+  const std::string& unlocked() const { return unlocked_; }
+  const std::string& folder() const { return folder_; }
+
  private:
   void take(const std::string& path);
-  std::string folder_, key_;
+  std::string folder_, key_, unlocked_;
   unsigned long long device_ = 0, inode_ = 0;  // the folder's, when it was locked
   int fd_ = -1;
 };

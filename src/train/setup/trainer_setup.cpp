@@ -374,6 +374,11 @@ void Trainer::State::lock_folders() {
   std::error_code ec;
   if (!config.checkpoint.dir.empty() && !fs::equivalent(config.checkpoint.dir, config.logging.dir, ec))
     folder_locks.push_back(std::make_unique<core::DirectoryLock>(config.checkpoint.dir, "checkpoint.dir"));
+  for (const auto& lock : folder_locks)
+    if (!lock->unlocked().empty())
+      reporter.later("warning: the file system of '" + lock->folder() + "' takes no file locks (" + lock->unlocked() +
+                     "; Lustre mounted without -o flock, a FUSE mount such as gcsfuse): the run goes on unlocked, and a second run " +
+                     "started in this folder would not be refused but write over this one's files: start one run per folder");
 }
 
 // The micro-batch (found by probes when `auto`) and where the data lives. They depend on each
