@@ -59,6 +59,17 @@ std::string checkpoints_along(const Config& config, const std::string& from, con
   return " --set checkpoint.dir=" + (to / inner).lexically_normal().string();
 }
 
+// Whether `file`, a config.yaml in `folder`, is the one a run saved there: the folder is a run's
+// (its lock), or holds checkpoints and the file sets nearly every key, as a run's saved config
+// does, where a project's own config.yaml beside another tool's checkpoints/ sets a few.
+bool saved_by_a_run(const Config& config, const std::string& file, const std::string& folder) {
+  if (core::DirectoryLock::used_by_a_run(folder)) return true;
+  if (!a_runs_folder(folder)) return false;
+  const auto from_file =
+      std::count_if(config.origins.begin(), config.origins.end(), [&](const auto& key) { return key.second.file == file; });
+  return static_cast<std::size_t>(from_file) * 4 >= config_keys().size() * 3;  // 3/4: a run of an older version saved fewer keys
+}
+
 }  // namespace
 
 void refuse_run_config_from_elsewhere(const Config& config) {
@@ -69,7 +80,7 @@ void refuse_run_config_from_elsewhere(const Config& config) {
   const std::string saved_in = file.has_parent_path() ? file.parent_path().string() : ".";
   const auto& dir = config.logging.dir;
   std::error_code ec;
-  if (!a_runs_folder(saved_in) || fs::equivalent(saved_in, dir, ec)) return;
+  if (!saved_by_a_run(config, origin->second.file, saved_in) || fs::equivalent(saved_in, dir, ec)) return;
   const auto run = fs::weakly_canonical(fs::absolute(saved_in, ec), ec);
   const auto started_from = folder_run_from(run, dir);
   const std::string how = started_from.empty() ? "the folder was moved or copied since"

@@ -172,3 +172,26 @@ TEST(RunFolder, AMovedRunsCheckpointFolderInsideItMovesAlongInTheFix) {
         << e.remedy();
   }
 }
+
+// A project's own config.yaml beside another tool's checkpoints/ is no run's saved config: it
+// trains where its logging.dir says. A run's, copied without its lock (cp -r a/* b/), is one.
+TEST(RunFolder, AProjectsOwnConfigBesideCheckpointsTrainsWhereItSays) {
+  const auto project = fs::temp_directory_path() / "gputrain-trainer-project";
+  fs::remove_all(project);
+  fs::create_directories(project / "checkpoints");
+  std::ofstream(project / "checkpoints" / "epoch=3.pt") << "another tool's checkpoint";
+  const auto run = fs::temp_directory_path() / "gputrain-trainer-project-run";
+  fs::remove_all(run);
+  std::ofstream(project / "config.yaml") << "model: {name: mlp, hidden: [8]}\ndata: {shape: [4], classes: 2, samples: 32, val_samples: 8}\n"
+                                         << "train: {epochs: 1, batch_size: 16}\ndevice: cpu\nlogging: {dir: " << run.string()
+                                         << ", progress: off}\n";
+  EXPECT_EQ(train::Trainer(train::load_config({{(project / "config.yaml").string()}, {}, ""}), test_support::quiet_trainer()).fit().steps,
+            2);
+  // The run's saved config.yaml, copied with its checkpoints but not its lock: still the run's.
+  const auto copy = fs::temp_directory_path() / "gputrain-trainer-project-copy";
+  fs::remove_all(copy);
+  fs::create_directories(copy / "checkpoints");
+  fs::copy(run / "config.yaml", copy / "config.yaml");
+  fs::copy(run / "checkpoints", copy / "checkpoints", fs::copy_options::recursive);
+  EXPECT_THROW(train::Trainer(train::load_config({{(copy / "config.yaml").string()}, {}, ""}), test_support::quiet_trainer()), UsageError);
+}
