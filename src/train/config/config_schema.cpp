@@ -65,7 +65,12 @@ Field precision_field() {
   return {
       "train.precision",
       [](Config& c, const FieldValue& v) {
-        const auto text = parse_choice(v, {"fp32", "fp16-mixed", "bf16-mixed"});
+        const std::vector<std::string> allowed = {"fp32", "fp16-mixed", "bf16-mixed"};
+        if (v.node.IsScalar() &&
+            (core::lower(v.node.Scalar()) == "amp" || core::lower(v.node.Scalar()) == "mixed"))  // timm's --amp, "mixed precision"
+          reject(v, found_text(v.node), "one of " + core::join(allowed),
+                 "; mixed precision is bf16-mixed (on GPUs since the A100; no loss scaling) or fp16-mixed (with a GradScaler)");
+        const auto text = parse_choice(v, allowed);
         c.train.precision = text == "fp16-mixed" ? Precision::fp16_mixed : text == "bf16-mixed" ? Precision::bf16_mixed : Precision::fp32;
       },
       [](const Config& c) { return YAML::Node(to_string(c.train.precision)); }};
@@ -108,6 +113,14 @@ Field device_name_field() {
             const std::string allowed = "auto, cpu, cuda or cuda:N";
             const std::string text = scalar(v, allowed);
             if (!device::is_device_spec(text)) {
+              static const std::vector<std::pair<std::string, std::string>> others = {{"mps", "Apple's GPUs"}, {"xpu", "Intel's GPUs"},
+                                                                                      {"xla", "TPUs"},         {"tpu", "TPUs"},
+                                                                                      {"hip", "AMD's GPUs"},   {"npu", "Ascend NPUs"}};
+              for (const auto& [name, what] : others)
+                if (core::lower(text).rfind(name, 0) == 0)
+                  reject(v, found_text(v.node), allowed,
+                         "; '" + name + "' is PyTorch's device for " + what +
+                             ", which gputrain does not train on: NVIDIA GPUs (cuda) and CPUs");
               const auto near = device::near_device_spec(text);
               reject(v, found_text(v.node), allowed, near.empty() ? "" : "; did you mean '" + near + "'?");
             }

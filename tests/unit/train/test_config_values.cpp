@@ -288,3 +288,15 @@ TEST(Config, ResumeWordsOfOtherToolsAreNamedAtLoad) {
   EXPECT_EQ(load_config({{}, {"checkpoint.resume=runs/x/checkpoints/step-00000010.pt"}, ""}).checkpoint.resume,
             "runs/x/checkpoints/step-00000010.pt");
 }
+
+// Words other tools use: "amp" for mixed precision, another backend's device (a Mac's mps).
+TEST(Config, MixedPrecisionWordsAndOtherBackendsDevicesAreNamed) {
+  const auto amp = config_error({{}, {"train.precision=amp"}, ""});
+  EXPECT_NE(amp.find("found 'amp'; allowed: one of fp32, fp16-mixed, bf16-mixed; mixed precision is bf16-mixed"), std::string::npos) << amp;
+  const auto mps = config_error({{}, {"device=mps"}, ""});
+  EXPECT_NE(mps.find("'mps' is PyTorch's device for Apple's GPUs, which gputrain does not train on: NVIDIA GPUs (cuda) and CPUs"),
+            std::string::npos)
+      << mps;
+  EXPECT_NE(config_error({{}, {"device=xpu:0"}, ""}).find("Intel's GPUs"), std::string::npos);
+  EXPECT_EQ(load_config({{}, {"device=cuda:1"}, ""}).device.name, "cuda:1");
+}
