@@ -114,6 +114,17 @@ class CheckpointStore {
   std::vector<std::string> periodic() const;
   /// Bytes of the periodic checkpoints and best.pt on disk now.
   std::uint64_t bytes_on_disk() const;
+  /// Another run's checkpoints, moved out of a run's way (set_aside_after).
+  struct SetAside {
+    std::string folder;              ///< the sub-folder they went to
+    std::vector<std::string> names;  ///< their file names, "step-00000024.pt", "best.pt"
+    std::uint64_t bytes = 0;
+  };
+  /// Moves the periodic checkpoints past `step` (and best.pt when `with_best`) into a sub-folder,
+  /// "earlier-YYYYmmdd-HHMMSS", where neither a resume nor keep_last sees them. A run that starts
+  /// over (step 0) or goes on from an earlier checkpoint would otherwise leave them among its own,
+  /// and the next resume would go on from the newest of either. Empty names: nothing was there.
+  SetAside set_aside_after(std::int64_t step, bool with_best);
   const std::string& dir() const { return dir_; }
 
  private:

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -154,6 +155,32 @@ std::uint64_t CheckpointStore::bytes_on_disk() const {
     if (!ec) bytes += size;
   }
   return bytes;
+}
+
+CheckpointStore::SetAside CheckpointStore::set_aside_after(std::int64_t step, bool with_best) {
+  std::vector<std::string> files;
+  for (const auto& path : periodic())
+    if (std::stoll(fs::path(path).filename().string().substr(5)) > step) files.push_back(path);  // "step-" then digits
+  std::error_code ec;
+  if (with_best && fs::exists(best_path(), ec)) files.push_back(best_path());
+  SetAside aside;
+  if (files.empty()) return aside;
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "earlier-%Y%m%d-%H%M%S", std::localtime(&now));
+  aside.folder = (fs::path(dir_) / stamp).string();
+  for (int n = 2; fs::exists(aside.folder, ec); ++n) aside.folder = (fs::path(dir_) / stamp).string() + "-" + std::to_string(n);
+  fs::create_directories(aside.folder, ec);
+  for (const auto& file : files) {
+    const auto name = fs::path(file).filename();
+    aside.bytes += fs::file_size(file, ec);
+    fs::rename(file, fs::path(aside.folder) / name, ec);
+    if (ec)
+      throw Error("cannot move '" + file + "' into '" + aside.folder + "': " + ec.message(),
+                  "move the checkpoints of the earlier run out of '" + dir_ + "' by hand, or give this run its own folder");
+    aside.names.push_back(name.string());
+  }
+  return aside;
 }
 
 std::optional<std::string> CheckpointStore::latest() const {

@@ -61,6 +61,16 @@ std::string earlier_weights_warning(const std::string& dir, const std::string& c
          "elsewhere to keep it, or stop now (Ctrl-C) and give this run its own folder (--set logging.dir=runs/NAME)";
 }
 
+// Another run's checkpoints in the folder, past the step this run starts from, moved aside: left
+// among this run's, the next resume would go on from the newest of either. Said in one note.
+std::string set_aside_note(CheckpointStore& store, std::int64_t step, bool with_best, const std::string& why) {
+  const auto aside = store.set_aside_after(step, with_best);
+  if (aside.names.empty()) return "";
+  return "note: " + why + ": the checkpoints " + (step == 0 ? "an earlier run left in " : "past that step in ") + store.dir() + " (" +
+         core::join(aside.names) + ", " + core::format_bytes(aside.bytes) + ") are moved to " + aside.folder +
+         ", where no resume takes them; delete it to free the space";
+}
+
 }  // namespace
 
 void Trainer::State::resume() {
@@ -74,7 +84,12 @@ void Trainer::State::resume() {
   } else if (config.checkpoint.resume != "never") {
     path = config.checkpoint.resume;
   }
-  if (path.empty()) return;
+  if (path.empty()) {
+    if (config.checkpoint.resume == "never" && ranks.writer())
+      if (const auto note = set_aside_note(*store, 0, true, "this run starts over (checkpoint.resume: never)"); !note.empty())
+        reporter.later(note);
+    return;
+  }
   std::string saved_config;
   try {
     progress = load_checkpoint(path, parts(), [&](const std::string& yaml, const TrainingProgress& at) {
@@ -109,6 +124,11 @@ void Trainer::State::resume() {
   continue_on_this_shape(path);
   last_saved_step = progress.step;
   last_checkpoint = path;
+  if (config.checkpoint.resume != "auto" && ranks.writer())  // the newest, with auto: none is past it
+    if (const auto note =
+            set_aside_note(*store, progress.step, false, "this run goes on from step " + std::to_string(progress.step) + " of " + path);
+        !note.empty())
+      reporter.later(note);
   if (saved_config != config_yaml) note_config_changes(path, saved_config);
 }
 

@@ -390,3 +390,28 @@ TEST(Trainer, AFolderWhoseCheckpointsWereCleanedSaysItsWeightsWillBeWrittenOver)
   Trainer(small_run("cleaned-checkpoints", {"train.epochs=1"}, false), test_support::quiet_trainer()).fit();
   EXPECT_EQ(lines_containing(dir / "training.log", warning), 1);
 }
+
+// A run that starts over (resume: never) in a folder of an earlier run's checkpoints, or goes on
+// from an earlier step of its own, moves the checkpoints past its start aside: left among its own,
+// the next resume went on from the newest of either (the earlier run's step 12, here).
+TEST(Trainer, StartingOverOrGoingBackMovesTheCheckpointsPastTheStartAside) {
+  const auto first = small_run("start-over", {"train.epochs=2"});
+  Trainer(first, test_support::quiet_trainer()).fit();
+  const fs::path checkpoints = fs::path(first.logging.dir) / "checkpoints";
+  const auto again = small_run("start-over", {"train.epochs=1", "checkpoint.resume=never"}, false);
+  EXPECT_EQ(Trainer(again, test_support::quiet_trainer()).fit().start_step, 0);
+  EXPECT_FALSE(fs::exists(checkpoints / "step-00000012.pt")) << "the earlier run's newest, which the next resume would take";
+  std::vector<fs::path> aside;
+  for (const auto& entry : fs::directory_iterator(checkpoints))
+    if (entry.is_directory()) aside.push_back(entry.path());
+  ASSERT_EQ(aside.size(), 1u);
+  EXPECT_EQ(aside.front().filename().string().rfind("earlier-", 0), 0u) << aside.front();
+  for (const char* name : {"step-00000006.pt", "step-00000012.pt", "best.pt"}) EXPECT_TRUE(fs::exists(aside.front() / name)) << name;
+  EXPECT_EQ(lines_containing(fs::path(first.logging.dir) / "training.log", "the checkpoints an earlier run left in"), 1);
+  // The next resume goes on from this run's own step 6.
+  EXPECT_EQ(Trainer(small_run("start-over", {"train.epochs=2"}, false), test_support::quiet_trainer()).fit().start_step, 6);
+  // Going back to step 6 of its own moves step 12 aside.
+  const auto back = small_run("start-over", {"train.epochs=2", "checkpoint.resume=" + (checkpoints / "step-00000006.pt").string()}, false);
+  EXPECT_EQ(Trainer(back, test_support::quiet_trainer()).fit().start_step, 6);
+  EXPECT_EQ(lines_containing(fs::path(first.logging.dir) / "training.log", "the checkpoints past that step in"), 1);
+}
