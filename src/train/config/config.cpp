@@ -94,9 +94,9 @@ class Problems {
 // A section with a `name` key takes a plain value as that name: "device: cuda", "optimizer: sgd".
 const Field* shorthand_field(const std::string& section) { return find_field(section + ".name"); }
 
-// Where each key was given last ("file:line:column", "--set k=v", "--path x"), so that a key left
-// unset can take a value told from another (data.source from data.path) and an error about that
-// names the line that set the other.
+// Where each key was given last ("file:line:column", "--set k=v", "--path x") and from which
+// config file, so that a key left unset can take a value told from another (data.source from
+// data.path) and an error about that names the line that set the other; kept as Config::origins.
 using GivenKeys = std::map<std::string, KeyOrigin>;
 
 // YAML 1.1's merge key, which PyYAML (and so most Python configs) honours and yaml-cpp reads as a
