@@ -119,11 +119,13 @@ class CheckpointStore {
     std::string folder;              ///< the sub-folder they went to
     std::vector<std::string> names;  ///< their file names, "step-00000024.pt", "best.pt"
     std::uint64_t bytes = 0;
+    std::vector<std::string> dropped;  ///< earlier sets deleted: one is kept, as keep_last keeps checkpoints
   };
   /// Moves the periodic checkpoints past `step` (and best.pt when `with_best`) into a sub-folder,
   /// "earlier-YYYYmmdd-HHMMSS", where neither a resume nor keep_last sees them. A run that starts
   /// over (step 0) or goes on from an earlier checkpoint would otherwise leave them among its own,
   /// and the next resume would go on from the newest of either. Empty names: nothing was there.
+  /// Only the newest such set is kept (a config with `never`, run again and again, would fill the disk).
   SetAside set_aside_after(std::int64_t step, bool with_best);
   const std::string& dir() const { return dir_; }
 

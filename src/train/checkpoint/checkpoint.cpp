@@ -180,6 +180,10 @@ CheckpointStore::SetAside CheckpointStore::set_aside_after(std::int64_t step, bo
                   "move the checkpoints of the earlier run out of '" + dir_ + "' by hand, or give this run its own folder");
     aside.names.push_back(name.string());
   }
+  for (const auto& entry : fs::directory_iterator(dir_, ec))
+    if (const auto name = entry.path().filename().string(); entry.is_directory(ec) && name.rfind("earlier-", 0) == 0 &&
+                                                            entry.path() != fs::path(aside.folder) && fs::remove_all(entry.path(), ec) > 0)
+      aside.dropped.push_back(name);
   return aside;
 }
 

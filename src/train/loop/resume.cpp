@@ -68,7 +68,8 @@ std::string set_aside_note(CheckpointStore& store, std::int64_t step, bool with_
   if (aside.names.empty()) return "";
   return "note: " + why + ": the checkpoints " + (step == 0 ? "an earlier run left in " : "past that step in ") + store.dir() + " (" +
          core::join(aside.names) + ", " + core::format_bytes(aside.bytes) + ") are moved to " + aside.folder +
-         ", where no resume takes them; delete it to free the space";
+         ", where no resume takes them; delete it to free the space" +
+         (aside.dropped.empty() ? "" : " (the set moved aside before it, " + core::join(aside.dropped) + ", is deleted: one is kept)");
 }
 
 }  // namespace

@@ -414,4 +414,11 @@ TEST(Trainer, StartingOverOrGoingBackMovesTheCheckpointsPastTheStartAside) {
   const auto back = small_run("start-over", {"train.epochs=2", "checkpoint.resume=" + (checkpoints / "step-00000006.pt").string()}, false);
   EXPECT_EQ(Trainer(back, test_support::quiet_trainer()).fit().start_step, 6);
   EXPECT_EQ(lines_containing(fs::path(first.logging.dir) / "training.log", "the checkpoints past that step in"), 1);
+  // One set is kept: a config with `never` run again and again would fill the disk.
+  std::vector<fs::path> kept;
+  for (const auto& entry : fs::directory_iterator(checkpoints))
+    if (entry.is_directory()) kept.push_back(entry.path());
+  ASSERT_EQ(kept.size(), 1u);
+  EXPECT_TRUE(fs::exists(kept.front() / "step-00000012.pt")) << "the steps past 6 of the run gone back on";
+  EXPECT_EQ(lines_containing(fs::path(first.logging.dir) / "training.log", "is deleted: one is kept"), 1);
 }
