@@ -73,9 +73,9 @@ std::string access_fix(const std::filesystem::path& path) {
   return "have it made this user's (`sudo chown -R \"$(id -un)\" '" + path.string() + "'`)";
 }
 
-// A name in `path` longer than its file system takes (255 bytes on most, 143 under eCryptfs), or
-// the whole path longer than the system's PATH_MAX, with the lengths: "File name too long" names
-// neither. Sweep tools that name a run by its settings reach the first.
+}  // namespace
+
+// eCryptfs takes 143 bytes a name; sweep tools that name a run by its settings reach 255.
 std::optional<std::string> overlong_path(const std::string& path) {
   std::error_code ec;
   const auto absolute = std::filesystem::absolute(path, ec);
@@ -99,8 +99,6 @@ std::optional<std::string> overlong_path(const std::string& path) {
            " (PATH_MAX)";
   return std::nullopt;
 }
-
-}  // namespace
 
 std::optional<std::string> file_in_the_way(const std::string& folder) {
   for (auto part = std::filesystem::path(folder); !part.empty() && part != part.parent_path(); part = part.parent_path())

@@ -7,6 +7,7 @@
 
 #include "gputrain/core/similar_path.hpp"
 #include "gputrain/core/units.hpp"
+#include "gputrain/core/write_error.hpp"
 
 namespace gputrain::data {
 
@@ -14,6 +15,7 @@ std::string unusable_path_text(const std::string& path, const std::string& other
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(path, ec) || path.empty()) return otherwise;
+  if (const auto too_long = core::overlong_path(path)) return "'" + path + "' cannot be opened: " + *too_long;
   std::string text = "'" + path + "' does not exist";
   if (fs::path(path).is_relative()) {
     const auto here = fs::current_path(ec);

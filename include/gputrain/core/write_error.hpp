@@ -13,6 +13,11 @@ namespace gputrain::core {
 /// ("Not a directory"), if any.
 std::optional<std::string> file_in_the_way(const std::string& folder);
 
+/// When a name in `path` is longer than its file system takes (255 bytes on most) or the whole
+/// path longer than PATH_MAX: which name, its length and the limit ("File name too long" names
+/// neither); nullopt otherwise.
+std::optional<std::string> overlong_path(const std::string& path);
+
 /// Makes `folder` and those above it, for output that `key` (a config key or an option) points at,
 /// before any work is done: one that cannot be made is a UsageError (exit 2) naming the key, the
 /// file in the way or the system's reason, and the fix. `for_a_file`: the key names a file in it.

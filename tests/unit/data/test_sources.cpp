@@ -200,6 +200,21 @@ TEST(Sources, AMissingRelativePathSaysWhereItWasLookedFor) {
   }
 }
 
+// A name past the file system's 255 bytes is not said "does not exist", which reads as a typo.
+TEST(Sources, ANamePastTheFileSystemsLimitIsSaidWithItsLength) {
+  for (const std::string source : {"npy", "csv"}) {
+    SourceSpec spec;
+    spec.source = source;
+    spec.path = std::string(300, 'a') + ".csv";
+    spec.labels = {source == "npy" ? format_fixture("npz/y.npy") : "label"};
+    const auto error = usage_error([&] { open_sources(spec); });
+    EXPECT_NE(error.find("cannot be opened: the name 'aaaaaaaaaaaaaaaaaaaaaaaa...' in it is 304 bytes long, over the 255 its file "
+                         "system takes"),
+              std::string::npos)
+        << source << ": " << error;
+  }
+}
+
 TEST(Sources, LabelsThatAreNoClassIdsNameTheFirstOffender) {
   SourceSpec spec;
   spec.source = "npy";
