@@ -173,17 +173,19 @@ CheckpointStore::SetAside CheckpointStore::set_aside_after(std::int64_t step, bo
   fs::create_directories(aside.folder, ec);
   for (const auto& file : files) {
     const auto name = fs::path(file).filename();
-    aside.bytes += fs::file_size(file, ec);
+    if (const auto size = fs::file_size(file, ec); !ec) aside.bytes += size;
     fs::rename(file, fs::path(aside.folder) / name, ec);
     if (ec)
       throw Error("cannot move '" + file + "' into '" + aside.folder + "': " + ec.message(),
                   "move the checkpoints of the earlier run out of '" + dir_ + "' by hand, or give this run its own folder");
     aside.names.push_back(name.string());
   }
+  std::vector<fs::path> earlier;  // listed first: removed while listing, a folder may be listed or not
   for (const auto& entry : fs::directory_iterator(dir_, ec))
-    if (const auto name = entry.path().filename().string(); entry.is_directory(ec) && name.rfind("earlier-", 0) == 0 &&
-                                                            entry.path() != fs::path(aside.folder) && fs::remove_all(entry.path(), ec) > 0)
-      aside.dropped.push_back(name);
+    if (entry.is_directory(ec) && entry.path().filename().string().rfind("earlier-", 0) == 0 && entry.path() != fs::path(aside.folder))
+      earlier.push_back(entry.path());
+  for (const auto& folder : earlier)
+    if (fs::remove_all(folder, ec); !ec) aside.dropped.push_back(folder.filename().string());
   return aside;
 }
 
