@@ -22,11 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pg_server  # noqa: E402
-
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
+from pg_server import fail  # noqa: E402
 
 
 def pgbouncer_binary():
@@ -95,9 +91,7 @@ def expect(result, name, code, *words):
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[2] != "--":
-        sys.exit(__doc__)
-    workdir, command = os.path.abspath(sys.argv[1]), sys.argv[3:]
+    workdir, command = pg_server.workdir_and_command(__doc__)
     if not pgbouncer_binary():
         print("skipped: no pgbouncer on this machine (Debian: apt-get install pgbouncer)")
         sys.exit(77)

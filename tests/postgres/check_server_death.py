@@ -21,14 +21,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pg_server  # noqa: E402
+from pg_server import fail  # noqa: E402
 
 QUERY = ("SELECT g::float4 AS x, (g % 7)::float4 AS y, (g % 2)::int4 AS label FROM generate_series(1, 2000000) g "
          "WHERE g % 10000 <> 0 OR pg_sleep(0.05) IS NOT NULL")
-
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
 
 
 def cancelled(command, env, dsn, run_dir):
@@ -91,9 +87,7 @@ def locked(command, env, dsn, run_dir):
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[2] != "--":
-        sys.exit(__doc__)
-    workdir, command = os.path.abspath(sys.argv[1]), sys.argv[3:]
+    workdir, command = pg_server.workdir_and_command(__doc__)
     server = os.path.join(workdir, "server")
     env = pg_server.start_or_skip(server)
     try:

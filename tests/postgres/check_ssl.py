@@ -19,13 +19,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pg_server  # noqa: E402
+from pg_server import fail  # noqa: E402
 
 QUERY = "SELECT g::float4 AS x, (g % 2)::int4 AS label FROM generate_series(1, 256) g"
-
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
 
 
 def train(command, workdir, name, dsn, home):
@@ -38,9 +34,7 @@ def train(command, workdir, name, dsn, home):
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[2] != "--":
-        sys.exit(__doc__)
-    workdir, command = os.path.abspath(sys.argv[1]), sys.argv[3:]
+    workdir, command = pg_server.workdir_and_command(__doc__)
     if not shutil.which("openssl"):
         print("skipped: no openssl command to make the server's certificate (Debian: apt-get install openssl)")
         sys.exit(77)

@@ -7,7 +7,8 @@ Usage: check_standby.py WORKDIR -- GPUTRAIN...
 
 Starts a primary of its own (tests/postgres/pg_server.py), makes a standby of it with
 pg_basebackup (max_standby_streaming_delay=0: it cancels at once what conflicts), trains from the
-standby over 2 streams (exit 0), then starts a slow read there (pg_sleep every 20,000 rows), and
+standby over 2 streams (exit 0), then starts a slow read there (the standby answering in German
+where the machine can build the locale, as tests/postgres/pg_server.py does) (pg_sleep every 20,000 rows), and
 once the standby shows it running, deletes and vacuums those rows on the primary. Exits 77
 (skipped) on a machine without the server binaries.
 """
@@ -18,19 +19,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pg_server  # noqa: E402
+from pg_server import fail  # noqa: E402
 
 SLOW_QUERY = "SELECT x, label FROM rows_ WHERE x::int % 20000 <> 0 OR pg_sleep(1) IS NOT NULL"
 
 
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
-
-
 def main():
-    if len(sys.argv) < 4 or sys.argv[2] != "--":
-        sys.exit(__doc__)
-    workdir, command = os.path.abspath(sys.argv[1]), sys.argv[3:]
+    workdir, command = pg_server.workdir_and_command(__doc__)
     primary = os.path.join(workdir, "primary")
     env = pg_server.start_or_skip(primary)
     home, binaries, port = env["socket_dir"], env["bin_dir"], int(env["port"])
@@ -48,8 +43,11 @@ def main():
         pg_server.run([os.path.join(binaries, "pg_basebackup"), "-h", home, "-p", str(port), "-U", "gputrain", "-D", standby, "-R", "-c", "fast",
                        "-X", "stream"])
         options = "-k %s -p %d -c listen_addresses='' -c max_standby_streaming_delay=0 -c hot_standby_feedback=off" % (home, standby_port)
-        pg_server.run([os.path.join(binaries, "pg_ctl"), "-D", standby, "-o", options, "-l", os.path.join(home, "standby.log"), "-w",
-                       "-t", "60", "start"])
+        # In German where this machine can: the standby is then told by what it reports, not its words.
+        language, environment, absent = pg_server.german_messages(home)
+        print("the standby answers in " + ("English: " + absent if absent else "German"), flush=True)
+        pg_server.run([os.path.join(binaries, "pg_ctl"), "-D", standby, "-o", options + (language or ""), "-l",
+                       os.path.join(home, "standby.log"), "-w", "-t", "60", "start"], env=environment)
         if psql(standby_port, "SELECT pg_is_in_recovery()") != "t":
             fail("the standby is not in recovery")
         dsn = "host=%s port=%d user=gputrain dbname=postgres" % (home, standby_port)

@@ -10,7 +10,9 @@
   pg_server.py stop DIR    stop the server, remove its folder and DIR.
 
 start(DIR, ssl=True) also turns SSL on for TCP, with a self-signed certificate for 'localhost'
-made by the openssl command (server.env's ssl_cert names it).
+made by the openssl command (server.env's ssl_cert names it). start(DIR, german=True) starts a
+server that answers in German (lc_messages), as many in Europe do, from a locale built with
+localedef into its folder (LOCPATH): no system locale needs installing.
 
 The server refuses to run as root, which CI is: as root, it runs as the unprivileged user
 'nobody', which owns DIR. Local (socket) logins are trusted; logins over TCP need a password
@@ -65,7 +67,20 @@ def self_signed_certificate(home):
     return key, cert
 
 
-def start(folder, ssl=False):
+def german_messages(home):
+    """The server options and environment that make it answer in German, or a reason it cannot:
+    a de_DE.UTF-8 locale built into HOME/locales, and the server's German message catalog."""
+    if not glob.glob("/usr/share/locale/de/LC_MESSAGES/postgres-*.mo"):
+        return None, None, "the PostgreSQL server has no German messages (/usr/share/locale/de/LC_MESSAGES/postgres-*.mo)"
+    locales = os.path.join(home, "locales")
+    os.makedirs(locales, exist_ok=True)
+    built = subprocess.run(["localedef", "-i", "de_DE", "-f", "UTF-8", os.path.join(locales, "de_DE.UTF-8")], capture_output=True, text=True)
+    if built.returncode not in (0, 1) or not os.path.isdir(os.path.join(locales, "de_DE.UTF-8")):  # 1: built, with warnings
+        return None, None, "localedef could not build de_DE.UTF-8 (install Debian's locales package): " + built.stderr.strip()[-300:]
+    return " -c lc_messages=de_DE.UTF-8", dict(os.environ, LOCPATH=locales), None
+
+
+def start(folder, ssl=False, german=False):
     stop(folder)
     os.makedirs(folder)
     binaries = bin_dir()
@@ -93,12 +108,34 @@ def start(folder, ssl=False):
     if ssl:
         key, cert = self_signed_certificate(home)
         options += " -c ssl=on -c ssl_cert_file=%s -c ssl_key_file=%s" % (cert, key)
-    run([os.path.join(binaries, "pg_ctl"), "-D", data, "-o", options, "-l", os.path.join(home, "server.log"), "-w", "-t", "60", "start"])
+    environment = None
+    if german:
+        language, environment, absent = german_messages(home)
+        if absent:
+            with open(os.path.join(folder, "absent"), "w") as f:
+                f.write(absent)
+            return
+        options += language
+    run([os.path.join(binaries, "pg_ctl"), "-D", data, "-o", options, "-l", os.path.join(home, "server.log"), "-w", "-t", "60", "start"],
+        env=environment)
     psql = [os.path.join(binaries, "psql"), "-h", home, "-p", str(port), "-U", "gputrain", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c"]
     run(psql + ["CREATE ROLE trainer LOGIN PASSWORD '%s'; GRANT pg_read_all_data TO trainer;" % PASSWORD])
     with open(os.path.join(folder, "server.env"), "w") as f:
         f.write("socket_dir=%s\nport=%d\nuser=gputrain\npassword_user=trainer\npassword=%s\nbin_dir=%s\nssl_cert=%s\n"
                 % (home, port, PASSWORD, binaries, cert))
+
+
+def fail(message):
+    """Ends a check script: FAIL and the reason, exit 1."""
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def workdir_and_command(usage):
+    """A check script's arguments, WORKDIR -- GPUTRAIN...: the folder (absolute) and the command."""
+    if len(sys.argv) < 4 or sys.argv[2] != "--":
+        sys.exit(usage)
+    return os.path.abspath(sys.argv[1]), sys.argv[3:]
 
 
 def read_env(folder):
@@ -107,10 +144,10 @@ def read_env(folder):
         return dict(line.strip().split("=", 1) for line in f if "=" in line)
 
 
-def start_or_skip(folder, ssl=False):
+def start_or_skip(folder, ssl=False, german=False):
     """start() for a check script with a server of its own: its server.env, or exit 77 (skipped,
-    saying why) on a machine without the server binaries."""
-    start(folder, ssl)
+    saying why) on a machine without the server binaries (or, german, what makes it speak German)."""
+    start(folder, ssl, german)
     if os.path.exists(os.path.join(folder, "absent")):
         print("skipped: " + open(os.path.join(folder, "absent")).read())
         sys.exit(77)

@@ -13,19 +13,35 @@ using namespace gputrain::data::postgres;
 
 namespace {
 
-// The error throw_connect_error throws for libpq's `message` at 127.0.0.1:6432.
-Error connect_error(const std::string& message) {
+ConnectFailure failure_of(const std::string& message, const std::string& host, const std::string& port, const std::string& user,
+                          const std::string& dsn_shown) {
+  ConnectFailure f;
+  f.message = message;
+  f.host = host;
+  f.port = port;
+  f.user = user;
+  f.dsn_shown = dsn_shown;
+  return f;
+}
+
+Error error_of(const ConnectFailure& failure) {
   try {
-    throw_connect_error({"connection to server at \"127.0.0.1\", port 6432 failed: " + message,
-                         "127.0.0.1",
-                         "6432",
-                         "trainer",
-                         "host=127.0.0.1 port=6432 password=**** dbname=db",
-                         {}});
+    throw_connect_error(failure);
   } catch (const Error& e) {
     return e;
   }
   return Error("nothing thrown", "");
+}
+
+// The error throw_connect_error throws for libpq's `message` at 127.0.0.1:6432, where the server
+// answered with `state` (its SQLSTATE, "" for none) to data.dsn's `options`.
+Error connect_error(const std::string& message, const std::string& state = "", const std::string& options = "") {
+  auto f = failure_of("connection to server at \"127.0.0.1\", port 6432 failed: " + message, "127.0.0.1", "6432", "trainer",
+                      "host=127.0.0.1 port=6432 password=**** dbname=db");
+  f.state = state;
+  f.options = options;
+  f.database = "db";
+  return error_of(f);
 }
 
 void expect_says(const Error& e, ExitCode code, const std::string& message_words, const std::string& fix_words) {
@@ -64,14 +80,7 @@ TEST(PgRefusals, TheLoginAndTheStringAreStillTheirOwnCases) {
               "~/.pgpass");
   expect_says(connect_error("FATAL:  database \"nosuch\" does not exist"), ExitCode::usage, "refused the login", "database");
   EXPECT_EQ(connect_error("invalid connection option \"hots\"").exit_code(), ExitCode::usage);
-  const auto no_dsn = [] {
-    try {
-      throw_connect_error({"timeout expired", "db", "5432", "me", "", {}});
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  }();
+  const std::string no_dsn = error_of(failure_of("timeout expired", "db", "5432", "me", "")).what();
   EXPECT_NE(no_dsn.find("empty: PG* variables"), std::string::npos) << no_dsn;
 }
 
@@ -81,18 +90,13 @@ TEST(PgRefusals, EveryServerADsnListsIsNamedWithItsOwnCheck) {
   EXPECT_EQ(servers_listed("a,b", "6000", "5432"), (std::vector<std::string>{"a:6000", "b:6000"}));  // one port for all
   EXPECT_EQ(servers_listed("a,b", "", "5432"), (std::vector<std::string>{"a:5432", "b:5432"}));
   EXPECT_EQ(servers_listed("a,b", "5433,", "5432"), (std::vector<std::string>{"a:5433", "b:5432"}));
-  try {
-    throw_connect_error({"connection to server at \"a\", port 5433 failed: Connection refused",
-                         "b",
-                         "5434",
-                         "me",
-                         "host=a,b port=5433,5434",
-                         {"a:5433", "b:5434"}});
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("for user 'me' at a:5433 or b:5434 (data.dsn"), std::string::npos) << e.what();
-    EXPECT_NE(e.remedy().find("`pg_isready -h a -p 5433`, `pg_isready -h b -p 5434` say whether they accept"), std::string::npos)
-        << e.remedy();
-  }
+  auto both =
+      failure_of("connection to server at \"a\", port 5433 failed: Connection refused", "b", "5434", "me", "host=a,b port=5433,5434");
+  both.tried = {"a:5433", "b:5434"};
+  const auto e = error_of(both);
+  EXPECT_NE(std::string(e.what()).find("for user 'me' at a:5433 or b:5434 (data.dsn"), std::string::npos) << e.what();
+  EXPECT_NE(e.remedy().find("`pg_isready -h a -p 5433`, `pg_isready -h b -p 5434` say whether they accept"), std::string::npos)
+      << e.remedy();
 }
 
 TEST(PgRefusals, APoolersStatementRefusalsAreNamedAndOthersLeftToTheCaller) {
@@ -123,10 +127,36 @@ TEST(PgRefusals, LibpqsOwnRefusalsOfTheDsnsSettingsNameThem) {
   expect_says(connect_error("GSSAPI encryption required but was impossible (possibly no credential cache, no server support, or "
                             "using a local socket)"),
               ExitCode::usage, "GSSAPI", "gssencmode");
-  try {  // a service libpq could not read leaves no host to name
-    throw_connect_error({"could not connect", "", "", "", "service=x", {}});
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()).find(" at :"), std::string::npos) << e.what();
-    EXPECT_NE(e.remedy().find("`pg_isready`"), std::string::npos) << e.remedy();
-  }
+  const auto no_host = error_of(failure_of("could not connect", "", "", "", "service=x"));  // a service libpq could not read
+  EXPECT_EQ(std::string(no_host.what()).find(" at :"), std::string::npos) << no_host.what();
+  EXPECT_NE(no_host.remedy().find("`pg_isready`"), std::string::npos) << no_host.remedy();
+}
+
+// A server answers in its own language (lc_messages: a German one's "Passwort-Authentifizierung
+// ... fehlgeschlagen"); its SQLSTATE, which libpq's verbose errors carry, reads the same in all.
+TEST(PgRefusals, AServersRefusalIsToldByItsCodeInAnyLanguage) {
+  EXPECT_TRUE(server_answered("connection to server at \"h\", port 5432 failed: FATAL:  Datenbank \u00bbx\u00ab existiert nicht"));
+  EXPECT_FALSE(server_answered("connection to server at \"h\", port 1 failed: Connection refused\n\tIs the server running?"));
+  EXPECT_FALSE(server_answered("fe_sendauth: no password supplied"));
+  EXPECT_EQ(sqlstate_of_verbose("... failed: FATAL:  28P01: Passwort-Authentifizierung f\u00fcr Benutzer\nLOCATION:  auth_failed"),
+            "28P01");
+  EXPECT_EQ(sqlstate_of_verbose("... failed: FATAL:  Passwort-Authentifizierung"), "");
+  EXPECT_EQ(sqlstate_of_verbose("... failed: Connection refused"), "");
+
+  expect_says(connect_error("FATAL:  Passwort-Authentifizierung f\u00fcr Benutzer \u00bbtrainer\u00ab fehlgeschlagen", "28P01"),
+              ExitCode::usage, "refused the login", "~/.pgpass");
+  expect_says(connect_error("FATAL:  Datenbank \u00bbnodb\u00ab existiert nicht", "3D000"), ExitCode::usage, "refused the login",
+              "database");
+  expect_says(connect_error("FATAL:  zu viele Verbindungen f\u00fcr Rolle \u00bbtrainer\u00ab", "53300"), ExitCode::environment,
+              "is up, but takes no more connections", "CONNECTION LIMIT");
+  expect_says(connect_error("FATAL:  das Datenbanksystem startet", "57P03"), ExitCode::environment, "takes no connections now",
+              "pg_isready -h 127.0.0.1 -p 6432");
+  expect_says(connect_error("FATAL:  keine Berechtigung f\u00fcr Datenbank \u00bbdb\u00ab", "42501"), ExitCode::usage,
+              "to database 'db', which it may not connect to", "GRANT CONNECT ON DATABASE db TO trainer");
+  expect_says(connect_error("FATAL:  ung\u00fcltiger Wert f\u00fcr Parameter \u00bbstatement_timeout\u00ab: \u00bbabc\u00ab", "22023",
+                            "-c statement_timeout=abc -c work_mem=64MB"),
+              ExitCode::usage, "refused data.dsn's options setting 'statement_timeout'", "SHOW statement_timeout");
+  expect_says(connect_error("FATAL:  unrecognized configuration parameter \"no_such\"", "42704", "--no_such=1"), ExitCode::usage,
+              "options setting 'no_such'", "leave out no_such");
+  expect_says(connect_error("FATAL:  etwas anderes", "XX000"), ExitCode::environment, "refused the connection", "its log says more");
 }

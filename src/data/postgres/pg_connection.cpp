@@ -3,7 +3,9 @@
 #include <libpq-fe.h>
 #include <poll.h>
 
+#include <array>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -22,16 +24,36 @@ std::string trimmed(const char* text) {
   return s;
 }
 
+// Our defaults first: the DSN's own settings, expanded from dbname, override them. Keepalives
+// notice a server that vanished mid-read instead of waiting on it for ever; UTF-8 text both ways
+// whatever the database's encoding (a LATIN1 one's 'café' would come as bytes no JSON takes).
+constexpr const char* kKeys[] = {"connect_timeout",  "application_name", "keepalives_idle", "keepalives_interval",
+                                 "keepalives_count", "client_encoding",  "dbname",          nullptr};
+std::array<const char*, 8> values_for(const std::string& dsn) { return {"10", "gputrain", "30", "10", "3", "UTF8", dsn.c_str(), nullptr}; }
+
+// The SQLSTATE a server refused a connection with (28P01, 3D000, 53300, ...): its words come in
+// its own language (lc_messages), the code in none. libpq puts the code in the message with
+// verbose errors, which only a connection started step by step can ask for before it logs in.
+std::string refused_connection_state(const std::string& dsn, double seconds) {
+  const auto values = values_for(dsn);
+  const std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectStartParams(kKeys, values.data(), /*expand_dbname=*/1), &PQfinish);
+  if (!conn) return "";
+  PQsetErrorVerbosity(conn.get(), PQERRORS_VERBOSE);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (auto step = PGRES_POLLING_WRITING; step != PGRES_POLLING_OK && step != PGRES_POLLING_FAILED;) {
+    if (std::chrono::steady_clock::now() > deadline) return "";
+    pollfd fd{PQsocket(conn.get()), static_cast<short>(step == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0};
+    ::poll(&fd, 1, 200);
+    step = PQconnectPoll(conn.get());
+  }
+  return sqlstate_of_verbose(trimmed(PQerrorMessage(conn.get())));
+}
+
 }  // namespace
 
 Connection::Connection(const std::string& dsn) : dsn_(dsn), dsn_masked_(mask_password(dsn)) {
-  // Our defaults first: the DSN's own settings, expanded from dbname, override them. Keepalives
-  // notice a server that vanished mid-read instead of waiting on it for ever; UTF-8 text both ways
-  // whatever the database's encoding (a LATIN1 one's 'café' would come as bytes no JSON takes).
-  const char* keys[] = {"connect_timeout",  "application_name", "keepalives_idle", "keepalives_interval",
-                        "keepalives_count", "client_encoding",  "dbname",          nullptr};
-  const char* values[] = {"10", "gputrain", "30", "10", "3", "UTF8", dsn.c_str(), nullptr};
-  conn_ = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+  const auto values = values_for(dsn);
+  conn_ = PQconnectdbParams(kKeys, values.data(), /*expand_dbname=*/1);
   if (!conn_) throw Error("libpq could not allocate a connection", "", ExitCode::environment);
   if (PQstatus(conn_) != CONNECTION_OK) fail_to_connect(dsn);
   // A client_encoding from data.dsn other than UTF-8: the text sent and read is converted here.
@@ -47,8 +69,13 @@ Connection::Connection(const std::string& dsn) : dsn_(dsn), dsn_masked_(mask_pas
 }
 
 void Connection::fail_to_connect(const std::string& dsn) {
-  ConnectFailure failure{trimmed(PQerrorMessage(conn_)), trimmed(PQhost(conn_)),         trimmed(PQport(conn_)),
-                         trimmed(PQuser(conn_)),         dsn.empty() ? "" : dsn_masked_, {}};
+  ConnectFailure failure;
+  failure.message = trimmed(PQerrorMessage(conn_));
+  failure.host = trimmed(PQhost(conn_));
+  failure.port = trimmed(PQport(conn_));
+  failure.user = trimmed(PQuser(conn_));
+  failure.database = trimmed(PQdb(conn_));
+  failure.dsn_shown = dsn.empty() ? "" : dsn_masked_;
   // host=a,b: libpq tried each, and PQhost names the last; the error names them all.
   std::string hosts, addresses, ports;
   if (const std::unique_ptr<PQconninfoOption, void (*)(PQconninfoOption*)> options(PQconninfo(conn_), PQconninfoFree); options)
@@ -57,11 +84,13 @@ void Connection::fail_to_connect(const std::string& dsn) {
       if (std::strcmp(option->keyword, "host") == 0) hosts = option->val;
       if (std::strcmp(option->keyword, "hostaddr") == 0) addresses = option->val;
       if (std::strcmp(option->keyword, "port") == 0) ports = option->val;
+      if (std::strcmp(option->keyword, "options") == 0) failure.options = option->val;
     }
   const auto listed = servers_listed(hosts.empty() ? addresses : hosts, ports, failure.port);
   if (listed.size() > 1) failure.tried = listed;
   PQfinish(conn_);
   conn_ = nullptr;
+  if (server_answered(failure.message)) failure.state = refused_connection_state(dsn, 10);
   throw_connect_error(failure);
 }
 
@@ -83,14 +112,15 @@ void Connection::fail_query(pg_result* result, std::size_t offset, const std::st
   const char* position_field = PQresultErrorField(result, PG_DIAG_STATEMENT_POSITION);
   const std::string position = position_field ? position_field : "";
   PQclear(result);
-  if (message.find("statement timeout") != std::string::npos)  // 57014, from the role's, database's or data.dsn's setting
+  if (state == "57014" && ran_into_statement_timeout(message))  // from the role's, database's or data.dsn's setting
     throw Error("the PostgreSQL server at " + where() + " ended " + what + " at its statement_timeout: " + message,
                 "raise it for gputrain's connection: add options='-c statement_timeout=0' to data.dsn (or ALTER ROLE " +
                     trimmed(PQuser(conn_)) + " SET statement_timeout = 0)");
   // A standby (a read replica) cancels a read whose snapshot holds rows the primary's changes,
   // as it replays them, remove; any transaction rollback (40) is worth a second try.
   if (state.rfind("40", 0) == 0) {
-    const bool standby = message.find("conflict with recovery") != std::string::npos;
+    const bool standby = trimmed(PQparameterStatus(conn_, "in_hot_standby")) == "on" ||  // PostgreSQL 14 on says so
+                         message.find("conflict with recovery") != std::string::npos;
     throw Error("the PostgreSQL server at " + where() + (standby ? ", a standby," : "") + " cancelled " + what + "'s read: " + message +
                     (detail.empty() ? "" : " (" + detail + ")"),
                 standby ? "nothing was trained; run again, and for reads this long set hot_standby_feedback = on on the standby "
@@ -122,7 +152,18 @@ void Connection::fail_query(pg_result* result, std::size_t offset, const std::st
     }
   }
   throw UsageError(what + ": PostgreSQL says: " + message + caret,
-                   (hint.empty() ? "" : hint + "; ") + "fix " + what + " (psql runs it as it is: psql '" + dsn_masked_ + "' -c '...')");
+                   (hint.empty() ? "" : (hint.back() == '.' ? hint.substr(0, hint.size() - 1) : hint) + "; ") + "fix " + what +
+                       " (psql runs it as it is: psql '" + dsn_masked_ + "' -c '...')");
+}
+
+// A statement cancelled (57014) at the session's statement_timeout, not by another session: the
+// server's words say which only in English (lc_messages), so how long it ran against the setting.
+bool Connection::ran_into_statement_timeout(const std::string& message) {
+  if (message.find("statement timeout") != std::string::npos) return true;
+  const auto ran_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - statement_sent_).count();
+  PQclear(PQexec(conn_, "ROLLBACK"));  // the cancel aborted the transaction, and any statement in it
+  const auto timeout_ms = try_value("SELECT setting FROM pg_settings WHERE name = 'statement_timeout'");
+  return timeout_ms && std::atof(timeout_ms->c_str()) > 0 && ran_ms + 1 >= std::atof(timeout_ms->c_str());
 }
 
 // Text the session's encoding cannot carry: 22021 from a database of no declared encoding
@@ -247,6 +288,7 @@ void Connection::copy_out(const std::string& query, const std::string& what, con
     note_lock_wait(std::chrono::duration<double>(std::chrono::steady_clock::now() - last_data).count(), what, said);
   };
   // One statement only (the extended protocol): "...; COMMIT; DROP ..." in data.query is refused.
+  statement_sent_ = std::chrono::steady_clock::now();
   if (!PQsendQueryParams(conn_, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0)) throw lost();
   for (;;) {  // until the server starts the COPY, or refuses the query
     while (PQisBusy(conn_)) wait();

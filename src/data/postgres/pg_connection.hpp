@@ -3,6 +3,7 @@
 // turned into errors that name host, port and user (never the password) with the fix, and SQL
 // errors shown with the server's message and where in the query it points.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -69,6 +70,7 @@ class Connection {
  private:
   [[noreturn]] void fail_to_connect(const std::string& dsn);
   void fail_on_encoding(const std::string& state, const std::string& message, const std::string& what);
+  bool ran_into_statement_timeout(const std::string& message);
   // SQL in the session's encoding (`what` names it in the error when a character has none there),
   // and the server's text in UTF-8 (as it came when it does not convert).
   std::string sent(const std::string& sql, const std::string& what) const;
@@ -85,6 +87,7 @@ class Connection {
   std::string dsn_, dsn_masked_;  // dsn_ for the probe that asks who holds a lock
   bool says_who_blocks_ = true;
   double answer_within_ = 0;
+  std::chrono::steady_clock::time_point statement_sent_;  // the last statement's, for how long it ran
   std::string client_encoding_ = "UTF8";
   std::unique_ptr<TextRecoder> to_session_, from_session_;
 };

@@ -1,6 +1,9 @@
 #include "pg_refusals.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <optional>
+#include <sstream>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
@@ -92,7 +95,76 @@ std::string readiness_check(const ConnectFailure& f) {
   return core::join(checks) + " say whether they accept connections";
 }
 
+// The three refusals a server's code or its English words tell alike.
+[[noreturn]] void throw_login_refused(const ConnectFailure& f, const std::string& who) {
+  throw UsageError("PostgreSQL refused the login of " + who + ": " + f.message,
+                   "check the user and database in data.dsn, and the password: give it in ~/.pgpass or PGPASSWORD, never in the config");
+}
+[[noreturn]] void throw_full(const ConnectFailure& f, const std::string& who, const std::string& pooler_limit) {
+  throw EnvironmentError("the PostgreSQL server for " + who + " is up, but takes no more connections: " + f.message,
+                         "run again once other sessions have ended (pg_stat_activity lists them), or raise the limit named "
+                         "above: max_connections, the role's or database's CONNECTION LIMIT" +
+                             pooler_limit);
+}
+[[noreturn]] void throw_not_now(const ConnectFailure& f, const std::string& who, const std::string& ready) {
+  throw EnvironmentError("the PostgreSQL server for " + who + " takes no connections now: " + f.message, "run again once it is up" + ready);
+}
+
+// The setting of data.dsn's options (-c name=value, -cname=value, --name=value) that `message`
+// names, as the server quotes it in any language; "" for none.
+std::string option_named(const ConnectFailure& f) {
+  std::istringstream words(f.options);
+  std::string word, name;
+  for (bool after_c = false; words >> word; after_c = word == "-c") {
+    auto setting = after_c ? word : word.rfind("--", 0) == 0 ? word.substr(2) : word.rfind("-c", 0) == 0 ? word.substr(2) : "";
+    setting = setting.substr(0, setting.find('='));
+    if (!setting.empty() && has(f.message, ("\"" + setting + "\"").c_str())) return setting;
+    if (!setting.empty() && has(f.message, setting.c_str())) name = setting;
+  }
+  return name;
+}
+
+// A server's refusal told by its SQLSTATE, the same whatever language it answers in (lc_messages):
+// the words below are matched only for a server, or a pooler, that gave none.
+void throw_if_refused_by_state(const ConnectFailure& f, const std::string& who) {
+  const auto& state = f.state;
+  const auto in_class = [&](const char* code_class) { return state.rfind(code_class, 0) == 0; };
+  if (state.empty() || state == "08P01") return;  // none, or a pooler's own (its words are English)
+  if (const auto setting = option_named(f);
+      !setting.empty() && (state == "22023" || state == "22P02" || state == "42704" || state == "42501" || state == "55P02"))
+    throw UsageError("the PostgreSQL server for " + who + " refused data.dsn's options setting '" + setting + "': " + f.message,
+                     "correct or leave out " + setting + " in data.dsn's options ('-c name=value'): psql's SHOW " + setting +
+                         " gives its form, and some settings (lc_messages, and those the server sets at its start) a user "
+                         "cannot set");
+  if (state == "42501")
+    throw UsageError(
+        "PostgreSQL refused the login of " + who + " to database '" + f.database + "', which it may not connect to: " + f.message,
+        "GRANT CONNECT ON DATABASE " + f.database + " TO " + f.user + " (as its owner), or give data.dsn a database " + f.user +
+            " may connect to");
+  if (in_class("28") || state == "3D000") throw_login_refused(f, who);  // a password, role, pg_hba.conf entry, or database
+  if (in_class("53")) throw_full(f, who, "");
+  if (state == "57P03") throw_not_now(f, who, "; " + readiness_check(f));  // starting up, shutting down, in recovery
+  throw EnvironmentError("the PostgreSQL server for " + who + " refused the connection: " + f.message + " (SQLSTATE " + state + ")",
+                         "its log says more; run again once the cause is gone");
+}
+
 }  // namespace
+
+bool server_answered(const std::string& message) {
+  // libpq writes a server's error as "SEVERITY:  text"; its own never hold ":  ".
+  return has(message, ":  ");
+}
+
+std::string sqlstate_of_verbose(const std::string& message) {
+  for (auto at = message.find(":  "); at != std::string::npos; at = message.find(":  ", at + 1)) {
+    const auto code = message.substr(at + 3, 6);
+    if (code.size() == 6 && code[5] == ':' && std::all_of(code.begin(), code.end() - 1, [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c)) || std::isupper(static_cast<unsigned char>(c));
+        }))
+      return code.substr(0, 5);
+  }
+  return "";
+}
 
 std::vector<std::string> servers_listed(const std::string& hosts, const std::string& ports, const std::string& default_port) {
   const auto split = [](const std::string& list) {
@@ -131,21 +203,17 @@ void throw_connect_error(const ConnectFailure& f) {
   if (const auto fix = ssl_fix(f.message))
     throw UsageError("the PostgreSQL server for " + who + " answered, but the SSL connection data.dsn asks for failed: " + f.message, *fix);
   throw_if_pooler_refused_login(f, who);
+  throw_if_refused_by_state(f, who);
   if (says("authentication failed") || says("no password supplied") || says("does not exist") || says("not permitted to log in") ||
       says("no pg_hba.conf entry"))
-    throw UsageError("PostgreSQL refused the login of " + who + ": " + f.message,
-                     "check the user and database in data.dsn, and the password: give it in ~/.pgpass or PGPASSWORD, never in the config");
+    throw_login_refused(f, who);
   // Up, but full: the server's max_connections, a role's or database's CONNECTION LIMIT, a
   // pooler's max_client_conn. A later run may find room.
   if (says("too many clients") || says("too many connections") || says("connection slots are reserved") ||
       says("no more connections allowed"))
-    throw EnvironmentError("the PostgreSQL server for " + who + " is up, but takes no more connections: " + f.message,
-                           "run again once other sessions have ended (pg_stat_activity lists them), or raise the limit named "
-                           "above: max_connections, the role's or database's CONNECTION LIMIT, a pooler's max_client_conn");
+    throw_full(f, who, ", a pooler's max_client_conn");
   const auto ready = readiness_check(f);
-  if (says("the database system is"))  // starting up, shutting down, in recovery: 57P03
-    throw EnvironmentError("the PostgreSQL server for " + who + " takes no connections now: " + f.message,
-                           "run again once it is up; " + ready);
+  if (says("the database system is")) throw_not_now(f, who, "; " + ready);  // starting up, shutting down, in recovery: 57P03
   if (says("timeout expired"))  // connect_timeout: a dropped SYN and a pooler whose server is down look alike
     throw EnvironmentError("cannot reach PostgreSQL for " + who + " within data.dsn's connect_timeout (10 s unless it says): " + f.message,
                            "start the server, or correct data.dsn's host and port; a firewall that drops the connection, or a "

@@ -18,7 +18,7 @@ namespace gputrain::data::postgres {
 constexpr double kLockNoteSeconds = 10;
 
 pg_result* Connection::result_of(bool sent, const std::string& what) {
-  const auto since = std::chrono::steady_clock::now();
+  const auto since = statement_sent_ = std::chrono::steady_clock::now();
   bool said = false;
   while (sent && PQisBusy(conn_)) {
     if (core::stop_requested()) {
