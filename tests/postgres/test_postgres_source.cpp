@@ -238,6 +238,13 @@ TEST_F(Postgres, AQueryReturningANameTwiceOrNoColumnsIsRefusedSayingSo) {
                       "fix: add the column to data.query's SELECT"),
             std::string::npos)
       << none;
+  // data.labels left out: the column named like a label is the fix, among those the query returns.
+  const auto [unset, unset_code] = error_of(spec("SELECT x, label AS Target FROM twice", {}));
+  EXPECT_EQ(unset_code, ExitCode::usage);
+  EXPECT_NE(unset.find("data.labels is not set for the postgres source\n"
+                       "fix: set data.labels: target (the column named like a label); data.query returns the columns x, target"),
+            std::string::npos)
+      << unset;
 }
 
 // A text column is a category by its type, not by data.categorical: an id-like one is refused

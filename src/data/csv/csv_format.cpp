@@ -17,6 +17,7 @@
 #include "csv_row_format.hpp"
 #include "csv_rows.hpp"
 #include "csv_table.hpp"
+#include "data/label_column.hpp"
 #include "data/path_text.hpp"
 #include "data/text_file.hpp"
 #include "gputrain/core/error.hpp"
@@ -210,11 +211,7 @@ struct Columns {
 
 Columns choose_columns(const std::string& path, const CsvSpec& spec, const std::vector<std::string>& header, const FindColumn& column_of) {
   if (spec.labels.empty()) {
-    // A column whose name says it is the label is the likely fix.
-    std::string named;
-    for (const auto& column : header)
-      for (const char* usual : {"label", "labels", "target", "targets", "y", "class"})
-        if (named.empty() && core::lower(column) == usual) named = column;
+    const auto named = column_named_like_a_label(header);
     throw UsageError(
         "data.labels is not set for the CSV source",
         (named.empty() ? "set data.labels to the label column's name" : "set data.labels: " + named + " (the column named like a label)") +

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "data/label_column.hpp"
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/dataset.hpp"
@@ -118,6 +119,15 @@ Selected select_columns(Connection& conn, const std::vector<Column>& columns, co
   const bool classification = spec.task == "classification";
   require_distinct_names(columns, what);
   Selected s;
+  if (spec.labels.empty()) {
+    std::vector<std::string> names;
+    for (const auto& column : columns) names.push_back(column.name);
+    const auto named = column_named_like_a_label(names);
+    throw UsageError(
+        "data.labels is not set for the postgres source",
+        (named.empty() ? "set data.labels to the label column's name" : "set data.labels: " + named + " (the column named like a label)") +
+            "; " + what + " returns the columns " + core::join(names));
+  }
   if (classification && spec.labels.size() != 1)
     throw UsageError("data.labels names " + std::to_string(spec.labels.size()) + " columns; a classification reads one",
                      "set data.labels to the class column, or data.task: regression for several targets");
