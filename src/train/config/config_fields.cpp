@@ -23,9 +23,14 @@ namespace gputrain::train::fields {
 namespace {
 
 // `text` as a number or list field would take it, when it is only spelt another way: 1,000
-// (thousands marked), (0.9, 0.999) (Python's tuple). Sizes and durations guess their own units.
-std::string other_spelling(const std::string& text) {
+// (thousands marked), 0,001 (a decimal comma, as much of Europe writes it), (0.9, 0.999) (Python's
+// tuple). Sizes and durations guess their own units.
+std::string other_spelling(const std::string& text, const std::string& allowed) {
+  const bool number = allowed.rfind("a number", 0) == 0;
   std::string out = text;
+  std::smatch m;
+  if (number && std::regex_match(text, m, std::regex("([0-9]+),([0-9]+)")) && (m[1] == "0" || m[2].length() != 3))
+    return "; did you mean '" + m[1].str() + "." + m[2].str() + "'? (a decimal point, not a comma)";
   if (std::regex_match(text, std::regex("[0-9]{1,3}(,[0-9]{3})+(\\.[0-9]*)?")))
     out.erase(std::remove(out.begin(), out.end(), ','), out.end());
   else if (text.size() > 2 && text.front() == '(' && text.back() == ')')
@@ -53,7 +58,7 @@ std::string duration_guess(const std::string& text) {  // 90min, 2 hours
 
 [[noreturn]] void reject(const FieldValue& v, const std::string& found, const std::string& allowed, const std::string& guess) {
   const bool interpolation = found.rfind("'${", 0) == 0;  // OmegaConf's ${train.epochs}
-  const auto spelt = guess.empty() && v.node.IsScalar() ? other_spelling(v.node.Scalar()) : "";
+  const auto spelt = guess.empty() && v.node.IsScalar() ? other_spelling(v.node.Scalar(), allowed) : "";
   throw UsageError(
       v.where + ": " + v.key + ": found " + found + "; allowed: " + allowed + guess + spelt,
       "set " + v.key + " to " + allowed +
@@ -103,8 +108,19 @@ std::optional<long long> whole_number(const std::string& text) {
 }
 
 Int parse_int(const FieldValue& v, Int min, Int max) {
-  const std::string allowed = "an integer >= " + std::to_string(min) + (max == kNoMax ? "" : " and <= " + std::to_string(max));
-  const auto value = whole_number(scalar(v, allowed));
+  return parse_int(v, "an integer >= " + std::to_string(min) + (max == kNoMax ? "" : " and <= " + std::to_string(max)), min, max);
+}
+
+Int parse_int(const FieldValue& v, const std::string& allowed, Int min, Int max) {
+  const auto text = scalar(v, allowed);
+  // 1.000 is one with a decimal point, and a thousand as German or Spanish group digits.
+  if (std::regex_match(text, std::regex("[1-9][0-9]{0,2}(\\.000)+")))
+    reject(
+        v, found_text(v.node), allowed,
+        "; did you mean '" + std::regex_replace(text, std::regex("\\."), "") + "'? (" +
+            (text.find('.') == text.rfind('.') ? "'" + text + "' is " + text.substr(0, text.find('.')) + " with a decimal point; " : "") +
+            "write whole numbers without a separator)");
+  const auto value = whole_number(text);
   if (!value || *value < min || *value > max) reject(v, found_text(v.node), allowed);
   return *value;
 }

@@ -41,6 +41,8 @@ std::string shortest(double value);
 std::optional<long long> whole_number(const std::string& text);
 
 Int parse_int(const FieldValue& v, Int min, Int max = kNoMax);
+/// The same, with `allowed` said when it is not (an integer, or another word such as auto).
+Int parse_int(const FieldValue& v, const std::string& allowed, Int min, Int max);
 
 double parse_double(const FieldValue& v, double min, double max = std::numeric_limits<double>::infinity());
 
@@ -209,9 +211,7 @@ Field int_or_auto_field(std::string key, Get get, Int min, Int max = kNoMax) {
             }
             const std::string allowed =
                 "an integer >= " + std::to_string(min) + (max == kNoMax ? "" : " and <= " + std::to_string(max) + ",") + " or auto";
-            const auto value = whole_number(scalar(v, allowed));
-            if (!value || *value < min || *value > max) reject(v, found_text(v.node), allowed);
-            get(c) = *value;
+            get(c) = parse_int(v, allowed, min, max);
           },
           [=](const Config& c) { return get(c) ? YAML::Node(*get(c)) : YAML::Node("auto"); }};
 }

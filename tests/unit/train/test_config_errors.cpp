@@ -122,9 +122,18 @@ TEST(Config, ANearMissOfAChoiceGetsAGuess) {
 // A value spelt as people write it elsewhere gets the spelling the key takes.
 TEST(Config, AValueSpeltAnotherWayGetsTheSpellingTheKeyTakes) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"train.epochs=1,000", "; did you mean '1000'?"},   {"optimizer.betas=(0.9, 0.999)", "; did you mean '[0.9, 0.999]'?"},
-      {"device.max_memory=8gb", "; did you mean '8GB'?"}, {"device.max_memory=512 mib", "; did you mean '512MiB'?"},
-      {"train.max_time=90min", "; did you mean '90m'?"},  {"train.max_time=2 hours", "; did you mean '2h'?"},
+      {"train.epochs=1,000", "; did you mean '1000'?"},
+      {"optimizer.betas=(0.9, 0.999)", "; did you mean '[0.9, 0.999]'?"},
+      {"device.max_memory=8gb", "; did you mean '8GB'?"},
+      {"device.max_memory=512 mib", "; did you mean '512MiB'?"},
+      {"train.max_time=90min", "; did you mean '90m'?"},
+      {"train.max_time=2 hours", "; did you mean '2h'?"},
+      // A decimal comma, and digits grouped by points, as much of Europe writes them: 0,001 was
+      // taken for thousands ('0001', a learning rate of 1), and 1.000 read as 1 without a word.
+      {"optimizer.lr=0,001", "; did you mean '0.001'? (a decimal point, not a comma)"},
+      {"optimizer.weight_decay=0,05", "; did you mean '0.05'? (a decimal point, not a comma)"},
+      {"train.batch_size=1.000", "; did you mean '1000'? ('1.000' is 1 with a decimal point; write whole numbers without a separator)"},
+      {"train.epochs=1.000.000", "; did you mean '1000000'? (write whole numbers without a separator)"},
   };
   for (const auto& [assignment, guess] : cases) {
     const auto message = config_error({{}, {assignment}, ""});
