@@ -24,7 +24,7 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 # 1. Debian packages: install only the missing ones (apt-get update only when needed).
 packages=(build-essential cmake ninja-build ccache python3 python3-venv pkg-config
           libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
-          libgtest-dev libgmock-dev libzip-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
+          libgtest-dev libgmock-dev libzip-dev libutf8proc-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
           librsvg2-2 libopenmpi-dev openmpi-bin libgloo-dev libpq-dev postgresql pgbouncer locales python3-yaml libcurl4-openssl-dev)
 missing=()
 for p in "${packages[@]}"; do

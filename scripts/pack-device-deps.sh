@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dest=$root/.device-deps
 packages=(libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 nlohmann-json3-dev libgtest-dev libgmock-dev googletest
-          libyaml-cpp-dev libyaml-cpp0.7 libzip-dev libzip4 libjpeg62-turbo-dev libjpeg62-turbo libpng-dev libpng16-16
+          libyaml-cpp-dev libyaml-cpp0.7 libzip-dev libzip4 libutf8proc-dev libutf8proc2 libjpeg62-turbo-dev libjpeg62-turbo libpng-dev libpng16-16
           zlib1g-dev libpq-dev libpq5 libgloo-dev)
 rm -rf "$dest"; mkdir -p "$dest"
 for p in "${packages[@]}"; do

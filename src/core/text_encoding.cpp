@@ -1,7 +1,12 @@
 #include "gputrain/core/text_encoding.hpp"
 
+#include <utf8proc.h>
+
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 
 namespace gputrain::core {
 namespace {
@@ -121,6 +126,15 @@ std::string surrogate_unescaped(std::string_view text) {
     out += text[at];
   }
   return out;
+}
+
+void to_nfc(std::string& text) {
+  if (std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }) || !is_utf8(text)) return;
+  utf8proc_uint8_t* composed = nullptr;
+  const auto size = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), static_cast<utf8proc_ssize_t>(text.size()),
+                                 &composed, static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  const std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(composed, &std::free);
+  if (size >= 0) text.assign(reinterpret_cast<const char*>(composed), static_cast<std::size_t>(size));
 }
 
 }  // namespace gputrain::core

@@ -71,6 +71,25 @@ std::string run_folder_in(const fs::path& folder) {
   return "";
 }
 
+std::string composed(std::string name) {
+  core::to_nfc(name);
+  return name;
+}
+
+// Two folders whose names differ in their Unicode form alone (one copied from a Mac, which writes
+// names decomposed) would be two classes that print alike.
+void refuse_one_name_spelt_twice(const std::string& root, const std::vector<std::string>& folders) {
+  std::map<std::string, std::string> seen;
+  for (const auto& folder : folders)
+    if (const auto [first, fresh] = seen.emplace(composed(folder), folder); !fresh) {
+      const bool first_decomposed = composed(first->second) != first->second;
+      throw UsageError("'" + (fs::path(root) / first->second).string() + "' and '" + (fs::path(root) / folder).string() +
+                           "' are one name in two Unicode forms (the " + (first_decomposed ? "first" : "second") +
+                           " decomposed, as macOS writes names): two classes that print alike",
+                       "move the images of one into the other, and remove the empty one");
+    }
+}
+
 class ImageFolder final : public Dataset {
  public:
   ImageFolder(std::string root, std::int64_t height, std::int64_t width, std::vector<std::string> classes)
@@ -86,7 +105,9 @@ class ImageFolder final : public Dataset {
         note_outside_classes(entry.path());
     }
     std::sort(folders.begin(), folders.end());
+    refuse_one_name_spelt_twice(root_, folders);
     if (!fixed) classes_ = folders;
+    class_folders_ = classes_;
     if (classes_.empty())
       throw UsageError(
           "'" + root_ + "' has no sub-folders" +
@@ -94,13 +115,20 @@ class ImageFolder final : public Dataset {
                                     : ""),
           "put each class's images in a sub-folder named after the class (" + (fs::path(root_) / "CLASS" / "IMAGE.jpg").string() + ")");
     for (const auto& folder : folders)
-      if (std::find(classes_.begin(), classes_.end(), folder) == classes_.end())
+      if (std::find(classes_.begin(), classes_.end(), folder) == classes_.end()) {
+        // The training folder's class under another Unicode form of its name (copied from a Mac).
+        const auto same = std::find_if(classes_.begin(), classes_.end(), [&](const auto& c) { return composed(c) == composed(folder); });
+        if (same != classes_.end()) {
+          class_folders_[static_cast<std::size_t>(same - classes_.begin())] = folder;
+          continue;
+        }
         throw UsageError("'" + (fs::path(root_) / folder).string() + "' is a class the training folder does not have" +
                              core::did_you_mean_among(folder, classes_),
                          "the model learns the training folder's classes only (" + core::join_first(classes_, 40) +
                              "): rename the folder, or move it out of the validation folder");
+      }
     for (std::size_t c = 0; c < classes_.size(); ++c) {
-      const fs::path folder = fs::path(root_) / classes_[c];
+      const fs::path folder = fs::path(root_) / class_folders_[c];
       if (!fs::is_directory(folder)) continue;  // a validation folder may lack a class
       const auto other_images_before = other_image_count();
       auto names = images_in(folder);
@@ -249,6 +277,7 @@ class ImageFolder final : public Dataset {
 
   std::string root_;
   std::vector<std::string> classes_;
+  std::vector<std::string> class_folders_;  // each class's folder: its name, or the same in another Unicode form
   std::vector<File> files_;
   std::int64_t ignored_ = 0;
   std::string first_ignored_;

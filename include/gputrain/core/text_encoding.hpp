@@ -24,6 +24,11 @@ std::string windows1252_to_utf8(std::string_view text);
 /// `text` as it is when it is UTF-8, else read as Windows-1252.
 std::string as_utf8(std::string_view text);
 
+/// `text` in Unicode's composed form (NFC), in place: a name macOS wrote decomposed ("cafe" and a
+/// combining accent) becomes the one other systems write ("caf\u00e9"), so that both name one
+/// class. ASCII, the common case, is left as it is without a copy; so is text that is not UTF-8.
+void to_nfc(std::string& text);
+
 /// `text` with each byte that begins no UTF-8 sequence written as the lone surrogate U+DC80 + byte,
 /// encoded as Python's "surrogatepass" does: what Python's pickle reads as `os.fsdecode` of a
 /// path, so a checkpoint's text opens in `torch.load` and comes back byte for byte.

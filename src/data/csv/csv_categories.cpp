@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "csv_number.hpp"
+#include "gputrain/core/text_encoding.hpp"
 
 namespace gputrain::data::csv {
 namespace {
@@ -33,6 +34,7 @@ void CategoryCodes::add(std::string_view cell) {
     return;
   }
   key_.assign(cell.data(), cell.size());  // into the same buffer: no allocation per cell
+  core::to_nfc(key_);                     // 'café' as macOS and as others write it: one category
   auto found = index_.find(key_);
   if (found == index_.end()) {
     found = index_.emplace(key_, static_cast<std::int32_t>(coded_.values.size())).first;

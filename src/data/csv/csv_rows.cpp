@@ -18,6 +18,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/printable.hpp"
 #include "gputrain/core/suggest.hpp"
+#include "gputrain/core/text_encoding.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::data::csv {
@@ -260,6 +261,7 @@ void read_labels(const std::vector<std::string_view>& cells, const Records& reco
   const auto cell = label_cell(label_column);
   if (format.label_names) {
     std::string name(cell);
+    core::to_nfc(name);  // a class name written decomposed (macOS) and composed is one class
     if (format.known && !format.known->count(name)) {
       const auto classes = class_names_of(*format.known);
       throw UsageError(

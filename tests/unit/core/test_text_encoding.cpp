@@ -54,3 +54,19 @@ TEST(TextEncoding, SurrogateEscapesAreWhatPythonsPickleReadsAndComeBackByteForBy
   EXPECT_EQ(surrogate_unescaped(escaped), every_byte + "\xC3\xA9\xED\xA0\x80");
   EXPECT_EQ(surrogate_unescaped("caf\xC3\xA9 \xED\x9F\xBF"), "caf\xC3\xA9 \xED\x9F\xBF");  // U+D7FF is no escape
 }
+
+// A name macOS wrote decomposed (an 'e' and U+0301) and the one Linux and Windows write (U+00E9)
+// come out as one; Korean syllables too. ASCII and text that is not UTF-8 stay as they are.
+TEST(TextEncoding, DecomposedNamesAreComposedAsOthersWriteThem) {
+  std::string cafe = "cafe\xcc\x81";
+  to_nfc(cafe);
+  EXPECT_EQ(cafe, "caf\xc3\xa9");
+  std::string hangul = "\xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab";  // U+1112 U+1161 U+11AB, decomposed
+  to_nfc(hangul);
+  EXPECT_EQ(hangul, "\xed\x95\x9c");  // U+D55C
+  std::string plain = "cat", latin1 = "caf\xe9";
+  to_nfc(plain);
+  to_nfc(latin1);
+  EXPECT_EQ(plain, "cat");
+  EXPECT_EQ(latin1, "caf\xe9");
+}

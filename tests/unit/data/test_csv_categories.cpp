@@ -265,3 +265,22 @@ TEST(CsvCategories, AWindows1252FileIsReadAsUtf8AndMatchesAUtf8ValidationFile) {
   ASSERT_TRUE(val);
   EXPECT_TRUE(at::equal(val->inputs, rows({4, 0, 1}, 3))) << val->inputs;
 }
+
+// A class name or category a Mac wrote decomposed ('cafe' and U+0301) is the one others write
+// composed (U+00E9): one class, one category, whichever file has which form.
+TEST(CsvCategories, OneNameInTwoUnicodeFormsIsOneClassAndOneCategory) {
+  ScratchFolder root("csv-unicode-forms");
+  SourceSpec spec;
+  spec.source = "csv";
+  spec.path = written(root.path / "train.csv", "x,drink,label\n1,cafe\xCC\x81,cafe\xCC\x81\n2,tea,tea\n");
+  spec.val_path = written(root.path / "val.csv", "x,drink,label\n4,caf\xC3\xA9,caf\xC3\xA9\n");
+  spec.labels = {"label"};
+  spec.categorical = {"drink"};
+  const auto sources = open_sources(spec);
+  EXPECT_EQ(sources.class_names, (std::vector<std::string>{"caf\xC3\xA9", "tea"}));
+  EXPECT_EQ(sources.feature_names, (std::vector<std::string>{"x", "drink=caf\xC3\xA9", "drink=tea"}));
+  const auto val = sources.val->tensors();
+  ASSERT_TRUE(val);
+  EXPECT_TRUE(at::equal(val->inputs, rows({4, 1, 0}, 3))) << val->inputs;
+  EXPECT_EQ(val->targets.item<std::int64_t>(), 0);
+}

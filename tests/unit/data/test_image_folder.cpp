@@ -103,6 +103,36 @@ TEST(ImageFolder, AValidationClassTheTrainingFolderLacksIsNamedWithItsNearMiss) 
   std::filesystem::remove_all(val);
 }
 
+// A class folder copied from a Mac is named in decomposed Unicode ('cafe' and U+0301), one made
+// on Linux composed (U+00E9): one class. Both forms in one folder would be two that print alike.
+TEST(ImageFolder, OneNameInTwoUnicodeFormsIsOneClass) {
+  const test_support::ScratchFolder scratch("unicode-forms");
+  const auto root = std::filesystem::path(scratch.path);
+  const std::string decomposed = "cafe\xcc\x81", composed = "caf\xc3\xa9";
+  const auto add_image = [&](const std::filesystem::path& folder, const std::string& image) {
+    std::filesystem::create_directories(folder);
+    std::filesystem::copy_file(format_fixture("images/checker.png"), folder / image);
+  };
+  for (const std::string& name : {decomposed, std::string("tea")}) add_image(root / "train" / name, "0.png");
+  add_image(root / "val" / composed, "0.png");
+  add_image(root / "val" / "tea", "0.png");
+  add_image(root / "val" / "tea", "1.png");
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = (root / "train").string();
+  spec.val_path = (root / "val").string();
+  spec.image_size = {12, 10};
+  const auto sources = open_sources(spec);
+  EXPECT_EQ(sources.class_names, (std::vector<std::string>{decomposed, "tea"}));
+  const auto ids = sources.val->class_ids();
+  ASSERT_TRUE(ids.has_value());
+  EXPECT_TRUE(at::equal(*ids, at::tensor({0, 1, 1}, at::kLong))) << *ids;
+
+  add_image(root / "train" / composed, "0.png");
+  const auto error = usage_error([&] { open_sources(spec); });
+  EXPECT_NE(error.find("are one name in two Unicode forms (the first decomposed, as macOS writes names)"), std::string::npos) << error;
+}
+
 // A dataset's download given before it was unpacked: the command that unpacks it.
 TEST(ImageFolder, AZipArchiveGetsTheLineThatUnpacksIt) {
   const auto archive = (std::filesystem::temp_directory_path() / "gputrain-photos.zip").string();
