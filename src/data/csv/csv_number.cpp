@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <string>
+#include <vector>
 
 namespace gputrain::data::csv {
 
@@ -96,6 +97,93 @@ ForeignNumber foreign_number(std::string_view text, char delimiter) {
     if (text[i] != ',') return ForeignNumber::none;
     ++i;
   }
+}
+
+namespace {
+
+// A cell's characters a report or a form puts around or inside a number, and what each is.
+struct Decoration {
+  std::string_view bytes;
+  char stands_for;  // the ASCII it stands for in the number, or 0 for none
+  const char* what;
+};
+constexpr Decoration kDecorations[] = {
+    {"%", 0, "a percent sign"},
+    {"$", 0, "a currency sign"},
+    {"\xE2\x82\xAC", 0, "a currency sign"},  // €
+    {"\xC2\xA3", 0, "a currency sign"},      // £
+    {"\xC2\xA5", 0, "a currency sign"},      // ¥
+    {"\xE2\x82\xB9", 0, "a currency sign"},  // ₹
+    {"\xE2\x88\x92", '-', "a typeset minus sign (U+2212)"},
+    {" ", 0, "digits grouped by spaces"},
+    {"\xC2\xA0", 0, "digits grouped by spaces"},      // no-break space
+    {"\xE2\x80\xAF", 0, "digits grouped by spaces"},  // narrow no-break space
+    {"\xE2\x80\x89", 0, "digits grouped by spaces"},  // thin space
+    {"\xEF\xBC\x8E", '.', "full-width digits"},
+    {"\xEF\xBC\x8C", ',', "full-width digits"},
+};
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+}  // namespace
+
+std::optional<DecoratedNumber> decorated_number(std::string_view text, char delimiter) {
+  std::string number;
+  std::vector<const char*> had;
+  const auto add = [&had](const char* what) {
+    if (std::find(had.begin(), had.end(), what) == had.end()) had.push_back(what);
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    const auto rest = text.substr(i);
+    // Full-width digits U+FF10-FF19: EF BC 90-99.
+    if (rest.size() >= 3 && rest.substr(0, 2) == "\xEF\xBC" && static_cast<unsigned char>(rest[2]) >= 0x90 &&
+        static_cast<unsigned char>(rest[2]) <= 0x99) {
+      number += static_cast<char>('0' + (static_cast<unsigned char>(rest[2]) - 0x90));
+      add("full-width digits");
+      i += 3;
+      continue;
+    }
+    const auto found = std::find_if(std::begin(kDecorations), std::end(kDecorations),
+                                    [&](const Decoration& d) { return rest.substr(0, d.bytes.size()) == d.bytes; });
+    if (found == std::end(kDecorations)) {
+      number += text[i++];
+      continue;
+    }
+    i += found->bytes.size();
+    if (found->stands_for) number += found->stands_for;
+    // A space between digits groups them in threes ("1 234 567"); beside a sign ("45 %", "12 €")
+    // it is a space; "12 34" is two numbers.
+    const bool space = std::string_view(found->what) == "digits grouped by spaces";
+    if (space && !number.empty() && is_digit(number.back()) && i < text.size() && is_digit(text[i])) {
+      const auto group = text.substr(i, 4);
+      if (group.size() < 3 || !std::all_of(group.begin(), group.begin() + 3, is_digit) || (group.size() == 4 && is_digit(group[3])))
+        return std::nullopt;
+      add(found->what);
+    } else if (!space) {
+      add(found->what);
+    }
+  }
+  if (had.empty() || number.empty()) return std::nullopt;
+  double value = 0;
+  DecoratedNumber out;
+  const auto kind = foreign_number(number, delimiter);
+  // "1.234,50" as German and Spanish write it: points between groups of three, a decimal comma.
+  const bool points_then_comma =
+      std::count(number.begin(), number.end(), ',') == 1 && number.find('.') != std::string::npos && number.find('.') < number.find(',');
+  if (points_then_comma) {
+    std::string plain;
+    for (const char c : number)
+      if (c != '.') plain += c == ',' ? '.' : c;
+    if (!parse_number(plain, value)) return std::nullopt;
+  }
+  if (kind == ForeignNumber::decimal_comma || points_then_comma) {
+    out.decimal_comma = true;
+    add("a decimal comma");
+  } else if (!parse_number(number, value) && kind != ForeignNumber::thousands_separators) {
+    return std::nullopt;
+  }
+  for (std::size_t k = 0; k < had.size(); ++k) out.what += (k == 0 ? "" : k + 1 == had.size() ? " and " : ", ") + std::string(had[k]);
+  return out;
 }
 
 namespace {

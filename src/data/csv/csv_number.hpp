@@ -1,6 +1,8 @@
 #pragma once
 // A CSV cell's number, read as C's strtod reads it in the C locale.
 
+#include <optional>
+#include <string>
 #include <string_view>
 
 namespace gputrain::data::csv {
@@ -20,6 +22,18 @@ bool parse_boolean(std::string_view text, double& value);
 /// comma where cells are not separated by ',', thousands otherwise.
 enum class ForeignNumber { none, decimal_comma, thousands_separators };
 ForeignNumber foreign_number(std::string_view text, char delimiter);
+
+/// A number as a report or a form writes it: with a percent sign ("45%"), a currency sign
+/// ("$1,234.50", "1.234,50 €"), digits grouped by spaces ("1 234,5", plain or non-breaking, as
+/// French and Swedish group them), a typeset minus ("−3.5", U+2212, from a word processor) or
+/// full-width digits ("１２", as Japanese input writes them). `what` names each such thing it has
+/// ("a currency sign and a decimal comma"), `decimal_comma` whether its number's decimals follow a
+/// comma. Nothing for other text, and for a number parse_number or foreign_number reads.
+struct DecoratedNumber {
+  std::string what;
+  bool decimal_comma = false;
+};
+std::optional<DecoratedNumber> decorated_number(std::string_view text, char delimiter);
 
 /// A date, a time or both, as exports write them: "2024-03-01", "01/03/2024", "1.3.2024", with or
 /// without a time ("2024-03-01 14:05:00", "2024-03-01T14:05:00.5Z", "+01:00" offsets), or a time

@@ -133,12 +133,31 @@ std::string text_columns_remedy(const RowFormat& format, const Stretch& stretch)
          "' into numbers first, e.g. their hour or day of the year: pandas' pd.to_datetime(df['" + dates.front() + "']).dt.dayofyear";
 }
 
+// A number as a report writes it ("45%", "$1,234.50", "1 234,5", "−3.5"): what it has, and the
+// pandas line that makes plain numbers of its column; empty for other text.
+std::pair<std::string, std::string> decorated_number_text(std::string_view cell, const RowFormat& format, std::size_t column) {
+  const auto decorated = decorated_number(cell, format.delimiter);
+  if (!decorated) return {};
+  const auto& name = format.header[column];
+  const std::string digits_only = decorated->decimal_comma ? ".str.replace('.', '', regex=False).str.replace(',', '.', regex=False)"
+                                                           : ".str.replace(',', '', regex=False)";
+  const auto [command, converted] = pandas_rewrite(format, "",
+                                                   ".assign(**{'" + name + "': lambda d: d['" + name +
+                                                       "'].astype(str).str.normalize('NFKC').str.replace('\\u2212', '-')" +
+                                                       ".str.replace(r'[^0-9,.+-]', '', regex=True)" + digits_only + ".astype(float)})",
+                                                   "-converted");
+  return {": it is a number written with " + decorated->what,
+          "save the column as plain numbers, or convert it" +
+              std::string(decorated->what.find("percent") != std::string::npos ? " (its percent signs left out: 45% reads as 45)" : "") +
+              ": " + command + ", then use " + converted};
+}
+
 // A number written for people ("3,5" with a decimal comma, "1,234.5" with thousands separators):
 // what it is, appended to "'3,5' is not a number", and the fix, which converts the file with pandas
 // (its read_csv takes both); empty for other text.
-std::pair<std::string, std::string> foreign_number_text(std::string_view cell, const RowFormat& format) {
+std::pair<std::string, std::string> foreign_number_text(std::string_view cell, const RowFormat& format, std::size_t column) {
   const auto kind = foreign_number(cell, format.delimiter);
-  if (kind == ForeignNumber::none) return {};
+  if (kind == ForeignNumber::none) return decorated_number_text(cell, format, column);
   const bool comma = kind == ForeignNumber::decimal_comma;
   const auto [command, converted] = pandas_rewrite(format, comma ? ", decimal=','" : ", thousands=','", "", "-converted");
   return {
@@ -214,7 +233,7 @@ void read_checked_features(const std::vector<std::string_view>& cells, const Rec
     }
     // A bool column (pandas writes True/False) is a 0/1 feature.
     if (!parse_number(cells[c], value) && !parse_boolean(cells[c], value)) {
-      auto [what, remedy] = foreign_number_text(cells[c], format);
+      auto [what, remedy] = foreign_number_text(cells[c], format, c);
       if (remedy.empty()) remedy = "fix or remove that row; feature cells must be numbers";
       if (what.empty() && first_row) remedy = text_columns_remedy(format, stretch);  // text columns, not a bad row
       throw UsageError(records.where() + column_text(header, c) + ": " + shown(cells[c]) + " is not a number" + what, remedy);
@@ -246,7 +265,7 @@ void read_labels(const std::vector<std::string_view>& cells, const Records& reco
       const auto cell = label_cell(c);
       double value = 0;
       if (!parse_number(cell, value)) {
-        const auto [what, remedy] = foreign_number_text(cell, format);
+        const auto [what, remedy] = foreign_number_text(cell, format, c);
         throw UsageError(records.where() + "column " + core::quoted(header[c], 80) + ": " + shown(cell) + " is not a number" + what,
                          remedy.empty() ? "regression labels must be numbers; to predict '" + header[c] +
                                               "' as classes (its values as names), set data.task: classification"

@@ -32,6 +32,26 @@ TEST(Csv, NumbersWrittenForPeopleAreNamedWithTheConversion) {
   EXPECT_NE(thousands.find("pd.read_csv('" + format_fixture("bad/thousands.csv") + "', thousands=',')"), std::string::npos) << thousands;
 }
 
+// A column of amounts as a report writes them: named as numbers, with the pandas line that makes
+// plain ones of that column (checked with pandas 3.1 on each kind), not "one-hot encode it".
+TEST(Csv, NumbersWithSignsAreNamedWithTheColumnsConversion) {
+  const auto folder = std::filesystem::temp_directory_path() / "gputrain-csv-signs";
+  std::filesystem::create_directories(folder);
+  const auto path = (folder / "prices.csv").string();
+  std::ofstream(path) << "a;price;label\n1;1.234,50 \xE2\x82\xAC;0\n2;99,00 \xE2\x82\xAC;1\n";
+  const auto error = usage_error_and_fix([&] { read_csv(path, CsvSpec{{}, {"label"}, true}); });
+  EXPECT_NE(error.find("prices.csv:2: column 'price' (2): '1.234,50 \xE2\x82\xAC' is not a number: it is a number written with a "
+                       "currency sign and a decimal comma"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("pd.read_csv('" + path + "', sep=';'); df.assign(**{'price': lambda d: d['price'].astype(str)"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find(".str.replace('.', '', regex=False).str.replace(',', '.', regex=False).astype(float)})"), std::string::npos)
+      << error;
+  EXPECT_EQ(error.find("one-hot"), std::string::npos) << error;
+  std::filesystem::remove_all(folder);
+}
+
 TEST(Csv, BadCellsNameTheLineAndColumn) {
   const auto bad = usage_error([] { read_csv(format_fixture("bad/bad_cell.csv"), CsvSpec{{}, {"label"}, true}); });
   EXPECT_NE(bad.find("bad_cell.csv:3: column 'b' (2): 'oops' is not a number"), std::string::npos) << bad;

@@ -11,6 +11,9 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "data/csv/csv_number.hpp"
 #include "data/csv/csv_records.hpp"
@@ -225,6 +228,37 @@ TEST(CsvNumber, NumbersWrittenForPeopleAreToldApartFromText) {
   EXPECT_EQ(csv::foreign_number("12,345,678", ';'), ForeignNumber::thousands_separators);
   for (const char* text : {"", ",5", "3,", "a,b", "1,23,456", "1234,567,890", "1,234.5.6", "3,5e2", "1.5", "n/a"})
     EXPECT_EQ(csv::foreign_number(text, ','), ForeignNumber::none) << text;
+}
+
+// A number as a report or a form writes it is told from text, with what it has: a column of them
+// was "text: one-hot encode it".
+TEST(CsvNumber, NumbersWithSignsGroupsOrOtherDigitsAreToldFromText) {
+  const std::vector<std::tuple<const char*, char, const char*, bool>> numbers = {
+      {"45%", ',', "a percent sign", false},
+      {"12.5 %", ',', "a percent sign", false},
+      {"$1,234.50", ',', "a currency sign", false},
+      {"1.234,50 \xE2\x82\xAC", ';', "a currency sign and a decimal comma", true},
+      {"\xC2\xA3"
+       "12",
+       ',', "a currency sign", false},
+      {"1 234,5", ';', "digits grouped by spaces and a decimal comma", true},
+      {"1\xC2\xA0"
+       "234\xC2\xA0"
+       "567",
+       ',', "digits grouped by spaces", false},
+      {"\xE2\x88\x92"
+       "3.5",
+       ',', "a typeset minus sign (U+2212)", false},
+      {"\xEF\xBC\x91\xEF\xBC\x92", ',', "full-width digits", false},
+  };
+  for (const auto& [text, delimiter, what, comma] : numbers) {
+    const auto found = csv::decorated_number(text, delimiter);
+    ASSERT_TRUE(found) << text;
+    EXPECT_EQ(found->what, what) << text;
+    EXPECT_EQ(found->decimal_comma, comma) << text;
+  }
+  for (const char* text : {"3.5", "3,5", "1,234.5", "room 12", "12 34", "12 3456", "%", "$", "45%%x", "A1", "", "1 2"})
+    EXPECT_FALSE(csv::decorated_number(text, ',')) << text;
 }
 
 TEST(CsvNumber, MissingValuesAreWhatPandasTakesForNaN) {
