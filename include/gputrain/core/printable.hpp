@@ -9,7 +9,9 @@
 namespace gputrain::core {
 
 /// `text` with each character a terminal acts on written as an escape: the C0 controls other than
-/// newline and tab (`\r`, `\x1b`, `\x07`), DEL (`\x7f`) and the C1 controls in UTF-8 (`\u009b`).
+/// newline and tab (`\r`, `\x1b`, `\x07`), DEL (`\x7f`) and the C1 controls in UTF-8 (`\u009b`);
+/// and each that shows nothing or reorders the text after it: zero-width spaces (`\u200b`) and
+/// bidirectional overrides (`\u202e`, with which 'txt.exe' can show as 'exe.txt').
 /// What the console and training.log are given; other text comes back unchanged.
 std::string printable(std::string_view text);
 

@@ -23,6 +23,7 @@
 #include "gputrain/data/sources.hpp"
 #include "key_suggestions.hpp"
 #include "mlflow_settings.hpp"
+#include "pasted_characters.hpp"
 #include "yaml_hints.hpp"
 #include "yaml_tags.hpp"
 
@@ -182,6 +183,7 @@ void apply_node(Config& config, const std::string& prefix, const YAML::Node& nod
 
 void apply_document(Config& config, const std::string& text, const std::string& origin, const std::string& file, Problems& problems,
                     GivenKeys& given) {
+  refuse_pasted_characters(text, origin, false);
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(text);
@@ -300,6 +302,7 @@ void apply_override(Config& config, const std::string& assignment, GivenKeys& gi
                      unknown_key_remedy(key, "see docs/configuration.md for every key"));
   }
   const std::string text = assignment.substr(eq + 1);
+  refuse_pasted_characters(text, origin, true);
   YAML::Node value;
   try {
     value = YAML::Load(text);

@@ -31,6 +31,11 @@ std::string other_spelling(const std::string& text, const std::string& allowed) 
   std::smatch m;
   if (number && std::regex_match(text, m, std::regex("([0-9]+),([0-9]+)")) && (m[1] == "0" || m[2].length() != 3))
     return "; did you mean '" + m[1].str() + "." + m[2].str() + "'? (a decimal point, not a comma)";
+  // A dash a word processor or a web page made of a minus: 1e–3 (U+2013), −0.5 (U+2212).
+  const auto minus = std::regex_replace(text, std::regex("\xE2\x80\x93|\xE2\x80\x94|\xE2\x88\x92"), "-");
+  char* end = nullptr;
+  if (number && minus != text && (std::strtod(minus.c_str(), &end), *end == '\0'))
+    return "; did you mean '" + minus + "'? (a dash where a minus belongs)";
   if (std::regex_match(text, std::regex("[0-9]{1,3}(,[0-9]{3})+(\\.[0-9]*)?")))
     out.erase(std::remove(out.begin(), out.end(), ','), out.end());
   else if (text.size() > 2 && text.front() == '(' && text.back() == ')')

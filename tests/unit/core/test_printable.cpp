@@ -28,6 +28,19 @@ TEST(Printable, ControlCharactersAreWrittenAsEscapes) {
   EXPECT_EQ(printable("cut \xC2"), "cut \xC2");  // a lead byte alone
 }
 
+// A name holding a zero-width space reads as another name without it, and a right-to-left
+// override shows the text after it backwards ('txt\u202eexe.pdf' as 'txtfdp.exe'): both escaped.
+TEST(Printable, InvisibleAndReorderingCharactersAreWrittenAsEscapes) {
+  EXPECT_EQ(printable("mlp\xE2\x80\x8B"), "mlp\\u200b");
+  EXPECT_EQ(printable("a\xE2\x80\xAE"
+                      "fdp.exe"),
+            "a\\u202efdp.exe");
+  EXPECT_EQ(printable("\xE2\x81\xA6x\xE2\x81\xA9"), "\\u2066x\\u2069");
+  EXPECT_EQ(printable("bom\xEF\xBB\xBF"), "bom\\ufeff");
+  EXPECT_EQ(printable("dash\xE2\x80\x93 ok \xE2\x80\x9Cq\xE2\x80\x9D"), "dash\xE2\x80\x93 ok \xE2\x80\x9Cq\xE2\x80\x9D");  // visible: kept
+  EXPECT_EQ(printable("cut \xE2\x80"), "cut \xE2\x80");
+}
+
 TEST(Printable, QuotedNamesKeepToTheirLine) {
   EXPECT_EQ(quoted("cat"), "'cat'");
   EXPECT_EQ(quoted("two\nlines"), "'two\\nlines'");

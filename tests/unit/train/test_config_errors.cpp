@@ -5,11 +5,13 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gputrain/core/error.hpp"
 #include "gputrain/train/config.hpp"
 #include "support/config_errors.hpp"
+#include "support/scratch_folder.hpp"
 
 using namespace gputrain;
 using test_support::config_error;
@@ -132,6 +134,12 @@ TEST(Config, AValueSpeltAnotherWayGetsTheSpellingTheKeyTakes) {
       // taken for thousands ('0001', a learning rate of 1), and 1.000 read as 1 without a word.
       {"optimizer.lr=0,001", "; did you mean '0.001'? (a decimal point, not a comma)"},
       {"optimizer.weight_decay=0,05", "; did you mean '0.05'? (a decimal point, not a comma)"},
+      {"optimizer.lr=1e\xE2\x80\x93"
+       "3",
+       "; did you mean '1e-3'? (a dash where a minus belongs)"},
+      {"data.mean=[\xE2\x88\x92"
+       "0.5]",
+       "; did you mean '-0.5'? (a dash where a minus belongs)"},
       {"train.batch_size=1.000", "; did you mean '1000'? ('1.000' is 1 with a decimal point; write whole numbers without a separator)"},
       {"train.epochs=1.000.000", "; did you mean '1000000'? (write whole numbers without a separator)"},
   };
@@ -273,5 +281,51 @@ TEST(Config, InconsistentKeysAreRejected) {
             std::string::npos);
   EXPECT_NE(config_error({{}, {"data.standardize_targets=true"}, ""})
                 .find("data.standardize_targets scales regression targets, but data.task is classification"),
+            std::string::npos);
+}
+
+// What a copy from a web page, a chat or a word processor brings into a config, named where it
+// stands: before, a no-break space's indentation said "unknown key '  lr'", a zero-width space
+// "found 'mlp'" with the name looking right, typographic quotes "data.path '‘d.csv’' does not exist".
+TEST(Config, CharactersPastedFromTheWebAreNamedWhereTheyStand) {
+  test_support::ScratchFolder folder("config-pasted");
+  const auto error_of = [&](const std::string& text) {
+    const auto path = (folder.path / "pasted.yaml").string();
+    std::ofstream(path) << text;
+    return config_error({{path}, {}, ""});
+  };
+  const auto file = (folder.path / "pasted.yaml").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"optimizer:\n\xC2\xA0\xC2\xA0lr: 0.01\n", ":2:1: a no-break space (U+00A0)"},
+      {"optimizer:\n  lr:\xC2\xA0"
+       "0.01\n",
+       ":2:6: a no-break space (U+00A0)"},
+      {"model: {name: mlp\xE2\x80\x8B}\n", ":1:18: a zero-width space (U+200B)"},
+      {"model:\n  name: \xE2\x80\x9Cmlp\xE2\x80\x9D\n", ":2:9: a typographic quote (\xE2\x80\x9C, U+201C)"},
+      {"data: {path: \xE2\x80\x98x.csv\xE2\x80\x99}\n", ":1:14: a typographic quote (\xE2\x80\x98, U+2018)"},
+      {"model\xEF\xBC\x9A {name: mlp}\n", ":1:6: a full-width colon (\xEF\xBC\x9A, U+FF1A) after 'model'"},
+      {"train:\n\xE3\x80\x80\xE3\x80\x80"
+       "epochs: 2\n",
+       ":2:1: an ideographic space (U+3000)"},
+  };
+  for (const auto& [text, said] : cases) EXPECT_NE(error_of(text).find(file + said), std::string::npos) << error_of(text);
+  EXPECT_NE(
+      error_of("optimizer:\n\xC2\xA0 lr: 1\n").find("fix: replace it with a plain space (every one: sed -i 's/\\xc2\\xa0/ /g' " + file),
+      std::string::npos);
+  // Inside quotes, comments and block scalars they are text, as YAML reads them.
+  for (const std::string text :
+       {"logging: {dir: \"runs/caf\xC2\xA0\xE2\x80\x9Cx\xE2\x80\x9D\"}\n",
+        "# a comment\xC2\xA0with \xE2\x80\x9Cquotes\xE2\x80\x9D\ntrain: {epochs: 2}\n",
+        "logging:\n  dir: >-\n    runs/Bob\xE2\x80\x99s\xC2\xA0run\ntrain: {epochs: 2}\n", "logging: {dir: runs/Bob\xE2\x80\x99s run}\n"}) {
+    const auto path = (folder.path / "fine.yaml").string();
+    std::ofstream(path) << text;
+    EXPECT_NO_THROW(load_config({{path}, {}, ""})) << text;
+  }
+  EXPECT_NE(config_error({{},
+                          {"optimizer.lr=\xC2\xA0"
+                           "0.01"},
+                          ""})
+                .find("--set optimizer.lr=\xC2\xA0"
+                      "0.01: a no-break space (U+00A0)"),
             std::string::npos);
 }
