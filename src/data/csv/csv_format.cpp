@@ -23,6 +23,7 @@
 #include "gputrain/core/error.hpp"
 #include "gputrain/core/printable.hpp"
 #include "gputrain/core/suggest.hpp"
+#include "gputrain/core/text_encoding.hpp"
 #include "gputrain/core/units.hpp"
 
 namespace gputrain::data {
@@ -180,6 +181,14 @@ struct FindColumn {
   std::size_t operator()(const std::string& name, const std::string& key) const {
     for (std::size_t i = 0; i < header.size(); ++i)
       if (header[i] == name) return i;
+    // The same name in another Unicode form: 'café' typed composed, written decomposed by a Mac.
+    auto composed = name;
+    core::to_nfc(composed);
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      auto cell = header[i];
+      core::to_nfc(cell);
+      if (cell == composed) return i;
+    }
     // "a,b" for [a, b]: YAML reads it as one name.
     if (name.find(',') != std::string::npos) {
       const auto list = "[" + core::join(csv::split(name, ',')) + "]";

@@ -278,6 +278,9 @@ TEST(CsvCategories, OneNameInTwoUnicodeFormsIsOneClassAndOneCategory) {
   spec.categorical = {"drink"};
   const auto sources = open_sources(spec);
   EXPECT_EQ(sources.class_names, (std::vector<std::string>{"caf\xC3\xA9", "tea"}));
+  // A column named in the config composed, written decomposed in the header: found.
+  const auto named = written(root.path / "named.csv", "x,cafe\xCC\x81,label\n1,2,a\n3,4,b\n");
+  EXPECT_NO_THROW(read_csv(named, CsvSpec{{"x", "caf\xC3\xA9"}, {"label"}, true}));
   EXPECT_EQ(sources.feature_names, (std::vector<std::string>{"x", "drink=caf\xC3\xA9", "drink=tea"}));
   const auto val = sources.val->tensors();
   ASSERT_TRUE(val);
