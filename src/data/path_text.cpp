@@ -21,7 +21,10 @@ std::string unusable_path_text(const std::string& path, const std::string& other
     const auto here = fs::current_path(ec);
     if (!ec) text += " (relative to the current folder " + here.string() + ", not to the config file)";
   }
-  if (const auto similar = core::similar_path(path)) text += "; did you mean '" + *similar + "'?";
+  if (const auto similar = core::similar_path(path))
+    text += "; did you mean '" + *similar + "'?";
+  else
+    text += core::foreign_path_note(path);
   return text;
 }
 

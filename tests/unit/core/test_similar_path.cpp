@@ -55,3 +55,20 @@ TEST(SimilarPath, NamesThatDifferInTheirDigitsAloneAreNeverOffered) {
   EXPECT_EQ(similar_path(t.at("checkpoints/step-00000009.pt")), std::nullopt);
   EXPECT_EQ(similar_path(t.at("checkpoints/stepp-00000006.pt")), t.at("checkpoints/step-00000006.pt"));
 }
+
+// A config from a Windows colleague, or a path copied from a browser's address bar: the path as
+// this system writes it when that exists, else what makes it another system's.
+TEST(SimilarPath, WindowsAndBrowserSpellingsAreWrittenAsThisSystemWritesThem) {
+  const Tree tree;
+  const auto root = tree.root.string();
+  EXPECT_EQ(similar_path(root + "\\data\\train.csv.gz"), tree.at("data/train.csv.gz"));
+  EXPECT_EQ(similar_path(root + "\\configs\\mpl.yaml"), tree.at("configs/mlp.yaml"));  // and a typo
+  EXPECT_EQ(similar_path("file://" + root + "/people%2Ecsv"), tree.at("people.csv"));
+  EXPECT_EQ(gputrain::core::foreign_path_note("C:\\Users\\me\\x.csv"),
+            "; 'C:' names a Windows drive, which this system has not: its paths start at /, folders separated by /");
+  EXPECT_EQ(gputrain::core::foreign_path_note("%USERPROFILE%\\x.csv"), "; %NAME% is Windows' way to name a variable: write $NAME");
+  EXPECT_EQ(gputrain::core::foreign_path_note("nowhere\\x.csv"), "; '\\' separates folders on Windows: on this system '/' does");
+  EXPECT_EQ(did_you_mean("D:/data/x.csv"),
+            " ('D:' names a Windows drive, which this system has not: its paths start at /, folders separated by /)");
+  EXPECT_EQ(gputrain::core::foreign_path_note("data/x.csv"), "");
+}
