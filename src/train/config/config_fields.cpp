@@ -36,6 +36,13 @@ std::string other_spelling(const std::string& text, const std::string& allowed) 
   char* end = nullptr;
   if (number && minus != text && (std::strtod(minus.c_str(), &end), *end == '\0'))
     return "; did you mean '" + minus + "'? (a dash where a minus belongs)";
+  // 10% for a fraction (data.val_fraction: 0.1), 95% for a share in percent (95).
+  if (number && std::regex_match(text, m, std::regex("([0-9]+(\\.[0-9]*)?) ?%"))) {
+    const auto most = allowed.find("<= ");
+    const bool fraction = most != std::string::npos && std::strtod(allowed.c_str() + most + 3, nullptr) <= 1;
+    return "; did you mean '" + (fraction ? shortest(std::strtod(m[1].str().c_str(), nullptr) / 100) : m[1].str()) + "'?" +
+           (fraction ? " (a fraction, not a percentage)" : "");
+  }
   if (std::regex_match(text, std::regex("[0-9]{1,3}(,[0-9]{3})+(\\.[0-9]*)?")))
     out.erase(std::remove(out.begin(), out.end(), ','), out.end());
   else if (text.size() > 2 && text.front() == '(' && text.back() == ')')
@@ -45,15 +52,20 @@ std::string other_spelling(const std::string& text, const std::string& allowed) 
 
 }  // namespace
 
-std::string size_guess(const std::string& text) {  // 8gb, 512 mib
+std::string size_guess(const std::string& text) {  // 8gb, 512 mib, 1,5GB (a decimal comma), 8 Go (French octets)
   std::smatch m;
-  if (!std::regex_match(text, m, std::regex("([0-9.]+) *([kmgt])(i?)b", std::regex::icase))) return "";
+  if (!std::regex_match(text, m, std::regex("([0-9]+(?:[.,][0-9]+)?) *([kmgt])(i?)([bo])", std::regex::icase))) return "";
   const auto unit = static_cast<char>(std::toupper(static_cast<unsigned char>(m[2].str()[0])));
-  return "; did you mean '" + m[1].str() + unit + (m[3].length() ? "i" : "") + "B'?";
+  const auto number = std::regex_replace(m[1].str(), std::regex(","), ".");
+  const auto guess = number + unit + (m[3].length() ? "i" : "") + "B";
+  return guess == text ? "" : "; did you mean '" + guess + "'?";
 }
 
-std::string duration_guess(const std::string& text) {  // 90min, 2 hours
+std::string duration_guess(const std::string& text) {  // 90min, 2 hours, 1,5h (a decimal comma)
   std::smatch m;
+  if (std::regex_match(text, m, std::regex("([0-9]+),([0-9]+) *([smhd])", std::regex::icase)))
+    return "; did you mean '" + m[1].str() + "." + m[2].str() + static_cast<char>(std::tolower(static_cast<unsigned char>(m[3].str()[0]))) +
+           "'?";
   if (!std::regex_match(
           text, m,
           std::regex("([0-9.]+) *(sec|secs|second|seconds|min|mins|minute|minutes|hr|hrs|hour|hours|day|days)", std::regex::icase)))

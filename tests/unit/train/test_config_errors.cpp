@@ -134,6 +134,11 @@ TEST(Config, AValueSpeltAnotherWayGetsTheSpellingTheKeyTakes) {
       // taken for thousands ('0001', a learning rate of 1), and 1.000 read as 1 without a word.
       {"optimizer.lr=0,001", "; did you mean '0.001'? (a decimal point, not a comma)"},
       {"optimizer.weight_decay=0,05", "; did you mean '0.05'? (a decimal point, not a comma)"},
+      {"device.max_memory=1,5GB", "; did you mean '1.5GB'?"},
+      {"device.max_memory=8 Go", "; did you mean '8GB'?"},
+      {"train.max_time=1,5h", "; did you mean '1.5h'?"},
+      {"data.val_fraction=10%", "; did you mean '0.1'? (a fraction, not a percentage)"},
+      {"logging.alerts.gpu_memory_percent=95%", "; did you mean '95'?"},
       {"optimizer.lr=1e\xE2\x80\x93"
        "3",
        "; did you mean '1e-3'? (a dash where a minus belongs)"},
