@@ -25,9 +25,11 @@ namespace gputrain::data {
 namespace fs = std::filesystem;
 namespace {
 
+// JPEG under the names Windows and browsers also save it as (.jfif, .jpe): the decoder goes by
+// the file's bytes, not its name.
 bool is_image(const fs::path& path) {
   const std::string ext = core::lower(path.extension().string());
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".jfif" || ext == ".jpe";
 }
 
 // Images in formats gputrain does not decode: said apart from other files, with a conversion.

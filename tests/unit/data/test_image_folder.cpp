@@ -198,6 +198,24 @@ TEST(ImageFolder, ARunFolderInsideTheImagesIsNamedAsARun) {
   EXPECT_NE(error.find("give runs a logging.dir outside it"), std::string::npos) << error;
 }
 
+// JPEG as Windows and browsers also name it (Chrome's "Save image as" writes .jfif): read as JPEG.
+TEST(ImageFolder, JpegUnderItsOtherNamesIsRead) {
+  test_support::ScratchFolder root("jfif");
+  for (const auto* name : {"cat/0.jfif", "cat/1.JPE", "dog/0.jpg"}) {
+    std::filesystem::create_directories((root.path / name).parent_path());
+    std::filesystem::copy_file(format_fixture("images/exact/rgb.jpg"), root.path / name);
+  }
+  SourceSpec spec;
+  spec.source = "image_folder";
+  spec.path = root.path.string();
+  spec.image_size = {12, 10};
+  const auto sources = open_sources(spec);
+  ASSERT_EQ(sources.train->size(), 3);
+  const auto loaded = materialize(*sources.train, 1);
+  EXPECT_TRUE(loaded.skipped.empty());
+  EXPECT_EQ(loaded.set.size(), 3);
+}
+
 // An image directly in the root has no class: left out and said so, apart from files of other
 // formats; a root of images alone says where they belong.
 TEST(ImageFolder, ImagesOutsideTheClassFoldersAreNamedAsSuch) {
