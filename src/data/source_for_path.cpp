@@ -1,7 +1,11 @@
 // Telling a data file's format from its name, so that a path given without data.source is either
 // read as what it is (gputrain profile --path) or named in the error's fix (train).
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "gputrain/core/units.hpp"
 #include "gputrain/data/csv_parts.hpp"
@@ -86,6 +90,33 @@ FormatNotRead format_not_read(const std::string& path) {
   if (ends(".7z") || ends(".rar"))
     return {"a " + std::string(ends(".7z") ? "7-Zip" : "RAR") + " archive", "unpack it and point data.path at what it holds"};
   return {};
+}
+
+std::string delimited_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(64 * 1024, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  if (head.empty() || head.find('\0') != std::string::npos) return "";
+  std::vector<std::string> lines;
+  std::istringstream text(head);
+  for (std::string line; lines.size() < 3 && std::getline(text, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) lines.push_back(line);
+  }
+  // YAML ("data: {path: x, labels: y}") or a comment is no header row, whatever its commas.
+  if (lines.size() < 2 || lines[0].find(": ") != std::string::npos || lines[0].find('{') != std::string::npos || lines[0][0] == '#')
+    return "";
+  for (const auto& [delimiter, name] : {std::pair{'\t', "tab"}, std::pair{';', "semicolon"}, std::pair{',', "comma"}}) {
+    const auto fields = std::count(lines[0].begin(), lines[0].end(), delimiter);
+    const bool same = std::all_of(lines.begin() + 1, lines.end(),
+                                  [&](const std::string& line) { return std::count(line.begin(), line.end(), delimiter) == fields; });
+    if (fields == 0 || !same) continue;
+    std::string columns;
+    for (const char c : lines[0].substr(0, 80)) columns += c == delimiter ? std::string(", ") : std::string(1, c);
+    return std::string(name) + "-separated text, its first row " + columns + (lines[0].size() > 80 ? "..." : "");
+  }
+  return "";
 }
 
 }  // namespace gputrain::data

@@ -33,6 +33,11 @@ struct FormatNotRead {
 };
 FormatNotRead format_not_read(const std::string& path);
 
+/// What `path`'s first lines read as when they are delimited text under another name than .csv
+/// or .tsv (Excel's "Text (Tab delimited)" export is a .txt; many data sets are .data or .dat):
+/// "tab-separated text, its first row a, b, label"; empty for other bytes.
+std::string delimited_text(const std::string& path);
+
 /// What the data section of a config says (train::Config::data, without depending on train).
 struct SourceSpec {
   std::string source = "synthetic";

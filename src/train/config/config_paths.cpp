@@ -116,6 +116,10 @@ void tell_data_source(Config& config, const std::string& path_origin) {
                      "check the path (relative paths start from the folder gputrain runs in)");
   if (const auto other = data::format_not_read(path); !other.what.empty())
     throw UsageError(path_origin + ": data.path '" + path + "' is " + other.what + ", which gputrain does not read", other.fix);
+  if (const auto text = data::delimited_text(path); !text.empty())
+    throw UsageError(
+        path_origin + ": cannot tell the format of '" + path + "' from its name, and data.source is not set: it reads as " + text,
+        "set data.source: csv, which reads such text (tab-, semicolon- or comma-separated, a header row first)");
   throw UsageError(path_origin + ": cannot tell the format of '" + path + "' from its name or contents, and data.source is not set",
                    "set data.source to its format (" + core::join(data::file_source_names()) + ")");
 }

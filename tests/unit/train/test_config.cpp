@@ -133,6 +133,13 @@ TEST(Config, APathWithoutASourceIsReadAsTheFormatItNames) {
             std::string::npos)
       << unknown;
   EXPECT_NE(config_error({{}, {"data.path=" + at("empty")}, ""}).find("cannot tell the format of"), std::string::npos);
+  // Delimited text under another name (Excel's "Text (Tab delimited)" is a .txt): the source that reads it.
+  std::ofstream(at("export.txt")) << "a\tb\tlabel\r\n1\t2\t0\r\n";
+  const auto text = config_error({{}, {"data.path=" + at("export.txt")}, ""});
+  EXPECT_NE(text.find("from its name, and data.source is not set: it reads as tab-separated text, its first row a, b, label\n"
+                      "  fix: set data.source: csv"),
+            std::string::npos)
+      << text;
   // A format gputrain does not read is named, with the command that writes one it does.
   for (const auto& [name, what, fix] : std::vector<std::array<std::string, 3>>{
            {"sales.parquet", "is a Parquet file, which gputrain does not read", "p.read_parquet('" + at("sales.parquet") + "').to_csv("},
