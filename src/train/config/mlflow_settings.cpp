@@ -37,6 +37,17 @@ void resolve_mlflow_settings(MlflowConfig& mlflow) {
             "http://127.0.0.1:5000; file stores, databricks and database URIs are for MLflow's Python client");
   if (const auto fault = mlflow::url_fault(uri); !fault.empty())
     throw UsageError(named + ", which is not an address to connect to: " + fault, set_it + "http://HOST:PORT, e.g. http://127.0.0.1:5000");
+  // The address of a page of MLflow's web UI, copied from the browser: its requests would go to
+  // the page's server path with the fragment dropped, and get the UI's HTML back.
+  if (const auto fragment = uri.find('#'); fragment != std::string::npos) {
+    auto server = uri.substr(0, fragment);
+    while (server.size() > 8 && server.back() == '/') server.pop_back();
+    const bool experiment_page = uri.find("/experiments/", fragment) != std::string::npos;
+    throw UsageError(
+        named + ", the address of a page of MLflow's web UI (the part from '#' on is the page's)",
+        set_it + server +
+            (experiment_page ? ", and logging.mlflow.experiment to the name that page shows (ids are for MLFLOW_EXPERIMENT_ID)" : ""));
+  }
   if (mlflow.timeout <= 0)
     throw UsageError("config: logging.mlflow.timeout is none: each request to the server needs a time limit",
                      "set logging.mlflow.timeout: 10s, or longer for a slow link");

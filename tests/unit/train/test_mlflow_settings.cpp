@@ -90,6 +90,21 @@ TEST(MlflowSettings, RefusesAnAddressWithNoHostOrABadPortAndNamesTheEnvironmentW
   EXPECT_EQ(url_fault("http://127.0.0.1:5000/mlflow"), "");
 }
 
+// The address of a page of MLflow's UI, copied from the browser: its requests would have got the
+// UI's HTML back, and MLflow been switched off for the run as an answer gputrain cannot read.
+TEST(MlflowSettings, AnAddressCopiedFromTheWebUiGetsTheServersAddress) {
+  const auto fix = test_support::usage_fix([] {
+    load_config({{}, {"device=cpu", "logging.mlflow.tracking_uri=http://127.0.0.1:5000/#/experiments/3"}, ""});
+  });
+  EXPECT_EQ(fix,
+            "set logging.mlflow.tracking_uri: http://127.0.0.1:5000, and logging.mlflow.experiment to the name that page shows (ids are "
+            "for MLFLOW_EXPERIMENT_ID)");
+  const auto error = test_support::usage_error([] {
+    load_config({{}, {"device=cpu", "logging.mlflow.tracking_uri=https://ml.example.com/mlflow/#/models"}, ""});
+  });
+  EXPECT_NE(error.find("the address of a page of MLflow's web UI (the part from '#' on is the page's)"), std::string::npos) << error;
+}
+
 // The REST client's own errors show the address as the config and the log do: without its password.
 TEST(MlflowRest, AServerThatDoesNotAnswerIsNamedWithItsPasswordMasked) {
   std::unique_ptr<Api> api;
